@@ -1,0 +1,5 @@
+//! One module per subcommand, each with a `run()`.
+
+pub mod crypto_bench;
+pub mod frame;
+pub mod suites;

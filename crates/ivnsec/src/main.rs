@@ -1,0 +1,33 @@
+//! `ivnsec`: one binary, one module per subcommand.
+
+mod cli;
+mod cmd;
+mod providers;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command, exit_code};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Frame(args) => cmd::frame::run(args),
+        Command::CryptoBench(args) => cmd::crypto_bench::run(args),
+        Command::Suites(args) => cmd::suites::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ivnsec: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
