@@ -20,10 +20,15 @@ pub enum Args {
     Protect {
         #[command(flatten)]
         sa: SaArgs,
-        /// Sequence number of the (first) frame, ≥ 1. With `-`, frames are numbered upward from it.
+        /// Sequence number of the (first) frame, ≥ 1 (IVN-AE, ESP). With `-`, frames are numbered
+        /// upward from it.
         #[arg(long)]
-        seq: u64,
-        /// Hex of the plain frame, or `-` to read one hex frame per line from stdin.
+        seq: Option<u64>,
+        #[command(flatten)]
+        macsec: super::frame_macsec::ProtectOpts,
+        #[command(flatten)]
+        esp: super::frame_esp::ProtectOpts,
+        /// Hex of the plain frame (IP packet for ESP), or `-` to read one per line from stdin.
         frame: String,
     },
     /// Verify an IVN-AE frame; prints the recovered plain frame (exit 0) or the drop reason on
@@ -36,7 +41,11 @@ pub enum Args {
         /// W of the highest is accepted once.
         #[arg(long, default_value_t = 64)]
         replay_window: u32,
-        /// Hex of the IVN-AE frame, or `-` to read one hex frame per line from stdin.
+        #[command(flatten)]
+        macsec: super::frame_macsec::VerifyOpts,
+        #[command(flatten)]
+        esp: super::frame_esp::VerifyOpts,
+        /// Hex of the protected frame (ESP packet for ESP), or `-` to read one per line from stdin.
         frame: String,
     },
 }
@@ -44,28 +53,28 @@ pub enum Args {
 /// The security association, as given on the command line.
 #[derive(clap::Args, Debug)]
 pub struct SaArgs {
-    /// Profile: a suite name, with `/auth` or `/conf` for AEAD suites (default conf).
-    /// `ivnsec suites` lists them.
+    /// Profile: an IVN-AE suite name, with `/auth` or `/conf` for AEAD suites (default conf);
+    /// or a standard protocol profile (`macsec-…`, `esp-…`). `ivnsec suites` lists them.
     #[arg(long)]
-    profile: Profile,
+    pub profile: String,
     /// Cipher key in hex (AEAD and AES-CBC/CTR suites).
     #[arg(long)]
-    key: Option<String>,
+    pub key: Option<String>,
     /// HMAC key in hex, any length ≥ 1 byte (HMAC and AES-CBC/CTR-HMAC suites).
     #[arg(long)]
-    mac_key: Option<String>,
-    /// Per-SA IV in hex, 12 bytes, XORed with the sequence number to form the nonce.
+    pub mac_key: Option<String>,
+    /// IVN-AE: per-SA IV in hex, 12 bytes, XORed with the sequence number to form the nonce.
     #[arg(long)]
-    iv: Option<String>,
+    pub iv: Option<String>,
     /// Key id carried in the frame (0-255).
-    #[arg(long, default_value_t = 0)]
-    key_id: u8,
+    #[arg(long)]
+    pub key_id: Option<u8>,
     /// Truncate HMAC tags to this many bytes (≥ max(10, digest/2)); default full length.
     #[arg(long)]
-    tag_len: Option<usize>,
+    pub tag_len: Option<usize>,
     /// Crypto provider: portable, fast, or auto (fast when it has the suite).
     #[arg(long, default_value = "auto")]
-    provider: ProviderChoice,
+    pub provider: ProviderChoice,
 }
 
 struct SaMaterial {
@@ -90,12 +99,23 @@ impl SaArgs {
         Ok(SaMaterial { key, mac_key, iv })
     }
 
-    fn params<'a>(&self, m: &'a SaMaterial) -> SaParams<'a> {
-        SaParams { profile: self.profile, key: &m.key, mac_key: &m.mac_key, iv: m.iv, key_id: self.key_id, tag_len: self.tag_len }
+    fn ivnae_profile(&self) -> Result<Profile> {
+        self.profile.parse().map_err(|e| usage(format!("--profile {}: {e} (see `ivnsec suites`)", self.profile)))
     }
 
-    fn provider(&self) -> Result<&'static CryptoProvider> {
-        providers::select(self.provider, self.profile.suite).map_err(usage)
+    fn params<'a>(&self, profile: Profile, m: &'a SaMaterial) -> SaParams<'a> {
+        SaParams {
+            profile,
+            key: &m.key,
+            mac_key: &m.mac_key,
+            iv: m.iv,
+            key_id: self.key_id.unwrap_or(0),
+            tag_len: self.tag_len,
+        }
+    }
+
+    fn provider(&self, profile: Profile) -> Result<&'static CryptoProvider> {
+        providers::select(self.provider, profile.suite).map_err(usage)
     }
 }
 
@@ -104,14 +124,32 @@ const MAX_FRAME: usize = 9216;
 
 pub fn run(args: Args) -> Result<ExitCode> {
     match args {
-        Args::Protect { sa, seq, frame } => protect(&sa, seq, &frame),
-        Args::Verify { sa, replay_window, frame } => verify(&sa, replay_window, &frame),
+        Args::Protect { sa, seq, macsec, esp, frame } => {
+            if sa.profile.starts_with("macsec-") {
+                super::frame_macsec::protect(&sa, &macsec, &frame)
+            } else if sa.profile.starts_with("esp-") {
+                super::frame_esp::protect(&sa, seq, &esp, &frame)
+            } else {
+                let seq = seq.ok_or_else(|| usage("--seq is required for IVN-AE profiles"))?;
+                protect(&sa, seq, &frame)
+            }
+        }
+        Args::Verify { sa, replay_window, macsec, esp, frame } => {
+            if sa.profile.starts_with("macsec-") {
+                super::frame_macsec::verify(&sa, replay_window, &macsec, &frame)
+            } else if sa.profile.starts_with("esp-") {
+                super::frame_esp::verify(&sa, replay_window, &esp, &frame)
+            } else {
+                verify(&sa, replay_window, &frame)
+            }
+        }
     }
 }
 
 fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
+    let profile = sa.ivnae_profile()?;
     let m = sa.material()?;
-    let mut tx = IvnAeTx::new(sa.provider()?, &sa.params(&m), seq).map_err(|e| usage(e.to_string()))?;
+    let mut tx = IvnAeTx::new(sa.provider(profile)?, &sa.params(profile, &m), seq).map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME + 128];
     let mut one = |plain: &[u8], what: &str| -> Result<String> {
         if plain.len() > MAX_FRAME {
@@ -141,8 +179,10 @@ fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
 }
 
 fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
+    let profile = sa.ivnae_profile()?;
     let m = sa.material()?;
-    let mut rx = IvnAeRx::new(sa.provider()?, &sa.params(&m), replay_window).map_err(|e| usage(e.to_string()))?;
+    let mut rx =
+        IvnAeRx::new(sa.provider(profile)?, &sa.params(profile, &m), replay_window).map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME];
     if frame != "-" {
         let bytes = parse_hex("FRAME", frame)?;

@@ -2,4 +2,6 @@
 
 pub mod crypto_bench;
 pub mod frame;
+pub mod frame_esp;
+pub mod frame_macsec;
 pub mod suites;

@@ -1,0 +1,23 @@
+//! `ivnsec frame protect|verify` for `esp-…` profiles (being written).
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::frame::SaArgs;
+
+/// Options of `frame protect` that only esp profiles take.
+#[derive(clap::Args, Debug, Default)]
+pub struct ProtectOpts {}
+
+/// Options of `frame verify` that only esp profiles take.
+#[derive(clap::Args, Debug, Default)]
+pub struct VerifyOpts {}
+
+pub fn protect(_sa: &SaArgs, _seq: Option<u64>, _opts: &ProtectOpts, _frame: &str) -> Result<ExitCode> {
+    Err(crate::cli::usage("ESP profiles are not available yet"))
+}
+
+pub fn verify(_sa: &SaArgs, _replay_window: u32, _opts: &VerifyOpts, _frame: &str) -> Result<ExitCode> {
+    Err(crate::cli::usage("ESP profiles are not available yet"))
+}
