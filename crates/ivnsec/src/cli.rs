@@ -90,6 +90,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn command_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
     fn hex_forms() {
         assert_eq!(parse_hex("k", "0x0a0B").unwrap(), vec![10, 11]);
         assert_eq!(parse_hex("k", "0a:0b 0c").unwrap(), vec![10, 11, 12]);

@@ -25,9 +25,9 @@ pub enum Args {
         #[arg(long)]
         seq: Option<u64>,
         #[command(flatten)]
-        macsec: super::frame_macsec::ProtectOpts,
+        macsec: super::frame_macsec::MacsecProtectOpts,
         #[command(flatten)]
-        esp: super::frame_esp::ProtectOpts,
+        esp: super::frame_esp::EspProtectOpts,
         /// Hex of the plain frame (IP packet for ESP), or `-` to read one per line from stdin.
         frame: String,
     },
@@ -42,9 +42,9 @@ pub enum Args {
         #[arg(long, default_value_t = 64)]
         replay_window: u32,
         #[command(flatten)]
-        macsec: super::frame_macsec::VerifyOpts,
+        macsec: super::frame_macsec::MacsecVerifyOpts,
         #[command(flatten)]
-        esp: super::frame_esp::VerifyOpts,
+        esp: super::frame_esp::EspVerifyOpts,
         /// Hex of the protected frame (ESP packet for ESP), or `-` to read one per line from stdin.
         frame: String,
     },
