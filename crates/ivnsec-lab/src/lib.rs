@@ -1,0 +1,4 @@
+//! Experiments, statistics and reports. No sockets here: the lab drives the net crate.
+#![forbid(unsafe_code)]
+
+pub mod stats;

@@ -1,0 +1,1 @@
+//! Descriptive statistics, hypothesis tests and extreme-value fits (being written).
