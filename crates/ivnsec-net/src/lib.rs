@@ -1,2 +1,22 @@
-//! All I/O of ivnsec: sockets (the only place with `unsafe`, in `sys`), the namespace testbed,
+//! All I/O of ivnsec: sockets (the only place with `unsafe`, in [`sys`]), the namespace testbed,
 //! timestamps. No protocol logic lives here.
+//!
+//! - [`sys`]: AF_PACKET raw sockets bound to an interface and an EtherType (blocking receive with
+//!   a timeout, busy-poll receive, software RX timestamps), CPU pinning. The one module allowed
+//!   to use `unsafe`; every block carries a `// SAFETY:` comment.
+//! - [`udp`]: a UDP transport (ESP/SOME-IP, and the no-root fallback over loopback).
+//! - [`topology`]: the testbed topologies (`pair`, `steer-by-wire`, `sensors:N`, `cascade:N`),
+//!   their nodes, links, names, MAC and IPv4 addresses — pure data, no I/O.
+//! - [`testbed`]: builds a topology as network namespaces, veth links and Linux bridges with the
+//!   `ip` command, records it in a state file, and tears it down.
+
+#![deny(unsafe_code)]
+
+mod error;
+#[allow(unsafe_code)]
+pub mod sys;
+pub mod testbed;
+pub mod topology;
+pub mod udp;
+
+pub use error::{Error, Result};

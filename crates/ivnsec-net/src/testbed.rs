@@ -1,0 +1,859 @@
+//! The testbed: a [`Topology`] built as real kernel networking — one network namespace per node,
+//! veth links, a Linux bridge (in its own namespace) as the switch — and torn down again.
+//!
+//! Everything is done by running the `ip` command (iproute2) through `std::process::Command`,
+//! not by speaking netlink ourselves: each step is a line a person can read, re-type and audit
+//! (`ip -n NS -batch -` runs a namespace's lines in one process), and iproute2 already knows
+//! every kernel's quirks. Building a testbed is not on a hot path.
+//!
+//! Guarantees:
+//! - Names carry a random per-run prefix `ivn-<6 hex>`; the prefix is reserved by creating
+//!   `<state dir>/<prefix>.json` exclusively *before* anything is created, so a crash mid-build
+//!   still leaves a record that `down` uses.
+//! - Only namespaces named `<prefix>-…` are ever deleted, and only processes running inside them
+//!   are signalled. Deleting a namespace deletes its veth ends and so the peers.
+//! - A [`Testbed`] tears down on drop unless [`Testbed::keep`] was called; [`down`] is
+//!   idempotent.
+//! - Inside each namespace IPv6 is disabled (`net.ipv6.conf.{all,default}.disable_ipv6=1`), so
+//!   no duplicate-address detection, router solicitation or MLD frame disturbs a measurement;
+//!   the bridge has STP off and forward delay 0, so ports forward at once; multicast snooping is
+//!   off (a plain flooding switch); every ECU has a permanent ARP entry for every other ECU, so
+//!   no ARP exchange lands inside a measurement. Offloads are left at the veth defaults: frames
+//!   of at most the 1500-byte MTU never use segmentation offload, and the testbed does not need
+//!   ethtool (see docs/testbed.md for turning offloads off for TCP tests).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{self, Write};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::topology::{
+    self, IPV4_PREFIX_LEN, MTU, NodeKind, Plan, Topology, check_prefix, format_ipv4, format_mac,
+    namespace_name,
+};
+use crate::{Error, Result, sys};
+
+/// Environment variable that overrides the state directory.
+pub const STATE_DIR_ENV: &str = "IVNSEC_STATE_DIR";
+/// Version of the state file format.
+pub const STATE_FORMAT: u32 = 1;
+
+/// Where testbed state files live: `$IVNSEC_STATE_DIR`, else `$XDG_RUNTIME_DIR/ivnsec`, else
+/// `/run/ivnsec` (tmpfs: cleared on reboot, like the namespaces themselves).
+pub fn default_state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("ivnsec");
+    }
+    PathBuf::from("/run/ivnsec")
+}
+
+/// How to build a testbed.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Give every ECU its IPv4 address (`10.77.group.host/16`, inside its namespace only).
+    pub ipv4: bool,
+    /// Directory of the state files.
+    pub state_dir: PathBuf,
+    /// Use this prefix instead of a random one (must match `ivn-<6 hex>` and be unused).
+    pub prefix: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ipv4: true,
+            state_dir: default_state_dir(),
+            prefix: None,
+        }
+    }
+}
+
+/// What a state file records about one running testbed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestbedState {
+    /// [`STATE_FORMAT`].
+    pub format: u32,
+    /// `ivn-<6 hex>`.
+    pub prefix: String,
+    /// The topology string (`pair`, `cascade:3`, …).
+    pub topology: String,
+    /// Creation time, seconds since the Unix epoch.
+    pub created_unix: u64,
+    /// Process that built it.
+    pub created_by_pid: u32,
+    /// False while being built (or if the build was interrupted).
+    pub complete: bool,
+    /// ECUs and switches.
+    pub nodes: Vec<NodeState>,
+}
+
+/// One node of a recorded testbed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeState {
+    /// Node name (`ecu1`, `sw0`, …).
+    pub name: String,
+    /// Its network namespace (`<prefix>-<name>`).
+    pub namespace: String,
+    /// `ecu` or `switch`.
+    pub kind: String,
+    /// Its interfaces.
+    pub interfaces: Vec<IfaceState>,
+}
+
+/// One interface of a recorded node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfaceState {
+    /// Name inside the node's namespace.
+    pub name: String,
+    /// MAC address, `aa:bb:cc:dd:ee:ff`.
+    pub mac: String,
+    /// IPv4 address with prefix length, `10.77.0.1/16`.
+    pub ipv4: Option<String>,
+    /// Other end of the link, `node/interface`.
+    pub peer: Option<String>,
+}
+
+impl TestbedState {
+    fn from_plan(prefix: &str, topology: &Topology, plan: &Plan, ipv4: bool) -> Self {
+        TestbedState {
+            format: STATE_FORMAT,
+            prefix: prefix.to_string(),
+            topology: topology.to_string(),
+            created_unix: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            created_by_pid: std::process::id(),
+            complete: false,
+            nodes: plan
+                .nodes
+                .iter()
+                .map(|n| NodeState {
+                    name: n.name.clone(),
+                    namespace: namespace_name(prefix, &n.name),
+                    kind: n.kind.as_str().to_string(),
+                    interfaces: n
+                        .ifaces
+                        .iter()
+                        .map(|i| IfaceState {
+                            name: i.name.clone(),
+                            mac: format_mac(&i.mac),
+                            ipv4: i
+                                .ipv4
+                                .filter(|_| ipv4)
+                                .map(|a| format!("{}/{IPV4_PREFIX_LEN}", format_ipv4(&a))),
+                            peer: i
+                                .peer_node
+                                .as_ref()
+                                .zip(i.peer_if.as_ref())
+                                .map(|(n, i)| format!("{n}/{i}")),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The node called `name`.
+    pub fn node(&self, name: &str) -> Option<&NodeState> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// Namespace of node `name`, or a usage error listing the nodes.
+    pub fn namespace_of(&self, name: &str) -> Result<&str> {
+        match self.node(name) {
+            Some(n) => Ok(&n.namespace),
+            None => Err(Error::Usage(format!(
+                "testbed {} has no node `{name}`; its nodes are: {}",
+                self.prefix,
+                self.nodes
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// IPv4 address of ECU `name` (without prefix length).
+    pub fn ipv4_of(&self, name: &str) -> Option<Ipv4Addr> {
+        let a = self.node(name)?.interfaces.first()?.ipv4.as_ref()?;
+        a.split('/').next()?.parse().ok()
+    }
+
+    /// Names of the ECU nodes.
+    pub fn ecus(&self) -> impl Iterator<Item = &NodeState> {
+        self.nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Ecu.as_str())
+    }
+
+    /// All namespaces this testbed records (only those carrying its prefix).
+    pub fn namespaces(&self) -> impl Iterator<Item = &str> {
+        let p = format!("{}-", self.prefix);
+        self.nodes
+            .iter()
+            .map(|n| n.namespace.as_str())
+            .filter(move |ns| ns.starts_with(&p))
+    }
+}
+
+/// A running testbed. Dropping it tears everything down unless [`Testbed::keep`] was called.
+#[derive(Debug)]
+pub struct Testbed {
+    state: TestbedState,
+    state_dir: PathBuf,
+    keep: bool,
+}
+
+impl Testbed {
+    /// Builds `topology` and records it in the state directory. On any error everything created
+    /// so far is removed again.
+    pub fn up(topology: &Topology, opts: &Options) -> Result<Testbed> {
+        check_environment()?;
+        let plan = topology.plan();
+        for n in &plan.nodes {
+            for i in &n.ifaces {
+                topology::check_ifname(&i.name)?;
+            }
+        }
+        fs::create_dir_all(&opts.state_dir).map_err(|e| Error::State {
+            path: opts.state_dir.clone(),
+            problem: format!("cannot create the state directory: {e}"),
+        })?;
+        let prefix = reserve_prefix(&opts.state_dir, opts.prefix.as_deref())?;
+        let state = TestbedState::from_plan(&prefix, topology, &plan, opts.ipv4);
+        // From here on, Drop removes whatever exists (and the reserved state file).
+        let mut tb = Testbed {
+            state,
+            state_dir: opts.state_dir.clone(),
+            keep: false,
+        };
+        write_state(&tb.state_dir, &tb.state)?;
+        build(&tb.state, &plan, opts.ipv4)?;
+        tb.state.complete = true;
+        write_state(&tb.state_dir, &tb.state)?;
+        Ok(tb)
+    }
+
+    /// The recorded state.
+    pub fn state(&self) -> &TestbedState {
+        &self.state
+    }
+
+    /// `ivn-<6 hex>`.
+    pub fn prefix(&self) -> &str {
+        &self.state.prefix
+    }
+
+    /// The state directory this testbed is recorded in.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Namespace of node `node`.
+    pub fn namespace(&self, node: &str) -> Result<&str> {
+        self.state.namespace_of(node)
+    }
+
+    /// A command that runs `program` inside node `node` (`ip netns exec NS program`); add
+    /// arguments and spawn it as usual.
+    pub fn command(&self, node: &str, program: impl AsRef<std::ffi::OsStr>) -> Result<Command> {
+        Ok(netns_command(self.namespace(node)?, program))
+    }
+
+    /// Leaves the testbed running after this value is dropped (`ivnsec testbed up`); returns its
+    /// state. `down` removes it later.
+    pub fn keep(mut self) -> TestbedState {
+        self.keep = true;
+        self.state.clone()
+    }
+
+    /// Tears down now and reports errors (Drop does the same but can only ignore them).
+    pub fn down(mut self) -> Result<DownReport> {
+        self.keep = true;
+        down(&self.state.prefix, &self.state_dir)
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = down(&self.state.prefix, &self.state_dir);
+        }
+    }
+}
+
+/// A command that runs `program` in namespace `ns` (`ip netns exec NS program`).
+pub fn netns_command(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(program);
+    c
+}
+
+/// What [`down`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DownReport {
+    /// The testbed.
+    pub prefix: String,
+    /// Namespaces deleted.
+    pub removed_namespaces: Vec<String>,
+    /// Processes signalled because they still ran inside them.
+    pub stopped_processes: usize,
+    /// Whether a state file was removed.
+    pub removed_state_file: bool,
+}
+
+impl DownReport {
+    /// Whether there was nothing left to remove.
+    pub fn was_already_down(&self) -> bool {
+        self.removed_namespaces.is_empty() && !self.removed_state_file
+    }
+}
+
+/// Removes testbed `prefix`: stops processes inside its namespaces, deletes every namespace
+/// named `<prefix>-…` (recorded or not, e.g. after an interrupted build), and removes its state
+/// file. Idempotent: a testbed that is already gone is not an error.
+pub fn down(prefix: &str, state_dir: &Path) -> Result<DownReport> {
+    check_prefix(prefix)?;
+    let mut report = DownReport {
+        prefix: prefix.to_string(),
+        ..DownReport::default()
+    };
+    let live = live_namespaces(prefix)?;
+    if !live.is_empty() {
+        check_environment()?;
+        report.stopped_processes = stop_processes(&live)?;
+        let lines: Vec<String> = live.iter().map(|ns| format!("netns del {ns}")).collect();
+        // -force: go on past a namespace that vanished meanwhile; the re-listing below decides.
+        let _ = ip_batch(None, &lines, true);
+        let left = live_namespaces(prefix)?;
+        if !left.is_empty() {
+            return Err(Error::Command {
+                command: format!("ip netns del {}", left.join(" ")),
+                status: None,
+                stderr: "namespaces still exist after deletion".to_string(),
+            });
+        }
+        report.removed_namespaces = live;
+    }
+    let path = state_path(state_dir, prefix);
+    match fs::remove_file(&path) {
+        Ok(()) => report.removed_state_file = true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(Error::State {
+                path,
+                problem: format!("cannot remove: {e}"),
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// Every testbed recorded in `state_dir`, oldest first. Unreadable files are skipped with
+/// their problem in the second list.
+pub fn list(state_dir: &Path) -> Result<(Vec<TestbedState>, Vec<Error>)> {
+    let mut found = Vec::new();
+    let mut bad = Vec::new();
+    let entries = match fs::read_dir(state_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((found, bad)),
+        Err(e) => {
+            return Err(Error::State {
+                path: state_dir.to_path_buf(),
+                problem: format!("cannot read the state directory: {e}"),
+            });
+        }
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(prefix) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+            continue;
+        };
+        if check_prefix(prefix).is_err() {
+            continue;
+        }
+        match load(state_dir, prefix) {
+            Ok(s) => found.push(s),
+            Err(e) => bad.push(e),
+        }
+    }
+    found.sort_by(|a, b| (a.created_unix, &a.prefix).cmp(&(b.created_unix, &b.prefix)));
+    Ok((found, bad))
+}
+
+/// The recorded state of testbed `prefix`.
+pub fn load(state_dir: &Path, prefix: &str) -> Result<TestbedState> {
+    check_prefix(prefix)?;
+    let path = state_path(state_dir, prefix);
+    let text = fs::read_to_string(&path).map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            Error::Usage(format!(
+                "no testbed {prefix} is recorded in {} (see `ivnsec testbed status`)",
+                state_dir.display()
+            ))
+        } else {
+            Error::State {
+                path: path.clone(),
+                problem: e.to_string(),
+            }
+        }
+    })?;
+    let state: TestbedState = serde_json::from_str(&text).map_err(|e| Error::State {
+        path: path.clone(),
+        problem: format!("not a testbed state file: {e}"),
+    })?;
+    if state.prefix != prefix || state.format != STATE_FORMAT {
+        return Err(Error::State {
+            path,
+            problem: format!("records prefix {} format {}", state.prefix, state.format),
+        });
+    }
+    Ok(state)
+}
+
+/// Namespaces that exist now and are named `<prefix>-…`.
+pub fn live_namespaces(prefix: &str) -> Result<Vec<String>> {
+    check_prefix(prefix)?;
+    let p = format!("{prefix}-");
+    Ok(all_namespaces()?
+        .into_iter()
+        .filter(|n| n.starts_with(&p))
+        .collect())
+}
+
+/// Prefixes of namespaces that look like ivnsec testbeds (`ivn-<6 hex>-…`) but have no state
+/// file in `state_dir` — left by a run with another state directory, or by a lost state file.
+/// Reported by `status`; removed only by an explicit `down --testbed PREFIX`.
+pub fn unrecorded_prefixes(state_dir: &Path) -> Result<Vec<String>> {
+    let mut out = BTreeSet::new();
+    for ns in all_namespaces()? {
+        let Some(p) = ns
+            .get(..10)
+            .filter(|_| ns.as_bytes().get(10) == Some(&b'-'))
+        else {
+            continue;
+        };
+        if check_prefix(p).is_ok() && !state_path(state_dir, p).exists() {
+            out.insert(p.to_string());
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Checks that this process can build a testbed: the `ip` command exists and the process has
+/// CAP_SYS_ADMIN (to mount namespaces) and CAP_NET_ADMIN (to create links). The error says how
+/// to fix it.
+pub fn check_environment() -> Result<()> {
+    match Command::new("ip")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(Error::Env(
+                "the `ip` command (iproute2) is needed for the testbed but is not in PATH; install it \
+                 (Debian/Ubuntu: `apt-get install iproute2`)"
+                    .to_string(),
+            ));
+        }
+        Err(e) => return Err(Error::Env(format!("cannot run the `ip` command: {e}"))),
+    }
+    const CAP_NET_ADMIN: u32 = 12;
+    const CAP_SYS_ADMIN: u32 = 21;
+    let caps = effective_capabilities().unwrap_or(0);
+    if caps & (1 << CAP_NET_ADMIN) == 0 || caps & (1 << CAP_SYS_ADMIN) == 0 {
+        return Err(Error::Env(
+            "the testbed creates network namespaces, which needs root (CAP_SYS_ADMIN and \
+             CAP_NET_ADMIN); run it as root, e.g. `sudo ivnsec testbed up`"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// The effective capability set of this process (from `/proc/self/status`).
+fn effective_capabilities() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// A fresh random prefix `ivn-<6 hex>`.
+pub fn random_prefix() -> Result<String> {
+    let mut b = [0u8; 3];
+    getrandom::fill(&mut b)
+        .map_err(|e| Error::Io(io::Error::other(format!("no randomness: {e}"))))?;
+    Ok(format!("ivn-{:02x}{:02x}{:02x}", b[0], b[1], b[2]))
+}
+
+fn state_path(state_dir: &Path, prefix: &str) -> PathBuf {
+    state_dir.join(format!("{prefix}.json"))
+}
+
+/// Picks a prefix no namespace uses and claims it by creating its state file exclusively.
+fn reserve_prefix(state_dir: &Path, wanted: Option<&str>) -> Result<String> {
+    for _ in 0..16 {
+        let prefix = match wanted {
+            Some(p) => {
+                check_prefix(p)?;
+                p.to_string()
+            }
+            None => random_prefix()?,
+        };
+        let path = state_path(state_dir, &prefix);
+        let taken = !live_namespaces(&prefix)?.is_empty();
+        if !taken {
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(_) => return Ok(prefix),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    return Err(Error::State {
+                        path,
+                        problem: format!("cannot create: {e}"),
+                    });
+                }
+            }
+        }
+        if wanted.is_some() {
+            return Err(Error::Usage(format!(
+                "testbed prefix {prefix} is already in use"
+            )));
+        }
+    }
+    Err(Error::Io(io::Error::other(
+        "could not find an unused testbed prefix",
+    )))
+}
+
+fn write_state(state_dir: &Path, state: &TestbedState) -> Result<()> {
+    let path = state_path(state_dir, &state.prefix);
+    let tmp = state_dir.join(format!(".{}.json.tmp", state.prefix));
+    let text = serde_json::to_string_pretty(state).map_err(|e| Error::Io(io::Error::other(e)))?;
+    let res = fs::write(&tmp, text + "\n").and_then(|()| fs::rename(&tmp, &path));
+    res.map_err(|e| Error::State {
+        path,
+        problem: format!("cannot write: {e}"),
+    })
+}
+
+/// Runs the `ip` lines that build the testbed, namespace by namespace.
+fn build(state: &TestbedState, plan: &Plan, ipv4: bool) -> Result<()> {
+    let ns = |node: &str| namespace_name(&state.prefix, node);
+    // 1. The namespaces.
+    let lines: Vec<String> = plan
+        .nodes
+        .iter()
+        .map(|n| format!("netns add {}", ns(&n.name)))
+        .collect();
+    ip_batch(None, &lines, false)?;
+    // 2. IPv6 off inside each (no DAD, RS or MLD frames), before any interface exists so that
+    //    every interface inherits it from `default`.
+    let ipv6_in_kernel = Path::new("/proc/sys/net/ipv6").exists();
+    let use_sysctl = ipv6_in_kernel && Command::new("sysctl").arg("-V").output().is_ok();
+    if use_sysctl {
+        for n in &plan.nodes {
+            run(netns_command(&ns(&n.name), "sysctl").args([
+                "-q",
+                "-w",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ]))?;
+        }
+    }
+    // Without sysctl, stop IPv6 link-local addresses instead: no address, no DAD, no RS.
+    let addrgen = |lines: &mut Vec<String>, dev: &str| {
+        if ipv6_in_kernel && !use_sysctl {
+            lines.push(format!("link set {dev} addrgenmode none"));
+        }
+    };
+    let ecu_addrs: Vec<(Ipv4Addr, String)> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Ecu)
+        .filter_map(|n| {
+            let i = &n.ifaces[0];
+            Some((Ipv4Addr::from(i.ipv4?), format_mac(&i.mac)))
+        })
+        .collect();
+    // 3. ECUs first (they create the veth pairs into their switch), then switches in order
+    //    (switch k creates the link to switch k+1 before k+1 enslaves it).
+    let order = plan
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Ecu)
+        .chain(plan.nodes.iter().filter(|n| n.kind == NodeKind::Switch));
+    for node in order {
+        let mut lines = vec!["link set lo up".to_string()];
+        if node.kind == NodeKind::Switch {
+            let br = &node.ifaces[0];
+            lines.push(format!(
+                "link add {} address {} mtu {MTU} type bridge forward_delay 0 stp_state 0 mcast_snooping 0",
+                br.name,
+                format_mac(&br.mac)
+            ));
+            addrgen(&mut lines, &br.name);
+        }
+        for l in plan.links.iter().filter(|l| l.a_node == node.name) {
+            let a = plan
+                .iface(&l.a_node, &l.a_if)
+                .expect("plan link ends exist");
+            let b = plan
+                .iface(&l.b_node, &l.b_if)
+                .expect("plan link ends exist");
+            lines.push(format!(
+                "link add {} address {} mtu {MTU} type veth peer name {} address {} mtu {MTU} netns {}",
+                a.name,
+                format_mac(&a.mac),
+                b.name,
+                format_mac(&b.mac),
+                ns(&l.b_node)
+            ));
+        }
+        match node.kind {
+            NodeKind::Ecu => {
+                let i = &node.ifaces[0];
+                addrgen(&mut lines, &i.name);
+                if let (true, Some(a)) = (ipv4, i.ipv4) {
+                    let me = Ipv4Addr::from(a);
+                    lines.push(format!("addr add {me}/{IPV4_PREFIX_LEN} dev {}", i.name));
+                    for (other, mac) in ecu_addrs.iter().filter(|(o, _)| *o != me) {
+                        lines.push(format!(
+                            "neigh replace {other} lladdr {mac} dev {} nud permanent",
+                            i.name
+                        ));
+                    }
+                }
+                lines.push(format!("link set {} up", i.name));
+            }
+            NodeKind::Switch => {
+                for p in &node.ifaces[1..] {
+                    addrgen(&mut lines, &p.name);
+                    lines.push(format!(
+                        "link set {} master {}",
+                        p.name, node.ifaces[0].name
+                    ));
+                    lines.push(format!("link set {} up", p.name));
+                }
+                lines.push(format!("link set {} up", node.ifaces[0].name));
+            }
+        }
+        ip_batch(Some(&ns(&node.name)), &lines, false)?;
+    }
+    Ok(())
+}
+
+/// All network namespaces `ip netns list` shows.
+fn all_namespaces() -> Result<Vec<String>> {
+    let out = match Command::new("ip").args(["netns", "list"]).output() {
+        Ok(o) => o,
+        // No `ip`: no namespace can have been made by us either.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    if !out.status.success() {
+        return Err(command_error("ip netns list", &out));
+    }
+    // Lines look like `name` or `name (id: 3)`.
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect())
+}
+
+/// Stops every process inside `namespaces` (all named with our prefix): SIGTERM, up to one
+/// second of grace, then SIGKILL. Returns how many were signalled.
+fn stop_processes(namespaces: &[String]) -> Result<usize> {
+    let mut pids = BTreeSet::new();
+    for ns in namespaces {
+        let out = Command::new("ip").args(["netns", "pids", ns]).output()?;
+        // A namespace that vanished meanwhile has no processes.
+        if out.status.success() {
+            pids.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok())
+                    .filter(|&p| p != std::process::id()),
+            );
+        }
+    }
+    for &pid in &pids {
+        sys::signal_process(pid, false)?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while pids.iter().any(|&p| process_alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in pids.iter().filter(|&&p| process_alive(p)) {
+        sys::signal_process(pid, true)?;
+    }
+    Ok(pids.len())
+}
+
+/// Whether `pid` runs (a zombie waiting for its parent counts as gone).
+fn process_alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // Format: `pid (comm) S …`; comm may contain spaces and parentheses.
+        Ok(s) => {
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                != Some("Z")
+        }
+        Err(_) => false,
+    }
+}
+
+/// Runs `ip [-n NS] [-force] -batch -` with `lines` on stdin.
+fn ip_batch(netns: Option<&str>, lines: &[String], force: bool) -> Result<()> {
+    let mut args: Vec<&str> = Vec::new();
+    if let Some(ns) = netns {
+        args.extend(["-n", ns]);
+    }
+    if force {
+        args.push("-force");
+    }
+    args.extend(["-batch", "-"]);
+    let shown = format!("ip {}", args.join(" "));
+    let mut child = Command::new("ip")
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut input = lines.join("\n");
+    input.push('\n');
+    // A write error means ip exited early; its status and stderr below tell why.
+    let _ = child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input.as_bytes());
+    let out = child.wait_with_output()?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let mut err = command_error(&shown, &out);
+    // `Command failed -:N` names the line; show it.
+    if let Error::Command { stderr, .. } = &mut err {
+        let n = stderr
+            .rsplit_once("Command failed -:")
+            .and_then(|(_, n)| n.trim().parse::<usize>().ok());
+        if let Some((n, line)) = n.and_then(|n| Some((n, lines.get(n.checked_sub(1)?)?))) {
+            stderr.push_str(&format!(" (line {n}: `{line}`)"));
+        }
+    }
+    Err(err)
+}
+
+/// Runs a command, failing with its stderr when it fails.
+fn run(cmd: &mut Command) -> Result<()> {
+    let shown = format!(
+        "{} {}",
+        cmd.get_program().to_string_lossy(),
+        cmd.get_args()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let out = cmd.stdin(Stdio::null()).output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(command_error(&shown, &out))
+    }
+}
+
+fn command_error(shown: &str, out: &std::process::Output) -> Error {
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    if stderr.contains("Operation not permitted") || stderr.contains("Permission denied") {
+        return Error::Env(format!(
+            "`{shown}` was refused ({stderr}); the testbed needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) \
+             and a kernel that allows network namespaces here: run it as root, outside a restricted container"
+        ));
+    }
+    Error::Command {
+        command: shown.to_string(),
+        status: out.status.code(),
+        stderr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_prefixes_are_valid_and_vary() {
+        let a: BTreeSet<String> = (0..20).map(|_| random_prefix().unwrap()).collect();
+        for p in &a {
+            check_prefix(p).unwrap();
+        }
+        assert!(a.len() > 15);
+    }
+
+    #[test]
+    fn state_records_plan() {
+        let t = Topology::Pair;
+        let s = TestbedState::from_plan("ivn-abc123", &t, &t.plan(), true);
+        assert_eq!(s.namespace_of("ecu1").unwrap(), "ivn-abc123-ecu1");
+        assert_eq!(s.ipv4_of("ecu2"), Some(Ipv4Addr::new(10, 77, 0, 2)));
+        assert_eq!(
+            s.node("sw0").unwrap().interfaces[1].peer.as_deref(),
+            Some("ecu1/eth0")
+        );
+        assert_eq!(s.ecus().count(), 2);
+        assert_eq!(s.namespaces().count(), 3);
+        assert!(matches!(s.namespace_of("ecu9"), Err(Error::Usage(m)) if m.contains("ecu1, ecu2")));
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<TestbedState>(&json).unwrap(), s);
+        let s = TestbedState::from_plan("ivn-abc123", &t, &t.plan(), false);
+        assert_eq!(s.ipv4_of("ecu2"), None);
+    }
+
+    #[test]
+    fn state_files_round_trip_and_bad_ones_are_reported() {
+        let dir =
+            std::env::temp_dir().join(format!("ivnsec-state-test-{}", random_prefix().unwrap()));
+        fs::create_dir_all(&dir).unwrap();
+        let t = Topology::Cascade(2);
+        let s = TestbedState::from_plan("ivn-00aa11", &t, &t.plan(), true);
+        write_state(&dir, &s).unwrap();
+        fs::write(dir.join("ivn-00aa22.json"), "{").unwrap();
+        fs::write(dir.join("unrelated.json"), "{}").unwrap();
+        let (ok, bad) = list(&dir).unwrap();
+        assert_eq!(ok, vec![s.clone()]);
+        assert_eq!(bad.len(), 1);
+        assert_eq!(load(&dir, "ivn-00aa11").unwrap(), s);
+        assert!(matches!(load(&dir, "ivn-00aa33"), Err(Error::Usage(_))));
+        assert!(matches!(load(&dir, "../etc"), Err(Error::Usage(_))));
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(list(&dir).unwrap().0, vec![]);
+    }
+
+    #[test]
+    fn down_rejects_foreign_names() {
+        let dir = std::env::temp_dir();
+        for p in ["ivn", "ivn-", "foo-123456", "ivn-12345"] {
+            assert!(matches!(down(p, &dir), Err(Error::Usage(_))), "{p}");
+        }
+    }
+}
