@@ -10,6 +10,8 @@
 use alloc::boxed::Box;
 use core::fmt;
 
+pub mod kat;
+
 /// Nonce length of every AEAD used here (GCM, CCM with a 12-byte nonce, ChaCha20-Poly1305).
 pub const AEAD_NONCE_LEN: usize = 12;
 /// Tag length of every AEAD used here.

@@ -1,0 +1,158 @@
+//! "No heap allocation per frame" (DESIGN.md, hot path rules), checked with a counting global
+//! allocator: once an SA pair exists, `protect_in_place` and `verify_in_place` of 1000 frames
+//! allocate nothing, for one profile of each family on both providers.
+//!
+//! What this can and cannot see: the counter wraps Rust's global allocator, so it sees every
+//! allocation made by Rust code — ivnsec-core, the RustCrypto crates, and aws-lc-rs's Rust side.
+//! AWS-LC itself is C and allocates with its own `OPENSSL_malloc` (libc `malloc`), which a Rust
+//! `#[global_allocator]` never sees; e.g. aws-lc-rs's CMAC context is created with
+//! `CMAC_CTX_new`. So for the fast provider this test proves "no Rust allocation per frame", not
+//! "no malloc per frame". Reading the aws-lc-rs 1.19 source, the per-frame paths of the suites
+//! below do not reach C `malloc` either: GCM and ChaCha20-Poly1305 use an `EVP_AEAD_CTX` made once
+//! per key, HMAC a stack `HMAC_CTX`, AES-CBC/CTR call `AES_cbc_encrypt`/`AES_ctr128_encrypt` with
+//! the stored `AES_KEY` — but this test does not check that.
+//!
+//! The counter is per thread, so allocations by the test harness or by other threads do not
+//! count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use ivnsec_core::crypto::CryptoProvider;
+use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
+use ivnsec_core::suite::Profile;
+
+struct Counting;
+
+thread_local! {
+    // `const` initialisation and a `Copy` value without `Drop`: reading it never allocates and
+    // never registers a destructor, so it is safe to use from inside the allocator.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: during thread teardown the slot may be gone; such allocations are not ours.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
+// `GlobalAlloc` contract; the only addition is a thread-local counter increment, which neither
+// allocates nor touches the memory being managed.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's; `ptr` came from `System` via this allocator.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as our caller's; `ptr` came from `System` via this allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const PROVIDERS: [&CryptoProvider; 2] = [
+    &ivnsec_crypto_portable::PROVIDER,
+    &ivnsec_crypto_fast::PROVIDER,
+];
+
+/// One profile of each family: AEAD (conf and auth), HMAC only, AES-CBC + HMAC, AES-CTR + HMAC,
+/// CRC-32. Profiles a provider lacks (CCM, SHA3 on the fast one) are skipped for it.
+const PROFILES: [&str; 10] = [
+    "aes128-gcm/conf",
+    "aes256-gcm/auth",
+    "chacha20-poly1305/conf",
+    "aes128-ccm/conf",
+    "aes256-ccm/auth",
+    "hmac-sha3-256",
+    "hmac-sha256",
+    "aes128-cbc-hmac-sha256",
+    "aes256-ctr-hmac-sha1",
+    "crc32",
+];
+
+const FRAMES: u64 = 1000;
+
+/// Protects and verifies `FRAMES` frames of varying length and returns the allocations counted
+/// during that loop (SA creation and buffers happen before the count starts).
+fn allocations_per_run(provider: &CryptoProvider, profile: Profile) -> u64 {
+    let key = [0x11u8; 32];
+    let mac_key = [0x22u8; 64];
+    let s = profile.suite;
+    let params = SaParams {
+        key: s.key_len().map_or(&[][..], |n| &key[..n]),
+        mac_key: if s.needs_mac_key() { &mac_key[..] } else { &[] },
+        ..SaParams::new(profile, &[], &[])
+    };
+    let mut tx = IvnAeTx::new(provider, &params, 1).unwrap();
+    let mut rx = IvnAeRx::new(provider, &params, 64).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let mut plain = vec![0u8; 1514];
+    for (i, b) in plain.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+
+    let before = allocations();
+    for i in 0..FRAMES {
+        let plain_len = 14 + (i as usize * 37) % 1500;
+        buf[..plain_len].copy_from_slice(&plain[..plain_len]);
+        let n = tx.protect_in_place(&mut buf, plain_len).expect("protect");
+        let r = rx.verify_in_place(&mut buf[..n]).expect("verify");
+        assert_eq!(r.len(), plain_len);
+    }
+    let used = allocations() - before;
+
+    assert_eq!(rx.counters().ok_frames, FRAMES);
+    used
+}
+
+#[test]
+fn protect_and_verify_do_not_allocate() {
+    // The counter works: an allocation on this thread is seen.
+    let before = allocations();
+    let v = std::hint::black_box(vec![1u8; 100]);
+    assert!(
+        allocations() > before,
+        "the counting allocator is not active"
+    );
+    drop(v);
+
+    let mut report = Vec::new();
+    for provider in PROVIDERS {
+        for name in PROFILES {
+            let profile: Profile = name.parse().unwrap();
+            let (prims, k) = profile.suite.primitives();
+            if !prims[..k].iter().flatten().all(|&p| provider.supports(p)) {
+                continue;
+            }
+            let n = allocations_per_run(provider, profile);
+            report.push((provider.name, name, n));
+        }
+    }
+    // 10 profiles on the portable provider, 7 on the fast one.
+    assert_eq!(report.len(), 17);
+    let allocating: Vec<_> = report.iter().filter(|(_, _, n)| *n > 0).collect();
+    assert!(
+        allocating.is_empty(),
+        "allocations in {FRAMES} protect+verify rounds (provider, profile, count): {allocating:?}"
+    );
+}
