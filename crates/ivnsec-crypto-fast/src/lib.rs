@@ -8,17 +8,24 @@
 #![forbid(unsafe_code)]
 
 use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
-use aws_lc_rs::cipher::{self, DecryptingKey, DecryptionContext, EncryptingKey, EncryptionContext, UnboundCipherKey};
+use aws_lc_rs::cipher::{
+    self, DecryptingKey, DecryptionContext, EncryptingKey, EncryptionContext, UnboundCipherKey,
+};
 use aws_lc_rs::iv::FixedLength;
 use aws_lc_rs::{cmac, hmac};
 use ivnsec_core::crypto::{
-    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError, CryptoProvider,
-    KeyFactory, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom, check_key_len,
+    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError,
+    CryptoProvider, KeyFactory, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
+    check_key_len,
 };
 
 /// The fast provider.
-pub static PROVIDER: CryptoProvider =
-    CryptoProvider { name: "fast", library: "aws-lc-rs (AWS-LC)", keys: &Keys, rng: &SystemRandom };
+pub static PROVIDER: CryptoProvider = CryptoProvider {
+    name: "fast",
+    library: "aws-lc-rs (AWS-LC)",
+    keys: &Keys,
+    rng: &SystemRandom,
+};
 
 struct Keys;
 
@@ -64,17 +71,23 @@ impl KeyFactory for Keys {
         let a = aead_alg(alg).ok_or(CryptoError::Unsupported(Primitive::Aead(alg)))?;
         check_key_len(alg.key_len(), key)?;
         let k = UnboundKey::new(a, key).map_err(|_| CryptoError::Internal)?;
-        Ok(Box::new(Aead { alg, key: LessSafeKey::new(k) }))
+        Ok(Box::new(Aead {
+            alg,
+            key: LessSafeKey::new(k),
+        }))
     }
 
     fn mac(&self, alg: MacAlg, key: &[u8]) -> Result<Box<dyn MacKey>, CryptoError> {
         if alg == MacAlg::CmacAes128 {
             check_key_len(16, key)?;
             let k = cmac::Key::new(cmac::AES_128, key).map_err(|_| CryptoError::Internal)?;
-            return Ok(Box::new(Mac { alg, inner: MacInner::Cmac(k) }));
+            return Ok(Box::new(Cmac { key: k }));
         }
         let a = hmac_alg(alg).ok_or(CryptoError::Unsupported(Primitive::Mac(alg)))?;
-        Ok(Box::new(Mac { alg, inner: MacInner::Hmac(hmac::Key::new(a, key)) }))
+        Ok(Box::new(Hmac {
+            alg,
+            key: hmac::Key::new(a, key),
+        }))
     }
 
     fn cipher(&self, alg: CipherAlg, key: &[u8]) -> Result<Box<dyn CipherKey>, CryptoError> {
@@ -109,7 +122,11 @@ impl AeadKey for Aead {
     ) -> Result<(), CryptoError> {
         let t = self
             .key
-            .seal_in_place_separate_tag(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), in_out)
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(*nonce),
+                Aad::from(aad),
+                in_out,
+            )
             .map_err(|_| CryptoError::BadInputLength)?;
         tag.copy_from_slice(t.as_ref());
         Ok(())
@@ -123,55 +140,64 @@ impl AeadKey for Aead {
         tag: &[u8; AEAD_TAG_LEN],
     ) -> Result<(), CryptoError> {
         self.key
-            .open_in_place_separate_tag(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), tag, in_out)
+            .open_in_place_separate_tag(
+                Nonce::assume_unique_for_key(*nonce),
+                Aad::from(aad),
+                tag,
+                in_out,
+            )
             .map(|_| ())
             .map_err(|_| CryptoError::AuthFailed)
     }
 }
 
-enum MacInner {
-    Hmac(hmac::Key),
-    Cmac(cmac::Key),
-}
-
-struct Mac {
+/// HMAC with a precomputed key (inner and outer pads absorbed once).
+struct Hmac {
     alg: MacAlg,
-    inner: MacInner,
+    key: hmac::Key,
 }
 
-impl MacKey for Mac {
+impl MacKey for Hmac {
     fn alg(&self) -> MacAlg {
         self.alg
     }
 
     fn compute(&self, parts: &[&[u8]], out: &mut [u8; MAX_MAC_LEN]) -> usize {
-        match &self.inner {
-            MacInner::Hmac(k) => {
-                let mut c = hmac::Context::with_key(k);
-                for p in parts {
-                    c.update(p);
-                }
-                let t = c.sign();
+        let mut c = hmac::Context::with_key(&self.key);
+        for p in parts {
+            c.update(p);
+        }
+        let t = c.sign();
+        let t = t.as_ref();
+        out[..t.len()].copy_from_slice(t);
+        t.len()
+    }
+}
+
+/// CMAC-AES-128 with its subkeys derived once.
+struct Cmac {
+    key: cmac::Key,
+}
+
+impl MacKey for Cmac {
+    fn alg(&self) -> MacAlg {
+        MacAlg::CmacAes128
+    }
+
+    fn compute(&self, parts: &[&[u8]], out: &mut [u8; MAX_MAC_LEN]) -> usize {
+        let mut c = cmac::Context::with_key(&self.key);
+        // CMAC_Update only fails on a broken context; an all-zero output then fails every
+        // comparison, which is the safe direction.
+        let ok = parts.iter().all(|p| c.update(p).is_ok());
+        match c.sign() {
+            Ok(t) if ok => {
                 let t = t.as_ref();
                 out[..t.len()].copy_from_slice(t);
                 t.len()
             }
-            MacInner::Cmac(k) => {
-                let mut c = cmac::Context::with_key(k);
-                // CMAC_Update only fails on a broken context; an all-zero output then fails
-                // every comparison, which is the safe direction.
-                let ok = parts.iter().all(|p| c.update(p).is_ok());
-                match c.sign() {
-                    Ok(t) if ok => {
-                        let t = t.as_ref();
-                        out[..t.len()].copy_from_slice(t);
-                        t.len()
-                    }
-                    _ => {
-                        out[..16].fill(0);
-                        16
-                    }
-                }
+            _ => {
+                out[..16].fill(0);
+                16
             }
         }
     }
@@ -238,6 +264,8 @@ struct SystemRandom;
 impl SecureRandom for SystemRandom {
     fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError> {
         use aws_lc_rs::rand::SecureRandom as _;
-        aws_lc_rs::rand::SystemRandom::new().fill(buf).map_err(|_| CryptoError::Rng)
+        aws_lc_rs::rand::SystemRandom::new()
+            .fill(buf)
+            .map_err(|_| CryptoError::Rng)
     }
 }

@@ -8,7 +8,9 @@
 
 extern crate alloc;
 
-use aes::cipher::{BlockDecryptMut, BlockEncrypt, BlockEncryptMut, InnerIvInit, KeyInit, StreamCipher};
+use aes::cipher::{
+    BlockDecryptMut, BlockEncrypt, BlockEncryptMut, InnerIvInit, KeyInit, StreamCipher,
+};
 use aes::{Aes128, Aes192, Aes256};
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
@@ -17,16 +19,21 @@ use ccm::consts::{U12, U16};
 use chacha20poly1305::ChaCha20Poly1305;
 use hmac::{Hmac, Mac};
 use ivnsec_core::crypto::{
-    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError, CryptoProvider,
-    KeyFactory, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom, check_key_len,
+    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError,
+    CryptoProvider, KeyFactory, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
+    check_key_len,
 };
 
 type Aes128Ccm = ccm::Ccm<Aes128, U16, U12>;
 type Aes256Ccm = ccm::Ccm<Aes256, U16, U12>;
 
 /// The portable provider.
-pub static PROVIDER: CryptoProvider =
-    CryptoProvider { name: "portable", library: "RustCrypto", keys: &Keys, rng: &OsRandom };
+pub static PROVIDER: CryptoProvider = CryptoProvider {
+    name: "portable",
+    library: "RustCrypto",
+    keys: &Keys,
+    rng: &OsRandom,
+};
 
 struct Keys;
 
@@ -37,13 +44,26 @@ impl KeyFactory for Keys {
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn AeadKey>, CryptoError> {
         check_key_len(alg.key_len(), key)?;
-        let bad = |_| CryptoError::BadKeyLength { expected: alg.key_len(), got: key.len() };
+        let bad = |_| CryptoError::BadKeyLength {
+            expected: alg.key_len(),
+            got: key.len(),
+        };
         let inner = match alg {
-            AeadAlg::Aes128Gcm => AeadInner::Aes128Gcm(Aes128Gcm::new_from_slice(key).map_err(bad)?),
-            AeadAlg::Aes256Gcm => AeadInner::Aes256Gcm(Aes256Gcm::new_from_slice(key).map_err(bad)?),
-            AeadAlg::Aes128Ccm => AeadInner::Aes128Ccm(Aes128Ccm::new_from_slice(key).map_err(bad)?),
-            AeadAlg::Aes256Ccm => AeadInner::Aes256Ccm(Aes256Ccm::new_from_slice(key).map_err(bad)?),
-            AeadAlg::ChaCha20Poly1305 => AeadInner::ChaCha(ChaCha20Poly1305::new_from_slice(key).map_err(bad)?),
+            AeadAlg::Aes128Gcm => {
+                AeadInner::Aes128Gcm(Aes128Gcm::new_from_slice(key).map_err(bad)?)
+            }
+            AeadAlg::Aes256Gcm => {
+                AeadInner::Aes256Gcm(Aes256Gcm::new_from_slice(key).map_err(bad)?)
+            }
+            AeadAlg::Aes128Ccm => {
+                AeadInner::Aes128Ccm(Aes128Ccm::new_from_slice(key).map_err(bad)?)
+            }
+            AeadAlg::Aes256Ccm => {
+                AeadInner::Aes256Ccm(Aes256Ccm::new_from_slice(key).map_err(bad)?)
+            }
+            AeadAlg::ChaCha20Poly1305 => {
+                AeadInner::ChaCha(ChaCha20Poly1305::new_from_slice(key).map_err(bad)?)
+            }
             _ => return Err(CryptoError::Unsupported(Primitive::Aead(alg))),
         };
         Ok(Box::new(Aead { alg, inner }))
@@ -54,7 +74,10 @@ impl KeyFactory for Keys {
             check_key_len(n, key)?;
         }
         fn h<M: KeyInit>(key: &[u8]) -> Result<M, CryptoError> {
-            M::new_from_slice(key).map_err(|_| CryptoError::BadKeyLength { expected: 16, got: key.len() })
+            M::new_from_slice(key).map_err(|_| CryptoError::BadKeyLength {
+                expected: 16,
+                got: key.len(),
+            })
         }
         let inner = match alg {
             MacAlg::HmacMd5 => MacInner::Md5(h(key)?),
@@ -72,7 +95,10 @@ impl KeyFactory for Keys {
 
     fn cipher(&self, alg: CipherAlg, key: &[u8]) -> Result<Box<dyn CipherKey>, CryptoError> {
         check_key_len(alg.key_len(), key)?;
-        let bad = |_| CryptoError::BadKeyLength { expected: alg.key_len(), got: key.len() };
+        let bad = |_| CryptoError::BadKeyLength {
+            expected: alg.key_len(),
+            got: key.len(),
+        };
         let inner = match alg {
             CipherAlg::Aes128 => Block::Aes128(Aes128::new_from_slice(key).map_err(bad)?),
             CipherAlg::Aes192 => Block::Aes192(Aes192::new_from_slice(key).map_err(bad)?),
@@ -209,7 +235,10 @@ macro_rules! with_block {
 
 fn cbc_enc<C>(k: &C, iv: &[u8; BLOCK_LEN], buf: &mut [u8]) -> Result<(), CryptoError>
 where
-    C: BlockEncryptMut + aes::cipher::BlockCipher + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16> + Clone,
+    C: BlockEncryptMut
+        + aes::cipher::BlockCipher
+        + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>
+        + Clone,
 {
     if buf.len() % BLOCK_LEN != 0 {
         return Err(CryptoError::BadInputLength);
@@ -222,7 +251,10 @@ where
 
 fn cbc_dec<C>(k: &C, iv: &[u8; BLOCK_LEN], buf: &mut [u8]) -> Result<(), CryptoError>
 where
-    C: BlockDecryptMut + aes::cipher::BlockCipher + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16> + Clone,
+    C: BlockDecryptMut
+        + aes::cipher::BlockCipher
+        + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>
+        + Clone,
 {
     if buf.len() % BLOCK_LEN != 0 {
         return Err(CryptoError::BadInputLength);

@@ -16,7 +16,8 @@ use zeroize::Zeroizing;
 use super::replay::{ReplayError, ReplayWindow};
 use super::{DropCounters, DropReason, ProtectError, RxCounters, SaError, TxCounters};
 use crate::crypto::{
-    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadKey, BLOCK_LEN, CipherKey, CryptoProvider, MAX_MAC_LEN, MacKey,
+    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadKey, BLOCK_LEN, CipherKey, CryptoProvider, MAX_MAC_LEN,
+    MacKey,
 };
 use crate::suite::{CipherMode, Level, Profile, Suite};
 use crate::wire::ethernet;
@@ -44,7 +45,14 @@ pub struct SaParams<'a> {
 impl<'a> SaParams<'a> {
     /// Parameters with a zero IV, key id 0 and a full-length tag.
     pub fn new(profile: Profile, key: &'a [u8], mac_key: &'a [u8]) -> SaParams<'a> {
-        SaParams { profile, key, mac_key, iv: [0; AEAD_NONCE_LEN], key_id: 0, tag_len: None }
+        SaParams {
+            profile,
+            key,
+            mac_key,
+            iv: [0; AEAD_NONCE_LEN],
+            key_id: 0,
+            tag_len: None,
+        }
     }
 }
 
@@ -53,7 +61,11 @@ enum Engine {
     Crc32,
     Aead(Box<dyn AeadKey>),
     Hmac(Box<dyn MacKey>),
-    EncThenMac { cipher: Box<dyn CipherKey>, mode: CipherMode, mac: Box<dyn MacKey> },
+    EncThenMac {
+        cipher: Box<dyn CipherKey>,
+        mode: CipherMode,
+        mac: Box<dyn MacKey>,
+    },
 }
 
 /// Scheduled keys and fixed parameters shared by the transmit and receive sides.
@@ -69,7 +81,10 @@ impl Keys {
     fn new(provider: &CryptoProvider, p: &SaParams<'_>) -> Result<Keys, SaError> {
         let suite = p.profile.suite;
         if !suite.levels().contains(&p.profile.level) {
-            return Err(SaError::BadLevel { suite, level: p.profile.level });
+            return Err(SaError::BadLevel {
+                suite,
+                level: p.profile.level,
+            });
         }
         match suite.key_len() {
             Some(expected) if p.key.is_empty() => {
@@ -77,21 +92,38 @@ impl Keys {
                 return Err(SaError::MissingKey { suite });
             }
             Some(expected) if p.key.len() != expected => {
-                return Err(SaError::BadKeyLength { suite, expected, got: p.key.len() });
+                return Err(SaError::BadKeyLength {
+                    suite,
+                    expected,
+                    got: p.key.len(),
+                });
             }
-            None if !p.key.is_empty() => return Err(SaError::KeyNotUsed { suite, which: "cipher key" }),
+            None if !p.key.is_empty() => {
+                return Err(SaError::KeyNotUsed {
+                    suite,
+                    which: "cipher key",
+                });
+            }
             _ => {}
         }
         if suite.needs_mac_key() && p.mac_key.is_empty() {
             return Err(SaError::MissingMacKey { suite });
         }
         if !suite.needs_mac_key() && !p.mac_key.is_empty() {
-            return Err(SaError::KeyNotUsed { suite, which: "HMAC key" });
+            return Err(SaError::KeyNotUsed {
+                suite,
+                which: "HMAC key",
+            });
         }
         let (min, max) = (suite.min_tag_len(), suite.full_tag_len());
         let tag_len = p.tag_len.unwrap_or(max);
         if tag_len < min || tag_len > max {
-            return Err(SaError::BadTagLength { suite, min, max, got: tag_len });
+            return Err(SaError::BadTagLength {
+                suite,
+                min,
+                max,
+                got: tag_len,
+            });
         }
         let keys = provider.keys;
         let engine = match suite {
@@ -105,7 +137,13 @@ impl Keys {
                 mac: keys.mac(hash.mac(), p.mac_key)?,
             },
         };
-        Ok(Keys { profile: p.profile, key_id: p.key_id, iv: Zeroizing::new(p.iv), tag_len, engine })
+        Ok(Keys {
+            profile: p.profile,
+            key_id: p.key_id,
+            iv: Zeroizing::new(p.iv),
+            tag_len,
+            engine,
+        })
     }
 
     /// N = iv XOR (0x00000000 ‖ seq as u64 BE).
@@ -120,16 +158,24 @@ impl Keys {
     /// Length of the body on the wire for a plain body of `body_len` bytes.
     fn wire_body_len(&self, body_len: usize) -> usize {
         match self.engine {
-            Engine::EncThenMac { mode: CipherMode::Cbc, .. } => (body_len / BLOCK_LEN + 1) * BLOCK_LEN,
+            Engine::EncThenMac {
+                mode: CipherMode::Cbc,
+                ..
+            } => (body_len / BLOCK_LEN + 1) * BLOCK_LEN,
             _ => body_len,
         }
     }
 
     /// CBC IV = AES_key(N ‖ 00000000) (SP 800-38A Appendix C, method 1).
-    fn cbc_iv(cipher: &dyn CipherKey, nonce: &[u8; AEAD_NONCE_LEN]) -> Result<[u8; BLOCK_LEN], DropReason> {
+    fn cbc_iv(
+        cipher: &dyn CipherKey,
+        nonce: &[u8; AEAD_NONCE_LEN],
+    ) -> Result<[u8; BLOCK_LEN], DropReason> {
         let mut iv = [0u8; BLOCK_LEN];
         iv[..AEAD_NONCE_LEN].copy_from_slice(nonce);
-        cipher.encrypt_block(&mut iv).map_err(|_| DropReason::Crypto)?;
+        cipher
+            .encrypt_block(&mut iv)
+            .map_err(|_| DropReason::Crypto)?;
         Ok(iv)
     }
 
@@ -153,11 +199,19 @@ pub struct IvnAeTx {
 impl IvnAeTx {
     /// An SA whose first frame carries `first_seq` (≥ 1). A restarted sender must start above
     /// every sequence number it used before under the same key.
-    pub fn new(provider: &CryptoProvider, params: &SaParams<'_>, first_seq: u64) -> Result<IvnAeTx, SaError> {
+    pub fn new(
+        provider: &CryptoProvider,
+        params: &SaParams<'_>,
+        first_seq: u64,
+    ) -> Result<IvnAeTx, SaError> {
         if first_seq == 0 {
             return Err(SaError::BadFirstSeq);
         }
-        Ok(IvnAeTx { keys: Keys::new(provider, params)?, next_seq: Some(first_seq), counters: TxCounters::default() })
+        Ok(IvnAeTx {
+            keys: Keys::new(provider, params)?,
+            next_seq: Some(first_seq),
+            counters: TxCounters::default(),
+        })
     }
 
     pub fn profile(&self) -> Profile {
@@ -196,13 +250,21 @@ impl IvnAeTx {
         if out.len() < needed {
             return Err(ProtectError::BufferTooSmall { needed });
         }
+        if self.next_seq.is_none() {
+            // Refuse before touching the caller's buffer.
+            return Err(ProtectError::SeqExhausted);
+        }
         out[..plain.len()].copy_from_slice(plain);
         self.protect_in_place(out, plain.len())
     }
 
     /// Protects the plain frame in `buf[..plain_len]` in place; `buf` must have room for
     /// [`protected_len`](Self::protected_len) bytes. Returns the frame length.
-    pub fn protect_in_place(&mut self, buf: &mut [u8], plain_len: usize) -> Result<usize, ProtectError> {
+    pub fn protect_in_place(
+        &mut self,
+        buf: &mut [u8],
+        plain_len: usize,
+    ) -> Result<usize, ProtectError> {
         if plain_len < ethernet::HEADER_LEN || plain_len > buf.len() {
             return Err(ProtectError::FrameTooShort);
         }
@@ -217,7 +279,12 @@ impl IvnAeTx {
         let body_len = plain_len - (ethernet::HEADER_LEN - 2);
         buf.copy_within(ethernet::HEADER_LEN - 2..plain_len, HEADER_LEN);
         let keys = &self.keys;
-        let repr = wire::Repr { suite_id: keys.profile.suite.id(), key_id: keys.key_id, conf: keys.profile.level.conf_flag(), seq };
+        let repr = wire::Repr {
+            suite_id: keys.profile.suite.id(),
+            key_id: keys.key_id,
+            conf: keys.profile.level.conf_flag(),
+            seq,
+        };
         repr.emit(&mut wire::Frame::new_unchecked(&mut buf[..HEADER_LEN]));
 
         let nonce = keys.nonce(seq);
@@ -250,7 +317,9 @@ impl IvnAeTx {
                         // PKCS#7: 1..=16 bytes of value p.
                         let p = wire_body - body_len;
                         body[body_len..].fill(p as u8);
-                        let iv = Keys::cbc_iv(cipher.as_ref(), &nonce).map_err(|_| ProtectError::Crypto(crate::crypto::CryptoError::Internal))?;
+                        let iv = Keys::cbc_iv(cipher.as_ref(), &nonce).map_err(|_| {
+                            ProtectError::Crypto(crate::crypto::CryptoError::Internal)
+                        })?;
                         cipher.cbc_encrypt(&iv, body)?;
                     }
                     CipherMode::Ctr => cipher.ctr_apply(&Keys::ctr_block(&nonce), body)?,
@@ -275,7 +344,11 @@ pub struct IvnAeRx {
 
 impl IvnAeRx {
     /// An SA accepting frames with the given replay window (see [`ReplayWindow`]).
-    pub fn new(provider: &CryptoProvider, params: &SaParams<'_>, replay_window: u32) -> Result<IvnAeRx, SaError> {
+    pub fn new(
+        provider: &CryptoProvider,
+        params: &SaParams<'_>,
+        replay_window: u32,
+    ) -> Result<IvnAeRx, SaError> {
         Ok(IvnAeRx {
             keys: Keys::new(provider, params)?,
             replay: ReplayWindow::new(replay_window).map_err(SaError::WindowTooLarge)?,
@@ -344,7 +417,10 @@ impl IvnAeRx {
         }
         let body_end = frame.len() - tag_len;
         let wire_body_len = body_end - HEADER_LEN;
-        if let Engine::EncThenMac { mode: CipherMode::Cbc, .. } = keys.engine
+        if let Engine::EncThenMac {
+            mode: CipherMode::Cbc,
+            ..
+        } = keys.engine
             && (wire_body_len % BLOCK_LEN != 0)
         {
             return Err(DropReason::BadLength);
@@ -369,7 +445,8 @@ impl IvnAeRx {
                 }
             }
             Engine::Aead(aead) => {
-                let tag: &[u8; AEAD_TAG_LEN] = (&*tag).try_into().map_err(|_| DropReason::Truncated)?;
+                let tag: &[u8; AEAD_TAG_LEN] =
+                    (&*tag).try_into().map_err(|_| DropReason::Truncated)?;
                 let r = if keys.profile.level == Level::Conf {
                     let (a, body) = head.split_at_mut(HEADER_LEN);
                     aead.open_in_place(&nonce, a, body, tag)
@@ -389,11 +466,15 @@ impl IvnAeRx {
             match mode {
                 CipherMode::Cbc => {
                     let iv = Keys::cbc_iv(cipher.as_ref(), &nonce)?;
-                    cipher.cbc_decrypt(&iv, body).map_err(|_| DropReason::Crypto)?;
+                    cipher
+                        .cbc_decrypt(&iv, body)
+                        .map_err(|_| DropReason::Crypto)?;
                     body_len = strip_pkcs7(body)?;
                 }
                 CipherMode::Ctr => {
-                    cipher.ctr_apply(&Keys::ctr_block(&nonce), body).map_err(|_| DropReason::Crypto)?;
+                    cipher
+                        .ctr_apply(&Keys::ctr_block(&nonce), body)
+                        .map_err(|_| DropReason::Crypto)?;
                 }
             }
         }
@@ -535,6 +616,9 @@ impl core::fmt::Debug for IvnAeRx {
 
 impl core::fmt::Debug for IvnAeReceiver {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("IvnAeReceiver").field("sas", &self.sas).field("unassigned", &self.unassigned).finish()
+        f.debug_struct("IvnAeReceiver")
+            .field("sas", &self.sas)
+            .field("unassigned", &self.unassigned)
+            .finish()
     }
 }

@@ -40,7 +40,11 @@ pub struct WindowTooLarge {
 
 impl core::fmt::Display for WindowTooLarge {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "replay window {} exceeds the maximum {}", self.requested, self.max)
+        write!(
+            f,
+            "replay window {} exceeds the maximum {}",
+            self.requested, self.max
+        )
     }
 }
 
@@ -60,10 +64,17 @@ impl ReplayWindow {
     /// A window of `w` sequence numbers below and including the highest seen.
     pub fn new(w: u32) -> Result<ReplayWindow, WindowTooLarge> {
         if w > MAX_WINDOW {
-            return Err(WindowTooLarge { requested: w, max: MAX_WINDOW });
+            return Err(WindowTooLarge {
+                requested: w,
+                max: MAX_WINDOW,
+            });
         }
         let words = (w as usize).div_ceil(64).max(1);
-        Ok(ReplayWindow { window: u64::from(w), highest: 0, bitmap: vec![0; words] })
+        Ok(ReplayWindow {
+            window: u64::from(w),
+            highest: 0,
+            bitmap: vec![0; words],
+        })
     }
 
     pub fn window(&self) -> u64 {
@@ -90,14 +101,22 @@ impl ReplayWindow {
             return Ok(());
         }
         if self.window == 0 {
-            return Err(if seq == self.highest { ReplayError::Duplicate } else { ReplayError::TooOld });
+            return Err(if seq == self.highest {
+                ReplayError::Duplicate
+            } else {
+                ReplayError::TooOld
+            });
         }
         // seq ≤ highest: inside the window iff highest − W < seq.
         if self.highest - seq >= self.window {
             return Err(ReplayError::TooOld);
         }
         let (w, m) = self.bit(seq);
-        if self.bitmap[w] & m != 0 { Err(ReplayError::Duplicate) } else { Ok(()) }
+        if self.bitmap[w] & m != 0 {
+            Err(ReplayError::Duplicate)
+        } else {
+            Ok(())
+        }
     }
 
     /// Marks `seq` as accepted. Call only after the frame authenticated; `seq` must have passed

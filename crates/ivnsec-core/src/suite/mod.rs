@@ -19,7 +19,13 @@ pub enum HashFn {
 }
 
 impl HashFn {
-    pub const ALL: [HashFn; 5] = [HashFn::Md5, HashFn::Sha1, HashFn::Sha224, HashFn::Sha256, HashFn::Sha3_256];
+    pub const ALL: [HashFn; 5] = [
+        HashFn::Md5,
+        HashFn::Sha1,
+        HashFn::Sha224,
+        HashFn::Sha256,
+        HashFn::Sha3_256,
+    ];
 
     pub const fn name(self) -> &'static str {
         match self {
@@ -85,7 +91,11 @@ pub enum Suite {
     /// 0x30 + h: HMAC over header and body, body in clear.
     Hmac(HashFn),
     /// 0x40 + 0x10·k + 0x08·m + h: AES-CBC/CTR, then HMAC over header and ciphertext.
-    EncThenMac { aes: CipherAlg, mode: CipherMode, hash: HashFn },
+    EncThenMac {
+        aes: CipherAlg,
+        mode: CipherMode,
+        hash: HashFn,
+    },
 }
 
 impl Suite {
@@ -138,7 +148,11 @@ impl Suite {
                     2 => CipherAlg::Aes256,
                     _ => return None,
                 };
-                let mode = if rel & 0x08 == 0 { CipherMode::Cbc } else { CipherMode::Ctr };
+                let mode = if rel & 0x08 == 0 {
+                    CipherMode::Cbc
+                } else {
+                    CipherMode::Ctr
+                };
                 match HashFn::from_index(rel & 0x07) {
                     Some(hash) => Suite::EncThenMac { aes, mode, hash },
                     None => return None,
@@ -208,9 +222,13 @@ impl Suite {
             Suite::Plain | Suite::Crc32 => ([None, None], 0),
             Suite::Aead(a) => ([Some(Primitive::Aead(a)), None], 1),
             Suite::Hmac(h) => ([Some(Primitive::Mac(h.mac())), None], 1),
-            Suite::EncThenMac { aes, hash, .. } => {
-                ([Some(Primitive::Cipher(aes)), Some(Primitive::Mac(hash.mac()))], 2)
-            }
+            Suite::EncThenMac { aes, hash, .. } => (
+                [
+                    Some(Primitive::Cipher(aes)),
+                    Some(Primitive::Mac(hash.mac())),
+                ],
+                2,
+            ),
         }
     }
 }
@@ -236,7 +254,10 @@ pub enum ProfileError {
     UnknownSuite,
     UnknownLevel,
     /// The suite cannot run at that level (e.g. `hmac-sha256/conf`).
-    LevelNotSupported { suite: Suite, level: Level },
+    LevelNotSupported {
+        suite: Suite,
+        level: Level,
+    },
 }
 
 impl fmt::Display for ProfileError {
@@ -338,13 +359,21 @@ impl Profile {
 
     /// Every profile: each suite at each of its levels.
     pub fn all() -> impl Iterator<Item = Profile> {
-        Suite::all().flat_map(|suite| suite.levels().iter().map(move |&level| Profile { suite, level }))
+        Suite::all().flat_map(|suite| {
+            suite
+                .levels()
+                .iter()
+                .map(move |&level| Profile { suite, level })
+        })
     }
 }
 
 impl From<Suite> for Profile {
     fn from(suite: Suite) -> Profile {
-        Profile { suite, level: suite.default_level() }
+        Profile {
+            suite,
+            level: suite.default_level(),
+        }
     }
 }
 
@@ -417,8 +446,14 @@ mod tests {
             "hmac-sha1/conf".parse::<Profile>(),
             Err(ProfileError::LevelNotSupported { .. })
         ));
-        assert_eq!("aes512-gcm".parse::<Profile>(), Err(ProfileError::UnknownSuite));
-        assert_eq!("aes128-gcm/x".parse::<Profile>(), Err(ProfileError::UnknownLevel));
+        assert_eq!(
+            "aes512-gcm".parse::<Profile>(),
+            Err(ProfileError::UnknownSuite)
+        );
+        assert_eq!(
+            "aes128-gcm/x".parse::<Profile>(),
+            Err(ProfileError::UnknownLevel)
+        );
         for p in Profile::all() {
             assert_eq!(p.to_string().parse::<Profile>(), Ok(p));
         }

@@ -29,7 +29,11 @@ impl MacAddr {
 impl fmt::Display for MacAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3], b[4], b[5])
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            b[0], b[1], b[2], b[3], b[4], b[5]
+        )
     }
 }
 
@@ -118,7 +122,11 @@ pub struct Repr {
 
 impl Repr {
     pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Repr {
-        Repr { dst: frame.dst(), src: frame.src(), ethertype: frame.ethertype() }
+        Repr {
+            dst: frame.dst(),
+            src: frame.src(),
+            ethertype: frame.ethertype(),
+        }
     }
 
     pub const fn buffer_len(&self) -> usize {
@@ -148,7 +156,10 @@ mod tests {
 
     #[test]
     fn short_frame_rejected() {
-        assert_eq!(Frame::new_checked(&[0u8; 13][..]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            Frame::new_checked(&[0u8; 13][..]).unwrap_err(),
+            WireError::Truncated
+        );
         let f = Frame::new_checked(&[1u8; 14][..]).unwrap();
         assert_eq!(f.ethertype(), 0x0101);
         assert!(f.payload().is_empty());

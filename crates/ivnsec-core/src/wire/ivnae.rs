@@ -166,7 +166,12 @@ pub struct Repr {
 impl Repr {
     pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Result<Repr, WireError> {
         frame.check()?;
-        Ok(Repr { suite_id: frame.suite_id(), key_id: frame.key_id(), conf: frame.conf(), seq: frame.seq() })
+        Ok(Repr {
+            suite_id: frame.suite_id(),
+            key_id: frame.key_id(),
+            conf: frame.conf(),
+            seq: frame.seq(),
+        })
     }
 
     pub const fn buffer_len(&self) -> usize {
@@ -196,23 +201,48 @@ mod tests {
         b[17] = 1;
         b[25] = 7;
         let r = Repr::parse(&Frame::new_unchecked(&b[..])).unwrap();
-        assert_eq!(r, Repr { suite_id: 0, key_id: 0, conf: true, seq: 7 });
-        assert_eq!(Frame::new_checked(&b[..25]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            r,
+            Repr {
+                suite_id: 0,
+                key_id: 0,
+                conf: true,
+                seq: 7
+            }
+        );
+        assert_eq!(
+            Frame::new_checked(&b[..25]).unwrap_err(),
+            WireError::Truncated
+        );
         let mut v = b;
         v[14] = 2;
-        assert_eq!(Frame::new_checked(&v[..]).unwrap_err(), WireError::BadVersion);
+        assert_eq!(
+            Frame::new_checked(&v[..]).unwrap_err(),
+            WireError::BadVersion
+        );
         let mut f = b;
         f[17] = 0x81;
-        assert_eq!(Frame::new_checked(&f[..]).unwrap_err(), WireError::ReservedBits);
+        assert_eq!(
+            Frame::new_checked(&f[..]).unwrap_err(),
+            WireError::ReservedBits
+        );
         let mut e = b;
         e[12] = 0x08;
-        assert_eq!(Frame::new_checked(&e[..]).unwrap_err(), WireError::WrongEtherType);
+        assert_eq!(
+            Frame::new_checked(&e[..]).unwrap_err(),
+            WireError::WrongEtherType
+        );
     }
 
     #[test]
     fn emit_then_parse() {
         let mut b = [0u8; HEADER_LEN];
-        let r = Repr { suite_id: 0x43, key_id: 9, conf: true, seq: 0x0102_0304_0506_0708 };
+        let r = Repr {
+            suite_id: 0x43,
+            key_id: 9,
+            conf: true,
+            seq: 0x0102_0304_0506_0708,
+        };
         let mut f = Frame::new_unchecked(&mut b[..]);
         r.emit(&mut f);
         assert_eq!(Repr::parse(&Frame::new_unchecked(&b[..])).unwrap(), r);
