@@ -1,4 +1,5 @@
 //! Experiments, statistics and reports. No sockets here: the lab drives the net crate.
 #![forbid(unsafe_code)]
 
+pub mod pingpong;
 pub mod stats;
