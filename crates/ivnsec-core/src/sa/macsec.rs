@@ -46,8 +46,12 @@ pub enum CipherSuite {
 }
 
 impl CipherSuite {
-    pub const ALL: [CipherSuite; 4] =
-        [CipherSuite::GcmAes128, CipherSuite::GcmAes256, CipherSuite::GcmAesXpn128, CipherSuite::GcmAesXpn256];
+    pub const ALL: [CipherSuite; 4] = [
+        CipherSuite::GcmAes128,
+        CipherSuite::GcmAes256,
+        CipherSuite::GcmAesXpn128,
+        CipherSuite::GcmAesXpn256,
+    ];
 
     /// Profile name (`macsec-gcm-aes-128`, …).
     pub const fn profile(self) -> &'static str {
@@ -91,7 +95,11 @@ impl CipherSuite {
 
     /// Largest PN the suite can send.
     pub const fn max_pn(self) -> u64 {
-        if self.is_xpn() { u64::MAX } else { u32::MAX as u64 }
+        if self.is_xpn() {
+            u64::MAX
+        } else {
+            u32::MAX as u64
+        }
     }
 }
 
@@ -166,7 +174,12 @@ pub struct RxOptions {
 
 impl Default for RxOptions {
     fn default() -> Self {
-        RxOptions { validate: ValidateFrames::Strict, replay_protect: true, replay_window: 0, lowest_pn: 1 }
+        RxOptions {
+            validate: ValidateFrames::Strict,
+            replay_protect: true,
+            replay_window: 0,
+            lowest_pn: 1,
+        }
     }
 }
 
@@ -174,35 +187,61 @@ impl Default for RxOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MacsecError {
-    BadKeyLength { suite: CipherSuite, expected: usize, got: usize },
+    BadKeyLength {
+        suite: CipherSuite,
+        expected: usize,
+        got: usize,
+    },
     BadAn(u8),
     /// An XPN suite without SSCI or salt.
-    MissingXpnParams { suite: CipherSuite },
+    MissingXpnParams {
+        suite: CipherSuite,
+    },
     /// SSCI or salt given to a non-XPN suite.
-    XpnParamsNotUsed { suite: CipherSuite },
+    XpnParamsNotUsed {
+        suite: CipherSuite,
+    },
     /// PN 0 or above the suite's maximum.
-    BadPn { suite: CipherSuite, pn: u64 },
+    BadPn {
+        suite: CipherSuite,
+        pn: u64,
+    },
     /// `es` or `scb` together with an explicit SCI (§9.5: ES and SCB only when SC is clear).
     ConflictingTci,
     /// replayWindow too large for an XPN suite.
-    WindowTooLarge { max: u32, got: u32 },
+    WindowTooLarge {
+        max: u32,
+        got: u32,
+    },
     Crypto(CryptoError),
 }
 
 impl fmt::Display for MacsecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MacsecError::BadKeyLength { suite, expected, got } => {
+            MacsecError::BadKeyLength {
+                suite,
+                expected,
+                got,
+            } => {
                 write!(f, "{suite} needs a {expected}-byte key, got {got} bytes")
             }
             MacsecError::BadAn(an) => write!(f, "association number must be 0..=3, got {an}"),
-            MacsecError::MissingXpnParams { suite } => write!(f, "{suite} needs an SSCI and a 12-byte salt"),
-            MacsecError::XpnParamsNotUsed { suite } => write!(f, "{suite} takes no SSCI or salt (XPN suites only)"),
+            MacsecError::MissingXpnParams { suite } => {
+                write!(f, "{suite} needs an SSCI and a 12-byte salt")
+            }
+            MacsecError::XpnParamsNotUsed { suite } => {
+                write!(f, "{suite} takes no SSCI or salt (XPN suites only)")
+            }
             MacsecError::BadPn { suite, pn } => {
                 write!(f, "{suite}: PN {pn} outside 1..={}", suite.max_pn())
             }
-            MacsecError::ConflictingTci => f.write_str("ES and SCB are only allowed without an explicit SCI"),
-            MacsecError::WindowTooLarge { max, got } => write!(f, "replay window {got} exceeds the XPN maximum {max}"),
+            MacsecError::ConflictingTci => {
+                f.write_str("ES and SCB are only allowed without an explicit SCI")
+            }
+            MacsecError::WindowTooLarge { max, got } => {
+                write!(f, "replay window {got} exceeds the XPN maximum {max}")
+            }
             MacsecError::Crypto(e) => write!(f, "{e}"),
         }
     }
@@ -230,7 +269,11 @@ impl Keys {
     fn new(provider: &CryptoProvider, p: &KeyParams<'_>) -> Result<Keys, MacsecError> {
         let suite = p.suite;
         if p.key.len() != suite.key_len() {
-            return Err(MacsecError::BadKeyLength { suite, expected: suite.key_len(), got: p.key.len() });
+            return Err(MacsecError::BadKeyLength {
+                suite,
+                expected: suite.key_len(),
+                got: p.key.len(),
+            });
         }
         if p.an > 3 {
             return Err(MacsecError::BadAn(p.an));
@@ -242,7 +285,14 @@ impl Keys {
             (false, _, _) => return Err(MacsecError::XpnParamsNotUsed { suite }),
         };
         let aead = provider.keys.aead(suite.aead(), p.key)?;
-        Ok(Keys { suite, sci: p.sci, an: p.an, ssci, salt: Zeroizing::new(salt), aead })
+        Ok(Keys {
+            suite,
+            sci: p.sci,
+            an: p.an,
+            ssci,
+            salt: Zeroizing::new(salt),
+            aead,
+        })
     }
 
     /// §14.5 (GCM-AES): IV = SCI ‖ PN (32 bits). 802.1AEbw §14.7 (XPN): IV = (SSCI ‖ PN64) XOR salt.
@@ -265,7 +315,11 @@ impl Keys {
 impl fmt::Debug for Keys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print key material.
-        f.debug_struct("Keys").field("suite", &self.suite).field("sci", &self.sci).field("an", &self.an).finish_non_exhaustive()
+        f.debug_struct("Keys")
+            .field("suite", &self.suite)
+            .field("sci", &self.sci)
+            .field("an", &self.an)
+            .finish_non_exhaustive()
     }
 }
 
@@ -303,12 +357,20 @@ impl MacsecTx {
         first_pn: u64,
     ) -> Result<MacsecTx, MacsecError> {
         if first_pn == 0 || first_pn > keys.suite.max_pn() {
-            return Err(MacsecError::BadPn { suite: keys.suite, pn: first_pn });
+            return Err(MacsecError::BadPn {
+                suite: keys.suite,
+                pn: first_pn,
+            });
         }
         if opts.include_sci && (opts.es || opts.scb) {
             return Err(MacsecError::ConflictingTci);
         }
-        Ok(MacsecTx { keys: Keys::new(provider, keys)?, opts, next_pn: Some(first_pn), counters: TxCounters::default() })
+        Ok(MacsecTx {
+            keys: Keys::new(provider, keys)?,
+            opts,
+            next_pn: Some(first_pn),
+            counters: TxCounters::default(),
+        })
     }
 
     pub fn suite(&self) -> CipherSuite {
@@ -330,7 +392,11 @@ impl MacsecTx {
     }
 
     fn sectag_len(&self) -> usize {
-        if self.opts.include_sci { wire::SECTAG_SCI_LEN } else { wire::SECTAG_LEN }
+        if self.opts.include_sci {
+            wire::SECTAG_SCI_LEN
+        } else {
+            wire::SECTAG_LEN
+        }
     }
 
     /// Length of the MACsec frame for a plain frame of `plain_len` (≥ 14) octets.
@@ -354,7 +420,11 @@ impl MacsecTx {
 
     /// Protects the plain frame in `buf[..plain_len]` in place; `buf` must hold
     /// [`protected_len`](Self::protected_len) octets. Returns the frame length.
-    pub fn protect_in_place(&mut self, buf: &mut [u8], plain_len: usize) -> Result<usize, ProtectError> {
+    pub fn protect_in_place(
+        &mut self,
+        buf: &mut [u8],
+        plain_len: usize,
+    ) -> Result<usize, ProtectError> {
         if plain_len < ethernet::HEADER_LEN || plain_len > buf.len() {
             return Err(ProtectError::FrameTooShort);
         }
@@ -366,12 +436,20 @@ impl MacsecTx {
         let pn = self.next_pn.ok_or(ProtectError::SeqExhausted)?;
         // Spent whatever happens next: a PN is never used twice under one SAK (§10.5.2), and
         // the PN never wraps.
-        self.next_pn = if pn >= self.keys.suite.max_pn() { None } else { Some(pn + 1) };
+        self.next_pn = if pn >= self.keys.suite.max_pn() {
+            None
+        } else {
+            Some(pn + 1)
+        };
 
         let sd_len = plain_len - SECTAG_OFFSET;
         let hdr_len = SECTAG_OFFSET + self.sectag_len();
         buf.copy_within(SECTAG_OFFSET..plain_len, hdr_len);
-        let sci = if self.opts.include_sci { Some(self.keys.sci) } else { None };
+        let sci = if self.opts.include_sci {
+            Some(self.keys.sci)
+        } else {
+            None
+        };
         let repr = wire::Repr {
             es: self.opts.es,
             scb: self.opts.scb,
@@ -572,19 +650,32 @@ pub struct MacsecRx {
 }
 
 impl MacsecRx {
-    pub fn new(provider: &CryptoProvider, keys: &KeyParams<'_>, opts: RxOptions) -> Result<MacsecRx, MacsecError> {
+    pub fn new(
+        provider: &CryptoProvider,
+        keys: &KeyParams<'_>,
+        opts: RxOptions,
+    ) -> Result<MacsecRx, MacsecError> {
         let suite = keys.suite;
         if opts.lowest_pn == 0 || opts.lowest_pn > suite.max_pn() {
-            return Err(MacsecError::BadPn { suite, pn: opts.lowest_pn });
+            return Err(MacsecError::BadPn {
+                suite,
+                pn: opts.lowest_pn,
+            });
         }
         if suite.is_xpn() && opts.replay_window > XPN_MAX_WINDOW {
-            return Err(MacsecError::WindowTooLarge { max: XPN_MAX_WINDOW, got: opts.replay_window });
+            return Err(MacsecError::WindowTooLarge {
+                max: XPN_MAX_WINDOW,
+                got: opts.replay_window,
+            });
         }
         Ok(MacsecRx {
             keys: Keys::new(provider, keys)?,
             next_pn: opts.lowest_pn,
             opts,
-            dup: DupBitmap { highest: 0, bits: [0; DUP_WORDS] },
+            dup: DupBitmap {
+                highest: 0,
+                bits: [0; DUP_WORDS],
+            },
             counters: RxCounters::default(),
         })
     }
@@ -605,11 +696,18 @@ impl MacsecRx {
     /// The lowest acceptable PN (§10.6.2): the configured lowest PN, raised to
     /// nextPN − replayWindow as frames validate.
     pub fn lowest_pn(&self) -> u64 {
-        self.opts.lowest_pn.max(self.next_pn.saturating_sub(u64::from(self.opts.replay_window)))
+        self.opts.lowest_pn.max(
+            self.next_pn
+                .saturating_sub(u64::from(self.opts.replay_window)),
+        )
     }
 
     /// Verifies `frame` into `out` and writes the delivered plain frame to the front of `out`.
-    pub fn verify(&mut self, frame: &[u8], out: &mut [u8]) -> Result<(usize, RxStatus), DropReason> {
+    pub fn verify(
+        &mut self,
+        frame: &[u8],
+        out: &mut [u8],
+    ) -> Result<(usize, RxStatus), DropReason> {
         if out.len() < frame.len() {
             self.counters.drops.bump(DropReason::Oversize);
             return Err(DropReason::Oversize);
@@ -648,7 +746,11 @@ impl MacsecRx {
                 return Err(DropReason::Untagged);
             }
             self.counters.in_pkts_untagged += 1;
-            return Ok(Delivered { range: 0..frame.len(), status: RxStatus::Untagged, pn: 0 });
+            return Ok(Delivered {
+                range: 0..frame.len(),
+                status: RxStatus::Untagged,
+                pn: 0,
+            });
         }
         // §10.6.1 / Figure 10-5: SecTAG validity.
         let f = match wire::Frame::new_checked(&*frame) {
@@ -680,7 +782,11 @@ impl MacsecRx {
                 return Err(DropReason::NoSci);
             }
             self.counters.in_pkts_unknown_sci += 1;
-            return Ok(Delivered { range: unvalidated(frame), status: RxStatus::UnknownSci, pn: u64::from(pn32) });
+            return Ok(Delivered {
+                range: unvalidated(frame),
+                status: RxStatus::UnknownSci,
+                pn: u64::from(pn32),
+            });
         }
         if an != self.keys.an {
             if c_bit || strict {
@@ -688,14 +794,22 @@ impl MacsecRx {
                 return Err(DropReason::NotUsingSa);
             }
             self.counters.in_pkts_unused_sa += 1;
-            return Ok(Delivered { range: unvalidated(frame), status: RxStatus::UnusedSa, pn: u64::from(pn32) });
+            return Ok(Delivered {
+                range: unvalidated(frame),
+                status: RxStatus::UnusedSa,
+                pn: u64::from(pn32),
+            });
         }
 
         // §10.6.2 (802.1AEbw): recover the 64-bit PN from the lowest acceptable PN.
         let lowest = self.lowest_pn();
         let pn = if xpn {
             let (hi, lo) = ((lowest >> 32) as u32, lowest as u32);
-            let hi = if pn32 >= lo { Some(hi) } else { hi.checked_add(1) };
+            let hi = if pn32 >= lo {
+                Some(hi)
+            } else {
+                hi.checked_add(1)
+            };
             match hi {
                 Some(hi) => (u64::from(hi) << 32) | u64::from(pn32),
                 // Beyond the last PN: nothing from this SA can be valid any more.
@@ -772,7 +886,11 @@ impl MacsecRx {
             }
         };
         frame.copy_within(0..SECTAG_OFFSET, hdr_len - SECTAG_OFFSET);
-        Ok(Delivered { range: hdr_len - SECTAG_OFFSET..sd_range.end, status, pn })
+        Ok(Delivered {
+            range: hdr_len - SECTAG_OFFSET..sd_range.end,
+            status,
+            pn,
+        })
     }
 }
 
@@ -798,7 +916,10 @@ mod tests {
 
     #[test]
     fn dup_bitmap_window() {
-        let mut d = DupBitmap { highest: 0, bits: [0; DUP_WORDS] };
+        let mut d = DupBitmap {
+            highest: 0,
+            bits: [0; DUP_WORDS],
+        };
         assert!(!d.seen(1));
         d.insert(5);
         assert!(d.seen(5));

@@ -215,7 +215,12 @@ impl<T: AsRef<[u8]>> Frame<T> {
 
     /// Length of dst ‖ src ‖ SecTAG.
     pub fn header_len(&self) -> usize {
-        SECTAG_OFFSET + if self.sc() { SECTAG_SCI_LEN } else { SECTAG_LEN }
+        SECTAG_OFFSET
+            + if self.sc() {
+                SECTAG_SCI_LEN
+            } else {
+                SECTAG_LEN
+            }
     }
 
     /// The secure data (checked frames only).
@@ -284,12 +289,20 @@ impl Repr {
 
     /// SL for `secure_data_len` octets of secure data.
     pub fn short_len_for(secure_data_len: usize) -> u8 {
-        if secure_data_len < SHORT_LEN_LIMIT { secure_data_len as u8 } else { 0 }
+        if secure_data_len < SHORT_LEN_LIMIT {
+            secure_data_len as u8
+        } else {
+            0
+        }
     }
 
     /// Length of the SecTAG itself.
     pub const fn sectag_len(&self) -> usize {
-        if self.sci.is_some() { SECTAG_SCI_LEN } else { SECTAG_LEN }
+        if self.sci.is_some() {
+            SECTAG_SCI_LEN
+        } else {
+            SECTAG_LEN
+        }
     }
 
     /// Length of dst ‖ src ‖ SecTAG.
@@ -362,24 +375,57 @@ mod tests {
 
     #[test]
     fn rejects_invalid_sectags() {
-        assert_eq!(Frame::new_checked(&frame(0x20, 0, true, 48)[..19]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            Frame::new_checked(&frame(0x20, 0, true, 48)[..19]).unwrap_err(),
+            WireError::Truncated
+        );
         let mut e = frame(0x20, 0, true, 48);
         e[12] = 0x08;
-        assert_eq!(Frame::new_checked(&e[..]).unwrap_err(), WireError::WrongEtherType);
-        assert_eq!(Frame::new_checked(&frame(0xa0, 0, true, 48)[..]).unwrap_err(), WireError::BadVersion);
-        assert_eq!(Frame::new_checked(&frame(0x60, 0, true, 48)[..]).unwrap_err(), WireError::ReservedBits);
-        assert_eq!(Frame::new_checked(&frame(0x30, 0, true, 48)[..]).unwrap_err(), WireError::ReservedBits);
-        assert_eq!(Frame::new_checked(&frame(0x28, 0, true, 48)[..]).unwrap_err(), WireError::ReservedBits);
-        assert_eq!(Frame::new_checked(&frame(0x24, 0, true, 48)[..]).unwrap_err(), WireError::ReservedBits);
-        assert_eq!(Frame::new_checked(&frame(0x20, 0x40, true, 48)[..]).unwrap_err(), WireError::ReservedBits);
+        assert_eq!(
+            Frame::new_checked(&e[..]).unwrap_err(),
+            WireError::WrongEtherType
+        );
+        assert_eq!(
+            Frame::new_checked(&frame(0xa0, 0, true, 48)[..]).unwrap_err(),
+            WireError::BadVersion
+        );
+        assert_eq!(
+            Frame::new_checked(&frame(0x60, 0, true, 48)[..]).unwrap_err(),
+            WireError::ReservedBits
+        );
+        assert_eq!(
+            Frame::new_checked(&frame(0x30, 0, true, 48)[..]).unwrap_err(),
+            WireError::ReservedBits
+        );
+        assert_eq!(
+            Frame::new_checked(&frame(0x28, 0, true, 48)[..]).unwrap_err(),
+            WireError::ReservedBits
+        );
+        assert_eq!(
+            Frame::new_checked(&frame(0x24, 0, true, 48)[..]).unwrap_err(),
+            WireError::ReservedBits
+        );
+        assert_eq!(
+            Frame::new_checked(&frame(0x20, 0x40, true, 48)[..]).unwrap_err(),
+            WireError::ReservedBits
+        );
         // SL must match exactly, and SL = 0 needs ≥ 48 octets.
-        assert_eq!(Frame::new_checked(&frame(0x20, 10, true, 11)[..]).unwrap_err(), WireError::Truncated);
-        assert_eq!(Frame::new_checked(&frame(0x20, 0, true, 47)[..]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            Frame::new_checked(&frame(0x20, 10, true, 11)[..]).unwrap_err(),
+            WireError::Truncated
+        );
+        assert_eq!(
+            Frame::new_checked(&frame(0x20, 0, true, 47)[..]).unwrap_err(),
+            WireError::Truncated
+        );
         assert!(Frame::new_checked(&frame(0x20, 10, true, 10)[..]).is_ok());
         assert!(Frame::new_checked(&frame(0x40, 0, false, 48)[..]).is_ok());
         assert!(Frame::new_checked(&frame(0x0c, 1, false, 1)[..]).is_ok());
         // No SCI: the header is 8 octets; a frame too short for SecTAG + ICV.
-        assert_eq!(Frame::new_checked(&frame(0x00, 0, false, 0)[..30]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            Frame::new_checked(&frame(0x00, 0, false, 0)[..30]).unwrap_err(),
+            WireError::Truncated
+        );
     }
 
     #[test]
