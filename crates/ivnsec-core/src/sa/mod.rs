@@ -2,6 +2,7 @@
 //!
 //! Every verify path returns a [`DropReason`] and counts it; nothing on the receive path panics.
 
+pub mod esp;
 pub mod ivnae;
 pub mod replay;
 
@@ -59,6 +60,9 @@ drop_reasons! {
     BadPadding => "bad_padding", "Authenticated but the padding is malformed (a faulty sender).";
     Malformed => "malformed", "Any other structural error.";
     Crypto => "crypto_error", "The crypto provider failed.";
+    NotEsp => "not_esp", "An IP packet whose protocol / next header is not ESP (50).";
+    Fragment => "fragment", "An IP fragment: ESP is verified after reassembly.";
+    DummyPacket => "dummy_packet", "An ESP dummy packet (next header 59, RFC 4303 §2.6), discarded after it verified.";
 }
 
 impl fmt::Display for DropReason {

@@ -6,7 +6,9 @@
 //! - `Repr::emit` never panics on a buffer of at least `Repr::buffer_len()` bytes.
 //! - Byte ranges live in a private `field` module, named after the spec's fields.
 
+pub mod esp;
 pub mod ethernet;
+pub mod ip;
 pub mod ivnae;
 
 use core::ops::Range;
