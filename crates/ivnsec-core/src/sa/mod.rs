@@ -4,6 +4,7 @@
 
 pub mod esp;
 pub mod ivnae;
+pub mod macsec;
 pub mod replay;
 
 use core::fmt;
@@ -63,6 +64,10 @@ drop_reasons! {
     NotEsp => "not_esp", "An IP packet whose protocol / next header is not ESP (50).";
     Fragment => "fragment", "An IP fragment: ESP is verified after reassembly.";
     DummyPacket => "dummy_packet", "An ESP dummy packet (next header 59, RFC 4303 §2.6), discarded after it verified.";
+    Untagged => "untagged", "MACsec: a frame without a SecTAG under validateFrames Strict (InPktsNoTag).";
+    NoSci => "no_sci", "MACsec: the SCI matches no receive SC and the frame cannot be delivered (InPktsNoSCI).";
+    NotUsingSa => "not_using_sa", "MACsec: the AN selects no receive SA in use and the frame cannot be delivered (InPktsNotUsingSA).";
+    Late => "late", "MACsec: PN below the lowest acceptable PN (InPktsLate).";
 }
 
 impl fmt::Display for DropReason {

@@ -10,6 +10,7 @@ pub mod esp;
 pub mod ethernet;
 pub mod ip;
 pub mod ivnae;
+pub mod macsec;
 
 use core::ops::Range;
 
