@@ -658,7 +658,61 @@ fn build(state: &TestbedState, plan: &Plan, ipv4: bool) -> Result<()> {
         }
         ip_batch(Some(&ns(&node.name)), &lines, false)?;
     }
-    Ok(())
+    wait_ready(state, Duration::from_secs(10))
+}
+
+/// Waits until every interface of the testbed has carrier and is up, and every bridge port is
+/// forwarding. The kernel applies carrier changes asynchronously, so without this wait the
+/// first frames after `up` may be dropped.
+fn wait_ready(state: &TestbedState, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut not_ready = Vec::new();
+        for node in &state.nodes {
+            let out = Command::new("ip")
+                .args(["-n", &node.namespace, "-o", "-d", "link", "show"])
+                .output()?;
+            if !out.status.success() {
+                return Err(command_error(
+                    &format!("ip -n {} -o -d link show", node.namespace),
+                    &out,
+                ));
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            for i in &node.interfaces {
+                let line = text.lines().find(|l| {
+                    let mut f = l.split_whitespace();
+                    f.next();
+                    f.next()
+                        .map(|n| n.trim_end_matches(':'))
+                        .is_some_and(|n| n.split('@').next() == Some(i.name.as_str()))
+                });
+                let ready = line.is_some_and(|l| {
+                    !l.contains("NO-CARRIER")
+                        && l.contains(" state UP ")
+                        && (!l.contains("bridge_slave")
+                            || l.contains("bridge_slave state forwarding"))
+                });
+                if !ready {
+                    not_ready.push(format!("{}/{}", node.name, i.name));
+                }
+            }
+        }
+        if not_ready.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Command {
+                command: "ip -o -d link show".to_string(),
+                status: None,
+                stderr: format!(
+                    "links not ready after {timeout:?}: {}",
+                    not_ready.join(", ")
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// All network namespaces `ip netns list` shows.

@@ -1,0 +1,196 @@
+//! AF_PACKET sockets in-process: a veth pair named with a random prefix in this namespace, one
+//! socket on each end. The guard deletes the pair even when a test fails. Needs root; skipped
+//! with a printed reason otherwise.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use ivnsec_net::sys::{ETH_HLEN, ETH_P_IVNAE, PacketType, RawSocket};
+use ivnsec_net::testbed::random_prefix;
+use ivnsec_net::topology::check_ifname;
+
+/// A veth pair `<prefix>a` / `<prefix>b` (e.g. `ivn-3fa9c1a`, 11 bytes), deleted on drop.
+struct Veth {
+    a: String,
+    b: String,
+}
+
+impl Veth {
+    fn new() -> Veth {
+        let p = random_prefix().unwrap();
+        let v = Veth {
+            a: format!("{p}a"),
+            b: format!("{p}b"),
+        };
+        check_ifname(&v.a).unwrap();
+        let ip = |args: &[&str]| {
+            let o = Command::new("ip").args(args).output().unwrap();
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        ip(&[
+            "link", "add", &v.a, "mtu", "1500", "type", "veth", "peer", "name", &v.b, "mtu", "1500",
+        ]);
+        // From here the guard owns the pair (dropped on a panic below too).
+        for dev in [&v.a, &v.b] {
+            // No IPv6 link-local address: no DAD or router solicitation frames on the pair.
+            let _ = Command::new("ip")
+                .args(["link", "set", dev, "addrgenmode", "none"])
+                .status();
+            ip(&["link", "set", dev, "up"]);
+        }
+        v
+    }
+
+    fn mac(&self, dev: &str) -> [u8; 6] {
+        let s = std::fs::read_to_string(format!("/sys/class/net/{dev}/address")).unwrap();
+        ivnsec_net::topology::parse_mac(s.trim()).unwrap()
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        // Deleting one end deletes both.
+        let _ = Command::new("ip").args(["link", "del", &self.a]).output();
+    }
+}
+
+fn frame(dst: [u8; 6], src: [u8; 6], ethertype: u16, payload_len: usize, tag: u8) -> Vec<u8> {
+    let mut f = Vec::with_capacity(ETH_HLEN + payload_len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend((0..payload_len).map(|i| (i as u8).wrapping_add(tag)));
+    f
+}
+
+/// Waits until the veth carrier is up (a frame sent before that is dropped).
+fn wait_carrier(dev: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if std::fs::read_to_string(format!("/sys/class/net/{dev}/carrier"))
+            .is_ok_and(|s| s.trim() == "1")
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("{dev}: no carrier");
+}
+
+#[test]
+fn send_receive_timestamps_and_filters() {
+    require_root!();
+    let v = Veth::new();
+    wait_carrier(&v.a);
+    wait_carrier(&v.b);
+    let (ma, mb) = (v.mac(&v.a), v.mac(&v.b));
+    let a = RawSocket::open(&v.a, ETH_P_IVNAE).unwrap();
+    let b = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
+    b.enable_timestamps().unwrap();
+    assert_eq!(a.mac_address().unwrap(), ma);
+    assert_eq!(b.ethertype(), ETH_P_IVNAE);
+
+    // Blocking receive with a timeout: a frame of another EtherType is not delivered, ours is.
+    let other = frame(mb, ma, 0x88B6, 46, 1);
+    let ours = frame(mb, ma, ETH_P_IVNAE, 1440, 2);
+    let before = SystemTime::now();
+    a.send(&other).unwrap();
+    a.send(&ours).unwrap();
+    let mut buf = [0u8; 2048];
+    let m = b
+        .recv(&mut buf, Some(Duration::from_secs(2)))
+        .unwrap()
+        .expect("frame");
+    assert_eq!(&buf[..m.len], &ours[..]);
+    assert_eq!(m.packet_type, PacketType::Host);
+    assert!(!m.truncated());
+    let ts = m.timestamp.expect("SO_TIMESTAMPNS timestamp");
+    assert!(
+        ts >= before - Duration::from_millis(1) && ts <= SystemTime::now(),
+        "{ts:?}"
+    );
+
+    // The sender does not see its own frame; nothing else is queued.
+    assert_eq!(a.try_recv(&mut buf).unwrap(), None);
+    assert_eq!(b.try_recv(&mut buf).unwrap(), None);
+
+    // Busy-poll receive, in the other direction, without timestamps.
+    let back = frame(ma, mb, ETH_P_IVNAE, 64, 3);
+    b.send(&back).unwrap();
+    let m = a
+        .recv_busy_poll(&mut buf, Duration::from_secs(2))
+        .unwrap()
+        .expect("frame");
+    assert_eq!(&buf[..m.len], &back[..]);
+    assert_eq!(m.timestamp, None);
+
+    // A broadcast frame is marked as such.
+    let bc = frame([0xff; 6], ma, ETH_P_IVNAE, 46, 4);
+    a.send(&bc).unwrap();
+    let m = b
+        .recv(&mut buf, Some(Duration::from_secs(2)))
+        .unwrap()
+        .expect("frame");
+    assert_eq!(m.packet_type, PacketType::Broadcast);
+
+    // Too small a buffer: the frame is cut and the wire length told.
+    a.send(&ours).unwrap();
+    let mut small = [0u8; 100];
+    let m = b
+        .recv(&mut small, Some(Duration::from_secs(2)))
+        .unwrap()
+        .expect("frame");
+    assert_eq!((m.len, m.wire_len), (100, ours.len()));
+    assert!(m.truncated());
+    assert_eq!(&small[..], &ours[..100]);
+}
+
+#[test]
+fn timeouts_return_none() {
+    require_root!();
+    let v = Veth::new();
+    let s = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
+    let mut buf = [0u8; 64];
+    for (busy, t) in [(false, 30u64), (true, 30)] {
+        let start = Instant::now();
+        let r = if busy {
+            s.recv_busy_poll(&mut buf, Duration::from_millis(t))
+        } else {
+            s.recv(&mut buf, Some(Duration::from_millis(t)))
+        };
+        assert_eq!(r.unwrap(), None);
+        // Correctness, not speed: it waited at least the timeout and then returned.
+        assert!(start.elapsed() >= Duration::from_millis(t));
+    }
+    assert_eq!(s.recv(&mut buf, Some(Duration::ZERO)).unwrap(), None);
+}
+
+#[test]
+fn many_frames_in_order() {
+    require_root!();
+    let v = Veth::new();
+    wait_carrier(&v.a);
+    wait_carrier(&v.b);
+    let (ma, mb) = (v.mac(&v.a), v.mac(&v.b));
+    let a = RawSocket::open(&v.a, ETH_P_IVNAE).unwrap();
+    let b = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
+    b.set_recv_buffer(1 << 20).unwrap();
+    let mut buf = [0u8; 1600];
+    for i in 0..200u32 {
+        let mut f = frame(mb, ma, ETH_P_IVNAE, 60, 0);
+        f[ETH_HLEN..ETH_HLEN + 4].copy_from_slice(&i.to_be_bytes());
+        a.send(&f).unwrap();
+        let m = b
+            .recv(&mut buf, Some(Duration::from_secs(2)))
+            .unwrap()
+            .expect("frame");
+        assert_eq!(&buf[ETH_HLEN..ETH_HLEN + 4], &i.to_be_bytes(), "frame {i}");
+        assert_eq!(m.len, f.len());
+    }
+}
