@@ -358,14 +358,31 @@ pub fn down(prefix: &str, state_dir: &Path) -> Result<DownReport> {
     Ok(report)
 }
 
-/// Every testbed recorded in `state_dir`, oldest first. Unreadable files are skipped with
-/// their problem in the second list.
-pub fn list(state_dir: &Path) -> Result<(Vec<TestbedState>, Vec<Error>)> {
+/// What [`list`] found in a state directory.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Recorded testbeds, oldest first.
+    pub testbeds: Vec<TestbedState>,
+    /// State files that could not be read: the prefix their name carries, and the problem.
+    pub unreadable: Vec<(String, Error)>,
+}
+
+impl Listing {
+    /// Prefixes of all recorded testbeds, readable or not.
+    pub fn prefixes(&self) -> Vec<String> {
+        let ok = self.testbeds.iter().map(|s| s.prefix.clone());
+        ok.chain(self.unreadable.iter().map(|(p, _)| p.clone()))
+            .collect()
+    }
+}
+
+/// Every testbed recorded in `state_dir`.
+pub fn list(state_dir: &Path) -> Result<Listing> {
     let mut found = Vec::new();
     let mut bad = Vec::new();
     let entries = match fs::read_dir(state_dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((found, bad)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Listing::default()),
         Err(e) => {
             return Err(Error::State {
                 path: state_dir.to_path_buf(),
@@ -384,11 +401,14 @@ pub fn list(state_dir: &Path) -> Result<(Vec<TestbedState>, Vec<Error>)> {
         }
         match load(state_dir, prefix) {
             Ok(s) => found.push(s),
-            Err(e) => bad.push(e),
+            Err(e) => bad.push((prefix.to_string(), e)),
         }
     }
     found.sort_by(|a, b| (a.created_unix, &a.prefix).cmp(&(b.created_unix, &b.prefix)));
-    Ok((found, bad))
+    Ok(Listing {
+        testbeds: found,
+        unreadable: bad,
+    })
 }
 
 /// The recorded state of testbed `prefix`.
@@ -893,14 +913,15 @@ mod tests {
         write_state(&dir, &s).unwrap();
         fs::write(dir.join("ivn-00aa22.json"), "{").unwrap();
         fs::write(dir.join("unrelated.json"), "{}").unwrap();
-        let (ok, bad) = list(&dir).unwrap();
-        assert_eq!(ok, vec![s.clone()]);
-        assert_eq!(bad.len(), 1);
+        let l = list(&dir).unwrap();
+        assert_eq!(l.testbeds, vec![s.clone()]);
+        assert_eq!(l.unreadable.len(), 1);
+        assert_eq!(l.prefixes(), ["ivn-00aa11", "ivn-00aa22"]);
         assert_eq!(load(&dir, "ivn-00aa11").unwrap(), s);
         assert!(matches!(load(&dir, "ivn-00aa33"), Err(Error::Usage(_))));
         assert!(matches!(load(&dir, "../etc"), Err(Error::Usage(_))));
         fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(list(&dir).unwrap().0, vec![]);
+        assert_eq!(list(&dir).unwrap().testbeds, vec![]);
     }
 
     #[test]

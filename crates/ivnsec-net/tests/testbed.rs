@@ -280,9 +280,9 @@ fn kept_testbed_survives_and_down_stops_processes_inside() {
     let state = tb.keep();
     let prefix = state.prefix.clone();
     assert_eq!(testbed::live_namespaces(&prefix).unwrap().len(), 3);
-    let (listed, bad) = testbed::list(&dir.0).unwrap();
-    assert!(bad.is_empty());
-    assert_eq!(listed, vec![state.clone()]);
+    let listing = testbed::list(&dir.0).unwrap();
+    assert!(listing.unreadable.is_empty());
+    assert_eq!(listing.testbeds, vec![state.clone()]);
     // A long-running program inside a node is stopped by down.
     let mut sleeper = testbed::netns_command(state.namespace_of("ecu1").unwrap(), "sleep")
         .arg("30")

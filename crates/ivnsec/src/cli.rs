@@ -32,6 +32,9 @@ pub enum Command {
     CryptoBench(cmd::crypto_bench::Args),
     /// List the profiles: suite ids, levels, key and tag lengths, and which providers have them.
     Suites(cmd::suites::Args),
+    /// Build, inspect, use and remove a testbed of network namespaces (ECUs, veth, bridge).
+    #[command(subcommand)]
+    Testbed(cmd::testbed::Args),
 }
 
 /// An error that maps to exit code 2 (bad usage or configuration).

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Command::Frame(args) => cmd::frame::run(args),
         Command::CryptoBench(args) => cmd::crypto_bench::run(args),
         Command::Suites(args) => cmd::suites::run(args),
+        Command::Testbed(args) => cmd::testbed::run(args),
     };
     match result {
         Ok(code) => code,

@@ -5,3 +5,4 @@ pub mod frame;
 pub mod frame_esp;
 pub mod frame_macsec;
 pub mod suites;
+pub mod testbed;

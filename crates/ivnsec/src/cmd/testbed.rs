@@ -1,0 +1,316 @@
+//! `ivnsec testbed up|status|exec|down`: the vehicle network as network namespaces.
+//!
+//! `up` builds and leaves the testbed running (nothing keeps running in the foreground; the
+//! namespaces persist until `down`). State lives in `$IVNSEC_STATE_DIR`, else
+//! `$XDG_RUNTIME_DIR/ivnsec`, else `/run/ivnsec`.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::{Result, anyhow};
+use clap::Subcommand;
+use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
+use ivnsec_net::topology::Topology;
+
+use crate::cli::{EnvError, usage};
+
+#[derive(Subcommand, Debug)]
+pub enum Args {
+    /// Build a testbed: ECUs as network namespaces, veth links, a Linux bridge as the switch.
+    ///
+    /// Prints the prefix, nodes, interfaces, MACs and IPv4 addresses, then returns; the
+    /// namespaces stay until `ivnsec testbed down`. Needs root.
+    Up(UpArgs),
+    /// List the testbeds ivnsec created (recorded in the state directory), with their nodes.
+    Status(StatusArgs),
+    /// Run a program inside a node: `ivnsec testbed exec ecu1 -- ping -c3 10.77.0.2`.
+    ///
+    /// The program's exit code is passed through. Needs root.
+    Exec(ExecArgs),
+    /// Remove a testbed (idempotent): stops processes inside its namespaces, deletes them and
+    /// its state file. Touches nothing that does not carry the testbed's prefix.
+    Down(DownArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UpArgs {
+    /// pair | steer-by-wire | sensors:N (1..=254) | cascade:N (1..=32).
+    #[arg(long, short, default_value = "pair")]
+    topology: String,
+    /// Give the ECUs no IPv4 addresses (raw Ethernet only).
+    #[arg(long)]
+    no_ipv4: bool,
+    /// Print the recorded state as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExecArgs {
+    /// The node to run in (`ecu1`, `cu`, `sensor3`, `sw0`, …).
+    node: String,
+    /// The testbed (`ivn-<6 hex>`); may be left out when only one is up.
+    #[arg(long)]
+    testbed: Option<String>,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DownArgs {
+    /// The testbed to remove (`ivn-<6 hex>`); may be left out when only one is recorded.
+    #[arg(long, conflicts_with = "all")]
+    testbed: Option<String>,
+    /// Remove every testbed recorded in the state directory (and nothing else).
+    #[arg(long)]
+    all: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let state_dir = testbed::default_state_dir();
+    match args {
+        Args::Up(a) => up(a, &state_dir),
+        Args::Status(a) => status(a, &state_dir),
+        Args::Exec(a) => exec(a, &state_dir),
+        Args::Down(a) => down(a, &state_dir),
+    }
+}
+
+/// Maps the net crate's errors onto the exit-code convention (2 usage, 3 environment).
+fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
+    match e {
+        ivnsec_net::Error::Env(m) => anyhow::Error::new(EnvError(m)),
+        ivnsec_net::Error::Usage(m) => usage(m),
+        other => anyhow!(other),
+    }
+}
+
+fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
+    let topology: Topology = a.topology.parse().map_err(net_err)?;
+    let opts = Options {
+        ipv4: !a.no_ipv4,
+        state_dir: state_dir.to_path_buf(),
+        prefix: None,
+    };
+    let tb = Testbed::up(&topology, &opts).map_err(net_err)?;
+    let state = tb.keep();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&state)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "testbed {} is up: topology {}, state {}",
+        state.prefix,
+        state.topology,
+        state_dir.join(format!("{}.json", state.prefix)).display()
+    );
+    print_nodes(&state);
+    let ecus: Vec<&str> = state.ecus().map(|n| n.name.as_str()).collect();
+    if let (Some(a), Some(b)) = (ecus.first(), ecus.last()) {
+        match state.ipv4_of(b) {
+            Some(ip) => {
+                println!("\nrun a program in a node:  ivnsec testbed exec {a} -- ping -c3 {ip}")
+            }
+            None => println!("\nrun a program in a node:  ivnsec testbed exec {a} -- ip link"),
+        }
+    }
+    println!(
+        "remove it:                ivnsec testbed down --testbed {}",
+        state.prefix
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_nodes(state: &TestbedState) {
+    println!(
+        "{:<10} {:<8} {:<22} {:<12} {:<17} {:<14} peer",
+        "node", "kind", "namespace", "interface", "mac", "ipv4"
+    );
+    for n in &state.nodes {
+        for (k, i) in n.interfaces.iter().enumerate() {
+            let (node, kind, ns) = if k == 0 {
+                (n.name.as_str(), n.kind.as_str(), n.namespace.as_str())
+            } else {
+                ("", "", "")
+            };
+            println!(
+                "{node:<10} {kind:<8} {ns:<22} {:<12} {:<17} {:<14} {}",
+                i.name,
+                i.mac,
+                i.ipv4.as_deref().unwrap_or("-"),
+                i.peer.as_deref().unwrap_or("-")
+            );
+        }
+    }
+}
+
+fn status(a: StatusArgs, state_dir: &Path) -> Result<ExitCode> {
+    let listing = testbed::list(state_dir).map_err(net_err)?;
+    let (found, bad) = (listing.testbeds, listing.unreadable);
+    let unrecorded = testbed::unrecorded_prefixes(state_dir).map_err(net_err)?;
+    let mut live = Vec::new();
+    for s in &found {
+        live.push(testbed::live_namespaces(&s.prefix).map_err(net_err)?.len());
+    }
+    if a.json {
+        let testbeds: Vec<serde_json::Value> = found
+            .iter()
+            .zip(&live)
+            .map(|(s, &n)| serde_json::json!({ "state": s, "live_namespaces": n, "health": health(s, n) }))
+            .collect();
+        let bad: Vec<serde_json::Value> = bad
+            .iter()
+            .map(|(p, e)| serde_json::json!({ "prefix": p, "problem": e.to_string() }))
+            .collect();
+        let out = serde_json::json!({
+            "state_dir": state_dir,
+            "testbeds": testbeds,
+            "unreadable": bad,
+            "unrecorded_prefixes": unrecorded,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if found.is_empty() && bad.is_empty() {
+        println!("no testbed is recorded in {}", state_dir.display());
+    }
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for (s, &n) in found.iter().zip(&live) {
+        println!(
+            "testbed {}: topology {}, {}, {} of {} namespaces exist, created {} s ago by pid {}",
+            s.prefix,
+            s.topology,
+            health(s, n),
+            n,
+            s.nodes.len(),
+            now.saturating_sub(s.created_unix),
+            s.created_by_pid
+        );
+        print_nodes(s);
+        println!();
+    }
+    for (p, e) in &bad {
+        println!(
+            "testbed {p}: unreadable state ({e}); `ivnsec testbed down --testbed {p}` removes it"
+        );
+    }
+    for p in &unrecorded {
+        println!(
+            "namespaces {p}-* exist but no state file in {} records them (another state directory?); \
+             `ivnsec testbed down --testbed {p}` removes them",
+            state_dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn health(s: &TestbedState, live: usize) -> &'static str {
+    if !s.complete {
+        "incomplete (build interrupted)"
+    } else if live == s.nodes.len() {
+        "up"
+    } else if live == 0 {
+        "gone"
+    } else {
+        "partly gone"
+    }
+}
+
+/// The testbed named by `--testbed`, or the only one recorded.
+fn pick(state_dir: &Path, wanted: Option<&str>) -> Result<TestbedState> {
+    if let Some(p) = wanted {
+        return testbed::load(state_dir, p).map_err(net_err);
+    }
+    let found = testbed::list(state_dir).map_err(net_err)?.testbeds;
+    match found.len() {
+        0 => Err(usage(format!(
+            "no testbed is recorded in {}; start one with `ivnsec testbed up`",
+            state_dir.display()
+        ))),
+        1 => Ok(found.into_iter().next().expect("one")),
+        _ => Err(usage(format!(
+            "{} testbeds are up ({}); choose one with --testbed PREFIX",
+            found.len(),
+            found
+                .iter()
+                .map(|s| s.prefix.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+fn exec(a: ExecArgs, state_dir: &Path) -> Result<ExitCode> {
+    let state = pick(state_dir, a.testbed.as_deref())?;
+    let ns = state.namespace_of(&a.node).map_err(net_err)?.to_string();
+    testbed::check_environment().map_err(net_err)?;
+    let live = testbed::live_namespaces(&state.prefix).map_err(net_err)?;
+    if !live.contains(&ns) {
+        return Err(anyhow::Error::new(EnvError(format!(
+            "namespace {ns} of testbed {} does not exist any more; remove the testbed with \
+             `ivnsec testbed down --testbed {}` and build a new one",
+            state.prefix, state.prefix
+        ))));
+    }
+    let (program, rest) = a
+        .command
+        .split_first()
+        .ok_or_else(|| usage("exec: no command given after --"))?;
+    // Replaces this process with `ip netns exec NS CMD…`, which in turn execs CMD: its exit
+    // code and signals reach the caller unchanged. exec() returns only on failure.
+    let err = testbed::netns_command(&ns, program).args(rest).exec();
+    Err(anyhow::Error::new(EnvError(format!(
+        "cannot run `ip netns exec {ns}`: {err}"
+    ))))
+}
+
+fn down(a: DownArgs, state_dir: &Path) -> Result<ExitCode> {
+    let prefixes: Vec<String> = if let Some(p) = a.testbed {
+        vec![p]
+    } else {
+        let all = testbed::list(state_dir).map_err(net_err)?.prefixes();
+        if all.len() > 1 && !a.all {
+            return Err(usage(format!(
+                "{} testbeds are recorded ({}); choose one with --testbed PREFIX or remove all with --all",
+                all.len(),
+                all.join(", ")
+            )));
+        }
+        all
+    };
+    if prefixes.is_empty() {
+        println!(
+            "no testbed is recorded in {}; nothing to do",
+            state_dir.display()
+        );
+    }
+    for p in prefixes {
+        let r = testbed::down(&p, state_dir).map_err(net_err)?;
+        if r.was_already_down() {
+            println!("testbed {p}: already down");
+        } else {
+            println!(
+                "testbed {p}: removed {} namespaces{}",
+                r.removed_namespaces.len(),
+                match r.stopped_processes {
+                    0 => String::new(),
+                    n => format!(", stopped {n} processes running inside"),
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
