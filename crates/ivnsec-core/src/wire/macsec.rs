@@ -368,7 +368,7 @@ mod tests {
         assert_eq!(r.sci, Some(Sci::from_u64(0x1215_3524_c089_5e81)));
         assert!(!r.encrypted && !r.es && !r.scb);
         assert_eq!(f.secure_data().len(), 42);
-        let mut out = vec![0u8; 28];
+        let mut out = [0u8; 28];
         r.emit(&mut Frame::new_unchecked(&mut out[..]));
         assert_eq!(&out[12..28], &b[12..28]);
     }

@@ -26,8 +26,8 @@ const MAX_OVERHEAD: usize = 32;
 #[command(next_help_heading = "MACsec (macsec-… profiles)")]
 pub struct MacsecProtectOpts {
     /// MACsec: SCI of the transmit SC, 8 bytes hex (MAC address ‖ port), e.g. 0200000000010001.
-    #[arg(long)]
-    pub sci: Option<String>,
+    #[arg(long, value_parser = hex_array::<8>)]
+    pub sci: Option<[u8; 8]>,
     /// MACsec: association number 0-3.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub an: Option<u8>,
@@ -48,11 +48,11 @@ pub struct MacsecProtectOpts {
     #[arg(long)]
     pub scb: bool,
     /// MACsec XPN: short SCI, 4 bytes hex.
-    #[arg(long)]
-    pub ssci: Option<String>,
+    #[arg(long, value_parser = hex_array::<4>)]
+    pub ssci: Option<[u8; 4]>,
     /// MACsec XPN: salt, 12 bytes hex.
-    #[arg(long)]
-    pub salt: Option<String>,
+    #[arg(long, value_parser = hex_array::<12>)]
+    pub salt: Option<[u8; 12]>,
 }
 
 /// Options of `frame verify` that only macsec profiles take.
@@ -60,25 +60,25 @@ pub struct MacsecProtectOpts {
 #[command(next_help_heading = "MACsec (macsec-… profiles)")]
 pub struct MacsecVerifyOpts {
     /// MACsec: SCI of the receive SC (the peer's), 8 bytes hex.
-    #[arg(long)]
-    pub sci: Option<String>,
+    #[arg(long, value_parser = hex_array::<8>)]
+    pub sci: Option<[u8; 8]>,
     /// MACsec: association number of the receive SA, 0-3.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub an: Option<u8>,
     /// MACsec XPN: short SCI, 4 bytes hex.
-    #[arg(long)]
-    pub ssci: Option<String>,
+    #[arg(long, value_parser = hex_array::<4>)]
+    pub ssci: Option<[u8; 4]>,
     /// MACsec XPN: salt, 12 bytes hex.
-    #[arg(long)]
-    pub salt: Option<String>,
+    #[arg(long, value_parser = hex_array::<12>)]
+    pub salt: Option<[u8; 12]>,
     /// MACsec: lowest acceptable PN of the receive SA (XPN: also the base for recovering the
     /// upper 32 PN bits, 802.1AE §10.6.2).
     #[arg(long, default_value_t = 1)]
     pub lowest_pn: u64,
     /// MACsec: validateFrames: strict (discard anything not valid), check (deliver frames with a
     /// bad ICV if not encrypted, counting them) or disabled (no ICV check unless encrypted).
-    #[arg(long, default_value = "strict", value_parser = ["strict", "check", "disabled"])]
-    pub validate: String,
+    #[arg(long, default_value = "strict", value_parser = parse_validate)]
+    pub validate: ValidateFrames,
 }
 
 struct Material {
@@ -104,19 +104,24 @@ impl Material {
     }
 }
 
-fn fixed<const N: usize>(what: &str, s: &str) -> Result<[u8; N]> {
-    let v = parse_hex(what, s)?;
+/// clap value parser: exactly `N` bytes of hex.
+fn hex_array<const N: usize>(s: &str) -> std::result::Result<[u8; N], String> {
+    let v = parse_hex("value", s).map_err(|e| e.to_string())?;
     v.as_slice()
         .try_into()
-        .map_err(|_| usage(format!("{what} must be {N} bytes, got {}", v.len())))
+        .map_err(|_| format!("must be {N} bytes of hex, got {} bytes", v.len()))
+}
+
+fn parse_validate(s: &str) -> std::result::Result<ValidateFrames, String> {
+    s.parse().map_err(|e: &str| e.to_string())
 }
 
 fn material(
     sa: &SaArgs,
-    sci: Option<&str>,
+    sci: Option<[u8; 8]>,
     an: Option<u8>,
-    ssci: Option<&str>,
-    salt: Option<&str>,
+    ssci: Option<[u8; 4]>,
+    salt: Option<[u8; 12]>,
 ) -> Result<Material> {
     let suite = CipherSuite::from_profile(&sa.profile).ok_or_else(|| {
         usage(format!(
@@ -142,15 +147,9 @@ fn material(
             .as_deref()
             .ok_or_else(|| usage(format!("{suite} needs --key")))?,
     )?;
-    let sci = Sci(fixed::<8>(
-        "--sci",
-        sci.ok_or_else(|| usage("MACsec profiles need --sci (8 bytes hex)"))?,
-    )?);
+    let sci = Sci(sci.ok_or_else(|| usage("MACsec profiles need --sci (8 bytes hex)"))?);
     let an = an.ok_or_else(|| usage("MACsec profiles need --an (0-3)"))?;
-    let ssci = ssci
-        .map(|s| fixed::<4>("--ssci", s).map(u32::from_be_bytes))
-        .transpose()?;
-    let salt = salt.map(|s| fixed::<12>("--salt", s)).transpose()?;
+    let ssci = ssci.map(u32::from_be_bytes);
     if suite.is_xpn() && (ssci.is_none() || salt.is_none()) {
         return Err(usage(format!(
             "{suite} needs --ssci (4 bytes hex) and --salt (12 bytes hex)"
@@ -197,13 +196,7 @@ fn each_frame(frame: &str, mut one: impl FnMut(&[u8], &str) -> Result<String>) -
 }
 
 pub fn protect(sa: &SaArgs, opts: &MacsecProtectOpts, frame: &str) -> Result<ExitCode> {
-    let m = material(
-        sa,
-        opts.sci.as_deref(),
-        opts.an,
-        opts.ssci.as_deref(),
-        opts.salt.as_deref(),
-    )?;
+    let m = material(sa, opts.sci, opts.an, opts.ssci, opts.salt)?;
     let pn = opts
         .pn
         .ok_or_else(|| usage("MACsec protect needs --pn (≥ 1)"))?;
@@ -247,19 +240,9 @@ pub fn verify(
     opts: &MacsecVerifyOpts,
     frame: &str,
 ) -> Result<ExitCode> {
-    let m = material(
-        sa,
-        opts.sci.as_deref(),
-        opts.an,
-        opts.ssci.as_deref(),
-        opts.salt.as_deref(),
-    )?;
-    let validate: ValidateFrames = opts
-        .validate
-        .parse()
-        .map_err(|e: &str| usage(format!("--validate: {e}")))?;
+    let m = material(sa, opts.sci, opts.an, opts.ssci, opts.salt)?;
     let rx_opts = RxOptions {
-        validate,
+        validate: opts.validate,
         replay_protect: true,
         replay_window,
         lowest_pn: opts.lowest_pn,
