@@ -276,6 +276,25 @@ impl Testbed {
         self.state.clone()
     }
 
+    /// Tears the testbed down and exits the process (code 128 + signal) when SIGINT, SIGTERM
+    /// or SIGHUP arrives — a signal would otherwise end the process without running Drop.
+    /// For long-running commands that own a testbed (experiments); a watcher thread waits for
+    /// the signal.
+    pub fn down_on_termination_signal(&self) -> Result<()> {
+        let signals = sys::termination_signals()?;
+        let prefix = self.state.prefix.clone();
+        let state_dir = self.state_dir.clone();
+        std::thread::Builder::new()
+            .name(format!("{prefix}-teardown"))
+            .spawn(move || {
+                if let Ok(sig) = signals.wait() {
+                    let _ = down(&prefix, &state_dir);
+                    std::process::exit(128 + sig);
+                }
+            })?;
+        Ok(())
+    }
+
     /// Tears down now and reports errors (Drop does the same but can only ignore them).
     pub fn down(mut self) -> Result<DownReport> {
         self.keep = true;

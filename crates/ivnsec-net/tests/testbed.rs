@@ -216,6 +216,17 @@ fn helper() {
     let Ok(job) = std::env::var(HELPER_ENV) else {
         return;
     };
+    if let Some(dir) = job.strip_prefix("hold:") {
+        let opts = testbed::Options {
+            state_dir: dir.into(),
+            ..testbed::Options::default()
+        };
+        let tb = Testbed::up(&Topology::Pair, &opts).unwrap();
+        tb.down_on_termination_signal().unwrap();
+        println!("IVNSEC-HELD {}", tb.prefix());
+        std::thread::sleep(Duration::from_secs(30));
+        panic!("no signal came");
+    }
     let sock = RawSocket::open("eth0", ETH_P_IVNAE).unwrap();
     if job == "recv" {
         sock.enable_timestamps().unwrap();
@@ -270,6 +281,36 @@ fn drop_tears_down_after_a_panic() {
         state_dir: dir.0.clone(),
     };
     assert!(testbed::live_namespaces(&prefix).unwrap().is_empty());
+}
+
+#[test]
+fn a_termination_signal_tears_down() {
+    require_root!();
+    let dir = TempDir::new("signal");
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(exe)
+        .args(["--exact", "helper", "--nocapture", "--test-threads", "1"])
+        .env(HELPER_ENV, format!("hold:{}", dir.0.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let Some(prefix) = wait_for(&mut lines, "IVNSEC-HELD ") else {
+        let _ = child.kill();
+        panic!("holder: {}", stderr_of(&mut child));
+    };
+    let prefix = prefix.trim().to_string();
+    let _guard = PrefixGuard {
+        prefix: prefix.clone(),
+        state_dir: dir.0.clone(),
+    };
+    assert_eq!(testbed::live_namespaces(&prefix).unwrap().len(), 3);
+    ivnsec_net::sys::signal_process(child.id(), false).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{}", stderr_of(&mut child));
+    assert!(testbed::live_namespaces(&prefix).unwrap().is_empty());
+    assert!(testbed::load(&dir.0, &prefix).is_err());
 }
 
 #[test]
