@@ -38,7 +38,10 @@ fn ip_out(args: &[&str]) -> String {
 
 fn ping(tb: &Testbed, from: &str, to: &str) {
     if !have("ping") {
-        eprintln!("ping part SKIPPED: no `ping` (Debian: apt-get install iputils-ping)");
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"ping part SKIPPED: no `ping` (Debian: apt-get install iputils-ping)\n",
+        );
         return;
     }
     let dst = tb.state().ipv4_of(to).unwrap().to_string();

@@ -26,7 +26,11 @@ pub fn skip_reason() -> Option<String> {
 macro_rules! require_root {
     () => {
         if let Some(why) = common::skip_reason() {
-            eprintln!("SKIPPED {}: {why}", module_path!());
+            // Straight to stderr: libtest captures eprintln!, and the reason should show.
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIPPED {}: {why}\n", module_path!()),
+            );
             return;
         }
     };
