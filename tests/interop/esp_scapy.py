@@ -204,7 +204,7 @@ def tshark_checks(binary, rng, count):
                         ["tshark", "-r", pcap, "-o", "esp.enable_encryption_decode:TRUE",
                          "-o", "esp.enable_authentication_check:TRUE", "-o", f"uat:esp_sa:{uat}",
                          "-T", "fields", "-E", "separator=|", "-e", "esp.icv_good", "-e", "esp.icv_bad",
-                         "-e", "udp.length", "-e", "tcp.seq_raw", "-e", "data.data"],
+                         "-e", "udp.length", "-e", "tcp.seq_raw", "-e", "udp.payload", "-e", "tcp.payload"],
                         capture_output=True, text=True)
                     if not check(p.returncode == 0, f"{name}: tshark rc={p.returncode} {p.stderr.strip()}"):
                         continue
@@ -221,7 +221,8 @@ def tshark_checks(binary, rng, count):
                             ok = "," not in f[2] and f[2].split(",")[-1] == str(len(raw(l4)))
                         else:
                             ok = f[3].split(",")[-1] == str(l4.seq)
-                        ok = ok and (f[4].split(",")[-1] == payload.hex() if payload else True)
+                        got = f[4] if isinstance(l4, UDP) else f[5]
+                        ok = ok and got.split(",")[-1].replace(":", "") == payload.hex()
                         check(ok, f"{name}: tshark's decryption differs: {row}")
                     # A flipped ICV bit: tshark must flag it.
                     bad = [bytearray(raw(fr)) for fr in frames[:1]]
