@@ -865,3 +865,252 @@ fn hostile_input_never_panics() {
             .unwrap();
     }
 }
+
+// ---- The command line -------------------------------------------------------------------------
+
+fn ivnsec(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ivnsec"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(s) = stdin {
+        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8(o.stdout).unwrap().trim().to_string(),
+        String::from_utf8(o.stderr).unwrap().trim().to_string(),
+    )
+}
+
+const RFC7634_KEY: &str =
+    "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3";
+
+#[test]
+fn cli_rfc7634_appendix_a_both_directions() {
+    let v = &VECTORS[VECTORS.len() - 1];
+    let inner = hex::encode(payload_and_nh(&h(v.plaintext)).0);
+    for provider in ["portable", "fast"] {
+        let common = [
+            "--profile",
+            "esp-chacha20-poly1305",
+            "--key",
+            RFC7634_KEY,
+            "--spi",
+            "0x01020304",
+        ];
+        let mut args = vec!["frame", "protect", "--provider", provider];
+        args.extend(common);
+        args.extend(["--seq", "5", "--iv", "1011121314151617", "--mode", "tunnel"]);
+        args.extend([
+            "--tunnel-src",
+            "203.0.113.153",
+            "--tunnel-dst",
+            "203.0.113.5",
+            &inner,
+        ]);
+        let (rc, out, err) = ivnsec(&args, None);
+        assert_eq!(rc, 0, "{err}");
+        assert_eq!(&out[40..], hex::encode(h(v.packet)), "{provider}");
+        let mut args = vec!["frame", "verify", "--provider", provider];
+        args.extend(common);
+        args.push(&out);
+        let (rc, got, err) = ivnsec(&args, None);
+        assert_eq!((rc, got.as_str()), (0, inner.as_str()), "{err}");
+    }
+}
+
+#[test]
+fn cli_batch_keeps_state_and_reports_drops() {
+    let key = "000102030405060708090a0b0c0d0e0f10111213";
+    let sa = ["--profile", "esp-aes128-gcm", "--key", key, "--spi", "4096"];
+    let pkts = [ipv4(17, &udp_payload(12)), ipv6(6, &udp_payload(33))];
+    let input: String = pkts.iter().map(|p| hex::encode(p) + "\n").collect();
+    let mut args = vec!["frame", "protect", "--seq", "1"];
+    args.extend(sa);
+    args.push("-");
+    let (rc, out, err) = ivnsec(&args, Some(&input));
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2);
+    // Sequence numbers 1 and 2; the default IV is the sequence number.
+    assert_eq!(&lines[0][40..56], "0000100000000001");
+    assert_eq!(&lines[1][80..96], "0000100000000002");
+    assert_eq!(&lines[1][96..112], "0000000000000002");
+    let replayed = format!("{}\n{}\n{}\n", lines[1], lines[0], lines[1]);
+    let mut args = vec!["frame", "verify", "--replay-window", "0"];
+    args.extend(sa);
+    args.push("-");
+    let (rc, out, err) = ivnsec(&args, Some(&replayed));
+    assert_eq!(rc, 1);
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        got,
+        [
+            hex::encode(&pkts[1]).as_str(),
+            "DROP replay_too_old",
+            "DROP replay_duplicate"
+        ]
+    );
+    assert!(err.contains("verified 1 dropped 2"), "{err}");
+}
+
+#[test]
+fn cli_usage_errors_exit_2() {
+    let pkt = hex::encode(ipv4(17, &[1, 2, 3, 4]));
+    let gcm = "000102030405060708090a0b0c0d0e0f10111213";
+    for args in [
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--seq",
+            "1",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "255",
+            "--seq",
+            "1",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            "0001",
+            "--spi",
+            "300",
+            "--seq",
+            "1",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "300",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-null-hmac-sha256",
+            "--spi",
+            "300",
+            "--seq",
+            "1",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "300",
+            "--seq",
+            "1",
+            "--mode",
+            "tunnel",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "300",
+            "--seq",
+            "4294967296",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "300",
+            "--seq",
+            "1",
+            "--iv",
+            "00",
+            &pkt,
+        ],
+        vec![
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "300",
+            "--seq",
+            "1",
+            "0102",
+        ],
+        vec![
+            "frame",
+            "verify",
+            "--profile",
+            "esp-aes999-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "300",
+            &pkt,
+        ],
+    ] {
+        let (rc, _, err) = ivnsec(&args, None);
+        assert_eq!(rc, 2, "{args:?}: {err}");
+    }
+    // A packet that does not verify: exit 1 with the reason.
+    let (rc, _, err) = ivnsec(
+        &[
+            "frame",
+            "verify",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            gcm,
+            "--spi",
+            "300",
+            &pkt,
+        ],
+        None,
+    );
+    assert_eq!((rc, err.as_str()), (1, "DROP not_esp"));
+}
