@@ -80,10 +80,19 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 /// Parses hex (optionally `0x`-prefixed; `:`, `-`, `_` and whitespace ignored).
 pub fn parse_hex(what: &str, s: &str) -> anyhow::Result<Vec<u8>> {
     let s = s.trim();
-    let s = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
-    let clean: String = s.chars().filter(|c| !matches!(c, ':' | '-' | '_') && !c.is_whitespace()).collect();
+    let s = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    let clean: String = s
+        .chars()
+        .filter(|c| !matches!(c, ':' | '-' | '_') && !c.is_whitespace())
+        .collect();
     if clean.len() % 2 != 0 {
-        return Err(usage(format!("{what}: odd number of hex digits ({})", clean.len())));
+        return Err(usage(format!(
+            "{what}: odd number of hex digits ({})",
+            clean.len()
+        )));
     }
     hex::decode(&clean).map_err(|e| usage(format!("{what}: not hex: {e}")))
 }

@@ -7,7 +7,10 @@ use std::str::FromStr;
 use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::suite::Suite;
 
-pub static PROVIDERS: [&CryptoProvider; 2] = [&ivnsec_crypto_fast::PROVIDER, &ivnsec_crypto_portable::PROVIDER];
+pub static PROVIDERS: [&CryptoProvider; 2] = [
+    &ivnsec_crypto_fast::PROVIDER,
+    &ivnsec_crypto_portable::PROVIDER,
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ProviderChoice {
@@ -25,7 +28,9 @@ impl FromStr for ProviderChoice {
             "portable" => Ok(ProviderChoice::Portable),
             "fast" => Ok(ProviderChoice::Fast),
             "auto" => Ok(ProviderChoice::Auto),
-            _ => Err(format!("unknown provider '{s}' (expected portable, fast or auto)")),
+            _ => Err(format!(
+                "unknown provider '{s}' (expected portable, fast or auto)"
+            )),
         }
     }
 }
@@ -62,7 +67,10 @@ pub fn select(choice: ProviderChoice, suite: Suite) -> Result<&'static CryptoPro
     if has_suite(p, suite) {
         Ok(p)
     } else {
-        Err(format!("provider '{}' does not implement suite {suite}; use --provider portable or auto", p.name))
+        Err(format!(
+            "provider '{}' does not implement suite {suite}; use --provider portable or auto",
+            p.name
+        ))
     }
 }
 

@@ -180,7 +180,9 @@ pub enum CryptoError {
 impl fmt::Display for CryptoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CryptoError::Unsupported(p) => write!(f, "primitive {p:?} not supported by this provider"),
+            CryptoError::Unsupported(p) => {
+                write!(f, "primitive {p:?} not supported by this provider")
+            }
             CryptoError::BadKeyLength { expected, got } => {
                 write!(f, "key must be {expected} bytes, got {got}")
             }
@@ -281,6 +283,9 @@ pub fn check_key_len(expected: usize, key: &[u8]) -> Result<(), CryptoError> {
     if key.len() == expected {
         Ok(())
     } else {
-        Err(CryptoError::BadKeyLength { expected, got: key.len() })
+        Err(CryptoError::BadKeyLength {
+            expected,
+            got: key.len(),
+        })
     }
 }

@@ -95,7 +95,9 @@ pub struct DropCounters {
 
 impl Default for DropCounters {
     fn default() -> Self {
-        DropCounters { counts: [0; DropReason::COUNT] }
+        DropCounters {
+            counts: [0; DropReason::COUNT],
+        }
     }
 }
 
@@ -115,7 +117,10 @@ impl DropCounters {
 
     /// Non-zero counters.
     pub fn iter(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
-        DropReason::ALL.iter().map(|&r| (r, self.get(r))).filter(|&(_, n)| n > 0)
+        DropReason::ALL
+            .iter()
+            .map(|&r| (r, self.get(r)))
+            .filter(|&(_, n)| n > 0)
     }
 
     pub fn merge(&mut self, other: &DropCounters) {
@@ -151,9 +156,18 @@ pub enum SaError {
     /// A key was given to a suite that has none.
     KeyNotUsed { suite: Suite, which: &'static str },
     /// The cipher key has the wrong length.
-    BadKeyLength { suite: Suite, expected: usize, got: usize },
+    BadKeyLength {
+        suite: Suite,
+        expected: usize,
+        got: usize,
+    },
     /// The tag length is outside what the suite allows.
-    BadTagLength { suite: Suite, min: usize, max: usize, got: usize },
+    BadTagLength {
+        suite: Suite,
+        min: usize,
+        max: usize,
+        got: usize,
+    },
     /// The suite cannot run at the level.
     BadLevel { suite: Suite, level: Level },
     /// Sequence numbers start at 1.
@@ -169,20 +183,40 @@ impl fmt::Display for SaError {
         match self {
             SaError::MissingKey { suite } => write!(f, "suite {suite} needs a cipher key (--key)"),
             SaError::MissingMacKey { suite } => {
-                write!(f, "suite {suite} needs an HMAC key of at least 1 byte (--mac-key)")
+                write!(
+                    f,
+                    "suite {suite} needs an HMAC key of at least 1 byte (--mac-key)"
+                )
             }
             SaError::KeyNotUsed { suite, which } => write!(f, "suite {suite} takes no {which}"),
-            SaError::BadKeyLength { suite, expected, got } => {
-                write!(f, "suite {suite} needs a {expected}-byte key, got {got} bytes")
+            SaError::BadKeyLength {
+                suite,
+                expected,
+                got,
+            } => {
+                write!(
+                    f,
+                    "suite {suite} needs a {expected}-byte key, got {got} bytes"
+                )
             }
-            SaError::BadTagLength { suite, min, max, got } => {
+            SaError::BadTagLength {
+                suite,
+                min,
+                max,
+                got,
+            } => {
                 if min == max {
                     write!(f, "suite {suite} has a fixed {min}-byte tag, got {got}")
                 } else {
-                    write!(f, "suite {suite} takes a tag of {min}..={max} bytes, got {got}")
+                    write!(
+                        f,
+                        "suite {suite} takes a tag of {min}..={max} bytes, got {got}"
+                    )
                 }
             }
-            SaError::BadLevel { suite, level } => write!(f, "suite {suite} cannot run at level {level}"),
+            SaError::BadLevel { suite, level } => {
+                write!(f, "suite {suite} cannot run at level {level}")
+            }
             SaError::BadFirstSeq => f.write_str("sequence numbers start at 1"),
             SaError::WindowTooLarge(e) => write!(f, "{e}"),
             SaError::Crypto(e) => write!(f, "{e}"),
@@ -205,7 +239,9 @@ pub enum ProtectError {
     /// The plain frame is shorter than an Ethernet header.
     FrameTooShort,
     /// The output buffer cannot hold the protected frame.
-    BufferTooSmall { needed: usize },
+    BufferTooSmall {
+        needed: usize,
+    },
     /// Every sequence number of this SA has been used: the SA needs a new key.
     SeqExhausted,
     Crypto(CryptoError),
@@ -214,9 +250,15 @@ pub enum ProtectError {
 impl fmt::Display for ProtectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProtectError::FrameTooShort => f.write_str("frame shorter than an Ethernet header (14 bytes)"),
-            ProtectError::BufferTooSmall { needed } => write!(f, "output buffer too small: {needed} bytes needed"),
-            ProtectError::SeqExhausted => f.write_str("sequence numbers exhausted: the SA needs a new key"),
+            ProtectError::FrameTooShort => {
+                f.write_str("frame shorter than an Ethernet header (14 bytes)")
+            }
+            ProtectError::BufferTooSmall { needed } => {
+                write!(f, "output buffer too small: {needed} bytes needed")
+            }
+            ProtectError::SeqExhausted => {
+                f.write_str("sequence numbers exhausted: the SA needs a new key")
+            }
             ProtectError::Crypto(e) => write!(f, "{e}"),
         }
     }

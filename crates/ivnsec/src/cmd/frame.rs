@@ -16,7 +16,9 @@ use crate::providers::{self, ProviderChoice};
 #[derive(Subcommand, Debug)]
 pub enum Args {
     /// Protect a plain Ethernet frame (dst ‖ src ‖ EtherType ‖ payload) as IVN-AE; prints hex.
-    #[command(after_help = "Example:\n  ivnsec frame protect --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\\n      --seq 1 020000000002020000000001080045000014")]
+    #[command(
+        after_help = "Example:\n  ivnsec frame protect --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\\n      --seq 1 020000000002020000000001080045000014"
+    )]
     Protect {
         #[command(flatten)]
         sa: SaArgs,
@@ -33,7 +35,9 @@ pub enum Args {
     },
     /// Verify an IVN-AE frame; prints the recovered plain frame (exit 0) or the drop reason on
     /// stderr (exit 1).
-    #[command(after_help = "With `-`, each stdin line is answered by the plain frame in hex or by\n`DROP <reason>`; the exit code is 1 when any frame was dropped.")]
+    #[command(
+        after_help = "With `-`, each stdin line is answered by the plain frame in hex or by\n`DROP <reason>`; the exit code is 1 when any frame was dropped."
+    )]
     Verify {
         #[command(flatten)]
         sa: SaArgs,
@@ -85,22 +89,40 @@ struct SaMaterial {
 
 impl SaArgs {
     fn material(&self) -> Result<SaMaterial> {
-        let key = self.key.as_deref().map(|k| parse_hex("--key", k)).transpose()?.unwrap_or_default();
-        let mac_key = self.mac_key.as_deref().map(|k| parse_hex("--mac-key", k)).transpose()?.unwrap_or_default();
+        let key = self
+            .key
+            .as_deref()
+            .map(|k| parse_hex("--key", k))
+            .transpose()?
+            .unwrap_or_default();
+        let mac_key = self
+            .mac_key
+            .as_deref()
+            .map(|k| parse_hex("--mac-key", k))
+            .transpose()?
+            .unwrap_or_default();
         let iv = match &self.iv {
             None => [0; AEAD_NONCE_LEN],
             Some(s) => {
                 let v = parse_hex("--iv", s)?;
-                v.as_slice()
-                    .try_into()
-                    .map_err(|_| usage(format!("--iv must be {AEAD_NONCE_LEN} bytes, got {}", v.len())))?
+                v.as_slice().try_into().map_err(|_| {
+                    usage(format!(
+                        "--iv must be {AEAD_NONCE_LEN} bytes, got {}",
+                        v.len()
+                    ))
+                })?
             }
         };
         Ok(SaMaterial { key, mac_key, iv })
     }
 
     fn ivnae_profile(&self) -> Result<Profile> {
-        self.profile.parse().map_err(|e| usage(format!("--profile {}: {e} (see `ivnsec suites`)", self.profile)))
+        self.profile.parse().map_err(|e| {
+            usage(format!(
+                "--profile {}: {e} (see `ivnsec suites`)",
+                self.profile
+            ))
+        })
     }
 
     fn params<'a>(&self, profile: Profile, m: &'a SaMaterial) -> SaParams<'a> {
@@ -124,7 +146,13 @@ const MAX_FRAME: usize = 9216;
 
 pub fn run(args: Args) -> Result<ExitCode> {
     match args {
-        Args::Protect { sa, seq, macsec, esp, frame } => {
+        Args::Protect {
+            sa,
+            seq,
+            macsec,
+            esp,
+            frame,
+        } => {
             if sa.profile.starts_with("macsec-") {
                 super::frame_macsec::protect(&sa, &macsec, &frame)
             } else if sa.profile.starts_with("esp-") {
@@ -134,7 +162,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 protect(&sa, seq, &frame)
             }
         }
-        Args::Verify { sa, replay_window, macsec, esp, frame } => {
+        Args::Verify {
+            sa,
+            replay_window,
+            macsec,
+            esp,
+            frame,
+        } => {
             if sa.profile.starts_with("macsec-") {
                 super::frame_macsec::verify(&sa, replay_window, &macsec, &frame)
             } else if sa.profile.starts_with("esp-") {
@@ -149,13 +183,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
 fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
     let profile = sa.ivnae_profile()?;
     let m = sa.material()?;
-    let mut tx = IvnAeTx::new(sa.provider(profile)?, &sa.params(profile, &m), seq).map_err(|e| usage(e.to_string()))?;
+    let mut tx = IvnAeTx::new(sa.provider(profile)?, &sa.params(profile, &m), seq)
+        .map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME + 128];
     let mut one = |plain: &[u8], what: &str| -> Result<String> {
         if plain.len() > MAX_FRAME {
-            return Err(usage(format!("{what}: frame of {} bytes exceeds {MAX_FRAME}", plain.len())));
+            return Err(usage(format!(
+                "{what}: frame of {} bytes exceeds {MAX_FRAME}",
+                plain.len()
+            )));
         }
-        let n = tx.protect(plain, &mut out).map_err(|e| usage(format!("{what}: {e}")))?;
+        let n = tx
+            .protect(plain, &mut out)
+            .map_err(|e| usage(format!("{what}: {e}")))?;
         Ok(hex::encode(&out[..n]))
     };
     if frame != "-" {
@@ -181,8 +221,12 @@ fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
 fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
     let profile = sa.ivnae_profile()?;
     let m = sa.material()?;
-    let mut rx =
-        IvnAeRx::new(sa.provider(profile)?, &sa.params(profile, &m), replay_window).map_err(|e| usage(e.to_string()))?;
+    let mut rx = IvnAeRx::new(
+        sa.provider(profile)?,
+        &sa.params(profile, &m),
+        replay_window,
+    )
+    .map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME];
     if frame != "-" {
         let bytes = parse_hex("FRAME", frame)?;
@@ -213,6 +257,16 @@ fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
     w.flush()?;
     let c = rx.counters();
     let drops: Vec<String> = c.drops.iter().map(|(r, n)| format!("{r}={n}")).collect();
-    eprintln!("verified {} dropped {}{}{}", c.ok_frames, c.drops.total(), if drops.is_empty() { "" } else { ": " }, drops.join(" "));
-    Ok(if c.drops.total() == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    eprintln!(
+        "verified {} dropped {}{}{}",
+        c.ok_frames,
+        c.drops.total(),
+        if drops.is_empty() { "" } else { ": " },
+        drops.join(" ")
+    );
+    Ok(if c.drops.total() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

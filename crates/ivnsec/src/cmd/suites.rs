@@ -39,7 +39,11 @@ fn rows() -> Vec<Row> {
                 mac_key: s.needs_mac_key(),
                 tag_len: s.full_tag_len(),
                 min_tag_len: s.min_tag_len(),
-                providers: PROVIDERS.iter().filter(|pr| has_suite(pr, s)).map(|pr| pr.name).collect(),
+                providers: PROVIDERS
+                    .iter()
+                    .filter(|pr| has_suite(pr, s))
+                    .map(|pr| pr.name)
+                    .collect(),
             }
         })
         .collect()
@@ -48,13 +52,23 @@ fn rows() -> Vec<Row> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let rows = rows();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "profiles": rows }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "profiles": rows }))?
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<32} {:>4} {:>5} {:>4} {:>8} {:>7}  providers", "profile", "id", "level", "key", "mac-key", "tag");
+    println!(
+        "{:<32} {:>4} {:>5} {:>4} {:>8} {:>7}  providers",
+        "profile", "id", "level", "key", "mac-key", "tag"
+    );
     for r in rows {
         let key = r.key_len.map_or("-".to_string(), |k| k.to_string());
-        let tag = if r.tag_len == r.min_tag_len { r.tag_len.to_string() } else { format!("{}-{}", r.min_tag_len, r.tag_len) };
+        let tag = if r.tag_len == r.min_tag_len {
+            r.tag_len.to_string()
+        } else {
+            format!("{}-{}", r.min_tag_len, r.tag_len)
+        };
         println!(
             "{:<32} {:>4} {:>5} {:>4} {:>8} {:>7}  {}",
             r.profile,
