@@ -30,7 +30,7 @@ pub enum Command {
     Frame(cmd::frame::Args),
     /// Measure protect/verify cost per suite, provider and payload size (optionally against OpenSSL).
     CryptoBench(cmd::crypto_bench::Args),
-    /// List the profiles: suite ids, levels, key and tag lengths, and which providers have them.
+    /// List the profiles (IVN-AE, MACsec, ESP): ids, levels, key and tag lengths, providers.
     Suites(cmd::suites::Args),
     /// Build, inspect, use and remove a testbed of network namespaces (ECUs, veth, bridge).
     #[command(subcommand)]

@@ -460,8 +460,21 @@ fn suites_lists_every_profile() {
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let profiles = v["profiles"].as_array().unwrap();
-    // 42 suites; the 5 AEADs have two levels each.
-    assert_eq!(profiles.len(), 47);
+    let count = |proto: &str| profiles.iter().filter(|p| p["protocol"] == proto).count();
+    // IVN-AE: 42 suites; the 5 AEADs have two levels each. MACsec: 4 cipher suites. ESP: 8.
+    assert_eq!(count("ivn-ae"), 47);
+    assert_eq!(count("macsec"), 4);
+    assert_eq!(count("esp"), 8);
+    let ccm = profiles
+        .iter()
+        .find(|p| p["profile"] == "aes128-ccm/auth")
+        .unwrap();
+    assert_eq!(ccm["providers"], serde_json::json!(["portable"]));
+    let xpn = profiles
+        .iter()
+        .find(|p| p["profile"] == "macsec-gcm-aes-xpn-256")
+        .unwrap();
+    assert_eq!(xpn["suite_id"], "0x0080c20001000004");
     let gcm = profiles
         .iter()
         .find(|p| p["profile"] == "aes128-gcm/conf")

@@ -1,8 +1,11 @@
-//! `ivnsec suites`: the profile table.
+//! `ivnsec suites`: every profile `ivnsec frame` takes, with its parameters.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
+use ivnsec_core::crypto::{CryptoProvider, Primitive};
+use ivnsec_core::sa::esp::EspAlg;
+use ivnsec_core::sa::macsec::CipherSuite;
 use ivnsec_core::suite::{Profile, Suite};
 use serde::Serialize;
 
@@ -10,7 +13,7 @@ use crate::providers::{PROVIDERS, has_suite};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Print JSON instead of a table.
+    /// Print JSON (`{"profiles": [...]}`) instead of a table.
     #[arg(long)]
     json: bool,
 }
@@ -18,34 +21,91 @@ pub struct Args {
 #[derive(Serialize)]
 struct Row {
     profile: String,
-    suite_id: String,
+    /// `ivn-ae`, `macsec` or `esp`.
+    protocol: &'static str,
+    /// IVN-AE suite id byte, or the MACsec cipher suite identifier (802.1AE §14); none for ESP.
+    suite_id: Option<String>,
+    /// `none`, `auth`, `conf`, or `conf/auth` when a flag chooses.
     level: &'static str,
+    /// Length of `--key` in bytes (ESP: key ‖ salt where the algorithm has a salt).
     key_len: Option<usize>,
+    /// Whether a separate MAC key is needed (`--mac-key`, ESP `--auth-key`).
     mac_key: bool,
     tag_len: usize,
     min_tag_len: usize,
     providers: Vec<&'static str>,
 }
 
+fn providers_with(prims: &[Primitive]) -> Vec<&'static str> {
+    PROVIDERS
+        .iter()
+        .filter(|p: &&&CryptoProvider| prims.iter().all(|x| p.supports(*x)))
+        .map(|p| p.name)
+        .collect()
+}
+
+fn ivnae_rows() -> impl Iterator<Item = Row> {
+    Profile::all().map(|p| {
+        let s: Suite = p.suite;
+        Row {
+            profile: p.to_string(),
+            protocol: "ivn-ae",
+            suite_id: Some(format!("0x{:02x}", s.id())),
+            level: p.level.name(),
+            key_len: s.key_len(),
+            mac_key: s.needs_mac_key(),
+            tag_len: s.full_tag_len(),
+            min_tag_len: s.min_tag_len(),
+            providers: PROVIDERS
+                .iter()
+                .filter(|pr| has_suite(pr, s))
+                .map(|pr| pr.name)
+                .collect(),
+        }
+    })
+}
+
+fn macsec_rows() -> impl Iterator<Item = Row> {
+    CipherSuite::ALL.into_iter().map(|c| Row {
+        profile: c.profile().to_string(),
+        protocol: "macsec",
+        suite_id: Some(format!("0x{:016x}", c.identifier())),
+        level: "conf/auth",
+        key_len: Some(c.key_len()),
+        mac_key: false,
+        tag_len: 16,
+        min_tag_len: 16,
+        providers: providers_with(&[Primitive::Aead(c.aead())]),
+    })
+}
+
+fn esp_rows() -> impl Iterator<Item = Row> {
+    EspAlg::ALL.into_iter().map(|a| {
+        let level = if a.confidential() { "conf" } else { "auth" };
+        // ICV: 16 bytes for every algorithm here (HMAC-SHA-256-128 truncates to 16).
+        let tag = 16;
+        Row {
+            profile: a.name().to_string(),
+            protocol: "esp",
+            suite_id: None,
+            level,
+            key_len: (a.key_len() > 0).then_some(a.key_len()),
+            mac_key: a.auth_key_len().is_some(),
+            tag_len: tag,
+            min_tag_len: tag,
+            providers: PROVIDERS
+                .iter()
+                .filter(|p| a.supported_by(p))
+                .map(|p| p.name)
+                .collect(),
+        }
+    })
+}
+
 fn rows() -> Vec<Row> {
-    Profile::all()
-        .map(|p| {
-            let s: Suite = p.suite;
-            Row {
-                profile: p.to_string(),
-                suite_id: format!("0x{:02x}", s.id()),
-                level: p.level.name(),
-                key_len: s.key_len(),
-                mac_key: s.needs_mac_key(),
-                tag_len: s.full_tag_len(),
-                min_tag_len: s.min_tag_len(),
-                providers: PROVIDERS
-                    .iter()
-                    .filter(|pr| has_suite(pr, s))
-                    .map(|pr| pr.name)
-                    .collect(),
-            }
-        })
+    ivnae_rows()
+        .chain(macsec_rows())
+        .chain(esp_rows())
         .collect()
 }
 
@@ -59,8 +119,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<32} {:>4} {:>5} {:>4} {:>8} {:>7}  providers",
-        "profile", "id", "level", "key", "mac-key", "tag"
+        "{:<32} {:<7} {:>18} {:>9} {:>4} {:>8} {:>6}  providers",
+        "profile", "proto", "id", "level", "key", "mac-key", "tag"
     );
     for r in rows {
         let key = r.key_len.map_or("-".to_string(), |k| k.to_string());
@@ -70,9 +130,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             format!("{}-{}", r.min_tag_len, r.tag_len)
         };
         println!(
-            "{:<32} {:>4} {:>5} {:>4} {:>8} {:>7}  {}",
+            "{:<32} {:<7} {:>18} {:>9} {:>4} {:>8} {:>6}  {}",
             r.profile,
-            r.suite_id,
+            r.protocol,
+            r.suite_id.as_deref().unwrap_or("-"),
             r.level,
             key,
             if r.mac_key { "yes" } else { "-" },
