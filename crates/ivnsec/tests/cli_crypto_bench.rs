@@ -1,0 +1,194 @@
+//! `ivnsec crypto-bench`: the JSON shape, usage errors and provider handling. Timings are not
+//! asserted (the machine is shared); only that the numbers are there and positive.
+
+use std::process::{Command, Output};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ivnsec"))
+        .arg("crypto-bench")
+        .args(args)
+        .output()
+        .expect("run ivnsec")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+fn positive(row: &serde_json::Value, field: &str) -> f64 {
+    let v = row[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} missing or not a number in {row}"));
+    assert!(v > 0.0 && v.is_finite(), "{field} = {v}");
+    v
+}
+
+#[test]
+fn json_has_every_field_for_each_combination() {
+    let out = bench(&[
+        "--quick",
+        "--batches",
+        "3",
+        "--suite",
+        "aes128-gcm",
+        "--suite",
+        "hmac-sha256,chacha20-poly1305/auth",
+        "--sizes",
+        "16,100",
+        "--provider",
+        "all",
+        "--json",
+    ]);
+    let v = json(&out);
+    let rows = v["results"].as_array().expect("results array");
+    // aes128-gcm and hmac-sha256 and chacha20-poly1305: fast and portable each, 2 sizes.
+    assert_eq!(rows.len(), 3 * 2 * 2, "{v}");
+    for row in rows {
+        let suite = row["suite"].as_str().unwrap();
+        assert!(
+            ["aes128-gcm", "hmac-sha256", "chacha20-poly1305"].contains(&suite),
+            "{suite}"
+        );
+        let level = row["level"].as_str().unwrap();
+        // A suite name alone means its default level; `/auth` selects the other one.
+        let expected = if suite == "aes128-gcm" {
+            "conf"
+        } else {
+            "auth"
+        };
+        assert_eq!(level, expected, "{suite}");
+        assert!(["fast", "portable"].contains(&row["provider"].as_str().unwrap()));
+        let size = row["size"].as_u64().unwrap();
+        assert!(size == 16 || size == 100);
+        assert_eq!(row["plain_frame_len"].as_u64().unwrap(), 14 + size);
+        assert!(row["protected_frame_len"].as_u64().unwrap() > 14 + size);
+        for f in [
+            "protect_ns",
+            "verify_ns",
+            "protect_mbps",
+            "verify_mbps",
+            "protect_ns_min",
+            "protect_ns_max",
+            "protect_ns_median",
+            "verify_ns_min",
+            "verify_ns_max",
+        ] {
+            positive(row, f);
+        }
+        assert!(positive(row, "protect_ns_min") <= positive(row, "protect_ns_max"));
+        for f in ["openssl_mbps", "ratio_vs_openssl"] {
+            assert!(
+                row.get(f).is_some_and(|x| x.is_null()),
+                "{f} should be null without --vs-openssl: {row}"
+            );
+        }
+    }
+}
+
+#[test]
+fn unknown_suite_and_bad_sizes_are_usage_errors() {
+    for args in [
+        &["--suite", "aes512-gcm"][..],
+        &["--suite", "hmac-sha256/conf"],
+        &["--sizes", "0"],
+        &["--sizes", "65536"],
+        &["--sizes", "12,abc"],
+        &["--provider", "fastest"],
+    ] {
+        let out = bench(&[&["--quick", "--json"], args].concat());
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stderr.is_empty());
+    }
+}
+
+/// An explicitly requested suite the explicitly requested provider lacks is a usage error
+/// (not a silent skip); with `--provider all` the suite runs on the providers that have it.
+#[test]
+fn provider_without_the_suite() {
+    let out = bench(&[
+        "--quick",
+        "--provider",
+        "fast",
+        "--suite",
+        "aes128-ccm",
+        "--sizes",
+        "16",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not implement"));
+
+    let v = json(&bench(&[
+        "--quick",
+        "--batches",
+        "2",
+        "--provider",
+        "all",
+        "--suite",
+        "aes128-ccm",
+        "--sizes",
+        "16",
+        "--json",
+    ]));
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["provider"], "portable");
+}
+
+#[test]
+fn vs_openssl_fills_the_ratio_when_openssl_is_installed() {
+    let have_openssl = Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let out = bench(&[
+        "--quick",
+        "--batches",
+        "2",
+        "--provider",
+        "fast",
+        "--suite",
+        "hmac-sha256,aes128-gcm/auth",
+        "--sizes",
+        "64",
+        "--vs-openssl",
+        "--json",
+    ]);
+    if !have_openssl {
+        assert_eq!(out.status.code(), Some(3), "no openssl: environment error");
+        return;
+    }
+    let v = json(&out);
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        if row["suite"] == "hmac-sha256" {
+            positive(row, "openssl_mbps");
+            positive(row, "ratio_vs_openssl");
+            assert!(
+                row["openssl_cmd"]
+                    .as_str()
+                    .unwrap()
+                    .contains("-hmac sha256")
+            );
+        } else {
+            // AEAD at the auth level: no single OpenSSL equivalent.
+            assert!(
+                row["openssl_mbps"].is_null() && row["ratio_vs_openssl"].is_null(),
+                "{row}"
+            );
+            assert!(row["openssl_note"].is_string());
+        }
+    }
+}
