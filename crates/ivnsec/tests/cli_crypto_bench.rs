@@ -192,3 +192,46 @@ fn vs_openssl_fills_the_ratio_when_openssl_is_installed() {
         }
     }
 }
+
+/// MACsec and ESP profiles: whole-frame rows with the bare-AEAD comparison. The overheads are
+/// differences of timings (they may be negative on a noisy machine): only checked to be numbers.
+#[test]
+fn macsec_and_esp_rows_have_the_bare_aead_overhead() {
+    let v = json(&bench(&[
+        "--quick",
+        "--suite",
+        "macsec-gcm-aes-128,esp-aes128-gcm",
+        "--sizes",
+        "64",
+        "--json",
+    ]));
+    let rows = v["results"].as_array().expect("results array");
+    let mut protocols: Vec<&str> = rows
+        .iter()
+        .map(|r| r["protocol"].as_str().expect("protocol"))
+        .collect();
+    protocols.dedup();
+    assert_eq!(protocols, ["macsec", "esp"], "{v}");
+    for row in rows {
+        assert_eq!(row["size"].as_u64(), Some(64));
+        for f in [
+            "protect_ns",
+            "verify_ns",
+            "protect_ns_median",
+            "verify_ns_median",
+            "bare_aead_ns",
+            "bare_aead_open_ns",
+        ] {
+            positive(row, f);
+        }
+        for f in ["overhead_pct", "verify_overhead_pct"] {
+            let x = row[f]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{f} missing in {row}"));
+            assert!(x.is_finite() && x > -100.0, "{f} = {x}");
+        }
+        assert!(
+            row["protected_frame_len"].as_u64().unwrap() > row["plain_frame_len"].as_u64().unwrap()
+        );
+    }
+}

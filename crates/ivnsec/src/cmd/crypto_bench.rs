@@ -22,6 +22,17 @@
 //!   wall-clock batches.
 //! - Cycles/byte are *estimated* as ns/byte × the "cpu MHz" of /proc/cpuinfo (no TSC read: the
 //!   project keeps `unsafe` out of this crate).
+//! - MACsec (`macsec-…`) and ESP (`esp-…`) profiles time the whole-frame protect/verify of the
+//!   standard framing the same way: MACsec over the same plain Ethernet frame (confidentiality on,
+//!   no SCI in the SecTAG: 20 bytes of AAD), ESP in transport mode over an IPv4/UDP packet whose
+//!   UDP payload is "size" bytes (8 bytes of AAD; the 20-byte IPv4 header is restored before each
+//!   protect, inside the timing). Each such row, and each IVN-AE AEAD row at the conf level
+//!   (12 bytes of AAD), also times the bare AEAD seal (in place, one buffer) and open (over a ring
+//!   of sealed buffers with increasing nonces) of "size" bytes with the same key length and AAD
+//!   length: `bare_aead_ns`, `bare_aead_open_ns`. `overhead_pct` = (protect − bare seal) / bare
+//!   seal × 100 and `verify_overhead_pct` = (verify − bare open) / bare open × 100, both from the
+//!   medians. Transforms without an AEAD over the payload (ESP NULL/CBC-HMAC/GMAC, HMAC, CRC,
+//!   auth-level) have null there.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -30,9 +41,15 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use ivnsec_core::crypto::CryptoProvider;
+use ivnsec_core::crypto::{AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, CryptoProvider, Primitive};
+use ivnsec_core::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx};
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
+use ivnsec_core::sa::macsec::{
+    CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, ValidateFrames,
+};
 use ivnsec_core::suite::{HashFn, Level, Profile, Suite};
+use ivnsec_core::wire::ip;
+use ivnsec_core::wire::macsec::Sci;
 use serde::Serialize;
 
 use crate::cli::{EnvError, usage};
@@ -56,8 +73,10 @@ const MAC_KEY_LEN: usize = 64;
 Example:\n  ivnsec crypto-bench --suite aes128-gcm --suite chacha20-poly1305 --suite hmac-sha256 \\\n      --provider fast --vs-openssl"
 )]
 pub struct Args {
-    /// Profile to measure: a suite name (its default level) or `suite/auth`, `suite/conf`;
-    /// repeatable or comma-separated. Default: every profile (`ivnsec suites`).
+    /// Profile to measure: a suite name (its default level) or `suite/auth`, `suite/conf`, a
+    /// MACsec cipher suite (`macsec-gcm-aes-128`, …) or an ESP transform (`esp-aes128-gcm`, …);
+    /// repeatable or comma-separated. Default: every profile (`ivnsec suites`), every MACsec
+    /// cipher suite and every ESP transform.
     #[arg(long = "suite", value_name = "S", value_delimiter = ',')]
     suites: Vec<String>,
     /// Payload sizes in bytes (1-65535), comma-separated.
@@ -124,6 +143,8 @@ impl Stats {
 
 #[derive(Serialize)]
 struct Row {
+    /// `ivn-ae`, `macsec` or `esp`.
+    protocol: &'static str,
     suite: String,
     level: &'static str,
     profile: String,
@@ -144,6 +165,12 @@ struct Row {
     protect_mbps_median: f64,
     verify_mbps_median: f64,
     protect_mbps_cpu: Option<f64>,
+    /// Bare AEAD seal / open of `size` bytes, ns (median); null without an AEAD over the payload.
+    bare_aead_ns: Option<f64>,
+    bare_aead_open_ns: Option<f64>,
+    /// (protect − bare seal) / bare seal × 100 and (verify − bare open) / bare open × 100, medians.
+    overhead_pct: Option<f64>,
+    verify_overhead_pct: Option<f64>,
     protect_cycles_per_byte_est: Option<f64>,
     verify_cycles_per_byte_est: Option<f64>,
     batches: usize,
@@ -170,7 +197,7 @@ struct Meta {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let profiles = parse_profiles(&args.suites)?;
+    let profiles = parse_targets(&args.suites)?;
     for &s in &args.sizes {
         if s == 0 || s > MAX_SIZE {
             return Err(usage(format!(
@@ -207,25 +234,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for (profile, provs) in &jobs {
         for &size in &args.sizes {
             for prov in provs {
-                let equivalent = if args.vs_openssl {
-                    openssl_equivalent(*profile)
-                } else {
-                    None
+                let equivalent = match profile {
+                    Target::Ivn(p) if args.vs_openssl => openssl_equivalent(*p),
+                    _ => None,
                 };
                 let cpu_seconds = equivalent.as_ref().map(|_| f64::from(args.openssl_seconds));
-                let (p, v, meta) = measure(prov, *profile, size, timing, cpu_seconds)
-                    .with_context(|| {
-                        format!("{profile} on provider {} at {size} bytes", prov.name)
-                    })?;
+                let (p, v, meta) = match *profile {
+                    Target::Ivn(pr) => measure(prov, pr, size, timing, cpu_seconds),
+                    Target::Macsec(cs) => measure_macsec(prov, cs, size, timing, cpu_seconds),
+                    Target::Esp(alg) => measure_esp(prov, alg, size, timing, cpu_seconds),
+                }
+                .with_context(|| format!("{profile} on provider {} at {size} bytes", prov.name))?;
+                let bare = match bare_aead_for(*profile) {
+                    Some((alg, aad_len)) => Some(
+                        measure_bare_aead(prov, alg, aad_len, size, timing).with_context(|| {
+                            format!("bare {alg:?} on provider {} at {size} bytes", prov.name)
+                        })?,
+                    ),
+                    None => None,
+                };
+                let pct = |framed: f64, bare: f64| (framed - bare) / bare * 100.0;
                 let mbps = |ns: f64| size as f64 / ns * 1e3;
                 let cpb = |ns: f64| cpu_mhz.map(|mhz| ns * mhz / 1e3 / size as f64);
                 let mut row = Row {
-                    suite: profile.suite.to_string(),
-                    level: profile.level.name(),
+                    protocol: profile.protocol(),
+                    suite: profile.suite_name(),
+                    level: profile.level_name(),
                     profile: profile.to_string(),
                     provider: prov.name,
                     size,
-                    plain_frame_len: ETH_HEADER + size,
+                    plain_frame_len: meta.plain_len,
                     protected_frame_len: meta.protected_len,
                     protect_ns: p.mean,
                     protect_ns_min: p.min,
@@ -240,6 +278,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     protect_mbps_median: mbps(p.median),
                     verify_mbps_median: mbps(v.median),
                     protect_mbps_cpu: meta.protect_cpu_ns.map(mbps),
+                    bare_aead_ns: bare.map(|(s, _)| s.median),
+                    bare_aead_open_ns: bare.map(|(_, o)| o.median),
+                    overhead_pct: bare.map(|(s, _)| pct(p.median, s.median)),
+                    verify_overhead_pct: bare.map(|(_, o)| pct(v.median, o.median)),
                     protect_cycles_per_byte_est: cpb(p.mean),
                     verify_cycles_per_byte_est: cpb(v.mean),
                     batches: timing.batches,
@@ -330,49 +372,167 @@ second (p MB/s cpu) / OpenSSL msg MB/s; ratio median/mean = wall-clock batches /
     Ok(ExitCode::SUCCESS)
 }
 
-fn parse_profiles(names: &[String]) -> Result<Vec<Profile>> {
-    if names.is_empty() {
-        return Ok(Profile::all().collect());
+/// What `--suite` names: an IVN-AE profile, a MACsec cipher suite or an ESP transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Ivn(Profile),
+    Macsec(CipherSuite),
+    Esp(EspAlg),
+}
+
+impl Target {
+    fn protocol(self) -> &'static str {
+        match self {
+            Target::Ivn(_) => "ivn-ae",
+            Target::Macsec(_) => "macsec",
+            Target::Esp(_) => "esp",
+        }
     }
-    let mut out: Vec<Profile> = Vec::new();
+
+    fn suite_name(self) -> String {
+        match self {
+            Target::Ivn(p) => p.suite.to_string(),
+            Target::Macsec(c) => c.profile().to_string(),
+            Target::Esp(a) => a.name().to_string(),
+        }
+    }
+
+    fn level_name(self) -> &'static str {
+        match self {
+            Target::Ivn(p) => p.level.name(),
+            // The benchmark runs MACsec with confidentiality (E = C = 1).
+            Target::Macsec(_) => "conf",
+            Target::Esp(a) if a.confidential() => "conf",
+            Target::Esp(_) => "auth",
+        }
+    }
+
+    fn supported_by(self, prov: &CryptoProvider) -> bool {
+        match self {
+            Target::Ivn(p) => providers::has_suite(prov, p.suite),
+            Target::Macsec(c) => prov.supports(Primitive::Aead(c.aead())),
+            Target::Esp(a) => a.supported_by(prov),
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Ivn(p) => p.fmt(f),
+            Target::Macsec(c) => f.write_str(c.profile()),
+            Target::Esp(a) => f.write_str(a.name()),
+        }
+    }
+}
+
+/// The bare AEAD (and its AAD length) a target's framing is compared with: the AEAD that
+/// encrypts the payload. `None` when there is none (HMAC, CRC, CBC-HMAC, NULL, auth level).
+fn bare_aead_for(t: Target) -> Option<(AeadAlg, usize)> {
+    match t {
+        Target::Ivn(p) => match p.suite {
+            // The IVN-AE header (12 bytes) is the AAD at the conf level.
+            Suite::Aead(a) if p.level == Level::Conf => Some((a, 12)),
+            _ => None,
+        },
+        // SecTAG without SCI (8) ‖ destination and source MAC (12).
+        Target::Macsec(c) => Some((c.aead(), 20)),
+        // SPI ‖ sequence number.
+        Target::Esp(a) => match a {
+            EspAlg::Aes128Gcm => Some((AeadAlg::Aes128Gcm, 8)),
+            EspAlg::Aes256Gcm => Some((AeadAlg::Aes256Gcm, 8)),
+            EspAlg::ChaCha20Poly1305 => Some((AeadAlg::ChaCha20Poly1305, 8)),
+            _ => None,
+        },
+    }
+}
+
+fn parse_targets(names: &[String]) -> Result<Vec<Target>> {
+    if names.is_empty() {
+        return Ok(Profile::all()
+            .map(Target::Ivn)
+            .chain(CipherSuite::ALL.into_iter().map(Target::Macsec))
+            .chain(EspAlg::ALL.into_iter().map(Target::Esp))
+            .collect());
+    }
+    let mut out: Vec<Target> = Vec::new();
     for n in names {
-        let p: Profile = n.parse().map_err(|e| {
-            usage(format!(
-                "--suite '{n}': {e} (`ivnsec suites` lists the profiles)"
-            ))
-        })?;
-        if !out.contains(&p) {
-            out.push(p);
+        let t = if n.starts_with("macsec-") {
+            Target::Macsec(CipherSuite::from_profile(n).ok_or_else(|| {
+                let all: Vec<&str> = CipherSuite::ALL.iter().map(|c| c.profile()).collect();
+                usage(format!(
+                    "--suite '{n}': unknown MACsec cipher suite (expected one of {})",
+                    all.join(", ")
+                ))
+            })?)
+        } else if n.starts_with("esp-") {
+            Target::Esp(EspAlg::from_name(n).ok_or_else(|| {
+                let all: Vec<&str> = EspAlg::ALL.iter().map(|a| a.name()).collect();
+                usage(format!(
+                    "--suite '{n}': unknown ESP transform (expected one of {})",
+                    all.join(", ")
+                ))
+            })?)
+        } else {
+            Target::Ivn(n.parse().map_err(|e| {
+                usage(format!(
+                    "--suite '{n}': {e} (`ivnsec suites` lists the profiles)"
+                ))
+            })?)
+        };
+        if !out.contains(&t) {
+            out.push(t);
         }
     }
     Ok(out)
 }
 
-/// The providers to run for each profile. With explicit suites, a named provider that lacks one
+/// The providers to run for each target. With explicit suites, a named provider that lacks one
 /// is an error; with the default (every profile) such combinations are skipped.
 fn plan(
-    profiles: &[Profile],
+    targets: &[Target],
     provider: &str,
     explicit: bool,
-) -> Result<Vec<(Profile, Vec<&'static CryptoProvider>)>> {
+) -> Result<Vec<(Target, Vec<&'static CryptoProvider>)>> {
     let mut jobs = Vec::new();
-    for &p in profiles {
+    for &t in targets {
         let provs: Vec<&'static CryptoProvider> = if provider == "all" {
             PROVIDERS
                 .iter()
                 .copied()
-                .filter(|pr| providers::has_suite(pr, p.suite))
+                .filter(|pr| t.supported_by(pr))
                 .collect()
         } else {
             let choice: ProviderChoice = provider.parse().map_err(usage)?;
-            match providers::select(choice, p.suite) {
+            let picked = match t {
+                Target::Ivn(p) => providers::select(choice, p.suite),
+                _ => {
+                    let fast: &'static CryptoProvider = &ivnsec_crypto_fast::PROVIDER;
+                    let portable: &'static CryptoProvider = &ivnsec_crypto_portable::PROVIDER;
+                    let pr = match choice {
+                        ProviderChoice::Portable => portable,
+                        ProviderChoice::Fast => fast,
+                        ProviderChoice::Auto if t.supported_by(fast) => fast,
+                        ProviderChoice::Auto => portable,
+                    };
+                    if t.supported_by(pr) {
+                        Ok(pr)
+                    } else {
+                        Err(format!(
+                            "provider '{}' does not implement {t}; use --provider portable or auto",
+                            pr.name
+                        ))
+                    }
+                }
+            };
+            match picked {
                 Ok(pr) => vec![pr],
                 Err(e) if explicit => return Err(usage(e)),
                 Err(_) => Vec::new(),
             }
         };
         if !provs.is_empty() {
-            jobs.push((p, provs));
+            jobs.push((t, provs));
         }
     }
     if jobs.is_empty() {
@@ -384,6 +544,7 @@ fn plan(
 }
 
 struct MeasureMeta {
+    plain_len: usize,
     protected_len: usize,
     protect_m: usize,
     verify_m: usize,
@@ -478,12 +639,317 @@ fn measure(
         protect,
         verify,
         MeasureMeta {
+            plain_len,
             protected_len,
             protect_m,
             verify_m,
             protect_cpu_ns,
         },
     ))
+}
+
+/// Calibration (also the warm-up), one untimed batch, then `t.batches` timed ones: ns per frame
+/// and the frames per batch.
+fn timed_batches(
+    batch: &mut dyn FnMut(usize) -> Result<f64>,
+    t: Timing,
+    max_m: usize,
+) -> Result<(Stats, usize)> {
+    let m = calibrate(batch, t.batch_ns, max_m)?;
+    batch(m)?;
+    let mut samples = Vec::with_capacity(t.batches);
+    for _ in 0..t.batches {
+        samples.push(batch(m)? / m as f64);
+    }
+    Ok((Stats::from(samples), m))
+}
+
+/// A ring of `stride`-byte slots capped at [`RING_BYTES`]: (buffer, number of slots).
+fn ring_for(stride: usize) -> (Vec<u8>, usize) {
+    let stride = stride.div_ceil(64) * 64;
+    let n = (RING_BYTES / stride).max(1);
+    (vec![0u8; stride * n], n)
+}
+
+fn key_bytes(len: usize, x: u8) -> Vec<u8> {
+    (0..len).map(|i| x ^ i as u8).collect()
+}
+
+/// Whole-frame MACsec protect and verify (confidentiality, no SCI in the SecTAG).
+fn measure_macsec(
+    prov: &CryptoProvider,
+    suite: CipherSuite,
+    size: usize,
+    t: Timing,
+    cpu_seconds: Option<f64>,
+) -> Result<(Stats, Stats, MeasureMeta)> {
+    let key = key_bytes(suite.key_len(), 0x11);
+    let kp = KeyParams {
+        suite,
+        key: &key,
+        sci: Sci::from_u64(0x0200_0000_0001_0001),
+        an: 0,
+        ssci: suite.is_xpn().then_some(1),
+        salt: suite.is_xpn().then_some([0x5a; 12]),
+    };
+    let tx_opts = TxOptions {
+        confidentiality: true,
+        include_sci: false,
+        es: false,
+        scb: false,
+    };
+    let plain_len = ETH_HEADER + size;
+
+    let mut tx = MacsecTx::new(prov, &kp, tx_opts, 1).map_err(|e| anyhow!("SA: {e}"))?;
+    let protected_len = tx.protected_len(plain_len);
+    let mut buf = plain_frame(plain_len, protected_len);
+    let mut protect_batch = |m: usize| -> Result<f64> {
+        let t0 = Instant::now();
+        for _ in 0..m {
+            // protect does not parse the frame: the leftovers of the previous call are as good.
+            tx.protect_in_place(black_box(&mut buf), plain_len)
+                .map_err(|e| anyhow!("protect: {e}"))?;
+        }
+        let ns = t0.elapsed().as_nanos() as f64;
+        black_box(&buf);
+        Ok(ns)
+    };
+    let (protect, protect_m) = timed_batches(&mut protect_batch, t, usize::MAX)?;
+    let protect_cpu_ns = match cpu_seconds {
+        Some(secs) => cpu_time_per_frame(&mut protect_batch, protect_m, secs)?,
+        None => None,
+    };
+
+    let mut tx = MacsecTx::new(prov, &kp, tx_opts, 1).map_err(|e| anyhow!("SA: {e}"))?;
+    let mut rx = MacsecRx::new(
+        prov,
+        &kp,
+        RxOptions {
+            validate: ValidateFrames::Strict,
+            replay_protect: true,
+            replay_window: REPLAY_WINDOW,
+            lowest_pn: 1,
+        },
+    )
+    .map_err(|e| anyhow!("SA: {e}"))?;
+    let (mut ring, ring_max) = ring_for(protected_len);
+    let stride = ring.len() / ring_max;
+    let plain = plain_frame(plain_len, plain_len);
+    let mut verify_batch = |m: usize| -> Result<f64> {
+        for slot in ring.chunks_exact_mut(stride).take(m) {
+            slot[..plain_len].copy_from_slice(&plain);
+            tx.protect_in_place(slot, plain_len)
+                .map_err(|e| anyhow!("protect: {e}"))?;
+        }
+        let t0 = Instant::now();
+        for slot in ring.chunks_exact_mut(stride).take(m) {
+            let r = rx.verify_in_place(black_box(&mut slot[..protected_len]));
+            if let Err(e) = r {
+                return Err(anyhow!("verify dropped a frame: {e}"));
+            }
+            black_box(r.ok());
+        }
+        Ok(t0.elapsed().as_nanos() as f64)
+    };
+    let (verify, verify_m) = timed_batches(&mut verify_batch, t, ring_max)?;
+    Ok((
+        protect,
+        verify,
+        MeasureMeta {
+            plain_len,
+            protected_len,
+            protect_m,
+            verify_m,
+            protect_cpu_ns,
+        },
+    ))
+}
+
+/// IPv4 (192.0.2.1 → 192.0.2.2) / UDP packet with `size` payload bytes.
+fn ipv4_udp(size: usize) -> Vec<u8> {
+    let total = 20 + 8 + size;
+    let mut p = vec![0u8; total];
+    p[..12].copy_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0x12,
+        0x34,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ]);
+    p[12..20].copy_from_slice(&[192, 0, 2, 1, 192, 0, 2, 2]);
+    ip::fill_ipv4_checksum(&mut p[..20]);
+    let udp_len = 8 + size;
+    p[20..28].copy_from_slice(&[
+        0x30,
+        0x39,
+        0x30,
+        0x3a,
+        (udp_len >> 8) as u8,
+        udp_len as u8,
+        0,
+        0,
+    ]);
+    for (i, x) in p[28..].iter_mut().enumerate() {
+        *x = i as u8;
+    }
+    p
+}
+
+/// Whole-packet ESP protect and verify (transport mode, IPv4/UDP, no ESN).
+fn measure_esp(
+    prov: &CryptoProvider,
+    alg: EspAlg,
+    size: usize,
+    t: Timing,
+    cpu_seconds: Option<f64>,
+) -> Result<(Stats, Stats, MeasureMeta)> {
+    let key = key_bytes(alg.key_len(), 0x22);
+    let auth_key = key_bytes(alg.auth_key_len().unwrap_or(0), 0x33);
+    let params = EspParams {
+        alg,
+        spi: 0x1000,
+        key: &key,
+        auth_key: &auth_key,
+        esn: false,
+    };
+    let packet = ipv4_udp(size);
+    let plain_len = packet.len();
+
+    let mut tx =
+        EspTx::new(prov, &params, EspMode::Transport, 1).map_err(|e| anyhow!("SA: {e}"))?;
+    let cap = tx.max_protected_len(plain_len);
+    let mut buf = vec![0u8; cap];
+    buf[..plain_len].copy_from_slice(&packet);
+    let protected_len = tx
+        .protect_in_place(&mut buf, plain_len, None)
+        .map_err(|e| anyhow!("protect: {e}"))?;
+    let mut protect_batch = |m: usize| -> Result<f64> {
+        let t0 = Instant::now();
+        for _ in 0..m {
+            // protect parses the IPv4 header: put the plain one back (20 bytes, timed). The rest
+            // is the previous packet's leftovers; the cost depends on the length only.
+            buf[..20].copy_from_slice(&packet[..20]);
+            tx.protect_in_place(black_box(&mut buf), plain_len, None)
+                .map_err(|e| anyhow!("protect: {e}"))?;
+        }
+        let ns = t0.elapsed().as_nanos() as f64;
+        black_box(&buf);
+        Ok(ns)
+    };
+    let (protect, protect_m) = timed_batches(&mut protect_batch, t, usize::MAX)?;
+    let protect_cpu_ns = match cpu_seconds {
+        Some(secs) => cpu_time_per_frame(&mut protect_batch, protect_m, secs)?,
+        None => None,
+    };
+
+    let mut tx =
+        EspTx::new(prov, &params, EspMode::Transport, 1).map_err(|e| anyhow!("SA: {e}"))?;
+    let mut rx = EspRx::new(prov, &params, REPLAY_WINDOW).map_err(|e| anyhow!("SA: {e}"))?;
+    let (mut ring, ring_max) = ring_for(cap);
+    let stride = ring.len() / ring_max;
+    let mut lens = vec![0usize; ring_max];
+    let mut verify_batch = |m: usize| -> Result<f64> {
+        for (slot, len) in ring.chunks_exact_mut(stride).zip(lens.iter_mut()).take(m) {
+            slot[..plain_len].copy_from_slice(&packet);
+            *len = tx
+                .protect_in_place(slot, plain_len, None)
+                .map_err(|e| anyhow!("protect: {e}"))?;
+        }
+        let t0 = Instant::now();
+        for (slot, &len) in ring.chunks_exact_mut(stride).zip(lens.iter()).take(m) {
+            let r = rx.verify_in_place(black_box(&mut slot[..len]));
+            if let Err(e) = r {
+                return Err(anyhow!("verify dropped a packet: {e}"));
+            }
+            black_box(r.ok());
+        }
+        Ok(t0.elapsed().as_nanos() as f64)
+    };
+    let (verify, verify_m) = timed_batches(&mut verify_batch, t, ring_max)?;
+    Ok((
+        protect,
+        verify,
+        MeasureMeta {
+            plain_len,
+            protected_len,
+            protect_m,
+            verify_m,
+            protect_cpu_ns,
+        },
+    ))
+}
+
+/// Bare AEAD seal (in place on one buffer) and open (over a ring of sealed buffers with
+/// increasing nonces) of `size` bytes with `aad_len` bytes of AAD: ns per call.
+fn measure_bare_aead(
+    prov: &CryptoProvider,
+    alg: AeadAlg,
+    aad_len: usize,
+    size: usize,
+    t: Timing,
+) -> Result<(Stats, Stats)> {
+    let key = prov
+        .keys
+        .aead(alg, &key_bytes(alg.key_len(), 0x44))
+        .map_err(|e| anyhow!("AEAD key: {e}"))?;
+    let aad = key_bytes(aad_len, 0x55);
+    let nonce_of = |n: u64| {
+        let mut nonce = [0u8; AEAD_NONCE_LEN];
+        nonce[4..].copy_from_slice(&n.to_be_bytes());
+        nonce
+    };
+    let mut counter = 0u64;
+    let mut buf: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let mut seal_batch = |m: usize| -> Result<f64> {
+        let t0 = Instant::now();
+        for _ in 0..m {
+            counter += 1;
+            let mut tag = [0u8; AEAD_TAG_LEN];
+            key.seal_in_place(&nonce_of(counter), &aad, black_box(&mut buf), &mut tag)
+                .map_err(|e| anyhow!("seal: {e}"))?;
+            black_box(&tag);
+        }
+        let ns = t0.elapsed().as_nanos() as f64;
+        black_box(&buf);
+        Ok(ns)
+    };
+    let (seal, _) = timed_batches(&mut seal_batch, t, usize::MAX)?;
+
+    let (mut ring, ring_max) = ring_for(size + AEAD_TAG_LEN);
+    let stride = ring.len() / ring_max;
+    let mut counter = 0u64;
+    let mut open_batch = |m: usize| -> Result<f64> {
+        let first = counter;
+        for slot in ring.chunks_exact_mut(stride).take(m) {
+            counter += 1;
+            let (data, rest) = slot.split_at_mut(size);
+            let tag: &mut [u8; AEAD_TAG_LEN] =
+                (&mut rest[..AEAD_TAG_LEN]).try_into().expect("tag slice");
+            key.seal_in_place(&nonce_of(counter), &aad, data, tag)
+                .map_err(|e| anyhow!("seal: {e}"))?;
+        }
+        let mut n = first;
+        let t0 = Instant::now();
+        for slot in ring.chunks_exact_mut(stride).take(m) {
+            n += 1;
+            let (data, rest) = slot.split_at_mut(size);
+            let tag: &[u8; AEAD_TAG_LEN] = (&rest[..AEAD_TAG_LEN]).try_into().expect("tag slice");
+            let r = key.open_in_place(&nonce_of(n), &aad, black_box(data), tag);
+            if let Err(e) = r {
+                return Err(anyhow!("open failed: {e}"));
+            }
+        }
+        Ok(t0.elapsed().as_nanos() as f64)
+    };
+    let (open, _) = timed_batches(&mut open_batch, t, ring_max)?;
+    Ok((seal, open))
 }
 
 /// ns of this thread's CPU time per frame, over at least `secs` of CPU time, counted from one
@@ -729,7 +1195,7 @@ fn cpu_mhz() -> Option<f64> {
 fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
     write!(
         out,
-        "{:<24} {:<8} {:>5} {:>24} {:>7} {:>7} {:>8} {:>8} {:>6}",
+        "{:<26} {:<8} {:>5} {:>24} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}",
         "profile",
         "provider",
         "size",
@@ -738,7 +1204,11 @@ fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
         "v ns",
         "p MB/s",
         "v MB/s",
-        "cpb~"
+        "cpb~",
+        "bare s",
+        "bare o",
+        "p ovh",
+        "v ovh"
     )?;
     if vs_openssl {
         write!(
@@ -750,8 +1220,20 @@ fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
     writeln!(out)?;
     write!(
         out,
-        "{:<24} {:<8} {:>5} {:>24} {:>7} {:>7} {:>8} {:>8} {:>6}",
-        "", "", "", "(wall clock)", "median", "mean", "mean", "mean", "est."
+        "{:<26} {:<8} {:>5} {:>24} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}",
+        "",
+        "",
+        "",
+        "(wall clock)",
+        "median",
+        "mean",
+        "mean",
+        "mean",
+        "est.",
+        "ns med",
+        "ns med",
+        "% med",
+        "% med"
     )?;
     if vs_openssl {
         write!(
@@ -765,6 +1247,7 @@ fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
 }
 
 fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool) -> Result<()> {
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
     let ns = format!(
         "{:.0}/{:.0}/{:.0}",
         r.protect_ns_min, r.protect_ns, r.protect_ns_max
@@ -774,7 +1257,7 @@ fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool) -> Result<()> {
         .map_or("-".into(), |c| format!("{c:.2}"));
     write!(
         out,
-        "{:<24} {:<8} {:>5} {:>24} {:>7.0} {:>7.0} {:>8.1} {:>8.1} {:>6}",
+        "{:<26} {:<8} {:>5} {:>24} {:>7.0} {:>7.0} {:>8.1} {:>8.1} {:>6} {:>7} {:>7} {:>7} {:>7}",
         r.profile,
         r.provider,
         r.size,
@@ -783,7 +1266,11 @@ fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool) -> Result<()> {
         r.verify_ns,
         r.protect_mbps,
         r.verify_mbps,
-        cpb
+        cpb,
+        opt(r.bare_aead_ns, 0),
+        opt(r.bare_aead_open_ns, 0),
+        opt(r.overhead_pct, 1),
+        opt(r.verify_overhead_pct, 1)
     )?;
     if vs_openssl {
         let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
