@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 use ivnsec_core::crypto::{AEAD_NONCE_LEN, CryptoProvider};
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
+use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_core::suite::Profile;
 
 use crate::cli::{parse_hex, usage};
@@ -180,13 +181,112 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 }
 
+/// Runs `f` on the single hex argument, or (for `-`) on each non-empty stdin line, with a name
+/// for the input (`name` or `stdin line N`) to use in messages. Shared by every protocol.
+pub(crate) fn for_each_input(
+    arg: &str,
+    name: &str,
+    mut f: impl FnMut(&str, Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    if arg != "-" {
+        return f(name, parse_hex(name, arg)?);
+    }
+    for (i, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let what = format!("stdin line {}", i + 1);
+        let bytes = parse_hex(&what, &line)?;
+        f(&what, bytes)?;
+    }
+    Ok(())
+}
+
+/// Protects each input with `one` (which returns the protected bytes) and prints them as hex,
+/// one line per input.
+pub(crate) fn protect_each(
+    arg: &str,
+    name: &str,
+    mut one: impl FnMut(&str, &[u8]) -> Result<Vec<u8>>,
+) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    for_each_input(arg, name, |what, input| {
+        let out = one(what, &input)?;
+        writeln!(w, "{}", hex::encode(out))?;
+        Ok(())
+    })?;
+    w.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Totals of a verify run.
+#[derive(Debug, Default)]
+pub(crate) struct VerifyTotals {
+    pub ok: u64,
+    pub drops: DropCounters,
+}
+
+/// Verifies each input with `one` (plain bytes or the drop reason). A single input prints the
+/// plain hex on stdout or `DROP <reason>` on stderr; a batch prints one line per input on stdout
+/// and the totals on stderr.
+pub(crate) fn verify_each(
+    arg: &str,
+    name: &str,
+    mut one: impl FnMut(&str, &[u8]) -> Result<std::result::Result<Vec<u8>, DropReason>>,
+) -> Result<VerifyTotals> {
+    let batch = arg == "-";
+    let mut t = VerifyTotals::default();
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    for_each_input(arg, name, |what, input| {
+        match one(what, &input)? {
+            Ok(plain) => {
+                t.ok += 1;
+                writeln!(w, "{}", hex::encode(plain))?;
+            }
+            Err(reason) => {
+                t.drops.bump(reason);
+                if batch {
+                    writeln!(w, "DROP {reason}")?;
+                } else {
+                    eprintln!("DROP {reason}");
+                }
+            }
+        }
+        Ok(())
+    })?;
+    w.flush()?;
+    if batch {
+        let drops: Vec<String> = t.drops.iter().map(|(r, n)| format!("{r}={n}")).collect();
+        eprintln!(
+            "verified {} dropped {}{}{}",
+            t.ok,
+            t.drops.total(),
+            if drops.is_empty() { "" } else { ": " },
+            drops.join(" ")
+        );
+    }
+    Ok(t)
+}
+
+/// Exit code of a verify run: 1 when anything was dropped.
+pub(crate) fn verify_exit(t: &VerifyTotals) -> ExitCode {
+    if t.drops.total() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
     let profile = sa.ivnae_profile()?;
     let m = sa.material()?;
     let mut tx = IvnAeTx::new(sa.provider(profile)?, &sa.params(profile, &m), seq)
         .map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME + 128];
-    let mut one = |plain: &[u8], what: &str| -> Result<String> {
+    protect_each(frame, "FRAME", |what, plain| {
         if plain.len() > MAX_FRAME {
             return Err(usage(format!(
                 "{what}: frame of {} bytes exceeds {MAX_FRAME}",
@@ -196,26 +296,8 @@ fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
         let n = tx
             .protect(plain, &mut out)
             .map_err(|e| usage(format!("{what}: {e}")))?;
-        Ok(hex::encode(&out[..n]))
-    };
-    if frame != "-" {
-        let plain = parse_hex("FRAME", frame)?;
-        println!("{}", one(&plain, "FRAME")?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.context("reading stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let what = format!("stdin line {}", i + 1);
-        let plain = parse_hex(&what, &line)?;
-        writeln!(w, "{}", one(&plain, &what)?)?;
-    }
-    w.flush()?;
-    Ok(ExitCode::SUCCESS)
+        Ok(out[..n].to_vec())
+    })
 }
 
 fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
@@ -228,45 +310,8 @@ fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
     )
     .map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME];
-    if frame != "-" {
-        let bytes = parse_hex("FRAME", frame)?;
-        return Ok(match rx.verify(&bytes, &mut out) {
-            Ok(n) => {
-                println!("{}", hex::encode(&out[..n]));
-                ExitCode::SUCCESS
-            }
-            Err(reason) => {
-                eprintln!("DROP {reason}");
-                ExitCode::from(1)
-            }
-        });
-    }
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.context("reading stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bytes = parse_hex(&format!("stdin line {}", i + 1), &line)?;
-        match rx.verify(&bytes, &mut out) {
-            Ok(n) => writeln!(w, "{}", hex::encode(&out[..n]))?,
-            Err(reason) => writeln!(w, "DROP {reason}")?,
-        }
-    }
-    w.flush()?;
-    let c = rx.counters();
-    let drops: Vec<String> = c.drops.iter().map(|(r, n)| format!("{r}={n}")).collect();
-    eprintln!(
-        "verified {} dropped {}{}{}",
-        c.ok_frames,
-        c.drops.total(),
-        if drops.is_empty() { "" } else { ": " },
-        drops.join(" ")
-    );
-    Ok(if c.drops.total() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let t = verify_each(frame, "FRAME", |_, bytes| {
+        Ok(rx.verify(bytes, &mut out).map(|n| out[..n].to_vec()))
+    })?;
+    Ok(verify_exit(&t))
 }

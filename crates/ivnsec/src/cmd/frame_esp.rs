@@ -2,15 +2,14 @@
 //! hex, or one hex packet per stdin line with SA state (sequence numbers, replay window) kept
 //! across lines.
 
-use std::io::{BufRead, Write};
 use std::net::IpAddr;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx, MAX_OVERHEAD};
 
-use super::frame::SaArgs;
+use super::frame::{SaArgs, protect_each, verify_each, verify_exit};
 use crate::cli::{parse_hex, usage};
 use crate::providers::ProviderChoice;
 
@@ -170,23 +169,6 @@ fn spi(spi: Option<u32>) -> Result<u32> {
     spi.ok_or_else(|| usage("--spi is required for ESP profiles"))
 }
 
-/// Each line of a batch (or the single argument) as bytes, with a name for messages.
-fn for_each_input(arg: &str, mut f: impl FnMut(&str, Vec<u8>) -> Result<()>) -> Result<()> {
-    if arg != "-" {
-        return f("PACKET", parse_hex("PACKET", arg)?);
-    }
-    for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.context("reading stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let what = format!("stdin line {}", i + 1);
-        let bytes = parse_hex(&what, &line)?;
-        f(&what, bytes)?;
-    }
-    Ok(())
-}
-
 pub fn protect(
     sa: &SaArgs,
     seq: Option<u64>,
@@ -233,9 +215,7 @@ pub fn protect(
         )));
     }
     let mut out = vec![0u8; MAX_PACKET + MAX_OVERHEAD];
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    for_each_input(frame, |what, packet| {
+    protect_each(frame, "PACKET", |what, packet| {
         if packet.len() > MAX_PACKET {
             return Err(usage(format!(
                 "{what}: packet of {} bytes exceeds {MAX_PACKET}",
@@ -243,17 +223,14 @@ pub fn protect(
             )));
         }
         let n = tx
-            .protect_with_iv(&packet, &mut out, iv.as_deref())
+            .protect_with_iv(packet, &mut out, iv.as_deref())
             .map_err(|e| usage(format!("{what}: {e}")))?;
-        writeln!(w, "{}", hex::encode(&out[..n]))?;
         iv = match iv.take() {
             Some(v) if !m.alg.random_iv() => Some(increment(v)),
             _ => None,
         };
-        Ok(())
-    })?;
-    w.flush()?;
-    Ok(ExitCode::SUCCESS)
+        Ok(out[..n].to_vec())
+    })
 }
 
 /// The IV as a big-endian counter, plus one (wrapping).
@@ -289,41 +266,8 @@ pub fn verify(
     let mut rx =
         EspRx::new(m.provider, &params, replay_window).map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_PACKET];
-    if frame != "-" {
-        let bytes = parse_hex("PACKET", frame)?;
-        return Ok(match rx.verify(&bytes, &mut out) {
-            Ok(n) => {
-                println!("{}", hex::encode(&out[..n]));
-                ExitCode::SUCCESS
-            }
-            Err(reason) => {
-                eprintln!("DROP {reason}");
-                ExitCode::from(1)
-            }
-        });
-    }
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    for_each_input(frame, |_, bytes| {
-        match rx.verify(&bytes, &mut out) {
-            Ok(n) => writeln!(w, "{}", hex::encode(&out[..n]))?,
-            Err(reason) => writeln!(w, "DROP {reason}")?,
-        }
-        Ok(())
+    let t = verify_each(frame, "PACKET", |_, bytes| {
+        Ok(rx.verify(bytes, &mut out).map(|n| out[..n].to_vec()))
     })?;
-    w.flush()?;
-    let c = rx.counters();
-    let drops: Vec<String> = c.drops.iter().map(|(r, n)| format!("{r}={n}")).collect();
-    eprintln!(
-        "verified {} dropped {}{}{}",
-        c.ok_frames,
-        c.drops.total(),
-        if drops.is_empty() { "" } else { ": " },
-        drops.join(" ")
-    );
-    Ok(if c.drops.total() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(verify_exit(&t))
 }

@@ -1,10 +1,9 @@
 //! `ivnsec frame protect|verify` for `macsec-…` profiles (IEEE 802.1AE-2018, XPN per 802.1AEbw):
 //! single frames as hex, or one hex frame per stdin line with SA state kept across lines.
 
-use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::macsec::{
     CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, RxStatus, TxOptions, ValidateFrames,
@@ -12,7 +11,7 @@ use ivnsec_core::sa::macsec::{
 use ivnsec_core::suite::Suite;
 use ivnsec_core::wire::macsec::Sci;
 
-use super::frame::SaArgs;
+use super::frame::{SaArgs, protect_each, verify_each, verify_exit};
 use crate::cli::{parse_hex, usage};
 use crate::providers;
 
@@ -172,29 +171,6 @@ fn material(
     })
 }
 
-/// Runs `one` on the single FRAME argument or on each non-empty stdin line (`-`), printing what
-/// it returns; `what` names the input in messages.
-fn each_frame(frame: &str, mut one: impl FnMut(&[u8], &str) -> Result<String>) -> Result<()> {
-    if frame != "-" {
-        let bytes = parse_hex("FRAME", frame)?;
-        println!("{}", one(&bytes, "FRAME")?);
-        return Ok(());
-    }
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.context("reading stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let what = format!("stdin line {}", i + 1);
-        let bytes = parse_hex(&what, &line)?;
-        writeln!(w, "{}", one(&bytes, &what)?)?;
-    }
-    w.flush()?;
-    Ok(())
-}
-
 pub fn protect(sa: &SaArgs, opts: &MacsecProtectOpts, frame: &str) -> Result<ExitCode> {
     let m = material(sa, opts.sci, opts.an, opts.ssci, opts.salt)?;
     let pn = opts
@@ -209,7 +185,7 @@ pub fn protect(sa: &SaArgs, opts: &MacsecProtectOpts, frame: &str) -> Result<Exi
     let mut tx =
         MacsecTx::new(m.provider, &m.keys(), tx_opts, pn).map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME + MAX_OVERHEAD];
-    each_frame(frame, |plain, what| {
+    protect_each(frame, "FRAME", |what, plain| {
         if plain.len() > MAX_FRAME {
             return Err(usage(format!(
                 "{what}: frame of {} bytes exceeds {MAX_FRAME}",
@@ -229,9 +205,8 @@ pub fn protect(sa: &SaArgs, opts: &MacsecProtectOpts, frame: &str) -> Result<Exi
         let n = tx
             .protect(plain, &mut out)
             .map_err(|e| usage(format!("{what}: {e}")))?;
-        Ok(hex::encode(&out[..n]))
-    })?;
-    Ok(ExitCode::SUCCESS)
+        Ok(out[..n].to_vec())
+    })
 }
 
 pub fn verify(
@@ -250,8 +225,8 @@ pub fn verify(
     let mut rx = MacsecRx::new(m.provider, &m.keys(), rx_opts).map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME + MAX_OVERHEAD];
     let single = frame != "-";
-    let mut failed = 0u64;
-    each_frame(frame, |bytes, what| {
+    let mut not_validated = 0u64;
+    let t = verify_each(frame, "FRAME", |what, bytes| {
         if bytes.len() > out.len() {
             return Err(usage(format!(
                 "{what}: frame of {} bytes exceeds {}",
@@ -259,10 +234,10 @@ pub fn verify(
                 out.len()
             )));
         }
-        match rx.verify(bytes, &mut out) {
+        Ok(match rx.verify(bytes, &mut out) {
             Ok((n, status)) => {
                 if status != RxStatus::Ok {
-                    failed += 1;
+                    not_validated += 1;
                     if single {
                         eprintln!(
                             "NOT VALIDATED {} (delivered as validateFrames allows)",
@@ -270,59 +245,22 @@ pub fn verify(
                         );
                     }
                 }
-                Ok(hex::encode(&out[..n]))
+                Ok(out[..n].to_vec())
             }
-            Err(reason) => {
-                failed += 1;
-                if single {
-                    // The drop reason goes to stderr and nothing to stdout.
-                    Err(anyhow::Error::new(Dropped(reason.to_string())))
-                } else {
-                    Ok(format!("DROP {reason}"))
-                }
-            }
-        }
-    })
-    .or_else(|e| match e.downcast_ref::<Dropped>() {
-        Some(d) => {
-            eprintln!("DROP {}", d.0);
-            Ok(())
-        }
-        None => Err(e),
+            Err(reason) => Err(reason),
+        })
     })?;
-    let c = rx.counters();
-    let counters: Vec<String> = c
+    let counters: Vec<String> = rx
+        .counters()
         .named()
         .iter()
         .filter(|(_, v)| *v > 0)
         .map(|(n, v)| format!("{n}={v}"))
         .collect();
-    if !single {
-        let drops: Vec<String> = c.drops.iter().map(|(r, n)| format!("{r}={n}")).collect();
-        eprintln!(
-            "verified {} dropped {}{}{}",
-            c.in_pkts_ok,
-            c.drops.total(),
-            if drops.is_empty() { "" } else { ": " },
-            drops.join(" ")
-        );
-    }
     eprintln!("counters: {}", counters.join(" "));
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
+    Ok(if not_validated == 0 {
+        verify_exit(&t)
     } else {
         ExitCode::from(1)
     })
 }
-
-/// A single frame was dropped: reported as `DROP <reason>` on stderr with exit code 1.
-#[derive(Debug)]
-struct Dropped(String);
-
-impl std::fmt::Display for Dropped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Dropped {}
