@@ -11,6 +11,13 @@ pub struct MacAddr(pub [u8; 6]);
 impl MacAddr {
     pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
 
+    /// The address in the first 6 bytes of `b` (callers pass a checked 6-byte field).
+    pub fn from_slice(b: &[u8]) -> MacAddr {
+        let mut a = [0; 6];
+        a.copy_from_slice(&b[..6]);
+        MacAddr(a)
+    }
+
     /// Parses `aa:bb:cc:dd:ee:ff` (also `-` separated).
     pub fn parse(s: &str) -> Option<MacAddr> {
         let mut out = [0u8; 6];
@@ -73,15 +80,11 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn dst(&self) -> MacAddr {
-        let mut a = [0; 6];
-        a.copy_from_slice(&self.buffer.as_ref()[field::DST]);
-        MacAddr(a)
+        MacAddr::from_slice(&self.buffer.as_ref()[field::DST])
     }
 
     pub fn src(&self) -> MacAddr {
-        let mut a = [0; 6];
-        a.copy_from_slice(&self.buffer.as_ref()[field::SRC]);
-        MacAddr(a)
+        MacAddr::from_slice(&self.buffer.as_ref()[field::SRC])
     }
 
     pub fn ethertype(&self) -> u16 {

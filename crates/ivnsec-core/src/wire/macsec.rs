@@ -148,15 +148,11 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn dst(&self) -> MacAddr {
-        let mut a = [0; 6];
-        a.copy_from_slice(&self.buffer.as_ref()[field::DST]);
-        MacAddr(a)
+        MacAddr::from_slice(&self.buffer.as_ref()[field::DST])
     }
 
     pub fn src(&self) -> MacAddr {
-        let mut a = [0; 6];
-        a.copy_from_slice(&self.buffer.as_ref()[field::SRC]);
-        MacAddr(a)
+        MacAddr::from_slice(&self.buffer.as_ref()[field::SRC])
     }
 
     pub fn ethertype(&self) -> u16 {
