@@ -11,6 +11,9 @@ pub mod ethernet;
 pub mod ip;
 pub mod ivnae;
 pub mod macsec;
+pub mod someip;
+pub mod someip_sd;
+pub mod someip_tp;
 
 use core::ops::Range;
 
