@@ -6,6 +6,7 @@ pub mod esp;
 pub mod ivnae;
 pub mod macsec;
 pub mod replay;
+pub mod someip;
 
 use core::fmt;
 
@@ -68,6 +69,12 @@ drop_reasons! {
     NoSci => "no_sci", "MACsec: the SCI matches no receive SC and the frame cannot be delivered (InPktsNoSCI).";
     NotUsingSa => "not_using_sa", "MACsec: the AN selects no receive SA in use and the frame cannot be delivered (InPktsNotUsingSA).";
     Late => "late", "MACsec: PN below the lowest acceptable PN (InPktsLate).";
+    UnknownService => "unknown_service", "SOME/IP: a service ID with no configuration.";
+    BadMessageType => "bad_message_type", "SOME/IP: a message type the protocol does not define.";
+    TooManySenders => "too_many_senders", "SOME/IP: a new sender while the service's replay table is full.";
+    TpBadSegment => "tp_bad_segment", "SOME/IP-TP: an inconsistent segment (length, offset or end).";
+    TpTooLarge => "tp_too_large", "SOME/IP-TP: a message past the reassembly bound.";
+    StreamResync => "stream_resync", "SOME/IP over TCP: a corrupt header; bytes skipped to the next header.";
 }
 
 impl fmt::Display for DropReason {

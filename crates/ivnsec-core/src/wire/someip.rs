@@ -556,7 +556,8 @@ impl StreamDeframer {
         // Corrupt header: find the next plausible one. Positions with fewer than 16 bytes left
         // cannot be judged yet; keep them.
         let mut skip = 1;
-        while skip + HEADER_LEN <= avail.len() && !plausible_header(&avail[skip..], self.max_message)
+        while skip + HEADER_LEN <= avail.len()
+            && !plausible_header(&avail[skip..], self.max_message)
         {
             skip += 1;
         }

@@ -147,7 +147,9 @@ impl<T: AsRef<[u8]>> SdPacket<T> {
     }
 
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry, SdError>> + '_ {
-        self.entries_bytes().chunks_exact(ENTRY_LEN).map(Entry::parse)
+        self.entries_bytes()
+            .chunks_exact(ENTRY_LEN)
+            .map(Entry::parse)
     }
 
     pub fn options(&self) -> SdOptions<'_> {
@@ -295,6 +297,15 @@ impl Entry {
     pub fn option_runs(&self) -> [core::ops::Range<usize>; 2] {
         let r = |i: u8, n: u8| usize::from(i)..usize::from(i) + usize::from(n);
         [r(self.index1, self.num1), r(self.index2, self.num2)]
+    }
+
+    /// Checks that both option runs lie inside an options array of `n` options.
+    pub fn check_refs(&self, n: usize) -> Result<(), SdError> {
+        if self.option_runs().iter().all(|r| r.end <= n) {
+            Ok(())
+        } else {
+            Err(SdError::BadOptionIndex)
+        }
     }
 
     /// The options of this entry, looked up in `options`.
@@ -462,7 +473,7 @@ impl SdRepr {
         let entries = p.entries().collect::<Result<Vec<_>, _>>()?;
         let options = p.options().collect::<Result<Vec<_>, _>>()?;
         for e in &entries {
-            e.resolve(&options)?;
+            e.check_refs(options.len())?;
         }
         Ok(SdRepr {
             flags: p.flags(),

@@ -144,7 +144,8 @@ impl<'a> Segmenter<'a> {
         r.payload_len = TP_HEADER_LEN + n;
         r.emit_header(out);
         TpHeader { offset, more }.emit(&mut out[HEADER_LEN..]);
-        out[HEADER_LEN + TP_HEADER_LEN..].copy_from_slice(&self.payload[self.offset..self.offset + n]);
+        out[HEADER_LEN + TP_HEADER_LEN..]
+            .copy_from_slice(&self.payload[self.offset..self.offset + n]);
         self.offset += n;
         self.done = !more;
         Some(total)
@@ -467,16 +468,24 @@ mod tests {
             .map(|i| u8::from_str_radix(&ka[i..i + 2], 16).unwrap())
             .collect();
         let p = Packet::new_unchecked(&b[..]);
-        let r = Repr::parse(&Packet::new_unchecked(&{
-            let mut v = b.clone();
-            v.extend_from_slice(&[0x11; 16]);
-            v
-        }[..]))
+        let r = Repr::parse(&Packet::new_unchecked(
+            &{
+                let mut v = b.clone();
+                v.extend_from_slice(&[0x11; 16]);
+                v
+            }[..],
+        ))
         .unwrap();
         assert!(r.tp);
         assert_eq!(p.length(), 0x1c);
         let h = TpHeader::parse(&b[16..]).unwrap();
-        assert_eq!(h, TpHeader { offset: 0x5c0, more: true });
+        assert_eq!(
+            h,
+            TpHeader {
+                offset: 0x5c0,
+                more: true
+            }
+        );
         let mut w = [0u8; 4];
         h.emit(&mut w);
         assert_eq!(&w, &b[16..20]);
