@@ -5,6 +5,7 @@
 //!   a timeout, busy-poll receive, software RX timestamps), CPU pinning. The one module allowed
 //!   to use `unsafe`; every block carries a `// SAFETY:` comment.
 //! - [`udp`]: a UDP transport (ESP/SOME-IP, and the no-root fallback over loopback).
+//! - [`someip`]: the sockets of the SOME/IP bindings (UDP endpoints, SD unicast/multicast, TCP).
 //! - [`topology`]: the testbed topologies (`pair`, `steer-by-wire`, `sensors:N`, `cascade:N`),
 //!   their nodes, links, names, MAC and IPv4 addresses — pure data, no I/O.
 //! - [`testbed`]: builds a topology as network namespaces, veth links and Linux bridges with the
@@ -13,6 +14,7 @@
 #![deny(unsafe_code)]
 
 mod error;
+pub mod someip;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod testbed;

@@ -35,6 +35,9 @@ pub enum Command {
     /// Build, inspect, use and remove a testbed of network namespaces (ECUs, veth, bridge).
     #[command(subcommand)]
     Testbed(cmd::testbed::Args),
+    /// SOME/IP with per-service security: offer services (`serve`) and call them (`call`).
+    #[command(subcommand)]
+    Someip(cmd::someip::Args),
 }
 
 /// An error that maps to exit code 2 (bad usage or configuration).

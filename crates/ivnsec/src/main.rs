@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::CryptoBench(args) => cmd::crypto_bench::run(args),
         Command::Suites(args) => cmd::suites::run(args),
         Command::Testbed(args) => cmd::testbed::run(args),
+        Command::Someip(args) => cmd::someip::run(args),
     };
     match result {
         Ok(code) => code,

@@ -4,5 +4,7 @@ pub mod crypto_bench;
 pub mod frame;
 pub mod frame_esp;
 pub mod frame_macsec;
+pub mod someip;
+pub mod someip_config;
 pub mod suites;
 pub mod testbed;
