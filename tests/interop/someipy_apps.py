@@ -2,7 +2,8 @@
 
     someipy_apps.py server --socket S --ip IP --port P --service N --method M --event E \
                            --eventgroup G --duration SECS
-        Offers a service with an echo method and a 10 Hz event via a running someipyd.
+        Offers a service with an echo method (at IP:P) and a service --event-service with a
+        10 Hz event (at IP:P+1) via a running someipyd.
     someipy_apps.py client --socket S --ip IP --port P --service N --method M --event E \
                            --eventgroup G --count C --size B --events K
         Finds the service (SD), calls the method C times with B-byte payloads, subscribes to the
@@ -34,16 +35,12 @@ from someipy import (
 UDP = TransportLayerProtocol.UDP
 
 
-def build_service(a, handler=None):
+def build_service(a, handler=None, service=None, method=True):
     eg = EventGroup(id=a.eventgroup, events=[Event(id=a.event, protocol=UDP)])
-    svc = (
-        ServiceBuilder()
-        .with_service_id(a.service)
-        .with_major_version(1)
-        .with_method(Method(id=a.method, protocol=UDP, method_handler=handler))
-        .with_eventgroup(eg)
-        .build()
-    )
+    b = ServiceBuilder().with_service_id(service or a.service).with_major_version(1)
+    if method:
+        b = b.with_method(Method(id=a.method, protocol=UDP, method_handler=handler))
+    svc = b.with_eventgroup(eg).build()
     return svc, eg
 
 
@@ -60,20 +57,30 @@ async def server(a):
         r.payload = payload
         return r
 
-    svc, eg = build_service(a, echo)
+    svc, _ = build_service(a, echo)
     inst = ServerServiceInstance(
         daemon, svc, instance_id=1, endpoint_ip=a.ip, endpoint_port=a.port, ttl=5,
         cyclic_offer_delay_ms=500,
     )
     await inst.start_offer()
+    # someipyd 2.1.2 cannot take an external subscription to a service that also has methods
+    # (it hashes its offer record, which holds unhashable Method objects, and the handler dies
+    # before the SubscribeEventgroupAck), so the event lives in a second, method-less service.
+    esvc, eg = build_service(a, service=a.event_service, method=False)
+    einst = ServerServiceInstance(
+        daemon, esvc, instance_id=1, endpoint_ip=a.ip, endpoint_port=a.port + 1, ttl=5,
+        cyclic_offer_delay_ms=500,
+    )
+    await einst.start_offer()
     print("READY", flush=True)
     end = time.monotonic() + a.duration
     seq = 0
     while time.monotonic() < end:
         seq += 1
-        inst.send_event(eg.id, a.event, seq.to_bytes(8, "big") + bytes(24))
+        einst.send_event(eg.id, a.event, seq.to_bytes(8, "big") + bytes(24))
         await asyncio.sleep(0.1)
     await inst.stop_offer()
+    await einst.stop_offer()
     print(json.dumps({"role": "server", "calls": calls, "events_sent": seq}), flush=True)
     await daemon.disconnect_from_daemon()
 
@@ -124,6 +131,7 @@ def main():
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--service", type=lambda s: int(s, 0), required=True)
     p.add_argument("--method", type=lambda s: int(s, 0), default=1)
+    p.add_argument("--event-service", type=lambda s: int(s, 0), default=0x4322)
     p.add_argument("--event", type=lambda s: int(s, 0), default=0x8001)
     p.add_argument("--eventgroup", type=lambda s: int(s, 0), default=1)
     p.add_argument("--duration", type=float, default=20)
