@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generates seed corpora for the IVN-AE fuzz targets with real frames from `ivnsec frame protect`:
+# Generates seed corpora for the fuzz targets. IVN-AE: real frames from `ivnsec frame protect`:
 #   fuzz/corpus/ivnae_verify/  selector byte ‖ IVN-AE frame, protected with the same fixed keys as
 #                              fuzz_targets/ivnae_verify.rs, so the fuzzer starts on accepted frames
 #   fuzz/corpus/ivnae_parse/   the same frames without the selector byte, plus short/odd headers
@@ -90,4 +90,32 @@ for hex in "" 02 020000000002020000000001 020000000002020000000001 \
     02000000000202000000000188b5021000010000000000000001 02000000000202000000000188b5011000820000000000000001; do
     [ -n "$hex" ] && put "$parse_dir" "$hex"
 done
-echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files)"
+# SOME/IP: scapy-built known answers (request, TP segment, SD with Offer/Subscribe and IPv4
+# endpoint options) for the parser, and the Python-computed secured known answers of
+# crates/ivnsec/tests/someip_sa.rs (key 00 01 02 …, key id 7, salt a1a2a3a4) for verify, each
+# behind the selector byte of fuzz_targets/someip_verify.rs (suite index | level << 3).
+someip_parse_dir=fuzz/corpus/someip_parse
+someip_verify_dir=fuzz/corpus/someip_verify
+mkdir -p "$someip_parse_dir" "$someip_verify_dir"
+req=123400010000000b0102030401010000616263
+tp=123480010000001c0000000701012200000005c111111111111111111111111111111111
+sd=ffff81000000004c0000000101010200c000000000000020010000101234000101000003000000000601001012340001010000030000000100000018000904000a4d00010011772d000904000a4d000200069c40
+for hex in "$req" "$tp" "$sd" "$req$req" "$req$tp" "0000$req" "$sd$req"; do put "$someip_parse_dir" "$hex"; done
+while read -r sel hex; do
+    put "$someip_verify_dir" "$sel$hex"
+    put "$someip_parse_dir" "$hex"
+done <<'KA'
+08 123400010000002e010203040101000007000000000000000578f45f546746ae49ec2bd22ad5c80b0451db235e3175f78625dd282ef0
+00 123400010000002e010203040101000007000000000000000568656c6c6f20534f4d452f4950e439c6261f499d5cf3934819db76d0c4
+09 123400010000002e0102030401010000070000000000000005006b5220c8dd9c2c5e5c155e7348baca3175b0d1ca3958880cb05c6990
+01 123400010000002e010203040101000007000000000000000568656c6c6f20534f4d452f495049cc1872c60b52b6e1a35299cb16c5dc
+0a 123400010000002e01020304010100000700000000000000056991c75a0dace2471997fbe2fc5ec82825d1d04e05b2ce8d920ceddb64
+02 123400010000002e010203040101000007000000000000000568656c6c6f20534f4d452f49504d70882ae1a90817be64bf5070af27c3
+0b 123400010000002e010203040101000007000000000000000549f987ec47c718bb72ffa09d6bfc07c607857e9e43acd58d60aca21325
+03 123400010000002e010203040101000007000000000000000568656c6c6f20534f4d452f49508be4c543dbf8c3412f0e70befed7a710
+0c 123400010000002e0102030401010000070000000000000005f7b3ff1bfb3d6025643989fb3c4ed013398785d4829640ebabbc33b05d
+04 123400010000002e010203040101000007000000000000000568656c6c6f20534f4d452f49501cc8986ba52f6d327c48c85313a530a3
+10 123400010000000b0102030401010000616263
+KA
+
+echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds"

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
-fn write(dir: &PathBuf, name: &str, text: &str) -> String {
+fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p.to_string_lossy().into_owned()
@@ -59,7 +59,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(dir: &PathBuf, secs: &str) -> Server {
+    fn start(dir: &Path, secs: &str) -> Server {
         let cfg = write(
             dir,
             "server.toml",
@@ -118,7 +118,7 @@ impl Server {
     }
 }
 
-fn client_cfg(dir: &PathBuf) -> String {
+fn client_cfg(dir: &Path) -> String {
     write(
         dir,
         "client.toml",
