@@ -18,9 +18,16 @@ fn udp_socket(reuse: bool) -> io::Result<Socket> {
     Ok(s)
 }
 
-/// A UDP socket bound to `addr`, with a receive timeout (so loops can check a stop flag).
+/// Receive buffer asked for on service sockets: a 425 kB camera frame arrives as ~300 SOME/IP-TP
+/// segments in one burst. The kernel caps it at `net.core.rmem_max`.
+pub const RECV_BUFFER: usize = 4 << 20;
+
+/// A UDP socket bound to `addr`, with a receive timeout (so loops can check a stop flag) and a
+/// receive buffer of up to [`RECV_BUFFER`] bytes.
 pub fn bind_udp(addr: SocketAddrV4, read_timeout: Duration) -> io::Result<UdpSocket> {
     let s = udp_socket(false)?;
+    // Best effort: a smaller buffer only risks losing bursts.
+    let _ = s.set_recv_buffer_size(RECV_BUFFER);
     s.bind(&SocketAddr::V4(addr).into())?;
     let u: UdpSocket = s.into();
     u.set_read_timeout(Some(read_timeout))?;
