@@ -9,10 +9,13 @@
 //!   their nodes, links, names, MAC and IPv4 addresses — pure data, no I/O.
 //! - [`testbed`]: builds a topology as network namespaces, veth links and Linux bridges with the
 //!   `ip` command, records it in a state file, and tears it down.
+//! - [`pcap`]: classic pcap files (Ethernet link type): a cheap writer for recording the frames
+//!   a node sends and receives, and a bounded reader for captures from anywhere.
 
 #![deny(unsafe_code)]
 
 mod error;
+pub mod pcap;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod testbed;
