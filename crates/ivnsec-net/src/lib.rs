@@ -4,6 +4,7 @@
 //! - [`sys`]: AF_PACKET raw sockets bound to an interface and an EtherType (blocking receive with
 //!   a timeout, busy-poll receive, software RX timestamps), CPU pinning. The one module allowed
 //!   to use `unsafe`; every block carries a `// SAFETY:` comment.
+//! - [`rawip`]: a raw IPv4 socket of one protocol (ESP on the testbed).
 //! - [`udp`]: a UDP transport (ESP/SOME-IP, and the no-root fallback over loopback).
 //! - [`topology`]: the testbed topologies (`pair`, `steer-by-wire`, `sensors:N`, `cascade:N`),
 //!   their nodes, links, names, MAC and IPv4 addresses — pure data, no I/O.
@@ -16,6 +17,7 @@
 
 mod error;
 pub mod pcap;
+pub mod rawip;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod testbed;

@@ -35,6 +35,15 @@ pub enum Command {
     /// Build, inspect, use and remove a testbed of network namespaces (ECUs, veth, bridge).
     #[command(subcommand)]
     Testbed(cmd::testbed::Args),
+    /// Run one ping-pong scenario between two ECU processes: per-part timing, statistics, verdicts.
+    Pingpong(cmd::pingpong::Args),
+    /// Run every scenario of a plan (TOML) and write the report (CSV, JSON, Markdown, HTML).
+    Run(cmd::run::Args),
+    /// The main job: testbed up, a preset plan, sockperf beside it, report, testbed down, verdicts.
+    Validate(cmd::validate::Args),
+    /// Internal: a node role of an experiment, started by the experiment commands.
+    #[command(hide = true)]
+    Node(cmd::node::Args),
 }
 
 /// An error that maps to exit code 2 (bad usage or configuration).
