@@ -28,6 +28,9 @@ pub enum Command {
     /// Protect or verify single frames (hex on the command line or one per line on stdin).
     #[command(subcommand)]
     Frame(cmd::frame::Args),
+    /// Check the frames of a pcap capture offline (`pcap verify`).
+    #[command(subcommand)]
+    Pcap(cmd::pcap::Args),
     /// Measure protect/verify cost per suite, provider and payload size (optionally against OpenSSL).
     CryptoBench(cmd::crypto_bench::Args),
     /// List the profiles (IVN-AE, MACsec, ESP): ids, levels, key and tag lengths, providers.

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Frame(args) => cmd::frame::run(args),
+        Command::Pcap(args) => cmd::pcap::run(args),
         Command::CryptoBench(args) => cmd::crypto_bench::run(args),
         Command::Suites(args) => cmd::suites::run(args),
         Command::Testbed(args) => cmd::testbed::run(args),

@@ -6,6 +6,7 @@ pub mod frame_esp;
 pub mod frame_macsec;
 pub mod lab;
 pub mod node;
+pub mod pcap;
 pub mod pingpong;
 pub mod run;
 pub mod suites;
