@@ -272,7 +272,8 @@ mod tests {
         let s = preset("seed000", &RunSection::default()).unwrap();
         // 000's design: 4 payloads × (3 AES keys × 4 HMACs + CRC32 + plain).
         assert_eq!(s.scenarios.len(), 56);
-        assert_eq!(s.exchanges(), 403_200);
+        // 120 × 30 exchanges each, a request and a reply per exchange: 403,200 messages.
+        assert_eq!(s.exchanges() * 2, 403_200);
     }
 
     #[test]

@@ -180,6 +180,42 @@ fn check_samples_csv(path: &Path, rows_expected: usize) {
     assert_eq!(rows, rows_expected);
 }
 
+/// The capture holds every request and reply; tshark (when installed) dissects them as the
+/// protocol they are.
+fn check_capture(pcap: &Path, profile: &str, frames: usize) {
+    let bytes = std::fs::read(pcap).unwrap();
+    let n = ivnsec_net::pcap::PcapReader::new(&bytes[..])
+        .unwrap()
+        .map(|r| r.unwrap())
+        .count();
+    assert_eq!(n, frames, "{profile}");
+    let Ok(o) = Command::new("tshark")
+        .args([
+            "-r",
+            pcap.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "frame.protocols",
+        ])
+        .output()
+    else {
+        eprintln!("tshark not installed: capture checked by record count only");
+        return;
+    };
+    let want = match profile {
+        "macsec-gcm-aes-128" => "eth:ethertype:macsec",
+        "esp-aes128-gcm" => "eth:ethertype:ip:esp",
+        _ => "eth:ethertype:data",
+    };
+    let lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), frames, "{profile}: {}", text(&o.stderr));
+    assert!(
+        lines.iter().all(|l| l.starts_with(want)),
+        "{profile}: {lines:?}"
+    );
+}
+
 #[test]
 fn pingpong_over_loopback_without_a_testbed() {
     let d = TempDir::new("lo");
@@ -222,6 +258,7 @@ fn pingpong_on_a_testbed_for_each_protocol_family() {
         ("esp-aes128-gcm", "blocking"),
     ] {
         let out = d.path(&format!("report-{profile}"));
+        let pcap = d.path(&format!("{profile}.pcap"));
         let o = ivnsec(
             &d,
             &[
@@ -242,6 +279,8 @@ fn pingpong_on_a_testbed_for_each_protocol_family() {
                 "--json",
                 "--out",
                 out.to_str().unwrap(),
+                "--pcap",
+                pcap.to_str().unwrap(),
             ],
         );
         assert!(
@@ -251,6 +290,7 @@ fn pingpong_on_a_testbed_for_each_protocol_family() {
         );
         let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
         check_scenario(&v, profile, 1440, 80);
+        check_capture(&pcap, profile, 160);
         check_samples_csv(&out.join("samples.csv"), 80);
         assert!(out.join("index.html").exists());
         assert!(d.leftover_testbeds().is_empty(), "testbed not removed");

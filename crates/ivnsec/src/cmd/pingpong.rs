@@ -39,6 +39,10 @@ pub struct Args {
     /// Write samples.csv, summary.json, summary.md and index.html to this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Record the frames the initiator sends and receives (classic pcap, Ethernet; ESP frames get
+    /// the Ethernet/IPv4 headers they travel with). Read it with tshark or `ivnsec pcap verify`.
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
     /// Print the scenario's summary as JSON (the `scenarios[0]` object of summary.json).
     #[arg(long)]
     pub json: bool,
@@ -112,7 +116,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
-    let outcome = run_scenario(&open.site, &s)?;
+    let outcome = run_scenario(&open.site, &s, a.pcap.as_deref())?;
+    if let Some(p) = &a.pcap {
+        eprintln!("capture: {}", p.display());
+    }
     let req = Requirements::default();
     let judged = lab::judge(&outcome, &req);
     let report = Report {

@@ -106,7 +106,8 @@ pub fn run_plan(plan: &Plan, open: &OpenSite, baseline: Option<Value>) -> Result
     let mut runs = Vec::with_capacity(plan.scenarios.len());
     for (i, s) in plan.scenarios.iter().enumerate() {
         bar.set_message(format!("{} ({}/{})", s.name(), i + 1, plan.scenarios.len()));
-        let o = run_scenario(&open.site, s).with_context(|| format!("scenario {}", s.name()))?;
+        let o =
+            run_scenario(&open.site, s, None).with_context(|| format!("scenario {}", s.name()))?;
         bar.inc(u64::from(s.count) * u64::from(s.replications));
         runs.push(ScenarioRun {
             name: s.name(),

@@ -397,6 +397,41 @@ impl Channel {
     }
 }
 
+impl Channel {
+    /// The unit as an Ethernet frame for a capture: IVN-AE and MACsec units already are; an ESP
+    /// unit gets the Ethernet and IPv4 headers it travels with (`outbound`: sent by this node).
+    pub fn capture_frame(&self, unit: &[u8], outbound: bool, out: &mut Vec<u8>) {
+        out.clear();
+        match self.family {
+            Family::Esp(_) => {
+                let (src_mac, dst_mac, src, dst) = if outbound {
+                    (
+                        self.ends.local_mac,
+                        self.ends.peer_mac,
+                        self.ends.local_ip,
+                        self.ends.peer_ip,
+                    )
+                } else {
+                    (
+                        self.ends.peer_mac,
+                        self.ends.local_mac,
+                        self.ends.peer_ip,
+                        self.ends.local_ip,
+                    )
+                };
+                out.extend_from_slice(&dst_mac);
+                out.extend_from_slice(&src_mac);
+                out.extend_from_slice(&0x0800u16.to_be_bytes());
+                let mut ip = [0u8; IPV4_HLEN];
+                write_ipv4_header(&mut ip, IPV4_HLEN + unit.len(), protocol::ESP, src, dst);
+                out.extend_from_slice(&ip);
+                out.extend_from_slice(unit);
+            }
+            _ => out.extend_from_slice(unit),
+        }
+    }
+}
+
 fn provider_for(choice: ProviderChoice, suite: Suite) -> Result<&'static CryptoProvider> {
     providers::select(choice, suite).map_err(usage)
 }

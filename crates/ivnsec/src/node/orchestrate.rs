@@ -156,8 +156,8 @@ impl Outcome {
     }
 }
 
-/// Runs `s` at `site`.
-pub fn run_scenario(site: &Site, s: &Scenario) -> Result<Outcome> {
+/// Runs `s` at `site`; with `pcap`, the initiator records the frames it sends and receives.
+pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -> Result<Outcome> {
     let frame_bytes = s.check()?;
     let family = Family::parse(&s.profile)?;
     let forward = DirectionKeys::random(&s.profile)?;
@@ -183,6 +183,7 @@ pub fn run_scenario(site: &Site, s: &Scenario) -> Result<Outcome> {
         ends,
         forward: forward.clone(),
         backward: backward.clone(),
+        pcap: None,
     };
 
     let (ini_ends, res_ends, ns) = match site {
@@ -272,7 +273,9 @@ pub fn run_scenario(site: &Site, s: &Scenario) -> Result<Outcome> {
             peer: Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
         },
     };
-    let ini_spec = base(Role::Initiator, ini_link, ini_ends, cpu_i);
+    let mut ini_spec = base(Role::Initiator, ini_link, ini_ends, cpu_i);
+    // The initiator runs in another directory context (`ip netns exec`): give it an absolute path.
+    ini_spec.pcap = pcap.map(std::path::absolute).transpose()?;
     let ini_result = spawn(ns.as_ref().map(|n| n.0.as_str()), &ini_spec)
         .and_then(|mut c| collect_initiator(&mut c));
     // Stop the responder whatever happened to the initiator.

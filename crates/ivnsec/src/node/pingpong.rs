@@ -63,6 +63,9 @@ pub struct RoleSpec {
     pub forward: DirectionKeys,
     /// Responder → initiator keys.
     pub backward: DirectionKeys,
+    /// Initiator: record every request it sends and every reply it receives here (classic pcap).
+    #[serde(default)]
+    pub pcap: Option<std::path::PathBuf>,
 }
 
 impl RoleSpec {
@@ -183,6 +186,19 @@ fn initiator(spec: &RoleSpec) -> Result<()> {
     let pause = Duration::from_nanos(spec.pause_ns);
     let mut rejects = DropCounters::default();
     let mut stale = 0u64;
+    // Capture: frames are written between exchanges, never inside a timed part, except the copy
+    // of each reply before it is verified in place (counted in part 4).
+    let mut pcap = match &spec.pcap {
+        Some(p) => Some(
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let clock_base = (std::time::SystemTime::now(), monotonic_ns());
+    let wall = |mono: u64| clock_base.0 + Duration::from_nanos(mono.saturating_sub(clock_base.1));
+    let mut reply_copy: Vec<u8> = Vec::with_capacity(if pcap.is_some() { cap } else { 0 });
+    let mut frame = Vec::with_capacity(if pcap.is_some() { cap } else { 0 });
     // Records stay in memory until the end, so no pipe write lands inside a measurement.
     let total = spec.count as usize * spec.replications as usize;
     let mut records: Vec<[u64; 8]> = Vec::with_capacity(total);
@@ -212,6 +228,10 @@ fn initiator(spec: &RoleSpec) -> Result<()> {
                 };
                 let t3 = monotonic_ns();
                 // Part 4: verify.
+                if pcap.is_some() {
+                    reply_copy.clear();
+                    reply_copy.extend_from_slice(&rx[off..off + len]);
+                }
                 match ch.verify(&mut rx, len) {
                     Ok(r) if r.len() >= 8 && rx[r.start..r.start + 8] == id.to_be_bytes() => {
                         done = Some((t3, monotonic_ns()));
@@ -225,12 +245,23 @@ fn initiator(spec: &RoleSpec) -> Result<()> {
                 Some((t3, t4)) => (t3 - t2, t4 - t3, 0),
                 None => (0, 0, 1),
             };
+            if let Some(w) = pcap.as_mut() {
+                ch.capture_frame(&tx[..n], true, &mut frame);
+                w.write_frame(wall(t2), &frame)?;
+                if let Some((t3, _)) = done {
+                    ch.capture_frame(&reply_copy, false, &mut frame);
+                    w.write_frame(wall(t3), &frame)?;
+                }
+            }
             let (rep, idx) = (u64::from(rep), u64::from(idx));
             records.push([rep, idx, t0, t1 - t0, t2 - t1, rtt, verify, lost]);
             if !pause.is_zero() {
                 std::thread::sleep(pause);
             }
         }
+    }
+    if let Some(mut w) = pcap {
+        w.flush()?;
     }
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
