@@ -186,7 +186,7 @@ fn check_capture(pcap: &Path, profile: &str, frames: usize) {
     let bytes = std::fs::read(pcap).unwrap();
     let n = ivnsec_net::pcap::PcapReader::new(&bytes[..])
         .unwrap()
-        .map(|r| r.unwrap())
+        .inspect(|r| assert!(r.is_ok(), "{r:?}"))
         .count();
     assert_eq!(n, frames, "{profile}");
     let Ok(o) = Command::new("tshark")
