@@ -42,14 +42,17 @@ fn protect(sa: &[&str], plains: &[String]) -> Vec<String> {
     text(&o.stdout).lines().map(str::to_string).collect()
 }
 
-/// Writes `frames` (hex) as a classic pcap with Python's struct module.
+/// Writes `frames` (hex, or `hex/orig_len` for a record the capture cut short) as a classic pcap
+/// with Python's struct module.
 const PY_WRAP: &str = r#"
 import struct, sys
 with open(sys.argv[1], "wb") as f:
     f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
     for i, line in enumerate(sys.stdin.read().split()):
-        data = bytes.fromhex(line)
-        f.write(struct.pack("<IIII", 1700000000 + i, 1000 * i, len(data), len(data)))
+        hexdata, _, orig = line.partition("/")
+        data = bytes.fromhex(hexdata)
+        orig = int(orig) if orig else len(data)
+        f.write(struct.pack("<IIII", 1700000000 + i, 1000 * i, len(data), orig))
         f.write(data)
 "#;
 
@@ -212,6 +215,8 @@ fn ivnae_skips_foreign_frames() {
         "ffffffffffff0200000000010806000108000604000102".to_string(),
         "02000000000202000000000188e52c00000000010203".to_string(),
         "02000000".to_string(),
+        // A record that kept only 20 of the 46 bytes on the wire (cut by a snaplen).
+        format!("{}/46", &f[0][..40]),
     ];
     let cap = capture("ivnae-skip", &frames);
     let (rc, out, err) = verify(&IVNAE, &cap, &[]);
@@ -219,8 +224,14 @@ fn ivnae_skips_foreign_frames() {
     assert_eq!(
         out,
         "1 skip ethertype 0x0800\n2 ok\n3 skip ethertype 0x0806\n4 skip ethertype 0x88e5\n\
-         5 skip runt frame of 4 bytes\ncounters: frames=5 ok=1 drop=0 skip=4\n"
+         5 skip runt frame of 4 bytes\n6 skip captured 20 of 46 bytes (snaplen)\n\
+         counters: frames=6 ok=1 drop=0 skip=5\n"
     );
+    // A capture without frames.
+    let cap = capture("empty", &[]);
+    let (rc, out, err) = verify(&IVNAE, &cap, &[]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "counters: frames=0 ok=0 drop=0 skip=0\n");
 }
 
 #[test]

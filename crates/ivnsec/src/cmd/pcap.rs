@@ -16,7 +16,8 @@ use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_core::wire::ip::{self, IpError, protocol};
 use ivnsec_core::wire::{ivnae, macsec};
 use ivnsec_net::pcap::{MAX_CAPLEN, PcapReader};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::SerializeMap;
 
 use super::frame::SaArgs;
 use super::frame_esp::EspVerifyOpts;
@@ -52,15 +53,16 @@ pub struct VerifyArgs {
     /// W of the highest is accepted once.
     #[arg(long, default_value_t = 64)]
     replay_window: u32,
-    #[command(flatten)]
-    macsec: MacsecVerifyOpts,
-    #[command(flatten)]
-    esp: EspVerifyOpts,
     /// Print `{"frames": [{"index", "verdict", "reason"}], "counters": {...}}` instead of text.
     #[arg(long)]
     json: bool,
     /// The capture (classic pcap with the Ethernet link type; pcapng: `editcap -F pcap`).
     file: PathBuf,
+    // The protocol option groups last: each sets a help heading for what follows it.
+    #[command(flatten)]
+    macsec: MacsecVerifyOpts,
+    #[command(flatten)]
+    esp: EspVerifyOpts,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -349,6 +351,47 @@ fn build_rx(a: &VerifyArgs) -> Result<Rx> {
     })
 }
 
+/// The `--json` document, fields in the documented order.
+#[derive(Serialize)]
+struct JsonDoc<'a> {
+    frames: &'a [JsonFrame],
+    counters: JsonCounters,
+}
+
+#[derive(Serialize)]
+struct JsonFrame {
+    index: u64,
+    verdict: &'static str,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct JsonCounters {
+    frames: u64,
+    ok: u64,
+    drop: u64,
+    skip: u64,
+    not_validated: u64,
+    /// Non-zero drop counters by reason, in `DropReason` order.
+    drops: Pairs,
+    /// MACsec profiles: every 802.1AE §10.7 receive counter, in the standard's order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    macsec: Option<Pairs>,
+}
+
+/// Name/value pairs serialized as a JSON object in their own order.
+struct Pairs(Vec<(&'static str, u64)>);
+
+impl Serialize for Pairs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
 fn bad_file(path: &Path, e: impl fmt::Display) -> anyhow::Error {
     usage(format!("{}: {e}", path.display()))
 }
@@ -386,11 +429,11 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         };
         totals.count(&verdict);
         if a.json {
-            frames_json.push(json!({
-                "index": rec.number,
-                "verdict": verdict.name(),
-                "reason": verdict.reason(),
-            }));
+            frames_json.push(JsonFrame {
+                index: rec.number,
+                verdict: verdict.name(),
+                reason: verdict.reason(),
+            });
         } else {
             match verdict.reason() {
                 None => writeln!(w, "{} {}", rec.number, verdict.name())?,
@@ -403,27 +446,18 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         _ => None,
     };
     if a.json {
-        let drops: Map<String, Value> = totals
-            .drops
-            .iter()
-            .map(|(r, n)| (r.name().to_string(), json!(n)))
-            .collect();
-        let mut counters = json!({
-            "frames": totals.frames,
-            "ok": totals.ok,
-            "drop": totals.drop,
-            "skip": totals.skip,
-            "not_validated": totals.not_validated,
-            "drops": drops,
-        });
-        if let Some(named) = macsec {
-            let m: Map<String, Value> = named
-                .iter()
-                .map(|(n, v)| (n.to_string(), json!(v)))
-                .collect();
-            counters["macsec"] = Value::Object(m);
-        }
-        let doc = json!({ "frames": frames_json, "counters": counters });
+        let doc = JsonDoc {
+            frames: &frames_json,
+            counters: JsonCounters {
+                frames: totals.frames,
+                ok: totals.ok,
+                drop: totals.drop,
+                skip: totals.skip,
+                not_validated: totals.not_validated,
+                drops: Pairs(totals.drops.iter().map(|(r, n)| (r.name(), n)).collect()),
+                macsec: macsec.map(|named| Pairs(named.to_vec())),
+            },
+        };
         serde_json::to_writer_pretty(&mut w, &doc)?;
         writeln!(w)?;
     } else {
