@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Node(args) => cmd::node::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Report(args) => cmd::report::run(args),
     };
     match result {
         Ok(code) => code,

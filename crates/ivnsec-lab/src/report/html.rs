@@ -366,10 +366,15 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
             })
             .collect();
         let title = format!("Forward OWD, payload {p} B");
-        let svg = plots::box_plots(&title, "µs", &rows)?;
+        let (svg, log) = plots::box_plots(&title, "µs", &rows)?;
+        let scale = if log {
+            " Logarithmic latency axis."
+        } else {
+            ""
+        };
         s.push_str(&figure(
             &svg,
-            &format!("{title}: box plots as seed 000 Fig. 27–30."),
+            &format!("{title}: box plots as seed 000 Fig. 27–30.{scale}"),
         ));
     }
 
@@ -440,7 +445,15 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
             .collect();
         let title = format!("CDF of the forward OWD, payload {p} B");
         let svg = plots::cdf(&title, "µs (log scale)", &series)?;
-        s.push_str(&figure(&svg, &format!("{title}: empirical distribution, 100 quantiles plus p99.5, p99.9, p99.99 and the maximum.")));
+        s.push_str(&figure(&svg, &format!("{title}: empirical distribution drawn through 100 quantiles, p99.1 to p99.9, p99.95, p99.99 and the maximum.")));
+        let title = format!("Tail of the forward OWD, payload {p} B");
+        let svg = plots::exceedance(&title, "µs (log scale)", &series)?;
+        s.push_str(&figure(
+            &svg,
+            &format!(
+                "{title}: fraction of messages slower than x (1 − CDF), both axes logarithmic."
+            ),
+        ));
     }
 
     s.push_str("<h2 id=\"method\">Method</h2>\n");

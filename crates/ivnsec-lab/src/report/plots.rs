@@ -8,6 +8,8 @@
 //! (Fig. 27–30) are read for exactly those outliers.
 
 use plotters::coord::Shift;
+use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -38,6 +40,43 @@ const PALETTE: [RGBColor; 14] = [
 
 pub(super) fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
+}
+
+/// Minor grid lines: barely there, so dense ones do not crowd the data.
+const LIGHT_GRID: RGBColor = RGBColor(242, 242, 242);
+
+/// A logarithmic axis over `lo..hi` (both > 0) labelled at 1, 2 and 5 × 10^k, with faint grid
+/// lines at every integer multiple of 10^k: plotters' own log key points leave long stretches
+/// unlabelled.
+fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
+    let mut bold = Vec::new();
+    let mut light = Vec::new();
+    let mut decade = 10f64.powi(lo.log10().floor() as i32);
+    while decade <= hi && decade > 0.0 {
+        for m in 1..10 {
+            let v = decade * m as f64;
+            if v >= lo && v <= hi {
+                light.push(v);
+                if matches!(m, 1 | 2 | 5) {
+                    bold.push(v);
+                }
+            }
+        }
+        decade *= 10.0;
+    }
+    (lo..hi)
+        .log_scale()
+        .with_key_points(bold)
+        .with_light_points(light)
+}
+
+/// An axis label: whole numbers from 10 up, one decimal below.
+fn number(v: f64) -> String {
+    if v.abs() >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
 }
 
 const DEADLINE: RGBColor = RGBColor(200, 0, 0);
@@ -138,8 +177,10 @@ pub(super) fn mean_worst(
             .disable_y_mesh()
             .y_labels(0)
             .x_labels(8)
+            .x_label_formatter(&|v| number(*v))
             .x_desc(x_desc)
             .label_style((FONT, 11))
+            .light_line_style(LIGHT_GRID)
             .draw()
             .map_err(perr(title))?;
         for (i, row) in rows.iter().enumerate() {
@@ -173,7 +214,7 @@ pub(super) fn mean_worst(
                         &root,
                         label,
                         (px - 6, py),
-                        10,
+                        11,
                         Pos::new(HPos::Right, VPos::Center),
                         title,
                     )?;
@@ -295,8 +336,11 @@ pub(super) fn payload_fit(
         chart
             .configure_mesh()
             .x_desc("payload (bytes)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
             .y_desc("µs")
+            .y_label_formatter(&|v| number(*v))
             .label_style((FONT, 11))
+            .light_line_style(LIGHT_GRID)
             .draw()
             .map_err(perr(title))?;
         if show_deadline {
@@ -416,8 +460,14 @@ pub(super) fn tukey(sorted: &[f64]) -> Option<Tukey> {
     })
 }
 
-/// Horizontal box plots, first row at the top (seed 000 Fig. 27–30).
-pub(super) fn box_plots(title: &str, x_desc: &str, rows: &[BoxRow]) -> Result<String, ReportError> {
+/// Horizontal box plots, first row at the top (seed 000 Fig. 27–30). The latency axis is
+/// logarithmic when the samples span more than a factor of 5 (outliers far from tight boxes),
+/// linear otherwise.
+pub(super) fn box_plots(
+    title: &str,
+    x_desc: &str,
+    rows: &[BoxRow],
+) -> Result<(String, bool), ReportError> {
     const ROW_PX: u32 = 26;
     let n = rows.len().max(1);
     let height = n as u32 * ROW_PX + 100;
@@ -436,40 +486,76 @@ pub(super) fn box_plots(title: &str, x_desc: &str, rows: &[BoxRow]) -> Result<St
     } else {
         (0.0, 1.0)
     };
-    let pad = (hi - lo) * 0.04;
+    let log = lo > 0.0 && hi / lo > 5.0;
     let lw = label_width(rows.iter().map(|r| r.label.chars().count()));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(perr(title))?;
-        let mut chart = ChartBuilder::on(&root)
+        let frame = BoxFrame {
+            root: &root,
+            title,
+            x_desc,
+            rows,
+            n,
+            label_width: lw,
+        };
+        if log {
+            frame.draw(log_axis(lo * 0.9, hi * 1.1), lo * 0.9)?;
+        } else {
+            let pad = (hi - lo) * 0.04;
+            let left = (lo - pad).max(0.0);
+            frame.draw(left..hi + pad, left)?;
+        }
+        root.present().map_err(perr(title))?;
+    }
+    Ok((svg, log))
+}
+
+struct BoxFrame<'a, 'b> {
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &'a str,
+    x_desc: &'a str,
+    rows: &'a [BoxRow],
+    n: usize,
+    label_width: u32,
+}
+
+impl BoxFrame<'_, '_> {
+    fn draw<XR>(&self, x_range: XR, left: f64) -> Result<(), ReportError>
+    where
+        XR: AsRangedCoord<Value = f64>,
+        XR::CoordDescType: ValueFormatter<f64>,
+    {
+        let (root, title, n) = (self.root, self.title, self.n);
+        let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 16))
             .margin(10)
             .margin_right(25)
             .x_label_area_size(40)
-            .y_label_area_size(lw)
-            .build_cartesian_2d((lo - pad).max(0.0)..hi + pad, 0f64..n as f64)
+            .y_label_area_size(self.label_width)
+            .build_cartesian_2d(x_range, 0f64..n as f64)
             .map_err(perr(title))?;
         chart
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(0)
-            .x_labels(10)
-            .x_desc(x_desc)
+            .x_labels(12)
+            .x_label_formatter(&|v| number(*v))
+            .x_desc(self.x_desc)
             .label_style((FONT, 11))
+            .light_line_style(LIGHT_GRID)
             .draw()
             .map_err(perr(title))?;
-        for (i, r) in rows.iter().enumerate() {
+        for (i, r) in self.rows.iter().enumerate() {
             let y0 = (n - 1 - i) as f64;
             let yc = y0 + 0.5;
-            let (px, py) = chart.backend_coord(&(lo, yc));
-            let (lx, _) = chart.backend_coord(&((lo - pad).max(0.0), yc));
-            let _ = px;
+            let (lx, py) = chart.backend_coord(&(left, yc));
             draw_text(
-                &root,
+                root,
                 &r.label,
                 (lx - 6, py),
-                10,
+                11,
                 Pos::new(HPos::Right, VPos::Center),
                 title,
             )?;
@@ -512,9 +598,8 @@ pub(super) fn box_plots(title: &str, x_desc: &str, rows: &[BoxRow]) -> Result<St
                 )
                 .map_err(perr(title))?;
         }
-        root.present().map_err(perr(title))?;
+        Ok(())
     }
-    Ok(svg)
 }
 
 /// A named line or point set.
@@ -591,8 +676,11 @@ pub(super) fn dispersion(
         chart
             .configure_mesh()
             .x_desc("message number")
+            .x_label_formatter(&|v| format!("{v:.0}"))
             .y_desc(y_desc)
+            .y_label_formatter(&|v| number(*v))
             .label_style((FONT, 11))
+            .light_line_style(LIGHT_GRID)
             .draw()
             .map_err(perr(title))?;
         for s in series {
@@ -638,13 +726,16 @@ pub(super) fn cdf(title: &str, x_desc: &str, series: &[Series]) -> Result<String
             .margin_right(25)
             .x_label_area_size(40)
             .y_label_area_size(50)
-            .build_cartesian_2d((lo..hi).log_scale(), 0f64..1.0)
+            .build_cartesian_2d(log_axis(lo, hi), 0f64..1.0)
             .map_err(perr(title))?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
+            .x_labels(12)
+            .x_label_formatter(&|v| number(*v))
             .y_desc("fraction of messages ≤ x")
             .label_style((FONT, 11))
+            .light_line_style(LIGHT_GRID)
             .draw()
             .map_err(perr(title))?;
         for s in series {
@@ -673,17 +764,99 @@ pub(super) fn cdf(title: &str, x_desc: &str, series: &[Series]) -> Result<String
     Ok(svg)
 }
 
-/// Points of an empirical CDF from sorted samples: 100 evenly spaced probabilities plus the
-/// tail (p99.5, p99.9, p99.99) and the maximum.
+/// Points of an empirical CDF from sorted samples: 100 evenly spaced probabilities, a finer
+/// tail (p99.1 … p99.9, p99.95, p99.99) and the maximum.
 pub(super) fn cdf_points(sorted: &[f64]) -> Vec<(f64, f64)> {
     if sorted.is_empty() {
         return Vec::new();
     }
     let mut ps: Vec<f64> = (0..100).map(|i| i as f64 / 100.0).collect();
-    ps.extend([0.995, 0.999, 0.9999, 1.0]);
+    ps.extend((1..10).map(|i| 0.99 + i as f64 / 1000.0));
+    ps.extend([0.9995, 0.9999, 1.0]);
     ps.into_iter()
         .map(|p| (quantile_sorted(sorted, p), p))
         .collect()
+}
+
+/// Exceedance P(latency > x) on logarithmic axes: the tail a deadline cares about.
+pub(super) fn exceedance(
+    title: &str,
+    x_desc: &str,
+    series: &[Series],
+) -> Result<String, ReportError> {
+    // From CDF points (x, p): (x, 1 − p), dropping p = 1.
+    let tails: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter(|p| p.0 > 0.0 && p.1 < 1.0)
+                .map(|&(x, p)| (x, 1.0 - p))
+                .collect()
+        })
+        .collect();
+    let xs = || tails.iter().flatten().map(|p| p.0);
+    let lo = xs().fold(f64::INFINITY, f64::min);
+    let hi = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    let (lo, hi) = if lo.is_finite() && hi > lo {
+        (lo * 0.9, hi * 1.1)
+    } else {
+        (1.0, 10.0)
+    };
+    let y_lo = tails
+        .iter()
+        .flatten()
+        .map(|p| p.1)
+        .fold(1.0, f64::min)
+        .clamp(1e-6, 0.5)
+        * 0.5;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr(title))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 16))
+            .margin(10)
+            .margin_right(25)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(log_axis(lo, hi), (y_lo..1.0).log_scale())
+            .map_err(perr(title))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .x_labels(12)
+            .x_label_formatter(&|v| number(*v))
+            .y_desc("fraction of messages > x")
+            .y_label_formatter(&|v| format!("{v:.0e}"))
+            .label_style((FONT, 11))
+            .light_line_style(LIGHT_GRID)
+            .draw()
+            .map_err(perr(title))?;
+        for (s, pts) in series.iter().zip(&tails) {
+            let c = color(s.color);
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                .map_err(perr(title))?
+                .label(s.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 15, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 11))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(perr(title))?;
+        root.present().map_err(perr(title))?;
+    }
+    Ok(svg)
 }
 
 #[cfg(test)]

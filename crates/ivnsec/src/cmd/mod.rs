@@ -8,6 +8,7 @@ pub mod lab;
 pub mod node;
 pub mod pcap;
 pub mod pingpong;
+pub mod report;
 pub mod run;
 pub mod suites;
 pub mod testbed;
