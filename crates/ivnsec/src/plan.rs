@@ -4,6 +4,9 @@
 //! ```toml
 //! name = "quick"
 //! description = "…"
+//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N (default pair)
+//! initiator = "ecu1"         # default: the topology's first ECU
+//! responder = "ecu2"         # default: its last ECU
 //! [run]                      # settings of every scenario (all optional)
 //! count = 120                # exchanges per replication
 //! replications = 5
@@ -31,6 +34,8 @@ use anyhow::Result;
 use ivnsec_lab::pingpong::Requirements;
 use serde::Deserialize;
 
+use ivnsec_net::topology::Topology;
+
 use crate::cli::usage;
 use crate::cmd::pingpong::ms_to_ns;
 use crate::node::orchestrate::{Mode, Scenario};
@@ -48,6 +53,9 @@ struct PlanFile {
     name: Option<String>,
     #[allow(dead_code)]
     description: Option<String>,
+    topology: Option<String>,
+    initiator: Option<String>,
+    responder: Option<String>,
     #[serde(default)]
     run: RunSection,
     #[serde(default)]
@@ -100,6 +108,10 @@ struct ScenarioEntry {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub name: String,
+    /// The testbed the plan runs on, and the two ECUs that exchange.
+    pub topology: Topology,
+    pub initiator: String,
+    pub responder: String,
     pub scenarios: Vec<Scenario>,
     pub requirements: Requirements,
 }
@@ -161,6 +173,35 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
         .unwrap_or("auto")
         .parse()
         .map_err(|e: String| bad("run.provider", e))?;
+
+    let topology: Topology = f
+        .topology
+        .as_deref()
+        .unwrap_or("pair")
+        .parse()
+        .map_err(|e: ivnsec_net::Error| bad("topology", e.to_string()))?;
+    let ecus = topology.ecu_names();
+    let node = |key: &str, given: &Option<String>, default: &String| -> Result<String> {
+        match given {
+            None => Ok(default.clone()),
+            Some(n) if ecus.contains(n) => Ok(n.clone()),
+            Some(n) => Err(bad(
+                key,
+                format!(
+                    "topology {topology} has no ECU `{n}` (it has {})",
+                    ecus.join(", ")
+                ),
+            )),
+        }
+    };
+    let initiator = node("initiator", &f.initiator, &ecus[0])?;
+    let responder = node("responder", &f.responder, &ecus[ecus.len() - 1])?;
+    if initiator == responder {
+        return Err(bad(
+            "responder",
+            format!("must differ from the initiator `{initiator}`"),
+        ));
+    }
 
     let d = Requirements::default();
     let q = &f.requirements;
@@ -255,6 +296,9 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
     }
     Ok(Plan {
         name: f.name.unwrap_or_else(|| default_name.to_string()),
+        topology,
+        initiator,
+        responder,
         scenarios,
         requirements,
     })
@@ -305,6 +349,25 @@ mod tests {
         assert!(format!("{e:#}").contains("MTU"), "{e:#}");
         let e = parse("p.toml", "p", "[run]\npause_ms = -1\n", &o).unwrap_err();
         assert!(format!("{e:#}").contains("run.pause_ms"), "{e:#}");
+        let one = "[[scenario]]\nprofile = \"plain\"\npayload = 64\n";
+        let e = parse("p.toml", "p", &format!("topology = \"ring\"\n{one}"), &o).unwrap_err();
+        assert!(format!("{e:#}").contains("key `topology`"), "{e:#}");
+        let e = parse(
+            "p.toml",
+            "p",
+            &format!("topology = \"cascade:3\"\ninitiator = \"sw0\"\n{one}"),
+            &o,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("no ECU `sw0`"), "{e:#}");
+        let p = parse(
+            "p.toml",
+            "p",
+            &format!("topology = \"steer-by-wire\"\n{one}"),
+            &o,
+        )
+        .unwrap();
+        assert_eq!((p.initiator.as_str(), p.responder.as_str()), ("cu", "rear"));
         let e = parse("p.toml", "p", "name = \"x\"\n", &o).unwrap_err();
         assert!(format!("{e:#}").contains("no scenarios"), "{e:#}");
     }
@@ -324,6 +387,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.scenarios[0].count, 3);
+        assert_eq!(p.topology, Topology::Pair);
+        assert_eq!(
+            (p.initiator.as_str(), p.responder.as_str()),
+            ("ecu1", "ecu2")
+        );
         assert_eq!(p.scenarios[0].mode, Mode::BusyPoll);
         assert_eq!(p.name, "p");
     }

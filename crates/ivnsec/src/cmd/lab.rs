@@ -31,19 +31,43 @@ pub struct OpenSite {
     pub fallback_reason: Option<String>,
 }
 
-/// Opens the site: an existing testbed (`prefix`), a fresh `pair` testbed, or loopback.
-pub fn open_site(choice: Where, existing: Option<&str>) -> Result<OpenSite> {
+/// The testbed to build and the two ECUs that exchange on it.
+pub struct Layout {
+    pub topology: Topology,
+    pub initiator: String,
+    pub responder: String,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            topology: Topology::Pair,
+            initiator: "ecu1".into(),
+            responder: "ecu2".into(),
+        }
+    }
+}
+
+/// Opens the site: an existing testbed (`prefix`; its first and last ECUs unless the layout
+/// names two of its ECUs), a fresh testbed of `layout`, or loopback.
+pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Result<OpenSite> {
     if let Some(prefix) = existing {
         let state = testbed::load(&testbed::default_state_dir(), prefix).map_err(net_err)?;
         let ecus: Vec<String> = state.ecus().map(|n| n.name.clone()).collect();
         if ecus.len() < 2 {
             return Err(usage(format!("testbed {prefix} has fewer than two ECUs")));
         }
+        let (initiator, responder) =
+            if ecus.contains(&layout.initiator) && ecus.contains(&layout.responder) {
+                (layout.initiator.clone(), layout.responder.clone())
+            } else {
+                (ecus[0].clone(), ecus[ecus.len() - 1].clone())
+            };
         return Ok(OpenSite {
             site: Site::Testbed {
                 state,
-                initiator: ecus[0].clone(),
-                responder: ecus[1].clone(),
+                initiator,
+                responder,
             },
             testbed: None,
             fallback_reason: None,
@@ -63,13 +87,13 @@ pub fn open_site(choice: Where, existing: Option<&str>) -> Result<OpenSite> {
         }),
         (Where::Testbed, Err(e)) => Err(net_err(e)),
         (_, Ok(())) => {
-            let tb = Testbed::up(&Topology::Pair, &Options::default()).map_err(net_err)?;
+            let tb = Testbed::up(&layout.topology, &Options::default()).map_err(net_err)?;
             tb.down_on_termination_signal().map_err(net_err)?;
             Ok(OpenSite {
                 site: Site::Testbed {
                     state: tb.state().clone(),
-                    initiator: "ecu1".into(),
-                    responder: "ecu2".into(),
+                    initiator: layout.initiator.clone(),
+                    responder: layout.responder.clone(),
                 },
                 testbed: Some(tb),
                 fallback_reason: None,

@@ -112,7 +112,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(dir) = &a.out {
         lab::ensure_dir(dir)?;
     }
-    let open = lab::open_site(a.run.on, a.run.testbed.as_deref())?;
+    let open = lab::open_site(a.run.on, a.run.testbed.as_deref(), &lab::Layout::default())?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }

@@ -83,7 +83,12 @@ impl Overrides {
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::load(&a.plan, &a.overrides.run_section())?;
     lab::ensure_dir(&a.out)?;
-    let open = lab::open_site(a.overrides.on, a.overrides.testbed.as_deref())?;
+    let layout = lab::Layout {
+        topology: plan.topology,
+        initiator: plan.initiator.clone(),
+        responder: plan.responder.clone(),
+    };
+    let open = lab::open_site(a.overrides.on, a.overrides.testbed.as_deref(), &layout)?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
