@@ -554,3 +554,88 @@ fn a_plan_picks_its_topology_and_ecus() {
     assert_eq!(o.status.code(), Some(0));
     assert!(d.leftover_testbeds().is_empty());
 }
+
+/// As an unprivileged user (root drops to `nobody` with setpriv): `validate` falls back to UDP
+/// on loopback and says so; asking for a testbed explicitly is an environment error (exit 3).
+#[test]
+fn without_privileges_validate_uses_loopback_and_testbed_exits_3() {
+    require_root!();
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no setpriv to drop privileges");
+        return;
+    }
+    let d = TempDir::new("nobody");
+    let out = d.path("report");
+    std::fs::create_dir_all(&out).unwrap();
+    for p in [d.0.clone(), d.state(), out.clone()] {
+        std::process::Command::new("chmod")
+            .args(["0777", p.to_str().unwrap()])
+            .status()
+            .unwrap();
+    }
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--",
+                BIN,
+            ])
+            .args(args)
+            .env("IVNSEC_STATE_DIR", d.state())
+            .output()
+            .expect("setpriv")
+    };
+    let probe = as_nobody(&["--version"]);
+    if !probe.status.success() {
+        eprintln!(
+            "SKIPPED: user nobody cannot run {BIN} (a parent directory is private): {}",
+            text(&probe.stderr)
+        );
+        return;
+    }
+    let o = as_nobody(&[
+        "validate",
+        "--no-baseline",
+        "--count",
+        "5",
+        "--replications",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        text(&o.stderr)
+    );
+    let e = text(&o.stderr);
+    assert!(e.contains("no testbed") && e.contains("loopback"), "{e}");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(
+        v["environment"]["transport"]
+            .as_str()
+            .unwrap()
+            .contains("loopback")
+    );
+    assert!(
+        v["environment"]["fallback_reason"]
+            .as_str()
+            .unwrap()
+            .contains("root")
+    );
+    let o = as_nobody(&[
+        "pingpong",
+        "--on",
+        "testbed",
+        "--profile",
+        "plain",
+        "--payload",
+        "64",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("root"), "{}", text(&o.stderr));
+}
