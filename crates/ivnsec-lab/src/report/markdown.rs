@@ -31,9 +31,13 @@ pub(super) fn value_text(v: &Value) -> String {
     }
 }
 
-/// Makes text safe inside a Markdown table cell.
+/// Makes text safe inside a Markdown table cell: no column break, no line break, no raw HTML.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
 }
 
 /// One row of a table: header cells or data cells.

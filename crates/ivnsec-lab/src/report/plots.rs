@@ -317,7 +317,7 @@ pub(super) fn payload_fit(
     let x_end = (max_x * 1.1).max(far_crossing * 1.05);
     let show_deadline = far_crossing > 0.0 || max_y * 3.0 >= deadline;
     let y_end = if show_deadline {
-        (max_y * 1.1).max(deadline * 1.1)
+        (max_y * 1.1).max(deadline * 1.1).max(1.0)
     } else {
         (max_y * 1.15).max(1.0)
     };

@@ -250,7 +250,10 @@ fn summary_counts_and_verdicts() {
 
 #[test]
 fn html_is_self_contained_and_escaped() {
-    let r = small_report();
+    let mut r = small_report();
+    // Names reach tables, captions and SVG text: all must be escaped.
+    r.scenarios[2].name = "<script>alert(1)</script>@64".into();
+    r.scenarios[2].profile = "<b>p</b>".into();
     let dir = tmpdir("html");
     r.write_dir(&dir).unwrap();
     let html = std::fs::read_to_string(dir.join(INDEX_HTML)).unwrap();
@@ -266,6 +269,8 @@ fn html_is_self_contained_and_escaped() {
     // The environment text is escaped.
     assert!(html.contains("test &lt;host&gt; &amp; &quot;co&quot;"));
     assert!(!html.contains("<host>"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;@64"));
+    assert!(!html.contains("<b>p</b>"));
     // The sockperf baseline keys are shown.
     assert!(html.contains("half_rtt_p50_us"));
     let md = std::fs::read_to_string(dir.join(SUMMARY_MD)).unwrap();
@@ -301,6 +306,34 @@ fn seed_figures_sit_beside_ours_by_profile_and_payload() {
     // GCM has no seed figure and says so.
     assert!(md.contains("No seed figure for: aes128-gcm/conf@64, aes128-gcm/conf@1440"));
     assert!(md.contains("50 of the seed's 56 scenarios were not measured"));
+}
+
+#[test]
+fn degenerate_runs_still_make_a_report() {
+    let mut r = small_report();
+    // All lost, a single message, and a scenario with no exchange at all.
+    r.scenarios.truncate(3);
+    for e in &mut r.scenarios[0].exchanges {
+        e.lost = true;
+    }
+    r.scenarios[1].exchanges.truncate(1);
+    r.scenarios[2].exchanges.clear();
+    let dir = tmpdir("degenerate");
+    let s = r.write_dir(&dir).unwrap();
+    assert!(s.scenarios[0].sections.rtt.is_none());
+    assert!(!s.scenarios[0].verdicts.control_2500us);
+    assert_eq!(s.scenarios[1].sections.rtt.as_ref().unwrap().count, 1);
+    assert_eq!(s.scenarios[2].count, 0);
+    let html = std::fs::read_to_string(dir.join(INDEX_HTML)).unwrap();
+    assert!(html.contains("<svg"));
+    // The empty scenario has no row in samples.csv, so it does not come back.
+    let back = Report::from_dir(&dir).unwrap();
+    assert_eq!(back.scenarios, r.scenarios[..2]);
+    // No scenario at all.
+    r.scenarios.clear();
+    r.write_dir(&dir).unwrap();
+    assert!(Report::from_dir(&dir).unwrap().scenarios.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
