@@ -183,6 +183,9 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
 
     s.push_str("<h2 id=\"verdicts\">Verdicts</h2>\n");
     s.push_str(&table_html(&markdown::verdict_rows(summary)));
+    if let Some(n) = markdown::poor_fit_note(summary) {
+        note(&mut s, n);
+    }
 
     s.push_str("<h2 id=\"baseline\">sockperf baseline</h2>\n");
     match &summary.baseline.sockperf {

@@ -100,7 +100,7 @@ pub(super) fn verdict_rows(summary: &Summary) -> Table {
                 opt_us(s.worst_owd_us().map(|w| w * (1.0 + m))),
                 opt_us(s.sections.rtt.as_ref().map(|r| r.max_us)),
                 opt_us(f.map(|f| f.p999_us)),
-                opt_us(f.and_then(|f| f.pwcet_1e9_us)),
+                pwcet_text(f),
                 yes_no(s.verdicts.control_2500us).to_string(),
                 yes_no(s.verdicts.sensor_p999_2ms).to_string(),
             ]
@@ -109,8 +109,36 @@ pub(super) fn verdict_rows(summary: &Summary) -> Table {
     Table { head, rows }
 }
 
+/// The pWCET, marked when the Gumbel fit fails the Kolmogorov–Smirnov test at 5 %.
+fn pwcet_text(f: Option<&SectionStats>) -> String {
+    match f.and_then(|f| Some((f.pwcet_1e9_us?, f.pwcet_fit_ok))) {
+        None => "—".into(),
+        Some((v, Some(false))) => format!("{} (poor fit)", us(v)),
+        Some((v, _)) => us(v),
+    }
+}
+
+/// A note for the verdict table when some pWCET is marked "(poor fit)".
+pub(super) fn poor_fit_note(summary: &Summary) -> Option<&'static str> {
+    summary
+        .scenarios
+        .iter()
+        .any(|x| {
+            x.sections
+                .owd_forward
+                .as_ref()
+                .is_some_and(|f| f.pwcet_fit_ok == Some(false))
+        })
+        .then_some(
+            "(poor fit): the Gumbel fit to the block maxima fails the Kolmogorov–Smirnov test at 5 %, so that pWCET is not a reliable bound.",
+        )
+}
+
 pub(super) fn verdict_table(summary: &Summary) -> String {
     let mut s = verdict_rows(summary).markdown();
+    if let Some(n) = poor_fit_note(summary) {
+        let _ = writeln!(s, "\n{n}");
+    }
     let n = summary.scenarios.len();
     let c = summary.control_failures().count();
     let p = summary.sensor_failures().count();
