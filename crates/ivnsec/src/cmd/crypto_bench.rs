@@ -942,8 +942,8 @@ fn measure_secoc(
     };
 
     let mut tx = SecocTx::new(prov, &params, 1).map_err(|e| anyhow!("SA: {e}"))?;
-    let mut rx = SecocRx::new(prov, &params, SecocRxOptions::default())
-        .map_err(|e| anyhow!("SA: {e}"))?;
+    let mut rx =
+        SecocRx::new(prov, &params, SecocRxOptions::default()).map_err(|e| anyhow!("SA: {e}"))?;
     let (mut ring, ring_max) = ring_for(protected_len);
     let stride = ring.len() / ring_max;
     let pdu = key_bytes(plain_len, 0x77);

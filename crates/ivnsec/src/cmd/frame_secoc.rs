@@ -111,7 +111,10 @@ fn material(sa: &SaArgs, data_id: Option<u16>) -> Result<Material> {
         ))
     })?;
     for (given, opt) in [
-        (sa.mac_key.is_some(), "--mac-key (SecOC takes its MAC key as --key)"),
+        (
+            sa.mac_key.is_some(),
+            "--mac-key (SecOC takes its MAC key as --key)",
+        ),
         (sa.iv.is_some(), "--iv"),
         (sa.key_id.is_some(), "--key-id"),
         (sa.tag_len.is_some(), "--tag-len (SecOC uses --mac-bits)"),
