@@ -602,14 +602,18 @@ mod tests {
 
         #[test]
         fn pdus_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80)) {
-            let mut total = 0usize;
+            // Well-formed PDUs tile a prefix of the datagram; an error comes last, and without
+            // one the PDUs cover all of it.
+            let (mut total, mut errors) = (0usize, 0);
             for r in Pdus::new(&bytes) {
+                proptest::prop_assert_eq!(errors, 0, "nothing after an error");
                 match r {
                     Ok((_, pdu)) => total += PDU_HEADER_LEN + pdu.len(),
-                    Err(_) => {}
+                    Err(_) => errors += 1,
                 }
             }
             proptest::prop_assert!(total <= bytes.len());
+            proptest::prop_assert!(errors == 1 || total == bytes.len());
         }
     }
 
