@@ -137,4 +137,47 @@ while read -r lidx fvb macb full; do
     done
 done <<<"$secoc_layouts"
 
-echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files)"
+# pcap_read: small real captures (classic pcap written with Python's struct module) of frames from
+# `ivnsec frame protect`: IVN-AE, MACsec, ESP in Ethernet/IPv4, and a plain frame; in both
+# timestamp resolutions and byte orders, with a record cut by the snaplen, an empty capture and a
+# truncated one.
+pcap_dir=fuzz/corpus/pcap_read
+mkdir -p "$pcap_dir"
+if command -v python3 >/dev/null 2>&1; then
+    plain_frame=0200000000020200000000010800$(pattern 40)
+    ivnae_frames=$(printf '%s\n%s\n' "$plain_frame" "$plain_frame" |
+        "$bin" frame protect --profile aes128-gcm --key "$(cipher_key 16 1)" --iv "$(iv 1)" --seq 1 -)
+    macsec_frames=$(printf '%s\n' "$plain_frame" |
+        "$bin" frame protect --profile macsec-gcm-aes-128 --key "$(cipher_key 16 1)" \
+            --sci 0200000000010001 --an 0 --pn 1 -)
+    # IPv4/UDP, 20 + 8 + 20 bytes.
+    esp_packet=$(printf '%s\n' "4500003000010000401100000a0000010a0000023039303a001c0000$(pattern 20)" |
+        "$bin" frame protect --profile esp-aes128-gcm --key "$(cipher_key 20 1)" --spi 4096 --seq 1 -)
+    printf '%s\n%s\n%s\n%s\n' "$ivnae_frames" "$macsec_frames" \
+        "0200000000020200000000010800$esp_packet" "$plain_frame" |
+        python3 -c '
+import struct, sys, zlib
+out = sys.argv[1]
+frames = [bytes.fromhex(l) for l in sys.stdin.read().split()]
+def capture(order, magic, snaplen, recs):
+    b = struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, snaplen, 1)
+    for i, (data, orig) in enumerate(recs):
+        b += struct.pack(order + "IIII", 1700000000 + i, 1000 * i, len(data), orig) + data
+    return b
+files = [
+    capture("<", 0xA1B23C4D, 262144, [(f, len(f)) for f in frames]),
+    capture("<", 0xA1B2C3D4, 65535, [(f, len(f)) for f in frames[:2]]),
+    capture(">", 0xA1B2C3D4, 65535, [(f, len(f)) for f in frames[2:]]),
+    capture(">", 0xA1B23C4D, 32, [(f[:32], len(f)) for f in frames[:3]]),
+    capture("<", 0xA1B2C3D4, 0, []),
+]
+files.append(files[0][:-3])
+for b in files:
+    with open("%s/seed-%08x" % (out, zlib.crc32(b)), "wb") as f:
+        f.write(b)
+' "$pcap_dir"
+else
+    echo "seed.sh: python3 not found; pcap_read starts from an empty corpus" >&2
+fi
+
+echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files)"

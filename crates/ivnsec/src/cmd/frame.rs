@@ -313,15 +313,20 @@ fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
     })
 }
 
-fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
+/// The IVN-AE receive SA the options describe (also used by `pcap verify`).
+pub(crate) fn ivnae_rx(sa: &SaArgs, replay_window: u32) -> Result<IvnAeRx> {
     let profile = sa.ivnae_profile()?;
     let m = sa.material()?;
-    let mut rx = IvnAeRx::new(
+    IvnAeRx::new(
         sa.provider(profile)?,
         &sa.params(profile, &m),
         replay_window,
     )
-    .map_err(|e| usage(e.to_string()))?;
+    .map_err(|e| usage(e.to_string()))
+}
+
+fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
+    let mut rx = ivnae_rx(sa, replay_window)?;
     let mut out = vec![0u8; MAX_FRAME];
     let t = verify_each(frame, "FRAME", |_, bytes| {
         Ok(rx.verify(bytes, &mut out).map(|n| out[..n].to_vec()))
