@@ -6,6 +6,7 @@ pub mod esp;
 pub mod ivnae;
 pub mod macsec;
 pub mod replay;
+pub mod secoc;
 
 use core::fmt;
 
@@ -48,7 +49,7 @@ drop_reasons! {
     Oversize => "oversize", "Longer than the receive buffer.";
     WrongEtherType => "wrong_ethertype", "Not the protocol's EtherType (an untagged or foreign frame).";
     BadVersion => "bad_version", "A version this implementation does not speak.";
-    ReservedBits => "reserved_bits", "Reserved flag bits set.";
+    ReservedBits => "reserved_bits", "Reserved flag bits set (SecOC: non-zero padding bits after the authenticator).";
     UnknownSuite => "unknown_suite", "A suite id no suite has.";
     SuiteMismatch => "suite_mismatch", "A suite other than the SA's.";
     UnknownSa => "unknown_sa", "No SA for the key id / SCI / SPI.";
@@ -68,6 +69,7 @@ drop_reasons! {
     NoSci => "no_sci", "MACsec: the SCI matches no receive SC and the frame cannot be delivered (InPktsNoSCI).";
     NotUsingSa => "not_using_sa", "MACsec: the AN selects no receive SA in use and the frame cannot be delivered (InPktsNotUsingSA).";
     Late => "late", "MACsec: PN below the lowest acceptable PN (InPktsLate).";
+    FreshnessWindow => "freshness_window", "SecOC: the freshness value is more than the acceptance window ahead of the last accepted one.";
 }
 
 impl fmt::Display for DropReason {

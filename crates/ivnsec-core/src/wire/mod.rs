@@ -11,6 +11,7 @@ pub mod ethernet;
 pub mod ip;
 pub mod ivnae;
 pub mod macsec;
+pub mod secoc;
 
 use core::ops::Range;
 

@@ -4,6 +4,7 @@ pub mod crypto_bench;
 pub mod frame;
 pub mod frame_esp;
 pub mod frame_macsec;
+pub mod frame_secoc;
 pub mod lab;
 pub mod node;
 pub mod pcap;
