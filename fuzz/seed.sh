@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Generates seed corpora for the fuzz targets. IVN-AE: real frames from `ivnsec frame protect`:
+# Generates seed corpora for the IVN-AE, SecOC and SOME/IP fuzz targets. IVN-AE and SecOC: real frames
+# from `ivnsec frame protect`:
 #   fuzz/corpus/ivnae_verify/  selector byte ‖ IVN-AE frame, protected with the same fixed keys as
 #                              fuzz_targets/ivnae_verify.rs, so the fuzzer starts on accepted frames
 #   fuzz/corpus/ivnae_parse/   the same frames without the selector byte, plus short/odd headers
+#   fuzz/corpus/secoc_verify/  selector bytes ‖ a UDP datagram of AUTOSAR PDU headers and Secured
+#                              I-PDUs, protected with the fixed keys of fuzz_targets/secoc_verify.rs
 # Idempotent (files are named by content). Binary: $IVNSEC, else target/debug/ivnsec (built if
 # missing). Usage: bash fuzz/seed.sh
 set -euo pipefail
@@ -90,6 +93,93 @@ for hex in "" 02 020000000002020000000001 020000000002020000000001 \
     02000000000202000000000188b5021000010000000000000001 02000000000202000000000188b5011000820000000000000001; do
     [ -n "$hex" ] && put "$parse_dir" "$hex"
 done
+# SecOC: datagrams of AUTOSAR PDU headers and Secured I-PDUs, with the fixed keys of
+# fuzz_targets/secoc_verify.rs. Selector byte 0: MAC (bit 0), provider (bit 1), layout (bits 2-4);
+# byte 1: 0 (one verify attempt, the default window). Layouts must match LAYOUTS there.
+secoc_dir=fuzz/corpus/secoc_verify
+mkdir -p "$secoc_dir"
+secoc_key() {
+    local len=$1 id=$2 i out=
+    for ((i = 0; i < len; i++)); do out+=$(printf '%02x' $((((i * 7) & 255) ^ id))); done
+    printf '%s' "$out"
+}
+secoc_layouts="0 8 24 64
+1 3 28 40
+2 0 32 16
+3 16 64 16
+4 4 8 12
+5 64 128 64
+6 5 13 31
+7 1 1 1"
+secoc_count=0
+while read -r lidx fvb macb full; do
+    for alg in 0 1; do
+        if [ $alg = 0 ]; then prof=secoc-cmac-aes128 klen=16; else prof=secoc-hmac-sha256 klen=32; fi
+        for prov in 0 1; do
+            dgram=$(printf '%02x00' $((alg | (prov << 1) | (lidx << 2))))
+            for id in 16 17; do
+                # Full FVs of 1 bit allow a single PDU.
+                n=3
+                [ "$full" = 1 ] && n=1
+                pdus=""
+                for ((j = 0; j < n; j++)); do pdus+="$(pattern $((1 + j * 9)))"$'\n'; done
+                while read -r sec; do
+                    dgram+=$(printf '%08x%08x' "$id" $((${#sec} / 2)))$sec
+                    secoc_count=$((secoc_count + 1))
+                done < <(printf '%s' "$pdus" | "$bin" frame protect --profile "$prof" \
+                    --key "$(secoc_key "$klen" "$id")" --data-id $((0x100 | id)) --freshness 1 \
+                    --fv-bits "$fvb" --mac-bits "$macb" --full-fv-bits "$full" -)
+            done
+            # A PDU of an id the target skips, then a truncated header.
+            dgram+="000000200000000101abcd"
+            put "$secoc_dir" "$dgram"
+        done
+    done
+done <<<"$secoc_layouts"
+
+# pcap_read: small real captures (classic pcap written with Python's struct module) of frames from
+# `ivnsec frame protect`: IVN-AE, MACsec, ESP in Ethernet/IPv4, and a plain frame; in both
+# timestamp resolutions and byte orders, with a record cut by the snaplen, an empty capture and a
+# truncated one.
+pcap_dir=fuzz/corpus/pcap_read
+mkdir -p "$pcap_dir"
+if command -v python3 >/dev/null 2>&1; then
+    plain_frame=0200000000020200000000010800$(pattern 40)
+    ivnae_frames=$(printf '%s\n%s\n' "$plain_frame" "$plain_frame" |
+        "$bin" frame protect --profile aes128-gcm --key "$(cipher_key 16 1)" --iv "$(iv 1)" --seq 1 -)
+    macsec_frames=$(printf '%s\n' "$plain_frame" |
+        "$bin" frame protect --profile macsec-gcm-aes-128 --key "$(cipher_key 16 1)" \
+            --sci 0200000000010001 --an 0 --pn 1 -)
+    # IPv4/UDP, 20 + 8 + 20 bytes.
+    esp_packet=$(printf '%s\n' "4500003000010000401100000a0000010a0000023039303a001c0000$(pattern 20)" |
+        "$bin" frame protect --profile esp-aes128-gcm --key "$(cipher_key 20 1)" --spi 4096 --seq 1 -)
+    printf '%s\n%s\n%s\n%s\n' "$ivnae_frames" "$macsec_frames" \
+        "0200000000020200000000010800$esp_packet" "$plain_frame" |
+        python3 -c '
+import struct, sys, zlib
+out = sys.argv[1]
+frames = [bytes.fromhex(l) for l in sys.stdin.read().split()]
+def capture(order, magic, snaplen, recs):
+    b = struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, snaplen, 1)
+    for i, (data, orig) in enumerate(recs):
+        b += struct.pack(order + "IIII", 1700000000 + i, 1000 * i, len(data), orig) + data
+    return b
+files = [
+    capture("<", 0xA1B23C4D, 262144, [(f, len(f)) for f in frames]),
+    capture("<", 0xA1B2C3D4, 65535, [(f, len(f)) for f in frames[:2]]),
+    capture(">", 0xA1B2C3D4, 65535, [(f, len(f)) for f in frames[2:]]),
+    capture(">", 0xA1B23C4D, 32, [(f[:32], len(f)) for f in frames[:3]]),
+    capture("<", 0xA1B2C3D4, 0, []),
+]
+files.append(files[0][:-3])
+for b in files:
+    with open("%s/seed-%08x" % (out, zlib.crc32(b)), "wb") as f:
+        f.write(b)
+' "$pcap_dir"
+else
+    echo "seed.sh: python3 not found; pcap_read starts from an empty corpus" >&2
+fi
+
 # SOME/IP: scapy-built known answers (request, TP segment, SD with Offer/Subscribe and IPv4
 # endpoint options) for the parser, and the Python-computed secured known answers of
 # crates/ivnsec/tests/someip_sa.rs (key 00 01 02 …, key id 7, salt a1a2a3a4) for verify, each
@@ -118,4 +208,4 @@ done <<'KA'
 10 123400010000000b0102030401010000616263
 KA
 
-echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds"
+echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds"

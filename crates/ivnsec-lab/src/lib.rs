@@ -2,4 +2,5 @@
 #![forbid(unsafe_code)]
 
 pub mod pingpong;
+pub mod report;
 pub mod stats;

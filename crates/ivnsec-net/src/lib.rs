@@ -4,16 +4,21 @@
 //! - [`sys`]: AF_PACKET raw sockets bound to an interface and an EtherType (blocking receive with
 //!   a timeout, busy-poll receive, software RX timestamps), CPU pinning. The one module allowed
 //!   to use `unsafe`; every block carries a `// SAFETY:` comment.
+//! - [`rawip`]: a raw IPv4 socket of one protocol (ESP on the testbed).
 //! - [`udp`]: a UDP transport (ESP/SOME-IP, and the no-root fallback over loopback).
 //! - [`someip`]: the sockets of the SOME/IP bindings (UDP endpoints, SD unicast/multicast, TCP).
 //! - [`topology`]: the testbed topologies (`pair`, `steer-by-wire`, `sensors:N`, `cascade:N`),
 //!   their nodes, links, names, MAC and IPv4 addresses — pure data, no I/O.
 //! - [`testbed`]: builds a topology as network namespaces, veth links and Linux bridges with the
 //!   `ip` command, records it in a state file, and tears it down.
+//! - [`pcap`]: classic pcap files (Ethernet link type): a cheap writer for recording the frames
+//!   a node sends and receives, and a bounded reader for captures from anywhere.
 
 #![deny(unsafe_code)]
 
 mod error;
+pub mod pcap;
+pub mod rawip;
 pub mod someip;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -397,6 +397,23 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
     Ok(r > 0)
 }
 
+/// CLOCK_MONOTONIC in nanoseconds. Unlike [`Instant`], the value is a plain number that means
+/// the same in every process of the host: network namespaces share this clock (only a time
+/// namespace, which the testbed never creates, would offset it), so a time taken in one ECU
+/// namespace can be subtracted from one taken in another.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec that lives across the call; CLOCK_MONOTONIC is
+    // always available on Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
 /// Pins the calling thread to CPU `cpu` (`sched_setaffinity`).
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {

@@ -28,6 +28,9 @@ pub enum Command {
     /// Protect or verify single frames (hex on the command line or one per line on stdin).
     #[command(subcommand)]
     Frame(cmd::frame::Args),
+    /// Check the frames of a pcap capture offline (`pcap verify`).
+    #[command(subcommand)]
+    Pcap(cmd::pcap::Args),
     /// Measure protect/verify cost per suite, provider and payload size (optionally against OpenSSL).
     CryptoBench(cmd::crypto_bench::Args),
     /// List the profiles (IVN-AE, MACsec, ESP): ids, levels, key and tag lengths, providers.
@@ -35,6 +38,17 @@ pub enum Command {
     /// Build, inspect, use and remove a testbed of network namespaces (ECUs, veth, bridge).
     #[command(subcommand)]
     Testbed(cmd::testbed::Args),
+    /// Run one ping-pong scenario between two ECU processes: per-part timing, statistics, verdicts.
+    Pingpong(cmd::pingpong::Args),
+    /// Run every scenario of a plan (TOML) and write the report (CSV, JSON, Markdown, HTML).
+    Run(cmd::run::Args),
+    /// The main job: testbed up, a preset plan, sockperf beside it, report, testbed down, verdicts.
+    Validate(cmd::validate::Args),
+    /// Rebuild a report's summary.json, summary.md and index.html from its samples.csv.
+    Report(cmd::report::Args),
+    /// Internal: a node role of an experiment, started by the experiment commands.
+    #[command(hide = true)]
+    Node(cmd::node::Args),
     /// SOME/IP with per-service security: offer services (`serve`) and call them (`call`).
     #[command(subcommand)]
     Someip(cmd::someip::Args),

@@ -2,6 +2,8 @@
 
 mod cli;
 mod cmd;
+mod node;
+mod plan;
 mod providers;
 
 use std::process::ExitCode;
@@ -20,9 +22,15 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Frame(args) => cmd::frame::run(args),
+        Command::Pcap(args) => cmd::pcap::run(args),
         Command::CryptoBench(args) => cmd::crypto_bench::run(args),
         Command::Suites(args) => cmd::suites::run(args),
         Command::Testbed(args) => cmd::testbed::run(args),
+        Command::Pingpong(args) => cmd::pingpong::run(args),
+        Command::Node(args) => cmd::node::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Validate(args) => cmd::validate::run(args),
+        Command::Report(args) => cmd::report::run(args),
         Command::Someip(args) => cmd::someip::run(args),
     };
     match result {

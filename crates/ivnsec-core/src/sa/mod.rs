@@ -6,6 +6,7 @@ pub mod esp;
 pub mod ivnae;
 pub mod macsec;
 pub mod replay;
+pub mod secoc;
 pub mod someip;
 
 use core::fmt;
@@ -49,7 +50,7 @@ drop_reasons! {
     Oversize => "oversize", "Longer than the receive buffer.";
     WrongEtherType => "wrong_ethertype", "Not the protocol's EtherType (an untagged or foreign frame).";
     BadVersion => "bad_version", "A version this implementation does not speak.";
-    ReservedBits => "reserved_bits", "Reserved flag bits set.";
+    ReservedBits => "reserved_bits", "Reserved flag bits set (SecOC: non-zero padding bits after the authenticator).";
     UnknownSuite => "unknown_suite", "A suite id no suite has.";
     SuiteMismatch => "suite_mismatch", "A suite other than the SA's.";
     UnknownSa => "unknown_sa", "No SA for the key id / SCI / SPI.";
@@ -69,6 +70,7 @@ drop_reasons! {
     NoSci => "no_sci", "MACsec: the SCI matches no receive SC and the frame cannot be delivered (InPktsNoSCI).";
     NotUsingSa => "not_using_sa", "MACsec: the AN selects no receive SA in use and the frame cannot be delivered (InPktsNotUsingSA).";
     Late => "late", "MACsec: PN below the lowest acceptable PN (InPktsLate).";
+    FreshnessWindow => "freshness_window", "SecOC: the freshness value is more than the acceptance window ahead of the last accepted one.";
     UnknownService => "unknown_service", "SOME/IP: a service ID with no configuration.";
     BadMessageType => "bad_message_type", "SOME/IP: a message type the protocol does not define.";
     TooManySenders => "too_many_senders", "SOME/IP: a new sender while the service's replay table is full.";

@@ -11,6 +11,7 @@ pub mod ethernet;
 pub mod ip;
 pub mod ivnae;
 pub mod macsec;
+pub mod secoc;
 pub mod someip;
 pub mod someip_sd;
 pub mod someip_tp;

@@ -33,6 +33,10 @@
 //!   seal × 100 and `verify_overhead_pct` = (verify − bare open) / bare open × 100, both from the
 //!   medians. Transforms without an AEAD over the payload (ESP NULL/CBC-HMAC/GMAC, HMAC, CRC,
 //!   auth-level) have null there.
+//! - SecOC (`secoc-…`) profiles time `SecocTx::protect_in_place` on an Authentic I-PDU of "size"
+//!   bytes (default lengths: 8-bit truncated FV of a 64-bit FV, 24-bit authenticator; the MAC runs
+//!   over DataID ‖ PDU ‖ 8-byte FV) and `SecocRx::verify` over a ring of Secured I-PDUs with
+//!   increasing freshness values. There is no bare-AEAD comparison (SecOC only authenticates).
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -47,6 +51,7 @@ use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::macsec::{
     CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, ValidateFrames,
 };
+use ivnsec_core::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
 use ivnsec_core::suite::{HashFn, Level, Profile, Suite};
 use ivnsec_core::wire::ip;
 use ivnsec_core::wire::macsec::Sci;
@@ -74,9 +79,10 @@ Example:\n  ivnsec crypto-bench --suite aes128-gcm --suite chacha20-poly1305 --s
 )]
 pub struct Args {
     /// Profile to measure: a suite name (its default level) or `suite/auth`, `suite/conf`, a
-    /// MACsec cipher suite (`macsec-gcm-aes-128`, …) or an ESP transform (`esp-aes128-gcm`, …);
-    /// repeatable or comma-separated. Default: every profile (`ivnsec suites`), every MACsec
-    /// cipher suite and every ESP transform.
+    /// MACsec cipher suite (`macsec-gcm-aes-128`, …), an ESP transform (`esp-aes128-gcm`, …) or
+    /// a SecOC profile (`secoc-cmac-aes128`, `secoc-hmac-sha256`); repeatable or
+    /// comma-separated. Default: every profile (`ivnsec suites`), every MACsec cipher suite, every
+    /// ESP transform and every SecOC profile.
     #[arg(long = "suite", value_name = "S", value_delimiter = ',')]
     suites: Vec<String>,
     /// Payload sizes in bytes (1-65535), comma-separated.
@@ -143,7 +149,7 @@ impl Stats {
 
 #[derive(Serialize)]
 struct Row {
-    /// `ivn-ae`, `macsec` or `esp`.
+    /// `ivn-ae`, `macsec`, `esp` or `secoc`.
     protocol: &'static str,
     suite: String,
     level: &'static str,
@@ -243,6 +249,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     Target::Ivn(pr) => measure(prov, pr, size, timing, cpu_seconds),
                     Target::Macsec(cs) => measure_macsec(prov, cs, size, timing, cpu_seconds),
                     Target::Esp(alg) => measure_esp(prov, alg, size, timing, cpu_seconds),
+                    Target::Secoc(alg) => measure_secoc(prov, alg, size, timing, cpu_seconds),
                 }
                 .with_context(|| format!("{profile} on provider {} at {size} bytes", prov.name))?;
                 let bare = match bare_aead_for(*profile) {
@@ -372,12 +379,14 @@ second (p MB/s cpu) / OpenSSL msg MB/s; ratio median/mean = wall-clock batches /
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `--suite` names: an IVN-AE profile, a MACsec cipher suite or an ESP transform.
+/// What `--suite` names: an IVN-AE profile, a MACsec cipher suite, an ESP transform or a SecOC
+/// profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
     Ivn(Profile),
     Macsec(CipherSuite),
     Esp(EspAlg),
+    Secoc(SecocAlg),
 }
 
 impl Target {
@@ -386,6 +395,7 @@ impl Target {
             Target::Ivn(_) => "ivn-ae",
             Target::Macsec(_) => "macsec",
             Target::Esp(_) => "esp",
+            Target::Secoc(_) => "secoc",
         }
     }
 
@@ -394,6 +404,7 @@ impl Target {
             Target::Ivn(p) => p.suite.to_string(),
             Target::Macsec(c) => c.profile().to_string(),
             Target::Esp(a) => a.name().to_string(),
+            Target::Secoc(a) => a.name().to_string(),
         }
     }
 
@@ -404,6 +415,7 @@ impl Target {
             Target::Macsec(_) => "conf",
             Target::Esp(a) if a.confidential() => "conf",
             Target::Esp(_) => "auth",
+            Target::Secoc(_) => "auth",
         }
     }
 
@@ -412,6 +424,7 @@ impl Target {
             Target::Ivn(p) => providers::has_suite(prov, p.suite),
             Target::Macsec(c) => prov.supports(Primitive::Aead(c.aead())),
             Target::Esp(a) => a.supported_by(prov),
+            Target::Secoc(a) => a.supported_by(prov),
         }
     }
 }
@@ -422,6 +435,7 @@ impl std::fmt::Display for Target {
             Target::Ivn(p) => p.fmt(f),
             Target::Macsec(c) => f.write_str(c.profile()),
             Target::Esp(a) => f.write_str(a.name()),
+            Target::Secoc(a) => f.write_str(a.name()),
         }
     }
 }
@@ -444,6 +458,7 @@ fn bare_aead_for(t: Target) -> Option<(AeadAlg, usize)> {
             EspAlg::ChaCha20Poly1305 => Some((AeadAlg::ChaCha20Poly1305, 8)),
             _ => None,
         },
+        Target::Secoc(_) => None,
     }
 }
 
@@ -453,6 +468,7 @@ fn parse_targets(names: &[String]) -> Result<Vec<Target>> {
             .map(Target::Ivn)
             .chain(CipherSuite::ALL.into_iter().map(Target::Macsec))
             .chain(EspAlg::ALL.into_iter().map(Target::Esp))
+            .chain(SecocAlg::ALL.into_iter().map(Target::Secoc))
             .collect());
     }
     let mut out: Vec<Target> = Vec::new();
@@ -470,6 +486,14 @@ fn parse_targets(names: &[String]) -> Result<Vec<Target>> {
                 let all: Vec<&str> = EspAlg::ALL.iter().map(|a| a.name()).collect();
                 usage(format!(
                     "--suite '{n}': unknown ESP transform (expected one of {})",
+                    all.join(", ")
+                ))
+            })?)
+        } else if n.starts_with("secoc-") {
+            Target::Secoc(SecocAlg::from_name(n).ok_or_else(|| {
+                let all: Vec<&str> = SecocAlg::ALL.iter().map(|a| a.name()).collect();
+                usage(format!(
+                    "--suite '{n}': unknown SecOC profile (expected one of {})",
                     all.join(", ")
                 ))
             })?)
@@ -867,6 +891,73 @@ fn measure_esp(
             let r = rx.verify_in_place(black_box(&mut slot[..len]));
             if let Err(e) = r {
                 return Err(anyhow!("verify dropped a packet: {e}"));
+            }
+            black_box(r.ok());
+        }
+        Ok(t0.elapsed().as_nanos() as f64)
+    };
+    let (verify, verify_m) = timed_batches(&mut verify_batch, t, ring_max)?;
+    Ok((
+        protect,
+        verify,
+        MeasureMeta {
+            plain_len,
+            protected_len,
+            protect_m,
+            verify_m,
+            protect_cpu_ns,
+        },
+    ))
+}
+
+/// SecOC protect (appending the authentication information to a `size`-byte Authentic I-PDU)
+/// and verify, default lengths, Data ID 0x0123.
+fn measure_secoc(
+    prov: &CryptoProvider,
+    alg: SecocAlg,
+    size: usize,
+    t: Timing,
+    cpu_seconds: Option<f64>,
+) -> Result<(Stats, Stats, MeasureMeta)> {
+    let key = key_bytes(alg.key_len().unwrap_or(32), 0x55);
+    let params = SecocParams::new(alg, &key, 0x0123);
+    let plain_len = size;
+    let mut tx = SecocTx::new(prov, &params, 1).map_err(|e| anyhow!("SA: {e}"))?;
+    let protected_len = tx.secured_len(plain_len);
+    let mut buf = key_bytes(protected_len, 0x66);
+    let mut protect_batch = |m: usize| -> Result<f64> {
+        let t0 = Instant::now();
+        for _ in 0..m {
+            tx.protect_in_place(black_box(&mut buf), plain_len)
+                .map_err(|e| anyhow!("protect: {e}"))?;
+        }
+        let ns = t0.elapsed().as_nanos() as f64;
+        black_box(&buf);
+        Ok(ns)
+    };
+    let (protect, protect_m) = timed_batches(&mut protect_batch, t, usize::MAX)?;
+    let protect_cpu_ns = match cpu_seconds {
+        Some(secs) => cpu_time_per_frame(&mut protect_batch, protect_m, secs)?,
+        None => None,
+    };
+
+    let mut tx = SecocTx::new(prov, &params, 1).map_err(|e| anyhow!("SA: {e}"))?;
+    let mut rx =
+        SecocRx::new(prov, &params, SecocRxOptions::default()).map_err(|e| anyhow!("SA: {e}"))?;
+    let (mut ring, ring_max) = ring_for(protected_len);
+    let stride = ring.len() / ring_max;
+    let pdu = key_bytes(plain_len, 0x77);
+    let mut verify_batch = |m: usize| -> Result<f64> {
+        for slot in ring.chunks_exact_mut(stride).take(m) {
+            slot[..plain_len].copy_from_slice(&pdu);
+            tx.protect_in_place(slot, plain_len)
+                .map_err(|e| anyhow!("protect: {e}"))?;
+        }
+        let t0 = Instant::now();
+        for slot in ring.chunks_exact(stride).take(m) {
+            let r = rx.verify(black_box(&slot[..protected_len]));
+            if let Err(e) = r {
+                return Err(anyhow!("verify dropped a PDU: {e}"));
             }
             black_box(r.ok());
         }

@@ -31,7 +31,10 @@ pub enum Args {
         macsec: super::frame_macsec::MacsecProtectOpts,
         #[command(flatten)]
         esp: super::frame_esp::EspProtectOpts,
-        /// Hex of the plain frame (IP packet for ESP), or `-` to read one per line from stdin.
+        #[command(flatten)]
+        secoc: super::frame_secoc::SecocProtectOpts,
+        /// Hex of the plain frame (IP packet for ESP, Authentic I-PDU for SecOC), or `-` to read
+        /// one per line from stdin.
         frame: String,
     },
     /// Verify an IVN-AE frame; prints the recovered plain frame (exit 0) or the drop reason on
@@ -43,14 +46,17 @@ pub enum Args {
         #[command(flatten)]
         sa: SaArgs,
         /// Replay window W: 0 accepts only increasing sequence numbers; otherwise a frame within
-        /// W of the highest is accepted once.
+        /// W of the highest is accepted once. (SecOC: see --acceptance-window.)
         #[arg(long, default_value_t = 64)]
         replay_window: u32,
         #[command(flatten)]
         macsec: super::frame_macsec::MacsecVerifyOpts,
         #[command(flatten)]
         esp: super::frame_esp::EspVerifyOpts,
-        /// Hex of the protected frame (ESP packet for ESP), or `-` to read one per line from stdin.
+        #[command(flatten)]
+        secoc: super::frame_secoc::SecocVerifyOpts,
+        /// Hex of the protected frame (ESP packet for ESP, Secured I-PDU for SecOC), or `-` to
+        /// read one per line from stdin.
         frame: String,
     },
 }
@@ -59,7 +65,8 @@ pub enum Args {
 #[derive(clap::Args, Debug)]
 pub struct SaArgs {
     /// Profile: an IVN-AE suite name, with `/auth` or `/conf` for AEAD suites (default conf);
-    /// or a standard protocol profile (`macsec-…`, `esp-…`). `ivnsec suites` lists them.
+    /// or a standard protocol profile (`macsec-…`, `esp-…`, `secoc-…`). `ivnsec suites` lists
+    /// them.
     #[arg(long)]
     pub profile: String,
     /// Cipher key in hex (AEAD and AES-CBC/CTR suites).
@@ -152,12 +159,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
             seq,
             macsec,
             esp,
+            secoc,
             frame,
         } => {
             if sa.profile.starts_with("macsec-") {
                 super::frame_macsec::protect(&sa, &macsec, &frame)
             } else if sa.profile.starts_with("esp-") {
                 super::frame_esp::protect(&sa, seq, &esp, &frame)
+            } else if sa.profile.starts_with("secoc-") {
+                super::frame_secoc::protect(&sa, seq, &secoc, &frame)
             } else {
                 let seq = seq.ok_or_else(|| usage("--seq is required for IVN-AE profiles"))?;
                 protect(&sa, seq, &frame)
@@ -168,12 +178,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
             replay_window,
             macsec,
             esp,
+            secoc,
             frame,
         } => {
             if sa.profile.starts_with("macsec-") {
                 super::frame_macsec::verify(&sa, replay_window, &macsec, &frame)
             } else if sa.profile.starts_with("esp-") {
                 super::frame_esp::verify(&sa, replay_window, &esp, &frame)
+            } else if sa.profile.starts_with("secoc-") {
+                super::frame_secoc::verify(&sa, &secoc, &frame)
             } else {
                 verify(&sa, replay_window, &frame)
             }
@@ -300,15 +313,20 @@ fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
     })
 }
 
-fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
+/// The IVN-AE receive SA the options describe (also used by `pcap verify`).
+pub(crate) fn ivnae_rx(sa: &SaArgs, replay_window: u32) -> Result<IvnAeRx> {
     let profile = sa.ivnae_profile()?;
     let m = sa.material()?;
-    let mut rx = IvnAeRx::new(
+    IvnAeRx::new(
         sa.provider(profile)?,
         &sa.params(profile, &m),
         replay_window,
     )
-    .map_err(|e| usage(e.to_string()))?;
+    .map_err(|e| usage(e.to_string()))
+}
+
+fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
+    let mut rx = ivnae_rx(sa, replay_window)?;
     let mut out = vec![0u8; MAX_FRAME];
     let t = verify_each(frame, "FRAME", |_, bytes| {
         Ok(rx.verify(bytes, &mut out).map(|n| out[..n].to_vec()))

@@ -244,12 +244,8 @@ fn increment(mut v: Vec<u8>) -> Vec<u8> {
     v
 }
 
-pub fn verify(
-    sa: &SaArgs,
-    replay_window: u32,
-    opts: &EspVerifyOpts,
-    frame: &str,
-) -> Result<ExitCode> {
+/// The inbound ESP SA the options describe (also used by `pcap verify`).
+pub(crate) fn rx(sa: &SaArgs, replay_window: u32, opts: &EspVerifyOpts) -> Result<EspRx> {
     let m = material(sa, opts.auth_key.as_deref())?;
     if sa.iv.is_some() {
         return Err(usage(
@@ -263,8 +259,16 @@ pub fn verify(
         auth_key: &m.auth_key,
         esn: opts.esn,
     };
-    let mut rx =
-        EspRx::new(m.provider, &params, replay_window).map_err(|e| usage(e.to_string()))?;
+    EspRx::new(m.provider, &params, replay_window).map_err(|e| usage(e.to_string()))
+}
+
+pub fn verify(
+    sa: &SaArgs,
+    replay_window: u32,
+    opts: &EspVerifyOpts,
+    frame: &str,
+) -> Result<ExitCode> {
+    let mut rx = rx(sa, replay_window, opts)?;
     let mut out = vec![0u8; MAX_PACKET];
     let t = verify_each(frame, "PACKET", |_, bytes| {
         Ok(rx.verify(bytes, &mut out).map(|n| out[..n].to_vec()))

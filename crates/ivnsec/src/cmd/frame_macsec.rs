@@ -209,12 +209,8 @@ pub fn protect(sa: &SaArgs, opts: &MacsecProtectOpts, frame: &str) -> Result<Exi
     })
 }
 
-pub fn verify(
-    sa: &SaArgs,
-    replay_window: u32,
-    opts: &MacsecVerifyOpts,
-    frame: &str,
-) -> Result<ExitCode> {
+/// The MACsec receive SC/SA the options describe (also used by `pcap verify`).
+pub(crate) fn rx(sa: &SaArgs, replay_window: u32, opts: &MacsecVerifyOpts) -> Result<MacsecRx> {
     let m = material(sa, opts.sci, opts.an, opts.ssci, opts.salt)?;
     let rx_opts = RxOptions {
         validate: opts.validate,
@@ -222,7 +218,16 @@ pub fn verify(
         replay_window,
         lowest_pn: opts.lowest_pn,
     };
-    let mut rx = MacsecRx::new(m.provider, &m.keys(), rx_opts).map_err(|e| usage(e.to_string()))?;
+    MacsecRx::new(m.provider, &m.keys(), rx_opts).map_err(|e| usage(e.to_string()))
+}
+
+pub fn verify(
+    sa: &SaArgs,
+    replay_window: u32,
+    opts: &MacsecVerifyOpts,
+    frame: &str,
+) -> Result<ExitCode> {
+    let mut rx = rx(sa, replay_window, opts)?;
     let mut out = vec![0u8; MAX_FRAME + MAX_OVERHEAD];
     let single = frame != "-";
     let mut not_validated = 0u64;

@@ -6,6 +6,7 @@ use anyhow::Result;
 use ivnsec_core::crypto::{CryptoProvider, Primitive};
 use ivnsec_core::sa::esp::EspAlg;
 use ivnsec_core::sa::macsec::CipherSuite;
+use ivnsec_core::sa::secoc::SecocAlg;
 use ivnsec_core::suite::{Profile, Suite};
 use serde::Serialize;
 
@@ -21,16 +22,18 @@ pub struct Args {
 #[derive(Serialize)]
 struct Row {
     profile: String,
-    /// `ivn-ae`, `macsec` or `esp`.
+    /// `ivn-ae`, `macsec`, `esp` or `secoc`.
     protocol: &'static str,
     /// IVN-AE suite id byte, or the MACsec cipher suite identifier (802.1AE §14); none for ESP.
     suite_id: Option<String>,
     /// `none`, `auth`, `conf`, or `conf/auth` when a flag chooses.
     level: &'static str,
-    /// Length of `--key` in bytes (ESP: key ‖ salt where the algorithm has a salt).
+    /// Length of `--key` in bytes (ESP: key ‖ salt where the algorithm has a salt); none when any
+    /// length goes (the SecOC HMAC key).
     key_len: Option<usize>,
     /// Whether a separate MAC key is needed (`--mac-key`, ESP `--auth-key`).
     mac_key: bool,
+    /// Tag length in bytes (SecOC: the whole MAC; `--mac-bits` truncates it, default 24 bits).
     tag_len: usize,
     min_tag_len: usize,
     providers: Vec<&'static str>,
@@ -102,10 +105,30 @@ fn esp_rows() -> impl Iterator<Item = Row> {
     })
 }
 
+fn secoc_rows() -> impl Iterator<Item = Row> {
+    SecocAlg::ALL.into_iter().map(|a| Row {
+        profile: a.name().to_string(),
+        protocol: "secoc",
+        suite_id: None,
+        level: "auth",
+        key_len: a.key_len(),
+        mac_key: false,
+        tag_len: a.mac_alg().output_len(),
+        // The truncated authenticator is counted in bits (1 ..= MAC bits): at least one byte.
+        min_tag_len: 1,
+        providers: PROVIDERS
+            .iter()
+            .filter(|p| a.supported_by(p))
+            .map(|p| p.name)
+            .collect(),
+    })
+}
+
 fn rows() -> Vec<Row> {
     ivnae_rows()
         .chain(macsec_rows())
         .chain(esp_rows())
+        .chain(secoc_rows())
         .collect()
 }
 

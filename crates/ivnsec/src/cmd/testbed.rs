@@ -40,6 +40,9 @@ pub struct UpArgs {
     /// pair | steer-by-wire | sensors:N (1..=254) | cascade:N (1..=32).
     #[arg(long, short, default_value = "pair")]
     topology: String,
+    /// Build the topology an experiment plan names (its `topology` key) instead of --topology.
+    #[arg(long, value_name = "FILE", conflicts_with = "topology")]
+    plan: Option<std::path::PathBuf>,
     /// Give the ECUs no IPv4 addresses (raw Ethernet only).
     #[arg(long)]
     no_ipv4: bool,
@@ -97,7 +100,10 @@ fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
 }
 
 fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
-    let topology: Topology = a.topology.parse().map_err(net_err)?;
+    let topology: Topology = match &a.plan {
+        Some(file) => crate::plan::load(file, &crate::plan::RunSection::default())?.topology,
+        None => a.topology.parse().map_err(net_err)?,
+    };
     let opts = Options {
         ipv4: !a.no_ipv4,
         state_dir: state_dir.to_path_buf(),

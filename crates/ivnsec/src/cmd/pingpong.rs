@@ -1,0 +1,167 @@
+//! `ivnsec pingpong`: one ping-pong scenario (seed 000 §3.3) between two processes in two ECU
+//! namespaces, with per-part timing, statistics and verdicts.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use ivnsec_lab::pingpong::Requirements;
+use ivnsec_lab::report::{Report, ScenarioRun};
+
+use super::lab::{self, Where};
+use crate::cli::usage;
+use crate::node::orchestrate::{Mode, Scenario, run_scenario};
+use crate::providers::ProviderChoice;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+The initiator (ecu1) times, per exchange: 1 create a random payload, 2 protect, 3 send and wait \
+for the reply, 4 verify it; the responder (ecu2) times its verify and protect. From these come \
+the forward/backward one-way delay and RTT as in seed 000 Fig. 16, and the forward one-way delay \
+measured directly on the clock both namespaces share.
+
+As root, a `pair` testbed is built for the run and removed afterwards (or --testbed PREFIX uses \
+a running one); otherwise the two processes talk UDP on loopback, which the output says.
+
+Examples:
+  ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
+  ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
+  ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/")]
+pub struct Args {
+    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-….
+    #[arg(long)]
+    pub profile: String,
+    /// Payload bytes per message (≥ 8; the frame must fit the 1500-byte MTU).
+    #[arg(long)]
+    pub payload: usize,
+    #[command(flatten)]
+    pub run: RunOpts,
+    /// Write samples.csv, summary.json, summary.md and index.html to this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Record the frames the initiator sends and receives (classic pcap, Ethernet; ESP frames get
+    /// the Ethernet/IPv4 headers they travel with). Read it with tshark or `ivnsec pcap verify`.
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+    /// Print the scenario's summary as JSON (the `scenarios[0]` object of summary.json).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run settings shared by `pingpong`, `run` (as overrides of the plan) and `validate`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunOpts {
+    /// Exchanges per replication.
+    #[arg(long, default_value_t = 120)]
+    pub count: u32,
+    /// Replications (blocks of `count` exchanges).
+    #[arg(long, default_value_t = 30)]
+    pub replications: u32,
+    /// Pause between exchanges, in milliseconds (fractions allowed).
+    #[arg(long, default_value_t = 0.0)]
+    pub pause_ms: f64,
+    /// How both nodes wait for frames.
+    #[arg(long, value_enum, default_value = "blocking")]
+    pub mode: Mode,
+    /// Pin the initiator to CPU 0 and the responder to CPU 1.
+    #[arg(long)]
+    pub pin: bool,
+    /// Give up on an exchange after this many milliseconds (counted as lost).
+    #[arg(long, default_value_t = 200.0)]
+    pub timeout_ms: f64,
+    /// Crypto provider: portable, fast, or auto.
+    #[arg(long, default_value = "auto")]
+    pub provider: ProviderChoice,
+    /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.
+    #[arg(long = "on", value_enum, default_value = "auto")]
+    pub on: Where,
+    /// Use this running testbed (`ivnsec testbed up`) instead of building one; its first two
+    /// ECUs are the initiator and the responder.
+    #[arg(long, value_name = "PREFIX")]
+    pub testbed: Option<String>,
+}
+
+/// A duration in ms from the command line or a plan, as ns; `what` names it in the error.
+pub fn ms_to_ns(what: &str, ms: f64, allow_zero: bool) -> Result<u64> {
+    if !ms.is_finite() || ms < 0.0 || (!allow_zero && ms == 0.0) || ms > 3_600_000.0 {
+        return Err(usage(format!(
+            "{what} must be a number of milliseconds {} 3600000, got {ms}",
+            if allow_zero {
+                "from 0 to"
+            } else {
+                "above 0 and at most"
+            }
+        )));
+    }
+    Ok((ms * 1e6).round() as u64)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let s = Scenario {
+        profile: a.profile.clone(),
+        payload: a.payload,
+        count: a.run.count,
+        replications: a.run.replications,
+        pause_ns: ms_to_ns("--pause-ms", a.run.pause_ms, true)?,
+        timeout_ns: ms_to_ns("--timeout-ms", a.run.timeout_ms, false)?,
+        mode: a.run.mode,
+        pin: a.run.pin,
+        provider: a.run.provider,
+    };
+    s.check()?;
+    if let Some(dir) = &a.out {
+        lab::ensure_dir(dir)?;
+    }
+    let open = lab::open_site(a.run.on, a.run.testbed.as_deref(), &lab::Layout::default())?;
+    if let Some(why) = &open.fallback_reason {
+        eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
+    }
+    let outcome = run_scenario(&open.site, &s, a.pcap.as_deref())?;
+    if let Some(p) = &a.pcap {
+        eprintln!("capture: {}", p.display());
+    }
+    let req = Requirements::default();
+    let judged = lab::judge(&outcome, &req);
+    let report = Report {
+        environment: lab::environment(&open.site, &s, "pingpong"),
+        requirements: req,
+        scenarios: vec![ScenarioRun {
+            name: s.name(),
+            profile: s.profile.clone(),
+            payload: s.payload,
+            frame_bytes: outcome.frame_bytes,
+            exchanges: outcome.exchanges.clone(),
+        }],
+        baseline_sockperf: None,
+    };
+    drop(open);
+    if a.json {
+        let summary = report.summary();
+        let v = serde_json::to_value(&summary)?;
+        let scenario = v
+            .get("scenarios")
+            .and_then(|s| s.get(0))
+            .cloned()
+            .unwrap_or_default();
+        println!("{}", serde_json::to_string_pretty(&scenario)?);
+    } else {
+        println!("transport: {}", report.environment["transport"]);
+        println!(
+            "mode: {}{}",
+            s.mode.as_str(),
+            if s.pin { ", pinned" } else { "" }
+        );
+        lab::print_scenario(&s.name(), s.payload, &outcome, &judged);
+    }
+    if let Some(dir) = &a.out {
+        report.write_dir(dir)?;
+        eprintln!("report: {}", dir.join("index.html").display());
+    }
+    Ok(
+        if judged.verdicts.control_2500us && judged.verdicts.sensor_p999_2ms {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}

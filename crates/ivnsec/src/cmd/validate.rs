@@ -1,0 +1,324 @@
+//! `ivnsec validate`: the main job. Testbed up → plan → sockperf baseline → report → testbed
+//! down, then the verdict table and the report path.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::Result;
+use ivnsec_net::testbed::netns_command;
+use serde_json::{Map, Value, json};
+
+use super::lab::{self, OpenSite};
+use super::run::{Overrides, finish, run_plan};
+use crate::node::orchestrate::{Mode, Site};
+use crate::plan;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Answers seed 000's question on this machine: does the protection still meet the control-data \
+deadline (one-way delay ≤ 2.5 ms worst case with a 25 % margin, RTT ≤ 5 ms) and the sensor-data \
+bound (p99.9 < 2 ms)?
+
+As root it builds a `pair` testbed (two ECU namespaces, veth, a Linux bridge), runs the preset's \
+scenarios between two processes over raw Ethernet, and removes the testbed; without root it runs \
+over UDP on loopback and says so. When sockperf is installed, its UDP ping-pong runs on the same \
+path and mode and sits beside our `plain` scenario in the report (baseline.sockperf).
+
+Presets: quick (default, about a minute: plain, crc32, aes256-cbc-hmac-sha256, aes128-gcm, \
+chacha20-poly1305, macsec-gcm-aes-128, esp-aes128-gcm at 64 and 1440 bytes) and seed000 (seed \
+000's 56 scenarios × 120 × 30).
+
+Exit codes: 0 every verdict passed, 1 a verdict failed (after writing the report), 2 usage \
+error, 3 a missing privilege or tool for the requested site.
+
+Examples:
+  sudo ivnsec validate
+  sudo ivnsec validate --preset seed000 --out seed000-report/
+  ivnsec validate --on loopback --count 50 --replications 2")]
+pub struct Args {
+    /// The plan preset: quick or seed000.
+    #[arg(long, default_value = "quick")]
+    pub preset: String,
+    /// Report directory.
+    #[arg(long, default_value = "ivnsec-report")]
+    pub out: PathBuf,
+    /// Skip the sockperf baseline even when sockperf is installed.
+    #[arg(long)]
+    pub no_baseline: bool,
+    #[command(flatten)]
+    pub overrides: Overrides,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let plan = plan::preset(&a.preset, &a.overrides.run_section())?;
+    lab::ensure_dir(&a.out)?;
+    let layout = lab::Layout {
+        topology: plan.topology,
+        initiator: plan.initiator.clone(),
+        responder: plan.responder.clone(),
+    };
+    let open = lab::open_site(a.overrides.on, a.overrides.testbed.as_deref(), &layout)?;
+    match (&open.site, &open.fallback_reason) {
+        (Site::Loopback, Some(why)) => eprintln!(
+            "ivnsec validate: no testbed ({why}).\n  Running over UDP on loopback instead: the \
+             figures show the cost of the protection on this host, not a vehicle-network path."
+        ),
+        (Site::Loopback, None) => eprintln!("ivnsec validate: running over UDP on loopback"),
+        (Site::Testbed { state, .. }, _) => eprintln!(
+            "ivnsec validate: testbed {} up ({}); preset {} = {} scenarios, {} exchanges",
+            state.prefix,
+            state.topology,
+            plan.name,
+            plan.scenarios.len(),
+            plan.exchanges()
+        ),
+    }
+    let s0 = &plan.scenarios[0];
+    let baseline = if a.no_baseline {
+        None
+    } else {
+        sockperf_baseline(&open, s0.mode, s0.pause_ns)
+    };
+    let report = run_plan(&plan, &open, baseline)?;
+    if let Some(tb) = open.testbed {
+        let prefix = tb.prefix().to_string();
+        match tb.down() {
+            Ok(_) => eprintln!("ivnsec validate: testbed {prefix} removed"),
+            Err(e) => eprintln!("ivnsec validate: removing testbed {prefix}: {e}"),
+        }
+    }
+    let mut report = report;
+    compare_with_baseline(&mut report);
+    finish(&report, &a.out)
+}
+
+/// Port of the sockperf server.
+const SOCKPERF_PORT: u16 = 11111;
+
+/// sockperf UDP ping-pong (64-byte messages) on the site's path; `None` (with a note) when
+/// sockperf is missing or fails. Figures are half round trips in µs, as sockperf reports them.
+fn sockperf_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<Value> {
+    if Command::new("sockperf")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_err()
+    {
+        eprintln!(
+            "ivnsec validate: sockperf is not installed; no baseline (Debian: apt-get install sockperf)"
+        );
+        return None;
+    }
+    let (server_ip, mut server, mut client) = match &open.site {
+        Site::Testbed {
+            state,
+            initiator,
+            responder,
+        } => {
+            let ip = state.ipv4_of(responder)?.to_string();
+            (
+                ip,
+                netns_command(state.namespace_of(responder).ok()?, "sockperf"),
+                netns_command(state.namespace_of(initiator).ok()?, "sockperf"),
+            )
+        }
+        Site::Loopback => (
+            "127.0.0.1".to_string(),
+            Command::new("sockperf"),
+            Command::new("sockperf"),
+        ),
+    };
+    let port = SOCKPERF_PORT.to_string();
+    let mut srv = server
+        .args(["server", "-i", &server_ip, "-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    std::thread::sleep(Duration::from_millis(300));
+    // Same pacing as our exchanges: at most one message per pause.
+    let mps = 1_000_000_000u64
+        .checked_div(pause_ns)
+        .map_or_else(|| "max".to_string(), |m| m.max(1).to_string());
+    let mut args: Vec<String> = [
+        "ping-pong",
+        "-i",
+        &server_ip,
+        "-p",
+        &port,
+        "-m",
+        "64",
+        "-t",
+        "5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(format!("--mps={mps}"));
+    if mode == Mode::BusyPoll {
+        args.push("--nonblocked".into());
+    }
+    let out = client.args(&args).output();
+    let _ = srv.kill();
+    let _ = srv.wait();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!(
+                "ivnsec validate: sockperf ping-pong failed ({}); no baseline",
+                o.status
+            );
+            return None;
+        }
+        Err(e) => {
+            eprintln!("ivnsec validate: sockperf ping-pong: {e}; no baseline");
+            return None;
+        }
+    };
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let mut v = parse_sockperf(&text)?;
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "command".into(),
+            json!(format!("sockperf {}", args.join(" "))),
+        );
+        m.insert("path".into(), json!(open.site.transport()));
+        m.insert("mode".into(), json!(mode.as_str()));
+    }
+    Some(v)
+}
+
+/// Strips ANSI escape sequences (sockperf colours some lines).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Reads sockperf's ping-pong summary: `avg-latency=X`, `percentile P = X`, `<MAX>`/`<MIN>
+/// observation = X` (µs, half round trip) and the observation count.
+pub fn parse_sockperf(text: &str) -> Option<Value> {
+    let text = strip_ansi(text);
+    let mut m = Map::new();
+    let num = |s: &str| s.trim().parse::<f64>().ok();
+    for line in text.lines() {
+        let line = line.trim_start_matches("sockperf:").trim();
+        if let Some(rest) = line.strip_prefix("====> avg-latency=") {
+            if let Some(v) = num(rest.split_whitespace().next().unwrap_or("")) {
+                m.insert("half_rtt_mean_us".into(), json!(v));
+            }
+        } else if let Some(rest) = line.strip_prefix("---> percentile ") {
+            let (p, v) = rest.split_once('=')?;
+            let key = match p.trim() {
+                "50.000" => "half_rtt_p50_us",
+                "90.000" => "half_rtt_p90_us",
+                "99.000" => "half_rtt_p99_us",
+                "99.900" => "half_rtt_p999_us",
+                "99.990" => "half_rtt_p9999_us",
+                _ => continue,
+            };
+            m.insert(key.into(), json!(num(v)?));
+        } else if let Some(rest) = line.strip_prefix("---> <MAX> observation =") {
+            m.insert("half_rtt_max_us".into(), json!(num(rest)?));
+        } else if let Some(rest) = line.strip_prefix("---> <MIN> observation =") {
+            m.insert("half_rtt_min_us".into(), json!(num(rest)?));
+        } else if let Some(rest) = line.strip_prefix("Total ") {
+            if let Some(n) = rest
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                m.insert("observations".into(), json!(n));
+            }
+        }
+    }
+    m.contains_key("half_rtt_p50_us")
+        .then_some(Value::Object(m))
+}
+
+/// Adds our half round trips (part 3 / 2: send until the reply is back, responder included —
+/// what sockperf's client measures) and their ratios to sockperf's median, for `plain` and
+/// `aes128-gcm` at 64 bytes.
+fn compare_with_baseline(report: &mut ivnsec_lab::report::Report) {
+    let Some(Value::Object(b)) = &mut report.baseline_sockperf else {
+        return;
+    };
+    let Some(theirs) = b.get("half_rtt_p50_us").and_then(Value::as_f64) else {
+        return;
+    };
+    for (profile, key) in [("plain", "plain"), ("aes128-gcm", "aes128_gcm")] {
+        let Some(run) = report
+            .scenarios
+            .iter()
+            .find(|r| r.payload == 64 && r.profile == profile)
+        else {
+            continue;
+        };
+        let mut half: Vec<f64> = run
+            .exchanges
+            .iter()
+            .filter(|e| !e.lost)
+            .map(|e| e.round_trip_ns as f64 / 2000.0)
+            .collect();
+        if half.is_empty() {
+            continue;
+        }
+        half.sort_by(f64::total_cmp);
+        let ours = ivnsec_lab::stats::quantile_sorted(&half, 0.5);
+        b.insert(format!("ours_{key}_64_half_rtt_p50_us"), json!(ours));
+        b.insert(format!("ratio_{key}_64"), json!(ours / theirs));
+    }
+    b.insert(
+        "targets".into(),
+        json!(
+            "ours (part 3 / 2) / sockperf half round trip, medians: plain ≤ 1.1, aes128-gcm 64 B ≤ 1.2"
+        ),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_sockperf_3_7_output() {
+        // The summary block as sockperf 3.7 prints it (colour codes included).
+        let text = "sockperf: \u{1b}[2;35m====> avg-latency=15.323 (std-dev=152.640)\u{1b}[0m\n\
+sockperf: \u{1b}[2;35mTotal 50331 observations\u{1b}[0m; each percentile contains 503.31 observations\n\
+sockperf: ---> <MAX> observation = 14931.183\n\
+sockperf: ---> percentile 99.999 = 8326.162\n\
+sockperf: ---> percentile 99.990 = 4753.560\n\
+sockperf: ---> percentile 99.900 = 2495.313\n\
+sockperf: ---> percentile 99.000 =   27.375\n\
+sockperf: ---> percentile 90.000 =    7.771\n\
+sockperf: ---> percentile 75.000 =    7.030\n\
+sockperf: ---> percentile 50.000 =    5.898\n\
+sockperf: ---> percentile 25.000 =    5.588\n\
+sockperf: ---> <MIN> observation =    5.438\n";
+        let v = parse_sockperf(text).unwrap();
+        assert_eq!(v["half_rtt_p50_us"], json!(5.898));
+        assert_eq!(v["half_rtt_p999_us"], json!(2495.313));
+        assert_eq!(v["half_rtt_max_us"], json!(14931.183));
+        assert_eq!(v["half_rtt_min_us"], json!(5.438));
+        assert_eq!(v["half_rtt_mean_us"], json!(15.323));
+        assert_eq!(v["observations"], json!(50331));
+        assert!(parse_sockperf("no summary here").is_none());
+    }
+}

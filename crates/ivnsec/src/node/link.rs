@@ -1,0 +1,141 @@
+//! The link a node sends and receives protected units on: an AF_PACKET raw socket (whole
+//! Ethernet frames of one EtherType), a raw IPv4 socket (ESP packets through the kernel's IP
+//! layer), or a UDP socket (every profile's units on the no-root loopback fallback, one per
+//! datagram).
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use ivnsec_net::rawip::RawIpSocket;
+use ivnsec_net::sys::RawSocket;
+use ivnsec_net::udp::UdpTransport;
+use serde::{Deserialize, Serialize};
+
+/// How to open a link.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum LinkSpec {
+    /// Raw Ethernet on interface `ifname`, frames of `ethertype`.
+    Raw { ifname: String, ethertype: u16 },
+    /// Raw IPv4 packets of `protocol` to and from `peer`; a received unit is what follows the
+    /// IPv4 header (which lands in the 20 bytes before it).
+    RawIp { protocol: u8, peer: Ipv4Addr },
+    /// UDP bound to `local` (port 0: any); sends to `peer` until a datagram from elsewhere
+    /// verified, then answers its source (`peer: None`: answer whoever sent the last unit).
+    Udp {
+        local: SocketAddr,
+        peer: Option<SocketAddr>,
+    },
+}
+
+/// An open link.
+pub enum Link {
+    Raw(RawSocket),
+    RawIp(RawIpSocket, Ipv4Addr),
+    Udp {
+        sock: UdpTransport,
+        peer: Option<SocketAddr>,
+        last_src: Option<SocketAddr>,
+    },
+}
+
+impl Link {
+    pub fn open(spec: &LinkSpec) -> io::Result<Link> {
+        match spec {
+            LinkSpec::Raw { ifname, ethertype } => {
+                let s = RawSocket::open(ifname, *ethertype)?;
+                s.set_recv_buffer(4 << 20)?;
+                Ok(Link::Raw(s))
+            }
+            LinkSpec::RawIp { protocol, peer } => {
+                Ok(Link::RawIp(RawIpSocket::open(*protocol)?, *peer))
+            }
+            LinkSpec::Udp { local, peer } => Ok(Link::Udp {
+                sock: UdpTransport::bind(*local)?,
+                peer: *peer,
+                last_src: None,
+            }),
+        }
+    }
+
+    /// The local UDP port (0 for raw links).
+    pub fn local_port(&self) -> u16 {
+        match self {
+            Link::Raw(_) | Link::RawIp(..) => 0,
+            Link::Udp { sock, .. } => sock.local_addr().map(|a| a.port()).unwrap_or(0),
+        }
+    }
+
+    /// Sends one unit. UDP without a known peer answers the source of the last received unit.
+    pub fn send(&self, unit: &[u8]) -> io::Result<()> {
+        match self {
+            Link::Raw(s) => s.send(unit).map(|_| ()),
+            Link::RawIp(s, peer) => s.send_to(unit, *peer).map(|_| ()),
+            Link::Udp {
+                sock,
+                peer,
+                last_src,
+            } => {
+                let to = peer.or(*last_src).ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotConnected, "no UDP peer known yet")
+                })?;
+                sock.send_to(unit, to).map(|_| ())
+            }
+        }
+    }
+
+    /// Receives one unit into `buf[off..]`, waiting up to `timeout` by sleeping in the kernel
+    /// or, with `busy`, by spinning. `Ok(None)` on timeout. A raw IPv4 link needs `off` ≥ 20:
+    /// the packet's IPv4 header goes just before the unit (a packet with IP options or from
+    /// another host yields a 0-byte unit, which verification rejects).
+    pub fn recv(
+        &mut self,
+        buf: &mut [u8],
+        off: usize,
+        timeout: Duration,
+        busy: bool,
+    ) -> io::Result<Option<usize>> {
+        match self {
+            Link::Raw(s) => {
+                let buf = &mut buf[off..];
+                let m = if busy {
+                    s.recv_busy_poll(buf, timeout)?
+                } else {
+                    s.recv(buf, Some(timeout))?
+                };
+                Ok(m.filter(|m| !m.truncated()).map(|m| m.len))
+            }
+            Link::RawIp(s, peer) => {
+                const HLEN: usize = 20;
+                let start = off.checked_sub(HLEN).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "raw IPv4 link needs offset ≥ 20",
+                    )
+                })?;
+                let buf = &mut buf[start..];
+                let n = if busy {
+                    s.recv_busy_poll(buf, timeout)?
+                } else {
+                    s.recv(buf, timeout)?
+                };
+                Ok(n.map(|n| {
+                    let plain_header = n >= HLEN && buf[0] == 0x45 && buf[12..16] == peer.octets();
+                    if plain_header { n - HLEN } else { 0 }
+                }))
+            }
+            Link::Udp { sock, last_src, .. } => {
+                let buf = &mut buf[off..];
+                let r = if busy {
+                    sock.recv_busy_poll(buf, timeout)?
+                } else {
+                    sock.recv(buf, Some(timeout.max(Duration::from_micros(1))))?
+                };
+                Ok(r.map(|(n, src)| {
+                    *last_src = Some(src);
+                    n
+                }))
+            }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The two roles of the ping-pong experiment (seed 000 §3.3, Fig. 16), each run as its own
+//! process inside its own ECU namespace.
+//!
+//! Initiator, per exchange: part 1 create a random payload (its first 8 bytes carry the exchange
+//! id, replication ‖ index), part 2 protect, part 3 send and wait for the reply, part 4 verify
+//! the reply. Responder: verify (its part 4), protect the same payload as the reply (its part 2),
+//! send. Every part is timed with CLOCK_MONOTONIC, which all namespaces of a host share, so the
+//! responder also records when its verify finished and the forward one-way delay can be measured
+//! directly (responder verify done − initiator part 1 start).
+//!
+//! The roles talk to the orchestrating `ivnsec` process over stdin/stdout in lines:
+//! - responder: `READY <udp port>` once its link is open; on stdin EOF it prints one
+//!   `R <id> <verify ns> <protect ns> <verify done ns>` per answered request, `DROP <reason> <n>`
+//!   per drop reason, and `END`.
+//! - initiator: one `E <replication> <index> <start ns> <payload ns> <protect ns> <round trip ns>
+//!   <verify ns> <lost 0|1>` per exchange, `REJECT <reason> <n>` per reason its verify gave,
+//!   `STALE <n>` (valid replies to an exchange already given up), and `END`.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::sa::DropCounters;
+use ivnsec_net::sys::monotonic_ns;
+use serde::{Deserialize, Serialize};
+
+use super::channel::{Channel, DirectionKeys, Ends};
+use super::link::{Link, LinkSpec};
+use crate::providers::ProviderChoice;
+
+/// Environment variable carrying a role's [`RoleSpec`] as JSON (keys included: the environment
+/// of a process is readable only by its owner).
+pub const SPEC_ENV: &str = "IVNSEC_NODE_SPEC";
+
+/// Smallest payload: the 8-byte exchange id.
+pub const MIN_PAYLOAD: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    Initiator,
+    Responder,
+}
+
+/// Everything a role process needs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RoleSpec {
+    pub role: Role,
+    pub profile: String,
+    pub provider: String,
+    pub payload: usize,
+    pub count: u32,
+    pub replications: u32,
+    pub pause_ns: u64,
+    pub timeout_ns: u64,
+    pub busy_poll: bool,
+    /// Pin the role's thread to this CPU.
+    pub cpu: Option<usize>,
+    pub link: LinkSpec,
+    pub ends: Ends,
+    /// Initiator → responder keys.
+    pub forward: DirectionKeys,
+    /// Responder → initiator keys.
+    pub backward: DirectionKeys,
+    /// Initiator: record every request it sends and every reply it receives here (classic pcap).
+    #[serde(default)]
+    pub pcap: Option<std::path::PathBuf>,
+}
+
+impl RoleSpec {
+    fn channel(&self) -> Result<Channel> {
+        let provider: ProviderChoice = self.provider.parse().map_err(|e: String| anyhow!(e))?;
+        match self.role {
+            Role::Initiator => Channel::new(
+                &self.profile,
+                provider,
+                &self.forward,
+                &self.backward,
+                self.ends,
+                0,
+            ),
+            Role::Responder => Channel::new(
+                &self.profile,
+                provider,
+                &self.backward,
+                &self.forward,
+                self.ends,
+                1,
+            ),
+        }
+    }
+}
+
+/// Runs the role described by `$IVNSEC_NODE_SPEC`.
+pub fn run_from_env() -> Result<()> {
+    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
+    let spec: RoleSpec = serde_json::from_str(&json).context("bad node spec")?;
+    if let Some(cpu) = spec.cpu {
+        ivnsec_net::sys::pin_current_thread(cpu)
+            .with_context(|| format!("pinning to CPU {cpu}"))?;
+    }
+    match spec.role {
+        Role::Initiator => initiator(&spec),
+        Role::Responder => responder(&spec),
+    }
+}
+
+fn responder(spec: &RoleSpec) -> Result<()> {
+    let mut ch = spec.channel()?;
+    let mut link = Link::open(&spec.link).context("opening the link")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut sink);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    writeln!(out, "READY {}", link.local_port())?;
+    out.flush()?;
+
+    let cap = Channel::buffer_len(spec.payload.max(1500));
+    let mut rx = vec![0u8; cap];
+    let mut tx = vec![0u8; cap];
+    let mut payload = vec![0u8; cap];
+    let expected = spec.count as usize * spec.replications as usize;
+    let mut log: Vec<(u64, u64, u64, u64)> = Vec::with_capacity(expected.min(1 << 22));
+    let mut drops = DropCounters::default();
+    let off = ch.rx_offset();
+    let slice = Duration::from_millis(20);
+    while !stop.load(Ordering::Relaxed) {
+        let Some(len) = link.recv(&mut rx, off, slice, spec.busy_poll)? else {
+            continue;
+        };
+        let ta = monotonic_ns();
+        let range = match ch.verify(&mut rx, len) {
+            Ok(r) => r,
+            Err(reason) => {
+                drops.bump(reason);
+                continue;
+            }
+        };
+        let tb = monotonic_ns();
+        let n = range.len();
+        if n < MIN_PAYLOAD {
+            drops.bump(ivnsec_core::sa::DropReason::Malformed);
+            continue;
+        }
+        payload[..n].copy_from_slice(&rx[range.clone()]);
+        let id = u64::from_be_bytes(payload[..8].try_into().expect("8 bytes"));
+        let tc = monotonic_ns();
+        let m = ch.protect(&payload[..n], &mut tx)?;
+        let td = monotonic_ns();
+        link.send(&tx[..m]).context("sending a reply")?;
+        if log.len() < (1 << 22) {
+            log.push((id, tb - ta, td - tc, tb));
+        }
+    }
+    for (id, v, p, at) in &log {
+        writeln!(out, "R {id} {v} {p} {at}")?;
+    }
+    for (reason, n) in drops.iter() {
+        writeln!(out, "DROP {reason} {n}")?;
+    }
+    writeln!(out, "END")?;
+    out.flush()?;
+    Ok(())
+}
+
+fn initiator(spec: &RoleSpec) -> Result<()> {
+    if spec.payload < MIN_PAYLOAD {
+        bail!("payload must be at least {MIN_PAYLOAD} bytes");
+    }
+    let mut ch = spec.channel()?;
+    let mut link = Link::open(&spec.link).context("opening the link")?;
+    let cap = Channel::buffer_len(spec.payload.max(1500));
+    let mut payload = vec![0u8; spec.payload];
+    let mut tx = vec![0u8; cap];
+    let mut rx = vec![0u8; cap];
+    let off = ch.rx_offset();
+    let timeout = spec.timeout_ns;
+    let pause = Duration::from_nanos(spec.pause_ns);
+    let mut rejects = DropCounters::default();
+    let mut stale = 0u64;
+    // Capture: frames are written between exchanges, never inside a timed part, except the copy
+    // of each reply before it is verified in place (counted in part 4).
+    let mut pcap = match &spec.pcap {
+        Some(p) => Some(
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let clock_base = (std::time::SystemTime::now(), monotonic_ns());
+    let wall = |mono: u64| clock_base.0 + Duration::from_nanos(mono.saturating_sub(clock_base.1));
+    let mut reply_copy: Vec<u8> = Vec::with_capacity(if pcap.is_some() { cap } else { 0 });
+    let mut frame = Vec::with_capacity(if pcap.is_some() { cap } else { 0 });
+    // Records stay in memory until the end, so no pipe write lands inside a measurement.
+    let total = spec.count as usize * spec.replications as usize;
+    let mut records: Vec<[u64; 8]> = Vec::with_capacity(total);
+    for rep in 0..spec.replications {
+        for idx in 0..spec.count {
+            let id = (u64::from(rep) << 32) | u64::from(idx);
+            // Part 1: create the payload.
+            let t0 = monotonic_ns();
+            getrandom::fill(&mut payload[8..]).map_err(|e| anyhow!("random payload: {e}"))?;
+            payload[..8].copy_from_slice(&id.to_be_bytes());
+            let t1 = monotonic_ns();
+            // Part 2: protect.
+            let n = ch.protect(&payload, &mut tx)?;
+            let t2 = monotonic_ns();
+            // Part 3: send, wait for the reply to this exchange.
+            link.send(&tx[..n]).context("sending a request")?;
+            let deadline = t2 + timeout;
+            let mut done: Option<(u64, u64)> = None;
+            loop {
+                let now = monotonic_ns();
+                if now >= deadline {
+                    break;
+                }
+                let wait = Duration::from_nanos(deadline - now);
+                let Some(len) = link.recv(&mut rx, off, wait, spec.busy_poll)? else {
+                    break;
+                };
+                let t3 = monotonic_ns();
+                // Part 4: verify.
+                if pcap.is_some() {
+                    reply_copy.clear();
+                    reply_copy.extend_from_slice(&rx[off..off + len]);
+                }
+                match ch.verify(&mut rx, len) {
+                    Ok(r) if r.len() >= 8 && rx[r.start..r.start + 8] == id.to_be_bytes() => {
+                        done = Some((t3, monotonic_ns()));
+                        break;
+                    }
+                    Ok(_) => stale += 1,
+                    Err(reason) => rejects.bump(reason),
+                }
+            }
+            let (rtt, verify, lost) = match done {
+                Some((t3, t4)) => (t3 - t2, t4 - t3, 0),
+                None => (0, 0, 1),
+            };
+            if let Some(w) = pcap.as_mut() {
+                ch.capture_frame(&tx[..n], true, &mut frame);
+                w.write_frame(wall(t2), &frame)?;
+                if let Some((t3, _)) = done {
+                    ch.capture_frame(&reply_copy, false, &mut frame);
+                    w.write_frame(wall(t3), &frame)?;
+                }
+            }
+            let (rep, idx) = (u64::from(rep), u64::from(idx));
+            records.push([rep, idx, t0, t1 - t0, t2 - t1, rtt, verify, lost]);
+            if !pause.is_zero() {
+                std::thread::sleep(pause);
+            }
+        }
+    }
+    if let Some(mut w) = pcap {
+        w.flush()?;
+    }
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    for [rep, idx, t0, p1, p2, p3, p4, lost] in records {
+        writeln!(out, "E {rep} {idx} {t0} {p1} {p2} {p3} {p4} {lost}")?;
+    }
+    for (reason, n) in rejects.iter() {
+        writeln!(out, "REJECT {reason} {n}")?;
+    }
+    writeln!(out, "STALE {stale}")?;
+    writeln!(out, "END")?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,398 @@
+//! Experiment plans: a TOML file naming a matrix of ping-pong scenarios and how to run them.
+//! `plans/*.toml` in the repository are the presets; docs/plans.md describes the format.
+//!
+//! ```toml
+//! name = "quick"
+//! description = "…"
+//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N (default pair)
+//! initiator = "ecu1"         # default: the topology's first ECU
+//! responder = "ecu2"         # default: its last ECU
+//! [run]                      # settings of every scenario (all optional)
+//! count = 120                # exchanges per replication
+//! replications = 5
+//! pause_ms = 0.1
+//! timeout_ms = 200
+//! mode = "blocking"          # or "busy-poll"
+//! pin = false
+//! provider = "auto"
+//! [requirements]             # verdict thresholds (all optional)
+//! control_owd_us = 2500
+//! control_rtt_us = 5000
+//! safety_margin = 0.25
+//! sensor_p999_us = 2000
+//! [[matrix]]                 # every profile × every payload
+//! profiles = ["plain", "aes128-gcm"]
+//! payloads = [64, 1440]
+//! [[scenario]]               # single scenarios, optionally with their own count/replications
+//! profile = "chacha20-poly1305"
+//! payload = 736
+//! ```
+
+use std::path::Path;
+
+use anyhow::Result;
+use ivnsec_lab::pingpong::Requirements;
+use serde::Deserialize;
+
+use ivnsec_net::topology::Topology;
+
+use crate::cli::usage;
+use crate::cmd::pingpong::ms_to_ns;
+use crate::node::orchestrate::{Mode, Scenario};
+use crate::providers::ProviderChoice;
+
+/// The presets shipped with ivnsec (the files in `plans/`).
+pub const PRESETS: [(&str, &str); 2] = [
+    ("quick", include_str!("../../../plans/quick.toml")),
+    ("seed000", include_str!("../../../plans/seed000.toml")),
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    name: Option<String>,
+    #[allow(dead_code)]
+    description: Option<String>,
+    topology: Option<String>,
+    initiator: Option<String>,
+    responder: Option<String>,
+    #[serde(default)]
+    run: RunSection,
+    #[serde(default)]
+    requirements: ReqSection,
+    #[serde(default)]
+    matrix: Vec<MatrixEntry>,
+    #[serde(default)]
+    scenario: Vec<ScenarioEntry>,
+}
+
+/// `[run]`: every key optional; also the shape of command-line overrides.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    pub count: Option<u32>,
+    pub replications: Option<u32>,
+    pub pause_ms: Option<f64>,
+    pub timeout_ms: Option<f64>,
+    pub mode: Option<Mode>,
+    pub pin: Option<bool>,
+    pub provider: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReqSection {
+    control_owd_us: Option<f64>,
+    control_rtt_us: Option<f64>,
+    safety_margin: Option<f64>,
+    sensor_p999_us: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatrixEntry {
+    profiles: Vec<String>,
+    payloads: Vec<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioEntry {
+    profile: String,
+    payload: usize,
+    count: Option<u32>,
+    replications: Option<u32>,
+}
+
+/// A checked plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    /// The testbed the plan runs on, and the two ECUs that exchange.
+    pub topology: Topology,
+    pub initiator: String,
+    pub responder: String,
+    pub scenarios: Vec<Scenario>,
+    pub requirements: Requirements,
+}
+
+impl Plan {
+    /// Total exchanges of the plan.
+    pub fn exchanges(&self) -> u64 {
+        self.scenarios
+            .iter()
+            .map(|s| u64::from(s.count) * u64::from(s.replications))
+            .sum()
+    }
+}
+
+/// Reads and checks a plan file; errors name the file, the key and the problem.
+pub fn load(path: &Path, overrides: &RunSection) -> Result<Plan> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("plan {}: cannot read it: {e}", path.display())))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plan".into());
+    parse(&path.display().to_string(), &stem, &text, overrides)
+}
+
+/// A preset by name.
+pub fn preset(name: &str, overrides: &RunSection) -> Result<Plan> {
+    let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+        let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+        usage(format!(
+            "unknown preset `{name}` (expected {})",
+            names.join(" or ")
+        ))
+    })?;
+    parse(&format!("plans/{name}.toml"), name, text, overrides)
+}
+
+/// Parses plan text; `file` names it in errors.
+pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection) -> Result<Plan> {
+    let f: PlanFile = toml::from_str(text)
+        .map_err(|e| usage(format!("plan {file}: {}", e.to_string().trim_end())))?;
+    let bad = |key: &str, why: String| usage(format!("plan {file}: key `{key}`: {why}"));
+    let r = &f.run;
+    let pick = |o: Option<u32>, p: Option<u32>, d: u32| o.or(p).unwrap_or(d);
+    let count = pick(overrides.count, r.count, 120);
+    let replications = pick(overrides.replications, r.replications, 30);
+    let pause_ms = overrides.pause_ms.or(r.pause_ms).unwrap_or(0.0);
+    let timeout_ms = overrides.timeout_ms.or(r.timeout_ms).unwrap_or(200.0);
+    let pause_ns =
+        ms_to_ns("pause_ms", pause_ms, true).map_err(|e| bad("run.pause_ms", format!("{e:#}")))?;
+    let timeout_ns = ms_to_ns("timeout_ms", timeout_ms, false)
+        .map_err(|e| bad("run.timeout_ms", format!("{e:#}")))?;
+    let mode = overrides.mode.or(r.mode).unwrap_or(Mode::Blocking);
+    let pin = overrides.pin.or(r.pin).unwrap_or(false);
+    let provider: ProviderChoice = overrides
+        .provider
+        .as_deref()
+        .or(r.provider.as_deref())
+        .unwrap_or("auto")
+        .parse()
+        .map_err(|e: String| bad("run.provider", e))?;
+
+    let topology: Topology = f
+        .topology
+        .as_deref()
+        .unwrap_or("pair")
+        .parse()
+        .map_err(|e: ivnsec_net::Error| bad("topology", e.to_string()))?;
+    let ecus = topology.ecu_names();
+    let node = |key: &str, given: &Option<String>, default: &String| -> Result<String> {
+        match given {
+            None => Ok(default.clone()),
+            Some(n) if ecus.contains(n) => Ok(n.clone()),
+            Some(n) => Err(bad(
+                key,
+                format!(
+                    "topology {topology} has no ECU `{n}` (it has {})",
+                    ecus.join(", ")
+                ),
+            )),
+        }
+    };
+    let initiator = node("initiator", &f.initiator, &ecus[0])?;
+    let responder = node("responder", &f.responder, &ecus[ecus.len() - 1])?;
+    if initiator == responder {
+        return Err(bad(
+            "responder",
+            format!("must differ from the initiator `{initiator}`"),
+        ));
+    }
+
+    let d = Requirements::default();
+    let q = &f.requirements;
+    let requirements = Requirements {
+        control_owd_us: q.control_owd_us.unwrap_or(d.control_owd_us),
+        control_rtt_us: q.control_rtt_us.unwrap_or(d.control_rtt_us),
+        safety_margin: q.safety_margin.unwrap_or(d.safety_margin),
+        sensor_p999_us: q.sensor_p999_us.unwrap_or(d.sensor_p999_us),
+    };
+    for (k, v) in [
+        ("requirements.control_owd_us", requirements.control_owd_us),
+        ("requirements.control_rtt_us", requirements.control_rtt_us),
+        ("requirements.sensor_p999_us", requirements.sensor_p999_us),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(bad(k, format!("must be a positive number, got {v}")));
+        }
+    }
+    if !(requirements.safety_margin.is_finite()
+        && (0.0..=10.0).contains(&requirements.safety_margin))
+    {
+        return Err(bad(
+            "requirements.safety_margin",
+            format!(
+                "must be from 0 to 10 (0.25 = 25 %), got {}",
+                requirements.safety_margin
+            ),
+        ));
+    }
+
+    let make =
+        |key: String, profile: &str, payload: usize, c: u32, reps: u32| -> Result<Scenario> {
+            let s = Scenario {
+                profile: profile.to_string(),
+                payload,
+                count: c,
+                replications: reps,
+                pause_ns,
+                timeout_ns,
+                mode,
+                pin,
+                provider,
+            };
+            s.check().map_err(|e| bad(&key, format!("{e:#}")))?;
+            Ok(s)
+        };
+    let mut scenarios = Vec::new();
+    for (i, m) in f.matrix.iter().enumerate() {
+        if m.profiles.is_empty() || m.payloads.is_empty() {
+            return Err(bad(
+                &format!("matrix[{i}]"),
+                "needs at least one profile and one payload".into(),
+            ));
+        }
+        for (j, p) in m.profiles.iter().enumerate() {
+            for &n in &m.payloads {
+                scenarios.push(make(
+                    format!("matrix[{i}].profiles[{j}] ({p} at {n} bytes)"),
+                    p,
+                    n,
+                    count,
+                    replications,
+                )?);
+            }
+        }
+    }
+    for (i, e) in f.scenario.iter().enumerate() {
+        scenarios.push(make(
+            format!("scenario[{i}]"),
+            &e.profile,
+            e.payload,
+            overrides.count.or(e.count).unwrap_or(count),
+            overrides
+                .replications
+                .or(e.replications)
+                .unwrap_or(replications),
+        )?);
+    }
+    if scenarios.is_empty() {
+        return Err(usage(format!(
+            "plan {file}: no scenarios (add a [[matrix]] or [[scenario]] table)"
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for s in &scenarios {
+        if !seen.insert(s.name()) {
+            return Err(usage(format!(
+                "plan {file}: scenario {} appears twice",
+                s.name()
+            )));
+        }
+    }
+    Ok(Plan {
+        name: f.name.unwrap_or_else(|| default_name.to_string()),
+        topology,
+        initiator,
+        responder,
+        scenarios,
+        requirements,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::exit_code;
+
+    #[test]
+    fn presets_parse_with_the_documented_sizes() {
+        let q = preset("quick", &RunSection::default()).unwrap();
+        assert_eq!(q.scenarios.len(), 7 * 2);
+        let s = preset("seed000", &RunSection::default()).unwrap();
+        // 000's design: 4 payloads × (3 AES keys × 4 HMACs + CRC32 + plain).
+        assert_eq!(s.scenarios.len(), 56);
+        // 120 × 30 exchanges each, a request and a reply per exchange: 403,200 messages.
+        assert_eq!(s.exchanges() * 2, 403_200);
+    }
+
+    #[test]
+    fn errors_name_file_key_and_problem() {
+        let o = RunSection::default();
+        let e = parse(
+            "p.toml",
+            "p",
+            "[[matrix]]\nprofiles = [\"nope\"]\npayloads = [64]\n",
+            &o,
+        )
+        .unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        let m = format!("{e:#}");
+        assert!(
+            m.contains("p.toml") && m.contains("matrix[0].profiles[0]"),
+            "{m}"
+        );
+        let e = parse("p.toml", "p", "[run]\ncout = 3\n", &o).unwrap_err();
+        let m = format!("{e:#}");
+        assert!(m.contains("p.toml") && m.contains("cout"), "{m}");
+        let e = parse(
+            "p.toml",
+            "p",
+            "[[matrix]]\nprofiles = [\"plain\"]\npayloads = [1500]\n",
+            &o,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("MTU"), "{e:#}");
+        let e = parse("p.toml", "p", "[run]\npause_ms = -1\n", &o).unwrap_err();
+        assert!(format!("{e:#}").contains("run.pause_ms"), "{e:#}");
+        let one = "[[scenario]]\nprofile = \"plain\"\npayload = 64\n";
+        let e = parse("p.toml", "p", &format!("topology = \"ring\"\n{one}"), &o).unwrap_err();
+        assert!(format!("{e:#}").contains("key `topology`"), "{e:#}");
+        let e = parse(
+            "p.toml",
+            "p",
+            &format!("topology = \"cascade:3\"\ninitiator = \"sw0\"\n{one}"),
+            &o,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("no ECU `sw0`"), "{e:#}");
+        let p = parse(
+            "p.toml",
+            "p",
+            &format!("topology = \"steer-by-wire\"\n{one}"),
+            &o,
+        )
+        .unwrap();
+        assert_eq!((p.initiator.as_str(), p.responder.as_str()), ("cu", "rear"));
+        let e = parse("p.toml", "p", "name = \"x\"\n", &o).unwrap_err();
+        assert!(format!("{e:#}").contains("no scenarios"), "{e:#}");
+    }
+
+    #[test]
+    fn overrides_beat_the_file() {
+        let o = RunSection {
+            count: Some(3),
+            mode: Some(Mode::BusyPoll),
+            ..RunSection::default()
+        };
+        let p = parse(
+            "p.toml",
+            "p",
+            "[run]\ncount = 50\nmode = \"blocking\"\n[[scenario]]\nprofile = \"crc32\"\npayload = 64\ncount = 9\n",
+            &o,
+        )
+        .unwrap();
+        assert_eq!(p.scenarios[0].count, 3);
+        assert_eq!(p.topology, Topology::Pair);
+        assert_eq!(
+            (p.initiator.as_str(), p.responder.as_str()),
+            ("ecu1", "ecu2")
+        );
+        assert_eq!(p.scenarios[0].mode, Mode::BusyPoll);
+        assert_eq!(p.name, "p");
+    }
+}
