@@ -5,6 +5,7 @@
 //!   a timeout, busy-poll receive, software RX timestamps), CPU pinning. The one module allowed
 //!   to use `unsafe`; every block carries a `// SAFETY:` comment.
 //! - [`rawip`]: a raw IPv4 socket of one protocol (ESP on the testbed).
+//! - [`wait`]: timed and busy-poll waiting, shared by every socket type.
 //! - [`udp`]: a UDP transport (ESP/SOME-IP, and the no-root fallback over loopback).
 //! - [`someip`]: the sockets of the SOME/IP bindings (UDP endpoints, SD unicast/multicast, TCP).
 //! - [`topology`]: the testbed topologies (`pair`, `steer-by-wire`, `sensors:N`, `cascade:N`),
@@ -25,5 +26,6 @@ pub mod sys;
 pub mod testbed;
 pub mod topology;
 pub mod udp;
+pub mod wait;
 
 pub use error::{Error, Result};

@@ -7,7 +7,7 @@
 
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
@@ -56,21 +56,8 @@ impl RawIpSocket {
             self.sock.set_read_timeout(t)?;
             self.read_timeout = t;
         }
-        loop {
-            match (&self.sock).read(buf) {
-                Ok(n) => return Ok(Some(n)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let sock = &self.sock;
+        crate::wait::timed(|| (&*sock).read(buf))
     }
 
     /// Receives one packet by spinning on non-blocking reads until `timeout` passes.
@@ -80,19 +67,9 @@ impl RawIpSocket {
         timeout: Duration,
     ) -> io::Result<Option<usize>> {
         self.set_nonblocking(true)?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            match (&self.sock).read(buf) {
-                Ok(n) => return Ok(Some(n)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::hint::spin_loop();
-        }
+        let sock = &self.sock;
+        // Non-blocking: `timed` turns "nothing queued" (WouldBlock) into `None`.
+        crate::wait::spin(timeout, || crate::wait::timed(|| (&*sock).read(&mut *buf)))
     }
 
     fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {

@@ -65,40 +65,12 @@ pub fn bind_sd(
 
 /// Receives one datagram; `Ok(None)` on timeout.
 pub fn recv_from(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-    loop {
-        match sock.recv_from(buf) {
-            Ok(r) => return Ok(Some(r)),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    crate::wait::timed(|| sock.recv_from(buf))
 }
 
 /// Reads from a TCP stream into `buf`; `Ok(None)` on timeout, `Ok(Some(0))` at end of stream.
 pub fn read_some(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
-    loop {
-        match stream.read(buf) {
-            Ok(n) => return Ok(Some(n)),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    crate::wait::timed(|| stream.read(buf))
 }
 
 /// Connects with a timeout and sets TCP_NODELAY (request/response latency).

@@ -251,16 +251,7 @@ impl RawSocket {
         buf: &mut [u8],
         timeout: Duration,
     ) -> io::Result<Option<RecvMeta>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(meta) = self.try_recv(buf)? {
-                return Ok(Some(meta));
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::hint::spin_loop();
-        }
+        crate::wait::spin(timeout, || self.try_recv(buf))
     }
 
     /// Receives one frame if one is queued, without blocking.

@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A UDP socket with blocking-with-timeout and busy-poll receive.
 #[derive(Debug)]
@@ -65,21 +65,7 @@ impl UdpTransport {
             self.sock.set_read_timeout(timeout)?;
             self.read_timeout.set(timeout);
         }
-        loop {
-            match self.sock.recv_from(buf) {
-                Ok(r) => return Ok(Some(r)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        crate::wait::timed(|| self.sock.recv_from(buf))
     }
 
     /// Receives one datagram by spinning on non-blocking reads until `timeout` passes.
@@ -88,29 +74,13 @@ impl UdpTransport {
         buf: &mut [u8],
         timeout: Duration,
     ) -> io::Result<Option<(usize, SocketAddr)>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(r) = self.try_recv(buf)? {
-                return Ok(Some(r));
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::hint::spin_loop();
-        }
+        crate::wait::spin(timeout, || self.try_recv(buf))
     }
 
     /// Receives one datagram if one is queued, without blocking.
     pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
         self.set_nonblocking(true)?;
-        loop {
-            match self.sock.recv_from(buf) {
-                Ok(r) => return Ok(Some(r)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-                Err(e) => return Err(e),
-            }
-        }
+        crate::wait::timed(|| self.sock.recv_from(buf))
     }
 
     fn set_nonblocking(&self, on: bool) -> io::Result<()> {

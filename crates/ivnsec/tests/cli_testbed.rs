@@ -5,6 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[macro_use]
+mod common;
+use common::skip_reason;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
 
 fn run(state: &Path, args: &[&str]) -> Output {
@@ -51,39 +55,6 @@ fn namespaces_with(prefix: &str) -> Vec<String> {
         .filter(|n| n.starts_with(&format!("{prefix}-")))
         .map(str::to_string)
         .collect()
-}
-
-/// Why namespaces cannot be built here, if they cannot.
-fn skip_reason() -> Option<String> {
-    let is_root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|u| u.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false);
-    if !is_root {
-        return Some("not root".to_string());
-    }
-    match Command::new("ip").args(["netns", "list"]).output() {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!("`ip netns list` failed: {}", err(&o).trim())),
-        Err(e) => Some(format!("no `ip` command: {e}")),
-    }
-}
-
-macro_rules! require_root {
-    () => {
-        if let Some(why) = skip_reason() {
-            // Straight to stderr: libtest captures eprintln!, and the reason should show.
-            let _ = std::io::Write::write_fmt(
-                &mut std::io::stderr(),
-                format_args!("SKIPPED {}: {why}\n", module_path!()),
-            );
-            return;
-        }
-    };
 }
 
 #[test]

@@ -12,6 +12,10 @@
 //! per key, HMAC a stack `HMAC_CTX`, AES-CBC/CTR call `AES_cbc_encrypt`/`AES_ctr128_encrypt` with
 //! the stored `AES_KEY` — but this test does not check that.
 //!
+//! The same holds for SecOC per PDU (both MACs, byte-aligned and non-aligned bit lengths, verify
+//! attempts); there the fast provider's CMAC creates a `CMAC_CTX` on the C heap per MAC, which
+//! this test cannot see (its HMAC uses a stack `HMAC_CTX`).
+//!
 //! The counter is per thread, so allocations by the test harness or by other threads do not
 //! count.
 
@@ -20,6 +24,7 @@ use std::cell::Cell;
 
 use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
+use ivnsec_core::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
 use ivnsec_core::suite::Profile;
 
 struct Counting;
@@ -154,5 +159,88 @@ fn protect_and_verify_do_not_allocate() {
     assert!(
         allocating.is_empty(),
         "allocations in {FRAMES} protect+verify rounds (provider, profile, count): {allocating:?}"
+    );
+}
+
+// SecOC: no allocation per PDU.
+
+const PDUS: u64 = 1000;
+
+fn secoc_allocations_per_run(
+    provider: &CryptoProvider,
+    alg: SecocAlg,
+    fv: u8,
+    mac: u16,
+    full: u8,
+) -> u64 {
+    let key = [0x42u8; 16];
+    let params = SecocParams {
+        fv_bits: fv,
+        mac_bits: mac,
+        full_fv_bits: full,
+        ..SecocParams::new(alg, &key, 0x1234)
+    };
+    let mut tx = SecocTx::new(provider, &params, 1).unwrap();
+    let opts = SecocRxOptions {
+        last_freshness: 0,
+        acceptance_window: Some(1 << 20),
+        verify_attempts: 2,
+    };
+    let mut rx = SecocRx::new(provider, &params, opts).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let mut lost = vec![0u8; 2048];
+
+    let before = allocations();
+    for i in 0..PDUS {
+        let len = (i as usize * 37) % 1500;
+        buf[..len].fill(i as u8);
+        let n = tx.protect_in_place(&mut buf, len).expect("protect");
+        if i % 10 == 9 {
+            // Every tenth PDU is preceded by 2^fv_bits lost ones: verified on attempt 1.
+            for _ in 0..(1u32 << fv) {
+                tx.protect_in_place(&mut lost, 8).expect("protect");
+            }
+            let n = tx.protect_in_place(&mut buf, len).expect("protect");
+            let v = rx.verify(&buf[..n]).expect("verify after loss");
+            assert_eq!(v.attempt, 1);
+            continue;
+        }
+        let v = rx.verify(&buf[..n]).expect("verify");
+        assert_eq!(v.authentic_len, len);
+    }
+    let used = allocations() - before;
+    assert_eq!(rx.counters().ok_frames, PDUS);
+    used
+}
+
+#[test]
+fn secoc_protect_and_verify_do_not_allocate() {
+    let before = allocations();
+    let v = std::hint::black_box(vec![1u8; 100]);
+    assert!(
+        allocations() > before,
+        "the counting allocator is not active"
+    );
+    drop(v);
+
+    let mut report = Vec::new();
+    for provider in PROVIDERS {
+        for alg in SecocAlg::ALL {
+            for (fv, mac, full) in [(8u8, 24u16, 64u8), (3, 28, 40)] {
+                assert!(alg.supported_by(provider));
+                report.push((
+                    provider.name,
+                    alg,
+                    fv,
+                    secoc_allocations_per_run(provider, alg, fv, mac, full),
+                ));
+            }
+        }
+    }
+    assert_eq!(report.len(), 8);
+    let allocating: Vec<_> = report.iter().filter(|r| r.3 > 0).collect();
+    assert!(
+        allocating.is_empty(),
+        "allocations in {PDUS} protect+verify rounds (provider, alg, fv_bits, count): {allocating:?}"
     );
 }

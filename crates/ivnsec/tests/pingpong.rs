@@ -8,6 +8,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+#[macro_use]
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
 
 /// A directory of its own (state files and reports); on drop, `testbed down --all` for
@@ -55,36 +58,6 @@ fn ivnsec(dir: &TempDir, args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn skip_reason() -> Option<String> {
-    let is_root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|u| u.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false);
-    if !is_root {
-        return Some("not root".into());
-    }
-    match Command::new("ip").args(["netns", "list"]).output() {
-        Ok(o) if o.status.success() => None,
-        _ => Some("`ip netns` does not work here".into()),
-    }
-}
-
-macro_rules! require_root {
-    () => {
-        if let Some(why) = skip_reason() {
-            let _ = std::io::Write::write_fmt(
-                &mut std::io::stderr(),
-                format_args!("SKIPPED {}: {why}\n", module_path!()),
-            );
-            return;
-        }
-    };
 }
 
 /// Frame length by the wire specs (docs/wire-ivnae.md, IEEE 802.1AE, RFC 4303), not by the code:

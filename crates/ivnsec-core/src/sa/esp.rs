@@ -126,6 +126,18 @@ impl EspAlg {
         }
     }
 
+    /// Length of the ESP part (SPI through ICV) that protects `payload_len` bytes (the upper
+    /// layer in transport mode, the inner packet in tunnel mode): header, IV, payload padded with
+    /// the trailer to the alignment, ICV.
+    pub const fn esp_len(self, payload_len: usize) -> usize {
+        HEADER_LEN
+            + self.iv_len()
+            + payload_len
+            + wire::pad_len(payload_len, self.align())
+            + TRAILER_LEN
+            + ICV_LEN
+    }
+
     /// Alignment of payload ‖ padding ‖ trailer: the cipher block for CBC, else 4 (RFC 4303 §2.4).
     pub const fn align(self) -> usize {
         match self {
@@ -686,12 +698,11 @@ impl EspTx {
                 (ip::outer_header_len(&src), 0, len, nh)
             }
         };
-        let pad = wire::pad_len(payload_len, alg.align());
-        let ct_len = payload_len + pad + TRAILER_LEN;
         let esp = hdr_len;
         let data_start = esp + HEADER_LEN + iv_len;
-        let ct_end = data_start + ct_len;
-        let total = ct_end + ICV_LEN;
+        let total = esp + alg.esp_len(payload_len);
+        let ct_end = total - ICV_LEN;
+        let ct_len = ct_end - data_start;
         let outer_v4 = match self.mode {
             EspMode::Transport => info.version == 4,
             EspMode::Tunnel { src, .. } => src.is_ipv4(),

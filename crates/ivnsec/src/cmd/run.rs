@@ -78,17 +78,23 @@ impl Overrides {
             provider: self.provider.clone(),
         }
     }
+
+    /// Opens where `plan` runs: the running testbed given, a fresh one of the plan's topology,
+    /// or loopback, as `--on` says.
+    pub fn open_site(&self, plan: &Plan) -> Result<OpenSite> {
+        let layout = lab::Layout {
+            topology: plan.topology,
+            initiator: plan.initiator.clone(),
+            responder: plan.responder.clone(),
+        };
+        lab::open_site(self.on, self.testbed.as_deref(), &layout)
+    }
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::load(&a.plan, &a.overrides.run_section())?;
     lab::ensure_dir(&a.out)?;
-    let layout = lab::Layout {
-        topology: plan.topology,
-        initiator: plan.initiator.clone(),
-        responder: plan.responder.clone(),
-    };
-    let open = lab::open_site(a.overrides.on, a.overrides.testbed.as_deref(), &layout)?;
+    let open = a.overrides.open_site(&plan)?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }

@@ -53,12 +53,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::preset(&a.preset, &a.overrides.run_section())?;
     lab::ensure_dir(&a.out)?;
-    let layout = lab::Layout {
-        topology: plan.topology,
-        initiator: plan.initiator.clone(),
-        responder: plan.responder.clone(),
-    };
-    let open = lab::open_site(a.overrides.on, a.overrides.testbed.as_deref(), &layout)?;
+    let open = a.overrides.open_site(&plan)?;
     match (&open.site, &open.fallback_reason) {
         (Site::Loopback, Some(why)) => eprintln!(
             "ivnsec validate: no testbed ({why}).\n  Running over UDP on loopback instead: the \

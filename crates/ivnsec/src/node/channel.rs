@@ -145,6 +145,20 @@ pub struct Ends {
 
 // One per node process: the size does not matter, an indirection on every frame would.
 #[allow(clippy::large_enum_variant)]
+impl Ends {
+    /// The same two ends seen from the peer.
+    pub fn reversed(self) -> Ends {
+        Ends {
+            local_mac: self.peer_mac,
+            peer_mac: self.local_mac,
+            local_ip: self.peer_ip,
+            peer_ip: self.local_ip,
+        }
+    }
+}
+
+// One per node process: the size does not matter, an indirection on every frame would.
+#[allow(clippy::large_enum_variant)]
 enum Sas {
     IvnAe(IvnAeTx, IvnAeRx),
     Macsec(MacsecTx, MacsecRx),
@@ -313,7 +327,7 @@ impl Channel {
         match &self.sas {
             Sas::IvnAe(t, _) => t.protected_len(plain_frame),
             Sas::Macsec(t, _) => t.protected_len(plain_frame),
-            Sas::Esp(t, _) => ethernet::HEADER_LEN + IPV4_HLEN + esp_len(t.alg(), payload),
+            Sas::Esp(t, _) => ethernet::HEADER_LEN + IPV4_HLEN + t.alg().esp_len(payload),
         }
     }
 
@@ -473,13 +487,4 @@ fn write_ipv4_header(h: &mut [u8], total_len: usize, proto: u8, src: Ipv4Addr, d
     h[12..16].copy_from_slice(&src.octets());
     h[16..20].copy_from_slice(&dst.octets());
     fill_ipv4_checksum(h);
-}
-
-/// Length of the ESP part (SPI to ICV) of a transport-mode packet with a `payload`-byte upper
-/// layer: header 8 + IV + payload and trailer 2 padded to the alignment + ICV.
-fn esp_len(alg: EspAlg, payload: usize) -> usize {
-    let align = alg.align().max(4);
-    let body = (payload + 2).div_ceil(align) * align;
-    let icv = 16;
-    8 + alg.iv_len() + body + icv
 }

@@ -95,7 +95,6 @@ impl Scenario {
 
     /// Checks the profile and that the frame fits the 1500-byte MTU; returns the frame length.
     pub fn check(&self) -> Result<usize> {
-        let family = Family::parse(&self.profile)?;
         if self.payload < MIN_PAYLOAD {
             return Err(usage(format!(
                 "scenario {}: the payload must be at least {MIN_PAYLOAD} bytes (the exchange id)",
@@ -120,7 +119,6 @@ impl Scenario {
                 self.payload - (l2_payload - topology::MTU as usize)
             )));
         }
-        let _ = family;
         Ok(frame)
     }
 }
@@ -186,7 +184,9 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         pcap: None,
     };
 
-    let (ini_ends, res_ends, ns) = match site {
+    // The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,
+    // the two namespaces.
+    let (ini_ends, ns) = match site {
         Site::Testbed {
             state,
             initiator,
@@ -201,52 +201,24 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
                     local_ip: a.1,
                     peer_ip: b.1,
                 },
-                Ends {
-                    local_mac: b.0,
-                    peer_mac: a.0,
-                    local_ip: b.1,
-                    peer_ip: a.1,
-                },
                 Some((
                     state.namespace_of(initiator).map_err(net_err)?.to_string(),
                     state.namespace_of(responder).map_err(net_err)?.to_string(),
                 )),
             )
         }
-        Site::Loopback => {
-            let (a, b) = (topology::ecu_mac(0, 1), topology::ecu_mac(0, 2));
-            let lo = Ipv4Addr::LOCALHOST;
-            (
-                Ends {
-                    local_mac: a,
-                    peer_mac: b,
-                    local_ip: lo,
-                    peer_ip: lo,
-                },
-                Ends {
-                    local_mac: b,
-                    peer_mac: a,
-                    local_ip: lo,
-                    peer_ip: lo,
-                },
-                None,
-            )
-        }
+        Site::Loopback => (
+            Ends {
+                local_mac: topology::ecu_mac(0, 1),
+                peer_mac: topology::ecu_mac(0, 2),
+                local_ip: Ipv4Addr::LOCALHOST,
+                peer_ip: Ipv4Addr::LOCALHOST,
+            },
+            None,
+        ),
     };
-    let res_link = match (&ns, family.is_ip()) {
-        (Some(_), false) => LinkSpec::Raw {
-            ifname: topology::ECU_IF.to_string(),
-            ethertype: family.ethertype(),
-        },
-        (Some(_), true) => LinkSpec::RawIp {
-            protocol: ivnsec_core::wire::ip::protocol::ESP,
-            peer: res_ends.peer_ip,
-        },
-        (None, _) => LinkSpec::Udp {
-            local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-            peer: None,
-        },
-    };
+    let res_ends = ini_ends.reversed();
+    let res_link = link_spec(ns.is_some(), family, &res_ends, None);
     let res_spec = base(Role::Responder, res_link, res_ends, cpu_r);
     let mut responder = spawn(ns.as_ref().map(|n| n.1.as_str()), &res_spec)?;
     let mut res_out = BufReader::new(responder.stdout.take().expect("piped"));
@@ -259,20 +231,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
             return Err(e.context(format!("the responder did not start: {err}")));
         }
     };
-    let ini_link = match (&ns, family.is_ip()) {
-        (Some(_), false) => LinkSpec::Raw {
-            ifname: topology::ECU_IF.to_string(),
-            ethertype: family.ethertype(),
-        },
-        (Some(_), true) => LinkSpec::RawIp {
-            protocol: ivnsec_core::wire::ip::protocol::ESP,
-            peer: ini_ends.peer_ip,
-        },
-        (None, _) => LinkSpec::Udp {
-            local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-            peer: Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
-        },
-    };
+    let ini_link = link_spec(ns.is_some(), family, &ini_ends, Some(port));
     let mut ini_spec = base(Role::Initiator, ini_link, ini_ends, cpu_i);
     // The initiator runs in another directory context (`ip netns exec`): give it an absolute path.
     ini_spec.pcap = pcap.map(std::path::absolute).transpose()?;
@@ -328,6 +287,26 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         responder_drops: res.drops,
         stale: ini.stale,
     })
+}
+
+/// The link of a node with `ends`: raw Ethernet (IVN-AE, MACsec) or raw IPv4 (ESP) on a testbed,
+/// UDP on loopback, where the initiator sends to the responder's `peer_port` and the responder
+/// answers whoever sent.
+fn link_spec(testbed: bool, family: Family, ends: &Ends, peer_port: Option<u16>) -> LinkSpec {
+    match (testbed, family.is_ip()) {
+        (true, false) => LinkSpec::Raw {
+            ifname: topology::ECU_IF.to_string(),
+            ethertype: family.ethertype(),
+        },
+        (true, true) => LinkSpec::RawIp {
+            protocol: ivnsec_core::wire::ip::protocol::ESP,
+            peer: ends.peer_ip,
+        },
+        (false, _) => LinkSpec::Udp {
+            local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            peer: peer_port.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p)),
+        },
+    }
 }
 
 fn net_err(e: ivnsec_net::Error) -> anyhow::Error {

@@ -126,7 +126,6 @@ fn responder(spec: &RoleSpec) -> Result<()> {
     let cap = Channel::buffer_len(spec.payload.max(1500));
     let mut rx = vec![0u8; cap];
     let mut tx = vec![0u8; cap];
-    let mut payload = vec![0u8; cap];
     let expected = spec.count as usize * spec.replications as usize;
     let mut log: Vec<(u64, u64, u64, u64)> = Vec::with_capacity(expected.min(1 << 22));
     let mut drops = DropCounters::default();
@@ -145,15 +144,15 @@ fn responder(spec: &RoleSpec) -> Result<()> {
             }
         };
         let tb = monotonic_ns();
-        let n = range.len();
-        if n < MIN_PAYLOAD {
+        if range.len() < MIN_PAYLOAD {
             drops.bump(ivnsec_core::sa::DropReason::Malformed);
             continue;
         }
-        payload[..n].copy_from_slice(&rx[range.clone()]);
+        let payload = &rx[range];
         let id = u64::from_be_bytes(payload[..8].try_into().expect("8 bytes"));
+        // The reply carries the same payload, protected straight from the receive buffer.
         let tc = monotonic_ns();
-        let m = ch.protect(&payload[..n], &mut tx)?;
+        let m = ch.protect(payload, &mut tx)?;
         let td = monotonic_ns();
         link.send(&tx[..m]).context("sending a reply")?;
         if log.len() < (1 << 22) {
