@@ -43,8 +43,27 @@ pub const ETH_P_MACSEC: u16 = 0x88E5;
 pub const EXPERIMENT_IP_PROTOCOL: u8 = 253;
 /// IPv4 header length (no options).
 const IPV4_HLEN: usize = 20;
-/// Replay window of experiment receivers.
-const REPLAY_WINDOW: u32 = 64;
+/// Replay window of experiment receivers unless [`ChannelOptions`] say otherwise.
+pub const REPLAY_WINDOW: u32 = 64;
+
+/// Settings of a [`Channel`] beyond its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelOptions {
+    /// Replay window of the inbound SA (0: only strictly increasing numbers).
+    pub replay_window: u32,
+    /// Sequence number / PN of the first unit the outbound SA protects (≥ 1). A node that
+    /// restarts under the same key starts above everything it may have used before.
+    pub first_seq: u64,
+}
+
+impl Default for ChannelOptions {
+    fn default() -> Self {
+        ChannelOptions {
+            replay_window: REPLAY_WINDOW,
+            first_seq: 1,
+        }
+    }
+}
 
 /// Key material of one direction; generated fresh for each run, never reused across runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -188,6 +207,28 @@ impl Channel {
         ends: Ends,
         direction: usize,
     ) -> Result<Channel> {
+        Self::with_options(
+            profile,
+            provider,
+            tx,
+            rx,
+            ends,
+            direction,
+            ChannelOptions::default(),
+        )
+    }
+
+    /// [`new`](Self::new) with a replay window and a first sequence number of its own.
+    pub fn with_options(
+        profile: &str,
+        provider: ProviderChoice,
+        tx: &DirectionKeys,
+        rx: &DirectionKeys,
+        ends: Ends,
+        direction: usize,
+        opts: ChannelOptions,
+    ) -> Result<Channel> {
+        let (window, first) = (opts.replay_window, opts.first_seq);
         let family = Family::parse(profile)?;
         let hex = |what: &str, s: &str| crate::cli::parse_hex(what, s);
         let (txk, txm, txiv) = (hex("key", &tx.key)?, hex("mac key", &tx.mac_key)?, &tx.iv);
@@ -218,14 +259,10 @@ impl Channel {
                         tag_len: None,
                     }
                 }
-                let t = IvnAeTx::new(prov, &params(p, &txk, &txm, iv(txiv)?, out_dir), 1)
+                let t = IvnAeTx::new(prov, &params(p, &txk, &txm, iv(txiv)?, out_dir), first)
                     .map_err(|e| usage(e.to_string()))?;
-                let r = IvnAeRx::new(
-                    prov,
-                    &params(p, &rxk, &rxm, iv(rxiv)?, in_dir),
-                    REPLAY_WINDOW,
-                )
-                .map_err(|e| usage(e.to_string()))?;
+                let r = IvnAeRx::new(prov, &params(p, &rxk, &rxm, iv(rxiv)?, in_dir), window)
+                    .map_err(|e| usage(e.to_string()))?;
                 Sas::IvnAe(t, r)
             }
             Family::Macsec(suite) => {
@@ -250,7 +287,7 @@ impl Channel {
                         es: false,
                         scb: false,
                     },
-                    1,
+                    first,
                 )
                 .map_err(|e| usage(e.to_string()))?;
                 let r = MacsecRx::new(
@@ -266,7 +303,7 @@ impl Channel {
                     RxOptions {
                         validate: ValidateFrames::Strict,
                         replay_protect: true,
-                        replay_window: REPLAY_WINDOW,
+                        replay_window: window,
                         lowest_pn: 1,
                     },
                 )
@@ -304,15 +341,29 @@ impl Channel {
                     prov,
                     &params(alg, &txk, &txm, out_dir),
                     EspMode::Transport,
-                    1,
+                    first,
                 )
                 .map_err(|e| usage(e.to_string()))?;
-                let r = EspRx::new(prov, &params(alg, &rxk, &rxm, in_dir), REPLAY_WINDOW)
+                let r = EspRx::new(prov, &params(alg, &rxk, &rxm, in_dir), window)
                     .map_err(|e| usage(e.to_string()))?;
                 Sas::Esp(t, r)
             }
         };
         Ok(Channel { sas, family, ends })
+    }
+
+    /// The family of the channel's profile.
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// The sequence number / PN the next protected unit will carry; `None` once exhausted.
+    pub fn next_seq(&self) -> Option<u64> {
+        match &self.sas {
+            Sas::IvnAe(t, _) => t.next_seq(),
+            Sas::Macsec(t, _) => t.next_pn(),
+            Sas::Esp(t, _) => t.next_seq(),
+        }
     }
 
     /// Room a buffer needs for a `payload`-byte payload in either direction.
@@ -487,4 +538,46 @@ fn write_ipv4_header(h: &mut [u8], total_len: usize, proto: u8, src: Ipv4Addr, d
     h[12..16].copy_from_slice(&src.octets());
     h[16..20].copy_from_slice(&dst.octets());
     fill_ipv4_checksum(h);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ends() -> Ends {
+        Ends {
+            local_mac: [2, 0, 0, 0, 0, 1],
+            peer_mac: [2, 0, 0, 0, 0, 2],
+            local_ip: Ipv4Addr::new(10, 0, 0, 1),
+            peer_ip: Ipv4Addr::new(10, 0, 0, 2),
+        }
+    }
+
+    /// The outbound SA starts at the configured number in every family, and the peer accepts it.
+    #[test]
+    fn first_sequence_number_is_honoured() {
+        for profile in ["aes128-gcm", "macsec-gcm-aes-128", "esp-aes128-gcm"] {
+            let (f, b) = (
+                DirectionKeys::random(profile).unwrap(),
+                DirectionKeys::random(profile).unwrap(),
+            );
+            let opts = ChannelOptions {
+                replay_window: 1,
+                first_seq: 1 << 20,
+            };
+            let prov = ProviderChoice::Auto;
+            let mut a = Channel::with_options(profile, prov, &f, &b, ends(), 0, opts).unwrap();
+            let mut z = Channel::new(profile, prov, &b, &f, ends().reversed(), 1).unwrap();
+            assert_eq!(a.next_seq(), Some(1 << 20), "{profile}");
+            assert!(!a.family().is_ip() || profile.starts_with("esp-"));
+            let mut buf = vec![0u8; Channel::buffer_len(64)];
+            let n = a.protect(&[7u8; 64], &mut buf).unwrap();
+            assert_eq!(a.next_seq(), Some((1 << 20) + 1), "{profile}");
+            let off = z.rx_offset();
+            let mut rx = vec![0u8; Channel::buffer_len(64)];
+            rx[off..off + n].copy_from_slice(&buf[..n]);
+            let r = z.verify(&mut rx, n).unwrap();
+            assert_eq!(&rx[r], &[7u8; 64][..], "{profile}");
+        }
+    }
 }

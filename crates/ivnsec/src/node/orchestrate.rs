@@ -182,6 +182,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         forward: forward.clone(),
         backward: backward.clone(),
         pcap: None,
+        channel: Default::default(),
     };
 
     // The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,

@@ -26,7 +26,7 @@ use ivnsec_core::sa::DropCounters;
 use ivnsec_net::sys::monotonic_ns;
 use serde::{Deserialize, Serialize};
 
-use super::channel::{Channel, DirectionKeys, Ends};
+use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends};
 use super::link::{Link, LinkSpec};
 use crate::providers::ProviderChoice;
 
@@ -66,27 +66,32 @@ pub struct RoleSpec {
     /// Initiator: record every request it sends and every reply it receives here (classic pcap).
     #[serde(default)]
     pub pcap: Option<std::path::PathBuf>,
+    /// Replay window and first sequence number of this role's SAs.
+    #[serde(default)]
+    pub channel: ChannelOptions,
 }
 
 impl RoleSpec {
     fn channel(&self) -> Result<Channel> {
         let provider: ProviderChoice = self.provider.parse().map_err(|e: String| anyhow!(e))?;
         match self.role {
-            Role::Initiator => Channel::new(
+            Role::Initiator => Channel::with_options(
                 &self.profile,
                 provider,
                 &self.forward,
                 &self.backward,
                 self.ends,
                 0,
+                self.channel,
             ),
-            Role::Responder => Channel::new(
+            Role::Responder => Channel::with_options(
                 &self.profile,
                 provider,
                 &self.backward,
                 &self.forward,
                 self.ends,
                 1,
+                self.channel,
             ),
         }
     }
