@@ -173,7 +173,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let tmp = tempdir()?;
+    let tmp = TempDir::new()?;
     let mut results = Vec::new();
     let total = profiles.len() * attacks.len();
     for profile in &profiles {
@@ -185,7 +185,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     attack.name()
                 );
             }
-            let part = tmp.join(format!("part-{}.pcap", results.len()));
+            let part = tmp.0.join(format!("part-{}.pcap", results.len()));
             let r = run_one(&roles, &a, profile, attack, pcap.is_some().then_some(&part))
                 .with_context(|| format!("{profile}, {}", attack.name()))?;
             if let Some(w) = pcap.as_mut() {
@@ -200,7 +200,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(mut w) = pcap {
         w.flush()?;
     }
-    let _ = std::fs::remove_dir_all(&tmp);
+    drop(tmp);
     drop(hub);
     if let Some(tb) = owned {
         tb.down().map_err(net_err)?;
@@ -374,12 +374,23 @@ fn ip(ns: &str, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-fn tempdir() -> Result<PathBuf> {
-    let mut r = [0u8; 6];
-    getrandom::fill(&mut r).map_err(|e| anyhow!("random: {e}"))?;
-    let dir = std::env::temp_dir().join(format!("ivnsec-attack-{}", hex::encode(r)));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
+/// A directory for the attacker's capture parts, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir> {
+        let mut r = [0u8; 6];
+        getrandom::fill(&mut r).map_err(|e| anyhow!("random: {e}"))?;
+        let dir = std::env::temp_dir().join(format!("ivnsec-attack-{}", hex::encode(r)));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn append_pcap(
