@@ -224,7 +224,7 @@ fn nothing_forged_is_accepted() {
     );
     let records = ivnsec_net::pcap::PcapReader::open(&pcap)
         .unwrap()
-        .map(|r| r.unwrap())
+        .inspect(|r| assert!(r.is_ok(), "{r:?}"))
         .count() as u64;
     assert_eq!(records, captured);
     assert!(d.leftover_testbeds().is_empty());
