@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use ivnsec_net::testbed::{self, Options, Testbed, TestbedState, netns_command};
 use ivnsec_net::topology::{self, Topology};
 use serde::Serialize;
 
-use super::lab::net_err;
+use super::lab::{self, net_err};
 use crate::cli::{EnvError, usage};
 use crate::node::attack::{self, Attack, AttackSpec};
 use crate::node::channel::{ChannelOptions, DirectionKeys, Ends, Family};
@@ -189,7 +189,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             let r = run_one(&roles, &a, profile, attack, pcap.is_some().then_some(&part))
                 .with_context(|| format!("{profile}, {}", attack.name()))?;
             if let Some(w) = pcap.as_mut() {
-                append_pcap(w, &part)?;
+                lab::append_pcap(w, &part)?;
             }
             results.push(r);
         }
@@ -391,23 +391,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn append_pcap(
-    w: &mut ivnsec_net::pcap::PcapWriter<impl std::io::Write>,
-    part: &Path,
-) -> Result<()> {
-    if !part.exists() {
-        return Ok(());
-    }
-    let mut r = ivnsec_net::pcap::PcapReader::open(part)
-        .map_err(|e| anyhow!("reading {}: {e}", part.display()))?;
-    while let Some(rec) = r.next_record() {
-        let rec = rec.map_err(|e| anyhow!("reading {}: {e}", part.display()))?;
-        w.write_frame(rec.timestamp, rec.data)?;
-    }
-    let _ = std::fs::remove_file(part);
-    Ok(())
 }
 
 /// One class against one profile: receiver, legitimate sender, attacker; then the accounts.
