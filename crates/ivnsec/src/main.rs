@@ -32,6 +32,9 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Someip(args) => cmd::someip::run(args),
+        Command::Send(args) => cmd::send::run(args),
+        Command::Receive(args) => cmd::receive::run(args),
+        Command::Keygen(args) => cmd::keygen::run(args),
     };
     match result {
         Ok(code) => code,

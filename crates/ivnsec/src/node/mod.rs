@@ -2,6 +2,8 @@
 //! they use, and the orchestration that starts them.
 
 pub mod channel;
+pub mod highwater;
+pub mod keyfile;
 pub mod link;
 pub mod orchestrate;
 pub mod pingpong;
