@@ -201,7 +201,13 @@ impl HighWater {
         );
         let safe_profile: String = profile
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         let stem = format!("{safe_profile}-{}", &fp[..32]);
         let path = dir.join(format!("{stem}.hw"));
