@@ -44,6 +44,8 @@ pub enum Command {
     Run(cmd::run::Args),
     /// The main job: testbed up, a preset plan, sockperf beside it, report, testbed down, verdicts.
     Validate(cmd::validate::Args),
+    /// Attack a sender and receiver from a third node on the switch: spoofed, replayed, altered, flooded frames.
+    Attack(cmd::attack::Args),
     /// Rebuild a report's summary.json, summary.md and index.html from its samples.csv.
     Report(cmd::report::Args),
     /// Internal: a node role of an experiment, started by the experiment commands.

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Validate(args) => cmd::validate::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Attack(args) => cmd::attack::run(args),
         Command::Someip(args) => cmd::someip::run(args),
         Command::Send(args) => cmd::send::run(args),
         Command::Receive(args) => cmd::receive::run(args),

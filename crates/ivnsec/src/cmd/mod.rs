@@ -1,5 +1,6 @@
 //! One module per subcommand, each with a `run()`.
 
+pub mod attack;
 pub mod crypto_bench;
 pub mod frame;
 pub mod frame_esp;

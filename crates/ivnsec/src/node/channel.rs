@@ -42,7 +42,7 @@ pub const ETH_P_MACSEC: u16 = 0x88E5;
 /// IP protocol of the inner packet of ESP experiments (RFC 3692: for experimentation).
 pub const EXPERIMENT_IP_PROTOCOL: u8 = 253;
 /// IPv4 header length (no options).
-const IPV4_HLEN: usize = 20;
+pub const IPV4_HLEN: usize = 20;
 /// Replay window of experiment receivers unless [`ChannelOptions`] say otherwise.
 pub const REPLAY_WINDOW: u32 = 64;
 
@@ -393,12 +393,52 @@ impl Channel {
     }
 
     /// The sequence number / PN the next protected unit will carry; `None` once exhausted.
+    #[allow(dead_code)] // for nodes that persist their high-water mark
     pub fn next_seq(&self) -> Option<u64> {
         match &self.sas {
             Sas::IvnAe(t, _) => t.next_seq(),
             Sas::Macsec(t, _) => t.next_pn(),
             Sas::Esp(t, _) => t.next_seq(),
         }
+    }
+
+    /// The addresses of the two ends, as this node sees them.
+    pub fn ends(&self) -> Ends {
+        self.ends
+    }
+
+    /// Length of the tag / ICV at the end of every protected unit.
+    pub fn tag_len(&self) -> usize {
+        match &self.sas {
+            Sas::IvnAe(t, _) => t.tag_len(),
+            Sas::Macsec(..) => ivnsec_core::wire::macsec::ICV_LEN,
+            Sas::Esp(..) => ivnsec_core::sa::esp::ICV_LEN,
+        }
+    }
+
+    /// The Ethernet frame that carries `payload` from this node to the peer without any
+    /// protection (raw families: EtherType [`PAYLOAD_ETHERTYPE`]; ESP: IPv4 protocol
+    /// [`EXPERIMENT_IP_PROTOCOL`]): what a downgrade to "unprotected" puts on the link.
+    pub fn unprotected_frame(&self, payload: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.ends.peer_mac);
+        out.extend_from_slice(&self.ends.local_mac);
+        match self.family {
+            Family::Esp(_) => {
+                out.extend_from_slice(&0x0800u16.to_be_bytes());
+                let mut ip = [0u8; IPV4_HLEN];
+                write_ipv4_header(
+                    &mut ip,
+                    IPV4_HLEN + payload.len(),
+                    EXPERIMENT_IP_PROTOCOL,
+                    self.ends.local_ip,
+                    self.ends.peer_ip,
+                );
+                out.extend_from_slice(&ip);
+            }
+            _ => out.extend_from_slice(&PAYLOAD_ETHERTYPE.to_be_bytes()),
+        }
+        out.extend_from_slice(payload);
     }
 
     /// Room a buffer needs for a `payload`-byte payload in either direction.
@@ -563,7 +603,7 @@ fn payload_of_frame(buf: &[u8], range: Range<usize>) -> Result<Range<usize>, Dro
 }
 
 /// A 20-byte IPv4 header (no options, DF set, TTL 64) with its checksum.
-fn write_ipv4_header(h: &mut [u8], total_len: usize, proto: u8, src: Ipv4Addr, dst: Ipv4Addr) {
+pub fn write_ipv4_header(h: &mut [u8], total_len: usize, proto: u8, src: Ipv4Addr, dst: Ipv4Addr) {
     h.fill(0);
     h[0] = 0x45;
     h[2..4].copy_from_slice(&(total_len as u16).to_be_bytes());

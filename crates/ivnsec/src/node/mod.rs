@@ -1,6 +1,7 @@
 //! Nodes: what runs inside an ECU (the roles of the experiments), the secured channel and link
 //! they use, and the orchestration that starts them.
 
+pub mod attack;
 pub mod channel;
 pub mod highwater;
 pub mod keyfile;
