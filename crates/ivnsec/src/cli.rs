@@ -54,6 +54,12 @@ pub enum Command {
     /// SOME/IP with per-service security: offer services (`serve`) and call them (`call`).
     #[command(subcommand)]
     Someip(cmd::someip::Args),
+    /// Stream protected units under a key file, never reusing a nonce across restarts (--state-dir).
+    Send(cmd::send::Args),
+    /// Verify the units a sender streams and count accepted units and drops by reason.
+    Receive(cmd::receive::Args),
+    /// Write fresh random keys for a profile as a key file (mode 0600).
+    Keygen(cmd::keygen::Args),
 }
 
 /// An error that maps to exit code 2 (bad usage or configuration).

@@ -141,8 +141,43 @@ impl Family {
     }
 }
 
+impl Family {
+    /// Highest sequence number / PN the outbound SA of a [`Channel`] can carry: 2^32 − 1 for
+    /// MACsec without XPN and for ESP (the channel's SAs use no ESN), 2^64 − 1 otherwise.
+    pub fn max_seq(self) -> u64 {
+        match self {
+            Family::IvnAe(_) => u64::MAX,
+            Family::Macsec(s) => s.max_pn(),
+            Family::Esp(_) => u64::from(u32::MAX),
+        }
+    }
+
+    /// Whether the profile uses the 12-byte `iv` of [`DirectionKeys`] (IVN-AE: per-SA IV;
+    /// MACsec XPN: the salt).
+    pub fn uses_iv(self) -> bool {
+        match self {
+            Family::IvnAe(_) => true,
+            Family::Macsec(s) => s.is_xpn(),
+            Family::Esp(_) => false,
+        }
+    }
+}
+
+/// What separates the nonce space of the outbound SA of direction `direction` from others under
+/// the same key, as the [`Channel`] builds it: IVN-AE key id, MACsec SCI (non-XPN: the nonce
+/// starts with it) or SSCI (XPN), ESP SPI. Names the nonce state of that SA.
+pub fn sa_identity(family: Family, ends: &Ends, direction: usize) -> String {
+    let d = direction & 1;
+    match family {
+        Family::IvnAe(_) => format!("ivnae key-id {}", d + 1),
+        Family::Macsec(s) if s.is_xpn() => format!("macsec-xpn ssci {}", d + 1),
+        Family::Macsec(_) => format!("macsec sci {}0001", hex::encode(ends.local_mac)),
+        Family::Esp(_) => format!("esp spi 0x{:08x}", SPI[d]),
+    }
+}
+
 /// Cipher and HMAC key lengths of a profile.
-fn key_lengths(profile: &str) -> Result<(usize, usize)> {
+pub fn key_lengths(profile: &str) -> Result<(usize, usize)> {
     Ok(match Family::parse(profile)? {
         Family::IvnAe(p) => (
             p.suite.key_len().unwrap_or(0),

@@ -3,6 +3,8 @@
 
 pub mod attack;
 pub mod channel;
+pub mod highwater;
+pub mod keyfile;
 pub mod link;
 pub mod orchestrate;
 pub mod pingpong;
