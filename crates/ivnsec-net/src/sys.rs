@@ -566,15 +566,21 @@ pub fn signal_process(pid: u32, force: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Takes an exclusive advisory lock on `file` without waiting (`File::try_lock`, which is
-/// `flock(LOCK_EX | LOCK_NB)` on Linux). `Ok(true)`: this open file now holds the lock until it
-/// is closed (the kernel releases it when the process ends, even on SIGKILL). `Ok(false)`:
-/// another open file holds it.
+/// Takes an exclusive advisory lock (`flock(LOCK_EX | LOCK_NB)`) on `file` without waiting.
+/// `Ok(true)`: this open file now holds the lock until it is closed (the kernel releases it
+/// when the process ends, even on SIGKILL). `Ok(false)`: another open file holds it.
 pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
-    match file.try_lock() {
-        Ok(()) => Ok(true),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    // SAFETY: flock() takes a descriptor `file` keeps open for the duration of the call and
+    // an integer operation; no pointers.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
     }
 }
 
