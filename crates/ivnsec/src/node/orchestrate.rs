@@ -315,7 +315,7 @@ fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
 }
 
 /// MAC and IPv4 address of a testbed node's ECU interface.
-fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
+pub fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
     let n = state
         .node(node)
         .ok_or_else(|| usage(format!("testbed {} has no node `{node}`", state.prefix)))?;
