@@ -191,7 +191,8 @@ pub struct ThroughputResult {
     pub loss: f64,
     /// Units the receiver's verify rejected, by reason (part of `lost`).
     pub rejected: BTreeMap<String, u64>,
-    /// Payload bits delivered per second, all senders together, in Mb/s (10⁶ bit/s).
+    /// Payload bits delivered per second in Mb/s (10⁶ bit/s): the sum over senders of each
+    /// one's delivered payload over its own sending window.
     pub goodput_mbps: f64,
     pub frames_per_s: f64,
     /// The theoretical maximum of all sender links together ([`theoretical_bps`] × senders);
@@ -215,9 +216,27 @@ impl ThroughputResult {
         } else {
             self.lost as f64 / self.sent as f64
         };
-        if self.seconds > 0.0 {
-            self.goodput_mbps =
-                self.delivered as f64 * self.payload as f64 * 8.0 / self.seconds / 1e6;
+        let bits = |n: u64| n as f64 * self.payload as f64 * 8.0;
+        for s in &mut self.per_sender {
+            s.lost = s.sent.saturating_sub(s.delivered);
+            s.goodput_mbps = if s.seconds > 0.0 {
+                bits(s.delivered) / s.seconds / 1e6
+            } else {
+                0.0
+            };
+        }
+        // Each sender over its own sending window (senders start a few ms apart), summed: the
+        // aggregate of N links, as the theoretical maximum is.
+        if !self.per_sender.is_empty() {
+            self.goodput_mbps = self.per_sender.iter().map(|s| s.goodput_mbps).sum();
+            self.frames_per_s = self
+                .per_sender
+                .iter()
+                .filter(|s| s.seconds > 0.0)
+                .map(|s| s.delivered as f64 / s.seconds)
+                .sum();
+        } else if self.seconds > 0.0 {
+            self.goodput_mbps = bits(self.delivered) / self.seconds / 1e6;
             self.frames_per_s = self.delivered as f64 / self.seconds;
         }
         self.wire_bytes = wire_bytes(self.frame_bytes);
@@ -338,6 +357,7 @@ mod tests {
             ..Default::default()
         };
         r.derive();
+        // Without per-sender figures: over the whole window.
         assert_eq!(r.lost, 50);
         assert_eq!(r.loss, 0.25);
         assert_eq!(r.wire_bytes, 1538);

@@ -560,20 +560,12 @@ fn run_once(
         .iter()
         .zip(&recv.delivered)
         .zip(&nodes.names)
-        .map(|((s, &d), name)| {
-            let secs = s.last.saturating_sub(s.start) as f64 / 1e9;
-            SenderResult {
-                name: name.clone(),
-                sent: s.sent,
-                delivered: d,
-                lost: s.sent.saturating_sub(d),
-                goodput_mbps: if secs > 0.0 {
-                    payload_bytes(d) as f64 * 8.0 / secs / 1e6
-                } else {
-                    0.0
-                },
-                seconds: secs,
-            }
+        .map(|((s, &d), name)| SenderResult {
+            name: name.clone(),
+            sent: s.sent,
+            delivered: d,
+            seconds: s.last.saturating_sub(s.start) as f64 / 1e9,
+            ..SenderResult::default()
         })
         .collect();
     let mut r = ThroughputResult {
@@ -810,6 +802,40 @@ fn print_result(r: &ThroughputResult) {
                         .map_or("-".into(), |x| format!("{x:.2}"))
                 );
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The theoretical maximum of our own frames, from the frame lengths the SAs produce, by
+    /// hand: IVN-AE = 26 + 2 + payload + tag, MACsec = 12 + 16 + 2 + payload + 16, ESP transport
+    /// = 14 + 20 + 8 + 8 (IV) + payload padded with the 2-byte trailer to 4 + 16; each + FCS 4 +
+    /// preamble 8 + IFG 12.
+    #[test]
+    fn theoretical_maxima_of_our_frames() {
+        let g = 1_000_000_000;
+        let p = ProviderChoice::Auto;
+        for (profile, payload, wire) in [
+            ("plain", 1440, 26 + 2 + 1440 + 24),
+            ("aes128-gcm", 1440, 26 + 2 + 1440 + 16 + 24),
+            ("macsec-gcm-aes-128", 1440, 12 + 16 + 2 + 1440 + 16 + 24),
+            ("esp-aes128-gcm", 1400, 14 + 20 + 16 + 1404 + 16 + 24),
+        ] {
+            let frame = check_fits(profile, p, payload).unwrap();
+            assert_eq!(wire_bytes(frame), wire, "{profile}");
+            let t = theoretical_bps(payload, frame, g) / 1e6;
+            assert!((t - payload as f64 / wire as f64 * 1000.0).abs() < 1e-9);
+        }
+        // aes128-gcm at 1440 bytes on 1000BASE-T1: 1440 / 1508 × 1000 = 954.9 Mb/s.
+        let f = check_fits("aes128-gcm", p, 1440).unwrap();
+        assert!((theoretical_bps(1440, f, g) / 1e6 - 954.91).abs() < 0.01);
+        // Too big for the MTU, unknown profile: usage errors.
+        for (profile, payload) in [("macsec-gcm-aes-128", 1480), ("aes999-gcm", 64)] {
+            let e = check_fits(profile, p, payload).unwrap_err();
+            assert_eq!(crate::cli::exit_code(&e), 2, "{e}");
         }
     }
 }
