@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Generates seed corpora for the IVN-AE, SecOC and SOME/IP fuzz targets. IVN-AE and SecOC: real frames
-# from `ivnsec frame protect`:
+# Generates seed corpora for the fuzz targets. IVN-AE, SecOC, MACsec, ESP: real frames from
+# `ivnsec frame protect`:
 #   fuzz/corpus/ivnae_verify/  selector byte ‖ IVN-AE frame, protected with the same fixed keys as
 #                              fuzz_targets/ivnae_verify.rs, so the fuzzer starts on accepted frames
 #   fuzz/corpus/ivnae_parse/   the same frames without the selector byte, plus short/odd headers
 #   fuzz/corpus/secoc_verify/  selector bytes ‖ a UDP datagram of AUTOSAR PDU headers and Secured
 #                              I-PDUs, protected with the fixed keys of fuzz_targets/secoc_verify.rs
+#   fuzz/corpus/macsec_verify/ selector byte ‖ MACsec frame, every cipher suite, with the fixed
+#                              key/SCI/AN/SSCI/salt of fuzz_targets/macsec_verify.rs
+#   fuzz/corpus/esp_verify/    selector byte ‖ ESP-in-IP packet, every transform, with the fixed
+#                              SPIs and keys of fuzz_targets/esp_verify.rs
+# The MACsec and ESP seeds are checked with `ivnsec frame verify` (the same receive code, with the
+# target's SA parameters); the script exits non-zero when one is not accepted.
 # Idempotent (files are named by content). Binary: $IVNSEC, else target/debug/ivnsec (built if
 # missing). Usage: bash fuzz/seed.sh
 set -euo pipefail
@@ -208,4 +214,190 @@ done <<'KA'
 10 123400010000000b0102030401010000616263
 KA
 
+# Internet checksum (RFC 1071) of hex string $1, as 4 hex digits.
+inet_csum() {
+    local h=$1 s=0 i
+    ((${#h} % 4)) && h+=00
+    for ((i = 0; i < ${#h}; i += 4)); do s=$((s + 16#${h:i:4})); done
+    while ((s >> 16)); do s=$(((s & 0xffff) + (s >> 16))); done
+    printf '%04x' $((~s & 0xffff))
+}
+# IPv4 / IPv6 packet, UDP 12345 -> 12346 carrying $3 bytes of pattern, from address $1 to $2 (hex),
+# with correct lengths and checksums.
+udp4() {
+    local src=$1 dst=$2 data len
+    data=$(pattern "$3")
+    len=$(printf '%04x' $((8 + $3)))
+    local udp=3039303a$len$(inet_csum "$src${dst}0011${len}3039303a${len}0000$data")$data
+    local tot
+    tot=$(printf '%04x' $((28 + $3)))
+    printf '4500%s00014000%s%s%s%s' "$tot" 4011 "$(inet_csum "4500${tot}0001400040110000$src$dst")" \
+        "$src$dst" "$udp"
+}
+udp6() {
+    local src=$1 dst=$2 data ulen
+    data=$(pattern "$3")
+    ulen=$((8 + $3))
+    printf '60000000%04x1140%s%s3039303a%04x%s%s' "$ulen" "$src" "$dst" "$ulen" \
+        "$(inet_csum "$src$dst$(printf '%08x' "$ulen")000000113039303a$(printf '%04x' "$ulen")0000$data")" "$data"
+}
+v4a=0a000001 v4b=0a000002 v4c=0a010001 v4d=0a010002
+v6a=fd000000000000000000000000000001 v6b=fd000000000000000000000000000002
+v6c=fd000000000000010000000000000001 v6d=fd000000000000010000000000000002
+
+# MACsec: frames for fuzz_targets/macsec_verify.rs: key 5a…5a (16 or 32 bytes), SCI
+# 0200000000010001, AN 1, XPN SSCI 7a30c118 and salt e630e81a48de86a21c66fa6d. Selector: suite
+# (bits 0-1, order of CipherSuite::ALL), validateFrames (bits 2-3: strict, check, disabled),
+# replay window (bits 4-5), replayProtect (bit 6), fast provider (bit 7). Every seed is checked
+# with `ivnsec frame verify` (same SA, validateFrames, window, provider): it must count the frame
+# as InPktsOK, i.e. validated (status Ok), not merely delivered.
+macsec_dir=fuzz/corpus/macsec_verify
+mkdir -p "$macsec_dir"
+macsec_suites="macsec-gcm-aes-128 macsec-gcm-aes-256 macsec-gcm-aes-xpn-128 macsec-gcm-aes-xpn-256"
+macsec_validate=(strict check disabled)
+macsec_windows=(0 1 64 100000)
+# src MAC 02:00:00:00:00:01, the MAC of the SCI, so that ES frames (SCI = src ‖ 0001) belong to it.
+macsec_payloads=("" "0800$(udp4 $v4a $v4b 18)" "0800$(udp4 $v4a $v4b 100)" "86dd$(udp6 $v6a $v6b 1452)")
+macsec_count=0
+macsec_bad=0
+sidx=0
+for suite in $macsec_suites; do
+    klen=16
+    case $suite in *256) klen=32 ;; esac
+    key=$(printf '5a%.0s' $(seq "$klen"))
+    xpn=()
+    pns=(1 2 4294967295 1000)
+    case $suite in *xpn*)
+        xpn=(--ssci 7a30c118 --salt e630e81a48de86a21c66fa6d)
+        # 2^32: the one PN above 32 bits a fresh receive SA (lowest PN 1) recovers (PN low half 0).
+        pns=(1 4294967296 4294967295 2)
+        ;;
+    esac
+    m=0
+    for mode in "" --no-sci --integrity-only --es "--integrity-only --scb"; do
+        for ((p = 0; p < ${#macsec_payloads[@]}; p++)); do
+            pn=${pns[p]}
+            # validateFrames disabled only with confidentiality (it then still validates).
+            case $mode in *integrity*) v=$(((m + p) % 2)) ;; *) v=$(((m + p) % 3)) ;; esac
+            w=$(((m + p + sidx) % 4))
+            rp=$(((m + p) / 2 % 2))
+            fast=$(((m + p + sidx) % 2))
+            sel=$((sidx | (v << 2) | (w << 4) | (rp << 6) | (fast << 7)))
+            # shellcheck disable=SC2086
+            frame=$("$bin" frame protect --profile "$suite" --key "$key" --sci 0200000000010001 \
+                --an 1 --pn "$pn" "${xpn[@]}" $mode "020000000002020000000001${macsec_payloads[p]:-0800}" 2>&1) || {
+                echo "seed.sh: macsec protect failed: $frame" >&2
+                exit 1
+            }
+            prov=portable
+            [ "$fast" = 1 ] && prov=fast
+            if ! err=$("$bin" frame verify --profile "$suite" --key "$key" --sci 0200000000010001 --an 1 \
+                "${xpn[@]}" --validate "${macsec_validate[v]}" --replay-window "${macsec_windows[w]}" \
+                --provider "$prov" "$frame" 2>&1 >/dev/null) || [[ $err != *InPktsOK=1* ]] ||
+                [[ $err == *"NOT VALIDATED"* ]]; then
+                echo "seed.sh: macsec seed not accepted ($suite $mode pn $pn): $err" >&2
+                macsec_bad=$((macsec_bad + 1))
+            fi
+            put "$macsec_dir" "$(printf '%02x' "$sel")$frame"
+            macsec_count=$((macsec_count + 1))
+        done
+        m=$((m + 1))
+    done
+    sidx=$((sidx + 1))
+done
+
+# ESP: IP packets for fuzz_targets/esp_verify.rs: SPIs 0x100 and 0x101, key byte i = 7i ^ (SPI &
+# 0xff), HMAC key byte i = i ^ 0x5c ^ (SPI & 0xff). Selector: transform (bits 0-2, order of
+# EspAlg::ALL), ESN (bit 3), replay window (bits 4-5: 0, 1, 64, 4096), resumed receive state (bit
+# 6: highest sequence number seen 2^32 + 16 with ESN, 2^32 - 256 without), fast provider (bit 7).
+# Every seed is checked with `ivnsec frame verify` (same SA and window; a resumed state is
+# re-created by verifying, first, a packet with sequence number 2^32 - 256, or with ESN two with
+# 2^31 and 2^32 + 16).
+esp_dir=fuzz/corpus/esp_verify
+mkdir -p "$esp_dir"
+esp_algs=(esp-aes128-gcm esp-aes256-gcm esp-aes128-gmac esp-aes256-gmac esp-null-hmac-sha256
+    esp-aes128-cbc-hmac-sha256 esp-aes256-cbc-hmac-sha256 esp-chacha20-poly1305)
+esp_keylens=(20 36 20 36 0 16 32 36)
+esp_ivlens=(8 8 8 8 0 16 16 8)
+esp_windows=(0 1 64 4096)
+# Packets: transport IPv4 (empty UDP, 33 bytes), transport IPv6 (100 bytes), tunnel IPv4 in IPv4,
+# tunnel IPv6 in IPv6 (1200 bytes); the first sequence number for each.
+esp_packets=("$(udp4 $v4a $v4b 0)" "$(udp4 $v4a $v4b 33)" "$(udp6 $v6a $v6b 100)"
+    "$(udp4 $v4c $v4d 20)" "$(udp6 $v6c $v6d 1200)")
+esp_tunnels=("" "" "" "--mode tunnel --tunnel-src 10.0.0.1 --tunnel-dst 10.0.0.2"
+    "--mode tunnel --tunnel-src fd00::1 --tunnel-dst fd00::2")
+esp_seqs=(1 2 7 1000 65536)
+esp_count=0
+esp_bad=0
+ivc=0
+# esp_seed ALG_INDEX ESN(0|1) WINDOW_INDEX RESUME(0|1) SPI SEQ PACKET [MODE OPTIONS...]
+esp_seed() {
+    local a=$1 esn=$2 w=$3 resume=$4 spi=$5 seq=$6 packet=$7 alg key auth iv sel prov out
+    shift 7
+    alg=${esp_algs[a]}
+    local sa=(--profile "$alg" --spi "$spi")
+    key=$(cipher_key "${esp_keylens[a]}" $((spi & 255)))
+    [ -n "$key" ] && sa+=(--key "$key")
+    case $alg in *hmac*)
+        auth=
+        for ((i = 0; i < 32; i++)); do auth+=$(printf '%02x' $((i ^ 0x5c ^ (spi & 255)))); done
+        sa+=(--auth-key "$auth")
+        ;;
+    esac
+    [ "$esn" = 1 ] && sa+=(--esn)
+    ivc=$((ivc + 1))
+    iv=
+    [ "${esp_ivlens[a]}" != 0 ] && iv=$(printf "%0$((esp_ivlens[a] * 2))x" "$ivc")
+    out=$("$bin" frame protect "${sa[@]}" ${iv:+--iv "$iv"} --seq "$seq" "$@" "$packet" 2>&1) || {
+        echo "seed.sh: esp protect failed ($alg seq $seq): $out" >&2
+        exit 1
+    }
+    # Fast provider (bit 7) only where the target would use it; the CLI's auto does the same.
+    sel=$((a | (esn << 3) | (w << 4) | (resume << 6) | (((a + w + esn) % 2) << 7)))
+    prov=portable
+    [ $((sel >> 7)) = 1 ] && prov=auto
+    local prime=()
+    if [ "$resume" = 1 ]; then
+        if [ "$esn" = 1 ]; then
+            prime+=("$("$bin" frame protect "${sa[@]}" --seq 2147483648 "$packet")")
+            prime+=("$("$bin" frame protect "${sa[@]}" --seq 4294967312 "$packet")")
+        else
+            prime+=("$("$bin" frame protect "${sa[@]}" --seq 4294967040 "$packet")")
+        fi
+    fi
+    if ! printf '%s\n' "${prime[@]}" "$out" |
+        "$bin" frame verify "${sa[@]}" --replay-window "${esp_windows[w]}" --provider "$prov" - \
+            >/dev/null 2>&1; then
+        echo "seed.sh: esp seed not accepted ($alg esn $esn window ${esp_windows[w]} resume $resume seq $seq)" >&2
+        esp_bad=$((esp_bad + 1))
+    fi
+    put "$esp_dir" "$(printf '%02x' "$sel")$out"
+    esp_count=$((esp_count + 1))
+}
+for ((a = 0; a < 8; a++)); do
+    for esn in 0 1; do
+        for ((p = 0; p < ${#esp_packets[@]}; p++)); do
+            # shellcheck disable=SC2086
+            esp_seed "$a" "$esn" $(((a + p) % 4)) 0 $((0x100 + (p + esn) % 2)) "${esp_seqs[p]}" \
+                "${esp_packets[p]}" ${esp_tunnels[p]}
+        done
+    done
+    # Sequence number edges: the last 32-bit one (fresh SA; with ESN, window 1 so that the high
+    # half is inferred as 0), and a resumed SA: near 2^32 without ESN; with ESN, windows 64 and
+    # 4096 just before the wrap (high half inferred as Th - 1), window 64 after it (Th), window 1
+    # one wrap ahead (Th + 1).
+    esp_seed "$a" 0 0 0 0x100 4294967295 "${esp_packets[1]}"
+    esp_seed "$a" 1 1 0 0x101 4294967295 "${esp_packets[2]}"
+    esp_seed "$a" 0 2 1 0x101 4294967295 "${esp_packets[0]}"
+    esp_seed "$a" 1 3 1 0x100 $((0xfffff800)) "${esp_packets[1]}"
+    esp_seed "$a" 1 2 1 0x101 $((0x100000020)) "${esp_packets[1]}"
+    esp_seed "$a" 1 2 1 0x100 $((0xfffffff0)) "${esp_packets[2]}"
+    esp_seed "$a" 1 1 1 0x101 $((0x200000005)) "${esp_packets[0]}"
+done
+
+echo "seed.sh: $macsec_count MACsec frames -> $macsec_dir ($(ls "$macsec_dir" | wc -l) files), $esp_count ESP packets -> $esp_dir ($(ls "$esp_dir" | wc -l) files), $((macsec_bad + esp_bad)) not accepted"
 echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds"
+if [ $((macsec_bad + esp_bad)) != 0 ]; then
+    echo "seed.sh: some MACsec/ESP seeds are not accepted by the receive path (see above)" >&2
+    exit 1
+fi

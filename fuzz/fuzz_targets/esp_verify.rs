@@ -1,7 +1,8 @@
 //! IPsec ESP receive path on arbitrary IP packets. The first input byte selects the transform
-//! (bits 0-2), ESN (bit 3), the replay window (bits 4-5) and the crypto provider (bit 7); the
-//! rest is the packet. It goes through an `EspReceiver` holding SAs for SPIs 0x100 and 0x101 with
-//! fixed keys.
+//! (bits 0-2), ESN (bit 3), the replay window (bits 4-5), a resumed receive state (bit 6: both
+//! SAs start as if sequence number `RESUME_ESN` (with ESN) or `RESUME` had verified, so that ESN
+//! inference across a 2^32 boundary is reachable) and the crypto provider (bit 7); the rest is the
+//! packet. It goes through an `EspReceiver` holding SAs for SPIs 0x100 and 0x101 with fixed keys.
 //!
 //! Invariants: verify never panics; an accepted packet yields an in-bounds range holding an IP
 //! packet whose length field matches it, the SPI is one of ours, and the same bytes a second time
@@ -16,6 +17,10 @@ use libfuzzer_sys::fuzz_target;
 
 const WINDOWS: [u32; 4] = [0, 1, 64, 4096];
 const SPIS: [u32; 2] = [0x100, 0x101];
+/// Highest sequence number already seen by a resumed SA: just past the first 2^32 wrap with ESN,
+/// near the top of the 32-bit space without.
+const RESUME_ESN: u64 = 0x1_0000_0010;
+const RESUME: u64 = 0xffff_ff00;
 
 fn key(alg: EspAlg, spi: u32) -> Vec<u8> {
     (0..alg.key_len())
@@ -53,7 +58,11 @@ fuzz_target!(|data: &[u8]| {
             auth_key: &a,
             esn,
         };
-        rx.install(EspRx::new(provider, &params, window).expect("fixed SA"));
+        let mut sa = EspRx::new(provider, &params, window).expect("fixed SA");
+        if sel & 0x40 != 0 {
+            sa.restore_seen(if esn { RESUME_ESN } else { RESUME });
+        }
+        rx.install(sa);
     }
     let mut buf = packet.to_vec();
     let Ok(range) = rx.verify_in_place(&mut buf) else {

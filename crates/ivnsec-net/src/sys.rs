@@ -8,6 +8,7 @@
 //! - [`pin_current_thread`] / [`current_cpu`]: CPU affinity of the calling thread. On this VM a
 //!   cross-CPU wake-up costs ≈27 µs per hop; latency mode pins and busy-polls.
 //! - [`signal_process`]: used by testbed teardown to stop processes inside its own namespaces.
+//! - [`try_lock_exclusive`]: an exclusive `flock` (one sender per nonce state file).
 //!
 //! Namespaces are not entered here: node processes are started with `ip netns exec NS …`, so a
 //! process never switches namespace after start (no `setns`).
@@ -717,6 +718,24 @@ pub fn signal_process(pid: u32, force: bool) -> io::Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// Takes an exclusive advisory lock (`flock(LOCK_EX | LOCK_NB)`) on `file` without waiting.
+/// `Ok(true)`: this open file now holds the lock until it is closed (the kernel releases it
+/// when the process ends, even on SIGKILL). `Ok(false)`: another open file holds it.
+pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
+    // SAFETY: flock() takes a descriptor `file` keeps open for the duration of the call and
+    // an integer operation; no pointers.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
 }
 
 #[cfg(test)]

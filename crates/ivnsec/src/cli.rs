@@ -47,6 +47,8 @@ pub enum Command {
     Run(cmd::run::Args),
     /// The main job: testbed up, a preset plan, sockperf beside it, report, testbed down, verdicts.
     Validate(cmd::validate::Args),
+    /// Attack a sender and receiver from a third node on the switch: spoofed, replayed, altered, flooded frames.
+    Attack(cmd::attack::Args),
     /// Rebuild a report's summary.json, summary.md and index.html from its samples.csv.
     Report(cmd::report::Args),
     /// Internal: a node role of an experiment, started by the experiment commands.
@@ -55,6 +57,12 @@ pub enum Command {
     /// SOME/IP with per-service security: offer services (`serve`) and call them (`call`).
     #[command(subcommand)]
     Someip(cmd::someip::Args),
+    /// Stream protected units under a key file, never reusing a nonce across restarts (--state-dir).
+    Send(cmd::send::Args),
+    /// Verify the units a sender streams and count accepted units and drops by reason.
+    Receive(cmd::receive::Args),
+    /// Write fresh random keys for a profile as a key file (mode 0600).
+    Keygen(cmd::keygen::Args),
 }
 
 /// An error that maps to exit code 2 (bad usage or configuration).

@@ -32,7 +32,11 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Validate(args) => cmd::validate::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Attack(args) => cmd::attack::run(args),
         Command::Someip(args) => cmd::someip::run(args),
+        Command::Send(args) => cmd::send::run(args),
+        Command::Receive(args) => cmd::receive::run(args),
+        Command::Keygen(args) => cmd::keygen::run(args),
     };
     match result {
         Ok(code) => code,

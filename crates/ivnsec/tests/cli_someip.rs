@@ -375,3 +375,82 @@ fn usage_and_environment_errors() {
     let (rc, v) = call(&cfg, "0x1236", ep, &["--count", "2", "--timeout-ms", "100"]);
     assert_eq!((rc, v["lost"].as_u64()), (1, Some(2)), "{v}");
 }
+
+/// The `reserved N` mark of the state file of `profile` in `dir` (one file per service).
+fn someip_reserved(dir: &Path, profile: &str) -> Option<u64> {
+    let f = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with(profile) && n.ends_with(".hw")
+        })?;
+    let t = std::fs::read_to_string(f).ok()?;
+    t.lines()
+        .find_map(|l| l.strip_prefix("reserved "))
+        .and_then(|v| v.parse().ok())
+}
+
+/// With --state-dir a restarted `call` continues its freshness counter from the persistent
+/// reservation (not from the clock), and the server accepts every call of both runs. With a
+/// state directory that does not know the key, the counter starts at 1 again and the server,
+/// which saw those counters, rejects the call as a replay: what the state prevents.
+#[test]
+fn state_dir_keeps_freshness_counters_across_restarts() {
+    let dir = tmpdir("state");
+    let srv = Server::start(&dir, "8");
+    let cfg = client_cfg(&dir);
+    let state = dir.join("nonce-state");
+    let st = state.to_string_lossy().into_owned();
+    let args = ["--count", "5", "--state-dir", &st, "--reserve-block", "3"];
+    let (rc, v) = call(&cfg, "0x1234", srv.udp, &args);
+    assert_eq!((rc, v["ok"].as_u64()), (0, Some(5)), "{v}");
+    // Counters 1..=5 used: reserved 1..=3, then 4..=6.
+    assert_eq!(someip_reserved(&state, "someip-aes128-gcm"), Some(6));
+    let (rc, v) = call(&cfg, "0x1234", srv.udp, &args);
+    assert_eq!((rc, v["ok"].as_u64()), (0, Some(5)), "restart: {v}");
+    // The restart began at 7: 7..=9, 10..=12.
+    assert_eq!(someip_reserved(&state, "someip-aes128-gcm"), Some(12));
+    let fresh = dir.join("fresh-state").to_string_lossy().into_owned();
+    let (rc, v) = call(
+        &cfg,
+        "0x1234",
+        srv.udp,
+        &["--count", "1", "--timeout-ms", "300", "--state-dir", &fresh],
+    );
+    assert_eq!((rc, v["ok"].as_u64()), (1, Some(0)), "reused counter: {v}");
+    let st = srv.finish();
+    assert_eq!(st["answered"].as_u64(), Some(10), "{st}");
+    assert!(
+        st["drops"].as_object().is_some_and(|d| !d.is_empty()),
+        "{st}"
+    );
+
+    // `serve` takes a state directory too: one locked state per secured service (nosec has none).
+    let server_state = dir.join("server-state");
+    let o = run(&[
+        "someip",
+        "serve",
+        "--config",
+        dir.join("server.toml").to_str().unwrap(),
+        "--duration",
+        "0.3",
+        "--state-dir",
+        server_state.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let locks = std::fs::read_dir(&server_state)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "lock"))
+        })
+        .count();
+    assert_eq!(locks, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -840,6 +840,63 @@ fn hostile_input_never_panics() {
     }
 }
 
+/// Found by the `macsec_verify` fuzz target (2026-11-21, crash-2761ee3c…, selector 0xc6:
+/// GCM-AES-XPN-128, validateFrames Check, replay window 0, replayProtect, fast provider): an
+/// integrity-only XPN frame with PN 1 validates; the same bytes again are not Late, because XPN
+/// PN recovery (802.1AEbw §10.6.2) puts a lower half below that of the lowest acceptable PN (now
+/// 2) into the next 2^32 epoch, PN 2^32 + 1. Under that PN the ICV fails, and validateFrames
+/// Check delivers an integrity-only frame that fails validation (InPktsInvalid) as the standard
+/// says. The intended behaviour, which the target had wrong: a replay is never delivered as
+/// validated (Ok or Delayed) and moves no state; with Strict it is discarded (InPktsNotValid).
+#[test]
+fn fuzz_xpn_replay_in_check_mode_is_delivered_invalid_never_ok() {
+    // dst ‖ src ‖ 88e5 ‖ TCI 0x21 (SC, AN 1) ‖ SL 2 ‖ PN 1 ‖ SCI ‖ 0800 ‖ ICV, made by
+    // `ivnsec frame protect --profile macsec-gcm-aes-xpn-128 --integrity-only` with the target's
+    // key 5a…5a, SCI 0200000000010001, SSCI 7a30c118 and salt (fuzz/seed.sh).
+    let frame = h("020000000002020000000001\
+                   88e5210200000001020000000001000108001726f8682b1dac1c4199a23b05519035");
+    let key = [0x5au8; 16];
+    let kp = KeyParams {
+        suite: X128,
+        key: &key,
+        sci: Sci::from_u64(0x0200_0000_0001_0001),
+        an: 1,
+        ssci: Some(SSCI),
+        salt: Some(salt()),
+    };
+    for p in PROVIDERS {
+        for validate in [ValidateFrames::Check, ValidateFrames::Strict] {
+            let mut rx = MacsecRx::new(
+                p,
+                &kp,
+                RxOptions {
+                    validate,
+                    ..strict(0)
+                },
+            )
+            .unwrap();
+            let mut b = frame.clone();
+            let d = rx.verify_in_place(&mut b).unwrap();
+            assert_eq!((d.status, d.pn), (RxStatus::Ok, 1));
+            assert_eq!(b[d.range], h("0200000000020200000000010800"));
+            assert_eq!(rx.next_pn(), 2);
+
+            let mut b = frame.clone();
+            let again = rx.verify_in_place(&mut b);
+            if validate == ValidateFrames::Check {
+                let d = again.unwrap();
+                assert_eq!((d.status, d.pn), (RxStatus::Invalid, 0x1_0000_0001));
+                assert_eq!(rx.counters().in_pkts_invalid, 1);
+            } else {
+                assert_eq!(again, Err(DropReason::BadTag));
+                assert_eq!(rx.counters().in_pkts_not_valid, 1);
+            }
+            assert_eq!(rx.counters().in_pkts_ok, 1, "the replay is not validated");
+            assert_eq!(rx.next_pn(), 2, "the replay moves no state");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // CLI
 

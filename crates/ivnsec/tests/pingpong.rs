@@ -328,6 +328,7 @@ fn run_writes_the_report_of_a_plan() {
     )
     .unwrap();
     let out = d.path("out");
+    let pcap = d.path("run.pcap");
     let o = ivnsec(
         &d,
         &[
@@ -337,6 +338,8 @@ fn run_writes_the_report_of_a_plan() {
             "loopback",
             "--out",
             out.to_str().unwrap(),
+            "--pcap",
+            pcap.to_str().unwrap(),
         ],
     );
     assert!(
@@ -365,6 +368,13 @@ fn run_writes_the_report_of_a_plan() {
             .contains("loopback")
     );
     check_samples_csv(&out.join("samples.csv"), 4 * 50 + 25);
+    // One capture for the whole plan: each exchange's request and reply, scenario by scenario.
+    let records = ivnsec_net::pcap::PcapReader::open(&pcap)
+        .unwrap()
+        .inspect(|r| assert!(r.is_ok(), "{r:?}"))
+        .count();
+    assert_eq!(records, 2 * (4 * 50 + 25));
+    assert!(!d.path("run.pcap.part").exists());
     for f in ["summary.md", "index.html"] {
         assert!(out.join(f).exists(), "{f}");
     }

@@ -77,6 +77,7 @@ drop_reasons! {
     TpBadSegment => "tp_bad_segment", "SOME/IP-TP: an inconsistent segment (length, offset or end).";
     TpTooLarge => "tp_too_large", "SOME/IP-TP: a message past the reassembly bound.";
     StreamResync => "stream_resync", "SOME/IP over TCP: a corrupt header; bytes skipped to the next header.";
+    ForeignSource => "foreign_source", "The source address is not the SA's peer (ESP transport mode: an inbound selector mismatch, RFC 4301 §5.2).";
 }
 
 impl fmt::Display for DropReason {
@@ -114,6 +115,12 @@ impl DropCounters {
     pub fn bump(&mut self, r: DropReason) {
         let i = r as usize;
         self.counts[i] = self.counts[i].saturating_add(1);
+    }
+
+    /// Counts `n` drops for `r` at once.
+    pub fn add(&mut self, r: DropReason, n: u64) {
+        let i = r as usize;
+        self.counts[i] = self.counts[i].saturating_add(n);
     }
 
     pub fn get(&self, r: DropReason) -> u64 {

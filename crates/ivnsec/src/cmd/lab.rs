@@ -102,6 +102,31 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
     }
 }
 
+/// Where a run writes one node's capture before it joins the run's capture `file`.
+pub fn part_path(file: &Path) -> std::path::PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".part");
+    file.with_file_name(name)
+}
+
+/// Appends every record of the capture `part` (if a node wrote one) to `w` and removes it.
+pub fn append_pcap(
+    w: &mut ivnsec_net::pcap::PcapWriter<impl std::io::Write>,
+    part: &Path,
+) -> Result<()> {
+    if !part.exists() {
+        return Ok(());
+    }
+    let mut r = ivnsec_net::pcap::PcapReader::open(part)
+        .map_err(|e| anyhow!("reading {}: {e}", part.display()))?;
+    while let Some(rec) = r.next_record() {
+        let rec = rec.map_err(|e| anyhow!("reading {}: {e}", part.display()))?;
+        w.write_frame(rec.timestamp, rec.data)?;
+    }
+    std::fs::remove_file(part).map_err(|e| anyhow!("removing {}: {e}", part.display()))?;
+    Ok(())
+}
+
 pub fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
     match e {
         ivnsec_net::Error::Env(m) => anyhow::Error::new(EnvError(m)),

@@ -1,16 +1,20 @@
 //! One module per subcommand, each with a `run()`.
 
+pub mod attack;
 pub mod crypto_bench;
 pub mod frame;
 pub mod frame_esp;
 pub mod frame_macsec;
 pub mod frame_secoc;
+pub mod keygen;
 pub mod lab;
 pub mod node;
 pub mod pcap;
 pub mod pingpong;
+pub mod receive;
 pub mod report;
 pub mod run;
+pub mod send;
 pub mod someip;
 pub mod someip_config;
 pub mod suites;

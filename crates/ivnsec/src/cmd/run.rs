@@ -64,6 +64,11 @@ pub struct Overrides {
     /// Use this running testbed instead of building one.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
+    /// Record the frames every scenario's initiator sends and receives, one scenario after the
+    /// other, in this capture (classic pcap, Ethernet; ESP frames get their Ethernet/IPv4
+    /// headers). Large plans make large captures: seed000 is about 400,000 frames.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
 }
 
 impl Overrides {
@@ -98,15 +103,28 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
-    let report = run_plan(&plan, &open, None)?;
+    let report = run_plan(&plan, &open, None, a.overrides.pcap.as_deref())?;
     drop(open);
     finish(&report, &a.out)
 }
 
 /// Runs every scenario of `plan` on `site` with a progress bar (on a terminal) and returns the
 /// report (not yet written).
-pub fn run_plan(plan: &Plan, open: &OpenSite, baseline: Option<Value>) -> Result<Report> {
+pub fn run_plan(
+    plan: &Plan,
+    open: &OpenSite,
+    baseline: Option<Value>,
+    pcap: Option<&Path>,
+) -> Result<Report> {
     let started = Instant::now();
+    let mut capture = match pcap {
+        Some(p) => Some((
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+            lab::part_path(p),
+        )),
+        None => None,
+    };
     let bar = ProgressBar::new(plan.exchanges());
     bar.set_style(
         ProgressStyle::with_template(
@@ -117,8 +135,12 @@ pub fn run_plan(plan: &Plan, open: &OpenSite, baseline: Option<Value>) -> Result
     let mut runs = Vec::with_capacity(plan.scenarios.len());
     for (i, s) in plan.scenarios.iter().enumerate() {
         bar.set_message(format!("{} ({}/{})", s.name(), i + 1, plan.scenarios.len()));
+        let part = capture.as_ref().map(|c| c.1.as_path());
         let o =
-            run_scenario(&open.site, s, None).with_context(|| format!("scenario {}", s.name()))?;
+            run_scenario(&open.site, s, part).with_context(|| format!("scenario {}", s.name()))?;
+        if let Some((w, part)) = capture.as_mut() {
+            lab::append_pcap(w, part)?;
+        }
         bar.inc(u64::from(s.count) * u64::from(s.replications));
         runs.push(ScenarioRun {
             name: s.name(),
@@ -129,6 +151,9 @@ pub fn run_plan(plan: &Plan, open: &OpenSite, baseline: Option<Value>) -> Result
         });
     }
     bar.finish_and_clear();
+    if let Some((mut w, _)) = capture {
+        w.flush()?;
+    }
     let mut environment = lab::environment(&open.site, &plan.scenarios[0], &plan.name);
     environment.insert(
         "duration_s".into(),

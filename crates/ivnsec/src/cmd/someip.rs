@@ -37,6 +37,8 @@ use serde_json::json;
 
 use super::someip_config::{self as config, Config, Service};
 use crate::cli::{EnvError, usage};
+use crate::node::channel::DirectionKeys;
+use crate::node::highwater::{self, HighWater, HwError};
 use crate::providers::{self, ProviderChoice};
 
 #[derive(Subcommand, Debug)]
@@ -74,6 +76,22 @@ pub struct ServeArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    nonce: NonceStateArgs,
+}
+
+/// Where `serve` and `call` keep their freshness counters across restarts.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NonceStateArgs {
+    /// Persist each secured service's freshness counter in this directory (reserved ahead in
+    /// blocks, fsynced before use; docs/nonce-safety.md), so a restart under the same key never
+    /// reuses a counter whatever the clock does. Without it the first counter of a run is the
+    /// Unix time in nanoseconds, which is safe only while the wall clock never goes back.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Counters reserved per state write (with --state-dir).
+    #[arg(long, value_name = "N", default_value_t = crate::node::highwater::DEFAULT_BLOCK)]
+    reserve_block: u64,
 }
 
 #[derive(clap::Args, Debug)]
@@ -114,6 +132,8 @@ pub struct CallArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    nonce: NonceStateArgs,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -153,11 +173,60 @@ fn provider_for(choice: ProviderChoice, s: &Service) -> Result<&'static CryptoPr
     })
 }
 
-fn make_security(cfg: &Config) -> Result<SomeipSecurity> {
-    let first = unix_ns();
+/// This process's sender identity per service: the server, or the client with `client_id`.
+#[derive(Clone, Copy, Debug)]
+enum Side {
+    Server,
+    Client(u16),
+}
+
+/// The nonce state of one secured service (with `--state-dir`).
+struct ServiceState {
+    service_id: u16,
+    hw: HighWater,
+}
+
+/// The services' SAs; with `--state-dir`, their first counters come from (and are reserved in)
+/// the persistent state, else from the clock.
+fn make_security(
+    cfg: &Config,
+    nonce: &NonceStateArgs,
+    side: Side,
+) -> Result<(SomeipSecurity, Vec<ServiceState>)> {
+    let clock_first = unix_ns();
     let mut sas = Vec::new();
+    let mut states = Vec::new();
     for s in &cfg.services {
         let provider = provider_for(cfg.node.provider, s)?;
+        let mut first = clock_first;
+        if let (Some(dir), false) = (&nonce.state_dir, s.level == Level::NoSec) {
+            let sender = match side {
+                Side::Server => "server".to_string(),
+                Side::Client(c) => format!("client 0x{c:04x}"),
+            };
+            let ident = format!(
+                "someip service 0x{:04x} key-id {} sender {sender}",
+                s.id, s.key_id
+            );
+            let keys = DirectionKeys {
+                key: hex::encode(&s.key),
+                mac_key: String::new(),
+                iv: hex::encode(s.salt),
+            };
+            let opts = highwater::Options {
+                block: nonce.reserve_block,
+                seq_limit: None,
+                protocol_max: u64::MAX,
+            };
+            let profile = format!("someip-{}", s.suite.name());
+            let hw = HighWater::open(dir, &profile, &ident, &keys, opts)
+                .map_err(HwError::into_anyhow)?;
+            first = hw.first_seq().map_err(HwError::into_anyhow)?;
+            states.push(ServiceState {
+                service_id: s.id,
+                hw,
+            });
+        }
         let p = ServiceParams {
             service_id: s.id,
             level: s.level,
@@ -178,12 +247,14 @@ fn make_security(cfg: &Config) -> Result<SomeipSecurity> {
         })?;
         sas.push(sa);
     }
-    Ok(SomeipSecurity::new(sas))
+    Ok((SomeipSecurity::new(sas), states))
 }
 
 /// Everything both sides share behind one lock.
 struct Core {
     security: SomeipSecurity,
+    /// Persistent counter reservations (with `--state-dir`), one per secured service.
+    nonce_states: Vec<ServiceState>,
     reassembler: Reassembler,
     /// Drops before a message reached a service (framing, TP, SD).
     wire_drops: DropCounters,
@@ -195,9 +266,11 @@ struct Core {
 }
 
 impl Core {
-    fn new(cfg: &Config) -> Result<Core> {
+    fn new(cfg: &Config, nonce: &NonceStateArgs, side: Side) -> Result<Core> {
+        let (security, nonce_states) = make_security(cfg, nonce, side)?;
         Ok(Core {
-            security: make_security(cfg)?,
+            security,
+            nonce_states,
             reassembler: Reassembler::new(ReassemblyLimits {
                 max_message: cfg.node.max_message,
                 max_pending: 8,
@@ -265,6 +338,18 @@ impl Core {
 
     /// Protects a message for `header.service_id`; the wire bytes.
     fn protect(&mut self, header: &Repr, body: &[u8]) -> Result<Vec<u8>> {
+        // The counter this message will carry must be reserved on disk first.
+        if let Some(st) = self
+            .nonce_states
+            .iter_mut()
+            .find(|st| st.service_id == header.service_id)
+            && let Some(next) = self
+                .security
+                .service(header.service_id)
+                .and_then(|sa| sa.next_counter())
+        {
+            st.hw.claim(next).map_err(HwError::into_anyhow)?;
+        }
         let mut buf = vec![0u8; HEADER_LEN + OVERHEAD + body.len()];
         let n = self.security.protect(header, body, &mut buf).map_err(|e| {
             anyhow!(
@@ -565,7 +650,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     {
         return Err(usage("--duration must be a positive number of seconds"));
     }
-    let core = Arc::new(Mutex::new(Core::new(&cfg)?));
+    let core = Arc::new(Mutex::new(Core::new(&cfg, &a.nonce, Side::Server)?));
     let node = &cfg.node;
     let udp_addr = SocketAddrV4::new(node.address, node.udp_port);
     let udp = Arc::new(
@@ -1087,7 +1172,7 @@ fn call(a: CallArgs) -> Result<ExitCode> {
     if a.timeout_ms == 0 {
         return Err(usage("--timeout-ms must be at least 1"));
     }
-    let mut core = Core::new(&cfg)?;
+    let mut core = Core::new(&cfg, &a.nonce, Side::Client(cfg.node.client_id))?;
     let node = cfg.node.clone();
 
     // Find the service.

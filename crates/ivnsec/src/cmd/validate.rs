@@ -75,7 +75,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         sockperf_baseline(&open, s0.mode, s0.pause_ns)
     };
-    let report = run_plan(&plan, &open, baseline)?;
+    let report = run_plan(&plan, &open, baseline, a.overrides.pcap.as_deref())?;
     if let Some(tb) = open.testbed {
         let prefix = tb.prefix().to_string();
         match tb.down() {

@@ -42,7 +42,7 @@ pub const ETH_P_MACSEC: u16 = 0x88E5;
 /// IP protocol of the inner packet of ESP experiments (RFC 3692: for experimentation).
 pub const EXPERIMENT_IP_PROTOCOL: u8 = 253;
 /// IPv4 header length (no options).
-const IPV4_HLEN: usize = 20;
+pub const IPV4_HLEN: usize = 20;
 /// Replay window of experiment receivers unless [`ChannelOptions`] say otherwise.
 pub const REPLAY_WINDOW: u32 = 64;
 
@@ -146,8 +146,43 @@ impl Family {
     }
 }
 
+impl Family {
+    /// Highest sequence number / PN the outbound SA of a [`Channel`] can carry: 2^32 − 1 for
+    /// MACsec without XPN and for ESP (the channel's SAs use no ESN), 2^64 − 1 otherwise.
+    pub fn max_seq(self) -> u64 {
+        match self {
+            Family::IvnAe(_) => u64::MAX,
+            Family::Macsec(s) => s.max_pn(),
+            Family::Esp(_) => u64::from(u32::MAX),
+        }
+    }
+
+    /// Whether the profile uses the 12-byte `iv` of [`DirectionKeys`] (IVN-AE: per-SA IV;
+    /// MACsec XPN: the salt).
+    pub fn uses_iv(self) -> bool {
+        match self {
+            Family::IvnAe(_) => true,
+            Family::Macsec(s) => s.is_xpn(),
+            Family::Esp(_) => false,
+        }
+    }
+}
+
+/// What separates the nonce space of the outbound SA of direction `direction` from others under
+/// the same key, as the [`Channel`] builds it: IVN-AE key id, MACsec SCI (non-XPN: the nonce
+/// starts with it) or SSCI (XPN), ESP SPI. Names the nonce state of that SA.
+pub fn sa_identity(family: Family, ends: &Ends, direction: usize) -> String {
+    let d = direction & 1;
+    match family {
+        Family::IvnAe(_) => format!("ivnae key-id {}", d + 1),
+        Family::Macsec(s) if s.is_xpn() => format!("macsec-xpn ssci {}", d + 1),
+        Family::Macsec(_) => format!("macsec sci {}0001", hex::encode(ends.local_mac)),
+        Family::Esp(_) => format!("esp spi 0x{:08x}", SPI[d]),
+    }
+}
+
 /// Cipher and HMAC key lengths of a profile.
-fn key_lengths(profile: &str) -> Result<(usize, usize)> {
+pub fn key_lengths(profile: &str) -> Result<(usize, usize)> {
     Ok(match Family::parse(profile)? {
         Family::IvnAe(p) => (
             p.suite.key_len().unwrap_or(0),
@@ -364,12 +399,52 @@ impl Channel {
     }
 
     /// The sequence number / PN the next protected unit will carry; `None` once exhausted.
+    #[allow(dead_code)] // for nodes that persist their high-water mark
     pub fn next_seq(&self) -> Option<u64> {
         match &self.sas {
             Sas::IvnAe(t, _) => t.next_seq(),
             Sas::Macsec(t, _) => t.next_pn(),
             Sas::Esp(t, _) => t.next_seq(),
         }
+    }
+
+    /// The addresses of the two ends, as this node sees them.
+    pub fn ends(&self) -> Ends {
+        self.ends
+    }
+
+    /// Length of the tag / ICV at the end of every protected unit.
+    pub fn tag_len(&self) -> usize {
+        match &self.sas {
+            Sas::IvnAe(t, _) => t.tag_len(),
+            Sas::Macsec(..) => ivnsec_core::wire::macsec::ICV_LEN,
+            Sas::Esp(..) => ivnsec_core::sa::esp::ICV_LEN,
+        }
+    }
+
+    /// The Ethernet frame that carries `payload` from this node to the peer without any
+    /// protection (raw families: EtherType [`PAYLOAD_ETHERTYPE`]; ESP: IPv4 protocol
+    /// [`EXPERIMENT_IP_PROTOCOL`]): what a downgrade to "unprotected" puts on the link.
+    pub fn unprotected_frame(&self, payload: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.ends.peer_mac);
+        out.extend_from_slice(&self.ends.local_mac);
+        match self.family {
+            Family::Esp(_) => {
+                out.extend_from_slice(&0x0800u16.to_be_bytes());
+                let mut ip = [0u8; IPV4_HLEN];
+                write_ipv4_header(
+                    &mut ip,
+                    IPV4_HLEN + payload.len(),
+                    EXPERIMENT_IP_PROTOCOL,
+                    self.ends.local_ip,
+                    self.ends.peer_ip,
+                );
+                out.extend_from_slice(&ip);
+            }
+            _ => out.extend_from_slice(&PAYLOAD_ETHERTYPE.to_be_bytes()),
+        }
+        out.extend_from_slice(payload);
     }
 
     /// Room a buffer needs for a `payload`-byte payload in either direction.
@@ -534,7 +609,7 @@ fn payload_of_frame(buf: &[u8], range: Range<usize>) -> Result<Range<usize>, Dro
 }
 
 /// A 20-byte IPv4 header (no options, DF set, TTL 64) with its checksum.
-fn write_ipv4_header(h: &mut [u8], total_len: usize, proto: u8, src: Ipv4Addr, dst: Ipv4Addr) {
+pub fn write_ipv4_header(h: &mut [u8], total_len: usize, proto: u8, src: Ipv4Addr, dst: Ipv4Addr) {
     h.fill(0);
     h[0] = 0x45;
     h[2..4].copy_from_slice(&(total_len as u16).to_be_bytes());

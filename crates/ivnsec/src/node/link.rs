@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 use ivnsec_net::rawip::RawIpSocket;
-use ivnsec_net::sys::{self, RawSocket};
+use ivnsec_net::sys::{self, PacketType, RawSocket};
 use ivnsec_net::udp::UdpTransport;
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +32,8 @@ pub enum LinkSpec {
 /// An open link.
 pub enum Link {
     Raw(RawSocket),
-    RawIp(RawIpSocket, Ipv4Addr),
+    /// The socket, the peer, and how many packets from other sources were dropped.
+    RawIp(RawIpSocket, Ipv4Addr, u64),
     Udp {
         sock: UdpTransport,
         peer: Option<SocketAddr>,
@@ -49,7 +50,7 @@ impl Link {
                 Ok(Link::Raw(s))
             }
             LinkSpec::RawIp { protocol, peer } => {
-                Ok(Link::RawIp(RawIpSocket::open(*protocol)?, *peer))
+                Ok(Link::RawIp(RawIpSocket::open(*protocol)?, *peer, 0))
             }
             LinkSpec::Udp { local, peer } => Ok(Link::Udp {
                 sock: UdpTransport::bind(*local)?,
@@ -71,7 +72,7 @@ impl Link {
     pub fn send(&self, unit: &[u8]) -> io::Result<()> {
         match self {
             Link::Raw(s) => s.send(unit).map(|_| ()),
-            Link::RawIp(s, peer) => s.send_to(unit, *peer).map(|_| ()),
+            Link::RawIp(s, peer, _) => s.send_to(unit, *peer).map(|_| ()),
             Link::Udp {
                 sock,
                 peer,
@@ -85,10 +86,22 @@ impl Link {
         }
     }
 
+    /// Packets a raw IPv4 link dropped because they came from another source than its peer
+    /// (a transport-mode SA is bound to its two addresses); 0 for other links.
+    pub fn foreign_drops(&self) -> u64 {
+        match self {
+            Link::RawIp(_, _, n) => *n,
+            _ => 0,
+        }
+    }
+
     /// Receives one unit into `buf[off..]`, waiting up to `timeout` by sleeping in the kernel
     /// or, with `busy`, by spinning. `Ok(None)` on timeout. A raw IPv4 link needs `off` ≥ 20:
-    /// the packet's IPv4 header goes just before the unit (a packet with IP options or from
-    /// another host yields a 0-byte unit, which verification rejects).
+    /// the packet's IPv4 header goes just before the unit (a packet with IP options yields a
+    /// 0-byte unit, which verification rejects; one from another source than the peer is
+    /// counted in [`foreign_drops`](Self::foreign_drops) and skipped). A raw Ethernet link
+    /// skips frames addressed to other hosts (seen only when the switch floods), as a network
+    /// interface outside promiscuous mode does.
     pub fn recv(
         &mut self,
         buf: &mut [u8],
@@ -96,6 +109,25 @@ impl Link {
         timeout: Duration,
         busy: bool,
     ) -> io::Result<Option<usize>> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.recv_one(buf, off, left, busy)? {
+                Received::Unit(n) => return Ok(Some(n)),
+                Received::Nothing => return Ok(None),
+                Received::Skipped if left.is_zero() => return Ok(None),
+                Received::Skipped => {}
+            }
+        }
+    }
+
+    fn recv_one(
+        &mut self,
+        buf: &mut [u8],
+        off: usize,
+        timeout: Duration,
+        busy: bool,
+    ) -> io::Result<Received> {
         match self {
             Link::Raw(s) => {
                 let buf = &mut buf[off..];
@@ -104,9 +136,14 @@ impl Link {
                 } else {
                     s.recv(buf, Some(timeout))?
                 };
-                Ok(m.filter(|m| !m.truncated()).map(|m| m.len))
+                Ok(match m {
+                    None => Received::Nothing,
+                    Some(m) if m.packet_type == PacketType::OtherHost => Received::Skipped,
+                    Some(m) if m.truncated() => Received::Skipped,
+                    Some(m) => Received::Unit(m.len),
+                })
             }
-            Link::RawIp(s, peer) => {
+            Link::RawIp(s, peer, foreign) => {
                 const HLEN: usize = 20;
                 let start = off.checked_sub(HLEN).ok_or_else(|| {
                     io::Error::new(
@@ -120,10 +157,15 @@ impl Link {
                 } else {
                     s.recv(buf, timeout)?
                 };
-                Ok(n.map(|n| {
-                    let plain_header = n >= HLEN && buf[0] == 0x45 && buf[12..16] == peer.octets();
-                    if plain_header { n - HLEN } else { 0 }
-                }))
+                Ok(match n {
+                    None => Received::Nothing,
+                    Some(n) if n >= HLEN && buf[12..16] != peer.octets() => {
+                        *foreign += 1;
+                        Received::Skipped
+                    }
+                    Some(n) if n >= HLEN && buf[0] == 0x45 => Received::Unit(n - HLEN),
+                    Some(_) => Received::Unit(0),
+                })
             }
             Link::Udp { sock, last_src, .. } => {
                 let buf = &mut buf[off..];
@@ -132,10 +174,13 @@ impl Link {
                 } else {
                     sock.recv(buf, Some(timeout.max(Duration::from_micros(1))))?
                 };
-                Ok(r.map(|(n, src)| {
-                    *last_src = Some(src);
-                    n
-                }))
+                Ok(match r {
+                    None => Received::Nothing,
+                    Some((n, src)) => {
+                        *last_src = Some(src);
+                        Received::Unit(n)
+                    }
+                })
             }
         }
     }
@@ -147,7 +192,7 @@ impl Link {
     fn fd(&self) -> BorrowedFd<'_> {
         match self {
             Link::Raw(s) => s.as_fd(),
-            Link::RawIp(s, _) => s.fd(),
+            Link::RawIp(s, ..) => s.fd(),
             Link::Udp { sock, .. } => sock.socket().as_fd(),
         }
     }
@@ -163,7 +208,7 @@ impl Link {
     pub fn connect_peer(&self) -> io::Result<()> {
         match self {
             Link::Raw(_) => Ok(()),
-            Link::RawIp(s, peer) => s.connect(*peer),
+            Link::RawIp(s, peer, _) => s.connect(*peer),
             Link::Udp { sock, peer, .. } => match peer {
                 Some(p) => sock.connect(*p),
                 None => Err(io::Error::new(
@@ -223,4 +268,12 @@ impl Link {
         }
         Ok(n)
     }
+}
+
+/// What one receive call produced.
+enum Received {
+    Unit(usize),
+    /// A frame or packet the link does not hand on (see [`Link::recv`]).
+    Skipped,
+    Nothing,
 }

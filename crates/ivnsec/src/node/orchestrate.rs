@@ -183,6 +183,8 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         backward: backward.clone(),
         pcap: None,
         channel: Default::default(),
+        until_eof: false,
+        watch_plain: false,
     };
 
     // The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,
@@ -293,7 +295,12 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
 /// The link of a node with `ends`: raw Ethernet (IVN-AE, MACsec) or raw IPv4 (ESP) on a testbed,
 /// UDP on loopback, where the initiator sends to the responder's `peer_port` and the responder
 /// answers whoever sent.
-fn link_spec(testbed: bool, family: Family, ends: &Ends, peer_port: Option<u16>) -> LinkSpec {
+pub(crate) fn link_spec(
+    testbed: bool,
+    family: Family,
+    ends: &Ends,
+    peer_port: Option<u16>,
+) -> LinkSpec {
     match (testbed, family.is_ip()) {
         (true, false) => LinkSpec::Raw {
             ifname: topology::ECU_IF.to_string(),
@@ -315,7 +322,7 @@ fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
 }
 
 /// MAC and IPv4 address of a testbed node's ECU interface.
-pub fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
+pub(crate) fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
     let n = state
         .node(node)
         .ok_or_else(|| usage(format!("testbed {} has no node `{node}`", state.prefix)))?;
@@ -334,7 +341,7 @@ pub fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)
     Ok((mac, ip))
 }
 
-fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
+pub(crate) fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
     let exe = std::env::current_exe().context("locating the ivnsec binary")?;
     let mut cmd = match ns {
         Some(ns) => netns_command(ns, &exe),
@@ -349,7 +356,7 @@ fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
         .with_context(|| format!("starting the {:?} process", spec.role))
 }
 
-fn child_stderr(c: &mut Child) -> String {
+pub(crate) fn child_stderr(c: &mut Child) -> String {
     let mut s = String::new();
     if let Some(mut e) = c.stderr.take() {
         let _ = e.read_to_string(&mut s);
@@ -357,7 +364,7 @@ fn child_stderr(c: &mut Child) -> String {
     s.trim().to_string()
 }
 
-fn wait_ready(out: &mut BufReader<ChildStdout>) -> Result<u16> {
+pub(crate) fn wait_ready(out: &mut BufReader<ChildStdout>) -> Result<u16> {
     let mut line = String::new();
     out.read_line(&mut line)?;
     let port = line
@@ -367,24 +374,24 @@ fn wait_ready(out: &mut BufReader<ChildStdout>) -> Result<u16> {
     port.parse().map_err(|_| anyhow!("bad READY line {line:?}"))
 }
 
-struct IniRecord {
-    rep: u32,
-    idx: u32,
-    start: u64,
-    payload: u64,
-    protect: u64,
-    rtt: u64,
-    verify: u64,
-    lost: bool,
+pub(crate) struct IniRecord {
+    pub rep: u32,
+    pub idx: u32,
+    pub start: u64,
+    pub payload: u64,
+    pub protect: u64,
+    pub rtt: u64,
+    pub verify: u64,
+    pub lost: bool,
 }
 
-struct IniLog {
-    records: Vec<IniRecord>,
-    rejects: Vec<(String, u64)>,
-    stale: u64,
+pub(crate) struct IniLog {
+    pub records: Vec<IniRecord>,
+    pub rejects: Vec<(String, u64)>,
+    pub stale: u64,
 }
 
-fn collect_initiator(c: &mut Child) -> Result<IniLog> {
+pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
     let out = BufReader::new(c.stdout.take().expect("piped"));
     let mut log = IniLog {
         records: Vec::new(),
@@ -425,12 +432,13 @@ fn collect_initiator(c: &mut Child) -> Result<IniLog> {
     Ok(log)
 }
 
-struct ResLog {
-    log: Vec<(u64, u64, u64, u64)>,
-    drops: Vec<(String, u64)>,
+pub(crate) struct ResLog {
+    /// Per accepted unit: exchange id, verify ns, protect ns, verify done (monotonic ns).
+    pub log: Vec<(u64, u64, u64, u64)>,
+    pub drops: Vec<(String, u64)>,
 }
 
-fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResLog> {
+pub(crate) fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResLog> {
     let mut r = ResLog {
         log: Vec::new(),
         drops: Vec::new(),

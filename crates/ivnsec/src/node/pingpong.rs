@@ -22,11 +22,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use ivnsec_core::sa::DropCounters;
+use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_net::sys::monotonic_ns;
 use serde::{Deserialize, Serialize};
 
-use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends};
+use super::channel::{
+    Channel, ChannelOptions, DirectionKeys, EXPERIMENT_IP_PROTOCOL, Ends, PAYLOAD_ETHERTYPE,
+};
 use super::link::{Link, LinkSpec};
 use crate::providers::ProviderChoice;
 
@@ -69,6 +71,14 @@ pub struct RoleSpec {
     /// Replay window and first sequence number of this role's SAs.
     #[serde(default)]
     pub channel: ChannelOptions,
+    /// Initiator: run exchanges (up to `count` × `replications`) until stdin closes.
+    #[serde(default)]
+    pub until_eof: bool,
+    /// Responder: also listen for the payload sent unprotected (raw Ethernet: the plain
+    /// EtherType; ESP: the plain IPv4 protocol) and count it as a drop (`untagged` /
+    /// `not_esp`), as a port that requires protection does.
+    #[serde(default)]
+    pub watch_plain: bool,
 }
 
 impl RoleSpec {
@@ -111,18 +121,52 @@ pub fn run_from_env() -> Result<()> {
     }
 }
 
+/// A flag set once stdin reaches its end (the orchestrator closed it).
+fn stop_on_stdin_eof() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while matches!(std::io::stdin().lock().read_line(&mut sink), Ok(n) if n > 0) {
+            sink.clear();
+        }
+        flag.store(true, Ordering::Relaxed);
+    });
+    stop
+}
+
+/// The link that receives the payload sent without protection, for a responder that watches
+/// for it, and the reason such a unit is counted under.
+fn plain_watch(spec: &RoleSpec) -> Result<Option<(Link, DropReason)>> {
+    if !spec.watch_plain {
+        return Ok(None);
+    }
+    let (watch, reason) = match &spec.link {
+        LinkSpec::Raw { ifname, .. } => (
+            LinkSpec::Raw {
+                ifname: ifname.clone(),
+                ethertype: PAYLOAD_ETHERTYPE,
+            },
+            DropReason::Untagged,
+        ),
+        LinkSpec::RawIp { peer, .. } => (
+            LinkSpec::RawIp {
+                protocol: EXPERIMENT_IP_PROTOCOL,
+                peer: *peer,
+            },
+            DropReason::NotEsp,
+        ),
+        LinkSpec::Udp { .. } => return Ok(None),
+    };
+    let link = Link::open(&watch).context("opening the link for unprotected units")?;
+    Ok(Some((link, reason)))
+}
+
 fn responder(spec: &RoleSpec) -> Result<()> {
     let mut ch = spec.channel()?;
     let mut link = Link::open(&spec.link).context("opening the link")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut sink);
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
+    let mut watch = plain_watch(spec)?;
+    let stop = stop_on_stdin_eof();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     writeln!(out, "READY {}", link.local_port())?;
@@ -137,6 +181,12 @@ fn responder(spec: &RoleSpec) -> Result<()> {
     let off = ch.rx_offset();
     let slice = Duration::from_millis(20);
     while !stop.load(Ordering::Relaxed) {
+        // One non-blocking look (a blocking call with a zero timeout would sleep a jiffy).
+        if let Some((w, reason)) = watch.as_mut() {
+            while w.recv(&mut tx, off, Duration::ZERO, true)?.is_some() {
+                drops.bump(*reason);
+            }
+        }
         let Some(len) = link.recv(&mut rx, off, slice, spec.busy_poll)? else {
             continue;
         };
@@ -150,7 +200,7 @@ fn responder(spec: &RoleSpec) -> Result<()> {
         };
         let tb = monotonic_ns();
         if range.len() < MIN_PAYLOAD {
-            drops.bump(ivnsec_core::sa::DropReason::Malformed);
+            drops.bump(DropReason::Malformed);
             continue;
         }
         let payload = &rx[range];
@@ -164,6 +214,13 @@ fn responder(spec: &RoleSpec) -> Result<()> {
             log.push((id, tb - ta, td - tc, tb));
         }
     }
+    if let Some((w, reason)) = watch.as_mut() {
+        while w.recv(&mut tx, off, Duration::ZERO, true)?.is_some() {
+            drops.bump(*reason);
+        }
+        drops.add(DropReason::ForeignSource, w.foreign_drops());
+    }
+    drops.add(DropReason::ForeignSource, link.foreign_drops());
     for (id, v, p, at) in &log {
         writeln!(out, "R {id} {v} {p} {at}")?;
     }
@@ -201,13 +258,18 @@ fn initiator(spec: &RoleSpec) -> Result<()> {
     };
     let clock_base = (std::time::SystemTime::now(), monotonic_ns());
     let wall = |mono: u64| clock_base.0 + Duration::from_nanos(mono.saturating_sub(clock_base.1));
+    let stop = spec.until_eof.then(stop_on_stdin_eof);
+    let stopped = || stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
     let mut reply_copy: Vec<u8> = Vec::with_capacity(if pcap.is_some() { cap } else { 0 });
     let mut frame = Vec::with_capacity(if pcap.is_some() { cap } else { 0 });
     // Records stay in memory until the end, so no pipe write lands inside a measurement.
     let total = spec.count as usize * spec.replications as usize;
-    let mut records: Vec<[u64; 8]> = Vec::with_capacity(total);
-    for rep in 0..spec.replications {
+    let mut records: Vec<[u64; 8]> = Vec::with_capacity(total.min(1 << 22));
+    'run: for rep in 0..spec.replications {
         for idx in 0..spec.count {
+            if stopped() {
+                break 'run;
+            }
             let id = (u64::from(rep) << 32) | u64::from(idx);
             // Part 1: create the payload.
             let t0 = monotonic_ns();

@@ -1,0 +1,233 @@
+//! `ivnsec receive`: verify every unit a sender (`ivnsec send`) puts on an interface or a UDP
+//! port under a key file, and count what was accepted and every drop by reason.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ivnsec_core::sa::DropCounters;
+use ivnsec_net::sys::monotonic_ns;
+use serde_json::json;
+
+use super::send::{
+    UDP_RECEIVER_MAC, UDP_SENDER_MAC, iface_mac, link_err, parse_mac, stop_on_signal,
+};
+use crate::cli::usage;
+use crate::node::channel::{Channel, ChannelOptions, Ends, Family, REPLAY_WINDOW};
+use crate::node::keyfile;
+use crate::node::link::{Link, LinkSpec};
+use crate::providers::ProviderChoice;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Prints `listening on …` on stderr once the link is open, then verifies every unit (tag, replay \
+window, format). At the end (--count accepted units, --seconds, or SIGINT/SIGTERM) it prints the \
+units received and accepted and every drop by reason (bad_tag, replay_duplicate, replay_too_old, \
+…), as a table or with --json. The exit code is 0 whatever was dropped: the counters are the \
+result.
+
+Examples:
+  ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --from 02:00:00:00:00:01
+  ivnsec receive --profile esp-aes128-gcm --keys k.toml --iface eth0 --from-ip 10.0.0.1 --to-ip 10.0.0.2
+  ivnsec receive --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap")]
+pub struct Args {
+    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-….
+    #[arg(long)]
+    pub profile: String,
+    /// Key file of the sender's direction (TOML with hex `key`, `mac_key`, `iv`).
+    #[arg(long, value_name = "FILE")]
+    pub keys: PathBuf,
+    /// Receive on this interface (raw Ethernet; ESP: IPv4 protocol 50). Needs root or
+    /// CAP_NET_RAW.
+    #[arg(
+        long,
+        value_name = "IF",
+        required_unless_present = "udp",
+        conflicts_with = "udp"
+    )]
+    pub iface: Option<String>,
+    /// Receive UDP datagrams (one unit each) on ADDR:PORT instead (port 0: any free port).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub udp: Option<SocketAddr>,
+    /// The sender's MAC (MACsec: its SCI is MAC ‖ 0001). Default 02:00:00:00:00:01, the
+    /// sender's default over UDP.
+    #[arg(long, value_name = "MAC")]
+    pub from: Option<String>,
+    /// This node's MAC. Default: the interface's, or 02:00:00:00:00:02 over UDP.
+    #[arg(long, value_name = "MAC")]
+    pub mac: Option<String>,
+    /// ESP: the sender's IPv4 address (required with --iface; default 127.0.0.1 over UDP).
+    #[arg(long, value_name = "IPV4")]
+    pub from_ip: Option<Ipv4Addr>,
+    /// ESP: this node's IPv4 address (default 127.0.0.1 over UDP, 0.0.0.0 on an interface).
+    #[arg(long, value_name = "IPV4")]
+    pub to_ip: Option<Ipv4Addr>,
+    /// Replay window (0: only strictly increasing sequence numbers are accepted).
+    #[arg(long, default_value_t = REPLAY_WINDOW, value_name = "W")]
+    pub replay_window: u32,
+    /// Stop after this many accepted units (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub count: u64,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<f64>,
+    /// Print the counters as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Record every unit received, before verification (classic pcap, Ethernet; ESP gets its
+    /// Ethernet/IPv4 headers).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Crypto provider: portable, fast, or auto.
+    #[arg(long, default_value = "auto")]
+    pub provider: ProviderChoice,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let family = Family::parse(&a.profile)?;
+    let keys = keyfile::load(&a.keys, &a.profile)?;
+    let deadline_ns = match a.seconds {
+        Some(s) if !s.is_finite() || s <= 0.0 || s > 1e7 => {
+            return Err(usage(format!(
+                "--seconds must be a number of seconds above 0, got {s}"
+            )));
+        }
+        Some(s) => Some(monotonic_ns() + (s * 1e9) as u64),
+        None => None,
+    };
+    let mac = |what: &str, v: &Option<String>| v.as_deref().map(|s| parse_mac(what, s)).transpose();
+    let peer_mac = mac("--from", &a.from)?.unwrap_or(UDP_SENDER_MAC);
+    let (local_mac, local_ip, peer_ip, spec) = match (&a.iface, a.udp) {
+        (Some(ifname), _) => {
+            let local = match mac("--mac", &a.mac)? {
+                Some(m) => m,
+                None => iface_mac(ifname)?,
+            };
+            let spec = if family.is_ip() {
+                let Some(from) = a.from_ip else {
+                    return Err(usage(
+                        "ESP on an interface needs --from-ip (the sender's IPv4 address)",
+                    ));
+                };
+                LinkSpec::RawIp {
+                    protocol: 50,
+                    peer: from,
+                }
+            } else {
+                LinkSpec::Raw {
+                    ifname: ifname.clone(),
+                    ethertype: family.ethertype(),
+                }
+            };
+            (
+                local,
+                a.to_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
+                a.from_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
+                spec,
+            )
+        }
+        (None, Some(addr)) => (
+            mac("--mac", &a.mac)?.unwrap_or(UDP_RECEIVER_MAC),
+            a.to_ip.unwrap_or(Ipv4Addr::LOCALHOST),
+            a.from_ip.unwrap_or(Ipv4Addr::LOCALHOST),
+            LinkSpec::Udp {
+                local: addr,
+                peer: None,
+            },
+        ),
+        (None, None) => return Err(usage("give --iface IF or --udp ADDR:PORT")),
+    };
+    let ends = Ends {
+        local_mac,
+        peer_mac,
+        local_ip,
+        peer_ip,
+    };
+    let opts = ChannelOptions {
+        replay_window: a.replay_window,
+        first_seq: 1,
+        spi_offset: 0,
+    };
+    // Direction 1: the inbound SA is the sender's direction-0 outbound SA.
+    let mut ch = Channel::with_options(&a.profile, a.provider, &keys, &keys, ends, 1, opts)?;
+    let mut link = Link::open(&spec).map_err(|e| link_err(e, "opening the link"))?;
+    let stop = stop_on_signal()?;
+    let mut pcap = match &a.pcap {
+        Some(p) => Some(
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+        ),
+        None => None,
+    };
+    match (&a.iface, a.udp) {
+        (Some(i), _) => eprintln!("receive: listening on {i} ({})", a.profile),
+        (None, Some(addr)) => eprintln!(
+            "receive: listening on udp {}:{} ({})",
+            addr.ip(),
+            link.local_port(),
+            a.profile
+        ),
+        _ => {}
+    }
+    let cap = Channel::buffer_len(9000);
+    let mut rx = vec![0u8; cap];
+    let mut frame_buf: Vec<u8> = Vec::with_capacity(if pcap.is_some() { cap + 64 } else { 0 });
+    let off = ch.rx_offset();
+    let (mut received, mut accepted) = (0u64, 0u64);
+    let mut drops = DropCounters::default();
+    let slice = Duration::from_millis(50);
+    let stopped_by = loop {
+        if stop.load(Ordering::Relaxed) {
+            break "signal";
+        }
+        if a.count != 0 && accepted >= a.count {
+            break "count";
+        }
+        if deadline_ns.is_some_and(|d| monotonic_ns() >= d) {
+            break "seconds";
+        }
+        let Some(len) = link.recv(&mut rx, off, slice, false).context("receiving")? else {
+            continue;
+        };
+        received += 1;
+        if let Some(w) = pcap.as_mut() {
+            ch.capture_frame(&rx[off..off + len], false, &mut frame_buf);
+            w.write_frame_now(&frame_buf)?;
+        }
+        match ch.verify(&mut rx, len) {
+            Ok(_) => accepted += 1,
+            Err(reason) => drops.bump(reason),
+        }
+    };
+    if let Some(mut w) = pcap {
+        w.flush()?;
+    }
+    if a.json {
+        let d: serde_json::Map<String, serde_json::Value> = drops
+            .iter()
+            .map(|(r, n)| (r.name().to_string(), json!(n)))
+            .collect();
+        let v = json!({
+            "profile": a.profile,
+            "received": received,
+            "accepted": accepted,
+            "dropped": drops.total(),
+            "drops": d,
+            "stopped_by": stopped_by,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("profile   {}", a.profile);
+        println!("received  {received}");
+        println!("accepted  {accepted}");
+        println!("dropped   {}", drops.total());
+        for (r, n) in drops.iter() {
+            println!("  {:<22}{n}", r.name());
+        }
+        println!("stopped by {stopped_by}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

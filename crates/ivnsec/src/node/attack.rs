@@ -1,0 +1,906 @@
+//! The attacker of `ivnsec attack` (seed 002 §3 and §5.2.4: a device plugged into the vehicle
+//! network, or a replaced sensor, that sends spoofed, replayed or altered frames).
+//!
+//! [`Forger`] builds the forged frames of every attack class without any I/O, so the unit tests
+//! can feed them straight into a receiving [`Channel`]; [`run_from_env`] is the attacker node
+//! process that captures legitimate frames off the switch and injects forged ones through an
+//! AF_PACKET socket.
+//!
+//! Where frames that were never delivered come from. Tampering, length, downgrade and
+//! unknown-identifier attacks model a man in the middle that intercepts a frame before the
+//! receiver sees it and forwards an altered copy. On a switch the original is always delivered,
+//! and a copy of a frame the receiver has already accepted is dropped as a replay before its tag
+//! is ever checked — which would test the replay window, not the tag. So those classes alter
+//! *intercepted* frames: frames the legitimate sender's SA produces for the attacker from a
+//! sequence-number range of their own ([`INTERCEPT_FIRST_SEQ`] up, far above anything the
+//! legitimate sender reaches in a run, so no (key, nonce) pair is ever used twice). The attacker
+//! never uses that SA to make a tag for anything it forges; unmodified, such a frame verifies,
+//! which the tests check as the positive control.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::suite::Level;
+use ivnsec_net::sys::RawSocket;
+use serde::{Deserialize, Serialize};
+
+use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends, Family, IPV4_HLEN};
+use crate::providers::ProviderChoice;
+
+/// Environment variable carrying the attacker's [`AttackSpec`] as JSON.
+pub const SPEC_ENV: &str = "IVNSEC_ATTACK_SPEC";
+
+/// First sequence number / PN of the intercepted frames (see the module documentation); below
+/// the 32-bit limit of MACsec without XPN and ESP without ESN.
+pub const INTERCEPT_FIRST_SEQ: u64 = 1 << 31;
+/// First sequence number of the frames the attacker protects under keys of its own: fresh to
+/// the receiver, and apart from the intercepted ones.
+const ROGUE_FIRST_SEQ: u64 = INTERCEPT_FIRST_SEQ + (1 << 30);
+
+/// Ethernet header length.
+const ETH: usize = 14;
+/// Where the ESP header starts in an Ethernet frame (after the 20-byte IPv4 header).
+const ESP_AT: usize = ETH + IPV4_HLEN;
+
+/// The attack classes, in the order `ivnsec attack` runs them.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    PartialOrd,
+    Ord,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Attack {
+    /// A frame from the attacker's own address and identity under its own key (002 test 1).
+    ForeignSource,
+    /// The legitimate sender's address, key id / SCI / SPI, but a key the receiver does not
+    /// share (002 test 2).
+    NoKey,
+    /// Replays of captured legitimate frames against a receiver with replay window 1: the
+    /// newest (a duplicate) and ones older than the window (002 test 3).
+    ReplayW1,
+    /// The same against replay window 1024.
+    ReplayW1024,
+    /// Single-bit flips in the source address and header fields, the sequence number / PN,
+    /// the payload and the tag (002 test 4).
+    BitFlip,
+    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length).
+    Length,
+    /// The payload sent unprotected, or at a weaker level (authentication instead of
+    /// confidentiality, or a weaker suite).
+    Downgrade,
+    /// An unknown key id / AN / SCI / SPI.
+    UnknownId,
+    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50).
+    Garbage,
+    /// Invalid frames as fast as the attacker can send them, for a fixed time, while the
+    /// legitimate ping-pong runs: its latency and loss under the flood.
+    Flood,
+}
+
+impl Attack {
+    pub const ALL: [Attack; 10] = [
+        Attack::ForeignSource,
+        Attack::NoKey,
+        Attack::ReplayW1,
+        Attack::ReplayW1024,
+        Attack::BitFlip,
+        Attack::Length,
+        Attack::Downgrade,
+        Attack::UnknownId,
+        Attack::Garbage,
+        Attack::Flood,
+    ];
+
+    /// The stable name used in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attack::ForeignSource => "foreign-source",
+            Attack::NoKey => "no-key",
+            Attack::ReplayW1 => "replay-w1",
+            Attack::ReplayW1024 => "replay-w1024",
+            Attack::BitFlip => "bit-flip",
+            Attack::Length => "length",
+            Attack::Downgrade => "downgrade",
+            Attack::UnknownId => "unknown-id",
+            Attack::Garbage => "garbage",
+            Attack::Flood => "flood",
+        }
+    }
+
+    /// The receiver's replay window during this attack.
+    pub fn replay_window(self) -> u32 {
+        match self {
+            Attack::ReplayW1 => 1,
+            Attack::ReplayW1024 => 1024,
+            _ => super::channel::REPLAY_WINDOW,
+        }
+    }
+
+    fn is_replay(self) -> bool {
+        matches!(self, Attack::ReplayW1 | Attack::ReplayW1024)
+    }
+}
+
+/// A small, fast generator for bit positions, lengths and garbage (xorshift64*). Not for keys.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded() -> Rng {
+        let mut b = [0u8; 8];
+        let _ = getrandom::fill(&mut b);
+        Rng(u64::from_le_bytes(b) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `lo..hi` (`hi > lo`).
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next() % (hi - lo) as u64) as usize
+    }
+
+    fn fill(&mut self, out: &mut [u8]) {
+        for chunk in out.chunks_mut(8) {
+            let v = self.next().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+}
+
+/// Byte ranges of a protected Ethernet frame of one family.
+struct Layout {
+    /// Identity and header fields an attacker may alter (never the destination MAC or the
+    /// EtherType, which would only send the frame elsewhere).
+    header: &'static [std::ops::Range<usize>],
+    /// Sequence number / PN.
+    seq: std::ops::Range<usize>,
+    /// First byte of the (possibly encrypted) body.
+    body: usize,
+}
+
+fn layout(family: Family) -> Layout {
+    match family {
+        Family::IvnAe(_) => Layout {
+            header: &[6..12, 14..18],
+            seq: 18..26,
+            body: 26,
+        },
+        Family::Macsec(_) => Layout {
+            header: &[6..12, 14..16, 20..28],
+            seq: 16..20,
+            body: 28,
+        },
+        Family::Esp(_) => Layout {
+            // The SPI (the IPv4 header is checked by the stack before ESP sees anything).
+            #[allow(clippy::single_range_in_vec_init)]
+            header: &[ESP_AT..ESP_AT + 4],
+            seq: ESP_AT + 4..ESP_AT + 8,
+            body: ESP_AT + 8,
+        },
+    }
+}
+
+/// Makes the forged frames of every non-replay class.
+pub struct Forger {
+    family: Family,
+    /// The legitimate sender's SA, for intercepted frames only (module documentation).
+    intercept: Channel,
+    /// The sender's addresses and identity under a key the receiver does not have.
+    rogue: Channel,
+    /// The attacker's own addresses and identity under its own key.
+    foreign: Channel,
+    /// A `crc32` IVN-AE channel with the sender's identity (a downgrade to a suite without a
+    /// key), for IVN-AE authentication-only profiles.
+    crc32: Option<Channel>,
+    payload: Vec<u8>,
+    unit: Vec<u8>,
+    rng: Rng,
+    attacker_mac: [u8; 6],
+}
+
+impl Forger {
+    /// `sender`: the legitimate sender's view of the link (local = sender, peer = receiver);
+    /// `forward`: the sender → receiver keys (for intercepted frames).
+    pub fn new(
+        profile: &str,
+        provider: ProviderChoice,
+        sender: Ends,
+        forward: &DirectionKeys,
+        attacker_mac: [u8; 6],
+        attacker_ip: Ipv4Addr,
+        payload: usize,
+    ) -> Result<Forger> {
+        let family = Family::parse(profile)?;
+        let opts = ChannelOptions {
+            first_seq: INTERCEPT_FIRST_SEQ,
+            ..ChannelOptions::default()
+        };
+        let rogue_opts = ChannelOptions {
+            first_seq: ROGUE_FIRST_SEQ,
+            ..opts
+        };
+        let intercept =
+            Channel::with_options(profile, provider, forward, forward, sender, 0, opts)?;
+        let chan = |keys: &DirectionKeys, ends: Ends, profile: &str| {
+            Channel::with_options(profile, provider, keys, keys, ends, 0, rogue_opts)
+        };
+        let rogue = chan(&DirectionKeys::random(profile)?, sender, profile)?;
+        let foreign_ends = Ends {
+            local_mac: attacker_mac,
+            local_ip: attacker_ip,
+            ..sender
+        };
+        let foreign = chan(&DirectionKeys::random(profile)?, foreign_ends, profile)?;
+        let crc32 = match family {
+            Family::IvnAe(p) if p.level != Level::Conf => {
+                Some(chan(&DirectionKeys::random("crc32")?, sender, "crc32")?)
+            }
+            _ => None,
+        };
+        let mut rng = Rng::seeded();
+        let mut pl = vec![0u8; payload.max(8)];
+        rng.fill(&mut pl);
+        Ok(Forger {
+            family,
+            intercept,
+            rogue,
+            foreign,
+            crc32,
+            payload: pl,
+            unit: vec![0u8; Channel::buffer_len(payload.max(8))],
+            rng,
+            attacker_mac,
+        })
+    }
+
+    /// A fresh random payload whose first 8 bytes mark it as forged (exchange ids of the
+    /// legitimate ping-pong never have the top bit set).
+    fn next_payload(&mut self, i: u64) {
+        self.rng.fill(&mut self.payload);
+        self.payload[..8].copy_from_slice(&(i | 1 << 63).to_be_bytes());
+    }
+
+    /// `ch` protects the current payload; the whole Ethernet frame goes to `out`.
+    fn protect_with(
+        ch: &mut Channel,
+        payload: &[u8],
+        unit: &mut [u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let n = ch.protect(payload, unit)?;
+        ch.capture_frame(&unit[..n], true, out);
+        Ok(())
+    }
+
+    fn intercepted(&mut self, i: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.next_payload(i);
+        Self::protect_with(&mut self.intercept, &self.payload, &mut self.unit, out)
+    }
+
+    /// An intercepted frame, unaltered: what the receiver must accept (the positive control of
+    /// the tests; never injected by `ivnsec attack`).
+    #[cfg(test)]
+    pub fn intercepted_frame(&mut self, i: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.intercepted(i, out)
+    }
+
+    /// Forged frame number `i` of class `attack` (not a replay class) into `out`.
+    pub fn forge(&mut self, attack: Attack, i: u64, out: &mut Vec<u8>) -> Result<()> {
+        let tag = self.intercept.tag_len();
+        let lay = layout(self.intercept.family());
+        match attack {
+            Attack::ForeignSource => {
+                self.next_payload(i);
+                Self::protect_with(&mut self.foreign, &self.payload, &mut self.unit, out)
+            }
+            Attack::NoKey => {
+                self.next_payload(i);
+                Self::protect_with(&mut self.rogue, &self.payload, &mut self.unit, out)
+            }
+            Attack::BitFlip => {
+                self.intercepted(i, out)?;
+                let len = out.len();
+                let region = match i % 4 {
+                    0 => {
+                        let k = self.rng.range(0, lay.header.len());
+                        lay.header[k].clone()
+                    }
+                    1 => lay.seq.clone(),
+                    2 => lay.body..len - tag,
+                    _ => len - tag..len,
+                };
+                let byte = self.rng.range(region.start, region.end);
+                out[byte] ^= 1 << self.rng.range(0, 8);
+                Ok(())
+            }
+            Attack::Length => {
+                self.intercepted(i, out)?;
+                let min = if self.family.is_ip() {
+                    ESP_AT + 1
+                } else {
+                    ETH + 1
+                };
+                match i % 3 {
+                    0 => {
+                        let n = self.rng.range(min, out.len());
+                        out.truncate(n);
+                    }
+                    1 => {
+                        let extra = self.rng.range(1, 33);
+                        let at = out.len();
+                        out.resize(at + extra, 0);
+                        self.rng.fill(&mut out[at..]);
+                    }
+                    _ => {
+                        self.wrong_length_field(out);
+                        return Ok(());
+                    }
+                }
+                if self.family.is_ip() {
+                    // The IPv4 length follows the cut or the extension, so the ESP receive
+                    // path sees it (with the old length, the stack would trim an extension
+                    // away as Ethernet padding and deliver the intact packet).
+                    let total = out.len() - ETH;
+                    set_ipv4_len(out, total);
+                }
+                Ok(())
+            }
+            Attack::Downgrade => self.downgrade(i, out),
+            Attack::UnknownId => {
+                self.intercepted(i, out)?;
+                match self.family {
+                    Family::IvnAe(_) => out[16] ^= 0x80,
+                    Family::Macsec(_) if i % 2 == 0 => {
+                        out[14] = (out[14] & !0x03) | ((out[14] + 1) & 0x03);
+                    }
+                    // Another port of the same station: an SCI the receiver has no SC for.
+                    Family::Macsec(_) => out[27] ^= 0x02,
+                    Family::Esp(_) => out[ESP_AT + 1] ^= 0xA5,
+                }
+                Ok(())
+            }
+            Attack::Garbage => {
+                self.garbage(i, out);
+                Ok(())
+            }
+            Attack::Flood => {
+                // Alternate the costliest invalid frame (identity right, fresh sequence number:
+                // the receiver runs its crypto before it can refuse) with cheap garbage.
+                if i % 2 == 0 {
+                    self.forge(Attack::NoKey, i, out)
+                } else {
+                    self.garbage(i, out);
+                    Ok(())
+                }
+            }
+            Attack::ReplayW1 | Attack::ReplayW1024 => {
+                bail!("replays are made from captured frames, not forged")
+            }
+        }
+    }
+
+    /// MACsec: SL claiming another secure-data length; ESP: an IPv4 total length shorter than
+    /// the packet (the receiving stack trims the packet to it); IVN-AE, which has no length
+    /// field: the last tag byte cut off.
+    fn wrong_length_field(&mut self, out: &mut Vec<u8>) {
+        match self.family {
+            Family::Macsec(_) => {
+                let secure = out.len() - 28 - 16;
+                let mut sl = self.rng.range(1, 48) as u8;
+                if usize::from(sl) == secure {
+                    sl = sl % 47 + 1;
+                }
+                out[15] = (out[15] & !0x3f) | sl;
+            }
+            Family::Esp(_) => {
+                // Shorter than the packet: the receiving stack trims the packet to it.
+                let short = self.rng.range(ESP_AT + 1, out.len()) - ETH;
+                set_ipv4_len(out, short);
+            }
+            Family::IvnAe(_) => {
+                out.pop();
+            }
+        }
+    }
+
+    fn downgrade(&mut self, i: u64, out: &mut Vec<u8>) -> Result<()> {
+        let conf = match self.family {
+            Family::IvnAe(p) => p.level == Level::Conf,
+            Family::Macsec(_) => true,
+            Family::Esp(a) => a.iv_len() > 0 && !a.name().contains("gmac"),
+        };
+        if i % 2 == 0 || (!conf && self.crc32.is_none()) {
+            // The payload without any protection.
+            self.next_payload(i);
+            self.intercept.unprotected_frame(&self.payload, out);
+            return Ok(());
+        }
+        if let Some(crc) = self.crc32.as_mut() {
+            // Authentication-only IVN-AE profile: the payload under `crc32`, whose check value
+            // anyone can compute.
+            self.rng.fill(&mut self.payload);
+            self.payload[..8].copy_from_slice(&(i | 1 << 63).to_be_bytes());
+            return Self::protect_with(crc, &self.payload, &mut self.unit, out);
+        }
+        match self.family {
+            Family::IvnAe(_) => {
+                // Confidentiality profile: the conf flag cleared and the payload in clear over
+                // the ciphertext, original tag.
+                self.intercepted(i, out)?;
+                out[17] &= !ivnsec_core::wire::ivnae::FLAG_CONF;
+                self.plain_over_body(26 + 2, out);
+                Ok(())
+            }
+            Family::Macsec(_) => {
+                // Integrity only (E = C = 0) with the user data in clear, original ICV.
+                self.intercepted(i, out)?;
+                out[14] &= !(0x08 | 0x04);
+                self.plain_over_body(28 + 2, out);
+                Ok(())
+            }
+            Family::Esp(a) => {
+                // The payload in clear where the ciphertext was (as ESP-NULL carries it).
+                self.intercepted(i, out)?;
+                self.plain_over_body(ESP_AT + 8 + a.iv_len(), out);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the current payload over the frame from `at`, leaving the tag in place.
+    fn plain_over_body(&self, at: usize, out: &mut [u8]) {
+        let tag = self.intercept.tag_len();
+        let end = (at + self.payload.len()).min(out.len().saturating_sub(tag));
+        if end > at {
+            out[at..end].copy_from_slice(&self.payload[..end - at]);
+        }
+    }
+
+    fn garbage(&mut self, _i: u64, out: &mut Vec<u8>) {
+        let ends = self.intercept.ends();
+        out.clear();
+        out.extend_from_slice(&ends.peer_mac);
+        out.extend_from_slice(&self.attacker_mac);
+        let n = self.rng.range(1, 201);
+        match self.family {
+            Family::Esp(_) => {
+                // From the sender's address, so it reaches the ESP receive path.
+                out.extend_from_slice(&0x0800u16.to_be_bytes());
+                let mut ip = [0u8; IPV4_HLEN];
+                super::channel::write_ipv4_header(
+                    &mut ip,
+                    IPV4_HLEN + n,
+                    ivnsec_core::wire::ip::protocol::ESP,
+                    ends.local_ip,
+                    ends.peer_ip,
+                );
+                out.extend_from_slice(&ip);
+            }
+            f => out.extend_from_slice(&f.ethertype().to_be_bytes()),
+        }
+        let at = out.len();
+        out.resize(at + n, 0);
+        self.rng.fill(&mut out[at..]);
+    }
+}
+
+/// Sets the IPv4 total length of an Ethernet/IPv4 frame and recomputes the header checksum.
+fn set_ipv4_len(frame: &mut [u8], total: usize) {
+    if frame.len() < ESP_AT {
+        return;
+    }
+    let ip = &mut frame[ETH..ESP_AT];
+    ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    ivnsec_core::wire::ip::fill_ipv4_checksum(ip);
+}
+
+/// Captured legitimate frames and the choice of what to replay.
+pub struct ReplayPicker {
+    ring: VecDeque<Vec<u8>>,
+    window: u32,
+    captured: u64,
+}
+
+impl ReplayPicker {
+    pub fn new(window: u32) -> ReplayPicker {
+        ReplayPicker {
+            ring: VecDeque::with_capacity(window as usize + 8),
+            window,
+            captured: 0,
+        }
+    }
+
+    /// Records a captured legitimate frame (the newest last).
+    pub fn push(&mut self, frame: &[u8]) {
+        if self.ring.len() == self.window as usize + 4 {
+            let mut old = self.ring.pop_front().expect("non-empty");
+            old.clear();
+            old.extend_from_slice(frame);
+            self.ring.push_back(old);
+        } else {
+            self.ring.push_back(frame.to_vec());
+        }
+        self.captured += 1;
+    }
+
+    pub fn captured(&self) -> u64 {
+        self.captured
+    }
+
+    /// Replay `i`: even — the newest captured frame (accepted already or about to be: a
+    /// duplicate inside the window); odd — a frame `window + 2` frames older than the newest
+    /// (left of the window). `None` until enough frames were captured.
+    pub fn pick(&self, i: u64) -> Option<&[u8]> {
+        if i % 2 == 0 {
+            return self.ring.back().map(Vec::as_slice);
+        }
+        let back = self.window as usize + 2;
+        (self.ring.len() > back).then(|| self.ring[self.ring.len() - 1 - back].as_slice())
+    }
+}
+
+/// Everything the attacker process needs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AttackSpec {
+    pub attack: Attack,
+    pub profile: String,
+    pub provider: String,
+    pub payload: usize,
+    /// Frames to inject (every class but the flood).
+    pub count: u64,
+    /// How long the flood lasts.
+    pub flood_ns: u64,
+    /// The attacker's interface.
+    pub ifname: String,
+    /// The legitimate sender's view (local = sender, peer = receiver).
+    pub sender: Ends,
+    pub attacker_mac: [u8; 6],
+    pub attacker_ip: Ipv4Addr,
+    /// Sender → receiver keys: intercepted frames only (module documentation).
+    pub forward: DirectionKeys,
+    /// Record the injected frames here (at most `pcap_limit`).
+    pub pcap: Option<PathBuf>,
+    pub pcap_limit: u64,
+}
+
+/// Frames sent back to back before the attacker pauses, outside the flood, so the receiver's
+/// socket never overflows and every frame is judged.
+const BURST: u64 = 32;
+/// errno of a full interface queue (Linux).
+const ENOBUFS: i32 = 105;
+const BURST_PAUSE: Duration = Duration::from_micros(400);
+/// How long a replay attack waits for legitimate frames to capture.
+const CAPTURE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Runs the attacker described by `$IVNSEC_ATTACK_SPEC`; prints `INJECTED <n>`,
+/// `SECONDS <s>` and `END`.
+pub fn run_from_env() -> Result<()> {
+    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
+    let spec: AttackSpec = serde_json::from_str(&json).context("bad attack spec")?;
+    let provider: ProviderChoice = spec.provider.parse().map_err(|e: String| anyhow!(e))?;
+    let family = Family::parse(&spec.profile)?;
+    let sock = RawSocket::open(&spec.ifname, family.ethertype())
+        .with_context(|| format!("opening a raw socket on {}", spec.ifname))?;
+    sock.set_recv_buffer(8 << 20)?;
+    let mut forger = Forger::new(
+        &spec.profile,
+        provider,
+        spec.sender,
+        &spec.forward,
+        spec.attacker_mac,
+        spec.attacker_ip,
+        spec.payload,
+    )?;
+    let mut pcap = match &spec.pcap {
+        Some(p) => Some(
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut frame = Vec::with_capacity(2048);
+    let mut rx = vec![0u8; 65536];
+    let mut injected = 0u64;
+    let started = Instant::now();
+    let mut record = |frame: &[u8], injected: u64| -> Result<()> {
+        if let Some(w) = pcap.as_mut()
+            && injected < spec.pcap_limit
+        {
+            w.write_frame_now(frame)?;
+        }
+        Ok(())
+    };
+    if spec.attack.is_replay() {
+        let mut picker = ReplayPicker::new(spec.attack.replay_window());
+        let legit = |f: &[u8]| is_legit_forward(family, &spec.sender, f);
+        let mut last_capture = Instant::now();
+        while injected < spec.count {
+            // Take every captured frame first, so the choice sees the newest.
+            while let Some(m) = sock.try_recv(&mut rx)? {
+                if !m.truncated() && legit(&rx[..m.len]) {
+                    picker.push(&rx[..m.len]);
+                    last_capture = Instant::now();
+                }
+            }
+            match picker.pick(injected) {
+                Some(f) => {
+                    sock.send(f).context("injecting a replay")?;
+                    record(f, injected)?;
+                    injected += 1;
+                    if injected % BURST == 0 {
+                        std::thread::sleep(BURST_PAUSE);
+                    }
+                }
+                None => {
+                    if last_capture.elapsed() > CAPTURE_PATIENCE {
+                        bail!(
+                            "no legitimate frames to replay: captured {} in {:?} (the switch \
+                             must flood frames to the attacker's port)",
+                            picker.captured(),
+                            CAPTURE_PATIENCE
+                        );
+                    }
+                    ivnsec_net::sys::wait_readable(sock.as_fd(), Some(Duration::from_millis(5)))?;
+                }
+            }
+        }
+    } else if spec.attack == Attack::Flood {
+        let until = Duration::from_nanos(spec.flood_ns);
+        while started.elapsed() < until {
+            for _ in 0..64 {
+                forger.forge(Attack::Flood, injected, &mut frame)?;
+                match sock.send(&frame) {
+                    Ok(_) => {
+                        record(&frame, injected)?;
+                        injected += 1;
+                    }
+                    // The interface queue is full: the flood is as fast as it gets.
+                    Err(e) if e.raw_os_error() == Some(ENOBUFS) => {}
+                    Err(e) => return Err(e).context("injecting"),
+                }
+            }
+        }
+    } else {
+        while injected < spec.count {
+            forger.forge(spec.attack, injected, &mut frame)?;
+            sock.send(&frame).context("injecting")?;
+            record(&frame, injected)?;
+            injected += 1;
+            if injected % BURST == 0 {
+                std::thread::sleep(BURST_PAUSE);
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some(mut w) = pcap {
+        w.flush()?;
+    }
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    writeln!(out, "INJECTED {injected}")?;
+    writeln!(out, "SECONDS {seconds:.6}")?;
+    writeln!(out, "END")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Whether `f` is a legitimate sender → receiver frame of `family`.
+fn is_legit_forward(family: Family, sender: &Ends, f: &[u8]) -> bool {
+    if f.len() < ETH || f[0..6] != sender.peer_mac || f[6..12] != sender.local_mac {
+        return false;
+    }
+    match family {
+        Family::Esp(_) => {
+            f.len() > ESP_AT
+                && f[12..14] == [0x08, 0x00]
+                && f[ETH + 9] == ivnsec_core::wire::ip::protocol::ESP
+                && f[ETH + 12..ETH + 16] == sender.local_ip.octets()
+                && f[ETH + 16..ETH + 20] == sender.peer_ip.octets()
+        }
+        f2 => f[12..14] == f2.ethertype().to_be_bytes(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ivnsec_core::sa::DropReason;
+
+    use super::*;
+
+    fn ends() -> Ends {
+        Ends {
+            local_mac: [2, 0x49, 0x56, 0, 1, 1],
+            peer_mac: [2, 0x49, 0x56, 0, 0, 1],
+            local_ip: Ipv4Addr::new(10, 77, 1, 1),
+            peer_ip: Ipv4Addr::new(10, 77, 0, 1),
+        }
+    }
+
+    const ATTACKER_MAC: [u8; 6] = [2, 0x49, 0x56, 0, 1, 2];
+    const ATTACKER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 2);
+
+    /// What the receiver node makes of one Ethernet frame, as its links deliver it: the raw
+    /// socket sees only the family's EtherType (the plain EtherType / IP protocol goes to the
+    /// watch socket and counts as `untagged` / `not_esp`); the raw IP socket drops packets
+    /// from other sources (`foreign_source`) and hands on what follows the IPv4 header.
+    fn receive(rx: &mut Channel, family: Family, f: &[u8]) -> Result<(), DropReason> {
+        let mut buf = vec![0u8; 4096];
+        match family {
+            Family::Esp(_) => {
+                let sender = rx.ends().peer_ip;
+                if f[12..14] != [8, 0] || f.len() < ESP_AT {
+                    return Err(DropReason::WrongEtherType);
+                }
+                if f[ETH + 12..ETH + 16] != sender.octets() {
+                    return Err(DropReason::ForeignSource);
+                }
+                // The stack trims to the IPv4 total length.
+                let total = usize::from(u16::from_be_bytes([f[ETH + 2], f[ETH + 3]]));
+                let end = (ETH + total).min(f.len());
+                if f[ETH + 9] != ivnsec_core::wire::ip::protocol::ESP {
+                    return Err(DropReason::NotEsp);
+                }
+                let unit = &f[ESP_AT..end];
+                let off = rx.rx_offset();
+                buf[off..off + unit.len()].copy_from_slice(unit);
+                rx.verify(&mut buf, unit.len()).map(|_| ())
+            }
+            _ => {
+                if f[12..14] == super::super::channel::PAYLOAD_ETHERTYPE.to_be_bytes() {
+                    return Err(DropReason::Untagged);
+                }
+                if f[12..14] != family.ethertype().to_be_bytes() {
+                    return Err(DropReason::WrongEtherType);
+                }
+                buf[..f.len()].copy_from_slice(f);
+                rx.verify(&mut buf, f.len()).map(|_| ())
+            }
+        }
+    }
+
+    const PROFILES: [&str; 9] = [
+        "aes128-gcm",
+        "chacha20-poly1305/auth",
+        "hmac-sha256",
+        "aes128-cbc-hmac-sha256",
+        "macsec-gcm-aes-128",
+        "macsec-gcm-aes-xpn-256",
+        "esp-aes128-gcm",
+        "esp-null-hmac-sha256",
+        "esp-aes128-cbc-hmac-sha256",
+    ];
+
+    /// Every forged frame of every class is dropped, with a reason that fits the class, while
+    /// unaltered intercepted frames verify (so the drops come from the alteration, not from a
+    /// wrong setup).
+    #[test]
+    fn every_forged_frame_is_dropped_and_intercepted_frames_verify() {
+        let prov = ProviderChoice::Auto;
+        for profile in PROFILES {
+            let family = Family::parse(profile).unwrap();
+            let (fwd, back) = (
+                DirectionKeys::random(profile).unwrap(),
+                DirectionKeys::random(profile).unwrap(),
+            );
+            let mut forger =
+                Forger::new(profile, prov, ends(), &fwd, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
+            let mut rx = Channel::new(profile, prov, &back, &fwd, ends().reversed(), 1).unwrap();
+            let mut f = Vec::new();
+            for i in 0..8 {
+                forger.intercepted_frame(i, &mut f).unwrap();
+                receive(&mut rx, family, &f).unwrap_or_else(|r| panic!("{profile}: control {r}"));
+            }
+            for attack in Attack::ALL.into_iter().filter(|a| !a.is_replay()) {
+                let mut reasons = std::collections::BTreeMap::new();
+                for i in 0..400 {
+                    forger.forge(attack, i, &mut f).unwrap();
+                    let r = receive(&mut rx, family, &f).err().unwrap_or_else(|| {
+                        panic!("{profile} {}: frame {i} accepted", attack.name())
+                    });
+                    *reasons.entry(r.name()).or_insert(0u32) += 1;
+                }
+                let has = |r: &str| reasons.contains_key(r);
+                match attack {
+                    Attack::ForeignSource => assert!(
+                        has("bad_tag") || has("no_sci") || has("foreign_source"),
+                        "{profile}: {reasons:?}"
+                    ),
+                    Attack::NoKey => assert_eq!(reasons.len(), 1, "{profile}: {reasons:?}"),
+                    Attack::BitFlip => assert!(has("bad_tag"), "{profile}: {reasons:?}"),
+                    Attack::Downgrade => {
+                        assert!(has("untagged") || has("not_esp"), "{profile}: {reasons:?}")
+                    }
+                    Attack::UnknownId => assert!(
+                        has("unknown_sa") || has("no_sci") || has("not_using_sa"),
+                        "{profile}: {reasons:?}"
+                    ),
+                    _ => {}
+                }
+                if attack == Attack::NoKey {
+                    assert!(has("bad_tag"), "{profile}: {reasons:?}");
+                }
+            }
+            // The receiver still accepts the legitimate stream afterwards.
+            forger.intercepted_frame(99, &mut f).unwrap();
+            receive(&mut rx, family, &f).unwrap_or_else(|r| panic!("{profile}: after {r}"));
+        }
+    }
+
+    /// Replays picked from a captured stream are refused: duplicates of the newest and frames
+    /// left of the window, for windows 1 and 1024.
+    #[test]
+    fn replays_are_duplicates_or_too_old() {
+        let prov = ProviderChoice::Auto;
+        for profile in ["aes128-gcm", "macsec-gcm-aes-128", "esp-aes128-gcm"] {
+            let family = Family::parse(profile).unwrap();
+            for window in [1u32, 1024] {
+                let (fwd, back) = (
+                    DirectionKeys::random(profile).unwrap(),
+                    DirectionKeys::random(profile).unwrap(),
+                );
+                let mut tx = Channel::new(profile, prov, &fwd, &back, ends(), 0).unwrap();
+                let opts = ChannelOptions {
+                    replay_window: window,
+                    first_seq: 1,
+                    spi_offset: 0,
+                };
+                let mut rx =
+                    Channel::with_options(profile, prov, &back, &fwd, ends().reversed(), 1, opts)
+                        .unwrap();
+                let mut picker = ReplayPicker::new(window);
+                let (mut unit, mut f) = (vec![0u8; 2048], Vec::new());
+                let mut reasons = std::collections::BTreeMap::new();
+                for i in 0..3000u64 {
+                    let n = tx.protect(&i.to_be_bytes(), &mut unit).unwrap();
+                    tx.capture_frame(&unit[..n], true, &mut f);
+                    assert!(is_legit_forward(family, &ends(), &f));
+                    receive(&mut rx, family, &f).unwrap();
+                    picker.push(&f);
+                    for j in 0..2 {
+                        if let Some(r) = picker.pick(i * 2 + j) {
+                            let r = receive(&mut rx, family, r).unwrap_err();
+                            *reasons.entry(r.name()).or_insert(0u32) += 1;
+                        }
+                    }
+                }
+                assert!(
+                    reasons.contains_key("replay_duplicate"),
+                    "{profile} w{window}: {reasons:?}"
+                );
+                let old = if family == Family::parse("macsec-gcm-aes-128").unwrap() {
+                    "late"
+                } else {
+                    "replay_too_old"
+                };
+                assert!(
+                    reasons.contains_key(old) || reasons.contains_key("replay_too_old"),
+                    "{profile} w{window}: {reasons:?}"
+                );
+                assert_eq!(
+                    reasons.values().sum::<u32>(),
+                    3000 + 3000 - (window + 2),
+                    "{profile} w{window}: every replay judged: {reasons:?}"
+                );
+            }
+        }
+    }
+}
