@@ -37,6 +37,19 @@ impl RawIpSocket {
         })
     }
 
+    /// Makes `dst` the default destination (so batched sends need no address) and receives only
+    /// from it.
+    pub fn connect(&self, dst: Ipv4Addr) -> io::Result<()> {
+        self.sock
+            .connect(&SockAddr::from(SocketAddrV4::new(dst, 0)))
+    }
+
+    /// The socket, for batched I/O ([`crate::sys::send_batch`], [`crate::sys::recv_batch`]).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.sock.as_fd()
+    }
+
     pub fn protocol(&self) -> u8 {
         self.protocol
     }

@@ -406,6 +406,160 @@ pub fn monotonic_ns() -> u64 {
         .wrapping_add(ts.tv_nsec as u64)
 }
 
+/// Most units one batched call ([`send_batch`], [`recv_batch`]) moves.
+pub const MAX_BATCH: usize = 64;
+
+/// Sends `lens.len()` (≤ [`MAX_BATCH`]) units with `sendmmsg`: unit `i` is
+/// `buf[i * stride..i * stride + lens[i]]`. The socket must know where to send (an AF_PACKET
+/// socket bound to an interface, a connected UDP or raw IP socket). Loops until every unit is
+/// handed to the kernel: on a blocking socket the call waits for room; `EINTR` and `ENOBUFS` (a
+/// full device queue) are retried. No allocation: the message headers live on the stack.
+pub fn send_batch(fd: BorrowedFd<'_>, buf: &[u8], stride: usize, lens: &[usize]) -> io::Result<()> {
+    let n = lens.len();
+    if n > MAX_BATCH
+        || (n > 0
+            && ((n - 1) * stride + lens[n - 1] > buf.len() || lens.iter().any(|&l| l > stride)))
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "batch does not fit the buffer",
+        ));
+    }
+    // SAFETY: iovec and mmsghdr are plain data (pointers and integers); all-zero is valid.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    for i in 0..n {
+        // The kernel only reads through iov_base for a send; the cast to *mut is what iovec wants.
+        iov[i].iov_base = buf[i * stride..].as_ptr() as *mut libc::c_void;
+        iov[i].iov_len = lens[i];
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    let mut done = 0;
+    while done < n {
+        // SAFETY: msgs[done..n] are initialised headers whose single iovec points into `buf`
+        // within its bounds (checked above); `buf`, `iov` and `msgs` outlive the call, and the
+        // kernel only reads the data.
+        let r = unsafe {
+            libc::sendmmsg(
+                fd.as_raw_fd(),
+                msgs[done..].as_mut_ptr(),
+                (n - done) as libc::c_uint,
+                0,
+            )
+        };
+        if r >= 0 {
+            done += r as usize;
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::yield_now(),
+            _ => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Receives up to `lens.len()` (≤ [`MAX_BATCH`]) units with one non-blocking `recvmmsg`: unit
+/// `i` lands at `buf[i * stride + off..(i + 1) * stride]` and its length in `lens[i]` (0 when it
+/// did not fit: a truncated unit must not be verified). Returns how many arrived (0: none
+/// queued).
+pub fn recv_batch(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    stride: usize,
+    off: usize,
+    lens: &mut [usize],
+) -> io::Result<usize> {
+    if off >= stride {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "offset must be below the stride",
+        ));
+    }
+    let n = lens.len().min(MAX_BATCH).min(buf.len() / stride);
+    // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    let base = buf.as_mut_ptr();
+    for i in 0..n {
+        // SAFETY: (i + 1) * stride ≤ buf.len() because n ≤ buf.len() / stride, and off < stride,
+        // so the slot lies inside `buf`.
+        iov[i].iov_base = unsafe { base.add(i * stride + off) }.cast();
+        iov[i].iov_len = stride - off;
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    let got = loop {
+        // SAFETY: every header points at one iovec describing a disjoint, writable slot of
+        // `buf`; `buf`, `iov` and `msgs` outlive the call; a null timeout is allowed.
+        let r = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                ptr::null_mut(),
+            )
+        };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock => return Ok(0),
+            _ => return Err(e),
+        }
+    };
+    for i in 0..got {
+        let truncated = msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        lens[i] = if truncated {
+            0
+        } else {
+            (msgs[i].msg_len as usize).min(stride - off)
+        };
+    }
+    Ok(got)
+}
+
+/// Sets a socket's kernel receive and send buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`; the kernel
+/// doubles them and caps them at `net.core.rmem_max`/`wmem_max`).
+pub fn set_socket_buffers(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    for name in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: the option value points to a c_int that lives across the call, with its size.
+        let r = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                name,
+                (&v as *const libc::c_int).cast::<libc::c_void>(),
+                mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// CPU time this process has used so far (`getrusage(RUSAGE_SELF)`): (user ns, system ns),
+/// every thread included, at the kernel's accounting resolution.
+pub fn rusage_self() -> (u64, u64) {
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { mem::zeroed() };
+    // SAFETY: ru is valid for writes; RUSAGE_SELF is always valid, so the call cannot fail.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
 /// Pins the calling thread to CPU `cpu` (`sched_setaffinity`).
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
@@ -608,6 +762,57 @@ mod tests {
         let e = interface_index("ivn-no-such-if").unwrap_err();
         assert!(e.to_string().contains("ivn-no-such-if"), "{e}");
         assert!(RawSocket::open("ivn-no-such-if", ETH_P_IVNAE).is_err());
+    }
+
+    #[test]
+    fn batches_round_trip_over_udp() {
+        use std::net::UdpSocket;
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        let stride = 100;
+        let mut tx = vec![0u8; 3 * stride];
+        for i in 0..3 {
+            tx[i * stride..i * stride + 10].fill(i as u8 + 1);
+        }
+        send_batch(a.as_fd(), &tx, stride, &[10, 5, 100]).unwrap();
+        let mut rx = vec![0u8; 4 * 60];
+        let mut lens = [0usize; 4];
+        let mut got = 0;
+        for _ in 0..100 {
+            got += recv_batch(b.as_fd(), &mut rx[got * 60..], 60, 10, &mut lens[got..]).unwrap();
+            if got == 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(got, 3);
+        assert_eq!(
+            &lens[..3],
+            &[10, 5, 0],
+            "the 100-byte unit is truncated in a 50-byte slot"
+        );
+        assert_eq!(&rx[10..20], &[1u8; 10]);
+        assert_eq!(&rx[70..75], &[2u8; 5]);
+        assert_eq!(
+            recv_batch(b.as_fd(), &mut rx, 60, 10, &mut lens).unwrap(),
+            0
+        );
+        assert!(recv_batch(b.as_fd(), &mut rx, 60, 60, &mut lens).is_err());
+        assert!(send_batch(a.as_fd(), &tx, stride, &[101]).is_err());
+    }
+
+    #[test]
+    fn rusage_grows_with_work() {
+        let (u0, s0) = rusage_self();
+        let mut x = 0u64;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let (u1, s1) = rusage_self();
+        assert!(u1 + s1 > u0 + s0);
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub enum Command {
     Testbed(cmd::testbed::Args),
     /// Run one ping-pong scenario between two ECU processes: per-part timing, statistics, verdicts.
     Pingpong(cmd::pingpong::Args),
+    /// Measure goodput, loss and CPU of a profile between N senders and one receiver, against
+    /// the theoretical maximum of the (shaped) link and iperf3 on the same path.
+    Throughput(cmd::throughput::Args),
     /// Run every scenario of a plan (TOML) and write the report (CSV, JSON, Markdown, HTML).
     Run(cmd::run::Args),
     /// The main job: testbed up, a preset plan, sockperf beside it, report, testbed down, verdicts.

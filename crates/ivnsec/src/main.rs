@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::Testbed(args) => cmd::testbed::run(args),
         Command::Pingpong(args) => cmd::pingpong::run(args),
         Command::Node(args) => cmd::node::run(args),
+        Command::Throughput(args) => cmd::throughput::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Validate(args) => cmd::validate::run(args),
         Command::Report(args) => cmd::report::run(args),

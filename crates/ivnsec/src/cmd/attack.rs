@@ -436,6 +436,7 @@ fn run_one(
         channel: ChannelOptions {
             replay_window: attack.replay_window(),
             first_seq: 1,
+            spi_offset: 0,
         },
         until_eof: false,
         watch_plain: false,

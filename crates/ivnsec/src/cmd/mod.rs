@@ -19,4 +19,5 @@ pub mod someip;
 pub mod someip_config;
 pub mod suites;
 pub mod testbed;
+pub mod throughput;
 pub mod validate;

@@ -7,13 +7,15 @@ use anyhow::Result;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The role: `pingpong` (initiator or responder, as the spec says) or `attack`.
+    /// The role: `pingpong` (initiator or responder), `throughput` (sender or receiver), as the
+    /// spec says, or `attack`.
     pub kind: String,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.kind.as_str() {
         "pingpong" => crate::node::pingpong::run_from_env()?,
+        "throughput" => crate::node::throughput::run_from_env()?,
         "attack" => crate::node::attack::run_from_env()?,
         other => return Err(crate::cli::usage(format!("unknown node role `{other}`"))),
     }

@@ -149,6 +149,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let opts = ChannelOptions {
         replay_window: a.replay_window,
         first_seq: 1,
+        spi_offset: 0,
     };
     // Direction 1: the inbound SA is the sender's direction-0 outbound SA.
     let mut ch = Channel::with_options(&a.profile, a.provider, &keys, &keys, ends, 1, opts)?;

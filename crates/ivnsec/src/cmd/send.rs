@@ -255,6 +255,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let opts = ChannelOptions {
         replay_window: REPLAY_WINDOW,
         first_seq: first,
+        spi_offset: 0,
     };
     let mut ch = Channel::with_options(&a.profile, a.provider, &keys, &keys, ends, 0, opts)?;
     let frame = ch.frame_bytes(a.payload);

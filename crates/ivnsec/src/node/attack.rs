@@ -861,6 +861,7 @@ mod tests {
                 let opts = ChannelOptions {
                     replay_window: window,
                     first_seq: 1,
+                    spi_offset: 0,
                 };
                 let mut rx =
                     Channel::with_options(profile, prov, &back, &fwd, ends().reversed(), 1, opts)

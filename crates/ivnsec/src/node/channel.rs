@@ -54,6 +54,10 @@ pub struct ChannelOptions {
     /// Sequence number / PN of the first unit the outbound SA protects (≥ 1). A node that
     /// restarts under the same key starts above everything it may have used before.
     pub first_seq: u64,
+    /// Added to both ESP SPIs, so several senders to one receiver have SAs the receiver can
+    /// tell apart by SPI (0 for a single pair).
+    #[serde(default)]
+    pub spi_offset: u32,
 }
 
 impl Default for ChannelOptions {
@@ -61,6 +65,7 @@ impl Default for ChannelOptions {
         ChannelOptions {
             replay_window: REPLAY_WINDOW,
             first_seq: 1,
+            spi_offset: 0,
         }
     }
 }
@@ -362,24 +367,25 @@ impl Channel {
                     alg: EspAlg,
                     key: &'a [u8],
                     auth: &'a [u8],
-                    d: usize,
+                    spi: u32,
                 ) -> EspParams<'a> {
                     EspParams {
                         alg,
-                        spi: SPI[d],
+                        spi,
                         key,
                         auth_key: auth,
                         esn: false,
                     }
                 }
+                let spi = |d: usize| SPI[d].wrapping_add(opts.spi_offset);
                 let t = EspTx::new(
                     prov,
-                    &params(alg, &txk, &txm, out_dir),
+                    &params(alg, &txk, &txm, spi(out_dir)),
                     EspMode::Transport,
                     first,
                 )
                 .map_err(|e| usage(e.to_string()))?;
-                let r = EspRx::new(prov, &params(alg, &rxk, &rxm, in_dir), window)
+                let r = EspRx::new(prov, &params(alg, &rxk, &rxm, spi(in_dir)), window)
                     .map_err(|e| usage(e.to_string()))?;
                 Sas::Esp(t, r)
             }
@@ -639,6 +645,7 @@ mod tests {
             let opts = ChannelOptions {
                 replay_window: 1,
                 first_seq: 1 << 20,
+                spi_offset: 0,
             };
             let prov = ProviderChoice::Auto;
             let mut a = Channel::with_options(profile, prov, &f, &b, ends(), 0, opts).unwrap();

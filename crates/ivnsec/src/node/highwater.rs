@@ -614,6 +614,7 @@ mod tests {
         let copts = ChannelOptions {
             replay_window: 0,
             first_seq: first,
+            spi_offset: 0,
         };
         let mut ch =
             Channel::with_options(profile, ProviderChoice::Auto, &k, &k, ends(), 0, copts).unwrap();

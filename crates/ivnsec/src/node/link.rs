@@ -5,10 +5,11 @@
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 use ivnsec_net::rawip::RawIpSocket;
-use ivnsec_net::sys::{PacketType, RawSocket};
+use ivnsec_net::sys::{self, PacketType, RawSocket};
 use ivnsec_net::udp::UdpTransport;
 use serde::{Deserialize, Serialize};
 
@@ -182,6 +183,90 @@ impl Link {
                 })
             }
         }
+    }
+}
+
+/// Batched I/O (`sendmmsg`/`recvmmsg`) for the throughput experiment: units live in one flat
+/// buffer, unit `i` in the slot `buf[i * stride..(i + 1) * stride]`.
+impl Link {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Link::Raw(s) => s.as_fd(),
+            Link::RawIp(s, ..) => s.fd(),
+            Link::Udp { sock, .. } => sock.socket().as_fd(),
+        }
+    }
+
+    /// Larger kernel buffers (`bytes` each way), so bursts of a batch are not dropped by the
+    /// sockets themselves.
+    pub fn set_buffers(&self, bytes: usize) -> io::Result<()> {
+        sys::set_socket_buffers(self.fd(), bytes)
+    }
+
+    /// For a sender: makes the peer the default destination of UDP and raw IPv4 links (raw
+    /// Ethernet frames carry their own), as [`send_batch`](Self::send_batch) needs.
+    pub fn connect_peer(&self) -> io::Result<()> {
+        match self {
+            Link::Raw(_) => Ok(()),
+            Link::RawIp(s, peer, _) => s.connect(*peer),
+            Link::Udp { sock, peer, .. } => match peer {
+                Some(p) => sock.connect(*p),
+                None => Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "no UDP peer to send to",
+                )),
+            },
+        }
+    }
+
+    /// Sends the units `buf[i * stride..][..lens[i]]` with one `sendmmsg` per batch.
+    pub fn send_batch(&self, buf: &[u8], stride: usize, lens: &[usize]) -> io::Result<()> {
+        sys::send_batch(self.fd(), buf, stride, lens)
+    }
+
+    /// Receives up to `lens.len()` units, waiting up to `timeout` for the first; unit `i` lands
+    /// at `buf[i * stride + off..]` (`off` as [`Link::recv`] takes it: ≥ 20 on a raw IPv4 link,
+    /// whose IPv4 header lands just before the unit) with its length in `lens[i]` (0: truncated
+    /// or not a plain IPv4 header, which verification rejects). Returns how many arrived.
+    pub fn recv_batch(
+        &self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        lens: &mut [usize],
+        timeout: Duration,
+    ) -> io::Result<usize> {
+        const HLEN: usize = 20;
+        let fd = self.fd();
+        let raw_ip = matches!(self, Link::RawIp(..));
+        let start = if raw_ip {
+            off.checked_sub(HLEN).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "raw IPv4 link needs offset ≥ 20",
+                )
+            })?
+        } else {
+            off
+        };
+        let mut n = sys::recv_batch(fd, buf, stride, start, lens)?;
+        if n == 0 {
+            if !sys::wait_readable(fd, Some(timeout))? {
+                return Ok(0);
+            }
+            n = sys::recv_batch(fd, buf, stride, start, lens)?;
+        }
+        if raw_ip {
+            for (i, len) in lens.iter_mut().enumerate().take(n) {
+                let h = &buf[i * stride + start..];
+                *len = if *len >= HLEN && h[0] == 0x45 {
+                    *len - HLEN
+                } else {
+                    0
+                };
+            }
+        }
+        Ok(n)
     }
 }
 

@@ -8,3 +8,4 @@ pub mod keyfile;
 pub mod link;
 pub mod orchestrate;
 pub mod pingpong;
+pub mod throughput;

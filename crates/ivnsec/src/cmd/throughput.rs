@@ -1,0 +1,841 @@
+//! `ivnsec throughput`: goodput, frames/s, loss and CPU of one profile between N sender
+//! processes and one receiver process (seed 002 §5.2.3 and testbench 1), next to the theoretical
+//! maximum of the profile on the shaped link (002 §6.1.2) and, in the same run, the `plain`
+//! profile and iperf3 UDP on the same path.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_lab::cpu::{ProcessCpu, SystemSampler};
+use ivnsec_lab::throughput::{
+    CpuResult, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
+    wire_bytes,
+};
+use ivnsec_net::testbed::netns_command;
+use ivnsec_net::topology::{self, Topology};
+use serde_json::{Map, Value, json};
+
+use super::lab::{self, Layout, Where};
+use crate::cli::usage;
+use crate::node::channel::{DirectionKeys, Ends, Family};
+use crate::node::link::LinkSpec;
+use crate::node::orchestrate::{Site, frame_bytes, node_addr};
+use crate::node::throughput::{Peer, SPEC_ENV, TputRole, TputSpec};
+use crate::providers::ProviderChoice;
+
+/// Most senders one run starts.
+pub const MAX_SENDERS: usize = 16;
+/// The iperf3 baseline's UDP payload: 1500 − 20 (IPv4) − 8 (UDP), as seed 002 §6.1.2.
+const IPERF3_LEN: usize = 1472;
+/// Port of the iperf3 server.
+const IPERF3_PORT: u16 = 5201;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Senders (sensor1..N) protect frames of --payload bytes and send them for --seconds to one \
+receiver (the consumer), which verifies every frame. Frames are batched (sendmmsg/recvmmsg), \
+nothing is allocated per frame. With --rate, each sender's link is shaped by a token bucket that \
+counts wire bytes (frame + FCS 4, padded to 64, + preamble/SFD 8 + inter-frame gap 12): 100M \
+emulates 100BASE-T1, 1G 1000BASE-T1.
+
+Reported: goodput (payload Mb/s delivered, all senders together), frames/s, loss (sent − \
+delivered, verify rejects included), the theoretical maximum payload / wire bytes × rate × \
+senders (seed 002 §6.1.2) and efficiency = goodput / theoretical; CPU: each process's user+sys \
+(getrusage) and the whole machine (/proc/stat every second, like sar), as % of all cores, CPU ns \
+per payload byte, and the increase over the `plain` run made first in the same invocation (seed \
+002's < 5 % rule). When iperf3 is installed, its UDP test (-u -b 0 -l 1472, and at the shaped \
+rate) runs on the same path and its goodput sits beside ours (baseline.iperf3).
+
+As root, a `sensors:N` testbed (N sensors and a consumer on one switch; 002 testbench 1) is built \
+and removed afterwards, or --testbed PREFIX uses a running one; otherwise every process talks UDP \
+on loopback, which the output says.
+
+Examples:
+  ivnsec throughput --profile macsec-gcm-aes-128 --payload 1440
+  ivnsec throughput --profile aes128-gcm --payload 1440 --rate 1G --json
+  ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10")]
+pub struct Args {
+    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-….
+    #[arg(long)]
+    pub profile: String,
+    /// Payload bytes per frame (≥ 1; the frame must fit the 1500-byte MTU).
+    #[arg(long)]
+    pub payload: usize,
+    /// How long each sender sends, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Shaping of each sender's link in bits/s on the wire: unlimited, 100M (100BASE-T1), 1G
+    /// (1000BASE-T1) or a number with an optional k/M/G suffix.
+    #[arg(long, default_value = "unlimited")]
+    pub rate: String,
+    /// Senders sending at once to one receiver (3 reproduces seed 002 testbench 1).
+    #[arg(long, default_value_t = 1)]
+    pub senders: usize,
+    /// Frames per sendmmsg/recvmmsg call (1..=64).
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+    /// Crypto provider: portable, fast, or auto.
+    #[arg(long, default_value = "auto")]
+    pub provider: ProviderChoice,
+    /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.
+    #[arg(long = "on", value_enum, default_value = "auto")]
+    pub on: Where,
+    /// Use this running testbed (`ivnsec testbed up`) instead of building one: its `consumer`
+    /// (else its last ECU) receives, the other ECUs send.
+    #[arg(long, value_name = "PREFIX")]
+    pub testbed: Option<String>,
+    /// Skip the same-run baselines (the `plain` run and iperf3).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Record the first 1000 frames the first sender sends (classic pcap, Ethernet; ESP frames
+    /// get the Ethernet/IPv4 headers they travel with).
+    #[arg(long)]
+    pub pcap: Option<PathBuf>,
+}
+
+/// The settings of one run, checked.
+#[derive(Clone, Debug)]
+struct Config {
+    payload: usize,
+    seconds_ns: u64,
+    rate_bps: Option<u64>,
+    senders: usize,
+    batch: usize,
+    provider: ProviderChoice,
+}
+
+fn check(a: &Args) -> Result<Config> {
+    if a.senders == 0 || a.senders > MAX_SENDERS {
+        return Err(usage(format!(
+            "--senders must be from 1 to {MAX_SENDERS}, got {}",
+            a.senders
+        )));
+    }
+    if !(1..=ivnsec_net::sys::MAX_BATCH).contains(&a.batch) {
+        return Err(usage(format!(
+            "--batch must be from 1 to {}, got {}",
+            ivnsec_net::sys::MAX_BATCH,
+            a.batch
+        )));
+    }
+    if !a.seconds.is_finite() || a.seconds <= 0.0 || a.seconds > 3600.0 {
+        return Err(usage(format!(
+            "--seconds must be above 0 and at most 3600, got {}",
+            a.seconds
+        )));
+    }
+    let rate_bps = parse_rate(&a.rate).map_err(usage)?;
+    if a.payload == 0 {
+        return Err(usage("--payload must be at least 1 byte"));
+    }
+    check_fits(&a.profile, a.provider, a.payload)?;
+    Ok(Config {
+        payload: a.payload,
+        seconds_ns: (a.seconds * 1e9).round() as u64,
+        rate_bps,
+        senders: a.senders,
+        batch: a.batch,
+        provider: a.provider,
+    })
+}
+
+/// Checks the profile and that its frame fits the MTU; returns the frame length.
+fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
+    let frame = frame_bytes(profile, provider, payload)?;
+    let l2 = frame - 14;
+    let mtu = topology::MTU as usize;
+    if l2 > mtu {
+        return Err(usage(format!(
+            "--payload {payload}: the {profile} frame carries {l2} bytes after the Ethernet \
+             header, more than the {mtu}-byte MTU; use a payload of at most {} bytes",
+            payload.saturating_sub(l2 - mtu)
+        )));
+    }
+    Ok(frame)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let cfg = check(&a)?;
+    let layout = Layout {
+        topology: Topology::Sensors(cfg.senders as u16),
+        initiator: "sensor1".into(),
+        responder: "consumer".into(),
+    };
+    let open = lab::open_site(a.on, a.testbed.as_deref(), &layout)?;
+    if let Some(why) = &open.fallback_reason {
+        eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
+    }
+    let nodes = Nodes::of(&open.site, cfg.senders)?;
+    let mut baseline = Map::new();
+    let plain = if a.profile != "plain" && !a.no_baseline {
+        eprintln!("ivnsec throughput: baseline run with `plain` first");
+        Some(run_once(&open.site, &nodes, "plain", &cfg, None)?)
+    } else {
+        None
+    };
+    let mut r = run_once(&open.site, &nodes, &a.profile, &cfg, a.pcap.as_deref())?;
+    if let Some(p) = &plain {
+        r.cpu.increase_over_plain = Some(r.cpu.increase_over(&p.cpu));
+        baseline.insert(
+            "plain".into(),
+            json!({
+                "goodput_mbps": p.goodput_mbps,
+                "frames_per_s": p.frames_per_s,
+                "loss": p.loss,
+                "theoretical_mbps": p.theoretical_mbps,
+                "efficiency": p.efficiency,
+                "cpu": p.cpu,
+                "ratio": ratio(r.goodput_mbps, p.goodput_mbps),
+            }),
+        );
+    }
+    if !a.no_baseline {
+        if let Some(v) = iperf3_baseline(&open.site, &nodes, &cfg, &r) {
+            baseline.insert("iperf3".into(), v);
+        }
+    }
+    r.baseline = baseline;
+    drop(open);
+    if let Some(p) = &a.pcap {
+        eprintln!("capture: {} (the first frames of sender 1)", p.display());
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_result(&r);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+/// Who sends and who receives, and their addresses.
+struct Nodes {
+    /// Receiver: namespace (None on loopback), MAC, IPv4.
+    receiver: (Option<String>, [u8; 6], Ipv4Addr),
+    senders: Vec<(Option<String>, [u8; 6], Ipv4Addr)>,
+    names: Vec<String>,
+}
+
+impl Nodes {
+    fn of(site: &Site, n: usize) -> Result<Nodes> {
+        match site {
+            Site::Testbed { state, .. } => {
+                let ecus: Vec<String> = state.ecus().map(|e| e.name.clone()).collect();
+                let rx = if ecus.iter().any(|e| e == "consumer") {
+                    "consumer".to_string()
+                } else {
+                    ecus.last().cloned().unwrap_or_default()
+                };
+                let tx: Vec<String> = ecus.iter().filter(|e| **e != rx).take(n).cloned().collect();
+                if tx.len() < n {
+                    return Err(usage(format!(
+                        "testbed {} has {} ECUs besides the receiver {rx}; --senders {n} needs {n}",
+                        state.prefix,
+                        tx.len()
+                    )));
+                }
+                let node = |name: &str| -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
+                    let (mac, ip) = node_addr(state, name)?;
+                    let ns = state.namespace_of(name).map_err(|e| anyhow!("{e}"))?;
+                    Ok((Some(ns.to_string()), mac, ip))
+                };
+                Ok(Nodes {
+                    receiver: node(&rx)?,
+                    senders: tx.iter().map(|s| node(s)).collect::<Result<_>>()?,
+                    names: tx,
+                })
+            }
+            Site::Loopback => Ok(Nodes {
+                receiver: (None, topology::ecu_mac(0, 1), Ipv4Addr::LOCALHOST),
+                senders: (0..n)
+                    .map(|i| (None, topology::ecu_mac(1, i as u8 + 1), Ipv4Addr::LOCALHOST))
+                    .collect(),
+                names: (1..=n).map(|i| format!("sensor{i}")).collect(),
+            }),
+        }
+    }
+}
+
+fn spawn(ns: Option<&str>, spec: &TputSpec) -> Result<Child> {
+    let exe = std::env::current_exe().context("locating the ivnsec binary")?;
+    let mut cmd = match ns {
+        Some(ns) => netns_command(ns, &exe),
+        None => Command::new(&exe),
+    };
+    cmd.args(["node", "throughput"])
+        .env(SPEC_ENV, serde_json::to_string(spec)?)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().context("starting a throughput node")
+}
+
+fn child_stderr(c: &mut Child) -> String {
+    let mut s = String::new();
+    if let Some(mut e) = c.stderr.take() {
+        let _ = e.read_to_string(&mut s);
+    }
+    s.trim().to_string()
+}
+
+/// Kills and reaps children that are still running when a run fails.
+struct Reaper(Vec<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+struct SentLine {
+    sent: u64,
+    start: u64,
+    last: u64,
+    cpu: ProcessCpu,
+}
+
+fn read_sender(out: ChildStdout) -> Result<SentLine> {
+    let mut r = None;
+    let mut ended = false;
+    for line in BufReader::new(out).lines() {
+        let line = line?;
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        let num = |i: usize| -> Result<u64> {
+            f.get(i)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| anyhow!("sender: bad line {line:?}"))
+        };
+        match f.first().copied() {
+            Some("SENT") => {
+                let (start, last) = (num(2)?, num(3)?);
+                r = Some(SentLine {
+                    sent: num(1)?,
+                    start,
+                    last,
+                    cpu: ProcessCpu {
+                        user_ns: num(4)?,
+                        sys_ns: num(5)?,
+                        wall_ns: last.saturating_sub(start),
+                    },
+                })
+            }
+            Some("END") => ended = true,
+            _ => bail!("sender: unexpected line {line:?}"),
+        }
+    }
+    match (r, ended) {
+        (Some(r), true) => Ok(r),
+        _ => bail!("the sender ended without its report"),
+    }
+}
+
+struct RecvLog {
+    delivered: Vec<u64>,
+    drops: BTreeMap<String, u64>,
+    user_ns: u64,
+    sys_ns: u64,
+}
+
+fn read_receiver(out: &mut BufReader<ChildStdout>, n: usize) -> Result<RecvLog> {
+    let mut r = RecvLog {
+        delivered: vec![0; n],
+        drops: BTreeMap::new(),
+        user_ns: 0,
+        sys_ns: 0,
+    };
+    let mut ended = false;
+    for line in out.lines() {
+        let line = line?;
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        let num = |i: usize| -> Result<u64> {
+            f.get(i)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| anyhow!("receiver: bad line {line:?}"))
+        };
+        match f.first().copied() {
+            Some("RECV") => {
+                let i = num(1)? as usize;
+                *r.delivered
+                    .get_mut(i)
+                    .ok_or_else(|| anyhow!("receiver: bad sender {i}"))? = num(2)?;
+            }
+            Some("DROP") => {
+                r.drops.insert(f[1].to_string(), num(2)?);
+            }
+            Some("CPU") => {
+                r.user_ns = num(1)?;
+                r.sys_ns = num(2)?;
+            }
+            Some("END") => ended = true,
+            _ => bail!("receiver: unexpected line {line:?}"),
+        }
+    }
+    if !ended {
+        bail!("the receiver ended without its report");
+    }
+    Ok(r)
+}
+
+/// One run of `profile`: starts the receiver, then every sender, starts them together, and
+/// joins their reports.
+fn run_once(
+    site: &Site,
+    nodes: &Nodes,
+    profile: &str,
+    cfg: &Config,
+    pcap: Option<&std::path::Path>,
+) -> Result<ThroughputResult> {
+    let frame = check_fits(profile, cfg.provider, cfg.payload)?;
+    let family = Family::parse(profile)?;
+    let testbed = matches!(site, Site::Testbed { .. });
+    let (rx_ns, rx_mac, rx_ip) = nodes.receiver.clone();
+    let peers: Vec<Peer> = nodes
+        .senders
+        .iter()
+        .map(|(_, mac, ip)| {
+            Ok(Peer {
+                keys: DirectionKeys::random(profile)?,
+                ends: Ends {
+                    local_mac: *mac,
+                    peer_mac: rx_mac,
+                    local_ip: *ip,
+                    peer_ip: rx_ip,
+                },
+            })
+        })
+        .collect::<Result<_>>()?;
+    let link = |to: Option<u16>| match (testbed, family.is_ip()) {
+        (true, false) => LinkSpec::Raw {
+            ifname: topology::ECU_IF.to_string(),
+            ethertype: family.ethertype(),
+        },
+        (true, true) => LinkSpec::RawIp {
+            protocol: ivnsec_core::wire::ip::protocol::ESP,
+            peer: rx_ip,
+        },
+        (false, _) => LinkSpec::Udp {
+            local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            peer: to.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p)),
+        },
+    };
+    let spec = |role, link, pcap: Option<PathBuf>| TputSpec {
+        role,
+        profile: profile.to_string(),
+        provider: cfg.provider.to_string(),
+        payload: cfg.payload,
+        seconds_ns: cfg.seconds_ns,
+        rate_bps: cfg.rate_bps,
+        batch: cfg.batch,
+        link,
+        peers: peers.clone(),
+        pcap,
+    };
+    let mut reaper = Reaper(Vec::new());
+    let mut receiver = spawn(
+        rx_ns.as_deref(),
+        &spec(TputRole::Receiver, link(None), None),
+    )?;
+    let mut rx_out = BufReader::new(receiver.stdout.take().expect("piped"));
+    let mut line = String::new();
+    rx_out.read_line(&mut line)?;
+    let port: u16 = match line
+        .trim()
+        .strip_prefix("READY ")
+        .and_then(|p| p.parse().ok())
+    {
+        Some(p) => p,
+        None => {
+            let _ = receiver.kill();
+            let err = child_stderr(&mut receiver);
+            let _ = receiver.wait();
+            bail!("the receiver did not start: {err}");
+        }
+    };
+    reaper.0.push(receiver);
+    let pcap = pcap.map(std::path::absolute).transpose()?;
+    let mut outs = Vec::new();
+    for (i, (ns, _, _)) in nodes.senders.iter().enumerate() {
+        let s = spec(
+            TputRole::Sender { index: i },
+            link(Some(port)),
+            if i == 0 { pcap.clone() } else { None },
+        );
+        let mut c = spawn(ns.as_deref(), &s)?;
+        outs.push(c.stdout.take().expect("piped"));
+        reaper.0.push(c);
+    }
+    // Give every sender time to open its socket, then start them together.
+    std::thread::sleep(Duration::from_millis(100));
+    let sampler = SystemSampler::start(Duration::from_secs(1));
+    for c in reaper.0.iter_mut().skip(1) {
+        if let Some(stdin) = c.stdin.as_mut() {
+            let _ = stdin.write_all(b"GO\n").and_then(|_| stdin.flush());
+        }
+    }
+    let readers: Vec<_> = outs
+        .into_iter()
+        .map(|o| std::thread::spawn(move || read_sender(o)))
+        .collect();
+    let mut sent_lines = Vec::new();
+    let mut failure = None;
+    for (i, h) in readers.into_iter().enumerate() {
+        match h.join().map_err(|_| anyhow!("reader thread panicked"))? {
+            Ok(s) => sent_lines.push(s),
+            Err(e) => {
+                let err = child_stderr(&mut reaper.0[i + 1]);
+                failure.get_or_insert(e.context(format!("sender {}: {err}", i + 1)));
+            }
+        }
+    }
+    let system = sampler.stop();
+    // Frames still in flight (socket buffers, the bridge) get a moment to arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(reaper.0[0].stdin.take());
+    let recv = read_receiver(&mut rx_out, peers.len());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let recv = match recv {
+        Ok(r) => r,
+        Err(e) => {
+            let err = child_stderr(&mut reaper.0[0]);
+            return Err(e.context(format!("receiver: {err}")));
+        }
+    };
+    for c in &mut reaper.0 {
+        let err = child_stderr(c);
+        let st = c.wait()?;
+        if !st.success() {
+            bail!("a throughput node failed ({st}): {err}");
+        }
+    }
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let start = sent_lines.iter().map(|s| s.start).min().unwrap_or(0);
+    let last = sent_lines.iter().map(|s| s.last).max().unwrap_or(start);
+    let window = last.saturating_sub(start);
+    let senders_cpu = ProcessCpu::sum(sent_lines.iter().map(|s| &s.cpu));
+    let senders_cpu = ProcessCpu {
+        wall_ns: window,
+        ..senders_cpu
+    };
+    let receiver_cpu = ProcessCpu {
+        user_ns: recv.user_ns,
+        sys_ns: recv.sys_ns,
+        wall_ns: window,
+    };
+    let sent: u64 = sent_lines.iter().map(|s| s.sent).sum();
+    let delivered: u64 = recv.delivered.iter().sum();
+    let payload_bytes = |n: u64| n * cfg.payload as u64;
+    let mut cpu = CpuResult {
+        sender_pct: senders_cpu.pct_of_machine(cores),
+        receiver_pct: receiver_cpu.pct_of_machine(cores),
+        cores,
+        sender_user_ns: senders_cpu.user_ns,
+        sender_sys_ns: senders_cpu.sys_ns,
+        receiver_user_ns: receiver_cpu.user_ns,
+        receiver_sys_ns: receiver_cpu.sys_ns,
+        sender_ns_per_byte: senders_cpu.ns_per_byte(payload_bytes(sent)),
+        receiver_ns_per_byte: receiver_cpu.ns_per_byte(payload_bytes(delivered)),
+        ..CpuResult::default()
+    };
+    system_fields(&mut cpu, &system);
+    let per_sender = sent_lines
+        .iter()
+        .zip(&recv.delivered)
+        .zip(&nodes.names)
+        .map(|((s, &d), name)| SenderResult {
+            name: name.clone(),
+            sent: s.sent,
+            delivered: d,
+            seconds: s.last.saturating_sub(s.start) as f64 / 1e9,
+            ..SenderResult::default()
+        })
+        .collect();
+    let mut r = ThroughputResult {
+        profile: profile.to_string(),
+        payload: cfg.payload,
+        frame_bytes: frame,
+        senders: peers.len(),
+        rate_bps: cfg.rate_bps,
+        seconds: window as f64 / 1e9,
+        transport: transport(site, family),
+        sent,
+        delivered,
+        rejected: recv.drops,
+        per_sender,
+        cpu,
+        ..ThroughputResult::default()
+    };
+    r.derive();
+    Ok(r)
+}
+
+fn transport(site: &Site, family: Family) -> String {
+    match site {
+        Site::Testbed { state, .. } => format!(
+            "testbed {} ({}): senders → switch → consumer, {} over veth and a Linux bridge",
+            state.prefix,
+            state.topology,
+            if family.is_ip() {
+                "ESP as IPv4 protocol 50 through the kernel's IP layer (raw IP sockets)"
+            } else {
+                "raw Ethernet (AF_PACKET)"
+            }
+        ),
+        Site::Loopback => "UDP on loopback (no testbed: not root), one frame per datagram; \
+                           not a vehicle-network path"
+            .to_string(),
+    }
+}
+
+/// iperf3 UDP between the receiver and the first sender: unshaped (`-b 0`) and, with --rate, at
+/// the goodput a 1472-byte datagram allows on the shaped link (iperf3's -b counts UDP payload
+/// bits, not wire bytes). `None` when iperf3 is missing or fails (with a note on stderr).
+fn iperf3_baseline(
+    site: &Site,
+    nodes: &Nodes,
+    cfg: &Config,
+    ours: &ThroughputResult,
+) -> Option<Value> {
+    if Command::new("iperf3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_err()
+    {
+        eprintln!(
+            "ivnsec throughput: iperf3 is not installed; no baseline (Debian: apt-get install iperf3)"
+        );
+        return None;
+    }
+    let secs = (cfg.seconds_ns as f64 / 1e9).ceil().max(1.0) as u64;
+    let mut m = Map::new();
+    let per_sender = ours.goodput_mbps / ours.senders.max(1) as f64;
+    let mut rates = vec![("unlimited", "0".to_string())];
+    if let Some(r) = cfg.rate_bps {
+        // The goodput of 1472-byte UDP payloads on the shaped wire: 1472 / 1538 × rate.
+        let b = theoretical_bps(IPERF3_LEN, 14 + 20 + 8 + IPERF3_LEN, r).floor() as u64;
+        rates.push(("shaped", b.to_string()));
+    }
+    for (key, b) in rates {
+        match iperf3_once(site, nodes, secs, &b) {
+            Ok(mut v) => {
+                let theirs = v["goodput_mbps"].as_f64().unwrap_or(0.0);
+                if let Value::Object(o) = &mut v {
+                    o.insert("ours_per_sender_mbps".into(), json!(per_sender));
+                    o.insert("ratio".into(), json!(ratio(per_sender, theirs)));
+                    if key == "shaped" {
+                        o.insert(
+                            "theoretical_mbps".into(),
+                            json!(
+                                theoretical_bps(IPERF3_LEN, 14 + 28 + IPERF3_LEN, cfg.rate_bps?)
+                                    / 1e6
+                            ),
+                        );
+                    }
+                }
+                m.insert(key.into(), v);
+            }
+            Err(e) => {
+                eprintln!("ivnsec throughput: iperf3 ({key}): {e:#}; no baseline for it");
+            }
+        }
+    }
+    m.insert(
+        "note".into(),
+        json!(format!(
+            "one iperf3 UDP stream ({IPERF3_LEN}-byte datagrams) from the first sender to the \
+             receiver on the same path; `ratio` = our goodput per sender / iperf3's received \
+             goodput; wire bytes per iperf3 datagram: {}",
+            wire_bytes(14 + 28 + IPERF3_LEN)
+        )),
+    );
+    (m.len() > 1).then_some(Value::Object(m))
+}
+
+fn iperf3_once(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Result<Value> {
+    let (rx_ns, _, rx_ip) = &nodes.receiver;
+    let (tx_ns, _, _) = &nodes.senders[0];
+    let cmd = |ns: &Option<String>| match ns {
+        Some(ns) => netns_command(ns, "iperf3"),
+        None => Command::new("iperf3"),
+    };
+    let server_ip = match site {
+        Site::Testbed { .. } => rx_ip.to_string(),
+        Site::Loopback => "127.0.0.1".to_string(),
+    };
+    let port = IPERF3_PORT.to_string();
+    let server = cmd(rx_ns)
+        .args(["-s", "-1", "-B", &server_ip, "-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the iperf3 server")?;
+    let mut reaper = Reaper(vec![server]);
+    std::thread::sleep(Duration::from_millis(300));
+    let len = IPERF3_LEN.to_string();
+    let t = secs.to_string();
+    let args = [
+        "-c", &server_ip, "-p", &port, "-u", "-b", bandwidth, "-l", &len, "-t", &t, "-J",
+    ];
+    let out = cmd(tx_ns)
+        .args(args)
+        .output()
+        .context("running the iperf3 client")?;
+    let _ = reaper.0[0].wait();
+    reaper.0.clear();
+    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        anyhow!(
+            "iperf3 gave no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })?;
+    if let Some(err) = v.get("error").and_then(Value::as_str) {
+        bail!("iperf3: {err}");
+    }
+    let rx = &v["end"]["sum_received"];
+    let tx = &v["end"]["sum_sent"];
+    let bps = rx["bits_per_second"]
+        .as_f64()
+        .ok_or_else(|| anyhow!("iperf3 JSON has no end.sum_received.bits_per_second"))?;
+    Ok(json!({
+        "command": format!("iperf3 {}", args.join(" ")),
+        "goodput_mbps": bps / 1e6,
+        "sent_mbps": tx["bits_per_second"].as_f64().map(|b| b / 1e6),
+        "loss": v["end"]["sum"]["lost_percent"].as_f64().map(|p| p / 100.0),
+        "packets": v["end"]["sum"]["packets"],
+        "cpu_utilization_percent": v["end"]["cpu_utilization_percent"],
+    }))
+}
+
+fn print_result(r: &ThroughputResult) {
+    println!("transport: {}", r.transport);
+    let rate = r.rate_bps.map_or("unlimited".to_string(), |b| {
+        format!("{} Mb/s per sender link", b as f64 / 1e6)
+    });
+    println!(
+        "{}@{}: {} sender(s), {:.2} s, link {rate}; frame {} B, {} B on the wire",
+        r.profile, r.payload, r.senders, r.seconds, r.frame_bytes, r.wire_bytes
+    );
+    println!(
+        "  goodput {:.1} Mb/s, {:.0} frames/s; sent {}, delivered {}, lost {} (loss {:.3} %)",
+        r.goodput_mbps,
+        r.frames_per_s,
+        r.sent,
+        r.delivered,
+        r.lost,
+        100.0 * r.loss
+    );
+    if let (Some(t), Some(e)) = (r.theoretical_mbps, r.efficiency) {
+        println!(
+            "  theoretical maximum {t:.1} Mb/s (seed 002 §6.1.2), efficiency {:.2} %",
+            100.0 * e
+        );
+    }
+    for (reason, n) in &r.rejected {
+        println!("  receiver rejected {n}: {reason}");
+    }
+    for s in &r.per_sender {
+        println!(
+            "  {}: sent {}, delivered {}, {:.1} Mb/s",
+            s.name, s.sent, s.delivered, s.goodput_mbps
+        );
+    }
+    let c = &r.cpu;
+    println!(
+        "  CPU (% of {} cores): senders {:.1}, receiver {:.1}, machine {:.1}; ns per payload \
+         byte: send {}, receive {}",
+        c.cores,
+        c.sender_pct,
+        c.receiver_pct,
+        c.system_pct,
+        c.sender_ns_per_byte
+            .map_or("-".into(), |v| format!("{v:.2}")),
+        c.receiver_ns_per_byte
+            .map_or("-".into(), |v| format!("{v:.2}"))
+    );
+    if let Some(i) = &c.increase_over_plain {
+        println!(
+            "  CPU increase over plain: machine {:+.1} points ({}), senders {:+.1}, receiver {:+.1}",
+            i.system_pct,
+            if i.within_5pct {
+                "< 5: PASS"
+            } else {
+                "≥ 5: FAIL"
+            },
+            i.sender_pct,
+            i.receiver_pct
+        );
+    }
+    if let Some(p) = r.baseline.get("plain") {
+        println!(
+            "  plain (same run): {:.1} Mb/s",
+            p["goodput_mbps"].as_f64().unwrap_or(0.0)
+        );
+    }
+    if let Some(Value::Object(i)) = r.baseline.get("iperf3") {
+        for key in ["unlimited", "shaped"] {
+            if let Some(v) = i.get(key) {
+                println!(
+                    "  iperf3 UDP ({key}, same path): {:.1} Mb/s; ours per sender / iperf3 = {}",
+                    v["goodput_mbps"].as_f64().unwrap_or(0.0),
+                    v["ratio"]
+                        .as_f64()
+                        .map_or("-".into(), |x| format!("{x:.2}"))
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The theoretical maximum of our own frames, from the frame lengths the SAs produce, by
+    /// hand: IVN-AE = 26 + 2 + payload + tag, MACsec = 12 + 16 + 2 + payload + 16, ESP transport
+    /// = 14 + 20 + 8 + 8 (IV) + payload padded with the 2-byte trailer to 4 + 16; each + FCS 4 +
+    /// preamble 8 + IFG 12.
+    #[test]
+    fn theoretical_maxima_of_our_frames() {
+        let g = 1_000_000_000;
+        let p = ProviderChoice::Auto;
+        for (profile, payload, wire) in [
+            ("plain", 1440, 26 + 2 + 1440 + 24),
+            ("aes128-gcm", 1440, 26 + 2 + 1440 + 16 + 24),
+            ("macsec-gcm-aes-128", 1440, 12 + 16 + 2 + 1440 + 16 + 24),
+            ("esp-aes128-gcm", 1400, 14 + 20 + 16 + 1404 + 16 + 24),
+        ] {
+            let frame = check_fits(profile, p, payload).unwrap();
+            assert_eq!(wire_bytes(frame), wire, "{profile}");
+            let t = theoretical_bps(payload, frame, g) / 1e6;
+            assert!((t - payload as f64 / wire as f64 * 1000.0).abs() < 1e-9);
+        }
+        // aes128-gcm at 1440 bytes on 1000BASE-T1: 1440 / 1508 × 1000 = 954.9 Mb/s.
+        let f = check_fits("aes128-gcm", p, 1440).unwrap();
+        assert!((theoretical_bps(1440, f, g) / 1e6 - 954.91).abs() < 0.01);
+        // Too big for the MTU, unknown profile: usage errors.
+        for (profile, payload) in [("macsec-gcm-aes-128", 1480), ("aes999-gcm", 64)] {
+            let e = check_fits(profile, p, payload).unwrap_err();
+            assert_eq!(crate::cli::exit_code(&e), 2, "{e}");
+        }
+    }
+}

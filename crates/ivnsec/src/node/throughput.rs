@@ -1,0 +1,350 @@
+//! The two roles of the throughput experiment (seed 002 §5.2.3), each its own process in its
+//! own ECU namespace: senders protect and send as fast as the link (or the token bucket that
+//! shapes it) allows for a fixed time; one receiver verifies everything that arrives, from every
+//! sender, and counts.
+//!
+//! Hot path: one flat buffer of `batch` slots per process, allocated once; a batch is protected
+//! slot by slot and handed to the kernel with one `sendmmsg`; the receiver takes up to a batch
+//! per `recvmmsg` and verifies in place. Nothing is allocated per frame (the first
+//! [`CAPTURE_FRAMES`] frames of a `--pcap` run are copied into a buffer reserved up front).
+//!
+//! Protocol with the orchestrator (stdin/stdout lines):
+//! - receiver: `READY <udp port>` once its link is open; on stdin EOF it prints
+//!   `RECV <sender index> <delivered>` per sender, `DROP <reason> <n>`, `CPU <user ns> <sys ns>`
+//!   and `END`.
+//! - sender: waits for one line on stdin (the start signal, so every sender starts together),
+//!   sends for the given time, then prints `SENT <units> <start ns> <last send ns> <user ns>
+//!   <sys ns>` and `END`. CPU times are `getrusage` deltas over the sending window.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::sa::DropCounters;
+use ivnsec_lab::throughput::{TokenBucket, wire_bytes};
+use ivnsec_net::sys::{MAX_BATCH, monotonic_ns, rusage_self};
+use serde::{Deserialize, Serialize};
+
+use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends, Family};
+use super::link::{Link, LinkSpec};
+use crate::providers::ProviderChoice;
+
+/// Environment variable carrying a role's [`TputSpec`] as JSON (keys included).
+pub const SPEC_ENV: &str = "IVNSEC_NODE_SPEC";
+/// Frames of the first sender a `--pcap` run records.
+pub const CAPTURE_FRAMES: usize = 1000;
+/// Receive window of the receiver's SAs (reordering never happens on a switch, but a big
+/// window costs nothing and keeps a slow reader's burst from counting as replays).
+const RX_WINDOW: u32 = 1024;
+/// Frames the token bucket lets a sender catch up by (see `sender`).
+const TX_RING: usize = 256;
+/// Kernel socket buffers of both roles.
+const SOCKET_BUFFER: usize = 8 << 20;
+
+/// One sender as the receiver sees it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Peer {
+    /// Sender → receiver keys.
+    pub keys: DirectionKeys,
+    /// Ends seen from the sender (local = sender).
+    pub ends: Ends,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum TputRole {
+    /// Sender number `index` (0-based) of `peers`.
+    Sender {
+        index: usize,
+    },
+    Receiver,
+}
+
+/// Everything a throughput role needs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TputSpec {
+    pub role: TputRole,
+    pub profile: String,
+    pub provider: String,
+    pub payload: usize,
+    pub seconds_ns: u64,
+    /// Shaping per sender link (bits/s on the wire); `None`: as fast as possible.
+    pub rate_bps: Option<u64>,
+    pub batch: usize,
+    pub link: LinkSpec,
+    /// Every sender; a sender uses only its own entry.
+    pub peers: Vec<Peer>,
+    /// Sender 0: record its first frames here.
+    #[serde(default)]
+    pub pcap: Option<std::path::PathBuf>,
+}
+
+impl TputSpec {
+    fn provider(&self) -> Result<ProviderChoice> {
+        self.provider.parse().map_err(|e: String| anyhow!(e))
+    }
+}
+
+/// The channel of sender `index`: its outbound SA (the inbound one is unused).
+pub fn sender_channel(
+    profile: &str,
+    provider: ProviderChoice,
+    peer: &Peer,
+    index: usize,
+) -> Result<Channel> {
+    let opts = ChannelOptions {
+        spi_offset: spi_offset(index),
+        ..ChannelOptions::default()
+    };
+    Channel::with_options(
+        profile, provider, &peer.keys, &peer.keys, peer.ends, 0, opts,
+    )
+}
+
+fn receiver_channel(
+    profile: &str,
+    provider: ProviderChoice,
+    peer: &Peer,
+    index: usize,
+) -> Result<Channel> {
+    let opts = ChannelOptions {
+        replay_window: RX_WINDOW,
+        first_seq: 1,
+        spi_offset: spi_offset(index),
+    };
+    Channel::with_options(
+        profile,
+        provider,
+        &peer.keys,
+        &peer.keys,
+        peer.ends.reversed(),
+        1,
+        opts,
+    )
+}
+
+/// ESP SPIs of sender `index` are the pair's plus `index × 0x100`.
+fn spi_offset(index: usize) -> u32 {
+    (index as u32) << 8
+}
+
+/// Runs the role described by `$IVNSEC_NODE_SPEC`.
+pub fn run_from_env() -> Result<()> {
+    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
+    let spec: TputSpec = serde_json::from_str(&json).context("bad node spec")?;
+    if spec.batch == 0 || spec.batch > MAX_BATCH {
+        bail!("batch must be 1..={MAX_BATCH}");
+    }
+    match spec.role {
+        TputRole::Sender { index } => sender(&spec, index),
+        TputRole::Receiver => receiver(&spec),
+    }
+}
+
+/// Slot size: room for the largest unit plus the ESP header offset, cache-line aligned.
+fn stride(payload: usize) -> usize {
+    Channel::buffer_len(payload.max(1500)).next_multiple_of(64)
+}
+
+fn sender(spec: &TputSpec, index: usize) -> Result<()> {
+    let peer = spec
+        .peers
+        .get(index)
+        .ok_or_else(|| anyhow!("no peer entry for sender {index}"))?;
+    let mut ch = sender_channel(&spec.profile, spec.provider()?, peer, index)?;
+    let link = Link::open(&spec.link).context("opening the link")?;
+    link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
+    link.connect_peer().context("setting the destination")?;
+    let stride = stride(spec.payload);
+    let batch = spec.batch;
+    let mut buf = vec![0u8; stride * batch];
+    let mut lens = vec![0usize; batch];
+    let mut payload = vec![0u8; spec.payload];
+    getrandom::fill(&mut payload).map_err(|e| anyhow!("random payload: {e}"))?;
+    let wire = wire_bytes(ch.frame_bytes(spec.payload));
+    let capture = spec.pcap.is_some() && index == 0;
+    let mut captured: Vec<u8> = Vec::with_capacity(if capture {
+        CAPTURE_FRAMES * (ch.frame_bytes(spec.payload) + 64)
+    } else {
+        0
+    });
+    let mut captured_at: Vec<(u64, usize)> =
+        Vec::with_capacity(if capture { CAPTURE_FRAMES } else { 0 });
+
+    // Start signal: one line on stdin.
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+
+    let (u0, s0) = rusage_self();
+    let start = monotonic_ns();
+    let deadline = start + spec.seconds_ns;
+    // Burst: a 256-descriptor TX ring, as a NIC has: credit a late sender (descheduled, or
+    // woken late from sleep) may catch up with; the link never runs faster than the rate over
+    // any window longer than that (at 1 Gb/s, 256 × 1538 bytes is 3.1 ms).
+    let mut bucket = spec
+        .rate_bps
+        .map(|r| TokenBucket::new(r, wire * batch.max(TX_RING), start));
+    let mut sent = 0u64;
+    let mut last = start;
+    loop {
+        let now = monotonic_ns();
+        if now >= deadline {
+            break;
+        }
+        let mut k = 0;
+        while k < batch {
+            if ch.next_seq().is_none() {
+                break;
+            }
+            let slot = &mut buf[k * stride..(k + 1) * stride];
+            lens[k] = ch.protect(&payload, slot)?;
+            k += 1;
+        }
+        if k == 0 {
+            eprintln!("sender {index}: sequence numbers exhausted; stopping");
+            break;
+        }
+        if let Some(b) = bucket.as_mut() {
+            let wait = b.take(monotonic_ns(), wire * k);
+            if wait > 0 {
+                wait_until(monotonic_ns() + wait);
+            }
+        }
+        link.send_batch(&buf, stride, &lens[..k])
+            .context("sending a batch")?;
+        last = monotonic_ns();
+        if capture && captured_at.len() < CAPTURE_FRAMES {
+            for (i, &len) in lens.iter().enumerate().take(k) {
+                if captured_at.len() == CAPTURE_FRAMES {
+                    break;
+                }
+                captured.extend_from_slice(&buf[i * stride..i * stride + len]);
+                captured_at.push((last, len));
+            }
+        }
+        sent += k as u64;
+    }
+    let (u1, s1) = rusage_self();
+    if let (true, Some(path)) = (capture, &spec.pcap) {
+        write_capture(&ch, path, &captured, &captured_at)?;
+    }
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    writeln!(out, "SENT {sent} {start} {last} {} {}", u1 - u0, s1 - s0)?;
+    writeln!(out, "END")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Sleeps most of the way to `t_ns` (CLOCK_MONOTONIC), then spins the last 100 µs: sleep
+/// overshoots by tens of µs on a VM, and the token bucket only makes up for lateness within a
+/// batch's worth of credit.
+fn wait_until(t_ns: u64) {
+    const SPIN_NS: u64 = 100_000;
+    let now = monotonic_ns();
+    if t_ns > now + SPIN_NS {
+        std::thread::sleep(Duration::from_nanos(t_ns - now - SPIN_NS));
+    }
+    while monotonic_ns() < t_ns {
+        std::hint::spin_loop();
+    }
+}
+
+fn write_capture(
+    ch: &Channel,
+    path: &std::path::Path,
+    frames: &[u8],
+    at: &[(u64, usize)],
+) -> Result<()> {
+    let base = (std::time::SystemTime::now(), monotonic_ns());
+    let wall = |mono: u64| base.0 - Duration::from_nanos(base.1.saturating_sub(mono));
+    let mut w = ivnsec_net::pcap::PcapWriter::create(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    let mut frame = Vec::new();
+    let mut pos = 0;
+    for &(t, len) in at {
+        ch.capture_frame(&frames[pos..pos + len], true, &mut frame);
+        w.write_frame(wall(t), &frame)?;
+        pos += len;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn receiver(spec: &TputSpec) -> Result<()> {
+    let provider = spec.provider()?;
+    let mut chans: Vec<Channel> = spec
+        .peers
+        .iter()
+        .enumerate()
+        .map(|(i, p)| receiver_channel(&spec.profile, provider, p, i))
+        .collect::<Result<_>>()?;
+    let family = chans
+        .first()
+        .map(|c| c.family())
+        .ok_or_else(|| anyhow!("no senders"))?;
+    // How a unit names its sender: raw Ethernet frames by source MAC, ESP by SPI.
+    let macs: Vec<[u8; 6]> = spec.peers.iter().map(|p| p.ends.local_mac).collect();
+    let spis: Vec<[u8; 4]> = (0..spec.peers.len())
+        .map(|i| (0x0000_1001u32 + spi_offset(i)).to_be_bytes())
+        .collect();
+    let link = Link::open(&spec.link).context("opening the link")?;
+    link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut sink);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    writeln!(out, "READY {}", link.local_port())?;
+    out.flush()?;
+
+    let (u0, s0) = rusage_self();
+    let stride = stride(spec.payload);
+    let batch = spec.batch;
+    let mut buf = vec![0u8; stride * batch];
+    let mut lens = vec![0usize; batch];
+    let off = chans[0].rx_offset();
+    let mut delivered = vec![0u64; chans.len()];
+    let mut drops = DropCounters::default();
+    let slice = Duration::from_millis(20);
+    while !stop.load(Ordering::Relaxed) {
+        let n = link.recv_batch(&mut buf, stride, off, &mut lens, slice)?;
+        for (i, &len) in lens.iter().enumerate().take(n) {
+            let slot = &mut buf[i * stride..(i + 1) * stride];
+            let unit = &slot[off..off + len];
+            let who = match family {
+                Family::Esp(_) => unit.get(..4).and_then(|s| spis.iter().position(|x| x == s)),
+                _ => unit
+                    .get(6..12)
+                    .and_then(|s| macs.iter().position(|m| m == s)),
+            };
+            let Some(who) = who else {
+                drops.bump(ivnsec_core::sa::DropReason::UnknownSa);
+                continue;
+            };
+            match chans[who].verify(slot, len) {
+                Ok(r) if r.len() == spec.payload => delivered[who] += 1,
+                Ok(_) => drops.bump(ivnsec_core::sa::DropReason::Malformed),
+                Err(reason) => drops.bump(reason),
+            }
+        }
+    }
+    let (u1, s1) = rusage_self();
+    for (i, d) in delivered.iter().enumerate() {
+        writeln!(out, "RECV {i} {d}")?;
+    }
+    for (reason, n) in drops.iter() {
+        writeln!(out, "DROP {reason} {n}")?;
+    }
+    writeln!(out, "CPU {} {}", u1 - u0, s1 - s0)?;
+    writeln!(out, "END")?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,257 @@
+//! `ivnsec throughput` as a user runs it: over UDP on loopback (no root), on a `sensors:3`
+//! testbed of its own with a shaped link (root; skipped with a reason otherwise), and bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+#[macro_use]
+mod common;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
+
+/// A state directory of its own; on drop, `testbed down --all` for whatever a failed run left.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let r = ivnsec_net::testbed::random_prefix().unwrap();
+        let p = std::env::temp_dir().join(format!("ivnsec-tp-{tag}-{r}"));
+        std::fs::create_dir_all(p.join("state")).unwrap();
+        TempDir(p)
+    }
+    fn state(&self) -> PathBuf {
+        self.0.join("state")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = ivnsec(self, &["testbed", "down", "--all"]);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn ivnsec(dir: &TempDir, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("IVNSEC_STATE_DIR", dir.state())
+        .output()
+        .expect("spawn ivnsec")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o.stdout)))
+}
+
+fn check_common(v: &Value, profile: &str, payload: u64) {
+    assert_eq!(v["profile"], profile);
+    assert_eq!(v["payload"], payload);
+    for k in [
+        "goodput_mbps",
+        "frames_per_s",
+        "loss",
+        "theoretical_mbps",
+        "efficiency",
+        "sent",
+        "delivered",
+        "lost",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}: {v}");
+    }
+    for k in ["sender_pct", "receiver_pct", "system_pct"] {
+        assert!(v["cpu"][k].as_f64().is_some(), "missing cpu.{k}: {v}");
+    }
+    let (sent, delivered, lost) = (
+        v["sent"].as_u64().unwrap(),
+        v["delivered"].as_u64().unwrap(),
+        v["lost"].as_u64().unwrap(),
+    );
+    assert!(delivered > 0, "nothing delivered: {v}");
+    assert_eq!(sent, delivered + lost, "sent = delivered + lost: {v}");
+    assert!(v["goodput_mbps"].as_f64().unwrap() > 0.0);
+    let loss = v["loss"].as_f64().unwrap();
+    assert!((loss - lost as f64 / sent as f64).abs() < 1e-12);
+    let per: u64 = v["per_sender"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["delivered"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per, delivered);
+}
+
+#[test]
+fn loopback_run_delivers_and_accounts() {
+    let d = TempDir::new("lo");
+    let pcap = d.0.join("tp.pcap");
+    let o = ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--on",
+            "loopback",
+            "--profile",
+            "aes128-gcm",
+            "--payload",
+            "1440",
+            "--seconds",
+            "0.5",
+            "--no-baseline",
+            "--json",
+            "--pcap",
+            pcap.to_str().unwrap(),
+        ],
+    );
+    let v = json_of(&o);
+    check_common(&v, "aes128-gcm", 1440);
+    // Unshaped: no theoretical maximum.
+    assert!(v["theoretical_mbps"].is_null() && v["efficiency"].is_null());
+    assert!(v["transport"].as_str().unwrap().contains("loopback"));
+    // The capture holds frames (24-byte file header + 16-byte record headers + frames).
+    let len = std::fs::metadata(&pcap).unwrap().len();
+    assert!(len > 24 + 16 + 1440, "pcap is {len} bytes");
+
+    // Shaped, with the plain baseline and two senders (ESP: senders told apart by SPI).
+    let o = ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--on",
+            "loopback",
+            "--profile",
+            "esp-aes128-gcm",
+            "--payload",
+            "1000",
+            "--seconds",
+            "0.5",
+            "--rate",
+            "20M",
+            "--senders",
+            "2",
+            "--json",
+        ],
+    );
+    let v = json_of(&o);
+    check_common(&v, "esp-aes128-gcm", 1000);
+    let e = v["efficiency"].as_f64().unwrap();
+    assert!(e > 0.0 && e <= 1.02, "efficiency {e}");
+    assert!(v["baseline"]["plain"]["goodput_mbps"].as_f64().unwrap() > 0.0);
+    assert!(v["cpu"]["increase_over_plain"]["system_pct"].is_number());
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    let d = TempDir::new("bad");
+    let base = ["throughput", "--on", "loopback", "--seconds", "0.2"];
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--profile", "aes999-gcm", "--payload", "64"],
+            "aes999-gcm",
+        ),
+        (
+            &["--profile", "plain", "--payload", "64", "--rate", "7X"],
+            "--rate",
+        ),
+        (
+            &["--profile", "macsec-gcm-aes-128", "--payload", "1480"],
+            "MTU",
+        ),
+        (
+            &["--profile", "plain", "--payload", "64", "--senders", "0"],
+            "--senders",
+        ),
+        (&["--profile", "plain", "--payload", "0"], "--payload"),
+    ];
+    for (args, needle) in cases {
+        let mut all: Vec<&str> = base.to_vec();
+        all.extend_from_slice(args);
+        let o = ivnsec(&d, &all);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let o = ivnsec(&d, &["throughput", "--help"]);
+    let help = text(&o.stdout);
+    for opt in [
+        "--profile",
+        "--payload",
+        "--seconds",
+        "--rate",
+        "--senders",
+        "--batch",
+        "--json",
+        "--pcap",
+        "--testbed",
+        "--no-baseline",
+    ] {
+        assert!(help.contains(opt), "help lacks {opt}");
+    }
+}
+
+#[test]
+fn testbed_three_senders_shaped() {
+    require_root!();
+    let d = TempDir::new("tb");
+    let o = ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--on",
+            "testbed",
+            "--profile",
+            "macsec-gcm-aes-128",
+            "--payload",
+            "1440",
+            "--seconds",
+            "1",
+            "--rate",
+            "100M",
+            "--senders",
+            "3",
+            "--json",
+        ],
+    );
+    let v = json_of(&o);
+    check_common(&v, "macsec-gcm-aes-128", 1440);
+    assert_eq!(v["senders"], 3);
+    assert!(v["transport"].as_str().unwrap().contains("sensors:3"));
+    let e = v["efficiency"].as_f64().unwrap();
+    assert!(e > 0.0 && e <= 1.02, "efficiency {e}: {v}");
+    // Our MACsec frame carries the payload straight at layer 2: 12 + SecTAG 16 + EtherType 2 +
+    // 1440 + ICV 16 = 1486, + FCS 4 + preamble 8 + IFG 12 = 1510 byte times:
+    // 3 × 1440 / 1510 × 100 Mb/s.
+    let t = v["theoretical_mbps"].as_f64().unwrap();
+    assert!((t - 3.0 * 1440.0 / 1510.0 * 100.0).abs() < 0.01, "{t}");
+    // The run's testbed is gone: no state file, no namespace of its prefix.
+    let left: Vec<_> = std::fs::read_dir(d.state())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .collect();
+    assert!(left.is_empty(), "testbed state left behind: {left:?}");
+    let prefix = v["transport"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert!(
+        ivnsec_net::testbed::live_namespaces(&prefix)
+            .unwrap()
+            .is_empty()
+    );
+}
