@@ -3,7 +3,6 @@
 //! class against one profile of each family — nothing forged is accepted — and the negative
 //! control: profiles without a key accept what the attacker forges, and the command says so.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -11,46 +10,7 @@ use serde_json::Value;
 #[macro_use]
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
-
-/// State files and captures of one test; on drop, `testbed down --all` for whatever a failed
-/// run left behind, then removal.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let r = ivnsec_net::testbed::random_prefix().unwrap();
-        let p = std::env::temp_dir().join(format!("ivnsec-atk-{tag}-{r}"));
-        std::fs::create_dir_all(p.join("state")).unwrap();
-        TempDir(p)
-    }
-    fn state(&self) -> PathBuf {
-        self.0.join("state")
-    }
-    fn leftover_testbeds(&self) -> Vec<String> {
-        std::fs::read_dir(self.state())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".json"))
-            .collect()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = ivnsec(self, &["testbed", "down", "--all"]);
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn ivnsec(dir: &TempDir, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("IVNSEC_STATE_DIR", dir.state())
-        .output()
-        .expect("spawn ivnsec")
-}
+use common::{BIN, TempDir, ivnsec};
 
 fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

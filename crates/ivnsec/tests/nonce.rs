@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -15,44 +15,7 @@ use serde_json::Value;
 #[macro_use]
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
-
-/// A directory of its own; on drop, `testbed down --all` for whatever a failed run left behind
-/// (only testbeds recorded in its own state directory), then removal.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let r = ivnsec_net::testbed::random_prefix().unwrap();
-        let p = std::env::temp_dir().join(format!("ivnsec-nonce-{tag}-{r}"));
-        std::fs::create_dir_all(p.join("tbstate")).unwrap();
-        TempDir(p)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(BIN);
-        c.env("IVNSEC_STATE_DIR", self.path("tbstate"));
-        c
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd().args(args).output().expect("spawn ivnsec")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if self
-            .path("tbstate")
-            .read_dir()
-            .is_ok_and(|mut d| d.next().is_some())
-        {
-            let _ = self.run(&["testbed", "down", "--all"]);
-        }
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{BIN, TempDir, text};
 
 /// A child process killed (SIGKILL) if the test fails before it ended.
 struct Proc(Option<Child>);
@@ -73,10 +36,6 @@ impl Drop for Proc {
             let _ = c.wait();
         }
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// `ivnsec keygen --profile P --out DIR/NAME`.

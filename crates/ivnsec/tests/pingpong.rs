@@ -3,62 +3,15 @@
 //! Every run uses its own state directory (`IVNSEC_STATE_DIR`) and temporary output directory,
 //! so tests never see each other's testbeds, and each checks that its testbed is gone after.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
 #[macro_use]
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
-
-/// A directory of its own (state files and reports); on drop, `testbed down --all` for
-/// whatever a failed run left behind, then removal.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let r = ivnsec_net::testbed::random_prefix().unwrap();
-        let p = std::env::temp_dir().join(format!("ivnsec-pp-{tag}-{r}"));
-        std::fs::create_dir_all(p.join("state")).unwrap();
-        TempDir(p)
-    }
-    fn state(&self) -> PathBuf {
-        self.0.join("state")
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    /// Testbed state files still present (a testbed not torn down).
-    fn leftover_testbeds(&self) -> Vec<String> {
-        std::fs::read_dir(self.state())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".json"))
-            .collect()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = ivnsec(self, &["testbed", "down", "--all"]);
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn ivnsec(dir: &TempDir, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("IVNSEC_STATE_DIR", dir.state())
-        .output()
-        .expect("spawn ivnsec")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{BIN, TempDir, ivnsec, text};
 
 /// Frame length by the wire specs (docs/wire-ivnae.md, IEEE 802.1AE, RFC 4303), not by the code:
 /// IVN-AE = 26-byte header + 2-byte inner EtherType + payload + tag; MACsec = addresses 12 +

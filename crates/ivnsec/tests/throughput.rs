@@ -1,49 +1,14 @@
 //! `ivnsec throughput` as a user runs it: over UDP on loopback (no root), on a `sensors:3`
 //! testbed of its own with a shaped link (root; skipped with a reason otherwise), and bad input.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 #[macro_use]
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
-
-/// A state directory of its own; on drop, `testbed down --all` for whatever a failed run left.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let r = ivnsec_net::testbed::random_prefix().unwrap();
-        let p = std::env::temp_dir().join(format!("ivnsec-tp-{tag}-{r}"));
-        std::fs::create_dir_all(p.join("state")).unwrap();
-        TempDir(p)
-    }
-    fn state(&self) -> PathBuf {
-        self.0.join("state")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = ivnsec(self, &["testbed", "down", "--all"]);
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn ivnsec(dir: &TempDir, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("IVNSEC_STATE_DIR", dir.state())
-        .output()
-        .expect("spawn ivnsec")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{TempDir, ivnsec, text};
 
 fn json_of(o: &Output) -> Value {
     assert!(

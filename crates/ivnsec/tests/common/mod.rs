@@ -1,7 +1,73 @@
-//! What the tests that build testbeds share: whether namespaces can be built here, and the
-//! `require_root!` guard that skips a test with the reason printed.
+//! What the tests that run `ivnsec` and build testbeds share: whether namespaces can be built
+//! here, the `require_root!` guard that skips a test with the reason printed, and a temporary
+//! directory with its own testbed state directory that cleans up after a failed run.
+// Each test crate uses its own part of this module.
+#![allow(dead_code)]
 
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
+
+/// A directory of its own (testbed state files, reports, captures); on drop, `testbed down
+/// --all` for whatever a failed run left behind, then removal.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let r = ivnsec_net::testbed::random_prefix().unwrap();
+        let p = std::env::temp_dir().join(format!("ivnsec-test-{tag}-{r}"));
+        std::fs::create_dir_all(p.join("state")).unwrap();
+        TempDir(p)
+    }
+    /// The testbed state directory (`IVNSEC_STATE_DIR` of every command run through this).
+    pub fn state(&self) -> PathBuf {
+        self.0.join("state")
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    /// `ivnsec` with this directory's testbed state.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("IVNSEC_STATE_DIR", self.state());
+        c
+    }
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("spawn ivnsec")
+    }
+    /// Testbed state files still present (a testbed not torn down).
+    pub fn leftover_testbeds(&self) -> Vec<String> {
+        std::fs::read_dir(self.state())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if self
+            .state()
+            .read_dir()
+            .is_ok_and(|mut d| d.next().is_some())
+        {
+            let _ = self.run(&["testbed", "down", "--all"]);
+        }
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `ivnsec ARGS` with `dir`'s testbed state.
+pub fn ivnsec(dir: &TempDir, args: &[&str]) -> Output {
+    dir.run(args)
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
 
 /// Why namespaces cannot be built here, if they cannot.
 pub fn skip_reason() -> Option<String> {
