@@ -109,14 +109,19 @@ impl Link {
         timeout: Duration,
         busy: bool,
     ) -> io::Result<Option<usize>> {
-        let deadline = std::time::Instant::now() + timeout;
+        // The clock is read only once something was skipped (not on the measured path); the
+        // wait then runs `timeout` from that first skipped frame.
+        let mut deadline = None;
+        let mut left = timeout;
         loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
             match self.recv_one(buf, off, left, busy)? {
                 Received::Unit(n) => return Ok(Some(n)),
                 Received::Nothing => return Ok(None),
                 Received::Skipped if left.is_zero() => return Ok(None),
-                Received::Skipped => {}
+                Received::Skipped => {
+                    let d = *deadline.get_or_insert_with(|| std::time::Instant::now() + timeout);
+                    left = d.saturating_duration_since(std::time::Instant::now());
+                }
             }
         }
     }
