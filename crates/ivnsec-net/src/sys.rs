@@ -81,6 +81,65 @@ impl RecvMeta {
     }
 }
 
+/// The kernel's receive counters of an AF_PACKET socket (`struct tpacket_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketStatistics {
+    /// Frames that passed the socket filter (queued or dropped).
+    pub packets: u64,
+    /// Of those, frames dropped because the receive queue was full.
+    pub drops: u64,
+}
+
+/// `ld [SKF_AD_OFF + SKF_AD_PKTTYPE]; jeq PACKET_OTHERHOST, drop; ret all; drop: ret 0`.
+const OTHER_HOST_FILTER: [libc::sock_filter; 4] = [
+    bpf_stmt(
+        (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        (libc::SKF_AD_OFF + libc::SKF_AD_PKTTYPE) as u32,
+    ),
+    libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt: 1,
+        jf: 0,
+        k: libc::PACKET_OTHERHOST as u32,
+    },
+    bpf_stmt((libc::BPF_RET | libc::BPF_K) as u16, u32::MAX),
+    bpf_stmt((libc::BPF_RET | libc::BPF_K) as u16, 0),
+];
+
+const fn bpf_stmt(code: u16, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+/// Attaches a classic BPF program to a socket (`SO_ATTACH_FILTER`); the kernel copies it.
+fn attach_filter(fd: BorrowedFd<'_>, prog: &[libc::sock_filter]) -> io::Result<()> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as libc::c_ushort,
+        // The kernel only reads the program; the cast to *mut is what sock_fprog wants.
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: fprog points to `prog.len()` instructions that live across the call, and the
+    // length passed is fprog's size; the kernel copies the program before returning.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&fprog as *const libc::sock_fprog).cast::<libc::c_void>(),
+            mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// An AF_PACKET raw socket bound to one interface and one EtherType.
 #[derive(Debug)]
 pub struct RawSocket {
@@ -206,6 +265,86 @@ impl RawSocket {
             libc::SO_RCVBUF,
             bytes.min(i32::MAX as usize) as libc::c_int,
         )
+    }
+
+    /// Sets the kernel receive buffer to `bytes` beyond `net.core.rmem_max` (see
+    /// [`set_recv_buffer_force`]).
+    pub fn set_recv_buffer_force(&self, bytes: usize) -> io::Result<usize> {
+        set_recv_buffer_force(self.fd.as_fd(), bytes)
+    }
+
+    /// The kernel's counters of this socket since the last call (`PACKET_STATISTICS`, which
+    /// resets them on every read): frames that passed the socket filter, and of those the
+    /// frames dropped because the receive queue was full.
+    pub fn take_statistics(&self) -> io::Result<PacketStatistics> {
+        let mut st = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
+        };
+        let mut len = mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: st and len are valid for writes; len holds st's size, so the kernel writes at
+        // most that many bytes.
+        let r = unsafe {
+            libc::getsockopt(
+                self.raw(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast::<libc::c_void>(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(PacketStatistics {
+            packets: u64::from(st.tp_packets),
+            drops: u64::from(st.tp_drops),
+        })
+    }
+
+    /// Makes the kernel discard, before they are queued, frames addressed to another host's
+    /// MAC (`PACKET_OTHERHOST`: seen only when a switch floods or the interface is
+    /// promiscuous) — what a network interface outside promiscuous mode does in hardware. A
+    /// classic BPF socket filter: such frames cost no queue space and no wake-up, and are not
+    /// counted by [`take_statistics`](Self::take_statistics).
+    pub fn drop_other_host(&self) -> io::Result<()> {
+        attach_filter(self.fd.as_fd(), &OTHER_HOST_FILTER)
+    }
+
+    /// Receives up to `metas.len()` (≤ [`MAX_BATCH`]) frames with one non-blocking `recvmmsg`:
+    /// frame `i` lands at `buf[i * stride + off..(i + 1) * stride]`, what is known about it in
+    /// `metas[i]` (no timestamp). Frames this host sent come back with
+    /// [`PacketType::Outgoing`] on kernels that ignore `PACKET_IGNORE_OUTGOING`; the caller
+    /// skips them. Returns how many arrived (0: none queued).
+    pub fn recv_batch(
+        &self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        metas: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        let mut lens = [0usize; MAX_BATCH];
+        let mut wire = [0usize; MAX_BATCH];
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+        let mut names: [libc::sockaddr_ll; MAX_BATCH] = unsafe { mem::zeroed() };
+        let want = metas.len().min(MAX_BATCH);
+        let got = recv_batch_named(
+            self.fd.as_fd(),
+            buf,
+            stride,
+            off,
+            &mut lens[..want],
+            Some((&mut names, &mut wire)),
+        )?;
+        for i in 0..got {
+            metas[i] = RecvMeta {
+                len: lens[i],
+                wire_len: wire[i],
+                packet_type: PacketType::from_raw(names[i].sll_pkttype),
+                timestamp: None,
+            };
+        }
+        Ok(got)
     }
 
     /// Sends one whole Ethernet frame (header included, no FCS) out of the bound interface.
@@ -474,6 +613,26 @@ pub fn recv_batch(
     off: usize,
     lens: &mut [usize],
 ) -> io::Result<usize> {
+    let got = recv_batch_named(fd, buf, stride, off, lens, None)?;
+    for len in lens.iter_mut().take(got) {
+        if *len > stride - off {
+            *len = 0;
+        }
+    }
+    Ok(got)
+}
+
+/// [`recv_batch`] that, with `names`, also keeps each message's AF_PACKET source address and
+/// its length before truncation; `lens[i]` is then the stored length (at most the slot).
+/// Without `names`, a truncated message's `lens[i]` is larger than its slot.
+fn recv_batch_named(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    stride: usize,
+    off: usize,
+    lens: &mut [usize],
+    mut names: Option<(&mut [libc::sockaddr_ll; MAX_BATCH], &mut [usize; MAX_BATCH])>,
+) -> io::Result<usize> {
     if off >= stride {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -493,16 +652,23 @@ pub fn recv_batch(
         iov[i].iov_len = stride - off;
         msgs[i].msg_hdr.msg_iov = &mut iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
+        if let Some((addrs, _)) = names.as_mut() {
+            msgs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_ll).cast();
+            msgs[i].msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        }
     }
+    // With names (AF_PACKET), MSG_TRUNC makes msg_len the frame's full length.
+    let flags = libc::MSG_DONTWAIT | if names.is_some() { libc::MSG_TRUNC } else { 0 };
     let got = loop {
         // SAFETY: every header points at one iovec describing a disjoint, writable slot of
-        // `buf`; `buf`, `iov` and `msgs` outlive the call; a null timeout is allowed.
+        // `buf` and, with names, at one sockaddr_ll of `addrs` with its size; `buf`, `iov`,
+        // `msgs` and `addrs` outlive the call; a null timeout is allowed.
         let r = unsafe {
             libc::recvmmsg(
                 fd.as_raw_fd(),
                 msgs.as_mut_ptr(),
                 n as libc::c_uint,
-                libc::MSG_DONTWAIT,
+                flags,
                 ptr::null_mut(),
             )
         };
@@ -518,13 +684,93 @@ pub fn recv_batch(
     };
     for i in 0..got {
         let truncated = msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-        lens[i] = if truncated {
-            0
-        } else {
-            (msgs[i].msg_len as usize).min(stride - off)
-        };
+        let len = msgs[i].msg_len as usize;
+        match names.as_mut() {
+            Some((_, wire)) => {
+                wire[i] = if truncated {
+                    len.max(stride - off + 1)
+                } else {
+                    len
+                };
+                lens[i] = len.min(stride - off);
+            }
+            None => lens[i] = if truncated { stride - off + 1 } else { len },
+        }
     }
     Ok(got)
+}
+
+/// Sets a socket's kernel receive buffer to `bytes` (the kernel doubles it), beyond
+/// `net.core.rmem_max` with `SO_RCVBUFFORCE` where the process may (CAP_NET_ADMIN), otherwise
+/// with `SO_RCVBUF` (capped at `rmem_max`). Returns the size the kernel reports afterwards.
+pub fn set_recv_buffer_force(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usize> {
+    let v = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+    let set = |name| {
+        // SAFETY: the option value points to a c_int that lives across the call, with its size.
+        let r = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                name,
+                (&v as *const libc::c_int).cast::<libc::c_void>(),
+                mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    };
+    match set(libc::SO_RCVBUFFORCE) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => set(libc::SO_RCVBUF)?,
+        Err(e) => return Err(e),
+    }
+    let mut got: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: got and len are valid for writes; len holds got's size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut got as *mut libc::c_int).cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(got.max(0) as usize)
+}
+
+/// Packets the kernel dropped at this socket since it was opened because its receive queue
+/// was full or its memory accounting refused them (`SO_MEMINFO`, `SK_MEMINFO_DROPS`): any
+/// socket type, the counter is never reset.
+pub fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    // The kernel fills as many u32 as fit (SK_MEMINFO_VARS, 9 to date); room for growth.
+    let mut info = [0u32; 16];
+    let mut len = mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: info and len are valid for writes; len holds info's size, so the kernel writes at
+    // most that many bytes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            info.as_mut_ptr().cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let at = libc::SK_MEMINFO_DROPS as usize;
+    if (len as usize) < (at + 1) * mem::size_of::<u32>() {
+        return Err(io::Error::other("SO_MEMINFO has no drop counter"));
+    }
+    Ok(u64::from(info[at]))
 }
 
 /// Sets a socket's kernel receive and send buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`; the kernel
@@ -800,6 +1046,40 @@ mod tests {
         );
         assert!(recv_batch(b.as_fd(), &mut rx, 60, 60, &mut lens).is_err());
         assert!(send_batch(a.as_fd(), &tx, stride, &[101]).is_err());
+    }
+
+    /// A UDP socket with a tiny receive buffer: every datagram is either queued or counted by
+    /// `SO_MEMINFO`; a forced buffer is at least what was asked for (beyond `rmem_max` as root).
+    #[test]
+    fn socket_drops_and_forced_buffers() {
+        use std::net::UdpSocket;
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        b.set_nonblocking(true).unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        assert_eq!(socket_drops(b.as_fd()).unwrap(), 0);
+        set_recv_buffer_force(b.as_fd(), 1).unwrap();
+        let sent = 200u64;
+        for _ in 0..sent {
+            a.send(&[7u8; 1000]).unwrap();
+        }
+        let mut queued = 0u64;
+        let mut buf = [0u8; 2048];
+        while b.recv(&mut buf).is_ok() {
+            queued += 1;
+        }
+        let drops = socket_drops(b.as_fd()).unwrap();
+        assert!(drops > 0);
+        assert_eq!(queued + drops, sent);
+
+        let big = 64 << 20;
+        let got = set_recv_buffer_force(b.as_fd(), big).unwrap();
+        // SAFETY: geteuid takes no arguments and only returns a number.
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(got >= big, "{got}");
+        } else {
+            assert!(got > 0);
+        }
     }
 
     #[test]

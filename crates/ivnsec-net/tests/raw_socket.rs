@@ -7,7 +7,9 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-use ivnsec_net::sys::{ETH_HLEN, ETH_P_IVNAE, PacketType, RawSocket};
+use std::os::fd::AsFd;
+
+use ivnsec_net::sys::{ETH_HLEN, ETH_P_IVNAE, PacketStatistics, PacketType, RawSocket, RecvMeta};
 use ivnsec_net::testbed::random_prefix;
 use ivnsec_net::topology::check_ifname;
 
@@ -193,4 +195,95 @@ fn many_frames_in_order() {
         assert_eq!(&buf[ETH_HLEN..ETH_HLEN + 4], &i.to_be_bytes(), "frame {i}");
         assert_eq!(m.len, f.len());
     }
+}
+
+/// The kernel filter drops frames for another host before they are queued (and counted); a
+/// batch receive returns frames with their destination kind and cut length; a full queue's
+/// drops show in `PACKET_STATISTICS` (reset on read) and in `SO_MEMINFO` (never reset).
+#[test]
+fn other_host_filter_batches_and_queue_drops() {
+    require_root!();
+    let v = Veth::new();
+    wait_carrier(&v.a);
+    wait_carrier(&v.b);
+    let (ma, mb) = (v.mac(&v.a), v.mac(&v.b));
+    let a = RawSocket::open(&v.a, ETH_P_IVNAE).unwrap();
+    let filtered = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
+    filtered.drop_other_host().unwrap();
+    let all = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
+    let elsewhere = [0x02, 0x49, 0x56, 0x7f, 0x7f, 0x7f];
+    a.send(&frame(elsewhere, ma, ETH_P_IVNAE, 60, 1)).unwrap();
+    a.send(&frame(mb, ma, ETH_P_IVNAE, 300, 2)).unwrap();
+
+    let stride = 128;
+    let mut buf = vec![0u8; 4 * stride];
+    let mut metas = [RecvMeta {
+        len: 0,
+        wire_len: 0,
+        packet_type: PacketType::Other(0),
+        timestamp: None,
+    }; 4];
+    let got = |s: &RawSocket, buf: &mut [u8], metas: &mut [RecvMeta], want: usize| {
+        let mut n = 0;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while n < want && Instant::now() < deadline {
+            n += s
+                .recv_batch(&mut buf[n * stride..], stride, 4, &mut metas[n..])
+                .unwrap();
+        }
+        n
+    };
+    assert_eq!(got(&all, &mut buf, &mut metas, 2), 2);
+    assert_eq!(metas[0].packet_type, PacketType::OtherHost);
+    assert_eq!((metas[0].len, metas[0].wire_len), (74, 74));
+    assert_eq!(&buf[4 + ETH_HLEN..4 + ETH_HLEN + 3], &[1, 2, 3]);
+    assert_eq!(metas[1].packet_type, PacketType::Host);
+    assert!(metas[1].truncated(), "{:?}", metas[1]);
+    assert_eq!((metas[1].len, metas[1].wire_len), (stride - 4, 314));
+    assert_eq!(got(&filtered, &mut buf, &mut metas, 1), 1);
+    assert_eq!(metas[0].packet_type, PacketType::Host);
+    assert_eq!(metas[0].wire_len, 314);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        filtered
+            .recv_batch(&mut buf, stride, 4, &mut metas)
+            .unwrap(),
+        0
+    );
+    let st = filtered.take_statistics().unwrap();
+    assert_eq!(
+        (st.packets, st.drops),
+        (1, 0),
+        "the filtered frame is not counted"
+    );
+    assert_eq!(
+        filtered.take_statistics().unwrap(),
+        PacketStatistics::default()
+    );
+
+    // A queue of a few kilobytes overflows: every frame is either queued or counted as dropped.
+    let small = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
+    small.set_recv_buffer(1).unwrap();
+    let sent = 300u64;
+    for i in 0..sent {
+        a.send(&frame(mb, ma, ETH_P_IVNAE, 1000, i as u8)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let mut queued = 0u64;
+    let mut big = vec![0u8; 4 * 2048];
+    loop {
+        let n = small.recv_batch(&mut big, 2048, 0, &mut metas).unwrap();
+        if n == 0 {
+            break;
+        }
+        queued += n as u64;
+    }
+    let st = small.take_statistics().unwrap();
+    assert!(st.drops > 0, "{st:?}");
+    assert_eq!(st.packets, sent, "{st:?}");
+    assert_eq!(queued + st.drops, sent, "{st:?}");
+    let total = ivnsec_net::sys::socket_drops(small.as_fd()).unwrap();
+    assert_eq!(total, st.drops);
+    assert_eq!(small.take_statistics().unwrap().drops, 0, "reset on read");
+    assert_eq!(ivnsec_net::sys::socket_drops(small.as_fd()).unwrap(), total);
 }
