@@ -161,6 +161,12 @@ impl TestbedState {
         }
     }
 
+    /// The state a testbed of `topology` under `prefix` records, with IPv4 addresses, without
+    /// creating anything (for code that works on the recorded shape of a network).
+    pub fn planned(prefix: &str, topology: &Topology) -> Self {
+        Self::from_plan(prefix, topology, &topology.plan(), true)
+    }
+
     /// The node called `name`.
     pub fn node(&self, name: &str) -> Option<&NodeState> {
         self.nodes.iter().find(|n| n.name == name)

@@ -38,13 +38,20 @@ bit-flip, length, downgrade, unknown-id, garbage, flood (as fast as the attacker
 --flood-seconds). Tampering, length, downgrade and unknown-id alter frames a man in the middle \
 intercepted before the receiver saw them (docs/attacks.md says how).
 
+The flood runs with the switch forwarding by address instead (--flood-switch static, the \
+default): the attacker needs no copy of the legitimate traffic to flood, and on a switched \
+network its frames, addressed to the receiver, reach only the receiver's port. \
+The receiver's and the sender's kernel socket drops (a full receive queue) are reported per \
+run, so every lost frame is accounted for.
+
 Exit 1 if the receiver accepted any forged or replayed frame, or a legitimate exchange was lost; \
 exit 3 without root (raw sockets and namespaces are needed).
 
 Examples:
   sudo ivnsec attack --profile aes128-gcm --profile macsec-gcm-aes-128 --profile esp-aes128-gcm
   sudo ivnsec attack --all --count 10000 --json > attacks.json
-  sudo ivnsec attack --profile aes128-gcm --attack flood --flood-seconds 5 --pcap flood.pcap")]
+  sudo ivnsec attack --profile aes128-gcm --attack flood --flood-seconds 5 --pcap flood.pcap
+  sudo ivnsec attack --profile hmac-sha1 --attack flood --flood-switch hub --rcvbuf-mib 32")]
 pub struct Args {
     /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…
     /// (`ivnsec suites`). Default: aes128-gcm, macsec-gcm-aes-128, esp-aes128-gcm.
@@ -63,6 +70,17 @@ pub struct Args {
     /// How long the flood lasts, in seconds.
     #[arg(long, default_value_t = 2.0)]
     pub flood_seconds: f64,
+    /// How the switch forwards during the flood: `static` (default) by a fixed address table,
+    /// as an in-vehicle switch configured at design time does (each ECU's MAC on its port, no
+    /// learning, so spoofed source addresses move nothing); `hub` floods every frame to every
+    /// port as for the other classes, so the legitimate sender receives the flood too.
+    #[arg(long, value_enum, default_value = "static")]
+    pub flood_switch: SwitchMode,
+    /// Kernel receive buffer of the legitimate nodes' sockets, in MiB (the kernel doubles it;
+    /// set beyond net.core.rmem_max). A larger queue loses fewer frames to a flood and delays
+    /// the ones behind it longer.
+    #[arg(long, default_value_t = DEFAULT_RCVBUF_MIB, value_name = "MIB")]
+    pub rcvbuf_mib: usize,
     /// Payload bytes of the legitimate and the forged messages (8 to 1024).
     #[arg(long, default_value_t = 64)]
     pub payload: usize,
@@ -105,6 +123,13 @@ pub struct AttackResult {
     /// Forward one-way delay of the legitimate requests (µs).
     pub legit_p50_us: Option<f64>,
     pub legit_p999_us: Option<f64>,
+    /// How the switch forwarded during the run: `hub` or `static`.
+    pub switch: &'static str,
+    /// Frames the kernel dropped at the receiver's sockets because the receive queue was full
+    /// (`PACKET_STATISTICS` / `SO_MEMINFO`): the forged and the legitimate ones.
+    pub receiver_socket_drops: u64,
+    /// The same at the legitimate sender's socket (a lost reply).
+    pub initiator_socket_drops: u64,
 }
 
 impl AttackResult {
@@ -137,6 +162,8 @@ const LEGIT_PAUSE: Duration = Duration::from_micros(100);
 const LEGIT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Time the receiver gets to judge queued frames after the attacker stops.
 const SETTLE: Duration = Duration::from_millis(300);
+/// Default receive buffer of the legitimate nodes (MiB, before the kernel doubles it).
+const DEFAULT_RCVBUF_MIB: usize = 4;
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let profiles = profiles(&a)?;
@@ -148,6 +175,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     if !(8..=1024).contains(&a.payload) {
         return Err(usage("--payload must be 8 to 1024 bytes"));
+    }
+    if !(1..=1024).contains(&a.rcvbuf_mib) {
+        return Err(usage("--rcvbuf-mib must be 1 to 1024"));
     }
     let attacks: Vec<Attack> = if a.attacks.is_empty() {
         Attack::ALL.to_vec()
@@ -165,7 +195,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     })?;
 
     let (owned, roles) = open_testbed(a.testbed.as_deref())?;
-    let hub = Hub::flood(&roles.state)?;
+    let mut switches = Switches::hub(&roles.state)?;
     let mut pcap = match &a.pcap {
         Some(p) => Some(
             ivnsec_net::pcap::PcapWriter::create(p)
@@ -186,8 +216,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 );
             }
             let part = tmp.0.join(format!("part-{}.pcap", results.len()));
-            let r = run_one(&roles, &a, profile, attack, pcap.is_some().then_some(&part))
-                .with_context(|| format!("{profile}, {}", attack.name()))?;
+            let mode = if attack == Attack::Flood {
+                a.flood_switch
+            } else {
+                SwitchMode::Hub
+            };
+            switches.set(mode)?;
+            let r = run_one(
+                &roles,
+                &a,
+                profile,
+                attack,
+                mode,
+                pcap.is_some().then_some(&part),
+            )
+            .with_context(|| format!("{profile}, {}", attack.name()))?;
             if let Some(w) = pcap.as_mut() {
                 lab::append_pcap(w, &part)?;
             }
@@ -201,7 +244,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         w.flush()?;
     }
     drop(tmp);
-    drop(hub);
+    drop(switches);
     if let Some(tb) = owned {
         tb.down().map_err(net_err)?;
     }
@@ -297,76 +340,194 @@ fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, Roles)> {
     Ok((Some(tb), roles))
 }
 
-/// The switches of a testbed in hub mode (bridge ageing time 0: no address is learned, every
-/// frame goes to every port) for as long as this lives; a tapped link, as the attacker of seed
-/// 002 has. Learning nothing also keeps the attacker's spoofed source addresses from pulling
-/// the legitimate sender's traffic to its port.
-struct Hub {
+/// How the testbed's switches forward frames during a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SwitchMode {
+    /// Every frame to every port (bridge ageing time 0: no address is learned): a tapped
+    /// link, as the attacker of seed 002 has; learning nothing also keeps the attacker's
+    /// spoofed source addresses from pulling the legitimate sender's traffic to its port.
+    Hub,
+    /// A fixed address table: each ECU's MAC on the port toward it, learning off on every
+    /// port, as an in-vehicle switch configured at design time forwards. A frame reaches only
+    /// the port of the address it is sent to, and a spoofed source address moves nothing.
+    Static,
+}
+
+impl SwitchMode {
+    fn name(self) -> &'static str {
+        match self {
+            SwitchMode::Hub => "hub",
+            SwitchMode::Static => "static",
+        }
+    }
+}
+
+/// One entry of the static address table: on switch namespace `ns`, `mac` is behind `port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FdbEntry {
+    ns: String,
+    port: String,
+    mac: String,
+}
+
+/// The static address table of a testbed: for every switch and every ECU, the switch port
+/// toward the ECU (the first port whose side of the network holds it; the testbed
+/// topologies are trees).
+fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
+    let node_of = |peer: &str| peer.split('/').next().unwrap_or_default().to_string();
+    let mut out = Vec::new();
+    for sw in state.nodes.iter().filter(|n| n.kind == "switch") {
+        let mut seen: HashSet<String> = HashSet::from([sw.name.clone()]);
+        for port in &sw.interfaces {
+            let Some(peer) = &port.peer else { continue };
+            let mut queue = std::collections::VecDeque::from([node_of(peer)]);
+            while let Some(name) = queue.pop_front() {
+                if !seen.insert(name.clone()) {
+                    continue;
+                }
+                let Some(node) = state.node(&name) else {
+                    continue;
+                };
+                for i in &node.interfaces {
+                    if node.kind == "ecu" && i.name == topology::ECU_IF {
+                        out.push(FdbEntry {
+                            ns: sw.namespace.clone(),
+                            port: port.name.clone(),
+                            mac: i.mac.clone(),
+                        });
+                    }
+                    if let Some(p) = &i.peer {
+                        queue.push_back(node_of(p));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The switches of a testbed in the mode of the run; set back to an ordinary learning switch
+/// with the default ageing time when dropped.
+struct Switches {
     switches: Vec<String>,
+    table: Vec<FdbEntry>,
+    mode: SwitchMode,
 }
 
 /// The Linux bridge default ageing time (centiseconds).
 const DEFAULT_AGEING: &str = "30000";
 
-impl Hub {
-    fn flood(state: &TestbedState) -> Result<Hub> {
+impl Switches {
+    /// Every switch of `state` in hub mode.
+    fn hub(state: &TestbedState) -> Result<Switches> {
         let switches: Vec<String> = state
             .nodes
             .iter()
             .filter(|n| n.kind == "switch")
             .map(|n| n.namespace.clone())
             .collect();
-        let hub = Hub { switches };
-        for ns in &hub.switches {
-            ip(
-                ns,
-                &[
-                    "link",
-                    "set",
-                    "dev",
-                    topology::BRIDGE_IF,
-                    "type",
-                    "bridge",
-                    "ageing_time",
-                    "0",
-                ],
-            )?;
+        let s = Switches {
+            switches,
+            table: static_table(state),
+            mode: SwitchMode::Hub,
+        };
+        for ns in &s.switches {
+            set_ageing(ns, "0")?;
         }
-        Ok(hub)
+        Ok(s)
+    }
+
+    /// Switches to `mode` (no change when already in it).
+    fn set(&mut self, mode: SwitchMode) -> Result<()> {
+        if mode == self.mode {
+            return Ok(());
+        }
+        match mode {
+            SwitchMode::Static => {
+                self.mode = SwitchMode::Static;
+                for e in &self.table {
+                    bridge(
+                        &e.ns,
+                        &["fdb", "replace", &e.mac, "dev", &e.port, "master", "static"],
+                    )?;
+                    bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "off"])?;
+                }
+            }
+            SwitchMode::Hub => {
+                self.unset_static()?;
+                self.mode = SwitchMode::Hub;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the static table and turns learning back on (ageing time 0 keeps it a hub).
+    fn unset_static(&self) -> Result<()> {
+        let mut first_err = None;
+        for e in &self.table {
+            for r in [
+                bridge(
+                    &e.ns,
+                    &["fdb", "del", &e.mac, "dev", &e.port, "master", "static"],
+                ),
+                bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "on"]),
+            ] {
+                if let Err(err) = r {
+                    first_err.get_or_insert(err);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
     }
 }
 
-impl Drop for Hub {
+impl Drop for Switches {
     fn drop(&mut self) {
+        if self.mode == SwitchMode::Static {
+            let _ = self.unset_static();
+        }
         for ns in &self.switches {
-            let _ = ip(
-                ns,
-                &[
-                    "link",
-                    "set",
-                    "dev",
-                    topology::BRIDGE_IF,
-                    "type",
-                    "bridge",
-                    "ageing_time",
-                    DEFAULT_AGEING,
-                ],
-            );
+            let _ = set_ageing(ns, DEFAULT_AGEING);
         }
     }
+}
+
+fn set_ageing(ns: &str, centiseconds: &str) -> Result<()> {
+    ip(
+        ns,
+        &[
+            "link",
+            "set",
+            "dev",
+            topology::BRIDGE_IF,
+            "type",
+            "bridge",
+            "ageing_time",
+            centiseconds,
+        ],
+    )
+}
+
+fn bridge(ns: &str, args: &[&str]) -> Result<()> {
+    tool("bridge", ns, args)
 }
 
 fn ip(ns: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
+    tool("ip", ns, args)
+}
+
+/// Runs `ip` or `bridge` (iproute2) with `-n ns`.
+fn tool(name: &str, ns: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new(name)
         .arg("-n")
         .arg(ns)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .context("running ip")?;
+        .with_context(|| format!("running {name}"))?;
     if !out.status.success() {
         bail!(
-            "ip -n {ns} {}: {}",
+            "{name} -n {ns} {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         );
@@ -399,6 +560,7 @@ fn run_one(
     a: &Args,
     profile: &str,
     attack: Attack,
+    mode: SwitchMode,
     pcap: Option<&PathBuf>,
 ) -> Result<AttackResult> {
     let family = Family::parse(profile)?;
@@ -440,6 +602,7 @@ fn run_one(
         },
         until_eof: false,
         watch_plain: false,
+        rcvbuf: Some(a.rcvbuf_mib << 20),
     };
     let mut res_spec = base(Role::Responder, recv_ends);
     res_spec.watch_plain = true;
@@ -535,6 +698,9 @@ fn run_one(
         legit_exchanges_lost: ini.records.iter().filter(|e| e.lost).count() as u64,
         legit_p50_us: q(0.5),
         legit_p999_us: q(0.999),
+        switch: mode.name(),
+        receiver_socket_drops: res.socket_drops,
+        initiator_socket_drops: ini.socket_drops,
     })
 }
 
@@ -583,7 +749,7 @@ fn run_attacker(ns: &str, spec: &AttackSpec) -> Result<(u64, f64)> {
 
 fn print_table(results: &[AttackResult]) {
     println!(
-        "{:<26} {:<15} {:>9} {:>8} {:>8} {:>7} {:>7} {:>8} {:>9}  dropped by reason",
+        "{:<26} {:<15} {:>9} {:>8} {:>8} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8}  dropped by reason",
         "profile",
         "attack",
         "injected",
@@ -592,15 +758,22 @@ fn print_table(results: &[AttackResult]) {
         "legit",
         "lost",
         "p50 µs",
-        "p99.9 µs"
+        "p99.9 µs",
+        "rx qdrop",
+        "tx qdrop"
     );
     let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     for r in results {
         let reasons: Vec<String> = r.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let attack = if r.switch == "hub" {
+            r.attack.to_string()
+        } else {
+            format!("{} ({})", r.attack, r.switch)
+        };
         println!(
-            "{:<26} {:<15} {:>9} {:>8} {:>8} {:>7} {:>7} {:>8} {:>9}  {}",
+            "{:<26} {:<15} {:>9} {:>8} {:>8} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8}  {}",
             r.profile,
-            r.attack,
+            attack,
             r.injected,
             r.accepted,
             r.not_seen,
@@ -608,7 +781,78 @@ fn print_table(results: &[AttackResult]) {
             r.legit_sent - r.legit_delivered.min(r.legit_sent) + r.legit_exchanges_lost,
             us(r.legit_p50_us),
             us(r.legit_p999_us),
+            r.receiver_socket_drops,
+            r.initiator_socket_drops,
             reasons.join(", ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(t: &str) -> Vec<(String, String, String)> {
+        let topo: Topology = t.parse().unwrap();
+        let state = TestbedState::planned("ivn-000000", &topo);
+        let mac = |node: &str| state.node(node).unwrap().interfaces[0].mac.clone();
+        let mut v: Vec<(String, String, String)> = static_table(&state)
+            .into_iter()
+            .map(|e| {
+                let ecu = state
+                    .ecus()
+                    .find(|n| n.interfaces[0].mac == e.mac)
+                    .unwrap()
+                    .name
+                    .clone();
+                assert_eq!(e.mac, mac(&ecu));
+                (e.ns, e.port, ecu)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// One switch: each ECU's MAC on its own port, nothing else.
+    #[test]
+    fn static_table_of_one_switch() {
+        let t = |p: &str, e: &str| ("ivn-000000-sw0".to_string(), p.to_string(), e.to_string());
+        assert_eq!(
+            entries("sensors:2"),
+            vec![
+                t("to-consumer", "consumer"),
+                t("to-sensor1", "sensor1"),
+                t("to-sensor2", "sensor2"),
+            ]
+        );
+    }
+
+    /// A chain of switches: every switch has an entry for every ECU, on the port toward it.
+    #[test]
+    fn static_table_of_a_cascade() {
+        let topo: Topology = "cascade:3".parse().unwrap();
+        let state = TestbedState::planned("ivn-000000", &topo);
+        let switches: Vec<_> = state.nodes.iter().filter(|n| n.kind == "switch").collect();
+        let ecus: Vec<_> = state.ecus().collect();
+        assert!(switches.len() >= 2, "{state:?}");
+        let v = entries("cascade:3");
+        assert_eq!(v.len(), switches.len() * ecus.len(), "{v:?}");
+        for (ns, port, ecu) in &v {
+            let sw = switches.iter().find(|s| &s.namespace == ns).unwrap();
+            let iface = sw.interfaces.iter().find(|i| &i.name == port).unwrap();
+            let peer = iface.peer.as_deref().unwrap();
+            // The port leads to the ECU itself or to the next switch on the way to it.
+            let direct = peer == format!("{ecu}/{}", topology::ECU_IF);
+            let via_switch = state
+                .node(peer.split('/').next().unwrap())
+                .is_some_and(|n| n.kind == "switch");
+            assert!(direct || via_switch, "{ns} {port} → {peer} for {ecu}");
+            // An ECU attached to this switch is reached directly, never through a trunk.
+            let local = sw
+                .interfaces
+                .iter()
+                .any(|i| i.peer.as_deref() == Some(&format!("{ecu}/{}", topology::ECU_IF)));
+            assert_eq!(local, direct, "{ns} {port} for {ecu}");
+        }
     }
 }

@@ -47,6 +47,8 @@ impl Link {
             LinkSpec::Raw { ifname, ethertype } => {
                 let s = RawSocket::open(ifname, *ethertype)?;
                 s.set_recv_buffer(4 << 20)?;
+                // Frames to other hosts (a flooding switch) never reach the queue.
+                s.drop_other_host()?;
                 Ok(Link::Raw(s))
             }
             LinkSpec::RawIp { protocol, peer } => {
@@ -92,6 +94,102 @@ impl Link {
         match self {
             Link::RawIp(_, _, n) => *n,
             _ => 0,
+        }
+    }
+
+    /// Sets the kernel receive buffer (the kernel doubles `bytes`), beyond `net.core.rmem_max`
+    /// where the process may; returns the size the kernel reports.
+    pub fn set_recv_buffer(&self, bytes: usize) -> io::Result<usize> {
+        sys::set_recv_buffer_force(self.fd(), bytes)
+    }
+
+    /// Units the kernel dropped at this link's socket since it was opened because its receive
+    /// queue was full (`SO_MEMINFO`; for an AF_PACKET socket the same count as
+    /// `PACKET_STATISTICS` `tp_drops`).
+    pub fn socket_drops(&self) -> io::Result<u64> {
+        sys::socket_drops(self.fd())
+    }
+
+    /// Receives up to `lens.len()` units at once (raw links: one `recvmmsg`; UDP: one unit),
+    /// waiting up to `timeout` for the first by sleeping in the kernel or, with `busy`, by
+    /// spinning. Unit `i` lands at `buf[i * stride + off..(i + 1) * stride]` as [`Link::recv`]
+    /// places it, its length in `lens[i]`, or `None` for a frame [`Link::recv`] would skip
+    /// (another host's, cut short, or from a foreign source, which is counted). Returns how
+    /// many slots were filled (0: nothing arrived in time).
+    pub fn recv_units(
+        &mut self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        lens: &mut [Option<usize>],
+        timeout: Duration,
+        busy: bool,
+    ) -> io::Result<usize> {
+        const HLEN: usize = 20;
+        let want = lens.len().min(sys::MAX_BATCH).min(buf.len() / stride);
+        match self {
+            Link::Raw(s) => {
+                let mut metas = [sys::RecvMeta {
+                    len: 0,
+                    wire_len: 0,
+                    packet_type: PacketType::Other(0),
+                    timestamp: None,
+                }; sys::MAX_BATCH];
+                let n = wait_batch(s.as_fd(), timeout, busy, || {
+                    s.recv_batch(buf, stride, off, &mut metas[..want])
+                })?;
+                for (len, m) in lens.iter_mut().zip(&metas).take(n) {
+                    *len = match m.packet_type {
+                        PacketType::OtherHost | PacketType::Outgoing => None,
+                        _ if m.truncated() => None,
+                        _ => Some(m.len),
+                    };
+                }
+                Ok(n)
+            }
+            Link::RawIp(s, peer, foreign) => {
+                let start = off.checked_sub(HLEN).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "raw IPv4 link needs offset ≥ 20",
+                    )
+                })?;
+                let mut raw = [0usize; sys::MAX_BATCH];
+                let fd = s.fd();
+                let n = wait_batch(fd, timeout, busy, || {
+                    sys::recv_batch(fd, buf, stride, start, &mut raw[..want])
+                })?;
+                for (i, (len, &got)) in lens.iter_mut().zip(&raw).take(n).enumerate() {
+                    let h = &buf[i * stride + start..];
+                    *len = if got >= HLEN && h[12..16] != peer.octets() {
+                        *foreign += 1;
+                        None
+                    } else if got >= HLEN && h[0] == 0x45 {
+                        Some(got - HLEN)
+                    } else {
+                        Some(0)
+                    };
+                }
+                Ok(n)
+            }
+            Link::Udp { .. } => {
+                if want == 0 {
+                    return Ok(0);
+                }
+                Ok(
+                    match self.recv_one(&mut buf[..stride], off, timeout, busy)? {
+                        Received::Unit(n) => {
+                            lens[0] = Some(n);
+                            1
+                        }
+                        Received::Skipped => {
+                            lens[0] = None;
+                            1
+                        }
+                        Received::Nothing => 0,
+                    },
+                )
+            }
         }
     }
 
@@ -273,6 +371,30 @@ impl Link {
         }
         Ok(n)
     }
+}
+
+/// Runs `batch` (a non-blocking batched receive: how many arrived); if nothing was queued,
+/// waits up to `timeout` for `fd` to become readable (or spins on `batch`, with `busy`) and
+/// tries again.
+fn wait_batch(
+    fd: BorrowedFd<'_>,
+    timeout: Duration,
+    busy: bool,
+    mut batch: impl FnMut() -> io::Result<usize>,
+) -> io::Result<usize> {
+    let n = batch()?;
+    if n > 0 || timeout.is_zero() {
+        return Ok(n);
+    }
+    if busy {
+        return Ok(
+            ivnsec_net::wait::spin(timeout, || batch().map(|n| (n > 0).then_some(n)))?.unwrap_or(0),
+        );
+    }
+    if !sys::wait_readable(fd, Some(timeout))? {
+        return Ok(0);
+    }
+    batch()
 }
 
 /// What one receive call produced.

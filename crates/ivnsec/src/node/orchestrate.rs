@@ -185,6 +185,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         channel: Default::default(),
         until_eof: false,
         watch_plain: false,
+        rcvbuf: None,
     };
 
     // The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,
@@ -389,6 +390,8 @@ pub(crate) struct IniLog {
     pub records: Vec<IniRecord>,
     pub rejects: Vec<(String, u64)>,
     pub stale: u64,
+    /// Units the kernel dropped at the initiator's socket (full receive queue).
+    pub socket_drops: u64,
 }
 
 pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
@@ -397,6 +400,7 @@ pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
         records: Vec::new(),
         rejects: Vec::new(),
         stale: 0,
+        socket_drops: 0,
     };
     let mut ended = false;
     for line in out.lines() {
@@ -420,6 +424,7 @@ pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
             }),
             Some("REJECT") => log.rejects.push((f[1].to_string(), num(2)?)),
             Some("STALE") => log.stale = num(1)?,
+            Some("SOCKDROPS") => log.socket_drops = num(1)?,
             Some("END") => ended = true,
             _ => bail!("initiator: unexpected line {line:?}"),
         }
@@ -436,12 +441,15 @@ pub(crate) struct ResLog {
     /// Per accepted unit: exchange id, verify ns, protect ns, verify done (monotonic ns).
     pub log: Vec<(u64, u64, u64, u64)>,
     pub drops: Vec<(String, u64)>,
+    /// Units the kernel dropped at the responder's sockets (full receive queues).
+    pub socket_drops: u64,
 }
 
 pub(crate) fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResLog> {
     let mut r = ResLog {
         log: Vec::new(),
         drops: Vec::new(),
+        socket_drops: 0,
     };
     let mut ended = false;
     for line in out.lines() {
@@ -455,6 +463,7 @@ pub(crate) fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResL
         match f.first().copied() {
             Some("R") => r.log.push((num(1)?, num(2)?, num(3)?, num(4)?)),
             Some("DROP") => r.drops.push((f[1].to_string(), num(2)?)),
+            Some("SOCKDROPS") => r.socket_drops = num(1)?,
             Some("END") => ended = true,
             _ => bail!("responder: unexpected line {line:?}"),
         }

@@ -11,10 +11,14 @@
 //! The roles talk to the orchestrating `ivnsec` process over stdin/stdout in lines:
 //! - responder: `READY <udp port>` once its link is open; on stdin EOF it prints one
 //!   `R <id> <verify ns> <protect ns> <verify done ns>` per answered request, `DROP <reason> <n>`
-//!   per drop reason, and `END`.
+//!   per drop reason, `SOCKDROPS <n>` (units the kernel dropped at its sockets because a receive
+//!   queue was full), and `END`.
 //! - initiator: one `E <replication> <index> <start ns> <payload ns> <protect ns> <round trip ns>
 //!   <verify ns> <lost 0|1>` per exchange, `REJECT <reason> <n>` per reason its verify gave,
-//!   `STALE <n>` (valid replies to an exchange already given up), and `END`.
+//!   `STALE <n>` (valid replies to an exchange already given up), `SOCKDROPS <n>`, and `END`.
+//!
+//! The responder drains its socket in batches (`recvmmsg`, up to [`RX_BATCH`] units per call),
+//! so under a flood of invalid frames it spends one system call on many of them.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -35,6 +39,9 @@ use crate::providers::ProviderChoice;
 /// Environment variable carrying a role's [`RoleSpec`] as JSON (keys included: the environment
 /// of a process is readable only by its owner).
 pub const SPEC_ENV: &str = "IVNSEC_NODE_SPEC";
+
+/// Units the responder takes from its socket per receive call.
+pub const RX_BATCH: usize = ivnsec_net::sys::MAX_BATCH;
 
 /// Smallest payload: the 8-byte exchange id.
 pub const MIN_PAYLOAD: usize = 8;
@@ -79,6 +86,10 @@ pub struct RoleSpec {
     /// `not_esp`), as a port that requires protection does.
     #[serde(default)]
     pub watch_plain: bool,
+    /// Kernel receive buffer of the role's sockets in bytes (the kernel doubles it; set beyond
+    /// `net.core.rmem_max` where the process may). `None`: the link's default.
+    #[serde(default)]
+    pub rcvbuf: Option<usize>,
 }
 
 impl RoleSpec {
@@ -159,12 +170,26 @@ fn plain_watch(spec: &RoleSpec) -> Result<Option<(Link, DropReason)>> {
         LinkSpec::Udp { .. } => return Ok(None),
     };
     let link = Link::open(&watch).context("opening the link for unprotected units")?;
+    if let Some(b) = spec.rcvbuf {
+        link.set_recv_buffer(b)
+            .context("setting the receive buffer")?;
+    }
     Ok(Some((link, reason)))
+}
+
+/// Opens the role's link with the receive buffer the spec asks for.
+fn open_link(spec: &RoleSpec) -> Result<Link> {
+    let link = Link::open(&spec.link).context("opening the link")?;
+    if let Some(b) = spec.rcvbuf {
+        link.set_recv_buffer(b)
+            .context("setting the receive buffer")?;
+    }
+    Ok(link)
 }
 
 fn responder(spec: &RoleSpec) -> Result<()> {
     let mut ch = spec.channel()?;
-    let mut link = Link::open(&spec.link).context("opening the link")?;
+    let mut link = open_link(spec)?;
     let mut watch = plain_watch(spec)?;
     let stop = stop_on_stdin_eof();
     let out = std::io::stdout();
@@ -173,7 +198,8 @@ fn responder(spec: &RoleSpec) -> Result<()> {
     out.flush()?;
 
     let cap = Channel::buffer_len(spec.payload.max(1500));
-    let mut rx = vec![0u8; cap];
+    let mut rx = vec![0u8; cap * RX_BATCH];
+    let mut lens = [None; RX_BATCH];
     let mut tx = vec![0u8; cap];
     let expected = spec.count as usize * spec.replications as usize;
     let mut log: Vec<(u64, u64, u64, u64)> = Vec::with_capacity(expected.min(1 << 22));
@@ -187,31 +213,32 @@ fn responder(spec: &RoleSpec) -> Result<()> {
                 drops.bump(*reason);
             }
         }
-        let Some(len) = link.recv(&mut rx, off, slice, spec.busy_poll)? else {
-            continue;
-        };
-        let ta = monotonic_ns();
-        let range = match ch.verify(&mut rx, len) {
-            Ok(r) => r,
-            Err(reason) => {
-                drops.bump(reason);
+        let n = link.recv_units(&mut rx, cap, off, &mut lens, slice, spec.busy_poll)?;
+        for (slot, len) in rx.chunks_exact_mut(cap).zip(lens).take(n) {
+            let Some(len) = len else { continue };
+            let ta = monotonic_ns();
+            let range = match ch.verify(slot, len) {
+                Ok(r) => r,
+                Err(reason) => {
+                    drops.bump(reason);
+                    continue;
+                }
+            };
+            let tb = monotonic_ns();
+            if range.len() < MIN_PAYLOAD {
+                drops.bump(DropReason::Malformed);
                 continue;
             }
-        };
-        let tb = monotonic_ns();
-        if range.len() < MIN_PAYLOAD {
-            drops.bump(DropReason::Malformed);
-            continue;
-        }
-        let payload = &rx[range];
-        let id = u64::from_be_bytes(payload[..8].try_into().expect("8 bytes"));
-        // The reply carries the same payload, protected straight from the receive buffer.
-        let tc = monotonic_ns();
-        let m = ch.protect(payload, &mut tx)?;
-        let td = monotonic_ns();
-        link.send(&tx[..m]).context("sending a reply")?;
-        if log.len() < (1 << 22) {
-            log.push((id, tb - ta, td - tc, tb));
+            let payload = &slot[range];
+            let id = u64::from_be_bytes(payload[..8].try_into().expect("8 bytes"));
+            // The reply carries the same payload, protected straight from the receive buffer.
+            let tc = monotonic_ns();
+            let m = ch.protect(payload, &mut tx)?;
+            let td = monotonic_ns();
+            link.send(&tx[..m]).context("sending a reply")?;
+            if log.len() < (1 << 22) {
+                log.push((id, tb - ta, td - tc, tb));
+            }
         }
     }
     if let Some((w, reason)) = watch.as_mut() {
@@ -221,12 +248,21 @@ fn responder(spec: &RoleSpec) -> Result<()> {
         drops.add(DropReason::ForeignSource, w.foreign_drops());
     }
     drops.add(DropReason::ForeignSource, link.foreign_drops());
+    let mut sock_drops = link
+        .socket_drops()
+        .context("reading the socket's drop counter")?;
+    if let Some((w, _)) = &watch {
+        sock_drops += w
+            .socket_drops()
+            .context("reading the socket's drop counter")?;
+    }
     for (id, v, p, at) in &log {
         writeln!(out, "R {id} {v} {p} {at}")?;
     }
     for (reason, n) in drops.iter() {
         writeln!(out, "DROP {reason} {n}")?;
     }
+    writeln!(out, "SOCKDROPS {sock_drops}")?;
     writeln!(out, "END")?;
     out.flush()?;
     Ok(())
@@ -237,7 +273,7 @@ fn initiator(spec: &RoleSpec) -> Result<()> {
         bail!("payload must be at least {MIN_PAYLOAD} bytes");
     }
     let mut ch = spec.channel()?;
-    let mut link = Link::open(&spec.link).context("opening the link")?;
+    let mut link = open_link(spec)?;
     let cap = Channel::buffer_len(spec.payload.max(1500));
     let mut payload = vec![0u8; spec.payload];
     let mut tx = vec![0u8; cap];
@@ -338,6 +374,10 @@ fn initiator(spec: &RoleSpec) -> Result<()> {
         writeln!(out, "REJECT {reason} {n}")?;
     }
     writeln!(out, "STALE {stale}")?;
+    let sock_drops = link
+        .socket_drops()
+        .context("reading the socket's drop counter")?;
+    writeln!(out, "SOCKDROPS {sock_drops}")?;
     writeln!(out, "END")?;
     out.flush()?;
     Ok(())
