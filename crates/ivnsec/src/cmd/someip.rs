@@ -35,6 +35,7 @@ use ivnsec_core::wire::someip_tp::{Reassembler, ReassemblyLimits, Segmenter, TpE
 use ivnsec_net::someip as net;
 use serde_json::json;
 
+use super::someip_capture::Capture;
 use super::someip_config::{self as config, Config, Service};
 use crate::cli::{EnvError, usage};
 use crate::node::channel::DirectionKeys;
@@ -48,11 +49,21 @@ pub enum Args {
     ///
     /// Runs until killed, or for --duration seconds and then prints its counters (messages,
     /// answers, events, subscribers and every drop reason).
+    #[command(after_help = "\
+Examples:
+  ivnsec someip serve --config server.toml
+  ivnsec someip serve --config server.toml --duration 10 --json --pcap serve.pcap
+  tshark -r serve.pcap -d udp.port==30509,someip -d tcp.port==30510,someip")]
     Serve(ServeArgs),
     /// Call a method of a service (found via SOME/IP-SD, or at --endpoint) and print round-trip
     /// latency statistics.
     ///
     /// Exit code 0 when every call was answered (and every awaited event arrived), 1 otherwise.
+    #[command(after_help = "\
+Examples:
+  ivnsec someip call --config client.toml --service 0x1234 --method 1 --count 100
+  ivnsec someip call --config client.toml --service 0x1234 --method 1 --tcp \\
+      --endpoint 127.0.0.1:30510 --pcap call.pcap")]
     Call(CallArgs),
 }
 
@@ -76,6 +87,11 @@ pub struct ServeArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     json: bool,
+    /// Record every datagram and TCP payload sent and received (SD included) as
+    /// Ethernet/IPv4/UDP or TCP frames in a classic pcap that tshark dissects (docs/pcap.md says
+    /// which header fields are synthesized).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
     #[command(flatten)]
     nonce: NonceStateArgs,
 }
@@ -132,6 +148,10 @@ pub struct CallArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// Record every datagram and TCP payload sent and received (SD included) as
+    /// Ethernet/IPv4/UDP or TCP frames in a classic pcap that tshark dissects.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
     #[command(flatten)]
     nonce: NonceStateArgs,
 }
@@ -389,11 +409,18 @@ fn lock(core: &Mutex<Core>) -> MutexGuard<'_, Core> {
 
 /// Sends a whole message over UDP: one datagram, or SOME/IP-TP segments when the payload is
 /// larger than `udp_max_payload`.
-fn send_udp(sock: &UdpSocket, dst: SocketAddr, wire: &[u8], node: &config::Node) -> Result<()> {
+fn send_udp(
+    sock: &UdpSocket,
+    dst: SocketAddr,
+    wire: &[u8],
+    node: &config::Node,
+    cap: &Capture,
+) -> Result<()> {
     let payload = wire.len() - HEADER_LEN;
     if payload <= node.udp_max_payload {
         sock.send_to(wire, dst)
             .with_context(|| format!("sending to {dst}"))?;
+        cap.sent(sock, dst, wire);
         return Ok(());
     }
     let hdr = Repr::parse(&ivnsec_core::wire::someip::Packet::new_unchecked(wire))
@@ -403,6 +430,7 @@ fn send_udp(sock: &UdpSocket, dst: SocketAddr, wire: &[u8], node: &config::Node)
     while let Some(n) = seg.next_into(&mut buf) {
         sock.send_to(&buf[..n], dst)
             .with_context(|| format!("sending a segment to {dst}"))?;
+        cap.sent(sock, dst, &buf[..n]);
     }
     Ok(())
 }
@@ -479,8 +507,8 @@ fn send_sd(
     sock: &UdpSocket,
     st: &mut SdState,
     sd: &mut SdRepr,
-    dst: SocketAddr,
-    multicast: bool,
+    (dst, multicast): (SocketAddr, bool),
+    cap: &Capture,
 ) -> Result<()> {
     let (session, flags) = st.next(multicast);
     sd.flags = flags;
@@ -490,6 +518,7 @@ fn send_sd(
         .ok_or_else(|| anyhow!("SD message buffer"))?;
     sock.send_to(&buf[..n], dst)
         .with_context(|| format!("sending SOME/IP-SD to {dst}"))?;
+    cap.sent(sock, dst, &buf[..n]);
     Ok(())
 }
 
@@ -539,7 +568,7 @@ struct Subscriber {
 /// Handles one received SD message on the server side.
 fn serve_sd_message(
     cfg: &Config,
-    sock: &UdpSocket,
+    (sock, cap): (&UdpSocket, &Capture),
     st: &mut SdState,
     subs: &Mutex<Vec<Subscriber>>,
     src: SocketAddr,
@@ -613,7 +642,7 @@ fn serve_sd_message(
         }
     }
     if !reply.entries.is_empty() {
-        send_sd(sock, st, &mut reply, src, false)?;
+        send_sd(sock, st, &mut reply, (src, false), cap)?;
     }
     Ok(())
 }
@@ -652,6 +681,10 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     }
     let core = Arc::new(Mutex::new(Core::new(&cfg, &a.nonce, Side::Server)?));
     let node = &cfg.node;
+    let cap = match &a.pcap {
+        Some(p) => Capture::create(p, node.address)?,
+        None => Capture::off(),
+    };
     let udp_addr = SocketAddrV4::new(node.address, node.udp_port);
     let udp = Arc::new(
         net::bind_udp(udp_addr, Duration::from_millis(100))
@@ -664,17 +697,24 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
 
     // UDP service endpoint.
     {
-        let (core, udp, stop, cfg) = (core.clone(), udp.clone(), stop.clone(), cfg.clone());
+        let (core, udp, stop, cfg, cap) = (
+            core.clone(),
+            udp.clone(),
+            stop.clone(),
+            cfg.clone(),
+            cap.clone(),
+        );
         handles.push(thread::spawn(move || -> Result<()> {
             let mut buf = vec![0u8; net::MAX_DATAGRAM];
             while !stop.load(Ordering::Relaxed) {
                 let Some((n, src)) = net::recv_from(&udp, &mut buf)? else {
                     continue;
                 };
+                cap.received(&udp, src, &buf[..n]);
                 let mut c = lock(&core);
                 for (hdr, body) in c.datagram(src, &buf[..n]) {
                     if let Some(wire) = answer(&cfg, &mut c, &hdr, &body)? {
-                        send_udp(&udp, src, &wire, &cfg.node)?;
+                        send_udp(&udp, src, &wire, &cfg.node, &cap)?;
                     }
                 }
             }
@@ -689,14 +729,17 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         let listener = TcpListener::bind(addr).map_err(|e| bind_err("TCP", addr, e))?;
         listener.set_nonblocking(true)?;
         tcp_local = Some(listener.local_addr()?);
-        let (core, stop, cfg) = (core.clone(), stop.clone(), cfg.clone());
+        let (core, stop, cfg, cap) = (core.clone(), stop.clone(), cfg.clone(), cap.clone());
         handles.push(thread::spawn(move || -> Result<()> {
             let mut conns = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let (core, stop, cfg) = (core.clone(), stop.clone(), cfg.clone());
-                        conns.push(thread::spawn(move || serve_tcp(&cfg, &core, &stop, stream)));
+                        let (core, stop, cfg, cap) =
+                            (core.clone(), stop.clone(), cfg.clone(), cap.clone());
+                        conns.push(thread::spawn(move || {
+                            serve_tcp(&cfg, &core, &stop, stream, &cap)
+                        }));
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         thread::sleep(Duration::from_millis(20));
@@ -722,7 +765,13 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         )
         .map_err(|e| bind_err("SOME/IP-SD", format!("0.0.0.0:{}", cfg.sd.port), e))?;
         sd_local = Some(sd_sock.local_addr()?);
-        let (core, stop, cfg, subs) = (core.clone(), stop.clone(), cfg.clone(), subs.clone());
+        let (core, stop, cfg, subs, cap) = (
+            core.clone(),
+            stop.clone(),
+            cfg.clone(),
+            subs.clone(),
+            cap.clone(),
+        );
         handles.push(thread::spawn(move || -> Result<()> {
             let mut st = SdState::new();
             let interval = Duration::from_millis(cfg.sd.offer_interval_ms);
@@ -735,7 +784,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
                         let mut sd = SdRepr::default();
                         offer_entries(&cfg, &mut sd, None);
                         let multicast = matches!(t.ip(), IpAddr::V4(a) if a.is_multicast());
-                        if let Err(e) = send_sd(&sd_sock, &mut st, &mut sd, *t, multicast) {
+                        if let Err(e) = send_sd(&sd_sock, &mut st, &mut sd, (*t, multicast), &cap) {
                             eprintln!("ivnsec someip serve: {e:#}");
                         } else {
                             lock(&core).sd_sent += 1;
@@ -749,10 +798,11 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
                 if is_own(&cfg, src) {
                     continue;
                 }
+                cap.received(&sd_sock, src, &buf[..n]);
                 match SdRepr::parse_message(&buf[..n]) {
                     Ok((_, sd)) => {
                         lock(&core).sd_received += 1;
-                        serve_sd_message(&cfg, &sd_sock, &mut st, &subs, src, &sd)?;
+                        serve_sd_message(&cfg, (&sd_sock, &cap), &mut st, &subs, src, &sd)?;
                     }
                     Err(_) => lock(&core).wire_drops.bump(DropReason::Malformed),
                 }
@@ -763,15 +813,16 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
 
     // Events.
     if cfg.services.iter().any(|s| s.event.is_some()) {
-        let (core, stop, cfg, subs, udp) = (
+        let (core, stop, cfg, subs, udp, cap) = (
             core.clone(),
             stop.clone(),
             cfg.clone(),
             subs.clone(),
             udp.clone(),
+            cap.clone(),
         );
         handles.push(thread::spawn(move || {
-            event_loop(&cfg, &core, &stop, &subs, &udp)
+            event_loop(&cfg, &core, &stop, &subs, (&udp, &cap))
         }));
     }
 
@@ -829,6 +880,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     if let Some(e) = first_err {
         return Err(e);
     }
+    cap.finish()?;
     let c = lock(&core);
     let drops = c.drops();
     let nsubs = subs.lock().map(|s| s.len()).unwrap_or(0);
@@ -911,14 +963,25 @@ fn serve_tcp(
     core: &Mutex<Core>,
     stop: &AtomicBool,
     mut stream: TcpStream,
+    cap: &Capture,
 ) -> Result<()> {
     stream.set_read_timeout(Some(Duration::from_millis(100)))?;
     stream.set_nodelay(true)?;
+    let mut flow = match (stream.peer_addr(), stream.local_addr()) {
+        (Ok(client), Ok(server)) => Some(cap.tcp(client, server)),
+        _ => None,
+    };
     let mut d = StreamDeframer::new(cfg.node.max_message);
     while !stop.load(Ordering::Relaxed) {
-        match net::read_some(&mut stream, d.space()) {
+        let space = d.space();
+        match net::read_some(&mut stream, space) {
             Ok(Some(0)) | Err(_) => return Ok(()),
-            Ok(Some(n)) => d.commit(n),
+            Ok(Some(n)) => {
+                if let Some(f) = flow.as_mut() {
+                    f.data(true, &space[..n]);
+                }
+                d.commit(n)
+            }
             Ok(None) => continue,
         }
         loop {
@@ -938,6 +1001,9 @@ fn serve_tcp(
                 drop(c);
                 if stream.write_all(&wire).is_err() {
                     return Ok(());
+                }
+                if let Some(f) = flow.as_mut() {
+                    f.data(false, &wire);
                 }
             }
         }
@@ -961,7 +1027,7 @@ fn event_loop(
     core: &Mutex<Core>,
     stop: &AtomicBool,
     subs: &Mutex<Vec<Subscriber>>,
-    udp: &UdpSocket,
+    (udp, cap): (&UdpSocket, &Capture),
 ) -> Result<()> {
     let services: Vec<&Service> = cfg.services.iter().filter(|s| s.event.is_some()).collect();
     let start = Instant::now();
@@ -1003,7 +1069,7 @@ fn event_loop(
             };
             let wire = lock(core).protect(&hdr, &event_body(seq[i], s.event_payload_size))?;
             for t in targets {
-                if send_udp(udp, t, &wire, &cfg.node).is_ok() {
+                if send_udp(udp, t, &wire, &cfg.node, cap).is_ok() {
                     lock(core).events_sent += 1;
                 }
             }
@@ -1034,7 +1100,7 @@ struct Found {
     major: u8,
 }
 
-fn find_via_sd(cfg: &Config, svc: &Service, sock: &UdpSocket) -> Result<Found> {
+fn find_via_sd(cfg: &Config, svc: &Service, sock: &UdpSocket, cap: &Capture) -> Result<Found> {
     let targets = sd_targets(cfg);
     if targets.is_empty() {
         return Err(usage(format!(
@@ -1066,7 +1132,7 @@ fn find_via_sd(cfg: &Config, svc: &Service, sock: &UdpSocket) -> Result<Found> {
                     },
                 });
                 let multicast = matches!(t.ip(), IpAddr::V4(a) if a.is_multicast());
-                send_sd(sock, &mut st, &mut sd, *t, multicast)?;
+                send_sd(sock, &mut st, &mut sd, (*t, multicast), cap)?;
             }
             next_find = Instant::now() + Duration::from_millis(1000);
         }
@@ -1076,6 +1142,7 @@ fn find_via_sd(cfg: &Config, svc: &Service, sock: &UdpSocket) -> Result<Found> {
         if is_own(cfg, src) {
             continue;
         }
+        cap.received(sock, src, &buf[..n]);
         let Ok((_, sd)) = SdRepr::parse_message(&buf[..n]) else {
             continue;
         };
@@ -1174,6 +1241,10 @@ fn call(a: CallArgs) -> Result<ExitCode> {
     }
     let mut core = Core::new(&cfg, &a.nonce, Side::Client(cfg.node.client_id))?;
     let node = cfg.node.clone();
+    let cap = match &a.pcap {
+        Some(p) => Capture::create(p, node.address)?,
+        None => Capture::off(),
+    };
 
     // Find the service.
     let sd_sock = if a.endpoint.is_none() || a.subscribe.is_some() {
@@ -1197,7 +1268,7 @@ fn call(a: CallArgs) -> Result<ExitCode> {
     };
     let found = match (a.endpoint, &sd_sock) {
         (Some(_), _) if a.subscribe.is_none() => None,
-        (_, Some(s)) => Some(find_via_sd(&cfg, &svc, s)?),
+        (_, Some(s)) => Some(find_via_sd(&cfg, &svc, s, &cap)?),
         _ => None,
     };
     let target: SocketAddr = match (a.endpoint, &found) {
@@ -1225,7 +1296,8 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         let s = net::connect_tcp(target, timeout)
             .map_err(|e| anyhow!("cannot connect to {target}: {e}"))?;
         s.set_read_timeout(Some(Duration::from_millis(20)))?;
-        Some((s, StreamDeframer::new(node.max_message)))
+        let flow = cap.tcp(s.local_addr()?, target);
+        Some((s, StreamDeframer::new(node.max_message), flow))
     } else {
         None
     };
@@ -1246,18 +1318,24 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         let wire = core.protect(&hdr, &body)?;
         let t0 = Instant::now();
         match &mut tcp {
-            Some((s, _)) => s
-                .write_all(&wire)
-                .with_context(|| format!("sending to {target}"))?,
-            None => send_udp(&udp, target, &wire, &node)?,
+            Some((s, _, flow)) => {
+                s.write_all(&wire)
+                    .with_context(|| format!("sending to {target}"))?;
+                flow.data(true, &wire);
+            }
+            None => send_udp(&udp, target, &wire, &node, &cap)?,
         }
         let mut answered = false;
         while !answered && t0.elapsed() < timeout {
             let got = match &mut tcp {
-                Some((s, d)) => {
-                    match net::read_some(s, d.space()) {
+                Some((s, d, flow)) => {
+                    let space = d.space();
+                    match net::read_some(s, space) {
                         Ok(Some(0)) => return Err(anyhow!("{target} closed the connection")),
-                        Ok(Some(n)) => d.commit(n),
+                        Ok(Some(n)) => {
+                            flow.data(false, &space[..n]);
+                            d.commit(n)
+                        }
                         Ok(None) => {}
                         Err(e) => return Err(anyhow!("reading from {target}: {e}")),
                     }
@@ -1275,7 +1353,10 @@ fn call(a: CallArgs) -> Result<ExitCode> {
                     v
                 }
                 None => match net::recv_from(&udp, &mut buf)? {
-                    Some((n, src)) => core.datagram(src, &buf[..n]),
+                    Some((n, src)) => {
+                        cap.received(&udp, src, &buf[..n]);
+                        core.datagram(src, &buf[..n])
+                    }
                     None => Vec::new(),
                 },
             };
@@ -1318,9 +1399,16 @@ fn call(a: CallArgs) -> Result<ExitCode> {
             ));
         };
         events = Some(subscribe(
-            &cfg, &svc, &mut core, sd, &udp, f, want, timeout,
+            &cfg,
+            &svc,
+            &mut core,
+            (sd, &udp, &cap),
+            f,
+            want,
+            timeout,
         )?);
     }
+    cap.finish()?;
 
     let drops = core.drops();
     let summary = ivnsec_lab::stats::summarize(&res.rtt_us);
@@ -1410,13 +1498,11 @@ struct EventResult {
     delay_us: Vec<f64>,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn subscribe(
     cfg: &Config,
     svc: &Service,
     core: &mut Core,
-    sd_sock: &UdpSocket,
-    udp: &UdpSocket,
+    (sd_sock, udp, cap): (&UdpSocket, &UdpSocket, &Capture),
     found: &Found,
     want: usize,
     timeout: Duration,
@@ -1459,7 +1545,7 @@ fn subscribe(
     while Instant::now() < deadline && r.received < want {
         if !r.acked && Instant::now() >= next_sub {
             let mut m = sd.clone();
-            send_sd(sd_sock, &mut st, &mut m, found.sd_source, false)?;
+            send_sd(sd_sock, &mut st, &mut m, (found.sd_source, false), cap)?;
             next_sub = Instant::now() + Duration::from_millis(500);
         }
         // Until acknowledged, listen on the SD socket (its timeout paces the loop); then only
@@ -1467,7 +1553,10 @@ fn subscribe(
         if !r.acked
             && let Some((n, src)) = net::recv_from(sd_sock, &mut buf)?
             && !is_own(cfg, src)
-            && let Ok((_, m)) = SdRepr::parse_message(&buf[..n])
+            && let Ok((_, m)) = {
+                cap.received(sd_sock, src, &buf[..n]);
+                SdRepr::parse_message(&buf[..n])
+            }
         {
             for e in &m.entries {
                 if e.entry_type == EntryType::SubscribeEventgroupAck
@@ -1488,6 +1577,7 @@ fn subscribe(
         while r.received < want
             && let Some((n, src)) = net::recv_from(udp, &mut buf)?
         {
+            cap.received(udp, src, &buf[..n]);
             for (h, body) in core.datagram(src, &buf[..n]) {
                 if h.message_type != MessageType::Notification || h.service_id != svc.id {
                     continue;
@@ -1511,6 +1601,6 @@ fn subscribe(
     // Stop the subscription (TTL 0).
     let mut stop = sd.clone();
     stop.entries[0].ttl = 0;
-    let _ = send_sd(sd_sock, &mut st, &mut stop, found.sd_source, false);
+    let _ = send_sd(sd_sock, &mut st, &mut stop, (found.sd_source, false), cap);
     Ok(r)
 }
