@@ -27,6 +27,8 @@ fn bad_input_is_a_usage_error() {
         (&["attack", "--flood-seconds", "0"][..], "--flood-seconds"),
         (&["attack", "--attack", "teleport"][..], "teleport"),
         (&["attack", "--all", "--profile", "aes128-gcm"][..], "--all"),
+        (&["attack", "--rcvbuf-mib", "0"][..], "--rcvbuf-mib"),
+        (&["attack", "--flood-switch", "bus"][..], "bus"),
     ] {
         let o = ivnsec(&d, args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
@@ -128,11 +130,20 @@ fn nothing_forged_is_accepted() {
         assert!(num(r, "legit_sent") > 0, "{what}");
         assert!(r["legit_p999_us"].as_f64().is_some(), "{what}");
         let has = |k: &str| dropped.contains_key(k);
+        // Every frame lost in front of the receiver is one its socket counted (a full queue),
+        // or, outside the flood, one the switch refused (a group source address).
+        let undelivered = num(r, "legit_sent") - num(r, "legit_delivered");
+        let rx_qdrops = num(r, "receiver_socket_drops");
+        assert!(rx_qdrops <= num(r, "not_seen") + undelivered, "{what}");
+        let _ = num(r, "initiator_socket_drops");
         if attack == "flood" {
             assert!(injected > 0, "{what}");
+            assert_eq!(r["switch"], "static", "{what}");
+            assert_eq!(num(r, "not_seen") + undelivered, rx_qdrops, "{what}");
             captured += injected.min(10_000);
             continue;
         }
+        assert_eq!(r["switch"], "hub", "{what}");
         captured += injected;
         assert_eq!(injected, count, "{what}");
         // A flipped bit may make the source address a group address, which the switch drops.
@@ -225,5 +236,52 @@ fn profiles_without_a_key_accept_forgeries_and_fail() {
             assert_eq!(num(r, "accepted"), 0, "{what}");
         }
     }
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// The flood on a hub (`--flood-switch hub`): the legitimate sender receives the flood too and
+/// its link drops it in the kernel filter; every frame lost in front of the receiver or the
+/// sender is counted by their sockets, and with a 64 MiB receive buffer no legitimate request
+/// or reply is lost.
+#[test]
+fn flood_losses_are_counted_by_the_sockets() {
+    require_root!();
+    let d = TempDir::new("flood");
+    let o = ivnsec(
+        &d,
+        &[
+            "attack",
+            "--profile",
+            "hmac-sha1",
+            "--profile",
+            "esp-aes128-gcm",
+            "--attack",
+            "flood",
+            "--flood-seconds",
+            "0.5",
+            "--flood-switch",
+            "hub",
+            "--rcvbuf-mib",
+            "64",
+            "--json",
+        ],
+    );
+    let rs = results(&o);
+    assert_eq!(rs.len(), 2, "{}", err(&o));
+    for r in &rs {
+        let what = r.to_string();
+        assert_eq!(r["switch"], "hub", "{what}");
+        assert_eq!(num(r, "accepted"), 0, "{what}");
+        let undelivered = num(r, "legit_sent") - num(r, "legit_delivered");
+        assert_eq!(
+            num(r, "not_seen") + undelivered,
+            num(r, "receiver_socket_drops"),
+            "{what}"
+        );
+        assert_eq!(undelivered, 0, "{what}");
+        assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
+        assert_eq!(num(r, "initiator_socket_drops"), 0, "{what}");
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(d.leftover_testbeds().is_empty());
 }
