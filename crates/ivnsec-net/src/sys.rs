@@ -115,22 +115,38 @@ const fn bpf_stmt(code: u16, k: u32) -> libc::sock_filter {
     }
 }
 
-/// Attaches a classic BPF program to a socket (`SO_ATTACH_FILTER`); the kernel copies it.
-fn attach_filter(fd: BorrowedFd<'_>, prog: &[libc::sock_filter]) -> io::Result<()> {
-    let fprog = libc::sock_fprog {
-        len: prog.len() as libc::c_ushort,
-        // The kernel only reads the program; the cast to *mut is what sock_fprog wants.
-        filter: prog.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: fprog points to `prog.len()` instructions that live across the call, and the
-    // length passed is fprog's size; the kernel copies the program before returning.
+/// Socket option values: plain C data for which every byte pattern is a valid value, so the
+/// kernel may write any bytes into one.
+///
+/// # Safety
+/// Implement only for types without padding invariants, references or niches.
+unsafe trait OptionValue: Copy {}
+// SAFETY: integers and arrays of integers accept any byte pattern.
+unsafe impl OptionValue for libc::c_int {}
+// SAFETY: as above.
+unsafe impl OptionValue for [u32; 16] {}
+// SAFETY: two u32 fields.
+unsafe impl OptionValue for libc::tpacket_stats {}
+// SAFETY: a length and a raw pointer (any value is valid to hold; the kernel only reads the
+// program it points to, which the caller keeps alive across the call).
+unsafe impl OptionValue for libc::sock_fprog {}
+
+/// `setsockopt(fd, level, name, value)`.
+fn set_option<T: OptionValue>(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
+    // SAFETY: value points to a T that lives across the call, and the length passed is its
+    // size; the kernel only reads it.
     let r = unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            (&fprog as *const libc::sock_fprog).cast::<libc::c_void>(),
-            mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            level,
+            name,
+            (value as *const T).cast::<libc::c_void>(),
+            mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if r < 0 {
@@ -138,6 +154,44 @@ fn attach_filter(fd: BorrowedFd<'_>, prog: &[libc::sock_filter]) -> io::Result<(
     } else {
         Ok(())
     }
+}
+
+/// `getsockopt(fd, level, name)` into `value`; returns how many bytes the kernel wrote.
+fn get_option<T: OptionValue>(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &mut T,
+) -> io::Result<usize> {
+    let mut len = mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: value and len are valid for writes; len holds T's size, so the kernel writes at
+    // most that many bytes, and any bytes are a valid T (OptionValue).
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *mut T).cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(len as usize)
+    }
+}
+
+/// Attaches a classic BPF program to a socket (`SO_ATTACH_FILTER`); the kernel copies it.
+fn attach_filter(fd: BorrowedFd<'_>, prog: &[libc::sock_filter]) -> io::Result<()> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as libc::c_ushort,
+        // The kernel only reads the program; the cast to *mut is what sock_fprog wants.
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // fprog points to `prog.len()` instructions that live across the call; the kernel copies
+    // the program before returning.
+    set_option(fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)
 }
 
 /// An AF_PACKET raw socket bound to one interface and one EtherType.
@@ -197,21 +251,7 @@ impl RawSocket {
         name: libc::c_int,
         value: libc::c_int,
     ) -> io::Result<()> {
-        // SAFETY: the option value points to a c_int that lives across the call, with its size.
-        let r = unsafe {
-            libc::setsockopt(
-                self.raw(),
-                level,
-                name,
-                (&value as *const libc::c_int).cast::<libc::c_void>(),
-                mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
+        set_option(self.fd.as_fd(), level, name, &value)
     }
 
     /// Interface index the socket is bound to.
@@ -281,21 +321,12 @@ impl RawSocket {
             tp_packets: 0,
             tp_drops: 0,
         };
-        let mut len = mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
-        // SAFETY: st and len are valid for writes; len holds st's size, so the kernel writes at
-        // most that many bytes.
-        let r = unsafe {
-            libc::getsockopt(
-                self.raw(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut st as *mut libc::tpacket_stats).cast::<libc::c_void>(),
-                &mut len,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        get_option(
+            self.fd.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            &mut st,
+        )?;
         Ok(PacketStatistics {
             packets: u64::from(st.tp_packets),
             drops: u64::from(st.tp_drops),
@@ -705,43 +736,14 @@ fn recv_batch_named(
 /// with `SO_RCVBUF` (capped at `rmem_max`). Returns the size the kernel reports afterwards.
 pub fn set_recv_buffer_force(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usize> {
     let v = bytes.min(i32::MAX as usize / 2) as libc::c_int;
-    let set = |name| {
-        // SAFETY: the option value points to a c_int that lives across the call, with its size.
-        let r = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                name,
-                (&v as *const libc::c_int).cast::<libc::c_void>(),
-                mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    };
+    let set = |name| set_option(fd, libc::SOL_SOCKET, name, &v);
     match set(libc::SO_RCVBUFFORCE) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => set(libc::SO_RCVBUF)?,
         Err(e) => return Err(e),
     }
     let mut got: libc::c_int = 0;
-    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: got and len are valid for writes; len holds got's size.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&mut got as *mut libc::c_int).cast::<libc::c_void>(),
-            &mut len,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    get_option(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &mut got)?;
     Ok(got.max(0) as usize)
 }
 
@@ -751,23 +753,9 @@ pub fn set_recv_buffer_force(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usi
 pub fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u64> {
     // The kernel fills as many u32 as fit (SK_MEMINFO_VARS, 9 to date); room for growth.
     let mut info = [0u32; 16];
-    let mut len = mem::size_of_val(&info) as libc::socklen_t;
-    // SAFETY: info and len are valid for writes; len holds info's size, so the kernel writes at
-    // most that many bytes.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_MEMINFO,
-            info.as_mut_ptr().cast::<libc::c_void>(),
-            &mut len,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let len = get_option(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, &mut info)?;
     let at = libc::SK_MEMINFO_DROPS as usize;
-    if (len as usize) < (at + 1) * mem::size_of::<u32>() {
+    if len < (at + 1) * mem::size_of::<u32>() {
         return Err(io::Error::other("SO_MEMINFO has no drop counter"));
     }
     Ok(u64::from(info[at]))
@@ -778,19 +766,7 @@ pub fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u64> {
 pub fn set_socket_buffers(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
     let v = bytes.min(i32::MAX as usize) as libc::c_int;
     for name in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
-        // SAFETY: the option value points to a c_int that lives across the call, with its size.
-        let r = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                name,
-                (&v as *const libc::c_int).cast::<libc::c_void>(),
-                mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        set_option(fd, libc::SOL_SOCKET, name, &v)?;
     }
     Ok(())
 }

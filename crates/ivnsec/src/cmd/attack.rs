@@ -163,7 +163,7 @@ const LEGIT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Time the receiver gets to judge queued frames after the attacker stops.
 const SETTLE: Duration = Duration::from_millis(300);
 /// Default receive buffer of the legitimate nodes (MiB, before the kernel doubles it).
-const DEFAULT_RCVBUF_MIB: usize = 4;
+const DEFAULT_RCVBUF_MIB: usize = 16;
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let profiles = profiles(&a)?;
