@@ -16,6 +16,8 @@ mod html;
 mod markdown;
 mod plots;
 pub mod seed000;
+pub mod seed002;
+pub mod seed003;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,6 +29,7 @@ use crate::pingpong::{Exchange, Requirements, Section, SectionStats, Verdicts, e
 use crate::stats;
 
 pub use fit::{LinearFit, least_squares};
+pub use markdown::Table;
 
 /// File names inside a report directory.
 pub const SAMPLES_CSV: &str = "samples.csv";
