@@ -31,6 +31,8 @@
 //!   maximum it is 2.6 %).
 //! - §6.2.1: "the 99.9th percentile increases 256 %" over the IPsec playback median of 955 µs;
 //!   3556 µs is 272 % above 955 µs. The 42 % of the 99th percentile in the same sentence holds.
+//! - §6.1.2 counts an 18-byte Ethernet header and a 4-byte CRC, yet its 1538 byte times are
+//!   1500 + 14 + 4 + 8 + 12 (the 18 bytes include the CRC), as `throughput::wire_bytes` counts.
 //!
 //! The tables' "maximum latency" is sockperf's percentile of its latency figure, which for
 //! ping-pong and under-load is half the measured round trip.
