@@ -417,7 +417,7 @@ pub enum LossBase {
     MeasuredBaseline,
     /// 1 − measured / 957.1 (the baseline's theoretical maximum).
     TheoreticalBaseline,
-    /// (936.3 − measured) / measured.
+    /// (own theoretical maximum − measured) / measured.
     OwnMeasured,
 }
 
