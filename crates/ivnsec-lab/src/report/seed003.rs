@@ -14,7 +14,7 @@
 //!
 //! How the extraction was read (punctuation is stripped: decimal points, dashes, parentheses):
 //!
-//! - "frames of425 kB 21 Mbps per camera 43" → "frames of 42.5 kB (21 Mbps per camera) [43]":
+//! - "frames of425 kB 21 Mbps per camera 43" → "frames of 42.5 kB (21 Mbps per camera) \[43\]":
 //!   42.5 kB × 60 fps × 8 = 20.4 Mb/s (20.9 with kB = 1024 B) ≈ 21, and "ranging from 242 Mbps
 //!   to16336 Mbps" → "from 2 (42 Mbps) to 16 (336 Mbps)" cameras is 21 Mb/s each; 425 kB would
 //!   be 204 Mb/s per camera and 3.3 Gb/s for 16 on a 1 Gb/s link. See [`CAMERA_FRAME_KB`].
