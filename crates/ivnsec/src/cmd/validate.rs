@@ -53,36 +53,41 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::preset(&a.preset, &a.overrides.run_section())?;
     lab::ensure_dir(&a.out)?;
-    let open = a.overrides.open_site(&plan)?;
-    match (&open.site, &open.fallback_reason) {
-        (Site::Loopback, Some(why)) => eprintln!(
-            "ivnsec validate: no testbed ({why}).\n  Running over UDP on loopback instead: the \
-             figures show the cost of the protection on this host, not a vehicle-network path."
-        ),
-        (Site::Loopback, None) => eprintln!("ivnsec validate: running over UDP on loopback"),
-        (Site::Testbed { state, .. }, _) => eprintln!(
-            "ivnsec validate: testbed {} up ({}); preset {} = {} scenarios, {} exchanges",
-            state.prefix,
-            state.topology,
-            plan.name,
-            plan.scenarios.len(),
-            plan.exchanges()
-        ),
-    }
-    let s0 = &plan.scenarios[0];
-    let baseline = if a.no_baseline {
+    let open = if plan.scenarios.is_empty() {
         None
     } else {
-        sockperf_baseline(&open, s0.mode, s0.pause_ns)
+        Some(a.overrides.open_site(&plan)?)
     };
-    let report = run_plan(&plan, &open, baseline, a.overrides.pcap.as_deref())?;
-    if let Some(tb) = open.testbed {
-        let prefix = tb.prefix().to_string();
-        match tb.down() {
-            Ok(_) => eprintln!("ivnsec validate: testbed {prefix} removed"),
-            Err(e) => eprintln!("ivnsec validate: removing testbed {prefix}: {e}"),
+    let baseline = match &open {
+        Some(open) => {
+            match (&open.site, &open.fallback_reason) {
+                (Site::Loopback, Some(why)) => eprintln!(
+                    "ivnsec validate: no testbed ({why}).\n  Running over UDP on loopback instead: \
+                     the figures show the cost of the protection on this host, not a \
+                     vehicle-network path."
+                ),
+                (Site::Loopback, None) => {
+                    eprintln!("ivnsec validate: running over UDP on loopback")
+                }
+                (Site::Testbed { state, .. }, _) => eprintln!(
+                    "ivnsec validate: testbed {} up ({}); preset {} = {} scenarios, {} exchanges",
+                    state.prefix,
+                    state.topology,
+                    plan.name,
+                    plan.scenarios.len(),
+                    plan.exchanges()
+                ),
+            }
+            let s0 = &plan.scenarios[0];
+            if a.no_baseline {
+                None
+            } else {
+                sockperf_baseline(open, s0.mode, s0.pause_ns)
+            }
         }
-    }
+        None => None,
+    };
+    let report = run_plan(&plan, &a.overrides, open, baseline)?;
     let mut report = report;
     compare_with_baseline(&mut report);
     finish(&report, &a.out)
