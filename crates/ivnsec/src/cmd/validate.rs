@@ -26,8 +26,12 @@ over UDP on loopback and says so. When sockperf is installed, its UDP ping-pong 
 path and mode and sits beside our `plain` scenario in the report (baseline.sockperf).
 
 Presets: quick (default, about a minute: plain, crc32, aes256-cbc-hmac-sha256, aes128-gcm, \
-chacha20-poly1305, macsec-gcm-aes-128, esp-aes128-gcm at 64 and 1440 bytes) and seed000 (seed \
-000's 56 scenarios × 120 × 30).
+chacha20-poly1305, macsec-gcm-aes-128, esp-aes128-gcm at 64 and 1440 bytes), seed000 (seed \
+000's 56 scenarios × 120 × 30), seed002 (seed 002 testbench 1: no security, IPsec ESP \
+HMAC-SHA256-128 and MACsec GCM-AES-128 integrity only; ping-pong, then throughput and CPU of \
+three sensors at 1 Gb/s beside plain and iperf3) and seed003 (the five AEAD suites of seed 003 \
+at auth and conf, throughput and CPU at 1 Gb/s). Throughput verdicts are seed 002's cost rules: \
+< 5 % goodput and < 5 points of CPU over the same run's plain.
 
 Exit codes: 0 every verdict passed, 1 a verdict failed (after writing the report), 2 usage \
 error, 3 a missing privilege or tool for the requested site.
@@ -37,7 +41,7 @@ Examples:
   sudo ivnsec validate --preset seed000 --out seed000-report/
   ivnsec validate --on loopback --count 50 --replications 2")]
 pub struct Args {
-    /// The plan preset: quick or seed000.
+    /// The plan preset: quick, seed000, seed002 or seed003.
     #[arg(long, default_value = "quick")]
     pub preset: String,
     /// Report directory.
