@@ -87,10 +87,10 @@ impl Config {
                        keys, transport mode)",
             },
             Config::Macsec => OurCounterpart {
-                profile: Some("macsec-gcm-aes-128"),
-                note: "same cipher suite and frame size (SecTAG 16 + ICV 16); the seed ran it \
-                       integrity only (E = C = 0, GMAC), our experiment channel with \
-                       confidentiality (E = C = 1, GCM), so ours also encrypts",
+                profile: Some("macsec-gcm-aes-128/auth"),
+                note: "same cipher suite and mode: GCM-AES-128 integrity only (E = C = 0, user \
+                       data in clear, SecTAG with SCI 16 + ICV 16); ours in userspace, the \
+                       seed's in the Linux kernel",
             },
             Config::BumpInTheWire => OurCounterpart {
                 profile: None,
@@ -820,17 +820,19 @@ mod tests {
             Some(Config::Ipsec)
         );
         assert_eq!(
-            config_of_profile("macsec-gcm-aes-128"),
+            config_of_profile("macsec-gcm-aes-128/auth"),
             Some(Config::Macsec)
         );
+        // The bare name and `/conf` encrypt (E = C = 1): not the seed's integrity-only MACsec.
+        assert_eq!(config_of_profile("macsec-gcm-aes-128"), None);
+        assert_eq!(config_of_profile("macsec-gcm-aes-128/conf"), None);
         assert_eq!(config_of_profile("aes128-gcm/conf"), None);
         assert_eq!(Config::BumpInTheWire.ours().profile, None);
-        // The mapped profiles protect the same bytes as the seed's frames (see
-        // `THROUGHPUT`'s frame sizes): ESP 8 + 2 + 16 around the UDP datagram, MACsec 32.
-        assert_eq!(
-            throughput(Config::Ipsec).frame_bytes - throughput(Config::Baseline).frame_bytes,
-            1446 + 8 + 2 + 16 - 1472
-        );
+        for c in Config::ALL {
+            if let Some(p) = c.ours().profile {
+                assert_eq!(config_of_profile(p), Some(c));
+            }
+        }
     }
 
     fn fake_latency(c: Config, t: Test) -> Option<[f64; 3]> {
@@ -860,6 +862,7 @@ mod tests {
             ["569", "622", "665", "100.0", "200.0", "332.5", "0.500"]
         );
         let r = row(Config::Macsec, Test::PingPong);
+        assert_eq!(r[0], "MACsec (macsec-gcm-aes-128/auth)");
         assert_eq!(&r[5..], ["300.0", "400.0", "471.0", "0.500"]);
         let r = row(Config::BumpInTheWire, Test::Playback);
         assert_eq!(r[0], "Bump-in-the-Wire (no counterpart)");

@@ -91,6 +91,22 @@ impl Suite {
     }
 }
 
+/// The level and suite one of our profiles stands for: `plain` (or `nosec`) is no security;
+/// `SUITE/auth` and `SUITE/conf` (IVN-AE profiles, `plans/seed003.toml`) and `SUITE/nosec` are
+/// the suite at that level, where SUITE is one of the seed's (`aes128-gcm`, …); a bare SUITE is
+/// `conf`, as in `ivnsec suites`. `None` for anything else.
+pub fn level_and_suite(profile: &str) -> Option<(Level, Option<Suite>)> {
+    if profile == "plain" || profile == "nosec" {
+        return Some((Level::Nosec, None));
+    }
+    let (suite, level) = match profile.split_once('/') {
+        Some((s, l)) => (s, Level::ALL.into_iter().find(|x| x.ours() == l)?),
+        None => (profile, Level::Conf),
+    };
+    let suite = Suite::of_ours(suite)?;
+    Some((level, (level != Level::Nosec).then_some(suite)))
+}
+
 /// The per-service security levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Level {
@@ -575,6 +591,24 @@ mod tests {
             assert_eq!(s.key_bits(), bits, "{s:?}");
         }
         assert_eq!(Suite::of_ours("aes128-gcm/conf"), None);
+        assert_eq!(level_and_suite("plain"), Some((Nosec, None)));
+        assert_eq!(
+            level_and_suite("aes256-ccm/auth"),
+            Some((Auth, Some(Suite::Aes256Ccm)))
+        );
+        assert_eq!(
+            level_and_suite("chacha20-poly1305"),
+            Some((Conf, Some(Suite::Chacha20Poly1305)))
+        );
+        assert_eq!(level_and_suite("aes128-gcm/nosec"), Some((Nosec, None)));
+        for bad in [
+            "aes128-cbc-hmac-sha256",
+            "aes128-gcm/none",
+            "macsec-gcm-aes-128/auth",
+            "",
+        ] {
+            assert_eq!(level_and_suite(bad), None, "{bad}");
+        }
         let ours: Vec<&str> = Level::ALL.iter().map(|l| l.ours()).collect();
         assert_eq!(ours, ["nosec", "auth", "conf"]);
     }
