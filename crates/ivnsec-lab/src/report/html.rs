@@ -600,4 +600,9 @@ fn experiments_html(s: &mut String, summary: &Summary) {
         )));
         note(s, experiments::THROUGHPUT_NOTE);
     }
+    for sec in experiments::seed_sections(summary) {
+        let _ = writeln!(s, "<h2>{}</h2>", escape(&sec.title));
+        s.push_str(&table_html(&sec.table));
+        note(s, &sec.note);
+    }
 }

@@ -453,6 +453,7 @@ pub(super) fn render(summary: &Summary) -> String {
         }
     }
     s.push_str(&experiments::markdown(&summary.experiments, req));
+    s.push_str(&experiments::seed_markdown(summary));
     s
 }
 
