@@ -169,18 +169,14 @@ fn plain_watch(spec: &RoleSpec) -> Result<Option<(Link, DropReason)>> {
         ),
         LinkSpec::Udp { .. } => return Ok(None),
     };
-    let link = Link::open(&watch).context("opening the link for unprotected units")?;
-    if let Some(b) = spec.rcvbuf {
-        link.set_recv_buffer(b)
-            .context("setting the receive buffer")?;
-    }
+    let link = open_link(&watch, spec.rcvbuf).context("the link for unprotected units")?;
     Ok(Some((link, reason)))
 }
 
-/// Opens the role's link with the receive buffer the spec asks for.
-fn open_link(spec: &RoleSpec) -> Result<Link> {
-    let link = Link::open(&spec.link).context("opening the link")?;
-    if let Some(b) = spec.rcvbuf {
+/// Opens a link with the receive buffer a role spec asks for.
+fn open_link(link: &LinkSpec, rcvbuf: Option<usize>) -> Result<Link> {
+    let link = Link::open(link).context("opening the link")?;
+    if let Some(b) = rcvbuf {
         link.set_recv_buffer(b)
             .context("setting the receive buffer")?;
     }
@@ -189,7 +185,7 @@ fn open_link(spec: &RoleSpec) -> Result<Link> {
 
 fn responder(spec: &RoleSpec) -> Result<()> {
     let mut ch = spec.channel()?;
-    let mut link = open_link(spec)?;
+    let mut link = open_link(&spec.link, spec.rcvbuf)?;
     let mut watch = plain_watch(spec)?;
     let stop = stop_on_stdin_eof();
     let out = std::io::stdout();
@@ -273,7 +269,7 @@ fn initiator(spec: &RoleSpec) -> Result<()> {
         bail!("payload must be at least {MIN_PAYLOAD} bytes");
     }
     let mut ch = spec.channel()?;
-    let mut link = open_link(spec)?;
+    let mut link = open_link(&spec.link, spec.rcvbuf)?;
     let cap = Channel::buffer_len(spec.payload.max(1500));
     let mut payload = vec![0u8; spec.payload];
     let mut tx = vec![0u8; cap];
