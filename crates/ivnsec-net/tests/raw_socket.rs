@@ -49,6 +49,15 @@ impl Veth {
         v
     }
 
+    /// A pair with carrier on both ends, and the MACs of its two ends.
+    fn up() -> (Veth, [u8; 6], [u8; 6]) {
+        let v = Veth::new();
+        wait_carrier(&v.a);
+        wait_carrier(&v.b);
+        let (ma, mb) = (v.mac(&v.a), v.mac(&v.b));
+        (v, ma, mb)
+    }
+
     fn mac(&self, dev: &str) -> [u8; 6] {
         let s = std::fs::read_to_string(format!("/sys/class/net/{dev}/address")).unwrap();
         ivnsec_net::topology::parse_mac(s.trim()).unwrap()
@@ -88,10 +97,7 @@ fn wait_carrier(dev: &str) {
 #[test]
 fn send_receive_timestamps_and_filters() {
     require_root!();
-    let v = Veth::new();
-    wait_carrier(&v.a);
-    wait_carrier(&v.b);
-    let (ma, mb) = (v.mac(&v.a), v.mac(&v.b));
+    let (v, ma, mb) = Veth::up();
     let a = RawSocket::open(&v.a, ETH_P_IVNAE).unwrap();
     let b = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
     b.enable_timestamps().unwrap();
@@ -176,10 +182,7 @@ fn timeouts_return_none() {
 #[test]
 fn many_frames_in_order() {
     require_root!();
-    let v = Veth::new();
-    wait_carrier(&v.a);
-    wait_carrier(&v.b);
-    let (ma, mb) = (v.mac(&v.a), v.mac(&v.b));
+    let (v, ma, mb) = Veth::up();
     let a = RawSocket::open(&v.a, ETH_P_IVNAE).unwrap();
     let b = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
     b.set_recv_buffer(1 << 20).unwrap();
@@ -203,10 +206,7 @@ fn many_frames_in_order() {
 #[test]
 fn other_host_filter_batches_and_queue_drops() {
     require_root!();
-    let v = Veth::new();
-    wait_carrier(&v.a);
-    wait_carrier(&v.b);
-    let (ma, mb) = (v.mac(&v.a), v.mac(&v.b));
+    let (v, ma, mb) = Veth::up();
     let a = RawSocket::open(&v.a, ETH_P_IVNAE).unwrap();
     let filtered = RawSocket::open(&v.b, ETH_P_IVNAE).unwrap();
     filtered.drop_other_host().unwrap();
