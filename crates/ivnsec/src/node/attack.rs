@@ -33,7 +33,8 @@ use serde::{Deserialize, Serialize};
 
 use super::channel::{
     Channel, ChannelOptions, DirectionKeys, Ends, Family, IPV4_HLEN, SECOC_DATA_ID, SECOC_FV_BITS,
-    SECOC_MAC_BITS, SOMEIP_KEY_ID, SOMEIP_SERVICE, UDP_AT, fix_udp_frame, write_udp_frame,
+    SECOC_MAC_BITS, SOMEIP_KEY_ID, SOMEIP_SERVICE, UDP_AT, fill_udp_checksum, fix_udp_frame,
+    write_udp_frame,
 };
 use crate::providers::ProviderChoice;
 
@@ -859,6 +860,10 @@ pub fn run_from_env() -> Result<()> {
             // Take every captured frame first, so the choice sees the newest.
             while let Some(m) = sock.try_recv(&mut rx)? {
                 if !m.truncated() && legit(&rx[..m.len]) {
+                    if family.is_udp() {
+                        // As the wire has it: veth leaves the checksum to the "hardware".
+                        fill_udp_checksum(&mut rx[..m.len]);
+                    }
                     picker.push(&rx[..m.len]);
                     last_capture = Instant::now();
                 }

@@ -933,8 +933,37 @@ pub fn fix_udp_frame(frame: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
     let udp = &mut frame[ethernet::HEADER_LEN + IPV4_HLEN..];
     let udp_len = udp.len() as u16;
     udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    fill_udp_checksum(frame);
+}
+
+/// Computes the UDP checksum of an Ethernet/IPv4 (no options)/UDP frame in place, over the
+/// addresses of its IPv4 header and the datagram its UDP length gives. A frame captured on
+/// the sending side of a veth carries a partial checksum (the kernel leaves it to the
+/// "hardware"); this makes it what a wire carries. Anything else is left alone.
+pub fn fill_udp_checksum(frame: &mut [u8]) {
+    let ip = ethernet::HEADER_LEN;
+    if frame.len() < UDP_AT || frame[ip] != 0x45 || frame[ip + 9] != protocol::UDP {
+        return;
+    }
+    let src = Ipv4Addr::new(
+        frame[ip + 12],
+        frame[ip + 13],
+        frame[ip + 14],
+        frame[ip + 15],
+    );
+    let dst = Ipv4Addr::new(
+        frame[ip + 16],
+        frame[ip + 17],
+        frame[ip + 18],
+        frame[ip + 19],
+    );
+    let udp = &mut frame[ip + IPV4_HLEN..];
+    let len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    if len < UDP_HLEN || len > udp.len() {
+        return;
+    }
     udp[6..8].copy_from_slice(&[0, 0]);
-    let c = ivnsec_core::wire::ip::udp_checksum_v4(src, dst, udp);
+    let c = ivnsec_core::wire::ip::udp_checksum_v4(src, dst, &udp[..len]);
     udp[6..8].copy_from_slice(&c.to_be_bytes());
 }
 
