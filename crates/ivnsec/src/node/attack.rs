@@ -4,7 +4,8 @@
 //! [`Forger`] builds the forged frames of every attack class without any I/O, so the unit tests
 //! can feed them straight into a receiving [`Channel`]; [`run_from_env`] is the attacker node
 //! process that captures legitimate frames off the switch and injects forged ones through an
-//! AF_PACKET socket.
+//! AF_PACKET socket (for SecOC and SOME/IP: whole Ethernet/IPv4/UDP frames with right checksums,
+//! spoofed sources included).
 //!
 //! Where frames that were never delivered come from. Tampering, length, downgrade and
 //! unknown-identifier attacks model a man in the middle that intercepts a frame before the
@@ -82,14 +83,16 @@ pub enum Attack {
     /// Single-bit flips in the source address and header fields, the sequence number / PN,
     /// the payload and the tag (002 test 4).
     BitFlip,
-    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length).
+    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length,
+    /// SecOC PDU length, SOME/IP Length).
     Length,
     /// The payload sent unprotected, or at a weaker level (authentication instead of
     /// confidentiality, or a weaker suite).
     Downgrade,
-    /// An unknown key id / AN / SCI / SPI.
+    /// An unknown key id / AN / SCI / SPI / SecOC PDU id (Data ID) / SOME/IP service or key id.
     UnknownId,
-    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50).
+    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50;
+    /// SecOC, SOME/IP: a random UDP datagram to the protocol's port).
     Garbage,
     /// Invalid frames as fast as the attacker can send them, for a fixed time, while the
     /// legitimate ping-pong runs: its latency and loss under the flood.
