@@ -98,6 +98,56 @@ fn num(r: &Value, k: &str) -> u64 {
     r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"))
 }
 
+/// One result of a run in which nothing may be accepted, with what every check needs.
+struct Judged<'a> {
+    profile: &'a str,
+    attack: &'a str,
+    what: String,
+    dropped: &'a serde_json::Map<String, Value>,
+    /// Frames the receiver judged (dropped, by any reason).
+    sum: u64,
+    injected: u64,
+}
+
+/// Checks what holds for every class: nothing accepted, every injected frame either judged or
+/// reported as not seen, legitimate traffic sent.
+fn judged(r: &Value) -> Judged<'_> {
+    let (profile, attack) = (
+        r["profile"].as_str().unwrap(),
+        r["attack"].as_str().unwrap(),
+    );
+    let what = format!("{profile} {attack}: {r}");
+    assert_eq!(num(r, "accepted"), 0, "{what}");
+    let dropped = r["dropped"].as_object().unwrap();
+    let sum: u64 = dropped.values().map(|v| v.as_u64().unwrap()).sum();
+    let injected = num(r, "injected");
+    assert_eq!(sum + num(r, "not_seen"), injected, "{what}");
+    assert!(num(r, "legit_sent") > 0, "{what}");
+    Judged {
+        profile,
+        attack,
+        what,
+        dropped,
+        sum,
+        injected,
+    }
+}
+
+/// Exit 1 only for what a flood did to the legitimate traffic, which is reported; else 0.
+fn check_exit_code(o: &Output, rs: &[Value]) {
+    let flood_loss = rs.iter().any(|r| {
+        r["attack"] == "flood"
+            && (num(r, "legit_delivered") < num(r, "legit_sent")
+                || num(r, "legit_exchanges_lost") > 0)
+    });
+    assert_eq!(
+        o.status.code(),
+        Some(if flood_loss { 1 } else { 0 }),
+        "{}",
+        err(o)
+    );
+}
+
 /// Every class against aes128-gcm, macsec-gcm-aes-128 and esp-aes128-gcm: nothing forged or
 /// replayed is accepted, every injected frame outside the flood is judged, each class is dropped
 /// for the reasons it should be, the legitimate ping-pong loses nothing outside the flood, and
@@ -131,17 +181,14 @@ fn nothing_forged_is_accepted() {
     assert_eq!(rs.len(), 30, "{}", err(&o));
     let mut captured = 0;
     for r in &rs {
-        let (profile, attack) = (
-            r["profile"].as_str().unwrap(),
-            r["attack"].as_str().unwrap(),
-        );
-        let what = format!("{profile} {attack}: {r}");
-        assert_eq!(num(r, "accepted"), 0, "{what}");
-        let dropped = r["dropped"].as_object().unwrap();
-        let sum: u64 = dropped.values().map(|v| v.as_u64().unwrap()).sum();
-        let injected = num(r, "injected");
-        assert_eq!(sum + num(r, "not_seen"), injected, "{what}");
-        assert!(num(r, "legit_sent") > 0, "{what}");
+        let Judged {
+            profile,
+            attack,
+            what,
+            dropped,
+            sum,
+            injected,
+        } = judged(r);
         assert!(r["legit_p999_us"].as_f64().is_some(), "{what}");
         let has = |k: &str| dropped.contains_key(k);
         if attack == "flood" {
@@ -186,18 +233,7 @@ fn nothing_forged_is_accepted() {
             assert!(has("bad_tag"), "{what}");
         }
     }
-    // Exit 1 only for what the flood did to the legitimate traffic, which is reported.
-    let flood_loss = rs.iter().any(|r| {
-        r["attack"] == "flood"
-            && (num(r, "legit_delivered") < num(r, "legit_sent")
-                || num(r, "legit_exchanges_lost") > 0)
-    });
-    assert_eq!(
-        o.status.code(),
-        Some(if flood_loss { 1 } else { 0 }),
-        "{}",
-        err(&o)
-    );
+    check_exit_code(&o, &rs);
     let records = ivnsec_net::pcap::PcapReader::open(&pcap)
         .unwrap()
         .inspect(|r| assert!(r.is_ok(), "{r:?}"))
@@ -234,17 +270,14 @@ fn udp_families_accept_nothing_forged() {
     let rs = results(&o);
     assert_eq!(rs.len(), 20, "{}", err(&o));
     for r in &rs {
-        let (profile, attack) = (
-            r["profile"].as_str().unwrap(),
-            r["attack"].as_str().unwrap(),
-        );
-        let what = format!("{profile} {attack}: {r}");
-        assert_eq!(num(r, "accepted"), 0, "{what}");
-        let dropped = r["dropped"].as_object().unwrap();
-        let sum: u64 = dropped.values().map(|v| v.as_u64().unwrap()).sum();
-        let injected = num(r, "injected");
-        assert_eq!(sum + num(r, "not_seen"), injected, "{what}");
-        assert!(num(r, "legit_sent") > 0, "{what}");
+        let Judged {
+            profile,
+            attack,
+            what,
+            dropped,
+            injected,
+            ..
+        } = judged(r);
         if attack == "flood" {
             assert!(injected > 0, "{what}");
             continue;
@@ -293,17 +326,7 @@ fn udp_families_accept_nothing_forged() {
             (_, other) => panic!("unexpected class {other}"),
         }
     }
-    let flood_loss = rs.iter().any(|r| {
-        r["attack"] == "flood"
-            && (num(r, "legit_delivered") < num(r, "legit_sent")
-                || num(r, "legit_exchanges_lost") > 0)
-    });
-    assert_eq!(
-        o.status.code(),
-        Some(if flood_loss { 1 } else { 0 }),
-        "{}",
-        err(&o)
-    );
+    check_exit_code(&o, &rs);
     assert!(d.leftover_testbeds().is_empty());
 }
 

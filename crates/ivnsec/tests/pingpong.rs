@@ -151,34 +151,39 @@ fn check_capture(pcap: &Path, profile: &str, frames: usize) {
     );
 }
 
+/// `pingpong --on loopback` of `profile` with 64-byte payloads, 2 × 30 exchanges, checked.
+fn loopback_scenario(d: &TempDir, profile: &str) {
+    let o = ivnsec(
+        d,
+        &[
+            "pingpong",
+            "--on",
+            "loopback",
+            "--profile",
+            profile,
+            "--payload",
+            "64",
+            "--count",
+            "30",
+            "--replications",
+            "2",
+            "--json",
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{profile}: {}",
+        text(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    check_scenario(&v, profile, 64, 60);
+}
+
 #[test]
 fn pingpong_over_loopback_without_a_testbed() {
     let d = TempDir::new("lo");
     for profile in ["aes128-gcm", "macsec-gcm-aes-128", "esp-aes128-gcm"] {
-        let o = ivnsec(
-            &d,
-            &[
-                "pingpong",
-                "--on",
-                "loopback",
-                "--profile",
-                profile,
-                "--payload",
-                "64",
-                "--count",
-                "30",
-                "--replications",
-                "2",
-                "--json",
-            ],
-        );
-        assert!(
-            matches!(o.status.code(), Some(0 | 1)),
-            "{profile}: {}",
-            text(&o.stderr)
-        );
-        let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
-        check_scenario(&v, profile, 64, 60);
+        loopback_scenario(&d, profile);
     }
 }
 
@@ -192,30 +197,7 @@ fn pingpong_and_run_take_secoc_and_someip_profiles() {
         "someip-aes128-gcm/conf",
         "someip-nosec",
     ] {
-        let o = ivnsec(
-            &d,
-            &[
-                "pingpong",
-                "--on",
-                "loopback",
-                "--profile",
-                profile,
-                "--payload",
-                "64",
-                "--count",
-                "30",
-                "--replications",
-                "2",
-                "--json",
-            ],
-        );
-        assert!(
-            matches!(o.status.code(), Some(0 | 1)),
-            "{profile}: {}",
-            text(&o.stderr)
-        );
-        let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
-        check_scenario(&v, profile, 64, 60);
+        loopback_scenario(&d, profile);
     }
     let plan = d.path("udp.toml");
     std::fs::write(

@@ -202,14 +202,15 @@ impl std::fmt::Display for SomeipProfile {
 impl Family {
     /// Parses a profile name (as `ivnsec suites` lists them); the error is a usage error.
     pub fn parse(profile: &str) -> Result<Family> {
+        let unknown = |what: &str| {
+            usage(format!(
+                "profile `{profile}`: unknown {what} profile (see `ivnsec suites`)"
+            ))
+        };
         if profile.starts_with("secoc-") {
             return SecocAlg::from_name(profile)
                 .map(Family::Secoc)
-                .ok_or_else(|| {
-                    usage(format!(
-                        "profile `{profile}`: unknown SecOC profile (see `ivnsec suites`)"
-                    ))
-                });
+                .ok_or_else(|| unknown("SecOC"));
         }
         if profile.starts_with("someip-") {
             return SomeipProfile::parse(profile)
@@ -223,20 +224,14 @@ impl Family {
                 });
         }
         if profile.starts_with("esp-") {
-            return EspAlg::from_name(profile).map(Family::Esp).ok_or_else(|| {
-                usage(format!(
-                    "profile `{profile}`: unknown ESP profile (see `ivnsec suites`)"
-                ))
-            });
+            return EspAlg::from_name(profile)
+                .map(Family::Esp)
+                .ok_or_else(|| unknown("ESP"));
         }
         if profile.starts_with("macsec-") {
             return CipherSuite::from_profile(profile)
                 .map(Family::Macsec)
-                .ok_or_else(|| {
-                    usage(format!(
-                        "profile `{profile}`: unknown MACsec profile (see `ivnsec suites`)"
-                    ))
-                });
+                .ok_or_else(|| unknown("MACsec"));
         }
         profile
             .parse::<Profile>()
