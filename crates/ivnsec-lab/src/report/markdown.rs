@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::seed000::{self, RangeRow};
-use super::{ScenarioSummary, Summary};
+use super::{ScenarioSummary, Summary, experiments};
 use crate::pingpong::SectionStats;
 
 /// A number of µs with one decimal.
@@ -47,7 +47,7 @@ pub(super) struct Table {
 }
 
 impl Table {
-    fn markdown(&self) -> String {
+    pub(super) fn markdown(&self) -> String {
         let mut s = String::new();
         let line = |cells: &[String]| {
             let c: Vec<String> = cells.iter().map(|c| cell(c)).collect();
@@ -408,7 +408,7 @@ in the seed's Fig. 16.";
 pub(super) fn render(summary: &Summary) -> String {
     let mut s = String::new();
     let req = &summary.requirements;
-    s.push_str("# ivnsec ping-pong report\n\n");
+    s.push_str("# ivnsec report\n\n");
     s.push_str("Files: `samples.csv` (one row per message), `summary.json` (keys in docs/report.md), `index.html` (plots).\n\n");
     s.push_str("## Environment\n\n");
     if summary.environment.is_empty() {
@@ -427,6 +427,26 @@ pub(super) fn render(summary: &Summary) -> String {
     );
     let _ = writeln!(s, "Statistics: {}.\n", summary.statistics_method);
 
+    if summary.scenarios.is_empty() {
+        s.push_str("## Ping-pong\n\nThis plan has no ping-pong scenarios.\n");
+    } else {
+        pingpong_sections(&mut s, summary);
+    }
+    s.push_str("\n## sockperf baseline\n\n");
+    match &summary.baseline.sockperf {
+        None => s.push_str("Not measured.\n"),
+        Some(Value::Object(m)) => s.push_str(&kv_table(m).markdown()),
+        Some(other) => {
+            let _ = writeln!(s, "`{}`", other.to_string().replace('`', "'"));
+        }
+    }
+    s.push_str(&experiments::markdown(&summary.experiments, req));
+    s
+}
+
+/// The ping-pong sections of summary.md: verdicts, seed 000, payload fits, OWD estimate.
+fn pingpong_sections(s: &mut String, summary: &Summary) {
+    let req = &summary.requirements;
     s.push_str("## Verdicts\n\n");
     s.push_str(&verdict_table(summary));
     s.push('\n');
@@ -488,14 +508,4 @@ pub(super) fn render(summary: &Summary) -> String {
         s.push_str("Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.\n\n");
         s.push_str(&est.markdown());
     }
-
-    s.push_str("\n## sockperf baseline\n\n");
-    match &summary.baseline.sockperf {
-        None => s.push_str("Not measured.\n"),
-        Some(Value::Object(m)) => s.push_str(&kv_table(m).markdown()),
-        Some(other) => {
-            let _ = writeln!(s, "`{}`", other.to_string().replace('`', "'"));
-        }
-    }
-    s
 }
