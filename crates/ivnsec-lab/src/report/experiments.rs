@@ -12,8 +12,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::ReportError;
 use super::markdown::{Table, yes_no};
+use super::{ReportError, Summary, seed002, seed003};
 use crate::pingpong::Requirements;
 use crate::throughput::ThroughputResult;
 
@@ -215,6 +215,21 @@ pub(super) fn markdown(e: &Experiments, limits: &Requirements) -> String {
     s
 }
 
+/// The seed comparison sections of summary.md.
+pub(super) fn seed_markdown(summary: &Summary) -> String {
+    let mut s = String::new();
+    for sec in seed_sections(summary) {
+        let _ = write!(
+            s,
+            "\n## {}\n\n{}\n{}\n",
+            sec.title,
+            sec.table.markdown(),
+            sec.note
+        );
+    }
+    s
+}
+
 /// throughput.csv: one row per run, the columns pandas needs to redo the table.
 pub fn write_throughput_csv(path: &Path, e: &Experiments) -> Result<(), ReportError> {
     let mut s = String::from(
@@ -260,6 +275,144 @@ pub fn write_throughput_csv(path: &Path, e: &Experiments) -> Result<(), ReportEr
         );
     }
     std::fs::write(path, s).map_err(|e| ReportError::io(path, e))
+}
+
+/// A table of a seed's published figures beside ours, with its heading and a note.
+pub(super) struct SeedSection {
+    pub title: String,
+    pub table: Table,
+    pub note: String,
+}
+
+/// Our throughput run of `profile` in a shaped seed-002 style group (the most senders, then
+/// the first), if any.
+fn shaped_run<'a>(e: &'a Experiments, profile: &str) -> Option<&'a ThroughputResult> {
+    e.throughput
+        .iter()
+        .filter(|r| r.profile == profile && r.rate_bps.is_some())
+        .max_by_key(|r| r.senders)
+}
+
+/// The comparisons with seeds 002 and 003 that this report's measurements allow (none when no
+/// profile of the run stands for a seed configuration).
+pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
+    let e = &summary.experiments;
+    let mut out = Vec::new();
+    let ours_002 = |c: seed002::Config| c.ours().profile;
+    let any_002 = seed002::Config::ALL.into_iter().any(|c| {
+        ours_002(c).is_some_and(|p| {
+            shaped_run(e, p).is_some() || summary.scenarios.iter().any(|s| s.profile == p)
+        })
+    });
+    if any_002 {
+        // Ping-pong: our forward one-way delay at the largest payload we measured for the
+        // configuration's profile (sockperf reports half the round trip).
+        let latency = seed002::latency_table(|c, t| {
+            let p = ours_002(c)?;
+            match t {
+                seed002::Test::PingPong => {
+                    let s = summary
+                        .scenarios
+                        .iter()
+                        .filter(|s| s.profile == p)
+                        .max_by_key(|s| s.payload)?;
+                    let f = s.sections.owd_forward.as_ref()?;
+                    Some([f.p90_us, f.p99_us, f.p999_us])
+                }
+                _ => None,
+            }
+        });
+        out.push(SeedSection {
+            title: "Beside seed 002: latency (Tables 6.1, 6.3, 6.5, 6.7), µs".into(),
+            table: latency,
+            note: "Seed 002 ran sockperf with 24,938-byte lidar messages (ping-pong: half the \
+                   round trip); our ping-pong row is the forward one-way delay measured on the \
+                   shared clock at the largest payload this run measured for the profile (one \
+                   frame, at most the MTU). '—' = not measured in this run."
+                .into(),
+        });
+        let tp = seed002::throughput_table(|c| {
+            let r = shaped_run(e, ours_002(c)?)?;
+            let n = r.senders.max(1) as f64;
+            Some((r.goodput_mbps / n, r.theoretical_mbps? / n))
+        });
+        out.push(SeedSection {
+            title: "Beside seed 002: throughput (Tables 6.2, 6.4, 6.6, 6.8)".into(),
+            table: tp,
+            note: "Seed 002: three iperf3 UDP streams at 1 Gb/s into the consumer (§5.2.3), the \
+                   maximum per §6.1.2, both per sensor link. Ours: the shaped throughput group \
+                   with the most senders, per sender (total / senders); our maximum is that of \
+                   our frames on one shaped link."
+                .into(),
+        });
+        let cpu = seed002::cpu_table(|c| Some(shaped_run(e, ours_002(c)?)?.cpu.system_pct));
+        out.push(SeedSection {
+            title: "Beside seed 002: CPU (§6.1.2, §6.2.2, §6.3.2)".into(),
+            table: cpu,
+            note: "Seed 002: sar every second under sockperf's throughput mode, average \
+                   without the first and last 10 s. Ours: /proc/stat every second during the \
+                   same shaped throughput runs, % of the whole machine (everything else running \
+                   included)."
+                .into(),
+        });
+    }
+    let runs_003: Vec<&ThroughputResult> = e
+        .throughput
+        .iter()
+        .filter(|r| seed003::level_and_suite(&r.profile).is_some())
+        .collect();
+    if runs_003.iter().any(|r| r.profile != "plain") {
+        use seed003::{Level, Measured, Run, Transport};
+        let find = |level: Level, suite: Option<seed003::Suite>| {
+            runs_003
+                .iter()
+                .find(|r| match seed003::level_and_suite(&r.profile) {
+                    Some((l, s)) => l == level && (suite.is_none() || s == suite),
+                    None => false,
+                })
+                .copied()
+        };
+        let table = seed003::throughput_table(|run| match run {
+            Run::Iperf3(Transport::Udp) => Measured {
+                mbps: runs_003.first().and_then(|r| {
+                    let key = if r.rate_bps.is_some() {
+                        "shaped"
+                    } else {
+                        "unlimited"
+                    };
+                    r.baseline
+                        .get("iperf3")?
+                        .get(key)?
+                        .get("goodput_mbps")?
+                        .as_f64()
+                }),
+                cpu_pct: None,
+            },
+            Run::Someip {
+                transport: Transport::Udp,
+                level,
+                suite,
+            } => {
+                let r = find(level, suite);
+                Measured {
+                    mbps: r.map(|r| r.goodput_mbps),
+                    cpu_pct: r.map(|r| r.cpu.system_pct),
+                }
+            }
+            _ => Measured::default(),
+        });
+        out.push(SeedSection {
+            title: "Beside seed 003: throughput statements".into(),
+            table,
+            note: "Seed 003's figures were lost with its plots; its prose states ratios, which \
+                   are computed here from our runs. Ours are raw-Ethernet frames of the plan's \
+                   payload (seed 003: secured SOME/IP over UDP, 1,400 bytes, and over TCP, \
+                   64 kB, which this run does not measure); a level without a suite takes our \
+                   first run at that level."
+                .into(),
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -343,5 +496,64 @@ mod tests {
         assert!(lines[2].starts_with("macsec-gcm-aes-128,1400,"));
         let back: Experiments = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
         assert_eq!(back, e);
+    }
+
+    fn report_of(runs: Vec<ThroughputResult>) -> super::super::Report {
+        super::super::Report {
+            environment: serde_json::Map::new(),
+            requirements: Requirements::default(),
+            scenarios: Vec::new(),
+            baseline_sockperf: None,
+            experiments: Experiments { throughput: runs },
+        }
+    }
+
+    #[test]
+    fn seed_sections_put_our_runs_beside_the_seeds() {
+        // Nothing that maps to a seed configuration: no section.
+        let none = report_of(vec![run("hmac-sha1", 900.0, Some(1000.0), None)]).summary();
+        assert!(seed_sections(&none).is_empty());
+
+        // Three senders: the seed's figures are per sensor link, ours are divided by three.
+        let mut plain = run("plain", 2700.0, None, None);
+        plain.theoretical_mbps = Some(2800.0);
+        plain.cpu.system_pct = 20.0;
+        let mut esp = run("esp-null-hmac-sha256", 2600.0, Some(2700.0), Some(3.0));
+        esp.theoretical_mbps = Some(2750.0);
+        esp.cpu.system_pct = 23.0;
+        let summary = report_of(vec![plain, esp]).summary();
+        let secs = seed_sections(&summary);
+        let titles: Vec<&str> = secs.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(titles.len(), 3, "{titles:?}");
+        assert!(titles[1].contains("throughput"));
+        // Throughput rows: Baseline, IPsec, MACsec, bump-in-the-wire; ours in columns 5–8.
+        let t = &secs[1].table;
+        assert_eq!(t.rows[0][5], "900.0");
+        assert_eq!(t.rows[1][5], "866.7");
+        assert_eq!(t.rows[1][6], "916.7");
+        // Loss of IPsec against our plain: 1 − 2600 / 2700 = 3.7 %.
+        assert_eq!(t.rows[1][8], "3.7 %");
+        // MACsec was not measured.
+        assert_eq!(t.rows[2][5], "—");
+        // CPU: ours 23 % against our plain 20 %: +3 points.
+        let c = &secs[2].table;
+        assert_eq!(c.rows[1][3], "23.00 %");
+        assert_eq!(c.rows[1][4], "3.00 %");
+
+        // Seed 003: runs of its suites at a level give the claims' ratios.
+        let a = run("aes128-gcm/auth", 850.0, Some(1000.0), None);
+        let cf = run("aes128-gcm/conf", 750.0, Some(1000.0), None);
+        let p = run("plain", 1000.0, None, None);
+        let summary = report_of(vec![p, a, cf]).summary();
+        let secs = seed_sections(&summary);
+        let s3 = secs.iter().find(|s| s.title.contains("003")).unwrap();
+        let auth_row = s3
+            .table
+            .rows
+            .iter()
+            .find(|r| r[2].contains("15"))
+            .expect("the authentication drop claim");
+        // 1 − 850 / 1000 = 15.0 %.
+        assert_eq!(auth_row[3], "15.0 %", "{auth_row:?}");
     }
 }

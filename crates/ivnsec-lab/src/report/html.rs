@@ -48,7 +48,7 @@ figure{margin:1.5em 0}figcaption{font-size:.85em;color:#444;max-width:900px}\
 svg{max-width:100%;height:auto}p.note{font-size:.85em;color:#444;max-width:900px}\
 nav a{margin-right:1em}";
 
-fn table_html(t: &Table) -> String {
+pub(super) fn table_html(t: &Table) -> String {
     let mut s = String::from("<table>\n<tr>");
     for h in &t.head {
         let _ = write!(s, "<th>{}</th>", escape(h));
@@ -599,5 +599,10 @@ fn experiments_html(s: &mut String, summary: &Summary) {
             &summary.requirements,
         )));
         note(s, experiments::THROUGHPUT_NOTE);
+    }
+    for sec in experiments::seed_sections(summary) {
+        let _ = writeln!(s, "<h2>{}</h2>", escape(&sec.title));
+        s.push_str(&table_html(&sec.table));
+        note(s, &sec.note);
     }
 }

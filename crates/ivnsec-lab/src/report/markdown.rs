@@ -19,6 +19,11 @@ pub(super) fn opt_us(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_string(), us)
 }
 
+/// A number with `decimals` decimals, or "—" when missing.
+pub(super) fn opt_num(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "—".to_string(), |v| format!("{v:.decimals$}"))
+}
+
 pub(super) fn yes_no(ok: bool) -> &'static str {
     if ok { "PASS" } else { "FAIL" }
 }
@@ -40,14 +45,21 @@ fn cell(s: &str) -> String {
         .replace(['\n', '\r'], " ")
 }
 
-/// One row of a table: header cells or data cells.
-pub(super) struct Table {
+/// A table of text cells: a header row and data rows (every row as long as the header).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
     pub head: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    pub(super) fn markdown(&self) -> String {
+    /// As an HTML `<table>` (cells escaped; `PASS`/`FAIL` cells coloured as in `index.html`).
+    pub fn html(&self) -> String {
+        super::html::table_html(self)
+    }
+
+    /// As a Markdown table (cells escaped, one line per row).
+    pub fn markdown(&self) -> String {
         let mut s = String::new();
         let line = |cells: &[String]| {
             let c: Vec<String> = cells.iter().map(|c| cell(c)).collect();
@@ -62,7 +74,7 @@ impl Table {
     }
 }
 
-fn strs(v: &[&str]) -> Vec<String> {
+pub(super) fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
@@ -208,7 +220,7 @@ pub(super) fn range_table(
     Table { head, rows }
 }
 
-fn ratio(ours: f64, seed: f64) -> String {
+pub(super) fn ratio(ours: f64, seed: f64) -> String {
     if seed > 0.0 {
         format!("{:.3}", ours / seed)
     } else {
@@ -441,6 +453,7 @@ pub(super) fn render(summary: &Summary) -> String {
         }
     }
     s.push_str(&experiments::markdown(&summary.experiments, req));
+    s.push_str(&experiments::seed_markdown(summary));
     s
 }
 

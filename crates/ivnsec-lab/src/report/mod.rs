@@ -9,6 +9,9 @@
 //! [`Report::write_dir`] writes all four; [`Report::from_dir`] reads a directory back from its
 //! `samples.csv` (plus environment, requirements and baseline from `summary.json` when present),
 //! which is what `ivnsec report DIR` rebuilds from.
+//!
+//! [`seed000`], [`seed002`] and [`seed003`] hold the figures the seeds publish, with the tables
+//! that set them beside ours (docs/seeds.md lists every const and how garbled text was read).
 
 pub mod csv;
 pub mod experiments;
@@ -17,6 +20,8 @@ mod html;
 mod markdown;
 mod plots;
 pub mod seed000;
+pub mod seed002;
+pub mod seed003;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -29,6 +34,7 @@ use crate::stats;
 
 pub use experiments::Experiments;
 pub use fit::{LinearFit, least_squares};
+pub use markdown::Table;
 
 /// File names inside a report directory.
 pub const SAMPLES_CSV: &str = "samples.csv";
