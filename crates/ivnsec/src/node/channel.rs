@@ -380,6 +380,23 @@ struct SomeipHeader {
     session: u16,
 }
 
+impl SomeipHeader {
+    /// The header of the next message, with a `payload_len`-byte payload.
+    fn repr(&self, payload_len: usize) -> sipw::Repr {
+        sipw::Repr {
+            service_id: SOMEIP_SERVICE,
+            method_id: SOMEIP_METHOD,
+            client_id: self.client,
+            session_id: self.session,
+            interface_version: 1,
+            message_type: self.message_type,
+            tp: false,
+            return_code: ReturnCode::E_OK,
+            payload_len,
+        }
+    }
+}
+
 /// One node's end of a secured channel.
 pub struct Channel {
     sas: Sas,
@@ -743,19 +760,8 @@ impl Channel {
                 Ok(PDU_HEADER_LEN + m)
             }
             Sas::Someip(t, _, h) => {
-                let header = sipw::Repr {
-                    service_id: SOMEIP_SERVICE,
-                    method_id: SOMEIP_METHOD,
-                    client_id: h.client,
-                    session_id: h.session,
-                    interface_version: 1,
-                    message_type: h.message_type,
-                    tp: false,
-                    return_code: ReturnCode::E_OK,
-                    payload_len: 0,
-                };
                 let n = t
-                    .protect(&header, payload, out)
+                    .protect(&h.repr(0), payload, out)
                     .map_err(|e| anyhow!("protect: {e}"))?;
                 h.session = h.session.checked_add(1).unwrap_or(1);
                 Ok(n)
@@ -885,18 +891,7 @@ impl Channel {
             }
             Sas::Someip(_, _, h) => {
                 out.resize(sipw::HEADER_LEN, 0);
-                sipw::Repr {
-                    service_id: SOMEIP_SERVICE,
-                    method_id: SOMEIP_METHOD,
-                    client_id: h.client,
-                    session_id: h.session,
-                    interface_version: 1,
-                    message_type: h.message_type,
-                    tp: false,
-                    return_code: ReturnCode::E_OK,
-                    payload_len: payload.len(),
-                }
-                .emit_header(out);
+                h.repr(payload.len()).emit_header(out);
             }
             _ => {}
         }
