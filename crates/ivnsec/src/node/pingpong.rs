@@ -167,7 +167,8 @@ fn plain_watch(spec: &RoleSpec) -> Result<Option<(Link, DropReason)>> {
             },
             DropReason::NotEsp,
         ),
-        LinkSpec::Udp { .. } => return Ok(None),
+        // UDP families: the unprotected form arrives on the same socket and fails verify.
+        LinkSpec::Udp { .. } | LinkSpec::UdpPeer { .. } => return Ok(None),
     };
     let link = open_link(&watch, spec.rcvbuf).context("the link for unprotected units")?;
     Ok(Some((link, reason)))
