@@ -11,3 +11,4 @@ pub mod link;
 pub mod orchestrate;
 pub mod pingpong;
 pub mod throughput;
+pub mod underload;
