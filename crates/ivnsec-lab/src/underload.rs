@@ -258,6 +258,8 @@ pub struct ProfileRun {
     pub units_per_message: usize,
     /// Protected units the sensor sent (all messages).
     pub units_sent: u64,
+    /// Units that reached the consumer's socket (verified or not).
+    pub units_received: u64,
     /// Message bytes sent (fragment headers and protection not counted).
     pub bytes_sent: u64,
     /// From the first send to the last, in s.

@@ -3,7 +3,6 @@
 
 pub mod attack;
 pub mod channel;
-#[allow(dead_code)] // until the roles that send large messages use every part
 pub mod fragment;
 pub mod highwater;
 pub mod keyfile;
