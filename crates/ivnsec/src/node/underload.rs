@@ -15,8 +15,8 @@
 //! vectors and the capture are reserved up front; the reassembler reuses its buffers).
 //!
 //! Protocol with the orchestrator (stdin/stdout lines):
-//! - consumer: `READY <udp port>` once its link is open; on stdin EOF: one `M <seq> <one-way
-//!   ns>` per message delivered, `RECV <units> <bytes> <duplicates> <out of order>`,
+//! - consumer: `READY <udp port>` once its link is open; on stdin EOF it takes the units still
+//!   queued, then prints one `M <seq> <one-way ns>` per message delivered, `RECV <units> <bytes> <duplicates> <out of order>`,
 //!   `REPLIED <n>`, `DROP <reason> <n>`, `CPU <user ns> <sys ns>`, `END`.
 //! - sensor: `READY <udp port>` once its link is open; then waits for `GO <consumer udp port>` on
 //!   stdin (the port matters on the loopback fallback only, where both roles talk UDP and the
@@ -345,9 +345,15 @@ fn consumer(spec: &StreamSpec) -> Result<()> {
 
     let (u0, s0) = rusage_self();
     let slice = Duration::from_millis(20);
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        // Once told to stop, take what is still queued (a consumer that fell behind) and stop at
+        // the first empty slice.
+        let stopping = stop.load(Ordering::Relaxed);
         let n = link.recv_batch(&mut rx.buf, rx.stride, rx.off, &mut rx.lens, slice)?;
         if n == 0 {
+            if stopping {
+                break;
+            }
             fr.expire(monotonic_ns());
         }
         for i in 0..n {
