@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::Duration;
@@ -522,7 +522,7 @@ fn transport(site: &Site) -> String {
             "testbed {} ({}): {initiator} → switch → {responder}, raw Ethernet (AF_PACKET) over \
              veth and a Linux bridge, 1500-byte MTU, every fragment its own protected frame; ESP \
              as IPv4 protocol 50 through the kernel's IP layer (raw IP sockets), one ESP packet \
-             per fragment",
+             per fragment; SecOC and SOME/IP in UDP datagrams, one per fragment",
             state.prefix, state.topology
         ),
         Site::Loopback => "UDP on loopback (no testbed: not root), one protected fragment per \
@@ -704,13 +704,8 @@ fn run_profile(
     let s_port = ready(&mut sensor, &mut s_out, "sensor")?;
     reaper.0.push(sensor);
 
-    let c_link = match link_spec(testbed, family, &c_ends, None) {
-        crate::node::link::LinkSpec::Udp { local, .. } => crate::node::link::LinkSpec::Udp {
-            local,
-            peer: Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), s_port)),
-        },
-        other => other,
-    };
+    // On loopback the consumer answers the sensor's UDP port, known only now.
+    let c_link = link_spec(testbed, family, &c_ends, (!testbed).then_some(s_port));
     let mut consumer = spawn(
         pair.consumer.0.as_deref(),
         &spec(StreamRole::Consumer, c_ends, c_link, None),

@@ -335,20 +335,26 @@ mod tests {
         (tx, rx)
     }
 
-    const PROFILES: [&str; 7] = [
+    const PROFILES: [&str; 11] = [
         "plain",
         "crc32",
         "aes128-gcm",
         "aes256-cbc-hmac-sha256",
         "macsec-gcm-aes-128",
+        "macsec-gcm-aes-128/auth",
         "esp-aes128-gcm",
         "esp-null-hmac-sha256",
+        "secoc-cmac-aes128",
+        "someip-aes128-gcm/conf",
+        "someip-nosec",
     ];
 
     /// What the link would carry after the Ethernet header for a unit of `len` bytes.
     fn l2_len(ch: &Channel, len: usize) -> usize {
         match ch.family() {
             Family::Esp(_) => IPV4_HLEN + len,
+            // SecOC and SOME/IP units are UDP payloads.
+            f if f.is_udp() => IPV4_HLEN + 8 + len,
             _ => len - ethernet::HEADER_LEN,
         }
     }

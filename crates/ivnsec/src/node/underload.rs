@@ -236,7 +236,14 @@ fn sensor(spec: &StreamSpec) -> Result<()> {
         .strip_prefix("GO ")
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| anyhow!("expected `GO <port>` on stdin, got {:?}", line.trim()))?;
-    if let (Link::Udp { peer, .. }, LinkSpec::Udp { local, .. }) = (&mut link, &spec.link) {
+    // Loopback: the sensor learns the consumer's port only now (a testbed link knows its peer).
+    if let (
+        Link::Udp {
+            peer: peer @ None, ..
+        },
+        LinkSpec::Udp { local, .. },
+    ) = (&mut link, &spec.link)
+    {
         *peer = Some(std::net::SocketAddr::new(local.ip(), port));
     }
     link.connect_peer().context("setting the destination")?;
