@@ -314,6 +314,30 @@ impl ProfileRun {
     }
 }
 
+/// What under-load and playback runs report (`--json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnderloadReport {
+    /// `underload` or `playback`.
+    pub experiment: String,
+    /// The path the messages took.
+    pub transport: String,
+    /// The settings of the run (the config, and for playback the timeline's figures).
+    pub settings: serde_json::Value,
+    /// One entry per profile, in the order run (`plain` first when it was added).
+    pub runs: Vec<ProfileRun>,
+    /// Same-run references: `sockperf` (its output, parsed) when it ran.
+    pub baseline: serde_json::Map<String, serde_json::Value>,
+    /// Every run's verdict passed.
+    pub passed: bool,
+}
+
+impl UnderloadReport {
+    /// Whether every profile met the requirement.
+    pub fn passed(&self) -> bool {
+        !self.runs.is_empty() && self.runs.iter().all(|r| r.verdict.passed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,12 +20,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::underload::{
-    Common, DEFAULT_PROFILES, MAX_COUNT, StreamArgs, UnderloadReport, check_common, run_stream,
-    sockperf_baseline,
+    Common, DEFAULT_PROFILES, MAX_COUNT, StreamArgs, check_common, run_stream, sockperf_baseline,
 };
 use crate::cli::usage;
 use crate::node::orchestrate::Site;
 use crate::node::underload::Schedule;
+use ivnsec_lab::underload::UnderloadReport;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\

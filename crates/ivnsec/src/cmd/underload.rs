@@ -19,7 +19,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_lab::cpu::{ProcessCpu, SystemSampler};
 use ivnsec_lab::throughput::{CpuResult, system_fields};
 use ivnsec_lab::underload::{
-    MAX_MESSAGE, MIN_MESSAGE, MessageCounts, ProfileRun, REQUIREMENT_US, Replies,
+    MAX_MESSAGE, MIN_MESSAGE, MessageCounts, ProfileRun, REQUIREMENT_US, Replies, UnderloadReport,
 };
 use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::{self, Topology};
@@ -288,30 +288,6 @@ fn loopback_ends() -> Ends {
         peer_mac: topology::ecu_mac(0, 1),
         local_ip: Ipv4Addr::LOCALHOST,
         peer_ip: Ipv4Addr::LOCALHOST,
-    }
-}
-
-/// What under-load and playback runs report (`--json`).
-#[derive(Clone, Debug, Serialize)]
-pub struct UnderloadReport {
-    /// `underload` or `playback`.
-    pub experiment: String,
-    /// The path the messages took.
-    pub transport: String,
-    /// The settings of the run (the config, and for playback the timeline's figures).
-    pub settings: Value,
-    /// One entry per profile, in the order run (`plain` first when it was added).
-    pub runs: Vec<ProfileRun>,
-    /// Same-run references: `sockperf` (its output, parsed) when it ran.
-    pub baseline: Map<String, Value>,
-    /// Every run's verdict passed.
-    pub passed: bool,
-}
-
-impl UnderloadReport {
-    /// Whether every profile met the requirement.
-    pub fn passed(&self) -> bool {
-        !self.runs.is_empty() && self.runs.iter().all(|r| r.verdict.passed)
     }
 }
 
