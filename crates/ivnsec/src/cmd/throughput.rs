@@ -363,7 +363,7 @@ fn child_stderr(c: &mut Child) -> String {
 }
 
 /// Kills and reaps children that are still running when a run fails.
-struct Reaper(Vec<Child>);
+pub(crate) struct Reaper(pub(crate) Vec<Child>);
 
 impl Drop for Reaper {
     fn drop(&mut self) {

@@ -3,9 +3,11 @@
 
 pub mod attack;
 pub mod channel;
+pub mod fragment;
 pub mod highwater;
 pub mod keyfile;
 pub mod link;
 pub mod orchestrate;
 pub mod pingpong;
 pub mod throughput;
+pub mod underload;
