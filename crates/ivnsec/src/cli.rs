@@ -43,6 +43,9 @@ pub enum Command {
     /// Measure goodput, loss and CPU of a profile between N senders and one receiver, against
     /// the theoretical maximum of the (shaped) link and iperf3 on the same path.
     Throughput(cmd::throughput::Args),
+    /// Seed 003's ADAS scenario: N cameras × 60 fps × 425 kB frames over secured SOME/IP,
+    /// tx→rx delay of every frame against 16 ms, CPU against nosec.
+    Camera(cmd::camera::Args),
     /// Run every scenario of a plan (TOML) and write the report (CSV, JSON, Markdown, HTML).
     Run(cmd::run::Args),
     /// The main job: testbed up, a preset plan, sockperf beside it, report, testbed down, verdicts.

@@ -2,6 +2,7 @@
 //! they use, and the orchestration that starts them.
 
 pub mod attack;
+pub mod camera;
 pub mod channel;
 pub mod highwater;
 pub mod keyfile;
