@@ -1,5 +1,5 @@
 //! The ADAS camera experiment of seed 003 §F: N cameras, each sending one compressed video frame
-//! (425 kB) every 1/60 s over secured SOME/IP to one consumer, which measures the tx→rx delay
+//! (42.5 KiB, 21 Mb/s) every 1/60 s over secured SOME/IP to one consumer, which measures the tx→rx delay
 //! of every whole frame against a 16 ms deadline (one frame period).
 //!
 //! Pure arithmetic and data: the frame schedule (absolute, so it never drifts), the time stamps
@@ -15,8 +15,12 @@ use crate::throughput::CpuIncrease;
 
 /// Seed 003 §F: frames per second of each camera.
 pub const DEFAULT_FPS: u32 = 60;
-/// Seed 003 §F: bytes of one compressed video frame (425 kB; 21 Mb/s per camera at 60 fps).
-pub const DEFAULT_FRAME_BYTES: usize = 425_000;
+/// Bytes of one compressed video frame: 42.5 KiB. The extracted text of seed 003 §F prints
+/// "425 kB", but its own figures fix the size at 42.5 KiB: "21 Mbps per camera" at 60 fps is
+/// 43.75 kB per frame (42.5 KiB: 42.5 × 1024 × 8 × 60 = 20.9 Mb/s), "ranging from 42 Mbps to 336 Mbps"
+/// for 2 to 16 cameras is 21 Mb/s each, and 16 cameras of 425,000-byte frames (3.3 Gb/s) could
+/// not cross the 1 Gb/s link the paper used. The decimal point was lost in the extraction.
+pub const DEFAULT_FRAME_BYTES: usize = 43_520;
 /// Seed 003 §F: the delay bound, "the reception of a frame before the generation of the
 /// subsequent" (one period at 60 fps, rounded).
 pub const DEFAULT_DEADLINE_MS: f64 = 16.0;
@@ -299,7 +303,10 @@ impl CameraResult {
     /// camera `i`, `logs[i]` what the consumer measured of it) and the run's first due time.
     pub fn fill(&mut self, sent: &[u64], logs: &[CameraLog], services: &[u16], start_ns: u64) {
         let limit = (self.deadline_ms * 1e6).round() as u64;
-        let all_delay: Vec<u64> = logs.iter().flat_map(|l| l.delay_ns.iter().copied()).collect();
+        let all_delay: Vec<u64> = logs
+            .iter()
+            .flat_map(|l| l.delay_ns.iter().copied())
+            .collect();
         let all_lag: Vec<u64> = logs.iter().flat_map(|l| l.lag_ns.iter().copied()).collect();
         let from_due: Vec<u64> = logs
             .iter()
@@ -431,7 +438,10 @@ mod tests {
         let ns: Vec<u64> = (1..=101).rev().map(|v| v * 1000).collect();
         let d = DelayStats::of_ns(&ns).unwrap();
         assert_eq!(d.count, 101);
-        assert_eq!((d.min, d.p1, d.p25, d.p50, d.p75, d.p99, d.max), (1.0, 2.0, 26.0, 51.0, 76.0, 100.0, 101.0));
+        assert_eq!(
+            (d.min, d.p1, d.p25, d.p50, d.p75, d.p99, d.max),
+            (1.0, 2.0, 26.0, 51.0, 76.0, 100.0, 101.0)
+        );
         assert!((d.mean - 51.0).abs() < 1e-9);
         assert!(DelayStats::of_ns(&[]).is_none());
     }
@@ -481,7 +491,7 @@ mod tests {
         // 5 frames of 425 000 bytes over 2 s.
         assert!((r.seconds - 2.0).abs() < 1e-12);
         assert!((r.goodput_mbps - 5.0 * 425_000.0 * 8.0 / 2.0 / 1e6).abs() < 1e-9);
-        // 2 × 60 × 3.4 Mb = 408 Mb/s; one camera is 20.4 Mb/s (003: "21 Mbps per camera").
+        // 2 × 60 × 3.4 Mb = 408 Mb/s.
         assert!((r.offered_mbps - 408.0).abs() < 1e-9);
         assert!(!r.passed);
         let report = CameraReport {
@@ -497,9 +507,20 @@ mod tests {
             deadline_ms: 16.0,
             ..CameraResult::default()
         };
-        ok.fill(&[2], &[log(&[1, 2], &[0, 0], 1_100_000_000)], &[1], 1_000_000_000);
+        ok.fill(
+            &[2],
+            &[log(&[1, 2], &[0, 0], 1_100_000_000)],
+            &[1],
+            1_000_000_000,
+        );
         assert!(ok.passed);
-        assert!(CameraReport { results: vec![ok], ..CameraReport::default() }.passed());
+        assert!(
+            CameraReport {
+                results: vec![ok],
+                ..CameraReport::default()
+            }
+            .passed()
+        );
         assert!(!CameraReport::default().passed());
     }
 
@@ -518,7 +539,10 @@ mod tests {
             ..CameraCpu::default()
         };
         let i = conf.increase_over(&nosec);
-        assert_eq!((i.sender_pct, i.receiver_pct, i.system_pct), (4.0, 7.0, 7.0));
+        assert_eq!(
+            (i.sender_pct, i.receiver_pct, i.system_pct),
+            (4.0, 7.0, 7.0)
+        );
         assert!(!i.within_5pct);
     }
 }

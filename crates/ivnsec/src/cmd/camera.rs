@@ -1,5 +1,5 @@
 //! `ivnsec camera`: seed 003's ADAS scenario (§F, Fig. 7). N cameras on one camera ECU, each
-//! sending a 425 kB frame every 1/60 s as secured SOME/IP to the ADAS consumer on another ECU,
+//! sending a 42.5 KiB frame (21 Mb/s) every 1/60 s as secured SOME/IP to the ADAS consumer on another ECU,
 //! which measures the tx→rx delay of every whole frame against the 16 ms deadline; CPU of both
 //! ECUs and of the machine, and its increase over a `nosec` run of the same camera count.
 //!
@@ -72,12 +72,17 @@ pub struct Args {
     /// Frames per second of each camera.
     #[arg(long, default_value_t = DEFAULT_FPS)]
     pub fps: u32,
-    /// Bytes of one frame (the SOME/IP body; 003: 425 kB compressed video frames).
+    /// Bytes of one frame (the SOME/IP body). Default 42.5 KiB: 003's 21 Mb/s per camera at 60
+    /// fps (its text prints "425 kB"; see docs/camera.md).
     #[arg(long, default_value_t = DEFAULT_FRAME_BYTES)]
     pub frame_bytes: usize,
     /// Security levels to run (repeat or comma-separate): nosec, auth, conf. nosec runs first
     /// for each camera count and is the reference of the CPU increase.
-    #[arg(long = "level", value_delimiter = ',', default_value = "nosec,auth,conf")]
+    #[arg(
+        long = "level",
+        value_delimiter = ',',
+        default_value = "nosec,auth,conf"
+    )]
     pub levels: Vec<String>,
     /// AEAD suite of auth and conf: aes128-gcm, aes256-gcm, aes128-ccm, aes256-ccm,
     /// chacha20-poly1305.
@@ -152,7 +157,7 @@ fn default_provider() -> String {
 /// ```toml
 /// cameras = [2, 4, 8, 12, 16]   # one run per count (1..=32)
 /// fps = 60                      # 1..=240
-/// frame_bytes = 425000          # 64..=4194304
+/// frame_bytes = 43520           # 64..=4194304 (42.5 KiB: 21 Mb/s at 60 fps)
 /// levels = ["nosec", "conf"]    # nosec | auth | conf; nosec runs first per count
 /// suite = "aes128-gcm"          # aes128-gcm | aes256-gcm | aes128-ccm | aes256-ccm | chacha20-poly1305
 /// transport = "tcp"             # tcp | udp-tp
@@ -187,7 +192,7 @@ pub struct CameraConfig {
 }
 
 impl Default for CameraConfig {
-    /// Seed 003 §F: 2, 4, 8, 12, 16 cameras × 60 fps × 425 kB over TCP, every level,
+    /// Seed 003 §F: 2, 4, 8, 12, 16 cameras × 60 fps × 42.5 KiB over TCP, every level,
     /// AES-128-GCM, 16 ms.
     fn default() -> Self {
         CameraConfig {
@@ -211,11 +216,7 @@ impl CameraConfig {
         if self.cameras.is_empty() {
             return Err(usage("cameras: give at least one camera count"));
         }
-        if let Some(&c) = self
-            .cameras
-            .iter()
-            .find(|&&c| c == 0 || c > MAX_CAMERAS)
-        {
+        if let Some(&c) = self.cameras.iter().find(|&&c| c == 0 || c > MAX_CAMERAS) {
             return Err(usage(format!(
                 "cameras: each count must be from 1 to {MAX_CAMERAS}, got {c}"
             )));
@@ -255,8 +256,7 @@ impl CameraConfig {
                 self.seconds
             )));
         }
-        if !self.deadline_ms.is_finite() || self.deadline_ms <= 0.0 || self.deadline_ms > 60_000.0
-        {
+        if !self.deadline_ms.is_finite() || self.deadline_ms <= 0.0 || self.deadline_ms > 60_000.0 {
             return Err(usage(format!(
                 "deadline_ms must be above 0 and at most 60000, got {}",
                 self.deadline_ms
@@ -272,9 +272,8 @@ impl CameraConfig {
         }
         let mut v = Vec::new();
         for s in &self.levels {
-            let l = Level::from_name(s.trim()).ok_or_else(|| {
-                usage(format!("level `{s}`: expected nosec, auth or conf"))
-            })?;
+            let l = Level::from_name(s.trim())
+                .ok_or_else(|| usage(format!("level `{s}`: expected nosec, auth or conf")))?;
             v.push(l);
         }
         Ok(Level::ALL.into_iter().filter(|l| v.contains(l)).collect())
@@ -386,7 +385,10 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
         ),
         None => None,
     };
-    let part = pcap.map(lab::part_path).map(std::path::absolute).transpose()?;
+    let part = pcap
+        .map(lab::part_path)
+        .map(std::path::absolute)
+        .transpose()?;
     let mut results = Vec::new();
     for &n in &cfg.cameras {
         let mut nosec_cpu: Option<CameraCpu> = None;
@@ -431,9 +433,9 @@ fn site_text(site: &Site, t: Transport) -> String {
              over veth and a Linux bridge",
             state.prefix, state.topology
         ),
-        Site::Loopback => format!(
-            "loopback: both ECUs on 127.0.0.1, {how}; not a vehicle-network path"
-        ),
+        Site::Loopback => {
+            format!("loopback: both ECUs on 127.0.0.1, {how}; not a vehicle-network path")
+        }
     }
 }
 
@@ -593,7 +595,12 @@ fn run_once(
             e.context(errs.join("; "))
         }
     };
-    if let Err(e) = expect_line(&tx_lines, "READY", Duration::from_secs(15), "the camera ECU") {
+    if let Err(e) = expect_line(
+        &tx_lines,
+        "READY",
+        Duration::from_secs(15),
+        "the camera ECU",
+    ) {
         return Err(fail(&mut reaper, e));
     }
     let sampler = SystemSampler::start(Duration::from_secs(1));
@@ -618,7 +625,10 @@ fn run_once(
         Ok(l) => Some(l),
         Err(mpsc::RecvTimeoutError::Timeout) => None,
         Err(mpsc::RecvTimeoutError::Disconnected) => {
-            return Err(fail(&mut reaper, anyhow!("the consumer ended without REPORT")));
+            return Err(fail(
+                &mut reaper,
+                anyhow!("the consumer ended without REPORT"),
+            ));
         }
     };
     let line = match rx_report {
@@ -634,7 +644,10 @@ fn run_once(
     };
     let system = sampler.stop();
     let Some(json) = line.trim().strip_prefix("REPORT") else {
-        return Err(fail(&mut reaper, anyhow!("consumer: unexpected line {line:?}")));
+        return Err(fail(
+            &mut reaper,
+            anyhow!("consumer: unexpected line {line:?}"),
+        ));
     };
     let rx: ConsumerReport = serde_json::from_str(json.trim()).context("the consumer's report")?;
     drop(reaper.0[0].stdin.take());
@@ -646,7 +659,11 @@ fn run_once(
         }
     }
     if rx.cameras.len() != n || cam_report.sent.len() != n {
-        bail!("the nodes reported {} and {} cameras, not {n}", cam_report.sent.len(), rx.cameras.len());
+        bail!(
+            "the nodes reported {} and {} cameras, not {n}",
+            cam_report.sent.len(),
+            rx.cameras.len()
+        );
     }
 
     let mut r = CameraResult {
@@ -662,7 +679,12 @@ fn run_once(
         ..CameraResult::default()
     };
     let services: Vec<u16> = streams.iter().map(|s| s.service).collect();
-    r.fill(&cam_report.sent, &rx.cameras, &services, cam_report.start_ns);
+    r.fill(
+        &cam_report.sent,
+        &rx.cameras,
+        &services,
+        cam_report.start_ns,
+    );
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let window = (r.seconds * 1e9) as u64;
     let tx_cpu = ProcessCpu {
@@ -707,8 +729,24 @@ fn print_report(rep: &CameraReport) {
     }
     println!(
         "{:>4} {:<6} {:<18} {:>7} {:>7} {:>5}  {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:>5} {:>8}  {:>5} {:>5} {:>5} {:>7}",
-        "cams", "level", "suite", "sent", "recv", "lost", "p1", "p25", "p50", "p75", "p99",
-        "max ms", "late", "Mb/s", "cpu-t", "cpu-r", "sys", "Δsys"
+        "cams",
+        "level",
+        "suite",
+        "sent",
+        "recv",
+        "lost",
+        "p1",
+        "p25",
+        "p50",
+        "p75",
+        "p99",
+        "max ms",
+        "late",
+        "Mb/s",
+        "cpu-t",
+        "cpu-r",
+        "sys",
+        "Δsys"
     );
     for r in &rep.results {
         let d = r.delay_us.unwrap_or_default();
@@ -773,21 +811,106 @@ mod tests {
         ok.check().unwrap();
         assert_eq!(ok.frames_per_camera(), 300);
         let bad: Vec<(&str, CameraConfig)> = vec![
-            ("cameras", CameraConfig { cameras: vec![], ..ok.clone() }),
-            ("cameras", CameraConfig { cameras: vec![2, 0], ..ok.clone() }),
-            ("cameras", CameraConfig { cameras: vec![33], ..ok.clone() }),
-            ("fps", CameraConfig { fps: 0, ..ok.clone() }),
-            ("frame_bytes", CameraConfig { frame_bytes: 10, ..ok.clone() }),
-            ("frame_bytes", CameraConfig { frame_bytes: MAX_FRAME_BYTES + 1, ..ok.clone() }),
-            ("level", CameraConfig { levels: vec!["secret".into()], ..ok.clone() }),
-            ("levels", CameraConfig { levels: vec![], ..ok.clone() }),
-            ("suite", CameraConfig { suite: "aes128-cbc".into(), ..ok.clone() }),
-            ("provider", CameraConfig { provider: "quick".into(), ..ok.clone() }),
+            (
+                "cameras",
+                CameraConfig {
+                    cameras: vec![],
+                    ..ok.clone()
+                },
+            ),
+            (
+                "cameras",
+                CameraConfig {
+                    cameras: vec![2, 0],
+                    ..ok.clone()
+                },
+            ),
+            (
+                "cameras",
+                CameraConfig {
+                    cameras: vec![33],
+                    ..ok.clone()
+                },
+            ),
+            (
+                "fps",
+                CameraConfig {
+                    fps: 0,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "frame_bytes",
+                CameraConfig {
+                    frame_bytes: 10,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "frame_bytes",
+                CameraConfig {
+                    frame_bytes: MAX_FRAME_BYTES + 1,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "level",
+                CameraConfig {
+                    levels: vec!["secret".into()],
+                    ..ok.clone()
+                },
+            ),
+            (
+                "levels",
+                CameraConfig {
+                    levels: vec![],
+                    ..ok.clone()
+                },
+            ),
+            (
+                "suite",
+                CameraConfig {
+                    suite: "aes128-cbc".into(),
+                    ..ok.clone()
+                },
+            ),
+            (
+                "provider",
+                CameraConfig {
+                    provider: "quick".into(),
+                    ..ok.clone()
+                },
+            ),
             // The fast provider has no CCM.
-            ("provider", CameraConfig { suite: "aes128-ccm".into(), provider: "fast".into(), ..ok.clone() }),
-            ("seconds", CameraConfig { seconds: 0.0, ..ok.clone() }),
-            ("seconds", CameraConfig { seconds: f64::NAN, ..ok.clone() }),
-            ("deadline_ms", CameraConfig { deadline_ms: -1.0, ..ok.clone() }),
+            (
+                "provider",
+                CameraConfig {
+                    suite: "aes128-ccm".into(),
+                    provider: "fast".into(),
+                    ..ok.clone()
+                },
+            ),
+            (
+                "seconds",
+                CameraConfig {
+                    seconds: 0.0,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "seconds",
+                CameraConfig {
+                    seconds: f64::NAN,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "deadline_ms",
+                CameraConfig {
+                    deadline_ms: -1.0,
+                    ..ok.clone()
+                },
+            ),
         ];
         for (field, c) in bad {
             let e = c.check().unwrap_err();
@@ -824,23 +947,29 @@ mod tests {
         assert_eq!(c.transport, Transport::UdpTp);
         assert_eq!(c.phase, Phase::Aligned);
         assert_eq!(c.fps, 60);
-        assert_eq!(c.frame_bytes, 425_000);
+        assert_eq!(c.frame_bytes, 43_520);
         c.check().unwrap();
         let e = toml::from_str::<CameraConfig>("cameras = [4]\nspeed = 3\n").unwrap_err();
         assert!(e.to_string().contains("speed"), "{e}");
         assert!(toml::from_str::<CameraConfig>("transport = \"carrier-pigeon\"\n").is_err());
-        assert_eq!(toml::from_str::<CameraConfig>("").unwrap(), CameraConfig::default());
+        assert_eq!(
+            toml::from_str::<CameraConfig>("").unwrap(),
+            CameraConfig::default()
+        );
     }
 
-    /// 003 §F: 425 kB at 60 fps is 20.4 Mb/s per camera ("≈ 21 Mbps"); a conf frame adds the
-    /// SOME/IP header (16) and the security fields (9 + 16).
+    /// 003 §F: "21 Mbps per camera", "from 42 Mbps to 336 Mbps" for 2 to 16 cameras at 60 fps;
+    /// the default frame (42.5 KiB) gives 20.9 Mb/s per camera, 41.8 to 334 Mb/s. A conf
+    /// message adds the SOME/IP header (16) and the security fields (9 + 16) to the frame.
     #[test]
     fn seed_003_figures() {
-        assert_eq!(message_bytes(Level::Conf, 425_000), 425_041);
-        assert_eq!(message_bytes(Level::NoSec, 425_000), 425_016);
-        let per_camera = 425_000.0 * 8.0 * 60.0 / 1e6;
-        assert!((per_camera - 20.4_f64).abs() < 1e-9);
-        // 16 cameras: 326 Mb/s (003 prints 336 from 21 Mb/s × 16).
-        assert!((16.0 * per_camera - 326.4).abs() < 1e-9);
+        let c = CameraConfig::default();
+        let per_camera = c.frame_bytes as f64 * 8.0 * f64::from(c.fps) / 1e6;
+        assert!((per_camera - 20.8896).abs() < 1e-9);
+        assert_eq!((2.0 * per_camera).round(), 42.0);
+        assert_eq!((16.0 * per_camera).round(), 334.0);
+        assert!(16.0 * per_camera < 1000.0, "fits 003's 1 Gb/s link");
+        assert_eq!(message_bytes(Level::Conf, 43_520), 43_561);
+        assert_eq!(message_bytes(Level::NoSec, 43_520), 43_536);
     }
 }

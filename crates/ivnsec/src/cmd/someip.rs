@@ -157,7 +157,10 @@ fn unix_ns() -> u64 {
 }
 
 /// The provider `choice` names for an AEAD suite, if it has it (`auto`: the first that does).
-pub(crate) fn aead_provider(choice: ProviderChoice, alg: AeadAlg) -> Option<&'static CryptoProvider> {
+pub(crate) fn aead_provider(
+    choice: ProviderChoice,
+    alg: AeadAlg,
+) -> Option<&'static CryptoProvider> {
     let want = Primitive::Aead(alg);
     let pick = |p: &'static CryptoProvider| p.supports(want).then_some(p);
     match choice {
@@ -433,7 +436,11 @@ fn next_session(s: &mut u16) -> u16 {
     *s
 }
 
-pub(crate) fn bind_err(what: &str, addr: impl std::fmt::Display, e: std::io::Error) -> anyhow::Error {
+pub(crate) fn bind_err(
+    what: &str,
+    addr: impl std::fmt::Display,
+    e: std::io::Error,
+) -> anyhow::Error {
     anyhow::Error::new(EnvError(format!(
         "cannot bind the {what} socket to {addr}: {e} (is the address on this host / in this namespace, and the port free?)"
     )))

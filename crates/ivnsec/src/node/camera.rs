@@ -25,8 +25,8 @@ use std::io::{BufRead, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -72,9 +72,7 @@ const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 const UDP_STRIDE: usize = 2048;
 
 /// How frames travel from the camera ECU to the consumer.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Transport {
     /// Secured SOME/IP over TCP, one connection per camera (seed 003 §F).
@@ -207,9 +205,7 @@ impl CameraSpec {
 
 /// Bytes of a frame's SOME/IP message at `level`.
 pub fn message_bytes(level: Level, frame_bytes: usize) -> usize {
-    HEADER_LEN
-        + frame_bytes
-        + if level == Level::NoSec { 0 } else { OVERHEAD }
+    HEADER_LEN + frame_bytes + if level == Level::NoSec { 0 } else { OVERHEAD }
 }
 
 /// Runs the role described by `$IVNSEC_NODE_SPEC`.
@@ -278,7 +274,8 @@ fn cameras(spec: &CameraSpec) -> Result<()> {
                 )
                 .context("binding a UDP socket")?;
                 sys::set_socket_buffers(s.as_fd(), SOCKET_BUFFER).context("socket buffers")?;
-                s.connect(dst).with_context(|| format!("connecting to {dst}"))?;
+                s.connect(dst)
+                    .with_context(|| format!("connecting to {dst}"))?;
                 Sender::Udp(s)
             }
         };
@@ -309,7 +306,10 @@ fn cameras(spec: &CameraSpec) -> Result<()> {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a camera thread panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a camera thread panicked")))
+            })
             .collect()
     });
     let end = monotonic_ns();
@@ -527,7 +527,10 @@ fn consumer(spec: &CameraSpec) -> Result<()> {
         let ready = print_ready(&ports);
         let logs = handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a receive thread panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a receive thread panicked")))
+            })
             .collect();
         ready.map(|()| logs)
     })?;
@@ -599,7 +602,10 @@ impl<'a> Frames<'a> {
             self.log.drop_one("wrong_frame_length");
             return;
         };
-        match self.seen.get_mut(usize::try_from(stamp.seq).unwrap_or(usize::MAX)) {
+        match self
+            .seen
+            .get_mut(usize::try_from(stamp.seq).unwrap_or(usize::MAX))
+        {
             Some(s) if !*s => *s = true,
             _ => {
                 self.log.drop_one("unexpected_frame");
@@ -632,9 +638,7 @@ fn receive_tcp(
         match listener.accept() {
             Ok((s, _)) => break s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if stopped(stop)
-                    || monotonic_ns() - t0 > ACCEPT_TIMEOUT.as_nanos() as u64
-                {
+                if stopped(stop) || monotonic_ns() - t0 > ACCEPT_TIMEOUT.as_nanos() as u64 {
                     return Ok(frames.finish(sa));
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -759,7 +763,14 @@ fn write_capture(spec: &CameraSpec, cs: &CaptureSpec, frames: &[Captured]) -> Re
     Ok(())
 }
 
-fn eth_ipv4(cs: &CaptureSpec, src: &SocketAddrV4, dst: &SocketAddrV4, proto: u8, l4: usize, out: &mut Vec<u8>) {
+fn eth_ipv4(
+    cs: &CaptureSpec,
+    src: &SocketAddrV4,
+    dst: &SocketAddrV4,
+    proto: u8,
+    l4: usize,
+    out: &mut Vec<u8>,
+) {
     out.clear();
     out.extend_from_slice(&cs.dst_mac);
     out.extend_from_slice(&cs.src_mac);
@@ -780,7 +791,13 @@ fn l4_checksum(src: &SocketAddrV4, dst: &SocketAddrV4, proto: u8, segment: &[u8]
     internet_checksum(&p)
 }
 
-fn udp_frame(cs: &CaptureSpec, src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8], out: &mut Vec<u8>) {
+fn udp_frame(
+    cs: &CaptureSpec,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
     let len = 8 + payload.len();
     eth_ipv4(cs, &src, &dst, protocol::UDP, len, out);
     let mut u = Vec::with_capacity(len);
@@ -917,9 +934,18 @@ mod tests {
             }
             f.message(&mut rx, &mut m1);
             let log = f.finish(&rx);
-            assert_eq!(log.received, if level == "nosec" { 2 } else { 1 }, "{level}");
+            assert_eq!(
+                log.received,
+                if level == "nosec" { 2 } else { 1 },
+                "{level}"
+            );
             let dropped: u64 = log.drops.values().sum();
-            assert_eq!(dropped, if level == "nosec" { 1 } else { 2 }, "{level}: {:?}", log.drops);
+            assert_eq!(
+                dropped,
+                if level == "nosec" { 1 } else { 2 },
+                "{level}: {:?}",
+                log.drops
+            );
             assert_eq!(log.delay_ns.len() as u64, log.received);
         }
     }
@@ -956,7 +982,10 @@ mod tests {
                     assert_eq!(parts.concat(), msg);
                 }
                 Transport::UdpTp => {
-                    assert_eq!(parts.len(), (msg.len() - HEADER_LEN).div_ceil(MAX_SEGMENT_DATA));
+                    assert_eq!(
+                        parts.len(),
+                        (msg.len() - HEADER_LEN).div_ceil(MAX_SEGMENT_DATA)
+                    );
                     let mut rx = spec.sa(0).unwrap();
                     let mut f = Frames::new(&spec);
                     let mut reasm = Reassembler::new(ReassemblyLimits {
