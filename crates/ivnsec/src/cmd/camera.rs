@@ -5,10 +5,10 @@
 //!
 //! Plans use [`CameraConfig`] and [`run_camera`]; the command line builds the same config.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdout, ExitCode};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -19,7 +19,6 @@ use ivnsec_lab::camera::{
     Phase, SEED_CAMERAS, frames_per_camera,
 };
 use ivnsec_lab::cpu::{ProcessCpu, SystemSampler};
-use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -27,10 +26,10 @@ use super::lab::{self, Layout, Where};
 use crate::cli::usage;
 use crate::cmd::someip::aead_provider;
 use crate::node::camera::{
-    CameraEcuReport, CameraRole, CameraSpec, CaptureSpec, ConsumerReport, SPEC_ENV, Stream,
-    Transport, message_bytes,
+    CameraEcuReport, CameraRole, CameraSpec, CaptureSpec, ConsumerReport, Stream, Transport,
+    message_bytes,
 };
-use crate::node::orchestrate::{Site, node_addr};
+use crate::node::orchestrate::{Reaper, Site, child_stderr, node_addr, spawn_node};
 use crate::providers::ProviderChoice;
 
 /// Most cameras one run simulates.
@@ -440,39 +439,7 @@ fn site_text(site: &Site, t: Transport) -> String {
 }
 
 fn spawn(ns: Option<&str>, spec: &CameraSpec) -> Result<Child> {
-    let exe = std::env::current_exe().context("locating the ivnsec binary")?;
-    let mut cmd = match ns {
-        Some(ns) => netns_command(ns, &exe),
-        None => Command::new(&exe),
-    };
-    cmd.args(["node", "camera"])
-        .env(SPEC_ENV, serde_json::to_string(spec)?)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.spawn().context("starting a camera node")
-}
-
-fn child_stderr(c: &mut Child) -> String {
-    let mut s = String::new();
-    if let Some(mut e) = c.stderr.take() {
-        let _ = e.read_to_string(&mut s);
-    }
-    s.trim().to_string()
-}
-
-/// Kills and reaps children that are still running when a run fails.
-struct Reaper(Vec<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            if let Ok(None) = c.try_wait() {
-                let _ = c.kill();
-            }
-            let _ = c.wait();
-        }
-    }
+    spawn_node(ns, "camera", spec)
 }
 
 /// Reads a node's stdout lines in a thread, so the orchestrator can wait with a timeout.

@@ -25,8 +25,8 @@ use std::io::{BufRead, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -500,17 +500,8 @@ fn consumer(spec: &CameraSpec) -> Result<()> {
     }
     let mut sas: Vec<ServiceSa> = (0..n).map(|i| spec.sa(i)).collect::<Result<_>>()?;
     // Closing stdin stops every receive thread (the orchestrator does it when frames are
-    // missing after the cameras finished). The watcher is not joined: it blocks on stdin until
-    // this process ends after its report.
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut sink);
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
+    // missing after the cameras finished).
+    let stop = super::stop_on_stdin_eof();
     let (u0, s0) = rusage_self();
     let logs: Vec<Result<CameraLog>> = std::thread::scope(|scope| {
         let stop = &*stop;

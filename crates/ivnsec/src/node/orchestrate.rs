@@ -342,18 +342,44 @@ pub(crate) fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ip
 }
 
 pub(crate) fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
+    spawn_node(ns, "pingpong", spec)
+        .with_context(|| format!("starting the {:?} process", spec.role))
+}
+
+/// Starts `ivnsec node ROLE` (in namespace `ns`, or here) with `spec` as JSON in
+/// `$IVNSEC_NODE_SPEC` and its stdin, stdout and stderr piped.
+pub(crate) fn spawn_node(
+    ns: Option<&str>,
+    role: &str,
+    spec: &impl serde::Serialize,
+) -> Result<Child> {
     let exe = std::env::current_exe().context("locating the ivnsec binary")?;
     let mut cmd = match ns {
         Some(ns) => netns_command(ns, &exe),
         None => Command::new(&exe),
     };
-    cmd.args(["node", "pingpong"])
+    cmd.args(["node", role])
         .env(SPEC_ENV, serde_json::to_string(spec)?)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd.spawn()
-        .with_context(|| format!("starting the {:?} process", spec.role))
+        .with_context(|| format!("starting an `ivnsec node {role}` process"))
+}
+
+/// Kills and reaps the node processes that are still running when it is dropped (a run that
+/// failed half-way leaves none behind).
+pub(crate) struct Reaper(pub Vec<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
 }
 
 pub(crate) fn child_stderr(c: &mut Child) -> String {
