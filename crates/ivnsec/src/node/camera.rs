@@ -369,17 +369,7 @@ fn camera(
         let due = schedule.due_ns(k);
         sleep_until(due);
         session = session.wrapping_add(1).max(1);
-        let hdr = Repr {
-            service_id: service,
-            method_id: FRAME_EVENT,
-            client_id: 0,
-            session_id: session,
-            interface_version: 1,
-            message_type: MessageType::Notification,
-            tp: false,
-            return_code: ReturnCode::E_OK,
-            payload_len: 0,
-        };
+        let hdr = frame_header(service, session);
         let sent_ns = monotonic_ns();
         FrameStamp {
             seq: k,
@@ -423,6 +413,22 @@ fn camera(
         let _ = s.shutdown(std::net::Shutdown::Write);
     }
     Ok(spec.frames)
+}
+
+/// The header of a frame: a NOTIFICATION of [`FRAME_EVENT`] from the camera's service (the
+/// Length is set by protect).
+fn frame_header(service: u16, session: u16) -> Repr {
+    Repr {
+        service_id: service,
+        method_id: FRAME_EVENT,
+        client_id: 0,
+        session_id: session,
+        interface_version: 1,
+        message_type: MessageType::Notification,
+        tp: false,
+        return_code: ReturnCode::E_OK,
+        payload_len: 0,
+    }
 }
 
 /// Sends one whole message over the connected UDP socket: one datagram when its payload fits
@@ -888,17 +894,7 @@ mod tests {
         }
         .write(&mut image)
         .unwrap();
-        let hdr = Repr {
-            service_id: 0x4301,
-            method_id: FRAME_EVENT,
-            client_id: 0,
-            session_id: 1,
-            interface_version: 1,
-            message_type: MessageType::Notification,
-            tp: false,
-            return_code: ReturnCode::E_OK,
-            payload_len: 0,
-        };
+        let hdr = frame_header(0x4301, 1);
         let mut out = vec![0u8; spec.message_bytes().unwrap()];
         let n = sa.protect(&hdr, &image, &mut out).unwrap();
         assert_eq!(n, out.len());
