@@ -10,6 +10,8 @@
 #                              key/SCI/AN/SSCI/salt of fuzz_targets/macsec_verify.rs
 #   fuzz/corpus/esp_verify/    selector byte ‖ ESP-in-IP packet, every transform, with the fixed
 #                              SPIs and keys of fuzz_targets/esp_verify.rs
+#   fuzz/corpus/frag_reassemble/ streams of fragment units (in order, reversed, interleaved,
+#                              hostile) in the record format of fuzz_targets/frag_reassemble.rs
 # The MACsec and ESP seeds are checked with `ivnsec frame verify` (the same receive code, with the
 # target's SA parameters); the script exits non-zero when one is not accepted.
 # Idempotent (files are named by content). Binary: $IVNSEC, else target/debug/ivnsec (built if
@@ -395,8 +397,42 @@ for ((a = 0; a < 8; a++)); do
     esp_seed "$a" 1 1 1 0x101 $((0x200000005)) "${esp_packets[0]}"
 done
 
+# frag_reassemble: streams of fragment units (docs/fragmentation.md) as the target reads them,
+# records `peer ‖ dt ×100 µs ‖ u16 length ‖ unit`: a 3000-byte message in 400-byte units in order,
+# reversed, interleaved with a second peer's message, with a duplicate (overlap), a unit of another
+# total, a late unit after completion (stale), and a message left incomplete past the timeout.
+frag_dir=fuzz/corpus/frag_reassemble
+mkdir -p "$frag_dir"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c '
+import struct, sys, zlib
+out = sys.argv[1]
+def units(msg_id, msg, max_unit):
+    d = max_unit - 14
+    return [struct.pack(">BBIII", 1, 0, msg_id, len(msg), o) + msg[o:o + d] for o in range(0, len(msg), d)]
+def rec(peer, dt, u):
+    return struct.pack(">BBH", peer, dt, len(u)) + u
+m1 = bytes((i * 37 + 11) & 255 for i in range(3000))
+m2 = bytes((i * 7) & 255 for i in range(1000))
+a, b = units(1, m1, 400), units(2, m2, 300)
+streams = [
+    [rec(0, 1, u) for u in a],
+    [rec(1, 0, u) for u in reversed(a)],
+    [rec(p, 1, u) for pair in zip(a, b) for p, u in zip((0, 1), pair)] + [rec(0, 1, u) for u in a[len(b):]],
+    [rec(0, 0, a[0]), rec(0, 0, a[0]), rec(0, 0, units(1, m1[:2000], 400)[1])] + [rec(0, 0, u) for u in a[1:]] + [rec(0, 0, a[2])],
+    [rec(2, 0, u) for u in a[:3]] + [rec(2, 60, u) for u in b],
+]
+for s in streams:
+    blob = b"".join(s)
+    with open("%s/seed-%08x" % (out, zlib.crc32(blob)), "wb") as f:
+        f.write(blob)
+' "$frag_dir"
+else
+    echo "seed.sh: python3 not found; frag_reassemble starts from an empty corpus" >&2
+fi
+
 echo "seed.sh: $macsec_count MACsec frames -> $macsec_dir ($(ls "$macsec_dir" | wc -l) files), $esp_count ESP packets -> $esp_dir ($(ls "$esp_dir" | wc -l) files), $((macsec_bad + esp_bad)) not accepted"
-echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds"
+echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds; frag: $(ls "$frag_dir" | wc -l) streams"
 if [ $((macsec_bad + esp_bad)) != 0 ]; then
     echo "seed.sh: some MACsec/ESP seeds are not accepted by the receive path (see above)" >&2
     exit 1

@@ -8,6 +8,7 @@
 
 pub mod esp;
 pub mod ethernet;
+pub mod frag;
 pub mod ip;
 pub mod ivnae;
 pub mod macsec;

@@ -4,6 +4,8 @@
 pub mod attack;
 pub mod camera;
 pub mod channel;
+#[allow(dead_code)] // until the roles that send large messages use every part
+pub mod fragment;
 pub mod highwater;
 pub mod keyfile;
 pub mod link;
