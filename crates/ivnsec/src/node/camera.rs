@@ -46,9 +46,12 @@ use ivnsec_core::wire::someip_tp::{
 use ivnsec_lab::camera::{CameraLog, FrameStamp, Phase, Schedule};
 use ivnsec_net::someip as net;
 use ivnsec_net::sys::{self, MAX_BATCH, monotonic_ns, rusage_self};
+use ivnsec_net::topology;
 use serde::{Deserialize, Serialize};
 
-use super::channel::write_ipv4_header;
+use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends, write_ipv4_header};
+use super::fragment::{FragReceiver, FragSender, Limits, Reject, max_unit_payload, slot_len};
+use super::link::{Link, LinkSpec};
 use crate::cmd::someip::{aead_provider, datagram_messages};
 use crate::providers::ProviderChoice;
 
@@ -80,6 +83,9 @@ pub enum Transport {
     Tcp,
     /// Secured SOME/IP over UDP, each frame cut into SOME/IP-TP segments.
     UdpTp,
+    /// The SOME/IP message (unprotected) in IVN-AE raw-Ethernet frames: cut into fragments
+    /// (`node::fragment`), each protected at the level by the channel (UDP on loopback).
+    L2,
 }
 
 impl Transport {
@@ -87,6 +93,7 @@ impl Transport {
         match self {
             Transport::Tcp => "tcp",
             Transport::UdpTp => "udp-tp",
+            Transport::L2 => "l2",
         }
     }
 }
@@ -142,6 +149,32 @@ pub struct CameraSpec {
     pub ports: Vec<u16>,
     #[serde(default)]
     pub capture: Option<CaptureSpec>,
+    /// The IVN-AE channel of the `l2` transport.
+    #[serde(default)]
+    pub l2: Option<L2Spec>,
+}
+
+/// The `l2` transport: one IVN-AE channel from the camera ECU to the consumer that every camera
+/// shares (one SA, one sequence counter, one link, as one Ethernet port), with fragmentation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct L2Spec {
+    /// IVN-AE profile: `plain` (nosec), `SUITE/auth`, `SUITE/conf`.
+    pub profile: String,
+    /// Camera ECU → consumer keys.
+    pub keys: DirectionKeys,
+    /// Ends seen from the camera ECU.
+    pub ends: Ends,
+    /// This node's link.
+    pub link: LinkSpec,
+}
+
+/// The IVN-AE profile carrying a level: `plain` for nosec, else the suite at `/auth` or `/conf`.
+pub fn l2_profile(level: Level, suite: AeadAlg) -> String {
+    match level {
+        Level::NoSec => "plain".to_string(),
+        Level::Auth => format!("{}/auth", suite.name()),
+        Level::Conf => format!("{}/conf", suite.name()),
+    }
 }
 
 /// What the camera ECU reports.
@@ -215,9 +248,11 @@ pub fn run_from_env() -> Result<()> {
     if spec.frame_bytes < FrameStamp::LEN || spec.streams.is_empty() {
         bail!("bad node spec: no streams, or frames shorter than their stamp");
     }
-    match spec.role {
-        CameraRole::Cameras => cameras(&spec),
-        CameraRole::Consumer => consumer(&spec),
+    match (spec.role, spec.transport) {
+        (CameraRole::Cameras, Transport::L2) => cameras_l2(&spec),
+        (CameraRole::Consumer, Transport::L2) => consumer_l2(&spec),
+        (CameraRole::Cameras, _) => cameras(&spec),
+        (CameraRole::Consumer, _) => consumer(&spec),
     }
 }
 
@@ -246,6 +281,8 @@ struct Capture {
 
 struct Captured {
     seq: u64,
+    /// `l2`: the protected units (whole Ethernet frames) the message went out in.
+    units: Vec<Vec<u8>>,
     at_ns: u64,
     src: SocketAddr,
     dst: SocketAddr,
@@ -267,6 +304,7 @@ fn cameras(spec: &CameraSpec) -> Result<()> {
                 sys::set_socket_buffers(s.as_fd(), SOCKET_BUFFER).context("socket buffers")?;
                 Sender::Tcp(s)
             }
+            Transport::L2 => bail!("the l2 transport has its own camera ECU"),
             Transport::UdpTp => {
                 let s = net::bind_udp(
                     SocketAddrV4::new(spec.local_ip, 0),
@@ -401,6 +439,7 @@ fn camera(
                 .unwrap_or_else(|p| p.into_inner())
                 .push(Captured {
                     seq: k,
+                    units: Vec::new(),
                     at_ns: sent_ns,
                     src,
                     dst,
@@ -491,6 +530,7 @@ fn consumer(spec: &CameraSpec) -> Result<()> {
                 l.set_nonblocking(true)?;
                 Receiver::Tcp(l)
             }
+            Transport::L2 => bail!("the l2 transport has its own consumer"),
             Transport::UdpTp => {
                 let s = net::bind_udp(addr, Duration::from_millis(100))
                     .with_context(|| format!("binding {addr}"))?;
@@ -590,7 +630,11 @@ impl<'a> Frames<'a> {
         // Verify drops are counted by the SA itself.
         let Ok(body) = sa.verify(msg) else { return };
         let rx = monotonic_ns();
-        let body = &msg[body];
+        self.frame(&msg[body], rx);
+    }
+
+    /// Records the frame `body` that was received whole and verified at `rx`.
+    fn frame(&mut self, body: &[u8], rx: u64) {
         if body.len() != self.spec.frame_bytes {
             self.log.drop_one("wrong_frame_length");
             return;
@@ -612,8 +656,10 @@ impl<'a> Frames<'a> {
         self.log.record(&stamp, rx);
     }
 
-    fn finish(mut self, sa: &ServiceSa) -> CameraLog {
-        self.drops.merge(&sa.rx_counters().drops);
+    fn finish(mut self, sa: Option<&ServiceSa>) -> CameraLog {
+        if let Some(sa) = sa {
+            self.drops.merge(&sa.rx_counters().drops);
+        }
         for (r, n) in self.drops.iter() {
             if n > 0 {
                 *self.log.drops.entry(r.name().to_string()).or_default() += n;
@@ -636,7 +682,7 @@ fn receive_tcp(
             Ok((s, _)) => break s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if stopped(stop) || monotonic_ns() - t0 > ACCEPT_TIMEOUT.as_nanos() as u64 {
-                    return Ok(frames.finish(sa));
+                    return Ok(frames.finish(Some(sa)));
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -667,7 +713,7 @@ fn receive_tcp(
             }
         }
     }
-    Ok(frames.finish(sa))
+    Ok(frames.finish(Some(sa)))
 }
 
 fn receive_udp(
@@ -704,7 +750,242 @@ fn receive_udp(
         }
     }
     frames.drops.merge(&wire_drops);
-    Ok(frames.finish(sa))
+    Ok(frames.finish(Some(sa)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The l2 transport: IVN-AE raw Ethernet with fragmentation.
+
+/// Units handed to the kernel per `sendmmsg` on the l2 link.
+const L2_BATCH: usize = 32;
+
+/// The camera ECU's side of the shared channel: one SA, one fragmenter, one link.
+struct L2Tx {
+    ch: Channel,
+    frag: FragSender,
+    link: Link,
+}
+
+fn l2_spec(spec: &CameraSpec) -> Result<&L2Spec> {
+    spec.l2
+        .as_ref()
+        .ok_or_else(|| anyhow!("the l2 transport needs its channel in the spec"))
+}
+
+fn provider(spec: &CameraSpec) -> Result<ProviderChoice> {
+    spec.provider.parse().map_err(|e: String| anyhow!(e))
+}
+
+/// The l2 message of a frame: the SOME/IP header (NOTIFICATION of the camera's service, Length
+/// set) and the frame; the protection is the channel's, per fragment.
+fn l2_message(service: u16, session: u16, image: &[u8], out: &mut [u8]) -> usize {
+    let mut hdr = frame_header(service, session);
+    hdr.payload_len = image.len();
+    hdr.emit_header(out);
+    out[HEADER_LEN..HEADER_LEN + image.len()].copy_from_slice(image);
+    HEADER_LEN + image.len()
+}
+
+fn cameras_l2(spec: &CameraSpec) -> Result<()> {
+    let l2 = l2_spec(spec)?;
+    let n = spec.streams.len();
+    let ch = Channel::with_options(
+        &l2.profile,
+        provider(spec)?,
+        &l2.keys,
+        &l2.keys,
+        l2.ends,
+        0,
+        ChannelOptions::default(),
+    )?;
+    let link = Link::open(&l2.link).context("opening the link")?;
+    link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
+    link.connect_peer().context("setting the destination")?;
+    let frag = FragSender::new(&ch, topology::MTU as usize, 1, L2_BATCH)?;
+    let tx = Mutex::new(L2Tx { ch, frag, link });
+    let capture = spec.capture.as_ref().map(|_| Capture {
+        claimed: AtomicUsize::new(0),
+        frames: Mutex::new(Vec::new()),
+    });
+    print_report("READY", &n)?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let (u0, s0) = rusage_self();
+    let start = monotonic_ns() + LEAD_NS;
+    let results: Vec<Result<u64>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let schedule = Schedule::new(start, i, n, spec.fps, spec.phase);
+                let (tx, cap) = (&tx, capture.as_ref());
+                scope.spawn(move || camera_l2(spec, i, tx, schedule, cap))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a camera thread panicked")))
+            })
+            .collect()
+    });
+    let end = monotonic_ns();
+    let (u1, s1) = rusage_self();
+    let mut sent = Vec::with_capacity(n);
+    for (i, r) in results.into_iter().enumerate() {
+        sent.push(r.with_context(|| format!("camera {}", i + 1))?);
+    }
+    if let (Some(c), Some(cs)) = (capture, &spec.capture) {
+        let frames = c.frames.into_inner().unwrap_or_else(|p| p.into_inner());
+        write_capture(spec, cs, &frames)?;
+    }
+    print_report(
+        "REPORT",
+        &CameraEcuReport {
+            sent,
+            start_ns: start,
+            end_ns: end,
+            user_ns: u1 - u0,
+            sys_ns: s1 - s0,
+        },
+    )
+}
+
+/// One camera on the shared l2 channel: every frame on its schedule, sent whole (all its
+/// fragments) under the channel's lock, as frames queue for one Ethernet port.
+fn camera_l2(
+    spec: &CameraSpec,
+    index: usize,
+    tx: &Mutex<L2Tx>,
+    schedule: Schedule,
+    capture: Option<&Capture>,
+) -> Result<u64> {
+    let service = spec.streams[index].service;
+    let mut image = vec![0u8; spec.frame_bytes];
+    getrandom::fill(&mut image).map_err(|e| anyhow!("random image: {e}"))?;
+    let mut msg = vec![0u8; HEADER_LEN + spec.frame_bytes];
+    let mut session = 0u16;
+    for k in 0..spec.frames {
+        let due = schedule.due_ns(k);
+        sleep_until(due);
+        session = session.wrapping_add(1).max(1);
+        let sent_ns = monotonic_ns();
+        FrameStamp {
+            seq: k,
+            sent_ns,
+            due_ns: due,
+        }
+        .write(&mut image)
+        .ok_or_else(|| anyhow!("frame shorter than its stamp"))?;
+        let len = l2_message(service, session, &image, &mut msg);
+        let claim = capture.filter(|c| c.claimed.fetch_add(1, Ordering::Relaxed) < CAPTURE_FRAMES);
+        let mut units = Vec::new();
+        {
+            let mut t = tx.lock().unwrap_or_else(|p| p.into_inner());
+            let L2Tx { ch, frag, link } = &mut *t;
+            frag.send(ch, link, &msg[..len], |u| {
+                if claim.is_some() {
+                    units.push(u.to_vec());
+                }
+            })
+            .with_context(|| format!("sending frame {k}"))?;
+        }
+        if let Some(c) = claim {
+            c.frames
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Captured {
+                    seq: k,
+                    units,
+                    at_ns: sent_ns,
+                    src: SocketAddr::from(([0, 0, 0, 0], 0)),
+                    dst: SocketAddr::from(([0, 0, 0, 0], 0)),
+                    message: Vec::new(),
+                });
+        }
+    }
+    Ok(spec.frames)
+}
+
+fn consumer_l2(spec: &CameraSpec) -> Result<()> {
+    let l2 = l2_spec(spec)?;
+    let n = spec.streams.len();
+    let mut ch = Channel::with_options(
+        &l2.profile,
+        provider(spec)?,
+        &l2.keys,
+        &l2.keys,
+        l2.ends.reversed(),
+        1,
+        ChannelOptions {
+            // Fragments of one frame arrive back to back; a wide window costs nothing.
+            replay_window: 1024,
+            ..ChannelOptions::default()
+        },
+    )?;
+    let link = Link::open(&l2.link).context("opening the link")?;
+    link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
+    let stride = slot_len(max_unit_payload(&ch, topology::MTU as usize)?);
+    let msg_len = HEADER_LEN + spec.frame_bytes;
+    // Every camera may have a frame in progress (cameras interleave only between frames, but
+    // a frame whose fragment was lost stays pending until its timeout).
+    let mut rx = FragReceiver::new(Limits {
+        max_message: msg_len,
+        max_pending: n + 4,
+        max_total: msg_len.saturating_mul(n + 4),
+        ..Limits::default()
+    });
+    let stop = super::stop_on_stdin_eof();
+    print_ready(&[link.local_port()])?;
+    let (u0, s0) = rusage_self();
+    let mut frames: Vec<Frames> = (0..n).map(|_| Frames::new(spec)).collect();
+    let mut other = CameraLog::default();
+    let off = ch.rx_offset();
+    let mut buf = vec![0u8; stride * MAX_BATCH];
+    let mut lens = [0usize; MAX_BATCH];
+    while !stopped(&stop) && !frames.iter().all(Frames::complete) {
+        let got = link.recv_batch(&mut buf, stride, off, &mut lens, Duration::from_millis(50))?;
+        for (i, &len) in lens.iter().enumerate().take(got) {
+            if len == 0 {
+                rx.count_drop(DropReason::Oversize);
+                continue;
+            }
+            let now = monotonic_ns();
+            let slot = &mut buf[i * stride..(i + 1) * stride];
+            let msg = match rx.accept(&mut ch, 0, slot, len, now) {
+                Ok(Some(m)) => m.data,
+                Ok(None) | Err(Reject::Verify(_) | Reject::Frag(_)) => continue,
+            };
+            // Verified fragment by fragment: the message is whole and authentic here.
+            let rx_ns = monotonic_ns();
+            let who = ivnsec_core::wire::someip::Packet::new_checked(msg)
+                .ok()
+                .filter(|p| p.total_len() == msg.len())
+                .and_then(|p| {
+                    spec.streams
+                        .iter()
+                        .position(|s| s.service == p.service_id())
+                });
+            match who {
+                Some(c) => frames[c].frame(&msg[HEADER_LEN..], rx_ns),
+                None => other.drop_one("unknown_service"),
+            }
+        }
+        rx.expire(monotonic_ns());
+    }
+    let (u1, s1) = rusage_self();
+    let mut cameras: Vec<CameraLog> = frames.into_iter().map(|f| f.finish(None)).collect();
+    // Drops of the shared channel belong to no camera: they are reported with camera 1's.
+    for (r, k) in rx.drop_counts().into_iter().chain(other.drops) {
+        *cameras[0].drops.entry(r).or_default() += k;
+    }
+    print_report(
+        "REPORT",
+        &ConsumerReport {
+            cameras,
+            user_ns: u1 - u0,
+            sys_ns: s1 - s0,
+        },
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -725,11 +1006,15 @@ fn write_capture(spec: &CameraSpec, cs: &CaptureSpec, frames: &[Captured]) -> Re
     let mut frame = Vec::new();
     let mut seg = vec![0u8; HEADER_LEN + TP_HEADER_LEN + MAX_SEGMENT_DATA];
     for c in frames {
+        let ts = wall(c.at_ns);
+        for u in &c.units {
+            w.write_frame(ts, u)?;
+        }
         let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (c.src, c.dst) else {
             continue;
         };
-        let ts = wall(c.at_ns);
         match spec.transport {
+            Transport::L2 => {}
             Transport::UdpTp => {
                 if c.message.len() - HEADER_LEN <= UDP_MAX_PAYLOAD {
                     udp_frame(cs, src, dst, &c.message, &mut frame);
@@ -882,6 +1167,7 @@ mod tests {
             consumer_ip: Ipv4Addr::LOCALHOST,
             ports: vec![],
             capture: None,
+            l2: None,
         }
     }
 
@@ -920,7 +1206,7 @@ mod tests {
                 m1[last] ^= 1;
             }
             f.message(&mut rx, &mut m1);
-            let log = f.finish(&rx);
+            let log = f.finish(Some(&rx));
             assert_eq!(
                 log.received,
                 if level == "nosec" { 2 } else { 1 },
@@ -956,6 +1242,7 @@ mod tests {
             spec.capture = Some(cs.clone());
             let c = Captured {
                 seq: 0,
+                units: Vec::new(),
                 at_ns: monotonic_ns(),
                 src: "10.0.0.1:4000".parse().unwrap(),
                 dst: "10.0.0.2:5000".parse().unwrap(),
@@ -968,6 +1255,7 @@ mod tests {
                     assert_eq!(parts.len(), msg.len().div_ceil(CAPTURE_MSS));
                     assert_eq!(parts.concat(), msg);
                 }
+                Transport::L2 => unreachable!("not in this loop"),
                 Transport::UdpTp => {
                     assert_eq!(
                         parts.len(),
@@ -986,7 +1274,7 @@ mod tests {
                             f.message(&mut rx, &mut m)
                         });
                     }
-                    assert_eq!(f.finish(&rx).received, 1);
+                    assert_eq!(f.finish(Some(&rx)).received, 1);
                 }
             }
         }
@@ -1015,5 +1303,36 @@ mod tests {
             let proto = if tcp { protocol::TCP } else { protocol::UDP };
             assert_eq!(l4_checksum(&src, &dst, proto, &f[34..]), 0, "tcp {tcp}");
         }
+    }
+
+    /// The level picks the IVN-AE profile of the l2 channel, and the l2 message is a plain
+    /// SOME/IP notification whose Length covers the frame.
+    #[test]
+    fn l2_profiles_and_message() {
+        use ivnsec_core::sa::someip::Level;
+        assert_eq!(l2_profile(Level::NoSec, AeadAlg::Aes128Gcm), "plain");
+        assert_eq!(
+            l2_profile(Level::Auth, AeadAlg::ChaCha20Poly1305),
+            "chacha20-poly1305/auth"
+        );
+        assert_eq!(
+            l2_profile(Level::Conf, AeadAlg::Aes256Ccm),
+            "aes256-ccm/conf"
+        );
+        for l in Level::ALL {
+            for a in AeadAlg::ALL {
+                crate::node::channel::Family::parse(&l2_profile(l, a)).unwrap();
+            }
+        }
+        let image = [9u8; 100];
+        let mut out = [0u8; 116];
+        assert_eq!(l2_message(0x4302, 7, &image, &mut out), 116);
+        let p = ivnsec_core::wire::someip::Packet::new_checked(&out[..]).unwrap();
+        assert_eq!(
+            (p.service_id(), p.method_id(), p.session_id()),
+            (0x4302, FRAME_EVENT, 7)
+        );
+        assert_eq!(p.length(), 8 + 100);
+        assert_eq!(p.payload(), &image[..]);
     }
 }
