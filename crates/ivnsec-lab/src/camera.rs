@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::seed003::CameraFigures;
 use crate::stats::quantile_sorted;
 use crate::throughput::CpuIncrease;
 
@@ -299,6 +300,19 @@ pub struct CameraResult {
 }
 
 impl CameraResult {
+    /// This run's figures for the seed 003 camera table of reports
+    /// ([`crate::report::seed003::camera_table`]): median and p99 tx→rx delay in ms, deadline
+    /// misses (late or lost frames), frames sent, and the CPU of the two ECU processes.
+    pub fn figures(&self) -> CameraFigures {
+        CameraFigures {
+            median_ms: self.delay_us.map(|d| d.p50 / 1e3),
+            p99_ms: self.delay_us.map(|d| d.p99 / 1e3),
+            deadline_misses: Some(self.past_deadline + self.lost),
+            frames: Some(self.frames_sent),
+            cpu_pct: Some(self.cpu.sender_pct + self.cpu.receiver_pct),
+        }
+    }
+
     /// Fills the totals, statistics and verdict from per-camera logs (`sent[i]` frames sent by
     /// camera `i`, `logs[i]` what the consumer measured of it) and the run's first due time.
     pub fn fill(&mut self, sent: &[u64], logs: &[CameraLog], services: &[u16], start_ns: u64) {
@@ -494,6 +508,9 @@ mod tests {
         // 2 × 60 × 3.4 Mb = 408 Mb/s.
         assert!((r.offered_mbps - 408.0).abs() < 1e-9);
         assert!(!r.passed);
+        let f = r.figures();
+        assert_eq!((f.median_ms, f.p99_ms), (Some(4.0), Some(d.p99 / 1e3)));
+        assert_eq!((f.deadline_misses, f.frames), (Some(2), Some(6)));
         let report = CameraReport {
             results: vec![r],
             ..CameraReport::default()

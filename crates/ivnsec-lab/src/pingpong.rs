@@ -192,6 +192,21 @@ pub struct Requirements {
     pub safety_margin: f64,
     /// Sensor data: p99.9 latency bound (µs), strict (seed 002 §5.1.3).
     pub sensor_p999_us: f64,
+    /// Largest throughput cost against the same run's `plain` (0.05 = 5 %, seed 002 §5.1.1).
+    #[serde(default = "default_throughput_cost")]
+    pub throughput_cost: f64,
+    /// Largest CPU increase over the same run's `plain`, in points of % of the machine (seed 002
+    /// §5.1.1).
+    #[serde(default = "default_cpu_increase_points")]
+    pub cpu_increase_points: f64,
+}
+
+fn default_throughput_cost() -> f64 {
+    0.05
+}
+
+fn default_cpu_increase_points() -> f64 {
+    5.0
 }
 
 impl Default for Requirements {
@@ -201,6 +216,8 @@ impl Default for Requirements {
             control_rtt_us: 5000.0,
             safety_margin: 0.25,
             sensor_p999_us: 2000.0,
+            throughput_cost: default_throughput_cost(),
+            cpu_increase_points: default_cpu_increase_points(),
         }
     }
 }

@@ -38,13 +38,16 @@ use ivnsec_net::topology::Topology;
 
 use crate::cli::usage;
 use crate::cmd::pingpong::ms_to_ns;
+use crate::cmd::throughput;
 use crate::node::orchestrate::{Mode, Scenario};
 use crate::providers::ProviderChoice;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
-pub const PRESETS: [(&str, &str); 2] = [
+pub const PRESETS: [(&str, &str); 4] = [
     ("quick", include_str!("../../../plans/quick.toml")),
     ("seed000", include_str!("../../../plans/seed000.toml")),
+    ("seed002", include_str!("../../../plans/seed002.toml")),
+    ("seed003", include_str!("../../../plans/seed003.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +67,8 @@ struct PlanFile {
     matrix: Vec<MatrixEntry>,
     #[serde(default)]
     scenario: Vec<ScenarioEntry>,
+    #[serde(default)]
+    throughput: Vec<ThroughputEntry>,
 }
 
 /// `[run]`: every key optional; also the shape of command-line overrides.
@@ -86,6 +91,8 @@ struct ReqSection {
     control_rtt_us: Option<f64>,
     safety_margin: Option<f64>,
     sensor_p999_us: Option<f64>,
+    throughput_cost: Option<f64>,
+    cpu_increase_points: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,6 +111,28 @@ struct ScenarioEntry {
     replications: Option<u32>,
 }
 
+/// `[[throughput]]`: every profile × payload × rate, each with the same senders and duration.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThroughputEntry {
+    profiles: Vec<String>,
+    payloads: Vec<usize>,
+    rates: Option<Vec<String>>,
+    senders: Option<usize>,
+    seconds: Option<f64>,
+    batch: Option<usize>,
+    baseline: Option<bool>,
+}
+
+/// One group of throughput runs: the profiles share a testbed, the `plain` run and iperf3.
+#[derive(Debug, Clone)]
+pub struct ThroughputJob {
+    pub profiles: Vec<String>,
+    pub config: throughput::Config,
+    /// Run `plain` first and iperf3 after, on the same path.
+    pub baseline: bool,
+}
+
 /// A checked plan.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -113,6 +142,7 @@ pub struct Plan {
     pub initiator: String,
     pub responder: String,
     pub scenarios: Vec<Scenario>,
+    pub throughput: Vec<ThroughputJob>,
     pub requirements: Requirements,
 }
 
@@ -122,6 +152,23 @@ impl Plan {
         self.scenarios
             .iter()
             .map(|s| u64::from(s.count) * u64::from(s.replications))
+            .sum()
+    }
+
+    /// Seconds the throughput runs send, baselines included (iperf3 twice when shaped).
+    pub fn throughput_seconds(&self) -> f64 {
+        self.throughput
+            .iter()
+            .map(|j| {
+                let s = j.config.seconds_ns as f64 / 1e9;
+                let plain = j.baseline && !j.profiles.iter().any(|p| p == "plain");
+                let iperf = match (j.baseline, j.config.rate_bps) {
+                    (false, _) => 0.0,
+                    (true, None) => s.ceil(),
+                    (true, Some(_)) => 2.0 * s.ceil(),
+                };
+                s * (j.profiles.len() + usize::from(plain)) as f64 + iperf
+            })
             .sum()
     }
 }
@@ -210,11 +257,18 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
         control_rtt_us: q.control_rtt_us.unwrap_or(d.control_rtt_us),
         safety_margin: q.safety_margin.unwrap_or(d.safety_margin),
         sensor_p999_us: q.sensor_p999_us.unwrap_or(d.sensor_p999_us),
+        throughput_cost: q.throughput_cost.unwrap_or(d.throughput_cost),
+        cpu_increase_points: q.cpu_increase_points.unwrap_or(d.cpu_increase_points),
     };
     for (k, v) in [
         ("requirements.control_owd_us", requirements.control_owd_us),
         ("requirements.control_rtt_us", requirements.control_rtt_us),
         ("requirements.sensor_p999_us", requirements.sensor_p999_us),
+        ("requirements.throughput_cost", requirements.throughput_cost),
+        (
+            "requirements.cpu_increase_points",
+            requirements.cpu_increase_points,
+        ),
     ] {
         if !(v.is_finite() && v > 0.0) {
             return Err(bad(k, format!("must be a positive number, got {v}")));
@@ -280,9 +334,49 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
                 .unwrap_or(replications),
         )?);
     }
-    if scenarios.is_empty() {
+    let mut jobs = Vec::new();
+    for (i, t) in f.throughput.iter().enumerate() {
+        let key = |k: &str| format!("throughput[{i}].{k}");
+        if t.profiles.is_empty() || t.payloads.is_empty() {
+            return Err(bad(
+                &format!("throughput[{i}]"),
+                "needs at least one profile and one payload".into(),
+            ));
+        }
+        let rates = t
+            .rates
+            .clone()
+            .unwrap_or_else(|| vec!["unlimited".to_string()]);
+        if rates.is_empty() {
+            return Err(bad(&key("rates"), "needs at least one rate".into()));
+        }
+        for &payload in &t.payloads {
+            for rate in &rates {
+                let config = throughput::check_config(
+                    payload,
+                    t.seconds.unwrap_or(5.0),
+                    rate,
+                    t.senders.unwrap_or(1),
+                    t.batch.unwrap_or(32),
+                    provider,
+                )
+                .map_err(|e| bad(&format!("throughput[{i}]"), format!("{e:#}")))?;
+                for (j, p) in t.profiles.iter().enumerate() {
+                    throughput::check_fits(p, provider, payload).map_err(|e| {
+                        bad(&format!("throughput[{i}].profiles[{j}]"), format!("{e:#}"))
+                    })?;
+                }
+                jobs.push(ThroughputJob {
+                    profiles: t.profiles.clone(),
+                    config,
+                    baseline: t.baseline.unwrap_or(true),
+                });
+            }
+        }
+    }
+    if scenarios.is_empty() && jobs.is_empty() {
         return Err(usage(format!(
-            "plan {file}: no scenarios (add a [[matrix]] or [[scenario]] table)"
+            "plan {file}: no scenarios (add a [[matrix]], [[scenario]] or [[throughput]] table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -300,6 +394,7 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
         initiator,
         responder,
         scenarios,
+        throughput: jobs,
         requirements,
     })
 }
@@ -318,6 +413,98 @@ mod tests {
         assert_eq!(s.scenarios.len(), 56);
         // 120 × 30 exchanges each, a request and a reply per exchange: 403,200 messages.
         assert_eq!(s.exchanges() * 2, 403_200);
+        // Seed 002: three configurations × two payloads of ping-pong on testbench 1, and one
+        // throughput group of the same three with three sensors at 1 Gb/s.
+        let p = preset("seed002", &RunSection::default()).unwrap();
+        assert_eq!(p.scenarios.len(), 3 * 2);
+        assert_eq!(p.topology, Topology::Sensors(3));
+        assert_eq!(p.throughput.len(), 1);
+        let t = &p.throughput[0];
+        assert_eq!(
+            (t.config.senders, t.config.rate_bps),
+            (3, Some(1_000_000_000))
+        );
+        assert_eq!(t.profiles.len(), 3);
+        // Seed 003: five AEAD suites × two levels + plain, throughput only.
+        let p = preset("seed003", &RunSection::default()).unwrap();
+        assert!(p.scenarios.is_empty());
+        assert_eq!(p.throughput[0].profiles.len(), 5 * 2 + 1);
+        // 11 profiles × 5 s, no extra plain run (it is listed), iperf3 unshaped and shaped.
+        assert!((p.throughput_seconds() - (11.0 * 5.0 + 10.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn throughput_tables_are_checked() {
+        let o = RunSection::default();
+        let t = "[[throughput]]\nprofiles = [\"plain\", \"aes128-gcm\"]\npayloads = [64, 1400]\n";
+        let p = parse("p.toml", "p", t, &o).unwrap();
+        assert!(p.scenarios.is_empty());
+        // One group per payload × rate, defaults: unshaped, 1 sender, 5 s, baselines on.
+        assert_eq!(p.throughput.len(), 2);
+        let j = &p.throughput[1];
+        assert_eq!(
+            (
+                j.config.payload,
+                j.config.rate_bps,
+                j.config.senders,
+                j.baseline
+            ),
+            (1400, None, 1, true)
+        );
+        assert_eq!(j.config.seconds_ns, 5_000_000_000);
+        let p = parse(
+            "p.toml",
+            "p",
+            &format!("{t}rates = [\"100M\", \"1G\"]\nsenders = 3\nbaseline = false\n"),
+            &o,
+        )
+        .unwrap();
+        assert_eq!(p.throughput.len(), 4);
+        assert_eq!(p.throughput[1].config.rate_bps, Some(1_000_000_000));
+        assert!(!p.throughput[3].baseline);
+        for (extra, key, why) in [
+            ("rates = [\"7X\"]\n", "throughput[0]", "rate"),
+            ("senders = 0\n", "throughput[0]", "--senders"),
+            ("seconds = -1\n", "throughput[0]", "--seconds"),
+            ("rates = []\n", "throughput[0].rates", "at least one rate"),
+            ("sender = 3\n", "sender", "unknown field"),
+        ] {
+            let e = parse("p.toml", "p", &format!("{t}{extra}"), &o).unwrap_err();
+            assert_eq!(exit_code(&e), 2);
+            let m = format!("{e:#}");
+            assert!(m.contains(key) && m.contains(why), "{extra}: {m}");
+        }
+        let e = parse(
+            "p.toml",
+            "p",
+            "[[throughput]]\nprofiles = [\"plain\", \"macsec-gcm-aes-128\"]\npayloads = [1480]\n",
+            &o,
+        )
+        .unwrap_err();
+        let m = format!("{e:#}");
+        assert!(
+            m.contains("throughput[0].profiles[1]") && m.contains("MTU"),
+            "{m}"
+        );
+        let e = parse(
+            "p.toml",
+            "p",
+            "[[throughput]]\nprofiles = []\npayloads = [64]\n",
+            &o,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("at least one profile"), "{e:#}");
+        let e = parse(
+            "p.toml",
+            "p",
+            "[requirements]\nthroughput_cost = 0\n[[throughput]]\nprofiles = [\"plain\"]\npayloads = [64]\n",
+            &o,
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("requirements.throughput_cost"),
+            "{e:#}"
+        );
     }
 
     #[test]

@@ -220,3 +220,73 @@ fn testbed_three_senders_shaped() {
             .is_empty()
     );
 }
+
+/// A plan with a `[[throughput]]` table and no ping-pong: `ivnsec run` runs `plain` first, then
+/// the profile, then iperf3 (one stream per sender when installed), judges seed 002's cost rules
+/// against the same run's plain, and writes them into the report.
+#[test]
+fn plan_throughput_section_reports_and_judges() {
+    let d = TempDir::new("plan");
+    let plan = d.0.join("tp.toml");
+    std::fs::write(
+        &plan,
+        "name = \"tp\"\n[requirements]\nthroughput_cost = 0.5\ncpu_increase_points = 50\n\
+         [[throughput]]\nprofiles = [\"aes128-gcm\"]\npayloads = [1000]\nrates = [\"20M\"]\n\
+         senders = 2\nseconds = 0.5\n",
+    )
+    .unwrap();
+    let out = d.0.join("report");
+    let o = ivnsec(
+        &d,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--on",
+            "loopback",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let code = o.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "exit {code:?}: {}",
+        text(&o.stderr)
+    );
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["scenarios"].as_array().unwrap().len(), 0);
+    let runs = s["experiments"]["throughput"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{s}");
+    let r = &runs[0];
+    check_common(r, "aes128-gcm", 1000);
+    assert_eq!(r["senders"], 2);
+    assert_eq!(r["rate_bps"], 20_000_000);
+    let plain = r["baseline"]["plain"]["goodput_mbps"].as_f64().unwrap();
+    let ours = r["goodput_mbps"].as_f64().unwrap();
+    let v = &s["experiment_verdicts"]["throughput"][0];
+    let cost = v["cost"].as_f64().unwrap();
+    assert!((cost - (1.0 - ours / plain)).abs() < 1e-9, "{v}");
+    assert_eq!(v["cost_ok"].as_bool().unwrap(), cost < 0.5);
+    let cpu = v["cpu_increase_points"].as_f64().unwrap();
+    assert_eq!(v["cpu_ok"].as_bool().unwrap(), cpu < 50.0);
+    let passed = cost < 0.5 && cpu < 50.0;
+    assert_eq!(code == Some(0), passed, "exit {code:?} but verdict {v}");
+    if let Some(i) = r["baseline"]["iperf3"].as_object() {
+        assert_eq!(i["unlimited"]["streams"], 2, "{r}");
+        assert_eq!(i["shaped"]["per_stream"].as_array().unwrap().len(), 2);
+    }
+    let csv = std::fs::read_to_string(out.join("throughput.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(csv.lines().nth(1).unwrap().starts_with("aes128-gcm,1000,"));
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("id=\"throughput\"") && html.contains("aes128-gcm@1000 20 Mb/s ×2"));
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("## Throughput") && md.contains("no ping-pong scenarios"));
+    // `ivnsec report` rebuilds the same experiments from the directory.
+    std::fs::remove_file(out.join("index.html")).unwrap();
+    let o = ivnsec(&d, &["report", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("aes128-gcm@1000 20 Mb/s ×2"));
+}

@@ -15,7 +15,7 @@ use super::markdown::{self, Table};
 use super::plots::{self, BoxRow, FitSeries, Row, Series};
 use super::{
     LinearFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits,
-    focus_profile, hmac_name, seed000,
+    experiments, focus_profile, hmac_name, seed000,
 };
 use crate::pingpong::{Exchange, Section};
 
@@ -48,7 +48,7 @@ figure{margin:1.5em 0}figcaption{font-size:.85em;color:#444;max-width:900px}\
 svg{max-width:100%;height:auto}p.note{font-size:.85em;color:#444;max-width:900px}\
 nav a{margin-right:1em}";
 
-fn table_html(t: &Table) -> String {
+pub(super) fn table_html(t: &Table) -> String {
     let mut s = String::from("<table>\n<tr>");
     for h in &t.head {
         let _ = write!(s, "<th>{}</th>", escape(h));
@@ -154,25 +154,37 @@ fn hmac_order(h: &str) -> usize {
 pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, ReportError> {
     let req = &summary.requirements;
     let sc = &summary.scenarios;
-    let runs: &[ScenarioRun] = &report.scenarios;
     let mut s = String::with_capacity(1 << 20);
     s.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    s.push_str("<title>ivnsec ping-pong report</title>\n");
+    s.push_str("<title>ivnsec report</title>\n");
     let _ = writeln!(s, "<style>{STYLE}</style>\n</head>\n<body>");
-    s.push_str("<h1>ivnsec ping-pong report</h1>\n");
+    s.push_str("<h1>ivnsec report</h1>\n");
     let n = sc.len();
-    let control_ok = n - summary.control_failures().count();
-    let sensor_ok = n - summary.sensor_failures().count();
-    let _ = writeln!(
-        s,
-        "<p><b>{control_ok} of {n}</b> scenarios meet the control-data deadline (worst one-way delay × {:.2} ≤ {} µs, RTT ≤ {} µs, nothing lost); <b>{sensor_ok} of {n}</b> the sensor-data bound (forward OWD p99.9 &lt; {} µs).</p>",
-        1.0 + req.safety_margin,
-        req.control_owd_us,
-        req.control_rtt_us,
-        req.sensor_p999_us
-    );
-    s.push_str("<nav><a href=\"#environment\">environment</a><a href=\"#verdicts\">verdicts</a><a href=\"#baseline\">sockperf</a><a href=\"#seed\">seed 000</a><a href=\"#scenarios\">per scenario</a><a href=\"#payload\">payload</a><a href=\"#groups\">groups</a><a href=\"#boxes\">box plots</a><a href=\"#dispersion\">dispersion</a><a href=\"#cdf\">CDF</a><a href=\"#method\">method</a></nav>\n");
+    if n > 0 {
+        let control_ok = n - summary.control_failures().count();
+        let sensor_ok = n - summary.sensor_failures().count();
+        let _ = writeln!(
+            s,
+            "<p><b>{control_ok} of {n}</b> scenarios meet the control-data deadline (worst one-way delay × {:.2} ≤ {} µs, RTT ≤ {} µs, nothing lost); <b>{sensor_ok} of {n}</b> the sensor-data bound (forward OWD p99.9 &lt; {} µs).</p>",
+            1.0 + req.safety_margin,
+            req.control_owd_us,
+            req.control_rtt_us,
+            req.sensor_p999_us
+        );
+    }
+    let failed = summary.experiment_failures();
+    let runs = summary.experiment_verdicts.throughput.len();
+    if runs > 0 {
+        let _ = writeln!(
+            s,
+            "<p><b>{} of {runs}</b> experiment runs meet seed 002's cost rules (throughput and CPU within {:.0} % / +{} points of the same run's plain).</p>",
+            runs - failed.len(),
+            100.0 * req.throughput_cost,
+            req.cpu_increase_points
+        );
+    }
+    s.push_str("<nav><a href=\"#environment\">environment</a><a href=\"#verdicts\">verdicts</a><a href=\"#baseline\">sockperf</a><a href=\"#seed\">seed 000</a><a href=\"#scenarios\">per scenario</a><a href=\"#payload\">payload</a><a href=\"#groups\">groups</a><a href=\"#boxes\">box plots</a><a href=\"#dispersion\">dispersion</a><a href=\"#cdf\">CDF</a><a href=\"#throughput\">throughput</a><a href=\"#method\">method</a></nav>\n");
 
     s.push_str("<h2 id=\"environment\">Environment</h2>\n");
     if summary.environment.is_empty() {
@@ -181,283 +193,13 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
         s.push_str(&table_html(&markdown::kv_table(&summary.environment)));
     }
 
-    s.push_str("<h2 id=\"verdicts\">Verdicts</h2>\n");
-    s.push_str(&table_html(&markdown::verdict_rows(summary)));
-    if let Some(n) = markdown::poor_fit_note(summary) {
-        note(&mut s, n);
-    }
-
-    s.push_str("<h2 id=\"baseline\">sockperf baseline</h2>\n");
-    match &summary.baseline.sockperf {
-        None => note(&mut s, "Not measured (sockperf not installed or not run)."),
-        Some(Value::Object(m)) => s.push_str(&table_html(&markdown::kv_table(m))),
-        Some(other) => {
-            let _ = writeln!(s, "<pre>{}</pre>", escape(&other.to_string()));
-        }
-    }
-
-    s.push_str("<h2 id=\"seed\">Beside seed 000</h2>\n");
-    note(&mut s, markdown::SEED_NOTE);
-    note(&mut s, markdown::SEED_SOURCES);
-    s.push_str("<h3>One-way delay across AE scenarios (seed 000 Table 4), µs</h3>\n");
-    s.push_str(&table_html(&markdown::range_table(
-        summary,
-        &seed000::TABLE_4_OWD,
-        |s| s.sections.owd_forward.as_ref(),
-    )));
-    s.push_str("<h3>Complete iteration across AE scenarios (seed 000 Table 5), µs</h3>\n");
-    s.push_str(&table_html(&markdown::range_table(
-        summary,
-        &seed000::TABLE_5_RTT,
-        |s| s.sections.rtt.as_ref(),
-    )));
-    s.push_str("<h3>Per scenario (seed 000 Appendix A), µs</h3>\n");
-    let app = markdown::appendix_table(summary);
-    if app.rows.is_empty() {
-        note(&mut s, "None of our scenarios is one the seed measured.");
+    if sc.is_empty() {
+        s.push_str("<h2 id=\"verdicts\">Ping-pong</h2>\n");
+        note(&mut s, "This plan has no ping-pong scenarios.");
     } else {
-        s.push_str(&table_html(&app));
+        pingpong_html(&mut s, report, summary)?;
     }
-    let (without, unmeasured) = markdown::coverage(summary);
-    if !without.is_empty() {
-        note(
-            &mut s,
-            &format!("No seed figure for: {}.", without.join(", ")),
-        );
-    }
-    if unmeasured > 0 {
-        note(
-            &mut s,
-            &format!("{unmeasured} of the seed's 56 scenarios were not measured in this run."),
-        );
-    }
-    s.push_str("<h3>Wilcoxon median bound at 99 % (seed 000 §4.3), forward OWD of aes256-cbc-hmac-sha256, µs</h3>\n");
-    s.push_str(&table_html(&markdown::wilcoxon_table(summary)));
-    let est = markdown::estimate_table(summary);
-    if !est.rows.is_empty() {
-        s.push_str("<h3>Seed 000's OWD estimate against the measured OWD, µs</h3>\n");
-        note(
-            &mut s,
-            "Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.",
-        );
-        s.push_str(&table_html(&est));
-    }
-
-    // Fig. 17–18.
-    s.push_str("<h2 id=\"scenarios\">Mean and worst case per scenario</h2>\n");
-    for (section, deadline, fig, what) in [
-        (
-            Section::OwdForward,
-            req.control_owd_us,
-            "17",
-            "forward one-way delay",
-        ),
-        (
-            Section::Rtt,
-            req.control_rtt_us,
-            "18",
-            "complete iteration (RTT)",
-        ),
-    ] {
-        let rows: Vec<Row> = sc.iter().filter_map(|x| bars(x, section)).collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let title = format!("Mean / worst {what} per scenario");
-        let svg = plots::mean_worst(&title, "µs", &rows, Some(deadline))?;
-        s.push_str(&figure(
-            &svg,
-            &format!("{title}, as seed 000 Fig. {fig}. Deadline {deadline:.0} µs."),
-        ));
-    }
-
-    // Fig. 20–21.
-    s.push_str("<h2 id=\"payload\">Latency against payload</h2>\n");
-    let fits = markdown::fit_table(summary);
-    if fits.rows.is_empty() {
-        note(
-            &mut s,
-            "No profile was measured at two or more payload sizes, so no line is fitted.",
-        );
-    } else {
-        payload_figures(&mut s, summary)?;
-        note(
-            &mut s,
-            &format!(
-                "Seed 000 read off its Fig. 20 that a payload above {:.0} bytes would cross 2.5 ms. A crossing beyond 1500 bytes of payload is an extrapolation: such frames need fragmentation or jumbo frames.",
-                seed000::FIG20_CROSSING_ABOVE_BYTES
-            ),
-        );
-        s.push_str(&table_html(&fits));
-    }
-
-    // Fig. 19, 22–26.
-    s.push_str("<h2 id=\"groups\">Grouped by payload, HMAC and AES key</h2>\n");
-    for (section, deadline, figs, what) in [
-        (
-            Section::OwdForward,
-            req.control_owd_us,
-            ["19", "23", "25"],
-            "forward OWD",
-        ),
-        (
-            Section::Rtt,
-            req.control_rtt_us,
-            ["22", "24", "26"],
-            "complete iteration",
-        ),
-    ] {
-        let by_payload = grouped_rows(
-            sc,
-            section,
-            |x| Some(x.payload),
-            |p| format!("payload {p} B"),
-        );
-        let by_hmac = grouped_rows(
-            sc,
-            section,
-            |x| hmac_name(&x.profile).map(hmac_order),
-            |i| {
-                let name = ["md5", "sha1", "sha224", "sha256", "sha3-256"]
-                    .get(i)
-                    .copied()
-                    .unwrap_or("other");
-                format!("HMAC-{name}")
-            },
-        );
-        let by_key = grouped_rows(
-            sc,
-            section,
-            |x| aes_key_bits(&x.profile),
-            |k| format!("AES-{k}"),
-        );
-        for (rows, fig, by) in [
-            (by_payload, figs[0], "payload size"),
-            (by_hmac, figs[1], "HMAC"),
-            (by_key, figs[2], "AES key size"),
-        ] {
-            if rows.is_empty() {
-                note(
-                    &mut s,
-                    &format!("No scenario has an {by} to group {what} by (seed 000 Fig. {fig})."),
-                );
-                continue;
-            }
-            let title = format!("Mean / worst {what} grouped by {by}");
-            let svg = plots::mean_worst(&title, "µs", &rows, Some(deadline))?;
-            s.push_str(&figure(&svg, &format!("{title}, as seed 000 Fig. {fig}.")));
-        }
-    }
-
-    // Fig. 27–30.
-    s.push_str("<h2 id=\"boxes\">Box plots of the forward one-way delay</h2>\n");
-    note(
-        &mut s,
-        &format!(
-            "Boxes span the quartiles (type 7) with the median as a thick line; whiskers reach the most extreme sample within 1.5 × IQR; circles are samples beyond (at most {} per side drawn, the most extreme always). Seed 000 Fig. 27–30 show aes256-cbc-hmac-sha256 at each payload.",
-            40
-        ),
-    );
-    let payloads = distinct(sc.iter().map(|x| x.payload));
-    for &p in &payloads {
-        let rows: Vec<BoxRow> = runs
-            .iter()
-            .filter(|r| r.payload == p)
-            .map(|r| BoxRow {
-                label: r.name.clone(),
-                sorted: sorted(values_us(&r.exchanges, |e| Section::OwdForward.value_ns(e))),
-            })
-            .collect();
-        let title = format!("Forward OWD, payload {p} B");
-        let (svg, log) = plots::box_plots(&title, "µs", &rows)?;
-        let scale = if log {
-            " Logarithmic latency axis."
-        } else {
-            ""
-        };
-        s.push_str(&figure(
-            &svg,
-            &format!("{title}: box plots as seed 000 Fig. 27–30.{scale}"),
-        ));
-    }
-
-    // Fig. 31–33.
-    s.push_str("<h2 id=\"dispersion\">Dispersion over time</h2>\n");
-    let focus = focus_profile(sc);
-    if let Some(fp) = focus {
-        let focus_runs: Vec<&ScenarioRun> = runs.iter().filter(|r| r.profile == fp).collect();
-        note(
-            &mut s,
-            &format!(
-                "Profile {fp}, every payload; x is the message's position in the run (replications one after another). Each series keeps the smallest and largest sample of each of {DISPERSION_BUCKETS} runs of consecutive messages, so every peak is drawn."
-            ),
-        );
-        type Get = fn(&Exchange) -> Option<f64>;
-        let parts: [(&str, &str, Get); 3] = [
-            (
-                "31",
-                "responder processing: verify + protect (the receiving board)",
-                |e| Some(e.responder_ns() as f64),
-            ),
-            (
-                "32",
-                "initiator processing: payload + protect + verify (the sending board)",
-                |e| Some((e.payload_ns + e.protect_ns + e.verify_ns) as f64),
-            ),
-            (
-                "33",
-                "one-way wire time (3 − responder) / 2 (transmission and propagation)",
-                |e| Some(e.wire_one_way_ns()),
-            ),
-        ];
-        for (fig, what, get) in parts {
-            let series: Vec<Series> = focus_runs
-                .iter()
-                .enumerate()
-                .map(|(i, r)| Series {
-                    label: format!("{} B", r.payload),
-                    color: i,
-                    points: plots::decimate_min_max(
-                        &values_us(&r.exchanges, get),
-                        DISPERSION_BUCKETS,
-                    ),
-                })
-                .collect();
-            let title = format!("{fp}: {what}");
-            let svg = plots::dispersion(&title, "µs", &series)?;
-            s.push_str(&figure(&svg, &format!("{title}, as seed 000 Fig. {fig}.")));
-        }
-    } else {
-        note(&mut s, "No scenario to plot.");
-    }
-
-    // CDF.
-    s.push_str("<h2 id=\"cdf\">Latency distribution</h2>\n");
-    for &p in &payloads {
-        let at: Vec<&ScenarioRun> = runs.iter().filter(|r| r.payload == p).collect();
-        let series: Vec<Series> = at
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Series {
-                label: r.profile.clone(),
-                color: i,
-                points: plots::cdf_points(&sorted(values_us(&r.exchanges, |e| {
-                    Section::OwdForward.value_ns(e)
-                }))),
-            })
-            .collect();
-        let title = format!("CDF of the forward OWD, payload {p} B");
-        let svg = plots::cdf(&title, "µs (log scale)", &series)?;
-        s.push_str(&figure(&svg, &format!("{title}: empirical distribution drawn through 100 quantiles, p99.1 to p99.9, p99.95, p99.99 and the maximum.")));
-        let title = format!("Tail of the forward OWD, payload {p} B");
-        let svg = plots::exceedance(&title, "µs (log scale)", &series)?;
-        s.push_str(&figure(
-            &svg,
-            &format!(
-                "{title}: fraction of messages slower than x (1 − CDF), both axes logarithmic."
-            ),
-        ));
-    }
+    experiments_html(&mut s, summary);
 
     s.push_str("<h2 id=\"method\">Method</h2>\n");
     note(
@@ -562,4 +304,305 @@ fn payload_figures(s: &mut String, summary: &Summary) -> Result<(), ReportError>
         ));
     }
     Ok(())
+}
+
+/// The ping-pong sections: verdicts, sockperf, seed 000, per-scenario plots.
+fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(), ReportError> {
+    let req = &summary.requirements;
+    let sc = &summary.scenarios;
+    let runs: &[ScenarioRun] = &report.scenarios;
+    s.push_str("<h2 id=\"verdicts\">Verdicts</h2>\n");
+    s.push_str(&table_html(&markdown::verdict_rows(summary)));
+    if let Some(n) = markdown::poor_fit_note(summary) {
+        note(s, n);
+    }
+
+    s.push_str("<h2 id=\"baseline\">sockperf baseline</h2>\n");
+    match &summary.baseline.sockperf {
+        None => note(s, "Not measured (sockperf not installed or not run)."),
+        Some(Value::Object(m)) => s.push_str(&table_html(&markdown::kv_table(m))),
+        Some(other) => {
+            let _ = writeln!(s, "<pre>{}</pre>", escape(&other.to_string()));
+        }
+    }
+
+    s.push_str("<h2 id=\"seed\">Beside seed 000</h2>\n");
+    note(s, markdown::SEED_NOTE);
+    note(s, markdown::SEED_SOURCES);
+    s.push_str("<h3>One-way delay across AE scenarios (seed 000 Table 4), µs</h3>\n");
+    s.push_str(&table_html(&markdown::range_table(
+        summary,
+        &seed000::TABLE_4_OWD,
+        |s| s.sections.owd_forward.as_ref(),
+    )));
+    s.push_str("<h3>Complete iteration across AE scenarios (seed 000 Table 5), µs</h3>\n");
+    s.push_str(&table_html(&markdown::range_table(
+        summary,
+        &seed000::TABLE_5_RTT,
+        |s| s.sections.rtt.as_ref(),
+    )));
+    s.push_str("<h3>Per scenario (seed 000 Appendix A), µs</h3>\n");
+    let app = markdown::appendix_table(summary);
+    if app.rows.is_empty() {
+        note(s, "None of our scenarios is one the seed measured.");
+    } else {
+        s.push_str(&table_html(&app));
+    }
+    let (without, unmeasured) = markdown::coverage(summary);
+    if !without.is_empty() {
+        note(s, &format!("No seed figure for: {}.", without.join(", ")));
+    }
+    if unmeasured > 0 {
+        note(
+            s,
+            &format!("{unmeasured} of the seed's 56 scenarios were not measured in this run."),
+        );
+    }
+    s.push_str("<h3>Wilcoxon median bound at 99 % (seed 000 §4.3), forward OWD of aes256-cbc-hmac-sha256, µs</h3>\n");
+    s.push_str(&table_html(&markdown::wilcoxon_table(summary)));
+    let est = markdown::estimate_table(summary);
+    if !est.rows.is_empty() {
+        s.push_str("<h3>Seed 000's OWD estimate against the measured OWD, µs</h3>\n");
+        note(
+            s,
+            "Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.",
+        );
+        s.push_str(&table_html(&est));
+    }
+
+    // Fig. 17–18.
+    s.push_str("<h2 id=\"scenarios\">Mean and worst case per scenario</h2>\n");
+    for (section, deadline, fig, what) in [
+        (
+            Section::OwdForward,
+            req.control_owd_us,
+            "17",
+            "forward one-way delay",
+        ),
+        (
+            Section::Rtt,
+            req.control_rtt_us,
+            "18",
+            "complete iteration (RTT)",
+        ),
+    ] {
+        let rows: Vec<Row> = sc.iter().filter_map(|x| bars(x, section)).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let title = format!("Mean / worst {what} per scenario");
+        let svg = plots::mean_worst(&title, "µs", &rows, Some(deadline))?;
+        s.push_str(&figure(
+            &svg,
+            &format!("{title}, as seed 000 Fig. {fig}. Deadline {deadline:.0} µs."),
+        ));
+    }
+
+    // Fig. 20–21.
+    s.push_str("<h2 id=\"payload\">Latency against payload</h2>\n");
+    let fits = markdown::fit_table(summary);
+    if fits.rows.is_empty() {
+        note(
+            s,
+            "No profile was measured at two or more payload sizes, so no line is fitted.",
+        );
+    } else {
+        payload_figures(s, summary)?;
+        note(
+            s,
+            &format!(
+                "Seed 000 read off its Fig. 20 that a payload above {:.0} bytes would cross 2.5 ms. A crossing beyond 1500 bytes of payload is an extrapolation: such frames need fragmentation or jumbo frames.",
+                seed000::FIG20_CROSSING_ABOVE_BYTES
+            ),
+        );
+        s.push_str(&table_html(&fits));
+    }
+
+    // Fig. 19, 22–26.
+    s.push_str("<h2 id=\"groups\">Grouped by payload, HMAC and AES key</h2>\n");
+    for (section, deadline, figs, what) in [
+        (
+            Section::OwdForward,
+            req.control_owd_us,
+            ["19", "23", "25"],
+            "forward OWD",
+        ),
+        (
+            Section::Rtt,
+            req.control_rtt_us,
+            ["22", "24", "26"],
+            "complete iteration",
+        ),
+    ] {
+        let by_payload = grouped_rows(
+            sc,
+            section,
+            |x| Some(x.payload),
+            |p| format!("payload {p} B"),
+        );
+        let by_hmac = grouped_rows(
+            sc,
+            section,
+            |x| hmac_name(&x.profile).map(hmac_order),
+            |i| {
+                let name = ["md5", "sha1", "sha224", "sha256", "sha3-256"]
+                    .get(i)
+                    .copied()
+                    .unwrap_or("other");
+                format!("HMAC-{name}")
+            },
+        );
+        let by_key = grouped_rows(
+            sc,
+            section,
+            |x| aes_key_bits(&x.profile),
+            |k| format!("AES-{k}"),
+        );
+        for (rows, fig, by) in [
+            (by_payload, figs[0], "payload size"),
+            (by_hmac, figs[1], "HMAC"),
+            (by_key, figs[2], "AES key size"),
+        ] {
+            if rows.is_empty() {
+                note(
+                    s,
+                    &format!("No scenario has an {by} to group {what} by (seed 000 Fig. {fig})."),
+                );
+                continue;
+            }
+            let title = format!("Mean / worst {what} grouped by {by}");
+            let svg = plots::mean_worst(&title, "µs", &rows, Some(deadline))?;
+            s.push_str(&figure(&svg, &format!("{title}, as seed 000 Fig. {fig}.")));
+        }
+    }
+
+    // Fig. 27–30.
+    s.push_str("<h2 id=\"boxes\">Box plots of the forward one-way delay</h2>\n");
+    note(
+        s,
+        &format!(
+            "Boxes span the quartiles (type 7) with the median as a thick line; whiskers reach the most extreme sample within 1.5 × IQR; circles are samples beyond (at most {} per side drawn, the most extreme always). Seed 000 Fig. 27–30 show aes256-cbc-hmac-sha256 at each payload.",
+            40
+        ),
+    );
+    let payloads = distinct(sc.iter().map(|x| x.payload));
+    for &p in &payloads {
+        let rows: Vec<BoxRow> = runs
+            .iter()
+            .filter(|r| r.payload == p)
+            .map(|r| BoxRow {
+                label: r.name.clone(),
+                sorted: sorted(values_us(&r.exchanges, |e| Section::OwdForward.value_ns(e))),
+            })
+            .collect();
+        let title = format!("Forward OWD, payload {p} B");
+        let (svg, log) = plots::box_plots(&title, "µs", &rows)?;
+        let scale = if log {
+            " Logarithmic latency axis."
+        } else {
+            ""
+        };
+        s.push_str(&figure(
+            &svg,
+            &format!("{title}: box plots as seed 000 Fig. 27–30.{scale}"),
+        ));
+    }
+
+    // Fig. 31–33.
+    s.push_str("<h2 id=\"dispersion\">Dispersion over time</h2>\n");
+    let focus = focus_profile(sc);
+    if let Some(fp) = focus {
+        let focus_runs: Vec<&ScenarioRun> = runs.iter().filter(|r| r.profile == fp).collect();
+        note(
+            s,
+            &format!(
+                "Profile {fp}, every payload; x is the message's position in the run (replications one after another). Each series keeps the smallest and largest sample of each of {DISPERSION_BUCKETS} runs of consecutive messages, so every peak is drawn."
+            ),
+        );
+        type Get = fn(&Exchange) -> Option<f64>;
+        let parts: [(&str, &str, Get); 3] = [
+            (
+                "31",
+                "responder processing: verify + protect (the receiving board)",
+                |e| Some(e.responder_ns() as f64),
+            ),
+            (
+                "32",
+                "initiator processing: payload + protect + verify (the sending board)",
+                |e| Some((e.payload_ns + e.protect_ns + e.verify_ns) as f64),
+            ),
+            (
+                "33",
+                "one-way wire time (3 − responder) / 2 (transmission and propagation)",
+                |e| Some(e.wire_one_way_ns()),
+            ),
+        ];
+        for (fig, what, get) in parts {
+            let series: Vec<Series> = focus_runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Series {
+                    label: format!("{} B", r.payload),
+                    color: i,
+                    points: plots::decimate_min_max(
+                        &values_us(&r.exchanges, get),
+                        DISPERSION_BUCKETS,
+                    ),
+                })
+                .collect();
+            let title = format!("{fp}: {what}");
+            let svg = plots::dispersion(&title, "µs", &series)?;
+            s.push_str(&figure(&svg, &format!("{title}, as seed 000 Fig. {fig}.")));
+        }
+    } else {
+        note(s, "No scenario to plot.");
+    }
+
+    // CDF.
+    s.push_str("<h2 id=\"cdf\">Latency distribution</h2>\n");
+    for &p in &payloads {
+        let at: Vec<&ScenarioRun> = runs.iter().filter(|r| r.payload == p).collect();
+        let series: Vec<Series> = at
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Series {
+                label: r.profile.clone(),
+                color: i,
+                points: plots::cdf_points(&sorted(values_us(&r.exchanges, |e| {
+                    Section::OwdForward.value_ns(e)
+                }))),
+            })
+            .collect();
+        let title = format!("CDF of the forward OWD, payload {p} B");
+        let svg = plots::cdf(&title, "µs (log scale)", &series)?;
+        s.push_str(&figure(&svg, &format!("{title}: empirical distribution drawn through 100 quantiles, p99.1 to p99.9, p99.95, p99.99 and the maximum.")));
+        let title = format!("Tail of the forward OWD, payload {p} B");
+        let svg = plots::exceedance(&title, "µs (log scale)", &series)?;
+        s.push_str(&figure(
+            &svg,
+            &format!(
+                "{title}: fraction of messages slower than x (1 − CDF), both axes logarithmic."
+            ),
+        ));
+    }
+
+    Ok(())
+}
+
+/// The sections of the plan's other experiments (none when it had none).
+fn experiments_html(s: &mut String, summary: &Summary) {
+    let e = &summary.experiments;
+    if !e.throughput.is_empty() {
+        s.push_str("<h2 id=\"throughput\">Throughput (seed 002 §5.2.3, §6.1.2)</h2>\n");
+        s.push_str(&table_html(&experiments::throughput_table(
+            e,
+            &summary.requirements,
+        )));
+        note(s, experiments::THROUGHPUT_NOTE);
+    }
+    for sec in experiments::seed_sections(summary) {
+        let _ = writeln!(s, "<h2>{}</h2>", escape(&sec.title));
+        s.push_str(&table_html(&sec.table));
+        note(s, &sec.note);
+    }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::seed000::{self, RangeRow};
-use super::{ScenarioSummary, Summary};
+use super::{ScenarioSummary, Summary, experiments};
 use crate::pingpong::SectionStats;
 
 /// A number of µs with one decimal.
@@ -17,6 +17,11 @@ pub(super) fn us(v: f64) -> String {
 
 pub(super) fn opt_us(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_string(), us)
+}
+
+/// A number with `decimals` decimals, or "—" when missing.
+pub(super) fn opt_num(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "—".to_string(), |v| format!("{v:.decimals$}"))
 }
 
 pub(super) fn yes_no(ok: bool) -> &'static str {
@@ -40,14 +45,21 @@ fn cell(s: &str) -> String {
         .replace(['\n', '\r'], " ")
 }
 
-/// One row of a table: header cells or data cells.
-pub(super) struct Table {
+/// A table of text cells: a header row and data rows (every row as long as the header).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
     pub head: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn markdown(&self) -> String {
+    /// As an HTML `<table>` (cells escaped; `PASS`/`FAIL` cells coloured as in `index.html`).
+    pub fn html(&self) -> String {
+        super::html::table_html(self)
+    }
+
+    /// As a Markdown table (cells escaped, one line per row).
+    pub fn markdown(&self) -> String {
         let mut s = String::new();
         let line = |cells: &[String]| {
             let c: Vec<String> = cells.iter().map(|c| cell(c)).collect();
@@ -62,7 +74,7 @@ impl Table {
     }
 }
 
-fn strs(v: &[&str]) -> Vec<String> {
+pub(super) fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
@@ -208,7 +220,7 @@ pub(super) fn range_table(
     Table { head, rows }
 }
 
-fn ratio(ours: f64, seed: f64) -> String {
+pub(super) fn ratio(ours: f64, seed: f64) -> String {
     if seed > 0.0 {
         format!("{:.3}", ours / seed)
     } else {
@@ -408,7 +420,7 @@ in the seed's Fig. 16.";
 pub(super) fn render(summary: &Summary) -> String {
     let mut s = String::new();
     let req = &summary.requirements;
-    s.push_str("# ivnsec ping-pong report\n\n");
+    s.push_str("# ivnsec report\n\n");
     s.push_str("Files: `samples.csv` (one row per message), `summary.json` (keys in docs/report.md), `index.html` (plots).\n\n");
     s.push_str("## Environment\n\n");
     if summary.environment.is_empty() {
@@ -427,6 +439,27 @@ pub(super) fn render(summary: &Summary) -> String {
     );
     let _ = writeln!(s, "Statistics: {}.\n", summary.statistics_method);
 
+    if summary.scenarios.is_empty() {
+        s.push_str("## Ping-pong\n\nThis plan has no ping-pong scenarios.\n");
+    } else {
+        pingpong_sections(&mut s, summary);
+    }
+    s.push_str("\n## sockperf baseline\n\n");
+    match &summary.baseline.sockperf {
+        None => s.push_str("Not measured.\n"),
+        Some(Value::Object(m)) => s.push_str(&kv_table(m).markdown()),
+        Some(other) => {
+            let _ = writeln!(s, "`{}`", other.to_string().replace('`', "'"));
+        }
+    }
+    s.push_str(&experiments::markdown(&summary.experiments, req));
+    s.push_str(&experiments::seed_markdown(summary));
+    s
+}
+
+/// The ping-pong sections of summary.md: verdicts, seed 000, payload fits, OWD estimate.
+fn pingpong_sections(s: &mut String, summary: &Summary) {
+    let req = &summary.requirements;
     s.push_str("## Verdicts\n\n");
     s.push_str(&verdict_table(summary));
     s.push('\n');
@@ -488,14 +521,4 @@ pub(super) fn render(summary: &Summary) -> String {
         s.push_str("Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.\n\n");
         s.push_str(&est.markdown());
     }
-
-    s.push_str("\n## sockperf baseline\n\n");
-    match &summary.baseline.sockperf {
-        None => s.push_str("Not measured.\n"),
-        Some(Value::Object(m)) => s.push_str(&kv_table(m).markdown()),
-        Some(other) => {
-            let _ = writeln!(s, "`{}`", other.to_string().replace('`', "'"));
-        }
-    }
-    s
 }

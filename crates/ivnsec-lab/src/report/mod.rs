@@ -9,13 +9,19 @@
 //! [`Report::write_dir`] writes all four; [`Report::from_dir`] reads a directory back from its
 //! `samples.csv` (plus environment, requirements and baseline from `summary.json` when present),
 //! which is what `ivnsec report DIR` rebuilds from.
+//!
+//! [`seed000`], [`seed002`] and [`seed003`] hold the figures the seeds publish, with the tables
+//! that set them beside ours (docs/seeds.md lists every const and how garbled text was read).
 
 pub mod csv;
+pub mod experiments;
 pub mod fit;
 mod html;
 mod markdown;
 mod plots;
 pub mod seed000;
+pub mod seed002;
+pub mod seed003;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,7 +32,9 @@ use serde_json::{Map, Value};
 use crate::pingpong::{Exchange, Requirements, Section, SectionStats, Verdicts, efficiency};
 use crate::stats;
 
+pub use experiments::Experiments;
 pub use fit::{LinearFit, least_squares};
+pub use markdown::Table;
 
 /// File names inside a report directory.
 pub const SAMPLES_CSV: &str = "samples.csv";
@@ -65,6 +73,8 @@ pub struct Report {
     pub scenarios: Vec<ScenarioRun>,
     /// sockperf ping-pong on the same path, as an object of whatever keys the runner measured.
     pub baseline_sockperf: Option<Value>,
+    /// The plan's other experiments (throughput, …).
+    pub experiments: Experiments,
 }
 
 /// Statistics of the eight sections of one scenario; `None` where there is no sample (all
@@ -237,6 +247,16 @@ pub struct Summary {
     pub scenarios: Vec<ScenarioSummary>,
     pub payload_fits: Vec<PayloadFit>,
     pub baseline: Baseline,
+    /// The plan's other experiments, as measured.
+    pub experiments: Experiments,
+    /// Their verdicts.
+    pub experiment_verdicts: ExperimentVerdicts,
+}
+
+/// The verdicts of the experiments (`experiment_verdicts` of summary.json).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ExperimentVerdicts {
+    pub throughput: Vec<experiments::ThroughputRow>,
 }
 
 /// Reference measurements on the same path (`baseline` of summary.json).
@@ -256,6 +276,16 @@ impl Summary {
         self.scenarios
             .iter()
             .filter(|s| !s.verdicts.sensor_p999_2ms)
+    }
+
+    /// Names of the experiment runs whose verdict failed.
+    pub fn experiment_failures(&self) -> Vec<&str> {
+        self.experiment_verdicts
+            .throughput
+            .iter()
+            .filter(|r| !r.verdict.passed())
+            .map(|r| r.name.as_str())
+            .collect()
     }
 
     /// The verdict table as Markdown (also fine on a terminal).
@@ -403,6 +433,10 @@ impl Report {
             baseline: Baseline {
                 sockperf: self.baseline_sockperf.clone(),
             },
+            experiments: self.experiments.clone(),
+            experiment_verdicts: ExperimentVerdicts {
+                throughput: experiments::throughput_rows(&self.experiments, &self.requirements),
+            },
         }
     }
 
@@ -411,6 +445,12 @@ impl Report {
     pub fn write_dir(&self, dir: &Path) -> Result<Summary, ReportError> {
         std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
         csv::write_samples(&dir.join(SAMPLES_CSV), &self.scenarios)?;
+        if !self.experiments.throughput.is_empty() {
+            experiments::write_throughput_csv(
+                &dir.join(experiments::THROUGHPUT_CSV),
+                &self.experiments,
+            )?;
+        }
         self.write_summaries(dir)
     }
 
@@ -444,6 +484,7 @@ impl Report {
             requirements: Requirements::default(),
             scenarios,
             baseline_sockperf: None,
+            experiments: Experiments::default(),
         };
         let text = match std::fs::read_to_string(&json_path) {
             Ok(t) => t,
@@ -479,6 +520,13 @@ impl Report {
                 report.baseline_sockperf = b.get("sockperf").filter(|v| !v.is_null()).cloned();
             }
             Some(_) => return Err(json_err(0, 0, "\"baseline\" is not an object".into())),
+        }
+        match top.get("experiments") {
+            None | Some(Value::Null) => {}
+            Some(e) => {
+                report.experiments = serde_json::from_value(e.clone())
+                    .map_err(|e| json_err(0, 0, format!("\"experiments\": {e}")))?;
+            }
         }
         Ok(report)
     }

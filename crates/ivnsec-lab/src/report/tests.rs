@@ -88,6 +88,7 @@ fn small_report() -> Report {
         baseline_sockperf: Some(serde_json::json!({
             "half_rtt_p50_us": 21.5, "p99_us": 30.0, "ratio": 1.04
         })),
+        experiments: Default::default(),
     }
 }
 
@@ -377,6 +378,7 @@ fn seed000_sized_report_stays_small() {
         requirements: Requirements::default(),
         scenarios,
         baseline_sockperf: None,
+        experiments: Default::default(),
     };
     let dir = tmpdir("big");
     let t = std::time::Instant::now();

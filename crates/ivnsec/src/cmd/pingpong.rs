@@ -123,6 +123,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let req = Requirements::default();
     let judged = lab::judge(&outcome, &req);
     let report = Report {
+        experiments: Default::default(),
         environment: lab::environment(&open.site, &s, "pingpong"),
         requirements: req,
         scenarios: vec![ScenarioRun {

@@ -48,9 +48,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         ReportError::Io { path, source } => usage(format!("{}: {source}", path.display())),
         other => usage(other.to_string()),
     })?;
-    if report.scenarios.is_empty() {
+    if report.scenarios.is_empty() && report.experiments.is_empty() {
         return Err(usage(format!(
-            "{}: no samples (only a header)",
+            "{}: no samples (only a header) and no experiments in summary.json",
             samples.display()
         )));
     }
@@ -72,6 +72,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         n - summary.control_failures().count(),
         n - summary.sensor_failures().count(),
     );
+    let runs = summary.experiment_verdicts.throughput.len();
+    if runs > 0 {
+        eprintln!(
+            "{runs} throughput runs: {} within seed 002's cost rules",
+            runs - summary.experiment_failures().len()
+        );
+    }
     println!("{}", out.join(INDEX_HTML).display());
     Ok(ExitCode::SUCCESS)
 }

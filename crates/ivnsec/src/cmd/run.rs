@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use ivnsec_lab::report::{Report, ScenarioRun, Summary};
+use ivnsec_lab::report::{Experiments, Report, ScenarioRun, Summary};
 use serde_json::Value;
 
 use super::lab::{self, OpenSite, Where};
+use super::throughput;
 use crate::node::orchestrate::{Mode, run_scenario};
 use crate::plan::{self, Plan, RunSection};
 
@@ -99,32 +100,130 @@ impl Overrides {
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::load(&a.plan, &a.overrides.run_section())?;
     lab::ensure_dir(&a.out)?;
-    let open = a.overrides.open_site(&plan)?;
-    if let Some(why) = &open.fallback_reason {
+    let open = if plan.scenarios.is_empty() {
+        None
+    } else {
+        Some(a.overrides.open_site(&plan)?)
+    };
+    if let Some(why) = open.as_ref().and_then(|o| o.fallback_reason.as_ref()) {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
-    let report = run_plan(&plan, &open, None, a.overrides.pcap.as_deref())?;
-    drop(open);
+    let report = run_plan(&plan, &a.overrides, open, None)?;
     finish(&report, &a.out)
 }
 
-/// Runs every scenario of `plan` on `site` with a progress bar (on a terminal) and returns the
-/// report (not yet written).
+/// One capture for a whole plan: each node writes its part, which is appended in order.
+struct Capture {
+    writer: ivnsec_net::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>,
+    part: PathBuf,
+}
+
+impl Capture {
+    fn create(p: &Path) -> Result<Capture> {
+        Ok(Capture {
+            writer: ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+            part: lab::part_path(p),
+        })
+    }
+
+    /// Appends what the last node wrote to the part file.
+    fn absorb(&mut self) -> Result<()> {
+        lab::append_pcap(&mut self.writer, &self.part)
+    }
+}
+
+/// Runs the plan: its ping-pong scenarios on `open` (the site of the plan's topology, closed
+/// before the experiments start; `None` when the plan has no scenario) with a progress bar, then
+/// each experiment on a site of its own (a fresh testbed of the topology it needs, or what
+/// `--on`/`--testbed` say). Returns the report, not yet written.
 pub fn run_plan(
     plan: &Plan,
-    open: &OpenSite,
+    overrides: &Overrides,
+    open: Option<OpenSite>,
     baseline: Option<Value>,
-    pcap: Option<&Path>,
 ) -> Result<Report> {
     let started = Instant::now();
-    let mut capture = match pcap {
-        Some(p) => Some((
-            ivnsec_net::pcap::PcapWriter::create(p)
-                .with_context(|| format!("creating {}", p.display()))?,
-            lab::part_path(p),
-        )),
-        None => None,
-    };
+    let mut capture = overrides.pcap.as_deref().map(Capture::create).transpose()?;
+    let mut runs = Vec::with_capacity(plan.scenarios.len());
+    let mut environment = serde_json::Map::new();
+    if let Some(open) = &open {
+        runs = run_scenarios(plan, open, capture.as_mut())?;
+        environment = lab::environment(&open.site, &plan.scenarios[0], &plan.name);
+        if let Some(why) = &open.fallback_reason {
+            environment.insert("fallback_reason".into(), serde_json::json!(why));
+        }
+    } else {
+        environment.insert("plan".into(), serde_json::json!(plan.name));
+    }
+    if let Some(tb) = open.and_then(|o| o.testbed) {
+        let prefix = tb.prefix().to_string();
+        match tb.down() {
+            Ok(_) => eprintln!("ivnsec: testbed {prefix} removed"),
+            Err(e) => eprintln!("ivnsec: removing testbed {prefix}: {e}"),
+        }
+    }
+    let mut experiments = Experiments::default();
+    if !plan.throughput.is_empty() {
+        eprintln!(
+            "ivnsec run: {} throughput group(s), about {:.0} s of sending",
+            plan.throughput.len(),
+            plan.throughput_seconds()
+        );
+    }
+    for (i, job) in plan.throughput.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}",
+            i + 1,
+            plan.throughput.len(),
+            job.profiles.join(", "),
+            job.config.payload,
+            job.config.senders,
+            job.config
+                .rate_bps
+                .map_or("unshaped".to_string(), |b| format!("{b} b/s"))
+        );
+        let site = lab::open_site(
+            overrides.on,
+            overrides.testbed.as_deref(),
+            &throughput::layout(job.config.senders),
+        )?;
+        let part = capture.as_ref().map(|c| c.part.clone());
+        let results = throughput::run_set(
+            &site.site,
+            &job.config,
+            &job.profiles,
+            job.baseline,
+            part.as_deref(),
+        )?;
+        drop(site);
+        if let Some(c) = capture.as_mut() {
+            c.absorb()?;
+        }
+        experiments.throughput.extend(results);
+    }
+    if let Some(mut c) = capture {
+        c.writer.flush()?;
+    }
+    environment.insert(
+        "duration_s".into(),
+        serde_json::json!(started.elapsed().as_secs_f64()),
+    );
+    Ok(Report {
+        environment,
+        requirements: plan.requirements,
+        scenarios: runs,
+        baseline_sockperf: baseline,
+        experiments,
+    })
+}
+
+/// Every ping-pong scenario of `plan` on `open`, with a progress bar on a terminal.
+fn run_scenarios(
+    plan: &Plan,
+    open: &OpenSite,
+    mut capture: Option<&mut Capture>,
+) -> Result<Vec<ScenarioRun>> {
     let bar = ProgressBar::new(plan.exchanges());
     bar.set_style(
         ProgressStyle::with_template(
@@ -135,11 +234,11 @@ pub fn run_plan(
     let mut runs = Vec::with_capacity(plan.scenarios.len());
     for (i, s) in plan.scenarios.iter().enumerate() {
         bar.set_message(format!("{} ({}/{})", s.name(), i + 1, plan.scenarios.len()));
-        let part = capture.as_ref().map(|c| c.1.as_path());
-        let o =
-            run_scenario(&open.site, s, part).with_context(|| format!("scenario {}", s.name()))?;
-        if let Some((w, part)) = capture.as_mut() {
-            lab::append_pcap(w, part)?;
+        let part = capture.as_ref().map(|c| c.part.clone());
+        let o = run_scenario(&open.site, s, part.as_deref())
+            .with_context(|| format!("scenario {}", s.name()))?;
+        if let Some(c) = capture.as_mut() {
+            c.absorb()?;
         }
         bar.inc(u64::from(s.count) * u64::from(s.replications));
         runs.push(ScenarioRun {
@@ -151,23 +250,7 @@ pub fn run_plan(
         });
     }
     bar.finish_and_clear();
-    if let Some((mut w, _)) = capture {
-        w.flush()?;
-    }
-    let mut environment = lab::environment(&open.site, &plan.scenarios[0], &plan.name);
-    environment.insert(
-        "duration_s".into(),
-        serde_json::json!(started.elapsed().as_secs_f64()),
-    );
-    if let Some(why) = &open.fallback_reason {
-        environment.insert("fallback_reason".into(), serde_json::json!(why));
-    }
-    Ok(Report {
-        environment,
-        requirements: plan.requirements,
-        scenarios: runs,
-        baseline_sockperf: baseline,
-    })
+    Ok(runs)
 }
 
 /// Writes the report, prints the verdict table and the path; exit 1 when a verdict failed.
@@ -175,8 +258,24 @@ pub fn finish(report: &Report, out: &Path) -> Result<ExitCode> {
     let summary: Summary = report
         .write_dir(out)
         .with_context(|| format!("writing the report to {}", out.display()))?;
-    print!("{}", summary.verdict_table());
-    let failed = summary.control_failures().count() + summary.sensor_failures().count();
+    if !summary.scenarios.is_empty() {
+        print!("{}", summary.verdict_table());
+    }
+    let experiments = summary.experiment_failures();
+    if !summary.experiment_verdicts.throughput.is_empty() {
+        println!(
+            "throughput: {} of {} runs within seed 002's cost rules{}",
+            summary.experiment_verdicts.throughput.len() - experiments.len(),
+            summary.experiment_verdicts.throughput.len(),
+            if experiments.is_empty() {
+                String::new()
+            } else {
+                format!("; failed: {}", experiments.join(", "))
+            }
+        );
+    }
+    let failed =
+        summary.control_failures().count() + summary.sensor_failures().count() + experiments.len();
     println!("report: {}", out.join("index.html").display());
     Ok(if failed == 0 {
         ExitCode::SUCCESS

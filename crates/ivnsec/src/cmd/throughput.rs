@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::Duration;
 
@@ -103,52 +103,57 @@ pub struct Args {
 
 /// The settings of one run, checked.
 #[derive(Clone, Debug)]
-struct Config {
+pub struct Config {
+    pub payload: usize,
+    pub seconds_ns: u64,
+    pub rate_bps: Option<u64>,
+    pub senders: usize,
+    pub batch: usize,
+    pub provider: ProviderChoice,
+}
+
+/// Checks the settings shared by the command line and plans; errors are usage errors naming the
+/// option as the command line spells it.
+pub fn check_config(
     payload: usize,
-    seconds_ns: u64,
-    rate_bps: Option<u64>,
+    seconds: f64,
+    rate: &str,
     senders: usize,
     batch: usize,
     provider: ProviderChoice,
-}
-
-fn check(a: &Args) -> Result<Config> {
-    if a.senders == 0 || a.senders > MAX_SENDERS {
+) -> Result<Config> {
+    if senders == 0 || senders > MAX_SENDERS {
         return Err(usage(format!(
-            "--senders must be from 1 to {MAX_SENDERS}, got {}",
-            a.senders
+            "--senders must be from 1 to {MAX_SENDERS}, got {senders}"
         )));
     }
-    if !(1..=ivnsec_net::sys::MAX_BATCH).contains(&a.batch) {
+    if !(1..=ivnsec_net::sys::MAX_BATCH).contains(&batch) {
         return Err(usage(format!(
-            "--batch must be from 1 to {}, got {}",
+            "--batch must be from 1 to {}, got {batch}",
             ivnsec_net::sys::MAX_BATCH,
-            a.batch
         )));
     }
-    if !a.seconds.is_finite() || a.seconds <= 0.0 || a.seconds > 3600.0 {
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 3600.0 {
         return Err(usage(format!(
-            "--seconds must be above 0 and at most 3600, got {}",
-            a.seconds
+            "--seconds must be above 0 and at most 3600, got {seconds}"
         )));
     }
-    let rate_bps = parse_rate(&a.rate).map_err(usage)?;
-    if a.payload == 0 {
+    let rate_bps = parse_rate(rate).map_err(usage)?;
+    if payload == 0 {
         return Err(usage("--payload must be at least 1 byte"));
     }
-    check_fits(&a.profile, a.provider, a.payload)?;
     Ok(Config {
-        payload: a.payload,
-        seconds_ns: (a.seconds * 1e9).round() as u64,
+        payload,
+        seconds_ns: (seconds * 1e9).round() as u64,
         rate_bps,
-        senders: a.senders,
-        batch: a.batch,
-        provider: a.provider,
+        senders,
+        batch,
+        provider,
     })
 }
 
 /// Checks the profile and that its frame fits the MTU; returns the frame length.
-fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
+pub fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
     let frame = frame_bytes(profile, provider, payload)?;
     let l2 = frame - 14;
     let mtu = topology::MTU as usize;
@@ -163,47 +168,23 @@ fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Result
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let cfg = check(&a)?;
-    let layout = Layout {
-        topology: Topology::Sensors(cfg.senders as u16),
-        initiator: "sensor1".into(),
-        responder: "consumer".into(),
-    };
-    let open = lab::open_site(a.on, a.testbed.as_deref(), &layout)?;
+    let cfg = check_config(
+        a.payload, a.seconds, &a.rate, a.senders, a.batch, a.provider,
+    )?;
+    check_fits(&a.profile, cfg.provider, cfg.payload)?;
+    let open = lab::open_site(a.on, a.testbed.as_deref(), &layout(cfg.senders))?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
-    let nodes = Nodes::of(&open.site, cfg.senders)?;
-    let mut baseline = Map::new();
-    let plain = if a.profile != "plain" && !a.no_baseline {
-        eprintln!("ivnsec throughput: baseline run with `plain` first");
-        Some(run_once(&open.site, &nodes, "plain", &cfg, None)?)
-    } else {
-        None
-    };
-    let mut r = run_once(&open.site, &nodes, &a.profile, &cfg, a.pcap.as_deref())?;
-    if let Some(p) = &plain {
-        r.cpu.increase_over_plain = Some(r.cpu.increase_over(&p.cpu));
-        baseline.insert(
-            "plain".into(),
-            json!({
-                "goodput_mbps": p.goodput_mbps,
-                "frames_per_s": p.frames_per_s,
-                "loss": p.loss,
-                "theoretical_mbps": p.theoretical_mbps,
-                "efficiency": p.efficiency,
-                "cpu": p.cpu,
-                "ratio": ratio(r.goodput_mbps, p.goodput_mbps),
-            }),
-        );
-    }
-    if !a.no_baseline {
-        if let Some(v) = iperf3_baseline(&open.site, &nodes, &cfg, &r) {
-            baseline.insert("iperf3".into(), v);
-        }
-    }
-    r.baseline = baseline;
+    let mut results = run_set(
+        &open.site,
+        &cfg,
+        std::slice::from_ref(&a.profile),
+        !a.no_baseline,
+        a.pcap.as_deref(),
+    )?;
     drop(open);
+    let r = results.pop().expect("one profile, one result");
     if let Some(p) = &a.pcap {
         eprintln!("capture: {} (the first frames of sender 1)", p.display());
     }
@@ -213,6 +194,97 @@ pub fn run(a: Args) -> Result<ExitCode> {
         print_result(&r);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The testbed a throughput run needs: N sensors and a consumer on one switch (002 testbench 1).
+pub fn layout(senders: usize) -> Layout {
+    Layout {
+        topology: Topology::Sensors(senders as u16),
+        initiator: "sensor1".into(),
+        responder: "consumer".into(),
+    }
+}
+
+/// Runs each of `profiles` with `cfg` on `site`, in order, and returns one result per profile.
+/// With `baseline`, the `plain` profile runs first (once, also when listed) and iperf3 UDP runs
+/// once on the same path; every protected result carries both under `baseline` and its CPU
+/// increase over plain. With `pcap`, each profile's first frames are appended to that capture.
+pub fn run_set(
+    site: &Site,
+    cfg: &Config,
+    profiles: &[String],
+    baseline: bool,
+    pcap: Option<&Path>,
+) -> Result<Vec<ThroughputResult>> {
+    for p in profiles {
+        check_fits(p, cfg.provider, cfg.payload)?;
+    }
+    let nodes = Nodes::of(site, cfg.senders)?;
+    let mut capture = match pcap {
+        Some(p) if profiles.len() > 1 => Some((
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+            lab::part_path(p),
+        )),
+        _ => None,
+    };
+    let mut run = |profile: &str| -> Result<ThroughputResult> {
+        let part = match &capture {
+            Some((_, part)) => Some(part.as_path()),
+            None => pcap,
+        };
+        let r = run_once(site, &nodes, profile, cfg, part)
+            .with_context(|| format!("throughput of {profile}"))?;
+        if let Some((w, part)) = capture.as_mut() {
+            lab::append_pcap(w, part)?;
+        }
+        Ok(r)
+    };
+    let needs_plain = baseline && profiles.iter().any(|p| p != "plain");
+    let plain = if needs_plain {
+        eprintln!("ivnsec throughput: baseline run with `plain` first");
+        Some(run("plain")?)
+    } else {
+        None
+    };
+    let mut results = Vec::with_capacity(profiles.len());
+    for p in profiles {
+        let r = match &plain {
+            Some(plain) if p == "plain" => plain.clone(),
+            _ => run(p)?,
+        };
+        results.push(r);
+    }
+    if let Some((mut w, _)) = capture {
+        w.flush()?;
+    }
+    let iperf3 = if baseline {
+        iperf3_baseline(site, &nodes, cfg)
+    } else {
+        None
+    };
+    for r in &mut results {
+        if let Some(p) = plain.as_ref().filter(|_| r.profile != "plain") {
+            r.cpu.increase_over_plain = Some(r.cpu.increase_over(&p.cpu));
+            r.baseline.insert(
+                "plain".into(),
+                json!({
+                    "goodput_mbps": p.goodput_mbps,
+                    "frames_per_s": p.frames_per_s,
+                    "loss": p.loss,
+                    "theoretical_mbps": p.theoretical_mbps,
+                    "efficiency": p.efficiency,
+                    "cpu": p.cpu,
+                    "ratio": ratio(r.goodput_mbps, p.goodput_mbps),
+                }),
+            );
+        }
+        if let Some(mut v) = iperf3.clone() {
+            with_ratios(&mut v, r);
+            r.baseline.insert("iperf3".into(), v);
+        }
+    }
+    Ok(results)
 }
 
 fn ratio(a: f64, b: f64) -> Option<f64> {
@@ -573,15 +645,11 @@ fn transport(site: &Site, family: Family) -> String {
     }
 }
 
-/// iperf3 UDP between the receiver and the first sender: unshaped (`-b 0`) and, with --rate, at
-/// the goodput a 1472-byte datagram allows on the shaped link (iperf3's -b counts UDP payload
-/// bits, not wire bytes). `None` when iperf3 is missing or fails (with a note on stderr).
-fn iperf3_baseline(
-    site: &Site,
-    nodes: &Nodes,
-    cfg: &Config,
-    ours: &ThroughputResult,
-) -> Option<Value> {
+/// iperf3 UDP from every sender to the receiver at once (one stream per sender, as our
+/// senders run): unshaped (`-b 0`) and, with --rate, at the goodput a 1472-byte datagram allows
+/// on the shaped link (iperf3's -b counts UDP payload bits, not wire bytes). Goodputs are summed
+/// over the streams. `None` when iperf3 is missing or fails (with a note on stderr).
+fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
     if Command::new("iperf3")
         .arg("--version")
         .stdout(Stdio::null())
@@ -596,7 +664,6 @@ fn iperf3_baseline(
     }
     let secs = (cfg.seconds_ns as f64 / 1e9).ceil().max(1.0) as u64;
     let mut m = Map::new();
-    let per_sender = ours.goodput_mbps / ours.senders.max(1) as f64;
     let mut rates = vec![("unlimited", "0".to_string())];
     if let Some(r) = cfg.rate_bps {
         // The goodput of 1472-byte UDP payloads on the shaped wire: 1472 / 1538 × rate.
@@ -604,21 +671,17 @@ fn iperf3_baseline(
         rates.push(("shaped", b.to_string()));
     }
     for (key, b) in rates {
-        match iperf3_once(site, nodes, secs, &b) {
+        match iperf3_streams(site, nodes, secs, &b) {
             Ok(mut v) => {
-                let theirs = v["goodput_mbps"].as_f64().unwrap_or(0.0);
-                if let Value::Object(o) = &mut v {
-                    o.insert("ours_per_sender_mbps".into(), json!(per_sender));
-                    o.insert("ratio".into(), json!(ratio(per_sender, theirs)));
-                    if key == "shaped" {
-                        o.insert(
-                            "theoretical_mbps".into(),
-                            json!(
-                                theoretical_bps(IPERF3_LEN, 14 + 28 + IPERF3_LEN, cfg.rate_bps?)
-                                    / 1e6
-                            ),
-                        );
-                    }
+                if let (Value::Object(o), "shaped", Some(rate)) = (&mut v, key, cfg.rate_bps) {
+                    o.insert(
+                        "theoretical_mbps".into(),
+                        json!(
+                            theoretical_bps(IPERF3_LEN, 14 + 28 + IPERF3_LEN, rate)
+                                * nodes.senders.len() as f64
+                                / 1e6
+                        ),
+                    );
                 }
                 m.insert(key.into(), v);
             }
@@ -630,18 +693,31 @@ fn iperf3_baseline(
     m.insert(
         "note".into(),
         json!(format!(
-            "one iperf3 UDP stream ({IPERF3_LEN}-byte datagrams) from the first sender to the \
-             receiver on the same path; `ratio` = our goodput per sender / iperf3's received \
-             goodput; wire bytes per iperf3 datagram: {}",
+            "iperf3 UDP ({IPERF3_LEN}-byte datagrams), one stream from each of the {} sender(s) \
+             to the receiver at once, on the same path; goodput summed over the streams; \
+             `ratio` = our goodput / iperf3's received goodput; wire bytes per iperf3 datagram: {}",
+            nodes.senders.len(),
             wire_bytes(14 + 28 + IPERF3_LEN)
         )),
     );
     (m.len() > 1).then_some(Value::Object(m))
 }
 
-fn iperf3_once(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Result<Value> {
+/// Puts `ours` and `ratio` (our goodput / iperf3's) into each rate of an iperf3 baseline.
+fn with_ratios(v: &mut Value, ours: &ThroughputResult) {
+    for key in ["unlimited", "shaped"] {
+        if let Some(Value::Object(o)) = v.get_mut(key) {
+            let theirs = o.get("goodput_mbps").and_then(Value::as_f64).unwrap_or(0.0);
+            o.insert("ours_mbps".into(), json!(ours.goodput_mbps));
+            o.insert("ratio".into(), json!(ratio(ours.goodput_mbps, theirs)));
+        }
+    }
+}
+
+/// One iperf3 server per sender (ports 5201, 5202, …) in the receiver's namespace, then every
+/// client at once; the figures of the streams summed.
+fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Result<Value> {
     let (rx_ns, _, rx_ip) = &nodes.receiver;
-    let (tx_ns, _, _) = &nodes.senders[0];
     let cmd = |ns: &Option<String>| match ns {
         Some(ns) => netns_command(ns, "iperf3"),
         None => Command::new("iperf3"),
@@ -650,30 +726,90 @@ fn iperf3_once(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Result
         Site::Testbed { .. } => rx_ip.to_string(),
         Site::Loopback => "127.0.0.1".to_string(),
     };
-    let port = IPERF3_PORT.to_string();
-    let server = cmd(rx_ns)
-        .args(["-s", "-1", "-B", &server_ip, "-p", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting the iperf3 server")?;
-    let mut reaper = Reaper(vec![server]);
+    // A testbed's namespaces have their ports to themselves; loopback is shared with whatever
+    // else runs on the host, so there the kernel picks free ports (all held until all are
+    // picked, so they differ).
+    let ports: Vec<String> = match site {
+        Site::Testbed { .. } => (0..nodes.senders.len())
+            .map(|i| (IPERF3_PORT + i as u16).to_string())
+            .collect(),
+        Site::Loopback => {
+            let held = (0..nodes.senders.len())
+                .map(|_| std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+                .collect::<std::io::Result<Vec<_>>>()
+                .context("finding free ports for iperf3")?;
+            held.iter()
+                .map(|l| l.local_addr().map(|a| a.port().to_string()))
+                .collect::<std::io::Result<_>>()?
+        }
+    };
+    let mut reaper = Reaper(Vec::new());
+    for port in &ports {
+        let server = cmd(rx_ns)
+            .args(["-s", "-1", "-B", &server_ip, "-p", port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting an iperf3 server")?;
+        reaper.0.push(server);
+    }
     std::thread::sleep(Duration::from_millis(300));
     let len = IPERF3_LEN.to_string();
     let t = secs.to_string();
-    let args = [
-        "-c", &server_ip, "-p", &port, "-u", "-b", bandwidth, "-l", &len, "-t", &t, "-J",
-    ];
-    let out = cmd(tx_ns)
-        .args(args)
-        .output()
-        .context("running the iperf3 client")?;
-    let _ = reaper.0[0].wait();
+    let args = |port: &str| -> Vec<String> {
+        [
+            "-c", &server_ip, "-p", port, "-u", "-b", bandwidth, "-l", &len, "-t", &t, "-J",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let clients = nodes
+        .senders
+        .iter()
+        .zip(&ports)
+        .map(|((ns, _, _), port)| {
+            cmd(ns)
+                .args(args(port))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("starting an iperf3 client")
+        })
+        .collect::<Result<Vec<Child>>>()?;
+    let mut streams = Vec::new();
+    for c in clients {
+        let out = c.wait_with_output().context("running an iperf3 client")?;
+        streams.push(parse_iperf3(&out.stdout, &out.stderr));
+    }
+    for s in &mut reaper.0 {
+        let _ = s.wait();
+    }
     reaper.0.clear();
-    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+    let streams = streams.into_iter().collect::<Result<Vec<Value>>>()?;
+    let sum = |k: &str| -> Option<f64> { streams.iter().map(|v| v[k].as_f64()).sum() };
+    let packets: u64 = streams.iter().filter_map(|v| v["packets"].as_u64()).sum();
+    let lost: u64 = streams
+        .iter()
+        .filter_map(|v| v["lost_packets"].as_u64())
+        .sum();
+    Ok(json!({
+        "command": format!("iperf3 {}", args("PORT").join(" ")),
+        "streams": streams.len(),
+        "goodput_mbps": sum("goodput_mbps"),
+        "sent_mbps": sum("sent_mbps"),
+        "loss": (packets > 0).then(|| lost as f64 / packets as f64),
+        "packets": packets,
+        "per_stream": streams,
+    }))
+}
+
+/// The figures of one iperf3 client's JSON (`-J`) output.
+fn parse_iperf3(stdout: &[u8], stderr: &[u8]) -> Result<Value> {
+    let v: Value = serde_json::from_slice(stdout).map_err(|e| {
         anyhow!(
             "iperf3 gave no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+            String::from_utf8_lossy(stderr).trim()
         )
     })?;
     if let Some(err) = v.get("error").and_then(Value::as_str) {
@@ -685,11 +821,10 @@ fn iperf3_once(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Result
         .as_f64()
         .ok_or_else(|| anyhow!("iperf3 JSON has no end.sum_received.bits_per_second"))?;
     Ok(json!({
-        "command": format!("iperf3 {}", args.join(" ")),
         "goodput_mbps": bps / 1e6,
         "sent_mbps": tx["bits_per_second"].as_f64().map(|b| b / 1e6),
-        "loss": v["end"]["sum"]["lost_percent"].as_f64().map(|p| p / 100.0),
         "packets": v["end"]["sum"]["packets"],
+        "lost_packets": v["end"]["sum"]["lost_packets"],
         "cpu_utilization_percent": v["end"]["cpu_utilization_percent"],
     }))
 }
@@ -763,7 +898,7 @@ fn print_result(r: &ThroughputResult) {
         for key in ["unlimited", "shaped"] {
             if let Some(v) = i.get(key) {
                 println!(
-                    "  iperf3 UDP ({key}, same path): {:.1} Mb/s; ours per sender / iperf3 = {}",
+                    "  iperf3 UDP ({key}, same path): {:.1} Mb/s; ours / iperf3 = {}",
                     v["goodput_mbps"].as_f64().unwrap_or(0.0),
                     v["ratio"]
                         .as_f64()

@@ -26,8 +26,12 @@ over UDP on loopback and says so. When sockperf is installed, its UDP ping-pong 
 path and mode and sits beside our `plain` scenario in the report (baseline.sockperf).
 
 Presets: quick (default, about a minute: plain, crc32, aes256-cbc-hmac-sha256, aes128-gcm, \
-chacha20-poly1305, macsec-gcm-aes-128, esp-aes128-gcm at 64 and 1440 bytes) and seed000 (seed \
-000's 56 scenarios × 120 × 30).
+chacha20-poly1305, macsec-gcm-aes-128, esp-aes128-gcm at 64 and 1440 bytes), seed000 (seed \
+000's 56 scenarios × 120 × 30), seed002 (seed 002 testbench 1: no security, IPsec ESP \
+HMAC-SHA256-128 and MACsec GCM-AES-128 integrity only; ping-pong, then throughput and CPU of \
+three sensors at 1 Gb/s beside plain and iperf3) and seed003 (the five AEAD suites of seed 003 \
+at auth and conf, throughput and CPU at 1 Gb/s). Throughput verdicts are seed 002's cost rules: \
+< 5 % goodput and < 5 points of CPU over the same run's plain.
 
 Exit codes: 0 every verdict passed, 1 a verdict failed (after writing the report), 2 usage \
 error, 3 a missing privilege or tool for the requested site.
@@ -37,7 +41,7 @@ Examples:
   sudo ivnsec validate --preset seed000 --out seed000-report/
   ivnsec validate --on loopback --count 50 --replications 2")]
 pub struct Args {
-    /// The plan preset: quick or seed000.
+    /// The plan preset: quick, seed000, seed002 or seed003.
     #[arg(long, default_value = "quick")]
     pub preset: String,
     /// Report directory.
@@ -53,36 +57,41 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::preset(&a.preset, &a.overrides.run_section())?;
     lab::ensure_dir(&a.out)?;
-    let open = a.overrides.open_site(&plan)?;
-    match (&open.site, &open.fallback_reason) {
-        (Site::Loopback, Some(why)) => eprintln!(
-            "ivnsec validate: no testbed ({why}).\n  Running over UDP on loopback instead: the \
-             figures show the cost of the protection on this host, not a vehicle-network path."
-        ),
-        (Site::Loopback, None) => eprintln!("ivnsec validate: running over UDP on loopback"),
-        (Site::Testbed { state, .. }, _) => eprintln!(
-            "ivnsec validate: testbed {} up ({}); preset {} = {} scenarios, {} exchanges",
-            state.prefix,
-            state.topology,
-            plan.name,
-            plan.scenarios.len(),
-            plan.exchanges()
-        ),
-    }
-    let s0 = &plan.scenarios[0];
-    let baseline = if a.no_baseline {
+    let open = if plan.scenarios.is_empty() {
         None
     } else {
-        sockperf_baseline(&open, s0.mode, s0.pause_ns)
+        Some(a.overrides.open_site(&plan)?)
     };
-    let report = run_plan(&plan, &open, baseline, a.overrides.pcap.as_deref())?;
-    if let Some(tb) = open.testbed {
-        let prefix = tb.prefix().to_string();
-        match tb.down() {
-            Ok(_) => eprintln!("ivnsec validate: testbed {prefix} removed"),
-            Err(e) => eprintln!("ivnsec validate: removing testbed {prefix}: {e}"),
+    let baseline = match &open {
+        Some(open) => {
+            match (&open.site, &open.fallback_reason) {
+                (Site::Loopback, Some(why)) => eprintln!(
+                    "ivnsec validate: no testbed ({why}).\n  Running over UDP on loopback instead: \
+                     the figures show the cost of the protection on this host, not a \
+                     vehicle-network path."
+                ),
+                (Site::Loopback, None) => {
+                    eprintln!("ivnsec validate: running over UDP on loopback")
+                }
+                (Site::Testbed { state, .. }, _) => eprintln!(
+                    "ivnsec validate: testbed {} up ({}); preset {} = {} scenarios, {} exchanges",
+                    state.prefix,
+                    state.topology,
+                    plan.name,
+                    plan.scenarios.len(),
+                    plan.exchanges()
+                ),
+            }
+            let s0 = &plan.scenarios[0];
+            if a.no_baseline {
+                None
+            } else {
+                sockperf_baseline(open, s0.mode, s0.pause_ns)
+            }
         }
-    }
+        None => None,
+    };
+    let report = run_plan(&plan, &a.overrides, open, baseline)?;
     let mut report = report;
     compare_with_baseline(&mut report);
     finish(&report, &a.out)

@@ -98,6 +98,15 @@ impl DirectionKeys {
     }
 }
 
+/// The MACsec cipher suite part of a node profile: `macsec-gcm-aes-128/auth` (integrity only)
+/// and `macsec-gcm-aes-128/conf` name the same SA keys and frame length as `macsec-gcm-aes-128`.
+fn macsec_suite_name(profile: &str) -> &str {
+    profile
+        .strip_suffix("/auth")
+        .or_else(|| profile.strip_suffix("/conf"))
+        .unwrap_or(profile)
+}
+
 /// The profile family of a profile name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
@@ -117,7 +126,9 @@ impl Family {
             });
         }
         if profile.starts_with("macsec-") {
-            return CipherSuite::from_profile(profile)
+            // `/auth` = integrity only (E = C = 0), `/conf` (the default) = confidentiality.
+            let suite = macsec_suite_name(profile);
+            return CipherSuite::from_profile(suite)
                 .map(Family::Macsec)
                 .ok_or_else(|| {
                     usage(format!(
@@ -322,7 +333,7 @@ impl Channel {
                         salt: txsalt,
                     },
                     TxOptions {
-                        confidentiality: true,
+                        confidentiality: !profile.ends_with("/auth"),
                         include_sci: true,
                         es: false,
                         scb: false,
@@ -661,5 +672,38 @@ mod tests {
             let r = z.verify(&mut rx, n).unwrap();
             assert_eq!(&rx[r], &[7u8; 64][..], "{profile}");
         }
+    }
+
+    /// `/auth` sends MACsec integrity only (802.1AE §9.5: TCI E = C = 0, user data in clear),
+    /// `/conf` and the bare name confidentiality (E = C = 1); each peer verifies every one.
+    #[test]
+    fn macsec_auth_is_integrity_only() {
+        let payload = [0x5au8; 48];
+        for (profile, conf) in [
+            ("macsec-gcm-aes-128/auth", false),
+            ("macsec-gcm-aes-128/conf", true),
+            ("macsec-gcm-aes-128", true),
+        ] {
+            let (f, b) = (
+                DirectionKeys::random(profile).unwrap(),
+                DirectionKeys::random(profile).unwrap(),
+            );
+            let prov = ProviderChoice::Auto;
+            let mut a = Channel::new(profile, prov, &f, &b, ends(), 0).unwrap();
+            let mut z = Channel::new(profile, prov, &b, &f, ends().reversed(), 1).unwrap();
+            let mut buf = vec![0u8; Channel::buffer_len(payload.len())];
+            let n = a.protect(&payload, &mut buf).unwrap();
+            // Ethernet header (12) + EtherType 0x88E5, then the TCI/AN octet.
+            assert_eq!(&buf[12..14], &[0x88, 0xe5], "{profile}");
+            assert_eq!(buf[14] & 0x0c, if conf { 0x0c } else { 0 }, "{profile}");
+            let clear = buf[..n].windows(payload.len()).any(|w| w == payload);
+            assert_eq!(clear, !conf, "{profile}");
+            let off = z.rx_offset();
+            let mut rx = vec![0u8; Channel::buffer_len(payload.len())];
+            rx[off..off + n].copy_from_slice(&buf[..n]);
+            let r = z.verify(&mut rx, n).unwrap();
+            assert_eq!(&rx[r], &payload[..], "{profile}");
+        }
+        assert!(Family::parse("macsec-gcm-aes-128/none").is_err());
     }
 }

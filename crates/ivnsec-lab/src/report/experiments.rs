@@ -1,0 +1,559 @@
+//! The experiments of a plan beside its ping-pong scenarios (issue 7): throughput runs (and, as
+//! they are added, under-load, playback and camera runs), their verdicts against seed 002's
+//! rules, and their tables in summary.md / index.html and `throughput.csv`.
+//!
+//! Seed 002 §5.1.1 asks a security protocol to cost less than 5 % of the throughput and less than
+//! 5 % CPU. Both are judged against the `plain` run of the same invocation on the same path and
+//! shaping (never against a figure from another run or another machine): throughput cost =
+//! 1 − goodput / plain goodput, CPU increase = machine busy % − plain's, in points.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::markdown::{Table, yes_no};
+use super::{ReportError, Summary, seed002, seed003};
+use crate::pingpong::Requirements;
+use crate::throughput::ThroughputResult;
+
+/// File name of the per-run throughput table inside a report directory.
+pub const THROUGHPUT_CSV: &str = "throughput.csv";
+
+/// Every experiment result of a report (`experiments` of summary.json).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Experiments {
+    /// One entry per profile × payload × rate × senders of the plan's `[[throughput]]` tables.
+    #[serde(default)]
+    pub throughput: Vec<ThroughputResult>,
+}
+
+impl Experiments {
+    pub fn is_empty(&self) -> bool {
+        self.throughput.is_empty()
+    }
+}
+
+/// The verdicts of one throughput run; `None` where the same-run `plain` figure is missing
+/// (the `plain` run itself, or a run with the baselines turned off).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ThroughputVerdict {
+    /// 1 − goodput / plain goodput.
+    pub cost: Option<f64>,
+    pub cost_ok: Option<bool>,
+    /// Machine busy % minus plain's.
+    pub cpu_increase_points: Option<f64>,
+    pub cpu_ok: Option<bool>,
+}
+
+impl ThroughputVerdict {
+    pub fn of(r: &ThroughputResult, limits: &Requirements) -> ThroughputVerdict {
+        let plain = r
+            .baseline
+            .get("plain")
+            .and_then(|p| p.get("goodput_mbps"))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|g| *g > 0.0);
+        let cost = plain.map(|p| 1.0 - r.goodput_mbps / p);
+        let cpu = r.cpu.increase_over_plain.map(|i| i.system_pct);
+        // Unshaped, every sender runs as fast as its CPU allows: the goodput measures the CPU,
+        // not the link, and the CPU is busy whatever the protection. The rules are judged on a
+        // shaped link, as seed 002 measured them at 1 Gb/s.
+        let shaped = r.rate_bps.is_some();
+        ThroughputVerdict {
+            cost,
+            cost_ok: cost.filter(|_| shaped).map(|c| c < limits.throughput_cost),
+            cpu_increase_points: cpu,
+            cpu_ok: cpu
+                .filter(|_| shaped)
+                .map(|c| c < limits.cpu_increase_points),
+        }
+    }
+
+    /// False when a judged rule failed; rules that could not be judged do not fail.
+    pub fn passed(&self) -> bool {
+        self.cost_ok != Some(false) && self.cpu_ok != Some(false)
+    }
+}
+
+/// One throughput run with its verdict (`experiment_verdicts.throughput` of summary.json).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThroughputRow {
+    /// `profile@payload rate ×senders`.
+    pub name: String,
+    #[serde(flatten)]
+    pub verdict: ThroughputVerdict,
+}
+
+/// A run's name in tables and verdict lists.
+pub fn throughput_name(r: &ThroughputResult) -> String {
+    format!(
+        "{}@{} {} ×{}",
+        r.profile,
+        r.payload,
+        rate_text(r.rate_bps),
+        r.senders
+    )
+}
+
+fn rate_text(rate: Option<u64>) -> String {
+    match rate {
+        None => "unshaped".into(),
+        Some(b) if b % 1_000_000_000 == 0 => format!("{} Gb/s", b / 1_000_000_000),
+        Some(b) if b % 1_000_000 == 0 => format!("{} Mb/s", b / 1_000_000),
+        Some(b) => format!("{b} b/s"),
+    }
+}
+
+/// The verdicts of every throughput run, in run order.
+pub fn throughput_rows(e: &Experiments, limits: &Requirements) -> Vec<ThroughputRow> {
+    e.throughput
+        .iter()
+        .map(|r| ThroughputRow {
+            name: throughput_name(r),
+            verdict: ThroughputVerdict::of(r, limits),
+        })
+        .collect()
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "–".to_string(), f)
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.2} %", 100.0 * v)
+}
+
+fn judged(v: Option<bool>) -> String {
+    v.map_or_else(|| "–".to_string(), |b| yes_no(b).to_string())
+}
+
+/// The throughput table of summary.md and index.html.
+pub(super) fn throughput_table(e: &Experiments, limits: &Requirements) -> Table {
+    let head = [
+        "run",
+        "goodput Mb/s",
+        "frames/s",
+        "loss",
+        "theoretical Mb/s",
+        "efficiency",
+        "plain Mb/s",
+        "cost vs plain",
+        "iperf3 Mb/s",
+        "CPU machine %",
+        "CPU +points",
+        "sender ns/B",
+        "receiver ns/B",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        format!("cost < {:.0} %", 100.0 * limits.throughput_cost),
+        format!("CPU < +{}", limits.cpu_increase_points),
+    ])
+    .collect();
+    let rows = e
+        .throughput
+        .iter()
+        .map(|r| {
+            let v = ThroughputVerdict::of(r, limits);
+            let f = |key: &str, field: &str| {
+                r.baseline
+                    .get(key)
+                    .and_then(|b| b.get(field))
+                    .and_then(serde_json::Value::as_f64)
+            };
+            let iperf = r.baseline.get("iperf3").and_then(|i| {
+                let key = if r.rate_bps.is_some() {
+                    "shaped"
+                } else {
+                    "unlimited"
+                };
+                i.get(key)?.get("goodput_mbps")?.as_f64()
+            });
+            vec![
+                throughput_name(r),
+                format!("{:.1}", r.goodput_mbps),
+                format!("{:.0}", r.frames_per_s),
+                pct(r.loss),
+                opt(r.theoretical_mbps, |t| format!("{t:.1}")),
+                opt(r.efficiency, pct),
+                opt(f("plain", "goodput_mbps"), |p| format!("{p:.1}")),
+                opt(v.cost, pct),
+                opt(iperf, |p| format!("{p:.1}")),
+                format!("{:.1}", r.cpu.system_pct),
+                opt(v.cpu_increase_points, |c| format!("{c:+.1}")),
+                opt(r.cpu.sender_ns_per_byte, |c| format!("{c:.2}")),
+                opt(r.cpu.receiver_ns_per_byte, |c| format!("{c:.2}")),
+                judged(v.cost_ok),
+                judged(v.cpu_ok),
+            ]
+        })
+        .collect();
+    Table { head, rows }
+}
+
+/// The note under the throughput table.
+pub(super) const THROUGHPUT_NOTE: &str = "Goodput = payload bits delivered per second, all \
+senders together. Theoretical = payload / wire bytes (frame + FCS, padding, preamble, \
+inter-frame gap) × shaped rate × senders (seed 002 §6.1.2); efficiency = goodput / \
+theoretical. Cost and CPU increase are against the `plain` run made in the same invocation on \
+the same path and shaping (seed 002 §5.1.1: < 5 % each); iperf3 is UDP (1472-byte datagrams) \
+(one stream per sender at once) on the same path, unshaped or at the shaped rate. The rules are \
+judged on shaped links only: unshaped, goodput and CPU measure how fast the CPU is, whatever the \
+protection. '–' = not measured or not judged in this run.";
+
+/// The throughput section of summary.md (empty when there is no throughput run).
+pub(super) fn markdown(e: &Experiments, limits: &Requirements) -> String {
+    let mut s = String::new();
+    if e.throughput.is_empty() {
+        return s;
+    }
+    s.push_str("\n## Throughput (seed 002 §5.2.3, §6.1.2)\n\n");
+    s.push_str(&throughput_table(e, limits).markdown());
+    let _ = writeln!(s, "\n{THROUGHPUT_NOTE}");
+    s
+}
+
+/// The seed comparison sections of summary.md.
+pub(super) fn seed_markdown(summary: &Summary) -> String {
+    let mut s = String::new();
+    for sec in seed_sections(summary) {
+        let _ = write!(
+            s,
+            "\n## {}\n\n{}\n{}\n",
+            sec.title,
+            sec.table.markdown(),
+            sec.note
+        );
+    }
+    s
+}
+
+/// throughput.csv: one row per run, the columns pandas needs to redo the table.
+pub fn write_throughput_csv(path: &Path, e: &Experiments) -> Result<(), ReportError> {
+    let mut s = String::from(
+        "profile,payload,frame_bytes,wire_bytes,senders,rate_bps,seconds,sent,delivered,lost,\
+         loss,goodput_mbps,frames_per_s,theoretical_mbps,efficiency,plain_goodput_mbps,\
+         sender_pct,receiver_pct,system_pct,system_increase_points,sender_ns_per_byte,\
+         receiver_ns_per_byte\n",
+    );
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for r in &e.throughput {
+        let plain = r
+            .baseline
+            .get("plain")
+            .and_then(|p| p.get("goodput_mbps"))
+            .and_then(serde_json::Value::as_f64);
+        let c = &r.cpu;
+        // Profile names are [a-z0-9-/]: no field needs quoting.
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.profile,
+            r.payload,
+            r.frame_bytes,
+            r.wire_bytes,
+            r.senders,
+            r.rate_bps.map_or(String::new(), |b| b.to_string()),
+            r.seconds,
+            r.sent,
+            r.delivered,
+            r.lost,
+            r.loss,
+            r.goodput_mbps,
+            r.frames_per_s,
+            o(r.theoretical_mbps),
+            o(r.efficiency),
+            o(plain),
+            c.sender_pct,
+            c.receiver_pct,
+            c.system_pct,
+            o(c.increase_over_plain.map(|i| i.system_pct)),
+            o(c.sender_ns_per_byte),
+            o(c.receiver_ns_per_byte),
+        );
+    }
+    std::fs::write(path, s).map_err(|e| ReportError::io(path, e))
+}
+
+/// A table of a seed's published figures beside ours, with its heading and a note.
+pub(super) struct SeedSection {
+    pub title: String,
+    pub table: Table,
+    pub note: String,
+}
+
+/// Our throughput run of `profile` in a shaped seed-002 style group (the most senders, then
+/// the first), if any.
+fn shaped_run<'a>(e: &'a Experiments, profile: &str) -> Option<&'a ThroughputResult> {
+    e.throughput
+        .iter()
+        .filter(|r| r.profile == profile && r.rate_bps.is_some())
+        .max_by_key(|r| r.senders)
+}
+
+/// The comparisons with seeds 002 and 003 that this report's measurements allow (none when no
+/// profile of the run stands for a seed configuration).
+pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
+    let e = &summary.experiments;
+    let mut out = Vec::new();
+    let ours_002 = |c: seed002::Config| c.ours().profile;
+    let any_002 = seed002::Config::ALL.into_iter().any(|c| {
+        ours_002(c).is_some_and(|p| {
+            shaped_run(e, p).is_some() || summary.scenarios.iter().any(|s| s.profile == p)
+        })
+    });
+    if any_002 {
+        // Ping-pong: our forward one-way delay at the largest payload we measured for the
+        // configuration's profile (sockperf reports half the round trip).
+        let latency = seed002::latency_table(|c, t| {
+            let p = ours_002(c)?;
+            match t {
+                seed002::Test::PingPong => {
+                    let s = summary
+                        .scenarios
+                        .iter()
+                        .filter(|s| s.profile == p)
+                        .max_by_key(|s| s.payload)?;
+                    let f = s.sections.owd_forward.as_ref()?;
+                    Some([f.p90_us, f.p99_us, f.p999_us])
+                }
+                _ => None,
+            }
+        });
+        out.push(SeedSection {
+            title: "Beside seed 002: latency (Tables 6.1, 6.3, 6.5, 6.7), µs".into(),
+            table: latency,
+            note: "Seed 002 ran sockperf with 24,938-byte lidar messages (ping-pong: half the \
+                   round trip); our ping-pong row is the forward one-way delay measured on the \
+                   shared clock at the largest payload this run measured for the profile (one \
+                   frame, at most the MTU). '—' = not measured in this run."
+                .into(),
+        });
+        let tp = seed002::throughput_table(|c| {
+            let r = shaped_run(e, ours_002(c)?)?;
+            let n = r.senders.max(1) as f64;
+            Some((r.goodput_mbps / n, r.theoretical_mbps? / n))
+        });
+        out.push(SeedSection {
+            title: "Beside seed 002: throughput (Tables 6.2, 6.4, 6.6, 6.8)".into(),
+            table: tp,
+            note: "Seed 002: three iperf3 UDP streams at 1 Gb/s into the consumer (§5.2.3), the \
+                   maximum per §6.1.2, both per sensor link. Ours: the shaped throughput group \
+                   with the most senders, per sender (total / senders); our maximum is that of \
+                   our frames on one shaped link."
+                .into(),
+        });
+        let cpu = seed002::cpu_table(|c| Some(shaped_run(e, ours_002(c)?)?.cpu.system_pct));
+        out.push(SeedSection {
+            title: "Beside seed 002: CPU (§6.1.2, §6.2.2, §6.3.2)".into(),
+            table: cpu,
+            note: "Seed 002: sar every second under sockperf's throughput mode, average \
+                   without the first and last 10 s. Ours: /proc/stat every second during the \
+                   same shaped throughput runs, % of the whole machine (everything else running \
+                   included)."
+                .into(),
+        });
+    }
+    let runs_003: Vec<&ThroughputResult> = e
+        .throughput
+        .iter()
+        .filter(|r| seed003::level_and_suite(&r.profile).is_some())
+        .collect();
+    if runs_003.iter().any(|r| r.profile != "plain") {
+        use seed003::{Level, Measured, Run, Transport};
+        let find = |level: Level, suite: Option<seed003::Suite>| {
+            runs_003
+                .iter()
+                .find(|r| match seed003::level_and_suite(&r.profile) {
+                    Some((l, s)) => l == level && (suite.is_none() || s == suite),
+                    None => false,
+                })
+                .copied()
+        };
+        let table = seed003::throughput_table(|run| match run {
+            Run::Iperf3(Transport::Udp) => Measured {
+                mbps: runs_003.first().and_then(|r| {
+                    let key = if r.rate_bps.is_some() {
+                        "shaped"
+                    } else {
+                        "unlimited"
+                    };
+                    r.baseline
+                        .get("iperf3")?
+                        .get(key)?
+                        .get("goodput_mbps")?
+                        .as_f64()
+                }),
+                cpu_pct: None,
+            },
+            Run::Someip {
+                transport: Transport::Udp,
+                level,
+                suite,
+            } => {
+                let r = find(level, suite);
+                Measured {
+                    mbps: r.map(|r| r.goodput_mbps),
+                    cpu_pct: r.map(|r| r.cpu.system_pct),
+                }
+            }
+            _ => Measured::default(),
+        });
+        out.push(SeedSection {
+            title: "Beside seed 003: throughput statements".into(),
+            table,
+            note: "Seed 003's figures were lost with its plots; its prose states ratios, which \
+                   are computed here from our runs. Ours are raw-Ethernet frames of the plan's \
+                   payload (seed 003: secured SOME/IP over UDP, 1,400 bytes, and over TCP, \
+                   64 kB, which this run does not measure); a level without a suite takes our \
+                   first run at that level."
+                .into(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::throughput::CpuIncrease;
+    use serde_json::json;
+
+    fn run(profile: &str, goodput: f64, plain: Option<f64>, cpu: Option<f64>) -> ThroughputResult {
+        let mut r = ThroughputResult {
+            profile: profile.into(),
+            payload: 1400,
+            frame_bytes: 1400 + 58,
+            senders: 3,
+            rate_bps: Some(1_000_000_000),
+            goodput_mbps: goodput,
+            ..ThroughputResult::default()
+        };
+        if let Some(p) = plain {
+            r.baseline
+                .insert("plain".into(), json!({ "goodput_mbps": p }));
+        }
+        r.cpu.increase_over_plain = cpu.map(|c| CpuIncrease {
+            system_pct: c,
+            within_5pct: c < 5.0,
+            ..CpuIncrease::default()
+        });
+        r
+    }
+
+    #[test]
+    fn verdicts_follow_the_5_percent_rules() {
+        let l = Requirements::default();
+        // 4 % cost and +4.9 points pass; 5 % cost fails (the rule is strict: < 5 %).
+        let v = ThroughputVerdict::of(&run("a", 960.0, Some(1000.0), Some(4.9)), &l);
+        assert!((v.cost.unwrap() - 0.04).abs() < 1e-12);
+        assert_eq!((v.cost_ok, v.cpu_ok), (Some(true), Some(true)));
+        assert!(v.passed());
+        let v = ThroughputVerdict::of(&run("a", 950.0, Some(1000.0), Some(1.0)), &l);
+        assert_eq!(v.cost_ok, Some(false));
+        assert!(!v.passed());
+        let v = ThroughputVerdict::of(&run("a", 999.0, Some(1000.0), Some(5.0)), &l);
+        assert_eq!((v.cost_ok, v.cpu_ok), (Some(true), Some(false)));
+        // Unshaped: the cost is shown, not judged.
+        let mut r = run("a", 500.0, Some(1000.0), Some(30.0));
+        r.rate_bps = None;
+        let v = ThroughputVerdict::of(&r, &l);
+        assert_eq!((v.cost, v.cost_ok, v.cpu_ok), (Some(0.5), None, None));
+        // Without a same-run plain figure nothing is judged and nothing fails.
+        let v = ThroughputVerdict::of(&run("plain", 990.0, None, None), &l);
+        assert_eq!((v.cost, v.cost_ok, v.cpu_ok), (None, None, None));
+        assert!(v.passed());
+    }
+
+    #[test]
+    fn table_csv_and_json_carry_every_run() {
+        let e = Experiments {
+            throughput: vec![
+                run("plain", 1000.0, None, None),
+                run("macsec-gcm-aes-128", 900.0, Some(1000.0), Some(7.0)),
+            ],
+        };
+        let l = Requirements::default();
+        let t = throughput_table(&e, &l);
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0].len(), t.head.len());
+        assert_eq!(t.rows[1][0], "macsec-gcm-aes-128@1400 1 Gb/s ×3");
+        assert_eq!(t.rows[1][7], "10.00 %");
+        assert_eq!(&t.rows[1][13..], ["FAIL", "FAIL"]);
+        assert_eq!(&t.rows[0][13..], ["–", "–"]);
+        let dir = std::env::temp_dir().join(format!("ivnsec-exp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(THROUGHPUT_CSV);
+        write_throughput_csv(&p, &e).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let cols = lines[0].split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == cols));
+        assert!(lines[2].starts_with("macsec-gcm-aes-128,1400,"));
+        let back: Experiments = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+    }
+
+    fn report_of(runs: Vec<ThroughputResult>) -> super::super::Report {
+        super::super::Report {
+            environment: serde_json::Map::new(),
+            requirements: Requirements::default(),
+            scenarios: Vec::new(),
+            baseline_sockperf: None,
+            experiments: Experiments { throughput: runs },
+        }
+    }
+
+    #[test]
+    fn seed_sections_put_our_runs_beside_the_seeds() {
+        // Nothing that maps to a seed configuration: no section.
+        let none = report_of(vec![run("hmac-sha1", 900.0, Some(1000.0), None)]).summary();
+        assert!(seed_sections(&none).is_empty());
+
+        // Three senders: the seed's figures are per sensor link, ours are divided by three.
+        let mut plain = run("plain", 2700.0, None, None);
+        plain.theoretical_mbps = Some(2800.0);
+        plain.cpu.system_pct = 20.0;
+        let mut esp = run("esp-null-hmac-sha256", 2600.0, Some(2700.0), Some(3.0));
+        esp.theoretical_mbps = Some(2750.0);
+        esp.cpu.system_pct = 23.0;
+        let summary = report_of(vec![plain, esp]).summary();
+        let secs = seed_sections(&summary);
+        let titles: Vec<&str> = secs.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(titles.len(), 3, "{titles:?}");
+        assert!(titles[1].contains("throughput"));
+        // Throughput rows: Baseline, IPsec, MACsec, bump-in-the-wire; ours in columns 5–8.
+        let t = &secs[1].table;
+        assert_eq!(t.rows[0][5], "900.0");
+        assert_eq!(t.rows[1][5], "866.7");
+        assert_eq!(t.rows[1][6], "916.7");
+        // Loss of IPsec against our plain: 1 − 2600 / 2700 = 3.7 %.
+        assert_eq!(t.rows[1][8], "3.7 %");
+        // MACsec was not measured.
+        assert_eq!(t.rows[2][5], "—");
+        // CPU: ours 23 % against our plain 20 %: +3 points.
+        let c = &secs[2].table;
+        assert_eq!(c.rows[1][3], "23.00 %");
+        assert_eq!(c.rows[1][4], "3.00 %");
+
+        // Seed 003: runs of its suites at a level give the claims' ratios.
+        let a = run("aes128-gcm/auth", 850.0, Some(1000.0), None);
+        let cf = run("aes128-gcm/conf", 750.0, Some(1000.0), None);
+        let p = run("plain", 1000.0, None, None);
+        let summary = report_of(vec![p, a, cf]).summary();
+        let secs = seed_sections(&summary);
+        let s3 = secs.iter().find(|s| s.title.contains("003")).unwrap();
+        let auth_row = s3
+            .table
+            .rows
+            .iter()
+            .find(|r| r[2].contains("15"))
+            .expect("the authentication drop claim");
+        // 1 − 850 / 1000 = 15.0 %.
+        assert_eq!(auth_row[3], "15.0 %", "{auth_row:?}");
+    }
+}
