@@ -7,3 +7,4 @@ pub mod pingpong;
 pub mod report;
 pub mod stats;
 pub mod throughput;
+pub mod underload;

@@ -43,9 +43,15 @@ pub enum Command {
     /// Measure goodput, loss and CPU of a profile between N senders and one receiver, against
     /// the theoretical maximum of the (shaped) link and iperf3 on the same path.
     Throughput(cmd::throughput::Args),
-    /// Seed 003's ADAS scenario: N cameras × 60 fps × 425 kB frames over secured SOME/IP,
+    /// Seed 003's ADAS scenario: N cameras × 60 fps × 42.5 KiB frames over secured SOME/IP,
     /// tx→rx delay of every frame against 16 ms, CPU against nosec.
     Camera(cmd::camera::Args),
+    /// Stream large sensor messages (24,938-byte lidar at 950/s) fragment by fragment: one-way
+    /// p99.9 < 2 ms, round trips, loss and CPU per profile, beside plain and sockperf under-load.
+    Underload(cmd::underload::Args),
+    /// Send messages at the times and sizes of a timeline (sockperf playback CSV or a pcap):
+    /// latency percentiles per profile, beside plain and sockperf playback.
+    Playback(cmd::playback::Args),
     /// Run every scenario of a plan (TOML) and write the report (CSV, JSON, Markdown, HTML).
     Run(cmd::run::Args),
     /// The main job: testbed up, a preset plan, sockperf beside it, report, testbed down, verdicts.

@@ -30,6 +30,8 @@ fn main() -> ExitCode {
         Command::Node(args) => cmd::node::run(args),
         Command::Throughput(args) => cmd::throughput::run(args),
         Command::Camera(args) => cmd::camera::run(args),
+        Command::Underload(args) => cmd::underload::run(args),
+        Command::Playback(args) => cmd::playback::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Validate(args) => cmd::validate::run(args),
         Command::Report(args) => cmd::report::run(args),

@@ -216,8 +216,10 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
-/// Reads sockperf's ping-pong summary: `avg-latency=X`, `percentile P = X`, `<MAX>`/`<MIN>
-/// observation = X` (µs, half round trip) and the observation count.
+/// Reads sockperf's latency summary (ping-pong, under-load, playback): `avg-latency=X`,
+/// `percentile P = X`, `<MAX>`/`<MIN> observation = X` (µs, half round trip), the observation
+/// count, the `[Valid Duration]` run time and message counts, and the dropped / duplicated /
+/// out-of-order message counts.
 pub fn parse_sockperf(text: &str) -> Option<Value> {
     let text = strip_ansi(text);
     let mut m = Map::new();
@@ -231,11 +233,14 @@ pub fn parse_sockperf(text: &str) -> Option<Value> {
         } else if let Some(rest) = line.strip_prefix("---> percentile ") {
             let (p, v) = rest.split_once('=')?;
             let key = match p.trim() {
+                "25.000" => "half_rtt_p25_us",
                 "50.000" => "half_rtt_p50_us",
+                "75.000" => "half_rtt_p75_us",
                 "90.000" => "half_rtt_p90_us",
                 "99.000" => "half_rtt_p99_us",
                 "99.900" => "half_rtt_p999_us",
                 "99.990" => "half_rtt_p9999_us",
+                "99.999" => "half_rtt_p99999_us",
                 _ => continue,
             };
             m.insert(key.into(), json!(num(v)?));
@@ -243,6 +248,39 @@ pub fn parse_sockperf(text: &str) -> Option<Value> {
             m.insert("half_rtt_max_us".into(), json!(num(rest)?));
         } else if let Some(rest) = line.strip_prefix("---> <MIN> observation =") {
             m.insert("half_rtt_min_us".into(), json!(num(rest)?));
+        } else if let Some(rest) = line.strip_prefix("[Valid Duration] ") {
+            // `RunTime=1.991 sec; SentMessages=1901; ReceivedMessages=14`
+            for part in rest.split(';') {
+                let Some((k, v)) = part.split_once('=') else {
+                    continue;
+                };
+                let v = v.trim().trim_end_matches("sec").trim();
+                let key = match k.trim() {
+                    "RunTime" => "valid_runtime_s",
+                    "SentMessages" => "sent_messages",
+                    "ReceivedMessages" => "received_messages",
+                    _ => continue,
+                };
+                if let Some(x) = num(v) {
+                    m.insert(key.into(), json!(x));
+                }
+            }
+        } else if line.starts_with("# dropped messages") {
+            // `# dropped messages = 6; # duplicated messages = 0; # out-of-order messages = 0`
+            for part in line.split(';') {
+                let Some((k, v)) = part.split_once('=') else {
+                    continue;
+                };
+                let key = match k.trim().trim_start_matches('#').trim() {
+                    "dropped messages" => "dropped_messages",
+                    "duplicated messages" => "duplicated_messages",
+                    "out-of-order messages" => "out_of_order_messages",
+                    _ => continue,
+                };
+                if let Ok(x) = v.trim().parse::<u64>() {
+                    m.insert(key.into(), json!(x));
+                }
+            }
         } else if let Some(rest) = line.strip_prefix("Total ") {
             if let Some(n) = rest
                 .split_whitespace()

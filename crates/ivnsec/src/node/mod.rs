@@ -4,7 +4,6 @@
 pub mod attack;
 pub mod camera;
 pub mod channel;
-#[allow(dead_code)] // until the roles that send large messages use every part
 pub mod fragment;
 pub mod highwater;
 pub mod keyfile;
@@ -12,6 +11,7 @@ pub mod link;
 pub mod orchestrate;
 pub mod pingpong;
 pub mod throughput;
+pub mod underload;
 
 /// A flag that turns true when stdin reaches end of file: how an orchestrator tells a receiving
 /// node to stop (it closes the node's stdin). The watching thread is not joined; it ends with

@@ -250,7 +250,7 @@ fn wait_until(t_ns: u64) {
     }
 }
 
-fn write_capture(
+pub(crate) fn write_capture(
     ch: &Channel,
     path: &std::path::Path,
     frames: &[u8],
