@@ -30,7 +30,7 @@ use crate::node::camera::{
     Transport, l2_profile, message_bytes,
 };
 use crate::node::channel::{DirectionKeys, Ends as ChannelEnds, Family};
-use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, node_addr, spawn_node};
+use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, spawn_node, testbed_node};
 use crate::providers::ProviderChoice;
 
 /// Most cameras one run simulates.
@@ -355,11 +355,7 @@ impl Ends {
                 initiator,
                 responder,
             } => {
-                let node = |name: &str| -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
-                    let (mac, ip) = node_addr(state, name)?;
-                    let ns = state.namespace_of(name).map_err(|e| anyhow!("{e}"))?;
-                    Ok((Some(ns.to_string()), mac, ip))
-                };
+                let node = |name: &str| testbed_node(state, name);
                 Ok(Ends {
                     camera: node(initiator)?,
                     consumer: node(responder)?,

@@ -24,7 +24,7 @@ use super::lab::{self, Layout, Where};
 use crate::cli::usage;
 use crate::node::channel::{DirectionKeys, Ends, Family};
 use crate::node::link::LinkSpec;
-use crate::node::orchestrate::{Reaper, Site, child_stderr, frame_bytes, node_addr, spawn_node};
+use crate::node::orchestrate::{Reaper, Site, child_stderr, frame_bytes, spawn_node, testbed_node};
 use crate::node::throughput::{Peer, TputRole, TputSpec};
 use crate::providers::ProviderChoice;
 
@@ -317,11 +317,7 @@ impl Nodes {
                         tx.len()
                     )));
                 }
-                let node = |name: &str| -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
-                    let (mac, ip) = node_addr(state, name)?;
-                    let ns = state.namespace_of(name).map_err(|e| anyhow!("{e}"))?;
-                    Ok((Some(ns.to_string()), mac, ip))
-                };
+                let node = |name: &str| testbed_node(state, name);
                 Ok(Nodes {
                     receiver: node(&rx)?,
                     senders: tx.iter().map(|s| node(s)).collect::<Result<_>>()?,

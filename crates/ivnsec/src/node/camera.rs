@@ -319,27 +319,40 @@ fn cameras(spec: &CameraSpec) -> Result<()> {
         };
         socks.push(s);
     }
-    let mut sas: Vec<ServiceSa> = (0..n).map(|i| spec.sa(i)).collect::<Result<_>>()?;
+    let sas: Vec<ServiceSa> = (0..n).map(|i| spec.sa(i)).collect::<Result<_>>()?;
+    let streams: Vec<(Sender, ServiceSa)> = socks.into_iter().zip(sas).collect();
+    run_cameras(spec, streams, |i, (mut sock, mut sa), schedule, cap| {
+        camera(spec, i, &mut sa, &mut sock, schedule, cap)
+    })
+}
+
+/// The camera ECU once its sockets are open: prints `READY`, waits for the start signal, runs
+/// `camera(i, item_i, schedule_i, capture)` for every camera in a thread of its own from one
+/// common start time, writes the capture and prints the report.
+fn run_cameras<T: Send>(
+    spec: &CameraSpec,
+    items: Vec<T>,
+    camera: impl Fn(usize, T, Schedule, Option<&Capture>) -> Result<u64> + Sync,
+) -> Result<()> {
+    let n = items.len();
     let capture = spec.capture.as_ref().map(|_| Capture {
         claimed: AtomicUsize::new(0),
         frames: Mutex::new(Vec::new()),
     });
     print_report("READY", &n)?;
-
     // Start signal: one line on stdin.
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     let (u0, s0) = rusage_self();
     let start = monotonic_ns() + LEAD_NS;
     let results: Vec<Result<u64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = socks
-            .iter_mut()
-            .zip(sas.iter_mut())
+        let handles: Vec<_> = items
+            .into_iter()
             .enumerate()
-            .map(|(i, (sock, sa))| {
+            .map(|(i, item)| {
                 let schedule = Schedule::new(start, i, n, spec.fps, spec.phase);
-                let cap = capture.as_ref();
-                scope.spawn(move || camera(spec, i, sa, sock, schedule, cap))
+                let (cap, camera) = (capture.as_ref(), &camera);
+                scope.spawn(move || camera(i, item, schedule, cap))
             })
             .collect();
         handles
@@ -381,8 +394,70 @@ fn sleep_until(t_ns: u64) {
     }
 }
 
-/// One camera: every frame on its absolute schedule; returns the frames sent. Nothing is
-/// allocated per frame (the image, the message and the segment batch are allocated once).
+/// One frame as a camera thread hands it to its transport.
+struct Shot<'a> {
+    /// Frame number, from 0.
+    k: u64,
+    /// SOME/IP session ID of its message (1..=0xFFFF, wrapping to 1).
+    session: u16,
+    /// When the frame was taken (its stamp's `sent`).
+    sent_ns: u64,
+    /// The frame: stamp, then image data.
+    image: &'a [u8],
+    /// Whether this frame is one of the run's first [`CAPTURE_FRAMES`] (with `--pcap`).
+    capture: bool,
+}
+
+/// The loop of every camera thread: frame `k` waits for its due time on the absolute schedule,
+/// gets its stamp, and goes to `send`. The image is random data made once; nothing is allocated
+/// per frame here. Returns the frames sent.
+fn each_frame(
+    spec: &CameraSpec,
+    schedule: Schedule,
+    capture: Option<&Capture>,
+    mut send: impl FnMut(Shot<'_>) -> Result<()>,
+) -> Result<u64> {
+    let mut image = vec![0u8; spec.frame_bytes];
+    getrandom::fill(&mut image).map_err(|e| anyhow!("random image: {e}"))?;
+    let mut session = 0u16;
+    for k in 0..spec.frames {
+        let due = schedule.due_ns(k);
+        sleep_until(due);
+        session = session.wrapping_add(1).max(1);
+        let sent_ns = monotonic_ns();
+        FrameStamp {
+            seq: k,
+            sent_ns,
+            due_ns: due,
+        }
+        .write(&mut image)
+        .ok_or_else(|| anyhow!("frame shorter than its stamp"))?;
+        let capture =
+            capture.is_some_and(|c| c.claimed.fetch_add(1, Ordering::Relaxed) < CAPTURE_FRAMES);
+        send(Shot {
+            k,
+            session,
+            sent_ns,
+            image: &image,
+            capture,
+        })
+        .with_context(|| format!("frame {k}"))?;
+    }
+    Ok(spec.frames)
+}
+
+impl Capture {
+    fn push(&self, c: Captured) {
+        self.frames
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(c);
+    }
+}
+
+/// One camera over TCP or UDP/SOME/IP-TP: each frame protected whole with the camera's SA,
+/// then written to its connection or segmented. The message and the segment batch are
+/// allocated once.
 fn camera(
     spec: &CameraSpec,
     index: usize,
@@ -392,8 +467,6 @@ fn camera(
     capture: Option<&Capture>,
 ) -> Result<u64> {
     let service = spec.streams[index].service;
-    let mut image = vec![0u8; spec.frame_bytes];
-    getrandom::fill(&mut image).map_err(|e| anyhow!("random image: {e}"))?;
     let mut msg = vec![0u8; message_bytes(sa.level(), spec.frame_bytes)];
     let seg_len = HEADER_LEN + TP_HEADER_LEN + MAX_SEGMENT_DATA;
     let stride = seg_len.next_multiple_of(64);
@@ -402,56 +475,39 @@ fn camera(
         Sender::Tcp(_) => Vec::new(),
     };
     let mut lens = [0usize; MAX_BATCH];
-    let mut session = 0u16;
-    for k in 0..spec.frames {
-        let due = schedule.due_ns(k);
-        sleep_until(due);
-        session = session.wrapping_add(1).max(1);
-        let hdr = frame_header(service, session);
-        let sent_ns = monotonic_ns();
-        FrameStamp {
-            seq: k,
-            sent_ns,
-            due_ns: due,
-        }
-        .write(&mut image)
-        .ok_or_else(|| anyhow!("frame shorter than its stamp"))?;
+    let sent = each_frame(spec, schedule, capture, |f| {
+        let hdr = frame_header(service, f.session);
         let len = sa
-            .protect(&hdr, &image, &mut msg)
-            .map_err(|e| anyhow!("protecting frame {k}: {e}"))?;
+            .protect(&hdr, f.image, &mut msg)
+            .map_err(|e| anyhow!("protecting: {e}"))?;
         let wire = &msg[..len];
         match sock {
-            Sender::Tcp(s) => s
-                .write_all(wire)
-                .with_context(|| format!("sending frame {k}"))?,
-            Sender::Udp(s) => send_segments(s, wire, &mut batch, stride, &mut lens)
-                .with_context(|| format!("sending frame {k}"))?,
+            Sender::Tcp(s) => s.write_all(wire).context("sending")?,
+            Sender::Udp(s) => {
+                send_segments(s, wire, &mut batch, stride, &mut lens).context("sending")?
+            }
         }
-        if let Some(c) = capture
-            && c.claimed.fetch_add(1, Ordering::Relaxed) < CAPTURE_FRAMES
-        {
+        if let (true, Some(c)) = (f.capture, capture) {
             let (src, dst) = match sock {
                 Sender::Tcp(s) => (s.local_addr()?, s.peer_addr()?),
                 Sender::Udp(s) => (s.local_addr()?, s.peer_addr()?),
             };
-            c.frames
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(Captured {
-                    seq: k,
-                    units: Vec::new(),
-                    at_ns: sent_ns,
-                    src,
-                    dst,
-                    message: wire.to_vec(),
-                });
+            c.push(Captured {
+                seq: f.k,
+                units: Vec::new(),
+                at_ns: f.sent_ns,
+                src,
+                dst,
+                message: wire.to_vec(),
+            });
         }
-    }
+        Ok(())
+    })?;
     if let Sender::Tcp(s) = sock {
         // End of stream: the consumer's thread for this camera is done.
         let _ = s.shutdown(std::net::Shutdown::Write);
     }
-    Ok(spec.frames)
+    Ok(sent)
 }
 
 /// The header of a frame: a NOTIFICATION of [`FRAME_EVENT`] from the camera's service (the
@@ -803,51 +859,9 @@ fn cameras_l2(spec: &CameraSpec) -> Result<()> {
     link.connect_peer().context("setting the destination")?;
     let frag = FragSender::new(&ch, topology::MTU as usize, 1, L2_BATCH)?;
     let tx = Mutex::new(L2Tx { ch, frag, link });
-    let capture = spec.capture.as_ref().map(|_| Capture {
-        claimed: AtomicUsize::new(0),
-        frames: Mutex::new(Vec::new()),
-    });
-    print_report("READY", &n)?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let (u0, s0) = rusage_self();
-    let start = monotonic_ns() + LEAD_NS;
-    let results: Vec<Result<u64>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..n)
-            .map(|i| {
-                let schedule = Schedule::new(start, i, n, spec.fps, spec.phase);
-                let (tx, cap) = (&tx, capture.as_ref());
-                scope.spawn(move || camera_l2(spec, i, tx, schedule, cap))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow!("a camera thread panicked")))
-            })
-            .collect()
-    });
-    let end = monotonic_ns();
-    let (u1, s1) = rusage_self();
-    let mut sent = Vec::with_capacity(n);
-    for (i, r) in results.into_iter().enumerate() {
-        sent.push(r.with_context(|| format!("camera {}", i + 1))?);
-    }
-    if let (Some(c), Some(cs)) = (capture, &spec.capture) {
-        let frames = c.frames.into_inner().unwrap_or_else(|p| p.into_inner());
-        write_capture(spec, cs, &frames)?;
-    }
-    print_report(
-        "REPORT",
-        &CameraEcuReport {
-            sent,
-            start_ns: start,
-            end_ns: end,
-            user_ns: u1 - u0,
-            sys_ns: s1 - s0,
-        },
-    )
+    run_cameras(spec, vec![(); n], |i, (), schedule, cap| {
+        camera_l2(spec, i, &tx, schedule, cap)
+    })
 }
 
 /// One camera on the shared l2 channel: every frame on its schedule, sent whole (all its
@@ -860,50 +874,32 @@ fn camera_l2(
     capture: Option<&Capture>,
 ) -> Result<u64> {
     let service = spec.streams[index].service;
-    let mut image = vec![0u8; spec.frame_bytes];
-    getrandom::fill(&mut image).map_err(|e| anyhow!("random image: {e}"))?;
     let mut msg = vec![0u8; HEADER_LEN + spec.frame_bytes];
-    let mut session = 0u16;
-    for k in 0..spec.frames {
-        let due = schedule.due_ns(k);
-        sleep_until(due);
-        session = session.wrapping_add(1).max(1);
-        let sent_ns = monotonic_ns();
-        FrameStamp {
-            seq: k,
-            sent_ns,
-            due_ns: due,
-        }
-        .write(&mut image)
-        .ok_or_else(|| anyhow!("frame shorter than its stamp"))?;
-        let len = l2_message(service, session, &image, &mut msg);
-        let claim = capture.filter(|c| c.claimed.fetch_add(1, Ordering::Relaxed) < CAPTURE_FRAMES);
+    each_frame(spec, schedule, capture, |f| {
+        let len = l2_message(service, f.session, f.image, &mut msg);
         let mut units = Vec::new();
         {
             let mut t = tx.lock().unwrap_or_else(|p| p.into_inner());
             let L2Tx { ch, frag, link } = &mut *t;
             frag.send(ch, link, &msg[..len], |u| {
-                if claim.is_some() {
+                if f.capture {
                     units.push(u.to_vec());
                 }
             })
-            .with_context(|| format!("sending frame {k}"))?;
+            .context("sending")?;
         }
-        if let Some(c) = claim {
-            c.frames
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(Captured {
-                    seq: k,
-                    units,
-                    at_ns: sent_ns,
-                    src: SocketAddr::from(([0, 0, 0, 0], 0)),
-                    dst: SocketAddr::from(([0, 0, 0, 0], 0)),
-                    message: Vec::new(),
-                });
+        if let (true, Some(c)) = (f.capture, capture) {
+            c.push(Captured {
+                seq: f.k,
+                units,
+                at_ns: f.sent_ns,
+                src: SocketAddr::from(([0, 0, 0, 0], 0)),
+                dst: SocketAddr::from(([0, 0, 0, 0], 0)),
+                message: Vec::new(),
+            });
         }
-    }
-    Ok(spec.frames)
+        Ok(())
+    })
 }
 
 fn consumer_l2(spec: &CameraSpec) -> Result<()> {

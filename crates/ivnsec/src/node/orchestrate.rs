@@ -321,6 +321,17 @@ fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
     anyhow!("{e}")
 }
 
+/// A testbed node as an experiment starts a process in it: its namespace, and the MAC and IPv4
+/// address of its ECU interface.
+pub(crate) fn testbed_node(
+    state: &TestbedState,
+    node: &str,
+) -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
+    let (mac, ip) = node_addr(state, node)?;
+    let ns = state.namespace_of(node).map_err(|e| anyhow!("{e}"))?;
+    Ok((Some(ns.to_string()), mac, ip))
+}
+
 /// MAC and IPv4 address of a testbed node's ECU interface.
 pub(crate) fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
     let n = state
