@@ -425,12 +425,12 @@ mod tests {
             (3, Some(1_000_000_000))
         );
         assert_eq!(t.profiles.len(), 3);
-        // Seed 003: five AEAD suites × two levels + plain, throughput only.
+        // Seed 003: five AEAD suites × two levels + no security, throughput only.
         let p = preset("seed003", &RunSection::default()).unwrap();
         assert!(p.scenarios.is_empty());
         assert_eq!(p.throughput[0].profiles.len(), 5 * 2 + 1);
-        // 11 profiles × 5 s, no extra plain run (it is listed), iperf3 unshaped and shaped.
-        assert!((p.throughput_seconds() - (11.0 * 5.0 + 10.0)).abs() < 1e-9);
+        // 11 profiles × 5 s, the plain run first, iperf3 unshaped and shaped.
+        assert!((p.throughput_seconds() - (12.0 * 5.0 + 10.0)).abs() < 1e-9);
     }
 
     #[test]

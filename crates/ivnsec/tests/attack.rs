@@ -1,7 +1,8 @@
 //! `ivnsec attack` as a user runs it: bad input (exit 2), no privileges (exit 3), and, as root
 //! on a testbed of its own (random prefix, own state directory, removed afterwards), every
-//! class against one profile of each family — nothing forged is accepted — and the negative
-//! control: profiles without a key accept what the attacker forges, and the command says so.
+//! class against one profile of each family (IVN-AE, MACsec, ESP, SecOC, secured SOME/IP) —
+//! nothing forged is accepted — and the negative control: profiles without a key accept what
+//! the attacker forges, and the command says so.
 
 use std::process::{Command, Output};
 
@@ -21,7 +22,12 @@ fn bad_input_is_a_usage_error() {
     let d = TempDir::new("usage");
     for (args, needle) in [
         (&["attack", "--profile", "aes512-gcm"][..], "aes512-gcm"),
-        (&["attack", "--profile", "secoc-cmac-aes128"][..], "SecOC"),
+        (&["attack", "--profile", "secoc-cmac-aes512"][..], "SecOC"),
+        (&["attack", "--profile", "someip-aes512-gcm"][..], "SOME/IP"),
+        (
+            &["attack", "--profile", "someip-aes128-gcm/none"][..],
+            "SOME/IP",
+        ),
         (&["attack", "--count", "0"][..], "--count"),
         (&["attack", "--payload", "4"][..], "--payload"),
         (&["attack", "--flood-seconds", "0"][..], "--flood-seconds"),
@@ -37,6 +43,10 @@ fn bad_input_is_a_usage_error() {
     let help = String::from_utf8_lossy(&o.stdout);
     for class in ["replay-w1024", "bit-flip", "downgrade", "flood"] {
         assert!(help.contains(class), "{help}");
+    }
+    // The default profiles include one SecOC and one secured SOME/IP profile.
+    for p in ["secoc-cmac-aes128", "someip-aes128-gcm/conf"] {
+        assert!(help.contains(p), "{help}");
     }
 }
 
@@ -88,6 +98,56 @@ fn num(r: &Value, k: &str) -> u64 {
     r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"))
 }
 
+/// One result of a run in which nothing may be accepted, with what every check needs.
+struct Judged<'a> {
+    profile: &'a str,
+    attack: &'a str,
+    what: String,
+    dropped: &'a serde_json::Map<String, Value>,
+    /// Frames the receiver judged (dropped, by any reason).
+    sum: u64,
+    injected: u64,
+}
+
+/// Checks what holds for every class: nothing accepted, every injected frame either judged or
+/// reported as not seen, legitimate traffic sent.
+fn judged(r: &Value) -> Judged<'_> {
+    let (profile, attack) = (
+        r["profile"].as_str().unwrap(),
+        r["attack"].as_str().unwrap(),
+    );
+    let what = format!("{profile} {attack}: {r}");
+    assert_eq!(num(r, "accepted"), 0, "{what}");
+    let dropped = r["dropped"].as_object().unwrap();
+    let sum: u64 = dropped.values().map(|v| v.as_u64().unwrap()).sum();
+    let injected = num(r, "injected");
+    assert_eq!(sum + num(r, "not_seen"), injected, "{what}");
+    assert!(num(r, "legit_sent") > 0, "{what}");
+    Judged {
+        profile,
+        attack,
+        what,
+        dropped,
+        sum,
+        injected,
+    }
+}
+
+/// Exit 1 only for what a flood did to the legitimate traffic, which is reported; else 0.
+fn check_exit_code(o: &Output, rs: &[Value]) {
+    let flood_loss = rs.iter().any(|r| {
+        r["attack"] == "flood"
+            && (num(r, "legit_delivered") < num(r, "legit_sent")
+                || num(r, "legit_exchanges_lost") > 0)
+    });
+    assert_eq!(
+        o.status.code(),
+        Some(if flood_loss { 1 } else { 0 }),
+        "{}",
+        err(o)
+    );
+}
+
 /// Every class against aes128-gcm, macsec-gcm-aes-128 and esp-aes128-gcm: nothing forged or
 /// replayed is accepted, every injected frame outside the flood is judged, each class is dropped
 /// for the reasons it should be, the legitimate ping-pong loses nothing outside the flood, and
@@ -102,6 +162,12 @@ fn nothing_forged_is_accepted() {
         &d,
         &[
             "attack",
+            "--profile",
+            "aes128-gcm",
+            "--profile",
+            "macsec-gcm-aes-128",
+            "--profile",
+            "esp-aes128-gcm",
             "--count",
             &count.to_string(),
             "--flood-seconds",
@@ -115,17 +181,14 @@ fn nothing_forged_is_accepted() {
     assert_eq!(rs.len(), 30, "{}", err(&o));
     let mut captured = 0;
     for r in &rs {
-        let (profile, attack) = (
-            r["profile"].as_str().unwrap(),
-            r["attack"].as_str().unwrap(),
-        );
-        let what = format!("{profile} {attack}: {r}");
-        assert_eq!(num(r, "accepted"), 0, "{what}");
-        let dropped = r["dropped"].as_object().unwrap();
-        let sum: u64 = dropped.values().map(|v| v.as_u64().unwrap()).sum();
-        let injected = num(r, "injected");
-        assert_eq!(sum + num(r, "not_seen"), injected, "{what}");
-        assert!(num(r, "legit_sent") > 0, "{what}");
+        let Judged {
+            profile,
+            attack,
+            what,
+            dropped,
+            sum,
+            injected,
+        } = judged(r);
         assert!(r["legit_p999_us"].as_f64().is_some(), "{what}");
         let has = |k: &str| dropped.contains_key(k);
         if attack == "flood" {
@@ -170,18 +233,7 @@ fn nothing_forged_is_accepted() {
             assert!(has("bad_tag"), "{what}");
         }
     }
-    // Exit 1 only for what the flood did to the legitimate traffic, which is reported.
-    let flood_loss = rs.iter().any(|r| {
-        r["attack"] == "flood"
-            && (num(r, "legit_delivered") < num(r, "legit_sent")
-                || num(r, "legit_exchanges_lost") > 0)
-    });
-    assert_eq!(
-        o.status.code(),
-        Some(if flood_loss { 1 } else { 0 }),
-        "{}",
-        err(&o)
-    );
+    check_exit_code(&o, &rs);
     let records = ivnsec_net::pcap::PcapReader::open(&pcap)
         .unwrap()
         .inspect(|r| assert!(r.is_ok(), "{r:?}"))
@@ -190,9 +242,99 @@ fn nothing_forged_is_accepted() {
     assert!(d.leftover_testbeds().is_empty());
 }
 
-/// The negative control: `plain` and `crc32` authenticate nothing, so frames forged without any
-/// key are accepted — and the command fails. (Replays are still refused: the sequence number
-/// and its window work without a key; an attacker just writes a fresh one, which `no-key` does.)
+/// Every class against SecOC (secoc-cmac-aes128) and secured SOME/IP (someip-aes128-gcm/conf)
+/// over UDP between the ECUs' addresses: nothing forged or replayed is accepted, every injected
+/// datagram outside the flood is judged (so the receiving stack took every one: lengths and
+/// checksums right), each class is dropped for the reasons the protocol rules give
+/// (docs/attacks.md), and the legitimate ping-pong loses nothing outside the flood.
+#[test]
+fn udp_families_accept_nothing_forged() {
+    require_root!();
+    let d = TempDir::new("udp");
+    let count = 200u64;
+    let o = ivnsec(
+        &d,
+        &[
+            "attack",
+            "--profile",
+            "secoc-cmac-aes128",
+            "--profile",
+            "someip-aes128-gcm/conf",
+            "--count",
+            &count.to_string(),
+            "--flood-seconds",
+            "0.3",
+            "--json",
+        ],
+    );
+    let rs = results(&o);
+    assert_eq!(rs.len(), 20, "{}", err(&o));
+    for r in &rs {
+        let Judged {
+            profile,
+            attack,
+            what,
+            dropped,
+            injected,
+            ..
+        } = judged(r);
+        if attack == "flood" {
+            assert!(injected > 0, "{what}");
+            continue;
+        }
+        assert_eq!(injected, count, "{what}");
+        assert_eq!(num(r, "not_seen"), 0, "{what}");
+        assert_eq!(num(r, "legit_delivered"), num(r, "legit_sent"), "{what}");
+        assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
+        let has = |k: &str| dropped.contains_key(k);
+        let only = |ks: &[&str]| dropped.keys().all(|k| ks.contains(&k.as_str()));
+        let secoc = profile.starts_with("secoc-");
+        match (secoc, attack) {
+            // The SecOC socket connection is bound to the sender's address and port.
+            (true, "foreign-source") => assert!(only(&["foreign_source"]), "{what}"),
+            // A client of its own (other address, client ID and key): the tag.
+            (false, "foreign-source") | (_, "no-key") => assert!(only(&["bad_tag"]), "{what}"),
+            // SecOC has no replay window: a replayed 32-bit truncated FV reconstructs to an FV
+            // 2^32 higher, whose MAC does not match.
+            (true, "replay-w1" | "replay-w1024") => assert!(only(&["bad_tag"]), "{what}"),
+            (false, "replay-w1" | "replay-w1024") => {
+                assert!(has("replay_duplicate") && has("replay_too_old"), "{what}");
+                assert!(only(&["replay_duplicate", "replay_too_old"]), "{what}");
+            }
+            (true, "bit-flip") => {
+                assert!(has("bad_tag"), "{what}");
+                assert!(only(&["bad_tag", "unknown_sa", "bad_length"]), "{what}");
+            }
+            (false, "bit-flip") => assert!(has("bad_tag") && has("unknown_service"), "{what}"),
+            (_, "length") => {
+                assert!(has("bad_tag") && has("bad_length"), "{what}");
+                assert!(only(&["bad_tag", "bad_length", "truncated"]), "{what}");
+            }
+            (true, "downgrade") => assert!(only(&["bad_tag"]), "{what}"),
+            (false, "downgrade") => {
+                assert!(
+                    has("level_mismatch") && has("unknown_sa") && has("bad_tag"),
+                    "{what}"
+                )
+            }
+            (true, "unknown-id") => assert!(only(&["unknown_sa"]), "{what}"),
+            (false, "unknown-id") => {
+                assert!(has("unknown_sa") && has("unknown_service"), "{what}");
+                assert!(only(&["unknown_sa", "unknown_service"]), "{what}");
+            }
+            (_, "garbage") => assert!(has("truncated") || has("bad_length"), "{what}"),
+            (_, other) => panic!("unexpected class {other}"),
+        }
+    }
+    check_exit_code(&o, &rs);
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// The negative control: `plain`, `crc32` and `someip-nosec` authenticate nothing, so frames
+/// forged without any key are accepted — and the command fails. (`plain` and `crc32` still
+/// refuse replays: the sequence number and its window work without a key; an attacker just
+/// writes a fresh one, which `no-key` does. `someip-nosec` messages have no counter, so their
+/// replays are accepted as well.)
 #[test]
 fn profiles_without_a_key_accept_forgeries_and_fail() {
     require_root!();
@@ -205,6 +347,8 @@ fn profiles_without_a_key_accept_forgeries_and_fail() {
             "plain",
             "--profile",
             "crc32",
+            "--profile",
+            "someip-nosec",
             "--attack",
             "no-key",
             "--attack",
@@ -216,10 +360,11 @@ fn profiles_without_a_key_accept_forgeries_and_fail() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
     let rs = results(&o);
-    assert_eq!(rs.len(), 4);
+    assert_eq!(rs.len(), 6);
     for r in &rs {
         let what = r.to_string();
-        if r["attack"] == "no-key" {
+        // `someip-nosec` has no counter either: its replays get through too.
+        if r["attack"] == "no-key" || r["profile"] == "someip-nosec" {
             assert_eq!(num(r, "accepted"), 100, "{what}");
         } else {
             assert_eq!(num(r, "accepted"), 0, "{what}");

@@ -16,7 +16,10 @@ use common::{BIN, TempDir, ivnsec, text};
 /// Frame length by the wire specs (docs/wire-ivnae.md, IEEE 802.1AE, RFC 4303), not by the code:
 /// IVN-AE = 26-byte header + 2-byte inner EtherType + payload + tag; MACsec = addresses 12 +
 /// SecTAG 16 (EtherType, TCI/AN, SL, PN, SCI) + inner EtherType 2 + payload + ICV 16; ESP transport over IPv4 = 14 + 20 + SPI/seq
-/// 8 + IV 8 + payload padded with the 2-byte trailer to 4 + ICV 16.
+/// 8 + IV 8 + payload padded with the 2-byte trailer to 4 + ICV 16. The UDP families travel in
+/// Ethernet 14 + IPv4 20 + UDP 8: SecOC (docs/secoc.md) = PDU header (id, length) 8 + Authentic
+/// I-PDU + 32-bit truncated FV and 64-bit truncated MAC 12; secured SOME/IP
+/// (docs/wire-someip-sec.md) = header 16 + key id 1 + counter 8 + payload + tag 16.
 fn spec_frame_bytes(profile: &str, payload: usize) -> usize {
     match profile {
         "plain" => 26 + 2 + payload,
@@ -24,6 +27,11 @@ fn spec_frame_bytes(profile: &str, payload: usize) -> usize {
         "aes128-gcm" | "chacha20-poly1305" => 26 + 2 + payload + 16,
         "macsec-gcm-aes-128" => 12 + 16 + 2 + payload + 16,
         "esp-aes128-gcm" => 14 + 20 + 8 + 8 + (payload + 2).div_ceil(4) * 4 + 16,
+        "secoc-cmac-aes128" | "secoc-hmac-sha256" => 14 + 20 + 8 + 8 + payload + 12,
+        "someip-aes128-gcm/conf" | "someip-chacha20-poly1305/auth" => {
+            14 + 20 + 8 + 16 + 1 + 8 + payload + 16
+        }
+        "someip-nosec" => 14 + 20 + 8 + 16 + payload,
         other => panic!("no spec length for {other}"),
     }
 }
@@ -132,6 +140,7 @@ fn check_capture(pcap: &Path, profile: &str, frames: usize) {
     let want = match profile {
         "macsec-gcm-aes-128" => "eth:ethertype:macsec",
         "esp-aes128-gcm" => "eth:ethertype:ip:esp",
+        p if p.starts_with("secoc-") || p.starts_with("someip-") => "eth:ethertype:ip:udp",
         _ => "eth:ethertype:data",
     };
     let lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
@@ -142,25 +151,132 @@ fn check_capture(pcap: &Path, profile: &str, frames: usize) {
     );
 }
 
+/// `pingpong --on loopback` of `profile` with 64-byte payloads, 2 × 30 exchanges, checked.
+fn loopback_scenario(d: &TempDir, profile: &str) {
+    let o = ivnsec(
+        d,
+        &[
+            "pingpong",
+            "--on",
+            "loopback",
+            "--profile",
+            profile,
+            "--payload",
+            "64",
+            "--count",
+            "30",
+            "--replications",
+            "2",
+            "--json",
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{profile}: {}",
+        text(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    check_scenario(&v, profile, 64, 60);
+}
+
 #[test]
 fn pingpong_over_loopback_without_a_testbed() {
     let d = TempDir::new("lo");
     for profile in ["aes128-gcm", "macsec-gcm-aes-128", "esp-aes128-gcm"] {
+        loopback_scenario(&d, profile);
+    }
+}
+
+/// SecOC and secured SOME/IP profiles run the ping-pong like every other family, on loopback
+/// and from a plan (`ivnsec run`), with the frame lengths their specifications give.
+#[test]
+fn pingpong_and_run_take_secoc_and_someip_profiles() {
+    let d = TempDir::new("udp-lo");
+    for profile in [
+        "secoc-cmac-aes128",
+        "someip-aes128-gcm/conf",
+        "someip-nosec",
+    ] {
+        loopback_scenario(&d, profile);
+    }
+    let plan = d.path("udp.toml");
+    std::fs::write(
+        &plan,
+        "name = \"udp\"\n[run]\ncount = 20\nreplications = 1\n\
+         [[matrix]]\nprofiles = [\"secoc-hmac-sha256\", \"someip-chacha20-poly1305/auth\"]\n\
+         payloads = [64, 1024]\n",
+    )
+    .unwrap();
+    let out = d.path("out");
+    let o = ivnsec(
+        &d,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--on",
+            "loopback",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        text(&o.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sc = v["scenarios"].as_array().unwrap();
+    assert_eq!(sc.len(), 4);
+    for s in sc {
+        let (p, n) = (
+            s["profile"].as_str().unwrap(),
+            s["payload"].as_u64().unwrap(),
+        );
+        check_scenario(s, p, n as usize, 20);
+    }
+    // A payload whose SOME/IP frame would exceed the MTU is refused up front (exit 2).
+    let o = ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--on",
+            "loopback",
+            "--profile",
+            "someip-aes128-gcm/conf",
+            "--payload",
+            "1440",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("MTU"), "{}", text(&o.stderr));
+}
+
+/// The UDP families on a testbed: UDP between the two ECUs' addresses through the switch; the
+/// capture holds every request and reply as Ethernet/IPv4/UDP.
+#[test]
+fn pingpong_on_a_testbed_over_udp() {
+    require_root!();
+    let d = TempDir::new("tb-udp");
+    for profile in ["secoc-hmac-sha256", "someip-aes128-gcm/conf"] {
+        let pcap = d.path(&format!("{}.pcap", profile.replace('/', "-")));
         let o = ivnsec(
             &d,
             &[
                 "pingpong",
                 "--on",
-                "loopback",
+                "testbed",
                 "--profile",
                 profile,
                 "--payload",
-                "64",
+                "1024",
                 "--count",
-                "30",
+                "40",
                 "--replications",
                 "2",
                 "--json",
+                "--pcap",
+                pcap.to_str().unwrap(),
             ],
         );
         assert!(
@@ -169,7 +285,9 @@ fn pingpong_over_loopback_without_a_testbed() {
             text(&o.stderr)
         );
         let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
-        check_scenario(&v, profile, 64, 60);
+        check_scenario(&v, profile, 1024, 80);
+        check_capture(&pcap, profile, 160);
+        assert!(d.leftover_testbeds().is_empty(), "testbed not removed");
     }
 }
 

@@ -405,10 +405,11 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             title: "Beside seed 003: throughput statements".into(),
             table,
             note: "Seed 003's figures were lost with its plots; its prose states ratios, which \
-                   are computed here from our runs. Ours are raw-Ethernet frames of the plan's \
-                   payload (seed 003: secured SOME/IP over UDP, 1,400 bytes, and over TCP, \
-                   64 kB, which this run does not measure); a level without a suite takes our \
-                   first run at that level."
+                   are computed here from our runs: the plan's throughput runs at its payload, \
+                   secured SOME/IP over UDP for `someip-…` profiles (as seed 003, 1,400 bytes) \
+                   and raw-Ethernet IVN-AE frames for the others. The TCP statements (64 kB) \
+                   are not measured by throughput runs; a level without a suite takes our first \
+                   run at that level."
                 .into(),
         });
     }

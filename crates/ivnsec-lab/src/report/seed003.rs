@@ -94,8 +94,11 @@ impl Suite {
 /// The level and suite one of our profiles stands for: `plain` (or `nosec`) is no security;
 /// `SUITE/auth` and `SUITE/conf` (IVN-AE profiles, `plans/seed003.toml`) and `SUITE/nosec` are
 /// the suite at that level, where SUITE is one of the seed's (`aes128-gcm`, …); a bare SUITE is
-/// `conf`, as in `ivnsec suites`. `None` for anything else.
+/// `conf`, as in `ivnsec suites`. The secured SOME/IP node profiles (`someip-SUITE/LEVEL`,
+/// `someip-nosec`: the seed's protocol itself, docs/someip.md) read the same after their
+/// prefix. `None` for anything else.
 pub fn level_and_suite(profile: &str) -> Option<(Level, Option<Suite>)> {
+    let profile = profile.strip_prefix("someip-").unwrap_or(profile);
     if profile == "plain" || profile == "nosec" {
         return Some((Level::Nosec, None));
     }
@@ -601,7 +604,17 @@ mod tests {
             Some((Conf, Some(Suite::Chacha20Poly1305)))
         );
         assert_eq!(level_and_suite("aes128-gcm/nosec"), Some((Nosec, None)));
+        assert_eq!(level_and_suite("someip-nosec"), Some((Nosec, None)));
+        assert_eq!(
+            level_and_suite("someip-aes128-gcm/auth"),
+            Some((Auth, Some(Suite::Aes128Gcm)))
+        );
+        assert_eq!(
+            level_and_suite("someip-aes256-gcm"),
+            Some((Conf, Some(Suite::Aes256Gcm)))
+        );
         for bad in [
+            "someip-plain-x",
             "aes128-cbc-hmac-sha256",
             "aes128-gcm/none",
             "macsec-gcm-aes-128/auth",

@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::lab::{self, net_err};
 use crate::cli::{EnvError, usage};
 use crate::node::attack::{self, Attack, AttackSpec};
-use crate::node::channel::{ChannelOptions, DirectionKeys, Ends, Family};
+use crate::node::channel::{ChannelOptions, DirectionKeys, Ends, Family, SomeipProfile};
 use crate::node::orchestrate::{
     child_stderr, collect_initiator, collect_responder, link_spec, node_addr, spawn, wait_ready,
 };
@@ -41,17 +41,24 @@ intercepted before the receiver saw them (docs/attacks.md says how).
 Exit 1 if the receiver accepted any forged or replayed frame, or a legitimate exchange was lost; \
 exit 3 without root (raw sockets and namespaces are needed).
 
+SecOC and SOME/IP profiles travel in UDP datagrams between the two ECUs' addresses; the \
+attacker injects whole Ethernet/IPv4/UDP frames with correct checksums, and its garbage goes to \
+the protocol's UDP port (docs/attacks.md).
+
 Examples:
   sudo ivnsec attack --profile aes128-gcm --profile macsec-gcm-aes-128 --profile esp-aes128-gcm
+  sudo ivnsec attack --profile secoc-cmac-aes128 --profile someip-aes128-gcm/conf --count 1000
   sudo ivnsec attack --all --count 10000 --json > attacks.json
   sudo ivnsec attack --profile aes128-gcm --attack flood --flood-seconds 5 --pcap flood.pcap")]
 pub struct Args {
-    /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…
-    /// (`ivnsec suites`). Default: aes128-gcm, macsec-gcm-aes-128, esp-aes128-gcm.
+    /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…
+    /// (`ivnsec suites`), someip-SUITE[/auth|/conf] or someip-nosec. Default: aes128-gcm,
+    /// macsec-gcm-aes-128, esp-aes128-gcm, secoc-cmac-aes128, someip-aes128-gcm/conf.
     #[arg(long = "profile", value_name = "P", conflicts_with = "all")]
     pub profiles: Vec<String>,
-    /// Every IVN-AE, MACsec and ESP profile with a key (not `plain` or `crc32`, which protect
-    /// nothing: name them with --profile to see them fail).
+    /// Every IVN-AE, MACsec, ESP, SecOC and secured SOME/IP profile with a key (not `plain`,
+    /// `crc32` or `someip-nosec`, which protect nothing: name them with --profile to see them
+    /// fail).
     #[arg(long)]
     pub all: bool,
     /// Attack class to run (repeatable; default: all ten).
@@ -128,7 +135,13 @@ struct Roles {
     attacker: String,
 }
 
-const DEFAULT_PROFILES: [&str; 3] = ["aes128-gcm", "macsec-gcm-aes-128", "esp-aes128-gcm"];
+const DEFAULT_PROFILES: [&str; 5] = [
+    "aes128-gcm",
+    "macsec-gcm-aes-128",
+    "esp-aes128-gcm",
+    "secoc-cmac-aes128",
+    "someip-aes128-gcm/conf",
+];
 /// Flood frames recorded per flood when capturing.
 const FLOOD_PCAP_LIMIT: u64 = 10_000;
 /// Pause between legitimate exchanges.
@@ -249,6 +262,16 @@ fn profiles(a: &Args) -> Result<Vec<String>> {
                     .iter()
                     .map(|e| e.name().to_string()),
             )
+            .chain(
+                ivnsec_core::sa::secoc::SecocAlg::ALL
+                    .iter()
+                    .map(|a| a.name().to_string()),
+            )
+            .chain(
+                SomeipProfile::all()
+                    .filter(|p| p.level != ivnsec_core::sa::someip::Level::NoSec)
+                    .map(|p| p.to_string()),
+            )
             .collect()
     } else if a.profiles.is_empty() {
         DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect()
@@ -256,12 +279,6 @@ fn profiles(a: &Args) -> Result<Vec<String>> {
         a.profiles.clone()
     };
     for p in &list {
-        if p.starts_with("secoc-") {
-            return Err(usage(format!(
-                "profile `{p}`: SecOC PDUs travel in UDP datagrams, which `ivnsec attack` does \
-                 not inject yet; it attacks IVN-AE, MACsec and ESP profiles"
-            )));
-        }
         Family::parse(p)?;
     }
     Ok(list)

@@ -141,7 +141,7 @@ fn material(sa: &SaArgs, data_id: Option<u16>) -> Result<Material> {
     })
 }
 
-fn provider(choice: ProviderChoice, alg: SecocAlg) -> Result<&'static CryptoProvider> {
+pub(crate) fn provider(choice: ProviderChoice, alg: SecocAlg) -> Result<&'static CryptoProvider> {
     let fast: &'static CryptoProvider = &ivnsec_crypto_fast::PROVIDER;
     let portable: &'static CryptoProvider = &ivnsec_crypto_portable::PROVIDER;
     let p = match choice {

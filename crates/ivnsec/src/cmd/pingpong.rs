@@ -28,7 +28,8 @@ Examples:
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
   ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/")]
 pub struct Args {
-    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-….
+    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
+    /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
     /// Payload bytes per message (≥ 8; the frame must fit the 1500-byte MTU).

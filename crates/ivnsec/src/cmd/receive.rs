@@ -34,7 +34,8 @@ Examples:
   ivnsec receive --profile esp-aes128-gcm --keys k.toml --iface eth0 --from-ip 10.0.0.1 --to-ip 10.0.0.2
   ivnsec receive --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap")]
 pub struct Args {
-    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-….
+    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
+    /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
     /// Key file of the sender's direction (TOML with hex `key`, `mac_key`, `iv`).
@@ -101,6 +102,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mac = |what: &str, v: &Option<String>| v.as_deref().map(|s| parse_mac(what, s)).transpose();
     let peer_mac = mac("--from", &a.from)?.unwrap_or(UDP_SENDER_MAC);
     let (local_mac, local_ip, peer_ip, spec) = match (&a.iface, a.udp) {
+        (Some(_), _) if family.is_udp() => {
+            return Err(usage(format!(
+                "{} travels in UDP datagrams, not raw frames: use --udp ADDR:PORT",
+                a.profile
+            )));
+        }
         (Some(ifname), _) => {
             let local = match mac("--mac", &a.mac)? {
                 Some(m) => m,

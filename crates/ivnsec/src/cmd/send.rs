@@ -46,7 +46,8 @@ Examples:
   ivnsec send --profile esp-aes128-gcm --keys k.toml --iface eth0 --to-ip 10.0.0.2 --from-ip 10.0.0.1 --state-dir st
   ivnsec send --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --state-dir st --count 1000 --rate 500")]
 pub struct Args {
-    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-….
+    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
+    /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
     /// Key file (TOML with hex `key`, `mac_key`, `iv`; `ivnsec keygen` writes one).
@@ -176,6 +177,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let keys: DirectionKeys = keyfile::load(&a.keys, &a.profile)?;
     let mac = |what: &str, v: &Option<String>| v.as_deref().map(|s| parse_mac(what, s)).transpose();
     let (local_mac, peer_mac, local_ip, peer_ip, spec) = match (&a.iface, a.udp) {
+        (Some(_), _) if family.is_udp() => {
+            return Err(usage(format!(
+                "{} travels in UDP datagrams, not raw frames: use --udp ADDR:PORT",
+                a.profile
+            )));
+        }
         (Some(ifname), _) => {
             let local = match mac("--mac", &a.mac)? {
                 Some(m) => m,

@@ -60,7 +60,8 @@ Examples:
   ivnsec throughput --profile aes128-gcm --payload 1440 --rate 1G --json
   ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10")]
 pub struct Args {
-    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-….
+    /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
+    /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
     /// Payload bytes per frame (≥ 1; the frame must fit the 1500-byte MTU).
@@ -456,7 +457,20 @@ fn run_once(
             })
         })
         .collect::<Result<_>>()?;
+    let port = family.udp_port();
     let link = |to: Option<u16>| match (testbed, family.is_ip()) {
+        // UDP families on a testbed: every sender to the receiver's address and port.
+        (true, _) if family.is_udp() => LinkSpec::Udp {
+            local: SocketAddr::new(
+                IpAddr::V4(if to.is_some() {
+                    Ipv4Addr::UNSPECIFIED
+                } else {
+                    rx_ip
+                }),
+                if to.is_some() { 0 } else { port },
+            ),
+            peer: to.map(|_| SocketAddr::new(IpAddr::V4(rx_ip), port)),
+        },
         (true, false) => LinkSpec::Raw {
             ifname: topology::ECU_IF.to_string(),
             ethertype: family.ethertype(),
@@ -631,6 +645,8 @@ fn transport(site: &Site, family: Family) -> String {
             state.topology,
             if family.is_ip() {
                 "ESP as IPv4 protocol 50 through the kernel's IP layer (raw IP sockets)"
+            } else if family.is_udp() {
+                "UDP datagrams between the ECUs' addresses"
             } else {
                 "raw Ethernet (AF_PACKET)"
             }

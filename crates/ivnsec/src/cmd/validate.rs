@@ -29,7 +29,7 @@ Presets: quick (default, about a minute: plain, crc32, aes256-cbc-hmac-sha256, a
 chacha20-poly1305, macsec-gcm-aes-128, esp-aes128-gcm at 64 and 1440 bytes), seed000 (seed \
 000's 56 scenarios × 120 × 30), seed002 (seed 002 testbench 1: no security, IPsec ESP \
 HMAC-SHA256-128 and MACsec GCM-AES-128 integrity only; ping-pong, then throughput and CPU of \
-three sensors at 1 Gb/s beside plain and iperf3) and seed003 (the five AEAD suites of seed 003 \
+three sensors at 1 Gb/s beside plain and iperf3) and seed003 (secured SOME/IP over UDP with the five AEAD suites of seed 003 \
 at auth and conf, throughput and CPU at 1 Gb/s). Throughput verdicts are seed 002's cost rules: \
 < 5 % goodput and < 5 points of CPU over the same run's plain.
 

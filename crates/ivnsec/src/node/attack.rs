@@ -4,7 +4,8 @@
 //! [`Forger`] builds the forged frames of every attack class without any I/O, so the unit tests
 //! can feed them straight into a receiving [`Channel`]; [`run_from_env`] is the attacker node
 //! process that captures legitimate frames off the switch and injects forged ones through an
-//! AF_PACKET socket.
+//! AF_PACKET socket (for SecOC and SOME/IP: whole Ethernet/IPv4/UDP frames with right checksums,
+//! spoofed sources included).
 //!
 //! Where frames that were never delivered come from. Tampering, length, downgrade and
 //! unknown-identifier attacks model a man in the middle that intercepts a frame before the
@@ -25,11 +26,17 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::sa::someip::Level as SomeipLevel;
 use ivnsec_core::suite::Level;
+use ivnsec_core::wire::secoc::PDU_HEADER_LEN as PDU_HDR;
 use ivnsec_net::sys::RawSocket;
 use serde::{Deserialize, Serialize};
 
-use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends, Family, IPV4_HLEN};
+use super::channel::{
+    Channel, ChannelOptions, DirectionKeys, Ends, Family, IPV4_HLEN, SECOC_DATA_ID, SECOC_FV_BITS,
+    SECOC_MAC_BITS, SOMEIP_KEY_ID, SOMEIP_SERVICE, UDP_AT, fill_udp_checksum, fix_udp_frame,
+    write_udp_frame,
+};
 use crate::providers::ProviderChoice;
 
 /// Environment variable carrying the attacker's [`AttackSpec`] as JSON.
@@ -76,14 +83,16 @@ pub enum Attack {
     /// Single-bit flips in the source address and header fields, the sequence number / PN,
     /// the payload and the tag (002 test 4).
     BitFlip,
-    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length).
+    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length,
+    /// SecOC PDU length, SOME/IP Length).
     Length,
     /// The payload sent unprotected, or at a weaker level (authentication instead of
     /// confidentiality, or a weaker suite).
     Downgrade,
-    /// An unknown key id / AN / SCI / SPI.
+    /// An unknown key id / AN / SCI / SPI / SecOC PDU id (Data ID) / SOME/IP service or key id.
     UnknownId,
-    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50).
+    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50;
+    /// SecOC, SOME/IP: a random UDP datagram to the protocol's port).
     Garbage,
     /// Invalid frames as fast as the attacker can send them, for a fixed time, while the
     /// legitimate ping-pong runs: its latency and loss under the flood.
@@ -196,6 +205,12 @@ fn layout(family: Family) -> Layout {
             seq: ESP_AT + 4..ESP_AT + 8,
             body: ESP_AT + 8,
         },
+        // Where their fields are depends on the payload length: `Forger::alter_udp`.
+        Family::Secoc(_) | Family::Someip(_) => Layout {
+            header: &[],
+            seq: UDP_AT..UDP_AT,
+            body: UDP_AT,
+        },
     }
 }
 
@@ -249,7 +264,15 @@ impl Forger {
             local_ip: attacker_ip,
             ..sender
         };
-        let foreign = chan(&DirectionKeys::random(profile)?, foreign_ends, profile)?;
+        // The attacker's own identity: UDP families also get another SOME/IP client ID /
+        // SecOC Data ID (ESP keeps its SPI: the receiver refuses the address first).
+        let foreign_opts = ChannelOptions {
+            spi_offset: if family.is_udp() { 0x100 } else { 0 },
+            ..rogue_opts
+        };
+        let fk = DirectionKeys::random(profile)?;
+        let foreign =
+            Channel::with_options(profile, provider, &fk, &fk, foreign_ends, 0, foreign_opts)?;
         let crc32 = match family {
             Family::IvnAe(p) if p.level != Level::Conf => {
                 Some(chan(&DirectionKeys::random("crc32")?, sender, "crc32")?)
@@ -305,6 +328,14 @@ impl Forger {
 
     /// Forged frame number `i` of class `attack` (not a replay class) into `out`.
     pub fn forge(&mut self, attack: Attack, i: u64, out: &mut Vec<u8>) -> Result<()> {
+        if self.family.is_udp()
+            && matches!(
+                attack,
+                Attack::BitFlip | Attack::Length | Attack::Downgrade | Attack::UnknownId
+            )
+        {
+            return self.forge_udp(attack, i, out);
+        }
         let tag = self.intercept.tag_len();
         let lay = layout(self.intercept.family());
         match attack {
@@ -375,6 +406,7 @@ impl Forger {
                     // Another port of the same station: an SCI the receiver has no SC for.
                     Family::Macsec(_) => out[27] ^= 0x02,
                     Family::Esp(_) => out[ESP_AT + 1] ^= 0xA5,
+                    Family::Secoc(_) | Family::Someip(_) => {} // forge_udp
                 }
                 Ok(())
             }
@@ -419,6 +451,7 @@ impl Forger {
             Family::IvnAe(_) => {
                 out.pop();
             }
+            Family::Secoc(_) | Family::Someip(_) => {} // forge_udp
         }
     }
 
@@ -427,6 +460,7 @@ impl Forger {
             Family::IvnAe(p) => p.level == Level::Conf,
             Family::Macsec(_) => true,
             Family::Esp(a) => a.iv_len() > 0 && !a.name().contains("gmac"),
+            Family::Secoc(_) | Family::Someip(_) => false, // forge_udp
         };
         if i % 2 == 0 || (!conf && self.crc32.is_none()) {
             // The payload without any protection.
@@ -463,6 +497,7 @@ impl Forger {
                 self.plain_over_body(ESP_AT + 8 + a.iv_len(), out);
                 Ok(())
             }
+            Family::Secoc(_) | Family::Someip(_) => self.forge_udp(Attack::Downgrade, i, out),
         }
     }
 
@@ -477,6 +512,20 @@ impl Forger {
 
     fn garbage(&mut self, _i: u64, out: &mut Vec<u8>) {
         let ends = self.intercept.ends();
+        if self.family.is_udp() {
+            // A datagram from the sender's address and port, so it reaches the receive path.
+            let port = self.family.udp_port();
+            let mut junk = [0u8; 200];
+            let n = self.rng.range(1, 201);
+            self.rng.fill(&mut junk[..n]);
+            write_udp_frame(
+                out,
+                (self.attacker_mac, ends.local_ip, port),
+                (ends.peer_mac, ends.peer_ip, port),
+                &junk[..n],
+            );
+            return;
+        }
         out.clear();
         out.extend_from_slice(&ends.peer_mac);
         out.extend_from_slice(&self.attacker_mac);
@@ -500,6 +549,183 @@ impl Forger {
         let at = out.len();
         out.resize(at + n, 0);
         self.rng.fill(&mut out[at..]);
+    }
+}
+
+/// SecOC authentication information on the wire (truncated FV ‖ truncated MAC), and its MAC.
+const SECOC_AUTH: usize = (SECOC_FV_BITS as usize + SECOC_MAC_BITS as usize) / 8;
+const SECOC_MAC: usize = SECOC_MAC_BITS as usize / 8;
+/// The shorter authenticator of the SecOC downgrade: 24 bits, AUTOSAR's CAN profile 1.
+const SECOC_SHORT_MAC: usize = 3;
+/// SOME/IP: header, and where key id, counter and body start in a secured message.
+const SIP_HDR: usize = ivnsec_core::wire::someip::HEADER_LEN;
+const SIP_BODY: usize = SIP_HDR + ivnsec_core::sa::someip::SEC_HEADER_LEN;
+
+impl Forger {
+    /// Bit-flip, length, downgrade and unknown-id for the UDP families: the change is made to
+    /// the UDP payload of an intercepted datagram (or a downgraded one), then the IPv4 and UDP
+    /// lengths and checksums are made right again, as a man in the middle does so that the
+    /// receiving stack hands the datagram to the receiver (which checks nothing of them).
+    fn forge_udp(&mut self, attack: Attack, i: u64, out: &mut Vec<u8>) -> Result<()> {
+        let ends = self.intercept.ends();
+        if attack == Attack::Downgrade {
+            self.downgrade_udp(i, out)?;
+        } else {
+            self.intercepted(i, out)?;
+            match attack {
+                Attack::BitFlip => self.flip_udp(i, out),
+                Attack::Length => self.length_udp(i, out),
+                _ => self.unknown_id_udp(i, out),
+            }
+        }
+        fix_udp_frame(out, ends.local_ip, ends.peer_ip);
+        Ok(())
+    }
+
+    /// One bit flipped, in turn in each part of the datagram. SecOC: the PDU header (PDU id =
+    /// Data ID, length), the truncated freshness value, the Authentic I-PDU, the truncated MAC.
+    /// SOME/IP: the message ID (service, method), the rest of the header (Length, client,
+    /// session, versions, type, return code), key id and counter, the body, the tag.
+    fn flip_udp(&mut self, i: u64, out: &mut [u8]) {
+        let (u, len) = (UDP_AT, out.len());
+        let tag = self.intercept.tag_len();
+        let region = match self.family {
+            Family::Secoc(_) => match i % 4 {
+                0 => u..u + PDU_HDR,
+                1 => len - SECOC_AUTH..len - SECOC_MAC,
+                2 => u + PDU_HDR..len - SECOC_AUTH,
+                _ => len - SECOC_MAC..len,
+            },
+            // someip-nosec (no key id, counter or tag): the body instead.
+            _ => match i % 5 {
+                0 => u..u + 4,
+                1 => u + 4..u + SIP_HDR,
+                2 if tag > 0 => u + SIP_HDR..u + SIP_BODY,
+                4 if tag > 0 => len - tag..len,
+                _ if tag > 0 => u + SIP_BODY..len - tag,
+                _ => u + SIP_HDR..len,
+            },
+        };
+        if region.is_empty() {
+            return;
+        }
+        let byte = self.rng.range(region.start, region.end);
+        out[byte] ^= 1 << self.rng.range(0, 8);
+    }
+
+    /// The datagram cut short; extended by 1–32 random bytes; with a wrong length field (SecOC:
+    /// the PDU header's, SOME/IP: the Length); or cut by 1–24 bytes with the length field
+    /// following the cut (a consistent but shorter unit).
+    fn length_udp(&mut self, i: u64, out: &mut Vec<u8>) {
+        let u = UDP_AT;
+        // The length field and the bytes it counts from (both families: offset 4, counting from 8).
+        let set_len =
+            |out: &mut Vec<u8>, v: u32| out[u + 4..u + 8].copy_from_slice(&v.to_be_bytes());
+        match i % 4 {
+            0 => {
+                let n = self.rng.range(u, out.len());
+                out.truncate(n);
+            }
+            1 => {
+                let extra = self.rng.range(1, 33);
+                let at = out.len();
+                out.resize(at + extra, 0);
+                self.rng.fill(&mut out[at..]);
+            }
+            2 => {
+                let actual = out.len() - u - 8;
+                let mut v = self.rng.range(0, 2 * actual + 2);
+                if v == actual {
+                    v += 1;
+                }
+                set_len(out, v as u32);
+            }
+            _ => {
+                let keep = match self.family {
+                    Family::Secoc(_) => u + PDU_HDR,
+                    _ => u + SIP_HDR,
+                };
+                let cut = self.rng.range(1, 25).min(out.len() - keep);
+                out.truncate(out.len() - cut);
+                let v = (out.len() - u - 8) as u32;
+                set_len(out, v);
+            }
+        }
+    }
+
+    /// SecOC: another PDU id — alternately the id of the receiver's own outbound I-PDU (one it
+    /// knows, but does not receive on) and an unused one. SOME/IP: alternately another service
+    /// ID and another key id.
+    fn unknown_id_udp(&mut self, i: u64, out: &mut [u8]) {
+        let u = UDP_AT;
+        match self.family {
+            Family::Secoc(_) => {
+                let ours = u32::from_be_bytes([out[u], out[u + 1], out[u + 2], out[u + 3]]);
+                let id = if i % 2 == 0 {
+                    u32::from(SECOC_DATA_ID[1])
+                } else {
+                    let mut id = self.rng.next() as u32;
+                    while id == ours || id == u32::from(SECOC_DATA_ID[1]) {
+                        id = id.wrapping_add(1);
+                    }
+                    id
+                };
+                out[u..u + 4].copy_from_slice(&id.to_be_bytes());
+            }
+            _ if i % 2 == 0 || self.intercept.tag_len() == 0 => {
+                let mut sid = self.rng.next() as u16;
+                if sid == SOMEIP_SERVICE {
+                    sid ^= 0x8000;
+                }
+                out[u..u + 2].copy_from_slice(&sid.to_be_bytes());
+            }
+            _ => {
+                let mut kid = self.rng.next() as u8;
+                if kid == SOMEIP_KEY_ID {
+                    kid ^= 0x80;
+                }
+                out[u + SIP_HDR] = kid;
+            }
+        }
+    }
+
+    /// SecOC: the Authentic I-PDU without authentication information under the sender's PDU id,
+    /// or an intercepted PDU whose authenticator is cut to 24 bits. SOME/IP: the payload as a
+    /// `nosec` message, short (8–24 bytes, less than the security fields take) or whole; and,
+    /// for `conf`, an intercepted message with the body in clear where the ciphertext was (what
+    /// `auth` carries), original tag.
+    fn downgrade_udp(&mut self, i: u64, out: &mut Vec<u8>) -> Result<()> {
+        let u = UDP_AT;
+        let conf = matches!(self.family, Family::Someip(p) if p.level == SomeipLevel::Conf);
+        let variant = match self.family {
+            Family::Secoc(_) => i % 2,
+            _ if conf => i % 3,
+            _ => i % 2,
+        };
+        match (self.family, variant) {
+            (Family::Secoc(_), 0) | (Family::Someip(_), 1) => {
+                self.next_payload(i);
+                self.intercept.unprotected_frame(&self.payload, out);
+            }
+            (Family::Secoc(_), _) => {
+                self.intercepted(i, out)?;
+                out.truncate(out.len() - (SECOC_MAC - SECOC_SHORT_MAC));
+                let v = (out.len() - u - PDU_HDR) as u32;
+                out[u + 4..u + 8].copy_from_slice(&v.to_be_bytes());
+            }
+            (_, 0) => {
+                self.next_payload(i);
+                let n = self.rng.range(8, 25).min(self.payload.len());
+                self.intercept.unprotected_frame(&self.payload[..n], out);
+            }
+            _ => {
+                self.intercepted(i, out)?;
+                let tag = self.intercept.tag_len();
+                let end = (u + SIP_BODY + self.payload.len()).min(out.len() - tag);
+                out[u + SIP_BODY..end].copy_from_slice(&self.payload[..end - u - SIP_BODY]);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -637,6 +863,10 @@ pub fn run_from_env() -> Result<()> {
             // Take every captured frame first, so the choice sees the newest.
             while let Some(m) = sock.try_recv(&mut rx)? {
                 if !m.truncated() && legit(&rx[..m.len]) {
+                    if family.is_udp() {
+                        // As the wire has it: veth leaves the checksum to the "hardware".
+                        fill_udp_checksum(&mut rx[..m.len]);
+                    }
                     picker.push(&rx[..m.len]);
                     last_capture = Instant::now();
                 }
@@ -716,12 +946,25 @@ fn is_legit_forward(family: Family, sender: &Ends, f: &[u8]) -> bool {
                 && f[ETH + 12..ETH + 16] == sender.local_ip.octets()
                 && f[ETH + 16..ETH + 20] == sender.peer_ip.octets()
         }
+        Family::Secoc(_) | Family::Someip(_) => {
+            let port = family.udp_port().to_be_bytes();
+            f.len() >= UDP_AT
+                && f[12..14] == [0x08, 0x00]
+                && f[ETH] == 0x45
+                && f[ETH + 9] == ivnsec_core::wire::ip::protocol::UDP
+                && f[ETH + 12..ETH + 16] == sender.local_ip.octets()
+                && f[ETH + 16..ETH + 20] == sender.peer_ip.octets()
+                && f[ESP_AT..ESP_AT + 2] == port
+                && f[ESP_AT + 2..ESP_AT + 4] == port
+        }
         f2 => f[12..14] == f2.ethertype().to_be_bytes(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use ivnsec_core::sa::DropReason;
 
     use super::*;
@@ -744,6 +987,9 @@ mod tests {
     /// from other sources (`foreign_source`) and hands on what follows the IPv4 header.
     fn receive(rx: &mut Channel, family: Family, f: &[u8]) -> Result<(), DropReason> {
         let mut buf = vec![0u8; 4096];
+        if family.is_udp() {
+            return receive_udp(rx, family, f, &mut buf);
+        }
         match family {
             Family::Esp(_) => {
                 let sender = rx.ends().peer_ip;
@@ -777,6 +1023,68 @@ mod tests {
         }
     }
 
+    /// The same for the UDP families, whose frames pass the receiving stack first: a datagram
+    /// must be IPv4/UDP to the family's port with right lengths and checksums (a stack drops
+    /// anything else before the receiver sees it: that would be a forger bug, so it panics);
+    /// the SecOC link takes datagrams from the sender's address and port only
+    /// (`foreign_source`), the SOME/IP link from anyone.
+    fn receive_udp(
+        rx: &mut Channel,
+        family: Family,
+        f: &[u8],
+        buf: &mut [u8],
+    ) -> Result<(), DropReason> {
+        assert!(f.len() >= UDP_AT && f[12..14] == [8, 0], "not IPv4/UDP");
+        let ip = &f[ETH..ESP_AT];
+        assert_eq!(ip[9], ivnsec_core::wire::ip::protocol::UDP);
+        assert_eq!(
+            ivnsec_core::wire::ip::internet_checksum(ip),
+            0,
+            "IPv4 checksum"
+        );
+        assert_eq!(
+            usize::from(u16::from_be_bytes([ip[2], ip[3]])),
+            f.len() - ETH
+        );
+        let udp = &f[ESP_AT..];
+        assert_eq!(usize::from(u16::from_be_bytes([udp[4], udp[5]])), udp.len());
+        let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+        let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        let mut zeroed = udp.to_vec();
+        zeroed[6..8].copy_from_slice(&[0, 0]);
+        let sum = ivnsec_core::wire::ip::udp_checksum_v4(src, dst, &zeroed);
+        assert_eq!(udp[6..8], sum.to_be_bytes(), "UDP checksum");
+        let port = family.udp_port().to_be_bytes();
+        assert_eq!(dst, rx.ends().local_ip);
+        assert_eq!(udp[2..4], port);
+        if matches!(family, Family::Secoc(_)) && (src != rx.ends().peer_ip || udp[0..2] != port) {
+            return Err(DropReason::ForeignSource);
+        }
+        let unit = &f[UDP_AT..];
+        buf[..unit.len()].copy_from_slice(unit);
+        rx.verify(buf, unit.len()).map(|_| ())
+    }
+
+    /// A forger and a receiving channel for `profile` (fresh keys), after eight unaltered
+    /// intercepted frames verified (the positive control).
+    fn forger_and_receiver(profile: &str) -> (Family, Forger, Channel) {
+        let prov = ProviderChoice::Auto;
+        let family = Family::parse(profile).unwrap();
+        let (fwd, back) = (
+            DirectionKeys::random(profile).unwrap(),
+            DirectionKeys::random(profile).unwrap(),
+        );
+        let mut forger =
+            Forger::new(profile, prov, ends(), &fwd, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
+        let mut rx = Channel::new(profile, prov, &back, &fwd, ends().reversed(), 1).unwrap();
+        let mut f = Vec::new();
+        for i in 0..8 {
+            forger.intercepted_frame(i, &mut f).unwrap();
+            receive(&mut rx, family, &f).unwrap_or_else(|r| panic!("{profile}: control {r}"));
+        }
+        (family, forger, rx)
+    }
+
     const PROFILES: [&str; 9] = [
         "aes128-gcm",
         "chacha20-poly1305/auth",
@@ -794,21 +1102,9 @@ mod tests {
     /// wrong setup).
     #[test]
     fn every_forged_frame_is_dropped_and_intercepted_frames_verify() {
-        let prov = ProviderChoice::Auto;
         for profile in PROFILES {
-            let family = Family::parse(profile).unwrap();
-            let (fwd, back) = (
-                DirectionKeys::random(profile).unwrap(),
-                DirectionKeys::random(profile).unwrap(),
-            );
-            let mut forger =
-                Forger::new(profile, prov, ends(), &fwd, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
-            let mut rx = Channel::new(profile, prov, &back, &fwd, ends().reversed(), 1).unwrap();
+            let (family, mut forger, mut rx) = forger_and_receiver(profile);
             let mut f = Vec::new();
-            for i in 0..8 {
-                forger.intercepted_frame(i, &mut f).unwrap();
-                receive(&mut rx, family, &f).unwrap_or_else(|r| panic!("{profile}: control {r}"));
-            }
             for attack in Attack::ALL.into_iter().filter(|a| !a.is_replay()) {
                 let mut reasons = std::collections::BTreeMap::new();
                 for i in 0..400 {
@@ -845,48 +1141,60 @@ mod tests {
         }
     }
 
+    /// The receiver's drop reasons for the replays a [`ReplayPicker`] picks (two per legitimate
+    /// frame, once it has enough) from a stream of `frames` legitimate frames of `profile`,
+    /// against replay window `window`; every legitimate frame must verify.
+    fn replay_reasons(profile: &str, window: u32, frames: u64) -> BTreeMap<&'static str, u32> {
+        let prov = ProviderChoice::Auto;
+        let family = Family::parse(profile).unwrap();
+        let (fwd, back) = (
+            DirectionKeys::random(profile).unwrap(),
+            DirectionKeys::random(profile).unwrap(),
+        );
+        let mut tx = Channel::new(profile, prov, &fwd, &back, ends(), 0).unwrap();
+        let opts = ChannelOptions {
+            replay_window: window,
+            first_seq: 1,
+            spi_offset: 0,
+        };
+        let mut rx =
+            Channel::with_options(profile, prov, &back, &fwd, ends().reversed(), 1, opts).unwrap();
+        let mut picker = ReplayPicker::new(window);
+        let (mut unit, mut f) = (vec![0u8; 2048], Vec::new());
+        let mut reasons = BTreeMap::new();
+        for i in 0..frames {
+            let n = tx.protect(&i.to_be_bytes(), &mut unit).unwrap();
+            tx.capture_frame(&unit[..n], true, &mut f);
+            assert!(is_legit_forward(family, &ends(), &f));
+            receive(&mut rx, family, &f).unwrap();
+            picker.push(&f);
+            for j in 0..2 {
+                if let Some(r) = picker.pick(i * 2 + j) {
+                    let r = receive(&mut rx, family, r).unwrap_err();
+                    *reasons.entry(r.name()).or_insert(0u32) += 1;
+                }
+            }
+        }
+        assert_eq!(
+            reasons.values().sum::<u32>(),
+            (2 * frames - u64::from(window + 2)) as u32,
+            "{profile} w{window}: every replay judged: {reasons:?}"
+        );
+        reasons
+    }
+
     /// Replays picked from a captured stream are refused: duplicates of the newest and frames
     /// left of the window, for windows 1 and 1024.
     #[test]
     fn replays_are_duplicates_or_too_old() {
-        let prov = ProviderChoice::Auto;
         for profile in ["aes128-gcm", "macsec-gcm-aes-128", "esp-aes128-gcm"] {
-            let family = Family::parse(profile).unwrap();
             for window in [1u32, 1024] {
-                let (fwd, back) = (
-                    DirectionKeys::random(profile).unwrap(),
-                    DirectionKeys::random(profile).unwrap(),
-                );
-                let mut tx = Channel::new(profile, prov, &fwd, &back, ends(), 0).unwrap();
-                let opts = ChannelOptions {
-                    replay_window: window,
-                    first_seq: 1,
-                    spi_offset: 0,
-                };
-                let mut rx =
-                    Channel::with_options(profile, prov, &back, &fwd, ends().reversed(), 1, opts)
-                        .unwrap();
-                let mut picker = ReplayPicker::new(window);
-                let (mut unit, mut f) = (vec![0u8; 2048], Vec::new());
-                let mut reasons = std::collections::BTreeMap::new();
-                for i in 0..3000u64 {
-                    let n = tx.protect(&i.to_be_bytes(), &mut unit).unwrap();
-                    tx.capture_frame(&unit[..n], true, &mut f);
-                    assert!(is_legit_forward(family, &ends(), &f));
-                    receive(&mut rx, family, &f).unwrap();
-                    picker.push(&f);
-                    for j in 0..2 {
-                        if let Some(r) = picker.pick(i * 2 + j) {
-                            let r = receive(&mut rx, family, r).unwrap_err();
-                            *reasons.entry(r.name()).or_insert(0u32) += 1;
-                        }
-                    }
-                }
+                let reasons = replay_reasons(profile, window, 3000);
                 assert!(
                     reasons.contains_key("replay_duplicate"),
                     "{profile} w{window}: {reasons:?}"
                 );
-                let old = if family == Family::parse("macsec-gcm-aes-128").unwrap() {
+                let old = if profile.starts_with("macsec-") {
                     "late"
                 } else {
                     "replay_too_old"
@@ -895,10 +1203,179 @@ mod tests {
                     reasons.contains_key(old) || reasons.contains_key("replay_too_old"),
                     "{profile} w{window}: {reasons:?}"
                 );
+            }
+        }
+    }
+
+    const UDP_PROFILES: [&str; 5] = [
+        "secoc-cmac-aes128",
+        "secoc-hmac-sha256",
+        "someip-aes128-gcm/conf",
+        "someip-aes128-ccm/conf",
+        "someip-chacha20-poly1305/auth",
+    ];
+
+    /// The drop reasons each class may produce against a UDP family, and those it must
+    /// produce in 400 frames, from the protocol rules (docs/secoc.md, docs/wire-someip-sec.md):
+    ///
+    /// SecOC (one PDU per datagram: PDU id = Data ID, length, Secured I-PDU with a 32-bit
+    /// truncated FV and a 64-bit MAC; default acceptance window 2^32, so every reconstructed FV
+    /// is inside it and a wrong one shows as a MAC mismatch):
+    /// - foreign source: the socket connection takes the sender's address only;
+    /// - no key, downgrades (an Authentic I-PDU without authentication information has its last
+    ///   12 bytes read as FV and MAC; a 24-bit MAC shifts the FV into the payload) and flips of
+    ///   FV, payload and MAC: `bad_tag`;
+    /// - a flipped PDU id: no I-PDU with that id (`unknown_sa`); a flipped or wrong length
+    ///   field, a cut or an extension: `bad_length` (shorter than the PDU header: `truncated`);
+    ///   a consistent cut: `bad_tag`;
+    /// - garbage: `truncated` / `bad_length` (a random length field), `unknown_sa`.
+    ///
+    /// SOME/IP (header authenticated; kid, counter, replay window before the tag):
+    /// - a changed service ID: `unknown_service`; key id: `unknown_sa`; protocol version:
+    ///   `bad_version`; message type: `bad_message_type`, `fragment` (TP flag) or `bad_tag`;
+    ///   Length: `truncated` (longer than the bytes) / `bad_length`; counter: `bad_tag`, or a
+    ///   counter left of the window / already seen / 0: `replay_too_old`, `replay_duplicate`,
+    ///   `bad_seq`; anything else (method, client, session, body, tag): `bad_tag`;
+    /// - downgrade to nosec: a payload shorter than the 25 security bytes `level_mismatch`, a
+    ///   whole one has the forged id's top byte (0x80) where the key id is: `unknown_sa`;
+    ///   conf → auth form: `bad_tag`.
+    fn udp_expectations(family: Family, attack: Attack) -> (Vec<&'static str>, Vec<&'static str>) {
+        let secoc = matches!(family, Family::Secoc(_));
+        let conf = matches!(family, Family::Someip(p) if p.level == SomeipLevel::Conf);
+        let sip_header = [
+            "bad_tag",
+            "unknown_service",
+            "bad_length",
+            "truncated",
+            "bad_version",
+            "bad_message_type",
+            "fragment",
+            "unknown_sa",
+            "bad_seq",
+            "replay_too_old",
+            "replay_duplicate",
+        ];
+        match (secoc, attack) {
+            (true, Attack::ForeignSource) => (vec!["foreign_source"], vec!["foreign_source"]),
+            (_, Attack::NoKey) | (true, Attack::Downgrade) => (vec!["bad_tag"], vec!["bad_tag"]),
+            (false, Attack::ForeignSource) => (vec!["bad_tag"], vec!["bad_tag"]),
+            (true, Attack::BitFlip) => (
+                vec!["unknown_sa", "bad_length", "bad_tag"],
+                vec!["unknown_sa", "bad_length", "bad_tag"],
+            ),
+            (true, Attack::Length) => (
+                vec!["truncated", "bad_length", "bad_tag"],
+                vec!["bad_length", "bad_tag"],
+            ),
+            (true, Attack::UnknownId) => (vec!["unknown_sa"], vec!["unknown_sa"]),
+            (true, _) => (
+                vec!["truncated", "bad_length", "unknown_sa", "bad_tag"],
+                vec!["bad_length"],
+            ),
+            (false, Attack::BitFlip) => (
+                sip_header.to_vec(),
+                vec!["bad_tag", "unknown_service", "unknown_sa"],
+            ),
+            (false, Attack::Length) => (
+                vec!["truncated", "bad_length", "bad_tag", "level_mismatch"],
+                vec!["truncated", "bad_length", "bad_tag"],
+            ),
+            (false, Attack::Downgrade) if conf => (
+                vec!["level_mismatch", "unknown_sa", "bad_tag"],
+                vec!["level_mismatch", "unknown_sa", "bad_tag"],
+            ),
+            (false, Attack::Downgrade) => (
+                vec!["level_mismatch", "unknown_sa"],
+                vec!["level_mismatch", "unknown_sa"],
+            ),
+            (false, Attack::UnknownId) => (
+                vec!["unknown_service", "unknown_sa"],
+                vec!["unknown_service", "unknown_sa"],
+            ),
+            (false, _) => (sip_header.to_vec(), vec!["truncated"]),
+        }
+    }
+
+    /// SecOC and secured SOME/IP: every forged frame of every class is dropped with a reason
+    /// the protocol rules give for it (`udp_expectations`), every frame is a datagram the
+    /// receiving stack accepts (right lengths and checksums), unaltered intercepted frames
+    /// verify, and the legitimate stream still verifies afterwards.
+    #[test]
+    fn udp_families_drop_every_forged_frame_for_the_protocol_reason() {
+        for profile in UDP_PROFILES {
+            let (family, mut forger, mut rx) = forger_and_receiver(profile);
+            let mut f = Vec::new();
+            for attack in Attack::ALL.into_iter().filter(|a| !a.is_replay()) {
+                let mut reasons = std::collections::BTreeMap::new();
+                for i in 0..400 {
+                    forger.forge(attack, i, &mut f).unwrap();
+                    let r = receive(&mut rx, family, &f).err().unwrap_or_else(|| {
+                        panic!("{profile} {}: frame {i} accepted", attack.name())
+                    });
+                    *reasons.entry(r.name()).or_insert(0u32) += 1;
+                }
+                let (allowed, required) = udp_expectations(family, attack);
+                for r in reasons.keys() {
+                    assert!(
+                        allowed.contains(r),
+                        "{profile} {}: unexpected {r}: {reasons:?}",
+                        attack.name()
+                    );
+                }
+                for r in required {
+                    assert!(
+                        reasons.contains_key(r),
+                        "{profile} {}: no {r}: {reasons:?}",
+                        attack.name()
+                    );
+                }
+            }
+            forger.intercepted_frame(99, &mut f).unwrap();
+            receive(&mut rx, family, &f).unwrap_or_else(|r| panic!("{profile}: after {r}"));
+        }
+    }
+
+    /// The negative control: `someip-nosec` protects nothing, so the receiver accepts every
+    /// no-key forgery and every tampered body — the checks above would see an acceptance.
+    #[test]
+    fn someip_nosec_accepts_forgeries() {
+        let prov = ProviderChoice::Auto;
+        let profile = "someip-nosec";
+        let family = Family::parse(profile).unwrap();
+        let k = DirectionKeys::random(profile).unwrap();
+        let mut forger =
+            Forger::new(profile, prov, ends(), &k, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
+        let mut rx = Channel::new(profile, prov, &k, &k, ends().reversed(), 1).unwrap();
+        let mut f = Vec::new();
+        for i in 0..50 {
+            forger.forge(Attack::NoKey, i, &mut f).unwrap();
+            assert_eq!(receive(&mut rx, family, &f), Ok(()));
+            // Flips in the body (i % 5 == 3) go through.
+            forger.forge(Attack::BitFlip, i * 5 + 3, &mut f).unwrap();
+            assert_eq!(receive(&mut rx, family, &f), Ok(()));
+        }
+    }
+
+    /// Replays of captured legitimate datagrams: SOME/IP refuses duplicates and counters left
+    /// of its replay window (1 or 1024); SecOC, which has no replay window, refuses them
+    /// because a replayed PDU's 32-bit truncated FV is not above the last accepted FV's low
+    /// bits, so it reconstructs to that FV + 2^32 (inside the default acceptance window), whose
+    /// MAC does not match: `bad_tag`.
+    #[test]
+    fn udp_family_replays_are_refused() {
+        for (profile, want) in [
+            ("secoc-cmac-aes128", &["bad_tag"][..]),
+            (
+                "someip-aes128-gcm/conf",
+                &["replay_duplicate", "replay_too_old"][..],
+            ),
+        ] {
+            for window in [1u32, 1024] {
+                let reasons = replay_reasons(profile, window, 1500);
                 assert_eq!(
-                    reasons.values().sum::<u32>(),
-                    3000 + 3000 - (window + 2),
-                    "{profile} w{window}: every replay judged: {reasons:?}"
+                    reasons.keys().copied().collect::<Vec<_>>(),
+                    want,
+                    "{profile} w{window}: {reasons:?}"
                 );
             }
         }

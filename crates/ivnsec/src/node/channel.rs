@@ -14,11 +14,23 @@
 //!   layer (a raw IP socket), on the loopback fallback in a UDP datagram. The receiver verifies
 //!   over an IPv4 header rebuilt from the two addresses (transport mode does not authenticate
 //!   the IP header).
+//! - SecOC (`secoc-…`): one UDP datagram per PDU, `PDU id (32) ‖ length (32) ‖ Secured I-PDU`
+//!   (the AUTOSAR socket adaptor's PDU header, docs/secoc.md); the Secured I-PDU is the payload
+//!   as the Authentic I-PDU ‖ the low 32 bits of a 64-bit freshness value ‖ the first 64 bits of
+//!   the MAC ([`SECOC_FV_BITS`], [`SECOC_MAC_BITS`]). Each direction is its own I-PDU with its
+//!   own Data ID ([`SECOC_DATA_ID`]), which is also the PDU id in the header.
+//! - Secured SOME/IP (`someip-…`): one UDP datagram per SOME/IP message of service
+//!   [`SOMEIP_SERVICE`], method [`SOMEIP_METHOD`]: requests from the initiator (client
+//!   [`SOMEIP_CLIENT`]), responses from the responder, each direction under its own key
+//!   (docs/wire-someip-sec.md).
+//!
+//! The UDP families use [`Family::udp_port`] at both ends on a testbed.
 
 use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use anyhow::{Result, anyhow};
+use ivnsec_core::crypto::AeadAlg;
 use ivnsec_core::crypto::{AEAD_NONCE_LEN, CryptoProvider};
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx};
@@ -26,10 +38,14 @@ use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::macsec::{
     CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, ValidateFrames,
 };
+use ivnsec_core::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
+use ivnsec_core::sa::someip::{self as sip, ServiceParams, ServiceSa};
 use ivnsec_core::suite::{Profile, Suite};
 use ivnsec_core::wire::ethernet::{self, MacAddr};
 use ivnsec_core::wire::ip::{fill_ipv4_checksum, protocol};
 use ivnsec_core::wire::macsec::Sci;
+use ivnsec_core::wire::secoc::{PDU_HEADER_LEN, PduError, PduPacket};
+use ivnsec_core::wire::someip::{self as sipw, MessageType, ReturnCode};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::usage;
@@ -45,6 +61,30 @@ pub const EXPERIMENT_IP_PROTOCOL: u8 = 253;
 pub const IPV4_HLEN: usize = 20;
 /// Replay window of experiment receivers unless [`ChannelOptions`] say otherwise.
 pub const REPLAY_WINDOW: u32 = 64;
+/// UDP header length.
+pub const UDP_HLEN: usize = 8;
+/// Where a UDP datagram's payload starts in an Ethernet frame.
+pub const UDP_AT: usize = ethernet::HEADER_LEN + IPV4_HLEN + UDP_HLEN;
+/// UDP port of SecOC PDUs (both ends, on a testbed).
+pub const SECOC_PORT: u16 = 30_600;
+/// UDP port of SOME/IP messages (both ends, on a testbed).
+pub const SOMEIP_PORT: u16 = 30_509;
+/// SecOC Data IDs (= PDU ids) of the two directions (initiator → responder, back).
+pub const SECOC_DATA_ID: [u16; 2] = [0x0A01, 0x0A02];
+/// SecOC full freshness value bits.
+pub const SECOC_FULL_FV_BITS: u8 = 64;
+/// SecOC freshness value bits on the wire (the low half: the intercepted range of
+/// `ivnsec attack`, 2^31 up, must be reconstructible).
+pub const SECOC_FV_BITS: u8 = 32;
+/// SecOC authenticator bits on the wire.
+pub const SECOC_MAC_BITS: u16 = 64;
+/// SOME/IP service and method of the experiments.
+pub const SOMEIP_SERVICE: u16 = 0x4956;
+pub const SOMEIP_METHOD: u16 = 0x0001;
+/// SOME/IP client ID of the initiator (plus [`ChannelOptions::spi_offset`]).
+pub const SOMEIP_CLIENT: u16 = 0x0101;
+/// SOME/IP key id of both directions (each has its own key).
+pub const SOMEIP_KEY_ID: u8 = 1;
 
 /// Settings of a [`Channel`] beyond its keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +95,8 @@ pub struct ChannelOptions {
     /// restarts under the same key starts above everything it may have used before.
     pub first_seq: u64,
     /// Added to both ESP SPIs, so several senders to one receiver have SAs the receiver can
-    /// tell apart by SPI (0 for a single pair).
+    /// tell apart by SPI (0 for a single pair); likewise to the SecOC Data IDs and the SOME/IP
+    /// client ID.
     #[serde(default)]
     pub spi_offset: u32,
 }
@@ -113,28 +154,95 @@ pub enum Family {
     IvnAe(Profile),
     Macsec(CipherSuite),
     Esp(EspAlg),
+    Secoc(SecocAlg),
+    Someip(SomeipProfile),
+}
+
+/// A secured SOME/IP profile: `someip-nosec`, or `someip-<aead>[/auth|/conf]` (conf by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SomeipProfile {
+    pub level: sip::Level,
+    /// Unused under `nosec`.
+    pub alg: AeadAlg,
+}
+
+impl SomeipProfile {
+    /// Every profile: nosec, then each AEAD at auth and conf.
+    pub fn all() -> impl Iterator<Item = SomeipProfile> {
+        std::iter::once(SomeipProfile {
+            level: sip::Level::NoSec,
+            alg: AeadAlg::Aes128Gcm,
+        })
+        .chain(AeadAlg::ALL.into_iter().flat_map(|alg| {
+            [sip::Level::Auth, sip::Level::Conf]
+                .into_iter()
+                .map(move |level| SomeipProfile { level, alg })
+        }))
+    }
+
+    fn parse(s: &str) -> Option<SomeipProfile> {
+        let rest = s.strip_prefix("someip-")?;
+        if rest == "nosec" {
+            return Some(SomeipProfile {
+                level: sip::Level::NoSec,
+                alg: AeadAlg::Aes128Gcm,
+            });
+        }
+        let (suite, level) = match rest.split_once('/') {
+            None => (rest, sip::Level::Conf),
+            Some((suite, "auth")) => (suite, sip::Level::Auth),
+            Some((suite, "conf")) => (suite, sip::Level::Conf),
+            Some(_) => return None,
+        };
+        let alg = sip::suite_from_name(suite)?;
+        Some(SomeipProfile { level, alg })
+    }
+}
+
+impl std::fmt::Display for SomeipProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.level {
+            sip::Level::NoSec => f.write_str("someip-nosec"),
+            l => write!(f, "someip-{}/{}", self.alg.name(), l.name()),
+        }
+    }
 }
 
 impl Family {
     /// Parses a profile name (as `ivnsec suites` lists them); the error is a usage error.
     pub fn parse(profile: &str) -> Result<Family> {
+        let unknown = |what: &str| {
+            usage(format!(
+                "profile `{profile}`: unknown {what} profile (see `ivnsec suites`)"
+            ))
+        };
+        if profile.starts_with("secoc-") {
+            return SecocAlg::from_name(profile)
+                .map(Family::Secoc)
+                .ok_or_else(|| unknown("SecOC"));
+        }
+        if profile.starts_with("someip-") {
+            return SomeipProfile::parse(profile)
+                .map(Family::Someip)
+                .ok_or_else(|| {
+                    usage(format!(
+                        "profile `{profile}`: unknown SOME/IP profile (someip-nosec, or \
+                         someip-SUITE[/auth|/conf] with SUITE aes128-gcm, aes256-gcm, \
+                         aes128-ccm, aes256-ccm or chacha20-poly1305)"
+                    ))
+                });
+        }
         if profile.starts_with("esp-") {
-            return EspAlg::from_name(profile).map(Family::Esp).ok_or_else(|| {
-                usage(format!(
-                    "profile `{profile}`: unknown ESP profile (see `ivnsec suites`)"
-                ))
-            });
+            return EspAlg::from_name(profile)
+                .map(Family::Esp)
+                .ok_or_else(|| unknown("ESP"));
         }
         if profile.starts_with("macsec-") {
             // `/auth` = integrity only (E = C = 0), `/conf` (the default) = confidentiality.
             let suite = macsec_suite_name(profile);
             return CipherSuite::from_profile(suite)
                 .map(Family::Macsec)
-                .ok_or_else(|| {
-                    usage(format!(
-                        "profile `{profile}`: unknown MACsec profile (see `ivnsec suites`)"
-                    ))
-                });
+                .ok_or_else(|| unknown("MACsec"));
         }
         profile
             .parse::<Profile>()
@@ -142,17 +250,31 @@ impl Family {
             .map_err(|e| usage(format!("profile `{profile}`: {e} (see `ivnsec suites`)")))
     }
 
-    /// Whether the units travel in IPv4 packets (ESP) rather than raw Ethernet frames.
+    /// Whether the units travel in raw IPv4 packets (ESP) rather than raw Ethernet frames.
     pub fn is_ip(self) -> bool {
         matches!(self, Family::Esp(_))
     }
 
-    /// The EtherType of the frames on the link (raw Ethernet families).
+    /// Whether the units travel in UDP datagrams (SecOC, SOME/IP).
+    pub fn is_udp(self) -> bool {
+        matches!(self, Family::Secoc(_) | Family::Someip(_))
+    }
+
+    /// The UDP port of a UDP family (0 for the others).
+    pub fn udp_port(self) -> u16 {
+        match self {
+            Family::Secoc(_) => SECOC_PORT,
+            Family::Someip(_) => SOMEIP_PORT,
+            _ => 0,
+        }
+    }
+
+    /// The EtherType of the frames on the link (raw Ethernet families; IPv4 for the others).
     pub fn ethertype(self) -> u16 {
         match self {
             Family::IvnAe(_) => ivnsec_net::sys::ETH_P_IVNAE,
             Family::Macsec(_) => ETH_P_MACSEC,
-            Family::Esp(_) => 0x0800,
+            Family::Esp(_) | Family::Secoc(_) | Family::Someip(_) => 0x0800,
         }
     }
 }
@@ -165,6 +287,7 @@ impl Family {
             Family::IvnAe(_) => u64::MAX,
             Family::Macsec(s) => s.max_pn(),
             Family::Esp(_) => u64::from(u32::MAX),
+            Family::Secoc(_) | Family::Someip(_) => u64::MAX,
         }
     }
 
@@ -174,7 +297,7 @@ impl Family {
         match self {
             Family::IvnAe(_) => true,
             Family::Macsec(s) => s.is_xpn(),
-            Family::Esp(_) => false,
+            Family::Esp(_) | Family::Secoc(_) | Family::Someip(_) => false,
         }
     }
 }
@@ -189,6 +312,13 @@ pub fn sa_identity(family: Family, ends: &Ends, direction: usize) -> String {
         Family::Macsec(s) if s.is_xpn() => format!("macsec-xpn ssci {}", d + 1),
         Family::Macsec(_) => format!("macsec sci {}0001", hex::encode(ends.local_mac)),
         Family::Esp(_) => format!("esp spi 0x{:08x}", SPI[d]),
+        Family::Secoc(_) => format!("secoc data-id 0x{:04x}", SECOC_DATA_ID[d]),
+        Family::Someip(_) if d == 0 => format!(
+            "someip service 0x{SOMEIP_SERVICE:04x} key-id {SOMEIP_KEY_ID} sender client 0x{SOMEIP_CLIENT:04x}"
+        ),
+        Family::Someip(_) => {
+            format!("someip service 0x{SOMEIP_SERVICE:04x} key-id {SOMEIP_KEY_ID} sender server")
+        }
     }
 }
 
@@ -201,6 +331,10 @@ pub fn key_lengths(profile: &str) -> Result<(usize, usize)> {
         ),
         Family::Macsec(s) => (s.key_len(), 0),
         Family::Esp(a) => (a.key_len(), a.auth_key_len().unwrap_or(0)),
+        // HMAC takes any length: 32 bytes, the hash's block-size half.
+        Family::Secoc(a) => (a.key_len().unwrap_or(32), 0),
+        Family::Someip(p) if p.level == sip::Level::NoSec => (0, 0),
+        Family::Someip(p) => (p.alg.key_len(), 0),
     })
 }
 
@@ -233,6 +367,34 @@ enum Sas {
     IvnAe(IvnAeTx, IvnAeRx),
     Macsec(MacsecTx, MacsecRx),
     Esp(EspTx, EspRx),
+    /// Outbound and inbound SA, and the PDU ids (= Data IDs) of the two directions.
+    Secoc(SecocTx, SecocRx, u32, u32),
+    Someip(ServiceSa, ServiceSa, SomeipHeader),
+}
+
+/// The SOME/IP header fields this end sends with.
+struct SomeipHeader {
+    client: u16,
+    message_type: MessageType,
+    /// Session ID of the next message (1..=0xFFFF, 0 is skipped on wrap as SOME/IP asks).
+    session: u16,
+}
+
+impl SomeipHeader {
+    /// The header of the next message, with a `payload_len`-byte payload.
+    fn repr(&self, payload_len: usize) -> sipw::Repr {
+        sipw::Repr {
+            service_id: SOMEIP_SERVICE,
+            method_id: SOMEIP_METHOD,
+            client_id: self.client,
+            session_id: self.session,
+            interface_version: 1,
+            message_type: self.message_type,
+            tp: false,
+            return_code: ReturnCode::E_OK,
+            payload_len,
+        }
+    }
 }
 
 /// One node's end of a secured channel.
@@ -400,6 +562,67 @@ impl Channel {
                     .map_err(|e| usage(e.to_string()))?;
                 Sas::Esp(t, r)
             }
+            Family::Secoc(alg) => {
+                let prov = crate::cmd::frame_secoc::provider(provider, alg)?;
+                let id = |d: usize| SECOC_DATA_ID[d].wrapping_add(opts.spi_offset as u16);
+                fn params(alg: SecocAlg, key: &[u8], data_id: u16) -> SecocParams<'_> {
+                    SecocParams {
+                        fv_bits: SECOC_FV_BITS,
+                        mac_bits: SECOC_MAC_BITS,
+                        full_fv_bits: SECOC_FULL_FV_BITS,
+                        ..SecocParams::new(alg, key, data_id)
+                    }
+                }
+                let t = SecocTx::new(prov, &params(alg, &txk, id(out_dir)), first)
+                    .map_err(|e| usage(e.to_string()))?;
+                // SecOC has no replay window: the counter model accepts only freshness values
+                // above the last accepted one, up to the default acceptance window (2^32).
+                let r = SecocRx::new(
+                    prov,
+                    &params(alg, &rxk, id(in_dir)),
+                    SecocRxOptions::default(),
+                )
+                .map_err(|e| usage(e.to_string()))?;
+                Sas::Secoc(t, r, u32::from(id(out_dir)), u32::from(id(in_dir)))
+            }
+            Family::Someip(sp) => {
+                let prov = match sp.level {
+                    sip::Level::NoSec => &ivnsec_crypto_portable::PROVIDER,
+                    _ => provider_for(provider, Suite::Aead(sp.alg))?,
+                };
+                fn params(
+                    sp: SomeipProfile,
+                    key: &[u8],
+                    window: u32,
+                    first_counter: u64,
+                ) -> ServiceParams<'_> {
+                    ServiceParams {
+                        service_id: SOMEIP_SERVICE,
+                        level: sp.level,
+                        alg: sp.alg,
+                        key_id: SOMEIP_KEY_ID,
+                        key,
+                        salt: [0; sip::SALT_LEN],
+                        replay_window: window,
+                        max_senders: sip::DEFAULT_MAX_SENDERS,
+                        first_counter,
+                    }
+                }
+                let t = ServiceSa::new(prov, &params(sp, &txk, window, first))
+                    .map_err(|e| usage(e.to_string()))?;
+                let r = ServiceSa::new(prov, &params(sp, &rxk, window, 1))
+                    .map_err(|e| usage(e.to_string()))?;
+                let header = SomeipHeader {
+                    client: SOMEIP_CLIENT.wrapping_add(opts.spi_offset as u16),
+                    message_type: if out_dir == 0 {
+                        MessageType::Request
+                    } else {
+                        MessageType::Response
+                    },
+                    session: 1,
+                };
+                Sas::Someip(t, r, header)
+            }
         };
         Ok(Channel { sas, family, ends })
     }
@@ -416,6 +639,8 @@ impl Channel {
             Sas::IvnAe(t, _) => t.next_seq(),
             Sas::Macsec(t, _) => t.next_pn(),
             Sas::Esp(t, _) => t.next_seq(),
+            Sas::Secoc(t, ..) => t.next_freshness(),
+            Sas::Someip(t, ..) => t.next_counter(),
         }
     }
 
@@ -430,13 +655,23 @@ impl Channel {
             Sas::IvnAe(t, _) => t.tag_len(),
             Sas::Macsec(..) => ivnsec_core::wire::macsec::ICV_LEN,
             Sas::Esp(..) => ivnsec_core::sa::esp::ICV_LEN,
+            Sas::Secoc(t, ..) => t.layout().mac_len(),
+            Sas::Someip(t, ..) if t.level() == sip::Level::NoSec => 0,
+            Sas::Someip(..) => sip::TAG_LEN,
         }
     }
 
     /// The Ethernet frame that carries `payload` from this node to the peer without any
     /// protection (raw families: EtherType [`PAYLOAD_ETHERTYPE`]; ESP: IPv4 protocol
-    /// [`EXPERIMENT_IP_PROTOCOL`]): what a downgrade to "unprotected" puts on the link.
+    /// [`EXPERIMENT_IP_PROTOCOL`]; SecOC: the Authentic I-PDU alone behind the PDU header;
+    /// SOME/IP: a `nosec` message): what a downgrade to "unprotected" puts on the link.
     pub fn unprotected_frame(&self, payload: &[u8], out: &mut Vec<u8>) {
+        if self.family.is_udp() {
+            let mut unit = Vec::with_capacity(payload.len() + sipw::HEADER_LEN);
+            self.plain_unit(payload, &mut unit);
+            self.capture_frame(&unit, true, out);
+            return;
+        }
         out.clear();
         out.extend_from_slice(&self.ends.peer_mac);
         out.extend_from_slice(&self.ends.local_mac);
@@ -471,6 +706,8 @@ impl Channel {
             Sas::IvnAe(t, _) => t.protected_len(plain_frame),
             Sas::Macsec(t, _) => t.protected_len(plain_frame),
             Sas::Esp(t, _) => ethernet::HEADER_LEN + IPV4_HLEN + t.alg().esp_len(payload),
+            Sas::Secoc(t, ..) => UDP_AT + PDU_HEADER_LEN + t.secured_len(payload),
+            Sas::Someip(t, ..) => UDP_AT + sipw::HEADER_LEN + payload + t.overhead(),
         }
     }
 
@@ -507,6 +744,27 @@ impl Channel {
                 // The datagram carries the ESP part; move it to the front.
                 out.copy_within(IPV4_HLEN..len, 0);
                 Ok(len - IPV4_HLEN)
+            }
+            Sas::Secoc(t, _, tx_id, _) => {
+                let n = payload.len();
+                let Some(body) = out.get_mut(PDU_HEADER_LEN..PDU_HEADER_LEN + n) else {
+                    return Err(anyhow!("protect: buffer too small"));
+                };
+                body.copy_from_slice(payload);
+                let m = t
+                    .protect_in_place(&mut out[PDU_HEADER_LEN..], n)
+                    .map_err(|e| anyhow!("protect: {e}"))?;
+                let mut h = PduPacket::new_unchecked(&mut out[..PDU_HEADER_LEN]);
+                h.set_id(*tx_id);
+                h.set_length(m as u32);
+                Ok(PDU_HEADER_LEN + m)
+            }
+            Sas::Someip(t, _, h) => {
+                let n = t
+                    .protect(&h.repr(0), payload, out)
+                    .map_err(|e| anyhow!("protect: {e}"))?;
+                h.session = h.session.checked_add(1).unwrap_or(1);
+                Ok(n)
             }
         }
     }
@@ -550,6 +808,26 @@ impl Channel {
                 }
                 Ok(range.start + IPV4_HLEN..range.end)
             }
+            Sas::Secoc(_, r, _, rx_id) => {
+                // One PDU per datagram: the length field must cover exactly the rest.
+                let dgram = buf.get(..len).ok_or(DropReason::Oversize)?;
+                let p = PduPacket::new_checked(dgram).map_err(|e| match e {
+                    PduError::Truncated => DropReason::Truncated,
+                    _ => DropReason::BadLength,
+                })?;
+                if p.total_len() != len {
+                    return Err(DropReason::BadLength);
+                }
+                if p.id() != *rx_id {
+                    return Err(DropReason::UnknownSa);
+                }
+                let v = r.verify(&dgram[PDU_HEADER_LEN..])?;
+                Ok(PDU_HEADER_LEN..PDU_HEADER_LEN + v.authentic_len)
+            }
+            Sas::Someip(_, r, _) => {
+                // One message per datagram: its Length must cover exactly the rest.
+                r.verify(buf.get_mut(..len).ok_or(DropReason::Oversize)?)
+            }
         }
     }
 }
@@ -559,6 +837,18 @@ impl Channel {
     /// unit gets the Ethernet and IPv4 headers it travels with (`outbound`: sent by this node).
     pub fn capture_frame(&self, unit: &[u8], outbound: bool, out: &mut Vec<u8>) {
         out.clear();
+        if self.family.is_udp() {
+            let (a, b) = (self.ends, self.ends.reversed());
+            let (from, to) = if outbound { (a, b) } else { (b, a) };
+            let port = self.family.udp_port();
+            write_udp_frame(
+                out,
+                (from.local_mac, from.local_ip, port),
+                (to.local_mac, to.local_ip, port),
+                unit,
+            );
+            return;
+        }
         match self.family {
             Family::Esp(_) => {
                 let (src_mac, dst_mac, src, dst) = if outbound {
@@ -587,6 +877,95 @@ impl Channel {
             _ => out.extend_from_slice(unit),
         }
     }
+}
+
+impl Channel {
+    /// The unit of a UDP family without protection around `payload` (SecOC: the PDU header and
+    /// the Authentic I-PDU; SOME/IP: a `nosec` message with this end's header fields).
+    fn plain_unit(&self, payload: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        match &self.sas {
+            Sas::Secoc(_, _, tx_id, _) => {
+                out.extend_from_slice(&tx_id.to_be_bytes());
+                out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            }
+            Sas::Someip(_, _, h) => {
+                out.resize(sipw::HEADER_LEN, 0);
+                h.repr(payload.len()).emit_header(out);
+            }
+            _ => {}
+        }
+        out.extend_from_slice(payload);
+    }
+}
+
+/// One end of a UDP datagram: MAC, IPv4 address, port.
+pub type UdpEnd = ([u8; 6], Ipv4Addr, u16);
+
+/// `out` = Ethernet ‖ IPv4 ‖ UDP ‖ `payload` from `src` to `dst`, with the IPv4 header checksum
+/// and the UDP checksum (a receiving stack drops datagrams whose checksum is wrong).
+pub fn write_udp_frame(out: &mut Vec<u8>, src: UdpEnd, dst: UdpEnd, payload: &[u8]) {
+    out.clear();
+    out.extend_from_slice(&dst.0);
+    out.extend_from_slice(&src.0);
+    out.extend_from_slice(&0x0800u16.to_be_bytes());
+    out.resize(UDP_AT, 0);
+    out[ethernet::HEADER_LEN + IPV4_HLEN..][..2].copy_from_slice(&src.2.to_be_bytes());
+    out[ethernet::HEADER_LEN + IPV4_HLEN + 2..][..2].copy_from_slice(&dst.2.to_be_bytes());
+    out.extend_from_slice(payload);
+    fix_udp_frame(out, src.1, dst.1);
+}
+
+/// Rewrites the IPv4 header (from `src` to `dst`, protocol UDP, total length from the frame's
+/// length) and the UDP length and checksum of an Ethernet/IPv4/UDP frame after its payload
+/// changed. Frames shorter than the three headers are left alone.
+pub fn fix_udp_frame(frame: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+    if frame.len() < UDP_AT {
+        return;
+    }
+    let ip_len = frame.len() - ethernet::HEADER_LEN;
+    write_ipv4_header(
+        &mut frame[ethernet::HEADER_LEN..ethernet::HEADER_LEN + IPV4_HLEN],
+        ip_len,
+        protocol::UDP,
+        src,
+        dst,
+    );
+    let udp = &mut frame[ethernet::HEADER_LEN + IPV4_HLEN..];
+    let udp_len = udp.len() as u16;
+    udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    fill_udp_checksum(frame);
+}
+
+/// Computes the UDP checksum of an Ethernet/IPv4 (no options)/UDP frame in place, over the
+/// addresses of its IPv4 header and the datagram its UDP length gives. A frame captured on
+/// the sending side of a veth carries a partial checksum (the kernel leaves it to the
+/// "hardware"); this makes it what a wire carries. Anything else is left alone.
+pub fn fill_udp_checksum(frame: &mut [u8]) {
+    let ip = ethernet::HEADER_LEN;
+    if frame.len() < UDP_AT || frame[ip] != 0x45 || frame[ip + 9] != protocol::UDP {
+        return;
+    }
+    let src = Ipv4Addr::new(
+        frame[ip + 12],
+        frame[ip + 13],
+        frame[ip + 14],
+        frame[ip + 15],
+    );
+    let dst = Ipv4Addr::new(
+        frame[ip + 16],
+        frame[ip + 17],
+        frame[ip + 18],
+        frame[ip + 19],
+    );
+    let udp = &mut frame[ip + IPV4_HLEN..];
+    let len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    if len < UDP_HLEN || len > udp.len() {
+        return;
+    }
+    udp[6..8].copy_from_slice(&[0, 0]);
+    let c = ivnsec_core::wire::ip::udp_checksum_v4(src, dst, &udp[..len]);
+    udp[6..8].copy_from_slice(&c.to_be_bytes());
 }
 
 fn provider_for(choice: ProviderChoice, suite: Suite) -> Result<&'static CryptoProvider> {

@@ -1,7 +1,7 @@
 //! The link a node sends and receives protected units on: an AF_PACKET raw socket (whole
 //! Ethernet frames of one EtherType), a raw IPv4 socket (ESP packets through the kernel's IP
-//! layer), or a UDP socket (every profile's units on the no-root loopback fallback, one per
-//! datagram).
+//! layer), or a UDP socket (SecOC and SOME/IP units, and every profile's units on the no-root
+//! loopback fallback, one per datagram).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -27,6 +27,10 @@ pub enum LinkSpec {
         local: SocketAddr,
         peer: Option<SocketAddr>,
     },
+    /// UDP bound to `local` that exchanges datagrams with `peer` only: a datagram from any
+    /// other address or port is counted in [`Link::foreign_drops`] and skipped (a SecOC socket
+    /// connection of the AUTOSAR socket adaptor is bound to its remote address).
+    UdpPeer { local: SocketAddr, peer: SocketAddr },
 }
 
 /// An open link.
@@ -38,6 +42,9 @@ pub enum Link {
         sock: UdpTransport,
         peer: Option<SocketAddr>,
         last_src: Option<SocketAddr>,
+        /// Receive from `peer` only; datagrams from elsewhere are counted in `foreign`.
+        only_peer: bool,
+        foreign: u64,
     },
 }
 
@@ -56,6 +63,15 @@ impl Link {
                 sock: UdpTransport::bind(*local)?,
                 peer: *peer,
                 last_src: None,
+                only_peer: false,
+                foreign: 0,
+            }),
+            LinkSpec::UdpPeer { local, peer } => Ok(Link::Udp {
+                sock: UdpTransport::bind(*local)?,
+                peer: Some(*peer),
+                last_src: None,
+                only_peer: true,
+                foreign: 0,
             }),
         }
     }
@@ -77,6 +93,7 @@ impl Link {
                 sock,
                 peer,
                 last_src,
+                ..
             } => {
                 let to = peer.or(*last_src).ok_or_else(|| {
                     io::Error::new(io::ErrorKind::NotConnected, "no UDP peer known yet")
@@ -87,10 +104,12 @@ impl Link {
     }
 
     /// Packets a raw IPv4 link dropped because they came from another source than its peer
-    /// (a transport-mode SA is bound to its two addresses); 0 for other links.
+    /// (a transport-mode SA is bound to its two addresses), likewise datagrams of a
+    /// [`LinkSpec::UdpPeer`] link; 0 for other links.
     pub fn foreign_drops(&self) -> u64 {
         match self {
             Link::RawIp(_, _, n) => *n,
+            Link::Udp { foreign, .. } => *foreign,
             _ => 0,
         }
     }
@@ -172,7 +191,13 @@ impl Link {
                     Some(_) => Received::Unit(0),
                 })
             }
-            Link::Udp { sock, last_src, .. } => {
+            Link::Udp {
+                sock,
+                last_src,
+                peer,
+                only_peer,
+                foreign,
+            } => {
                 let buf = &mut buf[off..];
                 let r = if busy {
                     sock.recv_busy_poll(buf, timeout)?
@@ -181,6 +206,10 @@ impl Link {
                 };
                 Ok(match r {
                     None => Received::Nothing,
+                    Some((_, src)) if *only_peer && Some(src) != *peer => {
+                        *foreign += 1;
+                        Received::Skipped
+                    }
                     Some((n, src)) => {
                         *last_src = Some(src);
                         Received::Unit(n)
@@ -233,6 +262,7 @@ impl Link {
     /// at `buf[i * stride + off..]` (`off` as [`Link::recv`] takes it: ≥ 20 on a raw IPv4 link,
     /// whose IPv4 header lands just before the unit) with its length in `lens[i]` (0: truncated
     /// or not a plain IPv4 header, which verification rejects). Returns how many arrived.
+    /// Datagrams of a [`LinkSpec::UdpPeer`] link are not filtered by source here.
     pub fn recv_batch(
         &self,
         buf: &mut [u8],

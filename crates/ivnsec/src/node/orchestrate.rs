@@ -42,7 +42,8 @@ impl Site {
                 responder,
             } => format!(
                 "testbed {} ({}): {initiator} → switch → {responder}, raw Ethernet (AF_PACKET) \
-                 over veth and a Linux bridge; ESP as IPv4 protocol 50 through the kernel's IP layer",
+                 over veth and a Linux bridge; ESP as IPv4 protocol 50 through the kernel's IP layer; \
+                 SecOC and SOME/IP in UDP datagrams",
                 state.prefix, state.topology
             ),
             Site::Loopback => "UDP on loopback (no testbed: not root), one frame per datagram; \
@@ -292,15 +293,28 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
     })
 }
 
-/// The link of a node with `ends`: raw Ethernet (IVN-AE, MACsec) or raw IPv4 (ESP) on a testbed,
-/// UDP on loopback, where the initiator sends to the responder's `peer_port` and the responder
-/// answers whoever sent.
+/// The link of a node with `ends`: raw Ethernet (IVN-AE, MACsec), raw IPv4 (ESP) or UDP between
+/// the two addresses on the family's port (SecOC: from the peer's address and port only;
+/// SOME/IP: from any client) on a testbed; UDP on loopback, where the initiator sends to the
+/// responder's `peer_port` and the responder answers whoever sent.
 pub(crate) fn link_spec(
     testbed: bool,
     family: Family,
     ends: &Ends,
     peer_port: Option<u16>,
 ) -> LinkSpec {
+    if testbed && family.is_udp() {
+        let port = family.udp_port();
+        let local = SocketAddr::new(IpAddr::V4(ends.local_ip), port);
+        let peer = SocketAddr::new(IpAddr::V4(ends.peer_ip), port);
+        return match family {
+            Family::Secoc(_) => LinkSpec::UdpPeer { local, peer },
+            _ => LinkSpec::Udp {
+                local,
+                peer: Some(peer),
+            },
+        };
+    }
     match (testbed, family.is_ip()) {
         (true, false) => LinkSpec::Raw {
             ifname: topology::ECU_IF.to_string(),

@@ -156,7 +156,8 @@ fn plain_watch(spec: &RoleSpec) -> Result<Option<(Link, DropReason)>> {
             },
             DropReason::NotEsp,
         ),
-        LinkSpec::Udp { .. } => return Ok(None),
+        // UDP families: the unprotected form arrives on the same socket and fails verify.
+        LinkSpec::Udp { .. } | LinkSpec::UdpPeer { .. } => return Ok(None),
     };
     let link = Link::open(&watch).context("opening the link for unprotected units")?;
     Ok(Some((link, reason)))

@@ -26,7 +26,9 @@ use ivnsec_lab::throughput::{TokenBucket, wire_bytes};
 use ivnsec_net::sys::{MAX_BATCH, monotonic_ns, rusage_self};
 use serde::{Deserialize, Serialize};
 
-use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends, Family};
+use super::channel::{
+    Channel, ChannelOptions, DirectionKeys, Ends, Family, SECOC_DATA_ID, SOMEIP_CLIENT,
+};
 use super::link::{Link, LinkSpec};
 use crate::providers::ProviderChoice;
 
@@ -123,7 +125,8 @@ fn receiver_channel(
     )
 }
 
-/// ESP SPIs of sender `index` are the pair's plus `index × 0x100`.
+/// ESP SPIs, SecOC Data IDs and SOME/IP client IDs of sender `index` are the pair's plus
+/// `index × 0x100`.
 fn spi_offset(index: usize) -> u32 {
     (index as u32) << 8
 }
@@ -283,10 +286,21 @@ fn receiver(spec: &TputSpec) -> Result<()> {
         .first()
         .map(|c| c.family())
         .ok_or_else(|| anyhow!("no senders"))?;
-    // How a unit names its sender: raw Ethernet frames by source MAC, ESP by SPI.
+    // How a unit names its sender: raw Ethernet frames by source MAC, ESP by SPI, SecOC by PDU
+    // id (= Data ID), SOME/IP by client ID (each offset per sender as the SPI is).
     let macs: Vec<[u8; 6]> = spec.peers.iter().map(|p| p.ends.local_mac).collect();
     let spis: Vec<[u8; 4]> = (0..spec.peers.len())
         .map(|i| (0x0000_1001u32 + spi_offset(i)).to_be_bytes())
+        .collect();
+    let pdu_ids: Vec<[u8; 4]> = (0..spec.peers.len())
+        .map(|i| u32::from(SECOC_DATA_ID[0].wrapping_add(spi_offset(i) as u16)).to_be_bytes())
+        .collect();
+    let clients: Vec<[u8; 2]> = (0..spec.peers.len())
+        .map(|i| {
+            SOMEIP_CLIENT
+                .wrapping_add(spi_offset(i) as u16)
+                .to_be_bytes()
+        })
         .collect();
     let link = Link::open(&spec.link).context("opening the link")?;
     link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
@@ -312,6 +326,12 @@ fn receiver(spec: &TputSpec) -> Result<()> {
             let unit = &slot[off..off + len];
             let who = match family {
                 Family::Esp(_) => unit.get(..4).and_then(|s| spis.iter().position(|x| x == s)),
+                Family::Secoc(_) => unit
+                    .get(..4)
+                    .and_then(|s| pdu_ids.iter().position(|x| x == s)),
+                Family::Someip(_) => unit
+                    .get(8..10)
+                    .and_then(|s| clients.iter().position(|x| x == s)),
                 _ => unit
                     .get(6..12)
                     .and_then(|s| macs.iter().position(|m| m == s)),
