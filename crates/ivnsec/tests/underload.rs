@@ -212,6 +212,20 @@ fn loopback_playback_of_a_csv_and_a_capture() {
     check_run(r, 2000.0);
 }
 
+/// `ivnsec playback --on loopback --timeline FILE` (a run that must fail before it starts).
+fn playback_on_loopback(d: &TempDir, timeline: &std::path::Path) -> Output {
+    ivnsec(
+        d,
+        &[
+            "playback",
+            "--on",
+            "loopback",
+            "--timeline",
+            timeline.to_str().unwrap(),
+        ],
+    )
+}
+
 #[test]
 fn bad_input_is_a_usage_error() {
     let d = TempDir::new("ul-bad");
@@ -250,31 +264,13 @@ fn bad_input_is_a_usage_error() {
     for (name, body, want) in cases {
         let p = d.path(name);
         std::fs::write(&p, body).unwrap();
-        let o = ivnsec(
-            &d,
-            &[
-                "playback",
-                "--on",
-                "loopback",
-                "--timeline",
-                p.to_str().unwrap(),
-            ],
-        );
+        let o = playback_on_loopback(&d, &p);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
         assert!(err.contains(want) && err.contains(name), "{name}: {err}");
     }
     let missing = d.path("missing.csv");
-    let o = ivnsec(
-        &d,
-        &[
-            "playback",
-            "--on",
-            "loopback",
-            "--timeline",
-            missing.to_str().unwrap(),
-        ],
-    );
+    let o = playback_on_loopback(&d, &missing);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     // A capture cut inside its second record.
     let cap = d.path("cut.pcap");
@@ -285,16 +281,7 @@ fn bad_input_is_a_usage_error() {
     drop(w);
     let b = std::fs::read(&cap).unwrap();
     std::fs::write(&cap, &b[..b.len() - 1]).unwrap();
-    let o = ivnsec(
-        &d,
-        &[
-            "playback",
-            "--on",
-            "loopback",
-            "--timeline",
-            cap.to_str().unwrap(),
-        ],
-    );
+    let o = playback_on_loopback(&d, &cap);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("record 2"), "{}", text(&o.stderr));
 }

@@ -30,7 +30,7 @@ use crate::node::camera::{
     Transport, l2_profile, message_bytes,
 };
 use crate::node::channel::{DirectionKeys, Ends as ChannelEnds, Family};
-use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, spawn_node, testbed_node};
+use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, spawn_role, testbed_node};
 use crate::providers::ProviderChoice;
 
 /// Most cameras one run simulates.
@@ -447,7 +447,7 @@ fn site_text(site: &Site, t: Transport) -> String {
 }
 
 fn spawn(ns: Option<&str>, spec: &CameraSpec) -> Result<Child> {
-    spawn_node(ns, "camera", spec)
+    spawn_role(ns, "camera", spec, "camera node")
 }
 
 /// Reads a node's stdout lines in a thread, so the orchestrator can wait with a timeout.

@@ -19,9 +19,8 @@ use ivnsec_net::pcap::{PcapError, PcapErrorKind, PcapReader};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::lab::Where;
 use super::underload::{
-    Common, DEFAULT_PROFILES, MAX_COUNT, UnderloadReport, check_common, finish, open, run_stream,
+    Common, DEFAULT_PROFILES, MAX_COUNT, StreamArgs, UnderloadReport, check_common, run_stream,
     sockperf_baseline,
 };
 use crate::cli::usage;
@@ -55,37 +54,11 @@ Examples:
   ivnsec playback --profile macsec-gcm-aes-128 --timeline capture.pcap --json
   ivnsec playback --profile aes128-gcm --timeline plans/lidar-playback.csv --reply-every 10 --pcap pb.pcap")]
 pub struct Args {
-    /// Profile to run (repeat for several). Default: plain, macsec-gcm-aes-128,
-    /// esp-null-hmac-sha256.
-    #[arg(long = "profile", value_name = "PROFILE")]
-    pub profiles: Vec<String>,
     /// The timeline: sockperf playback CSV or a classic pcap capture (detected by content).
     #[arg(long, value_name = "FILE")]
     pub timeline: PathBuf,
-    /// Reply to every N-th message (sockperf's --reply-every).
-    #[arg(long, default_value_t = 100)]
-    pub reply_every: u64,
-    /// The one-way requirement, in µs: p99.9 must be below it (seed 002 §5.1: 2000).
-    #[arg(long, default_value_t = REQUIREMENT_US)]
-    pub requirement_us: f64,
-    /// Crypto provider: portable, fast, or auto.
-    #[arg(long, default_value = "auto")]
-    pub provider: String,
-    /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.
-    #[arg(long = "on", value_enum, default_value = "auto")]
-    pub on: Where,
-    /// Use this running testbed (`ivnsec testbed up`) instead of building one.
-    #[arg(long, value_name = "PREFIX")]
-    pub testbed: Option<String>,
-    /// Skip the same-run baselines (the added `plain` run and sockperf).
-    #[arg(long)]
-    pub no_baseline: bool,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Record the first 1000 protected units the sensor sends (per profile, as underload).
-    #[arg(long, value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
+    #[command(flatten)]
+    pub stream: StreamArgs,
 }
 
 /// The settings of a playback run, as the command line and plan sections give them.
@@ -352,19 +325,17 @@ pub fn run_playback(
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let st = &a.stream;
     let mut cfg = PlaybackConfig::new(&a.timeline);
-    cfg.reply_every = a.reply_every;
-    cfg.requirement_us = a.requirement_us;
-    cfg.provider = a.provider.clone();
-    cfg.baseline = !a.no_baseline;
-    if !a.profiles.is_empty() {
-        cfg.profiles = a.profiles.clone();
+    cfg.reply_every = st.reply_every;
+    cfg.requirement_us = st.requirement_us;
+    cfg.provider = st.provider.clone();
+    cfg.baseline = !st.no_baseline;
+    if !st.profiles.is_empty() {
+        cfg.profiles = st.profiles.clone();
     }
     cfg.check()?;
-    let open = open(a.on, a.testbed.as_deref())?;
-    let report = run_playback(&open.site, &cfg, a.pcap.as_deref())?;
-    drop(open);
-    finish(&report, a.json)
+    st.run(|site, pcap| run_playback(site, &cfg, pcap))
 }
 
 #[cfg(test)]

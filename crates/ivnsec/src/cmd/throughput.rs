@@ -24,7 +24,7 @@ use super::lab::{self, Layout, Where};
 use crate::cli::usage;
 use crate::node::channel::{DirectionKeys, Ends, Family};
 use crate::node::link::LinkSpec;
-use crate::node::orchestrate::{Reaper, Site, child_stderr, frame_bytes, spawn_node, testbed_node};
+use crate::node::orchestrate::{Reaper, Site, child_stderr, frame_bytes, spawn_role, testbed_node};
 use crate::node::throughput::{Peer, TputRole, TputSpec};
 use crate::providers::ProviderChoice;
 
@@ -337,7 +337,7 @@ impl Nodes {
 }
 
 fn spawn(ns: Option<&str>, spec: &TputSpec) -> Result<Child> {
-    spawn_node(ns, "throughput", spec)
+    spawn_role(ns, "throughput", spec, "throughput node")
 }
 
 struct SentLine {

@@ -30,8 +30,7 @@ use super::lab::{self, Layout, Where};
 use crate::cli::usage;
 use crate::node::channel::{Channel, DirectionKeys, Ends, Family};
 use crate::node::fragment::FragSender;
-use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, node_addr};
-use crate::node::throughput::SPEC_ENV;
+use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, node_addr, spawn_role};
 use crate::node::underload::{Schedule, StreamRole, StreamSpec};
 use crate::providers::ProviderChoice;
 
@@ -83,22 +82,29 @@ Examples:
   ivnsec underload --profile plain --profile macsec-gcm-aes-128 --profile esp-null-hmac-sha256 --seconds 10 --json
   ivnsec underload --profile aes128-gcm --size 1400 --mps 5000 --reply-every 10 --pcap ul.pcap")]
 pub struct Args {
-    /// Profile to run (repeat for several; `ivnsec suites` lists them). Default: plain,
-    /// macsec-gcm-aes-128, esp-null-hmac-sha256 (seed 002's three configurations).
-    #[arg(long = "profile", value_name = "PROFILE")]
-    pub profiles: Vec<String>,
     /// Message size in bytes (16 ..= 1048576; seed 002: a 24,938-byte lidar packet).
     #[arg(long, default_value_t = 24_938)]
     pub size: usize,
     /// Messages per second.
     #[arg(long, default_value_t = 950.0)]
     pub mps: f64,
-    /// Reply to every N-th message (sockperf's --reply-every).
-    #[arg(long, default_value_t = 100)]
-    pub reply_every: u64,
     /// How long each profile's sensor sends, in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
+    #[command(flatten)]
+    pub stream: StreamArgs,
+}
+
+/// The options `underload` and `playback` share.
+#[derive(clap::Args, Debug)]
+pub struct StreamArgs {
+    /// Profile to run (repeat for several; `ivnsec suites` lists them). Default: plain,
+    /// macsec-gcm-aes-128, esp-null-hmac-sha256 (seed 002's three configurations).
+    #[arg(long = "profile", value_name = "PROFILE")]
+    pub profiles: Vec<String>,
+    /// Reply to every N-th message (sockperf's --reply-every).
+    #[arg(long, default_value_t = 100)]
+    pub reply_every: u64,
     /// The one-way requirement, in µs: p99.9 must be below it (seed 002 §5.1: 2000).
     #[arg(long, default_value_t = REQUIREMENT_US)]
     pub requirement_us: f64,
@@ -117,10 +123,24 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Record the first 1000 protected units the sensor sends, for each profile in turn
-    /// (classic pcap, Ethernet; ESP units get the Ethernet/IPv4 headers they travel with).
+    /// Record the first 1000 protected units the sensor sends (classic pcap, Ethernet; ESP
+    /// units get the Ethernet/IPv4 headers they travel with); with several profiles, one file
+    /// per profile: FILE.<profile>.
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+}
+
+impl StreamArgs {
+    /// Opens the site, runs `f` there, and prints the report.
+    pub(crate) fn run(
+        &self,
+        f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
+    ) -> Result<ExitCode> {
+        let open = open(self.on, self.testbed.as_deref())?;
+        let report = f(&open.site, self.pcap.as_deref())?;
+        drop(open);
+        finish(&report, self.json)
+    }
 }
 
 /// The settings of an under-load run, as the command line and plan sections give them.
@@ -324,29 +344,27 @@ pub fn run_underload(
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let st = &a.stream;
     let mut cfg = UnderloadConfig {
         size: a.size,
         mps: a.mps,
-        reply_every: a.reply_every,
+        reply_every: st.reply_every,
         seconds: a.seconds,
-        requirement_us: a.requirement_us,
-        provider: a.provider.clone(),
-        baseline: !a.no_baseline,
+        requirement_us: st.requirement_us,
+        provider: st.provider.clone(),
+        baseline: !st.no_baseline,
         ..UnderloadConfig::default()
     };
-    if !a.profiles.is_empty() {
-        cfg.profiles = a.profiles.clone();
+    if !st.profiles.is_empty() {
+        cfg.profiles = st.profiles.clone();
     }
     cfg.check()?;
-    let open = open(a.on, a.testbed.as_deref())?;
-    let report = run_underload(&open.site, &cfg, a.pcap.as_deref())?;
-    drop(open);
-    finish(&report, a.json)
+    st.run(|site, pcap| run_underload(site, &cfg, pcap))
 }
 
 /// Opens the site of a sensor-stream run: a `sensors:1` testbed (sensor1 → consumer) or
 /// loopback.
-pub(crate) fn open(on: Where, testbed: Option<&str>) -> Result<lab::OpenSite> {
+fn open(on: Where, testbed: Option<&str>) -> Result<lab::OpenSite> {
     let layout = Layout {
         topology: Topology::Sensors(1),
         initiator: "sensor1".into(),
@@ -360,7 +378,7 @@ pub(crate) fn open(on: Where, testbed: Option<&str>) -> Result<lab::OpenSite> {
 }
 
 /// Prints the report (text or JSON) and maps the verdict to the exit code.
-pub(crate) fn finish(r: &UnderloadReport, json: bool) -> Result<ExitCode> {
+fn finish(r: &UnderloadReport, json: bool) -> Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string_pretty(r)?);
     } else {
@@ -514,18 +532,7 @@ fn transport(site: &Site) -> String {
 }
 
 fn spawn(ns: Option<&str>, spec: &StreamSpec) -> Result<Child> {
-    let exe = std::env::current_exe().context("locating the ivnsec binary")?;
-    let mut cmd = match ns {
-        Some(ns) => netns_command(ns, &exe),
-        None => Command::new(&exe),
-    };
-    cmd.args(["node", "underload"])
-        .env(SPEC_ENV, serde_json::to_string(spec)?)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.spawn()
-        .with_context(|| format!("starting the {:?} process", spec.role))
+    spawn_role(ns, "underload", spec, &format!("{:?}", spec.role))
 }
 
 /// Reads `READY <port>` from a role, or fails with what it printed on stderr.

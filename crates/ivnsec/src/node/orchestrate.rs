@@ -367,29 +367,29 @@ pub(crate) fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ip
 }
 
 pub(crate) fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
-    spawn_node(ns, "pingpong", spec)
-        .with_context(|| format!("starting the {:?} process", spec.role))
+    spawn_role(ns, "pingpong", spec, &format!("{:?}", spec.role))
 }
 
-/// Starts `ivnsec node ROLE` (in namespace `ns`, or here) with `spec` as JSON in
-/// `$IVNSEC_NODE_SPEC` and its stdin, stdout and stderr piped.
-pub(crate) fn spawn_node(
+/// Starts `ivnsec node KIND` (inside namespace `ns` when given) with `spec` as JSON in
+/// `$IVNSEC_NODE_SPEC` and piped stdin/stdout/stderr; `what` names it in the error.
+pub(crate) fn spawn_role(
     ns: Option<&str>,
-    role: &str,
+    kind: &str,
     spec: &impl serde::Serialize,
+    what: &str,
 ) -> Result<Child> {
     let exe = std::env::current_exe().context("locating the ivnsec binary")?;
     let mut cmd = match ns {
         Some(ns) => netns_command(ns, &exe),
         None => Command::new(&exe),
     };
-    cmd.args(["node", role])
+    cmd.args(["node", kind])
         .env(SPEC_ENV, serde_json::to_string(spec)?)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd.spawn()
-        .with_context(|| format!("starting an `ivnsec node {role}` process"))
+        .with_context(|| format!("starting the {what} process"))
 }
 
 /// Kills and reaps the node processes that are still running when it is dropped (a run that

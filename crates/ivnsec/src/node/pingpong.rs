@@ -122,7 +122,7 @@ pub fn run_from_env() -> Result<()> {
 }
 
 /// A flag set once stdin reaches its end (the orchestrator closed it).
-fn stop_on_stdin_eof() -> Arc<AtomicBool> {
+pub(crate) fn stop_on_stdin_eof() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     std::thread::spawn(move || {

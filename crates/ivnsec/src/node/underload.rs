@@ -27,8 +27,7 @@
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -39,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends};
 use super::fragment::{FragReceiver, FragSender, Limits};
 use super::link::{Link, LinkSpec};
+use super::pingpong::stop_on_stdin_eof;
 use super::throughput::{CAPTURE_FRAMES, SPEC_ENV, write_capture};
 use crate::providers::ProviderChoice;
 
@@ -329,15 +329,7 @@ fn consumer(spec: &StreamSpec) -> Result<()> {
     let mut seen = vec![0u64; (count as usize + 1).div_ceil(64)];
     let (mut units, mut bytes, mut dups, mut reorder, mut replied) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut max_seq = 0u64;
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut sink);
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
+    let stop = stop_on_stdin_eof();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     writeln!(out, "READY {}", link.local_port())?;
