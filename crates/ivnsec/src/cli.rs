@@ -43,6 +43,9 @@ pub enum Command {
     /// Measure goodput, loss and CPU of a profile between N senders and one receiver, against
     /// the theoretical maximum of the (shaped) link and iperf3 on the same path.
     Throughput(cmd::throughput::Args),
+    /// Seed 003's ADAS scenario: N cameras × 60 fps × 42.5 KiB frames over secured SOME/IP,
+    /// tx→rx delay of every frame against 16 ms, CPU against nosec.
+    Camera(cmd::camera::Args),
     /// Stream large sensor messages (24,938-byte lidar at 950/s) fragment by fragment: one-way
     /// p99.9 < 2 ms, round trips, loss and CPU per profile, beside plain and sockperf under-load.
     Underload(cmd::underload::Args),

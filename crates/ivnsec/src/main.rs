@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Pingpong(args) => cmd::pingpong::run(args),
         Command::Node(args) => cmd::node::run(args),
         Command::Throughput(args) => cmd::throughput::run(args),
+        Command::Camera(args) => cmd::camera::run(args),
         Command::Underload(args) => cmd::underload::run(args),
         Command::Playback(args) => cmd::playback::run(args),
         Command::Run(args) => cmd::run::run(args),

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with a `run()`.
 
 pub mod attack;
+pub mod camera;
 pub mod crypto_bench;
 pub mod frame;
 pub mod frame_esp;

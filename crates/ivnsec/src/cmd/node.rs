@@ -8,7 +8,8 @@ use anyhow::Result;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The role: `pingpong` (initiator or responder), `throughput` (sender or receiver), as the
-    /// spec says, `attack`, or `underload` (sensor or consumer of underload/playback).
+    /// spec says, `attack`, `camera` (camera ECU or consumer), or `underload` (sensor or
+    /// consumer of underload/playback).
     pub kind: String,
 }
 
@@ -17,6 +18,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "pingpong" => crate::node::pingpong::run_from_env()?,
         "throughput" => crate::node::throughput::run_from_env()?,
         "attack" => crate::node::attack::run_from_env()?,
+        "camera" => crate::node::camera::run_from_env()?,
         "underload" => crate::node::underload::run_from_env()?,
         other => return Err(crate::cli::usage(format!("unknown node role `{other}`"))),
     }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
 use clap::Subcommand;
-use ivnsec_core::crypto::{CryptoProvider, Primitive};
+use ivnsec_core::crypto::{AeadAlg, CryptoProvider, Primitive};
 use ivnsec_core::sa::someip::{
     Level, OVERHEAD, ServiceParams, ServiceSa, SomeipSecurity, header_drop_reason,
 };
@@ -176,15 +176,22 @@ fn unix_ns() -> u64 {
         .max(1)
 }
 
-fn provider_for(choice: ProviderChoice, s: &Service) -> Result<&'static CryptoProvider> {
-    let want = Primitive::Aead(s.suite);
+/// The provider `choice` names for an AEAD suite, if it has it (`auto`: the first that does).
+pub(crate) fn aead_provider(
+    choice: ProviderChoice,
+    alg: AeadAlg,
+) -> Option<&'static CryptoProvider> {
+    let want = Primitive::Aead(alg);
     let pick = |p: &'static CryptoProvider| p.supports(want).then_some(p);
-    let p = match choice {
+    match choice {
         ProviderChoice::Portable => pick(&ivnsec_crypto_portable::PROVIDER),
         ProviderChoice::Fast => pick(&ivnsec_crypto_fast::PROVIDER),
         ProviderChoice::Auto => providers::PROVIDERS.into_iter().find_map(pick),
-    };
-    p.ok_or_else(|| {
+    }
+}
+
+fn provider_for(choice: ProviderChoice, s: &Service) -> Result<&'static CryptoProvider> {
+    aead_provider(choice, s.suite).ok_or_else(|| {
         usage(format!(
             "provider {choice} has no {} (service 0x{:04x}); use provider = \"portable\" or \"auto\"",
             s.suite.name(),
@@ -325,35 +332,15 @@ impl Core {
 
     /// Splits a datagram into messages, reassembles TP segments, verifies each whole message.
     fn datagram(&mut self, peer: SocketAddr, data: &[u8]) -> Vec<(Repr, Vec<u8>)> {
-        let mut out = Vec::new();
-        for m in Messages::new(data) {
-            let p = match m {
-                Ok(p) => p,
-                Err(e) => {
-                    self.wire_drops.bump(header_drop_reason(e));
-                    break;
-                }
-            };
-            if p.service_id() == SD_SERVICE_ID {
-                continue;
-            }
-            let msg = if p.tp() {
-                match self.reassembler.push(peer_key(peer), p.message()) {
-                    Ok(Some(full)) => full,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        self.wire_drops.bump(tp_drop_reason(e));
-                        continue;
-                    }
-                }
-            } else {
-                p.message().to_vec()
-            };
-            if let Some(v) = self.accept(msg) {
-                out.push(v);
-            }
-        }
-        out
+        let mut whole = Vec::new();
+        datagram_messages(
+            &mut self.reassembler,
+            &mut self.wire_drops,
+            peer_key(peer),
+            data,
+            |m| whole.push(m),
+        );
+        whole.into_iter().filter_map(|m| self.accept(m)).collect()
     }
 
     /// Protects a message for `header.service_id`; the wire bytes.
@@ -379,6 +366,40 @@ impl Core {
         })?;
         buf.truncate(n);
         Ok(buf)
+    }
+}
+
+/// Splits a UDP datagram from `peer` into SOME/IP messages and hands each whole message to
+/// `whole`: unsegmented ones as they are, SOME/IP-TP segments once `reassembler` completed their
+/// message. SD messages are skipped; framing and TP errors are counted in `drops` (a bad header
+/// ends the datagram, since the next message's position is unknown).
+pub(crate) fn datagram_messages(
+    reassembler: &mut Reassembler,
+    drops: &mut DropCounters,
+    peer: u64,
+    data: &[u8],
+    mut whole: impl FnMut(Vec<u8>),
+) {
+    for m in Messages::new(data) {
+        let p = match m {
+            Ok(p) => p,
+            Err(e) => {
+                drops.bump(header_drop_reason(e));
+                break;
+            }
+        };
+        if p.service_id() == SD_SERVICE_ID {
+            continue;
+        }
+        if p.tp() {
+            match reassembler.push(peer, p.message()) {
+                Ok(Some(full)) => whole(full),
+                Ok(None) => {}
+                Err(e) => drops.bump(tp_drop_reason(e)),
+            }
+        } else {
+            whole(p.message().to_vec());
+        }
     }
 }
 
@@ -443,7 +464,11 @@ fn next_session(s: &mut u16) -> u16 {
     *s
 }
 
-fn bind_err(what: &str, addr: impl std::fmt::Display, e: std::io::Error) -> anyhow::Error {
+pub(crate) fn bind_err(
+    what: &str,
+    addr: impl std::fmt::Display,
+    e: std::io::Error,
+) -> anyhow::Error {
     anyhow::Error::new(EnvError(format!(
         "cannot bind the {what} socket to {addr}: {e} (is the address on this host / in this namespace, and the port free?)"
     )))

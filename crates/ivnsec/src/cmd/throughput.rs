@@ -4,7 +4,7 @@
 //! profile and iperf3 UDP on the same path.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
@@ -24,8 +24,8 @@ use super::lab::{self, Layout, Where};
 use crate::cli::usage;
 use crate::node::channel::{DirectionKeys, Ends, Family};
 use crate::node::link::LinkSpec;
-use crate::node::orchestrate::{Site, frame_bytes, node_addr};
-use crate::node::throughput::{Peer, SPEC_ENV, TputRole, TputSpec};
+use crate::node::orchestrate::{Reaper, Site, child_stderr, frame_bytes, spawn_role, testbed_node};
+use crate::node::throughput::{Peer, TputRole, TputSpec};
 use crate::providers::ProviderChoice;
 
 /// Most senders one run starts.
@@ -318,11 +318,7 @@ impl Nodes {
                         tx.len()
                     )));
                 }
-                let node = |name: &str| -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
-                    let (mac, ip) = node_addr(state, name)?;
-                    let ns = state.namespace_of(name).map_err(|e| anyhow!("{e}"))?;
-                    Ok((Some(ns.to_string()), mac, ip))
-                };
+                let node = |name: &str| testbed_node(state, name);
                 Ok(Nodes {
                     receiver: node(&rx)?,
                     senders: tx.iter().map(|s| node(s)).collect::<Result<_>>()?,
@@ -341,39 +337,7 @@ impl Nodes {
 }
 
 fn spawn(ns: Option<&str>, spec: &TputSpec) -> Result<Child> {
-    let exe = std::env::current_exe().context("locating the ivnsec binary")?;
-    let mut cmd = match ns {
-        Some(ns) => netns_command(ns, &exe),
-        None => Command::new(&exe),
-    };
-    cmd.args(["node", "throughput"])
-        .env(SPEC_ENV, serde_json::to_string(spec)?)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.spawn().context("starting a throughput node")
-}
-
-fn child_stderr(c: &mut Child) -> String {
-    let mut s = String::new();
-    if let Some(mut e) = c.stderr.take() {
-        let _ = e.read_to_string(&mut s);
-    }
-    s.trim().to_string()
-}
-
-/// Kills and reaps children that are still running when a run fails.
-pub(crate) struct Reaper(pub(crate) Vec<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            if let Ok(None) = c.try_wait() {
-                let _ = c.kill();
-            }
-            let _ = c.wait();
-        }
-    }
+    spawn_role(ns, "throughput", spec, "throughput node")
 }
 
 struct SentLine {

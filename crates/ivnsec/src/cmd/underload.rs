@@ -27,11 +27,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::lab::{self, Layout, Where};
-use super::throughput::Reaper;
 use crate::cli::usage;
 use crate::node::channel::{Channel, DirectionKeys, Ends, Family};
 use crate::node::fragment::FragSender;
-use crate::node::orchestrate::{Site, child_stderr, link_spec, node_addr, spawn_role};
+use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, node_addr, spawn_role};
 use crate::node::underload::{Schedule, StreamRole, StreamSpec};
 use crate::providers::ProviderChoice;
 

@@ -336,6 +336,17 @@ fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
     anyhow!("{e}")
 }
 
+/// A testbed node as an experiment starts a process in it: its namespace, and the MAC and IPv4
+/// address of its ECU interface.
+pub(crate) fn testbed_node(
+    state: &TestbedState,
+    node: &str,
+) -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
+    let (mac, ip) = node_addr(state, node)?;
+    let ns = state.namespace_of(node).map_err(|e| anyhow!("{e}"))?;
+    Ok((Some(ns.to_string()), mac, ip))
+}
+
 /// MAC and IPv4 address of a testbed node's ECU interface.
 pub(crate) fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
     let n = state
@@ -380,6 +391,21 @@ pub(crate) fn spawn_role(
         .stderr(Stdio::piped());
     cmd.spawn()
         .with_context(|| format!("starting the {what} process"))
+}
+
+/// Kills and reaps the node processes that are still running when it is dropped (a run that
+/// failed half-way leaves none behind).
+pub(crate) struct Reaper(pub Vec<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
 }
 
 pub(crate) fn child_stderr(c: &mut Child) -> String {

@@ -17,8 +17,7 @@
 //!   <sys ns>` and `END`. CPU times are `getrusage` deltas over the sending window.
 
 use std::io::{BufRead, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -305,15 +304,7 @@ fn receiver(spec: &TputSpec) -> Result<()> {
         .collect();
     let link = Link::open(&spec.link).context("opening the link")?;
     link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut sink);
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
+    let stop = super::stop_on_stdin_eof();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     writeln!(out, "READY {}", link.local_port())?;
