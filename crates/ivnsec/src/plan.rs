@@ -37,8 +37,11 @@ use serde::Deserialize;
 use ivnsec_net::topology::Topology;
 
 use crate::cli::usage;
+use crate::cmd::camera::CameraConfig;
 use crate::cmd::pingpong::ms_to_ns;
+use crate::cmd::playback::PlaybackConfig;
 use crate::cmd::throughput;
+use crate::cmd::underload::UnderloadConfig;
 use crate::node::orchestrate::{Mode, Scenario};
 use crate::providers::ProviderChoice;
 
@@ -69,6 +72,35 @@ struct PlanFile {
     scenario: Vec<ScenarioEntry>,
     #[serde(default)]
     throughput: Vec<ThroughputEntry>,
+    #[serde(default)]
+    underload: Vec<UnderloadConfig>,
+    #[serde(default)]
+    playback: Vec<PlaybackConfig>,
+    #[serde(default)]
+    camera: Vec<CameraConfig>,
+}
+
+/// Files the presets name (timelines), built into the binary: a preset runs from any directory.
+pub const PRESET_FILES: [(&str, &str); 1] = [(
+    "lidar-playback.csv",
+    include_str!("../../../plans/lidar-playback.csv"),
+)];
+
+/// Where a plan's relative file names (playback timelines) are found.
+#[derive(Clone, Debug)]
+pub enum Base {
+    /// Beside the plan file.
+    Dir(std::path::PathBuf),
+    /// A preset: the files of [`PRESET_FILES`].
+    Preset,
+}
+
+/// One `[[playback]]` table, its timeline resolved.
+#[derive(Debug, Clone)]
+pub struct PlaybackJob {
+    pub config: PlaybackConfig,
+    /// A preset's timeline, built in: written into the report directory before the run.
+    pub embedded: Option<(&'static str, &'static str)>,
 }
 
 /// `[run]`: every key optional; also the shape of command-line overrides.
@@ -143,6 +175,9 @@ pub struct Plan {
     pub responder: String,
     pub scenarios: Vec<Scenario>,
     pub throughput: Vec<ThroughputJob>,
+    pub underload: Vec<UnderloadConfig>,
+    pub playback: Vec<PlaybackJob>,
+    pub camera: Vec<CameraConfig>,
     pub requirements: Requirements,
 }
 
@@ -181,7 +216,17 @@ pub fn load(path: &Path, overrides: &RunSection) -> Result<Plan> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "plan".into());
-    parse(&path.display().to_string(), &stem, &text, overrides)
+    let dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| ".".into());
+    parse_in(
+        &path.display().to_string(),
+        &stem,
+        &text,
+        overrides,
+        &Base::Dir(dir),
+    )
 }
 
 /// A preset by name.
@@ -193,11 +238,30 @@ pub fn preset(name: &str, overrides: &RunSection) -> Result<Plan> {
             names.join(" or ")
         ))
     })?;
-    parse(&format!("plans/{name}.toml"), name, text, overrides)
+    parse_in(
+        &format!("plans/{name}.toml"),
+        name,
+        text,
+        overrides,
+        &Base::Preset,
+    )
 }
 
-/// Parses plan text; `file` names it in errors.
+/// Parses plan text whose relative file names are relative to the working directory; `file`
+/// names it in errors.
+#[cfg(test)]
 pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection) -> Result<Plan> {
+    parse_in(file, default_name, text, overrides, &Base::Dir(".".into()))
+}
+
+/// Parses plan text; `file` names it in errors, `base` resolves relative file names.
+pub fn parse_in(
+    file: &str,
+    default_name: &str,
+    text: &str,
+    overrides: &RunSection,
+    base: &Base,
+) -> Result<Plan> {
     let f: PlanFile = toml::from_str(text)
         .map_err(|e| usage(format!("plan {file}: {}", e.to_string().trim_end())))?;
     let bad = |key: &str, why: String| usage(format!("plan {file}: key `{key}`: {why}"));
@@ -374,9 +438,48 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
             }
         }
     }
-    if scenarios.is_empty() && jobs.is_empty() {
+    for (i, u) in f.underload.iter().enumerate() {
+        u.check()
+            .map_err(|e| bad(&format!("underload[{i}]"), format!("{e:#}")))?;
+    }
+    let mut playback = Vec::new();
+    for (i, p) in f.playback.iter().enumerate() {
+        let key = format!("playback[{i}]");
+        let mut config = p.clone();
+        let mut embedded = None;
+        if config.timeline.is_relative() {
+            match base {
+                Base::Dir(d) => config.timeline = d.join(&config.timeline),
+                Base::Preset => {
+                    let name = config.timeline.to_string_lossy();
+                    embedded = Some(
+                        PRESET_FILES
+                            .iter()
+                            .copied()
+                            .find(|(n, _)| *n == name)
+                            .ok_or_else(|| bad(&key, format!("no built-in file `{name}`")))?,
+                    );
+                }
+            }
+        }
+        if embedded.is_none() {
+            config.check().map_err(|e| bad(&key, format!("{e:#}")))?;
+        }
+        playback.push(PlaybackJob { config, embedded });
+    }
+    for (i, c) in f.camera.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("camera[{i}]"), format!("{e:#}")))?;
+    }
+    if scenarios.is_empty()
+        && jobs.is_empty()
+        && f.underload.is_empty()
+        && playback.is_empty()
+        && f.camera.is_empty()
+    {
         return Err(usage(format!(
-            "plan {file}: no scenarios (add a [[matrix]], [[scenario]] or [[throughput]] table)"
+            "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
+             [[underload]], [[playback]] or [[camera]] table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -395,6 +498,9 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
         responder,
         scenarios,
         throughput: jobs,
+        underload: f.underload,
+        playback,
+        camera: f.camera,
         requirements,
     })
 }
@@ -429,8 +535,82 @@ mod tests {
         let p = preset("seed003", &RunSection::default()).unwrap();
         assert!(p.scenarios.is_empty());
         assert_eq!(p.throughput[0].profiles.len(), 5 * 2 + 1);
+        // Seed 002 also streams: under load and the built-in playback timeline.
+        let p2 = preset("seed002", &RunSection::default()).unwrap();
+        assert_eq!(p2.underload.len(), 1);
+        assert_eq!((p2.underload[0].size, p2.underload[0].mps), (24_938, 950.0));
+        let pb = &p2.playback[0];
+        assert_eq!(pb.embedded.map(|e| e.0), Some("lidar-playback.csv"));
+        // The built-in timeline is a valid sockperf playback file.
+        let dir = std::env::temp_dir().join(format!("ivnsec-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("t.csv");
+        std::fs::write(&f, pb.embedded.unwrap().1).unwrap();
+        let mut c = pb.config.clone();
+        c.timeline = f;
+        let checked = c.check();
+        std::fs::remove_dir_all(&dir).unwrap();
+        checked.unwrap();
+        // Seed 003's camera sweep: 2–16 cameras at every level.
+        assert_eq!(p.camera[0].cameras, [2, 4, 8, 12, 16]);
+        assert_eq!(p.camera[0].levels.len(), 3);
         // 11 profiles × 5 s, the plain run first, iperf3 unshaped and shaped.
         assert!((p.throughput_seconds() - (12.0 * 5.0 + 10.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn stream_and_camera_tables_are_checked() {
+        let o = RunSection::default();
+        let p = parse(
+            "p.toml",
+            "p",
+            "[[underload]]\nprofiles = [\"aes128-gcm\"]\nseconds = 2\n[[camera]]\ncameras = [2]\n",
+            &o,
+        )
+        .unwrap();
+        assert_eq!(p.underload[0].profiles, ["aes128-gcm"]);
+        assert_eq!(p.underload[0].size, 24_938);
+        assert_eq!(p.camera[0].cameras, [2]);
+        for (text, key, why) in [
+            ("[[underload]]\nmps = 0\n", "underload[0]", "mps"),
+            ("[[underload]]\nsize = 3\n", "underload[0]", "size"),
+            ("[[underload]]\nrate = 3\n", "rate", "unknown field"),
+            ("[[camera]]\ncameras = [0]\n", "camera[0]", "cameras"),
+            ("[[camera]]\nlevels = [\"secret\"]\n", "camera[0]", "secret"),
+            (
+                "[[playback]]\ntimeline = \"no-such.csv\"\n",
+                "playback[0]",
+                "no-such.csv",
+            ),
+        ] {
+            let e = parse("p.toml", "p", text, &o).unwrap_err();
+            assert_eq!(exit_code(&e), 2, "{text}");
+            let m = format!("{e:#}");
+            assert!(m.contains(key) && m.contains(why), "{text}: {m}");
+        }
+        // A plan file's timeline is found beside it; a preset names only built-in files.
+        let e = parse_in(
+            "p.toml",
+            "p",
+            "[[playback]]\ntimeline = \"x.csv\"\n",
+            &o,
+            &Base::Preset,
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("no built-in file `x.csv`"),
+            "{e:#}"
+        );
+        let p = parse_in(
+            "plans/seed002.toml",
+            "p",
+            "[[playback]]\ntimeline = \"lidar-playback.csv\"\n",
+            &o,
+            &Base::Dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans").into()),
+        )
+        .unwrap();
+        assert!(p.playback[0].embedded.is_none());
+        assert!(p.playback[0].config.timeline.is_file());
     }
 
     #[test]

@@ -278,25 +278,8 @@ fn plan_throughput_section_reports_and_judges() {
     )
     .unwrap();
     let out = d.0.join("report");
-    let o = ivnsec(
-        &d,
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--on",
-            "loopback",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
-    let code = o.status.code();
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "exit {code:?}: {}",
-        text(&o.stderr)
-    );
-    let s: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let (code, s) = common::run_plan_on_loopback(&d, &plan);
+    let code = Some(code);
     assert_eq!(s["scenarios"].as_array().unwrap().len(), 0);
     let runs = s["experiments"]["throughput"].as_array().unwrap();
     assert_eq!(runs.len(), 1, "{s}");

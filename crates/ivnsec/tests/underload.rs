@@ -439,3 +439,57 @@ fn testbed_playback_of_the_example_timeline() {
     }
     assert!(d.leftover_testbeds().is_empty(), "testbed not removed");
 }
+
+/// A plan with `[[underload]]`, `[[playback]]` (its timeline beside the plan) and `[[camera]]`
+/// tables and nothing else: `ivnsec run` runs each, writes them into the report, and exits 1
+/// exactly when one of their verdicts failed.
+#[test]
+fn plan_with_stream_and_camera_tables() {
+    let d = TempDir::new("plan-streams");
+    std::fs::write(
+        d.0.join("t.csv"),
+        "# ten messages, 20 ms apart\n0.010, 3000\n0.030, 3000\n0.050, 3000\n0.070, 3000\n\
+         0.090, 3000\n0.110, 3000\n0.130, 3000\n0.150, 3000\n0.170, 3000\n0.190, 3000\n",
+    )
+    .unwrap();
+    let plan = d.0.join("p.toml");
+    std::fs::write(
+        &plan,
+        "name = \"streams\"\n\
+         [[underload]]\nprofiles = [\"aes128-gcm\"]\nsize = 4000\nmps = 100\nseconds = 1\n\
+         reply_every = 10\nbaseline = false\n\
+         [[playback]]\nprofiles = [\"macsec-gcm-aes-128/auth\"]\ntimeline = \"t.csv\"\n\
+         baseline = false\n\
+         [[camera]]\ncameras = [2]\nlevels = [\"conf\"]\nframe_bytes = 8000\nseconds = 1\n",
+    )
+    .unwrap();
+    let out = d.0.join("report");
+    let (code, s) = common::run_plan_on_loopback(&d, &plan);
+    let code = Some(code);
+    let e = &s["experiments"];
+    let u = &e["underload"][0]["runs"];
+    assert_eq!(u.as_array().unwrap().len(), 1, "{e}");
+    assert_eq!(u[0]["profile"], "aes128-gcm");
+    assert_eq!(u[0]["messages"]["sent"], 100);
+    let p = &e["playback"][0]["runs"];
+    assert_eq!(p[0]["profile"], "macsec-gcm-aes-128/auth");
+    assert_eq!(p[0]["messages"]["sent"], 10);
+    let c = &e["camera"][0]["results"];
+    assert_eq!(c[0]["cameras"], 2);
+    assert_eq!(c[0]["level"], "conf");
+    let passed = u[0]["verdict"]["passed"].as_bool().unwrap()
+        && p[0]["verdict"]["passed"].as_bool().unwrap()
+        && c[0]["passed"].as_bool().unwrap();
+    assert_eq!(code == Some(0), passed, "exit {code:?}: {e}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for h in [
+        "## Under load",
+        "## Playback",
+        "## Cameras",
+        "Beside seed 003: cameras",
+    ] {
+        assert!(md.contains(h), "no {h} in summary.md");
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("id=\"camera\"") && html.contains("macsec-gcm-aes-128/auth"));
+}

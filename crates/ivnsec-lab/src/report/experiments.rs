@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::markdown::{Table, yes_no};
 use super::{ReportError, Summary, seed002, seed003};
+use crate::camera::{CameraReport, CameraResult};
 use crate::pingpong::Requirements;
 use crate::throughput::ThroughputResult;
+use crate::underload::UnderloadReport;
 
 /// File name of the per-run throughput table inside a report directory.
 pub const THROUGHPUT_CSV: &str = "throughput.csv";
@@ -26,13 +28,168 @@ pub struct Experiments {
     /// One entry per profile × payload × rate × senders of the plan's `[[throughput]]` tables.
     #[serde(default)]
     pub throughput: Vec<ThroughputResult>,
+    /// One report per `[[underload]]` table (every profile of it).
+    #[serde(default)]
+    pub underload: Vec<UnderloadReport>,
+    /// One report per `[[playback]]` table.
+    #[serde(default)]
+    pub playback: Vec<UnderloadReport>,
+    /// One report per `[[camera]]` table (every camera count × level of it).
+    #[serde(default)]
+    pub camera: Vec<CameraReport>,
 }
 
 impl Experiments {
     pub fn is_empty(&self) -> bool {
         self.throughput.is_empty()
+            && self.underload.is_empty()
+            && self.playback.is_empty()
+            && self.camera.is_empty()
+    }
+
+    /// Names of the under-load, playback and camera runs whose verdict failed.
+    pub fn stream_failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (kind, reports) in [("underload", &self.underload), ("playback", &self.playback)] {
+            for r in reports.iter() {
+                for p in r.runs.iter().filter(|p| !p.verdict.passed) {
+                    out.push(format!("{kind} {}", p.profile));
+                }
+            }
+        }
+        for r in &self.camera {
+            for c in r.results.iter().filter(|c| !c.passed) {
+                out.push(camera_name(c));
+            }
+        }
+        out
     }
 }
+
+/// A camera run's name in tables and verdict lists.
+pub fn camera_name(c: &CameraResult) -> String {
+    format!(
+        "camera ×{} {}{} {}",
+        c.cameras,
+        c.level,
+        c.suite
+            .as_deref()
+            .map_or(String::new(), |s| format!(" {s}")),
+        c.transport
+    )
+}
+
+fn stat(v: Option<f64>) -> String {
+    opt(v, |x| format!("{x:.1}"))
+}
+
+/// The under-load or playback table: one row per profile of every report.
+pub(super) fn stream_table(reports: &[UnderloadReport]) -> Table {
+    let head = [
+        "profile",
+        "sent",
+        "lost",
+        "units/message",
+        "p50 µs",
+        "p90 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "RTT p50 µs",
+        "late + lost",
+        "allowed",
+        "CPU machine %",
+        "CPU +points",
+        "verdict",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut rows = Vec::new();
+    for r in reports {
+        for p in &r.runs {
+            let o = p.one_way.as_ref();
+            rows.push(vec![
+                p.profile.clone(),
+                p.messages.sent.to_string(),
+                p.messages.lost.to_string(),
+                p.units_per_message.to_string(),
+                stat(o.map(|o| o.p50_us)),
+                stat(o.map(|o| o.p90_us)),
+                stat(o.map(|o| o.p99_us)),
+                stat(o.map(|o| o.p999_us)),
+                stat(o.map(|o| o.max_us)),
+                stat(p.replies.rtt.as_ref().map(|r| r.p50_us)),
+                (p.verdict.late + p.verdict.lost).to_string(),
+                p.verdict.allowed.to_string(),
+                format!("{:.1}", p.cpu.system_pct),
+                opt(p.cpu.increase_over_plain.map(|i| i.system_pct), |c| {
+                    format!("{c:+.1}")
+                }),
+                yes_no(p.verdict.passed).to_string(),
+            ]);
+        }
+    }
+    Table { head, rows }
+}
+
+/// The camera table: one row per camera count × level of every report.
+pub(super) fn camera_table(reports: &[CameraReport]) -> Table {
+    let head = [
+        "run",
+        "frames",
+        "lost",
+        "p1 ms",
+        "p25 ms",
+        "p50 ms",
+        "p75 ms",
+        "p99 ms",
+        "max ms",
+        "past deadline",
+        "goodput Mb/s",
+        "CPU sender %",
+        "CPU receiver %",
+        "verdict",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let ms = |v: Option<f64>| opt(v, |x| format!("{:.2}", x / 1e3));
+    let rows = reports
+        .iter()
+        .flat_map(|r| r.results.iter())
+        .map(|c| {
+            let d = c.delay_us.as_ref();
+            vec![
+                camera_name(c),
+                c.frames_sent.to_string(),
+                c.lost.to_string(),
+                ms(d.map(|d| d.p1)),
+                ms(d.map(|d| d.p25)),
+                ms(d.map(|d| d.p50)),
+                ms(d.map(|d| d.p75)),
+                ms(d.map(|d| d.p99)),
+                ms(d.map(|d| d.max)),
+                c.past_deadline.to_string(),
+                format!("{:.1}", c.goodput_mbps),
+                format!("{:.1}", c.cpu.sender_pct),
+                format!("{:.1}", c.cpu.receiver_pct),
+                yes_no(c.passed).to_string(),
+            ]
+        })
+        .collect();
+    Table { head, rows }
+}
+
+/// The notes under the stream and camera tables.
+pub(super) const STREAM_NOTE: &str = "One-way delay of every message on the shared clock, \
+from the sensor's send time to the consumer's verified reassembly of the whole message (every \
+fragment protected on its own); RTT of every n-th message, which the consumer answers. The \
+verdict counts lost messages as late: late + lost must stay within 0.1 % of the messages sent \
+(p99.9 below the requirement, seed 002 §5.1.3).";
+pub(super) const CAMERA_NOTE: &str = "tx→rx delay of every whole camera frame (send time \
+stamped in the frame, receive time after verification, shared clock). A run passes with no \
+frame lost and none past the deadline.";
 
 /// The verdicts of one throughput run; `None` where the same-run `plain` figure is missing
 /// (the `plain` run itself, or a run with the baselines turned off).
@@ -206,12 +363,26 @@ protection. '–' = not measured or not judged in this run.";
 /// The throughput section of summary.md (empty when there is no throughput run).
 pub(super) fn markdown(e: &Experiments, limits: &Requirements) -> String {
     let mut s = String::new();
-    if e.throughput.is_empty() {
-        return s;
+    if !e.throughput.is_empty() {
+        s.push_str("\n## Throughput (seed 002 §5.2.3, §6.1.2)\n\n");
+        s.push_str(&throughput_table(e, limits).markdown());
+        let _ = writeln!(s, "\n{THROUGHPUT_NOTE}");
     }
-    s.push_str("\n## Throughput (seed 002 §5.2.3, §6.1.2)\n\n");
-    s.push_str(&throughput_table(e, limits).markdown());
-    let _ = writeln!(s, "\n{THROUGHPUT_NOTE}");
+    for (title, reports) in [
+        ("Under load (seed 002 §5.2.1)", &e.underload),
+        ("Playback (seed 002 §5.2.1)", &e.playback),
+    ] {
+        if !reports.is_empty() {
+            let _ = writeln!(s, "\n## {title}\n");
+            s.push_str(&stream_table(reports).markdown());
+            let _ = writeln!(s, "\n{STREAM_NOTE}");
+        }
+    }
+    if !e.camera.is_empty() {
+        s.push_str("\n## Cameras (seed 003 §F)\n\n");
+        s.push_str(&camera_table(&e.camera).markdown());
+        let _ = writeln!(s, "\n{CAMERA_NOTE}");
+    }
     s
 }
 
@@ -299,9 +470,17 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
     let e = &summary.experiments;
     let mut out = Vec::new();
     let ours_002 = |c: seed002::Config| c.ours().profile;
+    let streamed = |p: &str| {
+        e.underload
+            .iter()
+            .chain(&e.playback)
+            .any(|r| r.runs.iter().any(|x| x.profile == p))
+    };
     let any_002 = seed002::Config::ALL.into_iter().any(|c| {
         ours_002(c).is_some_and(|p| {
-            shaped_run(e, p).is_some() || summary.scenarios.iter().any(|s| s.profile == p)
+            shaped_run(e, p).is_some()
+                || streamed(p)
+                || summary.scenarios.iter().any(|s| s.profile == p)
         })
     });
     if any_002 {
@@ -319,7 +498,20 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
                     let f = s.sections.owd_forward.as_ref()?;
                     Some([f.p90_us, f.p99_us, f.p999_us])
                 }
-                _ => None,
+                seed002::Test::UnderLoad | seed002::Test::Playback => {
+                    let reports = if t == seed002::Test::UnderLoad {
+                        &e.underload
+                    } else {
+                        &e.playback
+                    };
+                    let o = reports
+                        .iter()
+                        .flat_map(|r| r.runs.iter())
+                        .find(|r| r.profile == p)?
+                        .one_way
+                        .as_ref()?;
+                    Some([o.p90_us, o.p99_us, o.p999_us])
+                }
             }
         });
         out.push(SeedSection {
@@ -328,7 +520,8 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             note: "Seed 002 ran sockperf with 24,938-byte lidar messages (ping-pong: half the \
                    round trip); our ping-pong row is the forward one-way delay measured on the \
                    shared clock at the largest payload this run measured for the profile (one \
-                   frame, at most the MTU). '—' = not measured in this run."
+                   frame, at most the MTU); our under-load and playback rows are the one-way \
+                   delay of whole fragmented messages. '—' = not measured in this run."
                 .into(),
         });
         let tp = seed002::throughput_table(|c| {
@@ -413,6 +606,20 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
                 .into(),
         });
     }
+    if !e.camera.is_empty() {
+        let table = seed003::camera_table(|n, level| {
+            e.camera
+                .iter()
+                .flat_map(|r| r.results.iter())
+                .find(|c| c.cameras == n && c.level == level.ours())
+                .map(CameraResult::figures)
+        });
+        out.push(SeedSection {
+            title: "Beside seed 003: cameras (§F)".into(),
+            table,
+            note: seed003::CAMERA_NOTE.to_string(),
+        });
+    }
     out
 }
 
@@ -475,6 +682,7 @@ mod tests {
                 run("plain", 1000.0, None, None),
                 run("macsec-gcm-aes-128", 900.0, Some(1000.0), Some(7.0)),
             ],
+            ..Experiments::default()
         };
         let l = Requirements::default();
         let t = throughput_table(&e, &l);
@@ -505,7 +713,10 @@ mod tests {
             requirements: Requirements::default(),
             scenarios: Vec::new(),
             baseline_sockperf: None,
-            experiments: Experiments { throughput: runs },
+            experiments: Experiments {
+                throughput: runs,
+                ..Experiments::default()
+            },
         }
     }
 

@@ -279,12 +279,13 @@ impl Summary {
     }
 
     /// Names of the experiment runs whose verdict failed.
-    pub fn experiment_failures(&self) -> Vec<&str> {
+    pub fn experiment_failures(&self) -> Vec<String> {
         self.experiment_verdicts
             .throughput
             .iter()
             .filter(|r| !r.verdict.passed())
-            .map(|r| r.name.as_str())
+            .map(|r| r.name.clone())
+            .chain(self.experiments.stream_failures())
             .collect()
     }
 

@@ -308,15 +308,19 @@ impl From<&Args> for CameraConfig {
     }
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    let cfg = CameraConfig::from(&a);
-    cfg.check()?;
-    let layout = Layout {
+/// The testbed the cameras run on: the camera ECU and the ADAS consumer on a switch.
+pub fn layout() -> Layout {
+    Layout {
         topology: Topology::Pair,
         initiator: "ecu1".into(),
         responder: "ecu2".into(),
-    };
-    let open = lab::open_site(a.on, a.testbed.as_deref(), &layout)?;
+    }
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let cfg = CameraConfig::from(&a);
+    cfg.check()?;
+    let open = lab::open_site(a.on, a.testbed.as_deref(), &layout())?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running both ECUs on loopback instead");
     }

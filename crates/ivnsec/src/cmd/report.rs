@@ -72,11 +72,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         n - summary.control_failures().count(),
         n - summary.sensor_failures().count(),
     );
-    let runs = summary.experiment_verdicts.throughput.len();
-    if runs > 0 {
+    if !summary.experiments.is_empty() {
+        let failed = summary.experiment_failures();
         eprintln!(
-            "{runs} throughput runs: {} within seed 002's cost rules",
-            runs - summary.experiment_failures().len()
+            "experiments: {}",
+            if failed.is_empty() {
+                "every verdict passed".to_string()
+            } else {
+                format!("failed: {}", failed.join(", "))
+            }
         );
     }
     println!("{}", out.join(INDEX_HTML).display());

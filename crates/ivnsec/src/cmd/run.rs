@@ -10,8 +10,8 @@ use ivnsec_lab::report::{Experiments, Report, ScenarioRun, Summary};
 use serde_json::Value;
 
 use super::lab::{self, OpenSite, Where};
-use super::throughput;
-use crate::node::orchestrate::{Mode, run_scenario};
+use super::{camera, playback, throughput, underload};
+use crate::node::orchestrate::{Mode, Site, run_scenario};
 use crate::plan::{self, Plan, RunSection};
 
 #[derive(clap::Args, Debug)]
@@ -108,7 +108,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(why) = open.as_ref().and_then(|o| o.fallback_reason.as_ref()) {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
-    let report = run_plan(&plan, &a.overrides, open, None)?;
+    let report = run_plan(&plan, &a.overrides, open, None, &a.out)?;
     finish(&report, &a.out)
 }
 
@@ -142,6 +142,7 @@ pub fn run_plan(
     overrides: &Overrides,
     open: Option<OpenSite>,
     baseline: Option<Value>,
+    out: &Path,
 ) -> Result<Report> {
     let started = Instant::now();
     let mut capture = overrides.pcap.as_deref().map(Capture::create).transpose()?;
@@ -201,6 +202,76 @@ pub fn run_plan(
             c.absorb()?;
         }
         experiments.throughput.extend(results);
+    }
+    // Each experiment on a site of its own; its nodes' capture parts join the run's capture.
+    let mut on_site = |what: String,
+                       layout: lab::Layout,
+                       run: &mut dyn FnMut(&Site, Option<&Path>) -> Result<()>|
+     -> Result<()> {
+        eprintln!("ivnsec run: {what}");
+        let site = lab::open_site(overrides.on, overrides.testbed.as_deref(), &layout)?;
+        if let Some(why) = &site.fallback_reason {
+            eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
+        }
+        let part = capture.as_ref().map(|c| c.part.clone());
+        run(&site.site, part.as_deref()).with_context(|| what.clone())?;
+        drop(site);
+        if let Some(c) = capture.as_mut() {
+            c.absorb()?;
+        }
+        Ok(())
+    };
+    for (i, cfg) in plan.underload.iter().enumerate() {
+        let what = format!(
+            "under load {}/{}: {}",
+            i + 1,
+            plan.underload.len(),
+            cfg.profiles.join(", ")
+        );
+        on_site(what, underload::layout(), &mut |site, part| {
+            experiments
+                .underload
+                .push(underload::run_underload(site, cfg, part)?);
+            Ok(())
+        })?;
+    }
+    for (i, job) in plan.playback.iter().enumerate() {
+        let mut cfg = job.config.clone();
+        if let Some((name, text)) = job.embedded {
+            // The preset's built-in timeline goes into the report: the run can be redone from it.
+            let path = out.join(name);
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            cfg.timeline = path;
+        }
+        let what = format!(
+            "playback {}/{}: {} from {}",
+            i + 1,
+            plan.playback.len(),
+            cfg.profiles.join(", "),
+            cfg.timeline.display()
+        );
+        on_site(what, underload::layout(), &mut |site, part| {
+            experiments
+                .playback
+                .push(playback::run_playback(site, &cfg, part)?);
+            Ok(())
+        })?;
+    }
+    for (i, cfg) in plan.camera.iter().enumerate() {
+        let what = format!(
+            "cameras {}/{}: {:?} at {} over {:?}",
+            i + 1,
+            plan.camera.len(),
+            cfg.cameras,
+            cfg.levels.join(", "),
+            cfg.transport
+        );
+        on_site(what, camera::layout(), &mut |site, part| {
+            experiments
+                .camera
+                .push(camera::run_camera(site, cfg, part)?);
+            Ok(())
+        })?;
     }
     if let Some(mut c) = capture {
         c.writer.flush()?;
@@ -262,17 +333,20 @@ pub fn finish(report: &Report, out: &Path) -> Result<ExitCode> {
         print!("{}", summary.verdict_table());
     }
     let experiments = summary.experiment_failures();
-    if !summary.experiment_verdicts.throughput.is_empty() {
-        println!(
-            "throughput: {} of {} runs within seed 002's cost rules{}",
-            summary.experiment_verdicts.throughput.len() - experiments.len(),
-            summary.experiment_verdicts.throughput.len(),
-            if experiments.is_empty() {
-                String::new()
-            } else {
-                format!("; failed: {}", experiments.join(", "))
-            }
-        );
+    if !summary.experiments.is_empty() {
+        let t = &summary.experiment_verdicts.throughput;
+        if !t.is_empty() {
+            println!(
+                "throughput: {} of {} runs within seed 002's cost rules",
+                t.iter().filter(|r| r.verdict.passed()).count(),
+                t.len()
+            );
+        }
+        if experiments.is_empty() {
+            println!("experiments: every verdict passed");
+        } else {
+            println!("experiments failed: {}", experiments.join(", "));
+        }
     }
     let failed =
         summary.control_failures().count() + summary.sensor_failures().count() + experiments.len();

@@ -340,13 +340,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
 /// Opens the site of a sensor-stream run: a `sensors:1` testbed (sensor1 → consumer) or
 /// loopback.
-fn open(on: Where, testbed: Option<&str>) -> Result<lab::OpenSite> {
-    let layout = Layout {
+/// The testbed under-load and playback run on: one sensor and the consumer on a switch.
+pub fn layout() -> Layout {
+    Layout {
         topology: Topology::Sensors(1),
         initiator: "sensor1".into(),
         responder: "consumer".into(),
-    };
-    let open = lab::open_site(on, testbed, &layout)?;
+    }
+}
+
+fn open(on: Where, testbed: Option<&str>) -> Result<lab::OpenSite> {
+    let open = lab::open_site(on, testbed, &layout())?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }

@@ -91,7 +91,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         None => None,
     };
-    let report = run_plan(&plan, &a.overrides, open, baseline)?;
+    let report = run_plan(&plan, &a.overrides, open, baseline, &a.out)?;
     let mut report = report;
     compare_with_baseline(&mut report);
     finish(&report, &a.out)

@@ -105,3 +105,24 @@ macro_rules! require_root {
         }
     };
 }
+
+/// `ivnsec run PLAN --on loopback --out DIR/report`: the exit code (0 or 1: the run completed)
+/// and the report's summary.json.
+pub fn run_plan_on_loopback(d: &TempDir, plan: &std::path::Path) -> (i32, serde_json::Value) {
+    let out = d.0.join("report");
+    let o = ivnsec(
+        d,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--on",
+            "loopback",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let code = o.status.code().unwrap_or(-1);
+    assert!(matches!(code, 0 | 1), "exit {code}: {}", text(&o.stderr));
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    (code, serde_json::from_str(&summary).unwrap())
+}
