@@ -102,6 +102,23 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
     }
 }
 
+/// Whether the reference tool `tool` (sockperf, iperf3) can be run; when not, says on stderr
+/// that `command` runs without that baseline and how to get it.
+pub fn baseline_tool_installed(command: &str, tool: &str) -> bool {
+    let ok = std::process::Command::new(tool)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        eprintln!(
+            "ivnsec {command}: {tool} is not installed; no baseline (Debian: apt-get install {tool})"
+        );
+    }
+    ok
+}
+
 /// Where a run writes one node's capture before it joins the run's capture `file`.
 pub fn part_path(file: &Path) -> std::path::PathBuf {
     let mut name = file.file_name().unwrap_or_default().to_os_string();

@@ -24,7 +24,9 @@ use super::lab::{self, Layout, Where};
 use crate::cli::usage;
 use crate::node::channel::{DirectionKeys, Ends, Family};
 use crate::node::link::LinkSpec;
-use crate::node::orchestrate::{Reaper, Site, child_stderr, frame_bytes, spawn_role, testbed_node};
+use crate::node::orchestrate::{
+    Reaper, Site, child_stderr, field_u64, frame_bytes, read_report, spawn_role, testbed_node,
+};
 use crate::node::throughput::{Peer, TputRole, TputSpec};
 use crate::providers::ProviderChoice;
 
@@ -349,37 +351,25 @@ struct SentLine {
 
 fn read_sender(out: ChildStdout) -> Result<SentLine> {
     let mut r = None;
-    let mut ended = false;
-    for line in BufReader::new(out).lines() {
-        let line = line?;
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        let num = |i: usize| -> Result<u64> {
-            f.get(i)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| anyhow!("sender: bad line {line:?}"))
-        };
-        match f.first().copied() {
-            Some("SENT") => {
-                let (start, last) = (num(2)?, num(3)?);
-                r = Some(SentLine {
-                    sent: num(1)?,
-                    start,
-                    last,
-                    cpu: ProcessCpu {
-                        user_ns: num(4)?,
-                        sys_ns: num(5)?,
-                        wall_ns: last.saturating_sub(start),
-                    },
-                })
-            }
-            Some("END") => ended = true,
-            _ => bail!("sender: unexpected line {line:?}"),
+    read_report(BufReader::new(out), "sender", |f| {
+        if f[0] != "SENT" {
+            return Ok(false);
         }
-    }
-    match (r, ended) {
-        (Some(r), true) => Ok(r),
-        _ => bail!("the sender ended without its report"),
-    }
+        let num = |i| field_u64(f, i);
+        let (start, last) = (num(2)?, num(3)?);
+        r = Some(SentLine {
+            sent: num(1)?,
+            start,
+            last,
+            cpu: ProcessCpu {
+                user_ns: num(4)?,
+                sys_ns: num(5)?,
+                wall_ns: last.saturating_sub(start),
+            },
+        });
+        Ok(true)
+    })?;
+    r.ok_or_else(|| anyhow!("the sender ended without its report"))
 }
 
 struct RecvLog {
@@ -396,36 +386,27 @@ fn read_receiver(out: &mut BufReader<ChildStdout>, n: usize) -> Result<RecvLog> 
         user_ns: 0,
         sys_ns: 0,
     };
-    let mut ended = false;
-    for line in out.lines() {
-        let line = line?;
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        let num = |i: usize| -> Result<u64> {
-            f.get(i)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| anyhow!("receiver: bad line {line:?}"))
-        };
-        match f.first().copied() {
-            Some("RECV") => {
+    read_report(out, "receiver", |f| {
+        let num = |i| field_u64(f, i);
+        match f[0] {
+            "RECV" => {
                 let i = num(1)? as usize;
                 *r.delivered
                     .get_mut(i)
-                    .ok_or_else(|| anyhow!("receiver: bad sender {i}"))? = num(2)?;
+                    .ok_or_else(|| anyhow!("bad sender {i}"))? = num(2)?;
             }
-            Some("DROP") => {
-                r.drops.insert(f[1].to_string(), num(2)?);
+            "DROP" => {
+                r.drops
+                    .insert(f.get(1).unwrap_or(&"?").to_string(), num(2)?);
             }
-            Some("CPU") => {
+            "CPU" => {
                 r.user_ns = num(1)?;
                 r.sys_ns = num(2)?;
             }
-            Some("END") => ended = true,
-            _ => bail!("receiver: unexpected line {line:?}"),
+            _ => return Ok(false),
         }
-    }
-    if !ended {
-        bail!("the receiver ended without its report");
-    }
+        Ok(true)
+    })?;
     Ok(r)
 }
 
@@ -662,16 +643,7 @@ fn transport(site: &Site, family: Family) -> String {
 /// on the shaped link (iperf3's -b counts UDP payload bits, not wire bytes). Goodputs are summed
 /// over the streams. `None` when iperf3 is missing or fails (with a note on stderr).
 fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
-    if Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_err()
-    {
-        eprintln!(
-            "ivnsec throughput: iperf3 is not installed; no baseline (Debian: apt-get install iperf3)"
-        );
+    if !lab::baseline_tool_installed("throughput", "iperf3") {
         return None;
     }
     let secs = (cfg.seconds_ns as f64 / 1e9).ceil().max(1.0) as u64;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use ivnsec_lab::cpu::{ProcessCpu, SystemSampler};
 use ivnsec_lab::throughput::{CpuResult, system_fields};
 use ivnsec_lab::underload::{
@@ -30,7 +30,9 @@ use super::lab::{self, Layout, Where};
 use crate::cli::usage;
 use crate::node::channel::{Channel, DirectionKeys, Ends, Family};
 use crate::node::fragment::FragSender;
-use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, node_addr, spawn_role};
+use crate::node::orchestrate::{
+    Reaper, Site, child_stderr, field_u64, link_spec, read_report, spawn_role, testbed_node,
+};
 use crate::node::underload::{Schedule, StreamRole, StreamSpec};
 use crate::providers::ProviderChoice;
 
@@ -395,11 +397,7 @@ impl Pair {
                 initiator,
                 responder,
             } => {
-                let node = |name: &str| -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
-                    let (mac, ip) = node_addr(state, name)?;
-                    let ns = state.namespace_of(name).map_err(|e| anyhow!("{e}"))?;
-                    Ok((Some(ns.to_string()), mac, ip))
-                };
+                let node = |name: &str| testbed_node(state, name);
                 Ok(Pair {
                     sensor: node(initiator)?,
                     consumer: node(responder)?,
@@ -563,49 +561,24 @@ struct ConsumerLog {
     sys_ns: u64,
 }
 
-/// Reads a role's report lines: `f` handles each line's fields; returns once `END` came.
-fn read_lines(
-    out: impl BufRead,
-    who: &str,
-    mut f: impl FnMut(&[&str]) -> Result<bool>,
-) -> Result<()> {
-    for line in out.lines() {
-        let line = line?;
-        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
-        if fields.first() == Some(&"END") {
-            return Ok(());
-        }
-        if !f(&fields).with_context(|| format!("{who}: bad line {line:?}"))? {
-            bail!("{who}: unexpected line {line:?}");
-        }
-    }
-    bail!("the {who} ended without its report")
-}
-
-fn num(f: &[&str], i: usize) -> Result<u64> {
-    f.get(i)
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| anyhow!("field {i} is not a number"))
-}
-
 fn read_sensor(out: impl BufRead) -> Result<SensorLog> {
     let mut s = SensorLog::default();
-    read_lines(out, "sensor", |f| {
+    read_report(out, "sensor", |f| {
         match f[0] {
-            "RTT" => s.rtts.push(num(f, 2)?),
+            "RTT" => s.rtts.push(field_u64(f, 2)?),
             "SENT" => {
-                s.sent = num(f, 1)?;
-                s.units = num(f, 2)?;
-                s.bytes = num(f, 3)?;
-                s.start = num(f, 4)?;
-                s.last = num(f, 5)?;
-                s.max_late = num(f, 6)?;
-                s.user_ns = num(f, 7)?;
-                s.sys_ns = num(f, 8)?;
+                s.sent = field_u64(f, 1)?;
+                s.units = field_u64(f, 2)?;
+                s.bytes = field_u64(f, 3)?;
+                s.start = field_u64(f, 4)?;
+                s.last = field_u64(f, 5)?;
+                s.max_late = field_u64(f, 6)?;
+                s.user_ns = field_u64(f, 7)?;
+                s.sys_ns = field_u64(f, 8)?;
             }
             "REJECT" => {
                 s.rejects
-                    .insert(f.get(1).unwrap_or(&"?").to_string(), num(f, 2)?);
+                    .insert(f.get(1).unwrap_or(&"?").to_string(), field_u64(f, 2)?);
             }
             _ => return Ok(false),
         }
@@ -616,23 +589,23 @@ fn read_sensor(out: impl BufRead) -> Result<SensorLog> {
 
 fn read_consumer(out: impl BufRead) -> Result<ConsumerLog> {
     let mut c = ConsumerLog::default();
-    read_lines(out, "consumer", |f| {
+    read_report(out, "consumer", |f| {
         match f[0] {
-            "M" => c.one_way.push(num(f, 2)?),
+            "M" => c.one_way.push(field_u64(f, 2)?),
             "RECV" => {
-                c.units = num(f, 1)?;
-                c.bytes = num(f, 2)?;
-                c.duplicates = num(f, 3)?;
-                c.out_of_order = num(f, 4)?;
+                c.units = field_u64(f, 1)?;
+                c.bytes = field_u64(f, 2)?;
+                c.duplicates = field_u64(f, 3)?;
+                c.out_of_order = field_u64(f, 4)?;
             }
-            "REPLIED" => c.replied = num(f, 1)?,
+            "REPLIED" => c.replied = field_u64(f, 1)?,
             "DROP" => {
                 c.drops
-                    .insert(f.get(1).unwrap_or(&"?").to_string(), num(f, 2)?);
+                    .insert(f.get(1).unwrap_or(&"?").to_string(), field_u64(f, 2)?);
             }
             "CPU" => {
-                c.user_ns = num(f, 1)?;
-                c.sys_ns = num(f, 2)?;
+                c.user_ns = field_u64(f, 1)?;
+                c.sys_ns = field_u64(f, 2)?;
             }
             _ => return Ok(false),
         }
@@ -787,28 +760,12 @@ fn run_profile(
     Ok(r)
 }
 
-/// Whether sockperf can be run; prints how to get it when not.
-fn sockperf_installed(experiment: &str) -> bool {
-    let ok = Command::new("sockperf")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !ok {
-        eprintln!(
-            "ivnsec {experiment}: sockperf is not installed; no baseline (Debian: apt-get install sockperf)"
-        );
-    }
-    ok
-}
-
 /// Runs `sockperf <args> -i <consumer> -p PORT` from the sensor against `sockperf server` on
 /// the consumer (the same two ECUs, UDP) and parses its summary; `None` (with a note) when
 /// sockperf is missing or fails.
 pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Option<Value> {
     let experiment = args.first().map_or("sockperf", String::as_str);
-    if !sockperf_installed(experiment) {
+    if !lab::baseline_tool_installed(experiment, "sockperf") {
         return None;
     }
     let cmd = |ns: &Option<String>| match ns {

@@ -103,16 +103,7 @@ const SOCKPERF_PORT: u16 = 11111;
 /// sockperf UDP ping-pong (64-byte messages) on the site's path; `None` (with a note) when
 /// sockperf is missing or fails. Figures are half round trips in µs, as sockperf reports them.
 fn sockperf_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<Value> {
-    if Command::new("sockperf")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_err()
-    {
-        eprintln!(
-            "ivnsec validate: sockperf is not installed; no baseline (Debian: apt-get install sockperf)"
-        );
+    if !lab::baseline_tool_installed("validate", "sockperf") {
         return None;
     }
     let (server_ip, mut server, mut client) = match &open.site {

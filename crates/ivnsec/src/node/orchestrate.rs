@@ -437,6 +437,36 @@ pub(crate) struct IniRecord {
     pub lost: bool,
 }
 
+/// Reads a node role's report from its stdout, one line of space-separated fields at a time:
+/// `f` takes each line's fields and says whether it knew the line; returns once `END` came.
+/// Errors name `who` and the line: an unknown, empty or malformed line, or no `END`.
+pub(crate) fn read_report(
+    out: impl BufRead,
+    who: &str,
+    mut f: impl FnMut(&[&str]) -> Result<bool>,
+) -> Result<()> {
+    for line in out.lines() {
+        let line = line?;
+        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+        match fields.first() {
+            Some(&"END") => return Ok(()),
+            None => bail!("{who}: unexpected line {line:?}"),
+            Some(_) => {}
+        }
+        if !f(&fields).with_context(|| format!("{who}: bad line {line:?}"))? {
+            bail!("{who}: unexpected line {line:?}");
+        }
+    }
+    bail!("the {who} ended without its report")
+}
+
+/// Field `i` of a report line as a number.
+pub(crate) fn field_u64(f: &[&str], i: usize) -> Result<u64> {
+    f.get(i)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| anyhow!("field {i} is not a number"))
+}
+
 pub(crate) struct IniLog {
     pub records: Vec<IniRecord>,
     pub rejects: Vec<(String, u64)>,
@@ -453,17 +483,10 @@ pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
         stale: 0,
         socket_drops: 0,
     };
-    let mut ended = false;
-    for line in out.lines() {
-        let line = line?;
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        let num = |i: usize| -> Result<u64> {
-            f.get(i)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| anyhow!("initiator: bad line {line:?}"))
-        };
-        match f.first().copied() {
-            Some("E") => log.records.push(IniRecord {
+    let read = read_report(out, "initiator", |f| {
+        let num = |i| field_u64(f, i);
+        match f[0] {
+            "E" => log.records.push(IniRecord {
                 rep: num(1)? as u32,
                 idx: num(2)? as u32,
                 start: num(3)?,
@@ -473,18 +496,21 @@ pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
                 verify: num(7)?,
                 lost: num(8)? != 0,
             }),
-            Some("REJECT") => log.rejects.push((f[1].to_string(), num(2)?)),
-            Some("STALE") => log.stale = num(1)?,
-            Some("SOCKDROPS") => log.socket_drops = num(1)?,
-            Some("END") => ended = true,
-            _ => bail!("initiator: unexpected line {line:?}"),
+            "REJECT" => log
+                .rejects
+                .push((f.get(1).unwrap_or(&"?").to_string(), num(2)?)),
+            "STALE" => log.stale = num(1)?,
+            "SOCKDROPS" => log.socket_drops = num(1)?,
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    });
     let err = child_stderr(c);
     let status = c.wait()?;
-    if !status.success() || !ended {
+    if !status.success() {
         bail!("the initiator failed ({status}): {err}");
     }
+    read.with_context(|| format!("the initiator failed ({status}): {err}"))?;
     Ok(log)
 }
 
@@ -502,25 +528,17 @@ pub(crate) fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResL
         drops: Vec::new(),
         socket_drops: 0,
     };
-    let mut ended = false;
-    for line in out.lines() {
-        let line = line?;
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        let num = |i: usize| -> Result<u64> {
-            f.get(i)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| anyhow!("responder: bad line {line:?}"))
-        };
-        match f.first().copied() {
-            Some("R") => r.log.push((num(1)?, num(2)?, num(3)?, num(4)?)),
-            Some("DROP") => r.drops.push((f[1].to_string(), num(2)?)),
-            Some("SOCKDROPS") => r.socket_drops = num(1)?,
-            Some("END") => ended = true,
-            _ => bail!("responder: unexpected line {line:?}"),
+    read_report(out, "responder", |f| {
+        let num = |i| field_u64(f, i);
+        match f[0] {
+            "R" => r.log.push((num(1)?, num(2)?, num(3)?, num(4)?)),
+            "DROP" => r
+                .drops
+                .push((f.get(1).unwrap_or(&"?").to_string(), num(2)?)),
+            "SOCKDROPS" => r.socket_drops = num(1)?,
+            _ => return Ok(false),
         }
-    }
-    if !ended {
-        bail!("the responder ended without its log");
-    }
+        Ok(true)
+    })?;
     Ok(r)
 }
