@@ -499,7 +499,7 @@ pub fn unrecorded_prefixes(state_dir: &Path) -> Result<Vec<String>> {
 /// CAP_SYS_ADMIN (to mount namespaces) and CAP_NET_ADMIN (to create links). The error says how
 /// to fix it.
 pub fn check_environment() -> Result<()> {
-    match Command::new("ip")
+    match sys::die_with_parent(&mut Command::new("ip"))
         .arg("-V")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -613,7 +613,10 @@ fn build(state: &TestbedState, plan: &Plan, ipv4: bool) -> Result<()> {
     // 2. IPv6 off inside each (no DAD, RS or MLD frames), before any interface exists so that
     //    every interface inherits it from `default`.
     let ipv6_in_kernel = Path::new("/proc/sys/net/ipv6").exists();
-    let use_sysctl = ipv6_in_kernel && Command::new("sysctl").arg("-V").output().is_ok();
+    let use_sysctl = ipv6_in_kernel
+        && sys::die_with_parent(Command::new("sysctl").arg("-V"))
+            .output()
+            .is_ok();
     if use_sysctl {
         for n in &plan.nodes {
             run(netns_command(&ns(&n.name), "sysctl").args([
@@ -714,7 +717,7 @@ fn wait_ready(state: &TestbedState, timeout: Duration) -> Result<()> {
     loop {
         let mut not_ready = Vec::new();
         for node in &state.nodes {
-            let out = Command::new("ip")
+            let out = sys::die_with_parent(&mut Command::new("ip"))
                 .args(["-n", &node.namespace, "-o", "-d", "link", "show"])
                 .output()?;
             if !out.status.success() {
@@ -762,7 +765,7 @@ fn wait_ready(state: &TestbedState, timeout: Duration) -> Result<()> {
 
 /// All network namespaces `ip netns list` shows.
 fn all_namespaces() -> Result<Vec<String>> {
-    let out = match Command::new("ip").args(["netns", "list"]).output() {
+    let out = match sys::die_with_parent(Command::new("ip").args(["netns", "list"])).output() {
         Ok(o) => o,
         // No `ip`: no namespace can have been made by us either.
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -784,7 +787,7 @@ fn all_namespaces() -> Result<Vec<String>> {
 fn stop_processes(namespaces: &[String]) -> Result<usize> {
     let mut pids = BTreeSet::new();
     for ns in namespaces {
-        let out = Command::new("ip").args(["netns", "pids", ns]).output()?;
+        let out = sys::die_with_parent(Command::new("ip").args(["netns", "pids", ns])).output()?;
         // A namespace that vanished meanwhile has no processes.
         if out.status.success() {
             pids.extend(
@@ -832,7 +835,7 @@ fn ip_batch(netns: Option<&str>, lines: &[String], force: bool) -> Result<()> {
     }
     args.extend(["-batch", "-"]);
     let shown = format!("ip {}", args.join(" "));
-    let mut child = Command::new("ip")
+    let mut child = sys::die_with_parent(&mut Command::new("ip"))
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -873,7 +876,7 @@ fn run(cmd: &mut Command) -> Result<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let out = cmd.stdin(Stdio::null()).output()?;
+    let out = sys::die_with_parent(cmd).stdin(Stdio::null()).output()?;
     if out.status.success() {
         Ok(())
     } else {

@@ -10,6 +10,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState, netns_command};
 use ivnsec_net::topology::{self, Topology};
 use serde::Serialize;
@@ -535,7 +536,7 @@ fn ip(ns: &str, args: &[&str]) -> Result<()> {
 
 /// Runs `ip` or `bridge` (iproute2) with `-n ns`.
 fn tool(name: &str, ns: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new(name)
+    let out = die_with_parent(&mut Command::new(name))
         .arg("-n")
         .arg(ns)
         .args(args)
@@ -736,7 +737,9 @@ fn run_attacker(ns: &str, spec: &AttackSpec) -> Result<(u64, f64)> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().context("starting the attacker")?;
+    let mut child = die_with_parent(&mut cmd)
+        .spawn()
+        .context("starting the attacker")?;
     let mut text = String::new();
     child
         .stdout

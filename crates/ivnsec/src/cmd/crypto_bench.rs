@@ -1222,7 +1222,7 @@ impl OpensslCache {
 }
 
 fn run_openssl(argv: &[String], size: usize) -> Result<f64, String> {
-    let out = Command::new("openssl")
+    let out = ivnsec_net::sys::die_with_parent(&mut Command::new("openssl"))
         .args(argv)
         .output()
         .map_err(|e| format!("cannot run openssl: {e}"))?;
@@ -1261,7 +1261,7 @@ fn parse_openssl_mr(text: &str, size: usize) -> Option<f64> {
 }
 
 fn openssl_version() -> Result<String> {
-    match Command::new("openssl").arg("version").output() {
+    match ivnsec_net::sys::die_with_parent(Command::new("openssl").arg("version")).output() {
         Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
         Ok(o) => Err(anyhow::Error::new(EnvError(format!(
             "--vs-openssl: `openssl version` failed ({}); install OpenSSL or drop --vs-openssl",

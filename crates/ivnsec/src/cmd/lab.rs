@@ -105,7 +105,7 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
 /// Whether the reference tool `tool` (sockperf, iperf3) can be run; when not, says on stderr
 /// that `command` runs without that baseline and how to get it.
 pub fn baseline_tool_installed(command: &str, tool: &str) -> bool {
-    let ok = std::process::Command::new(tool)
+    let ok = ivnsec_net::sys::die_with_parent(&mut std::process::Command::new(tool))
         .arg("--version")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

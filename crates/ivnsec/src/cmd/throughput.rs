@@ -16,6 +16,7 @@ use ivnsec_lab::throughput::{
     CpuResult, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
     wire_bytes,
 };
+use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::{self, Topology};
 use serde_json::{Map, Value, json};
@@ -729,7 +730,7 @@ fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Res
     };
     let mut reaper = Reaper(Vec::new());
     for port in &ports {
-        let server = cmd(rx_ns)
+        let server = die_with_parent(&mut cmd(rx_ns))
             .args(["-s", "-1", "-B", &server_ip, "-p", port])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -753,7 +754,7 @@ fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Res
         .iter()
         .zip(&ports)
         .map(|((ns, _, _), port)| {
-            cmd(ns)
+            die_with_parent(&mut cmd(ns))
                 .args(args(port))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

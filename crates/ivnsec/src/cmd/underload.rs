@@ -21,6 +21,7 @@ use ivnsec_lab::throughput::{CpuResult, system_fields};
 use ivnsec_lab::underload::{
     MAX_MESSAGE, MIN_MESSAGE, MessageCounts, ProfileRun, REQUIREMENT_US, Replies, UnderloadReport,
 };
+use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::{self, Topology};
 use serde::{Deserialize, Serialize};
@@ -777,7 +778,7 @@ pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Op
         Site::Loopback => "127.0.0.1".to_string(),
     };
     let port = SOCKPERF_PORT.to_string();
-    let server = cmd(&pair.consumer.0)
+    let server = die_with_parent(&mut cmd(&pair.consumer.0))
         .args(["server", "-i", &ip, "-p", &port])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -794,7 +795,9 @@ pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Op
     let mut full: Vec<String> = args.to_vec();
     full.extend(["-i".into(), ip.clone(), "-p".into(), port.clone()]);
     eprintln!("ivnsec: baseline: sockperf {}", full.join(" "));
-    let out = cmd(&pair.sensor.0).args(&full).output();
+    let out = die_with_parent(&mut cmd(&pair.sensor.0))
+        .args(&full)
+        .output();
     if let Some(s) = reaper.0.first_mut() {
         let _ = s.kill();
     }

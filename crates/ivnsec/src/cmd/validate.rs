@@ -6,6 +6,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::Result;
+use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::netns_command;
 use serde_json::{Map, Value, json};
 
@@ -126,7 +127,7 @@ fn sockperf_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<Value
         ),
     };
     let port = SOCKPERF_PORT.to_string();
-    let mut srv = server
+    let mut srv = die_with_parent(&mut server)
         .args(["server", "-i", &server_ip, "-p", &port])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -155,7 +156,7 @@ fn sockperf_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<Value
     if mode == Mode::BusyPoll {
         args.push("--nonblocked".into());
     }
-    let out = client.args(&args).output();
+    let out = die_with_parent(&mut client).args(&args).output();
     let _ = srv.kill();
     let _ = srv.wait();
     let out = match out {

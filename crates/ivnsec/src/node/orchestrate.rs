@@ -9,6 +9,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_lab::pingpong::Exchange;
+use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::{TestbedState, netns_command};
 use ivnsec_net::topology;
 
@@ -372,7 +373,8 @@ pub(crate) fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
 }
 
 /// Starts `ivnsec node KIND` (inside namespace `ns` when given) with `spec` as JSON in
-/// `$IVNSEC_NODE_SPEC` and piped stdin/stdout/stderr; `what` names it in the error.
+/// `$IVNSEC_NODE_SPEC` and piped stdin/stdout/stderr; `what` names it in the error. The node
+/// dies with this process (also when this one is killed with SIGKILL).
 pub(crate) fn spawn_role(
     ns: Option<&str>,
     kind: &str,
@@ -389,7 +391,8 @@ pub(crate) fn spawn_role(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    cmd.spawn()
+    die_with_parent(&mut cmd)
+        .spawn()
         .with_context(|| format!("starting the {what} process"))
 }
 
