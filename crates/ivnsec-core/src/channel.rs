@@ -145,8 +145,9 @@ impl Default for ChannelOptions {
 }
 
 /// Key material of one direction, as bytes that are zeroed when dropped. Its `Debug` shows
-/// lengths only; it has no `Display` and is never serialized as text.
-#[derive(Clone)]
+/// lengths only; it has no `Display` and is never serialized as text. The default is empty
+/// (no key: `plain`, `crc32`, `someip-nosec`).
+#[derive(Clone, Default)]
 pub struct DirectionKeys {
     key: Zeroizing<Vec<u8>>,
     mac_key: Zeroizing<Vec<u8>>,

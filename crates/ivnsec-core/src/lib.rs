@@ -20,5 +20,6 @@ pub mod channel;
 pub mod crypto;
 pub mod profile;
 pub mod sa;
+pub mod someip;
 pub mod suite;
 pub mod wire;

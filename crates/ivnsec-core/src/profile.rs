@@ -375,6 +375,22 @@ impl Profile {
     }
 }
 
+/// Profiles travel in node specs and reports as their canonical name.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Profile {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Profile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Profile, D::Error> {
+        let s = <alloc::string::String as serde::Deserialize>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

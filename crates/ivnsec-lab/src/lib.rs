@@ -1,10 +1,19 @@
-//! Experiments, statistics and reports. No sockets here: the lab drives the net crate.
+//! The experiments of ivnsec, one folder each (its data model, its node role, its
+//! orchestration), the sites they run on, the node processes they start, statistics and
+//! reports. The lab drives the core (profiles, channels) and the net crate (links, testbed).
+//! Reports import experiment data, never the reverse.
 #![forbid(unsafe_code)]
 
+pub mod attack;
 pub mod camera;
+pub mod channel;
 pub mod cpu;
+pub mod error;
+pub mod fragment;
 pub mod pingpong;
+pub mod process;
 pub mod report;
+pub mod site;
 pub mod stats;
 pub mod throughput;
 pub mod underload;

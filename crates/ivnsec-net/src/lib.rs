@@ -4,6 +4,8 @@
 //! - [`sys`]: AF_PACKET raw sockets bound to an interface and an EtherType (blocking receive with
 //!   a timeout, busy-poll receive, software RX timestamps), CPU pinning. The one module allowed
 //!   to use `unsafe`; every block carries a `// SAFETY:` comment.
+//! - [`link`]: one link of a node for any profile family (raw Ethernet, raw IPv4 for ESP, UDP),
+//!   batched send and receive, timeouts and busy-poll.
 //! - [`rawip`]: a raw IPv4 socket of one protocol (ESP on the testbed).
 //! - [`wait`]: timed and busy-poll waiting, shared by every socket type.
 //! - [`udp`]: a UDP transport (ESP/SOME-IP, and the no-root fallback over loopback).
@@ -18,6 +20,7 @@
 #![deny(unsafe_code)]
 
 mod error;
+pub mod link;
 pub mod pcap;
 pub mod rawip;
 pub mod someip;

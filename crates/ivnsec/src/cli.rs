@@ -2,11 +2,11 @@
 //! 0 success, 1 a verification or verdict failed, 2 usage or configuration error,
 //! 3 environment problem (missing privilege or tool).
 
-use std::fmt;
-
 use clap::{Parser, Subcommand};
 
 use crate::cmd;
+
+pub use crate::error::{EnvError, UsageError, exit_code, parse_hex, usage};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -74,66 +74,6 @@ pub enum Command {
     Keygen(cmd::keygen::Args),
 }
 
-/// An error that maps to exit code 2 (bad usage or configuration).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// An error that maps to exit code 3 (the environment lacks a privilege or a tool).
-#[derive(Debug)]
-pub struct EnvError(pub String);
-
-impl fmt::Display for EnvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for EnvError {}
-
-/// Shorthand for a usage error.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(msg.into()))
-}
-
-/// Exit code of an error: 2 for usage, 3 for environment, 1 otherwise.
-pub fn exit_code(e: &anyhow::Error) -> u8 {
-    if e.chain().any(|c| c.is::<UsageError>()) {
-        2
-    } else if e.chain().any(|c| c.is::<EnvError>()) {
-        3
-    } else {
-        1
-    }
-}
-
-/// Parses hex (optionally `0x`-prefixed; `:`, `-`, `_` and whitespace ignored).
-pub fn parse_hex(what: &str, s: &str) -> anyhow::Result<Vec<u8>> {
-    let s = s.trim();
-    let s = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(s);
-    let clean: String = s
-        .chars()
-        .filter(|c| !matches!(c, ':' | '-' | '_') && !c.is_whitespace())
-        .collect();
-    if clean.len() % 2 != 0 {
-        return Err(usage(format!(
-            "{what}: odd number of hex digits ({})",
-            clean.len()
-        )));
-    }
-    hex::decode(&clean).map_err(|e| usage(format!("{what}: not hex: {e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,13 +82,5 @@ mod tests {
     fn command_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn hex_forms() {
-        assert_eq!(parse_hex("k", "0x0a0B").unwrap(), vec![10, 11]);
-        assert_eq!(parse_hex("k", "0a:0b 0c").unwrap(), vec![10, 11, 12]);
-        assert_eq!(exit_code(&parse_hex("k", "abc").unwrap_err()), 2);
-        assert_eq!(exit_code(&parse_hex("k", "zz").unwrap_err()), 2);
     }
 }

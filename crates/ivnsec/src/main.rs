@@ -2,6 +2,7 @@
 
 mod cli;
 mod cmd;
+mod error;
 mod node;
 mod plan;
 mod providers;

@@ -42,8 +42,8 @@ use crate::cmd::pingpong::ms_to_ns;
 use crate::cmd::playback::PlaybackConfig;
 use crate::cmd::throughput;
 use crate::cmd::underload::UnderloadConfig;
-use crate::node::orchestrate::{Mode, Scenario};
-use crate::providers::ProviderChoice;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::pingpong::run::{Mode, Scenario};
 
 /// The presets shipped with ivnsec (the files in `plans/`).
 pub const PRESETS: [(&str, &str); 4] = [
@@ -353,7 +353,10 @@ pub fn parse_in(
     let make =
         |key: String, profile: &str, payload: usize, c: u32, reps: u32| -> Result<Scenario> {
             let s = Scenario {
-                profile: profile.to_string(),
+                profile: profile
+                    .parse()
+                    .map_err(|e: ivnsec_core::profile::ProfileError| bad(&key, e.to_string()))?,
+                profile_name: profile.to_string(),
                 payload,
                 count: c,
                 replications: reps,

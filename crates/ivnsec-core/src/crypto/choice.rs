@@ -55,6 +55,21 @@ impl fmt::Display for ProviderChoice {
     }
 }
 
+#[cfg(feature = "serde")]
+impl serde::Serialize for ProviderChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for ProviderChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ProviderChoice, D::Error> {
+        let s = <alloc::string::String as serde::Deserialize>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Why no provider was selected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoProvider {

@@ -11,19 +11,21 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_net::sys::die_with_parent;
-use ivnsec_net::testbed::{self, Options, Testbed, TestbedState, netns_command};
+use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{self, Topology};
 use serde::Serialize;
 
-use super::lab::{self, net_err};
-use crate::cli::{EnvError, usage};
-use crate::node::attack::{self, Attack, AttackSpec};
-use crate::node::channel::{ChannelOptions, DirectionKeys, Ends, Family, SomeipProfile};
-use crate::node::orchestrate::{
-    child_stderr, collect_initiator, collect_responder, link_spec, node_addr, spawn, wait_ready,
-};
-use crate::node::pingpong::{Role, RoleSpec};
-use crate::providers::ProviderChoice;
+use ivnsec_core::channel::{ChannelOptions, Ends};
+use ivnsec_core::profile::SomeipProfile;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::attack::{Attack, AttackSpec};
+use ivnsec_lab::channel::random_keys;
+use ivnsec_lab::pingpong::node::{Role, RoleSpec};
+use ivnsec_lab::pingpong::run::{collect_initiator, collect_responder};
+use ivnsec_lab::process::{child_stderr, spawn_role, wait_ready};
+use ivnsec_lab::site::{link_spec, net_err, node_addr};
+
+use crate::error::{EnvError, parse_profile, usage};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -71,7 +73,7 @@ pub struct Args {
     pub all: bool,
     /// Attack class to run (repeatable; default: all ten).
     #[arg(long = "attack", value_enum, value_name = "CLASS")]
-    pub attacks: Vec<Attack>,
+    pub attacks: Vec<AttackArg>,
     /// Frames injected per class and profile (the flood runs for --flood-seconds instead).
     #[arg(long, default_value_t = 10_000)]
     pub count: u64,
@@ -196,7 +198,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let attacks: Vec<Attack> = if a.attacks.is_empty() {
         Attack::ALL.to_vec()
     } else {
-        let mut v = a.attacks.clone();
+        let mut v: Vec<Attack> = a.attacks.iter().map(|&x| x.into()).collect();
         v.sort();
         v.dedup();
         v
@@ -246,7 +248,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             )
             .with_context(|| format!("{profile}, {}", attack.name()))?;
             if let Some(w) = pcap.as_mut() {
-                lab::append_pcap(w, &part)?;
+                ivnsec_lab::site::append_pcap(w, &part)?;
             }
             results.push(r);
         }
@@ -323,7 +325,7 @@ fn profiles(a: &Args) -> Result<Vec<String>> {
         a.profiles.clone()
     };
     for p in &list {
-        Family::parse(p)?;
+        parse_profile(p)?;
     }
     Ok(list)
 }
@@ -572,6 +574,55 @@ impl Drop for TempDir {
     }
 }
 
+/// The attack classes as `--attack` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AttackArg {
+    /// A frame from the attacker's own address and identity under its own key (002 test 1).
+    ForeignSource,
+    /// The legitimate sender's address, key id / SCI / SPI, but a key the receiver does not
+    /// share (002 test 2).
+    NoKey,
+    /// Replays of captured legitimate frames against a receiver with replay window 1: the
+    /// newest (a duplicate) and ones older than the window (002 test 3).
+    ReplayW1,
+    /// The same against replay window 1024.
+    ReplayW1024,
+    /// Single-bit flips in the source address and header fields, the sequence number / PN,
+    /// the payload and the tag (002 test 4).
+    BitFlip,
+    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length,
+    /// SecOC PDU length, SOME/IP Length).
+    Length,
+    /// The payload sent unprotected, or at a weaker level (authentication instead of
+    /// confidentiality, or a weaker suite).
+    Downgrade,
+    /// An unknown key id / AN / SCI / SPI / SecOC PDU id (Data ID) / SOME/IP service or key id.
+    UnknownId,
+    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50;
+    /// SecOC, SOME/IP: a random UDP datagram to the protocol's port).
+    Garbage,
+    /// Invalid frames as fast as the attacker can send them, for a fixed time, while the
+    /// legitimate ping-pong runs: its latency and loss under the flood.
+    Flood,
+}
+
+impl From<AttackArg> for Attack {
+    fn from(a: AttackArg) -> Attack {
+        match a {
+            AttackArg::ForeignSource => Attack::ForeignSource,
+            AttackArg::NoKey => Attack::NoKey,
+            AttackArg::ReplayW1 => Attack::ReplayW1,
+            AttackArg::ReplayW1024 => Attack::ReplayW1024,
+            AttackArg::BitFlip => Attack::BitFlip,
+            AttackArg::Length => Attack::Length,
+            AttackArg::Downgrade => Attack::Downgrade,
+            AttackArg::UnknownId => Attack::UnknownId,
+            AttackArg::Garbage => Attack::Garbage,
+            AttackArg::Flood => Attack::Flood,
+        }
+    }
+}
+
 /// One class against one profile: receiver, legitimate sender, attacker; then the accounts.
 fn run_one(
     roles: &Roles,
@@ -581,9 +632,9 @@ fn run_one(
     mode: SwitchMode,
     pcap: Option<&PathBuf>,
 ) -> Result<AttackResult> {
-    let family = Family::parse(profile)?;
-    let forward = DirectionKeys::random(profile)?;
-    let backward = DirectionKeys::random(profile)?;
+    let family = parse_profile(profile)?;
+    let forward = random_keys(family)?;
+    let backward = random_keys(family)?;
     let s = node_addr(&roles.state, &roles.sender)?;
     let r = node_addr(&roles.state, &roles.receiver)?;
     let x = node_addr(&roles.state, &roles.attacker)?;
@@ -599,8 +650,8 @@ fn run_one(
     let recv_ends = sender_ends.reversed();
     let base = |role, ends: Ends| RoleSpec {
         role,
-        profile: profile.to_string(),
-        provider: a.provider.to_string(),
+        profile: family,
+        provider: a.provider,
         payload: a.payload,
         count: u32::MAX,
         replications: 1,
@@ -624,7 +675,12 @@ fn run_one(
     };
     let mut res_spec = base(Role::Responder, recv_ends);
     res_spec.watch_plain = true;
-    let mut responder = spawn(Some(&ns(&roles.receiver)?), &res_spec)?;
+    let mut responder = spawn_role(
+        Some(&ns(&roles.receiver)?),
+        "pingpong",
+        &res_spec,
+        "receiver",
+    )?;
     let mut res_out = BufReader::new(responder.stdout.take().expect("piped"));
     if let Err(e) = wait_ready(&mut res_out) {
         let _ = responder.kill();
@@ -634,12 +690,12 @@ fn run_one(
     }
     let mut ini_spec = base(Role::Initiator, sender_ends);
     ini_spec.until_eof = true;
-    let initiator = spawn(Some(&ns(&roles.sender)?), &ini_spec);
+    let initiator = spawn_role(Some(&ns(&roles.sender)?), "pingpong", &ini_spec, "sender");
 
     let spec = AttackSpec {
         attack,
-        profile: profile.to_string(),
-        provider: a.provider.to_string(),
+        profile: family,
+        provider: a.provider,
         payload: a.payload,
         count: a.count,
         flood_ns: (a.flood_seconds * 1e9) as u64,
@@ -730,16 +786,8 @@ fn run_attacker(ns: &str, spec: &AttackSpec) -> Result<(u64, f64)> {
         ns,
         &["link", "set", "dev", topology::ECU_IF, "promisc", "on"],
     )?;
-    let exe = std::env::current_exe().context("locating the ivnsec binary")?;
-    let mut cmd = netns_command(ns, &exe);
-    cmd.args(["node", "attack"])
-        .env(attack::SPEC_ENV, serde_json::to_string(spec)?)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = die_with_parent(&mut cmd)
-        .spawn()
-        .context("starting the attacker")?;
+    let mut child = spawn_role(Some(ns), "attack", spec, "attacker")?;
+    drop(child.stdin.take());
     let mut text = String::new();
     child
         .stdout

@@ -22,16 +22,19 @@ use ivnsec_lab::cpu::{ProcessCpu, SystemSampler};
 use ivnsec_net::topology::{self, Topology};
 use serde::{Deserialize, Serialize};
 
-use super::lab::{self, Layout, Where};
-use crate::cli::usage;
-use crate::cmd::someip::aead_provider;
-use crate::node::camera::{
+use ivnsec_core::channel::{DirectionKeys, Ends as ChannelEnds};
+use ivnsec_core::crypto::Primitive;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::camera::node::{
     CameraEcuReport, CameraRole, CameraSpec, CaptureSpec, ConsumerReport, L2Spec, Stream,
     Transport, l2_profile, message_bytes,
 };
-use crate::node::channel::{DirectionKeys, Ends as ChannelEnds, Family};
-use crate::node::orchestrate::{Reaper, Site, child_stderr, link_spec, spawn_role, testbed_node};
-use crate::providers::ProviderChoice;
+use ivnsec_lab::channel::random_keys;
+use ivnsec_lab::process::{Reaper, child_stderr, spawn_role};
+use ivnsec_lab::site::{Layout, Site, link_spec, testbed_node};
+
+use super::lab::{self, WhereArg};
+use crate::error::{parse_profile, usage};
 
 /// Most cameras one run simulates.
 pub const MAX_CAMERAS: usize = 32;
@@ -93,7 +96,7 @@ pub struct Args {
     /// How frames travel: tcp (one connection per camera), udp-tp (SOME/IP-TP segments), or
     /// l2 (IVN-AE raw Ethernet, each fragment protected; UDP datagrams on loopback).
     #[arg(long, value_enum, default_value = "tcp")]
-    pub transport: Transport,
+    pub transport: TransportArg,
     /// Seconds of frames per run (frames per camera = seconds × fps).
     #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
@@ -108,7 +111,7 @@ pub struct Args {
     pub provider: String,
     /// Where the ECUs run: auto (testbed when root, else loopback), testbed, loopback.
     #[arg(long = "on", value_enum, default_value = "auto")]
-    pub on: Where,
+    pub on: WhereArg,
     /// Use this running testbed (`ivnsec testbed up`): its ecu1 (else first ECU) is the camera
     /// ECU, its ecu2 (else last ECU) the consumer.
     #[arg(long, value_name = "PREFIX")]
@@ -120,6 +123,28 @@ pub struct Args {
     /// rebuilt as the IPv4/TCP or IPv4/UDP packets that carried them).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
+}
+
+/// `--transport` on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportArg {
+    /// Secured SOME/IP over TCP, one connection per camera (seed 003 §F).
+    Tcp,
+    /// Secured SOME/IP over UDP, each frame cut into SOME/IP-TP segments.
+    UdpTp,
+    /// The SOME/IP message (unprotected) in IVN-AE raw-Ethernet frames: cut into fragments,
+    /// each protected at the level by the channel (UDP on loopback).
+    L2,
+}
+
+impl From<TransportArg> for Transport {
+    fn from(t: TransportArg) -> Transport {
+        match t {
+            TransportArg::Tcp => Transport::Tcp,
+            TransportArg::UdpTp => Transport::UdpTp,
+            TransportArg::L2 => Transport::L2,
+        }
+    }
 }
 
 /// `--phase` on the command line.
@@ -247,7 +272,10 @@ impl CameraConfig {
             .provider
             .parse()
             .map_err(|e: String| usage(format!("provider: {e}")))?;
-        if levels.iter().any(|l| *l != Level::NoSec) && aead_provider(provider, alg).is_none() {
+        let needs = [Primitive::Aead(alg)];
+        if levels.iter().any(|l| *l != Level::NoSec)
+            && ivnsec_crypto::select_primitives(provider, &needs, &alg.name()).is_err()
+        {
             return Err(usage(format!(
                 "provider {provider} has no {}; use provider auto or portable",
                 alg.name()
@@ -296,7 +324,7 @@ impl From<&Args> for CameraConfig {
             frame_bytes: a.frame_bytes,
             levels: a.levels.clone(),
             suite: a.suite.clone(),
-            transport: a.transport,
+            transport: a.transport.into(),
             seconds: a.seconds,
             deadline_ms: a.deadline_ms,
             phase: match a.phase {
@@ -320,7 +348,7 @@ pub fn layout() -> Layout {
 pub fn run(a: Args) -> Result<ExitCode> {
     let cfg = CameraConfig::from(&a);
     cfg.check()?;
-    let open = lab::open_site(a.on, a.testbed.as_deref(), &layout())?;
+    let open = ivnsec_lab::site::open_site(a.on.into(), a.testbed.as_deref(), &layout())?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running both ECUs on loopback instead");
     }
@@ -330,7 +358,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         eprintln!(
             "capture: {} (the first {} frames of each run)",
             p.display(),
-            crate::node::camera::CAPTURE_FRAMES
+            ivnsec_lab::camera::node::CAPTURE_FRAMES
         );
     }
     if a.json {
@@ -374,7 +402,7 @@ impl Ends {
 }
 
 /// Runs every camera count × level of `cfg` on `site` (the initiator is the camera ECU, the
-/// responder the consumer). With `pcap`, the first [`crate::node::camera::CAPTURE_FRAMES`]
+/// responder the consumer). With `pcap`, the first [`ivnsec_lab::camera::node::CAPTURE_FRAMES`]
 /// frames of each run are written there. Errors: usage errors for a bad config (exit 2),
 /// anything else when a node fails.
 pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Result<CameraReport> {
@@ -389,7 +417,7 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
         None => None,
     };
     let part = pcap
-        .map(lab::part_path)
+        .map(ivnsec_lab::site::part_path)
         .map(std::path::absolute)
         .transpose()?;
     let mut results = Vec::new();
@@ -398,7 +426,7 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
         for &level in &levels {
             let mut r = run_once(&ends, cfg, n, level, part.as_deref())?;
             if let (Some(w), Some(p)) = (writer.as_mut(), &part) {
-                lab::append_pcap(w, p)?;
+                ivnsec_lab::site::append_pcap(w, p)?;
             }
             match (level, &nosec_cpu) {
                 (Level::NoSec, _) => nosec_cpu = Some(r.cpu.clone()),
@@ -485,10 +513,10 @@ fn expect_line(
     }
 }
 
-fn random_key(len: usize) -> Result<String> {
-    let mut k = vec![0u8; len];
+fn random_key(len: usize) -> Result<DirectionKeys> {
+    let mut k = zeroize::Zeroizing::new(vec![0u8; len]);
     getrandom::fill(&mut k).map_err(|e| anyhow!("random key: {e}"))?;
-    Ok(hex::encode(k))
+    Ok(DirectionKeys::new(&k, &[], [0; 12]))
 }
 
 /// One run: `n` cameras at `level`.
@@ -501,12 +529,13 @@ fn run_once(
 ) -> Result<CameraResult> {
     let alg = suite_from_name(&cfg.suite).ok_or_else(|| usage("suite"))?;
     let frames = cfg.frames_per_camera();
+    let provider: ProviderChoice = cfg.provider.parse().map_err(|e: String| usage(e))?;
     let streams: Vec<Stream> = (0..n)
         .map(|i| {
             Ok(Stream {
                 service: CAMERA_SERVICE_BASE + 1 + i as u16,
                 key: if level == Level::NoSec {
-                    String::new()
+                    DirectionKeys::default()
                 } else {
                     random_key(alg.key_len())?
                 },
@@ -518,7 +547,7 @@ fn run_once(
         transport: cfg.transport,
         level: level.name().to_string(),
         suite: cfg.suite.clone(),
-        provider: cfg.provider.clone(),
+        provider,
         fps: cfg.fps,
         frame_bytes: cfg.frame_bytes,
         frames,
@@ -533,8 +562,8 @@ fn run_once(
     // l2: one IVN-AE channel (fresh keys) from the camera ECU to the consumer.
     let l2 = match cfg.transport {
         Transport::L2 => {
-            let profile = l2_profile(level, alg);
-            let family = Family::parse(&profile)?;
+            let profile = parse_profile(&l2_profile(level, alg))?;
+            let family = profile;
             let testbed = ends.camera.0.is_some();
             let ch_ends = ChannelEnds {
                 local_mac: ends.camera.1,
@@ -544,7 +573,7 @@ fn run_once(
             };
             Some((
                 L2Spec {
-                    keys: DirectionKeys::random(&profile)?,
+                    keys: random_keys(profile)?,
                     link: link_spec(testbed, family, &ch_ends.reversed(), None),
                     profile,
                     ends: ch_ends,

@@ -11,7 +11,7 @@ use ivnsec_core::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx, MAX_OVERHEA
 
 use super::frame::{SaArgs, protect_each, verify_each, verify_exit};
 use crate::cli::{parse_hex, usage};
-use crate::providers::ProviderChoice;
+use ivnsec_crypto::ProviderChoice;
 
 /// Largest IP packet accepted (the IPv4 total length limit).
 const MAX_PACKET: usize = 65535;

@@ -13,7 +13,7 @@ use ivnsec_core::sa::secoc::{
 
 use super::frame::{SaArgs, protect_each, verify_each, verify_exit};
 use crate::cli::{parse_hex, usage};
-use crate::providers::ProviderChoice;
+use ivnsec_crypto::ProviderChoice;
 
 /// Largest Authentic I-PDU accepted (SecOC over TP carries large PDUs; this bounds a line).
 const MAX_PDU: usize = 65535;

@@ -1,9 +1,10 @@
 //! `ivnsec node ROLE`: a node role of an experiment. Not for people: the experiment commands
-//! start it inside an ECU namespace with its settings in `$IVNSEC_NODE_SPEC`.
+//! start it inside an ECU namespace and write its settings and keys to its stdin.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
+use ivnsec_lab::{attack, camera, pingpong, throughput, underload};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -15,12 +16,12 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.kind.as_str() {
-        "pingpong" => crate::node::pingpong::run_from_env()?,
-        "throughput" => crate::node::throughput::run_from_env()?,
-        "attack" => crate::node::attack::run_from_env()?,
-        "camera" => crate::node::camera::run_from_env()?,
-        "underload" => crate::node::underload::run_from_env()?,
-        other => return Err(crate::cli::usage(format!("unknown node role `{other}`"))),
+        "pingpong" => pingpong::node::run()?,
+        "throughput" => throughput::node::run()?,
+        "attack" => attack::run()?,
+        "camera" => camera::node::run()?,
+        "underload" => underload::node::run()?,
+        other => return Err(crate::error::usage(format!("unknown node role `{other}`"))),
     }
     Ok(ExitCode::SUCCESS)
 }

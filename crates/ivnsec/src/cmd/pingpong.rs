@@ -8,10 +8,12 @@ use anyhow::Result;
 use ivnsec_lab::pingpong::Requirements;
 use ivnsec_lab::report::{Report, ScenarioRun};
 
-use super::lab::{self, Where};
-use crate::cli::usage;
-use crate::node::orchestrate::{Mode, Scenario, run_scenario};
-use crate::providers::ProviderChoice;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::pingpong::run::{Scenario, environment, judge, run_scenario};
+use ivnsec_lab::site::{Layout, ensure_dir, open_site};
+
+use super::lab::{self, ModeArg, WhereArg};
+use crate::error::{parse_profile, usage};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -63,7 +65,7 @@ pub struct RunOpts {
     pub pause_ms: f64,
     /// How both nodes wait for frames.
     #[arg(long, value_enum, default_value = "blocking")]
-    pub mode: Mode,
+    pub mode: ModeArg,
     /// Pin the initiator to CPU 0 and the responder to CPU 1.
     #[arg(long)]
     pub pin: bool,
@@ -75,7 +77,7 @@ pub struct RunOpts {
     pub provider: ProviderChoice,
     /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.
     #[arg(long = "on", value_enum, default_value = "auto")]
-    pub on: Where,
+    pub on: WhereArg,
     /// Use this running testbed (`ivnsec testbed up`) instead of building one; its first two
     /// ECUs are the initiator and the responder.
     #[arg(long, value_name = "PREFIX")]
@@ -99,21 +101,26 @@ pub fn ms_to_ns(what: &str, ms: f64, allow_zero: bool) -> Result<u64> {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let s = Scenario {
-        profile: a.profile.clone(),
+        profile: parse_profile(&a.profile)?,
+        profile_name: a.profile.clone(),
         payload: a.payload,
         count: a.run.count,
         replications: a.run.replications,
         pause_ns: ms_to_ns("--pause-ms", a.run.pause_ms, true)?,
         timeout_ns: ms_to_ns("--timeout-ms", a.run.timeout_ms, false)?,
-        mode: a.run.mode,
+        mode: a.run.mode.into(),
         pin: a.run.pin,
         provider: a.run.provider,
     };
     s.check()?;
     if let Some(dir) = &a.out {
-        lab::ensure_dir(dir)?;
+        ensure_dir(dir)?;
     }
-    let open = lab::open_site(a.run.on, a.run.testbed.as_deref(), &lab::Layout::default())?;
+    let open = open_site(
+        a.run.on.into(),
+        a.run.testbed.as_deref(),
+        &Layout::default(),
+    )?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
@@ -122,14 +129,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         eprintln!("capture: {}", p.display());
     }
     let req = Requirements::default();
-    let judged = lab::judge(&outcome, &req);
+    let judged = judge(&outcome, &req);
     let report = Report {
         experiments: Default::default(),
-        environment: lab::environment(&open.site, &s, "pingpong"),
+        environment: environment(&open.site, &s, "pingpong"),
         requirements: req,
         scenarios: vec![ScenarioRun {
             name: s.name(),
-            profile: s.profile.clone(),
+            profile: s.profile_name.clone(),
             payload: s.payload,
             frame_bytes: outcome.frame_bytes,
             exchanges: outcome.exchanges.clone(),

@@ -22,10 +22,10 @@ use serde_json::json;
 use super::underload::{
     Common, DEFAULT_PROFILES, MAX_COUNT, StreamArgs, check_common, run_stream, sockperf_baseline,
 };
-use crate::cli::usage;
-use crate::node::orchestrate::Site;
-use crate::node::underload::Schedule;
+use crate::error::usage;
+use ivnsec_lab::site::Site;
 use ivnsec_lab::underload::UnderloadReport;
+use ivnsec_lab::underload::node::Schedule;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\

@@ -18,8 +18,8 @@ use super::send::{
 use crate::cli::usage;
 use crate::node::channel::{Channel, ChannelOptions, Ends, Family, REPLAY_WINDOW};
 use crate::node::keyfile;
-use crate::node::link::{Link, LinkSpec};
-use crate::providers::ProviderChoice;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::{Link, LinkSpec};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\

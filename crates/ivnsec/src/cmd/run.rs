@@ -9,10 +9,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use ivnsec_lab::report::{Experiments, Report, ScenarioRun, Summary};
 use serde_json::Value;
 
-use super::lab::{self, OpenSite, Where};
+use super::lab::{ModeArg, WhereArg};
 use super::{camera, playback, throughput, underload};
-use crate::node::orchestrate::{Mode, Site, run_scenario};
 use crate::plan::{self, Plan, RunSection};
+use ivnsec_lab::pingpong::run::run_scenario;
+use ivnsec_lab::site::OpenSite;
+use ivnsec_lab::site::Site;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -52,7 +54,7 @@ pub struct Overrides {
     pub timeout_ms: Option<f64>,
     /// How both nodes wait for frames.
     #[arg(long, value_enum)]
-    pub mode: Option<Mode>,
+    pub mode: Option<ModeArg>,
     /// Pin the initiator to CPU 0 and the responder to CPU 1.
     #[arg(long)]
     pub pin: bool,
@@ -61,7 +63,7 @@ pub struct Overrides {
     pub provider: Option<String>,
     /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.
     #[arg(long = "on", value_enum, default_value = "auto")]
-    pub on: Where,
+    pub on: WhereArg,
     /// Use this running testbed instead of building one.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
@@ -79,7 +81,7 @@ impl Overrides {
             replications: self.replications,
             pause_ms: self.pause_ms,
             timeout_ms: self.timeout_ms,
-            mode: self.mode,
+            mode: self.mode.map(Into::into),
             pin: self.pin.then_some(true),
             provider: self.provider.clone(),
         }
@@ -88,18 +90,18 @@ impl Overrides {
     /// Opens where `plan` runs: the running testbed given, a fresh one of the plan's topology,
     /// or loopback, as `--on` says.
     pub fn open_site(&self, plan: &Plan) -> Result<OpenSite> {
-        let layout = lab::Layout {
+        let layout = ivnsec_lab::site::Layout {
             topology: plan.topology,
             initiator: plan.initiator.clone(),
             responder: plan.responder.clone(),
         };
-        lab::open_site(self.on, self.testbed.as_deref(), &layout)
+        ivnsec_lab::site::open_site(self.on.into(), self.testbed.as_deref(), &layout)
     }
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::load(&a.plan, &a.overrides.run_section())?;
-    lab::ensure_dir(&a.out)?;
+    ivnsec_lab::site::ensure_dir(&a.out)?;
     let open = if plan.scenarios.is_empty() {
         None
     } else {
@@ -123,13 +125,13 @@ impl Capture {
         Ok(Capture {
             writer: ivnsec_net::pcap::PcapWriter::create(p)
                 .with_context(|| format!("creating {}", p.display()))?,
-            part: lab::part_path(p),
+            part: ivnsec_lab::site::part_path(p),
         })
     }
 
     /// Appends what the last node wrote to the part file.
     fn absorb(&mut self) -> Result<()> {
-        lab::append_pcap(&mut self.writer, &self.part)
+        ivnsec_lab::site::append_pcap(&mut self.writer, &self.part)
     }
 }
 
@@ -150,7 +152,8 @@ pub fn run_plan(
     let mut environment = serde_json::Map::new();
     if let Some(open) = &open {
         runs = run_scenarios(plan, open, capture.as_mut())?;
-        environment = lab::environment(&open.site, &plan.scenarios[0], &plan.name);
+        environment =
+            ivnsec_lab::pingpong::run::environment(&open.site, &plan.scenarios[0], &plan.name);
         if let Some(why) = &open.fallback_reason {
             environment.insert("fallback_reason".into(), serde_json::json!(why));
         }
@@ -184,8 +187,8 @@ pub fn run_plan(
                 .rate_bps
                 .map_or("unshaped".to_string(), |b| format!("{b} b/s"))
         );
-        let site = lab::open_site(
-            overrides.on,
+        let site = ivnsec_lab::site::open_site(
+            overrides.on.into(),
             overrides.testbed.as_deref(),
             &throughput::layout(job.config.senders),
         )?;
@@ -205,11 +208,15 @@ pub fn run_plan(
     }
     // Each experiment on a site of its own; its nodes' capture parts join the run's capture.
     let mut on_site = |what: String,
-                       layout: lab::Layout,
+                       layout: ivnsec_lab::site::Layout,
                        run: &mut dyn FnMut(&Site, Option<&Path>) -> Result<()>|
      -> Result<()> {
         eprintln!("ivnsec run: {what}");
-        let site = lab::open_site(overrides.on, overrides.testbed.as_deref(), &layout)?;
+        let site = ivnsec_lab::site::open_site(
+            overrides.on.into(),
+            overrides.testbed.as_deref(),
+            &layout,
+        )?;
         if let Some(why) = &site.fallback_reason {
             eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
         }
@@ -314,7 +321,7 @@ fn run_scenarios(
         bar.inc(u64::from(s.count) * u64::from(s.replications));
         runs.push(ScenarioRun {
             name: s.name(),
-            profile: s.profile.clone(),
+            profile: s.profile_name.clone(),
             payload: s.payload,
             frame_bytes: o.frame_bytes,
             exchanges: o.exchanges,

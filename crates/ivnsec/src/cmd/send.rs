@@ -19,8 +19,8 @@ use crate::node::channel::{
 };
 use crate::node::highwater::{self, HighWater, HwError};
 use crate::node::keyfile;
-use crate::node::link::{Link, LinkSpec};
-use crate::providers::ProviderChoice;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::{Link, LinkSpec};
 
 /// This node's MAC over UDP unless `--mac` says otherwise (sender side).
 pub const UDP_SENDER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];

@@ -20,18 +20,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow};
 use clap::Subcommand;
 use ivnsec_core::crypto::{AeadAlg, CryptoProvider, Primitive};
-use ivnsec_core::sa::someip::{
-    Level, OVERHEAD, ServiceParams, ServiceSa, SomeipSecurity, header_drop_reason,
-};
+use ivnsec_core::sa::someip::{Level, OVERHEAD, ServiceParams, ServiceSa, SomeipSecurity};
 use ivnsec_core::sa::{DropCounters, DropReason};
+use ivnsec_core::someip::datagram_messages;
 use ivnsec_core::wire::someip::{
-    Deframed, HEADER_LEN, MessageType, Messages, Repr, ReturnCode, StreamDeframer,
+    Deframed, HEADER_LEN, MessageType, Repr, ReturnCode, StreamDeframer,
 };
 use ivnsec_core::wire::someip_sd::{
-    Entry, EntryBody, EntryType, FLAG_REBOOT, FLAG_UNICAST, PROTO_TCP, PROTO_UDP, SD_SERVICE_ID,
-    SdOption, SdRepr, TTL_INFINITE,
+    Entry, EntryBody, EntryType, FLAG_REBOOT, FLAG_UNICAST, PROTO_TCP, PROTO_UDP, SdOption, SdRepr,
+    TTL_INFINITE,
 };
-use ivnsec_core::wire::someip_tp::{Reassembler, ReassemblyLimits, Segmenter, TpError};
+use ivnsec_core::wire::someip_tp::{Reassembler, ReassemblyLimits, Segmenter};
 use ivnsec_net::someip as net;
 use serde_json::json;
 
@@ -366,50 +365,6 @@ impl Core {
         })?;
         buf.truncate(n);
         Ok(buf)
-    }
-}
-
-/// Splits a UDP datagram from `peer` into SOME/IP messages and hands each whole message to
-/// `whole`: unsegmented ones as they are, SOME/IP-TP segments once `reassembler` completed their
-/// message. SD messages are skipped; framing and TP errors are counted in `drops` (a bad header
-/// ends the datagram, since the next message's position is unknown).
-pub(crate) fn datagram_messages(
-    reassembler: &mut Reassembler,
-    drops: &mut DropCounters,
-    peer: u64,
-    data: &[u8],
-    mut whole: impl FnMut(Vec<u8>),
-) {
-    for m in Messages::new(data) {
-        let p = match m {
-            Ok(p) => p,
-            Err(e) => {
-                drops.bump(header_drop_reason(e));
-                break;
-            }
-        };
-        if p.service_id() == SD_SERVICE_ID {
-            continue;
-        }
-        if p.tp() {
-            match reassembler.push(peer, p.message()) {
-                Ok(Some(full)) => whole(full),
-                Ok(None) => {}
-                Err(e) => drops.bump(tp_drop_reason(e)),
-            }
-        } else {
-            whole(p.message().to_vec());
-        }
-    }
-}
-
-fn tp_drop_reason(e: TpError) -> DropReason {
-    match e {
-        TpError::Truncated => DropReason::Truncated,
-        TpError::Header(h) => header_drop_reason(h),
-        TpError::BadSegment => DropReason::TpBadSegment,
-        TpError::TooLarge => DropReason::TpTooLarge,
-        _ => DropReason::Malformed,
     }
 }
 

@@ -14,7 +14,7 @@ use ivnsec_core::wire::someip_tp::MAX_SEGMENT_DATA;
 use serde::Deserialize;
 
 use crate::cli::usage;
-use crate::providers::ProviderChoice;
+use ivnsec_crypto::ProviderChoice;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -21,15 +21,19 @@ use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::{self, Topology};
 use serde_json::{Map, Value, json};
 
-use super::lab::{self, Layout, Where};
-use crate::cli::usage;
-use crate::node::channel::{DirectionKeys, Ends, Family};
-use crate::node::link::LinkSpec;
-use crate::node::orchestrate::{
-    Reaper, Site, child_stderr, field_u64, frame_bytes, read_report, spawn_role, testbed_node,
-};
-use crate::node::throughput::{Peer, TputRole, TputSpec};
-use crate::providers::ProviderChoice;
+use super::lab::WhereArg;
+use crate::error::parse_profile;
+use crate::error::usage;
+use ivnsec_core::channel::Ends;
+use ivnsec_core::profile::Profile;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::channel::frame_bytes;
+use ivnsec_lab::channel::random_keys;
+use ivnsec_lab::process::{Reaper, child_stderr, field_u64, read_report, spawn_role};
+use ivnsec_lab::site::Layout;
+use ivnsec_lab::site::{Site, testbed_node};
+use ivnsec_lab::throughput::node::{Peer, TputRole, TputSpec};
+use ivnsec_net::link::LinkSpec;
 
 /// Most senders one run starts.
 pub const MAX_SENDERS: usize = 16;
@@ -88,7 +92,7 @@ pub struct Args {
     pub provider: ProviderChoice,
     /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.
     #[arg(long = "on", value_enum, default_value = "auto")]
-    pub on: Where,
+    pub on: WhereArg,
     /// Use this running testbed (`ivnsec testbed up`) instead of building one: its `consumer`
     /// (else its last ECU) receives, the other ECUs send.
     #[arg(long, value_name = "PREFIX")]
@@ -158,7 +162,7 @@ pub fn check_config(
 
 /// Checks the profile and that its frame fits the MTU; returns the frame length.
 pub fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
-    let frame = frame_bytes(profile, provider, payload)?;
+    let frame = frame_bytes(parse_profile(profile)?, provider, payload)?;
     let l2 = frame - 14;
     let mtu = topology::MTU as usize;
     if l2 > mtu {
@@ -176,7 +180,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         a.payload, a.seconds, &a.rate, a.senders, a.batch, a.provider,
     )?;
     check_fits(&a.profile, cfg.provider, cfg.payload)?;
-    let open = lab::open_site(a.on, a.testbed.as_deref(), &layout(cfg.senders))?;
+    let open =
+        ivnsec_lab::site::open_site(a.on.into(), a.testbed.as_deref(), &layout(cfg.senders))?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
@@ -228,7 +233,7 @@ pub fn run_set(
         Some(p) if profiles.len() > 1 => Some((
             ivnsec_net::pcap::PcapWriter::create(p)
                 .with_context(|| format!("creating {}", p.display()))?,
-            lab::part_path(p),
+            ivnsec_lab::site::part_path(p),
         )),
         _ => None,
     };
@@ -240,7 +245,7 @@ pub fn run_set(
         let r = run_once(site, &nodes, profile, cfg, part)
             .with_context(|| format!("throughput of {profile}"))?;
         if let Some((w, part)) = capture.as_mut() {
-            lab::append_pcap(w, part)?;
+            ivnsec_lab::site::append_pcap(w, part)?;
         }
         Ok(r)
     };
@@ -421,7 +426,7 @@ fn run_once(
     pcap: Option<&std::path::Path>,
 ) -> Result<ThroughputResult> {
     let frame = check_fits(profile, cfg.provider, cfg.payload)?;
-    let family = Family::parse(profile)?;
+    let family = parse_profile(profile)?;
     let testbed = matches!(site, Site::Testbed { .. });
     let (rx_ns, rx_mac, rx_ip) = nodes.receiver.clone();
     let peers: Vec<Peer> = nodes
@@ -429,7 +434,7 @@ fn run_once(
         .iter()
         .map(|(_, mac, ip)| {
             Ok(Peer {
-                keys: DirectionKeys::random(profile)?,
+                keys: random_keys(family)?,
                 ends: Ends {
                     local_mac: *mac,
                     peer_mac: rx_mac,
@@ -468,8 +473,8 @@ fn run_once(
     };
     let spec = |role, link, pcap: Option<PathBuf>| TputSpec {
         role,
-        profile: profile.to_string(),
-        provider: cfg.provider.to_string(),
+        profile: family,
+        provider: cfg.provider,
         payload: cfg.payload,
         seconds_ns: cfg.seconds_ns,
         rate_bps: cfg.rate_bps,
@@ -619,7 +624,7 @@ fn run_once(
     Ok(r)
 }
 
-fn transport(site: &Site, family: Family) -> String {
+fn transport(site: &Site, family: Profile) -> String {
     match site {
         Site::Testbed { state, .. } => format!(
             "testbed {} ({}): senders → switch → consumer, {} over veth and a Linux bridge",
@@ -644,7 +649,7 @@ fn transport(site: &Site, family: Family) -> String {
 /// on the shaped link (iperf3's -b counts UDP payload bits, not wire bytes). Goodputs are summed
 /// over the streams. `None` when iperf3 is missing or fails (with a note on stderr).
 fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
-    if !lab::baseline_tool_installed("throughput", "iperf3") {
+    if !ivnsec_lab::site::baseline_tool_installed("throughput", "iperf3") {
         return None;
     }
     let secs = (cfg.seconds_ns as f64 / 1e9).ceil().max(1.0) as u64;

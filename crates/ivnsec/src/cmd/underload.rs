@@ -27,15 +27,17 @@ use ivnsec_net::topology::{self, Topology};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::lab::{self, Layout, Where};
-use crate::cli::usage;
-use crate::node::channel::{Channel, DirectionKeys, Ends, Family};
-use crate::node::fragment::FragSender;
-use crate::node::orchestrate::{
-    Reaper, Site, child_stderr, field_u64, link_spec, read_report, spawn_role, testbed_node,
-};
-use crate::node::underload::{Schedule, StreamRole, StreamSpec};
-use crate::providers::ProviderChoice;
+use super::lab::{self, WhereArg};
+use crate::error::parse_profile;
+use crate::error::usage;
+use ivnsec_core::channel::Ends;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::channel::{open as open_channel, random_keys};
+use ivnsec_lab::fragment::FragSender;
+use ivnsec_lab::process::{Reaper, child_stderr, field_u64, read_report, spawn_role};
+use ivnsec_lab::site::{Layout, Where};
+use ivnsec_lab::site::{Site, link_spec, testbed_node};
+use ivnsec_lab::underload::node::{Schedule, StreamRole, StreamSpec};
 
 /// The profiles of seed 002 when none is given: no protection, MACsec GCM-AES-128 and IPsec ESP
 /// with HMAC-SHA256-128 integrity only (§5, Tables 6.1–6.9).
@@ -116,7 +118,7 @@ pub struct StreamArgs {
     pub provider: String,
     /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.
     #[arg(long = "on", value_enum, default_value = "auto")]
-    pub on: Where,
+    pub on: WhereArg,
     /// Use this running testbed (`ivnsec testbed up`) instead of building one.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
@@ -139,7 +141,7 @@ impl StreamArgs {
         &self,
         f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
     ) -> Result<ExitCode> {
-        let open = open(self.on, self.testbed.as_deref())?;
+        let open = open(self.on.into(), self.testbed.as_deref())?;
         let report = f(&open.site, self.pcap.as_deref())?;
         drop(open);
         finish(&report, self.json)
@@ -259,7 +261,7 @@ pub(crate) fn check_common(
         )));
     }
     for (i, p) in profiles.iter().enumerate() {
-        Family::parse(p)?;
+        parse_profile(p)?;
         if profiles[..i].contains(p) {
             return Err(usage(format!("profile `{p}` is given twice")));
         }
@@ -277,8 +279,17 @@ pub(crate) fn check_common(
     let provider: ProviderChoice = provider.parse().map_err(usage)?;
     // Every profile must have a provider and room for fragment data in the MTU.
     for p in profiles {
-        let k = DirectionKeys::random(p)?;
-        let ch = Channel::new(p, provider, &k, &k, loopback_ends(), 0)?;
+        let profile = parse_profile(p)?;
+        let k = random_keys(profile)?;
+        let ch = open_channel(
+            profile,
+            provider,
+            &k,
+            &k,
+            loopback_ends(),
+            0,
+            Default::default(),
+        )?;
         FragSender::new(&ch, MTU, 1, 1).map_err(|e| usage(format!("profile `{p}`: {e:#}")))?;
     }
     Ok(())
@@ -352,8 +363,8 @@ pub fn layout() -> Layout {
     }
 }
 
-fn open(on: Where, testbed: Option<&str>) -> Result<lab::OpenSite> {
-    let open = lab::open_site(on, testbed, &layout())?;
+fn open(on: Where, testbed: Option<&str>) -> Result<ivnsec_lab::site::OpenSite> {
+    let open = ivnsec_lab::site::open_site(on, testbed, &layout())?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
@@ -625,16 +636,16 @@ fn run_profile(
     common: &Common,
     pcap: Option<&Path>,
 ) -> Result<ProfileRun> {
-    let family = Family::parse(profile)?;
+    let family = parse_profile(profile)?;
     let testbed = matches!(site, Site::Testbed { .. });
     let s_ends = pair.sensor_ends();
     let c_ends = s_ends.reversed();
-    let forward = DirectionKeys::random(profile)?;
-    let backward = DirectionKeys::random(profile)?;
+    let forward = random_keys(family)?;
+    let backward = random_keys(family)?;
     let spec = |role, ends: Ends, link, pcap: Option<PathBuf>| StreamSpec {
         role,
-        profile: profile.to_string(),
-        provider: common.provider.to_string(),
+        profile: family,
+        provider: common.provider,
         forward: forward.clone(),
         backward: backward.clone(),
         ends,
@@ -729,8 +740,16 @@ fn run_profile(
         ..CpuResult::default()
     };
     system_fields(&mut cpu, &system);
-    let k = DirectionKeys::random(profile)?;
-    let ch = Channel::new(profile, common.provider, &k, &k, s_ends, 0)?;
+    let k = random_keys(family)?;
+    let ch = open_channel(
+        family,
+        common.provider,
+        &k,
+        &k,
+        s_ends,
+        0,
+        Default::default(),
+    )?;
     let fs = FragSender::new(&ch, MTU, 1, 1)?;
     let mut r = ProfileRun {
         profile: profile.to_string(),
@@ -766,7 +785,7 @@ fn run_profile(
 /// sockperf is missing or fails.
 pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Option<Value> {
     let experiment = args.first().map_or("sockperf", String::as_str);
-    if !lab::baseline_tool_installed(experiment, "sockperf") {
+    if !ivnsec_lab::site::baseline_tool_installed(experiment, "sockperf") {
         return None;
     }
     let cmd = |ns: &Option<String>| match ns {

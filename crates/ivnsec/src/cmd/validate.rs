@@ -10,10 +10,11 @@ use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::netns_command;
 use serde_json::{Map, Value, json};
 
-use super::lab::{self, OpenSite};
 use super::run::{Overrides, finish, run_plan};
-use crate::node::orchestrate::{Mode, Site};
 use crate::plan;
+use ivnsec_lab::pingpong::run::Mode;
+use ivnsec_lab::site::OpenSite;
+use ivnsec_lab::site::Site;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -57,7 +58,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::preset(&a.preset, &a.overrides.run_section())?;
-    lab::ensure_dir(&a.out)?;
+    ivnsec_lab::site::ensure_dir(&a.out)?;
     let open = if plan.scenarios.is_empty() {
         None
     } else {
@@ -104,7 +105,7 @@ const SOCKPERF_PORT: u16 = 11111;
 /// sockperf UDP ping-pong (64-byte messages) on the site's path; `None` (with a note) when
 /// sockperf is missing or fails. Figures are half round trips in µs, as sockperf reports them.
 fn sockperf_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<Value> {
-    if !lab::baseline_tool_installed("validate", "sockperf") {
+    if !ivnsec_lab::site::baseline_tool_installed("validate", "sockperf") {
         return None;
     }
     let (server_ip, mut server, mut client) = match &open.site {

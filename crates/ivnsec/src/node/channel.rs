@@ -1,3 +1,7 @@
+//! Transitional: the string-keyed channel that `send`, `receive`, `keygen` and `someip` still
+//! use until they move to [`ivnsec_core::channel`]; everything else uses the core channel.
+#![allow(dead_code)]
+
 //! A secured two-way channel between two nodes for one profile: the outbound SA that protects
 //! what this node sends and the inbound SA that verifies what the peer sends, plus the framing
 //! around a payload. Shared by every experiment that exchanges application payloads.

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu::SystemCpu;
 
+pub mod node;
+
 /// Preamble and start-of-frame delimiter (IEEE 802.3 clause 4).
 pub const PREAMBLE_SFD: usize = 8;
 /// Minimum inter-frame gap, in byte times.

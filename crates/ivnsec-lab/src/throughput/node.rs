@@ -21,19 +21,19 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::channel::{
+    Channel, ChannelOptions, DirectionKeys, Ends, SECOC_DATA_ID, SOMEIP_CLIENT,
+};
+use ivnsec_core::profile::Profile;
 use ivnsec_core::sa::DropCounters;
-use ivnsec_lab::throughput::{TokenBucket, wire_bytes};
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::{Link, LinkSpec};
 use ivnsec_net::sys::{MAX_BATCH, monotonic_ns, rusage_self};
 use serde::{Deserialize, Serialize};
 
-use super::channel::{
-    Channel, ChannelOptions, DirectionKeys, Ends, Family, SECOC_DATA_ID, SOMEIP_CLIENT,
-};
-use super::link::{Link, LinkSpec};
-use crate::providers::ProviderChoice;
+use super::{TokenBucket, wire_bytes};
+use crate::process::{NodeSpec, read_spec, stop_on_stdin_eof};
 
-/// Environment variable carrying a role's [`TputSpec`] as JSON (keys included).
-pub const SPEC_ENV: &str = "IVNSEC_NODE_SPEC";
 /// Frames of the first sender a `--pcap` run records.
 pub const CAPTURE_FRAMES: usize = 1000;
 /// Receive window of the receiver's SAs (reordering never happens on a switch, but a big
@@ -47,7 +47,8 @@ const SOCKET_BUFFER: usize = 8 << 20;
 /// One sender as the receiver sees it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Peer {
-    /// Sender → receiver keys.
+    /// Sender → receiver keys (sent over the pipe, not in the JSON).
+    #[serde(skip)]
     pub keys: DirectionKeys,
     /// Ends seen from the sender (local = sender).
     pub ends: Ends,
@@ -66,8 +67,8 @@ pub enum TputRole {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TputSpec {
     pub role: TputRole,
-    pub profile: String,
-    pub provider: String,
+    pub profile: Profile,
+    pub provider: ProviderChoice,
     pub payload: usize,
     pub seconds_ns: u64,
     /// Shaping per sender link (bits/s on the wire); `None`: as fast as possible.
@@ -81,15 +82,18 @@ pub struct TputSpec {
     pub pcap: Option<std::path::PathBuf>,
 }
 
-impl TputSpec {
-    fn provider(&self) -> Result<ProviderChoice> {
-        self.provider.parse().map_err(|e: String| anyhow!(e))
+impl NodeSpec for TputSpec {
+    fn keys(&self) -> Vec<&DirectionKeys> {
+        self.peers.iter().map(|p| &p.keys).collect()
+    }
+    fn keys_mut(&mut self) -> Vec<&mut DirectionKeys> {
+        self.peers.iter_mut().map(|p| &mut p.keys).collect()
     }
 }
 
 /// The channel of sender `index`: its outbound SA (the inbound one is unused).
 pub fn sender_channel(
-    profile: &str,
+    profile: Profile,
     provider: ProviderChoice,
     peer: &Peer,
     index: usize,
@@ -98,13 +102,13 @@ pub fn sender_channel(
         spi_offset: spi_offset(index),
         ..ChannelOptions::default()
     };
-    Channel::with_options(
+    crate::channel::open(
         profile, provider, &peer.keys, &peer.keys, peer.ends, 0, opts,
     )
 }
 
 fn receiver_channel(
-    profile: &str,
+    profile: Profile,
     provider: ProviderChoice,
     peer: &Peer,
     index: usize,
@@ -114,7 +118,7 @@ fn receiver_channel(
         first_seq: 1,
         spi_offset: spi_offset(index),
     };
-    Channel::with_options(
+    crate::channel::open(
         profile,
         provider,
         &peer.keys,
@@ -131,10 +135,9 @@ fn spi_offset(index: usize) -> u32 {
     (index as u32) << 8
 }
 
-/// Runs the role described by `$IVNSEC_NODE_SPEC`.
-pub fn run_from_env() -> Result<()> {
-    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
-    let spec: TputSpec = serde_json::from_str(&json).context("bad node spec")?;
+/// Runs the role whose spec arrives on stdin ([`crate::process`]).
+pub fn run() -> Result<()> {
+    let spec: TputSpec = read_spec()?;
     if spec.batch == 0 || spec.batch > MAX_BATCH {
         bail!("batch must be 1..={MAX_BATCH}");
     }
@@ -154,7 +157,7 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
         .peers
         .get(index)
         .ok_or_else(|| anyhow!("no peer entry for sender {index}"))?;
-    let mut ch = sender_channel(&spec.profile, spec.provider()?, peer, index)?;
+    let mut ch = sender_channel(spec.profile, spec.provider, peer, index)?;
     let link = Link::open(&spec.link).context("opening the link")?;
     link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
     link.connect_peer().context("setting the destination")?;
@@ -275,16 +278,16 @@ pub(crate) fn write_capture(
 }
 
 fn receiver(spec: &TputSpec) -> Result<()> {
-    let provider = spec.provider()?;
+    let provider = spec.provider;
     let mut chans: Vec<Channel> = spec
         .peers
         .iter()
         .enumerate()
-        .map(|(i, p)| receiver_channel(&spec.profile, provider, p, i))
+        .map(|(i, p)| receiver_channel(spec.profile, provider, p, i))
         .collect::<Result<_>>()?;
     let family = chans
         .first()
-        .map(|c| c.family())
+        .map(|c| c.profile())
         .ok_or_else(|| anyhow!("no senders"))?;
     // How a unit names its sender: raw Ethernet frames by source MAC, ESP by SPI, SecOC by PDU
     // id (= Data ID), SOME/IP by client ID (each offset per sender as the SPI is).
@@ -304,7 +307,7 @@ fn receiver(spec: &TputSpec) -> Result<()> {
         .collect();
     let link = Link::open(&spec.link).context("opening the link")?;
     link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
-    let stop = super::stop_on_stdin_eof();
+    let stop = stop_on_stdin_eof();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     writeln!(out, "READY {}", link.local_port())?;
@@ -325,11 +328,11 @@ fn receiver(spec: &TputSpec) -> Result<()> {
             let slot = &mut buf[i * stride..(i + 1) * stride];
             let unit = &slot[off..off + len];
             let who = match family {
-                Family::Esp(_) => unit.get(..4).and_then(|s| spis.iter().position(|x| x == s)),
-                Family::Secoc(_) => unit
+                Profile::Esp(_) => unit.get(..4).and_then(|s| spis.iter().position(|x| x == s)),
+                Profile::Secoc(_) => unit
                     .get(..4)
                     .and_then(|s| pdu_ids.iter().position(|x| x == s)),
-                Family::Someip(_) => unit
+                Profile::Someip(_) => unit
                     .get(8..10)
                     .and_then(|s| clients.iter().position(|x| x == s)),
                 _ => unit

@@ -2,7 +2,7 @@
 //! network, or a replaced sensor, that sends spoofed, replayed or altered frames).
 //!
 //! [`Forger`] builds the forged frames of every attack class without any I/O, so the unit tests
-//! can feed them straight into a receiving [`Channel`]; [`run_from_env`] is the attacker node
+//! can feed them straight into a receiving [`Channel`]; [`run`] is the attacker node
 //! process that captures legitimate frames off the switch and injects forged ones through an
 //! AF_PACKET socket (for SecOC and SOME/IP: whole Ethernet/IPv4/UDP frames with right checksums,
 //! spoofed sources included).
@@ -25,22 +25,23 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use ivnsec_core::sa::someip::Level as SomeipLevel;
 use ivnsec_core::suite::Level;
 use ivnsec_core::wire::secoc::PDU_HEADER_LEN as PDU_HDR;
 use ivnsec_net::sys::RawSocket;
 use serde::{Deserialize, Serialize};
 
-use super::channel::{
-    Channel, ChannelOptions, DirectionKeys, Ends, Family, IPV4_HLEN, SECOC_DATA_ID, SECOC_FV_BITS,
+use ivnsec_core::channel::{
+    Channel, ChannelOptions, DirectionKeys, Ends, IPV4_HLEN, SECOC_DATA_ID, SECOC_FV_BITS,
     SECOC_MAC_BITS, SOMEIP_KEY_ID, SOMEIP_SERVICE, UDP_AT, fill_udp_checksum, fix_udp_frame,
     write_udp_frame,
 };
-use crate::providers::ProviderChoice;
+use ivnsec_core::profile::Profile;
+use ivnsec_crypto::ProviderChoice;
 
-/// Environment variable carrying the attacker's [`AttackSpec`] as JSON.
-pub const SPEC_ENV: &str = "IVNSEC_ATTACK_SPEC";
+use crate::channel::{open, random_keys};
+use crate::process::{NodeSpec, read_spec};
 
 /// First sequence number / PN of the intercepted frames (see the module documentation); below
 /// the 32-bit limit of MACsec without XPN and ESP without ESN.
@@ -55,19 +56,7 @@ const ETH: usize = 14;
 const ESP_AT: usize = ETH + IPV4_HLEN;
 
 /// The attack classes, in the order `ivnsec attack` runs them.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-    PartialOrd,
-    Ord,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Attack {
     /// A frame from the attacker's own address and identity under its own key (002 test 1).
@@ -134,7 +123,7 @@ impl Attack {
         match self {
             Attack::ReplayW1 => 1,
             Attack::ReplayW1024 => 1024,
-            _ => super::channel::REPLAY_WINDOW,
+            _ => ivnsec_core::channel::REPLAY_WINDOW,
         }
     }
 
@@ -186,19 +175,19 @@ struct Layout {
     body: usize,
 }
 
-fn layout(family: Family) -> Layout {
+fn layout(family: Profile) -> Layout {
     match family {
-        Family::IvnAe(_) => Layout {
+        Profile::IvnAe(_) => Layout {
             header: &[6..12, 14..18],
             seq: 18..26,
             body: 26,
         },
-        Family::Macsec(_) => Layout {
+        Profile::Macsec(_) => Layout {
             header: &[6..12, 14..16, 20..28],
             seq: 16..20,
             body: 28,
         },
-        Family::Esp(_) => Layout {
+        Profile::Esp(_) => Layout {
             // The SPI (the IPv4 header is checked by the stack before ESP sees anything).
             #[allow(clippy::single_range_in_vec_init)]
             header: &[ESP_AT..ESP_AT + 4],
@@ -206,7 +195,7 @@ fn layout(family: Family) -> Layout {
             body: ESP_AT + 8,
         },
         // Where their fields are depends on the payload length: `Forger::alter_udp`.
-        Family::Secoc(_) | Family::Someip(_) => Layout {
+        Profile::Secoc(_) | Profile::Someip(_) => Layout {
             header: &[],
             seq: UDP_AT..UDP_AT,
             body: UDP_AT,
@@ -216,7 +205,7 @@ fn layout(family: Family) -> Layout {
 
 /// Makes the forged frames of every non-replay class.
 pub struct Forger {
-    family: Family,
+    family: Profile,
     /// The legitimate sender's SA, for intercepted frames only (module documentation).
     intercept: Channel,
     /// The sender's addresses and identity under a key the receiver does not have.
@@ -236,7 +225,7 @@ impl Forger {
     /// `sender`: the legitimate sender's view of the link (local = sender, peer = receiver);
     /// `forward`: the sender → receiver keys (for intercepted frames).
     pub fn new(
-        profile: &str,
+        profile: Profile,
         provider: ProviderChoice,
         sender: Ends,
         forward: &DirectionKeys,
@@ -244,7 +233,7 @@ impl Forger {
         attacker_ip: Ipv4Addr,
         payload: usize,
     ) -> Result<Forger> {
-        let family = Family::parse(profile)?;
+        let family = profile;
         let opts = ChannelOptions {
             first_seq: INTERCEPT_FIRST_SEQ,
             ..ChannelOptions::default()
@@ -253,12 +242,11 @@ impl Forger {
             first_seq: ROGUE_FIRST_SEQ,
             ..opts
         };
-        let intercept =
-            Channel::with_options(profile, provider, forward, forward, sender, 0, opts)?;
-        let chan = |keys: &DirectionKeys, ends: Ends, profile: &str| {
-            Channel::with_options(profile, provider, keys, keys, ends, 0, rogue_opts)
+        let intercept = open(profile, provider, forward, forward, sender, 0, opts)?;
+        let chan = |keys: &DirectionKeys, ends: Ends, profile: Profile| {
+            open(profile, provider, keys, keys, ends, 0, rogue_opts)
         };
-        let rogue = chan(&DirectionKeys::random(profile)?, sender, profile)?;
+        let rogue = chan(&random_keys(profile)?, sender, profile)?;
         let foreign_ends = Ends {
             local_mac: attacker_mac,
             local_ip: attacker_ip,
@@ -270,12 +258,12 @@ impl Forger {
             spi_offset: if family.is_udp() { 0x100 } else { 0 },
             ..rogue_opts
         };
-        let fk = DirectionKeys::random(profile)?;
-        let foreign =
-            Channel::with_options(profile, provider, &fk, &fk, foreign_ends, 0, foreign_opts)?;
+        let fk = random_keys(profile)?;
+        let foreign = open(profile, provider, &fk, &fk, foreign_ends, 0, foreign_opts)?;
         let crc32 = match family {
-            Family::IvnAe(p) if p.level != Level::Conf => {
-                Some(chan(&DirectionKeys::random("crc32")?, sender, "crc32")?)
+            Profile::IvnAe(p) if p.level != Level::Conf => {
+                let crc32 = Profile::IvnAe(ivnsec_core::suite::Suite::Crc32.into());
+                Some(chan(&random_keys(crc32)?, sender, crc32)?)
             }
             _ => None,
         };
@@ -337,7 +325,7 @@ impl Forger {
             return self.forge_udp(attack, i, out);
         }
         let tag = self.intercept.tag_len();
-        let lay = layout(self.intercept.family());
+        let lay = layout(self.intercept.profile());
         match attack {
             Attack::ForeignSource => {
                 self.next_payload(i);
@@ -399,14 +387,14 @@ impl Forger {
             Attack::UnknownId => {
                 self.intercepted(i, out)?;
                 match self.family {
-                    Family::IvnAe(_) => out[16] ^= 0x80,
-                    Family::Macsec(_) if i % 2 == 0 => {
+                    Profile::IvnAe(_) => out[16] ^= 0x80,
+                    Profile::Macsec(_) if i % 2 == 0 => {
                         out[14] = (out[14] & !0x03) | ((out[14] + 1) & 0x03);
                     }
                     // Another port of the same station: an SCI the receiver has no SC for.
-                    Family::Macsec(_) => out[27] ^= 0x02,
-                    Family::Esp(_) => out[ESP_AT + 1] ^= 0xA5,
-                    Family::Secoc(_) | Family::Someip(_) => {} // forge_udp
+                    Profile::Macsec(_) => out[27] ^= 0x02,
+                    Profile::Esp(_) => out[ESP_AT + 1] ^= 0xA5,
+                    Profile::Secoc(_) | Profile::Someip(_) => {} // forge_udp
                 }
                 Ok(())
             }
@@ -435,7 +423,7 @@ impl Forger {
     /// field: the last tag byte cut off.
     fn wrong_length_field(&mut self, out: &mut Vec<u8>) {
         match self.family {
-            Family::Macsec(_) => {
+            Profile::Macsec(_) => {
                 let secure = out.len() - 28 - 16;
                 let mut sl = self.rng.range(1, 48) as u8;
                 if usize::from(sl) == secure {
@@ -443,24 +431,24 @@ impl Forger {
                 }
                 out[15] = (out[15] & !0x3f) | sl;
             }
-            Family::Esp(_) => {
+            Profile::Esp(_) => {
                 // Shorter than the packet: the receiving stack trims the packet to it.
                 let short = self.rng.range(ESP_AT + 1, out.len()) - ETH;
                 set_ipv4_len(out, short);
             }
-            Family::IvnAe(_) => {
+            Profile::IvnAe(_) => {
                 out.pop();
             }
-            Family::Secoc(_) | Family::Someip(_) => {} // forge_udp
+            Profile::Secoc(_) | Profile::Someip(_) => {} // forge_udp
         }
     }
 
     fn downgrade(&mut self, i: u64, out: &mut Vec<u8>) -> Result<()> {
         let conf = match self.family {
-            Family::IvnAe(p) => p.level == Level::Conf,
-            Family::Macsec(_) => true,
-            Family::Esp(a) => a.iv_len() > 0 && !a.name().contains("gmac"),
-            Family::Secoc(_) | Family::Someip(_) => false, // forge_udp
+            Profile::IvnAe(p) => p.level == Level::Conf,
+            Profile::Macsec(_) => true,
+            Profile::Esp(a) => a.iv_len() > 0 && !a.name().contains("gmac"),
+            Profile::Secoc(_) | Profile::Someip(_) => false, // forge_udp
         };
         if i % 2 == 0 || (!conf && self.crc32.is_none()) {
             // The payload without any protection.
@@ -476,7 +464,7 @@ impl Forger {
             return Self::protect_with(crc, &self.payload, &mut self.unit, out);
         }
         match self.family {
-            Family::IvnAe(_) => {
+            Profile::IvnAe(_) => {
                 // Confidentiality profile: the conf flag cleared and the payload in clear over
                 // the ciphertext, original tag.
                 self.intercepted(i, out)?;
@@ -484,20 +472,20 @@ impl Forger {
                 self.plain_over_body(26 + 2, out);
                 Ok(())
             }
-            Family::Macsec(_) => {
+            Profile::Macsec(_) => {
                 // Integrity only (E = C = 0) with the user data in clear, original ICV.
                 self.intercepted(i, out)?;
                 out[14] &= !(0x08 | 0x04);
                 self.plain_over_body(28 + 2, out);
                 Ok(())
             }
-            Family::Esp(a) => {
+            Profile::Esp(a) => {
                 // The payload in clear where the ciphertext was (as ESP-NULL carries it).
                 self.intercepted(i, out)?;
                 self.plain_over_body(ESP_AT + 8 + a.iv_len(), out);
                 Ok(())
             }
-            Family::Secoc(_) | Family::Someip(_) => self.forge_udp(Attack::Downgrade, i, out),
+            Profile::Secoc(_) | Profile::Someip(_) => self.forge_udp(Attack::Downgrade, i, out),
         }
     }
 
@@ -531,11 +519,11 @@ impl Forger {
         out.extend_from_slice(&self.attacker_mac);
         let n = self.rng.range(1, 201);
         match self.family {
-            Family::Esp(_) => {
+            Profile::Esp(_) => {
                 // From the sender's address, so it reaches the ESP receive path.
                 out.extend_from_slice(&0x0800u16.to_be_bytes());
                 let mut ip = [0u8; IPV4_HLEN];
-                super::channel::write_ipv4_header(
+                ivnsec_core::channel::write_ipv4_header(
                     &mut ip,
                     IPV4_HLEN + n,
                     ivnsec_core::wire::ip::protocol::ESP,
@@ -590,7 +578,7 @@ impl Forger {
         let (u, len) = (UDP_AT, out.len());
         let tag = self.intercept.tag_len();
         let region = match self.family {
-            Family::Secoc(_) => match i % 4 {
+            Profile::Secoc(_) => match i % 4 {
                 0 => u..u + PDU_HDR,
                 1 => len - SECOC_AUTH..len - SECOC_MAC,
                 2 => u + PDU_HDR..len - SECOC_AUTH,
@@ -642,7 +630,7 @@ impl Forger {
             }
             _ => {
                 let keep = match self.family {
-                    Family::Secoc(_) => u + PDU_HDR,
+                    Profile::Secoc(_) => u + PDU_HDR,
                     _ => u + SIP_HDR,
                 };
                 let cut = self.rng.range(1, 25).min(out.len() - keep);
@@ -659,7 +647,7 @@ impl Forger {
     fn unknown_id_udp(&mut self, i: u64, out: &mut [u8]) {
         let u = UDP_AT;
         match self.family {
-            Family::Secoc(_) => {
+            Profile::Secoc(_) => {
                 let ours = u32::from_be_bytes([out[u], out[u + 1], out[u + 2], out[u + 3]]);
                 let id = if i % 2 == 0 {
                     u32::from(SECOC_DATA_ID[1])
@@ -696,18 +684,18 @@ impl Forger {
     /// `auth` carries), original tag.
     fn downgrade_udp(&mut self, i: u64, out: &mut Vec<u8>) -> Result<()> {
         let u = UDP_AT;
-        let conf = matches!(self.family, Family::Someip(p) if p.level == SomeipLevel::Conf);
+        let conf = matches!(self.family, Profile::Someip(p) if p.level == SomeipLevel::Conf);
         let variant = match self.family {
-            Family::Secoc(_) => i % 2,
+            Profile::Secoc(_) => i % 2,
             _ if conf => i % 3,
             _ => i % 2,
         };
         match (self.family, variant) {
-            (Family::Secoc(_), 0) | (Family::Someip(_), 1) => {
+            (Profile::Secoc(_), 0) | (Profile::Someip(_), 1) => {
                 self.next_payload(i);
                 self.intercept.unprotected_frame(&self.payload, out);
             }
-            (Family::Secoc(_), _) => {
+            (Profile::Secoc(_), _) => {
                 self.intercepted(i, out)?;
                 out.truncate(out.len() - (SECOC_MAC - SECOC_SHORT_MAC));
                 let v = (out.len() - u - PDU_HDR) as u32;
@@ -788,8 +776,8 @@ impl ReplayPicker {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AttackSpec {
     pub attack: Attack,
-    pub profile: String,
-    pub provider: String,
+    pub profile: Profile,
+    pub provider: ProviderChoice,
     pub payload: usize,
     /// Frames to inject (every class but the flood).
     pub count: u64,
@@ -801,7 +789,9 @@ pub struct AttackSpec {
     pub sender: Ends,
     pub attacker_mac: [u8; 6],
     pub attacker_ip: Ipv4Addr,
-    /// Sender → receiver keys: intercepted frames only (module documentation).
+    /// Sender → receiver keys: intercepted frames only (module documentation); sent over the
+    /// pipe, not in the JSON.
+    #[serde(skip)]
     pub forward: DirectionKeys,
     /// Record the injected frames here (at most `pcap_limit`).
     pub pcap: Option<PathBuf>,
@@ -817,18 +807,26 @@ const BURST_PAUSE: Duration = Duration::from_micros(400);
 /// How long a replay attack waits for legitimate frames to capture.
 const CAPTURE_PATIENCE: Duration = Duration::from_secs(10);
 
-/// Runs the attacker described by `$IVNSEC_ATTACK_SPEC`; prints `INJECTED <n>`,
+impl NodeSpec for AttackSpec {
+    fn keys(&self) -> Vec<&DirectionKeys> {
+        vec![&self.forward]
+    }
+    fn keys_mut(&mut self) -> Vec<&mut DirectionKeys> {
+        vec![&mut self.forward]
+    }
+}
+
+/// Runs the attacker whose spec arrives on stdin ([`crate::process`]); prints `INJECTED <n>`,
 /// `SECONDS <s>` and `END`.
-pub fn run_from_env() -> Result<()> {
-    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
-    let spec: AttackSpec = serde_json::from_str(&json).context("bad attack spec")?;
-    let provider: ProviderChoice = spec.provider.parse().map_err(|e: String| anyhow!(e))?;
-    let family = Family::parse(&spec.profile)?;
+pub fn run() -> Result<()> {
+    let spec: AttackSpec = read_spec()?;
+    let provider = spec.provider;
+    let family = spec.profile;
     let sock = RawSocket::open(&spec.ifname, family.ethertype())
         .with_context(|| format!("opening a raw socket on {}", spec.ifname))?;
     sock.set_recv_buffer(8 << 20)?;
     let mut forger = Forger::new(
-        &spec.profile,
+        spec.profile,
         provider,
         spec.sender,
         &spec.forward,
@@ -934,19 +932,19 @@ pub fn run_from_env() -> Result<()> {
 }
 
 /// Whether `f` is a legitimate sender → receiver frame of `family`.
-fn is_legit_forward(family: Family, sender: &Ends, f: &[u8]) -> bool {
+fn is_legit_forward(family: Profile, sender: &Ends, f: &[u8]) -> bool {
     if f.len() < ETH || f[0..6] != sender.peer_mac || f[6..12] != sender.local_mac {
         return false;
     }
     match family {
-        Family::Esp(_) => {
+        Profile::Esp(_) => {
             f.len() > ESP_AT
                 && f[12..14] == [0x08, 0x00]
                 && f[ETH + 9] == ivnsec_core::wire::ip::protocol::ESP
                 && f[ETH + 12..ETH + 16] == sender.local_ip.octets()
                 && f[ETH + 16..ETH + 20] == sender.peer_ip.octets()
         }
-        Family::Secoc(_) | Family::Someip(_) => {
+        Profile::Secoc(_) | Profile::Someip(_) => {
             let port = family.udp_port().to_be_bytes();
             f.len() >= UDP_AT
                 && f[12..14] == [0x08, 0x00]
@@ -985,13 +983,13 @@ mod tests {
     /// socket sees only the family's EtherType (the plain EtherType / IP protocol goes to the
     /// watch socket and counts as `untagged` / `not_esp`); the raw IP socket drops packets
     /// from other sources (`foreign_source`) and hands on what follows the IPv4 header.
-    fn receive(rx: &mut Channel, family: Family, f: &[u8]) -> Result<(), DropReason> {
+    fn receive(rx: &mut Channel, family: Profile, f: &[u8]) -> Result<(), DropReason> {
         let mut buf = vec![0u8; 4096];
         if family.is_udp() {
             return receive_udp(rx, family, f, &mut buf);
         }
         match family {
-            Family::Esp(_) => {
+            Profile::Esp(_) => {
                 let sender = rx.ends().peer_ip;
                 if f[12..14] != [8, 0] || f.len() < ESP_AT {
                     return Err(DropReason::WrongEtherType);
@@ -1011,7 +1009,7 @@ mod tests {
                 rx.verify(&mut buf, unit.len()).map(|_| ())
             }
             _ => {
-                if f[12..14] == super::super::channel::PAYLOAD_ETHERTYPE.to_be_bytes() {
+                if f[12..14] == ivnsec_core::channel::PAYLOAD_ETHERTYPE.to_be_bytes() {
                     return Err(DropReason::Untagged);
                 }
                 if f[12..14] != family.ethertype().to_be_bytes() {
@@ -1030,7 +1028,7 @@ mod tests {
     /// (`foreign_source`), the SOME/IP link from anyone.
     fn receive_udp(
         rx: &mut Channel,
-        family: Family,
+        family: Profile,
         f: &[u8],
         buf: &mut [u8],
     ) -> Result<(), DropReason> {
@@ -1057,7 +1055,7 @@ mod tests {
         let port = family.udp_port().to_be_bytes();
         assert_eq!(dst, rx.ends().local_ip);
         assert_eq!(udp[2..4], port);
-        if matches!(family, Family::Secoc(_)) && (src != rx.ends().peer_ip || udp[0..2] != port) {
+        if matches!(family, Profile::Secoc(_)) && (src != rx.ends().peer_ip || udp[0..2] != port) {
             return Err(DropReason::ForeignSource);
         }
         let unit = &f[UDP_AT..];
@@ -1067,16 +1065,22 @@ mod tests {
 
     /// A forger and a receiving channel for `profile` (fresh keys), after eight unaltered
     /// intercepted frames verified (the positive control).
-    fn forger_and_receiver(profile: &str) -> (Family, Forger, Channel) {
+    fn forger_and_receiver(profile: &str) -> (Profile, Forger, Channel) {
         let prov = ProviderChoice::Auto;
-        let family = Family::parse(profile).unwrap();
-        let (fwd, back) = (
-            DirectionKeys::random(profile).unwrap(),
-            DirectionKeys::random(profile).unwrap(),
-        );
+        let family: Profile = profile.parse().unwrap();
+        let (fwd, back) = (random_keys(family).unwrap(), random_keys(family).unwrap());
         let mut forger =
-            Forger::new(profile, prov, ends(), &fwd, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
-        let mut rx = Channel::new(profile, prov, &back, &fwd, ends().reversed(), 1).unwrap();
+            Forger::new(family, prov, ends(), &fwd, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
+        let mut rx = open(
+            family,
+            prov,
+            &back,
+            &fwd,
+            ends().reversed(),
+            1,
+            ChannelOptions::default(),
+        )
+        .unwrap();
         let mut f = Vec::new();
         for i in 0..8 {
             forger.intercepted_frame(i, &mut f).unwrap();
@@ -1146,19 +1150,24 @@ mod tests {
     /// against replay window `window`; every legitimate frame must verify.
     fn replay_reasons(profile: &str, window: u32, frames: u64) -> BTreeMap<&'static str, u32> {
         let prov = ProviderChoice::Auto;
-        let family = Family::parse(profile).unwrap();
-        let (fwd, back) = (
-            DirectionKeys::random(profile).unwrap(),
-            DirectionKeys::random(profile).unwrap(),
-        );
-        let mut tx = Channel::new(profile, prov, &fwd, &back, ends(), 0).unwrap();
+        let family: Profile = profile.parse().unwrap();
+        let (fwd, back) = (random_keys(family).unwrap(), random_keys(family).unwrap());
+        let mut tx = open(
+            family,
+            prov,
+            &fwd,
+            &back,
+            ends(),
+            0,
+            ChannelOptions::default(),
+        )
+        .unwrap();
         let opts = ChannelOptions {
             replay_window: window,
             first_seq: 1,
             spi_offset: 0,
         };
-        let mut rx =
-            Channel::with_options(profile, prov, &back, &fwd, ends().reversed(), 1, opts).unwrap();
+        let mut rx = open(family, prov, &back, &fwd, ends().reversed(), 1, opts).unwrap();
         let mut picker = ReplayPicker::new(window);
         let (mut unit, mut f) = (vec![0u8; 2048], Vec::new());
         let mut reasons = BTreeMap::new();
@@ -1239,9 +1248,9 @@ mod tests {
     /// - downgrade to nosec: a payload shorter than the 25 security bytes `level_mismatch`, a
     ///   whole one has the forged id's top byte (0x80) where the key id is: `unknown_sa`;
     ///   conf → auth form: `bad_tag`.
-    fn udp_expectations(family: Family, attack: Attack) -> (Vec<&'static str>, Vec<&'static str>) {
-        let secoc = matches!(family, Family::Secoc(_));
-        let conf = matches!(family, Family::Someip(p) if p.level == SomeipLevel::Conf);
+    fn udp_expectations(family: Profile, attack: Attack) -> (Vec<&'static str>, Vec<&'static str>) {
+        let secoc = matches!(family, Profile::Secoc(_));
+        let conf = matches!(family, Profile::Someip(p) if p.level == SomeipLevel::Conf);
         let sip_header = [
             "bad_tag",
             "unknown_service",
@@ -1341,11 +1350,20 @@ mod tests {
     fn someip_nosec_accepts_forgeries() {
         let prov = ProviderChoice::Auto;
         let profile = "someip-nosec";
-        let family = Family::parse(profile).unwrap();
-        let k = DirectionKeys::random(profile).unwrap();
+        let family: Profile = profile.parse().unwrap();
+        let k = random_keys(family).unwrap();
         let mut forger =
-            Forger::new(profile, prov, ends(), &k, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
-        let mut rx = Channel::new(profile, prov, &k, &k, ends().reversed(), 1).unwrap();
+            Forger::new(family, prov, ends(), &k, ATTACKER_MAC, ATTACKER_IP, 64).unwrap();
+        let mut rx = open(
+            family,
+            prov,
+            &k,
+            &k,
+            ends().reversed(),
+            1,
+            ChannelOptions::default(),
+        )
+        .unwrap();
         let mut f = Vec::new();
         for i in 0..50 {
             forger.forge(Attack::NoKey, i, &mut f).unwrap();

@@ -8,9 +8,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
-use ivnsec_net::rawip::RawIpSocket;
-use ivnsec_net::sys::{self, PacketType, RawSocket};
-use ivnsec_net::udp::UdpTransport;
+use crate::rawip::RawIpSocket;
+use crate::sys::{self, PacketType, RawSocket};
+use crate::udp::UdpTransport;
 use serde::{Deserialize, Serialize};
 
 /// How to open a link.
@@ -418,7 +418,7 @@ fn wait_batch(
     }
     if busy {
         return Ok(
-            ivnsec_net::wait::spin(timeout, || batch().map(|n| (n > 0).then_some(n)))?.unwrap_or(0),
+            crate::wait::spin(timeout, || batch().map(|n| (n > 0).then_some(n)))?.unwrap_or(0),
         );
     }
     if !sys::wait_readable(fd, Some(timeout))? {

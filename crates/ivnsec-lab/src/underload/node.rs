@@ -31,16 +31,17 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use ivnsec_lab::underload::{MIN_MESSAGE, TimelineEntry, parse_sockperf_csv};
+use ivnsec_core::channel::{Channel, ChannelOptions, DirectionKeys, Ends};
+use ivnsec_core::profile::Profile;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::{Link, LinkSpec};
 use ivnsec_net::sys::{monotonic_ns, rusage_self};
 use serde::{Deserialize, Serialize};
 
-use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends};
-use super::fragment::{FragReceiver, FragSender, Limits};
-use super::link::{Link, LinkSpec};
-use super::pingpong::stop_on_stdin_eof;
-use super::throughput::{CAPTURE_FRAMES, SPEC_ENV, write_capture};
-use crate::providers::ProviderChoice;
+use super::{MIN_MESSAGE, TimelineEntry, parse_sockperf_csv};
+use crate::fragment::{FragReceiver, FragSender, Limits};
+use crate::process::{NodeSpec, read_spec, stop_on_stdin_eof};
+use crate::throughput::node::{CAPTURE_FRAMES, write_capture};
 
 /// Replay window of both roles' inbound SAs.
 const RX_WINDOW: u32 = 1024;
@@ -89,11 +90,13 @@ impl Schedule {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StreamSpec {
     pub role: StreamRole,
-    pub profile: String,
-    pub provider: String,
-    /// Sensor → consumer keys.
+    pub profile: Profile,
+    pub provider: ProviderChoice,
+    /// Sensor → consumer keys (sent over the pipe, not in the JSON).
+    #[serde(skip)]
     pub forward: DirectionKeys,
     /// Consumer → sensor keys (the replies).
+    #[serde(skip)]
     pub backward: DirectionKeys,
     /// This role's view of the two ends.
     pub ends: Ends,
@@ -110,9 +113,17 @@ pub struct StreamSpec {
     pub pcap: Option<PathBuf>,
 }
 
+impl NodeSpec for StreamSpec {
+    fn keys(&self) -> Vec<&DirectionKeys> {
+        vec![&self.forward, &self.backward]
+    }
+    fn keys_mut(&mut self) -> Vec<&mut DirectionKeys> {
+        vec![&mut self.forward, &mut self.backward]
+    }
+}
+
 impl StreamSpec {
     fn channel(&self) -> Result<Channel> {
-        let provider: ProviderChoice = self.provider.parse().map_err(|e: String| anyhow!(e))?;
         let opts = ChannelOptions {
             replay_window: RX_WINDOW,
             ..ChannelOptions::default()
@@ -121,7 +132,7 @@ impl StreamSpec {
             StreamRole::Sensor => (&self.forward, &self.backward, 0),
             StreamRole::Consumer => (&self.backward, &self.forward, 1),
         };
-        Channel::with_options(&self.profile, provider, tx, rx, self.ends, dir, opts)
+        crate::channel::open(self.profile, self.provider, tx, rx, self.ends, dir, opts)
     }
 
     /// Reassembly bounds: messages up to the largest of the schedule, 8 in progress.
@@ -135,10 +146,9 @@ impl StreamSpec {
     }
 }
 
-/// Runs the role described by `$IVNSEC_NODE_SPEC`.
-pub fn run_from_env() -> Result<()> {
-    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
-    let spec: StreamSpec = serde_json::from_str(&json).context("bad node spec")?;
+/// Runs the role whose spec arrives on stdin ([`crate::process`]).
+pub fn run() -> Result<()> {
+    let spec: StreamSpec = read_spec()?;
     match spec.role {
         StreamRole::Sensor => sensor(&spec),
         StreamRole::Consumer => consumer(&spec),

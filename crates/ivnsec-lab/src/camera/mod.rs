@@ -3,12 +3,14 @@
 //! of every whole frame against a 16 ms deadline (one frame period).
 //!
 //! Pure arithmetic and data: the frame schedule (absolute, so it never drifts), the time stamps
-//! a frame carries, delay statistics and the result types. The nodes that send and receive live
-//! in the binary; nothing here reads a clock.
+//! a frame carries, delay statistics and the result types. The nodes that send and receive are in
+//! [`node`]; nothing else here reads a clock.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub mod node;
 
 use crate::report::seed003::CameraFigures;
 use crate::stats::quantile_sorted;

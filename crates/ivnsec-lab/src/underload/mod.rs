@@ -3,10 +3,12 @@
 //! the p99.9 < 2 ms requirement of §5.1.
 //!
 //! Pure data and arithmetic: timelines (sockperf's playback CSV format), latency summaries, the
-//! verdict and the per-profile result. The nodes that send and receive live in the binary.
+//! verdict and the per-profile result. The nodes that send and receive are in [`node`].
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+pub mod node;
 
 use serde::{Deserialize, Serialize};
 

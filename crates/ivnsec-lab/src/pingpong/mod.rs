@@ -13,6 +13,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod node;
+pub mod run;
+
 use crate::stats::{self, Summary};
 
 /// One exchange; times in nanoseconds.

@@ -19,8 +19,8 @@ use ivnsec_core::wire::ethernet;
 pub use ivnsec_core::wire::frag::{FragDrop, Limits, Message, ReassemblyStats};
 use ivnsec_core::wire::frag::{Fragmenter, HEADER_LEN, Reassembler, fragment_count};
 
-use super::channel::Channel;
-use super::link::Link;
+use ivnsec_core::channel::Channel;
+use ivnsec_net::link::Link;
 
 /// The largest payload (fragment header and data) one protected unit of `ch` carries when
 /// what follows the Ethernet header may be at most `mtu` bytes: the IVN-AE or MACsec frame, or
@@ -308,8 +308,11 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
-    use crate::node::channel::{ChannelOptions, DirectionKeys, Ends, Family, IPV4_HLEN};
-    use crate::providers::ProviderChoice;
+    use ivnsec_core::channel::{ChannelOptions, Ends, IPV4_HLEN};
+    use ivnsec_core::profile::Profile;
+    use ivnsec_crypto::ProviderChoice;
+
+    use crate::channel::{open, random_keys};
 
     fn ends() -> Ends {
         Ends {
@@ -321,17 +324,15 @@ mod tests {
     }
 
     fn pair(profile: &str) -> (Channel, Channel) {
-        let (f, b) = (
-            DirectionKeys::random(profile).unwrap(),
-            DirectionKeys::random(profile).unwrap(),
-        );
+        let profile: Profile = profile.parse().unwrap();
+        let (f, b) = (random_keys(profile).unwrap(), random_keys(profile).unwrap());
         let p = ProviderChoice::Auto;
-        let tx = Channel::new(profile, p, &f, &b, ends(), 0).unwrap();
+        let tx = open(profile, p, &f, &b, ends(), 0, ChannelOptions::default()).unwrap();
         let opts = ChannelOptions {
             replay_window: 1024,
             ..ChannelOptions::default()
         };
-        let rx = Channel::with_options(profile, p, &b, &f, ends().reversed(), 1, opts).unwrap();
+        let rx = open(profile, p, &b, &f, ends().reversed(), 1, opts).unwrap();
         (tx, rx)
     }
 
@@ -351,8 +352,8 @@ mod tests {
 
     /// What the link would carry after the Ethernet header for a unit of `len` bytes.
     fn l2_len(ch: &Channel, len: usize) -> usize {
-        match ch.family() {
-            Family::Esp(_) => IPV4_HLEN + len,
+        match ch.profile() {
+            Profile::Esp(_) => IPV4_HLEN + len,
             // SecOC and SOME/IP units are UDP payloads.
             f if f.is_udp() => IPV4_HLEN + 8 + len,
             _ => len - ethernet::HEADER_LEN,

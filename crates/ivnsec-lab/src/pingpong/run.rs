@@ -1,63 +1,28 @@
 //! Runs one ping-pong scenario: starts the responder and the initiator as separate processes
 //! (inside their ECU namespaces on a testbed, or side by side over UDP on loopback), collects
-//! both logs and joins them into [`Exchange`]s.
+//! both logs and joins them into [`Exchange`]s; judges them against the requirements.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::io::BufReader;
+use std::net::Ipv4Addr;
+use std::process::{Child, ChildStdout};
 
-use anyhow::{Context, Result, anyhow, bail};
-use ivnsec_lab::pingpong::Exchange;
-use ivnsec_net::sys::die_with_parent;
-use ivnsec_net::testbed::{TestbedState, netns_command};
+use anyhow::{Context, Result, bail};
+use ivnsec_core::channel::Ends;
+use ivnsec_core::profile::Profile;
+use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology;
+use serde_json::{Map, Value, json};
 
-use super::channel::{Channel, DirectionKeys, Ends, Family};
-use super::link::LinkSpec;
-use super::pingpong::{MIN_PAYLOAD, Role, RoleSpec, SPEC_ENV};
-use crate::cli::usage;
-use crate::providers::ProviderChoice;
-
-/// Where the two nodes run.
-#[derive(Clone, Debug)]
-pub enum Site {
-    /// Two ECUs of a testbed: raw Ethernet through the software switch (ESP: UDP between their
-    /// addresses).
-    Testbed {
-        state: TestbedState,
-        initiator: String,
-        responder: String,
-    },
-    /// Both on this host's loopback, every frame in a UDP datagram (no root needed).
-    Loopback,
-}
-
-impl Site {
-    /// A sentence for reports.
-    pub fn transport(&self) -> String {
-        match self {
-            Site::Testbed {
-                state,
-                initiator,
-                responder,
-            } => format!(
-                "testbed {} ({}): {initiator} → switch → {responder}, raw Ethernet (AF_PACKET) \
-                 over veth and a Linux bridge; ESP as IPv4 protocol 50 through the kernel's IP layer; \
-                 SecOC and SOME/IP in UDP datagrams",
-                state.prefix, state.topology
-            ),
-            Site::Loopback => "UDP on loopback (no testbed: not root), one frame per datagram; \
-                               not a vehicle-network path"
-                .to_string(),
-        }
-    }
-}
+use super::node::{MIN_PAYLOAD, Role, RoleSpec};
+use super::{Exchange, Requirements, Section, SectionStats, Verdicts};
+use crate::channel::{frame_bytes, random_keys};
+use crate::error::usage;
+use crate::process::{child_stderr, field_u64, read_report, spawn_role, wait_ready};
+use crate::site::{Site, link_spec, net_err, node_addr};
 
 /// Receive strategy of both nodes.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Sleep in the kernel until a frame arrives (a wake-up per hop).
@@ -78,7 +43,9 @@ impl Mode {
 /// One scenario's settings.
 #[derive(Clone, Debug)]
 pub struct Scenario {
-    pub profile: String,
+    pub profile: Profile,
+    /// The profile as the plan or command line spelled it (report labels keep it).
+    pub profile_name: String,
     pub payload: usize,
     pub count: u32,
     pub replications: u32,
@@ -92,7 +59,7 @@ pub struct Scenario {
 impl Scenario {
     /// The scenario's name in reports: `profile@payload`.
     pub fn name(&self) -> String {
-        format!("{}@{}", self.profile, self.payload)
+        format!("{}@{}", self.profile_name, self.payload)
     }
 
     /// Checks the profile and that the frame fits the 1500-byte MTU; returns the frame length.
@@ -109,32 +76,20 @@ impl Scenario {
                 self.name()
             )));
         }
-        let frame = frame_bytes(&self.profile, self.provider, self.payload)?;
+        let frame = frame_bytes(self.profile, self.provider, self.payload)?;
         let l2_payload = frame - 14;
         if l2_payload > topology::MTU as usize {
             return Err(usage(format!(
                 "scenario {}: the {} frame carries {l2_payload} bytes after the Ethernet header, \
                  more than the {}-byte MTU; use a payload of at most {} bytes",
                 self.name(),
-                self.profile,
+                self.profile_name,
                 topology::MTU,
                 self.payload - (l2_payload - topology::MTU as usize)
             )));
         }
         Ok(frame)
     }
-}
-
-/// The frame length of `payload` under `profile` (built with throw-away keys; nothing is sent).
-pub fn frame_bytes(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
-    let k = DirectionKeys::random(profile)?;
-    let ends = Ends {
-        local_mac: [2, 0, 0, 0, 0, 1],
-        peer_mac: [2, 0, 0, 0, 0, 2],
-        local_ip: Ipv4Addr::LOCALHOST,
-        peer_ip: Ipv4Addr::LOCALHOST,
-    };
-    Ok(Channel::new(profile, provider, &k, &k, ends, 0)?.frame_bytes(payload))
 }
 
 /// What one scenario produced.
@@ -159,9 +114,9 @@ impl Outcome {
 /// Runs `s` at `site`; with `pcap`, the initiator records the frames it sends and receives.
 pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -> Result<Outcome> {
     let frame_bytes = s.check()?;
-    let family = Family::parse(&s.profile)?;
-    let forward = DirectionKeys::random(&s.profile)?;
-    let backward = DirectionKeys::random(&s.profile)?;
+    let profile = s.profile;
+    let forward = random_keys(profile)?;
+    let backward = random_keys(profile)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (cpu_i, cpu_r) = if s.pin {
         (Some(0), Some(1 % cpus))
@@ -170,8 +125,8 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
     };
     let base = |role, link, ends, cpu| RoleSpec {
         role,
-        profile: s.profile.clone(),
-        provider: s.provider.to_string(),
+        profile,
+        provider: s.provider,
         payload: s.payload,
         count: s.count,
         replications: s.replications,
@@ -224,7 +179,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         ),
     };
     let res_ends = ini_ends.reversed();
-    let res_link = link_spec(ns.is_some(), family, &res_ends, None);
+    let res_link = link_spec(ns.is_some(), profile, &res_ends, None);
     let res_spec = base(Role::Responder, res_link, res_ends, cpu_r);
     let mut responder = spawn(ns.as_ref().map(|n| n.1.as_str()), &res_spec)?;
     let mut res_out = BufReader::new(responder.stdout.take().expect("piped"));
@@ -237,7 +192,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
             return Err(e.context(format!("the responder did not start: {err}")));
         }
     };
-    let ini_link = link_spec(ns.is_some(), family, &ini_ends, Some(port));
+    let ini_link = link_spec(ns.is_some(), profile, &ini_ends, Some(port));
     let mut ini_spec = base(Role::Initiator, ini_link, ini_ends, cpu_i);
     // The initiator runs in another directory context (`ip netns exec`): give it an absolute path.
     ini_spec.pcap = pcap.map(std::path::absolute).transpose()?;
@@ -295,141 +250,11 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
     })
 }
 
-/// The link of a node with `ends`: raw Ethernet (IVN-AE, MACsec), raw IPv4 (ESP) or UDP between
-/// the two addresses on the family's port (SecOC: from the peer's address and port only;
-/// SOME/IP: from any client) on a testbed; UDP on loopback, where the initiator sends to the
-/// responder's `peer_port` and the responder answers whoever sent.
-pub(crate) fn link_spec(
-    testbed: bool,
-    family: Family,
-    ends: &Ends,
-    peer_port: Option<u16>,
-) -> LinkSpec {
-    if testbed && family.is_udp() {
-        let port = family.udp_port();
-        let local = SocketAddr::new(IpAddr::V4(ends.local_ip), port);
-        let peer = SocketAddr::new(IpAddr::V4(ends.peer_ip), port);
-        return match family {
-            Family::Secoc(_) => LinkSpec::UdpPeer { local, peer },
-            _ => LinkSpec::Udp {
-                local,
-                peer: Some(peer),
-            },
-        };
-    }
-    match (testbed, family.is_ip()) {
-        (true, false) => LinkSpec::Raw {
-            ifname: topology::ECU_IF.to_string(),
-            ethertype: family.ethertype(),
-        },
-        (true, true) => LinkSpec::RawIp {
-            protocol: ivnsec_core::wire::ip::protocol::ESP,
-            peer: ends.peer_ip,
-        },
-        (false, _) => LinkSpec::Udp {
-            local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-            peer: peer_port.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p)),
-        },
-    }
-}
-
-fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
-    anyhow!("{e}")
-}
-
-/// A testbed node as an experiment starts a process in it: its namespace, and the MAC and IPv4
-/// address of its ECU interface.
-pub(crate) fn testbed_node(
-    state: &TestbedState,
-    node: &str,
-) -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
-    let (mac, ip) = node_addr(state, node)?;
-    let ns = state.namespace_of(node).map_err(|e| anyhow!("{e}"))?;
-    Ok((Some(ns.to_string()), mac, ip))
-}
-
-/// MAC and IPv4 address of a testbed node's ECU interface.
-pub(crate) fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
-    let n = state
-        .node(node)
-        .ok_or_else(|| usage(format!("testbed {} has no node `{node}`", state.prefix)))?;
-    let i = n
-        .interfaces
-        .iter()
-        .find(|i| i.name == topology::ECU_IF)
-        .ok_or_else(|| anyhow!("node {node} has no {} interface", topology::ECU_IF))?;
-    let mac = topology::parse_mac(&i.mac).ok_or_else(|| anyhow!("bad MAC {}", i.mac))?;
-    let ip = i
-        .ipv4
-        .as_deref()
-        .and_then(|s| s.split('/').next())
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| anyhow!("node {node} has no IPv4 address"))?;
-    Ok((mac, ip))
-}
-
-pub(crate) fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
+fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
     spawn_role(ns, "pingpong", spec, &format!("{:?}", spec.role))
 }
 
-/// Starts `ivnsec node KIND` (inside namespace `ns` when given) with `spec` as JSON in
-/// `$IVNSEC_NODE_SPEC` and piped stdin/stdout/stderr; `what` names it in the error. The node
-/// dies with this process (also when this one is killed with SIGKILL).
-pub(crate) fn spawn_role(
-    ns: Option<&str>,
-    kind: &str,
-    spec: &impl serde::Serialize,
-    what: &str,
-) -> Result<Child> {
-    let exe = std::env::current_exe().context("locating the ivnsec binary")?;
-    let mut cmd = match ns {
-        Some(ns) => netns_command(ns, &exe),
-        None => Command::new(&exe),
-    };
-    cmd.args(["node", kind])
-        .env(SPEC_ENV, serde_json::to_string(spec)?)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    die_with_parent(&mut cmd)
-        .spawn()
-        .with_context(|| format!("starting the {what} process"))
-}
-
-/// Kills and reaps the node processes that are still running when it is dropped (a run that
-/// failed half-way leaves none behind).
-pub(crate) struct Reaper(pub Vec<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            if let Ok(None) = c.try_wait() {
-                let _ = c.kill();
-            }
-            let _ = c.wait();
-        }
-    }
-}
-
-pub(crate) fn child_stderr(c: &mut Child) -> String {
-    let mut s = String::new();
-    if let Some(mut e) = c.stderr.take() {
-        let _ = e.read_to_string(&mut s);
-    }
-    s.trim().to_string()
-}
-
-pub(crate) fn wait_ready(out: &mut BufReader<ChildStdout>) -> Result<u16> {
-    let mut line = String::new();
-    out.read_line(&mut line)?;
-    let port = line
-        .trim()
-        .strip_prefix("READY ")
-        .ok_or_else(|| anyhow!("no READY line (got {:?})", line.trim()))?;
-    port.parse().map_err(|_| anyhow!("bad READY line {line:?}"))
-}
-
-pub(crate) struct IniRecord {
+pub struct IniRecord {
     pub rep: u32,
     pub idx: u32,
     pub start: u64,
@@ -440,37 +265,7 @@ pub(crate) struct IniRecord {
     pub lost: bool,
 }
 
-/// Reads a node role's report from its stdout, one line of space-separated fields at a time:
-/// `f` takes each line's fields and says whether it knew the line; returns once `END` came.
-/// Errors name `who` and the line: an unknown, empty or malformed line, or no `END`.
-pub(crate) fn read_report(
-    out: impl BufRead,
-    who: &str,
-    mut f: impl FnMut(&[&str]) -> Result<bool>,
-) -> Result<()> {
-    for line in out.lines() {
-        let line = line?;
-        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
-        match fields.first() {
-            Some(&"END") => return Ok(()),
-            None => bail!("{who}: unexpected line {line:?}"),
-            Some(_) => {}
-        }
-        if !f(&fields).with_context(|| format!("{who}: bad line {line:?}"))? {
-            bail!("{who}: unexpected line {line:?}");
-        }
-    }
-    bail!("the {who} ended without its report")
-}
-
-/// Field `i` of a report line as a number.
-pub(crate) fn field_u64(f: &[&str], i: usize) -> Result<u64> {
-    f.get(i)
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| anyhow!("field {i} is not a number"))
-}
-
-pub(crate) struct IniLog {
+pub struct IniLog {
     pub records: Vec<IniRecord>,
     pub rejects: Vec<(String, u64)>,
     pub stale: u64,
@@ -478,7 +273,7 @@ pub(crate) struct IniLog {
     pub socket_drops: u64,
 }
 
-pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
+pub fn collect_initiator(c: &mut Child) -> Result<IniLog> {
     let out = BufReader::new(c.stdout.take().expect("piped"));
     let mut log = IniLog {
         records: Vec::new(),
@@ -517,7 +312,7 @@ pub(crate) fn collect_initiator(c: &mut Child) -> Result<IniLog> {
     Ok(log)
 }
 
-pub(crate) struct ResLog {
+pub struct ResLog {
     /// Per accepted unit: exchange id, verify ns, protect ns, verify done (monotonic ns).
     pub log: Vec<(u64, u64, u64, u64)>,
     pub drops: Vec<(String, u64)>,
@@ -525,7 +320,7 @@ pub(crate) struct ResLog {
     pub socket_drops: u64,
 }
 
-pub(crate) fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResLog> {
+pub fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResLog> {
     let mut r = ResLog {
         log: Vec::new(),
         drops: Vec::new(),
@@ -544,4 +339,99 @@ pub(crate) fn collect_responder(out: &mut BufReader<ChildStdout>) -> Result<ResL
         Ok(true)
     })?;
     Ok(r)
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The environment block of reports.
+pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
+        c.lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    let provider = s.provider.to_string();
+    let mut m = Map::new();
+    m.insert("ivnsec_version".into(), json!(env!("CARGO_PKG_VERSION")));
+    m.insert("date_utc".into(), json!(now_utc()));
+    m.insert("host".into(), json!(read_trim("/proc/sys/kernel/hostname")));
+    m.insert(
+        "kernel".into(),
+        json!(read_trim("/proc/sys/kernel/osrelease")),
+    );
+    m.insert("cpu".into(), json!(cpu));
+    m.insert(
+        "cores".into(),
+        json!(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    );
+    m.insert("plan".into(), json!(plan));
+    m.insert("transport".into(), json!(site.transport()));
+    m.insert("mode".into(), json!(s.mode.as_str()));
+    m.insert("pin".into(), json!(s.pin));
+    m.insert("provider".into(), json!(provider));
+    m.insert("count".into(), json!(s.count));
+    m.insert("replications".into(), json!(s.replications));
+    m.insert("pause_ms".into(), json!(s.pause_ns as f64 / 1e6));
+    m.insert("timeout_ms".into(), json!(s.timeout_ns as f64 / 1e6));
+    m.insert(
+        "clock".into(),
+        json!("CLOCK_MONOTONIC, shared by every namespace of the host"),
+    );
+    m
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` now.
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (the proleptic Gregorian algorithm of H. Hinnant).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Statistics and verdicts of one scenario's outcome.
+pub struct Judged {
+    pub sections: Vec<(Section, Option<SectionStats>)>,
+    pub verdicts: Verdicts,
+}
+
+pub fn judge(o: &Outcome, req: &Requirements) -> Judged {
+    let sections: Vec<(Section, Option<SectionStats>)> = Section::ALL
+        .iter()
+        .map(|&s| (s, SectionStats::of(s, &o.exchanges)))
+        .collect();
+    let get = |s: Section| {
+        sections
+            .iter()
+            .find(|(x, _)| *x == s)
+            .and_then(|(_, v)| v.as_ref())
+    };
+    let verdicts = Verdicts::judge(
+        req,
+        get(Section::OwdForward),
+        get(Section::OwdBackward),
+        get(Section::Rtt),
+        o.lost(),
+    );
+    Judged { sections, verdicts }
 }

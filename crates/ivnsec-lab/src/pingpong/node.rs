@@ -20,25 +20,22 @@
 //! The responder drains its socket in batches (`recvmmsg`, up to [`RX_BATCH`] units per call),
 //! so under a flood of invalid frames it spends one system call on many of them.
 
-use std::io::{BufRead, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Write;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::channel::{
+    Channel, ChannelOptions, DirectionKeys, EXPERIMENT_IP_PROTOCOL, Ends, PAYLOAD_ETHERTYPE,
+};
+use ivnsec_core::profile::Profile;
 use ivnsec_core::sa::{DropCounters, DropReason};
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::{Link, LinkSpec};
 use ivnsec_net::sys::monotonic_ns;
 use serde::{Deserialize, Serialize};
 
-use super::channel::{
-    Channel, ChannelOptions, DirectionKeys, EXPERIMENT_IP_PROTOCOL, Ends, PAYLOAD_ETHERTYPE,
-};
-use super::link::{Link, LinkSpec};
-use crate::providers::ProviderChoice;
-
-/// Environment variable carrying a role's [`RoleSpec`] as JSON (keys included: the environment
-/// of a process is readable only by its owner).
-pub const SPEC_ENV: &str = "IVNSEC_NODE_SPEC";
+use crate::process::{NodeSpec, read_spec, stop_on_stdin_eof};
 
 /// Units the responder takes from its socket per receive call.
 pub const RX_BATCH: usize = ivnsec_net::sys::MAX_BATCH;
@@ -56,8 +53,8 @@ pub enum Role {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RoleSpec {
     pub role: Role,
-    pub profile: String,
-    pub provider: String,
+    pub profile: Profile,
+    pub provider: ProviderChoice,
     pub payload: usize,
     pub count: u32,
     pub replications: u32,
@@ -68,9 +65,11 @@ pub struct RoleSpec {
     pub cpu: Option<usize>,
     pub link: LinkSpec,
     pub ends: Ends,
-    /// Initiator → responder keys.
+    /// Initiator → responder keys (sent over the pipe, not in the JSON).
+    #[serde(skip)]
     pub forward: DirectionKeys,
     /// Responder → initiator keys.
+    #[serde(skip)]
     pub backward: DirectionKeys,
     /// Initiator: record every request it sends and every reply it receives here (classic pcap).
     #[serde(default)]
@@ -92,12 +91,21 @@ pub struct RoleSpec {
     pub rcvbuf: Option<usize>,
 }
 
+impl NodeSpec for RoleSpec {
+    fn keys(&self) -> Vec<&DirectionKeys> {
+        vec![&self.forward, &self.backward]
+    }
+    fn keys_mut(&mut self) -> Vec<&mut DirectionKeys> {
+        vec![&mut self.forward, &mut self.backward]
+    }
+}
+
 impl RoleSpec {
     fn channel(&self) -> Result<Channel> {
-        let provider: ProviderChoice = self.provider.parse().map_err(|e: String| anyhow!(e))?;
+        let provider = self.provider;
         match self.role {
-            Role::Initiator => Channel::with_options(
-                &self.profile,
+            Role::Initiator => crate::channel::open(
+                self.profile,
                 provider,
                 &self.forward,
                 &self.backward,
@@ -105,8 +113,8 @@ impl RoleSpec {
                 0,
                 self.channel,
             ),
-            Role::Responder => Channel::with_options(
-                &self.profile,
+            Role::Responder => crate::channel::open(
+                self.profile,
                 provider,
                 &self.backward,
                 &self.forward,
@@ -118,10 +126,9 @@ impl RoleSpec {
     }
 }
 
-/// Runs the role described by `$IVNSEC_NODE_SPEC`.
-pub fn run_from_env() -> Result<()> {
-    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
-    let spec: RoleSpec = serde_json::from_str(&json).context("bad node spec")?;
+/// Runs the role whose spec arrives on stdin ([`crate::process`]).
+pub fn run() -> Result<()> {
+    let spec: RoleSpec = read_spec()?;
     if let Some(cpu) = spec.cpu {
         ivnsec_net::sys::pin_current_thread(cpu)
             .with_context(|| format!("pinning to CPU {cpu}"))?;
@@ -130,20 +137,6 @@ pub fn run_from_env() -> Result<()> {
         Role::Initiator => initiator(&spec),
         Role::Responder => responder(&spec),
     }
-}
-
-/// A flag set once stdin reaches its end (the orchestrator closed it).
-pub(crate) fn stop_on_stdin_eof() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while matches!(std::io::stdin().lock().read_line(&mut sink), Ok(n) if n > 0) {
-            sink.clear();
-        }
-        flag.store(true, Ordering::Relaxed);
-    });
-    stop
 }
 
 /// The link that receives the payload sent without protection, for a responder that watches

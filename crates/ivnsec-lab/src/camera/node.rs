@@ -30,12 +30,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::channel::{Channel, ChannelOptions, DirectionKeys, Ends, write_ipv4_header};
 use ivnsec_core::crypto::AeadAlg;
+use ivnsec_core::crypto::Primitive;
+use ivnsec_core::profile::Profile;
 use ivnsec_core::sa::DropCounters;
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::someip::{
     DEFAULT_MAX_SENDERS, Level, OVERHEAD, SALT_LEN, ServiceParams, ServiceSa, suite_from_name,
 };
+use ivnsec_core::someip::datagram_messages;
 use ivnsec_core::wire::ip::{internet_checksum, protocol};
 use ivnsec_core::wire::someip::{
     Deframed, HEADER_LEN, MessageType, Repr, ReturnCode, StreamDeframer,
@@ -43,20 +47,17 @@ use ivnsec_core::wire::someip::{
 use ivnsec_core::wire::someip_tp::{
     MAX_SEGMENT_DATA, Reassembler, ReassemblyLimits, Segmenter, TP_HEADER_LEN,
 };
-use ivnsec_lab::camera::{CameraLog, FrameStamp, Phase, Schedule};
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::{Link, LinkSpec};
 use ivnsec_net::someip as net;
 use ivnsec_net::sys::{self, MAX_BATCH, monotonic_ns, rusage_self};
 use ivnsec_net::topology;
 use serde::{Deserialize, Serialize};
 
-use super::channel::{Channel, ChannelOptions, DirectionKeys, Ends, write_ipv4_header};
-use super::fragment::{FragReceiver, FragSender, Limits, Reject, max_unit_payload, slot_len};
-use super::link::{Link, LinkSpec};
-use crate::cmd::someip::{aead_provider, datagram_messages};
-use crate::providers::ProviderChoice;
+use super::{CameraLog, FrameStamp, Phase, Schedule};
+use crate::fragment::{FragReceiver, FragSender, Limits, Reject, max_unit_payload, slot_len};
+use crate::process::{NodeSpec, read_spec, stop_on_stdin_eof};
 
-/// Environment variable carrying a role's [`CameraSpec`] as JSON (keys included).
-pub const SPEC_ENV: &str = "IVNSEC_NODE_SPEC";
 /// Frames of each run a `--pcap` records: the first ones the camera ECU sends.
 pub const CAPTURE_FRAMES: usize = 4;
 /// The event every camera service sends its frames as.
@@ -75,7 +76,7 @@ const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 const UDP_STRIDE: usize = 2048;
 
 /// How frames travel from the camera ECU to the consumer.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Transport {
     /// Secured SOME/IP over TCP, one connection per camera (seed 003 §F).
@@ -84,7 +85,7 @@ pub enum Transport {
     /// Secured SOME/IP over UDP, each frame cut into SOME/IP-TP segments.
     UdpTp,
     /// The SOME/IP message (unprotected) in IVN-AE raw-Ethernet frames: cut into fragments
-    /// (`node::fragment`), each protected at the level by the channel (UDP on loopback).
+    /// ([`crate::fragment`]), each protected at the level by the channel (UDP on loopback).
     L2,
 }
 
@@ -103,8 +104,9 @@ impl Transport {
 pub struct Stream {
     /// SOME/IP service ID.
     pub service: u16,
-    /// The service key (hex; empty under `nosec`).
-    pub key: String,
+    /// The service key (empty under `nosec`; sent over the pipe, not in the JSON).
+    #[serde(skip)]
+    pub key: DirectionKeys,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,7 +135,7 @@ pub struct CameraSpec {
     pub level: String,
     /// AEAD suite name (ignored under `nosec`).
     pub suite: String,
-    pub provider: String,
+    pub provider: ProviderChoice,
     pub fps: u32,
     pub frame_bytes: usize,
     /// Frames each camera sends.
@@ -159,8 +161,9 @@ pub struct CameraSpec {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct L2Spec {
     /// IVN-AE profile: `plain` (nosec), `SUITE/auth`, `SUITE/conf`.
-    pub profile: String,
-    /// Camera ECU → consumer keys.
+    pub profile: Profile,
+    /// Camera ECU → consumer keys (sent over the pipe, not in the JSON).
+    #[serde(skip)]
     pub keys: DirectionKeys,
     /// Ends seen from the camera ECU.
     pub ends: Ends,
@@ -198,6 +201,19 @@ pub struct ConsumerReport {
     pub sys_ns: u64,
 }
 
+impl NodeSpec for CameraSpec {
+    fn keys(&self) -> Vec<&DirectionKeys> {
+        let streams = self.streams.iter().map(|s| &s.key);
+        streams.chain(self.l2.as_ref().map(|l| &l.keys)).collect()
+    }
+    fn keys_mut(&mut self) -> Vec<&mut DirectionKeys> {
+        let streams = self.streams.iter_mut().map(|s| &mut s.key);
+        streams
+            .chain(self.l2.as_mut().map(|l| &mut l.keys))
+            .collect()
+    }
+}
+
 impl CameraSpec {
     fn level(&self) -> Result<Level> {
         Level::from_name(&self.level).ok_or_else(|| anyhow!("bad level {}", self.level))
@@ -217,16 +233,15 @@ impl CameraSpec {
         let level = self.level()?;
         let alg = self.suite()?;
         let s = &self.streams[i];
-        let key = hex::decode(&s.key).context("stream key")?;
-        let provider: ProviderChoice = self.provider.parse().map_err(|e: String| anyhow!(e))?;
-        let provider = aead_provider(provider, alg)
-            .ok_or_else(|| anyhow!("provider {} has no {}", self.provider, alg.name()))?;
+        let key = s.key.key();
+        let provider =
+            ivnsec_crypto::select_primitives(self.provider, &[Primitive::Aead(alg)], &alg.name())?;
         let p = ServiceParams {
             service_id: s.service,
             level,
             alg,
             key_id: 1,
-            key: &key,
+            key,
             salt: [0; SALT_LEN],
             replay_window: 64,
             max_senders: DEFAULT_MAX_SENDERS,
@@ -241,10 +256,9 @@ pub fn message_bytes(level: Level, frame_bytes: usize) -> usize {
     HEADER_LEN + frame_bytes + if level == Level::NoSec { 0 } else { OVERHEAD }
 }
 
-/// Runs the role described by `$IVNSEC_NODE_SPEC`.
-pub fn run_from_env() -> Result<()> {
-    let json = std::env::var(SPEC_ENV).with_context(|| format!("${SPEC_ENV} is not set"))?;
-    let spec: CameraSpec = serde_json::from_str(&json).context("bad node spec")?;
+/// Runs the role whose spec arrives on stdin ([`crate::process`]).
+pub fn run() -> Result<()> {
+    let spec: CameraSpec = read_spec()?;
     if spec.frame_bytes < FrameStamp::LEN || spec.streams.is_empty() {
         bail!("bad node spec: no streams, or frames shorter than their stamp");
     }
@@ -603,7 +617,7 @@ fn consumer(spec: &CameraSpec) -> Result<()> {
     let mut sas: Vec<ServiceSa> = (0..n).map(|i| spec.sa(i)).collect::<Result<_>>()?;
     // Closing stdin stops every receive thread (the orchestrator does it when frames are
     // missing after the cameras finished).
-    let stop = super::stop_on_stdin_eof();
+    let stop = stop_on_stdin_eof();
     let (u0, s0) = rusage_self();
     let logs: Vec<Result<CameraLog>> = std::thread::scope(|scope| {
         let stop = &*stop;
@@ -828,10 +842,6 @@ fn l2_spec(spec: &CameraSpec) -> Result<&L2Spec> {
         .ok_or_else(|| anyhow!("the l2 transport needs its channel in the spec"))
 }
 
-fn provider(spec: &CameraSpec) -> Result<ProviderChoice> {
-    spec.provider.parse().map_err(|e: String| anyhow!(e))
-}
-
 /// The l2 message of a frame: the SOME/IP header (NOTIFICATION of the camera's service, Length
 /// set) and the frame; the protection is the channel's, per fragment.
 fn l2_message(service: u16, session: u16, image: &[u8], out: &mut [u8]) -> usize {
@@ -845,9 +855,9 @@ fn l2_message(service: u16, session: u16, image: &[u8], out: &mut [u8]) -> usize
 fn cameras_l2(spec: &CameraSpec) -> Result<()> {
     let l2 = l2_spec(spec)?;
     let n = spec.streams.len();
-    let ch = Channel::with_options(
-        &l2.profile,
-        provider(spec)?,
+    let ch = crate::channel::open(
+        l2.profile,
+        spec.provider,
         &l2.keys,
         &l2.keys,
         l2.ends,
@@ -905,9 +915,9 @@ fn camera_l2(
 fn consumer_l2(spec: &CameraSpec) -> Result<()> {
     let l2 = l2_spec(spec)?;
     let n = spec.streams.len();
-    let mut ch = Channel::with_options(
-        &l2.profile,
-        provider(spec)?,
+    let mut ch = crate::channel::open(
+        l2.profile,
+        spec.provider,
         &l2.keys,
         &l2.keys,
         l2.ends.reversed(),
@@ -930,7 +940,7 @@ fn consumer_l2(spec: &CameraSpec) -> Result<()> {
         max_total: msg_len.saturating_mul(n + 4),
         ..Limits::default()
     });
-    let stop = super::stop_on_stdin_eof();
+    let stop = stop_on_stdin_eof();
     print_ready(&[link.local_port()])?;
     let (u0, s0) = rusage_self();
     let mut frames: Vec<Frames> = (0..n).map(|_| Frames::new(spec)).collect();
@@ -1146,7 +1156,7 @@ mod tests {
             transport,
             level: level.into(),
             suite: "aes128-gcm".into(),
-            provider: "auto".into(),
+            provider: ProviderChoice::Auto,
             fps: 60,
             frame_bytes,
             frames: 3,
@@ -1154,9 +1164,13 @@ mod tests {
             streams: vec![Stream {
                 service: 0x4301,
                 key: if level == "nosec" {
-                    String::new()
+                    DirectionKeys::default()
                 } else {
-                    "000102030405060708090a0b0c0d0e0f".into()
+                    DirectionKeys::new(
+                        &hex::decode("000102030405060708090a0b0c0d0e0f").unwrap(),
+                        &[],
+                        [0; 12],
+                    )
                 },
             }],
             local_ip: Ipv4Addr::LOCALHOST,
@@ -1317,7 +1331,7 @@ mod tests {
         );
         for l in Level::ALL {
             for a in AeadAlg::ALL {
-                crate::node::channel::Family::parse(&l2_profile(l, a)).unwrap();
+                l2_profile(l, a).parse::<Profile>().unwrap();
             }
         }
         let image = [9u8; 100];

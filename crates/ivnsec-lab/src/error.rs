@@ -1,0 +1,101 @@
+//! The errors every command shares and the exit-code convention: 0 success, 1 a verification or
+//! verdict failed, 2 usage or configuration error, 3 environment problem (missing privilege or
+//! tool). Library code returns [`anyhow::Error`]s that carry a [`UsageError`] or an
+//! [`EnvError`] where the cause is the user's input or the machine; the binary turns them into
+//! exit codes with [`exit_code`].
+
+use std::fmt;
+
+/// An error that maps to exit code 2 (bad usage or configuration).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// An error that maps to exit code 3 (the environment lacks a privilege, a tool or room).
+#[derive(Debug)]
+pub struct EnvError(pub String);
+
+impl fmt::Display for EnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+/// Shorthand for a usage error.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// Shorthand for an environment error.
+pub fn env_error(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(EnvError(msg.into()))
+}
+
+/// Exit code of an error: 2 for usage, 3 for environment, 1 otherwise.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.chain().any(|c| c.is::<UsageError>()) {
+        2
+    } else if e.chain().any(|c| c.is::<EnvError>()) {
+        3
+    } else {
+        1
+    }
+}
+
+/// Parses hex (optionally `0x`-prefixed; `:`, `-`, `_` and whitespace ignored); `what` names
+/// the value in the usage error.
+pub fn parse_hex(what: &str, s: &str) -> anyhow::Result<Vec<u8>> {
+    let s = s.trim();
+    let s = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    let clean: String = s
+        .chars()
+        .filter(|c| !matches!(c, ':' | '-' | '_') && !c.is_whitespace())
+        .collect();
+    if clean.len() % 2 != 0 {
+        return Err(usage(format!(
+            "{what}: odd number of hex digits ({})",
+            clean.len()
+        )));
+    }
+    hex::decode(&clean).map_err(|e| usage(format!("{what}: not hex: {e}")))
+}
+
+/// A profile name parsed at the edge; an unknown name is a usage error.
+pub fn parse_profile(name: &str) -> anyhow::Result<ivnsec_core::profile::Profile> {
+    name.parse()
+        .map_err(|e: ivnsec_core::profile::ProfileError| usage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_forms() {
+        assert_eq!(parse_hex("k", "0x0a0B").unwrap(), vec![10, 11]);
+        assert_eq!(parse_hex("k", "0a:0b 0c").unwrap(), vec![10, 11, 12]);
+        assert_eq!(exit_code(&parse_hex("k", "abc").unwrap_err()), 2);
+        assert_eq!(exit_code(&parse_hex("k", "zz").unwrap_err()), 2);
+    }
+
+    #[test]
+    fn exit_codes_follow_the_cause() {
+        assert_eq!(exit_code(&usage("x")), 2);
+        assert_eq!(exit_code(&env_error("x")), 3);
+        assert_eq!(exit_code(&anyhow::anyhow!("x")), 1);
+        assert_eq!(exit_code(&usage("x").context("while y")), 2);
+        assert_eq!(exit_code(&parse_profile("nope").unwrap_err()), 2);
+    }
+}

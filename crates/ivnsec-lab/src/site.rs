@@ -1,0 +1,265 @@
+//! Where the nodes of an experiment run: two ECUs of a testbed of network namespaces (raw
+//! Ethernet through its software switch), or this host's loopback (UDP, no root needed); how a
+//! run opens one, and the link each node opens there.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow};
+use ivnsec_core::channel::Ends;
+use ivnsec_core::profile::Profile;
+use ivnsec_net::link::LinkSpec;
+use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
+use ivnsec_net::topology::{self, Topology};
+
+use crate::error::{EnvError, usage};
+
+/// Where the two nodes run.
+#[derive(Clone, Debug)]
+pub enum Site {
+    /// Two ECUs of a testbed: raw Ethernet through the software switch (ESP: UDP between their
+    /// addresses).
+    Testbed {
+        state: TestbedState,
+        initiator: String,
+        responder: String,
+    },
+    /// Both on this host's loopback, every frame in a UDP datagram (no root needed).
+    Loopback,
+}
+
+impl Site {
+    /// A sentence for reports.
+    pub fn transport(&self) -> String {
+        match self {
+            Site::Testbed {
+                state,
+                initiator,
+                responder,
+            } => format!(
+                "testbed {} ({}): {initiator} → switch → {responder}, raw Ethernet (AF_PACKET) \
+                 over veth and a Linux bridge; ESP as IPv4 protocol 50 through the kernel's IP layer; \
+                 SecOC and SOME/IP in UDP datagrams",
+                state.prefix, state.topology
+            ),
+            Site::Loopback => "UDP on loopback (no testbed: not root), one frame per datagram; \
+                               not a vehicle-network path"
+                .to_string(),
+        }
+    }
+}
+
+/// Where to run, as asked on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Where {
+    /// A testbed when root, else UDP on loopback (and say so).
+    Auto,
+    /// Build a testbed (needs root).
+    Testbed,
+    /// UDP on loopback, no root needed.
+    Loopback,
+}
+
+/// A site plus the testbed it owns (removed when dropped).
+pub struct OpenSite {
+    pub site: Site,
+    pub testbed: Option<Testbed>,
+    /// Why the loopback was used, when `auto` fell back.
+    pub fallback_reason: Option<String>,
+}
+
+/// The testbed to build and the two ECUs that exchange on it.
+pub struct Layout {
+    pub topology: Topology,
+    pub initiator: String,
+    pub responder: String,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            topology: Topology::Pair,
+            initiator: "ecu1".into(),
+            responder: "ecu2".into(),
+        }
+    }
+}
+
+/// Opens the site: an existing testbed (`prefix`; its first and last ECUs unless the layout
+/// names two of its ECUs), a fresh testbed of `layout`, or loopback.
+pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Result<OpenSite> {
+    if let Some(prefix) = existing {
+        let state = testbed::load(&testbed::default_state_dir(), prefix).map_err(net_err)?;
+        let ecus: Vec<String> = state.ecus().map(|n| n.name.clone()).collect();
+        if ecus.len() < 2 {
+            return Err(usage(format!("testbed {prefix} has fewer than two ECUs")));
+        }
+        let (initiator, responder) =
+            if ecus.contains(&layout.initiator) && ecus.contains(&layout.responder) {
+                (layout.initiator.clone(), layout.responder.clone())
+            } else {
+                (ecus[0].clone(), ecus[ecus.len() - 1].clone())
+            };
+        return Ok(OpenSite {
+            site: Site::Testbed {
+                state,
+                initiator,
+                responder,
+            },
+            testbed: None,
+            fallback_reason: None,
+        });
+    }
+    let env = testbed::check_environment();
+    match (choice, env) {
+        (Where::Loopback, _) => Ok(OpenSite {
+            site: Site::Loopback,
+            testbed: None,
+            fallback_reason: None,
+        }),
+        (Where::Auto, Err(e)) => Ok(OpenSite {
+            site: Site::Loopback,
+            testbed: None,
+            fallback_reason: Some(e.to_string()),
+        }),
+        (Where::Testbed, Err(e)) => Err(net_err(e)),
+        (_, Ok(())) => {
+            let tb = Testbed::up(&layout.topology, &Options::default()).map_err(net_err)?;
+            tb.down_on_termination_signal().map_err(net_err)?;
+            Ok(OpenSite {
+                site: Site::Testbed {
+                    state: tb.state().clone(),
+                    initiator: layout.initiator.clone(),
+                    responder: layout.responder.clone(),
+                },
+                testbed: Some(tb),
+                fallback_reason: None,
+            })
+        }
+    }
+}
+
+/// The net crate's error with its exit-code class kept (environment 3, usage 2).
+pub fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
+    match e {
+        ivnsec_net::Error::Env(m) => anyhow::Error::new(EnvError(m)),
+        ivnsec_net::Error::Usage(m) => usage(m),
+        other => anyhow!("{other}"),
+    }
+}
+
+/// The link of a node with `ends`: raw Ethernet (IVN-AE, MACsec), raw IPv4 (ESP) or UDP between
+/// the two addresses on the family's port (SecOC: from the peer's address and port only;
+/// SOME/IP: from any client) on a testbed; UDP on loopback, where the initiator sends to the
+/// responder's `peer_port` and the responder answers whoever sent.
+pub fn link_spec(testbed: bool, profile: Profile, ends: &Ends, peer_port: Option<u16>) -> LinkSpec {
+    if testbed && profile.is_udp() {
+        let port = profile.udp_port();
+        let local = SocketAddr::new(IpAddr::V4(ends.local_ip), port);
+        let peer = SocketAddr::new(IpAddr::V4(ends.peer_ip), port);
+        return match profile {
+            Profile::Secoc(_) => LinkSpec::UdpPeer { local, peer },
+            _ => LinkSpec::Udp {
+                local,
+                peer: Some(peer),
+            },
+        };
+    }
+    match (testbed, profile.is_ip()) {
+        (true, false) => LinkSpec::Raw {
+            ifname: topology::ECU_IF.to_string(),
+            ethertype: profile.ethertype(),
+        },
+        (true, true) => LinkSpec::RawIp {
+            protocol: ivnsec_core::wire::ip::protocol::ESP,
+            peer: ends.peer_ip,
+        },
+        (false, _) => LinkSpec::Udp {
+            local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            peer: peer_port.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p)),
+        },
+    }
+}
+
+/// A testbed node as an experiment starts a process in it: its namespace, and the MAC and IPv4
+/// address of its ECU interface.
+pub fn testbed_node(
+    state: &TestbedState,
+    node: &str,
+) -> Result<(Option<String>, [u8; 6], Ipv4Addr)> {
+    let (mac, ip) = node_addr(state, node)?;
+    let ns = state.namespace_of(node).map_err(|e| anyhow!("{e}"))?;
+    Ok((Some(ns.to_string()), mac, ip))
+}
+
+/// MAC and IPv4 address of a testbed node's ECU interface.
+pub fn node_addr(state: &TestbedState, node: &str) -> Result<([u8; 6], Ipv4Addr)> {
+    let n = state
+        .node(node)
+        .ok_or_else(|| usage(format!("testbed {} has no node `{node}`", state.prefix)))?;
+    let i = n
+        .interfaces
+        .iter()
+        .find(|i| i.name == topology::ECU_IF)
+        .ok_or_else(|| anyhow!("node {node} has no {} interface", topology::ECU_IF))?;
+    let mac = topology::parse_mac(&i.mac).ok_or_else(|| anyhow!("bad MAC {}", i.mac))?;
+    let ip = i
+        .ipv4
+        .as_deref()
+        .and_then(|s| s.split('/').next())
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow!("node {node} has no IPv4 address"))?;
+    Ok((mac, ip))
+}
+
+/// Whether the reference tool `tool` (sockperf, iperf3) can be run; when not, says on stderr
+/// that `command` runs without that baseline and how to get it.
+pub fn baseline_tool_installed(command: &str, tool: &str) -> bool {
+    let ok = ivnsec_net::sys::die_with_parent(&mut std::process::Command::new(tool))
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        eprintln!(
+            "ivnsec {command}: {tool} is not installed; no baseline (Debian: apt-get install {tool})"
+        );
+    }
+    ok
+}
+
+/// Where a run writes one node's capture before it joins the run's capture `file`.
+pub fn part_path(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".part");
+    file.with_file_name(name)
+}
+
+/// Appends every record of the capture `part` (if a node wrote one) to `w` and removes it.
+pub fn append_pcap(
+    w: &mut ivnsec_net::pcap::PcapWriter<impl std::io::Write>,
+    part: &Path,
+) -> Result<()> {
+    if !part.exists() {
+        return Ok(());
+    }
+    let mut r = ivnsec_net::pcap::PcapReader::open(part)
+        .map_err(|e| anyhow!("reading {}: {e}", part.display()))?;
+    while let Some(rec) = r.next_record() {
+        let rec = rec.map_err(|e| anyhow!("reading {}: {e}", part.display()))?;
+        w.write_frame(rec.timestamp, rec.data)?;
+    }
+    std::fs::remove_file(part).map_err(|e| anyhow!("removing {}: {e}", part.display()))?;
+    Ok(())
+}
+
+/// Creates `dir` (and parents) or explains why not (exit 2).
+pub fn ensure_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        usage(format!(
+            "cannot create the output directory {}: {e}",
+            dir.display()
+        ))
+    })
+}

@@ -1,0 +1,5 @@
+//! The errors the commands share (the library's, re-exported) and the exit-code convention:
+//! 0 success, 1 a verification or verdict failed, 2 usage or configuration error, 3 environment
+//! problem (missing privilege or tool).
+
+pub use ivnsec_lab::error::{EnvError, UsageError, exit_code, parse_hex, parse_profile, usage};
