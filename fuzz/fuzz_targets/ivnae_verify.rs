@@ -9,7 +9,7 @@
 use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::ivnae::{IvnAeReceiver, IvnAeRx, IvnAeTx, SaParams};
-use ivnsec_core::suite::Profile;
+use ivnsec_core::suite::IvnAeProfile;
 use ivnsec_core::wire::ivnae::Frame;
 use libfuzzer_sys::fuzz_target;
 
@@ -32,14 +32,14 @@ const KEY_IDS: [u8; 2] = [1, 2];
 const IV: [u8; 12] = [0xa5, 0x5a, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 /// Cipher key for `key_id`, as long as the profile needs (empty when it needs none).
-fn key(profile: Profile, key_id: u8) -> Vec<u8> {
+fn key(profile: IvnAeProfile, key_id: u8) -> Vec<u8> {
     let len = profile.suite.key_len().unwrap_or(0);
     (0..len)
         .map(|i| (i as u8).wrapping_mul(7) ^ key_id)
         .collect()
 }
 
-fn mac_key(profile: Profile, key_id: u8) -> Vec<u8> {
+fn mac_key(profile: IvnAeProfile, key_id: u8) -> Vec<u8> {
     if profile.suite.needs_mac_key() {
         (0..64u8).map(|i| i ^ 0x36 ^ key_id).collect()
     } else {
@@ -48,7 +48,7 @@ fn mac_key(profile: Profile, key_id: u8) -> Vec<u8> {
 }
 
 fn params<'a>(
-    profile: Profile,
+    profile: IvnAeProfile,
     tag_len: Option<usize>,
     key_id: u8,
     key: &'a [u8],
@@ -62,7 +62,7 @@ fn params<'a>(
     p
 }
 
-fn has_suite(provider: &CryptoProvider, profile: Profile) -> bool {
+fn has_suite(provider: &CryptoProvider, profile: IvnAeProfile) -> bool {
     let (prims, n) = profile.suite.primitives();
     prims[..n].iter().flatten().all(|p| provider.supports(*p))
 }
@@ -72,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (name, tag_len) = PROFILES[usize::from(sel & 0x0f) % PROFILES.len()];
-    let profile: Profile = name.parse().expect("fixed profile name");
+    let profile: IvnAeProfile = name.parse().expect("fixed profile name");
     let window = WINDOWS[usize::from(sel >> 4) & 3];
     let provider: &CryptoProvider =
         if sel & 0x80 != 0 && has_suite(&ivnsec_crypto_fast::PROVIDER, profile) {

@@ -16,7 +16,9 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod channel;
 pub mod crypto;
+pub mod profile;
 pub mod sa;
 pub mod suite;
 pub mod wire;

@@ -27,7 +27,7 @@ use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
 use ivnsec_core::sa::someip::{Level, ServiceParams, ServiceSa};
-use ivnsec_core::suite::Profile;
+use ivnsec_core::suite::IvnAeProfile;
 use ivnsec_core::wire::someip::{MessageType, Repr, ReturnCode};
 
 struct Counting;
@@ -102,7 +102,7 @@ const FRAMES: u64 = 1000;
 
 /// Protects and verifies `FRAMES` frames of varying length and returns the allocations counted
 /// during that loop (SA creation and buffers happen before the count starts).
-fn allocations_per_run(provider: &CryptoProvider, profile: Profile) -> u64 {
+fn allocations_per_run(provider: &CryptoProvider, profile: IvnAeProfile) -> u64 {
     let key = [0x11u8; 32];
     let mac_key = [0x22u8; 64];
     let s = profile.suite;
@@ -147,7 +147,7 @@ fn protect_and_verify_do_not_allocate() {
     let mut report = Vec::new();
     for provider in PROVIDERS {
         for name in PROFILES {
-            let profile: Profile = name.parse().unwrap();
+            let profile: IvnAeProfile = name.parse().unwrap();
             let (prims, k) = profile.suite.primitives();
             if !prims[..k].iter().flatten().all(|&p| provider.supports(p)) {
                 continue;

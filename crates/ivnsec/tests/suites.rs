@@ -8,7 +8,7 @@
 use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::{DropReason, ProtectError, SaError};
-use ivnsec_core::suite::{CipherMode, Level, Profile, Suite};
+use ivnsec_core::suite::{CipherMode, IvnAeProfile, Level, Suite};
 use proptest::prelude::*;
 
 const PROVIDERS: [&CryptoProvider; 2] = [
@@ -25,8 +25,8 @@ fn has_suite(p: &CryptoProvider, s: Suite) -> bool {
 }
 
 /// Every (profile, provider) pair where the provider has the suite.
-fn cases() -> impl Iterator<Item = (Profile, &'static CryptoProvider)> {
-    Profile::all().flat_map(|pr| {
+fn cases() -> impl Iterator<Item = (IvnAeProfile, &'static CryptoProvider)> {
+    IvnAeProfile::all().flat_map(|pr| {
         PROVIDERS
             .into_iter()
             .filter(move |p| has_suite(p, pr.suite))
@@ -61,7 +61,7 @@ struct Material {
 }
 
 impl Material {
-    fn params(&self, profile: Profile) -> SaParams<'_> {
+    fn params(&self, profile: IvnAeProfile) -> SaParams<'_> {
         let s = profile.suite;
         SaParams {
             profile,
@@ -130,7 +130,7 @@ fn protect_one(
     out
 }
 
-fn label(profile: Profile, provider: &CryptoProvider) -> String {
+fn label(profile: IvnAeProfile, provider: &CryptoProvider) -> String {
     format!("{profile} on {}", provider.name)
 }
 
@@ -222,7 +222,7 @@ proptest! {
     #[test]
     fn providers_agree(m in material()) {
         let [portable, fast] = PROVIDERS;
-        for profile in Profile::all().filter(|p| has_suite(portable, p.suite) && has_suite(fast, p.suite)) {
+        for profile in IvnAeProfile::all().filter(|p| has_suite(portable, p.suite) && has_suite(fast, p.suite)) {
             let params = m.params(profile);
             let a = protect_one(portable, &params, m.seq, &m.frame);
             let b = protect_one(fast, &params, m.seq, &m.frame);
@@ -299,7 +299,7 @@ fn every_bit_flip_of_small_frames_is_rejected() {
 fn plain_only_checks_the_header() {
     let m = Material::fixed(10);
     for prov in PROVIDERS {
-        let params = m.params(Profile::from(Suite::Plain));
+        let params = m.params(IvnAeProfile::from(Suite::Plain));
         let frame = protect_one(prov, &params, m.seq, &m.frame);
         for byte in [12, 13, 14, 15, 16, 17] {
             let mut rx = IvnAeRx::new(prov, &params, 0).unwrap();
@@ -383,8 +383,8 @@ fn a_level_downgrade_is_refused() {
     let m = Material::fixed(30);
     for suite in Suite::all().filter(|s| s.levels().len() > 1) {
         for prov in PROVIDERS.into_iter().filter(|p| has_suite(p, suite)) {
-            let conf = Profile::new(suite, Level::Conf).unwrap();
-            let auth = Profile::new(suite, Level::Auth).unwrap();
+            let conf = IvnAeProfile::new(suite, Level::Conf).unwrap();
+            let auth = IvnAeProfile::new(suite, Level::Auth).unwrap();
             for (rx_profile, tx_profile) in [(conf, auth), (auth, conf)] {
                 let frame = protect_one(prov, &m.params(tx_profile), m.seq, &m.frame);
                 let mut rx = IvnAeRx::new(prov, &m.params(rx_profile), 0).unwrap();
@@ -529,7 +529,7 @@ fn tag_lengths_outside_the_allowed_range_are_refused() {
 /// for (so the cross-provider property compares something).
 #[test]
 fn coverage_of_the_matrix() {
-    for profile in Profile::all() {
+    for profile in IvnAeProfile::all() {
         assert!(
             PROVIDERS.iter().any(|p| has_suite(p, profile.suite)),
             "{profile}: no provider"
@@ -548,5 +548,5 @@ fn coverage_of_the_matrix() {
         let s: Suite = name.parse().unwrap();
         assert!(has_suite(fast, s), "fast provider lacks {name}");
     }
-    assert_eq!(Profile::all().count(), 47);
+    assert_eq!(IvnAeProfile::all().count(), 47);
 }

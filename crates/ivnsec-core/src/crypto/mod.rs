@@ -10,7 +10,10 @@
 use alloc::boxed::Box;
 use core::fmt;
 
+mod choice;
 pub mod kat;
+
+pub use choice::{NoProvider, ProviderChoice, has_all, select};
 
 /// Nonce length of every AEAD used here (GCM, CCM with a 12-byte nonce, ChaCha20-Poly1305).
 pub const AEAD_NONCE_LEN: usize = 12;

@@ -19,7 +19,7 @@ use crate::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadKey, BLOCK_LEN, CipherKey, CryptoProvider, MAX_MAC_LEN,
     MacKey,
 };
-use crate::suite::{CipherMode, Level, Profile, Suite};
+use crate::suite::{CipherMode, IvnAeProfile, Level, Suite};
 use crate::wire::ethernet;
 use crate::wire::ivnae::{self as wire, HEADER_LEN};
 
@@ -29,7 +29,7 @@ const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
 /// What an SA is made from. Keys are borrowed; the SA keeps only scheduled keys.
 #[derive(Clone, Copy, Debug)]
 pub struct SaParams<'a> {
-    pub profile: Profile,
+    pub profile: IvnAeProfile,
     /// Cipher key (AEAD and Encrypt-then-MAC suites); empty otherwise.
     pub key: &'a [u8],
     /// HMAC key (HMAC and Encrypt-then-MAC suites), any length ≥ 1; empty otherwise.
@@ -44,7 +44,7 @@ pub struct SaParams<'a> {
 
 impl<'a> SaParams<'a> {
     /// Parameters with a zero IV, key id 0 and a full-length tag.
-    pub fn new(profile: Profile, key: &'a [u8], mac_key: &'a [u8]) -> SaParams<'a> {
+    pub fn new(profile: IvnAeProfile, key: &'a [u8], mac_key: &'a [u8]) -> SaParams<'a> {
         SaParams {
             profile,
             key,
@@ -70,7 +70,7 @@ enum Engine {
 
 /// Scheduled keys and fixed parameters shared by the transmit and receive sides.
 struct Keys {
-    profile: Profile,
+    profile: IvnAeProfile,
     key_id: u8,
     iv: Zeroizing<[u8; AEAD_NONCE_LEN]>,
     tag_len: usize,
@@ -214,7 +214,7 @@ impl IvnAeTx {
         })
     }
 
-    pub fn profile(&self) -> Profile {
+    pub fn profile(&self) -> IvnAeProfile {
         self.keys.profile
     }
 
@@ -356,7 +356,7 @@ impl IvnAeRx {
         })
     }
 
-    pub fn profile(&self) -> Profile {
+    pub fn profile(&self) -> IvnAeProfile {
         self.keys.profile
     }
 

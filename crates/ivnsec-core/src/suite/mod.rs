@@ -1,6 +1,6 @@
 //! IVN-AE cipher suites and protection levels (docs/wire-ivnae.md).
 //!
-//! A [`Profile`] is a suite plus a level; its textual form is the stable name used by configs,
+//! An [`IvnAeProfile`] is a suite plus a level; its textual form is the stable name used by configs,
 //! plans and the CLI: `aes128-gcm/auth`, `aes256-cbc-hmac-sha256`, `plain`, ...
 
 use core::fmt;
@@ -343,41 +343,41 @@ impl fmt::Display for Level {
 
 /// A suite at a level: what an SA is configured with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Profile {
+pub struct IvnAeProfile {
     pub suite: Suite,
     pub level: Level,
 }
 
-impl Profile {
-    pub fn new(suite: Suite, level: Level) -> Result<Profile, ProfileError> {
+impl IvnAeProfile {
+    pub fn new(suite: Suite, level: Level) -> Result<IvnAeProfile, ProfileError> {
         if suite.levels().contains(&level) {
-            Ok(Profile { suite, level })
+            Ok(IvnAeProfile { suite, level })
         } else {
             Err(ProfileError::LevelNotSupported { suite, level })
         }
     }
 
     /// Every profile: each suite at each of its levels.
-    pub fn all() -> impl Iterator<Item = Profile> {
+    pub fn all() -> impl Iterator<Item = IvnAeProfile> {
         Suite::all().flat_map(|suite| {
             suite
                 .levels()
                 .iter()
-                .map(move |&level| Profile { suite, level })
+                .map(move |&level| IvnAeProfile { suite, level })
         })
     }
 }
 
-impl From<Suite> for Profile {
-    fn from(suite: Suite) -> Profile {
-        Profile {
+impl From<Suite> for IvnAeProfile {
+    fn from(suite: Suite) -> IvnAeProfile {
+        IvnAeProfile {
             suite,
             level: suite.default_level(),
         }
     }
 }
 
-impl fmt::Display for Profile {
+impl fmt::Display for IvnAeProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.suite.levels().len() > 1 {
             write!(f, "{}/{}", self.suite, self.level)
@@ -387,12 +387,12 @@ impl fmt::Display for Profile {
     }
 }
 
-impl FromStr for Profile {
+impl FromStr for IvnAeProfile {
     type Err = ProfileError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().split_once('/') {
-            None => Ok(Profile::from(s.parse::<Suite>()?)),
+            None => Ok(IvnAeProfile::from(s.parse::<Suite>()?)),
             Some((suite, level)) => {
                 let suite: Suite = suite.parse()?;
                 let level = match level {
@@ -401,7 +401,7 @@ impl FromStr for Profile {
                     "none" => Level::None,
                     _ => return Err(ProfileError::UnknownLevel),
                 };
-                Profile::new(suite, level)
+                IvnAeProfile::new(suite, level)
             }
         }
     }
@@ -439,23 +439,26 @@ mod tests {
 
     #[test]
     fn profiles_parse_with_levels() {
-        let p: Profile = "aes128-gcm/auth".parse().unwrap();
+        let p: IvnAeProfile = "aes128-gcm/auth".parse().unwrap();
         assert_eq!(p.level, Level::Auth);
-        assert_eq!("aes128-gcm".parse::<Profile>().unwrap().level, Level::Conf);
+        assert_eq!(
+            "aes128-gcm".parse::<IvnAeProfile>().unwrap().level,
+            Level::Conf
+        );
         assert!(matches!(
-            "hmac-sha1/conf".parse::<Profile>(),
+            "hmac-sha1/conf".parse::<IvnAeProfile>(),
             Err(ProfileError::LevelNotSupported { .. })
         ));
         assert_eq!(
-            "aes512-gcm".parse::<Profile>(),
+            "aes512-gcm".parse::<IvnAeProfile>(),
             Err(ProfileError::UnknownSuite)
         );
         assert_eq!(
-            "aes128-gcm/x".parse::<Profile>(),
+            "aes128-gcm/x".parse::<IvnAeProfile>(),
             Err(ProfileError::UnknownLevel)
         );
-        for p in Profile::all() {
-            assert_eq!(p.to_string().parse::<Profile>(), Ok(p));
+        for p in IvnAeProfile::all() {
+            assert_eq!(p.to_string().parse::<IvnAeProfile>(), Ok(p));
         }
     }
 

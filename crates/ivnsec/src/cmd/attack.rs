@@ -293,7 +293,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
 fn profiles(a: &Args) -> Result<Vec<String>> {
     let list: Vec<String> = if a.all {
-        ivnsec_core::suite::Profile::all()
+        ivnsec_core::suite::IvnAeProfile::all()
             .map(|p| p.to_string())
             .filter(|p| p != "plain" && p != "crc32")
             .chain(

@@ -52,7 +52,7 @@ use ivnsec_core::sa::macsec::{
     CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, ValidateFrames,
 };
 use ivnsec_core::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
-use ivnsec_core::suite::{HashFn, Level, Profile, Suite};
+use ivnsec_core::suite::{HashFn, IvnAeProfile, Level, Suite};
 use ivnsec_core::wire::ip;
 use ivnsec_core::wire::macsec::Sci;
 use serde::Serialize;
@@ -383,7 +383,7 @@ second (p MB/s cpu) / OpenSSL msg MB/s; ratio median/mean = wall-clock batches /
 /// profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
-    Ivn(Profile),
+    Ivn(IvnAeProfile),
     Macsec(CipherSuite),
     Esp(EspAlg),
     Secoc(SecocAlg),
@@ -464,7 +464,7 @@ fn bare_aead_for(t: Target) -> Option<(AeadAlg, usize)> {
 
 fn parse_targets(names: &[String]) -> Result<Vec<Target>> {
     if names.is_empty() {
-        return Ok(Profile::all()
+        return Ok(IvnAeProfile::all()
             .map(Target::Ivn)
             .chain(CipherSuite::ALL.into_iter().map(Target::Macsec))
             .chain(EspAlg::ALL.into_iter().map(Target::Esp))
@@ -589,7 +589,7 @@ fn keys_for(suite: Suite) -> (Vec<u8>, Vec<u8>) {
 /// Protect and verify statistics for one (provider, profile, size).
 fn measure(
     prov: &CryptoProvider,
-    profile: Profile,
+    profile: IvnAeProfile,
     size: usize,
     t: Timing,
     cpu_seconds: Option<f64>,
@@ -1139,7 +1139,7 @@ struct Equivalent {
     stream: Option<&'static [&'static str]>,
 }
 
-fn openssl_equivalent(p: Profile) -> Option<Equivalent> {
+fn openssl_equivalent(p: IvnAeProfile) -> Option<Equivalent> {
     use ivnsec_core::crypto::AeadAlg::*;
     let aead = |m: &'static [&'static str], s: &'static [&'static str]| {
         Some(Equivalent {

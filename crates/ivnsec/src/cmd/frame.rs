@@ -9,7 +9,7 @@ use clap::Subcommand;
 use ivnsec_core::crypto::{AEAD_NONCE_LEN, CryptoProvider};
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::{DropCounters, DropReason};
-use ivnsec_core::suite::Profile;
+use ivnsec_core::suite::IvnAeProfile;
 
 use crate::cli::{parse_hex, usage};
 use crate::providers::{self, ProviderChoice};
@@ -124,7 +124,7 @@ impl SaArgs {
         Ok(SaMaterial { key, mac_key, iv })
     }
 
-    fn ivnae_profile(&self) -> Result<Profile> {
+    fn ivnae_profile(&self) -> Result<IvnAeProfile> {
         self.profile.parse().map_err(|e| {
             usage(format!(
                 "--profile {}: {e} (see `ivnsec suites`)",
@@ -133,7 +133,7 @@ impl SaArgs {
         })
     }
 
-    fn params<'a>(&self, profile: Profile, m: &'a SaMaterial) -> SaParams<'a> {
+    fn params<'a>(&self, profile: IvnAeProfile, m: &'a SaMaterial) -> SaParams<'a> {
         SaParams {
             profile,
             key: &m.key,
@@ -144,7 +144,7 @@ impl SaArgs {
         }
     }
 
-    fn provider(&self, profile: Profile) -> Result<&'static CryptoProvider> {
+    fn provider(&self, profile: IvnAeProfile) -> Result<&'static CryptoProvider> {
         providers::select(self.provider, profile.suite).map_err(usage)
     }
 }

@@ -7,7 +7,7 @@ use ivnsec_core::crypto::{CryptoProvider, Primitive};
 use ivnsec_core::sa::esp::EspAlg;
 use ivnsec_core::sa::macsec::CipherSuite;
 use ivnsec_core::sa::secoc::SecocAlg;
-use ivnsec_core::suite::{Profile, Suite};
+use ivnsec_core::suite::{IvnAeProfile, Suite};
 use serde::Serialize;
 
 use crate::providers::{PROVIDERS, has_suite};
@@ -48,7 +48,7 @@ fn providers_with(prims: &[Primitive]) -> Vec<&'static str> {
 }
 
 fn ivnae_rows() -> impl Iterator<Item = Row> {
-    Profile::all().map(|p| {
+    IvnAeProfile::all().map(|p| {
         let s: Suite = p.suite;
         Row {
             profile: p.to_string(),

@@ -40,7 +40,7 @@ use ivnsec_core::sa::macsec::{
 };
 use ivnsec_core::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
 use ivnsec_core::sa::someip::{self as sip, ServiceParams, ServiceSa};
-use ivnsec_core::suite::{Profile, Suite};
+use ivnsec_core::suite::{IvnAeProfile, Suite};
 use ivnsec_core::wire::ethernet::{self, MacAddr};
 use ivnsec_core::wire::ip::{fill_ipv4_checksum, protocol};
 use ivnsec_core::wire::macsec::Sci;
@@ -151,7 +151,7 @@ fn macsec_suite_name(profile: &str) -> &str {
 /// The profile family of a profile name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
-    IvnAe(Profile),
+    IvnAe(IvnAeProfile),
     Macsec(CipherSuite),
     Esp(EspAlg),
     Secoc(SecocAlg),
@@ -245,7 +245,7 @@ impl Family {
                 .ok_or_else(|| unknown("MACsec"));
         }
         profile
-            .parse::<Profile>()
+            .parse::<IvnAeProfile>()
             .map(Family::IvnAe)
             .map_err(|e| usage(format!("profile `{profile}`: {e} (see `ivnsec suites`)")))
     }
@@ -457,7 +457,7 @@ impl Channel {
             Family::IvnAe(p) => {
                 let prov = provider_for(provider, p.suite)?;
                 fn params<'a>(
-                    profile: Profile,
+                    profile: IvnAeProfile,
                     key: &'a [u8],
                     mac_key: &'a [u8],
                     iv: [u8; AEAD_NONCE_LEN],

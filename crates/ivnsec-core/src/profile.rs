@@ -1,0 +1,451 @@
+//! The one typed name of what protects a unit: every IVN-AE suite at its level, the MACsec cipher
+//! suites (confidentiality or integrity only), the ESP transforms, the SecOC MACs and the SOME/IP
+//! security levels. Parsed once at the edge (command line, plan, key file), passed typed
+//! everywhere after that.
+//!
+//! The stable names are those `ivnsec suites` lists:
+//!
+//! | family | names |
+//! | --- | --- |
+//! | IVN-AE | `plain`, `crc32`, `aes128-gcm[/auth\|/conf]`, `hmac-sha256`, `aes128-cbc-hmac-sha256`, … |
+//! | MACsec | `macsec-gcm-aes-{128,256}`, `macsec-gcm-aes-xpn-{128,256}`, each `[/auth\|/conf]` |
+//! | ESP | `esp-aes128-gcm`, `esp-null-hmac-sha256`, … |
+//! | SecOC | `secoc-cmac-aes128`, `secoc-hmac-sha256` |
+//! | SOME/IP | `someip-nosec`, `someip-SUITE[/auth\|/conf]` |
+//!
+//! [`Display`](fmt::Display) prints the canonical spelling; two spellings of one profile parse to
+//! equal values (`aes128-gcm` = `aes128-gcm/conf`).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::str::FromStr;
+
+use crate::crypto::{AeadAlg, Primitive};
+use crate::sa::esp::EspAlg;
+use crate::sa::macsec::CipherSuite;
+use crate::sa::secoc::SecocAlg;
+use crate::sa::someip::{self as sip};
+use crate::suite::{IvnAeProfile, Level};
+
+/// EtherType of MACsec frames (IEEE 802.1AE).
+pub const ETHERTYPE_MACSEC: u16 = 0x88E5;
+/// EtherType of IPv4.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// UDP port of SecOC PDUs in the experiments (both ends, on a testbed).
+pub const SECOC_PORT: u16 = 30_600;
+/// UDP port of SOME/IP messages in the experiments (both ends, on a testbed).
+pub const SOMEIP_PORT: u16 = 30_509;
+
+/// A MACsec profile: a cipher suite, sent with confidentiality (`/conf`, the default: E = C = 1)
+/// or integrity only (`/auth`: E = C = 0, user data in clear, as seed 002 configured it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MacsecProfile {
+    pub suite: CipherSuite,
+    pub confidentiality: bool,
+}
+
+/// A secured SOME/IP profile: `someip-nosec`, or `someip-<aead>[/auth|/conf]` (conf by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SomeipProfile {
+    pub level: sip::Level,
+    /// Unused under `nosec` (kept at AES-128-GCM there, so equal profiles compare equal).
+    pub alg: AeadAlg,
+}
+
+impl SomeipProfile {
+    /// The `nosec` profile.
+    pub const NOSEC: SomeipProfile = SomeipProfile {
+        level: sip::Level::NoSec,
+        alg: AeadAlg::Aes128Gcm,
+    };
+
+    /// Every profile: nosec, then each AEAD at auth and conf.
+    pub fn all() -> impl Iterator<Item = SomeipProfile> {
+        core::iter::once(SomeipProfile::NOSEC).chain(AeadAlg::ALL.into_iter().flat_map(|alg| {
+            [sip::Level::Auth, sip::Level::Conf]
+                .into_iter()
+                .map(move |level| SomeipProfile { level, alg })
+        }))
+    }
+
+    fn parse(s: &str) -> Option<SomeipProfile> {
+        let rest = s.strip_prefix("someip-")?;
+        if rest == "nosec" {
+            return Some(SomeipProfile::NOSEC);
+        }
+        let (suite, level) = match rest.split_once('/') {
+            None => (rest, sip::Level::Conf),
+            Some((suite, "auth")) => (suite, sip::Level::Auth),
+            Some((suite, "conf")) => (suite, sip::Level::Conf),
+            Some(_) => return None,
+        };
+        let alg = sip::suite_from_name(suite)?;
+        Some(SomeipProfile { level, alg })
+    }
+}
+
+impl fmt::Display for SomeipProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.level {
+            sip::Level::NoSec => f.write_str("someip-nosec"),
+            l => write!(f, "someip-{}/{}", self.alg.name(), l.name()),
+        }
+    }
+}
+
+/// A profile of any family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// IVN-AE, our raw-Ethernet format (docs/wire-ivnae.md).
+    IvnAe(IvnAeProfile),
+    /// MACsec (IEEE 802.1AE).
+    Macsec(MacsecProfile),
+    /// IPsec ESP (RFC 4303).
+    Esp(EspAlg),
+    /// AUTOSAR SecOC.
+    Secoc(SecocAlg),
+    /// Secured SOME/IP (docs/wire-someip-sec.md).
+    Someip(SomeipProfile),
+}
+
+/// How the units of a profile travel between two nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carrier {
+    /// Whole Ethernet frames (IVN-AE, MACsec).
+    Ethernet,
+    /// IPv4 packets (ESP: protocol 50).
+    Ipv4,
+    /// UDP datagrams (SecOC, SOME/IP).
+    Udp,
+}
+
+/// Why a profile name did not parse. Its text names the profile and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileError {
+    name: String,
+    kind: ProfileErrorKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ProfileErrorKind {
+    /// A `secoc-`, `esp-` or `macsec-` name that is not one of the family's.
+    Unknown(&'static str),
+    /// A `someip-` name that is not one of SOME/IP's.
+    UnknownSomeip,
+    /// An IVN-AE name that did not parse.
+    IvnAe(crate::suite::ProfileError),
+}
+
+impl ProfileError {
+    /// The name that did not parse.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.name;
+        match &self.kind {
+            ProfileErrorKind::Unknown(what) => write!(
+                f,
+                "profile `{p}`: unknown {what} profile (see `ivnsec suites`)"
+            ),
+            ProfileErrorKind::UnknownSomeip => write!(
+                f,
+                "profile `{p}`: unknown SOME/IP profile (someip-nosec, or \
+                 someip-SUITE[/auth|/conf] with SUITE aes128-gcm, aes256-gcm, \
+                 aes128-ccm, aes256-ccm or chacha20-poly1305)"
+            ),
+            ProfileErrorKind::IvnAe(e) => {
+                write!(f, "profile `{p}`: {e} (see `ivnsec suites`)")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ProfileError {}
+
+impl FromStr for Profile {
+    type Err = ProfileError;
+
+    fn from_str(profile: &str) -> Result<Profile, ProfileError> {
+        let err = |kind| ProfileError {
+            name: profile.into(),
+            kind,
+        };
+        if profile.starts_with("secoc-") {
+            return SecocAlg::from_name(profile)
+                .map(Profile::Secoc)
+                .ok_or_else(|| err(ProfileErrorKind::Unknown("SecOC")));
+        }
+        if profile.starts_with("someip-") {
+            return SomeipProfile::parse(profile)
+                .map(Profile::Someip)
+                .ok_or_else(|| err(ProfileErrorKind::UnknownSomeip));
+        }
+        if profile.starts_with("esp-") {
+            return EspAlg::from_name(profile)
+                .map(Profile::Esp)
+                .ok_or_else(|| err(ProfileErrorKind::Unknown("ESP")));
+        }
+        if profile.starts_with("macsec-") {
+            let (suite, confidentiality) = match profile.rsplit_once('/') {
+                None => (profile, true),
+                Some((s, "conf")) => (s, true),
+                Some((s, "auth")) => (s, false),
+                Some(_) => return Err(err(ProfileErrorKind::Unknown("MACsec"))),
+            };
+            return CipherSuite::from_profile(suite)
+                .map(|suite| {
+                    Profile::Macsec(MacsecProfile {
+                        suite,
+                        confidentiality,
+                    })
+                })
+                .ok_or_else(|| err(ProfileErrorKind::Unknown("MACsec")));
+        }
+        profile
+            .parse::<IvnAeProfile>()
+            .map(Profile::IvnAe)
+            .map_err(|e| err(ProfileErrorKind::IvnAe(e)))
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Profile::IvnAe(p) => write!(f, "{p}"),
+            Profile::Macsec(m) => f.write_str(m.suite.profile()).and_then(|_| {
+                if m.confidentiality {
+                    Ok(())
+                } else {
+                    f.write_str("/auth")
+                }
+            }),
+            Profile::Esp(a) => f.write_str(a.name()),
+            Profile::Secoc(a) => f.write_str(a.name()),
+            Profile::Someip(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl Profile {
+    /// Every profile of every family, each once (canonical spelling).
+    pub fn all() -> impl Iterator<Item = Profile> {
+        IvnAeProfile::all()
+            .map(Profile::IvnAe)
+            .chain(CipherSuite::ALL.into_iter().flat_map(|suite| {
+                [true, false].into_iter().map(move |confidentiality| {
+                    Profile::Macsec(MacsecProfile {
+                        suite,
+                        confidentiality,
+                    })
+                })
+            }))
+            .chain(EspAlg::ALL.into_iter().map(Profile::Esp))
+            .chain(SecocAlg::ALL.into_iter().map(Profile::Secoc))
+            .chain(SomeipProfile::all().map(Profile::Someip))
+    }
+
+    /// The family's name, for tables (`IVN-AE`, `MACsec`, `ESP`, `SecOC`, `SOME/IP`).
+    pub fn family_name(self) -> &'static str {
+        match self {
+            Profile::IvnAe(_) => "IVN-AE",
+            Profile::Macsec(_) => "MACsec",
+            Profile::Esp(_) => "ESP",
+            Profile::Secoc(_) => "SecOC",
+            Profile::Someip(_) => "SOME/IP",
+        }
+    }
+
+    /// How the units travel.
+    pub fn carrier(self) -> Carrier {
+        match self {
+            Profile::IvnAe(_) | Profile::Macsec(_) => Carrier::Ethernet,
+            Profile::Esp(_) => Carrier::Ipv4,
+            Profile::Secoc(_) | Profile::Someip(_) => Carrier::Udp,
+        }
+    }
+
+    /// Whether the units travel in raw IPv4 packets (ESP) rather than raw Ethernet frames.
+    pub fn is_ip(self) -> bool {
+        self.carrier() == Carrier::Ipv4
+    }
+
+    /// Whether the units travel in UDP datagrams (SecOC, SOME/IP).
+    pub fn is_udp(self) -> bool {
+        self.carrier() == Carrier::Udp
+    }
+
+    /// The UDP port of a UDP family in the experiments (0 for the others).
+    pub fn udp_port(self) -> u16 {
+        match self {
+            Profile::Secoc(_) => SECOC_PORT,
+            Profile::Someip(_) => SOMEIP_PORT,
+            _ => 0,
+        }
+    }
+
+    /// The EtherType of the frames on the link (raw Ethernet families; IPv4 for the others).
+    pub fn ethertype(self) -> u16 {
+        match self {
+            Profile::IvnAe(_) => crate::wire::ivnae::ETHERTYPE,
+            Profile::Macsec(_) => ETHERTYPE_MACSEC,
+            Profile::Esp(_) | Profile::Secoc(_) | Profile::Someip(_) => ETHERTYPE_IPV4,
+        }
+    }
+
+    /// Highest sequence number / PN / freshness value an outbound SA of the experiments can
+    /// carry: 2^32 − 1 for MACsec without XPN and for ESP without ESN, 2^64 − 1 otherwise.
+    pub fn max_seq(self) -> u64 {
+        match self {
+            Profile::Macsec(m) => m.suite.max_pn(),
+            Profile::Esp(_) => u64::from(u32::MAX),
+            Profile::IvnAe(_) | Profile::Secoc(_) | Profile::Someip(_) => u64::MAX,
+        }
+    }
+
+    /// Whether the profile uses the 12-byte IV of a key set (IVN-AE: the per-SA IV; MACsec XPN:
+    /// the salt).
+    pub fn uses_iv(self) -> bool {
+        match self {
+            Profile::IvnAe(_) => true,
+            Profile::Macsec(m) => m.suite.is_xpn(),
+            Profile::Esp(_) | Profile::Secoc(_) | Profile::Someip(_) => false,
+        }
+    }
+
+    /// Cipher key and MAC key lengths in bytes (HMAC keys: 32 bytes, where the MAC takes any
+    /// length; ESP GCM/GMAC/ChaCha keys include the 4-byte salt).
+    pub fn key_lengths(self) -> (usize, usize) {
+        match self {
+            Profile::IvnAe(p) => (
+                p.suite.key_len().unwrap_or(0),
+                if p.suite.needs_mac_key() { 32 } else { 0 },
+            ),
+            Profile::Macsec(m) => (m.suite.key_len(), 0),
+            Profile::Esp(a) => (a.key_len(), a.auth_key_len().unwrap_or(0)),
+            Profile::Secoc(a) => (a.key_len().unwrap_or(32), 0),
+            Profile::Someip(p) if p.level == sip::Level::NoSec => (0, 0),
+            Profile::Someip(p) => (p.alg.key_len(), 0),
+        }
+    }
+
+    /// Whether a unit carries cryptographic protection at all (`plain`, `crc32` and
+    /// `someip-nosec` do not).
+    pub fn is_cryptographic(self) -> bool {
+        match self {
+            Profile::IvnAe(p) => p.level != Level::None,
+            Profile::Someip(p) => p.level != sip::Level::NoSec,
+            _ => true,
+        }
+    }
+
+    /// The primitives a provider must implement to run this profile.
+    pub fn primitives(self) -> Vec<Primitive> {
+        let from = |(prims, n): ([Option<Primitive>; 2], usize)| -> Vec<Primitive> {
+            prims[..n].iter().flatten().copied().collect()
+        };
+        match self {
+            Profile::IvnAe(p) => from(p.suite.primitives()),
+            Profile::Macsec(m) => alloc::vec![Primitive::Aead(m.suite.aead())],
+            Profile::Esp(a) => from(a.primitives()),
+            Profile::Secoc(a) => alloc::vec![Primitive::Mac(a.mac_alg())],
+            Profile::Someip(p) if p.level == sip::Level::NoSec => Vec::new(),
+            Profile::Someip(p) => alloc::vec![Primitive::Aead(p.alg)],
+        }
+    }
+
+    /// What determines the nonces of this profile's outbound SAs, spelled one way: two profiles
+    /// with the same nonce domain, under one key and one SA identity, draw from one sequence
+    /// number space (so one nonce state must serve both). The protection level does not change
+    /// how an IVN-AE, MACsec or SOME/IP nonce is built, so it is not part of the domain.
+    pub fn nonce_domain(self) -> String {
+        use alloc::format;
+        match self {
+            Profile::IvnAe(p) => format!("ivnae {}", p.suite),
+            Profile::Macsec(m) => format!("macsec {}", m.suite.profile()),
+            Profile::Esp(a) => format!("esp {}", a.name()),
+            Profile::Secoc(a) => format!("secoc {}", a.name()),
+            Profile::Someip(p) if p.level == sip::Level::NoSec => "someip nosec".into(),
+            Profile::Someip(p) => format!("someip {}", p.alg.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    #[test]
+    fn every_profile_round_trips_through_its_name() {
+        let mut n = 0;
+        for p in Profile::all() {
+            let s = p.to_string();
+            assert_eq!(s.parse::<Profile>(), Ok(p), "{s}");
+            n += 1;
+        }
+        // IVN-AE: plain, crc32, 5 AEADs × 2 levels, 5 HMACs, 30 CBC/CTR+HMAC; MACsec 4 × 2;
+        // ESP 8; SecOC 2; SOME/IP 1 + 5 × 2.
+        assert_eq!(n, 2 + 10 + 5 + 30 + 8 + 8 + 2 + 11);
+    }
+
+    #[test]
+    fn spellings_of_one_profile_are_equal() {
+        let p = |s: &str| s.parse::<Profile>().unwrap();
+        assert_eq!(p("aes128-gcm"), p("aes128-gcm/conf"));
+        assert_ne!(p("aes128-gcm"), p("aes128-gcm/auth"));
+        assert_eq!(p("macsec-gcm-aes-128"), p("macsec-gcm-aes-128/conf"));
+        assert_ne!(p("macsec-gcm-aes-128"), p("macsec-gcm-aes-128/auth"));
+        assert_eq!(p("someip-aes128-gcm"), p("someip-aes128-gcm/conf"));
+        // The level never changes the nonce domain.
+        assert_eq!(
+            p("aes128-gcm/auth").nonce_domain(),
+            p("aes128-gcm").nonce_domain()
+        );
+        assert_eq!(
+            p("macsec-gcm-aes-128/auth").nonce_domain(),
+            p("macsec-gcm-aes-128").nonce_domain()
+        );
+        assert_ne!(
+            p("aes128-gcm").nonce_domain(),
+            p("someip-aes128-gcm").nonce_domain()
+        );
+    }
+
+    #[test]
+    fn errors_name_the_profile_and_the_family() {
+        let e = |s: &str| s.parse::<Profile>().unwrap_err().to_string();
+        assert_eq!(
+            e("esp-foo"),
+            "profile `esp-foo`: unknown ESP profile (see `ivnsec suites`)"
+        );
+        assert!(e("macsec-gcm-aes-128/none").contains("unknown MACsec profile"));
+        assert!(e("secoc-x").contains("unknown SecOC profile"));
+        assert!(e("someip-aes128-gcm/x").contains("someip-nosec"));
+        assert_eq!(
+            e("aes512-gcm"),
+            "profile `aes512-gcm`: unknown suite (see `ivnsec suites`)"
+        );
+    }
+
+    #[test]
+    fn facts_per_family() {
+        let p = |s: &str| s.parse::<Profile>().unwrap();
+        assert_eq!(p("macsec-gcm-aes-128").max_seq(), u64::from(u32::MAX));
+        assert_eq!(p("macsec-gcm-aes-xpn-128").max_seq(), u64::MAX);
+        assert!(p("macsec-gcm-aes-xpn-256").uses_iv());
+        assert!(!p("macsec-gcm-aes-256").uses_iv());
+        assert_eq!(p("esp-aes128-gcm").key_lengths(), (20, 0));
+        assert_eq!(p("aes128-cbc-hmac-sha256").key_lengths(), (16, 32));
+        assert_eq!(p("someip-nosec").key_lengths(), (0, 0));
+        assert_eq!(p("esp-null-hmac-sha256").carrier(), Carrier::Ipv4);
+        assert_eq!(p("secoc-cmac-aes128").udp_port(), SECOC_PORT);
+        assert_eq!(p("plain").ethertype(), 0x88B5);
+        assert!(p("someip-nosec").primitives().is_empty());
+        assert!(!p("crc32").is_cryptographic());
+    }
+}
