@@ -324,17 +324,52 @@ pub fn netns_command(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command 
 }
 
 /// What [`down`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DownReport {
     /// The testbed.
     pub prefix: String,
     /// Namespaces deleted.
     pub removed_namespaces: Vec<String>,
-    /// Processes signalled because they still ran inside them.
+    /// Processes signalled because they still ran inside them (`processes.len()`).
     pub stopped_processes: usize,
+    /// Those processes, by pid.
+    pub processes: Vec<StoppedProcess>,
+    /// Interfaces that existed in the deleted namespaces (deleted with them: a veth pair goes
+    /// when either end's namespace goes), by namespace and name.
+    pub removed_interfaces: Vec<RemovedInterface>,
     /// Whether a state file was removed.
     pub removed_state_file: bool,
 }
+
+/// A process [`down`] stopped because it still ran inside one of the testbed's namespaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoppedProcess {
+    /// Its process id.
+    pub pid: u32,
+    /// The namespace it ran in.
+    pub namespace: String,
+    /// Its program name (`/proc/PID/comm`, at most 15 bytes; empty if it was already gone).
+    pub command: String,
+    /// Its command line (`/proc/PID/cmdline`, arguments joined by spaces, at most
+    /// [`MAX_SHOWN_ARGS`] bytes, cut at a character boundary).
+    pub args: String,
+    /// `SIGTERM` when that ended it within the grace second, `SIGKILL` when it took that.
+    pub signal: String,
+}
+
+/// An interface that was deleted with its namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemovedInterface {
+    /// The namespace it was in.
+    pub namespace: String,
+    /// Its name there (`eth0`, `br0`, `p1`, …).
+    pub name: String,
+    /// The link kind iproute2 reports (`veth`, `bridge`, …); empty when it reports none.
+    pub kind: String,
+}
+
+/// The most bytes of a stopped process's command line a [`DownReport`] keeps.
+pub const MAX_SHOWN_ARGS: usize = 256;
 
 impl DownReport {
     /// Whether there was nothing left to remove.
@@ -355,7 +390,9 @@ pub fn down(prefix: &str, state_dir: &Path) -> Result<DownReport> {
     let live = live_namespaces(prefix)?;
     if !live.is_empty() {
         check_environment()?;
-        report.stopped_processes = stop_processes(&live)?;
+        report.processes = stop_processes(&live)?;
+        report.stopped_processes = report.processes.len();
+        report.removed_interfaces = interfaces(&live);
         let lines: Vec<String> = live.iter().map(|ns| format!("netns del {ns}")).collect();
         // -force: go on past a namespace that vanished meanwhile; the re-listing below decides.
         let _ = ip_batch(None, &lines, true);
@@ -783,32 +820,92 @@ fn all_namespaces() -> Result<Vec<String>> {
 }
 
 /// Stops every process inside `namespaces` (all named with our prefix): SIGTERM, up to one
-/// second of grace, then SIGKILL. Returns how many were signalled.
-fn stop_processes(namespaces: &[String]) -> Result<usize> {
-    let mut pids = BTreeSet::new();
+/// second of grace, then SIGKILL. Returns what was signalled, by pid.
+fn stop_processes(namespaces: &[String]) -> Result<Vec<StoppedProcess>> {
+    let mut found = std::collections::BTreeMap::new();
     for ns in namespaces {
         let out = sys::die_with_parent(Command::new("ip").args(["netns", "pids", ns])).output()?;
         // A namespace that vanished meanwhile has no processes.
         if out.status.success() {
-            pids.extend(
-                String::from_utf8_lossy(&out.stdout)
-                    .split_whitespace()
-                    .filter_map(|p| p.parse::<u32>().ok())
-                    .filter(|&p| p != std::process::id()),
-            );
+            for pid in String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .filter(|&p| p != std::process::id())
+            {
+                found.entry(pid).or_insert_with(|| StoppedProcess {
+                    pid,
+                    namespace: ns.clone(),
+                    command: proc_text(pid, "comm", 64).trim_end().to_string(),
+                    args: proc_text(pid, "cmdline", MAX_SHOWN_ARGS)
+                        .trim_end_matches('\0')
+                        .replace('\0', " "),
+                    signal: "SIGTERM".to_string(),
+                });
+            }
         }
     }
-    for &pid in &pids {
+    for &pid in found.keys() {
         sys::signal_process(pid, false)?;
     }
     let deadline = Instant::now() + Duration::from_secs(1);
-    while pids.iter().any(|&p| process_alive(p)) && Instant::now() < deadline {
+    while found.keys().any(|&p| process_alive(p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    for &pid in pids.iter().filter(|&&p| process_alive(p)) {
-        sys::signal_process(pid, true)?;
+    for p in found.values_mut().filter(|p| process_alive(p.pid)) {
+        sys::signal_process(p.pid, true)?;
+        p.signal = "SIGKILL".to_string();
     }
-    Ok(pids.len())
+    Ok(found.into_values().collect())
+}
+
+/// At most `limit` bytes of `/proc/PID/FILE` as text (invalid UTF-8 replaced, cut at a
+/// character boundary); empty when the process is gone.
+fn proc_text(pid: u32, file: &str, limit: usize) -> String {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    if let Ok(f) = fs::File::open(format!("/proc/{pid}/{file}")) {
+        let _ = f.take(limit as u64).read_to_end(&mut buf);
+    }
+    let mut s = String::from_utf8_lossy(&buf).into_owned();
+    while s.len() > limit {
+        s.pop();
+    }
+    s
+}
+
+/// The interfaces inside `namespaces` other than `lo` (`ip -j -d link show`); a namespace that
+/// cannot be read (vanished meanwhile, or an iproute2 without JSON output) lists none.
+fn interfaces(namespaces: &[String]) -> Vec<RemovedInterface> {
+    let mut found = Vec::new();
+    for ns in namespaces {
+        let mut cmd = Command::new("ip");
+        cmd.args(["-n", ns, "-j", "-d", "link", "show"]);
+        let out = match sys::die_with_parent(&mut cmd).output() {
+            Ok(o) if o.status.success() => o,
+            _ => continue,
+        };
+        let Ok(serde_json::Value::Array(links)) = serde_json::from_slice(&out.stdout) else {
+            continue;
+        };
+        for l in links {
+            let Some(name) = l.get("ifname").and_then(|n| n.as_str()) else {
+                continue;
+            };
+            if name == "lo" {
+                continue;
+            }
+            let kind = l
+                .pointer("/linkinfo/info_kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or("");
+            found.push(RemovedInterface {
+                namespace: ns.clone(),
+                name: name.to_string(),
+                kind: kind.to_string(),
+            });
+        }
+    }
+    found
 }
 
 /// Whether `pid` runs (a zombie waiting for its parent counts as gone).

@@ -32,6 +32,13 @@ pub enum Args {
     Exec(ExecArgs),
     /// Remove a testbed (idempotent): stops processes inside its namespaces, deletes them and
     /// its state file. Touches nothing that does not carry the testbed's prefix.
+    ///
+    /// Reports what it stopped and removed: each process still running inside (pid, namespace,
+    /// command line, and whether SIGTERM ended it or SIGKILL was needed), the interfaces that
+    /// went with the namespaces (veth ends, bridges), the namespaces and the state file. With
+    /// --json, the same as one JSON object. See docs/testbed.md.
+    ///
+    /// Example: `sudo ivnsec testbed down --all --json`
     Down(DownArgs),
 }
 
@@ -78,6 +85,10 @@ pub struct DownArgs {
     /// Remove every testbed recorded in the state directory (and nothing else).
     #[arg(long)]
     all: bool,
+    /// Print what was stopped and removed as JSON (`{"state_dir", "testbeds": [...]}`, one
+    /// object per testbed) instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -297,14 +308,21 @@ fn down(a: DownArgs, state_dir: &Path) -> Result<ExitCode> {
         }
         all
     };
-    if prefixes.is_empty() {
+    if prefixes.is_empty() && !a.json {
         println!(
             "no testbed is recorded in {}; nothing to do",
             state_dir.display()
         );
     }
+    let mut reports = Vec::new();
     for p in prefixes {
         let r = testbed::down(&p, state_dir).map_err(net_err)?;
+        if a.json {
+            let mut v = serde_json::to_value(&r)?;
+            v["already_down"] = serde_json::Value::Bool(r.was_already_down());
+            reports.push(v);
+            continue;
+        }
         if r.was_already_down() {
             println!("testbed {p}: already down");
         } else {
@@ -316,7 +334,67 @@ fn down(a: DownArgs, state_dir: &Path) -> Result<ExitCode> {
                     n => format!(", stopped {n} processes running inside"),
                 }
             );
+            print_down_details(&r, state_dir);
         }
     }
+    if a.json {
+        let out = serde_json::json!({ "state_dir": state_dir, "testbeds": reports });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lines under `testbed PREFIX: removed …`: each process stopped, the interfaces and
+/// namespaces removed, the state file.
+fn print_down_details(r: &testbed::DownReport, state_dir: &Path) {
+    for p in &r.processes {
+        let what = if p.args.is_empty() {
+            &p.command
+        } else {
+            &p.args
+        };
+        println!(
+            "  stopped pid {} in {} with {}: {}",
+            p.pid,
+            p.namespace,
+            p.signal,
+            if what.is_empty() { "(gone)" } else { what }
+        );
+    }
+    if !r.removed_interfaces.is_empty() {
+        let node = |ns: &str| {
+            ns.strip_prefix(r.prefix.as_str())
+                .and_then(|n| n.strip_prefix('-'))
+                .unwrap_or(ns)
+                .to_string()
+        };
+        let list: Vec<String> = r
+            .removed_interfaces
+            .iter()
+            .map(|i| match i.kind.as_str() {
+                "" => format!("{}/{}", node(&i.namespace), i.name),
+                k => format!("{}/{} ({k})", node(&i.namespace), i.name),
+            })
+            .collect();
+        let veth = r
+            .removed_interfaces
+            .iter()
+            .filter(|i| i.kind == "veth")
+            .count();
+        println!(
+            "  removed {} interfaces ({} veth links): {}",
+            list.len(),
+            veth.div_ceil(2),
+            list.join(", ")
+        );
+    }
+    if !r.removed_namespaces.is_empty() {
+        println!("  removed namespaces: {}", r.removed_namespaces.join(", "));
+    }
+    if r.removed_state_file {
+        println!(
+            "  removed state file {}",
+            state_dir.join(format!("{}.json", r.prefix)).display()
+        );
+    }
 }
