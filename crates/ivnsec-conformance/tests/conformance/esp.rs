@@ -352,8 +352,8 @@ fn bad_padding_and_dummy_packets() {
 }
 
 /// Re-signs an ENCR_NULL packet (IPv4, no options) after the test changed its trailer, to reach
-/// the checks behind the ICV. The HMAC is always the portable provider's, also when the fast
-/// provider's receiver checks it: an implementation independent of the one under test.
+/// the checks behind the ICV. The HMAC here is always the portable provider's, whichever
+/// provider's receiver is under test.
 fn resign(wire: &mut [u8], auth: &[u8]) {
     use ivnsec_core::crypto::{MAX_MAC_LEN, MacAlg};
     let mac = ivnsec_crypto_portable::PROVIDER
