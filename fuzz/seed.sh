@@ -190,8 +190,8 @@ fi
 
 # SOME/IP: scapy-built known answers (request, TP segment, SD with Offer/Subscribe and IPv4
 # endpoint options) for the parser, and the Python-computed secured known answers of
-# crates/ivnsec/tests/someip_sa.rs (key 00 01 02 …, key id 7, salt a1a2a3a4) for verify, each
-# behind the selector byte of fuzz_targets/someip_verify.rs (suite index | level << 3).
+# crates/ivnsec-conformance/src/vectors/someip.rs (key 00 01 02 …, key id 7, salt a1a2a3a4) for
+# verify, each behind the selector byte of fuzz_targets/someip_verify.rs (suite index | level << 3).
 someip_parse_dir=fuzz/corpus/someip_parse
 someip_verify_dir=fuzz/corpus/someip_verify
 mkdir -p "$someip_parse_dir" "$someip_verify_dir"

@@ -2,7 +2,7 @@
 //! selects the suite (bits 0-2, modulo 5), the level (bits 3-4: auth, conf, nosec), the replay
 //! window (bit 5: 0 or 64) and the provider (bit 7, when it has the suite); the rest is one
 //! message for service 0x1234 with the fixed key 00 01 02 …, key id 7 and salt a1a2a3a4 (the
-//! known answers of crates/ivnsec/tests/someip_sa.rs, so seeds start accepted).
+//! known answers of crates/ivnsec-conformance/src/vectors/someip.rs, so seeds start accepted).
 //!
 //! Invariants: verify never panics; an accepted message yields an in-bounds body range after the
 //! header (and the 9 security bytes when secured); a secured message accepted once is a replay

@@ -126,3 +126,33 @@ pub fn run_plan_on_loopback(d: &TempDir, plan: &std::path::Path) -> (i32, serde_
     let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
     (code, serde_json::from_str(&summary).unwrap())
 }
+
+/// `ivnsec ARGS` without testbed state, with `stdin` (if any) written to its standard input,
+/// which is then closed (at once when `None`). For the `frame` commands, whose `-` reads one unit
+/// per stdin line. The input is written before the output is read: keep it under a pipe buffer
+/// (64 KiB).
+pub fn run_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ivnsec");
+    let mut input = child.stdin.take().expect("piped stdin");
+    if let Some(s) = stdin {
+        // A command that stops before reading closes the pipe; its exit code and message are
+        // what the test checks, so a broken pipe here is not an error of the test.
+        if let Err(e) = input.write_all(s.as_bytes()) {
+            assert_eq!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe,
+                "stdin of ivnsec: {e}"
+            );
+        }
+    }
+    drop(input);
+    child.wait_with_output().expect("wait for ivnsec")
+}

@@ -1,0 +1,8 @@
+//! Known-answer vectors as data tables, each entry with its citation. One loop per table drives
+//! them: through the API once per provider (`tests/conformance/`), and through the binary
+//! (`crates/ivnsec/tests/cli_protocols.rs`).
+
+pub mod esp;
+pub mod macsec;
+pub mod secoc;
+pub mod someip;
