@@ -672,8 +672,8 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         );
     } else if totals.skip == totals.frames {
         eprintln!(
-            "pcap verify: NOTHING VERIFIED: all {} frames of {} were skipped (none is a {} \
-             frame this SA can check); check --profile and the capture; exit 1",
+            "pcap verify: NOTHING VERIFIED: all {} frames of {} were skipped, none was checked \
+             under --profile {} (see the skip reasons: is it the capture's protocol?); exit 1",
             totals.frames,
             a.file.display(),
             a.sa.profile
