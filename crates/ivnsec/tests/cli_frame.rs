@@ -896,7 +896,7 @@ fn protect_says_which_iv_it_used() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let iv = "0000000000000102";
     assert!(
-        stderr(&o).contains(&format!("IV is its sequence number as 8 bytes")),
+        stderr(&o).contains("IV is its sequence number as 8 bytes"),
         "{}",
         stderr(&o)
     );
