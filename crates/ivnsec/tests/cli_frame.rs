@@ -577,6 +577,18 @@ fn verify_batch_answers_every_line_and_goes_on() {
     ] {
         assert!(err.contains(needle), "expected '{needle}' in: {err}");
     }
+    // --help says so.
+    let help = stdout(&run(&["frame", "verify", "--help"], None));
+    assert!(
+        help.contains("blank `DROP truncated`") && help.contains("`DROP oversize`"),
+        "{help}"
+    );
+    let help = stdout(&run(&["frame", "protect", "--help"], None));
+    assert!(
+        help.contains("exit code is 2 when any line was refused")
+            && help.contains("which IV was used"),
+        "{help}"
+    );
 }
 
 /// The same for every protocol, with a line above its largest frame: MACsec's 9,249-byte line

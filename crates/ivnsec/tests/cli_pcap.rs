@@ -649,6 +649,11 @@ fn truncated_last_record_is_reported_and_allow_truncated_counts_it() {
     );
     assert_eq!(v["counters"]["frames"], 3);
     assert!(v.get("error").is_none());
+    let help = text(&ivnsec(&["pcap", "verify", "--help"], None).stdout);
+    assert!(
+        help.contains("--allow-truncated") && help.contains("every one was skipped"),
+        "{help}"
+    );
 }
 
 /// `--json` is streamed: 500,000 records verify under a 32 MiB data limit (`ulimit -d`; the

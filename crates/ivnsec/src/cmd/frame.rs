@@ -18,7 +18,15 @@ use crate::providers::{self, ProviderChoice};
 pub enum Args {
     /// Protect a plain Ethernet frame (dst ‖ src ‖ EtherType ‖ payload) as IVN-AE; prints hex.
     #[command(
-        after_help = "Example:\n  ivnsec frame protect --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\\n      --seq 1 020000000002020000000001080045000014"
+        after_help = "With `-`, each stdin line is answered by the protected frame in hex, or by
+`DROP <reason>` (`malformed`: not hex or not UTF-8; `oversize`: above the largest frame;
+`truncated`: too short) with the line named on stderr, and the batch goes on; blank lines are
+skipped. Lines are read with a bound. The exit code is 2 when any line was refused. Without --iv,
+stderr says which IV was used. See docs/frame.md.
+
+Example:
+  ivnsec frame protect --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
+      --seq 1 020000000002020000000001080045000014"
     )]
     Protect {
         #[command(flatten)]
@@ -40,7 +48,15 @@ pub enum Args {
     /// Verify an IVN-AE frame; prints the recovered plain frame (exit 0) or the drop reason on
     /// stderr (exit 1).
     #[command(
-        after_help = "With `-`, each stdin line is answered by the plain frame in hex or by\n`DROP <reason>`; the exit code is 1 when any frame was dropped."
+        after_help = "With `-`, each stdin line is answered, in order, by the plain frame in hex or by
+`DROP <reason>`; the exit code is 1 when any frame was dropped. A line that is no frame answers
+for itself and the batch goes on: blank `DROP truncated` (a zero-byte frame), not hex or not
+UTF-8 `DROP malformed`, above the largest frame `DROP oversize` (read with a bound, never held
+whole); stderr names the line. See docs/frame.md.
+
+Example:
+  printf '%s\\n' \"$F1\" \"$F2\" | ivnsec frame verify --profile aes128-gcm \\
+      --key 000102030405060708090a0b0c0d0e0f -"
     )]
     Verify {
         #[command(flatten)]
