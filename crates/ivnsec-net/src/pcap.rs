@@ -14,7 +14,9 @@
 //! from the file is bounded by [`MAX_CAPLEN`]. It refuses a bad magic, a version other than 2,
 //! a link type other than Ethernet, a truncated file or record header, a truncated record, and a
 //! captured length above the file's snaplen or above [`MAX_CAPLEN`]; every error names the record
-//! (numbered from 1, as tshark numbers frames) and the byte offset of its header.
+//! (numbered from 1, as tshark numbers frames) and the byte offset of its header. A file that ends
+//! inside a record (a writer killed mid-record) yields every whole record first, then an error
+//! whose [`PcapError::is_truncation`] says so, so that a caller can report it and carry on.
 //!
 //! Why not the `pcap-file` crate: its reader sizes a record only by the file's own snaplen (so a
 //! file that claims a 4 GiB snaplen may make it buffer a 4 GiB record), reports a record larger
@@ -67,10 +69,13 @@ impl TsResolution {
 /// Writes a classic pcap file, one record per frame.
 ///
 /// Per frame it formats a 16-byte header on the stack and copies it and the frame into the
-/// buffered writer: no allocation, and a system call only when the buffer fills. Frames longer
-/// than the snaplen are cut to it (the record keeps the original length), as libpcap does. Call
-/// [`flush`](Self::flush) to make the records visible to readers; dropping the writer flushes
-/// too but cannot report an error.
+/// buffered writer (no allocation), then flushes it: one `write` system call per record, so a
+/// writer killed at any instant (SIGKILL, a crash) leaves a file that ends with a whole record
+/// and that every reader opens; no `fsync` (the page cache survives the process).
+/// [`set_flush_each_record(false)`](Self::set_flush_each_record) lets a bulk writer (copying a
+/// capture, writing frames recorded in memory) fill the buffer instead, a system call per 64 KiB.
+/// Frames longer than the snaplen are cut to it (the record keeps the original length), as
+/// libpcap does. Dropping the writer flushes too but cannot report an error.
 ///
 /// To record from several threads, share it behind a `Mutex`.
 #[derive(Debug)]
@@ -79,6 +84,7 @@ pub struct PcapWriter<W: Write> {
     resolution: TsResolution,
     snaplen: u32,
     records: u64,
+    flush_each_record: bool,
 }
 
 impl PcapWriter<BufWriter<File>> {
@@ -114,12 +120,23 @@ impl<W: Write> PcapWriter<W> {
         h[16..20].copy_from_slice(&snaplen.to_ne_bytes());
         h[20..24].copy_from_slice(&LINKTYPE_ETHERNET.to_ne_bytes());
         out.write_all(&h)?;
+        // The header reaches the file at once: a writer killed before its first record leaves
+        // an empty capture, not an unreadable one.
+        out.flush()?;
         Ok(PcapWriter {
             out,
             resolution,
             snaplen,
             records: 0,
+            flush_each_record: true,
         })
+    }
+
+    /// Whether each record is flushed as it is written (the default: a killed writer leaves a
+    /// readable file). Off, records reach the underlying writer when its buffer fills or at
+    /// [`flush`](Self::flush): for bulk copies where nobody reads the file before it is done.
+    pub fn set_flush_each_record(&mut self, on: bool) {
+        self.flush_each_record = on;
     }
 
     /// Appends `frame` (an Ethernet frame from the destination address on, without FCS) taken
@@ -150,6 +167,9 @@ impl<W: Write> PcapWriter<W> {
         // caplen ≤ frame.len() by construction.
         self.out.write_all(&frame[..caplen as usize])?;
         self.records += 1;
+        if self.flush_each_record {
+            self.out.flush()?;
+        }
         Ok(())
     }
 
@@ -207,7 +227,9 @@ pub struct RecordRef<'a> {
     pub offset: u64,
     /// Capture time.
     pub timestamp: SystemTime,
-    /// Length of the frame on the wire (≥ `data.len()` when the capture cut it).
+    /// Length of the frame on the wire, as the record header says: above `data.len()` when
+    /// the capture cut the frame (snaplen); below it only in a malformed file (the reader
+    /// passes the record on for the caller to judge).
     pub orig_len: u32,
     /// The captured bytes.
     pub data: &'a [u8],
@@ -314,6 +336,17 @@ impl fmt::Display for PcapError {
                 write!(f, "captured length {caplen} exceeds the limit {MAX_CAPLEN}")
             }
         }
+    }
+}
+
+impl PcapError {
+    /// The file ends inside a record (its header or its bytes): what a writer stopped in the
+    /// middle of a record leaves. Every record before it was read; nothing follows it.
+    pub fn is_truncation(&self) -> bool {
+        matches!(
+            self.kind,
+            PcapErrorKind::TruncatedRecordHeader { .. } | PcapErrorKind::TruncatedRecord { .. }
+        )
     }
 }
 
@@ -751,6 +784,53 @@ mod tests {
         let mut f = sample();
         f[16..20].copy_from_slice(&0u32.to_ne_bytes());
         assert_eq!(PcapReader::new(&f[..]).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn truncation_is_told_apart_from_other_damage() {
+        let good = sample();
+        let second = 24 + 16 + 60;
+        assert!(nth_error(&good[..second + 7]).is_truncation());
+        assert!(nth_error(&good[..good.len() - 1]).is_truncation());
+        let mut huge = good.clone();
+        huge[24 + 8..24 + 12].copy_from_slice(&u32::MAX.to_ne_bytes());
+        assert!(!nth_error(&huge).is_truncation());
+    }
+
+    /// A temporary file path of this test process.
+    fn temp_path(tag: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("ivnsec-pcap-{tag}-{}.pcap", std::process::id()))
+    }
+
+    /// A writer that never runs its destructor (as when its process is killed) has still put
+    /// every record it wrote into the file, whole; with per-record flushing off, the records are
+    /// still in its buffer (which shows the check can fail).
+    #[test]
+    fn each_record_reaches_the_file_before_the_next_is_written() {
+        let path = temp_path("flush");
+        let mut w = PcapWriter::create(&path).unwrap();
+        for i in 0..3u8 {
+            w.write_frame(at(1_700_000_000, u32::from(i)), &[i; 60])
+                .unwrap();
+            let on_disk: Vec<Record> = PcapReader::open(&path)
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(on_disk.len(), usize::from(i) + 1);
+            assert_eq!(on_disk[usize::from(i)].data, vec![i; 60]);
+        }
+        std::mem::forget(w);
+        assert_eq!(PcapReader::open(&path).unwrap().count(), 3);
+
+        let mut w = PcapWriter::create(&path).unwrap();
+        w.set_flush_each_record(false);
+        w.write_frame(at(1, 0), &[0; 60]).unwrap();
+        // The header went out at creation, the record is still buffered.
+        assert_eq!(PcapReader::open(&path).unwrap().count(), 0);
+        w.flush().unwrap();
+        assert_eq!(PcapReader::open(&path).unwrap().count(), 1);
+        drop(w);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -482,3 +482,470 @@ fn suites_lists_every_profile() {
     assert_eq!(gcm["suite_id"], "0x10");
     assert_eq!(gcm["providers"], serde_json::json!(["fast", "portable"]));
 }
+
+/// `ivnsec ARGS` with `stdin` fed from a thread (for inputs larger than a pipe buffer).
+fn run_bytes(args: &[&str], stdin: Vec<u8>) -> Output {
+    run_cmd(Command::new(BIN).args(args), stdin)
+}
+
+fn run_cmd(cmd: &mut Command, stdin: Vec<u8>) -> Output {
+    let mut c = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ivnsec");
+    let mut w = c.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        // The reader may stop early (an error exit): a broken pipe is its answer, not ours.
+        let _ = w.write_all(&stdin);
+    });
+    let o = c.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    o
+}
+
+fn out_lines(o: &Output) -> Vec<String> {
+    String::from_utf8(o.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Plain frames `PLAIN ‖ i` (distinct payloads), protected in one batch from sequence number 1.
+fn protected(profile_args: &[&str], n: usize) -> (Vec<String>, Vec<String>) {
+    let plains: Vec<String> = (0..n).map(|i| format!("{PLAIN}{:04x}", i)).collect();
+    let input: String = plains.iter().map(|p| format!("{p}\n")).collect();
+    let mut a = vec!["frame", "protect"];
+    a.extend_from_slice(profile_args);
+    a.push("-");
+    let o = run_bytes(&a, input.into_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let frames = out_lines(&o);
+    assert_eq!(frames.len(), n);
+    (plains, frames)
+}
+
+/// A verify batch answers every line, in order, whatever is on it: a blank line (a zero-byte
+/// frame: `DROP truncated`), odd-length hex, non-hex, bytes that are not UTF-8 (`DROP
+/// malformed`), a replay (the SA's verdict) — and the good frames after them still verify.
+#[test]
+fn verify_batch_answers_every_line_and_goes_on() {
+    let sa = ["--profile", "aes128-gcm", "--key", KEY, "--seq", "1"];
+    let (plains, f) = protected(&sa, 3);
+    let mut input = Vec::new();
+    for line in [&f[0][..], "", "abc", "zz", &f[1], &f[0]] {
+        input.extend_from_slice(line.as_bytes());
+        input.push(b'\n');
+    }
+    input.extend_from_slice(b"\xff\xfe0a\n");
+    input.extend_from_slice(f[2].as_bytes()); // a last line without a newline
+    let o = run_bytes(
+        &[
+            "frame",
+            "verify",
+            "--profile",
+            "aes128-gcm",
+            "--key",
+            KEY,
+            "-",
+        ],
+        input,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        out_lines(&o),
+        [
+            plains[0].as_str(),
+            "DROP truncated",
+            "DROP malformed",
+            "DROP malformed",
+            &plains[1],
+            "DROP replay_duplicate",
+            "DROP malformed",
+            &plains[2],
+        ]
+    );
+    let err = stderr(&o);
+    for needle in [
+        "stdin line 2: empty line",
+        "stdin line 3: odd number of hex digits (3)",
+        "stdin line 4: not hex",
+        "stdin line 7: not UTF-8 text",
+        "verified 3 dropped 5: truncated=1 replay_duplicate=1 malformed=3",
+    ] {
+        assert!(err.contains(needle), "expected '{needle}' in: {err}");
+    }
+    // --help says so.
+    let help = stdout(&run(&["frame", "verify", "--help"], None));
+    assert!(
+        help.contains("blank `DROP truncated`") && help.contains("`DROP oversize`"),
+        "{help}"
+    );
+    let help = stdout(&run(&["frame", "protect", "--help"], None));
+    assert!(
+        help.contains("exit code is 2 when any line was refused")
+            && help.contains("which IV was used"),
+        "{help}"
+    );
+}
+
+/// The same for every protocol, with a line above its largest frame: MACsec's 9,249-byte line
+/// (which used to end the batch with exit 2) and a 100,000-byte line answer `DROP oversize`
+/// and the next frame still verifies.
+#[test]
+fn every_protocol_batch_answers_oversize_and_bad_lines_alone() {
+    let macsec = [
+        "--profile",
+        "macsec-gcm-aes-128",
+        "--key",
+        KEY,
+        "--sci",
+        "0200000000010001",
+        "--an",
+        "1",
+    ];
+    let esp_key = format!("{KEY}01020304");
+    let esp = [
+        "--profile",
+        "esp-aes128-gcm",
+        "--key",
+        &esp_key,
+        "--spi",
+        "300",
+    ];
+    let secoc = [
+        "--profile",
+        "secoc-cmac-aes128",
+        "--key",
+        KEY,
+        "--data-id",
+        "7",
+    ];
+    let ivnae = [
+        "--profile",
+        "chacha20-poly1305",
+        "--key",
+        &format!("{KEY}{KEY}"),
+    ];
+    let cases: [(&str, &[&str], &[&str]); 4] = [
+        ("ivn-ae", &ivnae, &["--seq", "1"]),
+        ("macsec", &macsec, &["--pn", "1"]),
+        ("esp", &esp, &["--seq", "1"]),
+        ("secoc", &secoc, &["--freshness", "1"]),
+    ];
+    for (name, sa, first) in cases {
+        let (plains, f) = if name == "esp" {
+            // ESP protects IP packets: an IPv4 header (UDP, 10.0.0.1 → 10.0.0.2, header
+            // checksum 0x66cd = !(0x4500 + 0x001e + 0x4011 + 0x0a00 + 0x0001 + 0x0a00 + 0x0002),
+            // RFC 791; the receiver hands the packet on with a valid checksum) and a payload.
+            let plains: Vec<String> = (0..2)
+                .map(|i| format!("4500001e00000000401166cd0a0000010a000002{:020x}", i))
+                .collect();
+            let input: String = plains.iter().map(|p| format!("{p}\n")).collect();
+            let o = run_bytes(
+                &[&["frame", "protect"][..], sa, first, &["-"]].concat(),
+                input.into_bytes(),
+            );
+            assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+            (plains, out_lines(&o))
+        } else {
+            protected(&[sa, first].concat(), 2)
+        };
+        let lines = [
+            f[0].clone(),
+            "00".repeat(9249),
+            "0".repeat(7),
+            String::new(),
+            "ab".repeat(100_000),
+            f[1].clone(),
+        ];
+        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let o = run_bytes(
+            &[&["frame", "verify"][..], sa, &["-"]].concat(),
+            input.into_bytes(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        let got = out_lines(&o);
+        let want_9249 = if name == "macsec" {
+            "DROP oversize".to_string()
+        } else {
+            // 9,249 bytes fit the largest IVN-AE frame, an ESP packet or a SecOC PDU: the SA
+            // judges them (a zero EtherType, a bad header).
+            got[1].clone()
+        };
+        assert!(got[1].starts_with("DROP "), "{name}: {got:?}");
+        assert_eq!(
+            got,
+            [
+                plains[0].clone(),
+                want_9249,
+                "DROP malformed".into(),
+                "DROP truncated".into(),
+                "DROP oversize".into(),
+                plains[1].clone(),
+            ],
+            "{name}"
+        );
+    }
+}
+
+/// The count: 20,000 lines in (blank and bad lines among them), 20,000 answers out,
+/// each on the line of its input.
+#[test]
+fn twenty_thousand_lines_in_twenty_thousand_answers_out() {
+    const N: usize = 20_000;
+    let good = (0..N).filter(|i| i % 10 != 3 && i % 10 != 7).count();
+    let sa = ["--profile", "aes128-gcm", "--key", KEY, "--seq", "1"];
+    let (plains, frames) = protected(&sa, good);
+    let (mut input, mut want) = (String::new(), Vec::with_capacity(N));
+    let mut k = 0;
+    for i in 0..N {
+        match i % 10 {
+            3 => {
+                input.push('\n');
+                want.push("DROP truncated".to_string());
+            }
+            7 => {
+                input.push_str("abc\n");
+                want.push("DROP malformed".to_string());
+            }
+            _ => {
+                input.push_str(&frames[k]);
+                input.push('\n');
+                want.push(plains[k].clone());
+                k += 1;
+            }
+        }
+    }
+    let o = run_bytes(
+        &[
+            "frame",
+            "verify",
+            "--profile",
+            "aes128-gcm",
+            "--key",
+            KEY,
+            "-",
+        ],
+        input.into_bytes(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let got = out_lines(&o);
+    assert_eq!(got.len(), N);
+    assert!(got == want, "answers do not line up with the input");
+    assert!(
+        stderr(&o).contains(&format!(
+            "verified {good} dropped {}: truncated={} malformed={}",
+            N - good,
+            N / 10,
+            N / 10
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A protect batch answers a line it cannot protect with `DROP <reason>` (the sentence on
+/// stderr) and goes on; refused lines spend no sequence number; blank lines stay skipped; the
+/// exit code is 2 when any line was refused.
+#[test]
+fn protect_batch_refuses_bad_lines_alone() {
+    let input = format!("{PLAIN}\nzz\n\n0200\n{PLAIN}\n{}\n", "00".repeat(9217));
+    let o = run_bytes(
+        &[
+            "frame",
+            "protect",
+            "--profile",
+            "aes128-gcm",
+            "--key",
+            KEY,
+            "--iv",
+            "000000000000000000000000",
+            "--seq",
+            "5",
+            "-",
+        ],
+        input.into_bytes(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let got = out_lines(&o);
+    assert_eq!(got.len(), 5, "{got:?}");
+    assert_eq!(
+        &got[1..],
+        ["DROP malformed", "DROP truncated", &got[3], "DROP oversize"]
+    );
+    for (line, seq) in [(&got[0], 5u64), (&got[3], 6)] {
+        let b = hex::decode(line).unwrap();
+        assert_eq!(
+            &b[18..26],
+            &seq.to_be_bytes(),
+            "refused lines spend no number"
+        );
+    }
+    let err = stderr(&o);
+    for needle in [
+        "stdin line 2: not hex",
+        "stdin line 4: frame shorter than an Ethernet header",
+        "stdin line 6: frame of 9217 bytes exceeds 9216",
+        "protected 2 refused 3: truncated=1 oversize=1 malformed=1",
+    ] {
+        assert!(err.contains(needle), "expected '{needle}' in: {err}");
+    }
+}
+
+/// A 100 MB stdin line is answered `DROP oversize` and the next line still gets its answer,
+/// under a 32 MiB data limit (`ulimit -d`): the line is never held in memory. Reading it whole,
+/// as before, needs more than 100 MB.
+#[test]
+fn huge_stdin_line_is_answered_without_holding_it() {
+    let frame = protect("aes128-gcm", &["--key", KEY], "1", PLAIN);
+    let mut input = vec![b'a'; 100 << 20];
+    input.push(b'\n');
+    input.extend_from_slice(format!("{frame}\n").as_bytes());
+    for cmd in ["verify", "protect"] {
+        let mut args = vec!["frame", cmd, "--profile", "aes128-gcm", "--key", KEY];
+        if cmd == "protect" {
+            args.extend_from_slice(&["--seq", "1"]);
+        }
+        args.push("-");
+        let mut c = Command::new("sh");
+        c.args(["-c", "ulimit -d 32768 && exec \"$0\" \"$@\"", BIN])
+            .args(&args);
+        let o = run_cmd(&mut c, input.clone());
+        let err = stderr(&o);
+        assert!(
+            err.contains("stdin line 1: line longer than"),
+            "{cmd}: {err}"
+        );
+        let got = out_lines(&o);
+        assert_eq!(got.len(), 2, "{cmd}: {got:?}");
+        assert_eq!(got[0], "DROP oversize", "{cmd}");
+        if cmd == "protect" {
+            // The next line (a protected frame: hex, 62 bytes) is protected in turn.
+            assert_eq!(&got[1][..24], &frame[..24]);
+            assert_eq!(o.status.code(), Some(2), "{cmd}: {err}");
+        } else {
+            assert_eq!(got[1], PLAIN);
+            assert_eq!(o.status.code(), Some(1), "{cmd}: {err}");
+        }
+    }
+}
+
+/// `frame protect` without `--iv` says on stderr which IV it used, and what it says is true:
+/// IVN-AE's all-zero IV verifies with `--iv 00…00`; ESP's IV is the sequence number, found in
+/// the packet after the SPI and sequence number (RFC 4106 §3.1).
+#[test]
+fn protect_says_which_iv_it_used() {
+    let o = run(
+        &[
+            "frame",
+            "protect",
+            "--profile",
+            "aes128-gcm",
+            "--key",
+            KEY,
+            "--seq",
+            "9",
+            PLAIN,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let zero = "000000000000000000000000";
+    assert!(
+        stderr(&o).contains(&format!("no --iv given: using the all-zero IV {zero}")),
+        "{}",
+        stderr(&o)
+    );
+    let v = run(
+        &[
+            "frame",
+            "verify",
+            "--profile",
+            "aes128-gcm",
+            "--key",
+            KEY,
+            "--iv",
+            zero,
+            &stdout(&o),
+        ],
+        None,
+    );
+    assert_eq!(v.status.code(), Some(0), "{}", stderr(&v));
+    assert_eq!(stdout(&v), PLAIN);
+    // With --iv, and for a suite without a nonce, nothing to say.
+    for extra in [
+        &["--profile", "aes128-gcm", "--key", KEY, "--iv", zero][..],
+        &["--profile", "hmac-sha256", "--mac-key", "0b0b"],
+    ] {
+        let o = run(
+            &[&["frame", "protect"][..], extra, &["--seq", "1", PLAIN]].concat(),
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0));
+        assert!(!stderr(&o).contains("--iv"), "{extra:?}: {}", stderr(&o));
+    }
+    // ESP AES-GCM: the IV is the sequence number.
+    let packet = "4500001e00000000401100000a0000010a00000200000000000000000000";
+    let o = run(
+        &[
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-gcm",
+            "--key",
+            &format!("{KEY}01020304"),
+            "--spi",
+            "300",
+            "--seq",
+            "258",
+            packet,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let iv = "0000000000000102";
+    assert!(
+        stderr(&o).contains("IV is its sequence number as 8 bytes"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains(&format!("the first {iv}")),
+        "{}",
+        stderr(&o)
+    );
+    let b = hex::decode(stdout(&o)).unwrap();
+    assert_eq!(
+        hex::encode(&b[28..36]),
+        iv,
+        "IPv4 header 20, SPI 4, seq 4, IV 8"
+    );
+    // ESP CBC: a random IV per packet, said so.
+    let o = run(
+        &[
+            "frame",
+            "protect",
+            "--profile",
+            "esp-aes128-cbc-hmac-sha256",
+            "--key",
+            KEY,
+            "--auth-key",
+            &format!("{KEY}{KEY}"),
+            "--spi",
+            "300",
+            "--seq",
+            "1",
+            packet,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fresh random 16-byte IV"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -2,12 +2,19 @@
 //! frame protect`, and Python's `struct` module wraps them into a classic pcap file (microsecond
 //! magic), so the file format side is not our own writer. Covers IVN-AE, MACsec and ESP: all ok,
 //! tampered and replayed frames (exact reasons and counters), skipped foreign frames, truncated
-//! and malformed files (exit 2), and the `--json` shape.
+//! and malformed files (exit 2), and the `--json` shape. Also the hostile-input answers: a record
+//! longer than the wire, a capture with every frame skipped (exit 1), a truncated last record
+//! (`--allow-truncated`), `--json` of 500,000 records in bounded memory, and the capture a
+//! sender killed with SIGKILL leaves.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+
+// This file needs no root: `require_root!` goes unused.
+#[allow(unused_macros)]
+mod common;
 
 fn ivnsec(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ivnsec"))
@@ -526,4 +533,263 @@ fn usage_errors_exit_2() {
     let o = ivnsec(&["pcap", "verify", "--help"], None);
     assert!(o.status.success());
     assert!(text(&o.stdout).contains("--replay-window"));
+}
+
+/// A record that claims fewer bytes on the wire than it captured is malformed: skipped with
+/// that reason and counted, and the frames around it are checked as usual.
+#[test]
+fn record_longer_than_the_wire_is_skipped_as_malformed() {
+    need_python!("record_longer_than_the_wire_is_skipped_as_malformed");
+    let f = ivnae_frames(2);
+    let len = f[0].len() / 2;
+    let cap = capture(
+        "longer",
+        &[f[0].clone(), format!("{}/20", f[1]), f[1].clone()],
+    );
+    let (rc, out, err) = verify(&IVNAE, &cap, &[]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "1 ok\n2 skip malformed record: captured length {len} above the original length 20\n\
+             3 ok\ncounters: frames=3 ok=2 drop=0 skip=1\n"
+        )
+    );
+}
+
+/// Frames read but none checked (a MACsec capture under an IVN-AE profile: all skipped) is no
+/// success: exit 1 and a sentence on stderr. An empty capture keeps exit 0 but says that
+/// nothing was verified.
+#[test]
+fn a_capture_with_every_frame_skipped_exits_1_and_says_so() {
+    need_python!("a_capture_with_every_frame_skipped_exits_1_and_says_so");
+    let plains: Vec<String> = (0..2)
+        .map(|i| eth_plain(&format!("45{i:02x}aabb")))
+        .collect();
+    let macsec = protect(&macsec_sa(&["--pn", "1"]), &plains);
+    let cap = capture("all-skipped", &macsec);
+    let (rc, out, err) = verify(&IVNAE, &cap, &[]);
+    assert_eq!(rc, 1, "{err}");
+    assert_eq!(
+        out,
+        "1 skip ethertype 0x88e5\n2 skip ethertype 0x88e5\n\
+         counters: frames=2 ok=0 drop=0 skip=2\n"
+    );
+    assert!(
+        err.contains("NOTHING VERIFIED: all 2 frames") && err.contains("--profile aes128-gcm"),
+        "{err}"
+    );
+    // The right profile checks them.
+    let (rc, _, err) = verify(&macsec_sa(&[]), &cap, &[]);
+    assert_eq!(rc, 0, "{err}");
+    let cap = capture("nothing", &[]);
+    let (rc, _, err) = verify(&IVNAE, &cap, &["--json"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("holds no frames: nothing was verified"),
+        "{err}"
+    );
+}
+
+/// A capture that ends inside its last record (what a writer killed mid-record leaves): by
+/// default a bad file (exit 2) that still reports the records before it — their counters on
+/// stderr, and with --json a whole document with an `error` key; with --allow-truncated the
+/// record is counted as skipped and the exit code follows the verdicts.
+#[test]
+fn truncated_last_record_is_reported_and_allow_truncated_counts_it() {
+    need_python!("truncated_last_record_is_reported_and_allow_truncated_counts_it");
+    let f = ivnae_frames(3);
+    let cap = capture("tail", &f);
+    let bytes = std::fs::read(&cap.0).unwrap();
+    let len = f[0].len() / 2;
+    let third = 24 + 2 * (16 + len);
+    std::fs::write(&cap.0, &bytes[..bytes.len() - 5]).unwrap();
+
+    let (rc, _, err) = verify(&IVNAE, &cap, &[]);
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("the capture ends inside record 3")
+            && err.contains("counters: frames=2 ok=2 drop=0 skip=0")
+            && err.contains("--allow-truncated"),
+        "{err}"
+    );
+    let (rc, out, _) = verify(&IVNAE, &cap, &["--json"]);
+    assert_eq!(rc, 2);
+    let v: Value = serde_json::from_str(&out).expect("a whole JSON document");
+    assert_eq!(v["frames"].as_array().unwrap().len(), 2);
+    assert_eq!(v["counters"]["ok"], 2);
+    assert!(
+        v["error"].as_str().unwrap().ends_with(&format!(
+            "record 3 at byte offset {third}: truncated record: {} of {len} captured bytes",
+            len - 5
+        )),
+        "{v}"
+    );
+
+    let (rc, out, err) = verify(&IVNAE, &cap, &["--allow-truncated"]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "1 ok\n2 ok\n3 skip truncated record: {} of {len} captured bytes (the capture ends \
+             inside it)\ncounters: frames=3 ok=2 drop=0 skip=1\n",
+            len - 5
+        )
+    );
+    assert!(err.contains("the capture ends inside this record"), "{err}");
+    // Cut inside the record header, as JSON.
+    std::fs::write(&cap.0, &bytes[..third + 9]).unwrap();
+    let (rc, out, err) = verify(&IVNAE, &cap, &["--allow-truncated", "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["frames"][2],
+        serde_json::json!({"index": 3, "verdict": "skip",
+            "reason": "truncated record header: 9 of 16 bytes (the capture ends inside it)"})
+    );
+    assert_eq!(v["counters"]["frames"], 3);
+    assert!(v.get("error").is_none());
+    let help = text(&ivnsec(&["pcap", "verify", "--help"], None).stdout);
+    assert!(
+        help.contains("--allow-truncated") && help.contains("every one was skipped"),
+        "{help}"
+    );
+}
+
+/// `--json` is streamed: 500,000 records verify under a 32 MiB data limit (`ulimit -d`; the
+/// document held in memory needed about 50 MB for them), and the output is one whole document
+/// with every frame in order and the counters.
+#[test]
+fn json_of_half_a_million_records_streams_in_bounded_memory() {
+    need_python!("json_of_half_a_million_records_streams_in_bounded_memory");
+    const N: usize = 500_000;
+    let f = ivnae_frames(1);
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cli-pcap-{}-many.pcap", std::process::id()));
+    // The file by hand (pcap-savefile(5)): header, then one IVN-AE frame and N − 1 IPv4 frames.
+    let mut file = Vec::with_capacity(24 + N * 80);
+    file.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    file.extend_from_slice(&2u16.to_le_bytes());
+    file.extend_from_slice(&4u16.to_le_bytes());
+    for w in [0u32, 0, 65535, 1] {
+        file.extend_from_slice(&w.to_le_bytes());
+    }
+    let good = hex::decode(&f[0]).unwrap();
+    let other = hex::decode(eth_plain("450000140000000040110000")).unwrap();
+    for i in 0..N {
+        let d = if i == 0 { &good } else { &other };
+        for w in [1_700_000_000u32, i as u32, d.len() as u32, d.len() as u32] {
+            file.extend_from_slice(&w.to_le_bytes());
+        }
+        file.extend_from_slice(d);
+    }
+    std::fs::write(&path, &file).unwrap();
+    let cap = Capture(path);
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -d 32768 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_ivnsec"),
+            "pcap",
+            "verify",
+        ])
+        .args(IVNAE)
+        .arg("--json")
+        .arg(&cap.0)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+
+    #[derive(serde::Deserialize)]
+    struct Frame {
+        index: u64,
+        verdict: String,
+        reason: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        frames: Vec<Frame>,
+        counters: Value,
+    }
+    let doc: Doc = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(doc.frames.len(), N);
+    for (i, fr) in doc.frames.iter().enumerate() {
+        assert_eq!(fr.index, i as u64 + 1);
+        let want = if i == 0 {
+            ("ok", None)
+        } else {
+            ("skip", Some("ethertype 0x0800"))
+        };
+        assert_eq!(
+            (fr.verdict.as_str(), fr.reason.as_deref()),
+            want,
+            "frame {}",
+            i + 1
+        );
+    }
+    assert_eq!(
+        doc.counters,
+        serde_json::json!({"frames": N, "ok": 1, "drop": 0, "skip": N - 1,
+            "not_validated": 0, "drops": {}})
+    );
+}
+
+/// A sender killed with SIGKILL leaves a capture of whole records: every unit that reached the
+/// receiver before the kill is in it (the writer flushes each record; a buffered writer would
+/// still hold them), byte for byte as the receiver got it.
+#[test]
+fn killed_sender_leaves_a_readable_capture() {
+    let d = common::TempDir::new("pcap-kill");
+    let keys = d.path("k.toml");
+    let o = d.run(&[
+        "keygen",
+        "--profile",
+        "aes128-gcm",
+        "--out",
+        keys.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let pcap = d.path("tx.pcap");
+    let mut child = d
+        .cmd()
+        .args(["send", "--profile", "aes128-gcm", "--keys"])
+        .arg(&keys)
+        .arg("--state-dir")
+        .arg(d.path("hw"))
+        .args(["--udp", &sink.local_addr().unwrap().to_string()])
+        .args(["--rate", "400", "--pcap"])
+        .arg(&pcap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    const GOT: usize = 40;
+    let mut units = Vec::new();
+    let mut buf = [0u8; 2048];
+    while units.len() < GOT {
+        match sink.recv(&mut buf) {
+            Ok(n) => units.push(buf[..n].to_vec()),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("sender sent nothing: {e}");
+            }
+        }
+    }
+    child.kill().unwrap(); // SIGKILL: no destructor, no flush at exit
+    child.wait().unwrap();
+    let mut r = ivnsec_net::pcap::PcapReader::open(&pcap).unwrap();
+    let mut records = Vec::new();
+    while let Some(rec) = r.next_record() {
+        let rec = rec.unwrap_or_else(|e| panic!("the capture ends cleanly: {e}"));
+        records.push(rec.data.to_vec());
+    }
+    // The last unit received may have been killed between its send and its record.
+    assert!(records.len() >= GOT - 1, "{} records", records.len());
+    for (i, u) in units.iter().take(GOT - 1).enumerate() {
+        assert_eq!(&records[i], u, "record {} is the unit sent", i + 1);
+    }
 }

@@ -7,9 +7,12 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use ivnsec_core::crypto::CryptoProvider;
-use ivnsec_core::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx, MAX_OVERHEAD};
+use ivnsec_core::sa::DropReason;
+use ivnsec_core::sa::esp::{
+    EspAlg, EspMode, EspParams, EspProtectError, EspRx, EspTx, MAX_OVERHEAD,
+};
 
-use super::frame::{SaArgs, protect_each, verify_each, verify_exit};
+use super::frame::{Refusal, SaArgs, protect_each, verify_each, verify_exit};
 use crate::cli::{parse_hex, usage};
 use ivnsec_crypto::ProviderChoice;
 
@@ -214,22 +217,38 @@ pub fn protect(
             v.len()
         )));
     }
+    match (&iv, m.alg.iv_len(), m.alg.random_iv()) {
+        (_, 0, _) => {}
+        (None, _, true) => eprintln!(
+            "frame protect: no --iv given: each packet gets a fresh random {}-byte IV (RFC 3602), \
+             carried in the packet after the sequence number",
+            m.alg.iv_len()
+        ),
+        (None, n, false) => eprintln!(
+            "frame protect: no --iv given: each packet's IV is its sequence number as {n} bytes \
+             (RFC 4106 §3.1), the first {}",
+            hex::encode(&seq.to_be_bytes()[..n.min(8)])
+        ),
+        (Some(_), _, _) => {}
+    }
     let mut out = vec![0u8; MAX_PACKET + MAX_OVERHEAD];
-    protect_each(frame, "PACKET", |what, packet| {
-        if packet.len() > MAX_PACKET {
-            return Err(usage(format!(
-                "{what}: packet of {} bytes exceeds {MAX_PACKET}",
-                packet.len()
-            )));
-        }
-        let n = tx
-            .protect_with_iv(packet, &mut out, iv.as_deref())
-            .map_err(|e| usage(format!("{what}: {e}")))?;
+    protect_each(frame, "PACKET", MAX_PACKET, |what, packet| {
+        let n = match tx.protect_with_iv(packet, &mut out, iv.as_deref()) {
+            Ok(n) => n,
+            Err(e @ EspProtectError::BadPacket(_)) => {
+                return Ok(Err(Refusal::new(DropReason::Malformed, e.to_string())));
+            }
+            Err(e @ (EspProtectError::TooLong | EspProtectError::BufferTooSmall { .. })) => {
+                return Ok(Err(Refusal::new(DropReason::Oversize, e.to_string())));
+            }
+            // Exhausted sequence numbers, a failed provider: the SA cannot go on.
+            Err(e) => return Err(usage(format!("{what}: {e}"))),
+        };
         iv = match iv.take() {
             Some(v) if !m.alg.random_iv() => Some(increment(v)),
             _ => None,
         };
-        Ok(out[..n].to_vec())
+        Ok(Ok(out[..n].to_vec()))
     })
 }
 
@@ -269,8 +288,9 @@ pub fn verify(
     frame: &str,
 ) -> Result<ExitCode> {
     let mut rx = rx(sa, replay_window, opts)?;
-    let mut out = vec![0u8; MAX_PACKET];
-    let t = verify_each(frame, "PACKET", |_, bytes| {
+    // Room for the whole protected packet: the SA verifies in the output buffer.
+    let mut out = vec![0u8; MAX_PACKET + MAX_OVERHEAD];
+    let t = verify_each(frame, "PACKET", MAX_PACKET + MAX_OVERHEAD, |_, bytes| {
         Ok(rx.verify(bytes, &mut out).map(|n| out[..n].to_vec()))
     })?;
     Ok(verify_exit(&t))

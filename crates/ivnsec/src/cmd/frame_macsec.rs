@@ -8,14 +8,15 @@ use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::macsec::{
     CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, RxStatus, TxOptions, ValidateFrames,
 };
+use ivnsec_core::sa::{DropReason, ProtectError};
 use ivnsec_core::suite::Suite;
 use ivnsec_core::wire::macsec::Sci;
 
-use super::frame::{SaArgs, protect_each, verify_each, verify_exit};
+use super::frame::{Refusal, SaArgs, protect_each, verify_each, verify_exit};
 use crate::cli::{parse_hex, usage};
 use crate::providers;
 
-/// Largest frame accepted on a line: a jumbo frame plus any overhead.
+/// Largest plain frame accepted: a jumbo frame.
 const MAX_FRAME: usize = 9216;
 /// SecTAG with SCI plus ICV.
 const MAX_OVERHEAD: usize = 32;
@@ -185,27 +186,28 @@ pub fn protect(sa: &SaArgs, opts: &MacsecProtectOpts, frame: &str) -> Result<Exi
     let mut tx =
         MacsecTx::new(m.provider, &m.keys(), tx_opts, pn).map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_FRAME + MAX_OVERHEAD];
-    protect_each(frame, "FRAME", |what, plain| {
-        if plain.len() > MAX_FRAME {
-            return Err(usage(format!(
-                "{what}: frame of {} bytes exceeds {MAX_FRAME}",
-                plain.len()
-            )));
-        }
+    protect_each(frame, "FRAME", MAX_FRAME, |what, plain| {
         if opts.es && plain.len() >= 12 {
             let mut src = [0u8; 6];
             src.copy_from_slice(&plain[6..12]);
             if Sci::end_station(ivnsec_core::wire::ethernet::MacAddr(src)) != m.sci {
-                return Err(usage(format!(
-                    "{what}: --es needs --sci = source MAC ‖ 0001, but the source MAC is {}",
-                    hex::encode(src)
+                return Ok(Err(Refusal::new(
+                    DropReason::ForeignSource,
+                    format!(
+                        "--es needs --sci = source MAC ‖ 0001, but the source MAC is {}",
+                        hex::encode(src)
+                    ),
                 )));
             }
         }
-        let n = tx
-            .protect(plain, &mut out)
-            .map_err(|e| usage(format!("{what}: {e}")))?;
-        Ok(out[..n].to_vec())
+        match tx.protect(plain, &mut out) {
+            Ok(n) => Ok(Ok(out[..n].to_vec())),
+            Err(e @ ProtectError::FrameTooShort) => {
+                Ok(Err(Refusal::new(DropReason::Truncated, e.to_string())))
+            }
+            // Exhausted PNs or a failed provider: the SA cannot go on.
+            Err(e) => Err(usage(format!("{what}: {e}"))),
+        }
     })
 }
 
@@ -231,14 +233,7 @@ pub fn verify(
     let mut out = vec![0u8; MAX_FRAME + MAX_OVERHEAD];
     let single = frame != "-";
     let mut not_validated = 0u64;
-    let t = verify_each(frame, "FRAME", |what, bytes| {
-        if bytes.len() > out.len() {
-            return Err(usage(format!(
-                "{what}: frame of {} bytes exceeds {}",
-                bytes.len(),
-                out.len()
-            )));
-        }
+    let t = verify_each(frame, "FRAME", MAX_FRAME + MAX_OVERHEAD, |_, bytes| {
         Ok(match rx.verify(bytes, &mut out) {
             Ok((n, status)) => {
                 if status != RxStatus::Ok {

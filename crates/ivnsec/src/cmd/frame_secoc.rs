@@ -6,12 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use ivnsec_core::crypto::CryptoProvider;
+use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::secoc::{
-    DEFAULT_FULL_FV_BITS, DEFAULT_FV_BITS, DEFAULT_MAC_BITS, SecocAlg, SecocParams, SecocRx,
-    SecocRxOptions, SecocTx,
+    DEFAULT_FULL_FV_BITS, DEFAULT_FV_BITS, DEFAULT_MAC_BITS, SecocAlg, SecocParams,
+    SecocProtectError, SecocRx, SecocRxOptions, SecocTx,
 };
 
-use super::frame::{SaArgs, protect_each, verify_each, verify_exit};
+use super::frame::{Refusal, SaArgs, protect_each, verify_each, verify_exit};
 use crate::cli::{parse_hex, usage};
 use ivnsec_crypto::ProviderChoice;
 
@@ -178,17 +179,15 @@ pub fn protect(
     let mut tx = SecocTx::new(m.provider, &m.params(opts.lengths), first)
         .map_err(|e| usage(e.to_string()))?;
     let mut out = vec![0u8; MAX_PDU + MAX_OVERHEAD];
-    protect_each(pdu, "PDU", |what, authentic| {
-        if authentic.len() > MAX_PDU {
-            return Err(usage(format!(
-                "{what}: PDU of {} bytes exceeds {MAX_PDU}",
-                authentic.len()
-            )));
+    protect_each(pdu, "PDU", MAX_PDU, |what, authentic| {
+        match tx.protect(authentic, &mut out) {
+            Ok(n) => Ok(Ok(out[..n].to_vec())),
+            Err(e @ SecocProtectError::BufferTooSmall { .. }) => {
+                Ok(Err(Refusal::new(DropReason::Oversize, e.to_string())))
+            }
+            // Every freshness value used: the SA cannot go on.
+            Err(e) => Err(usage(format!("{what}: {e}"))),
         }
-        let n = tx
-            .protect(authentic, &mut out)
-            .map_err(|e| usage(format!("{what}: {e}")))?;
-        Ok(out[..n].to_vec())
     })
 }
 
@@ -202,14 +201,7 @@ pub fn verify(sa: &SaArgs, opts: &SecocVerifyOpts, pdu: &str) -> Result<ExitCode
     let mut rx = SecocRx::new(m.provider, &m.params(opts.lengths), rx_opts)
         .map_err(|e| usage(e.to_string()))?;
     let single = pdu != "-";
-    let t = verify_each(pdu, "PDU", |what, secured| {
-        if secured.len() > MAX_PDU + MAX_OVERHEAD {
-            return Err(usage(format!(
-                "{what}: PDU of {} bytes exceeds {}",
-                secured.len(),
-                MAX_PDU + MAX_OVERHEAD
-            )));
-        }
+    let t = verify_each(pdu, "PDU", MAX_PDU + MAX_OVERHEAD, |_, secured| {
         Ok(rx.verify(secured).map(|v| {
             if single {
                 eprintln!("freshness {}", v.freshness);

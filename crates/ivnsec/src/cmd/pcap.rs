@@ -32,16 +32,22 @@ pub enum Args {
     #[command(after_help = "\
 Frames of other protocols are skipped: an EtherType other than 0x88B5 for IVN-AE profiles,
 other than 0x88E5 for MACsec, and for ESP anything but IPv4/IPv6 carrying ESP (protocol 50) or
-UDP-encapsulated ESP on port 4500 (RFC 3948). Frames the capture cut short (snaplen) are skipped.
+UDP-encapsulated ESP on port 4500 (RFC 3948). Frames the capture cut short (snaplen) are skipped,
+and so are malformed records (captured length above the original length), with the reason.
 MACsec frames delivered without validation (--validate check|disabled) print `N not_validated
 <status>`.
 
-Exit codes: 0 every checked frame verified, 1 a frame was dropped or not validated, 2 bad
-options or a bad capture file (the message names the record and its byte offset).
+Exit codes: 0 every checked frame verified, 1 a frame was dropped or not validated, or frames
+were read but every one was skipped (nothing was verified: stderr says so; often the wrong
+--profile), 2 bad options or a bad capture file (the message names the record and its byte
+offset). A capture that ends inside its last record (a writer killed mid-record) is a bad file
+(exit 2, the records before it are reported and counted on stderr) unless --allow-truncated.
 
-Example:
+Examples:
   ivnsec pcap verify --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
-      --iv 000000000000000000000000 capture.pcap")]
+      --iv 000000000000000000000000 capture.pcap
+  ivnsec pcap verify --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
+      --allow-truncated --json killed-sender.pcap")]
     Verify(Box<VerifyArgs>),
 }
 
@@ -53,9 +59,15 @@ pub struct VerifyArgs {
     /// W of the highest is accepted once.
     #[arg(long, default_value_t = 64)]
     replay_window: u32,
-    /// Print `{"frames": [{"index", "verdict", "reason"}], "counters": {...}}` instead of text.
+    /// Print `{"frames": [{"index", "verdict", "reason"}], "counters": {...}}` instead of text
+    /// (streamed frame by frame: memory does not grow with the capture).
     #[arg(long)]
     json: bool,
+    /// A capture that ends inside its last record (a writer killed mid-record) is checked up to
+    /// it; that record is reported as `N skip truncated record: …`, and the exit code follows
+    /// the verdicts instead of 2.
+    #[arg(long)]
+    allow_truncated: bool,
     /// The capture (classic pcap with the Ethernet link type; pcapng: `editcap -F pcap`).
     file: PathBuf,
     // The protocol option groups last: each sets a help heading for what follows it.
@@ -101,6 +113,18 @@ enum Skip {
     IpFragment,
     /// An EtherType of IP but no IP header we can read.
     BadIp,
+    /// A malformed record: more bytes captured than the frame had on the wire.
+    LongerThanWire {
+        caplen: usize,
+        orig_len: u32,
+    },
+    /// The capture ends inside this record (`--allow-truncated`): its header (`header`) or its
+    /// bytes, `got` of `want`.
+    Truncated {
+        header: bool,
+        got: usize,
+        want: u32,
+    },
 }
 
 impl fmt::Display for Skip {
@@ -117,6 +141,16 @@ impl fmt::Display for Skip {
             Skip::NatKeepalive => f.write_str("udp 4500 nat-keepalive"),
             Skip::IpFragment => f.write_str("ip fragment (not esp)"),
             Skip::BadIp => f.write_str("malformed ip header"),
+            Skip::LongerThanWire { caplen, orig_len } => write!(
+                f,
+                "malformed record: captured length {caplen} above the original length {orig_len}"
+            ),
+            Skip::Truncated { header, got, want } => write!(
+                f,
+                "truncated record{}: {got} of {want} {}bytes (the capture ends inside it)",
+                if header { " header" } else { "" },
+                if header { "" } else { "captured " },
+            ),
         }
     }
 }
@@ -351,7 +385,9 @@ fn build_rx(a: &VerifyArgs) -> Result<Rx> {
     })
 }
 
-/// The `--json` document, fields in the documented order.
+/// The `--json` document, fields in the documented order. Written by [`JsonStream`] frame by
+/// frame; the struct is what the stream must equal (its tests compare the two).
+#[cfg(test)]
 #[derive(Serialize)]
 struct JsonDoc<'a> {
     frames: &'a [JsonFrame],
@@ -392,8 +428,118 @@ impl Serialize for Pairs {
     }
 }
 
+/// Writes the `--json` document as the frames come, byte for byte what `serde_json`'s pretty
+/// printer makes of the whole document, holding nothing but the count of frames written: memory
+/// stays the same for a capture of any length.
+struct JsonStream<W: Write> {
+    out: W,
+    frames: u64,
+}
+
+/// Indents every line after the first by `indent` spaces: pretty JSON nested into a document.
+/// (JSON strings escape their newlines, so every `\n` written is a line break.)
+struct Indent<'a, W: Write> {
+    out: &'a mut W,
+    indent: &'static [u8],
+}
+
+impl<W: Write> Write for Indent<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            self.out.write_all(&rest[..=i])?;
+            self.out.write_all(self.indent)?;
+            rest = &rest[i + 1..];
+        }
+        self.out.write_all(rest)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl<W: Write> JsonStream<W> {
+    fn begin(mut out: W) -> std::io::Result<Self> {
+        out.write_all(b"{\n  \"frames\": [")?;
+        Ok(JsonStream { out, frames: 0 })
+    }
+
+    fn frame(&mut self, f: &JsonFrame) -> std::io::Result<()> {
+        self.out.write_all(if self.frames == 0 {
+            b"\n    "
+        } else {
+            b",\n    "
+        })?;
+        self.frames += 1;
+        let mut w = Indent {
+            out: &mut self.out,
+            indent: b"    ",
+        };
+        serde_json::to_writer_pretty(&mut w, f).map_err(std::io::Error::from)
+    }
+
+    /// Closes the frame list and writes the counters (and, after a bad file, `error`: why the
+    /// list ends early); returns the underlying writer, flushed.
+    fn finish(mut self, c: &JsonCounters, error: Option<&str>) -> std::io::Result<W> {
+        self.out
+            .write_all(if self.frames == 0 { b"]" } else { b"\n  ]" })?;
+        self.out.write_all(b",\n  \"counters\": ")?;
+        let mut w = Indent {
+            out: &mut self.out,
+            indent: b"  ",
+        };
+        serde_json::to_writer_pretty(&mut w, c).map_err(std::io::Error::from)?;
+        if let Some(e) = error {
+            self.out.write_all(b",\n  \"error\": ")?;
+            serde_json::to_writer(&mut self.out, e).map_err(std::io::Error::from)?;
+        }
+        self.out.write_all(b"\n}\n")?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// Where the verdicts go: text lines or the streamed JSON document.
+enum Sink<W: Write> {
+    Text(W),
+    Json(JsonStream<W>),
+}
+
+impl<W: Write> Sink<W> {
+    fn frame(&mut self, number: u64, v: &Verdict) -> std::io::Result<()> {
+        match self {
+            Sink::Text(w) => match v.reason() {
+                None => writeln!(w, "{number} {}", v.name()),
+                Some(r) => writeln!(w, "{number} {} {r}", v.name()),
+            },
+            Sink::Json(j) => j.frame(&JsonFrame {
+                index: number,
+                verdict: v.name(),
+                reason: v.reason(),
+            }),
+        }
+    }
+}
+
 fn bad_file(path: &Path, e: impl fmt::Display) -> anyhow::Error {
     usage(format!("{}: {e}", path.display()))
+}
+
+/// The counters line of the text output (without `macsec:`).
+fn counters_line(t: &Totals) -> String {
+    let mut s = format!(
+        "counters: frames={} ok={} drop={} skip={}",
+        t.frames, t.ok, t.drop, t.skip
+    );
+    if t.not_validated > 0 {
+        s.push_str(&format!(" not_validated={}", t.not_validated));
+    }
+    for (r, n) in t.drops.iter() {
+        s.push_str(&format!(" {r}={n}"));
+    }
+    s
 }
 
 fn verify(a: &VerifyArgs) -> Result<ExitCode> {
@@ -408,47 +554,73 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         scratch: Vec::with_capacity(usize::from(u16::MAX)),
     };
     let mut totals = Totals::default();
-    let mut frames_json = Vec::new();
     let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
+    let w = std::io::BufWriter::new(stdout.lock());
+    let mut sink = if a.json {
+        Sink::Json(JsonStream::begin(w)?)
+    } else {
+        Sink::Text(w)
+    };
+    let mut damage = None;
     while let Some(rec) = reader.next_record() {
         let rec = match rec {
             Ok(rec) => rec,
             Err(e) => {
-                w.flush()?;
-                return Err(bad_file(&a.file, e));
+                damage = Some(e);
+                break;
             }
         };
-        let verdict = if (rec.data.len() as u64) < u64::from(rec.orig_len) {
+        let caplen = rec.data.len();
+        let verdict = if caplen as u64 > u64::from(rec.orig_len) {
+            Verdict::Skip(Skip::LongerThanWire {
+                caplen,
+                orig_len: rec.orig_len,
+            })
+        } else if (caplen as u64) < u64::from(rec.orig_len) {
             Verdict::Skip(Skip::Cut {
-                caplen: rec.data.len(),
+                caplen,
                 orig_len: rec.orig_len,
             })
         } else {
             checker.check(rec.data)
         };
         totals.count(&verdict);
-        if a.json {
-            frames_json.push(JsonFrame {
-                index: rec.number,
-                verdict: verdict.name(),
-                reason: verdict.reason(),
-            });
-        } else {
-            match verdict.reason() {
-                None => writeln!(w, "{} {}", rec.number, verdict.name())?,
-                Some(r) => writeln!(w, "{} {} {r}", rec.number, verdict.name())?,
-            }
-        }
+        sink.frame(rec.number, &verdict)?;
+    }
+    // The end of a capture whose writer stopped mid-record.
+    if let Some(e) = damage.take_if(|e| a.allow_truncated && e.is_truncation()) {
+        let skip = match e.kind {
+            ivnsec_net::pcap::PcapErrorKind::TruncatedRecordHeader { got } => Skip::Truncated {
+                header: true,
+                got,
+                want: ivnsec_net::pcap::RECORD_HEADER_LEN as u32,
+            },
+            ivnsec_net::pcap::PcapErrorKind::TruncatedRecord { caplen, got } => Skip::Truncated {
+                header: false,
+                got,
+                want: caplen,
+            },
+            _ => unreachable!("is_truncation() covers the two truncations"),
+        };
+        let verdict = Verdict::Skip(skip);
+        totals.count(&verdict);
+        sink.frame(e.record.unwrap_or(totals.frames), &verdict)?;
+        eprintln!(
+            "pcap verify: {}: {e}: the capture ends inside this record (a writer stopped \
+             mid-record); it is counted as skipped",
+            a.file.display()
+        );
     }
     let macsec = match &checker.rx {
         Rx::Macsec(rx) => Some(rx.counters().named()),
         _ => None,
     };
-    if a.json {
-        let doc = JsonDoc {
-            frames: &frames_json,
-            counters: JsonCounters {
+    let error = damage
+        .as_ref()
+        .map(|e| format!("{}: {e}", a.file.display()));
+    match sink {
+        Sink::Json(j) => {
+            let counters = JsonCounters {
                 frames: totals.frames,
                 ok: totals.ok,
                 drop: totals.drop,
@@ -456,36 +628,189 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                 not_validated: totals.not_validated,
                 drops: Pairs(totals.drops.iter().map(|(r, n)| (r.name(), n)).collect()),
                 macsec: macsec.map(|named| Pairs(named.to_vec())),
-            },
-        };
-        serde_json::to_writer_pretty(&mut w, &doc)?;
-        writeln!(w)?;
-    } else {
-        write!(
-            w,
-            "counters: frames={} ok={} drop={} skip={}",
-            totals.frames, totals.ok, totals.drop, totals.skip
-        )?;
-        if totals.not_validated > 0 {
-            write!(w, " not_validated={}", totals.not_validated)?;
+            };
+            j.finish(&counters, error.as_deref())?;
         }
-        for (r, n) in totals.drops.iter() {
-            write!(w, " {r}={n}")?;
-        }
-        writeln!(w)?;
-        if let Some(named) = macsec {
-            let nz: Vec<String> = named
-                .iter()
-                .filter(|(_, v)| *v > 0)
-                .map(|(n, v)| format!("{n}={v}"))
-                .collect();
-            writeln!(w, "macsec: {}", nz.join(" "))?;
+        // After a bad file, stdout keeps the per-frame lines only; the counters go to stderr.
+        Sink::Text(mut w) if damage.is_some() => w.flush()?,
+        Sink::Text(mut w) => {
+            writeln!(w, "{}", counters_line(&totals))?;
+            if let Some(named) = macsec {
+                let nz: Vec<String> = named
+                    .iter()
+                    .filter(|(_, v)| *v > 0)
+                    .map(|(n, v)| format!("{n}={v}"))
+                    .collect();
+                writeln!(w, "macsec: {}", nz.join(" "))?;
+            }
+            w.flush()?;
         }
     }
-    w.flush()?;
+    if let Some(e) = damage {
+        if e.is_truncation() {
+            eprintln!(
+                "pcap verify: the capture ends inside record {} (a writer stopped mid-record?); \
+                 the {} records before it were checked ({}); --allow-truncated reports it as \
+                 skipped and exits by the verdicts",
+                e.record.unwrap_or(0),
+                totals.frames,
+                counters_line(&totals)
+            );
+        } else {
+            eprintln!(
+                "pcap verify: {} records checked before the damage ({})",
+                totals.frames,
+                counters_line(&totals)
+            );
+        }
+        return Err(bad_file(&a.file, e));
+    }
+    if totals.frames == 0 {
+        eprintln!(
+            "pcap verify: WARNING: {} holds no frames: nothing was verified",
+            a.file.display()
+        );
+    } else if totals.skip == totals.frames {
+        eprintln!(
+            "pcap verify: NOTHING VERIFIED: all {} frames of {} were skipped, none was checked \
+             under --profile {} (see the skip reasons: is it the capture's protocol?); exit 1",
+            totals.frames,
+            a.file.display(),
+            a.sa.profile
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(if totals.drop + totals.not_validated > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(index: u64, verdict: &'static str, reason: Option<&str>) -> JsonFrame {
+        JsonFrame {
+            index,
+            verdict,
+            reason: reason.map(str::to_string),
+        }
+    }
+
+    fn counters(n: u64, drops: &[(&'static str, u64)], macsec: bool) -> JsonCounters {
+        JsonCounters {
+            frames: n,
+            ok: n / 2,
+            drop: n - n / 2,
+            skip: 0,
+            not_validated: 0,
+            drops: Pairs(drops.to_vec()),
+            macsec: macsec.then(|| Pairs(vec![("InPktsUntagged", 0), ("InPktsOK", n)])),
+        }
+    }
+
+    fn streamed(frames: &[JsonFrame], c: &JsonCounters, error: Option<&str>) -> String {
+        let mut j = JsonStream::begin(Vec::new()).unwrap();
+        for f in frames {
+            j.frame(f).unwrap();
+        }
+        String::from_utf8(j.finish(c, error).unwrap()).unwrap()
+    }
+
+    /// The streamed document is byte for byte what serde_json's pretty printer makes of the
+    /// whole document (what `--json` printed before it streamed): no frame, one, several,
+    /// reasons that need escaping, with and without the MACsec counters.
+    #[test]
+    fn stream_equals_the_pretty_printed_document() {
+        let cases: Vec<(Vec<JsonFrame>, JsonCounters)> = vec![
+            (vec![], counters(0, &[], false)),
+            (vec![frame(1, "ok", None)], counters(1, &[], true)),
+            (
+                vec![
+                    frame(1, "ok", None),
+                    frame(2, "drop", Some("bad_tag")),
+                    frame(3, "skip", Some("quote \" backslash \\ newline \n tab \t é")),
+                    frame(4, "not_validated", Some("invalid")),
+                ],
+                counters(4, &[("replay_duplicate", 1), ("bad_tag", 2)], true),
+            ),
+        ];
+        for (frames, c) in &cases {
+            let whole = serde_json::to_string_pretty(&JsonDoc {
+                frames,
+                counters: JsonCounters {
+                    drops: Pairs(c.drops.0.clone()),
+                    macsec: c.macsec.as_ref().map(|m| Pairs(m.0.clone())),
+                    ..*c
+                },
+            })
+            .unwrap()
+                + "\n";
+            assert_eq!(streamed(frames, c, None), whole);
+        }
+    }
+
+    /// After a bad file the document still parses, with the frames before the damage, the
+    /// counters and the error.
+    #[test]
+    fn stream_after_damage_is_valid_json_with_the_error() {
+        let frames = [frame(1, "ok", None), frame(2, "ok", None)];
+        let out = streamed(
+            &frames,
+            &counters(2, &[], false),
+            Some("x.pcap: record 3 at byte offset 200: truncated record"),
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["frames"].as_array().unwrap().len(), 2);
+        assert_eq!(v["counters"]["frames"], 2);
+        assert_eq!(
+            v["error"],
+            "x.pcap: record 3 at byte offset 200: truncated record"
+        );
+    }
+
+    /// The writer holds the output and a count, nothing per frame: 200,000 frames into a
+    /// counting sink leave it as small as it started, and the output has exactly every frame.
+    #[test]
+    fn stream_keeps_no_per_frame_state() {
+        struct Count(u64);
+        impl Write for Count {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0 += b.len() as u64;
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        assert_eq!(
+            std::mem::size_of::<JsonStream<Count>>(),
+            std::mem::size_of::<Count>() + std::mem::size_of::<u64>()
+        );
+        const N: u64 = 200_000;
+        let f = frame(1, "skip", Some("ethertype 0x0800"));
+        let mut j = JsonStream::begin(Count(0)).unwrap();
+        for _ in 0..N {
+            j.frame(&f).unwrap();
+        }
+        assert_eq!(j.frames, N);
+        let bytes = j.finish(&counters(0, &[], false), None).unwrap().0;
+        let one = streamed(
+            &[frame(1, "skip", Some("ethertype 0x0800"))],
+            &counters(0, &[], false),
+            None,
+        );
+        let two = streamed(
+            &[
+                frame(1, "skip", Some("ethertype 0x0800")),
+                frame(1, "skip", Some("ethertype 0x0800")),
+            ],
+            &counters(0, &[], false),
+            None,
+        );
+        let step = (two.len() - one.len()) as u64;
+        assert_eq!(bytes, one.len() as u64 + (N - 1) * step);
+    }
 }

@@ -15,7 +15,7 @@ use serde_json::json;
 use super::send::{
     UDP_RECEIVER_MAC, UDP_SENDER_MAC, iface_mac, link_err, parse_mac, stop_on_signal,
 };
-use crate::cli::usage;
+use crate::cli::{EnvError, usage};
 use crate::node::channel::{Channel, ChannelOptions, Ends, Family, REPLAY_WINDOW};
 use crate::node::keyfile;
 use ivnsec_crypto::ProviderChoice;
@@ -27,7 +27,8 @@ Prints `listening on …` on stderr once the link is open, then verifies every u
 window, format). At the end (--count accepted units, --seconds, or SIGINT/SIGTERM) it prints the \
 units received and accepted and every drop by reason (bad_tag, replay_duplicate, replay_too_old, \
 …), as a table or with --json. The exit code is 0 whatever was dropped: the counters are the \
-result.
+result. A --udp port already in use (or an address this host does not have) is an environment \
+problem: exit 3 with what to do.
 
 Examples:
   ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --from 02:00:00:00:00:01
@@ -160,7 +161,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     // Direction 1: the inbound SA is the sender's direction-0 outbound SA.
     let mut ch = Channel::with_options(&a.profile, a.provider, &keys, &keys, ends, 1, opts)?;
-    let mut link = Link::open(&spec).map_err(|e| link_err(e, "opening the link"))?;
+    let mut link = Link::open(&spec).map_err(|e| match (e.kind(), a.udp) {
+        (std::io::ErrorKind::AddrInUse, Some(addr)) => anyhow::Error::new(EnvError(format!(
+            "receive: udp {addr} is already in use by another process ({e}): stop that process \
+             (`ss -ulpn 'sport = :{port}'` shows it) or give another port (--udp {ip}:0 picks a \
+             free one)",
+            port = addr.port(),
+            ip = addr.ip()
+        ))),
+        (std::io::ErrorKind::AddrNotAvailable, Some(addr)) => {
+            anyhow::Error::new(EnvError(format!(
+                "receive: cannot bind udp {addr} ({e}): {} is not an address of this host; give \
+                 one it has (e.g. 127.0.0.1)",
+                addr.ip()
+            )))
+        }
+        _ => link_err(e, "opening the link"),
+    })?;
     let stop = stop_on_signal()?;
     let mut pcap = match &a.pcap {
         Some(p) => Some(
