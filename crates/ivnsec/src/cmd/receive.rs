@@ -89,7 +89,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let family = Family::parse(&a.profile)?;
-    let keys = keyfile::load(&a.keys, &a.profile)?;
+    let keys = keyfile::load(&a.keys, &a.profile, keyfile::Role::Receiver)?;
     let deadline_ns = match a.seconds {
         Some(s) if !s.is_finite() || s <= 0.0 || s > 1e7 => {
             return Err(usage(format!(
