@@ -38,7 +38,8 @@ pub struct Args {
     /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
-    /// Key file of the sender's direction (TOML with hex `key`, `mac_key`, `iv`).
+    /// Key file of the sender's direction (TOML with hex `key`, `mac_key`, `iv`; at most 16 KiB;
+    /// an all-zero key is refused, a file others may read only warned about).
     #[arg(long, value_name = "FILE")]
     pub keys: PathBuf,
     /// Receive on this interface (raw Ethernet; ESP: IPv4 protocol 50). Needs root or

@@ -69,7 +69,8 @@ pub struct Args {
     /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
-    /// Key file (TOML with hex `key`, `mac_key`, `iv`; `ivnsec keygen` writes one).
+    /// Key file (TOML with `profile` and hex `key`, `mac_key`, `iv`; `ivnsec keygen` writes
+    /// one). Must be mode 0600 (no group/other access) and name --profile's suite.
     #[arg(long, value_name = "FILE")]
     pub keys: PathBuf,
     /// Send on this interface: raw Ethernet frames (ESP: IPv4 protocol 50 through the kernel's

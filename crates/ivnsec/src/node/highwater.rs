@@ -1123,7 +1123,14 @@ impl HighWater {
         if let Some(r) = &mut self.record
             && r.entry.is_none()
         {
-            let info = format!("{} | {} | {}", self.domain, self.sa, self.path.display());
+            // Where the state is, as an absolute path: what an operator needs to find it.
+            let dir = fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
+            let info = format!(
+                "{} | {} | {}",
+                self.domain,
+                self.sa,
+                dir.join(&self.name).display()
+            );
             r.append(&self.fingerprint, &info)?;
         }
         let content = format!("{}reserved {mark}\n", self.header);
