@@ -280,15 +280,15 @@ fn file_id(f: &File) -> io::Result<(u64, u64)> {
     Ok((m.dev(), m.ino()))
 }
 
-/// A short exclusive `flock` on the state directory (on a duplicate of its descriptor, which
-/// shares the lock); released when dropped.
+/// A short exclusive `flock` on the state directory or the used-key record (on a duplicate of
+/// its descriptor, which shares the lock); released when dropped.
 struct DirLock(File);
 
 impl DirLock {
-    fn take(dir: &File, path: &Path) -> Result<DirLock, HwError> {
+    fn take(dir: &File, path: &Path, what: &'static str) -> Result<DirLock, HwError> {
         let io_err = |err| HwError::Io {
             path: path.to_path_buf(),
-            what: "locking the state directory",
+            what,
             err,
         };
         let f = dir.try_clone().map_err(io_err)?;
@@ -710,7 +710,7 @@ impl UsedRecord {
             }
         })?;
         self.check_file(&f)?;
-        let lock = DirLock::take(&f, &self.path)?;
+        let lock = DirLock::take(&f, &self.path, "locking the used-key record")?;
         let created = f
             .metadata()
             .map_err(io_err("reading the used-key record"))?
@@ -825,7 +825,7 @@ impl HighWater {
         let path = dir.join(&name);
         let lock_name = format!("{stem}.lock");
         let lock_path = dir.join(&lock_name);
-        let guard = DirLock::take(&dir_file, dir)?;
+        let guard = DirLock::take(&dir_file, dir, "locking the state directory")?;
 
         let mut lock = sys::open_at(&dir_file, &lock_name, OpenAt::ReadWriteCreate, 0o600)
             .map_err(|e| {
@@ -1046,7 +1046,7 @@ impl HighWater {
     #[cold]
     fn reserve(&mut self, seq: u64) -> Result<(), HwError> {
         let mark = (seq - 1).saturating_add(self.block).min(self.limit);
-        let guard = DirLock::take(&self.dir_file, &self.dir)?;
+        let guard = DirLock::take(&self.dir_file, &self.dir, "locking the state directory")?;
         self.check_still_ours()?;
         self.write_mark(mark)?;
         drop(guard);
