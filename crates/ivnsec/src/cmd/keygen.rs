@@ -15,8 +15,14 @@ The file is TOML: `profile`, then `key`, `mac_key` and `iv` in hex (empty where 
 none), written with mode 0600 and never over an existing file. One file is one direction: give \
 the sender and the receiver the same file, and the other direction a file of its own.
 
+The `profile` line binds the key to one suite: `ivnsec send` refuses a key file without it, or \
+with another suite than --profile (another level of the same suite is fine), and refuses a file \
+that group or others may read. The first send under the key records the SA in FILE.used beside \
+the key file (docs/nonce-safety.md); keep that record with the key.
+
 A new key is the way out of sequence-number exhaustion (`ivnsec send` exit code 1): install the \
-new file on both ends; the sender's nonce state for the old key can then be deleted.
+new file on both ends; the sender's nonce state for the old key can then be deleted (entries of \
+the old key in FILE.used match no other key and may stay).
 
 Examples:
   ivnsec keygen --profile aes128-gcm --out ecu1-to-ecu2.toml

@@ -39,7 +39,8 @@ pub struct Args {
     /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
-    /// Key file of the sender's direction (TOML with hex `key`, `mac_key`, `iv`).
+    /// Key file of the sender's direction (TOML with hex `key`, `mac_key`, `iv`; at most 16 KiB;
+    /// an all-zero key is refused, a file others may read only warned about).
     #[arg(long, value_name = "FILE")]
     pub keys: PathBuf,
     /// Receive on this interface (raw Ethernet; ESP: IPv4 protocol 50). Needs root or
@@ -90,7 +91,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let family = Family::parse(&a.profile)?;
-    let keys = keyfile::load(&a.keys, &a.profile)?;
+    let keys = keyfile::load(&a.keys, &a.profile, keyfile::Role::Receiver)?;
     let deadline_ns = match a.seconds {
         Some(s) if !s.is_finite() || s <= 0.0 || s > 1e7 => {
             return Err(usage(format!(

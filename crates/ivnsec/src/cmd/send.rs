@@ -15,7 +15,8 @@ use serde_json::json;
 
 use crate::cli::{EnvError, usage};
 use crate::node::channel::{
-    Channel, ChannelOptions, DirectionKeys, Ends, Family, REPLAY_WINDOW, sa_identity,
+    Channel, ChannelOptions, DirectionKeys, Ends, Family, REPLAY_WINDOW, UDP_AT, nonce_domain,
+    sa_identity,
 };
 use crate::node::highwater::{self, HighWater, HwError};
 use crate::node::keyfile;
@@ -28,6 +29,10 @@ pub const UDP_SENDER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 pub const UDP_RECEIVER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
 /// IP protocol number of ESP.
 const IPPROTO_ESP: u8 = 50;
+/// Largest `--payload`: no link we send on carries a larger unit.
+const MAX_PAYLOAD: usize = 65_535;
+/// Largest UDP payload over IPv4 (65,535 − 20 − 8): the largest unit `--udp` can carry.
+const MAX_UDP_UNIT: usize = 65_507;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -38,19 +43,34 @@ renamed, directory fsynced), so a sender restarted under the same key — after 
 numbers run out (--seq-limit, or 2^32 − 1 for MACsec without XPN and for ESP) it stops with exit \
 code 1: a new key must be installed. See docs/nonce-safety.md.
 
+The key file must have a `profile` line naming the same suite as --profile (another level of it, \
+e.g. aes128-gcm/auth for aes128-gcm, is fine): one key serves one suite, and the nonce state is \
+kept per suite, not per spelling. The file must be private (mode 0600). The first reservation \
+records the SA in KEYFILE.used beside the key file; a later start that finds the SA recorded but \
+no state in --state-dir (a mistyped directory, a deleted file) refuses to count from 1 again \
+unless --i-know-this-key-is-new is given.
+
+The summary's `stopped_by` says why sending ended: count, signal, exhausted (new key needed, exit \
+1), state_write_failed (the state could not be written, e.g. a full disk: exit 3, fix and \
+restart), state_lock_lost (the state directory or lock was touched under the running sender: \
+exit 3), error (a send failed).
+
 The payload's first 8 bytes carry the unit's index in this run (big-endian), the rest are zero.
 
 Examples:
   ivnsec keygen --profile aes128-gcm --out k.toml
   ivnsec send --profile aes128-gcm --keys k.toml --iface eth0 --to 02:00:00:00:00:02 --state-dir /var/lib/ivnsec
   ivnsec send --profile esp-aes128-gcm --keys k.toml --iface eth0 --to-ip 10.0.0.2 --from-ip 10.0.0.1 --state-dir st
-  ivnsec send --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --state-dir st --count 1000 --rate 500")]
+  ivnsec send --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --state-dir st --count 1000 --rate 500
+  # only for a key that is known never to have sent under this SA, whose record says otherwise:
+  ivnsec send --profile aes128-gcm --keys k.toml --udp 127.0.0.1:7000 --state-dir st2 --i-know-this-key-is-new")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
     #[arg(long)]
     pub profile: String,
-    /// Key file (TOML with hex `key`, `mac_key`, `iv`; `ivnsec keygen` writes one).
+    /// Key file (TOML with `profile` and hex `key`, `mac_key`, `iv`; `ivnsec keygen` writes
+    /// one). Must be mode 0600 (no group/other access) and name --profile's suite.
     #[arg(long, value_name = "FILE")]
     pub keys: PathBuf,
     /// Send on this interface: raw Ethernet frames (ESP: IPv4 protocol 50 through the kernel's
@@ -79,7 +99,8 @@ pub struct Args {
     /// ESP: this node's IPv4 address (required with --iface; default 127.0.0.1 over UDP).
     #[arg(long, value_name = "IPV4")]
     pub from_ip: Option<Ipv4Addr>,
-    /// Payload bytes per unit.
+    /// Payload bytes per unit. The protected unit must fit the link: the interface's MTU with
+    /// --iface, one UDP datagram (65,507 bytes) with --udp; checked before anything is reserved.
     #[arg(long, default_value_t = 64)]
     pub payload: usize,
     /// Units to send; 0 sends until SIGINT or SIGTERM.
@@ -92,14 +113,27 @@ pub struct Args {
     /// key would reuse sequence numbers). Created if missing.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Sequence numbers reserved per state write. Larger: fewer fsyncs; a crash skips at most
-    /// this many numbers.
-    #[arg(long, default_value_t = highwater::DEFAULT_BLOCK, value_name = "N")]
+    /// Sequence numbers reserved per state write, 1 to 1048576 (2^20). Larger: fewer fsyncs; a
+    /// crash skips at most this many numbers. The bound keeps a crash from burning more than
+    /// 1/4096 of a 32-bit PN space (MACsec without XPN, ESP) while still allowing one write per
+    /// 0.7 s at 1.5 M units/s (1 Gb/s of minimum-size frames).
+    #[arg(
+        long,
+        default_value_t = highwater::DEFAULT_BLOCK,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=highwater::MAX_BLOCK)
+    )]
     pub reserve_block: u64,
     /// Highest sequence number / PN this key may carry (below the protocol's own limit); the
     /// sender stops with exit code 1 when it is used.
     #[arg(long, value_name = "N")]
     pub seq_limit: Option<u64>,
+    /// Start at sequence number 1 although KEYFILE.used says this key has sent under this SA
+    /// and --state-dir holds no state for it. RISK: if the key did send before, every (key,
+    /// nonce) pair from 1 up is sent again, which breaks the cipher (GCM: forgeries). Only for a
+    /// key you know never sent under this SA; otherwise give the old --state-dir or a new key.
+    #[arg(long)]
+    pub i_know_this_key_is_new: bool,
     /// Record every unit sent (classic pcap, Ethernet; ESP gets its Ethernet/IPv4 headers).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
@@ -130,6 +164,12 @@ pub fn iface_mac(ifname: &str) -> Result<[u8; 6]> {
         ))
     })?;
     parse_mac("--iface", &s)
+}
+
+/// The MTU of interface `ifname` (from sysfs), if it can be read.
+fn iface_mtu(ifname: &str) -> Option<usize> {
+    let p = Path::new("/sys/class/net").join(ifname).join("mtu");
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 
 /// Maps a link-open error: permission problems are environment errors (exit 3).
@@ -174,7 +214,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.rate
         )));
     }
-    let keys: DirectionKeys = keyfile::load(&a.keys, &a.profile)?;
+    if a.payload > MAX_PAYLOAD {
+        return Err(usage(format!(
+            "--payload {}: no link carries a unit that large (at most {MAX_PAYLOAD} bytes)",
+            a.payload
+        )));
+    }
+    let keys: DirectionKeys = keyfile::load(&a.keys, &a.profile, keyfile::Role::Sender)?;
     let mac = |what: &str, v: &Option<String>| v.as_deref().map(|s| parse_mac(what, s)).transpose();
     let (local_mac, peer_mac, local_ip, peer_ip, spec) = match (&a.iface, a.udp) {
         (Some(_), _) if family.is_udp() => {
@@ -249,14 +295,45 @@ pub fn run(a: Args) -> Result<ExitCode> {
         peer_ip,
     };
 
+    // The unit must fit the link before any number is reserved.
+    let frame = Channel::new(&a.profile, a.provider, &keys, &keys, ends, 0)?.frame_bytes(a.payload);
+    match &a.iface {
+        Some(ifname) => {
+            let mtu = iface_mtu(ifname).unwrap_or(ivnsec_net::topology::MTU as usize);
+            if frame > 14 + mtu {
+                return Err(usage(format!(
+                    "a {}-byte payload makes a {frame}-byte {} frame, more than the {mtu}-byte \
+                     MTU of {ifname} allows; lower --payload",
+                    a.payload, a.profile
+                )));
+            }
+        }
+        None => {
+            let unit = match family {
+                Family::Esp(_) => frame.saturating_sub(14 + 20),
+                f if f.is_udp() => frame.saturating_sub(UDP_AT),
+                _ => frame,
+            };
+            if unit > MAX_UDP_UNIT {
+                return Err(usage(format!(
+                    "a {}-byte payload makes a {unit}-byte {} unit, more than one UDP datagram \
+                     carries ({MAX_UDP_UNIT} bytes); lower --payload",
+                    a.payload, a.profile
+                )));
+            }
+        }
+    }
+
     // The nonce state: locked, read, and the first number is one above everything reserved.
     let ident = sa_identity(family, &ends, 0);
     let hw_opts = highwater::Options {
         block: a.reserve_block,
         seq_limit: a.seq_limit,
         protocol_max: family.max_seq(),
+        used_record: Some(keyfile::used_record(&a.keys)),
+        confirm_new_key: a.i_know_this_key_is_new,
     };
-    let mut hw = HighWater::open(&state_dir, &a.profile, &ident, &keys, hw_opts)
+    let mut hw = HighWater::open(&state_dir, &nonce_domain(family), &ident, &keys, hw_opts)
         .map_err(HwError::into_anyhow)?;
     let first = hw.first_seq().map_err(HwError::into_anyhow)?;
     let opts = ChannelOptions {
@@ -265,15 +342,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
         spi_offset: 0,
     };
     let mut ch = Channel::with_options(&a.profile, a.provider, &keys, &keys, ends, 0, opts)?;
-    let frame = ch.frame_bytes(a.payload);
-    if frame > 14 + ivnsec_net::topology::MTU as usize && a.iface.is_some() {
-        return Err(usage(format!(
-            "a {}-byte payload makes a {frame}-byte {} frame, more than the {}-byte MTU allows",
-            a.payload,
-            a.profile,
-            ivnsec_net::topology::MTU
-        )));
-    }
     let link = Link::open(&spec).map_err(|e| link_err(e, "opening the link"))?;
     let stop = stop_on_signal()?;
 
@@ -316,7 +384,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let seq = match claimed {
             Ok(s) => s,
             Err(e) => {
-                stopped_by = "exhausted";
+                stopped_by = e.stop_reason();
                 failure = Some(e.into_anyhow());
                 break;
             }
@@ -359,6 +427,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "reservations": hw.writes(),
         "limit": hw.limit(),
         "state_file": hw.path().display().to_string(),
+        "nonce_domain": hw.domain(),
+        "fresh_state": hw.is_fresh(),
+        "migrated_from": hw.migrated(),
         "stopped_by": stopped_by,
     });
     if a.json {

@@ -243,6 +243,7 @@ fn make_security(
                 block: nonce.reserve_block,
                 seq_limit: None,
                 protocol_max: u64::MAX,
+                ..Default::default()
             };
             let profile = format!("someip-{}", s.suite.name());
             let hw = HighWater::open(dir, &profile, &ident, &keys, opts)

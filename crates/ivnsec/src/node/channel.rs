@@ -326,6 +326,24 @@ pub fn sa_identity(family: Family, ends: &Ends, direction: usize) -> String {
     }
 }
 
+/// The nonce domain of a profile: the family and suite whose nonce construction its outbound SA
+/// uses, without what does not change the nonce (the level: IVN-AE AEADs build `iv XOR seq` at
+/// `/auth` and `/conf` alike; MACsec `/auth`, `/conf` and the bare name are one SA; SOME/IP per
+/// AEAD at either level). Every spelling of one suite gives the same string, which is also the
+/// canonical profile name of the suite (`aes128-gcm`, `macsec-gcm-aes-128`, `esp-aes128-gcm`,
+/// `secoc-cmac-aes128`, `someip-aes128-gcm`). The nonce state (node/highwater.rs) and the key
+/// file's `profile` rule (node/keyfile.rs) are keyed by it; keep it the one place that says so.
+pub fn nonce_domain(family: Family) -> String {
+    match family {
+        Family::IvnAe(p) => p.suite.to_string(),
+        Family::Macsec(s) => s.profile().to_string(),
+        Family::Esp(a) => a.name().to_string(),
+        Family::Secoc(a) => a.name().to_string(),
+        Family::Someip(p) if p.level == sip::Level::NoSec => "someip-nosec".to_string(),
+        Family::Someip(p) => format!("someip-{}", p.alg.name()),
+    }
+}
+
 /// Cipher and HMAC key lengths of a profile.
 pub fn key_lengths(profile: &str) -> Result<(usize, usize)> {
     Ok(match Family::parse(profile)? {

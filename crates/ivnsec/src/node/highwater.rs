@@ -1,5 +1,7 @@
 //! Nonce safety across restarts: a persistent high-water mark of the sequence numbers / PNs one
-//! outbound SA may have used (docs/nonce-safety.md).
+//! outbound SA may have used (docs/nonce-safety.md). The one module every sender under a
+//! long-term key uses (`send`, `someip serve|call`; the MACsec TAP, gateway, ESP tunnel and MKA
+//! as they come), with one set of tests ([`tests`], the contract every sender is checked against).
 //!
 //! Every AEAD nonce of our SAs is derived from a per-key constant and the sequence number, so a
 //! sender that restarts under the same key and counts from 1 again reuses nonces, which breaks
@@ -9,47 +11,100 @@
 //! any number of it goes out. After a crash — even `kill -9` or a power cut — the sender resumes
 //! at `reserved + 1`: it may skip up to a block of numbers, it never repeats one.
 //!
-//! The state file is named after a fingerprint of (profile, SA identity, a one-way hash of the
-//! key material); it never holds the key. An exclusive `flock` on a sibling `.lock` file keeps a
-//! second process from sending under the same state. A missing file means a fresh key (start
-//! at 1); a file that cannot be parsed is refused, never guessed around.
+//! - **What names the state**: a fingerprint of (nonce domain, SA identity, key bytes). The nonce
+//!   domain ([`nonce_domain`]) is the suite whose nonce construction is used, not the spelling of
+//!   the profile: `aes128-gcm`, `aes128-gcm/conf` and `aes128-gcm/auth` share one state. State
+//!   files of the previous version named after another spelling are found and honoured.
+//! - **What is locked**: an exclusive `flock` on the per-SA `.lock` file for the life of the
+//!   sender, and a short `flock` on the state directory itself around every read, check and
+//!   reservation. Before each reservation the sender checks that the directory, the lock file it
+//!   holds and the mark on disk are still what it locked and wrote; otherwise it stops.
+//! - **Used keys**: with a used-key record (beside the key file), the first reservation of an SA
+//!   records it there; a later start that finds the record but no state file refuses to count
+//!   from 1 unless told the key is new.
+//! - **No links followed**: every file in the state directory is opened relative to the locked
+//!   directory with `O_NOFOLLOW` (the temporary file with `O_EXCL`); the directory must belong to
+//!   this user and be writable by nobody else.
 //!
 //! File I/O happens only when a block runs out ([`HighWater::claim`] is a compare otherwise).
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::{self, DirBuilder, File};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use ivnsec_core::crypto::{MAX_MAC_LEN, MacAlg};
+use ivnsec_net::sys::{self, OpenAt};
+use zeroize::Zeroizing;
 
-use super::channel::DirectionKeys;
+use super::channel::{DirectionKeys, Family, nonce_domain};
 use crate::cli::{EnvError, UsageError};
 
 /// Default size of a reservation block (`--reserve-block`).
 pub const DEFAULT_BLOCK: u64 = 4096;
+/// Largest reservation block: 2^20. At 1.5 M units/s (1 Gb/s of minimum-size frames) that is
+/// one state write every 0.7 s, and a crash skips at most 1/4096 of a 32-bit PN space (MACsec
+/// without XPN, ESP without ESN): a key survives thousands of crashes.
+pub const MAX_BLOCK: u64 = 1 << 20;
 /// First line of every state file.
 const MAGIC: &str = "ivnsec-highwater 1";
+/// First line of a state file of the previous version (named after another spelling of the
+/// profile) whose mark was moved into the state of its nonce domain: the previous version
+/// refuses it instead of counting from 1 under that spelling again.
+const MOVED_MAGIC: &str = "ivnsec-highwater moved";
+/// First line of a used-key record.
+const RECORD_MAGIC: &str = "ivnsec-used-keys 1";
 /// Key of the HMAC-SHA256 that fingerprints an SA (a fixed label: the fingerprint is a one-way
 /// function of the key material, domain-separated from every other use of it).
 const FINGERPRINT_LABEL: &[u8] = b"ivnsec highwater fingerprint v1";
+/// Largest state file read (one is about 200 bytes).
+const MAX_STATE_FILE: u64 = 4096;
+/// Largest used-key record read (one line per SA that sent under the key).
+const MAX_RECORD_FILE: u64 = 256 * 1024;
+/// Directory entries looked at for state files of the previous version.
+const MAX_SCAN: usize = 100_000;
+/// How long a sender waits for another one's short directory lock before giving up.
+const DIR_LOCK_WAIT: Duration = Duration::from_secs(10);
+/// The option that confirms a key is new (named in errors of every sender that has it).
+pub const CONFIRM_OPTION: &str = "--i-know-this-key-is-new";
 
 /// Settings of a [`HighWater`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
-    /// Numbers reserved per write (≥ 1).
+    /// Numbers reserved per write (1..=[`MAX_BLOCK`]).
     pub block: u64,
     /// Highest number the user allows under this key (`--seq-limit`), if any.
     pub seq_limit: Option<u64>,
     /// Highest number the protocol can carry (2^32 − 1 for MACsec without XPN and ESP without
     /// ESN, 2^64 − 1 otherwise).
     pub protocol_max: u64,
+    /// The key's used-key record (`keyfile::used_record`, beside the key file). `None` where
+    /// the key does not come from a key file: a missing state then only warns.
+    pub used_record: Option<PathBuf>,
+    /// Start at 1 although the record lists this SA and its state file is missing
+    /// ([`CONFIRM_OPTION`]).
+    pub confirm_new_key: bool,
 }
 
-/// Why a reservation failed.
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            block: DEFAULT_BLOCK,
+            seq_limit: None,
+            protocol_max: u64::MAX,
+            used_record: None,
+            confirm_new_key: false,
+        }
+    }
+}
+
+/// Why opening or a reservation failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum HwError {
-    /// The state file exists but is not a valid state file of this SA.
+    /// The state file (or the used-key record) exists but is not valid.
     Corrupt { path: PathBuf, why: String },
     /// Another process holds the lock.
     Locked { path: PathBuf },
@@ -61,8 +116,20 @@ pub enum HwError {
     },
     /// Every number up to the limit is used: a new key must be installed.
     Exhausted { limit: u64, configured: bool },
-    /// Bad options (block 0, limit 0).
+    /// Bad options (block 0 or too large, limit 0).
     BadOption(String),
+    /// The state directory or an entry in it is not safe to use (a symbolic link, not a regular
+    /// file, writable by others, not ours).
+    Unsafe { path: PathBuf, why: String },
+    /// Since this process locked its state, the directory or the lock file was removed or
+    /// replaced, or another process wrote a higher mark: it stops before using another number.
+    LockLost { path: PathBuf, why: String },
+    /// The used-key record lists this SA, but its state file is missing.
+    UsedKeyNoState {
+        state: PathBuf,
+        record: PathBuf,
+        entry: String,
+    },
 }
 
 impl fmt::Display for HwError {
@@ -100,6 +167,33 @@ impl fmt::Display for HwError {
                 }
             ),
             HwError::BadOption(m) => f.write_str(m),
+            HwError::Unsafe { path, why } => write!(
+                f,
+                "nonce state {}: {why}; refusing to use it (whoever can plant a link or a file \
+                 there can make a sender overwrite other files or reuse nonces)",
+                path.display()
+            ),
+            HwError::LockLost { path, why } => write!(
+                f,
+                "nonce state {}: {why}; another sender may be using this SA now, so this one \
+                 stopped before using a number it had not reserved. Find out what touched the \
+                 state directory, make sure one sender runs per key and SA, then restart",
+                path.display()
+            ),
+            HwError::UsedKeyNoState {
+                state,
+                record,
+                entry,
+            } => write!(
+                f,
+                "this key has sent under this SA before ({} lists it: {entry}), but its nonce \
+                 state {} is missing: counting from 1 again would reuse every (key, nonce) pair \
+                 sent since. Give the --state-dir that holds the state (the entry names it), or \
+                 restore the state file, or install a new key (`ivnsec keygen`). Only if you \
+                 know this key never sent under this SA, pass {CONFIRM_OPTION}",
+                record.display(),
+                state.display()
+            ),
         }
     }
 }
@@ -107,31 +201,52 @@ impl fmt::Display for HwError {
 impl std::error::Error for HwError {}
 
 impl HwError {
-    /// Into the exit-code convention: corrupt, locked and bad options are configuration errors
-    /// (2), I/O is the environment (3), exhaustion is a refusal to send (1).
+    /// Into the exit-code convention: corrupt, locked, unsafe, a used key without state and bad
+    /// options are configuration errors (2); I/O and a lost lock are the environment (3);
+    /// exhaustion is a refusal to send (1).
     pub fn into_anyhow(self) -> anyhow::Error {
         match self {
-            HwError::Corrupt { .. } | HwError::Locked { .. } | HwError::BadOption(_) => {
-                anyhow::Error::new(UsageError(self.to_string()))
+            HwError::Corrupt { .. }
+            | HwError::Locked { .. }
+            | HwError::BadOption(_)
+            | HwError::Unsafe { .. }
+            | HwError::UsedKeyNoState { .. } => anyhow::Error::new(UsageError(self.to_string())),
+            HwError::Io { .. } | HwError::LockLost { .. } => {
+                anyhow::Error::new(EnvError(self.to_string()))
             }
-            HwError::Io { .. } => anyhow::Error::new(EnvError(self.to_string())),
             HwError::Exhausted { .. } => anyhow::Error::new(self),
+        }
+    }
+
+    /// What a sender's summary says stopped it (`stopped_by`) when a claim fails: `exhausted`
+    /// (a new key is needed), `state_write_failed` (disk full, I/O error: fix and restart),
+    /// `state_lock_lost` (the state was touched under the running sender), `state_error`.
+    pub fn stop_reason(&self) -> &'static str {
+        match self {
+            HwError::Exhausted { .. } => "exhausted",
+            HwError::Io { .. } => "state_write_failed",
+            HwError::LockLost { .. } => "state_lock_lost",
+            _ => "state_error",
         }
     }
 }
 
-/// Hex HMAC-SHA256 fingerprint of (profile, SA identity, cipher key, MAC key), over the decoded
-/// key bytes (so `0x…` and `aa:bb…` spellings of one key share one state). Only this one-way
-/// value reaches the disk. The IV / salt is deliberately left out: changing it under the same
-/// key must not restart the counter (for IVN-AE, nonce = iv XOR seq, so two IVs under one key
-/// can still collide; only monotonic numbers are safe).
-pub fn fingerprint(profile: &str, sa_identity: &str, key: &[u8], mac_key: &[u8]) -> String {
+/// Hex HMAC-SHA256 fingerprint of (nonce domain, SA identity, cipher key, MAC key), over the
+/// decoded key bytes (so `0x…` and `aa:bb…` spellings of one key share one state). Only this
+/// one-way value reaches the disk. The IV / salt is deliberately left out: changing it under the
+/// same key must not restart the counter (for IVN-AE, nonce = iv XOR seq, so two IVs under one
+/// key can still collide; only monotonic numbers are safe).
+///
+/// The bytes: HMAC-SHA256(key = `ivnsec highwater fingerprint v1`, message = for each of the
+/// four fields its length as a big-endian u64, then the field). The previous version passed the
+/// raw `--profile` string as the first field; [`HighWater::open`] passes the nonce domain.
+pub fn fingerprint(domain: &str, sa_identity: &str, key: &[u8], mac_key: &[u8]) -> String {
     let mac = ivnsec_crypto_portable::PROVIDER
         .keys
         .mac(MacAlg::HmacSha256, FINGERPRINT_LABEL)
         .expect("the portable provider has HMAC-SHA256");
     // Length-prefixed parts, so no two different inputs concatenate to the same bytes.
-    let fields: [&[u8]; 4] = [profile.as_bytes(), sa_identity.as_bytes(), key, mac_key];
+    let fields: [&[u8]; 4] = [domain.as_bytes(), sa_identity.as_bytes(), key, mac_key];
     let lens: Vec<[u8; 8]> = fields
         .iter()
         .map(|f| (f.len() as u64).to_be_bytes())
@@ -146,16 +261,509 @@ pub fn fingerprint(profile: &str, sa_identity: &str, key: &[u8], mac_key: &[u8])
     hex::encode(&out[..n.min(32)])
 }
 
+/// A file name stem part from a profile string (only `[A-Za-z0-9-]`, the rest `_`).
+fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `(st_dev, st_ino)` of an open file.
+fn file_id(f: &File) -> io::Result<(u64, u64)> {
+    let m = f.metadata()?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// A short exclusive `flock` on the state directory or the used-key record (on a duplicate of
+/// its descriptor, which shares the lock); released when dropped.
+struct DirLock(File);
+
+impl DirLock {
+    fn take(dir: &File, path: &Path, what: &'static str) -> Result<DirLock, HwError> {
+        let io_err = |err| HwError::Io {
+            path: path.to_path_buf(),
+            what,
+            err,
+        };
+        let f = dir.try_clone().map_err(io_err)?;
+        let t0 = Instant::now();
+        let mut pause = Duration::from_micros(200);
+        loop {
+            match sys::try_lock_exclusive(&f) {
+                Ok(true) => return Ok(DirLock(f)),
+                Ok(false) if t0.elapsed() < DIR_LOCK_WAIT => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Ok(false) => {
+                    return Err(io_err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "another process held the directory lock for more than {} s",
+                            DIR_LOCK_WAIT.as_secs()
+                        ),
+                    )));
+                }
+                Err(e) => return Err(io_err(e)),
+            }
+        }
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = sys::unlock(&self.0);
+    }
+}
+
+/// Creates the missing components of `dir` (mode 0700), each followed by an fsync of its
+/// parent so the new entry survives a power cut; then opens `dir` and checks that it is a
+/// directory of this user that nobody else may write.
+fn prepare_dir(dir: &Path) -> Result<File, HwError> {
+    let io_err = |path: &Path, what: &'static str| {
+        let path = path.to_path_buf();
+        move |err| HwError::Io { path, what, err }
+    };
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(c) = cur {
+        if c.as_os_str().is_empty() || fs::symlink_metadata(c).is_ok() {
+            break;
+        }
+        missing.push(c);
+        cur = c.parent();
+    }
+    for c in missing.iter().rev() {
+        match DirBuilder::new().mode(0o700).create(c) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_err(c, "creating the state directory")(e)),
+        }
+        let parent = match c.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err(
+                parent,
+                "fsync of the parent of the new state directory",
+            ))?;
+    }
+    let f = File::open(dir).map_err(io_err(dir, "opening the state directory"))?;
+    let m = f
+        .metadata()
+        .map_err(io_err(dir, "reading the state directory's owner and mode"))?;
+    let unsafe_dir = |why: String| HwError::Unsafe {
+        path: dir.to_path_buf(),
+        why,
+    };
+    if !m.is_dir() {
+        return Err(unsafe_dir("not a directory".to_string()));
+    }
+    let me = sys::effective_uid();
+    if m.uid() != me {
+        return Err(unsafe_dir(format!(
+            "the directory belongs to uid {}, not to this user (uid {me}); use a state \
+             directory of your own",
+            m.uid()
+        )));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(unsafe_dir(format!(
+            "the directory is writable by group or others (mode {:o}); `chmod go-w {}`",
+            m.mode() & 0o7777,
+            dir.display()
+        )));
+    }
+    Ok(f)
+}
+
+/// Reads at most `max` bytes of an open file as UTF-8; `Err(why)` when larger or not text.
+fn read_bounded(f: File, max: u64) -> Result<Result<String, String>, io::Error> {
+    let mut buf = Vec::new();
+    f.take(max + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Ok(Err(format!("larger than {max} bytes")));
+    }
+    Ok(String::from_utf8(buf).map_err(|_| "not UTF-8 text".to_string()))
+}
+
+/// The mark of the state file `name` in `dir`: `None` when there is none. Never follows a link.
+fn read_state(dir: &File, name: &str, path: &Path, header: &str) -> Result<Option<u64>, HwError> {
+    let f = match sys::open_at(dir, name, OpenAt::Read, 0) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if sys::is_symlink_error(&e) => {
+            return Err(HwError::Unsafe {
+                path: path.to_path_buf(),
+                why: "the state file is a symbolic link".to_string(),
+            });
+        }
+        Err(err) => {
+            return Err(HwError::Io {
+                path: path.to_path_buf(),
+                what: "reading",
+                err,
+            });
+        }
+    };
+    let io_err = |err| HwError::Io {
+        path: path.to_path_buf(),
+        what: "reading",
+        err,
+    };
+    if !f.metadata().map_err(io_err)?.is_file() {
+        return Err(HwError::Unsafe {
+            path: path.to_path_buf(),
+            why: "the state file is not a regular file".to_string(),
+        });
+    }
+    let corrupt = |why| HwError::Corrupt {
+        path: path.to_path_buf(),
+        why,
+    };
+    let text = read_bounded(f, MAX_STATE_FILE)
+        .map_err(io_err)?
+        .map_err(corrupt)?;
+    parse(&text, header).map(Some).map_err(corrupt)
+}
+
+/// Writes `content` as the entry `name` of `dir` durably and atomically: the temporary entry
+/// `tmp` (a stale one — a file or a link — is removed first, then created with `O_EXCL`),
+/// written, fsynced, renamed over `name`. The caller fsyncs the directory.
+fn write_atomic(
+    dir: &File,
+    tmp: &str,
+    name: &str,
+    content: &str,
+    dir_path: &Path,
+) -> Result<(), HwError> {
+    let tmp_path = dir_path.join(tmp);
+    let err = |what: &'static str| {
+        let path = tmp_path.clone();
+        move |err| HwError::Io { path, what, err }
+    };
+    match sys::unlink_at(dir, tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err("removing a stale temporary file")(e)),
+    }
+    let mut f = sys::open_at(dir, tmp, OpenAt::CreateNew, 0o600)
+        .map_err(err("creating the temporary file"))?;
+    f.write_all(content.as_bytes())
+        .map_err(err("writing the temporary file"))?;
+    f.sync_all().map_err(err("fsync of the temporary file"))?;
+    drop(f);
+    sys::rename_at(dir, tmp, name).map_err(|err| HwError::Io {
+        path: dir_path.join(name),
+        what: "renaming the temporary file over the state file",
+        err,
+    })
+}
+
+/// A state file of the previous version for this SA under another spelling of its profile.
+struct OldState {
+    name: String,
+    reserved: u64,
+    /// Its lock, held until its mark is moved (a sender of the previous version under that
+    /// spelling is locked out meanwhile).
+    _lock: File,
+}
+
+/// The previous version's state files in `dir` for (`domain`, `sa`, key): `.hw` files whose
+/// `profile` line is another spelling of `domain` and whose fingerprint over that spelling
+/// matches the key.
+fn find_old_states(
+    dir: &File,
+    dir_path: &Path,
+    own: &str,
+    domain: &str,
+    sa: &str,
+    key: &[u8],
+    mac_key: &[u8],
+) -> Result<Vec<OldState>, HwError> {
+    let rd = fs::read_dir(dir_path).map_err(|err| HwError::Io {
+        path: dir_path.to_path_buf(),
+        what: "listing the state directory",
+        err,
+    })?;
+    let mut out = Vec::new();
+    for e in rd.take(MAX_SCAN) {
+        let Ok(e) = e else { continue };
+        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let Some(stem) = name.strip_suffix(".hw") else {
+            continue;
+        };
+        if name == own {
+            continue;
+        }
+        let Ok(f) = sys::open_at(dir, &name, OpenAt::Read, 0) else {
+            continue; // a link, gone, unreadable: not a state of ours
+        };
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let Ok(Ok(text)) = read_bounded(f, MAX_STATE_FILE) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        if lines.next() != Some(MAGIC) {
+            continue;
+        }
+        let (Some(p), Some(s), Some(fp)) = (
+            lines.next().and_then(|l| l.strip_prefix("profile ")),
+            lines.next().and_then(|l| l.strip_prefix("sa ")),
+            lines.next().and_then(|l| l.strip_prefix("fingerprint ")),
+        ) else {
+            continue;
+        };
+        if s != sa || p == domain {
+            continue;
+        }
+        if Family::parse(p).map(nonce_domain).ok().as_deref() != Some(domain) {
+            continue;
+        }
+        if fingerprint(p, sa, key, mac_key) != fp {
+            continue; // another key
+        }
+        let path = dir_path.join(&name);
+        let header = format!("{MAGIC}\nprofile {p}\nsa {s}\nfingerprint {fp}\n");
+        let reserved = parse(&text, &header).map_err(|why| HwError::Corrupt {
+            path: path.clone(),
+            why,
+        })?;
+        let lock_name = format!("{stem}.lock");
+        let lock = sys::open_at(dir, &lock_name, OpenAt::ReadWriteCreate, 0o600).map_err(|e| {
+            if sys::is_symlink_error(&e) {
+                HwError::Unsafe {
+                    path: dir_path.join(&lock_name),
+                    why: "the lock file is a symbolic link".to_string(),
+                }
+            } else {
+                HwError::Io {
+                    path: dir_path.join(&lock_name),
+                    what: "opening the lock file",
+                    err: e,
+                }
+            }
+        })?;
+        match sys::try_lock_exclusive(&lock) {
+            Ok(true) => {}
+            Ok(false) => return Err(HwError::Locked { path }),
+            Err(err) => {
+                return Err(HwError::Io {
+                    path,
+                    what: "locking",
+                    err,
+                });
+            }
+        }
+        out.push(OldState {
+            name,
+            reserved,
+            _lock: lock,
+        });
+    }
+    Ok(out)
+}
+
+/// The used-key record of one key (`KEYFILE.used`): which SAs (by fingerprint) have sent
+/// under it. Lines: `ivnsec-used-keys 1`, `#` comments, `used <fingerprint> <where>`.
+#[derive(Debug)]
+struct UsedRecord {
+    path: PathBuf,
+    /// This SA's entry, if listed.
+    entry: Option<String>,
+}
+
+impl UsedRecord {
+    fn dir_and_name(path: &Path) -> Result<(PathBuf, String), HwError> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| HwError::BadOption(format!("{}: not a file name", path.display())))?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok((dir, name.to_string()))
+    }
+
+    fn check_file(&self, f: &File) -> Result<(), HwError> {
+        let m = f.metadata().map_err(|err| HwError::Io {
+            path: self.path.clone(),
+            what: "reading the used-key record",
+            err,
+        })?;
+        let why = if !m.is_file() {
+            "the used-key record is not a regular file".to_string()
+        } else if m.uid() != sys::effective_uid() {
+            format!(
+                "the used-key record belongs to uid {}, not to this user",
+                m.uid()
+            )
+        } else if m.mode() & 0o022 != 0 {
+            format!(
+                "the used-key record is writable by group or others (mode {:o})",
+                m.mode() & 0o7777
+            )
+        } else {
+            return Ok(());
+        };
+        Err(HwError::Unsafe {
+            path: self.path.clone(),
+            why,
+        })
+    }
+
+    /// Reads the record at `path` (missing: nothing listed) and finds `fp` in it.
+    fn read(path: &Path, fp: &str) -> Result<UsedRecord, HwError> {
+        let mut r = UsedRecord {
+            path: path.to_path_buf(),
+            entry: None,
+        };
+        let (dir, name) = UsedRecord::dir_and_name(path)?;
+        let io_err = |what: &'static str| {
+            let path = path.to_path_buf();
+            move |err| HwError::Io { path, what, err }
+        };
+        let d = match File::open(&dir) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(r),
+            Err(e) => return Err(io_err("opening the key file's directory")(e)),
+        };
+        let f = match sys::open_at(&d, &name, OpenAt::Read, 0) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(r),
+            Err(e) if sys::is_symlink_error(&e) => {
+                return Err(HwError::Unsafe {
+                    path: path.to_path_buf(),
+                    why: "the used-key record is a symbolic link".to_string(),
+                });
+            }
+            Err(e) => return Err(io_err("reading the used-key record")(e)),
+        };
+        r.check_file(&f)?;
+        let corrupt = |why: String| HwError::Corrupt {
+            path: path.to_path_buf(),
+            why: format!("used-key record: {why}"),
+        };
+        let text = read_bounded(f, MAX_RECORD_FILE)
+            .map_err(io_err("reading the used-key record"))?
+            .map_err(corrupt)?;
+        let mut lines = text.lines().enumerate();
+        match lines.next() {
+            Some((_, RECORD_MAGIC)) => {}
+            Some((_, l)) => {
+                return Err(corrupt(format!(
+                    "first line `{l}`, expected `{RECORD_MAGIC}`"
+                )));
+            }
+            None => return Err(corrupt("empty".to_string())),
+        }
+        for (i, l) in lines {
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            let ok = l.strip_prefix("used ").and_then(|rest| {
+                let (f, info) = rest.split_once(' ').unwrap_or((rest, ""));
+                (f.len() == 64 && f.bytes().all(|b| b.is_ascii_hexdigit())).then_some((f, info))
+            });
+            match ok {
+                Some((f, info)) if f == fp => r.entry = Some(info.to_string()),
+                Some(_) => {}
+                None => return Err(corrupt(format!("line {}: `{l}`", i + 1))),
+            }
+        }
+        if !text.is_empty() && !text.ends_with('\n') {
+            return Err(corrupt("truncated (no final newline)".to_string()));
+        }
+        Ok(r)
+    }
+
+    /// Appends `used <fp> <info>` durably (file fsynced; the directory too when the record is
+    /// new), under a short lock so concurrent senders under one key file do not interleave.
+    fn append(&mut self, fp: &str, info: &str) -> Result<(), HwError> {
+        let (dir, name) = UsedRecord::dir_and_name(&self.path)?;
+        let io_err = |what: &'static str| {
+            let path = self.path.clone();
+            move |err| HwError::Io { path, what, err }
+        };
+        let d = File::open(&dir).map_err(io_err("opening the key file's directory"))?;
+        let mut f = sys::open_at(&d, &name, OpenAt::AppendCreate, 0o600).map_err(|e| {
+            if sys::is_symlink_error(&e) {
+                HwError::Unsafe {
+                    path: self.path.clone(),
+                    why: "the used-key record is a symbolic link".to_string(),
+                }
+            } else {
+                io_err("recording that the key is used (the key file's directory must be writable)")(e)
+            }
+        })?;
+        self.check_file(&f)?;
+        let lock = DirLock::take(&f, &self.path, "locking the used-key record")?;
+        let created = f
+            .metadata()
+            .map_err(io_err("reading the used-key record"))?
+            .len()
+            == 0;
+        let clean: String = info
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let mut text = String::new();
+        if created {
+            text.push_str(RECORD_MAGIC);
+            text.push_str(
+                "\n# The SAs that have sent under the key in the file beside this one (by \
+                 fingerprint; docs/nonce-safety.md).\n# Keep it with the key: a sender refuses \
+                 to count from 1 for an SA listed here whose nonce state is missing.\n",
+            );
+        }
+        text.push_str(&format!("used {fp} {clean}\n"));
+        f.write_all(text.as_bytes())
+            .and_then(|_| f.sync_all())
+            .map_err(io_err("writing the used-key record"))?;
+        drop(lock);
+        if created {
+            d.sync_all()
+                .map_err(io_err("fsync of the key file's directory"))?;
+        }
+        self.entry = Some(clean);
+        Ok(())
+    }
+}
+
 /// The reservation of one outbound SA; holds the lock while it lives.
 #[derive(Debug)]
 pub struct HighWater {
+    /// The state directory as given, and the directory itself (open; every entry is reached
+    /// through it) with its `(st_dev, st_ino)`.
     dir: PathBuf,
+    dir_file: File,
+    dir_id: (u64, u64),
     path: PathBuf,
-    tmp: PathBuf,
+    name: String,
+    tmp_name: String,
+    lock_name: String,
     /// Keeps the `flock` (released when the process ends, however it ends).
-    _lock: File,
+    lock: File,
+    lock_id: (u64, u64),
     /// The lines of the file other than `reserved` (magic, profile, SA, fingerprint).
     header: String,
+    fingerprint: String,
+    domain: String,
+    sa: String,
+    record: Option<UsedRecord>,
     /// Highest number reserved on disk: every number ≤ it may have been used.
     reserved: u64,
     block: u64,
@@ -163,100 +771,209 @@ pub struct HighWater {
     configured_limit: bool,
     /// Reservations written by this process.
     writes: u64,
+    /// No state was found: the SA starts at 1.
+    fresh: bool,
+    /// State files of the previous version whose marks this state took over.
+    migrated: Vec<String>,
 }
 
 impl HighWater {
-    /// Opens (or starts) the state of the SA `sa_identity` of `profile` under `keys` in `dir`
-    /// (created if missing) and locks it.
+    /// Opens (or starts) the state of the SA `sa_identity` in nonce domain `domain`
+    /// ([`nonce_domain`]; a profile spelling is refused) under `keys` in `dir` (created if
+    /// missing) and locks it.
     pub fn open(
         dir: &Path,
-        profile: &str,
+        domain: &str,
         sa_identity: &str,
         keys: &DirectionKeys,
         opts: Options,
     ) -> Result<HighWater, HwError> {
-        if opts.block == 0 {
-            return Err(HwError::BadOption(
-                "--reserve-block must be at least 1".to_string(),
-            ));
+        if opts.block == 0 || opts.block > MAX_BLOCK {
+            return Err(HwError::BadOption(format!(
+                "--reserve-block must be between 1 and {MAX_BLOCK}, got {}",
+                opts.block
+            )));
         }
         if opts.seq_limit == Some(0) {
             return Err(HwError::BadOption(
                 "--seq-limit must be at least 1 (sequence numbers start at 1)".to_string(),
             ));
         }
-        let io = |path: &Path, what: &'static str| {
-            let path = path.to_path_buf();
-            move |err| HwError::Io { path, what, err }
-        };
-        fs::create_dir_all(dir).map_err(io(dir, "creating the state directory"))?;
+        if Family::parse(domain).map(nonce_domain).ok().as_deref() != Some(domain) {
+            return Err(HwError::BadOption(format!(
+                "`{domain}` is not a nonce domain (the suite's canonical name, e.g. \
+                 `aes128-gcm`): nonce state must not be keyed by a spelling of a profile"
+            )));
+        }
         let bytes = |what: &str, h: &str| {
-            crate::cli::parse_hex(what, h).map_err(|e| HwError::BadOption(format!("{e:#}")))
+            crate::cli::parse_hex(what, h)
+                .map(Zeroizing::new)
+                .map_err(|e| HwError::BadOption(format!("{e:#}")))
         };
-        let fp = fingerprint(
-            profile,
-            sa_identity,
-            &bytes("key", &keys.key)?,
-            &bytes("mac_key", &keys.mac_key)?,
-        );
-        let safe_profile: String = profile
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
+        let key = bytes("key", &keys.key)?;
+        let mac_key = bytes("mac_key", &keys.mac_key)?;
+        let sa = sa_identity.replace(['\n', '\r'], " ");
+        let fp = fingerprint(domain, &sa, &key, &mac_key);
+        let dir_file = prepare_dir(dir)?;
+        let dir_id = file_id(&dir_file).map_err(|err| HwError::Io {
+            path: dir.to_path_buf(),
+            what: "reading the state directory",
+            err,
+        })?;
+        let stem = format!("{}-{}", safe_name(domain), &fp[..32]);
+        let name = format!("{stem}.hw");
+        let path = dir.join(&name);
+        let lock_name = format!("{stem}.lock");
+        let lock_path = dir.join(&lock_name);
+        let guard = DirLock::take(&dir_file, dir, "locking the state directory")?;
+
+        let mut lock = sys::open_at(&dir_file, &lock_name, OpenAt::ReadWriteCreate, 0o600)
+            .map_err(|e| {
+                if sys::is_symlink_error(&e) {
+                    HwError::Unsafe {
+                        path: lock_path.clone(),
+                        why: "the lock file is a symbolic link".to_string(),
+                    }
                 } else {
-                    '_'
+                    HwError::Io {
+                        path: lock_path.clone(),
+                        what: "opening the lock file",
+                        err: e,
+                    }
                 }
-            })
-            .collect();
-        let stem = format!("{safe_profile}-{}", &fp[..32]);
-        let path = dir.join(format!("{stem}.hw"));
-        let tmp = dir.join(format!("{stem}.hw.tmp"));
-        let lock_path = dir.join(format!("{stem}.lock"));
-        let mut lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io(&lock_path, "opening the lock file"))?;
-        match ivnsec_net::sys::try_lock_exclusive(&lock) {
+            })?;
+        let lock_meta = lock.metadata().map_err(|err| HwError::Io {
+            path: lock_path.clone(),
+            what: "reading the lock file",
+            err,
+        })?;
+        if !lock_meta.is_file() {
+            return Err(HwError::Unsafe {
+                path: lock_path,
+                why: "the lock file is not a regular file".to_string(),
+            });
+        }
+        match sys::try_lock_exclusive(&lock) {
             Ok(true) => {}
             Ok(false) => return Err(HwError::Locked { path }),
-            Err(e) => return Err(io(&lock_path, "locking")(e)),
+            Err(err) => {
+                return Err(HwError::Io {
+                    path: lock_path,
+                    what: "locking",
+                    err,
+                });
+            }
         }
         // For people looking: who holds it (informational; the flock is what counts).
         let _ = lock
             .set_len(0)
             .and_then(|_| lock.write_all(format!("{}\n", std::process::id()).as_bytes()));
-        let header = format!(
-            "{MAGIC}\nprofile {profile}\nsa {}\nfingerprint {fp}\n",
-            sa_identity.replace('\n', " ")
-        );
-        let reserved = match fs::read_to_string(&path) {
-            Ok(text) => parse(&text, &header).map_err(|why| HwError::Corrupt {
-                path: path.clone(),
-                why,
-            })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(io(&path, "reading")(e)),
+        let header = format!("{MAGIC}\nprofile {domain}\nsa {sa}\nfingerprint {fp}\n");
+        let on_disk = read_state(&dir_file, &name, &path, &header)?;
+        let old = find_old_states(&dir_file, dir, &name, domain, &sa, &key, &mac_key)?;
+        let record = match &opts.used_record {
+            Some(p) => Some(UsedRecord::read(p, &fp)?),
+            None => None,
         };
+        let old_max = old.iter().map(|o| o.reserved).max();
+        let fresh = on_disk.is_none() && old.is_empty();
+        if fresh {
+            match &record {
+                Some(r) if r.entry.is_some() && !opts.confirm_new_key => {
+                    return Err(HwError::UsedKeyNoState {
+                        state: path,
+                        record: r.path.clone(),
+                        entry: r.entry.clone().unwrap_or_default(),
+                    });
+                }
+                Some(r) if r.entry.is_some() => eprintln!(
+                    "ivnsec: warning: {} says this key has sent under {domain} SA `{sa}` ({}), \
+                     but its nonce state {} is missing; starting at sequence number 1 anyway \
+                     because {CONFIRM_OPTION} was given. If the key did send, every (key, \
+                     nonce) pair from 1 up is being reused now",
+                    r.path.display(),
+                    r.entry.as_deref().unwrap_or(""),
+                    path.display()
+                ),
+                _ => eprintln!(
+                    "ivnsec: warning: no nonce state for {domain} SA `{sa}` under this key in \
+                     {}: starting at sequence number 1, as for a key that has never sent. If \
+                     this key has sent under this SA before (another --state-dir, a deleted \
+                     state file), every (key, nonce) pair from 1 up is reused: stop now and \
+                     give the old --state-dir, or install a new key{}",
+                    dir.display(),
+                    match &record {
+                        Some(r) => format!(" ({} lists no earlier use)", r.path.display()),
+                        None => " (no used-key record to check against)".to_string(),
+                    }
+                ),
+            }
+        }
         let (limit, configured_limit) = match opts.seq_limit {
             Some(l) if l < opts.protocol_max => (l, true),
             _ => (opts.protocol_max, false),
         };
-        Ok(HighWater {
+        let lock_id = file_id(&lock).map_err(|err| HwError::Io {
+            path: dir.join(&lock_name),
+            what: "reading the lock file",
+            err,
+        })?;
+        let mut hw = HighWater {
             dir: dir.to_path_buf(),
+            dir_file,
+            dir_id,
             path,
-            tmp,
-            _lock: lock,
+            name,
+            tmp_name: format!("{stem}.hw.tmp"),
+            lock_name,
+            lock,
+            lock_id,
             header,
-            reserved,
+            fingerprint: fp,
+            domain: domain.to_string(),
+            sa,
+            record,
+            reserved: on_disk.unwrap_or(0),
             block: opts.block,
             limit,
             configured_limit,
             writes: 0,
-        })
+            fresh,
+            migrated: Vec::new(),
+        };
+        if let Some(m) = old_max {
+            // The previous version's marks under other spellings: this state continues above
+            // the highest, and their files become `moved` notes the previous version refuses.
+            let mark = m.max(hw.reserved);
+            if mark > hw.reserved || on_disk.is_none() {
+                hw.write_mark(mark)?;
+                hw.reserved = mark;
+            }
+            for o in &old {
+                let stem = o.name.trim_end_matches(".hw");
+                let note = format!("{MOVED_MAGIC}\nto {}\nreserved {}\n", hw.name, o.reserved);
+                write_atomic(
+                    &hw.dir_file,
+                    &format!("{stem}.hw.tmp"),
+                    &o.name,
+                    &note,
+                    &hw.dir,
+                )?;
+            }
+            hw.sync_dir()?;
+            hw.migrated = old.iter().map(|o| o.name.clone()).collect();
+            eprintln!(
+                "ivnsec: note: nonce state of {domain} SA `{}` taken over from {} (written \
+                 under another spelling of the profile by an earlier version); it continues \
+                 above {mark} in {}",
+                hw.sa,
+                hw.migrated.join(", "),
+                hw.path.display()
+            );
+        }
+        drop(old);
+        drop(guard);
+        Ok(hw)
     }
 
     /// The number the SA must start at: one above everything reserved before. An error when no
@@ -273,6 +990,11 @@ impl HighWater {
         &self.path
     }
 
+    /// The nonce domain the state is keyed by.
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+
     /// Highest number reserved on disk.
     pub fn reserved(&self) -> u64 {
         self.reserved
@@ -286,6 +1008,16 @@ impl HighWater {
     /// Reservations this process wrote.
     pub fn writes(&self) -> u64 {
         self.writes
+    }
+
+    /// Whether no state was found (the SA starts at 1; a warning said so).
+    pub fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
+    /// State files of the previous version this state took over (their names).
+    pub fn migrated(&self) -> &[String] {
+        &self.migrated
     }
 
     fn exhausted(&self) -> HwError {
@@ -308,43 +1040,116 @@ impl HighWater {
         Ok(())
     }
 
-    /// Writes `reserved = min(seq − 1 + block, limit)` durably: temporary file, fsync, rename,
-    /// directory fsync. Only after all four succeeded may numbers up to the mark be used.
+    /// Under the directory lock: checks that the state is still ours, then writes
+    /// `reserved = min(seq − 1 + block, limit)` durably. Only after that may numbers up to the
+    /// mark be used.
     #[cold]
     fn reserve(&mut self, seq: u64) -> Result<(), HwError> {
         let mark = (seq - 1).saturating_add(self.block).min(self.limit);
-        let content = format!("{}reserved {mark}\n", self.header);
-        let tmp = &self.tmp;
-        let err = |what: &'static str| {
-            let path = tmp.clone();
-            move |err| HwError::Io { path, what, err }
-        };
-        {
-            let mut f = OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .open(tmp)
-                .map_err(err("creating the temporary file"))?;
-            f.write_all(content.as_bytes())
-                .map_err(err("writing the temporary file"))?;
-            f.sync_all().map_err(err("fsync of the temporary file"))?;
-        }
-        fs::rename(tmp, &self.path).map_err(|err| HwError::Io {
-            path: self.path.clone(),
-            what: "renaming the temporary file over the state file",
-            err,
-        })?;
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|err| HwError::Io {
-                path: self.dir.clone(),
-                what: "fsync of the state directory",
-                err,
-            })?;
+        let guard = DirLock::take(&self.dir_file, &self.dir, "locking the state directory")?;
+        self.check_still_ours()?;
+        self.write_mark(mark)?;
+        drop(guard);
         self.reserved = mark;
         self.writes += 1;
         Ok(())
+    }
+
+    /// The directory at the path is the one locked, the lock file at its name is the one this
+    /// process holds, and no other process wrote a mark above this one's.
+    fn check_still_ours(&self) -> Result<(), HwError> {
+        let lost = |why: String| HwError::LockLost {
+            path: self.path.clone(),
+            why,
+        };
+        match fs::metadata(&self.dir) {
+            Ok(m) if (m.dev(), m.ino()) == self.dir_id => {}
+            Ok(_) => {
+                return Err(lost(format!(
+                    "{} is no longer the directory this sender locked (it was moved or replaced)",
+                    self.dir.display()
+                )));
+            }
+            Err(e) => {
+                return Err(lost(format!(
+                    "the state directory {} is gone ({e})",
+                    self.dir.display()
+                )));
+            }
+        }
+        let held = self.lock.metadata().map_err(|err| HwError::Io {
+            path: self.dir.join(&self.lock_name),
+            what: "reading the lock file",
+            err,
+        })?;
+        let at_name = sys::stat_at(&self.dir_file, &self.lock_name);
+        let why = match at_name {
+            _ if held.nlink() == 0 => Some("the lock file this sender holds was deleted"),
+            Err(ref e) if e.kind() == io::ErrorKind::NotFound => {
+                Some("the lock file this sender holds was moved away")
+            }
+            Err(err) => {
+                return Err(HwError::Io {
+                    path: self.dir.join(&self.lock_name),
+                    what: "checking the lock file",
+                    err,
+                });
+            }
+            Ok(st) if (st.dev, st.ino) != self.lock_id => {
+                Some("the lock file was replaced by another file")
+            }
+            Ok(_) => None,
+        };
+        if let Some(w) = why {
+            return Err(lost(format!(
+                "{w} ({}), so the lock no longer keeps other senders out",
+                self.dir.join(&self.lock_name).display()
+            )));
+        }
+        if let Some(m) = read_state(&self.dir_file, &self.name, &self.path, &self.header)?
+            && m > self.reserved
+        {
+            return Err(lost(format!(
+                "another process wrote `reserved {m}` above this sender's {}",
+                self.reserved
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records the key's use (first time), then writes the state file with `mark` durably:
+    /// temporary file, fsync, rename, directory fsync.
+    fn write_mark(&mut self, mark: u64) -> Result<(), HwError> {
+        if let Some(r) = &mut self.record
+            && r.entry.is_none()
+        {
+            // Where the state is, as an absolute path: what an operator needs to find it.
+            let dir = fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
+            let info = format!(
+                "{} | {} | {}",
+                self.domain,
+                self.sa,
+                dir.join(&self.name).display()
+            );
+            r.append(&self.fingerprint, &info)?;
+        }
+        let content = format!("{}reserved {mark}\n", self.header);
+        write_atomic(
+            &self.dir_file,
+            &self.tmp_name,
+            &self.name,
+            &content,
+            &self.dir,
+        )?;
+        self.sync_dir()
+    }
+
+    fn sync_dir(&self) -> Result<(), HwError> {
+        self.dir_file.sync_all().map_err(|err| HwError::Io {
+            path: self.dir.clone(),
+            what: "fsync of the state directory",
+            err,
+        })
     }
 }
 
@@ -352,7 +1157,9 @@ impl HighWater {
 fn parse(text: &str, header: &str) -> Result<u64, String> {
     let Some(rest) = text.strip_prefix(header) else {
         let first = text.lines().next().unwrap_or("");
-        return Err(if first != MAGIC {
+        return Err(if first == MOVED_MAGIC {
+            "its mark was moved to another state file; this file is only a note".to_string()
+        } else if first != MAGIC {
             format!("not an ivnsec nonce state file (first line `{first}`, expected `{MAGIC}`)")
         } else {
             "its profile, SA or key fingerprint does not match the file name".to_string()
@@ -374,18 +1181,36 @@ fn parse(text: &str, header: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::node::channel::{Channel, ChannelOptions, Ends, Family};
-    use crate::providers::ProviderChoice;
-    use std::net::Ipv4Addr;
+    //! The contract of the nonce state, written against the public API only so that every
+    //! sender is checked by the same tests: [`contract`] runs every check for one [`Subject`]
+    //! (a nonce domain, an SA identity, keys, the protocol's limit), and
+    //! `every_sender_meets_the_contract` runs it for every profile `send` takes and for the
+    //! SA identities `someip serve|call` use. A new sender (MACsec TAP, gateway, ESP tunnel,
+    //! MKA) adds its subjects there.
 
+    use super::*;
+    use crate::node::channel::{Channel, ChannelOptions, Ends, Family, sa_identity};
+    use crate::providers::ProviderChoice;
+    use ivnsec_core::suite::IvnAeProfile;
+    use std::collections::BTreeSet;
+    use std::net::Ipv4Addr;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A private temporary directory; `state()` (not created) and `record()` live in it.
     struct Dir(PathBuf);
     impl Dir {
         fn new(tag: &str) -> Dir {
             let mut r = [0u8; 6];
             getrandom::fill(&mut r).unwrap();
             let p = std::env::temp_dir().join(format!("ivnsec-hw-{tag}-{}", hex::encode(r)));
+            DirBuilder::new().mode(0o700).create(&p).unwrap();
             Dir(p)
+        }
+        fn state(&self) -> PathBuf {
+            self.0.join("state")
+        }
+        fn record(&self) -> PathBuf {
+            self.0.join("k.toml.used")
         }
     }
     impl Drop for Dir {
@@ -394,189 +1219,40 @@ mod tests {
         }
     }
 
-    fn keys() -> DirectionKeys {
-        DirectionKeys {
-            key: "00112233445566778899aabbccddeeff".into(),
-            mac_key: String::new(),
-            iv: "0102030405060708090a0b0c".into(),
-        }
+    /// One sender's SA, as the contract sees it.
+    #[derive(Clone, Debug)]
+    struct Subject {
+        domain: String,
+        sa: String,
+        keys: DirectionKeys,
+        protocol_max: u64,
     }
 
-    fn opts(block: u64) -> Options {
-        Options {
-            block,
-            seq_limit: None,
-            protocol_max: u64::MAX,
-        }
-    }
-
-    fn open(d: &Dir, o: Options) -> Result<HighWater, HwError> {
-        HighWater::open(&d.0, "aes128-gcm", "ivnae key-id 1", &keys(), o)
-    }
-
-    #[test]
-    fn reservation_survives_reopen_and_never_goes_back() {
-        let d = Dir::new("reopen");
-        let mut hw = open(&d, opts(10)).unwrap();
-        assert_eq!(hw.first_seq().unwrap(), 1, "missing file = fresh key");
-        for seq in 1..=13 {
-            hw.claim(seq).unwrap();
-        }
-        assert_eq!(hw.reserved(), 20);
-        assert_eq!(hw.writes(), 2);
-        drop(hw);
-        // The restart resumes above everything reserved, although only 13 were used.
-        let mut hw = open(&d, opts(10)).unwrap();
-        assert_eq!(hw.first_seq().unwrap(), 21);
-        hw.claim(21).unwrap();
-        assert_eq!(hw.reserved(), 30);
-        drop(hw);
-        // Nothing used after the reservation: the next run still starts above it.
-        let hw = open(&d, opts(10)).unwrap();
-        assert_eq!(hw.first_seq().unwrap(), 31);
-    }
-
-    #[test]
-    fn file_content_after_each_reservation() {
-        let d = Dir::new("content");
-        let mut hw = open(&d, opts(4096)).unwrap();
-        let path = hw.path().to_path_buf();
-        assert!(!path.exists(), "nothing written before the first claim");
-        hw.claim(1).unwrap();
-        let text = fs::read_to_string(&path).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], MAGIC);
-        assert_eq!(lines[1], "profile aes128-gcm");
-        assert_eq!(lines[2], "sa ivnae key-id 1");
-        assert!(lines[3].starts_with("fingerprint "));
-        assert_eq!(lines[4], "reserved 4096");
-        assert_eq!(lines.len(), 5);
-        // The key is not in the file, in any form we could grep for.
-        assert!(!text.contains(&keys().key) && !text.contains(&keys().iv));
-        // No temporary file is left behind; the lock file is.
-        assert!(!hw.tmp.exists());
-        for seq in 2..=4096 {
-            hw.claim(seq).unwrap();
-        }
-        assert_eq!(hw.writes(), 1, "no I/O inside a block");
-        hw.claim(4097).unwrap();
-        assert!(
-            fs::read_to_string(&path)
-                .unwrap()
-                .ends_with("reserved 8192\n")
-        );
-        assert_eq!(hw.writes(), 2);
-        // A different key gets a different file.
-        let mut k2 = keys();
-        k2.key = "ff112233445566778899aabbccddeeff".into();
-        let hw2 = HighWater::open(&d.0, "aes128-gcm", "ivnae key-id 1", &k2, opts(1)).unwrap();
-        assert_ne!(hw2.path(), hw.path());
-        assert_eq!(hw2.first_seq().unwrap(), 1);
-    }
-
-    /// Another spelling of the same key, or another IV under it, must find the same state (a new
-    /// file would restart at 1); another SA identity under the same key gets its own.
-    #[test]
-    fn the_state_follows_the_key_bytes_not_their_spelling() {
-        let d = Dir::new("spelling");
-        let mut hw = open(&d, opts(8)).unwrap();
-        hw.claim(1).unwrap();
-        let path = hw.path().to_path_buf();
-        drop(hw);
-        let mut k = keys();
-        k.key = "0x00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF".into();
-        k.iv = "ffffffffffffffffffffffff".into();
-        let hw = HighWater::open(&d.0, "aes128-gcm", "ivnae key-id 1", &k, opts(8)).unwrap();
-        assert_eq!(hw.path(), path);
-        assert_eq!(hw.first_seq().unwrap(), 9);
-        drop(hw);
-        let other = HighWater::open(&d.0, "aes128-gcm", "ivnae key-id 2", &k, opts(8)).unwrap();
-        assert_ne!(other.path(), path);
-    }
-
-    #[test]
-    fn corrupt_files_are_refused() {
-        let d = Dir::new("corrupt");
-        let mut hw = open(&d, opts(8)).unwrap();
-        hw.claim(1).unwrap();
-        let path = hw.path().to_path_buf();
-        let good = fs::read_to_string(&path).unwrap();
-        drop(hw);
-        let bad = [
-            String::new(),
-            "garbage\n".to_string(),
-            good.replace("reserved 8\n", "reserved 8"),
-            good.replace("reserved 8", "reserved -8"),
-            good.replace("reserved 8", "reserved 99999999999999999999999"),
-            good.replace("reserved 8", "reserved"),
-            good.replace("profile aes128-gcm", "profile aes256-gcm"),
-            good.replace("reserved 8\n", "reserved 8\nextra\n"),
-        ];
-        for b in bad {
-            fs::write(&path, &b).unwrap();
-            let e = open(&d, opts(8)).unwrap_err();
-            assert!(matches!(e, HwError::Corrupt { .. }), "{b:?}: {e}");
-            let msg = e.to_string();
-            assert!(
-                msg.contains(path.to_str().unwrap()) && msg.contains("refusing"),
-                "{msg}"
-            );
-            assert_eq!(crate::cli::exit_code(&e.into_anyhow()), 2);
-        }
-    }
-
-    #[test]
-    fn a_second_opener_is_locked_out() {
-        let d = Dir::new("lock");
-        let hw = open(&d, opts(8)).unwrap();
-        let e = open(&d, opts(8)).unwrap_err();
-        assert!(matches!(e, HwError::Locked { .. }), "{e}");
-        assert!(e.to_string().contains("locked by another process"));
-        drop(hw);
-        open(&d, opts(8)).expect("the lock is released with its holder");
-    }
-
-    #[test]
-    fn bad_options_are_usage_errors() {
-        let d = Dir::new("opts");
-        for o in [
-            opts(0),
-            Options {
-                seq_limit: Some(0),
-                ..opts(1)
-            },
-        ] {
-            let e = open(&d, o).unwrap_err();
-            assert_eq!(crate::cli::exit_code(&e.into_anyhow()), 2);
-        }
-    }
-
-    #[test]
-    fn configured_limit_stops_exactly_there() {
-        let d = Dir::new("limit");
-        let o = Options {
-            block: 3,
-            seq_limit: Some(7),
-            protocol_max: u64::MAX,
-        };
-        let mut hw = open(&d, o).unwrap();
-        for seq in 1..=7 {
-            hw.claim(seq).unwrap();
-        }
-        assert_eq!(hw.reserved(), 7, "the reservation never passes the limit");
-        let e = hw.claim(8).unwrap_err();
-        assert!(matches!(
-            e,
-            HwError::Exhausted {
-                limit: 7,
-                configured: true
+    impl Subject {
+        fn of(profile: &str, sa: Option<String>) -> Subject {
+            let fam = Family::parse(profile).unwrap();
+            Subject {
+                domain: nonce_domain(fam),
+                sa: sa.unwrap_or_else(|| sa_identity(fam, &ends(), 0)),
+                keys: DirectionKeys::random(profile).unwrap(),
+                protocol_max: fam.max_seq(),
             }
-        ));
-        assert!(e.to_string().contains("new key must be installed"), "{e}");
-        assert_eq!(crate::cli::exit_code(&e.into_anyhow()), 1);
-        drop(hw);
-        let hw = open(&d, o).unwrap();
-        assert!(matches!(hw.first_seq(), Err(HwError::Exhausted { .. })));
+        }
+        fn opts(&self, d: &Dir, block: u64) -> Options {
+            Options {
+                block,
+                seq_limit: None,
+                protocol_max: self.protocol_max,
+                used_record: Some(d.record()),
+                confirm_new_key: false,
+            }
+        }
+        fn open_in(&self, dir: &Path, o: Options) -> Result<HighWater, HwError> {
+            HighWater::open(dir, &self.domain, &self.sa, &self.keys, o)
+        }
+        fn open(&self, d: &Dir, block: u64) -> Result<HighWater, HwError> {
+            self.open_in(&d.state(), self.opts(d, block))
+        }
     }
 
     fn ends() -> Ends {
@@ -588,27 +1264,670 @@ mod tests {
         }
     }
 
+    /// Claims `from..=to` and returns them (the numbers this "sender" used).
+    fn use_numbers(hw: &mut HighWater, from: u64, to: u64) -> Vec<u64> {
+        let v: Vec<u64> = (from..=to).collect();
+        for &s in &v {
+            hw.claim(s).unwrap();
+        }
+        v
+    }
+
+    fn code(e: HwError) -> u8 {
+        crate::cli::exit_code(&e.into_anyhow())
+    }
+
+    /// Every check, for one subject.
+    fn contract(s: &Subject) {
+        fresh_then_resume_above_the_mark(s);
+        a_second_opener_is_locked_out(s);
+        a_deleted_lock_stops_the_holder_and_numbers_stay_disjoint(s);
+        a_lock_moved_away_and_back_is_caught_by_the_mark(s);
+        a_replaced_directory_stops_the_holder(s);
+        a_used_key_without_state_is_refused(s);
+        links_in_the_state_directory_are_never_followed(s);
+        unsafe_directories_are_refused(s);
+        corrupt_state_is_refused(s);
+        the_limit_stops_exactly_there(s);
+    }
+
+    fn fresh_then_resume_above_the_mark(s: &Subject) {
+        let d = Dir::new("fresh");
+        let mut hw = s.open(&d, 5).unwrap();
+        assert!(hw.is_fresh(), "{s:?}");
+        assert_eq!(hw.first_seq().unwrap(), 1);
+        assert_eq!(hw.domain(), s.domain);
+        assert!(
+            !hw.path().exists(),
+            "nothing written before the first claim"
+        );
+        use_numbers(&mut hw, 1, 8);
+        assert_eq!((hw.reserved(), hw.writes()), (10, 2), "{s:?}");
+        let path = hw.path().to_path_buf();
+        drop(hw);
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], MAGIC);
+        assert_eq!(lines[1], format!("profile {}", s.domain));
+        assert_eq!(lines[2], format!("sa {}", s.sa));
+        assert!(lines[3].starts_with("fingerprint ") && lines[3].len() == 12 + 64);
+        assert_eq!(lines[4], "reserved 10");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let mode = fs::metadata(d.state()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "a new state directory is private");
+        // The record lists the SA by fingerprint; neither file holds the key.
+        let rec = fs::read_to_string(d.record()).unwrap();
+        assert!(rec.starts_with(RECORD_MAGIC), "{rec}");
+        assert!(rec.contains(&format!("used {}", &lines[3][12..])), "{rec}");
+        for t in [&text, &rec] {
+            for k in [&s.keys.key, &s.keys.mac_key] {
+                assert!(
+                    k.is_empty() || !t.contains(k.as_str()),
+                    "key material on disk"
+                );
+            }
+        }
+        let mut hw = s.open(&d, 5).unwrap();
+        assert!(!hw.is_fresh());
+        assert_eq!(
+            hw.first_seq().unwrap(),
+            11,
+            "restart resumes above the mark"
+        );
+        hw.claim(11).unwrap();
+        assert_eq!(hw.reserved(), 15);
+        // The record is not rewritten for an SA it lists.
+        assert_eq!(fs::read_to_string(d.record()).unwrap(), rec);
+    }
+
+    fn a_second_opener_is_locked_out(s: &Subject) {
+        let d = Dir::new("lock");
+        let hw = s.open(&d, 5).unwrap();
+        let e = s.open(&d, 5).unwrap_err();
+        assert!(matches!(e, HwError::Locked { .. }), "{e}");
+        assert!(e.to_string().contains("locked by another process"));
+        assert_eq!(code(e), 2);
+        drop(hw);
+        s.open(&d, 5).expect("the lock is released with its holder");
+    }
+
+    /// Issue 15 item 2: `rm STATE/*.lock` under a running sender. A second sender gets in (it
+    /// cannot see the first), starts above the first's mark, and the first stops at its next
+    /// reservation: the two never use one number.
+    fn a_deleted_lock_stops_the_holder_and_numbers_stay_disjoint(s: &Subject) {
+        let d = Dir::new("rmlock");
+        let mut a = s.open(&d, 5).unwrap();
+        let mut used = use_numbers(&mut a, 1, 3);
+        let lock = a.path().with_extension("lock");
+        fs::remove_file(&lock).unwrap();
+        let mut b = s.open(&d, 5).unwrap();
+        let first_b = b.first_seq().unwrap();
+        assert_eq!(first_b, 6, "{s:?}");
+        // A goes on inside its block (4, 5 are reserved), then must stop.
+        used.extend(use_numbers(&mut a, 4, 5));
+        let e = a.claim(6).unwrap_err();
+        assert!(matches!(e, HwError::LockLost { .. }), "{e}");
+        assert!(e.to_string().contains("was deleted"), "{e}");
+        assert_eq!(e.stop_reason(), "state_lock_lost");
+        assert_eq!(code(e), 3);
+        used.extend(use_numbers(&mut b, first_b, first_b + 7));
+        let set: BTreeSet<u64> = used.iter().copied().collect();
+        assert_eq!(set.len(), used.len(), "a number was used twice: {used:?}");
+    }
+
+    /// The lock file moved away (a second sender gets in and reserves) and moved back: the
+    /// identity check passes again, but the mark on disk is above the first sender's.
+    fn a_lock_moved_away_and_back_is_caught_by_the_mark(s: &Subject) {
+        let d = Dir::new("mvlock");
+        let mut a = s.open(&d, 5).unwrap();
+        a.claim(1).unwrap();
+        let lock = a.path().with_extension("lock");
+        let aside = d.0.join("aside");
+        fs::rename(&lock, &aside).unwrap();
+        let mut b = s.open(&d, 5).unwrap();
+        b.claim(6).unwrap();
+        fs::rename(&aside, &lock).unwrap();
+        // 2..=5 are A's; 6 is B's already. A's next reservation must not happen.
+        for seq in 2..=5 {
+            a.claim(seq).unwrap();
+        }
+        let e = a.claim(6).unwrap_err();
+        assert!(
+            matches!(e, HwError::LockLost { .. }) && e.to_string().contains("reserved 10"),
+            "{e}"
+        );
+        // And B's lock is no longer at the name: B stops too.
+        for seq in 7..=10 {
+            b.claim(seq).unwrap();
+        }
+        let e = b.claim(11).unwrap_err();
+        assert!(matches!(e, HwError::LockLost { .. }), "{e}");
+    }
+
+    fn a_replaced_directory_stops_the_holder(s: &Subject) {
+        let d = Dir::new("mvdir");
+        let mut a = s.open(&d, 5).unwrap();
+        a.claim(1).unwrap();
+        fs::rename(d.state(), d.0.join("state.old")).unwrap();
+        DirBuilder::new().mode(0o700).create(d.state()).unwrap();
+        let e = a.claim(6).unwrap_err();
+        assert!(matches!(e, HwError::LockLost { .. }), "{e}");
+        assert!(e.to_string().contains("no longer the directory"), "{e}");
+        assert_eq!(
+            fs::read_dir(d.state()).unwrap().count(),
+            0,
+            "nothing was written into the new directory"
+        );
+        // Removed outright: the same.
+        drop(a);
+        fs::remove_dir_all(d.state()).unwrap();
+        let mut a = s.open(&d, 5).unwrap_err();
+        assert!(matches!(a, HwError::UsedKeyNoState { .. }), "{a}");
+        let mut o = s.opts(&d, 5);
+        o.confirm_new_key = true;
+        let mut hw = s.open_in(&d.state(), o).unwrap();
+        hw.claim(1).unwrap();
+        fs::remove_dir_all(d.state()).unwrap();
+        a = hw.claim(6).unwrap_err();
+        assert!(a.to_string().contains("is gone"), "{a}");
+    }
+
+    /// Issue 15 item 3: a deleted state file or a mistyped directory under a key whose record
+    /// lists the SA is refused; the confirmation starts at 1 (and warns).
+    fn a_used_key_without_state_is_refused(s: &Subject) {
+        let d = Dir::new("used");
+        let mut hw = s.open(&d, 5).unwrap();
+        hw.claim(1).unwrap();
+        let path = hw.path().to_path_buf();
+        drop(hw);
+        let other = d.0.join("typo");
+        for (dir, why) in [(other.clone(), "mistyped"), (d.state(), "deleted")] {
+            if why == "deleted" {
+                fs::remove_file(&path).unwrap();
+            }
+            let e = s.open_in(&dir, s.opts(&d, 5)).unwrap_err();
+            assert!(matches!(e, HwError::UsedKeyNoState { .. }), "{why}: {e}");
+            let msg = e.to_string();
+            for w in [
+                d.record().to_str().unwrap(),
+                d.state().to_str().unwrap(),
+                CONFIRM_OPTION,
+                "reuse",
+            ] {
+                assert!(msg.contains(w), "{why}: `{w}` missing: {msg}");
+            }
+            assert_eq!(code(e), 2);
+        }
+        let mut o = s.opts(&d, 5);
+        o.confirm_new_key = true;
+        let hw = s.open_in(&other, o).unwrap();
+        assert_eq!(hw.first_seq().unwrap(), 1);
+        assert!(hw.is_fresh());
+        drop(hw);
+        // Without a record (keys not from a key file) a missing state only warns.
+        let mut o = s.opts(&d, 5);
+        o.used_record = None;
+        let hw = s.open_in(&d.0.join("norecord"), o).unwrap();
+        assert_eq!(hw.first_seq().unwrap(), 1);
+    }
+
+    /// Issue 15 item 4: links at the lock, state, temporary and record names are refused or
+    /// replaced, never written through.
+    fn links_in_the_state_directory_are_never_followed(s: &Subject) {
+        let d = Dir::new("links");
+        let victim = d.0.join("victim");
+        fs::write(&victim, "precious\n").unwrap();
+        let hw = s.open(&d, 5).unwrap();
+        let (path, lock) = (hw.path().to_path_buf(), hw.path().with_extension("lock"));
+        let tmp = PathBuf::from(format!("{}.tmp", path.display()));
+        drop(hw);
+        fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        let e = s.open(&d, 5).unwrap_err();
+        assert!(
+            matches!(e, HwError::Unsafe { .. }) && e.to_string().contains("symbolic link"),
+            "{e}"
+        );
+        assert_eq!(code(e), 2);
+        fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        let mut hw = s.open(&d, 5).unwrap();
+        hw.claim(1).unwrap();
+        assert!(
+            fs::symlink_metadata(&tmp).is_err(),
+            "the stale link is gone"
+        );
+        assert!(
+            !fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        drop(hw);
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let e = s.open(&d, 5).unwrap_err();
+        assert!(matches!(e, HwError::Unsafe { .. }), "{e}");
+        fs::remove_file(&path).unwrap();
+        fs::remove_file(d.record()).unwrap();
+        std::os::unix::fs::symlink(&victim, d.record()).unwrap();
+        let e = s.open(&d, 5).unwrap_err();
+        assert!(matches!(e, HwError::Unsafe { .. }), "{e}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+    }
+
+    fn unsafe_directories_are_refused(s: &Subject) {
+        let d = Dir::new("perm");
+        drop(s.open(&d, 5).unwrap());
+        for mode in [0o777, 0o720, 0o702] {
+            fs::set_permissions(d.state(), fs::Permissions::from_mode(mode)).unwrap();
+            let e = s.open(&d, 5).unwrap_err();
+            assert!(
+                matches!(e, HwError::Unsafe { .. }) && e.to_string().contains("chmod go-w"),
+                "{mode:o}: {e}"
+            );
+            assert_eq!(code(e), 2);
+        }
+        fs::set_permissions(d.state(), fs::Permissions::from_mode(0o755)).unwrap();
+        drop(s.open(&d, 5).expect("0755 is not writable by others"));
+        if sys::effective_uid() == 0 {
+            std::os::unix::fs::chown(d.state(), Some(65534), None).unwrap();
+            let e = s.open(&d, 5).unwrap_err();
+            assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+        }
+    }
+
+    fn corrupt_state_is_refused(s: &Subject) {
+        let d = Dir::new("corrupt");
+        let mut hw = s.open(&d, 8).unwrap();
+        hw.claim(1).unwrap();
+        let path = hw.path().to_path_buf();
+        let good = fs::read_to_string(&path).unwrap();
+        drop(hw);
+        let bad = [
+            String::new(),
+            "garbage\n".to_string(),
+            good.replace("reserved 8\n", "reserved 8"),
+            good.replace("reserved 8", "reserved -8"),
+            good.replace("reserved 8", "reserved 99999999999999999999999"),
+            good.replace("reserved 8", "reserved"),
+            good.replace(&format!("sa {}", s.sa), "sa other"),
+            good.replace("reserved 8\n", "reserved 8\nextra\n"),
+            format!("{good}{}", " ".repeat(5000)),
+        ];
+        for b in bad {
+            fs::write(&path, &b).unwrap();
+            let e = s.open(&d, 8).unwrap_err();
+            assert!(matches!(e, HwError::Corrupt { .. }), "{b:?}: {e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains(path.to_str().unwrap()) && msg.contains("refusing"),
+                "{msg}"
+            );
+            assert_eq!(code(e), 2);
+        }
+    }
+
+    fn the_limit_stops_exactly_there(s: &Subject) {
+        let d = Dir::new("limit");
+        let mut o = s.opts(&d, 3);
+        o.seq_limit = Some(7);
+        let mut hw = s.open_in(&d.state(), o.clone()).unwrap();
+        use_numbers(&mut hw, 1, 7);
+        assert_eq!(hw.reserved(), 7, "the reservation never passes the limit");
+        let e = hw.claim(8).unwrap_err();
+        assert!(matches!(
+            e,
+            HwError::Exhausted {
+                limit: 7,
+                configured: true
+            }
+        ));
+        assert!(e.to_string().contains("new key must be installed"), "{e}");
+        assert_eq!(e.stop_reason(), "exhausted");
+        assert_eq!(code(e), 1);
+        drop(hw);
+        let hw = s.open_in(&d.state(), o).unwrap();
+        assert!(matches!(hw.first_seq(), Err(HwError::Exhausted { .. })));
+    }
+
+    /// Every profile `send` takes (one subject per nonce domain, with the SA identity the
+    /// channel uses) and the SA identities of `someip serve|call`.
+    fn subjects() -> Vec<Subject> {
+        let mut profiles: Vec<String> = IvnAeProfile::all().map(|p| p.to_string()).collect();
+        for s in ivnsec_core::sa::macsec::CipherSuite::ALL {
+            profiles.push(s.profile().to_string());
+        }
+        for a in ivnsec_core::sa::esp::EspAlg::ALL {
+            profiles.push(a.name().to_string());
+        }
+        for a in ivnsec_core::sa::secoc::SecocAlg::ALL {
+            profiles.push(a.name().to_string());
+        }
+        for p in crate::node::channel::SomeipProfile::all() {
+            profiles.push(p.to_string());
+        }
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for p in profiles {
+            let s = Subject::of(&p, None);
+            if seen.insert(s.domain.clone()) {
+                out.push(s);
+            }
+        }
+        for sa in [
+            "someip service 0x1234 key-id 1 sender server",
+            "someip service 0x1234 key-id 1 sender client 0x0042",
+        ] {
+            out.push(Subject::of("someip-aes128-gcm", Some(sa.to_string())));
+        }
+        out
+    }
+
+    #[test]
+    fn every_sender_meets_the_contract() {
+        let subjects = subjects();
+        assert!(subjects.len() >= 45, "{}", subjects.len());
+        // fsync-bound: a few subjects at a time.
+        std::thread::scope(|sc| {
+            for chunk in subjects.chunks(subjects.len().div_ceil(6)) {
+                sc.spawn(move || chunk.iter().for_each(contract));
+            }
+        });
+    }
+
+    /// Issue 15 item 1: every spelling of a profile names one nonce domain, and the domain is
+    /// the canonical suite name (the stable names of DESIGN.md / docs/nonce-safety.md).
+    #[test]
+    fn spellings_of_one_suite_share_one_nonce_domain() {
+        let cases: [(&[&str], &str); 8] = [
+            (
+                &[
+                    "aes128-gcm",
+                    "aes128-gcm/conf",
+                    "aes128-gcm/auth",
+                    " aes128-gcm ",
+                ],
+                "aes128-gcm",
+            ),
+            (
+                &["chacha20-poly1305/auth", "chacha20-poly1305"],
+                "chacha20-poly1305",
+            ),
+            (&["hmac-sha256", "hmac-sha256/auth"], "hmac-sha256"),
+            (
+                &["aes256-cbc-hmac-sha256", "aes256-cbc-hmac-sha256/conf"],
+                "aes256-cbc-hmac-sha256",
+            ),
+            (
+                &[
+                    "macsec-gcm-aes-128",
+                    "macsec-gcm-aes-128/auth",
+                    "macsec-gcm-aes-128/conf",
+                ],
+                "macsec-gcm-aes-128",
+            ),
+            (
+                &["macsec-gcm-aes-xpn-256/auth", "macsec-gcm-aes-xpn-256"],
+                "macsec-gcm-aes-xpn-256",
+            ),
+            (
+                &[
+                    "someip-aes128-gcm",
+                    "someip-aes128-gcm/auth",
+                    "someip-aes128-gcm/conf",
+                ],
+                "someip-aes128-gcm",
+            ),
+            (&["esp-aes128-gcm"], "esp-aes128-gcm"),
+        ];
+        for (spellings, want) in cases {
+            for p in spellings {
+                assert_eq!(nonce_domain(Family::parse(p).unwrap()), want, "{p}");
+            }
+        }
+        // Different suites are different domains.
+        let all: Vec<String> = subjects().iter().map(|s| s.domain.clone()).collect();
+        let set: BTreeSet<&String> = all.iter().collect();
+        assert_eq!(
+            set.len(),
+            all.len() - 2,
+            "only the two extra SOME/IP subjects repeat"
+        );
+        // A spelling is refused as a domain: state must never be keyed by one.
+        let d = Dir::new("spelling");
+        let s = Subject::of("aes128-gcm", None);
+        for bad in ["aes128-gcm/conf", "aes128-gcm/auth", " aes128-gcm", "nope"] {
+            let e = HighWater::open(&d.state(), bad, &s.sa, &s.keys, s.opts(&d, 5)).unwrap_err();
+            assert!(matches!(e, HwError::BadOption(_)), "{bad}: {e}");
+        }
+    }
+
+    /// The fingerprint is HMAC-SHA256 over the documented layout (docs/nonce-safety.md),
+    /// computed here by the other provider (aws-lc-rs) as an independent implementation.
+    fn documented_fingerprint(profile: &str, sa: &str, key: &[u8], mac_key: &[u8]) -> String {
+        let mac = ivnsec_crypto_fast::PROVIDER
+            .keys
+            .mac(MacAlg::HmacSha256, b"ivnsec highwater fingerprint v1")
+            .unwrap();
+        let mut msg = Vec::new();
+        for f in [profile.as_bytes(), sa.as_bytes(), key, mac_key] {
+            msg.extend_from_slice(&(f.len() as u64).to_be_bytes());
+            msg.extend_from_slice(f);
+        }
+        let mut out = [0u8; MAX_MAC_LEN];
+        let n = mac.compute(&[&msg], &mut out);
+        assert_eq!(n, 32);
+        hex::encode(&out[..32])
+    }
+
+    #[test]
+    fn fingerprint_follows_the_documented_layout() {
+        let key = hex::decode("00112233445566778899aabbccddeeff").unwrap();
+        for (p, sa, mk) in [
+            ("aes128-gcm", "ivnae key-id 1", &[][..]),
+            ("aes128-gcm/conf", "ivnae key-id 1", &[][..]),
+            ("aes128-cbc-hmac-sha256", "ivnae key-id 2", &[7u8; 32][..]),
+        ] {
+            assert_eq!(
+                fingerprint(p, sa, &key, mk),
+                documented_fingerprint(p, sa, &key, mk)
+            );
+        }
+    }
+
+    /// The previous version named the state after the raw `--profile`: a state written under
+    /// `aes128-gcm/conf` must be honoured by the `aes128-gcm` domain (not restarted at 1), and
+    /// the old file becomes a note the previous version refuses.
+    #[test]
+    fn state_of_the_previous_version_under_another_spelling_is_honoured() {
+        let d = Dir::new("migrate");
+        let s = Subject::of("aes128-gcm", None);
+        let key = hex::decode(&s.keys.key).unwrap();
+        let write_old = |profile: &str, sa: &str, key: &[u8], reserved: u64| -> PathBuf {
+            let fp = documented_fingerprint(profile, sa, key, &[]);
+            let name = format!("{}-{}.hw", safe_name(profile), &fp[..32]);
+            let p = d.state().join(name);
+            fs::write(
+                &p,
+                format!(
+                    "{MAGIC}\nprofile {profile}\nsa {sa}\nfingerprint {fp}\nreserved {reserved}\n"
+                ),
+            )
+            .unwrap();
+            p
+        };
+        DirBuilder::new().mode(0o700).create(d.state()).unwrap();
+        let conf = write_old("aes128-gcm/conf", &s.sa, &key, 8192);
+        let auth = write_old("aes128-gcm/auth", &s.sa, &key, 4096);
+        // Not ours: another key, another SA, another suite.
+        let other_key = write_old("aes128-gcm/conf", &s.sa, &[9u8; 16], 99_999);
+        let other_sa = write_old("aes128-gcm/conf", "ivnae key-id 2", &key, 99_999);
+        let other_suite = write_old("aes128-ccm/conf", &s.sa, &key, 99_999);
+        assert_eq!(
+            conf.file_name().unwrap().to_str().unwrap()[..16],
+            *"aes128-gcm_conf-"
+        );
+
+        // While a sender of the previous version holds an old spelling's lock: locked out.
+        let held = File::create(conf.with_extension("lock")).unwrap();
+        assert!(sys::try_lock_exclusive(&held).unwrap());
+        let e = s.open(&d, 5).unwrap_err();
+        assert!(matches!(e, HwError::Locked { .. }), "{e}");
+        drop(held);
+
+        let mut hw = s.open(&d, 5).unwrap();
+        assert!(!hw.is_fresh());
+        assert_eq!(hw.first_seq().unwrap(), 8193, "above the highest old mark");
+        let mut m = hw.migrated().to_vec();
+        m.sort();
+        let mut want = vec![
+            auth.file_name().unwrap().to_str().unwrap().to_string(),
+            conf.file_name().unwrap().to_str().unwrap().to_string(),
+        ];
+        want.sort();
+        assert_eq!(m, want);
+        assert!(
+            fs::read_to_string(hw.path())
+                .unwrap()
+                .ends_with("reserved 8192\n")
+        );
+        hw.claim(8193).unwrap();
+        for p in [&conf, &auth] {
+            let t = fs::read_to_string(p).unwrap();
+            assert!(t.starts_with(MOVED_MAGIC), "{t}");
+            // The previous version's parser (first line must be the magic) refuses it.
+            assert_ne!(t.lines().next(), Some(MAGIC));
+        }
+        for p in [&other_key, &other_sa, &other_suite] {
+            assert!(
+                fs::read_to_string(p).unwrap().ends_with("reserved 99999\n"),
+                "untouched"
+            );
+        }
+        drop(hw);
+        // Later starts continue from the new state; the notes are not read as states.
+        let hw = s.open(&d, 5).unwrap();
+        assert_eq!(hw.first_seq().unwrap(), 8198);
+        assert!(hw.migrated().is_empty());
+    }
+
+    #[test]
+    fn used_key_records_are_checked_strictly() {
+        let d = Dir::new("record");
+        let s = Subject::of("aes128-gcm", None);
+        for body in [
+            "garbage\n".to_string(),
+            format!("{RECORD_MAGIC}\nused 1234 x\n"),
+            format!("{RECORD_MAGIC}\nsomething else\n"),
+            format!("{RECORD_MAGIC}\nused {} x", "a".repeat(64)),
+            format!("{RECORD_MAGIC}\n{}", "#".repeat(300_000)),
+        ] {
+            fs::write(d.record(), &body).unwrap();
+            fs::set_permissions(d.record(), fs::Permissions::from_mode(0o600)).unwrap();
+            let e = s.open(&d, 5).unwrap_err();
+            assert!(matches!(e, HwError::Corrupt { .. }), "{body:.40}: {e}");
+            assert!(e.to_string().contains("used-key record"), "{e}");
+        }
+        fs::write(d.record(), format!("{RECORD_MAGIC}\n")).unwrap();
+        fs::set_permissions(d.record(), fs::Permissions::from_mode(0o666)).unwrap();
+        let e = s.open(&d, 5).unwrap_err();
+        assert!(matches!(e, HwError::Unsafe { .. }), "{e}");
+        fs::set_permissions(d.record(), fs::Permissions::from_mode(0o600)).unwrap();
+        let mut hw = s.open(&d, 5).unwrap();
+        hw.claim(1).unwrap();
+        let t = fs::read_to_string(d.record()).unwrap();
+        assert_eq!(
+            t.lines().filter(|l| l.starts_with("used ")).count(),
+            1,
+            "{t}"
+        );
+        assert!(t.contains(&format!("aes128-gcm | {} | ", s.sa)), "{t}");
+    }
+
+    /// Two SAs under one key file record themselves side by side; one listed SA does not make
+    /// another SA of the key (another SCI: its own nonce space) count as used.
+    #[test]
+    fn the_record_is_per_sa() {
+        let d = Dir::new("persa");
+        let a = Subject::of("macsec-gcm-aes-128", None);
+        let mut b = a.clone();
+        let mut e2 = ends();
+        e2.local_mac = [2, 0, 0, 0, 0, 9];
+        b.sa = sa_identity(Family::parse("macsec-gcm-aes-128").unwrap(), &e2, 0);
+        assert_ne!(a.sa, b.sa);
+        a.open(&d, 5).unwrap().claim(1).unwrap();
+        let mut hb = b.open(&d, 5).expect("another SA of the key is not refused");
+        assert!(hb.is_fresh());
+        hb.claim(1).unwrap();
+        let t = fs::read_to_string(d.record()).unwrap();
+        assert_eq!(
+            t.lines().filter(|l| l.starts_with("used ")).count(),
+            2,
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn bad_options_are_usage_errors() {
+        let d = Dir::new("opts");
+        let s = Subject::of("aes128-gcm", None);
+        for o in [
+            s.opts(&d, 0),
+            s.opts(&d, MAX_BLOCK + 1),
+            Options {
+                seq_limit: Some(0),
+                ..s.opts(&d, 1)
+            },
+        ] {
+            let e = s.open_in(&d.state(), o).unwrap_err();
+            assert_eq!(code(e), 2);
+        }
+        s.open(&d, MAX_BLOCK).expect("the bound itself is allowed");
+    }
+
+    /// Another spelling of the same key, or another IV under it, must find the same state (a new
+    /// file would restart at 1); another SA identity under the same key gets its own.
+    #[test]
+    fn the_state_follows_the_key_bytes_not_their_spelling() {
+        let d = Dir::new("keyspelling");
+        let mut s = Subject::of("aes128-gcm", None);
+        s.keys.key = "00112233445566778899aabbccddeeff".into();
+        let mut hw = s.open(&d, 8).unwrap();
+        hw.claim(1).unwrap();
+        let path = hw.path().to_path_buf();
+        drop(hw);
+        let mut k = s.clone();
+        k.keys.key = "0x00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF".into();
+        k.keys.iv = "ffffffffffffffffffffffff".into();
+        let hw = k.open(&d, 8).unwrap();
+        assert_eq!(hw.path(), path);
+        assert_eq!(hw.first_seq().unwrap(), 9);
+        drop(hw);
+        k.sa = "ivnae key-id 2".into();
+        let other = k.open(&d, 8).unwrap();
+        assert_ne!(other.path(), path);
+    }
+
     /// The state says 2^32 − 3 for macsec-gcm-aes-128 (32-bit PN): exactly the two remaining
     /// PNs go out, then the sender stops with the exhaustion error instead of wrapping.
     #[test]
     fn macsec_sa_driven_to_the_protocol_limit() {
         let profile = "macsec-gcm-aes-128";
         let d = Dir::new("macsec");
-        let k = DirectionKeys::random(profile).unwrap();
+        let s = Subject::of(profile, None);
+        let k = s.keys.clone();
         let fam = Family::parse(profile).unwrap();
-        let ident = crate::node::channel::sa_identity(fam, &ends(), 0);
-        let o = Options {
-            block: 4096,
-            seq_limit: None,
-            protocol_max: fam.max_seq(),
-        };
-        let hw = HighWater::open(&d.0, profile, &ident, &k, o).unwrap();
+        let hw = s.open(&d, 4096).unwrap();
         let path = hw.path().to_path_buf();
         let header = hw.header.clone();
         drop(hw);
         let start = (1u64 << 32) - 3;
         fs::write(&path, format!("{header}reserved {start}\n")).unwrap();
-        let mut hw = HighWater::open(&d.0, profile, &ident, &k, o).unwrap();
+        let mut hw = s.open(&d, 4096).unwrap();
         let first = hw.first_seq().unwrap();
         assert_eq!(first, start + 1);
         let copts = ChannelOptions {
@@ -647,7 +1966,18 @@ mod tests {
         // The channel refuses too (belt and braces), and a restart refuses at once.
         assert!(ch.protect(&[1u8; 64], &mut buf).is_err());
         drop(hw);
-        let hw = HighWater::open(&d.0, profile, &ident, &k, o).unwrap();
+        let hw = s.open(&d, 4096).unwrap();
         assert!(matches!(hw.first_seq(), Err(HwError::Exhausted { .. })));
+    }
+
+    /// No file I/O inside a block: a million claims, one reservation per block.
+    #[test]
+    fn claims_inside_a_block_do_no_io() {
+        let d = Dir::new("noio");
+        let s = Subject::of("aes256-gcm", None);
+        let mut hw = s.open(&d, MAX_BLOCK).unwrap();
+        use_numbers(&mut hw, 1, MAX_BLOCK + 1);
+        assert_eq!(hw.writes(), 2);
+        assert_eq!(hw.reserved(), 2 * MAX_BLOCK);
     }
 }

@@ -3,22 +3,40 @@
 //!
 //! ```toml
 //! # ivnsec key file: keep it secret (mode 0600)
-//! profile = "aes128-gcm"                          # optional; must match --profile if present
+//! profile = "aes128-gcm"                          # required by senders; same suite as --profile
 //! key = "00112233445566778899aabbccddeeff"        # cipher key (ESP GCM/GMAC/ChaCha: key ‖ salt)
 //! mac_key = ""                                    # HMAC key (CBC/CTR+HMAC, hmac-*, esp-…-hmac-…)
 //! iv = "0102030405060708090a0b0c"                 # 12 bytes: IVN-AE per-SA IV, MACsec XPN salt
 //! ```
+//!
+//! The file is read with a size bound ([`MAX_KEY_FILE`]); a sender refuses a file that group or
+//! others may read, a file without `profile`, and a `profile` of another suite than `--profile`
+//! (one key, one nonce domain); everyone refuses an all-zero key.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ivnsec_core::crypto::AEAD_NONCE_LEN;
 use serde::Deserialize;
+use zeroize::{Zeroize, Zeroizing};
 
-use super::channel::{DirectionKeys, Family, key_lengths};
+use super::channel::{DirectionKeys, Family, key_lengths, nonce_domain};
 use crate::cli::{parse_hex, usage};
+
+/// Largest key file read (bytes): a key file is a few hundred bytes; anything larger is not one
+/// (`--keys /dev/zero` must not grow the process).
+pub const MAX_KEY_FILE: u64 = 16 * 1024;
+
+/// Who loads a key file: the rules for senders are stricter (a sender's key protects nonces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// `send` (and every other sender under a key from a file).
+    Sender,
+    /// `receive`.
+    Receiver,
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,46 +47,102 @@ struct Raw {
     iv: Option<String>,
 }
 
+impl Drop for Raw {
+    fn drop(&mut self) {
+        self.key.zeroize();
+        self.mac_key.zeroize();
+        self.iv.zeroize();
+    }
+}
+
+/// Reads a small secret file (a key file; a PSK file) with a size bound: at most `max` bytes,
+/// from a regular file. Returns the text (wiped when dropped) and the permission bits of the
+/// open file. Every problem is a usage error naming the file; `hint` says how to make one.
+pub fn read_secret(
+    path: &Path,
+    what: &str,
+    max: u64,
+    hint: &str,
+) -> Result<(Zeroizing<String>, u32)> {
+    let file = path.display();
+    let f = std::fs::File::open(path)
+        .map_err(|e| usage(format!("{what} {file}: cannot read it: {e} ({hint})")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| usage(format!("{what} {file}: cannot read it: {e}")))?;
+    if !meta.is_file() {
+        return Err(usage(format!(
+            "{what} {file}: not a regular file; give the path of the file itself ({hint})"
+        )));
+    }
+    if meta.len() > max {
+        return Err(usage(format!(
+            "{what} {file}: {} bytes, more than the {max} a {what} can have; is this the right file? ({hint})",
+            meta.len()
+        )));
+    }
+    let mut buf = Zeroizing::new(Vec::with_capacity(meta.len() as usize));
+    f.take(max + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| usage(format!("{what} {file}: cannot read it: {e}")))?;
+    if buf.len() as u64 > max {
+        return Err(usage(format!(
+            "{what} {file}: grew beyond {max} bytes while being read; is this the right file?"
+        )));
+    }
+    let text = match std::str::from_utf8(&buf) {
+        Ok(t) => Zeroizing::new(t.to_string()),
+        Err(_) => {
+            return Err(usage(format!("{what} {file}: not UTF-8 text ({hint})")));
+        }
+    };
+    Ok((text, meta.mode() & 0o7777))
+}
+
 /// Reads and checks the key file `path` for `profile`. Every problem is a usage error (exit 2)
 /// naming the file, the key and what is wrong.
-pub fn load(path: &Path, profile: &str) -> Result<DirectionKeys> {
+pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
     let family = Family::parse(profile)?;
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        usage(format!(
-            "key file {}: cannot read it: {e} (create one with `ivnsec keygen --profile {profile} --out {}`)",
-            path.display(),
-            path.display()
-        ))
-    })?;
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.permissions().mode() & 0o077 != 0
-    {
+    let domain = nonce_domain(family);
+    let file = path.display();
+    let hint = format!(
+        "create one with `ivnsec keygen --profile {profile} --out {}`",
+        path.display()
+    );
+    let (text, mode) = read_secret(path, "key file", MAX_KEY_FILE, &hint)?;
+    let loose = mode & 0o077 != 0;
+    if loose && role == Role::Receiver {
         eprintln!(
-            "ivnsec: warning: key file {} is readable by others (mode {:o}); `chmod 600` it",
-            path.display(),
-            meta.permissions().mode() & 0o777
+            "ivnsec: warning: key file {file} is readable by others (mode {:o}); `chmod 600` it",
+            mode & 0o777
         );
     }
     let raw: Raw = toml::from_str(&text).map_err(|e| {
         usage(format!(
-            "key file {}: {} (expected keys: profile, key, mac_key, iv)",
-            path.display(),
+            "key file {file}: {} (expected keys: profile, key, mac_key, iv)",
             e.message()
         ))
     })?;
-    let file = path.display();
-    if let Some(p) = &raw.profile
-        && p != profile
-    {
-        return Err(usage(format!(
-            "key file {file}: key `profile`: the file is for `{p}`, but --profile is `{profile}`"
-        )));
+    if let Some(p) = &raw.profile {
+        let theirs = Family::parse(p)
+            .map_err(|e| usage(format!("key file {file}: key `profile`: `{p}`: {e:#}")))?;
+        let their_domain = nonce_domain(theirs);
+        if their_domain != domain {
+            return Err(usage(format!(
+                "key file {file}: key `profile`: the file is for `{p}`, but --profile is \
+                 `{profile}`: one key serves one suite (another level of `{their_domain}` is \
+                 fine; another suite or family under the same key is not). Use the key file \
+                 made for `{profile}`, or make one with `ivnsec keygen --profile {profile}`"
+            )));
+        }
     }
     let (key_len, mac_len) = key_lengths(profile)?;
     let check = |name: &str, v: &Option<String>, want: usize| -> Result<String> {
         let s = v.as_deref().unwrap_or("").trim();
-        let bytes = parse_hex(name, s)
-            .map_err(|e| usage(format!("key file {file}: key `{name}`: {e:#}")))?;
+        let bytes = Zeroizing::new(
+            parse_hex(name, s)
+                .map_err(|e| usage(format!("key file {file}: key `{name}`: {e:#}")))?,
+        );
         if bytes.len() != want {
             return Err(usage(if want == 0 {
                 format!(
@@ -83,6 +157,13 @@ pub fn load(path: &Path, profile: &str) -> Result<DirectionKeys> {
                 )
             }));
         }
+        if name != "iv" && !bytes.is_empty() && bytes.iter().all(|&b| b == 0) {
+            return Err(usage(format!(
+                "key file {file}: key `{name}` is all zeros: that is no secret (anyone can \
+                 compute and forge these units). Make a random key with `ivnsec keygen \
+                 --profile {profile} --out FILE`"
+            )));
+        }
         Ok(s.to_string())
     };
     let key = check("key", &raw.key, key_len)?;
@@ -95,7 +176,33 @@ pub fn load(path: &Path, profile: &str) -> Result<DirectionKeys> {
         parse_hex("iv", s).map_err(|e| usage(format!("key file {file}: key `iv`: {e:#}")))?;
         String::new()
     };
+    if role == Role::Sender {
+        if raw.profile.is_none() {
+            return Err(usage(format!(
+                "key file {file}: no `profile` line; a sender needs it so that one key only \
+                 ever serves one suite (two suites, or two spellings, under one key would \
+                 reuse nonces). Add `profile = \"{domain}\"` if this key was made for \
+                 {domain} and never used with another suite, or make a new key with `ivnsec \
+                 keygen --profile {profile} --out FILE`"
+            )));
+        }
+        if loose {
+            return Err(usage(format!(
+                "key file {file} is readable by group or others (mode {:o}); a sender refuses \
+                 a key others can read (as ssh does for private keys): `chmod 600 {file}`",
+                mode & 0o777
+            )));
+        }
+    }
     Ok(DirectionKeys { key, mac_key, iv })
+}
+
+/// The used-key record beside a key file (`KEYFILE.used`): which SAs have sent under the key
+/// (node/highwater.rs, docs/nonce-safety.md).
+pub fn used_record(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".used");
+    path.with_file_name(name)
 }
 
 /// The text of a key file.
@@ -126,20 +233,60 @@ pub fn write_new(path: &Path, profile: &str, keys: &DirectionKeys) -> Result<()>
                 usage(format!("cannot create {}: {e}", path.display()))
             }
         })?;
-    f.write_all(render(profile, keys).as_bytes())
+    let text = Zeroizing::new(render(profile, keys));
+    f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .with_context(|| format!("writing {}", path.display()))?;
+    // The new name is durable too.
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("fsync of {}", parent.display()))?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    struct Dir(PathBuf);
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            let mut r = [0u8; 6];
+            getrandom::fill(&mut r).unwrap();
+            let p = std::env::temp_dir().join(format!("ivnsec-kf-{tag}-{}", hex::encode(r)));
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+        /// Writes `body` to `name` with `mode`.
+        fn file(&self, name: &str, body: &str, mode: u32) -> PathBuf {
+            let p = self.0.join(name);
+            std::fs::write(&p, body).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            p
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    const KEY: &str = "00112233445566778899aabbccddeeff";
+    const IV: &str = "0102030405060708090a0b0c";
+
+    fn err(r: Result<DirectionKeys>) -> (u8, String) {
+        let e = r.unwrap_err();
+        (crate::cli::exit_code(&e), format!("{e:#}"))
+    }
 
     #[test]
     fn render_then_load_round_trips_for_every_family() {
-        let dir = std::env::temp_dir().join(format!("ivnsec-kf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let d = Dir::new("rt");
         for profile in [
             "aes128-gcm",
             "aes128-cbc-hmac-sha256",
@@ -149,15 +296,174 @@ mod tests {
             "esp-aes128-cbc-hmac-sha256",
         ] {
             let k = DirectionKeys::random(profile).unwrap();
-            let p = dir.join(format!("{profile}.toml"));
-            let _ = std::fs::remove_file(&p);
+            let p = d.0.join(format!("{profile}.toml"));
             write_new(&p, profile, &k).unwrap();
             let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
-            let l = load(&p, profile).unwrap();
-            assert_eq!((&l.key, &l.mac_key), (&k.key, &k.mac_key), "{profile}");
+            for role in [Role::Sender, Role::Receiver] {
+                let l = load(&p, profile, role).unwrap();
+                assert_eq!((&l.key, &l.mac_key), (&k.key, &k.mac_key), "{profile}");
+            }
             assert!(write_new(&p, profile, &k).is_err(), "no overwrite");
         }
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A key file is a few hundred bytes: a device, a huge file or a directory is refused
+    /// before anything large is read.
+    #[test]
+    fn reads_are_bounded_and_only_of_regular_files() {
+        let d = Dir::new("bound");
+        let big = d.file(
+            "big.toml",
+            &format!(
+                "profile = \"aes128-gcm\"\nkey = \"{KEY}\"\niv = \"{IV}\"\n# {}\n",
+                "x".repeat(20_000)
+            ),
+            0o600,
+        );
+        for (p, want) in [
+            (Path::new("/dev/zero"), "not a regular file"),
+            (d.0.as_path(), "not a regular file"),
+            (big.as_path(), "more than the 16384"),
+        ] {
+            for role in [Role::Sender, Role::Receiver] {
+                let (code, msg) = err(load(p, "aes128-gcm", role));
+                assert_eq!(code, 2, "{msg}");
+                assert!(
+                    msg.contains(want) && msg.contains(&p.display().to_string()),
+                    "{msg}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn senders_need_a_private_file_with_a_profile_line() {
+        let d = Dir::new("sender");
+        let body = format!("profile = \"aes128-gcm\"\nkey = \"{KEY}\"\niv = \"{IV}\"\n");
+        let open = d.file("open.toml", &body, 0o644);
+        let (code, msg) = err(load(&open, "aes128-gcm", Role::Sender));
+        assert_eq!(code, 2);
+        assert!(
+            msg.contains("readable by group or others") && msg.contains("chmod 600"),
+            "{msg}"
+        );
+        // A receiver only warns.
+        load(&open, "aes128-gcm", Role::Receiver).unwrap();
+        let bare = d.file(
+            "bare.toml",
+            &format!("key = \"{KEY}\"\niv = \"{IV}\"\n"),
+            0o600,
+        );
+        let (code, msg) = err(load(&bare, "aes128-gcm", Role::Sender));
+        assert_eq!(code, 2);
+        assert!(
+            msg.contains("no `profile` line") && msg.contains("profile = \"aes128-gcm\""),
+            "{msg}"
+        );
+        load(&bare, "aes128-gcm", Role::Receiver).unwrap();
+    }
+
+    /// `--profile` may name another level of the file's suite, never another suite or family.
+    #[test]
+    fn profile_line_and_option_must_share_the_nonce_domain() {
+        let d = Dir::new("domain");
+        let f = d.file(
+            "k.toml",
+            &format!("profile = \"aes128-gcm/conf\"\nkey = \"{KEY}\"\niv = \"{IV}\"\n"),
+            0o600,
+        );
+        for ok in [
+            "aes128-gcm",
+            "aes128-gcm/auth",
+            "aes128-gcm/conf",
+            " aes128-gcm",
+        ] {
+            load(&f, ok, Role::Sender).unwrap_or_else(|e| panic!("{ok}: {e:#}"));
+        }
+        for bad in [
+            "aes128-ccm",
+            "macsec-gcm-aes-128",
+            "esp-aes128-gcm",
+            "someip-aes128-gcm",
+        ] {
+            let (code, msg) = err(load(&f, bad, Role::Sender));
+            assert_eq!(code, 2, "{bad}: {msg}");
+            assert!(
+                msg.contains("`profile`") && msg.contains("one key serves one suite"),
+                "{bad}: {msg}"
+            );
+        }
+        let m = d.file(
+            "m.toml",
+            &format!("profile = \"macsec-gcm-aes-128/auth\"\nkey = \"{KEY}\"\n"),
+            0o600,
+        );
+        load(&m, "macsec-gcm-aes-128", Role::Sender).unwrap();
+        load(&m, "macsec-gcm-aes-128/conf", Role::Receiver).unwrap();
+        let u = d.file(
+            "u.toml",
+            &format!("profile = \"nope\"\nkey = \"{KEY}\"\n"),
+            0o600,
+        );
+        let (code, msg) = err(load(&u, "aes128-gcm", Role::Receiver));
+        assert_eq!(code, 2);
+        assert!(msg.contains("`profile`") && msg.contains("nope"), "{msg}");
+    }
+
+    #[test]
+    fn all_zero_keys_are_refused() {
+        let d = Dir::new("zero");
+        let zero = "00".repeat(16);
+        let cases = [
+            (
+                "aes128-gcm",
+                format!("key = \"{zero}\"\niv = \"{IV}\"\n"),
+                "`key`",
+            ),
+            (
+                "aes128-cbc-hmac-sha256",
+                format!(
+                    "key = \"{KEY}\"\nmac_key = \"{}\"\niv = \"{IV}\"\n",
+                    "00".repeat(32)
+                ),
+                "`mac_key`",
+            ),
+            (
+                "macsec-gcm-aes-128",
+                format!("key = \"0x{}\"\n", "00:".repeat(15) + "00"),
+                "`key`",
+            ),
+        ];
+        for (profile, body, name) in cases {
+            let f = d.file("z.toml", &format!("profile = \"{profile}\"\n{body}"), 0o600);
+            for role in [Role::Sender, Role::Receiver] {
+                let (code, msg) = err(load(&f, profile, role));
+                assert_eq!(code, 2, "{profile}: {msg}");
+                assert!(
+                    msg.contains(name) && msg.contains("all zeros"),
+                    "{profile}: {msg}"
+                );
+            }
+        }
+        // An all-zero IV is a documented default (docs/wire-ivnae.md), not a secret.
+        let f = d.file(
+            "ziv.toml",
+            &format!(
+                "profile = \"aes128-gcm\"\nkey = \"{KEY}\"\niv = \"{}\"\n",
+                "00".repeat(12)
+            ),
+            0o600,
+        );
+        load(&f, "aes128-gcm", Role::Sender).unwrap();
+    }
+
+    #[test]
+    fn the_used_record_sits_beside_the_key_file() {
+        assert_eq!(
+            used_record(Path::new("/etc/k/a.toml")),
+            Path::new("/etc/k/a.toml.used")
+        );
+        assert_eq!(used_record(Path::new("a.toml")), Path::new("a.toml.used"));
     }
 }
