@@ -361,21 +361,24 @@ impl Profile {
     /// What determines the nonces of this profile's outbound SAs, spelled one way: two profiles
     /// with the same nonce domain, under one key and one SA identity, draw from one sequence
     /// number space (so one nonce state must serve both). The protection level does not change
-    /// how an IVN-AE, MACsec or SOME/IP nonce is built, so it is not part of the domain.
+    /// how an IVN-AE, MACsec or SOME/IP nonce is built, so it is not part of the domain. The
+    /// domain is the suite's canonical name (`aes128-gcm`, `macsec-gcm-aes-128`,
+    /// `someip-aes128-gcm`, …), which parses back to a profile of the same domain; nonce state
+    /// files are keyed by it (docs/nonce-safety.md), so these strings must never change.
     pub fn nonce_domain(self) -> String {
         use alloc::format;
+        use alloc::string::ToString;
         match self {
-            Profile::IvnAe(p) => format!("ivnae {}", p.suite),
-            Profile::Macsec(m) => format!("macsec {}", m.suite.profile()),
-            Profile::Esp(a) => format!("esp {}", a.name()),
-            Profile::Secoc(a) => format!("secoc {}", a.name()),
-            Profile::Someip(p) if p.level == sip::Level::NoSec => "someip nosec".into(),
-            Profile::Someip(p) => format!("someip {}", p.alg.name()),
+            Profile::IvnAe(p) => p.suite.to_string(),
+            Profile::Macsec(m) => m.suite.profile().to_string(),
+            Profile::Esp(a) => a.name().to_string(),
+            Profile::Secoc(a) => a.name().to_string(),
+            Profile::Someip(p) if p.level == sip::Level::NoSec => "someip-nosec".to_string(),
+            Profile::Someip(p) => format!("someip-{}", p.alg.name()),
         }
     }
 }
 
-/// Profiles travel in node specs and reports as their canonical name.
 #[cfg(feature = "serde")]
 impl serde::Serialize for Profile {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -429,6 +432,20 @@ mod tests {
         assert_ne!(
             p("aes128-gcm").nonce_domain(),
             p("someip-aes128-gcm").nonce_domain()
+        );
+        // Every domain is the canonical name of a profile of the same domain.
+        for q in Profile::all() {
+            let d = q.nonce_domain();
+            assert_eq!(p(&d).nonce_domain(), d, "{q}");
+        }
+        assert_eq!(p("aes128-gcm/auth").nonce_domain(), "aes128-gcm");
+        assert_eq!(
+            p("macsec-gcm-aes-xpn-256/auth").nonce_domain(),
+            "macsec-gcm-aes-xpn-256"
+        );
+        assert_eq!(
+            p("someip-chacha20-poly1305/auth").nonce_domain(),
+            "someip-chacha20-poly1305"
         );
     }
 

@@ -6,8 +6,6 @@ use clap::{Parser, Subcommand};
 
 use crate::cmd;
 
-pub use crate::error::{EnvError, UsageError, exit_code, parse_hex, usage};
-
 #[derive(Parser, Debug)]
 #[command(
     name = "ivnsec",

@@ -3,7 +3,6 @@
 mod cli;
 mod cmd;
 mod error;
-mod node;
 mod plan;
 mod providers;
 
@@ -11,7 +10,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, exit_code};
+use cli::{Cli, Command};
+use error::exit_code;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

@@ -36,12 +36,12 @@ use serde::Deserialize;
 
 use ivnsec_net::topology::Topology;
 
-use crate::cli::usage;
 use crate::cmd::camera::CameraConfig;
 use crate::cmd::pingpong::ms_to_ns;
 use crate::cmd::playback::PlaybackConfig;
 use crate::cmd::throughput;
 use crate::cmd::underload::UnderloadConfig;
+use crate::error::usage;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::pingpong::run::{Mode, Scenario};
 
@@ -511,7 +511,7 @@ pub fn parse_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::exit_code;
+    use crate::error::exit_code;
 
     #[test]
     fn presets_parse_with_the_documented_sizes() {

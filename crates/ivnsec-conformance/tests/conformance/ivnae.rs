@@ -11,7 +11,7 @@ use ivnsec_conformance::{Needs, provider, providers};
 use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::{DropReason, ProtectError, SaError};
-use ivnsec_core::suite::{CipherMode, Level, IvnAeProfile, Suite};
+use ivnsec_core::suite::{CipherMode, IvnAeProfile, Level, Suite};
 use proptest::prelude::*;
 
 /// IVN-AE header length (A = bytes 0..26).

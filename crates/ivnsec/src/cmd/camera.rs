@@ -845,7 +845,7 @@ fn print_report(rep: &CameraReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::exit_code;
+    use crate::error::exit_code;
 
     #[test]
     fn config_checks_are_usage_errors() {

@@ -57,7 +57,7 @@ use ivnsec_core::wire::ip;
 use ivnsec_core::wire::macsec::Sci;
 use serde::Serialize;
 
-use crate::cli::{EnvError, usage};
+use crate::error::{EnvError, usage};
 use crate::providers::{self, PROVIDERS, ProviderChoice};
 
 const DEFAULT_SIZES: [usize; 6] = [16, 64, 128, 736, 1440, 16384];

@@ -11,7 +11,7 @@ use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::{DropCounters, DropReason, ProtectError};
 use ivnsec_core::suite::{IvnAeProfile, Suite};
 
-use crate::cli::{parse_hex, usage};
+use crate::error::{parse_hex, usage};
 use crate::providers::{self, ProviderChoice};
 
 #[derive(Subcommand, Debug)]

@@ -13,7 +13,7 @@ use ivnsec_core::sa::esp::{
 };
 
 use super::frame::{Refusal, SaArgs, protect_each, verify_each, verify_exit};
-use crate::cli::{parse_hex, usage};
+use crate::error::{parse_hex, usage};
 use ivnsec_crypto::ProviderChoice;
 
 /// Largest IP packet accepted (the IPv4 total length limit).

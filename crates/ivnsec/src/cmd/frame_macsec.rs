@@ -13,7 +13,7 @@ use ivnsec_core::suite::Suite;
 use ivnsec_core::wire::macsec::Sci;
 
 use super::frame::{Refusal, SaArgs, protect_each, verify_each, verify_exit};
-use crate::cli::{parse_hex, usage};
+use crate::error::{parse_hex, usage};
 use crate::providers;
 
 /// Largest plain frame accepted: a jumbo frame.

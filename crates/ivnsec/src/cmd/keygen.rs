@@ -6,8 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::node::channel::DirectionKeys;
-use crate::node::keyfile;
+use ivnsec_lab::channel::random_keys;
+use ivnsec_lab::keys::keyfile;
+
+use crate::error::parse_profile;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -37,7 +39,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let keys = DirectionKeys::random(&a.profile)?;
+    let keys = random_keys(parse_profile(&a.profile)?)?;
     match &a.out {
         Some(p) => {
             keyfile::write_new(p, &a.profile, &keys)?;
@@ -47,7 +49,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 p.display()
             );
         }
-        None => print!("{}", keyfile::render(&a.profile, &keys)),
+        None => print!("{}", *keyfile::render(&a.profile, &keys)),
     }
     Ok(ExitCode::SUCCESS)
 }

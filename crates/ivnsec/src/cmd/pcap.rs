@@ -22,7 +22,7 @@ use serde::ser::SerializeMap;
 use super::frame::SaArgs;
 use super::frame_esp::EspVerifyOpts;
 use super::frame_macsec::MacsecVerifyOpts;
-use crate::cli::usage;
+use crate::error::usage;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {

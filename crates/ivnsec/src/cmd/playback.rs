@@ -387,7 +387,7 @@ mod tests {
         let f = tmp("bad.csv");
         std::fs::write(&f, "0.1, 100\n0.05, 100\n").unwrap();
         let e = Timeline::load(&f).unwrap_err();
-        assert_eq!(crate::cli::exit_code(&e), 2);
+        assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("line 2"), "{e}");
         // A capture cut inside its only record names the record.
         let cap = tmp("cut.pcap");
@@ -398,13 +398,13 @@ mod tests {
         let bytes = std::fs::read(&cap).unwrap();
         std::fs::write(&cap, &bytes[..bytes.len() - 10]).unwrap();
         let e = Timeline::load(&cap).unwrap_err();
-        assert_eq!(crate::cli::exit_code(&e), 2);
+        assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("record 1"), "{e}");
         let e = Timeline::load(&tmp("missing.csv")).unwrap_err();
-        assert_eq!(crate::cli::exit_code(&e), 2);
+        assert_eq!(crate::error::exit_code(&e), 2);
         // Binary that is no pcap.
         std::fs::write(&f, [0xffu8, 0xfe, 0, 1, 2]).unwrap();
-        assert_eq!(crate::cli::exit_code(&Timeline::load(&f).unwrap_err()), 2);
+        assert_eq!(crate::error::exit_code(&Timeline::load(&f).unwrap_err()), 2);
         let _ = std::fs::remove_file(&f);
         let _ = std::fs::remove_file(&cap);
     }

@@ -15,10 +15,13 @@ use serde_json::json;
 use super::send::{
     UDP_RECEIVER_MAC, UDP_SENDER_MAC, iface_mac, link_err, parse_mac, stop_on_signal,
 };
-use crate::cli::{EnvError, usage};
-use crate::node::channel::{Channel, ChannelOptions, Ends, Family, REPLAY_WINDOW};
-use crate::node::keyfile;
+use crate::error::{EnvError, usage};
+use ivnsec_core::channel::{Channel, ChannelOptions, Ends, REPLAY_WINDOW};
 use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::channel::open as open_channel;
+use ivnsec_lab::keys::keyfile;
+
+use crate::error::parse_profile;
 use ivnsec_net::link::{Link, LinkSpec};
 
 #[derive(clap::Args, Debug)]
@@ -90,7 +93,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let family = Family::parse(&a.profile)?;
+    let family = parse_profile(&a.profile)?;
     let keys = keyfile::load(&a.keys, &a.profile, keyfile::Role::Receiver)?;
     let deadline_ns = match a.seconds {
         Some(s) if !s.is_finite() || s <= 0.0 || s > 1e7 => {
@@ -161,7 +164,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         spi_offset: 0,
     };
     // Direction 1: the inbound SA is the sender's direction-0 outbound SA.
-    let mut ch = Channel::with_options(&a.profile, a.provider, &keys, &keys, ends, 1, opts)?;
+    let mut ch = open_channel(family, a.provider, &keys, &keys, ends, 1, opts)?;
     let mut link = Link::open(&spec).map_err(|e| match (e.kind(), a.udp) {
         (std::io::ErrorKind::AddrInUse, Some(addr)) => anyhow::Error::new(EnvError(format!(
             "receive: udp {addr} is already in use by another process ({e}): stop that process \

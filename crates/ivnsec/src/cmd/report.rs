@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use ivnsec_lab::report::{INDEX_HTML, Report, ReportError, SAMPLES_CSV};
 
-use crate::cli::usage;
+use crate::error::usage;
 
 #[derive(clap::Args, Debug)]
 // The subcommand's one-line description is the doc comment of `Command::Report` in cli.rs; the

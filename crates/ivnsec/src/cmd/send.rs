@@ -13,14 +13,17 @@ use anyhow::{Context, Result, anyhow};
 use ivnsec_net::sys::monotonic_ns;
 use serde_json::json;
 
-use crate::cli::{EnvError, usage};
-use crate::node::channel::{
-    Channel, ChannelOptions, DirectionKeys, Ends, Family, REPLAY_WINDOW, UDP_AT, nonce_domain,
-    sa_identity,
+use crate::error::{EnvError, usage};
+use ivnsec_core::channel::{
+    Channel, ChannelOptions, DirectionKeys, Ends, REPLAY_WINDOW, UDP_AT, sa_identity,
 };
-use crate::node::highwater::{self, HighWater, HwError};
-use crate::node::keyfile;
+use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::channel::open as open_channel;
+use ivnsec_lab::keys::highwater::{self, HighWater, HwError};
+use ivnsec_lab::keys::keyfile;
+
+use crate::error::parse_profile;
 use ivnsec_net::link::{Link, LinkSpec};
 
 /// This node's MAC over UDP unless `--mac` says otherwise (sender side).
@@ -197,7 +200,7 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let family = Family::parse(&a.profile)?;
+    let family = parse_profile(&a.profile)?;
     let Some(state_dir) = a.state_dir.clone() else {
         return Err(usage(format!(
             "refusing to send under the long-term key in {} without --state-dir: every nonce is \
@@ -296,7 +299,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
 
     // The unit must fit the link before any number is reserved.
-    let frame = Channel::new(&a.profile, a.provider, &keys, &keys, ends, 0)?.frame_bytes(a.payload);
+    let frame = open_channel(
+        family,
+        a.provider,
+        &keys,
+        &keys,
+        ends,
+        0,
+        ChannelOptions::default(),
+    )?
+    .frame_bytes(a.payload);
     match &a.iface {
         Some(ifname) => {
             let mtu = iface_mtu(ifname).unwrap_or(ivnsec_net::topology::MTU as usize);
@@ -310,7 +322,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         None => {
             let unit = match family {
-                Family::Esp(_) => frame.saturating_sub(14 + 20),
+                Profile::Esp(_) => frame.saturating_sub(14 + 20),
                 f if f.is_udp() => frame.saturating_sub(UDP_AT),
                 _ => frame,
             };
@@ -333,7 +345,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         used_record: Some(keyfile::used_record(&a.keys)),
         confirm_new_key: a.i_know_this_key_is_new,
     };
-    let mut hw = HighWater::open(&state_dir, &nonce_domain(family), &ident, &keys, hw_opts)
+    let mut hw = HighWater::open(&state_dir, &family.nonce_domain(), &ident, &keys, hw_opts)
         .map_err(HwError::into_anyhow)?;
     let first = hw.first_seq().map_err(HwError::into_anyhow)?;
     let opts = ChannelOptions {
@@ -341,7 +353,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         first_seq: first,
         spi_offset: 0,
     };
-    let mut ch = Channel::with_options(&a.profile, a.provider, &keys, &keys, ends, 0, opts)?;
+    let mut ch = open_channel(family, a.provider, &keys, &keys, ends, 0, opts)?;
     let link = Link::open(&spec).map_err(|e| link_err(e, "opening the link"))?;
     let stop = stop_on_signal()?;
 
@@ -377,7 +389,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let claimed = match ch.next_seq() {
             Some(seq) => hw.claim(seq).map(|_| seq),
             None => Err(HwError::Exhausted {
-                limit: ch.family().max_seq(),
+                limit: ch.profile().max_seq(),
                 configured: false,
             }),
         };

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
 use clap::Subcommand;
-use ivnsec_core::crypto::{AeadAlg, CryptoProvider, Primitive};
+use ivnsec_core::crypto::{CryptoProvider, Primitive};
 use ivnsec_core::sa::someip::{Level, OVERHEAD, ServiceParams, ServiceSa, SomeipSecurity};
 use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_core::someip::datagram_messages;
@@ -36,10 +36,10 @@ use serde_json::json;
 
 use super::someip_capture::Capture;
 use super::someip_config::{self as config, Config, Service};
-use crate::cli::{EnvError, usage};
-use crate::node::channel::DirectionKeys;
-use crate::node::highwater::{self, HighWater, HwError};
-use crate::providers::{self, ProviderChoice};
+use crate::error::{EnvError, usage};
+use ivnsec_core::channel::DirectionKeys;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::keys::highwater::{self, HighWater, HwError};
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
@@ -105,7 +105,7 @@ pub struct NonceStateArgs {
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Counters reserved per state write (with --state-dir).
-    #[arg(long, value_name = "N", default_value_t = crate::node::highwater::DEFAULT_BLOCK)]
+    #[arg(long, value_name = "N", default_value_t = ivnsec_lab::keys::highwater::DEFAULT_BLOCK)]
     reserve_block: u64,
 }
 
@@ -175,22 +175,9 @@ fn unix_ns() -> u64 {
         .max(1)
 }
 
-/// The provider `choice` names for an AEAD suite, if it has it (`auto`: the first that does).
-pub(crate) fn aead_provider(
-    choice: ProviderChoice,
-    alg: AeadAlg,
-) -> Option<&'static CryptoProvider> {
-    let want = Primitive::Aead(alg);
-    let pick = |p: &'static CryptoProvider| p.supports(want).then_some(p);
-    match choice {
-        ProviderChoice::Portable => pick(&ivnsec_crypto_portable::PROVIDER),
-        ProviderChoice::Fast => pick(&ivnsec_crypto_fast::PROVIDER),
-        ProviderChoice::Auto => providers::PROVIDERS.into_iter().find_map(pick),
-    }
-}
-
 fn provider_for(choice: ProviderChoice, s: &Service) -> Result<&'static CryptoProvider> {
-    aead_provider(choice, s.suite).ok_or_else(|| {
+    let needs = [Primitive::Aead(s.suite)];
+    ivnsec_crypto::select_primitives(choice, &needs, &s.suite.name()).map_err(|_| {
         usage(format!(
             "provider {choice} has no {} (service 0x{:04x}); use provider = \"portable\" or \"auto\"",
             s.suite.name(),
@@ -234,11 +221,8 @@ fn make_security(
                 "someip service 0x{:04x} key-id {} sender {sender}",
                 s.id, s.key_id
             );
-            let keys = DirectionKeys {
-                key: hex::encode(&s.key),
-                mac_key: String::new(),
-                iv: hex::encode(s.salt),
-            };
+            // The salt is not part of the nonce state's fingerprint (as the IV is not).
+            let keys = DirectionKeys::new(&s.key, &[], [0; 12]);
             let opts = highwater::Options {
                 block: nonce.reserve_block,
                 seq_limit: None,

@@ -29,7 +29,7 @@ use anyhow::{Context, Result};
 use ivnsec_core::wire::ip::{internet_checksum, protocol};
 use ivnsec_net::pcap::PcapWriter;
 
-use crate::node::channel::{IPV4_HLEN, write_ipv4_header};
+use ivnsec_core::channel::{IPV4_HLEN, write_ipv4_header};
 
 /// Ethernet II header length.
 const ETH_HLEN: usize = 14;

@@ -13,7 +13,7 @@ use ivnsec_core::wire::someip_sd::SD_PORT;
 use ivnsec_core::wire::someip_tp::MAX_SEGMENT_DATA;
 use serde::Deserialize;
 
-use crate::cli::usage;
+use crate::error::usage;
 use ivnsec_crypto::ProviderChoice;
 
 #[derive(Debug, Deserialize)]
@@ -496,7 +496,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::exit_code;
+    use crate::error::exit_code;
 
     fn p(text: &str) -> Result<Config> {
         parse(Path::new("t.toml"), text)

@@ -15,7 +15,7 @@ use clap::Subcommand;
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::Topology;
 
-use crate::cli::{EnvError, usage};
+use crate::error::{EnvError, usage};
 
 #[derive(Subcommand, Debug)]
 pub enum Args {

@@ -928,7 +928,7 @@ mod tests {
         // Too big for the MTU, unknown profile: usage errors.
         for (profile, payload) in [("macsec-gcm-aes-128", 1480), ("aes999-gcm", 64)] {
             let e = check_fits(profile, p, payload).unwrap_err();
-            assert_eq!(crate::cli::exit_code(&e), 2, "{e}");
+            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
         }
     }
 }

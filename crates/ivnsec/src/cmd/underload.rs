@@ -1059,7 +1059,7 @@ mod tests {
             },
         ] {
             let e = bad.check().unwrap_err();
-            assert_eq!(crate::cli::exit_code(&e), 2, "{bad:?}: {e}");
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad:?}: {e}");
         }
     }
 }

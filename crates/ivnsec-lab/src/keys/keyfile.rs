@@ -22,8 +22,9 @@ use ivnsec_core::crypto::AEAD_NONCE_LEN;
 use serde::Deserialize;
 use zeroize::{Zeroize, Zeroizing};
 
-use super::channel::{DirectionKeys, Family, key_lengths, nonce_domain};
-use crate::cli::{parse_hex, usage};
+use ivnsec_core::channel::DirectionKeys;
+
+use crate::error::{parse_hex, parse_profile, usage};
 
 /// Largest key file read (bytes): a key file is a few hundred bytes; anything larger is not one
 /// (`--keys /dev/zero` must not grow the process).
@@ -102,8 +103,8 @@ pub fn read_secret(
 /// Reads and checks the key file `path` for `profile`. Every problem is a usage error (exit 2)
 /// naming the file, the key and what is wrong.
 pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
-    let family = Family::parse(profile)?;
-    let domain = nonce_domain(family);
+    let family = parse_profile(profile)?;
+    let domain = family.nonce_domain();
     let file = path.display();
     let hint = format!(
         "create one with `ivnsec keygen --profile {profile} --out {}`",
@@ -124,9 +125,9 @@ pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
         ))
     })?;
     if let Some(p) = &raw.profile {
-        let theirs = Family::parse(p)
+        let theirs = parse_profile(p)
             .map_err(|e| usage(format!("key file {file}: key `profile`: `{p}`: {e:#}")))?;
-        let their_domain = nonce_domain(theirs);
+        let their_domain = theirs.nonce_domain();
         if their_domain != domain {
             return Err(usage(format!(
                 "key file {file}: key `profile`: the file is for `{p}`, but --profile is \
@@ -136,8 +137,8 @@ pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
             )));
         }
     }
-    let (key_len, mac_len) = key_lengths(profile)?;
-    let check = |name: &str, v: &Option<String>, want: usize| -> Result<String> {
+    let (key_len, mac_len) = family.key_lengths();
+    let check = |name: &str, v: &Option<String>, want: usize| -> Result<Zeroizing<Vec<u8>>> {
         let s = v.as_deref().unwrap_or("").trim();
         let bytes = Zeroizing::new(
             parse_hex(name, s)
@@ -164,18 +165,18 @@ pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
                  --profile {profile} --out FILE`"
             )));
         }
-        Ok(s.to_string())
+        Ok(bytes)
     };
     let key = check("key", &raw.key, key_len)?;
     let mac_key = check("mac_key", &raw.mac_key, mac_len)?;
-    let iv = if family.uses_iv() {
-        check("iv", &raw.iv, AEAD_NONCE_LEN)?
+    let mut iv = [0u8; AEAD_NONCE_LEN];
+    if family.uses_iv() {
+        iv.copy_from_slice(&check("iv", &raw.iv, AEAD_NONCE_LEN)?);
     } else {
         // Unused by this profile; still must be hex if given.
         let s = raw.iv.as_deref().unwrap_or("").trim();
         parse_hex("iv", s).map_err(|e| usage(format!("key file {file}: key `iv`: {e:#}")))?;
-        String::new()
-    };
+    }
     if role == Role::Sender {
         if raw.profile.is_none() {
             return Err(usage(format!(
@@ -194,25 +195,34 @@ pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
             )));
         }
     }
-    Ok(DirectionKeys { key, mac_key, iv })
+    let keys = DirectionKeys::new(&key, &mac_key, iv);
+    iv.zeroize();
+    Ok(keys)
 }
 
 /// The used-key record beside a key file (`KEYFILE.used`): which SAs have sent under the key
-/// (node/highwater.rs, docs/nonce-safety.md).
+/// ([`super::highwater`], docs/nonce-safety.md).
 pub fn used_record(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".used");
     path.with_file_name(name)
 }
 
-/// The text of a key file.
-pub fn render(profile: &str, keys: &DirectionKeys) -> String {
-    format!(
+/// The text of a key file (wiped when dropped).
+pub fn render(profile: &str, keys: &DirectionKeys) -> Zeroizing<String> {
+    let hex = |b: &[u8]| Zeroizing::new(hex::encode(b));
+    let (key, mac_key) = (hex(keys.key()), hex(keys.mac_key()));
+    let iv = if keys.key().is_empty() && keys.mac_key().is_empty() {
+        Zeroizing::new(String::new())
+    } else {
+        hex(keys.iv())
+    };
+    Zeroizing::new(format!(
         "# ivnsec key file: one direction's keys. Keep it secret (mode 0600).\n\
          # A sender under this key needs a --state-dir (docs/nonce-safety.md).\n\
          profile = \"{profile}\"\nkey = \"{}\"\nmac_key = \"{}\"\niv = \"{}\"\n",
-        keys.key, keys.mac_key, keys.iv
-    )
+        *key, *mac_key, *iv
+    ))
 }
 
 /// Writes a new key file with mode 0600; refuses to overwrite an existing file.
@@ -233,7 +243,7 @@ pub fn write_new(path: &Path, profile: &str, keys: &DirectionKeys) -> Result<()>
                 usage(format!("cannot create {}: {e}", path.display()))
             }
         })?;
-    let text = Zeroizing::new(render(profile, keys));
+    let text = render(profile, keys);
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .with_context(|| format!("writing {}", path.display()))?;
@@ -281,7 +291,7 @@ mod tests {
 
     fn err(r: Result<DirectionKeys>) -> (u8, String) {
         let e = r.unwrap_err();
-        (crate::cli::exit_code(&e), format!("{e:#}"))
+        (crate::error::exit_code(&e), format!("{e:#}"))
     }
 
     #[test]
@@ -295,14 +305,14 @@ mod tests {
             "esp-aes128-gcm",
             "esp-aes128-cbc-hmac-sha256",
         ] {
-            let k = DirectionKeys::random(profile).unwrap();
+            let k = crate::channel::random_keys(profile.parse().unwrap()).unwrap();
             let p = d.0.join(format!("{profile}.toml"));
             write_new(&p, profile, &k).unwrap();
             let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
             for role in [Role::Sender, Role::Receiver] {
                 let l = load(&p, profile, role).unwrap();
-                assert_eq!((&l.key, &l.mac_key), (&k.key, &k.mac_key), "{profile}");
+                assert_eq!((l.key(), l.mac_key()), (k.key(), k.mac_key()), "{profile}");
             }
             assert!(write_new(&p, profile, &k).is_err(), "no overwrite");
         }

@@ -12,7 +12,7 @@
 //! at `reserved + 1`: it may skip up to a block of numbers, it never repeats one.
 //!
 //! - **What names the state**: a fingerprint of (nonce domain, SA identity, key bytes). The nonce
-//!   domain ([`nonce_domain`]) is the suite whose nonce construction is used, not the spelling of
+//!   domain ([`Profile::nonce_domain`]) is the suite whose nonce construction is used, not the spelling of
 //!   the profile: `aes128-gcm`, `aes128-gcm/conf` and `aes128-gcm/auth` share one state. State
 //!   files of the previous version named after another spelling are found and honoured.
 //! - **What is locked**: an exclusive `flock` on the per-SA `.lock` file for the life of the
@@ -37,10 +37,11 @@ use std::time::{Duration, Instant};
 
 use ivnsec_core::crypto::{MAX_MAC_LEN, MacAlg};
 use ivnsec_net::sys::{self, OpenAt};
-use zeroize::Zeroizing;
 
-use super::channel::{DirectionKeys, Family, nonce_domain};
-use crate::cli::{EnvError, UsageError};
+use ivnsec_core::channel::DirectionKeys;
+use ivnsec_core::profile::Profile;
+
+use crate::error::{EnvError, UsageError};
 
 /// Default size of a reservation block (`--reserve-block`).
 pub const DEFAULT_BLOCK: u64 = 4096;
@@ -231,6 +232,15 @@ impl HwError {
     }
 }
 
+/// Whether `domain` is the nonce domain of the profile named `name`.
+fn is_domain(name: &str, domain: &str) -> bool {
+    name.parse::<Profile>()
+        .map(|p| p.nonce_domain())
+        .ok()
+        .as_deref()
+        == Some(domain)
+}
+
 /// Hex HMAC-SHA256 fingerprint of (nonce domain, SA identity, cipher key, MAC key), over the
 /// decoded key bytes (so `0x…` and `aa:bb…` spellings of one key share one state). Only this
 /// one-way value reaches the disk. The IV / salt is deliberately left out: changing it under the
@@ -241,7 +251,7 @@ impl HwError {
 /// four fields its length as a big-endian u64, then the field). The previous version passed the
 /// raw `--profile` string as the first field; [`HighWater::open`] passes the nonce domain.
 pub fn fingerprint(domain: &str, sa_identity: &str, key: &[u8], mac_key: &[u8]) -> String {
-    let mac = ivnsec_crypto_portable::PROVIDER
+    let mac = ivnsec_crypto::PORTABLE
         .keys
         .mac(MacAlg::HmacSha256, FINGERPRINT_LABEL)
         .expect("the portable provider has HMAC-SHA256");
@@ -529,7 +539,7 @@ fn find_old_states(
         if s != sa || p == domain {
             continue;
         }
-        if Family::parse(p).map(nonce_domain).ok().as_deref() != Some(domain) {
+        if !is_domain(p, domain) {
             continue;
         }
         if fingerprint(p, sa, key, mac_key) != fp {
@@ -779,7 +789,7 @@ pub struct HighWater {
 
 impl HighWater {
     /// Opens (or starts) the state of the SA `sa_identity` in nonce domain `domain`
-    /// ([`nonce_domain`]; a profile spelling is refused) under `keys` in `dir` (created if
+    /// ([`Profile::nonce_domain`]; a profile spelling is refused) under `keys` in `dir` (created if
     /// missing) and locks it.
     pub fn open(
         dir: &Path,
@@ -799,21 +809,15 @@ impl HighWater {
                 "--seq-limit must be at least 1 (sequence numbers start at 1)".to_string(),
             ));
         }
-        if Family::parse(domain).map(nonce_domain).ok().as_deref() != Some(domain) {
+        if !is_domain(domain, domain) {
             return Err(HwError::BadOption(format!(
                 "`{domain}` is not a nonce domain (the suite's canonical name, e.g. \
                  `aes128-gcm`): nonce state must not be keyed by a spelling of a profile"
             )));
         }
-        let bytes = |what: &str, h: &str| {
-            crate::cli::parse_hex(what, h)
-                .map(Zeroizing::new)
-                .map_err(|e| HwError::BadOption(format!("{e:#}")))
-        };
-        let key = bytes("key", &keys.key)?;
-        let mac_key = bytes("mac_key", &keys.mac_key)?;
+        let (key, mac_key) = (keys.key(), keys.mac_key());
         let sa = sa_identity.replace(['\n', '\r'], " ");
-        let fp = fingerprint(domain, &sa, &key, &mac_key);
+        let fp = fingerprint(domain, &sa, key, mac_key);
         let dir_file = prepare_dir(dir)?;
         let dir_id = file_id(&dir_file).map_err(|err| HwError::Io {
             path: dir.to_path_buf(),
@@ -870,7 +874,7 @@ impl HighWater {
             .and_then(|_| lock.write_all(format!("{}\n", std::process::id()).as_bytes()));
         let header = format!("{MAGIC}\nprofile {domain}\nsa {sa}\nfingerprint {fp}\n");
         let on_disk = read_state(&dir_file, &name, &path, &header)?;
-        let old = find_old_states(&dir_file, dir, &name, domain, &sa, &key, &mac_key)?;
+        let old = find_old_states(&dir_file, dir, &name, domain, &sa, key, mac_key)?;
         let record = match &opts.used_record {
             Some(p) => Some(UsedRecord::read(p, &fp)?),
             None => None,
@@ -1189,9 +1193,10 @@ mod tests {
     //! MKA) adds its subjects there.
 
     use super::*;
-    use crate::node::channel::{Channel, ChannelOptions, Ends, Family, sa_identity};
-    use crate::providers::ProviderChoice;
+    use crate::channel::{open as open_channel, random_keys};
+    use ivnsec_core::channel::{ChannelOptions, Ends, sa_identity};
     use ivnsec_core::suite::IvnAeProfile;
+    use ivnsec_crypto::ProviderChoice;
     use std::collections::BTreeSet;
     use std::net::Ipv4Addr;
     use std::os::unix::fs::PermissionsExt;
@@ -1230,11 +1235,11 @@ mod tests {
 
     impl Subject {
         fn of(profile: &str, sa: Option<String>) -> Subject {
-            let fam = Family::parse(profile).unwrap();
+            let fam: Profile = profile.parse().unwrap();
             Subject {
-                domain: nonce_domain(fam),
+                domain: fam.nonce_domain(),
                 sa: sa.unwrap_or_else(|| sa_identity(fam, &ends(), 0)),
-                keys: DirectionKeys::random(profile).unwrap(),
+                keys: random_keys(fam).unwrap(),
                 protocol_max: fam.max_seq(),
             }
         }
@@ -1274,7 +1279,7 @@ mod tests {
     }
 
     fn code(e: HwError) -> u8 {
-        crate::cli::exit_code(&e.into_anyhow())
+        crate::error::exit_code(&e.into_anyhow())
     }
 
     /// Every check, for one subject.
@@ -1323,7 +1328,7 @@ mod tests {
         assert!(rec.starts_with(RECORD_MAGIC), "{rec}");
         assert!(rec.contains(&format!("used {}", &lines[3][12..])), "{rec}");
         for t in [&text, &rec] {
-            for k in [&s.keys.key, &s.keys.mac_key] {
+            for k in [hex::encode(s.keys.key()), hex::encode(s.keys.mac_key())] {
                 assert!(
                     k.is_empty() || !t.contains(k.as_str()),
                     "key material on disk"
@@ -1607,7 +1612,7 @@ mod tests {
         for a in ivnsec_core::sa::secoc::SecocAlg::ALL {
             profiles.push(a.name().to_string());
         }
-        for p in crate::node::channel::SomeipProfile::all() {
+        for p in ivnsec_core::profile::SomeipProfile::all() {
             profiles.push(p.to_string());
         }
         let mut seen = BTreeSet::new();
@@ -1686,7 +1691,7 @@ mod tests {
         ];
         for (spellings, want) in cases {
             for p in spellings {
-                assert_eq!(nonce_domain(Family::parse(p).unwrap()), want, "{p}");
+                assert_eq!(p.parse::<Profile>().unwrap().nonce_domain(), want, "{p}");
             }
         }
         // Different suites are different domains.
@@ -1746,7 +1751,7 @@ mod tests {
     fn state_of_the_previous_version_under_another_spelling_is_honoured() {
         let d = Dir::new("migrate");
         let s = Subject::of("aes128-gcm", None);
-        let key = hex::decode(&s.keys.key).unwrap();
+        let key = s.keys.key().to_vec();
         let write_old = |profile: &str, sa: &str, key: &[u8], reserved: u64| -> PathBuf {
             let fp = documented_fingerprint(profile, sa, key, &[]);
             let name = format!("{}-{}.hw", safe_name(profile), &fp[..32]);
@@ -1857,7 +1862,7 @@ mod tests {
         let mut b = a.clone();
         let mut e2 = ends();
         e2.local_mac = [2, 0, 0, 0, 0, 9];
-        b.sa = sa_identity(Family::parse("macsec-gcm-aes-128").unwrap(), &e2, 0);
+        b.sa = sa_identity("macsec-gcm-aes-128".parse().unwrap(), &e2, 0);
         assert_ne!(a.sa, b.sa);
         a.open(&d, 5).unwrap().claim(1).unwrap();
         let mut hb = b.open(&d, 5).expect("another SA of the key is not refused");
@@ -1895,14 +1900,16 @@ mod tests {
     fn the_state_follows_the_key_bytes_not_their_spelling() {
         let d = Dir::new("keyspelling");
         let mut s = Subject::of("aes128-gcm", None);
-        s.keys.key = "00112233445566778899aabbccddeeff".into();
+        let key = hex::decode("00112233445566778899aabbccddeeff").unwrap();
+        s.keys = DirectionKeys::new(&key, &[], *s.keys.iv());
         let mut hw = s.open(&d, 8).unwrap();
         hw.claim(1).unwrap();
         let path = hw.path().to_path_buf();
         drop(hw);
         let mut k = s.clone();
-        k.keys.key = "0x00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF".into();
-        k.keys.iv = "ffffffffffffffffffffffff".into();
+        // The same key bytes (a key file may spell them `0x00:11:…`; they are parsed first)
+        // under another IV.
+        k.keys = DirectionKeys::new(&key, &[], [0xff; 12]);
         let hw = k.open(&d, 8).unwrap();
         assert_eq!(hw.path(), path);
         assert_eq!(hw.first_seq().unwrap(), 9);
@@ -1920,7 +1927,7 @@ mod tests {
         let d = Dir::new("macsec");
         let s = Subject::of(profile, None);
         let k = s.keys.clone();
-        let fam = Family::parse(profile).unwrap();
+        let fam: Profile = profile.parse().unwrap();
         let hw = s.open(&d, 4096).unwrap();
         let path = hw.path().to_path_buf();
         let header = hw.header.clone();
@@ -1935,11 +1942,19 @@ mod tests {
             first_seq: first,
             spi_offset: 0,
         };
-        let mut ch =
-            Channel::with_options(profile, ProviderChoice::Auto, &k, &k, ends(), 0, copts).unwrap();
-        let mut rx =
-            Channel::new(profile, ProviderChoice::Auto, &k, &k, ends().reversed(), 1).unwrap();
-        let mut buf = vec![0u8; Channel::buffer_len(64)];
+        let auto = ProviderChoice::Auto;
+        let mut ch = open_channel(fam, auto, &k, &k, ends(), 0, copts).unwrap();
+        let mut rx = open_channel(
+            fam,
+            auto,
+            &k,
+            &k,
+            ends().reversed(),
+            1,
+            ChannelOptions::default(),
+        )
+        .unwrap();
+        let mut buf = vec![0u8; ivnsec_core::channel::Channel::buffer_len(64)];
         let mut sent = Vec::new();
         let err = loop {
             let Some(seq) = ch.next_seq() else {
