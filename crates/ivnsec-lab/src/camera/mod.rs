@@ -4,15 +4,16 @@
 //!
 //! Pure arithmetic and data: the frame schedule (absolute, so it never drifts), the time stamps
 //! a frame carries, delay statistics and the result types. The nodes that send and receive are in
-//! [`node`]; nothing else here reads a clock.
+//! [`node`], the orchestration that starts them and joins their reports in [`run`]; nothing else
+//! here reads a clock.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 pub mod node;
+pub mod run;
 
-use crate::report::seed003::CameraFigures;
 use crate::stats::quantile_sorted;
 use crate::throughput::CpuIncrease;
 
@@ -254,6 +255,18 @@ pub struct PerCamera {
     pub delay_us: Option<DelayStats>,
 }
 
+/// The figures of one camera count and level that reports set beside seed 003 §F (the camera
+/// table of `report::seed003`); [`CameraResult::figures`] gives them for a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CameraFigures {
+    pub median_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Frames later than the run's deadline (`deadline_ms`), or lost.
+    pub deadline_misses: Option<u64>,
+    pub frames: Option<u64>,
+    pub cpu_pct: Option<f64>,
+}
+
 /// The result of one run: N cameras at one level over one transport (`results[i]` of
 /// `ivnsec camera --json`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -303,7 +316,7 @@ pub struct CameraResult {
 
 impl CameraResult {
     /// This run's figures for the seed 003 camera table of reports
-    /// ([`crate::report::seed003::camera_table`]): median and p99 tx→rx delay in ms, deadline
+    /// (`report::seed003::camera_table`): median and p99 tx→rx delay in ms, deadline
     /// misses (late or lost frames), frames sent, and the CPU of the two ECU processes.
     pub fn figures(&self) -> CameraFigures {
         CameraFigures {

@@ -33,6 +33,7 @@
 //! we have one SOME/IP implementation, so both map to our `nosec`.
 
 use super::markdown::{Table, opt_num, strs};
+use crate::camera::CameraFigures;
 use Level::{Auth, Conf, Nosec};
 use Transport::{Tcp, Udp};
 
@@ -420,17 +421,6 @@ range\", i.e. 2.5–3 or 2–5.3 ms. Deadline misses: \"the requirements … sat
 most demanding scenario\", where \"a few frames failed to be delivered within the expected \
 deadline\" (confidentiality, 16 cameras). The seed's no-security rows cover both vanilla vsomeip \
 and its own version without security; ours is `nosec`.";
-
-/// Our figures of one camera count and level.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct CameraFigures {
-    pub median_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    /// Frames later than [`CAMERA_DEADLINE_MS`] (or lost).
-    pub deadline_misses: Option<u64>,
-    pub frames: Option<u64>,
-    pub cpu_pct: Option<f64>,
-}
 
 fn run_value(ours: &impl Fn(Run) -> Measured, run: Run, metric: Metric) -> Option<f64> {
     let m = ours(run);

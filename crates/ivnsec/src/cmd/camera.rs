@@ -3,47 +3,20 @@
 //! which measures the tx→rx delay of every whole frame against the 16 ms deadline; CPU of both
 //! ECUs and of the machine, and its increase over a `nosec` run of the same camera count.
 //!
-//! Plans use [`CameraConfig`] and [`run_camera`]; the command line builds the same config.
+//! The command line and the printing; the experiment (its config, orchestration and nodes) is
+//! `ivnsec_lab::camera`, which plans call too.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, ExitCode};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
-use ivnsec_core::sa::someip::{Level, suite_from_name};
+use anyhow::Result;
+use ivnsec_lab::camera::node::Transport;
+use ivnsec_lab::camera::run::{CameraConfig, layout, run_camera};
 use ivnsec_lab::camera::{
-    CameraCpu, CameraReport, CameraResult, DEFAULT_DEADLINE_MS, DEFAULT_FPS, DEFAULT_FRAME_BYTES,
-    Phase, SEED_CAMERAS, frames_per_camera,
+    CameraReport, DEFAULT_DEADLINE_MS, DEFAULT_FPS, DEFAULT_FRAME_BYTES, Phase,
 };
-use ivnsec_lab::cpu::{ProcessCpu, SystemSampler};
-use ivnsec_net::topology::{self, Topology};
-use serde::{Deserialize, Serialize};
-
-use ivnsec_core::channel::{DirectionKeys, Ends as ChannelEnds};
-use ivnsec_core::crypto::Primitive;
-use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::camera::node::{
-    CameraEcuReport, CameraRole, CameraSpec, CaptureSpec, ConsumerReport, L2Spec, Stream,
-    Transport, l2_profile, message_bytes,
-};
-use ivnsec_lab::channel::random_keys;
-use ivnsec_lab::process::{Reaper, child_stderr, spawn_role};
-use ivnsec_lab::site::{Layout, Site, link_spec, testbed_node};
 
 use super::lab::{self, WhereArg};
-use crate::error::{parse_profile, usage};
-
-/// Most cameras one run simulates.
-pub const MAX_CAMERAS: usize = 32;
-/// Largest frame (the TCP deframer and TP reassembler hold two per camera).
-pub const MAX_FRAME_BYTES: usize = 4 << 20;
-/// Smallest frame: the time stamps and some image.
-pub const MIN_FRAME_BYTES: usize = 64;
-/// SOME/IP service ID of camera 1; camera `i` is `CAMERA_SERVICE_BASE + i`.
-pub const CAMERA_SERVICE_BASE: u16 = 0x4300;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -154,168 +127,6 @@ pub enum PhaseArg {
     Aligned,
 }
 
-fn default_cameras() -> Vec<usize> {
-    SEED_CAMERAS.to_vec()
-}
-fn default_fps() -> u32 {
-    DEFAULT_FPS
-}
-fn default_frame_bytes() -> usize {
-    DEFAULT_FRAME_BYTES
-}
-fn default_levels() -> Vec<String> {
-    Level::ALL.iter().map(|l| l.name().to_string()).collect()
-}
-fn default_suite() -> String {
-    "aes128-gcm".into()
-}
-fn default_seconds() -> f64 {
-    5.0
-}
-fn default_deadline() -> f64 {
-    DEFAULT_DEADLINE_MS
-}
-fn default_provider() -> String {
-    "auto".into()
-}
-
-/// One camera experiment: every camera count × every level, over one transport. The command
-/// line builds it; a plan section deserialises it (every key optional, unknown keys refused):
-///
-/// ```toml
-/// cameras = [2, 4, 8, 12, 16]   # one run per count (1..=32)
-/// fps = 60                      # 1..=240
-/// frame_bytes = 43520           # 64..=4194304 (42.5 KiB: 21 Mb/s at 60 fps)
-/// levels = ["nosec", "conf"]    # nosec | auth | conf; nosec runs first per count
-/// suite = "aes128-gcm"          # aes128-gcm | aes256-gcm | aes128-ccm | aes256-ccm | chacha20-poly1305
-/// transport = "tcp"             # tcp | udp-tp | l2
-/// seconds = 5.0                 # frames per camera = seconds × fps
-/// deadline_ms = 16.0
-/// phase = "spread"              # spread | aligned
-/// provider = "auto"             # auto | portable | fast
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CameraConfig {
-    #[serde(default = "default_cameras")]
-    pub cameras: Vec<usize>,
-    #[serde(default = "default_fps")]
-    pub fps: u32,
-    #[serde(default = "default_frame_bytes")]
-    pub frame_bytes: usize,
-    #[serde(default = "default_levels")]
-    pub levels: Vec<String>,
-    #[serde(default = "default_suite")]
-    pub suite: String,
-    #[serde(default)]
-    pub transport: Transport,
-    #[serde(default = "default_seconds")]
-    pub seconds: f64,
-    #[serde(default = "default_deadline")]
-    pub deadline_ms: f64,
-    #[serde(default)]
-    pub phase: Phase,
-    #[serde(default = "default_provider")]
-    pub provider: String,
-}
-
-impl Default for CameraConfig {
-    /// Seed 003 §F: 2, 4, 8, 12, 16 cameras × 60 fps × 42.5 KiB over TCP, every level,
-    /// AES-128-GCM, 16 ms.
-    fn default() -> Self {
-        CameraConfig {
-            cameras: default_cameras(),
-            fps: default_fps(),
-            frame_bytes: default_frame_bytes(),
-            levels: default_levels(),
-            suite: default_suite(),
-            transport: Transport::default(),
-            seconds: default_seconds(),
-            deadline_ms: default_deadline(),
-            phase: Phase::default(),
-            provider: default_provider(),
-        }
-    }
-}
-
-impl CameraConfig {
-    /// Checks every field; the errors are usage errors (exit 2) naming the field.
-    pub fn check(&self) -> Result<()> {
-        if self.cameras.is_empty() {
-            return Err(usage("cameras: give at least one camera count"));
-        }
-        if let Some(&c) = self.cameras.iter().find(|&&c| c == 0 || c > MAX_CAMERAS) {
-            return Err(usage(format!(
-                "cameras: each count must be from 1 to {MAX_CAMERAS}, got {c}"
-            )));
-        }
-        if !(1..=240).contains(&self.fps) {
-            return Err(usage(format!(
-                "fps must be from 1 to 240, got {}",
-                self.fps
-            )));
-        }
-        if !(MIN_FRAME_BYTES..=MAX_FRAME_BYTES).contains(&self.frame_bytes) {
-            return Err(usage(format!(
-                "frame_bytes must be from {MIN_FRAME_BYTES} to {MAX_FRAME_BYTES}, got {}",
-                self.frame_bytes
-            )));
-        }
-        let levels = self.level_list()?;
-        let alg = suite_from_name(&self.suite).ok_or_else(|| {
-            usage(format!(
-                "suite `{}`: expected aes128-gcm, aes256-gcm, aes128-ccm, aes256-ccm or chacha20-poly1305",
-                self.suite
-            ))
-        })?;
-        let provider: ProviderChoice = self
-            .provider
-            .parse()
-            .map_err(|e: String| usage(format!("provider: {e}")))?;
-        let needs = [Primitive::Aead(alg)];
-        if levels.iter().any(|l| *l != Level::NoSec)
-            && ivnsec_crypto::select_primitives(provider, &needs, &alg.name()).is_err()
-        {
-            return Err(usage(format!(
-                "provider {provider} has no {}; use provider auto or portable",
-                alg.name()
-            )));
-        }
-        if !self.seconds.is_finite() || self.seconds <= 0.0 || self.seconds > 3600.0 {
-            return Err(usage(format!(
-                "seconds must be above 0 and at most 3600, got {}",
-                self.seconds
-            )));
-        }
-        if !self.deadline_ms.is_finite() || self.deadline_ms <= 0.0 || self.deadline_ms > 60_000.0 {
-            return Err(usage(format!(
-                "deadline_ms must be above 0 and at most 60000, got {}",
-                self.deadline_ms
-            )));
-        }
-        Ok(())
-    }
-
-    /// The levels to run, each once, in the order nosec, auth, conf.
-    pub fn level_list(&self) -> Result<Vec<Level>> {
-        if self.levels.is_empty() {
-            return Err(usage("levels: give at least one of nosec, auth, conf"));
-        }
-        let mut v = Vec::new();
-        for s in &self.levels {
-            let l = Level::from_name(s.trim())
-                .ok_or_else(|| usage(format!("level `{s}`: expected nosec, auth or conf")))?;
-            v.push(l);
-        }
-        Ok(Level::ALL.into_iter().filter(|l| v.contains(l)).collect())
-    }
-
-    /// Frames each camera sends per run.
-    pub fn frames_per_camera(&self) -> u64 {
-        frames_per_camera(self.seconds, self.fps)
-    }
-}
-
 impl From<&Args> for CameraConfig {
     fn from(a: &Args) -> Self {
         CameraConfig {
@@ -333,15 +144,6 @@ impl From<&Args> for CameraConfig {
             },
             provider: a.provider.clone(),
         }
-    }
-}
-
-/// The testbed the cameras run on: the camera ECU and the ADAS consumer on a switch.
-pub fn layout() -> Layout {
-    Layout {
-        topology: Topology::Pair,
-        initiator: "ecu1".into(),
-        responder: "ecu2".into(),
     }
 }
 
@@ -371,385 +173,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// The camera ECU and the consumer: namespace (None on loopback), MAC, IPv4.
-struct Ends {
-    camera: (Option<String>, [u8; 6], Ipv4Addr),
-    consumer: (Option<String>, [u8; 6], Ipv4Addr),
-}
-
-impl Ends {
-    fn of(site: &Site) -> Result<Ends> {
-        match site {
-            Site::Testbed {
-                state,
-                initiator,
-                responder,
-            } => {
-                let node = |name: &str| testbed_node(state, name);
-                Ok(Ends {
-                    camera: node(initiator)?,
-                    consumer: node(responder)?,
-                })
-            }
-            Site::Loopback => Ok(Ends {
-                camera: (None, topology::ecu_mac(0, 1), Ipv4Addr::LOCALHOST),
-                consumer: (None, topology::ecu_mac(0, 2), Ipv4Addr::LOCALHOST),
-            }),
-        }
-    }
-}
-
-/// Runs every camera count × level of `cfg` on `site` (the initiator is the camera ECU, the
-/// responder the consumer). With `pcap`, the first [`ivnsec_lab::camera::node::CAPTURE_FRAMES`]
-/// frames of each run are written there. Errors: usage errors for a bad config (exit 2),
-/// anything else when a node fails.
-pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Result<CameraReport> {
-    cfg.check()?;
-    let levels = cfg.level_list()?;
-    let ends = Ends::of(site)?;
-    let mut writer = match pcap {
-        Some(p) => Some(
-            ivnsec_net::pcap::PcapWriter::create(p)
-                .map_err(|e| usage(format!("cannot create {}: {e}", p.display())))?,
-        ),
-        None => None,
-    };
-    let part = pcap
-        .map(ivnsec_lab::site::part_path)
-        .map(std::path::absolute)
-        .transpose()?;
-    let mut results = Vec::new();
-    for &n in &cfg.cameras {
-        let mut nosec_cpu: Option<CameraCpu> = None;
-        for &level in &levels {
-            let mut r = run_once(&ends, cfg, n, level, part.as_deref())?;
-            if let (Some(w), Some(p)) = (writer.as_mut(), &part) {
-                ivnsec_lab::site::append_pcap(w, p)?;
-            }
-            match (level, &nosec_cpu) {
-                (Level::NoSec, _) => nosec_cpu = Some(r.cpu.clone()),
-                (_, Some(base)) => r.cpu.increase_over_nosec = Some(r.cpu.increase_over(base)),
-                _ => {}
-            }
-            results.push(r);
-        }
-    }
-    if let Some(mut w) = writer {
-        w.flush()?;
-    }
-    Ok(CameraReport {
-        results,
-        site: site_text(site, cfg.transport),
-        clock: "tx→rx delay = consumer's CLOCK_MONOTONIC after verify − camera ECU's \
-                CLOCK_MONOTONIC before protect; one clock shared by every namespace of the host \
-                (003 used PTP between two boards)"
-            .into(),
-    })
-}
-
-fn site_text(site: &Site, t: Transport) -> String {
-    let how = match t {
-        Transport::Tcp => "secured SOME/IP over TCP, one connection per camera",
-        Transport::UdpTp => "secured SOME/IP over UDP with SOME/IP-TP, one socket pair per camera",
-        Transport::L2 => match site {
-            Site::Testbed { .. } => {
-                "SOME/IP in IVN-AE raw-Ethernet frames, fragments protected by one channel"
-            }
-            Site::Loopback => {
-                "SOME/IP in IVN-AE frames (one per UDP datagram), fragments protected by one channel"
-            }
-        },
-    };
-    match site {
-        Site::Testbed {
-            state,
-            initiator,
-            responder,
-        } => format!(
-            "testbed {} ({}): camera ECU {initiator} → switch → consumer {responder}, {how}, \
-             over veth and a Linux bridge",
-            state.prefix, state.topology
-        ),
-        Site::Loopback => {
-            format!("loopback: both ECUs on 127.0.0.1, {how}; not a vehicle-network path")
-        }
-    }
-}
-
-fn spawn(ns: Option<&str>, spec: &CameraSpec) -> Result<Child> {
-    spawn_role(ns, "camera", spec, "camera node")
-}
-
-/// Reads a node's stdout lines in a thread, so the orchestrator can wait with a timeout.
-fn lines(out: ChildStdout) -> mpsc::Receiver<std::io::Result<String>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines() {
-            if tx.send(l).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-/// The next line with `tag`, its rest; an error naming `who` when the node ended or timed out.
-fn expect_line(
-    rx: &mpsc::Receiver<std::io::Result<String>>,
-    tag: &str,
-    timeout: Duration,
-    who: &str,
-) -> Result<String> {
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(l)) => match l.strip_prefix(tag) {
-            Some(rest) => Ok(rest.trim().to_string()),
-            None => bail!("{who}: expected {tag}, got {l:?}"),
-        },
-        Ok(Err(e)) => bail!("{who}: reading its output: {e}"),
-        Err(mpsc::RecvTimeoutError::Timeout) => bail!("{who}: no {tag} within {timeout:?}"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => bail!("{who} ended without {tag}"),
-    }
-}
-
-fn random_key(len: usize) -> Result<DirectionKeys> {
-    let mut k = zeroize::Zeroizing::new(vec![0u8; len]);
-    getrandom::fill(&mut k).map_err(|e| anyhow!("random key: {e}"))?;
-    Ok(DirectionKeys::new(&k, &[], [0; 12]))
-}
-
-/// One run: `n` cameras at `level`.
-fn run_once(
-    ends: &Ends,
-    cfg: &CameraConfig,
-    n: usize,
-    level: Level,
-    pcap_part: Option<&Path>,
-) -> Result<CameraResult> {
-    let alg = suite_from_name(&cfg.suite).ok_or_else(|| usage("suite"))?;
-    let frames = cfg.frames_per_camera();
-    let provider: ProviderChoice = cfg.provider.parse().map_err(|e: String| usage(e))?;
-    let streams: Vec<Stream> = (0..n)
-        .map(|i| {
-            Ok(Stream {
-                service: CAMERA_SERVICE_BASE + 1 + i as u16,
-                key: if level == Level::NoSec {
-                    DirectionKeys::default()
-                } else {
-                    random_key(alg.key_len())?
-                },
-            })
-        })
-        .collect::<Result<_>>()?;
-    let spec = |role, local_ip| CameraSpec {
-        role,
-        transport: cfg.transport,
-        level: level.name().to_string(),
-        suite: cfg.suite.clone(),
-        provider,
-        fps: cfg.fps,
-        frame_bytes: cfg.frame_bytes,
-        frames,
-        phase: cfg.phase,
-        streams: streams.clone(),
-        local_ip,
-        consumer_ip: ends.consumer.2,
-        ports: Vec::new(),
-        capture: None,
-        l2: None,
-    };
-    // l2: one IVN-AE channel (fresh keys) from the camera ECU to the consumer.
-    let l2 = match cfg.transport {
-        Transport::L2 => {
-            let profile = parse_profile(&l2_profile(level, alg))?;
-            let family = profile;
-            let testbed = ends.camera.0.is_some();
-            let ch_ends = ChannelEnds {
-                local_mac: ends.camera.1,
-                peer_mac: ends.consumer.1,
-                local_ip: ends.camera.2,
-                peer_ip: ends.consumer.2,
-            };
-            Some((
-                L2Spec {
-                    keys: random_keys(profile)?,
-                    link: link_spec(testbed, family, &ch_ends.reversed(), None),
-                    profile,
-                    ends: ch_ends,
-                },
-                family,
-                testbed,
-            ))
-        }
-        _ => None,
-    };
-    let mut reaper = Reaper(Vec::new());
-    let mut rx_spec = spec(CameraRole::Consumer, ends.consumer.2);
-    rx_spec.l2 = l2.as_ref().map(|(s, _, _)| s.clone());
-    let mut consumer = spawn(ends.consumer.0.as_deref(), &rx_spec)?;
-    let rx_lines = lines(consumer.stdout.take().expect("piped"));
-    reaper.0.push(consumer);
-    let ports = match expect_line(&rx_lines, "READY", Duration::from_secs(10), "the consumer") {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = reaper.0[0].kill();
-            let err = child_stderr(&mut reaper.0[0]);
-            return Err(e.context(err));
-        }
-    };
-    let ports: Vec<u16> = ports
-        .split_ascii_whitespace()
-        .map(|p| p.parse().map_err(|_| anyhow!("consumer: bad port {p:?}")))
-        .collect::<Result<_>>()?;
-    let mut cam_spec = spec(CameraRole::Cameras, ends.camera.2);
-    cam_spec.l2 = l2.map(|(s, family, testbed)| L2Spec {
-        link: link_spec(testbed, family, &s.ends, ports.first().copied()),
-        ..s
-    });
-    cam_spec.ports = ports;
-    cam_spec.capture = pcap_part.map(|p| CaptureSpec {
-        path: p.to_path_buf(),
-        src_mac: ends.camera.1,
-        dst_mac: ends.consumer.1,
-    });
-    let mut cams = spawn(ends.camera.0.as_deref(), &cam_spec)?;
-    let tx_lines = lines(cams.stdout.take().expect("piped"));
-    reaper.0.push(cams);
-    let fail = |reaper: &mut Reaper, e: anyhow::Error| -> anyhow::Error {
-        for c in &mut reaper.0 {
-            let _ = c.kill();
-        }
-        let errs: Vec<String> = reaper
-            .0
-            .iter_mut()
-            .map(child_stderr)
-            .filter(|s| !s.is_empty())
-            .collect();
-        if errs.is_empty() {
-            e
-        } else {
-            e.context(errs.join("; "))
-        }
-    };
-    if let Err(e) = expect_line(
-        &tx_lines,
-        "READY",
-        Duration::from_secs(15),
-        "the camera ECU",
-    ) {
-        return Err(fail(&mut reaper, e));
-    }
-    let sampler = SystemSampler::start(Duration::from_secs(1));
-    if let Some(stdin) = reaper.0[1].stdin.as_mut() {
-        stdin.write_all(b"GO\n").and_then(|_| stdin.flush())?;
-    }
-    // The cameras need seconds × fps frame periods; give them that plus a generous margin.
-    let run_time = Duration::from_secs_f64(frames as f64 / f64::from(cfg.fps));
-    let budget = run_time * 3 + Duration::from_secs(30);
-    let cam_report: CameraEcuReport =
-        match expect_line(&tx_lines, "REPORT", budget, "the camera ECU")
-            .and_then(|l| serde_json::from_str(&l).context("the camera ECU's report"))
-        {
-            Ok(r) => r,
-            Err(e) => return Err(fail(&mut reaper, e)),
-        };
-    // Frames in flight get the deadline and a second to arrive; then the consumer is told to
-    // stop (a TCP consumer ends by itself at the end of each stream, a UDP one when every
-    // frame is in).
-    let grace = Duration::from_secs_f64(cfg.deadline_ms / 1e3) + Duration::from_secs(1);
-    let rx_report = match rx_lines.recv_timeout(grace) {
-        Ok(l) => Some(l),
-        Err(mpsc::RecvTimeoutError::Timeout) => None,
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            return Err(fail(
-                &mut reaper,
-                anyhow!("the consumer ended without REPORT"),
-            ));
-        }
-    };
-    let line = match rx_report {
-        Some(Ok(l)) => l,
-        Some(Err(e)) => return Err(fail(&mut reaper, e.into())),
-        None => {
-            drop(reaper.0[0].stdin.take());
-            match expect_line(&rx_lines, "", Duration::from_secs(10), "the consumer") {
-                Ok(l) => l,
-                Err(e) => return Err(fail(&mut reaper, e)),
-            }
-        }
-    };
-    let system = sampler.stop();
-    let Some(json) = line.trim().strip_prefix("REPORT") else {
-        return Err(fail(
-            &mut reaper,
-            anyhow!("consumer: unexpected line {line:?}"),
-        ));
-    };
-    let rx: ConsumerReport = serde_json::from_str(json.trim()).context("the consumer's report")?;
-    drop(reaper.0[0].stdin.take());
-    for c in &mut reaper.0 {
-        let err = child_stderr(c);
-        let st = c.wait()?;
-        if !st.success() {
-            bail!("a camera node failed ({st}): {err}");
-        }
-    }
-    if rx.cameras.len() != n || cam_report.sent.len() != n {
-        bail!(
-            "the nodes reported {} and {} cameras, not {n}",
-            cam_report.sent.len(),
-            rx.cameras.len()
-        );
-    }
-
-    let mut r = CameraResult {
-        cameras: n,
-        level: level.name().to_string(),
-        suite: (level != Level::NoSec).then(|| alg.name().to_string()),
-        transport: cfg.transport.name().to_string(),
-        fps: cfg.fps,
-        frame_bytes: cfg.frame_bytes,
-        message_bytes: match cfg.transport {
-            // The SOME/IP message travels unprotected; each fragment carries the protection.
-            Transport::L2 => message_bytes(Level::NoSec, cfg.frame_bytes),
-            _ => message_bytes(level, cfg.frame_bytes),
-        },
-        phase: cfg.phase,
-        deadline_ms: cfg.deadline_ms,
-        ..CameraResult::default()
-    };
-    let services: Vec<u16> = streams.iter().map(|s| s.service).collect();
-    r.fill(
-        &cam_report.sent,
-        &rx.cameras,
-        &services,
-        cam_report.start_ns,
-    );
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let window = (r.seconds * 1e9) as u64;
-    let tx_cpu = ProcessCpu {
-        user_ns: cam_report.user_ns,
-        sys_ns: cam_report.sys_ns,
-        wall_ns: window,
-    };
-    let rx_cpu = ProcessCpu {
-        user_ns: rx.user_ns,
-        sys_ns: rx.sys_ns,
-        wall_ns: window,
-    };
-    let bytes = |frames: u64| frames * cfg.frame_bytes as u64;
-    r.cpu = CameraCpu {
-        sender_pct: tx_cpu.pct_of_machine(cores),
-        receiver_pct: rx_cpu.pct_of_machine(cores),
-        system_pct: system.pct,
-        cores,
-        sender_ns_per_byte: tx_cpu.ns_per_byte(bytes(r.frames_sent)),
-        receiver_ns_per_byte: rx_cpu.ns_per_byte(bytes(r.frames_received)),
-        system_per_second_pct: system.per_interval_pct,
-        increase_over_nosec: None,
-    };
-    Ok(r)
 }
 
 fn ms(v: f64) -> String {
@@ -845,173 +268,43 @@ fn print_report(rep: &CameraReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
+    use clap::Parser;
 
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// The command line's defaults and a plan's `[[camera]]` defaults are written apart; they
+    /// must be the same experiment.
     #[test]
-    fn config_checks_are_usage_errors() {
-        let ok = CameraConfig::default();
-        ok.check().unwrap();
-        assert_eq!(ok.frames_per_camera(), 300);
-        let bad: Vec<(&str, CameraConfig)> = vec![
-            (
-                "cameras",
-                CameraConfig {
-                    cameras: vec![],
-                    ..ok.clone()
-                },
-            ),
-            (
-                "cameras",
-                CameraConfig {
-                    cameras: vec![2, 0],
-                    ..ok.clone()
-                },
-            ),
-            (
-                "cameras",
-                CameraConfig {
-                    cameras: vec![33],
-                    ..ok.clone()
-                },
-            ),
-            (
-                "fps",
-                CameraConfig {
-                    fps: 0,
-                    ..ok.clone()
-                },
-            ),
-            (
-                "frame_bytes",
-                CameraConfig {
-                    frame_bytes: 10,
-                    ..ok.clone()
-                },
-            ),
-            (
-                "frame_bytes",
-                CameraConfig {
-                    frame_bytes: MAX_FRAME_BYTES + 1,
-                    ..ok.clone()
-                },
-            ),
-            (
-                "level",
-                CameraConfig {
-                    levels: vec!["secret".into()],
-                    ..ok.clone()
-                },
-            ),
-            (
-                "levels",
-                CameraConfig {
-                    levels: vec![],
-                    ..ok.clone()
-                },
-            ),
-            (
-                "suite",
-                CameraConfig {
-                    suite: "aes128-cbc".into(),
-                    ..ok.clone()
-                },
-            ),
-            (
-                "provider",
-                CameraConfig {
-                    provider: "quick".into(),
-                    ..ok.clone()
-                },
-            ),
-            // The fast provider has no CCM.
-            (
-                "provider",
-                CameraConfig {
-                    suite: "aes128-ccm".into(),
-                    provider: "fast".into(),
-                    ..ok.clone()
-                },
-            ),
-            (
-                "seconds",
-                CameraConfig {
-                    seconds: 0.0,
-                    ..ok.clone()
-                },
-            ),
-            (
-                "seconds",
-                CameraConfig {
-                    seconds: f64::NAN,
-                    ..ok.clone()
-                },
-            ),
-            (
-                "deadline_ms",
-                CameraConfig {
-                    deadline_ms: -1.0,
-                    ..ok.clone()
-                },
-            ),
-        ];
-        for (field, c) in bad {
-            let e = c.check().unwrap_err();
-            assert_eq!(exit_code(&e), 2, "{field}: {e}");
-            assert!(e.to_string().contains(field), "{field}: {e}");
-        }
-        // nosec alone does not need the suite from the provider.
-        CameraConfig {
-            levels: vec!["nosec".into()],
-            suite: "aes128-ccm".into(),
-            provider: "fast".into(),
-            ..ok.clone()
-        }
-        .check()
-        .unwrap();
+    fn command_line_defaults_are_the_plan_defaults() {
+        let cli = Cli::try_parse_from(["camera"]).unwrap();
+        assert_eq!(CameraConfig::from(&cli.args), CameraConfig::default());
     }
 
     #[test]
-    fn levels_run_nosec_first_once() {
-        let c = CameraConfig {
-            levels: vec!["conf".into(), "nosec".into(), "conf".into()],
-            ..CameraConfig::default()
-        };
-        assert_eq!(c.level_list().unwrap(), vec![Level::NoSec, Level::Conf]);
-    }
-
-    #[test]
-    fn config_from_toml() {
-        let c: CameraConfig = toml::from_str(
-            "cameras = [4, 16]\nlevels = [\"conf\"]\ntransport = \"udp-tp\"\nphase = \"aligned\"\n",
-        )
+    fn command_line_builds_the_config() {
+        let cli = Cli::try_parse_from([
+            "camera",
+            "--cameras",
+            "4,16",
+            "--level",
+            "conf",
+            "--transport",
+            "udp-tp",
+            "--phase",
+            "aligned",
+            "--fps",
+            "30",
+        ])
         .unwrap();
+        let c = CameraConfig::from(&cli.args);
         assert_eq!(c.cameras, vec![4, 16]);
+        assert_eq!(c.levels, vec!["conf".to_string()]);
         assert_eq!(c.transport, Transport::UdpTp);
         assert_eq!(c.phase, Phase::Aligned);
-        assert_eq!(c.fps, 60);
-        assert_eq!(c.frame_bytes, 43_520);
-        c.check().unwrap();
-        let e = toml::from_str::<CameraConfig>("cameras = [4]\nspeed = 3\n").unwrap_err();
-        assert!(e.to_string().contains("speed"), "{e}");
-        assert!(toml::from_str::<CameraConfig>("transport = \"carrier-pigeon\"\n").is_err());
-        assert_eq!(
-            toml::from_str::<CameraConfig>("").unwrap(),
-            CameraConfig::default()
-        );
-    }
-
-    /// 003 §F: "21 Mbps per camera", "from 42 Mbps to 336 Mbps" for 2 to 16 cameras at 60 fps;
-    /// the default frame (42.5 KiB) gives 20.9 Mb/s per camera, 41.8 to 334 Mb/s. A conf
-    /// message adds the SOME/IP header (16) and the security fields (9 + 16) to the frame.
-    #[test]
-    fn seed_003_figures() {
-        let c = CameraConfig::default();
-        let per_camera = c.frame_bytes as f64 * 8.0 * f64::from(c.fps) / 1e6;
-        assert!((per_camera - 20.8896).abs() < 1e-9);
-        assert_eq!((2.0 * per_camera).round(), 42.0);
-        assert_eq!((16.0 * per_camera).round(), 334.0);
-        assert!(16.0 * per_camera < 1000.0, "fits 003's 1 Gb/s link");
-        assert_eq!(message_bytes(Level::Conf, 43_520), 43_561);
-        assert_eq!(message_bytes(Level::NoSec, 43_520), 43_536);
+        assert_eq!(c.fps, 30);
     }
 }
