@@ -1,8 +1,9 @@
 //! The throughput experiment (seed 002 §5.2.3, §6.1.2): what reaches the receiver per second,
 //! next to the theoretical maximum of the profile on the link.
 //!
-//! Pure arithmetic and data: the token bucket takes the time as a parameter (nothing here reads
-//! a clock), the nodes that send and receive live in the binary.
+//! This module is pure arithmetic and data: the token bucket takes the time as a parameter
+//! (nothing here reads a clock). [`node`] is the process role that sends or receives, [`run`]
+//! the orchestration that starts the nodes, the baselines (plain, iperf3) and joins the result.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpu::SystemCpu;
 
 pub mod node;
+pub mod run;
 
 /// Preamble and start-of-frame delimiter (IEEE 802.3 clause 4).
 pub const PREAMBLE_SFD: usize = 8;

@@ -1,0 +1,861 @@
+//! Runs the throughput experiment: goodput, frames/s, loss and CPU of one profile between N
+//! sender processes and one receiver process (seed 002 §5.2.3 and testbench 1), next to the
+//! theoretical maximum of the profile on the shaped link (002 §6.1.2) and, in the same run, the
+//! `plain` profile and iperf3 UDP on the same path. `ivnsec throughput` and plans call it.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::channel::Ends;
+use ivnsec_core::profile::Profile;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::LinkSpec;
+use ivnsec_net::sys::die_with_parent;
+use ivnsec_net::testbed::netns_command;
+use ivnsec_net::topology::{self, Topology};
+use serde_json::{Map, Value, json};
+
+use super::node::{Peer, TputRole, TputSpec};
+use super::{
+    CpuResult, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
+    wire_bytes,
+};
+use crate::channel::{frame_bytes, random_keys};
+use crate::cpu::{ProcessCpu, SystemSampler};
+use crate::error::{parse_profile, usage};
+use crate::process::{Reaper, child_stderr, field_u64, read_report, spawn_role};
+use crate::site::{Layout, Site, testbed_node};
+
+/// Most senders one run starts.
+pub const MAX_SENDERS: usize = 16;
+/// The iperf3 baseline's UDP payload: 1500 − 20 (IPv4) − 8 (UDP), as seed 002 §6.1.2.
+const IPERF3_LEN: usize = 1472;
+/// Port of the iperf3 server.
+const IPERF3_PORT: u16 = 5201;
+
+/// The settings of one run, checked.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub payload: usize,
+    pub seconds_ns: u64,
+    pub rate_bps: Option<u64>,
+    pub senders: usize,
+    pub batch: usize,
+    pub provider: ProviderChoice,
+}
+
+/// Checks the settings shared by the command line and plans; errors are usage errors naming the
+/// option as the command line spells it.
+pub fn check_config(
+    payload: usize,
+    seconds: f64,
+    rate: &str,
+    senders: usize,
+    batch: usize,
+    provider: ProviderChoice,
+) -> Result<Config> {
+    if senders == 0 || senders > MAX_SENDERS {
+        return Err(usage(format!(
+            "--senders must be from 1 to {MAX_SENDERS}, got {senders}"
+        )));
+    }
+    if !(1..=ivnsec_net::sys::MAX_BATCH).contains(&batch) {
+        return Err(usage(format!(
+            "--batch must be from 1 to {}, got {batch}",
+            ivnsec_net::sys::MAX_BATCH,
+        )));
+    }
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 3600.0 {
+        return Err(usage(format!(
+            "--seconds must be above 0 and at most 3600, got {seconds}"
+        )));
+    }
+    let rate_bps = parse_rate(rate).map_err(usage)?;
+    if payload == 0 {
+        return Err(usage("--payload must be at least 1 byte"));
+    }
+    Ok(Config {
+        payload,
+        seconds_ns: (seconds * 1e9).round() as u64,
+        rate_bps,
+        senders,
+        batch,
+        provider,
+    })
+}
+
+/// Checks the profile and that its frame fits the MTU; returns the frame length.
+pub fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
+    let frame = frame_bytes(parse_profile(profile)?, provider, payload)?;
+    let l2 = frame - 14;
+    let mtu = topology::MTU as usize;
+    if l2 > mtu {
+        return Err(usage(format!(
+            "--payload {payload}: the {profile} frame carries {l2} bytes after the Ethernet \
+             header, more than the {mtu}-byte MTU; use a payload of at most {} bytes",
+            payload.saturating_sub(l2 - mtu)
+        )));
+    }
+    Ok(frame)
+}
+
+/// The testbed a throughput run needs: N sensors and a consumer on one switch (002 testbench 1).
+pub fn layout(senders: usize) -> Layout {
+    Layout {
+        topology: Topology::Sensors(senders as u16),
+        initiator: "sensor1".into(),
+        responder: "consumer".into(),
+    }
+}
+
+/// Runs each of `profiles` with `cfg` on `site`, in order, and returns one result per profile.
+/// With `baseline`, the `plain` profile runs first (once, also when listed) and iperf3 UDP runs
+/// once on the same path; every protected result carries both under `baseline` and its CPU
+/// increase over plain. With `pcap`, each profile's first frames are appended to that capture.
+pub fn run_set(
+    site: &Site,
+    cfg: &Config,
+    profiles: &[String],
+    baseline: bool,
+    pcap: Option<&Path>,
+) -> Result<Vec<ThroughputResult>> {
+    for p in profiles {
+        check_fits(p, cfg.provider, cfg.payload)?;
+    }
+    let nodes = Nodes::of(site, cfg.senders)?;
+    let mut capture = match pcap {
+        Some(p) if profiles.len() > 1 => Some((
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+            crate::site::part_path(p),
+        )),
+        _ => None,
+    };
+    let mut run = |profile: &str| -> Result<ThroughputResult> {
+        let part = match &capture {
+            Some((_, part)) => Some(part.as_path()),
+            None => pcap,
+        };
+        let r = run_once(site, &nodes, profile, cfg, part)
+            .with_context(|| format!("throughput of {profile}"))?;
+        if let Some((w, part)) = capture.as_mut() {
+            crate::site::append_pcap(w, part)?;
+        }
+        Ok(r)
+    };
+    let needs_plain = baseline && profiles.iter().any(|p| p != "plain");
+    let plain = if needs_plain {
+        eprintln!("ivnsec throughput: baseline run with `plain` first");
+        Some(run("plain")?)
+    } else {
+        None
+    };
+    let mut results = Vec::with_capacity(profiles.len());
+    for p in profiles {
+        let r = match &plain {
+            Some(plain) if p == "plain" => plain.clone(),
+            _ => run(p)?,
+        };
+        results.push(r);
+    }
+    if let Some((mut w, _)) = capture {
+        w.flush()?;
+    }
+    let iperf3 = if baseline {
+        iperf3_baseline(site, &nodes, cfg)
+    } else {
+        None
+    };
+    for r in &mut results {
+        if let Some(p) = plain.as_ref().filter(|_| r.profile != "plain") {
+            r.cpu.increase_over_plain = Some(r.cpu.increase_over(&p.cpu));
+            r.baseline.insert(
+                "plain".into(),
+                json!({
+                    "goodput_mbps": p.goodput_mbps,
+                    "frames_per_s": p.frames_per_s,
+                    "loss": p.loss,
+                    "theoretical_mbps": p.theoretical_mbps,
+                    "efficiency": p.efficiency,
+                    "cpu": p.cpu,
+                    "ratio": ratio(r.goodput_mbps, p.goodput_mbps),
+                }),
+            );
+        }
+        if let Some(mut v) = iperf3.clone() {
+            with_ratios(&mut v, r);
+            r.baseline.insert("iperf3".into(), v);
+        }
+    }
+    Ok(results)
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+/// Who sends and who receives, and their addresses.
+struct Nodes {
+    /// Receiver: namespace (None on loopback), MAC, IPv4.
+    receiver: (Option<String>, [u8; 6], Ipv4Addr),
+    senders: Vec<(Option<String>, [u8; 6], Ipv4Addr)>,
+    names: Vec<String>,
+}
+
+impl Nodes {
+    fn of(site: &Site, n: usize) -> Result<Nodes> {
+        match site {
+            Site::Testbed { state, .. } => {
+                let ecus: Vec<String> = state.ecus().map(|e| e.name.clone()).collect();
+                let rx = if ecus.iter().any(|e| e == "consumer") {
+                    "consumer".to_string()
+                } else {
+                    ecus.last().cloned().unwrap_or_default()
+                };
+                let tx: Vec<String> = ecus.iter().filter(|e| **e != rx).take(n).cloned().collect();
+                if tx.len() < n {
+                    return Err(usage(format!(
+                        "testbed {} has {} ECUs besides the receiver {rx}; --senders {n} needs {n}",
+                        state.prefix,
+                        tx.len()
+                    )));
+                }
+                let node = |name: &str| testbed_node(state, name);
+                Ok(Nodes {
+                    receiver: node(&rx)?,
+                    senders: tx.iter().map(|s| node(s)).collect::<Result<_>>()?,
+                    names: tx,
+                })
+            }
+            Site::Loopback => Ok(Nodes {
+                receiver: (None, topology::ecu_mac(0, 1), Ipv4Addr::LOCALHOST),
+                senders: (0..n)
+                    .map(|i| (None, topology::ecu_mac(1, i as u8 + 1), Ipv4Addr::LOCALHOST))
+                    .collect(),
+                names: (1..=n).map(|i| format!("sensor{i}")).collect(),
+            }),
+        }
+    }
+}
+
+fn spawn(ns: Option<&str>, spec: &TputSpec) -> Result<Child> {
+    spawn_role(ns, "throughput", spec, "throughput node")
+}
+
+struct SentLine {
+    sent: u64,
+    start: u64,
+    last: u64,
+    cpu: ProcessCpu,
+}
+
+fn read_sender(out: ChildStdout) -> Result<SentLine> {
+    let mut r = None;
+    read_report(BufReader::new(out), "sender", |f| {
+        if f[0] != "SENT" {
+            return Ok(false);
+        }
+        let num = |i| field_u64(f, i);
+        let (start, last) = (num(2)?, num(3)?);
+        r = Some(SentLine {
+            sent: num(1)?,
+            start,
+            last,
+            cpu: ProcessCpu {
+                user_ns: num(4)?,
+                sys_ns: num(5)?,
+                wall_ns: last.saturating_sub(start),
+            },
+        });
+        Ok(true)
+    })?;
+    r.ok_or_else(|| anyhow!("the sender ended without its report"))
+}
+
+struct RecvLog {
+    delivered: Vec<u64>,
+    drops: BTreeMap<String, u64>,
+    user_ns: u64,
+    sys_ns: u64,
+}
+
+fn read_receiver(out: &mut BufReader<ChildStdout>, n: usize) -> Result<RecvLog> {
+    let mut r = RecvLog {
+        delivered: vec![0; n],
+        drops: BTreeMap::new(),
+        user_ns: 0,
+        sys_ns: 0,
+    };
+    read_report(out, "receiver", |f| {
+        let num = |i| field_u64(f, i);
+        match f[0] {
+            "RECV" => {
+                let i = num(1)? as usize;
+                *r.delivered
+                    .get_mut(i)
+                    .ok_or_else(|| anyhow!("bad sender {i}"))? = num(2)?;
+            }
+            "DROP" => {
+                r.drops
+                    .insert(f.get(1).unwrap_or(&"?").to_string(), num(2)?);
+            }
+            "CPU" => {
+                r.user_ns = num(1)?;
+                r.sys_ns = num(2)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    Ok(r)
+}
+
+/// One run of `profile`: starts the receiver, then every sender, starts them together, and
+/// joins their reports.
+fn run_once(
+    site: &Site,
+    nodes: &Nodes,
+    profile: &str,
+    cfg: &Config,
+    pcap: Option<&std::path::Path>,
+) -> Result<ThroughputResult> {
+    let frame = check_fits(profile, cfg.provider, cfg.payload)?;
+    let family = parse_profile(profile)?;
+    let testbed = matches!(site, Site::Testbed { .. });
+    let (rx_ns, rx_mac, rx_ip) = nodes.receiver.clone();
+    let peers: Vec<Peer> = nodes
+        .senders
+        .iter()
+        .map(|(_, mac, ip)| {
+            Ok(Peer {
+                keys: random_keys(family)?,
+                ends: Ends {
+                    local_mac: *mac,
+                    peer_mac: rx_mac,
+                    local_ip: *ip,
+                    peer_ip: rx_ip,
+                },
+            })
+        })
+        .collect::<Result<_>>()?;
+    let port = family.udp_port();
+    let link = |to: Option<u16>| match (testbed, family.is_ip()) {
+        // UDP families on a testbed: every sender to the receiver's address and port.
+        (true, _) if family.is_udp() => LinkSpec::Udp {
+            local: SocketAddr::new(
+                IpAddr::V4(if to.is_some() {
+                    Ipv4Addr::UNSPECIFIED
+                } else {
+                    rx_ip
+                }),
+                if to.is_some() { 0 } else { port },
+            ),
+            peer: to.map(|_| SocketAddr::new(IpAddr::V4(rx_ip), port)),
+        },
+        (true, false) => LinkSpec::Raw {
+            ifname: topology::ECU_IF.to_string(),
+            ethertype: family.ethertype(),
+        },
+        (true, true) => LinkSpec::RawIp {
+            protocol: ivnsec_core::wire::ip::protocol::ESP,
+            peer: rx_ip,
+        },
+        (false, _) => LinkSpec::Udp {
+            local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            peer: to.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p)),
+        },
+    };
+    let spec = |role, link, pcap: Option<PathBuf>| TputSpec {
+        role,
+        profile: family,
+        provider: cfg.provider,
+        payload: cfg.payload,
+        seconds_ns: cfg.seconds_ns,
+        rate_bps: cfg.rate_bps,
+        batch: cfg.batch,
+        link,
+        peers: peers.clone(),
+        pcap,
+    };
+    let mut reaper = Reaper(Vec::new());
+    let mut receiver = spawn(
+        rx_ns.as_deref(),
+        &spec(TputRole::Receiver, link(None), None),
+    )?;
+    let mut rx_out = BufReader::new(receiver.stdout.take().expect("piped"));
+    let mut line = String::new();
+    rx_out.read_line(&mut line)?;
+    let port: u16 = match line
+        .trim()
+        .strip_prefix("READY ")
+        .and_then(|p| p.parse().ok())
+    {
+        Some(p) => p,
+        None => {
+            let _ = receiver.kill();
+            let err = child_stderr(&mut receiver);
+            let _ = receiver.wait();
+            bail!("the receiver did not start: {err}");
+        }
+    };
+    reaper.0.push(receiver);
+    let pcap = pcap.map(std::path::absolute).transpose()?;
+    let mut outs = Vec::new();
+    for (i, (ns, _, _)) in nodes.senders.iter().enumerate() {
+        let s = spec(
+            TputRole::Sender { index: i },
+            link(Some(port)),
+            if i == 0 { pcap.clone() } else { None },
+        );
+        let mut c = spawn(ns.as_deref(), &s)?;
+        outs.push(c.stdout.take().expect("piped"));
+        reaper.0.push(c);
+    }
+    // Give every sender time to open its socket, then start them together.
+    std::thread::sleep(Duration::from_millis(100));
+    let sampler = SystemSampler::start(Duration::from_secs(1));
+    for c in reaper.0.iter_mut().skip(1) {
+        if let Some(stdin) = c.stdin.as_mut() {
+            let _ = stdin.write_all(b"GO\n").and_then(|_| stdin.flush());
+        }
+    }
+    let readers: Vec<_> = outs
+        .into_iter()
+        .map(|o| std::thread::spawn(move || read_sender(o)))
+        .collect();
+    let mut sent_lines = Vec::new();
+    let mut failure = None;
+    for (i, h) in readers.into_iter().enumerate() {
+        match h.join().map_err(|_| anyhow!("reader thread panicked"))? {
+            Ok(s) => sent_lines.push(s),
+            Err(e) => {
+                let err = child_stderr(&mut reaper.0[i + 1]);
+                failure.get_or_insert(e.context(format!("sender {}: {err}", i + 1)));
+            }
+        }
+    }
+    let system = sampler.stop();
+    // Frames still in flight (socket buffers, the bridge) get a moment to arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(reaper.0[0].stdin.take());
+    let recv = read_receiver(&mut rx_out, peers.len());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let recv = match recv {
+        Ok(r) => r,
+        Err(e) => {
+            let err = child_stderr(&mut reaper.0[0]);
+            return Err(e.context(format!("receiver: {err}")));
+        }
+    };
+    for c in &mut reaper.0 {
+        let err = child_stderr(c);
+        let st = c.wait()?;
+        if !st.success() {
+            bail!("a throughput node failed ({st}): {err}");
+        }
+    }
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let start = sent_lines.iter().map(|s| s.start).min().unwrap_or(0);
+    let last = sent_lines.iter().map(|s| s.last).max().unwrap_or(start);
+    let window = last.saturating_sub(start);
+    let senders_cpu = ProcessCpu::sum(sent_lines.iter().map(|s| &s.cpu));
+    let senders_cpu = ProcessCpu {
+        wall_ns: window,
+        ..senders_cpu
+    };
+    let receiver_cpu = ProcessCpu {
+        user_ns: recv.user_ns,
+        sys_ns: recv.sys_ns,
+        wall_ns: window,
+    };
+    let sent: u64 = sent_lines.iter().map(|s| s.sent).sum();
+    let delivered: u64 = recv.delivered.iter().sum();
+    let payload_bytes = |n: u64| n * cfg.payload as u64;
+    let mut cpu = CpuResult {
+        sender_pct: senders_cpu.pct_of_machine(cores),
+        receiver_pct: receiver_cpu.pct_of_machine(cores),
+        cores,
+        sender_user_ns: senders_cpu.user_ns,
+        sender_sys_ns: senders_cpu.sys_ns,
+        receiver_user_ns: receiver_cpu.user_ns,
+        receiver_sys_ns: receiver_cpu.sys_ns,
+        sender_ns_per_byte: senders_cpu.ns_per_byte(payload_bytes(sent)),
+        receiver_ns_per_byte: receiver_cpu.ns_per_byte(payload_bytes(delivered)),
+        ..CpuResult::default()
+    };
+    system_fields(&mut cpu, &system);
+    let per_sender = sent_lines
+        .iter()
+        .zip(&recv.delivered)
+        .zip(&nodes.names)
+        .map(|((s, &d), name)| SenderResult {
+            name: name.clone(),
+            sent: s.sent,
+            delivered: d,
+            seconds: s.last.saturating_sub(s.start) as f64 / 1e9,
+            ..SenderResult::default()
+        })
+        .collect();
+    let mut r = ThroughputResult {
+        profile: profile.to_string(),
+        payload: cfg.payload,
+        frame_bytes: frame,
+        senders: peers.len(),
+        rate_bps: cfg.rate_bps,
+        seconds: window as f64 / 1e9,
+        transport: transport(site, family),
+        sent,
+        delivered,
+        rejected: recv.drops,
+        per_sender,
+        cpu,
+        ..ThroughputResult::default()
+    };
+    r.derive();
+    Ok(r)
+}
+
+fn transport(site: &Site, family: Profile) -> String {
+    match site {
+        Site::Testbed { state, .. } => format!(
+            "testbed {} ({}): senders → switch → consumer, {} over veth and a Linux bridge",
+            state.prefix,
+            state.topology,
+            if family.is_ip() {
+                "ESP as IPv4 protocol 50 through the kernel's IP layer (raw IP sockets)"
+            } else if family.is_udp() {
+                "UDP datagrams between the ECUs' addresses"
+            } else {
+                "raw Ethernet (AF_PACKET)"
+            }
+        ),
+        Site::Loopback => "UDP on loopback (no testbed: not root), one frame per datagram; \
+                           not a vehicle-network path"
+            .to_string(),
+    }
+}
+
+/// iperf3 UDP from every sender to the receiver at once (one stream per sender, as our
+/// senders run): unshaped (`-b 0`) and, with --rate, at the goodput a 1472-byte datagram allows
+/// on the shaped link (iperf3's -b counts UDP payload bits, not wire bytes). Goodputs are summed
+/// over the streams. `None` when iperf3 is missing or fails (with a note on stderr).
+fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
+    if !crate::site::baseline_tool_installed("throughput", "iperf3") {
+        return None;
+    }
+    let secs = (cfg.seconds_ns as f64 / 1e9).ceil().max(1.0) as u64;
+    let mut m = Map::new();
+    let mut rates = vec![("unlimited", "0".to_string())];
+    if let Some(r) = cfg.rate_bps {
+        // The goodput of 1472-byte UDP payloads on the shaped wire: 1472 / 1538 × rate.
+        let b = theoretical_bps(IPERF3_LEN, 14 + 20 + 8 + IPERF3_LEN, r).floor() as u64;
+        rates.push(("shaped", b.to_string()));
+    }
+    for (key, b) in rates {
+        match iperf3_streams(site, nodes, secs, &b) {
+            Ok(mut v) => {
+                if let (Value::Object(o), "shaped", Some(rate)) = (&mut v, key, cfg.rate_bps) {
+                    o.insert(
+                        "theoretical_mbps".into(),
+                        json!(
+                            theoretical_bps(IPERF3_LEN, 14 + 28 + IPERF3_LEN, rate)
+                                * nodes.senders.len() as f64
+                                / 1e6
+                        ),
+                    );
+                }
+                m.insert(key.into(), v);
+            }
+            Err(e) => {
+                eprintln!("ivnsec throughput: iperf3 ({key}): {e:#}; no baseline for it");
+            }
+        }
+    }
+    m.insert(
+        "note".into(),
+        json!(format!(
+            "iperf3 UDP ({IPERF3_LEN}-byte datagrams), one stream from each of the {} sender(s) \
+             to the receiver at once, on the same path; goodput summed over the streams; \
+             `ratio` = our goodput / iperf3's received goodput; wire bytes per iperf3 datagram: {}",
+            nodes.senders.len(),
+            wire_bytes(14 + 28 + IPERF3_LEN)
+        )),
+    );
+    (m.len() > 1).then_some(Value::Object(m))
+}
+
+/// Puts `ours` and `ratio` (our goodput / iperf3's) into each rate of an iperf3 baseline.
+fn with_ratios(v: &mut Value, ours: &ThroughputResult) {
+    for key in ["unlimited", "shaped"] {
+        if let Some(Value::Object(o)) = v.get_mut(key) {
+            let theirs = o.get("goodput_mbps").and_then(Value::as_f64).unwrap_or(0.0);
+            o.insert("ours_mbps".into(), json!(ours.goodput_mbps));
+            o.insert("ratio".into(), json!(ratio(ours.goodput_mbps, theirs)));
+        }
+    }
+}
+
+/// One iperf3 server per sender (ports 5201, 5202, …) in the receiver's namespace, then every
+/// client at once; the figures of the streams summed.
+fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Result<Value> {
+    let (rx_ns, _, rx_ip) = &nodes.receiver;
+    let cmd = |ns: &Option<String>| match ns {
+        Some(ns) => netns_command(ns, "iperf3"),
+        None => Command::new("iperf3"),
+    };
+    let server_ip = match site {
+        Site::Testbed { .. } => rx_ip.to_string(),
+        Site::Loopback => "127.0.0.1".to_string(),
+    };
+    // A testbed's namespaces have their ports to themselves; loopback is shared with whatever
+    // else runs on the host, so there the kernel picks free ports (all held until all are
+    // picked, so they differ).
+    let ports: Vec<String> = match site {
+        Site::Testbed { .. } => (0..nodes.senders.len())
+            .map(|i| (IPERF3_PORT + i as u16).to_string())
+            .collect(),
+        Site::Loopback => {
+            let held = (0..nodes.senders.len())
+                .map(|_| std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+                .collect::<std::io::Result<Vec<_>>>()
+                .context("finding free ports for iperf3")?;
+            held.iter()
+                .map(|l| l.local_addr().map(|a| a.port().to_string()))
+                .collect::<std::io::Result<_>>()?
+        }
+    };
+    let mut reaper = Reaper(Vec::new());
+    for port in &ports {
+        let server = die_with_parent(&mut cmd(rx_ns))
+            .args(["-s", "-1", "-B", &server_ip, "-p", port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting an iperf3 server")?;
+        reaper.0.push(server);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let len = IPERF3_LEN.to_string();
+    let t = secs.to_string();
+    let args = |port: &str| -> Vec<String> {
+        [
+            "-c", &server_ip, "-p", port, "-u", "-b", bandwidth, "-l", &len, "-t", &t, "-J",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let clients = nodes
+        .senders
+        .iter()
+        .zip(&ports)
+        .map(|((ns, _, _), port)| {
+            die_with_parent(&mut cmd(ns))
+                .args(args(port))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("starting an iperf3 client")
+        })
+        .collect::<Result<Vec<Child>>>()?;
+    let mut streams = Vec::new();
+    for c in clients {
+        let out = c.wait_with_output().context("running an iperf3 client")?;
+        streams.push(parse_iperf3(&out.stdout, &out.stderr));
+    }
+    for s in &mut reaper.0 {
+        let _ = s.wait();
+    }
+    reaper.0.clear();
+    let streams = streams.into_iter().collect::<Result<Vec<Value>>>()?;
+    let sum = |k: &str| -> Option<f64> { streams.iter().map(|v| v[k].as_f64()).sum() };
+    let packets: u64 = streams.iter().filter_map(|v| v["packets"].as_u64()).sum();
+    let lost: u64 = streams
+        .iter()
+        .filter_map(|v| v["lost_packets"].as_u64())
+        .sum();
+    Ok(json!({
+        "command": format!("iperf3 {}", args("PORT").join(" ")),
+        "streams": streams.len(),
+        "goodput_mbps": sum("goodput_mbps"),
+        "sent_mbps": sum("sent_mbps"),
+        "loss": (packets > 0).then(|| lost as f64 / packets as f64),
+        "packets": packets,
+        "per_stream": streams,
+    }))
+}
+
+/// The figures of one iperf3 client's JSON (`-J`) output.
+fn parse_iperf3(stdout: &[u8], stderr: &[u8]) -> Result<Value> {
+    let v: Value = serde_json::from_slice(stdout).map_err(|e| {
+        anyhow!(
+            "iperf3 gave no JSON ({e}): {}",
+            String::from_utf8_lossy(stderr).trim()
+        )
+    })?;
+    if let Some(err) = v.get("error").and_then(Value::as_str) {
+        bail!("iperf3: {err}");
+    }
+    let rx = &v["end"]["sum_received"];
+    let tx = &v["end"]["sum_sent"];
+    let bps = rx["bits_per_second"]
+        .as_f64()
+        .ok_or_else(|| anyhow!("iperf3 JSON has no end.sum_received.bits_per_second"))?;
+    Ok(json!({
+        "goodput_mbps": bps / 1e6,
+        "sent_mbps": tx["bits_per_second"].as_f64().map(|b| b / 1e6),
+        "packets": v["end"]["sum"]["packets"],
+        "lost_packets": v["end"]["sum"]["lost_packets"],
+        "cpu_utilization_percent": v["end"]["cpu_utilization_percent"],
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The theoretical maximum of our own frames, from the frame lengths the SAs produce, by
+    /// hand: IVN-AE = 26 + 2 + payload + tag, MACsec = 12 + 16 + 2 + payload + 16, ESP transport
+    /// = 14 + 20 + 8 + 8 (IV) + payload padded with the 2-byte trailer to 4 + 16; each + FCS 4 +
+    /// preamble 8 + IFG 12.
+    #[test]
+    fn theoretical_maxima_of_our_frames() {
+        let g = 1_000_000_000;
+        let p = ProviderChoice::Auto;
+        for (profile, payload, wire) in [
+            ("plain", 1440, 26 + 2 + 1440 + 24),
+            ("aes128-gcm", 1440, 26 + 2 + 1440 + 16 + 24),
+            ("macsec-gcm-aes-128", 1440, 12 + 16 + 2 + 1440 + 16 + 24),
+            ("esp-aes128-gcm", 1400, 14 + 20 + 16 + 1404 + 16 + 24),
+        ] {
+            let frame = check_fits(profile, p, payload).unwrap();
+            assert_eq!(wire_bytes(frame), wire, "{profile}");
+            let t = theoretical_bps(payload, frame, g) / 1e6;
+            assert!((t - payload as f64 / wire as f64 * 1000.0).abs() < 1e-9);
+        }
+        // aes128-gcm at 1440 bytes on 1000BASE-T1: 1440 / 1508 × 1000 = 954.9 Mb/s.
+        let f = check_fits("aes128-gcm", p, 1440).unwrap();
+        assert!((theoretical_bps(1440, f, g) / 1e6 - 954.91).abs() < 0.01);
+        // Too big for the MTU, unknown profile: usage errors.
+        for (profile, payload) in [("macsec-gcm-aes-128", 1480), ("aes999-gcm", 64)] {
+            let e = check_fits(profile, p, payload).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+        }
+    }
+
+    /// The settings plans and the command line share: accepted values become the run's
+    /// settings, bad ones are usage errors that name the option.
+    #[test]
+    fn settings_are_checked() {
+        let p = ProviderChoice::Auto;
+        let c = check_config(1440, 0.5, "100M", 3, 32, p).unwrap();
+        assert_eq!(
+            (c.payload, c.seconds_ns, c.rate_bps, c.senders, c.batch),
+            (1440, 500_000_000, Some(100_000_000), 3, 32)
+        );
+        assert_eq!(
+            check_config(64, 5.0, "unlimited", 1, 1, p)
+                .unwrap()
+                .rate_bps,
+            None
+        );
+        check_config(1, 3600.0, "1G", MAX_SENDERS, ivnsec_net::sys::MAX_BATCH, p).unwrap();
+        for (payload, seconds, rate, senders, batch, option) in [
+            (64, 5.0, "unlimited", 0, 32, "--senders"),
+            (64, 5.0, "unlimited", MAX_SENDERS + 1, 32, "--senders"),
+            (64, 5.0, "unlimited", 1, 0, "--batch"),
+            (
+                64,
+                5.0,
+                "unlimited",
+                1,
+                ivnsec_net::sys::MAX_BATCH + 1,
+                "--batch",
+            ),
+            (64, 0.0, "unlimited", 1, 32, "--seconds"),
+            (64, 3600.5, "unlimited", 1, 32, "--seconds"),
+            (64, f64::NAN, "unlimited", 1, 32, "--seconds"),
+            (64, 5.0, "7X", 1, 32, "rate"),
+            (0, 5.0, "unlimited", 1, 32, "--payload"),
+        ] {
+            let e = check_config(payload, seconds, rate, senders, batch, p).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+            assert!(format!("{e}").contains(option), "{option}: {e}");
+        }
+        let l = layout(3);
+        assert_eq!(l.topology, Topology::Sensors(3));
+        assert_eq!(
+            (l.initiator.as_str(), l.responder.as_str()),
+            ("sensor1", "consumer")
+        );
+    }
+
+    /// The figures of a real iperf3 3.12 UDP run (testdata/README.md says how it was made):
+    /// goodput is `end.sum_received.bits_per_second`, the rest as iperf3 printed them.
+    #[test]
+    fn iperf3_json_of_a_real_run() {
+        let out = include_bytes!("testdata/iperf3-3.12-udp.json");
+        let v = parse_iperf3(out, b"").unwrap();
+        assert!((v["goodput_mbps"].as_f64().unwrap() - 2652.0901757683616).abs() < 1e-9);
+        assert!((v["sent_mbps"].as_f64().unwrap() - 6280.66206598663).abs() < 1e-9);
+        assert_eq!(v["packets"], 533420);
+        assert_eq!(v["lost_packets"], 308168);
+        let cpu = v["cpu_utilization_percent"]["host_total"].as_f64().unwrap();
+        assert!((cpu - 60.206816737224614).abs() < 1e-12);
+    }
+
+    /// iperf3's own error (no server), output that is not JSON, JSON without the figures and a
+    /// cut-off report are errors that say what went wrong, never a panic.
+    #[test]
+    fn iperf3_failures_are_errors() {
+        let refused = include_bytes!("testdata/iperf3-3.12-refused.json");
+        let e = parse_iperf3(refused, b"").unwrap_err();
+        assert_eq!(
+            format!("{e}"),
+            "iperf3: unable to connect to server: Connection refused"
+        );
+        let e = parse_iperf3(b"", b"iperf3: parameter error - bad bandwidth\n").unwrap_err();
+        let m = format!("{e}");
+        assert!(m.starts_with("iperf3 gave no JSON"), "{m}");
+        assert!(
+            m.ends_with("iperf3: parameter error - bad bandwidth"),
+            "{m}"
+        );
+        let e = parse_iperf3(br#"{"end": {"sum_received": {}}}"#, b"").unwrap_err();
+        assert!(
+            format!("{e}").contains("end.sum_received.bits_per_second"),
+            "{e}"
+        );
+        let real = include_bytes!("testdata/iperf3-3.12-udp.json");
+        for cut in [1, real.len() / 2, real.len() - 2] {
+            assert!(parse_iperf3(&real[..cut], b"").is_err(), "cut at {cut}");
+        }
+    }
+
+    /// Our goodput over iperf3's per rate; no ratio where iperf3 delivered nothing.
+    #[test]
+    fn ratios_over_iperf3() {
+        let mut v = json!({
+            "unlimited": {"goodput_mbps": 800.0},
+            "shaped": {"goodput_mbps": 0.0},
+            "note": "kept",
+        });
+        let ours = ThroughputResult {
+            goodput_mbps: 600.0,
+            ..ThroughputResult::default()
+        };
+        with_ratios(&mut v, &ours);
+        assert_eq!(v["unlimited"]["ours_mbps"], 600.0);
+        assert_eq!(v["unlimited"]["ratio"], 0.75);
+        assert_eq!(v["shaped"]["ratio"], Value::Null);
+        assert_eq!(v["note"], "kept");
+    }
+}
