@@ -38,12 +38,12 @@ use ivnsec_net::topology::Topology;
 
 use crate::cmd::camera::CameraConfig;
 use crate::cmd::pingpong::ms_to_ns;
-use crate::cmd::playback::PlaybackConfig;
 use crate::cmd::throughput;
-use crate::cmd::underload::UnderloadConfig;
 use crate::error::usage;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::pingpong::run::{Mode, Scenario};
+use ivnsec_lab::underload::playback::PlaybackConfig;
+use ivnsec_lab::underload::run::UnderloadConfig;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
 pub const PRESETS: [(&str, &str); 4] = [
