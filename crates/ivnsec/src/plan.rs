@@ -37,13 +37,13 @@ use serde::Deserialize;
 use ivnsec_net::topology::Topology;
 
 use crate::cmd::pingpong::ms_to_ns;
-use crate::cmd::playback::PlaybackConfig;
-use crate::cmd::underload::UnderloadConfig;
 use crate::error::usage;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::camera::run::CameraConfig;
 use ivnsec_lab::pingpong::run::{Mode, Scenario};
 use ivnsec_lab::throughput::run as throughput;
+use ivnsec_lab::underload::playback::PlaybackConfig;
+use ivnsec_lab::underload::run::UnderloadConfig;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
 pub const PRESETS: [(&str, &str); 4] = [

@@ -10,13 +10,13 @@ use ivnsec_lab::report::{Experiments, Report, ScenarioRun, Summary};
 use serde_json::Value;
 
 use super::lab::{ModeArg, WhereArg};
-use super::{playback, underload};
 use crate::plan::{self, Plan, RunSection};
 use ivnsec_lab::camera::run as camera;
 use ivnsec_lab::pingpong::run::run_scenario;
 use ivnsec_lab::site::OpenSite;
 use ivnsec_lab::site::Site;
 use ivnsec_lab::throughput::run as throughput;
+use ivnsec_lab::underload::{playback, run as underload};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\

@@ -1,0 +1,780 @@
+//! Orchestration of the sensor-stream experiments (seed 002 §5.2.1): the under-load settings
+//! ([`UnderloadConfig`]), the engine both under-load and playback run on (`run_stream`: per
+//! profile a sensor and a consumer process, their reports joined into a [`ProfileRun`]), and the
+//! sockperf baseline on the same path in the same invocation. Playback's timeline and settings
+//! are in [`super::playback`]. The command prints what this returns; plans call
+//! [`run_underload`] directly.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use ivnsec_core::channel::Ends;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::sys::die_with_parent;
+use ivnsec_net::testbed::netns_command;
+use ivnsec_net::topology::{self, Topology};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::node::{Schedule, StreamRole, StreamSpec};
+use super::{
+    MAX_MESSAGE, MIN_MESSAGE, MessageCounts, ProfileRun, REQUIREMENT_US, Replies, UnderloadReport,
+};
+use crate::channel::{open as open_channel, random_keys};
+use crate::cpu::{ProcessCpu, SystemSampler};
+use crate::error::{parse_profile, usage};
+use crate::fragment::FragSender;
+use crate::process::{Reaper, child_stderr, field_u64, read_report, spawn_role, wait_ready};
+use crate::site::{Layout, Site, link_spec, testbed_node};
+use crate::sockperf::parse_sockperf;
+use crate::throughput::{CpuResult, system_fields};
+
+/// The profiles of seed 002 when none is given: no protection, MACsec GCM-AES-128 and IPsec ESP
+/// with HMAC-SHA256-128 integrity only (§5, Tables 6.1–6.9).
+pub const DEFAULT_PROFILES: [&str; 3] = ["plain", "macsec-gcm-aes-128", "esp-null-hmac-sha256"];
+/// Most profiles one invocation runs.
+pub const MAX_PROFILES: usize = 16;
+/// Most messages one run sends (the consumer keeps one 16-byte sample per message).
+pub const MAX_COUNT: u64 = 10_000_000;
+/// Largest link MTU the experiment fragments for (the testbed's).
+const MTU: usize = topology::MTU as usize;
+/// How long the sensor waits for the last replies after its last send.
+const DRAIN_NS: u64 = 300_000_000;
+/// Port of the sockperf server.
+const SOCKPERF_PORT: u16 = 11112;
+
+/// The settings of an under-load run, as the command line and plan sections give them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UnderloadConfig {
+    /// Profiles, run in this order (`plain` first is added when missing and `baseline` is on).
+    pub profiles: Vec<String>,
+    /// Message size, bytes.
+    pub size: usize,
+    /// Messages per second.
+    pub mps: f64,
+    /// Reply to every n-th message.
+    pub reply_every: u64,
+    /// Sending time per profile, s.
+    pub seconds: f64,
+    /// p99.9 of the one-way delay must be below this, µs.
+    pub requirement_us: f64,
+    /// `portable`, `fast` or `auto`.
+    pub provider: String,
+    /// Run `plain` and sockperf in the same invocation.
+    pub baseline: bool,
+}
+
+impl Default for UnderloadConfig {
+    fn default() -> Self {
+        UnderloadConfig {
+            profiles: DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect(),
+            size: 24_938,
+            mps: 950.0,
+            reply_every: 100,
+            seconds: 10.0,
+            requirement_us: REQUIREMENT_US,
+            provider: "auto".into(),
+            baseline: true,
+        }
+    }
+}
+
+impl UnderloadConfig {
+    /// Checks every setting; the error is a usage error (exit 2) naming the setting.
+    pub fn check(&self) -> Result<()> {
+        check_common(
+            &self.profiles,
+            self.reply_every,
+            self.requirement_us,
+            &self.provider,
+        )?;
+        if !(MIN_MESSAGE..=MAX_MESSAGE).contains(&self.size) {
+            return Err(usage(format!(
+                "size must be from {MIN_MESSAGE} (sequence number and send time) to \
+                 {MAX_MESSAGE} bytes, got {}",
+                self.size
+            )));
+        }
+        if !self.mps.is_finite() || self.mps <= 0.0 || self.mps > 1_000_000.0 {
+            return Err(usage(format!(
+                "mps must be above 0 and at most 1000000 messages per second, got {}",
+                self.mps
+            )));
+        }
+        if !self.seconds.is_finite() || self.seconds <= 0.0 || self.seconds > 3600.0 {
+            return Err(usage(format!(
+                "seconds must be above 0 and at most 3600, got {}",
+                self.seconds
+            )));
+        }
+        let n = self.count();
+        if n == 0 || n > MAX_COUNT {
+            return Err(usage(format!(
+                "mps × seconds = {n} messages; must be from 1 to {MAX_COUNT}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Messages each profile's sensor sends: mps × seconds, rounded.
+    pub fn count(&self) -> u64 {
+        (self.mps * self.seconds).round().max(0.0) as u64
+    }
+
+    fn common(&self) -> Common {
+        Common {
+            experiment: "underload",
+            profiles: self.profiles.clone(),
+            reply_every: self.reply_every,
+            requirement_us: self.requirement_us,
+            provider: self.provider.parse().unwrap_or_default(),
+            baseline: self.baseline,
+        }
+    }
+
+    fn schedule(&self) -> Schedule {
+        Schedule::Rate {
+            size: self.size,
+            mps: self.mps,
+            count: self.count(),
+        }
+    }
+}
+
+/// The checks under-load and playback share.
+pub(crate) fn check_common(
+    profiles: &[String],
+    reply_every: u64,
+    requirement_us: f64,
+    provider: &str,
+) -> Result<()> {
+    if profiles.is_empty() || profiles.len() > MAX_PROFILES {
+        return Err(usage(format!(
+            "give 1 to {MAX_PROFILES} profiles, got {}",
+            profiles.len()
+        )));
+    }
+    for (i, p) in profiles.iter().enumerate() {
+        parse_profile(p)?;
+        if profiles[..i].contains(p) {
+            return Err(usage(format!("profile `{p}` is given twice")));
+        }
+    }
+    if !(1..=1_000_000).contains(&reply_every) {
+        return Err(usage(format!(
+            "reply-every must be from 1 to 1000000, got {reply_every}"
+        )));
+    }
+    if !requirement_us.is_finite() || requirement_us <= 0.0 {
+        return Err(usage(format!(
+            "requirement-us must be above 0, got {requirement_us}"
+        )));
+    }
+    let provider: ProviderChoice = provider.parse().map_err(usage)?;
+    // Every profile must have a provider and room for fragment data in the MTU.
+    for p in profiles {
+        let profile = parse_profile(p)?;
+        let k = random_keys(profile)?;
+        let ch = open_channel(
+            profile,
+            provider,
+            &k,
+            &k,
+            loopback_ends(),
+            0,
+            Default::default(),
+        )?;
+        FragSender::new(&ch, MTU, 1, 1).map_err(|e| usage(format!("profile `{p}`: {e:#}")))?;
+    }
+    Ok(())
+}
+
+fn loopback_ends() -> Ends {
+    Ends {
+        local_mac: topology::ecu_mac(1, 1),
+        peer_mac: topology::ecu_mac(0, 1),
+        local_ip: Ipv4Addr::LOCALHOST,
+        peer_ip: Ipv4Addr::LOCALHOST,
+    }
+}
+
+/// Runs an under-load experiment at `site`. With `pcap`, each profile's sensor records its
+/// first units (the file holds the last profile's; one file per profile is written as
+/// `FILE.<profile>` when there are several).
+pub fn run_underload(
+    site: &Site,
+    cfg: &UnderloadConfig,
+    pcap: Option<&Path>,
+) -> Result<UnderloadReport> {
+    cfg.check()?;
+    let settings = serde_json::to_value(cfg)?;
+    let schedule = cfg.schedule();
+    let sockperf = |pair: &Pair| {
+        let secs = cfg.seconds.ceil().max(1.0) as u64;
+        let args = vec![
+            "under-load".to_string(),
+            "--mps".into(),
+            format!("{}", cfg.mps),
+            "-m".into(),
+            cfg.size.to_string(),
+            "--reply-every".into(),
+            cfg.reply_every.to_string(),
+            "-t".into(),
+            secs.to_string(),
+        ];
+        sockperf_baseline(site, pair, &args)
+    };
+    run_stream(site, &cfg.common(), &schedule, settings, pcap, &sockperf)
+}
+
+/// The testbed under-load and playback run on: one sensor and the consumer on a switch.
+pub fn layout() -> Layout {
+    Layout {
+        topology: Topology::Sensors(1),
+        initiator: "sensor1".into(),
+        responder: "consumer".into(),
+    }
+}
+
+/// What a run needs besides its schedule.
+pub(crate) struct Common {
+    pub experiment: &'static str,
+    pub profiles: Vec<String>,
+    pub reply_every: u64,
+    pub requirement_us: f64,
+    pub provider: ProviderChoice,
+    pub baseline: bool,
+}
+
+/// The two nodes: namespace (None on loopback), MAC and IPv4 address.
+pub(crate) struct Pair {
+    sensor: (Option<String>, [u8; 6], Ipv4Addr),
+    consumer: (Option<String>, [u8; 6], Ipv4Addr),
+}
+
+impl Pair {
+    fn of(site: &Site) -> Result<Pair> {
+        match site {
+            Site::Testbed {
+                state,
+                initiator,
+                responder,
+            } => {
+                let node = |name: &str| testbed_node(state, name);
+                Ok(Pair {
+                    sensor: node(initiator)?,
+                    consumer: node(responder)?,
+                })
+            }
+            Site::Loopback => {
+                let e = loopback_ends();
+                Ok(Pair {
+                    sensor: (None, e.local_mac, e.local_ip),
+                    consumer: (None, e.peer_mac, e.peer_ip),
+                })
+            }
+        }
+    }
+
+    /// The sensor's view of the two ends.
+    fn sensor_ends(&self) -> Ends {
+        Ends {
+            local_mac: self.sensor.1,
+            peer_mac: self.consumer.1,
+            local_ip: self.sensor.2,
+            peer_ip: self.consumer.2,
+        }
+    }
+}
+
+/// Runs every profile (plain first when the baseline asks for it), then the sockperf baseline.
+pub(crate) fn run_stream(
+    site: &Site,
+    common: &Common,
+    schedule: &Schedule,
+    settings: Value,
+    pcap: Option<&Path>,
+    sockperf: &dyn Fn(&Pair) -> Option<Value>,
+) -> Result<UnderloadReport> {
+    let pair = Pair::of(site)?;
+    let mut profiles = common.profiles.clone();
+    if common.baseline && !profiles.iter().any(|p| p == "plain") {
+        profiles.insert(0, "plain".into());
+    }
+    let mut runs: Vec<ProfileRun> = Vec::new();
+    for (i, p) in profiles.iter().enumerate() {
+        eprintln!(
+            "ivnsec {}: {p} ({} of {})",
+            common.experiment,
+            i + 1,
+            profiles.len()
+        );
+        let file = pcap.map(|f| {
+            if profiles.len() == 1 {
+                f.to_path_buf()
+            } else {
+                let mut name = f.as_os_str().to_os_string();
+                name.push(format!(".{}", p.replace('/', "-")));
+                PathBuf::from(name)
+            }
+        });
+        let r = run_profile(site, &pair, p, schedule, common, file.as_deref())?;
+        if let Some(f) = &file {
+            eprintln!("capture: {} (the first units {p} sent)", f.display());
+        }
+        runs.push(r);
+    }
+    if let Some(plain) = runs.iter().find(|r| r.profile == "plain").cloned() {
+        for r in runs.iter_mut().filter(|r| r.profile != "plain") {
+            r.cpu.increase_over_plain = Some(r.cpu.increase_over(&plain.cpu));
+        }
+    }
+    let mut baseline = Map::new();
+    if common.baseline {
+        if let Some(mut v) = sockperf(&pair) {
+            if let (Value::Object(m), Some(plain)) =
+                (&mut v, runs.iter().find(|r| r.profile == "plain"))
+            {
+                compare_with_sockperf(m, plain);
+            }
+            baseline.insert("sockperf".into(), v);
+        }
+    }
+    let mut report = UnderloadReport {
+        experiment: common.experiment.to_string(),
+        transport: transport(site),
+        settings,
+        runs,
+        baseline,
+        passed: false,
+    };
+    report.passed = report.passed();
+    Ok(report)
+}
+
+fn transport(site: &Site) -> String {
+    match site {
+        Site::Testbed {
+            state,
+            initiator,
+            responder,
+        } => format!(
+            "testbed {} ({}): {initiator} → switch → {responder}, raw Ethernet (AF_PACKET) over \
+             veth and a Linux bridge, 1500-byte MTU, every fragment its own protected frame; ESP \
+             as IPv4 protocol 50 through the kernel's IP layer (raw IP sockets), one ESP packet \
+             per fragment; SecOC and SOME/IP in UDP datagrams, one per fragment",
+            state.prefix, state.topology
+        ),
+        Site::Loopback => "UDP on loopback (no testbed: not root), one protected fragment per \
+                           datagram, fragments sized for a 1500-byte MTU; not a vehicle-network \
+                           path"
+            .to_string(),
+    }
+}
+
+fn spawn(ns: Option<&str>, spec: &StreamSpec) -> Result<Child> {
+    spawn_role(ns, "underload", spec, &format!("{:?}", spec.role))
+}
+
+/// Reads `READY <port>` from a role, or stops it and fails with what it printed on stderr.
+fn ready(c: &mut Child, out: &mut BufReader<ChildStdout>, what: &str) -> Result<u16> {
+    wait_ready(out).or_else(|_| {
+        let _ = c.kill();
+        let err = child_stderr(c);
+        let _ = c.wait();
+        bail!("the {what} did not start: {err}")
+    })
+}
+
+/// What the sensor reported.
+#[derive(Default)]
+struct SensorLog {
+    rtts: Vec<u64>,
+    sent: u64,
+    units: u64,
+    bytes: u64,
+    start: u64,
+    last: u64,
+    max_late: u64,
+    user_ns: u64,
+    sys_ns: u64,
+    rejects: BTreeMap<String, u64>,
+}
+
+/// What the consumer reported.
+#[derive(Default)]
+struct ConsumerLog {
+    one_way: Vec<u64>,
+    units: u64,
+    bytes: u64,
+    duplicates: u64,
+    out_of_order: u64,
+    replied: u64,
+    drops: BTreeMap<String, u64>,
+    user_ns: u64,
+    sys_ns: u64,
+}
+
+fn read_sensor(out: impl BufRead) -> Result<SensorLog> {
+    let mut s = SensorLog::default();
+    read_report(out, "sensor", |f| {
+        match f[0] {
+            "RTT" => s.rtts.push(field_u64(f, 2)?),
+            "SENT" => {
+                s.sent = field_u64(f, 1)?;
+                s.units = field_u64(f, 2)?;
+                s.bytes = field_u64(f, 3)?;
+                s.start = field_u64(f, 4)?;
+                s.last = field_u64(f, 5)?;
+                s.max_late = field_u64(f, 6)?;
+                s.user_ns = field_u64(f, 7)?;
+                s.sys_ns = field_u64(f, 8)?;
+            }
+            "REJECT" => {
+                s.rejects
+                    .insert(f.get(1).unwrap_or(&"?").to_string(), field_u64(f, 2)?);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    Ok(s)
+}
+
+fn read_consumer(out: impl BufRead) -> Result<ConsumerLog> {
+    let mut c = ConsumerLog::default();
+    read_report(out, "consumer", |f| {
+        match f[0] {
+            "M" => c.one_way.push(field_u64(f, 2)?),
+            "RECV" => {
+                c.units = field_u64(f, 1)?;
+                c.bytes = field_u64(f, 2)?;
+                c.duplicates = field_u64(f, 3)?;
+                c.out_of_order = field_u64(f, 4)?;
+            }
+            "REPLIED" => c.replied = field_u64(f, 1)?,
+            "DROP" => {
+                c.drops
+                    .insert(f.get(1).unwrap_or(&"?").to_string(), field_u64(f, 2)?);
+            }
+            "CPU" => {
+                c.user_ns = field_u64(f, 1)?;
+                c.sys_ns = field_u64(f, 2)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    Ok(c)
+}
+
+/// One profile: starts the sensor (which opens its link), the consumer (which knows the sensor's
+/// UDP port on loopback), then tells the sensor to go, and joins their reports.
+fn run_profile(
+    site: &Site,
+    pair: &Pair,
+    profile: &str,
+    schedule: &Schedule,
+    common: &Common,
+    pcap: Option<&Path>,
+) -> Result<ProfileRun> {
+    let family = parse_profile(profile)?;
+    let testbed = matches!(site, Site::Testbed { .. });
+    let s_ends = pair.sensor_ends();
+    let c_ends = s_ends.reversed();
+    let forward = random_keys(family)?;
+    let backward = random_keys(family)?;
+    let spec = |role, ends: Ends, link, pcap: Option<PathBuf>| StreamSpec {
+        role,
+        profile: family,
+        provider: common.provider,
+        forward: forward.clone(),
+        backward: backward.clone(),
+        ends,
+        link,
+        schedule: schedule.clone(),
+        reply_every: common.reply_every,
+        mtu: MTU,
+        drain_ns: DRAIN_NS,
+        pcap,
+    };
+    let pcap = pcap.map(std::path::absolute).transpose()?;
+    let mut reaper = Reaper(Vec::new());
+
+    let s_link = link_spec(testbed, family, &s_ends, None);
+    let mut sensor = spawn(
+        pair.sensor.0.as_deref(),
+        &spec(StreamRole::Sensor, s_ends, s_link, pcap),
+    )?;
+    let mut s_out = BufReader::new(sensor.stdout.take().expect("piped"));
+    let s_port = ready(&mut sensor, &mut s_out, "sensor")?;
+    reaper.0.push(sensor);
+
+    // On loopback the consumer answers the sensor's UDP port, known only now.
+    let c_link = link_spec(testbed, family, &c_ends, (!testbed).then_some(s_port));
+    let mut consumer = spawn(
+        pair.consumer.0.as_deref(),
+        &spec(StreamRole::Consumer, c_ends, c_link, None),
+    )?;
+    let mut c_out = BufReader::new(consumer.stdout.take().expect("piped"));
+    let c_port = ready(&mut consumer, &mut c_out, "consumer")?;
+    reaper.0.push(consumer);
+
+    let sampler = SystemSampler::start(Duration::from_secs(1));
+    if let Some(stdin) = reaper.0[0].stdin.as_mut() {
+        stdin
+            .write_all(format!("GO {c_port}\n").as_bytes())
+            .and_then(|_| stdin.flush())
+            .context("starting the sensor")?;
+    }
+    let sensor_log = read_sensor(&mut s_out);
+    let system = sampler.stop();
+    let sensor_log = match sensor_log {
+        Ok(s) => s,
+        Err(e) => {
+            let err = child_stderr(&mut reaper.0[0]);
+            return Err(e.context(format!("sensor: {err}")));
+        }
+    };
+    // Everything in flight has arrived during the sensor's drain; stop the consumer.
+    std::thread::sleep(Duration::from_millis(50));
+    drop(reaper.0[1].stdin.take());
+    let consumer_log = match read_consumer(&mut c_out) {
+        Ok(c) => c,
+        Err(e) => {
+            let err = child_stderr(&mut reaper.0[1]);
+            return Err(e.context(format!("consumer: {err}")));
+        }
+    };
+    for c in &mut reaper.0 {
+        let err = child_stderr(c);
+        let st = c.wait()?;
+        if !st.success() {
+            bail!("a {profile} node failed ({st}): {err}");
+        }
+    }
+    reaper.0.clear();
+
+    let s = sensor_log;
+    let c = consumer_log;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let window = s.last.saturating_sub(s.start);
+    let sender = ProcessCpu {
+        user_ns: s.user_ns,
+        sys_ns: s.sys_ns,
+        wall_ns: window,
+    };
+    let receiver = ProcessCpu {
+        user_ns: c.user_ns,
+        sys_ns: c.sys_ns,
+        wall_ns: window,
+    };
+    let mut cpu = CpuResult {
+        sender_pct: sender.pct_of_machine(cores),
+        receiver_pct: receiver.pct_of_machine(cores),
+        cores,
+        sender_user_ns: s.user_ns,
+        sender_sys_ns: s.sys_ns,
+        receiver_user_ns: c.user_ns,
+        receiver_sys_ns: c.sys_ns,
+        sender_ns_per_byte: sender.ns_per_byte(s.bytes),
+        receiver_ns_per_byte: receiver.ns_per_byte(c.bytes),
+        ..CpuResult::default()
+    };
+    system_fields(&mut cpu, &system);
+    let k = random_keys(family)?;
+    let ch = open_channel(
+        family,
+        common.provider,
+        &k,
+        &k,
+        s_ends,
+        0,
+        Default::default(),
+    )?;
+    let fs = FragSender::new(&ch, MTU, 1, 1)?;
+    let mut r = ProfileRun {
+        profile: profile.to_string(),
+        unit_payload: fs.max_unit(),
+        units_per_message: fs.fragments(schedule.max_size()),
+        units_sent: s.units,
+        units_received: c.units,
+        bytes_sent: s.bytes,
+        seconds: window as f64 / 1e9,
+        max_send_late_us: s.max_late as f64 / 1e3,
+        messages: MessageCounts {
+            sent: s.sent,
+            duplicates: c.duplicates,
+            out_of_order: c.out_of_order,
+            ..MessageCounts::default()
+        },
+        replies: Replies {
+            every: common.reply_every,
+            sent: c.replied,
+            rejected: s.rejects,
+            ..Replies::default()
+        },
+        rejected: c.drops,
+        cpu,
+        ..ProfileRun::default()
+    };
+    r.derive(&c.one_way, &s.rtts, common.requirement_us);
+    Ok(r)
+}
+
+/// Runs `sockperf <args> -i <consumer> -p PORT` from the sensor against `sockperf server` on
+/// the consumer (the same two ECUs, UDP) and parses its summary; `None` (with a note) when
+/// sockperf is missing or fails.
+pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Option<Value> {
+    let experiment = args.first().map_or("sockperf", String::as_str);
+    if !crate::site::baseline_tool_installed(experiment, "sockperf") {
+        return None;
+    }
+    let cmd = |ns: &Option<String>| match ns {
+        Some(ns) => netns_command(ns, "sockperf"),
+        None => Command::new("sockperf"),
+    };
+    let ip = match site {
+        Site::Testbed { .. } => pair.consumer.2.to_string(),
+        Site::Loopback => "127.0.0.1".to_string(),
+    };
+    let port = SOCKPERF_PORT.to_string();
+    let server = die_with_parent(&mut cmd(&pair.consumer.0))
+        .args(["server", "-i", &ip, "-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let server = match server {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ivnsec: starting the sockperf server: {e}; no baseline");
+            return None;
+        }
+    };
+    let mut reaper = Reaper(vec![server]);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut full: Vec<String> = args.to_vec();
+    full.extend(["-i".into(), ip.clone(), "-p".into(), port.clone()]);
+    eprintln!("ivnsec: baseline: sockperf {}", full.join(" "));
+    let out = die_with_parent(&mut cmd(&pair.sensor.0))
+        .args(&full)
+        .output();
+    if let Some(s) = reaper.0.first_mut() {
+        let _ = s.kill();
+    }
+    drop(reaper);
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!(
+                "ivnsec: sockperf {experiment} failed ({}): {}; no baseline",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return None;
+        }
+        Err(e) => {
+            eprintln!("ivnsec: sockperf {experiment}: {e}; no baseline");
+            return None;
+        }
+    };
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let Some(mut v) = parse_sockperf(&text) else {
+        eprintln!("ivnsec: sockperf {experiment} printed no latency summary; no baseline");
+        return None;
+    };
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "command".into(),
+            json!(format!("sockperf {}", full.join(" "))),
+        );
+        m.insert(
+            "note".into(),
+            json!(
+                "sockperf over UDP between the same two ECUs (the kernel IP-fragments its \
+                 datagrams, no protection); its latency is half the round trip of the replied \
+                 messages, in µs"
+            ),
+        );
+    }
+    Some(v)
+}
+
+/// Our plain run's half round trips beside sockperf's, and their ratio.
+fn compare_with_sockperf(m: &mut Map<String, Value>, plain: &ProfileRun) {
+    let Some(h) = &plain.replies.half_rtt else {
+        return;
+    };
+    m.insert("ours_plain_half_rtt_p50_us".into(), json!(h.p50_us));
+    m.insert("ours_plain_half_rtt_p999_us".into(), json!(h.p999_us));
+    if let Some(theirs) = m.get("half_rtt_p50_us").and_then(Value::as_f64) {
+        if theirs > 0.0 {
+            m.insert("ratio_plain_p50".into(), json!(h.p50_us / theirs));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults_and_checks() {
+        let c = UnderloadConfig::default();
+        c.check().unwrap();
+        assert_eq!(c.count(), 9500);
+        // From TOML with only some keys; unknown keys are refused.
+        let t: UnderloadConfig = toml::from_str("size = 1400\nmps = 100\nseconds = 2").unwrap();
+        assert_eq!((t.size, t.count(), t.reply_every), (1400, 200, 100));
+        assert!(toml::from_str::<UnderloadConfig>("sise = 3").is_err());
+        for bad in [
+            UnderloadConfig {
+                size: 15,
+                ..c.clone()
+            },
+            UnderloadConfig {
+                mps: 0.0,
+                ..c.clone()
+            },
+            UnderloadConfig {
+                seconds: f64::NAN,
+                ..c.clone()
+            },
+            UnderloadConfig {
+                reply_every: 0,
+                ..c.clone()
+            },
+            UnderloadConfig {
+                profiles: vec!["aes999-gcm".into()],
+                ..c.clone()
+            },
+            UnderloadConfig {
+                profiles: vec!["plain".into(), "plain".into()],
+                ..c.clone()
+            },
+            UnderloadConfig {
+                profiles: vec![],
+                ..c.clone()
+            },
+            UnderloadConfig {
+                provider: "nope".into(),
+                ..c.clone()
+            },
+            UnderloadConfig {
+                mps: 1e6,
+                seconds: 3600.0,
+                ..c.clone()
+            },
+        ] {
+            let e = bad.check().unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad:?}: {e}");
+        }
+    }
+}
