@@ -12,6 +12,7 @@ pub mod error;
 pub mod fragment;
 pub mod keys;
 pub mod pingpong;
+pub mod plan;
 pub mod process;
 pub mod report;
 pub mod site;

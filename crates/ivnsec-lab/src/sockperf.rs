@@ -1,7 +1,15 @@
 //! sockperf's latency summary, as its ping-pong, under-load and playback clients print it: the
 //! baselines `ivnsec validate`, `underload` and `playback` run on the same path beside ours.
 
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ivnsec_net::sys::die_with_parent;
+use ivnsec_net::testbed::netns_command;
 use serde_json::{Map, Value, json};
+
+use crate::pingpong::run::Mode;
+use crate::site::{OpenSite, Site};
 
 /// Strips ANSI escape sequences (sockperf colours some lines).
 fn strip_ansi(s: &str) -> String {
@@ -101,6 +109,135 @@ pub fn parse_sockperf(text: &str) -> Option<Value> {
     }
     m.contains_key("half_rtt_p50_us")
         .then_some(Value::Object(m))
+}
+
+/// Port of the sockperf server.
+const SOCKPERF_PORT: u16 = 11111;
+
+/// sockperf UDP ping-pong (64-byte messages) on the site's path; `None` (with a note) when
+/// sockperf is missing or fails. Figures are half round trips in µs, as sockperf reports them.
+pub fn pingpong_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<Value> {
+    if !crate::site::baseline_tool_installed("validate", "sockperf") {
+        return None;
+    }
+    let (server_ip, mut server, mut client) = match &open.site {
+        Site::Testbed {
+            state,
+            initiator,
+            responder,
+        } => {
+            let ip = state.ipv4_of(responder)?.to_string();
+            (
+                ip,
+                netns_command(state.namespace_of(responder).ok()?, "sockperf"),
+                netns_command(state.namespace_of(initiator).ok()?, "sockperf"),
+            )
+        }
+        Site::Loopback => (
+            "127.0.0.1".to_string(),
+            Command::new("sockperf"),
+            Command::new("sockperf"),
+        ),
+    };
+    let port = SOCKPERF_PORT.to_string();
+    let mut srv = die_with_parent(&mut server)
+        .args(["server", "-i", &server_ip, "-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    std::thread::sleep(Duration::from_millis(300));
+    // Same pacing as our exchanges: at most one message per pause.
+    let mps = 1_000_000_000u64
+        .checked_div(pause_ns)
+        .map_or_else(|| "max".to_string(), |m| m.max(1).to_string());
+    let mut args: Vec<String> = [
+        "ping-pong",
+        "-i",
+        &server_ip,
+        "-p",
+        &port,
+        "-m",
+        "64",
+        "-t",
+        "5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(format!("--mps={mps}"));
+    if mode == Mode::BusyPoll {
+        args.push("--nonblocked".into());
+    }
+    let out = die_with_parent(&mut client).args(&args).output();
+    let _ = srv.kill();
+    let _ = srv.wait();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!(
+                "ivnsec validate: sockperf ping-pong failed ({}); no baseline",
+                o.status
+            );
+            return None;
+        }
+        Err(e) => {
+            eprintln!("ivnsec validate: sockperf ping-pong: {e}; no baseline");
+            return None;
+        }
+    };
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let mut v = parse_sockperf(&text)?;
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "command".into(),
+            json!(format!("sockperf {}", args.join(" "))),
+        );
+        m.insert("path".into(), json!(open.site.transport()));
+        m.insert("mode".into(), json!(mode.as_str()));
+    }
+    Some(v)
+}
+
+/// Adds our half round trips (part 3 / 2: send until the reply is back, responder included —
+/// what sockperf's client measures) and their ratios to sockperf's median, for `plain` and
+/// `aes128-gcm` at 64 bytes.
+pub fn compare_with_baseline(report: &mut crate::report::Report) {
+    let Some(Value::Object(b)) = &mut report.baseline_sockperf else {
+        return;
+    };
+    let Some(theirs) = b.get("half_rtt_p50_us").and_then(Value::as_f64) else {
+        return;
+    };
+    for (profile, key) in [("plain", "plain"), ("aes128-gcm", "aes128_gcm")] {
+        let Some(run) = report
+            .scenarios
+            .iter()
+            .find(|r| r.payload == 64 && r.profile == profile)
+        else {
+            continue;
+        };
+        let mut half: Vec<f64> = run
+            .exchanges
+            .iter()
+            .filter(|e| !e.lost)
+            .map(|e| e.round_trip_ns as f64 / 2000.0)
+            .collect();
+        if half.is_empty() {
+            continue;
+        }
+        half.sort_by(f64::total_cmp);
+        let ours = crate::stats::quantile_sorted(&half, 0.5);
+        b.insert(format!("ours_{key}_64_half_rtt_p50_us"), json!(ours));
+        b.insert(format!("ratio_{key}_64"), json!(ours / theirs));
+    }
+    b.insert(
+        "targets".into(),
+        json!(
+            "ours (part 3 / 2) / sockperf half round trip, medians: plain ≤ 1.1, aes128-gcm 64 B ≤ 1.2"
+        ),
+    );
 }
 
 #[cfg(test)]

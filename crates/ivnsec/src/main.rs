@@ -3,7 +3,6 @@
 mod cli;
 mod cmd;
 mod error;
-mod plan;
 mod providers;
 
 use std::process::ExitCode;

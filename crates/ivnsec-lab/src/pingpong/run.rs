@@ -92,6 +92,21 @@ impl Scenario {
     }
 }
 
+/// A duration in ms from the command line or a plan, as ns; `what` names it in the error.
+pub fn ms_to_ns(what: &str, ms: f64, allow_zero: bool) -> Result<u64> {
+    if !ms.is_finite() || ms < 0.0 || (!allow_zero && ms == 0.0) || ms > 3_600_000.0 {
+        return Err(usage(format!(
+            "{what} must be a number of milliseconds {} 3600000, got {ms}",
+            if allow_zero {
+                "from 0 to"
+            } else {
+                "above 0 and at most"
+            }
+        )));
+    }
+    Ok((ms * 1e6).round() as u64)
+}
+
 /// What one scenario produced.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {

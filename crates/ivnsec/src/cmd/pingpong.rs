@@ -9,11 +9,11 @@ use ivnsec_lab::pingpong::Requirements;
 use ivnsec_lab::report::{Report, ScenarioRun};
 
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::pingpong::run::{Scenario, environment, judge, run_scenario};
+use ivnsec_lab::pingpong::run::{Scenario, environment, judge, ms_to_ns, run_scenario};
 use ivnsec_lab::site::{Layout, ensure_dir, open_site};
 
 use super::lab::{self, ModeArg, WhereArg};
-use crate::error::{parse_profile, usage};
+use crate::error::parse_profile;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -82,21 +82,6 @@ pub struct RunOpts {
     /// ECUs are the initiator and the responder.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
-}
-
-/// A duration in ms from the command line or a plan, as ns; `what` names it in the error.
-pub fn ms_to_ns(what: &str, ms: f64, allow_zero: bool) -> Result<u64> {
-    if !ms.is_finite() || ms < 0.0 || (!allow_zero && ms == 0.0) || ms > 3_600_000.0 {
-        return Err(usage(format!(
-            "{what} must be a number of milliseconds {} 3600000, got {ms}",
-            if allow_zero {
-                "from 0 to"
-            } else {
-                "above 0 and at most"
-            }
-        )));
-    }
-    Ok((ms * 1e6).round() as u64)
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {

@@ -2,21 +2,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use ivnsec_lab::report::{Experiments, Report, ScenarioRun, Summary};
-use serde_json::Value;
+use ivnsec_lab::plan::run::{Progress, Settings, run_plan};
+use ivnsec_lab::plan::{self, Plan, RunSection};
+use ivnsec_lab::report::{Report, Summary};
+use ivnsec_lab::site::OpenSite;
 
 use super::lab::{ModeArg, WhereArg};
-use crate::plan::{self, Plan, RunSection};
-use ivnsec_lab::camera::run as camera;
-use ivnsec_lab::pingpong::run::run_scenario;
-use ivnsec_lab::site::OpenSite;
-use ivnsec_lab::site::Site;
-use ivnsec_lab::throughput::run as throughput;
-use ivnsec_lab::underload::{playback, run as underload};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -89,6 +83,15 @@ impl Overrides {
         }
     }
 
+    /// Where and how the plan runs beyond the plan file.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            on: self.on.into(),
+            testbed: self.testbed.clone(),
+            pcap: self.pcap.clone(),
+        }
+    }
+
     /// Opens where `plan` runs: the running testbed given, a fresh one of the plan's topology,
     /// or loopback, as `--on` says.
     pub fn open_site(&self, plan: &Plan) -> Result<OpenSite> {
@@ -112,225 +115,47 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(why) = open.as_ref().and_then(|o| o.fallback_reason.as_ref()) {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
-    let report = run_plan(&plan, &a.overrides, open, None, &a.out)?;
+    let report = run_plan(
+        &plan,
+        &a.overrides.settings(),
+        open,
+        None,
+        &a.out,
+        &mut Bar::default(),
+    )?;
     finish(&report, &a.out)
 }
 
-/// One capture for a whole plan: each node writes its part, which is appended in order.
-struct Capture {
-    writer: ivnsec_net::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>,
-    part: PathBuf,
-}
+/// A progress bar on the terminal (hidden when stderr is not one).
+#[derive(Default)]
+pub struct Bar(Option<ProgressBar>);
 
-impl Capture {
-    fn create(p: &Path) -> Result<Capture> {
-        Ok(Capture {
-            writer: ivnsec_net::pcap::PcapWriter::create(p)
-                .with_context(|| format!("creating {}", p.display()))?,
-            part: ivnsec_lab::site::part_path(p),
-        })
-    }
-
-    /// Appends what the last node wrote to the part file.
-    fn absorb(&mut self) -> Result<()> {
-        ivnsec_lab::site::append_pcap(&mut self.writer, &self.part)
-    }
-}
-
-/// Runs the plan: its ping-pong scenarios on `open` (the site of the plan's topology, closed
-/// before the experiments start; `None` when the plan has no scenario) with a progress bar, then
-/// each experiment on a site of its own (a fresh testbed of the topology it needs, or what
-/// `--on`/`--testbed` say). Returns the report, not yet written.
-pub fn run_plan(
-    plan: &Plan,
-    overrides: &Overrides,
-    open: Option<OpenSite>,
-    baseline: Option<Value>,
-    out: &Path,
-) -> Result<Report> {
-    let started = Instant::now();
-    let mut capture = overrides.pcap.as_deref().map(Capture::create).transpose()?;
-    let mut runs = Vec::with_capacity(plan.scenarios.len());
-    let mut environment = serde_json::Map::new();
-    if let Some(open) = &open {
-        runs = run_scenarios(plan, open, capture.as_mut())?;
-        environment =
-            ivnsec_lab::pingpong::run::environment(&open.site, &plan.scenarios[0], &plan.name);
-        if let Some(why) = &open.fallback_reason {
-            environment.insert("fallback_reason".into(), serde_json::json!(why));
-        }
-    } else {
-        environment.insert("plan".into(), serde_json::json!(plan.name));
-    }
-    if let Some(tb) = open.and_then(|o| o.testbed) {
-        let prefix = tb.prefix().to_string();
-        match tb.down() {
-            Ok(_) => eprintln!("ivnsec: testbed {prefix} removed"),
-            Err(e) => eprintln!("ivnsec: removing testbed {prefix}: {e}"),
-        }
-    }
-    let mut experiments = Experiments::default();
-    if !plan.throughput.is_empty() {
-        eprintln!(
-            "ivnsec run: {} throughput group(s), about {:.0} s of sending",
-            plan.throughput.len(),
-            plan.throughput_seconds()
+impl Progress for Bar {
+    fn start(&mut self, total: u64) {
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} messages, ETA {eta}  {msg}",
+            )
+            .expect("valid template"),
         );
+        self.0 = Some(bar);
     }
-    for (i, job) in plan.throughput.iter().enumerate() {
-        eprintln!(
-            "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}",
-            i + 1,
-            plan.throughput.len(),
-            job.profiles.join(", "),
-            job.config.payload,
-            job.config.senders,
-            job.config
-                .rate_bps
-                .map_or("unshaped".to_string(), |b| format!("{b} b/s"))
-        );
-        let site = ivnsec_lab::site::open_site(
-            overrides.on.into(),
-            overrides.testbed.as_deref(),
-            &throughput::layout(job.config.senders),
-        )?;
-        let part = capture.as_ref().map(|c| c.part.clone());
-        let results = throughput::run_set(
-            &site.site,
-            &job.config,
-            &job.profiles,
-            job.baseline,
-            part.as_deref(),
-        )?;
-        drop(site);
-        if let Some(c) = capture.as_mut() {
-            c.absorb()?;
+    fn scenario(&mut self, name: &str, index: usize, count: usize) {
+        if let Some(b) = &self.0 {
+            b.set_message(format!("{name} ({}/{count})", index + 1));
         }
-        experiments.throughput.extend(results);
     }
-    // Each experiment on a site of its own; its nodes' capture parts join the run's capture.
-    let mut on_site = |what: String,
-                       layout: ivnsec_lab::site::Layout,
-                       run: &mut dyn FnMut(&Site, Option<&Path>) -> Result<()>|
-     -> Result<()> {
-        eprintln!("ivnsec run: {what}");
-        let site = ivnsec_lab::site::open_site(
-            overrides.on.into(),
-            overrides.testbed.as_deref(),
-            &layout,
-        )?;
-        if let Some(why) = &site.fallback_reason {
-            eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
+    fn advance(&mut self, exchanges: u64) {
+        if let Some(b) = &self.0 {
+            b.inc(exchanges);
         }
-        let part = capture.as_ref().map(|c| c.part.clone());
-        run(&site.site, part.as_deref()).with_context(|| what.clone())?;
-        drop(site);
-        if let Some(c) = capture.as_mut() {
-            c.absorb()?;
+    }
+    fn finish(&mut self) {
+        if let Some(b) = self.0.take() {
+            b.finish_and_clear();
         }
-        Ok(())
-    };
-    for (i, cfg) in plan.underload.iter().enumerate() {
-        let what = format!(
-            "under load {}/{}: {}",
-            i + 1,
-            plan.underload.len(),
-            cfg.profiles.join(", ")
-        );
-        on_site(what, underload::layout(), &mut |site, part| {
-            experiments
-                .underload
-                .push(underload::run_underload(site, cfg, part)?);
-            Ok(())
-        })?;
     }
-    for (i, job) in plan.playback.iter().enumerate() {
-        let mut cfg = job.config.clone();
-        if let Some((name, text)) = job.embedded {
-            // The preset's built-in timeline goes into the report: the run can be redone from it.
-            let path = out.join(name);
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-            cfg.timeline = path;
-        }
-        let what = format!(
-            "playback {}/{}: {} from {}",
-            i + 1,
-            plan.playback.len(),
-            cfg.profiles.join(", "),
-            cfg.timeline.display()
-        );
-        on_site(what, underload::layout(), &mut |site, part| {
-            experiments
-                .playback
-                .push(playback::run_playback(site, &cfg, part)?);
-            Ok(())
-        })?;
-    }
-    for (i, cfg) in plan.camera.iter().enumerate() {
-        let what = format!(
-            "cameras {}/{}: {:?} at {} over {:?}",
-            i + 1,
-            plan.camera.len(),
-            cfg.cameras,
-            cfg.levels.join(", "),
-            cfg.transport
-        );
-        on_site(what, camera::layout(), &mut |site, part| {
-            experiments
-                .camera
-                .push(camera::run_camera(site, cfg, part)?);
-            Ok(())
-        })?;
-    }
-    if let Some(mut c) = capture {
-        c.writer.flush()?;
-    }
-    environment.insert(
-        "duration_s".into(),
-        serde_json::json!(started.elapsed().as_secs_f64()),
-    );
-    Ok(Report {
-        environment,
-        requirements: plan.requirements,
-        scenarios: runs,
-        baseline_sockperf: baseline,
-        experiments,
-    })
-}
-
-/// Every ping-pong scenario of `plan` on `open`, with a progress bar on a terminal.
-fn run_scenarios(
-    plan: &Plan,
-    open: &OpenSite,
-    mut capture: Option<&mut Capture>,
-) -> Result<Vec<ScenarioRun>> {
-    let bar = ProgressBar::new(plan.exchanges());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} messages, ETA {eta}  {msg}",
-        )
-        .expect("valid template"),
-    );
-    let mut runs = Vec::with_capacity(plan.scenarios.len());
-    for (i, s) in plan.scenarios.iter().enumerate() {
-        bar.set_message(format!("{} ({}/{})", s.name(), i + 1, plan.scenarios.len()));
-        let part = capture.as_ref().map(|c| c.part.clone());
-        let o = run_scenario(&open.site, s, part.as_deref())
-            .with_context(|| format!("scenario {}", s.name()))?;
-        if let Some(c) = capture.as_mut() {
-            c.absorb()?;
-        }
-        bar.inc(u64::from(s.count) * u64::from(s.replications));
-        runs.push(ScenarioRun {
-            name: s.name(),
-            profile: s.profile_name.clone(),
-            payload: s.payload,
-            frame_bytes: o.frame_bytes,
-            exchanges: o.exchanges,
-        });
-    }
-    bar.finish_and_clear();
-    Ok(runs)
 }
 
 /// Writes the report, prints the verdict table and the path; exit 1 when a verdict failed.

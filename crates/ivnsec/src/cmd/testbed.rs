@@ -112,7 +112,9 @@ fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
 
 fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
     let topology: Topology = match &a.plan {
-        Some(file) => crate::plan::load(file, &crate::plan::RunSection::default())?.topology,
+        Some(file) => {
+            ivnsec_lab::plan::load(file, &ivnsec_lab::plan::RunSection::default())?.topology
+        }
         None => a.topology.parse().map_err(net_err)?,
     };
     let opts = Options {

@@ -31,26 +31,26 @@
 use std::path::Path;
 
 use anyhow::Result;
-use ivnsec_lab::pingpong::Requirements;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::topology::Topology;
 use serde::Deserialize;
 
-use ivnsec_net::topology::Topology;
-
-use crate::cmd::pingpong::ms_to_ns;
+use crate::camera::run::CameraConfig;
 use crate::error::usage;
-use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::camera::run::CameraConfig;
-use ivnsec_lab::pingpong::run::{Mode, Scenario};
-use ivnsec_lab::throughput::run as throughput;
-use ivnsec_lab::underload::playback::PlaybackConfig;
-use ivnsec_lab::underload::run::UnderloadConfig;
+use crate::pingpong::Requirements;
+use crate::pingpong::run::{Mode, Scenario, ms_to_ns};
+use crate::throughput::run as throughput;
+use crate::underload::playback::PlaybackConfig;
+use crate::underload::run::UnderloadConfig;
+
+pub mod run;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
 pub const PRESETS: [(&str, &str); 4] = [
-    ("quick", include_str!("../../../plans/quick.toml")),
-    ("seed000", include_str!("../../../plans/seed000.toml")),
-    ("seed002", include_str!("../../../plans/seed002.toml")),
-    ("seed003", include_str!("../../../plans/seed003.toml")),
+    ("quick", include_str!("../../../../plans/quick.toml")),
+    ("seed000", include_str!("../../../../plans/seed000.toml")),
+    ("seed002", include_str!("../../../../plans/seed002.toml")),
+    ("seed003", include_str!("../../../../plans/seed003.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -83,7 +83,7 @@ struct PlanFile {
 /// Files the presets name (timelines), built into the binary: a preset runs from any directory.
 pub const PRESET_FILES: [(&str, &str); 1] = [(
     "lidar-playback.csv",
-    include_str!("../../../plans/lidar-playback.csv"),
+    include_str!("../../../../plans/lidar-playback.csv"),
 )];
 
 /// Where a plan's relative file names (playback timelines) are found.

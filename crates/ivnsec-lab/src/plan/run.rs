@@ -1,0 +1,258 @@
+//! Running a plan: its ping-pong scenarios on one site, then each experiment table on a site of
+//! its own, into one report (and one capture).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use super::Plan;
+use crate::camera::run as camera;
+use crate::pingpong::run::run_scenario;
+use crate::report::{Experiments, Report, ScenarioRun};
+use crate::site::{OpenSite, Site, Where};
+use crate::throughput::run as throughput;
+use crate::underload::{playback, run as underload};
+
+/// Where and how a plan runs beyond the plan file.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where the experiments' nodes run.
+    pub on: Where,
+    /// A running testbed to use instead of building one.
+    pub testbed: Option<String>,
+    /// One capture of the whole run.
+    pub pcap: Option<PathBuf>,
+}
+
+/// Hears how the ping-pong scenarios of a run advance (a progress bar on a terminal).
+pub trait Progress {
+    /// The scenarios start: `total` exchanges in all.
+    fn start(&mut self, total: u64);
+    /// Scenario `index` of `count` starts.
+    fn scenario(&mut self, name: &str, index: usize, count: usize);
+    /// `exchanges` more exchanges are done.
+    fn advance(&mut self, exchanges: u64);
+    /// The scenarios are done.
+    fn finish(&mut self);
+}
+
+/// No progress reports.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn start(&mut self, _: u64) {}
+    fn scenario(&mut self, _: &str, _: usize, _: usize) {}
+    fn advance(&mut self, _: u64) {}
+    fn finish(&mut self) {}
+}
+
+/// One capture for a whole plan: each node writes its part, which is appended in order.
+struct Capture {
+    writer: ivnsec_net::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>,
+    part: PathBuf,
+}
+
+impl Capture {
+    fn create(p: &Path) -> Result<Capture> {
+        Ok(Capture {
+            writer: ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+            part: crate::site::part_path(p),
+        })
+    }
+
+    /// Appends what the last node wrote to the part file.
+    fn absorb(&mut self) -> Result<()> {
+        crate::site::append_pcap(&mut self.writer, &self.part)
+    }
+}
+
+/// Runs the plan: its ping-pong scenarios on `open` (the site of the plan's topology, closed
+/// before the experiments start; `None` when the plan has no scenario) with a progress bar, then
+/// each experiment on a site of its own (a fresh testbed of the topology it needs, or what
+/// `--on`/`--testbed` say). Returns the report, not yet written.
+pub fn run_plan(
+    plan: &Plan,
+    settings: &Settings,
+    open: Option<OpenSite>,
+    baseline: Option<Value>,
+    out: &Path,
+    progress: &mut dyn Progress,
+) -> Result<Report> {
+    let started = Instant::now();
+    let mut capture = settings.pcap.as_deref().map(Capture::create).transpose()?;
+    let mut runs = Vec::with_capacity(plan.scenarios.len());
+    let mut environment = serde_json::Map::new();
+    if let Some(open) = &open {
+        runs = run_scenarios(plan, open, capture.as_mut(), progress)?;
+        environment = crate::pingpong::run::environment(&open.site, &plan.scenarios[0], &plan.name);
+        if let Some(why) = &open.fallback_reason {
+            environment.insert("fallback_reason".into(), serde_json::json!(why));
+        }
+    } else {
+        environment.insert("plan".into(), serde_json::json!(plan.name));
+    }
+    if let Some(tb) = open.and_then(|o| o.testbed) {
+        let prefix = tb.prefix().to_string();
+        match tb.down() {
+            Ok(_) => eprintln!("ivnsec: testbed {prefix} removed"),
+            Err(e) => eprintln!("ivnsec: removing testbed {prefix}: {e}"),
+        }
+    }
+    let mut experiments = Experiments::default();
+    if !plan.throughput.is_empty() {
+        eprintln!(
+            "ivnsec run: {} throughput group(s), about {:.0} s of sending",
+            plan.throughput.len(),
+            plan.throughput_seconds()
+        );
+    }
+    for (i, job) in plan.throughput.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}",
+            i + 1,
+            plan.throughput.len(),
+            job.profiles.join(", "),
+            job.config.payload,
+            job.config.senders,
+            job.config
+                .rate_bps
+                .map_or("unshaped".to_string(), |b| format!("{b} b/s"))
+        );
+        let site = crate::site::open_site(
+            settings.on,
+            settings.testbed.as_deref(),
+            &throughput::layout(job.config.senders),
+        )?;
+        let part = capture.as_ref().map(|c| c.part.clone());
+        let results = throughput::run_set(
+            &site.site,
+            &job.config,
+            &job.profiles,
+            job.baseline,
+            part.as_deref(),
+        )?;
+        drop(site);
+        if let Some(c) = capture.as_mut() {
+            c.absorb()?;
+        }
+        experiments.throughput.extend(results);
+    }
+    // Each experiment on a site of its own; its nodes' capture parts join the run's capture.
+    let mut on_site = |what: String,
+                       layout: crate::site::Layout,
+                       run: &mut dyn FnMut(&Site, Option<&Path>) -> Result<()>|
+     -> Result<()> {
+        eprintln!("ivnsec run: {what}");
+        let site = crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?;
+        if let Some(why) = &site.fallback_reason {
+            eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
+        }
+        let part = capture.as_ref().map(|c| c.part.clone());
+        run(&site.site, part.as_deref()).with_context(|| what.clone())?;
+        drop(site);
+        if let Some(c) = capture.as_mut() {
+            c.absorb()?;
+        }
+        Ok(())
+    };
+    for (i, cfg) in plan.underload.iter().enumerate() {
+        let what = format!(
+            "under load {}/{}: {}",
+            i + 1,
+            plan.underload.len(),
+            cfg.profiles.join(", ")
+        );
+        on_site(what, underload::layout(), &mut |site, part| {
+            experiments
+                .underload
+                .push(underload::run_underload(site, cfg, part)?);
+            Ok(())
+        })?;
+    }
+    for (i, job) in plan.playback.iter().enumerate() {
+        let mut cfg = job.config.clone();
+        if let Some((name, text)) = job.embedded {
+            // The preset's built-in timeline goes into the report: the run can be redone from it.
+            let path = out.join(name);
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            cfg.timeline = path;
+        }
+        let what = format!(
+            "playback {}/{}: {} from {}",
+            i + 1,
+            plan.playback.len(),
+            cfg.profiles.join(", "),
+            cfg.timeline.display()
+        );
+        on_site(what, underload::layout(), &mut |site, part| {
+            experiments
+                .playback
+                .push(playback::run_playback(site, &cfg, part)?);
+            Ok(())
+        })?;
+    }
+    for (i, cfg) in plan.camera.iter().enumerate() {
+        let what = format!(
+            "cameras {}/{}: {:?} at {} over {:?}",
+            i + 1,
+            plan.camera.len(),
+            cfg.cameras,
+            cfg.levels.join(", "),
+            cfg.transport
+        );
+        on_site(what, camera::layout(), &mut |site, part| {
+            experiments
+                .camera
+                .push(camera::run_camera(site, cfg, part)?);
+            Ok(())
+        })?;
+    }
+    if let Some(mut c) = capture {
+        c.writer.flush()?;
+    }
+    environment.insert(
+        "duration_s".into(),
+        serde_json::json!(started.elapsed().as_secs_f64()),
+    );
+    Ok(Report {
+        environment,
+        requirements: plan.requirements,
+        scenarios: runs,
+        baseline_sockperf: baseline,
+        experiments,
+    })
+}
+
+/// Every ping-pong scenario of `plan` on `open`, reporting progress.
+fn run_scenarios(
+    plan: &Plan,
+    open: &OpenSite,
+    mut capture: Option<&mut Capture>,
+    progress: &mut dyn Progress,
+) -> Result<Vec<ScenarioRun>> {
+    progress.start(plan.exchanges());
+    let mut runs = Vec::with_capacity(plan.scenarios.len());
+    for (i, s) in plan.scenarios.iter().enumerate() {
+        progress.scenario(&s.name(), i, plan.scenarios.len());
+        let part = capture.as_ref().map(|c| c.part.clone());
+        let o = run_scenario(&open.site, s, part.as_deref())
+            .with_context(|| format!("scenario {}", s.name()))?;
+        if let Some(c) = capture.as_mut() {
+            c.absorb()?;
+        }
+        progress.advance(u64::from(s.count) * u64::from(s.replications));
+        runs.push(ScenarioRun {
+            name: s.name(),
+            profile: s.profile_name.clone(),
+            payload: s.payload,
+            frame_bytes: o.frame_bytes,
+            exchanges: o.exchanges,
+        });
+    }
+    progress.finish();
+    Ok(runs)
+}
