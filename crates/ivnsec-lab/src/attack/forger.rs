@@ -1,11 +1,8 @@
-//! The attacker of `ivnsec attack` (seed 002 §3 and §5.2.4: a device plugged into the vehicle
-//! network, or a replaced sensor, that sends spoofed, replayed or altered frames).
-//!
-//! [`Forger`] builds the forged frames of every attack class without any I/O, so the unit tests
-//! can feed them straight into a receiving [`Channel`]; [`run`] is the attacker node
-//! process that captures legitimate frames off the switch and injects forged ones through an
-//! AF_PACKET socket (for SecOC and SOME/IP: whole Ethernet/IPv4/UDP frames with right checksums,
-//! spoofed sources included).
+//! The forged frames of every attack class, built without any I/O, so the unit tests can feed
+//! them straight into a receiving [`Channel`]; and the choice of captured frames to replay.
+//! The attacker node process ([`super::node::run`]) captures legitimate frames off the switch
+//! and injects these through an AF_PACKET socket (for SecOC and SOME/IP: whole
+//! Ethernet/IPv4/UDP frames with right checksums, spoofed sources included).
 //!
 //! Where frames that were never delivered come from. Tampering, length, downgrade and
 //! unknown-identifier attacks model a man in the middle that intercepts a frame before the
@@ -19,29 +16,22 @@
 //! which the tests check as the positive control.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use ivnsec_core::sa::someip::Level as SomeipLevel;
 use ivnsec_core::suite::Level;
 use ivnsec_core::wire::secoc::PDU_HEADER_LEN as PDU_HDR;
-use ivnsec_net::sys::RawSocket;
-use serde::{Deserialize, Serialize};
 
 use ivnsec_core::channel::{
     Channel, ChannelOptions, DirectionKeys, Ends, IPV4_HLEN, SECOC_DATA_ID, SECOC_FV_BITS,
-    SECOC_MAC_BITS, SOMEIP_KEY_ID, SOMEIP_SERVICE, UDP_AT, fill_udp_checksum, fix_udp_frame,
-    write_udp_frame,
+    SECOC_MAC_BITS, SOMEIP_KEY_ID, SOMEIP_SERVICE, UDP_AT, fix_udp_frame, write_udp_frame,
 };
 use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
 
+use super::Attack;
 use crate::channel::{open, random_keys};
-use crate::process::{NodeSpec, read_spec};
 
 /// First sequence number / PN of the intercepted frames (see the module documentation); below
 /// the 32-bit limit of MACsec without XPN and ESP without ESN.
@@ -54,83 +44,6 @@ const ROGUE_FIRST_SEQ: u64 = INTERCEPT_FIRST_SEQ + (1 << 30);
 const ETH: usize = 14;
 /// Where the ESP header starts in an Ethernet frame (after the 20-byte IPv4 header).
 const ESP_AT: usize = ETH + IPV4_HLEN;
-
-/// The attack classes, in the order `ivnsec attack` runs them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
-pub enum Attack {
-    /// A frame from the attacker's own address and identity under its own key (002 test 1).
-    ForeignSource,
-    /// The legitimate sender's address, key id / SCI / SPI, but a key the receiver does not
-    /// share (002 test 2).
-    NoKey,
-    /// Replays of captured legitimate frames against a receiver with replay window 1: the
-    /// newest (a duplicate) and ones older than the window (002 test 3).
-    ReplayW1,
-    /// The same against replay window 1024.
-    ReplayW1024,
-    /// Single-bit flips in the source address and header fields, the sequence number / PN,
-    /// the payload and the tag (002 test 4).
-    BitFlip,
-    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length,
-    /// SecOC PDU length, SOME/IP Length).
-    Length,
-    /// The payload sent unprotected, or at a weaker level (authentication instead of
-    /// confidentiality, or a weaker suite).
-    Downgrade,
-    /// An unknown key id / AN / SCI / SPI / SecOC PDU id (Data ID) / SOME/IP service or key id.
-    UnknownId,
-    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50;
-    /// SecOC, SOME/IP: a random UDP datagram to the protocol's port).
-    Garbage,
-    /// Invalid frames as fast as the attacker can send them, for a fixed time, while the
-    /// legitimate ping-pong runs: its latency and loss under the flood.
-    Flood,
-}
-
-impl Attack {
-    pub const ALL: [Attack; 10] = [
-        Attack::ForeignSource,
-        Attack::NoKey,
-        Attack::ReplayW1,
-        Attack::ReplayW1024,
-        Attack::BitFlip,
-        Attack::Length,
-        Attack::Downgrade,
-        Attack::UnknownId,
-        Attack::Garbage,
-        Attack::Flood,
-    ];
-
-    /// The stable name used in tables and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Attack::ForeignSource => "foreign-source",
-            Attack::NoKey => "no-key",
-            Attack::ReplayW1 => "replay-w1",
-            Attack::ReplayW1024 => "replay-w1024",
-            Attack::BitFlip => "bit-flip",
-            Attack::Length => "length",
-            Attack::Downgrade => "downgrade",
-            Attack::UnknownId => "unknown-id",
-            Attack::Garbage => "garbage",
-            Attack::Flood => "flood",
-        }
-    }
-
-    /// The receiver's replay window during this attack.
-    pub fn replay_window(self) -> u32 {
-        match self {
-            Attack::ReplayW1 => 1,
-            Attack::ReplayW1024 => 1024,
-            _ => ivnsec_core::channel::REPLAY_WINDOW,
-        }
-    }
-
-    fn is_replay(self) -> bool {
-        matches!(self, Attack::ReplayW1 | Attack::ReplayW1024)
-    }
-}
 
 /// A small, fast generator for bit positions, lengths and garbage (xorshift64*). Not for keys.
 struct Rng(u64);
@@ -772,167 +685,8 @@ impl ReplayPicker {
     }
 }
 
-/// Everything the attacker process needs.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct AttackSpec {
-    pub attack: Attack,
-    pub profile: Profile,
-    pub provider: ProviderChoice,
-    pub payload: usize,
-    /// Frames to inject (every class but the flood).
-    pub count: u64,
-    /// How long the flood lasts.
-    pub flood_ns: u64,
-    /// The attacker's interface.
-    pub ifname: String,
-    /// The legitimate sender's view (local = sender, peer = receiver).
-    pub sender: Ends,
-    pub attacker_mac: [u8; 6],
-    pub attacker_ip: Ipv4Addr,
-    /// Sender → receiver keys: intercepted frames only (module documentation); sent over the
-    /// pipe, not in the JSON.
-    #[serde(skip)]
-    pub forward: DirectionKeys,
-    /// Record the injected frames here (at most `pcap_limit`).
-    pub pcap: Option<PathBuf>,
-    pub pcap_limit: u64,
-}
-
-/// Frames sent back to back before the attacker pauses, outside the flood, so the receiver's
-/// socket never overflows and every frame is judged.
-const BURST: u64 = 32;
-/// errno of a full interface queue (Linux).
-const ENOBUFS: i32 = 105;
-const BURST_PAUSE: Duration = Duration::from_micros(400);
-/// How long a replay attack waits for legitimate frames to capture.
-const CAPTURE_PATIENCE: Duration = Duration::from_secs(10);
-
-impl NodeSpec for AttackSpec {
-    fn keys(&self) -> Vec<&DirectionKeys> {
-        vec![&self.forward]
-    }
-    fn keys_mut(&mut self) -> Vec<&mut DirectionKeys> {
-        vec![&mut self.forward]
-    }
-}
-
-/// Runs the attacker whose spec arrives on stdin ([`crate::process`]); prints `INJECTED <n>`,
-/// `SECONDS <s>` and `END`.
-pub fn run() -> Result<()> {
-    let spec: AttackSpec = read_spec()?;
-    let provider = spec.provider;
-    let family = spec.profile;
-    let sock = RawSocket::open(&spec.ifname, family.ethertype())
-        .with_context(|| format!("opening a raw socket on {}", spec.ifname))?;
-    sock.set_recv_buffer(8 << 20)?;
-    let mut forger = Forger::new(
-        spec.profile,
-        provider,
-        spec.sender,
-        &spec.forward,
-        spec.attacker_mac,
-        spec.attacker_ip,
-        spec.payload,
-    )?;
-    let mut pcap = match &spec.pcap {
-        Some(p) => Some(
-            ivnsec_net::pcap::PcapWriter::create(p)
-                .with_context(|| format!("creating {}", p.display()))?,
-        ),
-        None => None,
-    };
-    let mut frame = Vec::with_capacity(2048);
-    let mut rx = vec![0u8; 65536];
-    let mut injected = 0u64;
-    let started = Instant::now();
-    let mut record = |frame: &[u8], injected: u64| -> Result<()> {
-        if let Some(w) = pcap.as_mut()
-            && injected < spec.pcap_limit
-        {
-            w.write_frame_now(frame)?;
-        }
-        Ok(())
-    };
-    if spec.attack.is_replay() {
-        let mut picker = ReplayPicker::new(spec.attack.replay_window());
-        let legit = |f: &[u8]| is_legit_forward(family, &spec.sender, f);
-        let mut last_capture = Instant::now();
-        while injected < spec.count {
-            // Take every captured frame first, so the choice sees the newest.
-            while let Some(m) = sock.try_recv(&mut rx)? {
-                if !m.truncated() && legit(&rx[..m.len]) {
-                    if family.is_udp() {
-                        // As the wire has it: veth leaves the checksum to the "hardware".
-                        fill_udp_checksum(&mut rx[..m.len]);
-                    }
-                    picker.push(&rx[..m.len]);
-                    last_capture = Instant::now();
-                }
-            }
-            match picker.pick(injected) {
-                Some(f) => {
-                    sock.send(f).context("injecting a replay")?;
-                    record(f, injected)?;
-                    injected += 1;
-                    if injected % BURST == 0 {
-                        std::thread::sleep(BURST_PAUSE);
-                    }
-                }
-                None => {
-                    if last_capture.elapsed() > CAPTURE_PATIENCE {
-                        bail!(
-                            "no legitimate frames to replay: captured {} in {:?} (the switch \
-                             must flood frames to the attacker's port)",
-                            picker.captured(),
-                            CAPTURE_PATIENCE
-                        );
-                    }
-                    ivnsec_net::sys::wait_readable(sock.as_fd(), Some(Duration::from_millis(5)))?;
-                }
-            }
-        }
-    } else if spec.attack == Attack::Flood {
-        let until = Duration::from_nanos(spec.flood_ns);
-        while started.elapsed() < until {
-            for _ in 0..64 {
-                forger.forge(Attack::Flood, injected, &mut frame)?;
-                match sock.send(&frame) {
-                    Ok(_) => {
-                        record(&frame, injected)?;
-                        injected += 1;
-                    }
-                    // The interface queue is full: the flood is as fast as it gets.
-                    Err(e) if e.raw_os_error() == Some(ENOBUFS) => {}
-                    Err(e) => return Err(e).context("injecting"),
-                }
-            }
-        }
-    } else {
-        while injected < spec.count {
-            forger.forge(spec.attack, injected, &mut frame)?;
-            sock.send(&frame).context("injecting")?;
-            record(&frame, injected)?;
-            injected += 1;
-            if injected % BURST == 0 {
-                std::thread::sleep(BURST_PAUSE);
-            }
-        }
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    if let Some(mut w) = pcap {
-        w.flush()?;
-    }
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out, "INJECTED {injected}")?;
-    writeln!(out, "SECONDS {seconds:.6}")?;
-    writeln!(out, "END")?;
-    out.flush()?;
-    Ok(())
-}
-
 /// Whether `f` is a legitimate sender → receiver frame of `family`.
-fn is_legit_forward(family: Profile, sender: &Ends, f: &[u8]) -> bool {
+pub(crate) fn is_legit_forward(family: Profile, sender: &Ends, f: &[u8]) -> bool {
     if f.len() < ETH || f[0..6] != sender.peer_mac || f[6..12] != sender.local_mac {
         return false;
     }

@@ -1,0 +1,175 @@
+//! The attack experiment, `ivnsec attack` (seed 002 §3 and §5.2.4): a legitimate sender and
+//! receiver run the ping-pong on a testbed switch while an attacker node on the same switch (a
+//! device plugged into the vehicle network, or a replaced sensor) injects forged, replayed and
+//! altered frames, class by class and profile by profile.
+//!
+//! - this module: the data model (the classes, the attacker's spec, the result of one class
+//!   against one profile);
+//! - [`forger`]: the forged frames and the replay choice, without I/O;
+//! - [`node`]: the attacker node process;
+//! - [`run`]: the orchestration (the testbed, its switches, the three nodes, the accounts).
+
+pub mod forger;
+pub mod node;
+pub mod run;
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use ivnsec_core::channel::{DirectionKeys, Ends};
+use ivnsec_core::profile::Profile;
+use ivnsec_crypto::ProviderChoice;
+use serde::{Deserialize, Serialize};
+
+use crate::process::NodeSpec;
+
+/// The attack classes, in the order `ivnsec attack` runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Attack {
+    /// A frame from the attacker's own address and identity under its own key (002 test 1).
+    ForeignSource,
+    /// The legitimate sender's address, key id / SCI / SPI, but a key the receiver does not
+    /// share (002 test 2).
+    NoKey,
+    /// Replays of captured legitimate frames against a receiver with replay window 1: the
+    /// newest (a duplicate) and ones older than the window (002 test 3).
+    ReplayW1,
+    /// The same against replay window 1024.
+    ReplayW1024,
+    /// Single-bit flips in the source address and header fields, the sequence number / PN,
+    /// the payload and the tag (002 test 4).
+    BitFlip,
+    /// Truncated and extended frames, and a wrong length field (MACsec SL, IPv4 total length,
+    /// SecOC PDU length, SOME/IP Length).
+    Length,
+    /// The payload sent unprotected, or at a weaker level (authentication instead of
+    /// confidentiality, or a weaker suite).
+    Downgrade,
+    /// An unknown key id / AN / SCI / SPI / SecOC PDU id (Data ID) / SOME/IP service or key id.
+    UnknownId,
+    /// Random bytes with the protocol's EtherType (ESP: random bytes as IPv4 protocol 50;
+    /// SecOC, SOME/IP: a random UDP datagram to the protocol's port).
+    Garbage,
+    /// Invalid frames as fast as the attacker can send them, for a fixed time, while the
+    /// legitimate ping-pong runs: its latency and loss under the flood.
+    Flood,
+}
+
+impl Attack {
+    pub const ALL: [Attack; 10] = [
+        Attack::ForeignSource,
+        Attack::NoKey,
+        Attack::ReplayW1,
+        Attack::ReplayW1024,
+        Attack::BitFlip,
+        Attack::Length,
+        Attack::Downgrade,
+        Attack::UnknownId,
+        Attack::Garbage,
+        Attack::Flood,
+    ];
+
+    /// The stable name used in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attack::ForeignSource => "foreign-source",
+            Attack::NoKey => "no-key",
+            Attack::ReplayW1 => "replay-w1",
+            Attack::ReplayW1024 => "replay-w1024",
+            Attack::BitFlip => "bit-flip",
+            Attack::Length => "length",
+            Attack::Downgrade => "downgrade",
+            Attack::UnknownId => "unknown-id",
+            Attack::Garbage => "garbage",
+            Attack::Flood => "flood",
+        }
+    }
+
+    /// The receiver's replay window during this attack.
+    pub fn replay_window(self) -> u32 {
+        match self {
+            Attack::ReplayW1 => 1,
+            Attack::ReplayW1024 => 1024,
+            _ => ivnsec_core::channel::REPLAY_WINDOW,
+        }
+    }
+
+    pub(crate) fn is_replay(self) -> bool {
+        matches!(self, Attack::ReplayW1 | Attack::ReplayW1024)
+    }
+}
+
+/// The result of one class against one profile.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttackResult {
+    pub profile: String,
+    pub attack: &'static str,
+    pub injected: u64,
+    /// Forged or replayed units the receiver accepted.
+    pub accepted: u64,
+    /// Units the receiver dropped, by reason.
+    pub dropped: BTreeMap<String, u64>,
+    /// Injected frames the receiver never judged (lost in a full queue during the flood).
+    pub not_seen: u64,
+    /// Injection rate (frames per second).
+    pub rate_fps: f64,
+    pub legit_sent: u64,
+    /// Legitimate requests the receiver accepted.
+    pub legit_delivered: u64,
+    /// Legitimate exchanges whose reply never arrived in time.
+    pub legit_exchanges_lost: u64,
+    /// Forward one-way delay of the legitimate requests (µs).
+    pub legit_p50_us: Option<f64>,
+    pub legit_p999_us: Option<f64>,
+    /// How the switch forwarded during the run: `hub` or `static`.
+    pub switch: &'static str,
+    /// Frames the kernel dropped at the receiver's sockets because the receive queue was full
+    /// (`PACKET_STATISTICS` / `SO_MEMINFO`): the forged and the legitimate ones.
+    pub receiver_socket_drops: u64,
+    /// The same at the legitimate sender's socket (a lost reply).
+    pub initiator_socket_drops: u64,
+}
+
+impl AttackResult {
+    /// The receiver accepted a forged or replayed frame, or a legitimate exchange was lost.
+    pub fn failed(&self) -> bool {
+        self.accepted > 0 || self.legit_delivered < self.legit_sent || self.legit_exchanges_lost > 0
+    }
+}
+
+/// Everything the attacker process needs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AttackSpec {
+    pub attack: Attack,
+    pub profile: Profile,
+    pub provider: ProviderChoice,
+    pub payload: usize,
+    /// Frames to inject (every class but the flood).
+    pub count: u64,
+    /// How long the flood lasts.
+    pub flood_ns: u64,
+    /// The attacker's interface.
+    pub ifname: String,
+    /// The legitimate sender's view (local = sender, peer = receiver).
+    pub sender: Ends,
+    pub attacker_mac: [u8; 6],
+    pub attacker_ip: Ipv4Addr,
+    /// Sender → receiver keys: intercepted frames only ([`forger`] module documentation); sent
+    /// over the pipe, not in the JSON.
+    #[serde(skip)]
+    pub forward: DirectionKeys,
+    /// Record the injected frames here (at most `pcap_limit`).
+    pub pcap: Option<PathBuf>,
+    pub pcap_limit: u64,
+}
+
+impl NodeSpec for AttackSpec {
+    fn keys(&self) -> Vec<&DirectionKeys> {
+        vec![&self.forward]
+    }
+    fn keys_mut(&mut self) -> Vec<&mut DirectionKeys> {
+        vec![&mut self.forward]
+    }
+}
