@@ -18,7 +18,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     match a.kind.as_str() {
         "pingpong" => pingpong::node::run()?,
         "throughput" => throughput::node::run()?,
-        "attack" => attack::run()?,
+        "attack" => attack::node::run()?,
         "camera" => camera::node::run()?,
         "underload" => underload::node::run()?,
         other => return Err(crate::error::usage(format!("unknown node role `{other}`"))),

@@ -1,0 +1,139 @@
+//! The attacker node role of `ivnsec attack` (`ivnsec node attack`): a device plugged into the
+//! vehicle network, or a replaced sensor, that captures legitimate frames off the switch and
+//! injects forged, replayed or altered ones ([`super::forger`]) through an AF_PACKET socket.
+
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use ivnsec_core::channel::fill_udp_checksum;
+use ivnsec_net::sys::RawSocket;
+
+use super::forger::{Forger, ReplayPicker, is_legit_forward};
+use super::{Attack, AttackSpec};
+use crate::process::read_spec;
+
+/// Frames sent back to back before the attacker pauses, outside the flood, so the receiver's
+/// socket never overflows and every frame is judged.
+const BURST: u64 = 32;
+/// errno of a full interface queue (Linux).
+const ENOBUFS: i32 = 105;
+const BURST_PAUSE: Duration = Duration::from_micros(400);
+/// How long a replay attack waits for legitimate frames to capture.
+const CAPTURE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Runs the attacker whose spec arrives on stdin ([`crate::process`]); prints `INJECTED <n>`,
+/// `SECONDS <s>` and `END`.
+pub fn run() -> Result<()> {
+    let spec: AttackSpec = read_spec()?;
+    let provider = spec.provider;
+    let family = spec.profile;
+    let sock = RawSocket::open(&spec.ifname, family.ethertype())
+        .with_context(|| format!("opening a raw socket on {}", spec.ifname))?;
+    sock.set_recv_buffer(8 << 20)?;
+    let mut forger = Forger::new(
+        spec.profile,
+        provider,
+        spec.sender,
+        &spec.forward,
+        spec.attacker_mac,
+        spec.attacker_ip,
+        spec.payload,
+    )?;
+    let mut pcap = match &spec.pcap {
+        Some(p) => Some(
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut frame = Vec::with_capacity(2048);
+    let mut rx = vec![0u8; 65536];
+    let mut injected = 0u64;
+    let started = Instant::now();
+    let mut record = |frame: &[u8], injected: u64| -> Result<()> {
+        if let Some(w) = pcap.as_mut()
+            && injected < spec.pcap_limit
+        {
+            w.write_frame_now(frame)?;
+        }
+        Ok(())
+    };
+    if spec.attack.is_replay() {
+        let mut picker = ReplayPicker::new(spec.attack.replay_window());
+        let legit = |f: &[u8]| is_legit_forward(family, &spec.sender, f);
+        let mut last_capture = Instant::now();
+        while injected < spec.count {
+            // Take every captured frame first, so the choice sees the newest.
+            while let Some(m) = sock.try_recv(&mut rx)? {
+                if !m.truncated() && legit(&rx[..m.len]) {
+                    if family.is_udp() {
+                        // As the wire has it: veth leaves the checksum to the "hardware".
+                        fill_udp_checksum(&mut rx[..m.len]);
+                    }
+                    picker.push(&rx[..m.len]);
+                    last_capture = Instant::now();
+                }
+            }
+            match picker.pick(injected) {
+                Some(f) => {
+                    sock.send(f).context("injecting a replay")?;
+                    record(f, injected)?;
+                    injected += 1;
+                    if injected % BURST == 0 {
+                        std::thread::sleep(BURST_PAUSE);
+                    }
+                }
+                None => {
+                    if last_capture.elapsed() > CAPTURE_PATIENCE {
+                        bail!(
+                            "no legitimate frames to replay: captured {} in {:?} (the switch \
+                             must flood frames to the attacker's port)",
+                            picker.captured(),
+                            CAPTURE_PATIENCE
+                        );
+                    }
+                    ivnsec_net::sys::wait_readable(sock.as_fd(), Some(Duration::from_millis(5)))?;
+                }
+            }
+        }
+    } else if spec.attack == Attack::Flood {
+        let until = Duration::from_nanos(spec.flood_ns);
+        while started.elapsed() < until {
+            for _ in 0..64 {
+                forger.forge(Attack::Flood, injected, &mut frame)?;
+                match sock.send(&frame) {
+                    Ok(_) => {
+                        record(&frame, injected)?;
+                        injected += 1;
+                    }
+                    // The interface queue is full: the flood is as fast as it gets.
+                    Err(e) if e.raw_os_error() == Some(ENOBUFS) => {}
+                    Err(e) => return Err(e).context("injecting"),
+                }
+            }
+        }
+    } else {
+        while injected < spec.count {
+            forger.forge(spec.attack, injected, &mut frame)?;
+            sock.send(&frame).context("injecting")?;
+            record(&frame, injected)?;
+            injected += 1;
+            if injected % BURST == 0 {
+                std::thread::sleep(BURST_PAUSE);
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some(mut w) = pcap {
+        w.flush()?;
+    }
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    writeln!(out, "INJECTED {injected}")?;
+    writeln!(out, "SECONDS {seconds:.6}")?;
+    writeln!(out, "END")?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,753 @@
+//! Runs `ivnsec attack`: builds (or opens) the testbed, sets its switches, and for each profile
+//! and class starts the receiver, the legitimate sender and the attacker ([`super::node`]) in
+//! their ECU namespaces, then reads the accounts: what was injected, what the receiver accepted
+//! and dropped (by reason), and what happened to the legitimate traffic.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::channel::{ChannelOptions, Ends};
+use ivnsec_core::profile::SomeipProfile;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::sys::die_with_parent;
+use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
+use ivnsec_net::topology::{self, Topology};
+
+use super::{Attack, AttackResult, AttackSpec};
+use crate::channel::random_keys;
+use crate::error::{env_error, parse_profile, usage};
+use crate::pingpong::node::{Role, RoleSpec};
+use crate::pingpong::run::{collect_initiator, collect_responder};
+use crate::process::{child_stderr, spawn_role, wait_ready};
+use crate::site::{link_spec, net_err, node_addr};
+
+/// The three roles on the testbed.
+struct Roles {
+    state: TestbedState,
+    sender: String,
+    receiver: String,
+    attacker: String,
+}
+
+pub const DEFAULT_PROFILES: [&str; 5] = [
+    "aes128-gcm",
+    "macsec-gcm-aes-128",
+    "esp-aes128-gcm",
+    "secoc-cmac-aes128",
+    "someip-aes128-gcm/conf",
+];
+/// Flood frames recorded per flood when capturing.
+const FLOOD_PCAP_LIMIT: u64 = 10_000;
+/// Pause between legitimate exchanges.
+const LEGIT_PAUSE: Duration = Duration::from_micros(100);
+/// A legitimate exchange is lost if its reply takes longer.
+const LEGIT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Time the receiver gets to judge queued frames after the attacker stops.
+const SETTLE: Duration = Duration::from_millis(300);
+/// Default receive buffer of the legitimate nodes (MiB, before the kernel doubles it).
+pub const DEFAULT_RCVBUF_MIB: usize = 16;
+
+/// The settings of one `ivnsec attack` run.
+#[derive(Clone, Debug)]
+pub struct AttackConfig {
+    /// Profile names as the user spelled them (the results keep them): see [`profiles`].
+    pub profiles: Vec<String>,
+    /// The classes to run (empty: all ten); they run in the order of [`Attack::ALL`].
+    pub attacks: Vec<Attack>,
+    /// Frames injected per class and profile (the flood runs for `flood_seconds` instead).
+    pub count: u64,
+    /// How long the flood lasts, in seconds.
+    pub flood_seconds: f64,
+    /// How the switch forwards during the flood.
+    pub flood_switch: SwitchMode,
+    /// Kernel receive buffer of the legitimate nodes' sockets, in MiB.
+    pub rcvbuf_mib: usize,
+    /// Payload bytes of the legitimate and the forged messages.
+    pub payload: usize,
+    pub provider: ProviderChoice,
+    /// Record the injected frames here.
+    pub pcap: Option<PathBuf>,
+    /// Use this running testbed instead of building one.
+    pub testbed: Option<String>,
+}
+
+impl AttackConfig {
+    /// Checks the numbers; an out-of-range one is a usage error naming its option.
+    pub fn check(&self) -> Result<()> {
+        if self.count == 0 {
+            return Err(usage("--count must be at least 1"));
+        }
+        if !(self.flood_seconds > 0.0 && self.flood_seconds <= 3600.0) {
+            return Err(usage("--flood-seconds must be in (0, 3600]"));
+        }
+        if !(8..=1024).contains(&self.payload) {
+            return Err(usage("--payload must be 8 to 1024 bytes"));
+        }
+        if !(1..=1024).contains(&self.rcvbuf_mib) {
+            return Err(usage("--rcvbuf-mib must be 1 to 1024"));
+        }
+        Ok(())
+    }
+
+    /// The classes to run: each once, in the order of [`Attack::ALL`].
+    pub fn classes(&self) -> Vec<Attack> {
+        if self.attacks.is_empty() {
+            Attack::ALL.to_vec()
+        } else {
+            let mut v = self.attacks.clone();
+            v.sort();
+            v.dedup();
+            v
+        }
+    }
+}
+
+/// What [`run_attacks`] reports while it runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress<'a> {
+    /// Run `index` (from 1) of `total` starts: `attack` against `profile`.
+    Start {
+        index: usize,
+        total: usize,
+        profile: &'a str,
+        attack: Attack,
+    },
+    /// Every class ran against every profile (the capture and the testbed are closed next).
+    Done,
+}
+
+/// The results of a run, and the testbed it ran on (`PREFIX (TOPOLOGY)`).
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub results: Vec<AttackResult>,
+    pub testbed: String,
+}
+
+impl Outcome {
+    /// Whether any class failed ([`AttackResult::failed`]).
+    pub fn failed(&self) -> bool {
+        self.results.iter().any(AttackResult::failed)
+    }
+}
+
+/// Runs every class of `cfg` against every profile of it; needs root (raw sockets and network
+/// namespaces: an environment error without).
+pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Outcome> {
+    cfg.check()?;
+    for p in &cfg.profiles {
+        parse_profile(p)?;
+    }
+    let attacks = cfg.classes();
+    testbed::check_environment().map_err(|e| {
+        env_error(format!(
+            "{e}; `ivnsec attack` injects frames from a testbed node and needs root \
+             (run it with sudo)"
+        ))
+    })?;
+
+    let (owned, roles) = open_testbed(cfg.testbed.as_deref())?;
+    let mut switches = Switches::hub(&roles.state)?;
+    let mut pcap = match &cfg.pcap {
+        Some(p) => Some(
+            ivnsec_net::pcap::PcapWriter::create(p)
+                .with_context(|| format!("creating {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let tmp = TempDir::new()?;
+    let mut results = Vec::new();
+    let total = cfg.profiles.len() * attacks.len();
+    for profile in &cfg.profiles {
+        for &attack in &attacks {
+            progress(Progress::Start {
+                index: results.len() + 1,
+                total,
+                profile,
+                attack,
+            });
+            let part = tmp.0.join(format!("part-{}.pcap", results.len()));
+            let mode = if attack == Attack::Flood {
+                cfg.flood_switch
+            } else {
+                SwitchMode::Hub
+            };
+            switches.set(mode)?;
+            let r = run_one(
+                &roles,
+                cfg,
+                profile,
+                attack,
+                mode,
+                pcap.is_some().then_some(&part),
+            )
+            .with_context(|| format!("{profile}, {}", attack.name()))?;
+            if let Some(w) = pcap.as_mut() {
+                crate::site::append_pcap(w, &part)?;
+            }
+            results.push(r);
+        }
+    }
+    progress(Progress::Done);
+    if let Some(mut w) = pcap {
+        w.flush()?;
+    }
+    drop(tmp);
+    drop(switches);
+    if let Some(tb) = owned {
+        tb.down().map_err(net_err)?;
+    }
+    Ok(Outcome {
+        results,
+        testbed: format!("{} ({})", roles.state.prefix, roles.state.topology),
+    })
+}
+
+/// The profiles of a run: with `all`, every IVN-AE, MACsec, ESP, SecOC and secured SOME/IP
+/// profile with a key; else those `given`, or [`DEFAULT_PROFILES`] when none is. Each name is
+/// checked (an unknown one is a usage error).
+pub fn profiles(all: bool, given: &[String]) -> Result<Vec<String>> {
+    let list: Vec<String> = if all {
+        ivnsec_core::suite::IvnAeProfile::all()
+            .map(|p| p.to_string())
+            .filter(|p| p != "plain" && p != "crc32")
+            .chain(
+                ivnsec_core::sa::macsec::CipherSuite::ALL
+                    .iter()
+                    .map(|s| s.profile().to_string()),
+            )
+            .chain(
+                ivnsec_core::sa::esp::EspAlg::ALL
+                    .iter()
+                    .map(|e| e.name().to_string()),
+            )
+            .chain(
+                ivnsec_core::sa::secoc::SecocAlg::ALL
+                    .iter()
+                    .map(|a| a.name().to_string()),
+            )
+            .chain(
+                SomeipProfile::all()
+                    .filter(|p| p.level != ivnsec_core::sa::someip::Level::NoSec)
+                    .map(|p| p.to_string()),
+            )
+            .collect()
+    } else if given.is_empty() {
+        DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect()
+    } else {
+        given.to_vec()
+    };
+    for p in &list {
+        parse_profile(p)?;
+    }
+    Ok(list)
+}
+
+fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, Roles)> {
+    if let Some(prefix) = existing {
+        let state = testbed::load(&testbed::default_state_dir(), prefix).map_err(net_err)?;
+        let ecus: Vec<String> = state.ecus().map(|n| n.name.clone()).collect();
+        if ecus.len() < 3 {
+            return Err(usage(format!(
+                "testbed {prefix} has {} ECUs; an attack needs three (sender, receiver, attacker): \
+                 e.g. `ivnsec testbed up --topology sensors:2`",
+                ecus.len()
+            )));
+        }
+        let roles = Roles {
+            state,
+            sender: ecus[0].clone(),
+            receiver: ecus[1].clone(),
+            attacker: ecus[2].clone(),
+        };
+        return Ok((None, roles));
+    }
+    let tb = Testbed::up(&Topology::Sensors(2), &Options::default()).map_err(net_err)?;
+    tb.down_on_termination_signal().map_err(net_err)?;
+    let roles = Roles {
+        state: tb.state().clone(),
+        sender: "sensor1".into(),
+        receiver: "consumer".into(),
+        attacker: "sensor2".into(),
+    };
+    Ok((Some(tb), roles))
+}
+
+/// How the testbed's switches forward frames during a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchMode {
+    /// Every frame to every port (bridge ageing time 0: no address is learned): a tapped
+    /// link, as the attacker of seed 002 has; learning nothing also keeps the attacker's
+    /// spoofed source addresses from pulling the legitimate sender's traffic to its port.
+    Hub,
+    /// A fixed address table: each ECU's MAC on the port toward it, learning off on every
+    /// port, as an in-vehicle switch configured at design time forwards. A frame reaches only
+    /// the port of the address it is sent to, and a spoofed source address moves nothing.
+    Static,
+}
+
+impl SwitchMode {
+    /// The name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            SwitchMode::Hub => "hub",
+            SwitchMode::Static => "static",
+        }
+    }
+}
+
+/// One entry of the static address table: on switch namespace `ns`, `mac` is behind `port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FdbEntry {
+    ns: String,
+    port: String,
+    mac: String,
+}
+
+/// The static address table of a testbed: for every switch and every ECU, the switch port
+/// toward the ECU (the first port whose side of the network holds it; the testbed
+/// topologies are trees).
+fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
+    let node_of = |peer: &str| peer.split('/').next().unwrap_or_default().to_string();
+    let mut out = Vec::new();
+    for sw in state.nodes.iter().filter(|n| n.kind == "switch") {
+        let mut seen: HashSet<String> = HashSet::from([sw.name.clone()]);
+        for port in &sw.interfaces {
+            let Some(peer) = &port.peer else { continue };
+            let mut queue = std::collections::VecDeque::from([node_of(peer)]);
+            while let Some(name) = queue.pop_front() {
+                if !seen.insert(name.clone()) {
+                    continue;
+                }
+                let Some(node) = state.node(&name) else {
+                    continue;
+                };
+                for i in &node.interfaces {
+                    if node.kind == "ecu" && i.name == topology::ECU_IF {
+                        out.push(FdbEntry {
+                            ns: sw.namespace.clone(),
+                            port: port.name.clone(),
+                            mac: i.mac.clone(),
+                        });
+                    }
+                    if let Some(p) = &i.peer {
+                        queue.push_back(node_of(p));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The switches of a testbed in the mode of the run; set back to an ordinary learning switch
+/// with the default ageing time when dropped.
+struct Switches {
+    switches: Vec<String>,
+    table: Vec<FdbEntry>,
+    mode: SwitchMode,
+}
+
+/// The Linux bridge default ageing time (centiseconds).
+const DEFAULT_AGEING: &str = "30000";
+
+impl Switches {
+    /// Every switch of `state` in hub mode.
+    fn hub(state: &TestbedState) -> Result<Switches> {
+        let switches: Vec<String> = state
+            .nodes
+            .iter()
+            .filter(|n| n.kind == "switch")
+            .map(|n| n.namespace.clone())
+            .collect();
+        let s = Switches {
+            switches,
+            table: static_table(state),
+            mode: SwitchMode::Hub,
+        };
+        for ns in &s.switches {
+            set_ageing(ns, "0")?;
+        }
+        Ok(s)
+    }
+
+    /// Switches to `mode` (no change when already in it).
+    fn set(&mut self, mode: SwitchMode) -> Result<()> {
+        if mode == self.mode {
+            return Ok(());
+        }
+        match mode {
+            SwitchMode::Static => {
+                self.mode = SwitchMode::Static;
+                for e in &self.table {
+                    bridge(
+                        &e.ns,
+                        &["fdb", "replace", &e.mac, "dev", &e.port, "master", "static"],
+                    )?;
+                    bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "off"])?;
+                }
+            }
+            SwitchMode::Hub => {
+                self.unset_static()?;
+                self.mode = SwitchMode::Hub;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the static table and turns learning back on (ageing time 0 keeps it a hub).
+    fn unset_static(&self) -> Result<()> {
+        let mut first_err = None;
+        for e in &self.table {
+            for r in [
+                bridge(
+                    &e.ns,
+                    &["fdb", "del", &e.mac, "dev", &e.port, "master", "static"],
+                ),
+                bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "on"]),
+            ] {
+                if let Err(err) = r {
+                    first_err.get_or_insert(err);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Switches {
+    fn drop(&mut self) {
+        if self.mode == SwitchMode::Static {
+            let _ = self.unset_static();
+        }
+        for ns in &self.switches {
+            let _ = set_ageing(ns, DEFAULT_AGEING);
+        }
+    }
+}
+
+fn set_ageing(ns: &str, centiseconds: &str) -> Result<()> {
+    ip(
+        ns,
+        &[
+            "link",
+            "set",
+            "dev",
+            topology::BRIDGE_IF,
+            "type",
+            "bridge",
+            "ageing_time",
+            centiseconds,
+        ],
+    )
+}
+
+fn bridge(ns: &str, args: &[&str]) -> Result<()> {
+    tool("bridge", ns, args)
+}
+
+fn ip(ns: &str, args: &[&str]) -> Result<()> {
+    tool("ip", ns, args)
+}
+
+/// Runs `ip` or `bridge` (iproute2) with `-n ns`.
+fn tool(name: &str, ns: &str, args: &[&str]) -> Result<()> {
+    let out = die_with_parent(&mut Command::new(name))
+        .arg("-n")
+        .arg(ns)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {name}"))?;
+    if !out.status.success() {
+        bail!(
+            "{name} -n {ns} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// A directory for the attacker's capture parts, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir> {
+        let mut r = [0u8; 6];
+        getrandom::fill(&mut r).map_err(|e| anyhow!("random: {e}"))?;
+        let dir = std::env::temp_dir().join(format!("ivnsec-attack-{}", hex::encode(r)));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One class against one profile: receiver, legitimate sender, attacker; then the accounts.
+fn run_one(
+    roles: &Roles,
+    cfg: &AttackConfig,
+    profile: &str,
+    attack: Attack,
+    mode: SwitchMode,
+    pcap: Option<&PathBuf>,
+) -> Result<AttackResult> {
+    let family = parse_profile(profile)?;
+    let forward = random_keys(family)?;
+    let backward = random_keys(family)?;
+    let s = node_addr(&roles.state, &roles.sender)?;
+    let r = node_addr(&roles.state, &roles.receiver)?;
+    let x = node_addr(&roles.state, &roles.attacker)?;
+    let ns = |n: &str| -> Result<String> {
+        Ok(roles.state.namespace_of(n).map_err(net_err)?.to_string())
+    };
+    let sender_ends = Ends {
+        local_mac: s.0,
+        peer_mac: r.0,
+        local_ip: s.1,
+        peer_ip: r.1,
+    };
+    let recv_ends = sender_ends.reversed();
+    let base = |role, ends: Ends| RoleSpec {
+        role,
+        profile: family,
+        provider: cfg.provider,
+        payload: cfg.payload,
+        count: u32::MAX,
+        replications: 1,
+        pause_ns: LEGIT_PAUSE.as_nanos() as u64,
+        timeout_ns: LEGIT_TIMEOUT.as_nanos() as u64,
+        busy_poll: false,
+        cpu: None,
+        link: link_spec(true, family, &ends, None),
+        ends,
+        forward: forward.clone(),
+        backward: backward.clone(),
+        pcap: None,
+        channel: ChannelOptions {
+            replay_window: attack.replay_window(),
+            first_seq: 1,
+            spi_offset: 0,
+        },
+        until_eof: false,
+        watch_plain: false,
+        rcvbuf: Some(cfg.rcvbuf_mib << 20),
+    };
+    let mut res_spec = base(Role::Responder, recv_ends);
+    res_spec.watch_plain = true;
+    let mut responder = spawn_role(
+        Some(&ns(&roles.receiver)?),
+        "pingpong",
+        &res_spec,
+        "receiver",
+    )?;
+    let mut res_out = BufReader::new(responder.stdout.take().expect("piped"));
+    if let Err(e) = wait_ready(&mut res_out) {
+        let _ = responder.kill();
+        let err = child_stderr(&mut responder);
+        let _ = responder.wait();
+        return Err(e.context(format!("the receiver did not start: {err}")));
+    }
+    let mut ini_spec = base(Role::Initiator, sender_ends);
+    ini_spec.until_eof = true;
+    let initiator = spawn_role(Some(&ns(&roles.sender)?), "pingpong", &ini_spec, "sender");
+
+    let spec = AttackSpec {
+        attack,
+        profile: family,
+        provider: cfg.provider,
+        payload: cfg.payload,
+        count: cfg.count,
+        flood_ns: (cfg.flood_seconds * 1e9) as u64,
+        ifname: topology::ECU_IF.to_string(),
+        sender: sender_ends,
+        attacker_mac: x.0,
+        attacker_ip: x.1,
+        forward: forward.clone(),
+        pcap: pcap.cloned(),
+        pcap_limit: if attack == Attack::Flood {
+            FLOOD_PCAP_LIMIT
+        } else {
+            u64::MAX
+        },
+    };
+    let attacker = initiator
+        .as_ref()
+        .map_err(|e| anyhow!("{e:#}"))
+        .and_then(|_| run_attacker(&ns(&roles.attacker)?, &spec));
+    std::thread::sleep(SETTLE);
+
+    // Stop the legitimate sender, then the receiver, whatever happened.
+    let ini = initiator.and_then(|mut c| {
+        drop(c.stdin.take());
+        collect_initiator(&mut c)
+    });
+    drop(responder.stdin.take());
+    let res = collect_responder(&mut res_out);
+    let res_err = child_stderr(&mut responder);
+    let status = responder.wait()?;
+    let (injected, seconds) = attacker?;
+    let ini = ini?;
+    let res = res.with_context(|| format!("receiver: {res_err}"))?;
+    if !status.success() {
+        bail!("the receiver failed ({status}): {res_err}");
+    }
+
+    // Legitimate exchange ids are `replication << 32 | index`; every other accepted id, and
+    // every legitimate id accepted more than once, is a forgery or a replay that got through.
+    let sent: HashMap<u64, u64> = ini
+        .records
+        .iter()
+        .map(|e| ((u64::from(e.rep) << 32) | u64::from(e.idx), e.start))
+        .collect();
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut accepted = 0u64;
+    let mut owd_us = Vec::with_capacity(sent.len());
+    for &(id, _, _, at) in &res.log {
+        match sent.get(&id) {
+            Some(&start) if seen.insert(id) => {
+                owd_us.push(at.saturating_sub(start) as f64 / 1e3);
+            }
+            _ => accepted += 1,
+        }
+    }
+    let dropped: BTreeMap<String, u64> = res.drops.into_iter().collect();
+    let judged = accepted + dropped.values().sum::<u64>();
+    owd_us.sort_by(f64::total_cmp);
+    let q = |p: f64| (!owd_us.is_empty()).then(|| crate::stats::quantile_sorted(&owd_us, p));
+    Ok(AttackResult {
+        profile: profile.to_string(),
+        attack: attack.name(),
+        injected,
+        accepted,
+        dropped,
+        not_seen: injected.saturating_sub(judged),
+        rate_fps: if seconds > 0.0 {
+            injected as f64 / seconds
+        } else {
+            0.0
+        },
+        legit_sent: sent.len() as u64,
+        legit_delivered: seen.len() as u64,
+        legit_exchanges_lost: ini.records.iter().filter(|e| e.lost).count() as u64,
+        legit_p50_us: q(0.5),
+        legit_p999_us: q(0.999),
+        switch: mode.name(),
+        receiver_socket_drops: res.socket_drops,
+        initiator_socket_drops: ini.socket_drops,
+    })
+}
+
+/// Runs the attacker process to its end; returns (frames injected, seconds it took).
+fn run_attacker(ns: &str, spec: &AttackSpec) -> Result<(u64, f64)> {
+    // Frames to other hosts reach the attacker's port (the switch floods); its interface
+    // takes them in.
+    ip(
+        ns,
+        &["link", "set", "dev", topology::ECU_IF, "promisc", "on"],
+    )?;
+    let mut child = spawn_role(Some(ns), "attack", spec, "attacker")?;
+    drop(child.stdin.take());
+    let mut text = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_string(&mut text)?;
+    let err = child_stderr(&mut child);
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("the attacker failed ({status}): {err}");
+    }
+    let (mut injected, mut seconds, mut ended) = (None, 0.0, false);
+    for line in text.lines() {
+        let mut f = line.split_ascii_whitespace();
+        match (f.next(), f.next()) {
+            (Some("INJECTED"), Some(n)) => injected = n.parse().ok(),
+            (Some("SECONDS"), Some(s)) => seconds = s.parse().unwrap_or(0.0),
+            (Some("END"), None) => ended = true,
+            _ => bail!("attacker: unexpected line {line:?}"),
+        }
+    }
+    match (injected, ended) {
+        (Some(n), true) => Ok((n, seconds)),
+        _ => bail!("the attacker ended without its counts: {err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(t: &str) -> Vec<(String, String, String)> {
+        let topo: Topology = t.parse().unwrap();
+        let state = TestbedState::planned("ivn-000000", &topo);
+        let mac = |node: &str| state.node(node).unwrap().interfaces[0].mac.clone();
+        let mut v: Vec<(String, String, String)> = static_table(&state)
+            .into_iter()
+            .map(|e| {
+                let ecu = state
+                    .ecus()
+                    .find(|n| n.interfaces[0].mac == e.mac)
+                    .unwrap()
+                    .name
+                    .clone();
+                assert_eq!(e.mac, mac(&ecu));
+                (e.ns, e.port, ecu)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// One switch: each ECU's MAC on its own port, nothing else.
+    #[test]
+    fn static_table_of_one_switch() {
+        let t = |p: &str, e: &str| ("ivn-000000-sw0".to_string(), p.to_string(), e.to_string());
+        assert_eq!(
+            entries("sensors:2"),
+            vec![
+                t("to-consumer", "consumer"),
+                t("to-sensor1", "sensor1"),
+                t("to-sensor2", "sensor2"),
+            ]
+        );
+    }
+
+    /// A chain of switches: every switch has an entry for every ECU, on the port toward it.
+    #[test]
+    fn static_table_of_a_cascade() {
+        let topo: Topology = "cascade:3".parse().unwrap();
+        let state = TestbedState::planned("ivn-000000", &topo);
+        let switches: Vec<_> = state.nodes.iter().filter(|n| n.kind == "switch").collect();
+        let ecus: Vec<_> = state.ecus().collect();
+        assert!(switches.len() >= 2, "{state:?}");
+        let v = entries("cascade:3");
+        assert_eq!(v.len(), switches.len() * ecus.len(), "{v:?}");
+        for (ns, port, ecu) in &v {
+            let sw = switches.iter().find(|s| &s.namespace == ns).unwrap();
+            let iface = sw.interfaces.iter().find(|i| &i.name == port).unwrap();
+            let peer = iface.peer.as_deref().unwrap();
+            // The port leads to the ECU itself or to the next switch on the way to it.
+            let direct = peer == format!("{ecu}/{}", topology::ECU_IF);
+            let via_switch = state
+                .node(peer.split('/').next().unwrap())
+                .is_some_and(|n| n.kind == "switch");
+            assert!(direct || via_switch, "{ns} {port} → {peer} for {ecu}");
+            // An ECU attached to this switch is reached directly, never through a trunk.
+            let local = sw
+                .interfaces
+                .iter()
+                .any(|i| i.peer.as_deref() == Some(&format!("{ecu}/{}", topology::ECU_IF)));
+            assert_eq!(local, direct, "{ns} {port} for {ecu}");
+        }
+    }
+}
