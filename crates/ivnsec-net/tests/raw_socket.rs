@@ -9,7 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use std::os::fd::AsFd;
 
-use ivnsec_net::sys::{ETH_HLEN, ETH_P_IVNAE, PacketStatistics, PacketType, RawSocket, RecvMeta};
+use ivnsec_core::wire::ivnae::ETHERTYPE as ETH_P_IVNAE;
+use ivnsec_net::sys::{ETH_HLEN, PacketStatistics, PacketType, RawSocket, RecvMeta};
 use ivnsec_net::testbed::random_prefix;
 use ivnsec_net::topology::check_ifname;
 

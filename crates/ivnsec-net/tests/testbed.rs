@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{PrefixGuard, TempDir, have, options};
-use ivnsec_net::sys::{ETH_P_IVNAE, PacketType, RawSocket};
+use ivnsec_core::wire::ivnae::ETHERTYPE as ETH_P_IVNAE;
+use ivnsec_net::sys::{PacketType, RawSocket};
 use ivnsec_net::testbed::{self, Testbed};
 use ivnsec_net::topology::{Topology, parse_mac};
 use ivnsec_net::{Error, Result};

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::markdown::{Table, yes_no};
+use super::table::{Table, yes_no};
 use super::{ReportError, Summary, seed002, seed003};
 use crate::camera::{CameraReport, CameraResult};
 use crate::pingpong::Requirements;
@@ -359,47 +359,6 @@ the same path and shaping (seed 002 §5.1.1: < 5 % each); iperf3 is UDP (1472-by
 (one stream per sender at once) on the same path, unshaped or at the shaped rate. The rules are \
 judged on shaped links only: unshaped, goodput and CPU measure how fast the CPU is, whatever the \
 protection. '–' = not measured or not judged in this run.";
-
-/// The throughput section of summary.md (empty when there is no throughput run).
-pub(super) fn markdown(e: &Experiments, limits: &Requirements) -> String {
-    let mut s = String::new();
-    if !e.throughput.is_empty() {
-        s.push_str("\n## Throughput (seed 002 §5.2.3, §6.1.2)\n\n");
-        s.push_str(&throughput_table(e, limits).markdown());
-        let _ = writeln!(s, "\n{THROUGHPUT_NOTE}");
-    }
-    for (title, reports) in [
-        ("Under load (seed 002 §5.2.1)", &e.underload),
-        ("Playback (seed 002 §5.2.1)", &e.playback),
-    ] {
-        if !reports.is_empty() {
-            let _ = writeln!(s, "\n## {title}\n");
-            s.push_str(&stream_table(reports).markdown());
-            let _ = writeln!(s, "\n{STREAM_NOTE}");
-        }
-    }
-    if !e.camera.is_empty() {
-        s.push_str("\n## Cameras (seed 003 §F)\n\n");
-        s.push_str(&camera_table(&e.camera).markdown());
-        let _ = writeln!(s, "\n{CAMERA_NOTE}");
-    }
-    s
-}
-
-/// The seed comparison sections of summary.md.
-pub(super) fn seed_markdown(summary: &Summary) -> String {
-    let mut s = String::new();
-    for sec in seed_sections(summary) {
-        let _ = write!(
-            s,
-            "\n## {}\n\n{}\n{}\n",
-            sec.title,
-            sec.table.markdown(),
-            sec.note
-        );
-    }
-    s
-}
 
 /// throughput.csv: one row per run, the columns pandas needs to redo the table.
 pub fn write_throughput_csv(path: &Path, e: &Experiments) -> Result<(), ReportError> {

@@ -11,8 +11,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::markdown::{self, Table};
 use super::plots::{self, BoxRow, FitSeries, Row, Series};
+use super::scenarios;
+use super::table::{escape, kv_table};
 use super::{
     LinearFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits,
     experiments, focus_profile, hmac_name, seed000,
@@ -21,22 +22,6 @@ use crate::pingpong::{Exchange, Section};
 
 /// Runs of consecutive messages per dispersion series (two points each).
 pub(super) const DISPERSION_BUCKETS: usize = 150;
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ccc}\
@@ -47,28 +32,6 @@ td.pass{background:#e3f4e3;color:#155215}td.fail{background:#fbe0e0;color:#8a101
 figure{margin:1.5em 0}figcaption{font-size:.85em;color:#444;max-width:900px}\
 svg{max-width:100%;height:auto}p.note{font-size:.85em;color:#444;max-width:900px}\
 nav a{margin-right:1em}";
-
-pub(super) fn table_html(t: &Table) -> String {
-    let mut s = String::from("<table>\n<tr>");
-    for h in &t.head {
-        let _ = write!(s, "<th>{}</th>", escape(h));
-    }
-    s.push_str("</tr>\n");
-    for r in &t.rows {
-        s.push_str("<tr>");
-        for c in r {
-            let class = match c.as_str() {
-                "PASS" => " class=\"pass\"",
-                "FAIL" => " class=\"fail\"",
-                _ => "",
-            };
-            let _ = write!(s, "<td{class}>{}</td>", escape(c));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
-}
 
 /// An inline SVG without its (unneeded in HTML) namespace attribute, in a figure.
 fn figure(svg: &str, caption: &str) -> String {
@@ -191,7 +154,7 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
     if summary.environment.is_empty() {
         note(&mut s, "Not recorded.");
     } else {
-        s.push_str(&table_html(&markdown::kv_table(&summary.environment)));
+        s.push_str(&kv_table(&summary.environment).html());
     }
 
     if sc.is_empty() {
@@ -313,43 +276,42 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
     let sc = &summary.scenarios;
     let runs: &[ScenarioRun] = &report.scenarios;
     s.push_str("<h2 id=\"verdicts\">Verdicts</h2>\n");
-    s.push_str(&table_html(&markdown::verdict_rows(summary)));
-    if let Some(n) = markdown::poor_fit_note(summary) {
+    s.push_str(&scenarios::verdict_rows(summary).html());
+    if let Some(n) = scenarios::poor_fit_note(summary) {
         note(s, n);
     }
 
     s.push_str("<h2 id=\"baseline\">sockperf baseline</h2>\n");
     match &summary.baseline.sockperf {
         None => note(s, "Not measured (sockperf not installed or not run)."),
-        Some(Value::Object(m)) => s.push_str(&table_html(&markdown::kv_table(m))),
+        Some(Value::Object(m)) => s.push_str(&kv_table(m).html()),
         Some(other) => {
             let _ = writeln!(s, "<pre>{}</pre>", escape(&other.to_string()));
         }
     }
 
     s.push_str("<h2 id=\"seed\">Beside seed 000</h2>\n");
-    note(s, markdown::SEED_NOTE);
-    note(s, markdown::SEED_SOURCES);
+    note(s, scenarios::SEED_NOTE);
+    note(s, scenarios::SEED_SOURCES);
     s.push_str("<h3>One-way delay across AE scenarios (seed 000 Table 4), µs</h3>\n");
-    s.push_str(&table_html(&markdown::range_table(
-        summary,
-        &seed000::TABLE_4_OWD,
-        |s| s.sections.owd_forward.as_ref(),
-    )));
+    s.push_str(
+        &scenarios::range_table(summary, &seed000::TABLE_4_OWD, |s| {
+            s.sections.owd_forward.as_ref()
+        })
+        .html(),
+    );
     s.push_str("<h3>Complete iteration across AE scenarios (seed 000 Table 5), µs</h3>\n");
-    s.push_str(&table_html(&markdown::range_table(
-        summary,
-        &seed000::TABLE_5_RTT,
-        |s| s.sections.rtt.as_ref(),
-    )));
+    s.push_str(
+        &scenarios::range_table(summary, &seed000::TABLE_5_RTT, |s| s.sections.rtt.as_ref()).html(),
+    );
     s.push_str("<h3>Per scenario (seed 000 Appendix A), µs</h3>\n");
-    let app = markdown::appendix_table(summary);
+    let app = scenarios::appendix_table(summary);
     if app.rows.is_empty() {
         note(s, "None of our scenarios is one the seed measured.");
     } else {
-        s.push_str(&table_html(&app));
+        s.push_str(&app.html());
     }
-    let (without, unmeasured) = markdown::coverage(summary);
+    let (without, unmeasured) = scenarios::coverage(summary);
     if !without.is_empty() {
         note(s, &format!("No seed figure for: {}.", without.join(", ")));
     }
@@ -360,15 +322,15 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
         );
     }
     s.push_str("<h3>Wilcoxon median bound at 99 % (seed 000 §4.3), forward OWD of aes256-cbc-hmac-sha256, µs</h3>\n");
-    s.push_str(&table_html(&markdown::wilcoxon_table(summary)));
-    let est = markdown::estimate_table(summary);
+    s.push_str(&scenarios::wilcoxon_table(summary).html());
+    let est = scenarios::estimate_table(summary);
     if !est.rows.is_empty() {
         s.push_str("<h3>Seed 000's OWD estimate against the measured OWD, µs</h3>\n");
         note(
             s,
             "Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.",
         );
-        s.push_str(&table_html(&est));
+        s.push_str(&est.html());
     }
 
     // Fig. 17–18.
@@ -401,7 +363,7 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
 
     // Fig. 20–21.
     s.push_str("<h2 id=\"payload\">Latency against payload</h2>\n");
-    let fits = markdown::fit_table(summary);
+    let fits = scenarios::fit_table(summary);
     if fits.rows.is_empty() {
         note(
             s,
@@ -416,7 +378,7 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
                 seed000::FIG20_CROSSING_ABOVE_BYTES
             ),
         );
-        s.push_str(&table_html(&fits));
+        s.push_str(&fits.html());
     }
 
     // Fig. 19, 22–26.
@@ -595,10 +557,7 @@ fn experiments_html(s: &mut String, summary: &Summary) {
     let e = &summary.experiments;
     if !e.throughput.is_empty() {
         s.push_str("<h2 id=\"throughput\">Throughput (seed 002 §5.2.3, §6.1.2)</h2>\n");
-        s.push_str(&table_html(&experiments::throughput_table(
-            e,
-            &summary.requirements,
-        )));
+        s.push_str(&experiments::throughput_table(e, &summary.requirements).html());
         note(s, experiments::THROUGHPUT_NOTE);
     }
     for (id, title, reports) in [
@@ -607,18 +566,18 @@ fn experiments_html(s: &mut String, summary: &Summary) {
     ] {
         if !reports.is_empty() {
             let _ = writeln!(s, "<h2 id=\"{id}\">{title}</h2>");
-            s.push_str(&table_html(&experiments::stream_table(reports)));
+            s.push_str(&experiments::stream_table(reports).html());
             note(s, experiments::STREAM_NOTE);
         }
     }
     if !e.camera.is_empty() {
         s.push_str("<h2 id=\"camera\">Cameras (seed 003 §F)</h2>\n");
-        s.push_str(&table_html(&experiments::camera_table(&e.camera)));
+        s.push_str(&experiments::camera_table(&e.camera).html());
         note(s, experiments::CAMERA_NOTE);
     }
     for sec in experiments::seed_sections(summary) {
         let _ = writeln!(s, "<h2>{}</h2>", escape(&sec.title));
-        s.push_str(&table_html(&sec.table));
+        s.push_str(&sec.table.html());
         note(s, &sec.note);
     }
 }

@@ -19,9 +19,11 @@ pub mod fit;
 mod html;
 mod markdown;
 mod plots;
+mod scenarios;
 pub mod seed000;
 pub mod seed002;
 pub mod seed003;
+mod table;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -34,7 +36,7 @@ use crate::stats;
 
 pub use experiments::Experiments;
 pub use fit::{LinearFit, least_squares};
-pub use markdown::Table;
+pub use table::Table;
 
 /// File names inside a report directory.
 pub const SAMPLES_CSV: &str = "samples.csv";

@@ -32,7 +32,7 @@
 //! The seed distinguishes "vanilla" vsomeip from its own version at the no-security level;
 //! we have one SOME/IP implementation, so both map to our `nosec`.
 
-use super::markdown::{Table, opt_num, strs};
+use super::table::{Table, opt_num, strs};
 use crate::camera::CameraFigures;
 use Level::{Auth, Conf, Nosec};
 use Transport::{Tcp, Udp};

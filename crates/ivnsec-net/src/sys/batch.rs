@@ -1,0 +1,209 @@
+//! Batched send and receive: many units (frames, datagrams) per system call with `sendmmsg`
+//! and `recvmmsg`, at most [`MAX_BATCH`] at a time, message headers on the stack (no
+//! allocation). Used by every link type; [`super::RawSocket::recv_batch`] adds what AF_PACKET
+//! tells about each frame.
+
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::ptr;
+
+/// Most units one batched call ([`send_batch`], [`recv_batch`]) moves.
+pub const MAX_BATCH: usize = 64;
+
+/// Sends `lens.len()` (≤ [`MAX_BATCH`]) units with `sendmmsg`: unit `i` is
+/// `buf[i * stride..i * stride + lens[i]]`. The socket must know where to send (an AF_PACKET
+/// socket bound to an interface, a connected UDP or raw IP socket). Loops until every unit is
+/// handed to the kernel: on a blocking socket the call waits for room; `EINTR` and `ENOBUFS` (a
+/// full device queue) are retried. No allocation: the message headers live on the stack.
+pub fn send_batch(fd: BorrowedFd<'_>, buf: &[u8], stride: usize, lens: &[usize]) -> io::Result<()> {
+    let n = lens.len();
+    if n > MAX_BATCH
+        || (n > 0
+            && ((n - 1) * stride + lens[n - 1] > buf.len() || lens.iter().any(|&l| l > stride)))
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "batch does not fit the buffer",
+        ));
+    }
+    // SAFETY: iovec and mmsghdr are plain data (pointers and integers); all-zero is valid.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    for i in 0..n {
+        // The kernel only reads through iov_base for a send; the cast to *mut is what iovec wants.
+        iov[i].iov_base = buf[i * stride..].as_ptr() as *mut libc::c_void;
+        iov[i].iov_len = lens[i];
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    let mut done = 0;
+    while done < n {
+        // SAFETY: msgs[done..n] are initialised headers whose single iovec points into `buf`
+        // within its bounds (checked above); `buf`, `iov` and `msgs` outlive the call, and the
+        // kernel only reads the data.
+        let r = unsafe {
+            libc::sendmmsg(
+                fd.as_raw_fd(),
+                msgs[done..].as_mut_ptr(),
+                (n - done) as libc::c_uint,
+                0,
+            )
+        };
+        if r >= 0 {
+            done += r as usize;
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::yield_now(),
+            _ => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Receives up to `lens.len()` (≤ [`MAX_BATCH`]) units with one non-blocking `recvmmsg`: unit
+/// `i` lands at `buf[i * stride + off..(i + 1) * stride]` and its length in `lens[i]` (0 when it
+/// did not fit: a truncated unit must not be verified). Returns how many arrived (0: none
+/// queued).
+pub fn recv_batch(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    stride: usize,
+    off: usize,
+    lens: &mut [usize],
+) -> io::Result<usize> {
+    let got = recv_batch_named(fd, buf, stride, off, lens, None)?;
+    for len in lens.iter_mut().take(got) {
+        if *len > stride - off {
+            *len = 0;
+        }
+    }
+    Ok(got)
+}
+
+/// [`recv_batch`] that, with `names`, also keeps each message's AF_PACKET source address and
+/// its length before truncation; `lens[i]` is then the stored length (at most the slot).
+/// Without `names`, a truncated message's `lens[i]` is larger than its slot.
+pub(super) fn recv_batch_named(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    stride: usize,
+    off: usize,
+    lens: &mut [usize],
+    mut names: Option<(&mut [libc::sockaddr_ll; MAX_BATCH], &mut [usize; MAX_BATCH])>,
+) -> io::Result<usize> {
+    if off >= stride {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "offset must be below the stride",
+        ));
+    }
+    let n = lens.len().min(MAX_BATCH).min(buf.len() / stride);
+    // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    let base = buf.as_mut_ptr();
+    for i in 0..n {
+        // SAFETY: (i + 1) * stride ≤ buf.len() because n ≤ buf.len() / stride, and off < stride,
+        // so the slot lies inside `buf`.
+        iov[i].iov_base = unsafe { base.add(i * stride + off) }.cast();
+        iov[i].iov_len = stride - off;
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        if let Some((addrs, _)) = names.as_mut() {
+            msgs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_ll).cast();
+            msgs[i].msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        }
+    }
+    // With names (AF_PACKET), MSG_TRUNC makes msg_len the frame's full length.
+    let flags = libc::MSG_DONTWAIT | if names.is_some() { libc::MSG_TRUNC } else { 0 };
+    let got = loop {
+        // SAFETY: every header points at one iovec describing a disjoint, writable slot of
+        // `buf` and, with names, at one sockaddr_ll of `addrs` with its size; `buf`, `iov`,
+        // `msgs` and `addrs` outlive the call; a null timeout is allowed.
+        let r = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                flags,
+                ptr::null_mut(),
+            )
+        };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock => return Ok(0),
+            _ => return Err(e),
+        }
+    };
+    for i in 0..got {
+        let truncated = msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        let len = msgs[i].msg_len as usize;
+        match names.as_mut() {
+            Some((_, wire)) => {
+                wire[i] = if truncated {
+                    len.max(stride - off + 1)
+                } else {
+                    len
+                };
+                lens[i] = len.min(stride - off);
+            }
+            None => lens[i] = if truncated { stride - off + 1 } else { len },
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+    use std::time::Duration;
+
+    #[test]
+    fn batches_round_trip_over_udp() {
+        use std::net::UdpSocket;
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        let stride = 100;
+        let mut tx = vec![0u8; 3 * stride];
+        for i in 0..3 {
+            tx[i * stride..i * stride + 10].fill(i as u8 + 1);
+        }
+        send_batch(a.as_fd(), &tx, stride, &[10, 5, 100]).unwrap();
+        let mut rx = vec![0u8; 4 * 60];
+        let mut lens = [0usize; 4];
+        let mut got = 0;
+        for _ in 0..100 {
+            got += recv_batch(b.as_fd(), &mut rx[got * 60..], 60, 10, &mut lens[got..]).unwrap();
+            if got == 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(got, 3);
+        assert_eq!(
+            &lens[..3],
+            &[10, 5, 0],
+            "the 100-byte unit is truncated in a 50-byte slot"
+        );
+        assert_eq!(&rx[10..20], &[1u8; 10]);
+        assert_eq!(&rx[70..75], &[2u8; 5]);
+        assert_eq!(
+            recv_batch(b.as_fd(), &mut rx, 60, 10, &mut lens).unwrap(),
+            0
+        );
+        assert!(recv_batch(b.as_fd(), &mut rx, 60, 60, &mut lens).is_err());
+        assert!(send_batch(a.as_fd(), &tx, stride, &[101]).is_err());
+    }
+}

@@ -1,0 +1,112 @@
+//! CPU and clocks: affinity of the calling thread ([`pin_current_thread`], [`current_affinity`],
+//! [`current_cpu`]; on this VM a cross-CPU wake-up costs ≈27 µs per hop, so latency mode pins
+//! and busy-polls), the CPU time of this process ([`rusage_self`]) and a monotonic clock that
+//! means the same in every network namespace ([`monotonic_ns`]).
+
+use std::io;
+use std::mem;
+
+/// CLOCK_MONOTONIC in nanoseconds. Unlike [`std::time::Instant`], the value is a plain number
+/// that means the same in every process of the host: network namespaces share this clock (only
+/// a time namespace, which the testbed never creates, would offset it), so a time taken in one
+/// ECU namespace can be subtracted from one taken in another.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec that lives across the call; CLOCK_MONOTONIC is
+    // always available on Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// CPU time this process has used so far (`getrusage(RUSAGE_SELF)`): (user ns, system ns),
+/// every thread included, at the kernel's accounting resolution.
+pub fn rusage_self() -> (u64, u64) {
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { mem::zeroed() };
+    // SAFETY: ru is valid for writes; RUSAGE_SELF is always valid, so the call cannot fail.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
+/// Pins the calling thread to CPU `cpu` (`sched_setaffinity`).
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("CPU {cpu} is out of range"),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
+    // SAFETY: cpu < CPU_SETSIZE (checked above), so CPU_SET writes inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 is the calling thread; `set` is valid for reads of the size passed.
+    let r = unsafe { libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The CPUs the calling thread may run on.
+pub fn current_affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread; `set` is valid for writes of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: every index is < CPU_SETSIZE, so CPU_ISSET reads inside `set`.
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// The CPU the calling thread runs on right now (`sched_getcpu`), if the kernel tells.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only returns a number.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn affinity_round_trip() {
+        // Runs in a thread of its own so the test harness thread keeps its affinity.
+        std::thread::spawn(|| {
+            let cpus = current_affinity().unwrap();
+            assert!(!cpus.is_empty());
+            pin_current_thread(cpus[0]).unwrap();
+            assert_eq!(current_affinity().unwrap(), vec![cpus[0]]);
+            assert_eq!(current_cpu(), Some(cpus[0]));
+            assert!(pin_current_thread(libc::CPU_SETSIZE as usize).is_err());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn rusage_grows_with_work() {
+        let (u0, s0) = rusage_self();
+        let mut x = 0u64;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let (u1, s1) = rusage_self();
+        assert!(u1 + s1 > u0 + s0);
+    }
+}

@@ -1,0 +1,49 @@
+//! Operating-system calls that need `unsafe`: the only such module of ivnsec. Every `unsafe`
+//! block says why it is sound in a `// SAFETY:` comment; everything outside is safe Rust.
+//!
+//! One file per concern; every name is re-exported here, so `ivnsec_net::sys::X` is the path
+//! callers use:
+//!
+//! - [`packet`]: [`RawSocket`], an AF_PACKET `SOCK_RAW` socket bound to one interface and one
+//!   EtherType, sending and receiving whole Ethernet frames (blocking with a timeout, busy-poll,
+//!   batches, software RX timestamps, the kernel's drop counters, a filter for frames to other
+//!   hosts); [`interface_index`].
+//! - [`batch`]: [`send_batch`] / [`recv_batch`], many units per `sendmmsg` / `recvmmsg` on any
+//!   socket, at most [`MAX_BATCH`].
+//! - [`socket`]: options and readiness of any socket: buffer sizes ([`set_socket_buffers`],
+//!   [`set_recv_buffer_force`]), the drop counter ([`socket_drops`]), [`wait_readable`].
+//! - [`cpu`]: [`pin_current_thread`] / [`current_affinity`] / [`current_cpu`] (on this VM a
+//!   cross-CPU wake-up costs ≈27 µs per hop; latency mode pins and busy-polls), [`rusage_self`],
+//!   [`monotonic_ns`].
+//! - [`signal`]: [`termination_signals`] (SIGINT/SIGTERM/SIGHUP as a value to wait for) and
+//!   [`signal_process`], used by testbed teardown to stop processes inside its own namespaces.
+//! - [`fs`]: [`try_lock_exclusive`], an exclusive `flock` (one sender per nonce state file);
+//!   [`open_at`], [`rename_at`], [`unlink_at`], [`stat_at`]: file operations relative to an open
+//!   directory that never follow a symbolic link (the nonce state directory).
+//! - [`process`]: [`die_with_parent`], a child process that is killed when ivnsec dies, even by
+//!   SIGKILL.
+//!
+//! No protocol lives here: a raw socket is opened for an EtherType the caller names (IVN-AE's
+//! is `ivnsec_core::wire::ivnae::ETHERTYPE`).
+//!
+//! Namespaces are not entered here: node processes are started with `ip netns exec NS …`, so a
+//! process never switches namespace after start (no `setns`).
+
+pub mod batch;
+pub mod cpu;
+pub mod fs;
+pub mod packet;
+pub mod process;
+pub mod signal;
+pub mod socket;
+
+pub use batch::{MAX_BATCH, recv_batch, send_batch};
+pub use cpu::{current_affinity, current_cpu, monotonic_ns, pin_current_thread, rusage_self};
+pub use fs::{
+    EntryStat, OpenAt, effective_uid, is_symlink_error, open_at, rename_at, stat_at,
+    try_lock_exclusive, unlink_at, unlock,
+};
+pub use packet::{ETH_HLEN, PacketStatistics, PacketType, RawSocket, RecvMeta, interface_index};
+pub use process::die_with_parent;
+pub use signal::{TerminationSignals, signal_process, termination_signals};
+pub use socket::{set_recv_buffer_force, set_socket_buffers, socket_drops, wait_readable};
