@@ -1,0 +1,205 @@
+//! `ivnsec crypto-bench`: protect and verify cost per profile, provider and payload size, and
+//! (with `--vs-openssl`) the ratio to `openssl speed` on the same machine in the same run. The
+//! measurement and its method are in `ivnsec_lab::bench`; this command takes the options and
+//! prints the table or the JSON.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use ivnsec_lab::bench::{Bench, DEFAULT_SIZES, Providers, Row, Settings};
+
+use crate::error::usage;
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "MB/s counts payload bytes (10^6 per MB), like `openssl speed -bytes N`.\n\
+Example:\n  ivnsec crypto-bench --suite aes128-gcm --suite chacha20-poly1305 --suite hmac-sha256 \\\n      --provider fast --vs-openssl"
+)]
+pub struct Args {
+    /// Profile to measure: a suite name (its default level) or `suite/auth`, `suite/conf`, a
+    /// MACsec cipher suite (`macsec-gcm-aes-128`, …), an ESP transform (`esp-aes128-gcm`, …) or
+    /// a SecOC profile (`secoc-cmac-aes128`, `secoc-hmac-sha256`); repeatable or
+    /// comma-separated. Default: every profile (`ivnsec suites`), every MACsec cipher suite, every
+    /// ESP transform and every SecOC profile.
+    #[arg(long = "suite", value_name = "S", value_delimiter = ',')]
+    suites: Vec<String>,
+    /// Payload sizes in bytes (1-65535), comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "N,…", default_values_t = DEFAULT_SIZES)]
+    sizes: Vec<usize>,
+    /// Crypto provider: portable, fast, auto (fast when it has the suite) or all (each provider
+    /// that has the suite).
+    #[arg(long, default_value = "all", value_parser = ["portable", "fast", "auto", "all"])]
+    provider: String,
+    /// Also run `openssl speed` for the profiles with a single OpenSSL equivalent and print the
+    /// ratio ivnsec/OpenSSL (MB/s of protect vs OpenSSL's).
+    #[arg(long)]
+    vs_openssl: bool,
+    /// Print `{"results":[…]}` JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Short runs (5 batches of ~0.2 ms): for tests and smoke runs; figures are noisier.
+    #[arg(long)]
+    quick: bool,
+    /// Timed batches per measurement [default: 31, 5 with --quick].
+    #[arg(long, value_name = "K")]
+    batches: Option<u32>,
+    /// Target duration of one batch in milliseconds [default: 3, 0.2 with --quick].
+    #[arg(long, value_name = "MS")]
+    batch_ms: Option<f64>,
+    /// Seconds per `openssl speed` run (OpenSSL accepts whole seconds only).
+    #[arg(long, default_value_t = 1, value_name = "S")]
+    openssl_seconds: u32,
+}
+
+impl Args {
+    /// The lab's settings for these options.
+    fn settings(&self) -> Result<Settings> {
+        Ok(Settings {
+            suites: self.suites.clone(),
+            sizes: self.sizes.clone(),
+            providers: match self.provider.as_str() {
+                "all" => Providers::All,
+                p => Providers::One(p.parse().map_err(usage)?),
+            },
+            quick: self.quick,
+            batches: self.batches,
+            batch_ms: self.batch_ms,
+            vs_openssl: self.vs_openssl,
+            openssl_seconds: self.openssl_seconds,
+        })
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let mut bench = Bench::new(&args.settings()?)?;
+    let mut out = std::io::stdout().lock();
+    if !args.json {
+        print_header(&mut out, args.vs_openssl)?;
+    }
+    let rows = bench.run(&mut |row| {
+        if !args.json {
+            print_row(&mut out, row, args.vs_openssl)?;
+            out.flush()?;
+        }
+        Ok(())
+    })?;
+    if args.json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &serde_json::json!({ "meta": bench.meta(), "results": rows }),
+        )?;
+        writeln!(out)?;
+    } else if args.vs_openssl {
+        writeln!(
+            out,
+            "\nopenssl: {}; MB/s = payload bytes/s / 1e6; OpenSSL per message = `openssl speed -aead -evp` \
+(AEAD) or `-hmac` (HMAC), \
+per CPU second; stream = `openssl speed -evp` (no per-message tag). ratio cpu = ivnsec protect MB/s per CPU \
+second (p MB/s cpu) / OpenSSL msg MB/s; ratio median/mean = wall-clock batches / OpenSSL.",
+            bench.meta().openssl_version.as_deref().unwrap_or("?")
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
+    write!(
+        out,
+        "{:<26} {:<8} {:>5} {:>24} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}",
+        "profile",
+        "provider",
+        "size",
+        "protect ns min/mean/max",
+        "p ns",
+        "v ns",
+        "p MB/s",
+        "v MB/s",
+        "cpb~",
+        "bare s",
+        "bare o",
+        "p ovh",
+        "v ovh"
+    )?;
+    if vs_openssl {
+        write!(
+            out,
+            " {:>8} {:>9} {:>6} {:>6} {:>6} {:>9} {:>6}",
+            "p MB/s", "ossl MB/s", "ratio", "ratio", "ratio", "ossl MB/s", "ratio"
+        )?;
+    }
+    writeln!(out)?;
+    write!(
+        out,
+        "{:<26} {:<8} {:>5} {:>24} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}",
+        "",
+        "",
+        "",
+        "(wall clock)",
+        "median",
+        "mean",
+        "mean",
+        "mean",
+        "est.",
+        "ns med",
+        "ns med",
+        "% med",
+        "% med"
+    )?;
+    if vs_openssl {
+        write!(
+            out,
+            " {:>8} {:>9} {:>6} {:>6} {:>6} {:>9} {:>6}",
+            "cpu", "msg", "cpu", "median", "mean", "stream", "stream"
+        )?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool) -> Result<()> {
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
+    let ns = format!(
+        "{:.0}/{:.0}/{:.0}",
+        r.protect_ns_min, r.protect_ns, r.protect_ns_max
+    );
+    let cpb = r
+        .protect_cycles_per_byte_est
+        .map_or("-".into(), |c| format!("{c:.2}"));
+    write!(
+        out,
+        "{:<26} {:<8} {:>5} {:>24} {:>7.0} {:>7.0} {:>8.1} {:>8.1} {:>6} {:>7} {:>7} {:>7} {:>7}",
+        r.profile,
+        r.provider,
+        r.size,
+        ns,
+        r.protect_ns_median,
+        r.verify_ns,
+        r.protect_mbps,
+        r.verify_mbps,
+        cpb,
+        opt(r.bare_aead_ns, 0),
+        opt(r.bare_aead_open_ns, 0),
+        opt(r.overhead_pct, 1),
+        opt(r.verify_overhead_pct, 1)
+    )?;
+    if vs_openssl {
+        let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
+        write!(
+            out,
+            " {:>8} {:>9} {:>6} {:>6} {:>6} {:>9} {:>6}",
+            f(r.protect_mbps_cpu, 1),
+            f(r.openssl_mbps, 1),
+            f(r.ratio_vs_openssl, 2),
+            f(r.ratio_vs_openssl_median, 2),
+            f(r.ratio_vs_openssl_mean, 2),
+            f(r.openssl_stream_mbps, 1),
+            f(r.ratio_vs_openssl_stream, 2)
+        )?;
+        if let Some(n) = &r.openssl_note {
+            write!(out, "  ({n})")?;
+        }
+    }
+    writeln!(out)?;
+    Ok(())
+}
