@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attack;
+pub mod bench;
 pub mod camera;
 pub mod channel;
 pub mod cpu;
