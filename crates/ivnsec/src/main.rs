@@ -1,4 +1,5 @@
 //! `ivnsec`: one binary, one module per subcommand.
+#![forbid(unsafe_code)]
 
 mod cli;
 mod cmd;
