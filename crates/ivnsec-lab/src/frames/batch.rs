@@ -1,220 +1,222 @@
-//! `ivnsec frame protect|verify`: single frames as hex, or one hex frame per line on stdin with SA
-//! state kept across lines (so replay protection works over a batch).
+//! `frame protect|verify` of any family: single units as hex, or one hex unit per stdin line
+//! with the SA state kept across lines (so replay protection works over a batch). The reader
+//! holds a bounded part of a line, whatever comes in; every line gets one answer; the SA is the
+//! one [`AnyTx`](ivnsec_core::sa::any::AnyTx) / [`AnyRx`] that [`material`](super::material)
+//! builds, so nothing here depends on the family beyond the messages it prints.
 
-use std::io::{BufRead, Write};
-use std::process::ExitCode;
+use std::io::{BufRead, BufWriter, Write};
 
 use anyhow::{Context, Result};
-use clap::Subcommand;
-use ivnsec_core::crypto::{AEAD_NONCE_LEN, CryptoProvider};
-use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
-use ivnsec_core::sa::{DropCounters, DropReason, ProtectError};
-use ivnsec_core::suite::{IvnAeProfile, Suite};
+use ivnsec_core::sa::any::Family;
+use ivnsec_core::sa::macsec::RxStatus;
+use ivnsec_core::sa::{DropCounters, DropReason};
 
+use super::material::{self, Limits, ProtectSettings, Refusal, VerifySettings, family_of};
 use crate::error::{parse_hex, usage};
-use crate::providers::{self, ProviderChoice};
 
-#[derive(Subcommand, Debug)]
-pub enum Args {
-    /// Protect a plain Ethernet frame (dst ‖ src ‖ EtherType ‖ payload) as IVN-AE; prints hex.
-    #[command(
-        after_help = "With `-`, each stdin line is answered by the protected frame in hex, or by
-`DROP <reason>` (`malformed`: not hex or not UTF-8; `oversize`: above the largest frame;
-`truncated`: too short) with the line named on stderr, and the batch goes on; blank lines are
-skipped. Lines are read with a bound. The exit code is 2 when any line was refused. Without --iv,
-stderr says which IV was used. See docs/frame.md.
-
-Example:
-  ivnsec frame protect --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
-      --seq 1 020000000002020000000001080045000014"
-    )]
-    Protect {
-        #[command(flatten)]
-        sa: SaArgs,
-        /// Sequence number of the (first) frame, ≥ 1 (IVN-AE, ESP). With `-`, frames are numbered
-        /// upward from it.
-        #[arg(long)]
-        seq: Option<u64>,
-        #[command(flatten)]
-        macsec: super::frame_macsec::MacsecProtectOpts,
-        #[command(flatten)]
-        esp: super::frame_esp::EspProtectOpts,
-        #[command(flatten)]
-        secoc: super::frame_secoc::SecocProtectOpts,
-        /// Hex of the plain frame (IP packet for ESP, Authentic I-PDU for SecOC), or `-` to read
-        /// one per line from stdin.
-        frame: String,
-    },
-    /// Verify an IVN-AE frame; prints the recovered plain frame (exit 0) or the drop reason on
-    /// stderr (exit 1).
-    #[command(
-        after_help = "With `-`, each stdin line is answered, in order, by the plain frame in hex or by
-`DROP <reason>`; the exit code is 1 when any frame was dropped. A line that is no frame answers
-for itself and the batch goes on: blank `DROP truncated` (a zero-byte frame), not hex or not
-UTF-8 `DROP malformed`, above the largest frame `DROP oversize` (read with a bound, never held
-whole); stderr names the line. See docs/frame.md.
-
-Example:
-  printf '%s\\n' \"$F1\" \"$F2\" | ivnsec frame verify --profile aes128-gcm \\
-      --key 000102030405060708090a0b0c0d0e0f -"
-    )]
-    Verify {
-        #[command(flatten)]
-        sa: SaArgs,
-        /// Replay window W: 0 accepts only increasing sequence numbers; otherwise a frame within
-        /// W of the highest is accepted once. (SecOC: see --acceptance-window.)
-        #[arg(long, default_value_t = 64)]
-        replay_window: u32,
-        #[command(flatten)]
-        macsec: super::frame_macsec::MacsecVerifyOpts,
-        #[command(flatten)]
-        esp: super::frame_esp::EspVerifyOpts,
-        #[command(flatten)]
-        secoc: super::frame_secoc::SecocVerifyOpts,
-        /// Hex of the protected frame (ESP packet for ESP, Secured I-PDU for SecOC), or `-` to
-        /// read one per line from stdin.
-        frame: String,
-    },
+/// What a protect run did.
+#[derive(Debug, Default)]
+pub struct ProtectOutcome {
+    /// Units protected.
+    pub protected: u64,
+    /// Lines refused, by reason (batch only: a single refused unit is a usage error).
+    pub refused: DropCounters,
 }
 
-/// The security association, as given on the command line.
-#[derive(clap::Args, Debug)]
-pub struct SaArgs {
-    /// Profile: an IVN-AE suite name, with `/auth` or `/conf` for AEAD suites (default conf);
-    /// or a standard protocol profile (`macsec-…`, `esp-…`, `secoc-…`). `ivnsec suites` lists
-    /// them.
-    #[arg(long)]
-    pub profile: String,
-    /// Cipher key in hex (AEAD and AES-CBC/CTR suites).
-    #[arg(long)]
-    pub key: Option<String>,
-    /// HMAC key in hex, any length ≥ 1 byte (HMAC and AES-CBC/CTR-HMAC suites).
-    #[arg(long)]
-    pub mac_key: Option<String>,
-    /// IVN-AE: per-SA IV in hex, 12 bytes, XORed with the sequence number to form the nonce.
-    #[arg(long)]
-    pub iv: Option<String>,
-    /// Key id carried in the frame (0-255).
-    #[arg(long)]
-    pub key_id: Option<u8>,
-    /// Truncate HMAC tags to this many bytes (≥ max(10, digest/2)); default full length.
-    #[arg(long)]
-    pub tag_len: Option<usize>,
-    /// Crypto provider: portable, fast, or auto (fast when it has the suite).
-    #[arg(long, default_value = "auto")]
-    pub provider: ProviderChoice,
+impl ProtectOutcome {
+    /// Exit code: 2 when any line was refused.
+    pub fn exit_code(&self) -> u8 {
+        if self.refused.total() == 0 { 0 } else { 2 }
+    }
 }
 
-struct SaMaterial {
-    key: Vec<u8>,
-    mac_key: Vec<u8>,
-    iv: [u8; AEAD_NONCE_LEN],
-}
-
-impl SaArgs {
-    fn material(&self) -> Result<SaMaterial> {
-        let key = self
-            .key
-            .as_deref()
-            .map(|k| parse_hex("--key", k))
-            .transpose()?
-            .unwrap_or_default();
-        let mac_key = self
-            .mac_key
-            .as_deref()
-            .map(|k| parse_hex("--mac-key", k))
-            .transpose()?
-            .unwrap_or_default();
-        let iv = match &self.iv {
-            None => [0; AEAD_NONCE_LEN],
-            Some(s) => {
-                let v = parse_hex("--iv", s)?;
-                v.as_slice().try_into().map_err(|_| {
-                    usage(format!(
-                        "--iv must be {AEAD_NONCE_LEN} bytes, got {}",
-                        v.len()
-                    ))
-                })?
-            }
+/// Protects the unit `arg` (hex), or for `-` each line of `input`, and prints the protected
+/// units as hex on `out`, one line per input; what stderr should know goes to `err`.
+///
+/// A single input that is refused is a usage error (exit 2). In a batch, a refused line is
+/// answered `DROP <reason>` on `out` (with the sentence on `err`) and the batch goes on; blank
+/// lines are skipped (no unit, no sequence number spent); at the end, when any line was
+/// refused, a summary goes to `err` (and [`ProtectOutcome::exit_code`] is 2).
+pub fn protect(
+    s: &ProtectSettings,
+    arg: &str,
+    input: impl BufRead,
+    out: impl Write,
+    err: &mut dyn Write,
+) -> Result<ProtectOutcome> {
+    let mut sender = material::sender(s)?;
+    if let Some(note) = sender.note() {
+        writeln!(err, "{note}")?;
+    }
+    let limits = Limits::of(sender.family());
+    let mut buf = vec![0u8; sender.protected_len(limits.max_plain)];
+    let batch = arg == "-";
+    let mut w = BufWriter::new(out);
+    let mut o = ProtectOutcome::default();
+    let result = for_each_input(arg, limits.unit, limits.max_plain, input, |what, unit| {
+        let answer = match unit {
+            Input::Frame(bytes) => sender.protect(what, &bytes, &mut buf)?,
+            Input::Blank => return Ok(()),
+            Input::Bad(r) => Err(r),
         };
-        Ok(SaMaterial { key, mac_key, iv })
-    }
-
-    fn ivnae_profile(&self) -> Result<IvnAeProfile> {
-        self.profile.parse().map_err(|e| {
-            usage(format!(
-                "--profile {}: {e} (see `ivnsec suites`)",
-                self.profile
-            ))
-        })
-    }
-
-    fn params<'a>(&self, profile: IvnAeProfile, m: &'a SaMaterial) -> SaParams<'a> {
-        SaParams {
-            profile,
-            key: &m.key,
-            mac_key: &m.mac_key,
-            iv: m.iv,
-            key_id: self.key_id.unwrap_or(0),
-            tag_len: self.tag_len,
+        match answer {
+            Ok(n) => {
+                o.protected += 1;
+                writeln!(w, "{}", hex::encode(&buf[..n]))?;
+            }
+            Err(r) if batch => {
+                o.refused.bump(r.reason);
+                writeln!(w, "DROP {}", r.reason)?;
+                writeln!(err, "{what}: {}", r.detail)?;
+            }
+            Err(r) => return Err(usage(format!("{what}: {}", r.detail))),
         }
+        Ok(())
+    });
+    // The units protected before a fatal error are shown (their numbers are spent).
+    w.flush()?;
+    result?;
+    if o.refused.total() > 0 {
+        writeln!(
+            err,
+            "protected {} refused {}: {}",
+            o.protected,
+            o.refused.total(),
+            summary(&o.refused)
+        )?;
     }
-
-    fn provider(&self, profile: IvnAeProfile) -> Result<&'static CryptoProvider> {
-        providers::select(self.provider, profile.suite).map_err(usage)
-    }
+    Ok(o)
 }
 
-/// Largest plain frame accepted: a jumbo frame.
-const MAX_FRAME: usize = 9216;
-/// Most an IVN-AE frame adds: 12 header bytes, up to 16 of CBC padding, a tag of at most 32
-/// (with room to spare).
-const MAX_OVERHEAD: usize = 128;
+/// Totals of a verify run.
+#[derive(Debug, Default)]
+pub struct VerifyTotals {
+    pub ok: u64,
+    pub drops: DropCounters,
+    /// MACsec frames delivered without validation (validateFrames check or disabled).
+    pub not_validated: u64,
+}
 
-pub fn run(args: Args) -> Result<ExitCode> {
-    match args {
-        Args::Protect {
-            sa,
-            seq,
-            macsec,
-            esp,
-            secoc,
-            frame,
-        } => {
-            if sa.profile.starts_with("macsec-") {
-                super::frame_macsec::protect(&sa, &macsec, &frame)
-            } else if sa.profile.starts_with("esp-") {
-                super::frame_esp::protect(&sa, seq, &esp, &frame)
-            } else if sa.profile.starts_with("secoc-") {
-                super::frame_secoc::protect(&sa, seq, &secoc, &frame)
-            } else {
-                let seq = seq.ok_or_else(|| usage("--seq is required for IVN-AE profiles"))?;
-                protect(&sa, seq, &frame)
-            }
-        }
-        Args::Verify {
-            sa,
-            replay_window,
-            macsec,
-            esp,
-            secoc,
-            frame,
-        } => {
-            if sa.profile.starts_with("macsec-") {
-                super::frame_macsec::verify(&sa, replay_window, &macsec, &frame)
-            } else if sa.profile.starts_with("esp-") {
-                super::frame_esp::verify(&sa, replay_window, &esp, &frame)
-            } else if sa.profile.starts_with("secoc-") {
-                super::frame_secoc::verify(&sa, &secoc, &frame)
-            } else {
-                verify(&sa, replay_window, &frame)
-            }
+impl VerifyTotals {
+    /// Exit code: 1 when anything was dropped or delivered without validation.
+    pub fn exit_code(&self) -> u8 {
+        if self.drops.total() == 0 && self.not_validated == 0 {
+            0
+        } else {
+            1
         }
     }
 }
 
-/// Runs `f` on the single hex argument, or (for `-`) on each stdin line, with a name for the
-/// input (`name` or `stdin line N`) to use in messages. Shared by every protocol.
+/// Verifies the unit `arg` (hex), or for `-` each line of `input`. A single input prints the
+/// plain hex on `out` or `DROP <reason>` on `err`; a batch prints exactly one line per input
+/// line on `out` — the plain hex or `DROP <reason>` — and the totals on `err`. A line that is
+/// no unit is answered without reaching the SA: a blank line is a zero-byte unit (`DROP
+/// truncated`), a line that is not hex or not UTF-8 `DROP malformed`, one longer than the
+/// largest unit `DROP oversize`; the sentence saying why goes to `err`.
+///
+/// MACsec also says which frames were delivered without validation (a single frame: `NOT
+/// VALIDATED <status>`) and ends with its non-zero 802.1AE counters; SecOC says the freshness
+/// value of a single PDU, or the last accepted one after a batch.
+pub fn verify(
+    s: &VerifySettings,
+    arg: &str,
+    input: impl BufRead,
+    out: impl Write,
+    err: &mut dyn Write,
+) -> Result<VerifyTotals> {
+    let family = family_of(&s.sa.profile);
+    let mut rx = material::receiver_of(family, s)?;
+    let limits = Limits::of(family);
+    let batch = arg == "-";
+    let mut t = VerifyTotals::default();
+    let mut w = BufWriter::new(out);
+    let result = for_each_input(
+        arg,
+        limits.unit,
+        limits.max_protected(),
+        input,
+        |what, unit| {
+            let verdict = match unit {
+                // The SA verifies in the line's own buffer.
+                Input::Frame(mut bytes) => match rx.verify_in_place_status(&mut bytes) {
+                    Ok(d) => {
+                        if d.status != RxStatus::Ok {
+                            t.not_validated += 1;
+                            if !batch {
+                                writeln!(
+                                    err,
+                                    "NOT VALIDATED {} (delivered as validateFrames allows)",
+                                    d.status.name()
+                                )?;
+                            }
+                        }
+                        if !batch && family == Family::Secoc {
+                            writeln!(err, "freshness {}", rx.highest_seq())?;
+                        }
+                        let len = d.range.len();
+                        bytes.copy_within(d.range, 0);
+                        bytes.truncate(len);
+                        Ok(bytes)
+                    }
+                    Err(reason) => Err(reason),
+                },
+                Input::Blank => {
+                    writeln!(err, "{what}: empty line: a zero-byte frame")?;
+                    Err(DropReason::Truncated)
+                }
+                Input::Bad(r) => {
+                    writeln!(err, "{what}: {}", r.detail)?;
+                    Err(r.reason)
+                }
+            };
+            match verdict {
+                Ok(plain) => {
+                    t.ok += 1;
+                    writeln!(w, "{}", hex::encode(plain))?;
+                }
+                Err(reason) => {
+                    t.drops.bump(reason);
+                    if batch {
+                        writeln!(w, "DROP {reason}")?;
+                    } else {
+                        writeln!(err, "DROP {reason}")?;
+                    }
+                }
+            }
+            Ok(())
+        },
+    );
+    w.flush()?;
+    result?;
+    if batch {
+        let drops = summary(&t.drops);
+        writeln!(
+            err,
+            "verified {} dropped {}{}{}",
+            t.ok,
+            t.drops.total(),
+            if drops.is_empty() { "" } else { ": " },
+            drops
+        )?;
+    }
+    if let Some(c) = rx.macsec_counters() {
+        let counters: Vec<String> = c
+            .named()
+            .iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        writeln!(err, "counters: {}", counters.join(" "))?;
+    }
+    if batch && family == Family::Secoc {
+        writeln!(err, "last freshness {}", rx.highest_seq())?;
+    }
+    Ok(t)
+}
+
+/// Runs `f` on the single hex argument, or (for `-`) on each line of `input` (stdin), with a
+/// name for the input (`name` or `stdin line N`) to use in messages. Shared by every protocol.
 ///
 /// `max_bytes` is the largest frame the caller accepts. A stdin line is read with a bound
 /// ([`line_limit`] characters): a longer one is never held in memory, it is answered as
@@ -222,18 +224,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// frame, [`Input::Blank`], or [`Input::Bad`] with the reason (not UTF-8, not hex, more than
 /// `max_bytes` bytes). A hex argument that does not parse is a usage error, as before; one above
 /// `max_bytes` is [`Input::Bad`].
-pub(crate) fn for_each_input(
+pub fn for_each_input(
     arg: &str,
     name: &str,
     max_bytes: usize,
+    input: impl BufRead,
     mut f: impl FnMut(&str, Input) -> Result<()>,
 ) -> Result<()> {
     if arg != "-" {
         let bytes = parse_hex(name, arg)?;
         return f(name, sized(bytes, max_bytes));
     }
-    let stdin = std::io::stdin();
-    let mut lines = BoundedLines::new(stdin.lock(), line_limit(max_bytes));
+    let mut lines = BoundedLines::new(input, line_limit(max_bytes));
     let mut number = 0u64;
     while let Some(line) = lines.next_line().context("reading stdin")? {
         number += 1;
@@ -256,34 +258,18 @@ pub(crate) fn for_each_input(
 
 /// Longest stdin line read for frames of at most `max_bytes` bytes: two hex digits per byte, a
 /// separator (`:`, `-`, `_`, space) after each, a `0x` prefix, `\r` and some whitespace.
-pub(crate) fn line_limit(max_bytes: usize) -> usize {
+pub fn line_limit(max_bytes: usize) -> usize {
     max_bytes.saturating_mul(3).saturating_add(64)
 }
 
 /// One input of a batch (or the single argument).
-pub(crate) enum Input {
+pub enum Input {
     /// The frame's bytes (at most the caller's maximum).
     Frame(Vec<u8>),
     /// An empty line, or one of whitespace only.
     Blank,
     /// Not a frame: the line's answer.
     Bad(Refusal),
-}
-
-/// Why one input gets no result: its `DROP <reason>` answer and a sentence for stderr.
-#[derive(Debug)]
-pub(crate) struct Refusal {
-    pub reason: DropReason,
-    pub detail: String,
-}
-
-impl Refusal {
-    pub fn new(reason: DropReason, detail: impl Into<String>) -> Refusal {
-        Refusal {
-            reason,
-            detail: detail.into(),
-        }
-    }
 }
 
 fn sized(bytes: Vec<u8>, max_bytes: usize) -> Input {
@@ -320,7 +306,7 @@ fn parse_line(what: &str, raw: &[u8], max_bytes: usize) -> Input {
 
 /// Lines of a reader, each read with a bound: never more than `limit` bytes of a line (plus one
 /// read buffer) are held, however long the line.
-pub(crate) struct BoundedLines<R> {
+pub struct BoundedLines<R> {
     input: R,
     limit: usize,
     buf: Vec<u8>,
@@ -389,189 +375,10 @@ impl<R: BufRead> BoundedLines<R> {
     }
 }
 
-/// What protecting one input gave: the protected bytes, or a refusal of this input alone (the
-/// batch goes on). An `Err` of the outer `Result` stops everything (the SA cannot go on: its
-/// numbers are exhausted, the provider failed).
-pub(crate) type Protected = std::result::Result<Vec<u8>, Refusal>;
-
-/// Protects each input with `one` and prints the protected frames as hex, one line per input.
-///
-/// A single input that `one` refuses is a usage error (exit 2). In a batch, a refused line is
-/// answered `DROP <reason>` on stdout (with the sentence on stderr) and the batch goes on; blank
-/// lines are skipped (no frame, no sequence number spent); at the end, when any line was refused,
-/// a summary goes to stderr and the exit code is 2.
-pub(crate) fn protect_each(
-    arg: &str,
-    name: &str,
-    max_bytes: usize,
-    mut one: impl FnMut(&str, &[u8]) -> Result<Protected>,
-) -> Result<ExitCode> {
-    let batch = arg == "-";
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    let mut protected = 0u64;
-    let mut refused = DropCounters::default();
-    let result = for_each_input(arg, name, max_bytes, |what, input| {
-        let answer = match input {
-            Input::Frame(bytes) => one(what, &bytes)?,
-            Input::Blank => return Ok(()),
-            Input::Bad(r) => Err(r),
-        };
-        match answer {
-            Ok(out) => {
-                protected += 1;
-                writeln!(w, "{}", hex::encode(out))?;
-            }
-            Err(r) if batch => {
-                refused.bump(r.reason);
-                writeln!(w, "DROP {}", r.reason)?;
-                eprintln!("{what}: {}", r.detail);
-            }
-            Err(r) => return Err(usage(format!("{what}: {}", r.detail))),
-        }
-        Ok(())
-    });
-    // The frames protected before a fatal error are shown (their numbers are spent).
-    w.flush()?;
-    result?;
-    if refused.total() == 0 {
-        return Ok(ExitCode::SUCCESS);
-    }
-    eprintln!(
-        "protected {protected} refused {}: {}",
-        refused.total(),
-        summary(&refused)
-    );
-    Ok(ExitCode::from(2))
-}
-
 /// `reason=count …` of the non-zero counters.
 fn summary(c: &DropCounters) -> String {
     let v: Vec<String> = c.iter().map(|(r, n)| format!("{r}={n}")).collect();
     v.join(" ")
-}
-
-/// Totals of a verify run.
-#[derive(Debug, Default)]
-pub(crate) struct VerifyTotals {
-    pub ok: u64,
-    pub drops: DropCounters,
-}
-
-/// Verifies each input with `one` (plain bytes or the drop reason). A single input prints the
-/// plain hex on stdout or `DROP <reason>` on stderr; a batch prints exactly one line per input
-/// line on stdout — the plain hex or `DROP <reason>` — and the totals on stderr. A line that is
-/// no frame is answered without reaching the SA: a blank line is a zero-byte frame (`DROP
-/// truncated`), a line that is not hex or not UTF-8 `DROP malformed`, one longer than the
-/// largest frame `DROP oversize`; the sentence saying why goes to stderr.
-pub(crate) fn verify_each(
-    arg: &str,
-    name: &str,
-    max_bytes: usize,
-    mut one: impl FnMut(&str, &[u8]) -> Result<std::result::Result<Vec<u8>, DropReason>>,
-) -> Result<VerifyTotals> {
-    let batch = arg == "-";
-    let mut t = VerifyTotals::default();
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    let result = for_each_input(arg, name, max_bytes, |what, input| {
-        let verdict = match input {
-            Input::Frame(bytes) => one(what, &bytes)?,
-            Input::Blank => {
-                eprintln!("{what}: empty line: a zero-byte frame");
-                Err(DropReason::Truncated)
-            }
-            Input::Bad(r) => {
-                eprintln!("{what}: {}", r.detail);
-                Err(r.reason)
-            }
-        };
-        match verdict {
-            Ok(plain) => {
-                t.ok += 1;
-                writeln!(w, "{}", hex::encode(plain))?;
-            }
-            Err(reason) => {
-                t.drops.bump(reason);
-                if batch {
-                    writeln!(w, "DROP {reason}")?;
-                } else {
-                    eprintln!("DROP {reason}");
-                }
-            }
-        }
-        Ok(())
-    });
-    w.flush()?;
-    result?;
-    if batch {
-        let drops = summary(&t.drops);
-        eprintln!(
-            "verified {} dropped {}{}{}",
-            t.ok,
-            t.drops.total(),
-            if drops.is_empty() { "" } else { ": " },
-            drops
-        );
-    }
-    Ok(t)
-}
-
-/// Exit code of a verify run: 1 when anything was dropped.
-pub(crate) fn verify_exit(t: &VerifyTotals) -> ExitCode {
-    if t.drops.total() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-fn protect(sa: &SaArgs, seq: u64, frame: &str) -> Result<ExitCode> {
-    let profile = sa.ivnae_profile()?;
-    let m = sa.material()?;
-    let mut tx = IvnAeTx::new(sa.provider(profile)?, &sa.params(profile, &m), seq)
-        .map_err(|e| usage(e.to_string()))?;
-    if sa.iv.is_none() && matches!(profile.suite, Suite::Aead(_) | Suite::EncThenMac { .. }) {
-        eprintln!(
-            "frame protect: no --iv given: using the all-zero IV {} (nonce = IV XOR sequence \
-             number); the receiver needs the same IV, and another SA under this key needs \
-             another --iv",
-            hex::encode(m.iv)
-        );
-    }
-    let mut out = vec![0u8; MAX_FRAME + MAX_OVERHEAD];
-    protect_each(frame, "FRAME", MAX_FRAME, |what, plain| {
-        match tx.protect(plain, &mut out) {
-            Ok(n) => Ok(Ok(out[..n].to_vec())),
-            Err(e @ ProtectError::FrameTooShort) => {
-                Ok(Err(Refusal::new(DropReason::Truncated, e.to_string())))
-            }
-            // Exhausted numbers or a failed provider: the SA cannot go on.
-            Err(e) => Err(usage(format!("{what}: {e}"))),
-        }
-    })
-}
-
-/// The IVN-AE receive SA the options describe (also used by `pcap verify`).
-pub(crate) fn ivnae_rx(sa: &SaArgs, replay_window: u32) -> Result<IvnAeRx> {
-    let profile = sa.ivnae_profile()?;
-    let m = sa.material()?;
-    IvnAeRx::new(
-        sa.provider(profile)?,
-        &sa.params(profile, &m),
-        replay_window,
-    )
-    .map_err(|e| usage(e.to_string()))
-}
-
-fn verify(sa: &SaArgs, replay_window: u32, frame: &str) -> Result<ExitCode> {
-    let mut rx = ivnae_rx(sa, replay_window)?;
-    // Room for the whole protected frame: the SA verifies in the output buffer.
-    let mut out = vec![0u8; MAX_FRAME + MAX_OVERHEAD];
-    let t = verify_each(frame, "FRAME", MAX_FRAME + MAX_OVERHEAD, |_, bytes| {
-        Ok(rx.verify(bytes, &mut out).map(|n| out[..n].to_vec()))
-    })?;
-    Ok(verify_exit(&t))
 }
 
 #[cfg(test)]
@@ -645,5 +452,128 @@ mod tests {
             frame(b"0102030405"),
             Err("oversize frame of 5 bytes exceeds 4".into())
         );
+    }
+
+    use super::super::material::{SaSettings, SecocRxSettings, SecocTxSettings};
+    use zeroize::Zeroizing;
+
+    const KEY: &str = "000102030405060708090a0b0c0d0e0f";
+    /// dst ‖ src ‖ EtherType 0x0800 ‖ 20 bytes.
+    const PLAIN: &str = "020000000002020000000001080045000014000040004011000ac0a80001c0a8";
+
+    fn sa(profile: &str) -> SaSettings {
+        SaSettings {
+            profile: profile.into(),
+            key: Some(Zeroizing::new(KEY.into())),
+            ..SaSettings::default()
+        }
+    }
+
+    /// Runs `f` with `input` as stdin; its result, stdout and stderr.
+    fn run<T>(
+        input: &str,
+        f: impl FnOnce(&[u8], &mut Vec<u8>, &mut dyn Write) -> Result<T>,
+    ) -> (T, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let t = f(input.as_bytes(), &mut out, &mut err).unwrap();
+        let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+        (t, text(out), text(err))
+    }
+
+    /// Every line gets exactly one answer, in order, whatever it holds; the SA state (the
+    /// replay window) carries over from line to line.
+    #[test]
+    fn a_batch_answers_every_line_in_order() {
+        let p = ProtectSettings {
+            sa: sa("aes128-gcm"),
+            seq: Some(1),
+            ..ProtectSettings::default()
+        };
+        let (o, frames, err) = run(&format!("{PLAIN}\n\n{PLAIN}\nzz\n"), |i, out, err| {
+            protect(&p, "-", i, out, err)
+        });
+        assert_eq!(o.exit_code(), 2, "one line refused");
+        assert!(
+            err.ends_with("protected 2 refused 1: malformed=1\n"),
+            "{err}"
+        );
+        let frames: Vec<&str> = frames.lines().collect();
+        assert_eq!(frames.len(), 3, "blank lines get no answer in protect");
+        assert_eq!(frames[2], "DROP malformed");
+
+        let v = VerifySettings {
+            sa: sa("aes128-gcm"),
+            replay_window: 64,
+            ..VerifySettings::default()
+        };
+        let huge = "a".repeat(line_limit(9216 + 128) + 1);
+        let input = [frames[0], "", "zz", frames[0], &huge, frames[1]].join("\n");
+        let (t, out, err) = run(&input, |i, out, err| verify(&v, "-", i, out, err));
+        let want = [
+            PLAIN,
+            "DROP truncated",
+            "DROP malformed",
+            "DROP replay_duplicate",
+            "DROP oversize",
+            PLAIN,
+        ];
+        assert_eq!(out.lines().collect::<Vec<_>>(), want);
+        assert_eq!((t.ok, t.drops.total(), t.exit_code()), (2, 4, 1));
+        assert!(
+            err.contains("stdin line 2: empty line: a zero-byte frame\n"),
+            "{err}"
+        );
+        assert!(
+            err.ends_with(
+                "verified 2 dropped 4: truncated=1 oversize=1 replay_duplicate=1 malformed=1\n"
+            ),
+            "{err}"
+        );
+    }
+
+    /// SecOC says the freshness value of a single PDU and the last accepted one after a batch;
+    /// a single unit that is refused is a usage error naming it.
+    #[test]
+    fn single_units_and_what_each_family_adds() {
+        let p = ProtectSettings {
+            sa: sa("secoc-cmac-aes128"),
+            secoc: SecocTxSettings {
+                data_id: Some(1),
+                freshness: Some(5),
+                ..SecocTxSettings::default()
+            },
+            ..ProtectSettings::default()
+        };
+        let (_, pdus, _) = run("0102\n0304\n", |i, out, err| protect(&p, "-", i, out, err));
+        let pdus: Vec<&str> = pdus.lines().collect();
+        let v = VerifySettings {
+            sa: sa("secoc-cmac-aes128"),
+            secoc: SecocRxSettings {
+                data_id: Some(1),
+                ..SecocRxSettings::default()
+            },
+            ..VerifySettings::default()
+        };
+        let (t, out, err) = run("", |i, out, err| verify(&v, pdus[0], i, out, err));
+        assert_eq!(
+            (t.exit_code(), out.as_str(), err.as_str()),
+            (0, "0102\n", "freshness 5\n")
+        );
+        let (_, out, err) = run(&pdus.join("\n"), |i, out, err| verify(&v, "-", i, out, err));
+        assert_eq!(out, "0102\n0304\n");
+        assert_eq!(err, "verified 2 dropped 0\nlast freshness 6\n");
+
+        let p = ProtectSettings {
+            sa: sa("aes128-gcm"),
+            seq: Some(1),
+            ..ProtectSettings::default()
+        };
+        let mut out = Vec::new();
+        let e = protect(&p, "0011", &b""[..], &mut out, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "FRAME: frame shorter than an Ethernet header (14 bytes)"
+        );
+        assert_eq!(crate::error::exit_code(&e), 2);
     }
 }

@@ -1,17 +1,18 @@
 //! `ivnsec pcap verify`: checks every frame of a classic pcap capture offline with one receive SA
 //! (IVN-AE, MACsec or ESP), the SA options being those of `ivnsec frame verify`. The SA state
 //! (replay window, MACsec nextPN) carries over from frame to frame, as on a live receiver.
+//!
+//! Which frames belong to the SA's protocol is decided here (EtherType; for ESP the IP header,
+//! VLAN tags and UDP encapsulation); the SA is the one [`AnyRx`] of
+//! [`material`](super::material), verified through one call whatever the family.
 
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Subcommand;
-use ivnsec_core::sa::esp::EspRx;
-use ivnsec_core::sa::ivnae::IvnAeRx;
-use ivnsec_core::sa::macsec::{MacsecRx, RxStatus};
+use ivnsec_core::sa::any::{AnyRx, Delivered, Family};
+use ivnsec_core::sa::macsec::RxStatus;
 use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_core::wire::ip::{self, IpError, protocol};
 use ivnsec_core::wire::{ivnae, macsec};
@@ -19,75 +20,21 @@ use ivnsec_net::pcap::{MAX_CAPLEN, PcapReader};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
-use super::frame::SaArgs;
-use super::frame_esp::EspVerifyOpts;
-use super::frame_macsec::MacsecVerifyOpts;
+use super::material::{VerifySettings, family_of, receiver_of};
 use crate::error::usage;
 
-#[derive(Subcommand, Debug)]
-pub enum Args {
-    /// Verify each frame of a capture (classic pcap, Ethernet) with one receive SA; prints
-    /// `N ok`, `N drop <reason>` or `N skip <what>` per frame (N from 1, as tshark numbers
-    /// frames), then the counters.
-    #[command(after_help = "\
-Frames of other protocols are skipped: an EtherType other than 0x88B5 for IVN-AE profiles,
-other than 0x88E5 for MACsec, and for ESP anything but IPv4/IPv6 carrying ESP (protocol 50) or
-UDP-encapsulated ESP on port 4500 (RFC 3948). Frames the capture cut short (snaplen) are skipped,
-and so are malformed records (captured length above the original length), with the reason.
-MACsec frames delivered without validation (--validate check|disabled) print `N not_validated
-<status>`.
-
-Exit codes: 0 every checked frame verified, 1 a frame was dropped or not validated, or frames
-were read but every one was skipped (nothing was verified: stderr says so; often the wrong
---profile), 2 bad options or a bad capture file (the message names the record and its byte
-offset). A capture that ends inside its last record (a writer killed mid-record) is a bad file
-(exit 2, the records before it are reported and counted on stderr) unless --allow-truncated.
-
-Examples:
-  ivnsec pcap verify --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
-      --iv 000000000000000000000000 capture.pcap
-  ivnsec pcap verify --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
-      --allow-truncated --json killed-sender.pcap")]
-    Verify(Box<VerifyArgs>),
-}
-
-#[derive(clap::Args, Debug)]
-pub struct VerifyArgs {
-    #[command(flatten)]
-    sa: SaArgs,
-    /// Replay window W: 0 accepts only increasing sequence numbers; otherwise a frame within
-    /// W of the highest is accepted once.
-    #[arg(long, default_value_t = 64)]
-    replay_window: u32,
-    /// Print `{"frames": [{"index", "verdict", "reason"}], "counters": {...}}` instead of text
-    /// (streamed frame by frame: memory does not grow with the capture).
-    #[arg(long)]
-    json: bool,
-    /// A capture that ends inside its last record (a writer killed mid-record) is checked up to
-    /// it; that record is reported as `N skip truncated record: …`, and the exit code follows
-    /// the verdicts instead of 2.
-    #[arg(long)]
-    allow_truncated: bool,
-    /// The capture (classic pcap with the Ethernet link type; pcapng: `editcap -F pcap`).
-    file: PathBuf,
-    // The protocol option groups last: each sets a help heading for what follows it.
-    #[command(flatten)]
-    macsec: MacsecVerifyOpts,
-    #[command(flatten)]
-    esp: EspVerifyOpts,
-}
-
-pub fn run(args: Args) -> Result<ExitCode> {
-    match args {
-        Args::Verify(a) => verify(&a),
-    }
-}
-
-/// The receive SA, by protocol (boxed: MACsec's keeps its duplicate bitmap inline).
-enum Rx {
-    IvnAe(Box<IvnAeRx>),
-    Macsec(Box<MacsecRx>),
-    Esp(Box<EspRx>),
+/// What `pcap verify` checks and how it reports.
+#[derive(Default)]
+pub struct CaptureSettings {
+    /// The receive SA (its SecOC options are not used: SecOC PDUs do not travel in frames of
+    /// their own).
+    pub sa: VerifySettings,
+    /// Print the JSON document instead of text.
+    pub json: bool,
+    /// A capture that ends inside its last record is checked up to it.
+    pub allow_truncated: bool,
+    /// The capture (classic pcap, Ethernet).
+    pub file: PathBuf,
 }
 
 /// Why a frame was not checked.
@@ -183,17 +130,29 @@ impl Verdict {
     }
 }
 
-#[derive(Default)]
-struct Totals {
-    frames: u64,
-    ok: u64,
-    drop: u64,
-    skip: u64,
-    not_validated: u64,
-    drops: DropCounters,
+/// The verdicts of a capture, counted.
+#[derive(Debug, Default)]
+pub struct Totals {
+    pub frames: u64,
+    pub ok: u64,
+    pub drop: u64,
+    pub skip: u64,
+    pub not_validated: u64,
+    pub drops: DropCounters,
 }
 
 impl Totals {
+    /// Exit code: 1 when a frame was dropped or not validated, or when frames were read but
+    /// every one was skipped (nothing was verified).
+    pub fn exit_code(&self) -> u8 {
+        let nothing_verified = self.frames > 0 && self.skip == self.frames;
+        if nothing_verified || self.drop + self.not_validated > 0 {
+            1
+        } else {
+            0
+        }
+    }
+
     fn count(&mut self, v: &Verdict) {
         self.frames += 1;
         match v {
@@ -216,9 +175,9 @@ const ETHERTYPE_QINQ: u16 = 0x88a8;
 const NAT_T_PORT: u16 = 4500;
 
 struct Checker {
-    rx: Rx,
-    /// Receives the verified frame (never read back: the verdict is what counts).
-    out: Vec<u8>,
+    rx: AnyRx,
+    /// Holds the unit the SA verifies in place (never read back: the verdict is what counts).
+    buf: Vec<u8>,
     /// Rebuilds a UDP-encapsulated ESP packet as plain ESP.
     scratch: Vec<u8>,
 }
@@ -227,33 +186,41 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
 
+/// The verdict of the SA on a unit.
+fn verdict(r: Result<Delivered, DropReason>) -> Verdict {
+    match r {
+        Ok(Delivered {
+            status: RxStatus::Ok,
+            ..
+        }) => Verdict::Ok,
+        Ok(d) => Verdict::NotValidated(d.status),
+        Err(r) => Verdict::Drop(r),
+    }
+}
+
 impl Checker {
     fn check(&mut self, frame: &[u8]) -> Verdict {
         let Some(ethertype) = be16(frame, 12) else {
             return Verdict::Skip(Skip::Runt(frame.len()));
         };
-        match &mut self.rx {
-            Rx::IvnAe(rx) => {
-                if ethertype != ivnae::ETHERTYPE {
-                    return Verdict::Skip(Skip::EtherType(ethertype));
-                }
-                match rx.verify(frame, &mut self.out) {
-                    Ok(_) => Verdict::Ok,
-                    Err(r) => Verdict::Drop(r),
-                }
-            }
-            Rx::Macsec(rx) => {
-                if ethertype != macsec::ETHERTYPE {
-                    return Verdict::Skip(Skip::EtherType(ethertype));
-                }
-                match rx.verify(frame, &mut self.out) {
-                    Ok((_, RxStatus::Ok)) => Verdict::Ok,
-                    Ok((_, status)) => Verdict::NotValidated(status),
-                    Err(r) => Verdict::Drop(r),
-                }
-            }
-            Rx::Esp(_) => self.check_esp(frame, ethertype),
+        let want = match self.rx.family() {
+            Family::Esp => return self.check_esp(frame, ethertype),
+            Family::Macsec => macsec::ETHERTYPE,
+            Family::IvnAe | Family::Secoc => ivnae::ETHERTYPE,
+        };
+        if ethertype != want {
+            return Verdict::Skip(Skip::EtherType(ethertype));
         }
+        self.verify(frame)
+    }
+
+    /// Verifies a copy of `unit` (the capture's bytes stay as they are).
+    fn verify(&mut self, unit: &[u8]) -> Verdict {
+        let Some(buf) = self.buf.get_mut(..unit.len()) else {
+            return Verdict::Drop(DropReason::Oversize);
+        };
+        buf.copy_from_slice(unit);
+        verdict(self.rx.verify_in_place_status(buf))
     }
 
     fn check_esp(&mut self, frame: &[u8], mut ethertype: u16) -> Verdict {
@@ -275,27 +242,20 @@ impl Checker {
         let Some(pkt) = frame.get(l3..) else {
             return Verdict::Skip(Skip::Runt(frame.len()));
         };
-        let Rx::Esp(rx) = &mut self.rx else {
-            unreachable!("check_esp is called for ESP only")
-        };
-        let verify = |rx: &mut EspRx, pkt: &[u8], out: &mut Vec<u8>| match rx.verify(pkt, out) {
-            Ok(_) => Verdict::Ok,
-            Err(r) => Verdict::Drop(r),
-        };
         let info = match ip::parse(pkt) {
             Ok(info) => info,
             // The receive path names the drop (fragment, truncated, malformed) for packets that
             // say they carry ESP; anything else is not ours to judge.
             Err(e) => {
                 return match ip_protocol_hint(pkt) {
-                    Some(protocol::ESP) => verify(rx, pkt, &mut self.out),
+                    Some(protocol::ESP) => self.verify(pkt),
                     _ if e == IpError::Fragment => Verdict::Skip(Skip::IpFragment),
                     _ => Verdict::Skip(Skip::BadIp),
                 };
             }
         };
         match info.next {
-            protocol::ESP => verify(rx, pkt, &mut self.out),
+            protocol::ESP => self.verify(pkt),
             protocol::UDP => {
                 let udp = &pkt[info.header_len..info.total_len];
                 let (Some(sport), Some(dport), Some(ulen)) =
@@ -332,7 +292,7 @@ impl Checker {
                     return Verdict::Drop(DropReason::Oversize);
                 }
                 ip::set_total_len(&mut self.scratch, &info, total);
-                verify(rx, &self.scratch, &mut self.out)
+                verdict(self.rx.verify_in_place_status(&mut self.scratch))
             }
             p => Verdict::Skip(Skip::IpProtocol(p)),
         }
@@ -364,25 +324,6 @@ fn ip_protocol_hint(pkt: &[u8]) -> Option<u8> {
         }
         _ => None,
     }
-}
-
-fn build_rx(a: &VerifyArgs) -> Result<Rx> {
-    let p = &a.sa.profile;
-    Ok(if p.starts_with("macsec-") {
-        Rx::Macsec(Box::new(super::frame_macsec::rx(
-            &a.sa,
-            a.replay_window,
-            &a.macsec,
-        )?))
-    } else if p.starts_with("esp-") {
-        Rx::Esp(Box::new(super::frame_esp::rx(
-            &a.sa,
-            a.replay_window,
-            &a.esp,
-        )?))
-    } else {
-        Rx::IvnAe(Box::new(super::frame::ivnae_rx(&a.sa, a.replay_window)?))
-    })
 }
 
 /// The `--json` document, fields in the documented order. Written by [`JsonStream`] frame by
@@ -542,21 +483,30 @@ fn counters_line(t: &Totals) -> String {
     s
 }
 
-fn verify(a: &VerifyArgs) -> Result<ExitCode> {
-    let rx = build_rx(a)?;
-    let mut reader = PcapReader::open(&a.file).map_err(|e| match &e.kind {
-        ivnsec_net::pcap::PcapErrorKind::Io(io) => bad_file(&a.file, io),
-        _ => bad_file(&a.file, e),
+/// Checks every frame of the capture: one line per frame (or the JSON document) on `out`, then
+/// the counters; warnings and the account of a damaged file on `err`. A bad capture file is a
+/// usage error naming the file, the record and its byte offset (after the frames before it were
+/// reported); otherwise the [`Totals`], whose [`exit_code`](Totals::exit_code) is the verdict.
+pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write) -> Result<Totals> {
+    // SecOC PDUs travel in UDP datagrams, not frames of their own: a `secoc-` name is read as
+    // IVN-AE, whose parser refuses it by name.
+    let family = match family_of(&s.sa.sa.profile) {
+        Family::Secoc => Family::IvnAe,
+        f => f,
+    };
+    let rx = receiver_of(family, &s.sa)?;
+    let mut reader = PcapReader::open(&s.file).map_err(|e| match &e.kind {
+        ivnsec_net::pcap::PcapErrorKind::Io(io) => bad_file(&s.file, io),
+        _ => bad_file(&s.file, e),
     })?;
     let mut checker = Checker {
         rx,
-        out: vec![0u8; MAX_CAPLEN as usize],
+        buf: vec![0u8; MAX_CAPLEN as usize],
         scratch: Vec::with_capacity(usize::from(u16::MAX)),
     };
     let mut totals = Totals::default();
-    let stdout = std::io::stdout();
-    let w = std::io::BufWriter::new(stdout.lock());
-    let mut sink = if a.json {
+    let w = std::io::BufWriter::new(out);
+    let mut sink = if s.json {
         Sink::Json(JsonStream::begin(w)?)
     } else {
         Sink::Text(w)
@@ -588,7 +538,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         sink.frame(rec.number, &verdict)?;
     }
     // The end of a capture whose writer stopped mid-record.
-    if let Some(e) = damage.take_if(|e| a.allow_truncated && e.is_truncation()) {
+    if let Some(e) = damage.take_if(|e| s.allow_truncated && e.is_truncation()) {
         let skip = match e.kind {
             ivnsec_net::pcap::PcapErrorKind::TruncatedRecordHeader { got } => Skip::Truncated {
                 header: true,
@@ -605,19 +555,17 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         let verdict = Verdict::Skip(skip);
         totals.count(&verdict);
         sink.frame(e.record.unwrap_or(totals.frames), &verdict)?;
-        eprintln!(
+        writeln!(
+            err,
             "pcap verify: {}: {e}: the capture ends inside this record (a writer stopped \
              mid-record); it is counted as skipped",
-            a.file.display()
-        );
+            s.file.display()
+        )?;
     }
-    let macsec = match &checker.rx {
-        Rx::Macsec(rx) => Some(rx.counters().named()),
-        _ => None,
-    };
+    let macsec = checker.rx.macsec_counters().map(|c| c.named());
     let error = damage
         .as_ref()
-        .map(|e| format!("{}: {e}", a.file.display()));
+        .map(|e| format!("{}: {e}", s.file.display()));
     match sink {
         Sink::Json(j) => {
             let counters = JsonCounters {
@@ -648,43 +596,42 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
     }
     if let Some(e) = damage {
         if e.is_truncation() {
-            eprintln!(
+            writeln!(
+                err,
                 "pcap verify: the capture ends inside record {} (a writer stopped mid-record?); \
                  the {} records before it were checked ({}); --allow-truncated reports it as \
                  skipped and exits by the verdicts",
                 e.record.unwrap_or(0),
                 totals.frames,
                 counters_line(&totals)
-            );
+            )?;
         } else {
-            eprintln!(
+            writeln!(
+                err,
                 "pcap verify: {} records checked before the damage ({})",
                 totals.frames,
                 counters_line(&totals)
-            );
+            )?;
         }
-        return Err(bad_file(&a.file, e));
+        return Err(bad_file(&s.file, e));
     }
     if totals.frames == 0 {
-        eprintln!(
+        writeln!(
+            err,
             "pcap verify: WARNING: {} holds no frames: nothing was verified",
-            a.file.display()
-        );
+            s.file.display()
+        )?;
     } else if totals.skip == totals.frames {
-        eprintln!(
+        writeln!(
+            err,
             "pcap verify: NOTHING VERIFIED: all {} frames of {} were skipped, none was checked \
              under --profile {} (see the skip reasons: is it the capture's protocol?); exit 1",
             totals.frames,
-            a.file.display(),
-            a.sa.profile
-        );
-        return Ok(ExitCode::from(1));
+            s.file.display(),
+            s.sa.sa.profile
+        )?;
     }
-    Ok(if totals.drop + totals.not_validated > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(totals)
 }
 
 #[cfg(test)]
