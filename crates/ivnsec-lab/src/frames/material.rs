@@ -295,19 +295,18 @@ impl Sender {
     /// Protects `plain` into `buf` (which needs [`protected_len`](Self::protected_len) bytes);
     /// `what` names the input in the error that stops the SA.
     pub fn protect(&mut self, what: &str, plain: &[u8], buf: &mut [u8]) -> Result<Protected> {
+        // ES = 1: the receiver takes the SCI from the source MAC, so it must give this SCI.
         if let Some(sci) = self.es_sci
-            && let Some(src) = plain.get(6..12)
+            && let Some(src) = plain.get(6..12).and_then(|s| <[u8; 6]>::try_from(s).ok())
+            && Sci::end_station(MacAddr(src)) != sci
         {
-            let src: [u8; 6] = src.try_into().expect("six bytes");
-            if Sci::end_station(MacAddr(src)) != sci {
-                return Ok(Err(Refusal::new(
-                    DropReason::ForeignSource,
-                    format!(
-                        "--es needs --sci = source MAC ‖ 0001, but the source MAC is {}",
-                        hex::encode(src)
-                    ),
-                )));
-            }
+            return Ok(Err(Refusal::new(
+                DropReason::ForeignSource,
+                format!(
+                    "--es needs --sci = source MAC ‖ 0001, but the source MAC is {}",
+                    hex::encode(src)
+                ),
+            )));
         }
         let Some(dst) = buf.get_mut(..plain.len()) else {
             return Ok(Err(Refusal::new(
