@@ -28,7 +28,7 @@ use crate::error::usage;
 pub struct CaptureSettings {
     /// The receive SA (its SecOC options are not used: SecOC PDUs do not travel in frames of
     /// their own).
-    pub sa: VerifySettings,
+    pub rx: VerifySettings,
     /// Print the JSON document instead of text.
     pub json: bool,
     /// A capture that ends inside its last record is checked up to it.
@@ -490,11 +490,11 @@ fn counters_line(t: &Totals) -> String {
 pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write) -> Result<Totals> {
     // SecOC PDUs travel in UDP datagrams, not frames of their own: a `secoc-` name is read as
     // IVN-AE, whose parser refuses it by name.
-    let family = match family_of(&s.sa.sa.profile) {
+    let family = match family_of(&s.rx.sa.profile) {
         Family::Secoc => Family::IvnAe,
         f => f,
     };
-    let rx = receiver_of(family, &s.sa)?;
+    let rx = receiver_of(family, &s.rx)?;
     let mut reader = PcapReader::open(&s.file).map_err(|e| match &e.kind {
         ivnsec_net::pcap::PcapErrorKind::Io(io) => bad_file(&s.file, io),
         _ => bad_file(&s.file, e),
@@ -628,7 +628,7 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
              under --profile {} (see the skip reasons: is it the capture's protocol?); exit 1",
             totals.frames,
             s.file.display(),
-            s.sa.sa.profile
+            s.rx.sa.profile
         )?;
     }
     Ok(totals)

@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Args::Verify(a) => {
             let a = *a;
             let s = CaptureSettings {
-                sa: VerifySettings {
+                rx: VerifySettings {
                     sa: a.sa.into(),
                     replay_window: a.replay_window,
                     macsec: a.macsec.into(),
