@@ -11,6 +11,7 @@ pub mod channel;
 pub mod cpu;
 pub mod error;
 pub mod fragment;
+pub mod frames;
 pub mod keys;
 pub mod pingpong;
 pub mod plan;

@@ -6,6 +6,7 @@
 //! `tests/no_alloc.rs`, a binary of its own because it replaces the global allocator.
 #![forbid(unsafe_code)]
 
+mod any;
 mod esp;
 mod ivnae;
 mod macsec;

@@ -2,6 +2,7 @@
 //!
 //! Every verify path returns a [`DropReason`] and counts it; nothing on the receive path panics.
 
+pub mod any;
 pub mod esp;
 pub mod ivnae;
 pub mod macsec;

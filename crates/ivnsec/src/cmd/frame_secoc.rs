@@ -1,25 +1,7 @@
-//! `ivnsec frame protect|verify` for `secoc-…` profiles (AUTOSAR SecOC): single Authentic /
-//! Secured I-PDUs as hex, or one per stdin line with the freshness state (the sender's counter,
-//! the receiver's last accepted value) kept across lines.
+//! The AUTOSAR SecOC options of `ivnsec frame protect|verify`; the SA they make (the sender's
+//! counter, the receiver's last accepted value) is built in `ivnsec_lab::frames::material`.
 
-use std::process::ExitCode;
-
-use anyhow::Result;
-use ivnsec_core::crypto::CryptoProvider;
-use ivnsec_core::sa::DropReason;
-use ivnsec_core::sa::secoc::{
-    DEFAULT_FULL_FV_BITS, DEFAULT_FV_BITS, DEFAULT_MAC_BITS, SecocAlg, SecocParams,
-    SecocProtectError, SecocRx, SecocRxOptions, SecocTx,
-};
-
-use super::frame::{Refusal, SaArgs, protect_each, verify_each, verify_exit};
-use crate::error::{parse_hex, usage};
-use ivnsec_crypto::ProviderChoice;
-
-/// Largest Authentic I-PDU accepted (SecOC over TP carries large PDUs; this bounds a line).
-const MAX_PDU: usize = 65535;
-/// Longest authentication information: 64 FV bits and 256 MAC bits.
-const MAX_OVERHEAD: usize = 40;
+use ivnsec_lab::frames::material::{self, SecocRxSettings, SecocTxSettings};
 
 /// Options of `frame protect` that only secoc profiles take.
 #[derive(clap::Args, Debug, Default)]
@@ -84,133 +66,34 @@ fn parse_num<T: TryFrom<u64>>(s: &str) -> std::result::Result<T, String> {
     T::try_from(v).map_err(|_| format!("{v} is out of range"))
 }
 
-struct Material {
-    alg: SecocAlg,
-    key: Vec<u8>,
-    data_id: u16,
-    provider: &'static CryptoProvider,
-}
-
-impl Material {
-    fn params(&self, l: SecocLengths) -> SecocParams<'_> {
-        SecocParams {
-            fv_bits: l.fv_bits.unwrap_or(DEFAULT_FV_BITS),
-            mac_bits: l.mac_bits.unwrap_or(DEFAULT_MAC_BITS),
-            full_fv_bits: l.full_fv_bits.unwrap_or(DEFAULT_FULL_FV_BITS),
-            ..SecocParams::new(self.alg, &self.key, self.data_id)
+impl From<SecocLengths> for material::SecocLengths {
+    fn from(l: SecocLengths) -> Self {
+        material::SecocLengths {
+            fv_bits: l.fv_bits,
+            mac_bits: l.mac_bits,
+            full_fv_bits: l.full_fv_bits,
         }
     }
 }
 
-fn material(sa: &SaArgs, data_id: Option<u16>) -> Result<Material> {
-    let alg = SecocAlg::from_name(&sa.profile).ok_or_else(|| {
-        let names: Vec<&str> = SecocAlg::ALL.iter().map(|a| a.name()).collect();
-        usage(format!(
-            "--profile {}: unknown SecOC profile (one of {})",
-            sa.profile,
-            names.join(", ")
-        ))
-    })?;
-    for (given, opt) in [
-        (
-            sa.mac_key.is_some(),
-            "--mac-key (SecOC takes its MAC key as --key)",
-        ),
-        (sa.iv.is_some(), "--iv"),
-        (sa.key_id.is_some(), "--key-id"),
-        (sa.tag_len.is_some(), "--tag-len (SecOC uses --mac-bits)"),
-    ] {
-        if given {
-            return Err(usage(format!("{alg} does not take {opt}")));
+impl From<SecocProtectOpts> for SecocTxSettings {
+    fn from(o: SecocProtectOpts) -> Self {
+        SecocTxSettings {
+            data_id: o.data_id,
+            freshness: o.freshness,
+            lengths: o.lengths.into(),
         }
     }
-    let key = parse_hex(
-        "--key",
-        sa.key.as_deref().ok_or_else(|| {
-            usage(match alg.key_len() {
-                Some(n) => format!("{alg} needs --key ({n} bytes hex)"),
-                None => format!("{alg} needs --key (hex, at least 1 byte)"),
-            })
-        })?,
-    )?;
-    let data_id = data_id.ok_or_else(|| usage("SecOC profiles need --data-id (0-65535)"))?;
-    Ok(Material {
-        alg,
-        key,
-        data_id,
-        provider: provider(sa.provider, alg)?,
-    })
 }
 
-pub(crate) fn provider(choice: ProviderChoice, alg: SecocAlg) -> Result<&'static CryptoProvider> {
-    let fast: &'static CryptoProvider = &ivnsec_crypto_fast::PROVIDER;
-    let portable: &'static CryptoProvider = &ivnsec_crypto_portable::PROVIDER;
-    let p = match choice {
-        ProviderChoice::Portable => portable,
-        ProviderChoice::Fast => fast,
-        ProviderChoice::Auto if alg.supported_by(fast) => fast,
-        ProviderChoice::Auto => portable,
-    };
-    if alg.supported_by(p) {
-        Ok(p)
-    } else {
-        Err(usage(format!(
-            "provider '{}' does not implement {alg}; use --provider portable or auto",
-            p.name
-        )))
-    }
-}
-
-pub fn protect(
-    sa: &SaArgs,
-    seq: Option<u64>,
-    opts: &SecocProtectOpts,
-    pdu: &str,
-) -> Result<ExitCode> {
-    if seq.is_some() {
-        return Err(usage(
-            "SecOC profiles take --freshness (the full freshness value), not --seq",
-        ));
-    }
-    let m = material(sa, opts.data_id)?;
-    let first = opts.freshness.ok_or_else(|| {
-        usage("SecOC protect needs --freshness (the full freshness value of the first PDU, ≥ 1)")
-    })?;
-    let mut tx = SecocTx::new(m.provider, &m.params(opts.lengths), first)
-        .map_err(|e| usage(e.to_string()))?;
-    let mut out = vec![0u8; MAX_PDU + MAX_OVERHEAD];
-    protect_each(pdu, "PDU", MAX_PDU, |what, authentic| {
-        match tx.protect(authentic, &mut out) {
-            Ok(n) => Ok(Ok(out[..n].to_vec())),
-            Err(e @ SecocProtectError::BufferTooSmall { .. }) => {
-                Ok(Err(Refusal::new(DropReason::Oversize, e.to_string())))
-            }
-            // Every freshness value used: the SA cannot go on.
-            Err(e) => Err(usage(format!("{what}: {e}"))),
+impl From<SecocVerifyOpts> for SecocRxSettings {
+    fn from(o: SecocVerifyOpts) -> Self {
+        SecocRxSettings {
+            data_id: o.data_id,
+            lengths: o.lengths.into(),
+            last_freshness: o.last_freshness,
+            acceptance_window: o.acceptance_window,
+            verify_attempts: o.verify_attempts,
         }
-    })
-}
-
-pub fn verify(sa: &SaArgs, opts: &SecocVerifyOpts, pdu: &str) -> Result<ExitCode> {
-    let m = material(sa, opts.data_id)?;
-    let rx_opts = SecocRxOptions {
-        last_freshness: opts.last_freshness.unwrap_or(0),
-        acceptance_window: opts.acceptance_window,
-        verify_attempts: opts.verify_attempts.unwrap_or(0),
-    };
-    let mut rx = SecocRx::new(m.provider, &m.params(opts.lengths), rx_opts)
-        .map_err(|e| usage(e.to_string()))?;
-    let single = pdu != "-";
-    let t = verify_each(pdu, "PDU", MAX_PDU + MAX_OVERHEAD, |_, secured| {
-        Ok(rx.verify(secured).map(|v| {
-            if single {
-                eprintln!("freshness {}", v.freshness);
-            }
-            secured[..v.authentic_len].to_vec()
-        }))
-    })?;
-    if !single {
-        eprintln!("last freshness {}", rx.last_freshness());
     }
-    Ok(verify_exit(&t))
 }
