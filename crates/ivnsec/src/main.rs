@@ -4,7 +4,6 @@
 mod cli;
 mod cmd;
 mod error;
-mod providers;
 
 use std::process::ExitCode;
 

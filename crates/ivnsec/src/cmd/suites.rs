@@ -10,7 +10,7 @@ use ivnsec_core::sa::secoc::SecocAlg;
 use ivnsec_core::suite::{IvnAeProfile, Suite};
 use serde::Serialize;
 
-use crate::providers::{PROVIDERS, has_suite};
+use ivnsec_crypto::{PROVIDERS, has_suite};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
