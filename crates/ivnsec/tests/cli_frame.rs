@@ -152,9 +152,13 @@ fn batch_numbers_frames_and_keeps_replay_state() {
         "-",
     ];
     let o = run(&args, Some(&input));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let frames: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
-    assert_eq!(frames.len(), 3, "blank lines are skipped");
+    // One answer per input line: the blank one is refused (a zero-byte frame), which makes the
+    // batch's exit code 2, and spends no sequence number.
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let mut answers: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(answers.len(), 4, "one answer per line");
+    assert_eq!(answers.remove(1), "DROP truncated");
+    let frames = answers;
     for (i, f) in frames.iter().enumerate() {
         let b = hex::decode(f).unwrap();
         assert_eq!(&b[18..26], &(5 + i as u64).to_be_bytes());
@@ -748,11 +752,12 @@ fn twenty_thousand_lines_in_twenty_thousand_answers_out() {
 }
 
 /// A protect batch answers a line it cannot protect with `DROP <reason>` (the sentence on
-/// stderr) and goes on; refused lines spend no sequence number; blank lines stay skipped; the
-/// exit code is 2 when any line was refused.
+/// stderr) and goes on; refused lines spend no sequence number; a blank line is answered too
+/// (`DROP truncated`); the exit code is 2 when any line was refused.
 #[test]
 fn protect_batch_refuses_bad_lines_alone() {
     let input = format!("{PLAIN}\nzz\n\n0200\n{PLAIN}\n{}\n", "00".repeat(9217));
+    // Lines: 1 frame, 2 not hex, 3 blank, 4 too short, 5 frame, 6 too long.
     let o = run_bytes(
         &[
             "frame",
@@ -771,12 +776,18 @@ fn protect_batch_refuses_bad_lines_alone() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let got = out_lines(&o);
-    assert_eq!(got.len(), 5, "{got:?}");
+    assert_eq!(got.len(), 6, "one answer per line: {got:?}");
     assert_eq!(
         &got[1..],
-        ["DROP malformed", "DROP truncated", &got[3], "DROP oversize"]
+        [
+            "DROP malformed",
+            "DROP truncated",
+            "DROP truncated",
+            &got[4],
+            "DROP oversize"
+        ]
     );
-    for (line, seq) in [(&got[0], 5u64), (&got[3], 6)] {
+    for (line, seq) in [(&got[0], 5u64), (&got[4], 6)] {
         let b = hex::decode(line).unwrap();
         assert_eq!(
             &b[18..26],
@@ -789,7 +800,8 @@ fn protect_batch_refuses_bad_lines_alone() {
         "stdin line 2: not hex",
         "stdin line 4: frame shorter than an Ethernet header",
         "stdin line 6: frame of 9217 bytes exceeds 9216",
-        "protected 2 refused 3: truncated=1 oversize=1 malformed=1",
+        "stdin line 3: empty line",
+        "protected 2 refused 4: truncated=2 oversize=1 malformed=1",
     ] {
         assert!(err.contains(needle), "expected '{needle}' in: {err}");
     }

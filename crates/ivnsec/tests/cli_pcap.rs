@@ -4,7 +4,7 @@
 //! tampered and replayed frames (exact reasons and counters), skipped foreign frames, truncated
 //! and malformed files (exit 2), and the `--json` shape. Also the hostile-input answers: a record
 //! longer than the wire, a capture with every frame skipped (exit 1), a truncated last record
-//! (`--allow-truncated`), `--json` of 500,000 records in bounded memory, and the capture a
+//! (reported, not fatal; `--fail-on-truncated`), `--json` of 500,000 records in bounded memory, and the capture a
 //! sender killed with SIGKILL leaves.
 
 use std::path::{Path, PathBuf};
@@ -251,7 +251,7 @@ fn bad_files_exit_2_naming_file_record_and_offset() {
     std::fs::write(&cap.0, &bytes[..bytes.len() - 5]).unwrap();
     let len = f[0].len() / 2;
     let third = 24 + 2 * (16 + len);
-    let (rc, out, err) = verify(&IVNAE, &cap, &[]);
+    let (rc, out, err) = verify(&IVNAE, &cap, &["--fail-on-truncated"]);
     assert_eq!(rc, 2, "{err}");
     assert_eq!(out, "1 ok\n2 ok\n", "frames before the damage are reported");
     let want = format!(
@@ -262,7 +262,7 @@ fn bad_files_exit_2_naming_file_record_and_offset() {
     assert!(err.contains(&want), "{err}\nwanted: {want}");
     // A cut record header.
     std::fs::write(&cap.0, &bytes[..third + 9]).unwrap();
-    let (rc, _, err) = verify(&IVNAE, &cap, &["--json"]);
+    let (rc, _, err) = verify(&IVNAE, &cap, &["--json", "--fail-on-truncated"]);
     assert_eq!(rc, 2);
     assert!(
         err.contains(&format!(
@@ -592,12 +592,12 @@ fn a_capture_with_every_frame_skipped_exits_1_and_says_so() {
 }
 
 /// A capture that ends inside its last record (what a writer killed mid-record leaves): by
-/// default a bad file (exit 2) that still reports the records before it — their counters on
-/// stderr, and with --json a whole document with an `error` key; with --allow-truncated the
-/// record is counted as skipped and the exit code follows the verdicts.
+/// default the record is reported and counted as skipped and the exit code follows the
+/// verdicts; with --fail-on-truncated it is a bad file (exit 2) that still reports the records
+/// before it — their counters on stderr, and with --json a whole document with an `error` key.
 #[test]
-fn truncated_last_record_is_reported_and_allow_truncated_counts_it() {
-    need_python!("truncated_last_record_is_reported_and_allow_truncated_counts_it");
+fn truncated_last_record_is_reported_not_fatal() {
+    need_python!("truncated_last_record_is_reported_not_fatal");
     let f = ivnae_frames(3);
     let cap = capture("tail", &f);
     let bytes = std::fs::read(&cap.0).unwrap();
@@ -605,15 +605,15 @@ fn truncated_last_record_is_reported_and_allow_truncated_counts_it() {
     let third = 24 + 2 * (16 + len);
     std::fs::write(&cap.0, &bytes[..bytes.len() - 5]).unwrap();
 
-    let (rc, _, err) = verify(&IVNAE, &cap, &[]);
+    let (rc, _, err) = verify(&IVNAE, &cap, &["--fail-on-truncated"]);
     assert_eq!(rc, 2);
     assert!(
         err.contains("the capture ends inside record 3")
             && err.contains("counters: frames=2 ok=2 drop=0 skip=0")
-            && err.contains("--allow-truncated"),
+            && err.contains("--fail-on-truncated"),
         "{err}"
     );
-    let (rc, out, _) = verify(&IVNAE, &cap, &["--json"]);
+    let (rc, out, _) = verify(&IVNAE, &cap, &["--json", "--fail-on-truncated"]);
     assert_eq!(rc, 2);
     let v: Value = serde_json::from_str(&out).expect("a whole JSON document");
     assert_eq!(v["frames"].as_array().unwrap().len(), 2);
@@ -626,7 +626,7 @@ fn truncated_last_record_is_reported_and_allow_truncated_counts_it() {
         "{v}"
     );
 
-    let (rc, out, err) = verify(&IVNAE, &cap, &["--allow-truncated"]);
+    let (rc, out, err) = verify(&IVNAE, &cap, &[]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(
         out,
@@ -639,7 +639,7 @@ fn truncated_last_record_is_reported_and_allow_truncated_counts_it() {
     assert!(err.contains("the capture ends inside this record"), "{err}");
     // Cut inside the record header, as JSON.
     std::fs::write(&cap.0, &bytes[..third + 9]).unwrap();
-    let (rc, out, err) = verify(&IVNAE, &cap, &["--allow-truncated", "--json"]);
+    let (rc, out, err) = verify(&IVNAE, &cap, &["--json"]);
     assert_eq!(rc, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -651,7 +651,7 @@ fn truncated_last_record_is_reported_and_allow_truncated_counts_it() {
     assert!(v.get("error").is_none());
     let help = text(&ivnsec(&["pcap", "verify", "--help"], None).stdout);
     assert!(
-        help.contains("--allow-truncated") && help.contains("every one was skipped"),
+        help.contains("--fail-on-truncated") && help.contains("every one was skipped"),
         "{help}"
     );
 }

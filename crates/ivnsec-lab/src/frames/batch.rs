@@ -34,9 +34,10 @@ impl ProtectOutcome {
 /// units as hex on `out`, one line per input; what stderr should know goes to `err`.
 ///
 /// A single input that is refused is a usage error (exit 2). In a batch, a refused line is
-/// answered `DROP <reason>` on `out` (with the sentence on `err`) and the batch goes on; blank
-/// lines are skipped (no unit, no sequence number spent); at the end, when any line was
-/// refused, a summary goes to `err` (and [`ProtectOutcome::exit_code`] is 2).
+/// answered `DROP <reason>` on `out` (with the sentence on `err`) and the batch goes on, so
+/// every input line has exactly one answer; a blank line is a zero-byte frame, which has no
+/// header to protect (`DROP truncated`; no sequence number is spent on it); at the end, when any
+/// line was refused, a summary goes to `err` (and [`ProtectOutcome::exit_code`] is 2).
 pub fn protect(
     s: &ProtectSettings,
     arg: &str,
@@ -56,7 +57,10 @@ pub fn protect(
     let result = for_each_input(arg, limits.unit, limits.max_plain, input, |what, unit| {
         let answer = match unit {
             Input::Frame(bytes) => sender.protect(what, &bytes, &mut buf)?,
-            Input::Blank => return Ok(()),
+            Input::Blank => Err(Refusal::new(
+                DropReason::Truncated,
+                "empty line: a zero-byte frame has no header to protect",
+            )),
             Input::Bad(r) => Err(r),
         };
         match answer {
@@ -492,14 +496,15 @@ mod tests {
         let (o, frames, err) = run(&format!("{PLAIN}\n\n{PLAIN}\nzz\n"), |i, out, err| {
             protect(&p, "-", i, out, err)
         });
-        assert_eq!(o.exit_code(), 2, "one line refused");
+        assert_eq!(o.exit_code(), 2, "lines refused");
         assert!(
-            err.ends_with("protected 2 refused 1: malformed=1\n"),
+            err.ends_with("protected 2 refused 2: truncated=1 malformed=1\n"),
             "{err}"
         );
         let frames: Vec<&str> = frames.lines().collect();
-        assert_eq!(frames.len(), 3, "blank lines get no answer in protect");
-        assert_eq!(frames[2], "DROP malformed");
+        assert_eq!(frames.len(), 4, "one answer per line, blank ones included");
+        assert_eq!(frames[1], "DROP truncated");
+        assert_eq!(frames[3], "DROP malformed");
 
         let v = VerifySettings {
             sa: sa("aes128-gcm"),
@@ -507,7 +512,7 @@ mod tests {
             ..VerifySettings::default()
         };
         let huge = "a".repeat(line_limit(9216 + 128) + 1);
-        let input = [frames[0], "", "zz", frames[0], &huge, frames[1]].join("\n");
+        let input = [frames[0], "", "zz", frames[0], &huge, frames[2]].join("\n");
         let (t, out, err) = run(&input, |i, out, err| verify(&v, "-", i, out, err));
         let want = [
             PLAIN,

@@ -31,7 +31,8 @@ pub struct CaptureSettings {
     pub rx: VerifySettings,
     /// Print the JSON document instead of text.
     pub json: bool,
-    /// A capture that ends inside its last record is checked up to it.
+    /// A capture that ends inside its last record is checked up to it and the record is
+    /// reported as skipped (the default of `pcap verify`); `false` makes it a bad file.
     pub allow_truncated: bool,
     /// The capture (classic pcap, Ethernet).
     pub file: PathBuf,
@@ -65,7 +66,7 @@ enum Skip {
         caplen: usize,
         orig_len: u32,
     },
-    /// The capture ends inside this record (`--allow-truncated`): its header (`header`) or its
+    /// The capture ends inside this record (a writer stopped mid-record): its header (`header`) or its
     /// bytes, `got` of `want`.
     Truncated {
         header: bool,
@@ -599,8 +600,8 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
             writeln!(
                 err,
                 "pcap verify: the capture ends inside record {} (a writer stopped mid-record?); \
-                 the {} records before it were checked ({}); --allow-truncated reports it as \
-                 skipped and exits by the verdicts",
+                 the {} records before it were checked ({}); without --fail-on-truncated it \
+                 is reported as skipped and the exit code follows the verdicts",
                 e.record.unwrap_or(0),
                 totals.frames,
                 counters_line(&totals)

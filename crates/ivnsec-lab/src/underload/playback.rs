@@ -183,7 +183,21 @@ fn pcap_timeline(path: &Path) -> Result<Vec<TimelineEntry>> {
     let mut out = Vec::new();
     let mut first = None;
     while let Some(rec) = r.next_record() {
-        let rec = rec.map_err(bad)?;
+        let rec = match rec {
+            Ok(rec) => rec,
+            // A writer killed mid-record leaves a cut last record: the timeline is every whole
+            // record before it (said on stderr), not an error.
+            Err(e) if e.is_truncation() => {
+                eprintln!(
+                    "ivnsec playback: {}: {e}: the capture ends inside this record; the timeline \
+                     is the {} records before it",
+                    path.display(),
+                    out.len()
+                );
+                break;
+            }
+            Err(e) => return Err(bad(e)),
+        };
         let t0 = *first.get_or_insert(rec.timestamp);
         let at = rec.timestamp.duration_since(t0).map_err(|_| {
             usage(format!(
@@ -340,17 +354,32 @@ mod tests {
         let e = Timeline::load(&f).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(e.to_string().contains("line 2"), "{e}");
-        // A capture cut inside its only record names the record.
+        // A capture cut inside its last record (a writer killed mid-record): the timeline is
+        // the whole records before it; cut inside its only record, it has no frames.
         let cap = tmp("cut.pcap");
         let mut w = ivnsec_net::pcap::PcapWriter::create(&cap).unwrap();
         w.write_frame(SystemTime::UNIX_EPOCH, &[1u8; 100]).unwrap();
+        w.write_frame(
+            SystemTime::UNIX_EPOCH + Duration::from_millis(1),
+            &[1u8; 200],
+        )
+        .unwrap();
         w.flush().unwrap();
         drop(w);
         let bytes = std::fs::read(&cap).unwrap();
         std::fs::write(&cap, &bytes[..bytes.len() - 10]).unwrap();
+        let t = Timeline::load(&cap).unwrap();
+        assert_eq!(
+            t.entries,
+            vec![TimelineEntry {
+                at_ns: 0,
+                size: 100
+            }]
+        );
+        std::fs::write(&cap, &bytes[..24 + 16 + 90]).unwrap();
         let e = Timeline::load(&cap).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
-        assert!(e.to_string().contains("record 1"), "{e}");
+        assert!(e.to_string().contains("no frames"), "{e}");
         let e = Timeline::load(&tmp("missing.csv")).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
         // Binary that is no pcap.

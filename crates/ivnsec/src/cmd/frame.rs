@@ -16,8 +16,8 @@ pub enum Args {
     #[command(
         after_help = "With `-`, each stdin line is answered by the protected frame in hex, or by
 `DROP <reason>` (`malformed`: not hex or not UTF-8; `oversize`: above the largest frame;
-`truncated`: too short) with the line named on stderr, and the batch goes on; blank lines are
-skipped. Lines are read with a bound. The exit code is 2 when any line was refused. Without --iv,
+`truncated`: too short, a blank line included) with the line named on stderr, and the batch goes
+on: one answer per line. Lines are read with a bound. The exit code is 2 when any line was refused. Without --iv,
 stderr says which IV was used. See docs/frame.md.
 
 Example:

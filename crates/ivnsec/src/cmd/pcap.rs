@@ -30,14 +30,15 @@ MACsec frames delivered without validation (--validate check|disabled) print `N 
 Exit codes: 0 every checked frame verified, 1 a frame was dropped or not validated, or frames
 were read but every one was skipped (nothing was verified: stderr says so; often the wrong
 --profile), 2 bad options or a bad capture file (the message names the record and its byte
-offset). A capture that ends inside its last record (a writer killed mid-record) is a bad file
-(exit 2, the records before it are reported and counted on stderr) unless --allow-truncated.
+offset). A capture that ends inside its last record (a writer killed mid-record) is checked up
+to that record, which is reported as `N skip truncated record: …` and counted; the exit code
+follows the verdicts (--fail-on-truncated makes it a bad file, exit 2).
 
 Examples:
   ivnsec pcap verify --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
       --iv 000000000000000000000000 capture.pcap
   ivnsec pcap verify --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
-      --allow-truncated --json killed-sender.pcap")]
+      --json killed-sender.pcap")]
     Verify(Box<VerifyArgs>),
 }
 
@@ -53,11 +54,10 @@ pub struct VerifyArgs {
     /// (streamed frame by frame: memory does not grow with the capture).
     #[arg(long)]
     json: bool,
-    /// A capture that ends inside its last record (a writer killed mid-record) is checked up to
-    /// it; that record is reported as `N skip truncated record: …`, and the exit code follows
-    /// the verdicts instead of 2.
+    /// Treat a capture that ends inside its last record (a writer killed mid-record) as a bad
+    /// file (exit 2) instead of reporting that record as skipped and exiting by the verdicts.
     #[arg(long)]
-    allow_truncated: bool,
+    fail_on_truncated: bool,
     /// The capture (classic pcap with the Ethernet link type; pcapng: `editcap -F pcap`).
     file: PathBuf,
     // The protocol option groups last: each sets a help heading for what follows it.
@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     secoc: Default::default(),
                 },
                 json: a.json,
-                allow_truncated: a.allow_truncated,
+                allow_truncated: !a.fail_on_truncated,
                 file: a.file,
             };
             let t = verify_capture(&s, std::io::stdout().lock(), &mut std::io::stderr())?;
