@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[macro_use]
+#[allow(unused_macros)]
 mod common;
 use common::BIN;
 
