@@ -15,6 +15,7 @@ pub mod pingpong;
 pub mod process;
 pub mod report;
 pub mod site;
+pub mod someip;
 pub mod stats;
 pub mod throughput;
 pub mod underload;

@@ -124,6 +124,15 @@ pub fn udp_datagrams<E>(
     Ok(())
 }
 
+/// Hex to bytes, for the known answers of this module's tests.
+#[cfg(test)]
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -718,15 +718,9 @@ fn renewal(now: Duration, ttl: u32) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::someip::unhex;
     use crate::wire::someip::Packet;
     use proptest::prelude::*;
-
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     // Known answers made with scapy 2.6.1 (`scapy.contrib.automotive.someip`, SOMEIP / SD with
     // SDEntry_Service, SDEntry_EventGroup and SDOption_IP4_EndPoint), not with this code. Every

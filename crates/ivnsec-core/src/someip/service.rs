@@ -514,6 +514,7 @@ mod tests {
         MacKey, Primitive, SecureRandom,
     };
     use crate::sa::someip::{ServiceParams, ServiceSa};
+    use crate::someip::unhex;
     use alloc::boxed::Box;
     use alloc::string::String;
     use proptest::prelude::*;
@@ -547,13 +548,6 @@ mod tests {
         keys: &NoKeys,
         rng: &NoRng,
     };
-
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
 
     // Known answers made with scapy 2.6.1 (`scapy.contrib.automotive.someip.SOMEIP`), not with
     // this code: service 0x1234, client 0x0101, session 7, interface version 1.
