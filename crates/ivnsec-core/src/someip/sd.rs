@@ -278,7 +278,8 @@ impl SdServer {
         src == self.cfg.own
     }
 
-    /// Queues the cyclic offers when they are due.
+    /// Queues the cyclic offers when they are due: every `offer_interval` after the first, on
+    /// the same grid; rounds missed by more than a period are skipped.
     pub fn handle_timeout(&mut self, now: Duration) {
         if now < self.next_offer {
             return;
@@ -291,6 +292,10 @@ impl SdServer {
             self.queue.push_back(tx);
         }
         self.next_offer = self.next_offer.saturating_add(self.cfg.offer_interval);
+        if self.next_offer <= now {
+            // Late by more than a period (a stalled process): no burst of missed rounds.
+            self.next_offer = now.saturating_add(self.cfg.offer_interval);
+        }
     }
 
     /// When the next cyclic offers are due.
@@ -823,6 +828,14 @@ mod tests {
         assert_eq!(parse(&tx[0]).0, 2);
         assert_eq!(parse(&tx[1]).0, 2);
         assert_eq!(srv.poll_timeout(), Some(t0 + ms(2000)));
+        // Late (the offers at 2 s and 3 s were missed): one round now, the next a period on.
+        srv.handle_timeout(t0 + ms(3_500));
+        assert_eq!(drain(|| srv.poll_transmit()).len(), 2);
+        assert_eq!(srv.poll_timeout(), Some(t0 + ms(4_500)));
+        // Slightly late: the grid is kept.
+        srv.handle_timeout(t0 + ms(4_600));
+        assert_eq!(drain(|| srv.poll_transmit()).len(), 2);
+        assert_eq!(srv.poll_timeout(), Some(t0 + ms(5_500)));
     }
 
     #[test]
