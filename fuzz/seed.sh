@@ -431,8 +431,26 @@ else
     echo "seed.sh: python3 not found; frag_reassemble starts from an empty corpus" >&2
 fi
 
+# SOME/IP-SD state machines: records `dt | who | length (u16) | message` of
+# fuzz_targets/someip_sd.rs carrying scapy 2.6.1-built SD messages (those of the core's unit
+# tests in crates/ivnsec-core/src/someip/sd.rs): FindService, SubscribeEventgroup and its stop to
+# the server; OfferService, Ack and Nack to the client.
+someip_sd_dir=fuzz/corpus/someip_sd
+mkdir -p "$someip_sd_dir"
+sd_find=ffff8100000000240000000101010200c000000000000010000000001234ffffff000003ffffffff00000000
+sd_offer=ffff81000000003c0000000101010200c0000000000000100100002012340001010000030000000000000018000904000a4d00010011772d000904000a4d00010006772e
+sd_sub=ffff8100000000300000000201010200c000000000000010060000101234000101000003000000010000000c000904000a4d000200119c40
+sd_stop=ffff8100000000300000000301010200c000000000000010060000101234000101000000000000010000000c000904000a4d000200119c40
+sd_ack=ffff8100000000240000000201010200c0000000000000100700000012340001010000030000000100000000
+sd_nack=ffff8100000000240000000201010200c0000000000000100700000012340001010000000000000100000000
+sd_rec() { printf '%02x%02x%04x%s' "$1" "$2" $((${#3} / 2)) "$3"; }
+put "$someip_sd_dir" "$(sd_rec 0 0 $sd_find)$(sd_rec 10 0 $sd_sub)$(sd_rec 200 0 $sd_sub)$(sd_rec 50 0 $sd_stop)"
+put "$someip_sd_dir" "$(sd_rec 0 5 $sd_offer)$(sd_rec 10 5 $sd_ack)$(sd_rec 160 5 $sd_nack)"
+put "$someip_sd_dir" "$(sd_rec 0 5 $sd_nack)$(sd_rec 100 1 $sd_offer)"
+put "$someip_sd_dir" "$(sd_rec 1 0 $sd_sub)$(sd_rec 1 2 $sd_sub)$(sd_rec 1 0 $sd_find)$(sd_rec 255 0 $sd_sub)"
+
 echo "seed.sh: $macsec_count MACsec frames -> $macsec_dir ($(ls "$macsec_dir" | wc -l) files), $esp_count ESP packets -> $esp_dir ($(ls "$esp_dir" | wc -l) files), $((macsec_bad + esp_bad)) not accepted"
-echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds; frag: $(ls "$frag_dir" | wc -l) streams"
+echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds, $(ls "$someip_sd_dir" | wc -l) SD streams; frag: $(ls "$frag_dir" | wc -l) streams"
 if [ $((macsec_bad + esp_bad)) != 0 ]; then
     echo "seed.sh: some MACsec/ESP seeds are not accepted by the receive path (see above)" >&2
     exit 1

@@ -19,6 +19,7 @@ pub mod process;
 pub mod report;
 pub mod site;
 pub mod sockperf;
+pub mod someip;
 pub mod stats;
 pub mod throughput;
 pub mod underload;

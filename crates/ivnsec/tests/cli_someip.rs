@@ -720,3 +720,111 @@ fn pcap_records_what_serve_and_call_send_and_receive() {
     assert_eq!((n("0x00"), n("0x80")), (3, 3), "{over_tcp:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SOME/IP-SD end to end on loopback, two agents on two addresses sharing an SD port (unicast
+/// peers): the server's cyclic offers and its answer to FindService carry the ports it is bound
+/// to, the client finds the service, calls it, subscribes to its eventgroup (Ack) and receives
+/// events, then stops the subscription; the server counts the SD traffic and the events.
+#[test]
+fn sd_find_call_subscribe_and_events_on_loopback() {
+    let dir = tmpdir("sd");
+    // An SD port both ends use on their own address (127.0.0.1 and 127.0.0.2).
+    let sd_port = {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = a.local_addr().unwrap().port();
+        drop(a);
+        port
+    };
+    let service = "[[service]]\nid = 0x4711\nlevel = \"conf\"\nsuite = \"aes128-gcm\"\n\
+        key = \"000102030405060708090a0b0c0d0e0f\"\necho_method = 1\nevent = 0x8001\n\
+        eventgroup = 3\nevent_period_ms = 50\nevent_payload_size = 32\n";
+    let scfg = write(
+        &dir,
+        "sd-server.toml",
+        &format!(
+            "[node]\naddress = \"127.0.0.1\"\nudp_port = 0\n[sd]\nport = {sd_port}\n\
+             peers = [\"127.0.0.2\"]\noffer_interval_ms = 200\n{service}"
+        ),
+    );
+    let ccfg = write(
+        &dir,
+        "sd-client.toml",
+        &format!(
+            "[node]\naddress = \"127.0.0.2\"\n[sd]\nport = {sd_port}\npeers = [\"127.0.0.1\"]\n\
+             find_timeout_ms = 3000\n{service}"
+        ),
+    );
+    let mut child = Command::new(BIN)
+        .args([
+            "someip",
+            "serve",
+            "--config",
+            &scfg,
+            "--duration",
+            "4",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let udp: SocketAddr = line["ivnsec someip serve: udp ".len()..]
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert!(
+        line.contains(&format!(", sd 127.0.0.1:{sd_port};")),
+        "{line}"
+    );
+
+    let o = run(&[
+        "someip",
+        "call",
+        "--config",
+        &ccfg,
+        "--service",
+        "0x4711",
+        "--method",
+        "1",
+        "--count",
+        "3",
+        "--subscribe",
+        "5",
+        "--json",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap_or(0)..])
+        .unwrap_or_else(|e| panic!("{e}: {out} {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(o.status.code(), Some(0), "{v}");
+    // Found via SD at the port the server was bound to (udp_port = 0 in its configuration).
+    assert_eq!(v["endpoint"], udp.to_string(), "{v}");
+    assert_eq!(v["ok"].as_u64(), Some(3), "{v}");
+    let ev = &v["events"];
+    assert_eq!(ev["acked"], true, "{v}");
+    assert!(ev["received"].as_u64().unwrap() >= 5, "{v}");
+    assert_eq!(
+        ev["bytes"].as_u64(),
+        Some(32 * ev["received"].as_u64().unwrap())
+    );
+    // Our server stamps its events: the delay is measured.
+    assert!(ev["delay_us"]["median"].as_f64().unwrap() > 0.0, "{v}");
+
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "serve failed: {rest}");
+    let st: serde_json::Value = serde_json::from_str(&rest[rest.find('{').unwrap()..]).unwrap();
+    assert_eq!(st["answered"].as_u64(), Some(3), "{st}");
+    assert!(st["events_sent"].as_u64().unwrap() >= 5, "{st}");
+    // Find, SubscribeEventgroup, StopSubscribeEventgroup at least; the stop emptied the table.
+    assert!(st["sd_received"].as_u64().unwrap() >= 3, "{st}");
+    assert_eq!(st["subscribers"].as_u64(), Some(0), "{st}");
+    // Offers every 200 ms for 4 s.
+    assert!(st["sd_sent"].as_u64().unwrap() >= 10, "{st}");
+    assert_eq!(st["drops"], serde_json::json!({}), "{st}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

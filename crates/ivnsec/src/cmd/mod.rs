@@ -18,8 +18,6 @@ pub mod report;
 pub mod run;
 pub mod send;
 pub mod someip;
-pub mod someip_capture;
-pub mod someip_config;
 pub mod suites;
 pub mod testbed;
 pub mod throughput;

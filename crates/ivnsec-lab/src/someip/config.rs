@@ -1,6 +1,9 @@
 //! The TOML configuration of `ivnsec someip serve|call` (docs/someip.md). Every error names the
-//! file, the key and the problem, and maps to exit code 2.
+//! file, the key and the problem, and maps to exit code 2. The file holds keys: it is read with a
+//! size bound, and the keys are kept in buffers that are wiped when dropped and never printed.
 
+use std::fmt;
+use std::io::Read;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +18,10 @@ use serde::Deserialize;
 
 use crate::error::usage;
 use ivnsec_crypto::ProviderChoice;
+use zeroize::Zeroizing;
+
+/// Largest configuration file read (a configuration is a few kilobytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -195,7 +202,7 @@ impl Default for Sd {
 }
 
 /// One service and its security.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Service {
     pub id: u16,
     pub instance: u16,
@@ -203,7 +210,8 @@ pub struct Service {
     pub minor: u32,
     pub level: Level,
     pub suite: AeadAlg,
-    pub key: Vec<u8>,
+    /// Empty under `nosec`; wiped when dropped, never printed.
+    pub key: Zeroizing<Vec<u8>>,
     pub key_id: u8,
     pub salt: [u8; SALT_LEN],
     pub replay_window: u32,
@@ -213,6 +221,24 @@ pub struct Service {
     pub eventgroup: u16,
     pub event_period_ms: u64,
     pub event_payload_size: usize,
+}
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("id", &self.id)
+            .field("instance", &self.instance)
+            .field("major", &self.major)
+            .field("minor", &self.minor)
+            .field("level", &self.level)
+            .field("suite", &self.suite)
+            .field("key", &format_args!("<{} bytes>", self.key.len()))
+            .field("key_id", &self.key_id)
+            .field("echo_method", &self.echo_method)
+            .field("event", &self.event)
+            .field("eventgroup", &self.eventgroup)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A checked configuration.
@@ -230,20 +256,33 @@ impl Config {
     }
 }
 
-/// Reads and checks a configuration file.
+/// Reads and checks a configuration file (at most [`MAX_CONFIG_BYTES`]).
 pub fn load(path: &Path) -> Result<Config> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("{}: cannot read: {e}", path.display())))?;
+    let file = path.display();
+    let cannot = |e: std::io::Error| usage(format!("{file}: cannot read: {e}"));
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let mut text = Zeroizing::new(String::new());
+    f.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(usage(format!(
+            "{file}: more than {MAX_CONFIG_BYTES} bytes; is this the right file?"
+        )));
+    }
     parse(path, &text)
 }
 
-fn hex_bytes(file: &str, key: &str, s: &str) -> Result<Vec<u8>> {
-    let clean: String = s
-        .chars()
-        .filter(|c| !c.is_whitespace() && *c != ':')
-        .collect();
+fn hex_bytes(file: &str, key: &str, s: &str) -> Result<Zeroizing<Vec<u8>>> {
+    let clean: Zeroizing<String> = Zeroizing::new(
+        s.chars()
+            .filter(|c| !c.is_whitespace() && *c != ':')
+            .collect(),
+    );
     let clean = clean.strip_prefix("0x").unwrap_or(&clean);
-    hex::decode(clean).map_err(|e| usage(format!("{file}: {key}: not hex: {e}")))
+    hex::decode(clean)
+        .map(Zeroizing::new)
+        .map_err(|e| usage(format!("{file}: {key}: not hex: {e}")))
 }
 
 /// Parses configuration text; `path` is only used in messages.
@@ -383,8 +422,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
                 )
             })?,
         };
-        let key = match (&s.key, level) {
-            (None, Level::NoSec) => Vec::new(),
+        let key_hex = s.key.map(Zeroizing::new);
+        let key = match (&key_hex, level) {
+            (None, Level::NoSec) => Zeroizing::new(Vec::new()),
             (Some(_), Level::NoSec) => {
                 return Err(err(&k("key"), "level nosec takes no key".into()));
             }
@@ -570,5 +610,37 @@ event = 0x8001
             msg(&OK.replace("key = ", "salt = \"01\"\nkey = ")),
             "t.toml: service[0].salt: needs 4 bytes, got 1"
         );
+    }
+
+    #[test]
+    fn keys_are_not_printed() {
+        let c = p(OK).unwrap();
+        assert_eq!(c.services[0].key.len(), 32);
+        let debug = format!("{c:?}");
+        assert!(debug.contains("<32 bytes>"), "{debug}");
+        assert!(
+            !debug.contains("0, 1, 2, 3") && !debug.contains("000102"),
+            "{debug}"
+        );
+    }
+
+    #[test]
+    fn files_are_read_with_a_bound() {
+        let dir = std::env::temp_dir().join(format!("ivnsec-someip-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = dir.join("ok.toml");
+        std::fs::write(&ok, OK).unwrap();
+        assert_eq!(load(&ok).unwrap().services.len(), 1);
+        let big = dir.join("big.toml");
+        let mut text = OK.to_string();
+        text.push_str(&"#".repeat(MAX_CONFIG_BYTES as usize));
+        std::fs::write(&big, text).unwrap();
+        let e = load(&big).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e.to_string().contains("more than 1048576 bytes"), "{e}");
+        let e = load(&dir.join("missing.toml")).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e.to_string().contains("missing.toml: cannot read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
