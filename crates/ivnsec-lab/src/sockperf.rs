@@ -200,46 +200,6 @@ pub fn pingpong_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<V
     Some(v)
 }
 
-/// Adds our half round trips (part 3 / 2: send until the reply is back, responder included —
-/// what sockperf's client measures) and their ratios to sockperf's median, for `plain` and
-/// `aes128-gcm` at 64 bytes.
-pub fn compare_with_baseline(report: &mut crate::report::Report) {
-    let Some(Value::Object(b)) = &mut report.baseline_sockperf else {
-        return;
-    };
-    let Some(theirs) = b.get("half_rtt_p50_us").and_then(Value::as_f64) else {
-        return;
-    };
-    for (profile, key) in [("plain", "plain"), ("aes128-gcm", "aes128_gcm")] {
-        let Some(run) = report
-            .scenarios
-            .iter()
-            .find(|r| r.payload == 64 && r.profile == profile)
-        else {
-            continue;
-        };
-        let mut half: Vec<f64> = run
-            .exchanges
-            .iter()
-            .filter(|e| !e.lost)
-            .map(|e| e.round_trip_ns as f64 / 2000.0)
-            .collect();
-        if half.is_empty() {
-            continue;
-        }
-        half.sort_by(f64::total_cmp);
-        let ours = crate::stats::quantile_sorted(&half, 0.5);
-        b.insert(format!("ours_{key}_64_half_rtt_p50_us"), json!(ours));
-        b.insert(format!("ratio_{key}_64"), json!(ours / theirs));
-    }
-    b.insert(
-        "targets".into(),
-        json!(
-            "ours (part 3 / 2) / sockperf half round trip, medians: plain ≤ 1.1, aes128-gcm 64 B ≤ 1.2"
-        ),
-    );
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

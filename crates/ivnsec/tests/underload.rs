@@ -272,7 +272,8 @@ fn bad_input_is_a_usage_error() {
     let missing = d.path("missing.csv");
     let o = playback_on_loopback(&d, &missing);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    // A capture cut inside its second record.
+    // A capture cut inside its second record (a writer killed mid-record): not fatal; the
+    // timeline is the whole record before the cut, and stderr says so.
     let cap = d.path("cut.pcap");
     let mut w = ivnsec_net::pcap::PcapWriter::create(&cap).unwrap();
     w.write_frame(SystemTime::UNIX_EPOCH, &[0u8; 100]).unwrap();
@@ -282,8 +283,12 @@ fn bad_input_is_a_usage_error() {
     let b = std::fs::read(&cap).unwrap();
     std::fs::write(&cap, &b[..b.len() - 1]).unwrap();
     let o = playback_on_loopback(&d, &cap);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("record 2"), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{err}");
+    assert!(
+        err.contains("record 2") && err.contains("the timeline is the 1 records before it"),
+        "{err}"
+    );
 }
 
 #[test]

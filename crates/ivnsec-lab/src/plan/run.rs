@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Plan;
 use crate::camera::run as camera;
@@ -255,4 +255,44 @@ fn run_scenarios(
     }
     progress.finish();
     Ok(runs)
+}
+
+/// Adds our half round trips (part 3 / 2: send until the reply is back, responder included —
+/// what sockperf's client measures) and their ratios to sockperf's median, for `plain` and
+/// `aes128-gcm` at 64 bytes.
+pub fn compare_with_baseline(report: &mut Report) {
+    let Some(Value::Object(b)) = &mut report.baseline_sockperf else {
+        return;
+    };
+    let Some(theirs) = b.get("half_rtt_p50_us").and_then(Value::as_f64) else {
+        return;
+    };
+    for (profile, key) in [("plain", "plain"), ("aes128-gcm", "aes128_gcm")] {
+        let Some(run) = report
+            .scenarios
+            .iter()
+            .find(|r| r.payload == 64 && r.profile == profile)
+        else {
+            continue;
+        };
+        let mut half: Vec<f64> = run
+            .exchanges
+            .iter()
+            .filter(|e| !e.lost)
+            .map(|e| e.round_trip_ns as f64 / 2000.0)
+            .collect();
+        if half.is_empty() {
+            continue;
+        }
+        half.sort_by(f64::total_cmp);
+        let ours = crate::stats::quantile_sorted(&half, 0.5);
+        b.insert(format!("ours_{key}_64_half_rtt_p50_us"), json!(ours));
+        b.insert(format!("ratio_{key}_64"), json!(ours / theirs));
+    }
+    b.insert(
+        "targets".into(),
+        json!(
+            "ours (part 3 / 2) / sockperf half round trip, medians: plain ≤ 1.1, aes128-gcm 64 B ≤ 1.2"
+        ),
+    );
 }

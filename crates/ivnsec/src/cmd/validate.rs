@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use ivnsec_lab::plan;
-use ivnsec_lab::plan::run::run_plan;
+use ivnsec_lab::plan::run::{compare_with_baseline, run_plan};
 use ivnsec_lab::site::Site;
-use ivnsec_lab::sockperf::{compare_with_baseline, pingpong_baseline};
+use ivnsec_lab::sockperf::pingpong_baseline;
 
 use super::run::{Bar, Overrides, finish};
 
