@@ -21,5 +21,6 @@ pub mod site;
 pub mod sockperf;
 pub mod someip;
 pub mod stats;
+pub mod tdma;
 pub mod throughput;
 pub mod underload;

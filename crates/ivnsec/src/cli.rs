@@ -70,6 +70,9 @@ pub enum Command {
     Receive(cmd::receive::Args),
     /// Write fresh random keys for a profile as a key file (mode 0600).
     Keygen(cmd::keygen::Args),
+    /// Time-triggered (TDMA) networks, seed 001: how many frames fit in a base period (`capacity`).
+    #[command(subcommand)]
+    Tdma(cmd::tdma::Args),
 }
 
 #[cfg(test)]

@@ -235,3 +235,73 @@ fn macsec_and_esp_rows_have_the_bare_aead_overhead() {
         );
     }
 }
+
+/// `--frames N` times N frames one by one: seed 001 Figure 6's HMACs (SHA-1, SHA-256,
+/// SHA3-256) at 60 and 80 bytes get min / mean / max per single frame in the JSON (with the
+/// clock's own cost in `meta.timer_ns`) and two more columns in the table; without it the
+/// fields are null and the table is as before.
+#[test]
+fn frames_one_by_one_for_the_seed_001_hmacs() {
+    let common = [
+        "--quick",
+        "--batches",
+        "2",
+        "--provider",
+        "portable",
+        "--suite",
+        "hmac-sha1,hmac-sha256,hmac-sha3-256",
+        "--sizes",
+        "60,80",
+    ];
+    let v = json(&bench(
+        &[&common[..], &["--frames", "200", "--json"]].concat(),
+    ));
+    assert_eq!(v["meta"]["frames"], 200);
+    assert!(
+        v["meta"]["timer_ns"].as_f64().is_some_and(|t| t >= 0.0),
+        "{v}"
+    );
+    let rows = v["results"].as_array().unwrap();
+    let seen: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| (r["suite"].as_str().unwrap(), r["size"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("hmac-sha1", 60),
+            ("hmac-sha1", 80),
+            ("hmac-sha256", 60),
+            ("hmac-sha256", 80),
+            ("hmac-sha3-256", 60),
+            ("hmac-sha3-256", 80),
+        ]
+    );
+    for row in rows {
+        for op in ["protect", "verify"] {
+            let min = positive(row, &format!("{op}_frame_ns_min"));
+            let mean = positive(row, &format!("{op}_frame_ns_mean"));
+            let max = positive(row, &format!("{op}_frame_ns_max"));
+            assert!(min <= mean && mean <= max, "{op}: {row}");
+        }
+    }
+
+    let v = json(&bench(&[&common[..], &["--json"]].concat()));
+    assert_eq!(v["meta"]["frames"], 0);
+    assert!(v["meta"]["timer_ns"].is_null());
+    for row in v["results"].as_array().unwrap() {
+        assert!(row["protect_frame_ns_max"].is_null(), "{row}");
+    }
+
+    let table = |extra: &[&str]| {
+        let out = bench(&[&common[..], extra].concat());
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(table(&["--frames", "50"]).contains("1-frame protect ns"));
+    assert!(!table(&[]).contains("1-frame"));
+    let out = bench(&[
+        "--quick", "--frames", "1000001", "--sizes", "16", "--suite", "crc32",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

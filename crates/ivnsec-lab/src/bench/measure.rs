@@ -53,6 +53,9 @@ pub struct MeasureMeta {
     pub verify_m: usize,
     /// Protect ns/frame of CPU time (see the module doc), when asked for and measurable.
     pub protect_cpu_ns: Option<f64>,
+    /// Protect and verify timed frame by frame ([`Timing::frames`] of each), when asked for.
+    pub protect_frame: Option<Stats>,
+    pub verify_frame: Option<Stats>,
 }
 
 /// Protect and verify statistics and what they were measured on.
@@ -74,6 +77,8 @@ fn protect_then_verify(
         None => None,
     };
     let (verify_stats, verify_m) = timed_batches(verify, t, ring_max)?;
+    let protect_frame = one_by_one(protect, t.frames)?;
+    let verify_frame = one_by_one(verify, t.frames)?;
     Ok((
         protect_stats,
         verify_stats,
@@ -83,8 +88,37 @@ fn protect_then_verify(
             protect_m,
             verify_m,
             protect_cpu_ns,
+            protect_frame,
+            verify_frame,
         },
     ))
+}
+
+/// `n` frames, each timed on its own (a batch of one: one clock reading before and one after
+/// the call), after the batches have warmed up: the spread a single frame sees, which the
+/// batch means average away. `None` for `n` = 0.
+fn one_by_one(batch: &mut Batch<'_>, n: usize) -> Result<Option<Stats>> {
+    if n == 0 {
+        return Ok(None);
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        samples.push(batch(1)?);
+    }
+    Ok(Some(Stats::from(samples)))
+}
+
+/// What an empty timing (two clock readings) costs, in ns: the median of `n` (at least 1).
+/// Every one-by-one figure includes it once.
+pub fn timer_ns(n: usize) -> f64 {
+    let samples: Vec<f64> = (0..n.max(1))
+        .map(|_| {
+            let t0 = Instant::now();
+            black_box(());
+            t0.elapsed().as_nanos() as f64
+        })
+        .collect();
+    Stats::from(samples).median
 }
 
 fn keys_for(suite: Suite) -> (Vec<u8>, Vec<u8>) {

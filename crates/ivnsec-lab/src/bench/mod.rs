@@ -94,6 +94,9 @@ pub struct Settings {
     pub vs_openssl: bool,
     /// Seconds per `openssl speed` run (whole seconds, at least 1).
     pub openssl_seconds: u32,
+    /// Also time this many frames one by one (protect and verify each): the min / mean / max a
+    /// single frame takes (0: not measured; at most [`MAX_FRAMES`]).
+    pub frames: u32,
 }
 
 /// What one measurement is configured with.
@@ -101,7 +104,12 @@ pub struct Settings {
 pub struct Timing {
     pub batches: usize,
     pub batch_ns: f64,
+    /// Frames protected and verified one by one after the batches (0: none).
+    pub frames: usize,
 }
+
+/// Most frames timed one by one per measurement (`frames`).
+pub const MAX_FRAMES: u32 = 1_000_000;
 
 /// ns per frame over the timed batches.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -170,6 +178,14 @@ pub struct Row {
     pub ratio_vs_openssl_mean: Option<f64>,
     pub ratio_vs_openssl_stream: Option<f64>,
     pub openssl_note: Option<String>,
+    /// Protect and verify of single frames, each timed on its own (`frames` of them, clock
+    /// readings included: `meta.timer_ns`), ns; null unless asked for.
+    pub protect_frame_ns_min: Option<f64>,
+    pub protect_frame_ns_mean: Option<f64>,
+    pub protect_frame_ns_max: Option<f64>,
+    pub verify_frame_ns_min: Option<f64>,
+    pub verify_frame_ns_mean: Option<f64>,
+    pub verify_frame_ns_max: Option<f64>,
 }
 
 /// The `meta` object of `--json`: how the run measured.
@@ -181,6 +197,10 @@ pub struct Meta {
     pub openssl_version: Option<String>,
     pub openssl_seconds: Option<u32>,
     pub mbps_counts: &'static str,
+    /// Frames timed one by one per measurement (0: none).
+    pub frames: usize,
+    /// What an empty timing (two clock readings) costs, ns (median); null without `frames`.
+    pub timer_ns: Option<f64>,
 }
 
 /// A checked benchmark, ready to run: the targets with their providers, the sizes, the timing
@@ -211,7 +231,14 @@ impl Bench {
                 .batches
                 .map_or(if s.quick { 5 } else { 31 }, |b| b as usize),
             batch_ns: s.batch_ms.unwrap_or(if s.quick { 0.2 } else { 3.0 }) * 1e6,
+            frames: s.frames as usize,
         };
+        if s.frames > MAX_FRAMES {
+            return Err(usage(format!(
+                "--frames {}: at most {MAX_FRAMES} frames are timed one by one",
+                s.frames
+            )));
+        }
         if timing.batches == 0 || !(timing.batch_ns.is_finite() && timing.batch_ns > 0.0) {
             return Err(usage("--batches and --batch-ms must be positive"));
         }
@@ -236,6 +263,8 @@ impl Bench {
                 openssl_version,
                 openssl_seconds: s.vs_openssl.then_some(s.openssl_seconds),
                 mbps_counts: "payload bytes per second / 1e6 (as openssl speed -bytes N)",
+                frames: timing.frames,
+                timer_ns: (timing.frames > 0).then(|| measure::timer_ns(timing.frames)),
             },
         })
     }
@@ -330,6 +359,12 @@ impl Bench {
             ratio_vs_openssl_mean: None,
             ratio_vs_openssl_stream: None,
             openssl_note: None,
+            protect_frame_ns_min: meta.protect_frame.map(|s| s.min),
+            protect_frame_ns_mean: meta.protect_frame.map(|s| s.mean),
+            protect_frame_ns_max: meta.protect_frame.map(|s| s.max),
+            verify_frame_ns_min: meta.verify_frame.map(|s| s.min),
+            verify_frame_ns_mean: meta.verify_frame.map(|s| s.mean),
+            verify_frame_ns_max: meta.verify_frame.map(|s| s.max),
         };
         if let Some(cache) = &mut self.openssl {
             openssl::compare(&mut row, equivalent, cache);
@@ -644,6 +679,7 @@ mod tests {
             batch_ms: None,
             vs_openssl: false,
             openssl_seconds: 1,
+            frames: 0,
         };
         let b = Bench::new(&ok).unwrap();
         assert_eq!((b.meta().batches, b.meta().batch_ms), (5, 0.2));
@@ -673,6 +709,10 @@ mod tests {
                 openssl_seconds: 0,
                 ..ok.clone()
             },
+            Settings {
+                frames: MAX_FRAMES + 1,
+                ..ok.clone()
+            },
         ] {
             let e = Bench::new(&bad).err().expect("an error");
             assert_eq!(exit_code(&e), 2, "{bad:?}: {e}");
@@ -698,6 +738,7 @@ mod tests {
             batch_ms: Some(0.05),
             vs_openssl: false,
             openssl_seconds: 1,
+            frames: 0,
         })
         .unwrap();
         let mut seen = 0;
@@ -736,6 +777,52 @@ mod tests {
                 // AUTOSAR SecOC default lengths: 8-bit truncated FV, 24-bit authenticator.
                 ("secoc", 64, 64 + 1 + 3, false),
             ]
+        );
+    }
+
+    /// With `frames`, every row has the one-by-one figures of protect and verify (seed 001
+    /// Figure 6 times each HMAC on its own); without, they are null.
+    #[test]
+    fn frames_one_by_one() {
+        let settings = |frames| Settings {
+            suites: names(&["hmac-sha1", "hmac-sha3-256"]),
+            sizes: vec![60, 80],
+            providers: Providers::One(ProviderChoice::Portable),
+            quick: true,
+            batches: Some(2),
+            batch_ms: Some(0.05),
+            vs_openssl: false,
+            openssl_seconds: 1,
+            frames,
+        };
+        let mut b = Bench::new(&settings(50)).unwrap();
+        assert_eq!(b.meta().frames, 50);
+        assert!(b.meta().timer_ns.is_some_and(|t| t >= 0.0));
+        let rows = b.run(&mut |_| Ok(())).unwrap();
+        assert_eq!(rows.len(), 4);
+        for r in &rows {
+            for (min, mean, max) in [
+                (
+                    r.protect_frame_ns_min,
+                    r.protect_frame_ns_mean,
+                    r.protect_frame_ns_max,
+                ),
+                (
+                    r.verify_frame_ns_min,
+                    r.verify_frame_ns_mean,
+                    r.verify_frame_ns_max,
+                ),
+            ] {
+                let (min, mean, max) = (min.unwrap(), mean.unwrap(), max.unwrap());
+                assert!(0.0 < min && min <= mean && mean <= max, "{r:?}");
+            }
+        }
+        let mut b = Bench::new(&settings(0)).unwrap();
+        assert_eq!(b.meta().timer_ns, None);
+        let rows = b.run(&mut |_| Ok(())).unwrap();
+        assert!(
+            rows.iter()
+                .all(|r| r.protect_frame_ns_max.is_none() && r.verify_frame_ns_min.is_none())
         );
     }
 }

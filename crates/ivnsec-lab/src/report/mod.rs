@@ -21,6 +21,7 @@ mod markdown;
 mod plots;
 mod scenarios;
 pub mod seed000;
+pub mod seed001;
 pub mod seed002;
 pub mod seed003;
 mod table;

@@ -14,7 +14,9 @@ use crate::error::usage;
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "MB/s counts payload bytes (10^6 per MB), like `openssl speed -bytes N`.\n\
-Example:\n  ivnsec crypto-bench --suite aes128-gcm --suite chacha20-poly1305 --suite hmac-sha256 \\\n      --provider fast --vs-openssl"
+Example:\n  ivnsec crypto-bench --suite aes128-gcm --suite chacha20-poly1305 --suite hmac-sha256 \\\n      --provider fast --vs-openssl\n\
+Seed 001 Figure 6 (HMAC per frame, min / mean / max of frames timed one by one):\n  \
+ivnsec crypto-bench --suite hmac-sha1,hmac-sha256,hmac-sha3-256 --sizes 60,80 --frames 10000"
 )]
 pub struct Args {
     /// Profile to measure: a suite name (its default level) or `suite/auth`, `suite/conf`, a
@@ -50,6 +52,11 @@ pub struct Args {
     /// Seconds per `openssl speed` run (OpenSSL accepts whole seconds only).
     #[arg(long, default_value_t = 1, value_name = "S")]
     openssl_seconds: u32,
+    /// Also time N frames one by one (protect and verify each, after the batches; at most
+    /// 1000000) and show the min / mean / max of a single frame, which the batch figures
+    /// average away. Each includes two clock readings (`meta.timer_ns` in --json).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    frames: u32,
 }
 
 impl Args {
@@ -67,6 +74,7 @@ impl Args {
             batch_ms: self.batch_ms,
             vs_openssl: self.vs_openssl,
             openssl_seconds: self.openssl_seconds,
+            frames: self.frames,
         })
     }
 }
@@ -74,12 +82,13 @@ impl Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let mut bench = Bench::new(&args.settings()?)?;
     let mut out = std::io::stdout().lock();
+    let one_by_one = args.frames > 0;
     if !args.json {
-        print_header(&mut out, args.vs_openssl)?;
+        print_header(&mut out, args.vs_openssl, one_by_one)?;
     }
     let rows = bench.run(&mut |row| {
         if !args.json {
-            print_row(&mut out, row, args.vs_openssl)?;
+            print_row(&mut out, row, args.vs_openssl, one_by_one)?;
             out.flush()?;
         }
         Ok(())
@@ -100,10 +109,26 @@ second (p MB/s cpu) / OpenSSL msg MB/s; ratio median/mean = wall-clock batches /
             bench.meta().openssl_version.as_deref().unwrap_or("?")
         )?;
     }
+    if !args.json && one_by_one {
+        writeln!(
+            out,
+            "\n1-frame: {} frames protected and {} verified one by one after the batches; each \
+figure includes two clock readings (an empty pair: {:.0} ns median).",
+            args.frames,
+            args.frames,
+            bench.meta().timer_ns.unwrap_or(f64::NAN)
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
+/// The one-by-one columns (`--frames`): protect and verify ns min/mean/max.
+fn write_one_by_one(out: &mut impl Write, p: &str, v: &str) -> Result<()> {
+    write!(out, " {p:>22} {v:>22}")?;
+    Ok(())
+}
+
+fn print_header(out: &mut impl Write, vs_openssl: bool, one_by_one: bool) -> Result<()> {
     write!(
         out,
         "{:<26} {:<8} {:>5} {:>24} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}",
@@ -127,6 +152,9 @@ fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
             " {:>8} {:>9} {:>6} {:>6} {:>6} {:>9} {:>6}",
             "p MB/s", "ossl MB/s", "ratio", "ratio", "ratio", "ossl MB/s", "ratio"
         )?;
+    }
+    if one_by_one {
+        write_one_by_one(out, "1-frame protect ns", "1-frame verify ns")?;
     }
     writeln!(out)?;
     write!(
@@ -153,11 +181,14 @@ fn print_header(out: &mut impl Write, vs_openssl: bool) -> Result<()> {
             "cpu", "msg", "cpu", "median", "mean", "stream", "stream"
         )?;
     }
+    if one_by_one {
+        write_one_by_one(out, "min/mean/max", "min/mean/max")?;
+    }
     writeln!(out)?;
     Ok(())
 }
 
-fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool) -> Result<()> {
+fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool, one_by_one: bool) -> Result<()> {
     let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
     let ns = format!(
         "{:.0}/{:.0}/{:.0}",
@@ -199,6 +230,26 @@ fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool) -> Result<()> {
         if let Some(n) = &r.openssl_note {
             write!(out, "  ({n})")?;
         }
+    }
+    if one_by_one {
+        let spread = |min: Option<f64>, mean: Option<f64>, max: Option<f64>| match (min, mean, max)
+        {
+            (Some(a), Some(b), Some(c)) => format!("{a:.0}/{b:.0}/{c:.0}"),
+            _ => "-".to_string(),
+        };
+        write_one_by_one(
+            out,
+            &spread(
+                r.protect_frame_ns_min,
+                r.protect_frame_ns_mean,
+                r.protect_frame_ns_max,
+            ),
+            &spread(
+                r.verify_frame_ns_min,
+                r.verify_frame_ns_mean,
+                r.verify_frame_ns_max,
+            ),
+        )?;
     }
     writeln!(out)?;
     Ok(())

@@ -19,6 +19,7 @@ pub mod run;
 pub mod send;
 pub mod someip;
 pub mod suites;
+pub mod tdma;
 pub mod testbed;
 pub mod throughput;
 pub mod underload;
