@@ -19,5 +19,6 @@ pub mod report;
 pub mod site;
 pub mod sockperf;
 pub mod stats;
+pub mod tdma;
 pub mod throughput;
 pub mod underload;

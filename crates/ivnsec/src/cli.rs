@@ -70,6 +70,9 @@ pub enum Command {
     Receive(cmd::receive::Args),
     /// Write fresh random keys for a profile as a key file (mode 0600).
     Keygen(cmd::keygen::Args),
+    /// Time-triggered networks (seed 001): TDMA schedules and slot-timed runs on a cascade.
+    #[command(subcommand)]
+    Tdma(cmd::tdma::Args),
 }
 
 #[cfg(test)]

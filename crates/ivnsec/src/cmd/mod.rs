@@ -21,6 +21,7 @@ pub mod someip;
 pub mod someip_capture;
 pub mod someip_config;
 pub mod suites;
+pub mod tdma;
 pub mod testbed;
 pub mod throughput;
 pub mod underload;
