@@ -118,6 +118,8 @@ pub struct ProbeSpec {
 }
 
 /// The spec of a `tdma` role.
+// One per process: the size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Spec {
     Ecu(EcuSpec),

@@ -941,7 +941,7 @@ mod tests {
         let json = serde_json::to_string_pretty(&s).unwrap();
         let back = Schedule::from_json("schedule s.json", &json).unwrap();
         assert_eq!(back, s);
-        let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let edits: Vec<(&str, serde_json::Value, &str)> = vec![
             (
                 "/slots/1/offset_ns",
