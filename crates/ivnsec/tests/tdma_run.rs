@@ -261,7 +261,10 @@ fn bad_input_exits_2_naming_the_file_and_key() {
         let o = ivnsec(&d, &args);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
-        assert!(err.contains(&format!("flows file {f}")), "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("ivnsec: flows file {f}: ")),
+            "{name}: {err}"
+        );
         assert!(err.contains(want), "{name}: want {want:?}\n{err}");
     }
     let missing = d.path("none.toml");
@@ -489,4 +492,42 @@ fn run_on_cascade_2() {
         "namespaces of {prefix} left: {}",
         text(&ns.stdout)
     );
+}
+
+/// The example of docs/tdma-run.md: its flows file is accepted and `tdma schedule` prints exactly
+/// the table the page shows.
+#[test]
+fn the_docs_example_is_what_the_command_prints() {
+    let md = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tdma-run.md"),
+    )
+    .unwrap();
+    let blocks: Vec<&str> = md.split("```").collect();
+    let toml = blocks
+        .iter()
+        .find_map(|b| b.strip_prefix("toml\n"))
+        .expect("a toml block");
+    let shown = blocks
+        .iter()
+        .find_map(|b| b.strip_prefix("\n$ ivnsec tdma schedule "))
+        .expect("the schedule example");
+    let (args, want) = shown.split_once('\n').unwrap();
+    let d = TempDir::new("tdma-docs");
+    let f = write(&d, "seed.toml", toml);
+    let args: Vec<String> = args
+        .split_whitespace()
+        .map(|a| {
+            if a == "seed.toml" {
+                f.clone()
+            } else {
+                a.to_string()
+            }
+        })
+        .collect();
+    let mut all = vec!["tdma".to_string(), "schedule".to_string()];
+    all.extend(args);
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let o = ivnsec(&d, &all);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), want);
 }

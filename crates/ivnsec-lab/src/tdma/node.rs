@@ -479,6 +479,9 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
                 break;
             }
             rx.wait_and_take(&mut link, &mut ch, Duration::from_nanos(at - spin - now))?;
+            if let Some(p) = &probe {
+                drain_probe(p, 0, spec.profile, &mut probe_buf, &mut probed)?;
+            }
         }
         // Spin to the slot start, still taking frames while there is time.
         loop {
@@ -504,9 +507,6 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
         if let Some(next) = events.get(i + 1) {
             n = protect(&mut ch, &mut tx, &mut payload, next)?;
         }
-        if let Some(p) = &probe {
-            drain_probe(p, 0, spec.profile, &mut probe_buf, &mut probed)?;
-        }
     }
     // Receive until the run is over.
     let end = t0 + u64::from(spec.periods) * spec.bp_ns + spec.linger_ns;
@@ -519,6 +519,9 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
             break;
         }
         rx.wait_and_take(&mut link, &mut ch, Duration::from_nanos(end - now))?;
+        if let Some(p) = &probe {
+            drain_probe(p, 0, spec.profile, &mut probe_buf, &mut probed)?;
+        }
     }
     rx.take(&mut link, &mut ch)?;
     let mut probe_drops = 0;

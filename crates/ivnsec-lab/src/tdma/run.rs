@@ -941,7 +941,7 @@ impl RunResult {
         );
         let _ = writeln!(
             o,
-            "{:<16} {:<11} {:>5} {:>10} {:>10} {:>6} {:>6} {:>5} {:>6} {:>20} {:>20}  switch diff µs min/mean/max",
+            "{:<16} {:<11} {:>5} {:>10} {:>10} {:>6} {:>7} {:>5} {:>6} {:>26} {:>23}  switch diff µs min/mean/max",
             "flow",
             "from → to",
             "bytes",

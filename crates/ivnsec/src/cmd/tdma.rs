@@ -163,8 +163,9 @@ fn from_flows(
     let switches = ivnsec_lab::tdma::schedule::cascade(topology)?.1;
     let specs = flows::load(flows_path)?;
     let profile = profile.map(parse_profile).transpose()?;
-    let file = format!("flows file {}", flows_path.display());
-    let resolved = flows::resolve(&file, &specs, profile, provider)?;
+    let path = flows_path.display().to_string();
+    let resolved = flows::resolve(&path, &specs, profile, provider)?;
+    let file = format!("flows file {path}");
     Ok(build(&file, &params, topology, resolved)?.map_err(|n| (n, params.bp_ns, switches)))
 }
 
