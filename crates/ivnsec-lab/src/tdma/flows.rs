@@ -124,36 +124,38 @@ fn scaled_decimal(num: &str, scale: u64) -> Option<u64> {
 
 /// `ns` for people: `10 ms`, `0.2 ms`, `204.8 µs`, `500 ns` (exact: as many decimals as needed).
 pub fn fmt_duration(ns: u64) -> String {
-    let (scale, unit) = if ns >= 1_000_000_000 {
-        (1_000_000_000, "s")
-    } else if ns >= 1_000_000 {
-        (1_000_000, "ms")
-    } else if ns >= 1_000 {
-        (1_000, "µs")
-    } else {
-        (1, "ns")
-    };
-    let (int, frac) = (ns / scale, ns % scale);
-    if frac == 0 {
-        return format!("{int} {unit}");
-    }
-    let width = scale.ilog10() as usize;
-    let digits = format!("{frac:0width$}");
-    format!("{int}.{} {unit}", digits.trim_end_matches('0'))
+    scaled(
+        ns,
+        &[
+            (1_000_000_000, "s"),
+            (1_000_000, "ms"),
+            (1_000, "µs"),
+            (1, "ns"),
+        ],
+    )
 }
 
 /// `bps` for people: `100 Mb/s`, `54 Mb/s`, `1 Gb/s`, `2.5 Gb/s`.
 pub fn fmt_rate(bps: u64) -> String {
-    let (scale, unit) = if bps >= 1_000_000_000 {
-        (1_000_000_000u64, "Gb/s")
-    } else if bps >= 1_000_000 {
-        (1_000_000, "Mb/s")
-    } else if bps >= 1_000 {
-        (1_000, "kb/s")
-    } else {
-        (1, "b/s")
-    };
-    let (int, frac) = (bps / scale, bps % scale);
+    scaled(
+        bps,
+        &[
+            (1_000_000_000, "Gb/s"),
+            (1_000_000, "Mb/s"),
+            (1_000, "kb/s"),
+            (1, "b/s"),
+        ],
+    )
+}
+
+/// `v` in the largest unit of `units` (powers of ten, largest first, ending with 1) it reaches,
+/// with as many decimals as it takes to be exact.
+fn scaled(v: u64, units: &[(u64, &str)]) -> String {
+    let &(scale, unit) = units
+        .iter()
+        .find(|(s, _)| v >= *s)
+        .unwrap_or(&units[units.len() - 1]);
+    let (int, frac) = (v / scale, v % scale);
     if frac == 0 {
         return format!("{int} {unit}");
     }
@@ -206,24 +208,13 @@ pub struct Flow {
 /// Reads and checks a flows file (at most [`MAX_FILE_BYTES`]); errors are usage errors that
 /// name the file, the flow and the key.
 pub fn load(path: &Path) -> Result<Vec<FlowSpec>> {
-    let file = path.display().to_string();
-    let text =
-        read_bounded(path, MAX_FILE_BYTES).map_err(|e| usage(format!("flows file {file}: {e}")))?;
-    parse(&file, &text)
-}
-
-/// Reads a text file of at most `max` bytes.
-pub fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
-    let mut buf = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    if buf.len() as u64 > max {
-        return Err(format!("larger than {max} bytes"));
-    }
-    String::from_utf8(buf).map_err(|_| "not UTF-8 text".to_string())
+    let (text, _) = crate::keys::keyfile::read_secret(
+        path,
+        "flows file",
+        MAX_FILE_BYTES,
+        "docs/tdma-run.md describes the format",
+    )?;
+    parse(&path.display().to_string(), &text)
 }
 
 /// Parses the text of a flows file; `file` names it in errors.

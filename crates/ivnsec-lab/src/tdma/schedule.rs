@@ -478,10 +478,13 @@ impl Schedule {
     /// Reads a schedule written by `tdma schedule --json` (at most [`MAX_SCHEDULE_BYTES`]) and
     /// checks it as [`check`](Self::check) does.
     pub fn load(path: &std::path::Path) -> Result<Schedule> {
-        let file = format!("schedule {}", path.display());
-        let text = super::flows::read_bounded(path, MAX_SCHEDULE_BYTES)
-            .map_err(|e| usage(format!("{file}: {e}")))?;
-        Self::from_json(&file, &text)
+        let (text, _) = crate::keys::keyfile::read_secret(
+            path,
+            "schedule",
+            MAX_SCHEDULE_BYTES,
+            "write one with `ivnsec tdma schedule --json`",
+        )?;
+        Self::from_json(&format!("schedule {}", path.display()), &text)
     }
 
     /// [`load`](Self::load) from text; `file` names it in errors.
