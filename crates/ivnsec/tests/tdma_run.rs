@@ -352,6 +352,20 @@ fn bad_input_exits_2_naming_the_file_and_key() {
             vec!["run", "--schedule", &good, "--flows", &good],
             "cannot be used with",
         ),
+        (
+            vec![
+                "run",
+                "--flows",
+                &good,
+                "--bp",
+                "10ms",
+                "--gp",
+                "0.2ms",
+                "--pcap",
+                "/nonexistent-ivnsec-dir/x.pcap",
+            ],
+            "--pcap /nonexistent-ivnsec-dir/x.pcap: the directory /nonexistent-ivnsec-dir does not exist",
+        ),
     ];
     for (args, want) in options {
         let mut all = vec!["tdma"];

@@ -164,6 +164,15 @@ fn scaled(v: u64, units: &[(u64, &str)]) -> String {
     format!("{int}.{} {unit}", digits.trim_end_matches('0'))
 }
 
+/// Whether `name` is a flow name: 1..=[`MAX_NAME`] letters, digits, `-`, `_` or `.`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 /// How a flow's frame size is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
@@ -326,12 +335,7 @@ fn parse_flow(file: &str, i: usize, v: &toml::Value) -> Result<FlowSpec> {
         string(key)?.ok_or_else(|| bad(key, "missing".to_string()))
     };
     let name = required("name")?;
-    if name.is_empty()
-        || name.len() > MAX_NAME
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
+    if !valid_name(&name) {
         return Err(bad(
             "name",
             format!("`{name}`: use 1..={MAX_NAME} letters, digits, `-`, `_` or `.`"),

@@ -276,6 +276,9 @@ pub struct CapacityResult {
     pub frame_time_us: f64,
     /// Eq. 9, ⌊BP / (Frame_time + GP × N_switch)⌋: the most the steps try.
     pub nf_max: u64,
+    /// The most frames per BP the steps may try: NF_max, or fewer when NF_max × periods would
+    /// exceed the frames one ECU may send in a run.
+    pub most_tried: u64,
     /// The largest frames per BP that all arrived within their slots.
     pub nf_no_miss: u64,
     /// The smallest number of frames per BP tried that had a miss or a loss.
@@ -401,6 +404,19 @@ pub fn run(cfg: &RunConfig) -> Result<RunResult> {
             "{frames} frames in {} base periods, at most {MAX_EVENTS}; run fewer --periods",
             cfg.periods
         )));
+    }
+    if let Some(p) = &cfg.pcap {
+        let dir = std::path::absolute(p)?
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        if !dir.is_dir() {
+            return Err(usage(format!(
+                "--pcap {}: the directory {} does not exist",
+                p.display(),
+                dir.display()
+            )));
+        }
     }
     let (topo, switches) = cascade(&s.topology)?;
     testbed::check_environment().map_err(|e| match e {
@@ -665,6 +681,12 @@ fn analyse(
     let (mut first_hop, mut last_hop) = (Vec::new(), Vec::new());
     let mut max_tt: Option<u64> = None;
     let mut results = Vec::with_capacity(slots.len());
+    let mut by_flow: Vec<Vec<&Sent>> = vec![Vec::new(); slots.len()];
+    for f in &raw.sent {
+        if let Some(v) = by_flow.get_mut(usize::from(f.flow)) {
+            v.push(f);
+        }
+    }
     for (k, rs) in slots.iter().enumerate() {
         let flow = &s.flows[s
             .flows
@@ -675,7 +697,7 @@ fn analyse(
         let (mut send_err, mut owd) = (Vec::new(), Vec::new());
         let mut diffs: Vec<Vec<f64>> = vec![Vec::new(); sw_path.len()];
         let (mut sent, mut arrived, mut misses) = (0u64, 0u64, 0u64);
-        for f in raw.sent.iter().filter(|f| usize::from(f.flow) == k) {
+        for f in &by_flow[k] {
             sent += 1;
             send_err.push(f.send.saturating_sub(f.sched) as f64);
             let Some(&arr) = raw.arrived.get(&(f.flow, f.seq)) else {
@@ -808,6 +830,8 @@ fn capacity(
         f.frame_bytes,
         s.rate_bps,
     );
+    // A step sends k × periods frames from one ECU, at most MAX_EVENTS.
+    let most = nf.min(MAX_EVENTS / u64::from(cfg.periods));
     let mut steps: Vec<Step> = Vec::new();
     let mut step = |k: u64| -> Result<bool> {
         let slot = s.bp_ns / k;
@@ -858,13 +882,13 @@ fn capacity(
     };
     let (mut good, mut bad) = (0u64, None::<u64>);
     let mut k = 1u64;
-    while k <= nf {
+    while k <= most {
         if step(k)? {
             good = k;
-            if k == nf {
+            if k == most {
                 break;
             }
-            k = (k * 2).min(nf);
+            k = (k * 2).min(most);
         } else {
             bad = Some(k);
             break;
@@ -886,6 +910,7 @@ fn capacity(
         payload,
         frame_time_us: frame_time_ns(f.frame_bytes, s.rate_bps) as f64 / 1000.0,
         nf_max: nf,
+        most_tried: most,
         nf_no_miss: good,
         first_miss_at: bad,
         steps,
@@ -1038,6 +1063,14 @@ impl RunResult {
                 },
                 c.nf_max
             );
+            if c.most_tried < c.nf_max {
+                let _ = writeln!(
+                    o,
+                    "  (the steps stop at {} frames per base period: with --periods {} more would \
+                     exceed {MAX_EVENTS} frames per run)",
+                    c.most_tried, self.periods
+                );
+            }
             for st in &c.steps {
                 let _ = writeln!(
                     o,

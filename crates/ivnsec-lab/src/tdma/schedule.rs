@@ -291,6 +291,15 @@ fn check_flows(file: &str, flows: &[Flow], topology: &Topology) -> Result<()> {
                 f.name
             ))
         };
+        if !super::flows::valid_name(&f.name) {
+            return Err(bad(
+                "name",
+                format!(
+                    "use 1..={} letters, digits, `-`, `_` or `.`",
+                    super::flows::MAX_NAME
+                ),
+            ));
+        }
         for (key, node) in [("from", &f.from), ("to", &f.to)] {
             if !ecus.contains(node) {
                 return Err(bad(
@@ -516,6 +525,13 @@ impl Schedule {
         check_flows(file, &self.flows, &topo)?;
         let h = hyperperiod(file, &self.flows)?;
         let guard = self.gp_ns * u64::from(switches);
+        if self.slots.len() != self.flows.len() {
+            return Err(usage(format!(
+                "{file}: {} slots for {} flows; every flow has exactly one slot",
+                self.slots.len(),
+                self.flows.len()
+            )));
+        }
         for (i, f) in self.flows.iter().enumerate() {
             let n = self.slots.iter().filter(|s| s.flow == f.name).count();
             if n != 1 {
@@ -984,6 +1000,16 @@ mod tests {
             assert!(m.starts_with("schedule s.json: "), "{m}");
             assert!(m.contains(want), "{ptr}: want {want:?}, got {m}");
         }
+        let mut extra = v.clone();
+        let slot = extra["slots"][0].clone();
+        extra["slots"].as_array_mut().unwrap().push(slot);
+        let e = Schedule::from_json("s", &extra.to_string()).unwrap_err();
+        assert!(e.to_string().contains("3 slots for 2 flows"), "{e}");
+        let mut name = v.clone();
+        name["flows"][0]["name"] = "a b".into();
+        name["slots"][0]["flow"] = "a b".into();
+        let e = Schedule::from_json("s", &name.to_string()).unwrap_err();
+        assert!(e.to_string().contains("flow[0] (`a b`) key `name`"), "{e}");
         for bad in ["", "{}", "[]", "{\"bp_ns\": -1}", "null"] {
             let e = Schedule::from_json("schedule s.json", bad).unwrap_err();
             assert_eq!(exit_code(&e), 2, "{bad}");
