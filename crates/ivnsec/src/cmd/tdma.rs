@@ -88,8 +88,9 @@ pub struct ScheduleArgs {
 Builds a cascade:N testbed (network namespaces; needs root, exit 3 otherwise), runs the schedule \
 for --periods base periods and removes the testbed. Each ECU process protects its flows' frames \
 with --profile and sends each at its slot start on the CLOCK_MONOTONIC all namespaces share \
-(sleep, then spin: no taprio, the kernel here has none); receivers record arrival times; a \
-probe in every switch namespace takes kernel receive timestamps at the bridge ports.
+(timed in the sender: sleep, then spin; not by a taprio qdisc); receivers record arrival times; \
+a probe in every switch namespace takes kernel receive timestamps at the bridge ports. Run it \
+under `chrt -f 20` (SCHED_FIFO) so other processes of the host disturb the slots less.
 
 Per slot: send error (send call − slot start) and one-way delay (p50/p99/max), the forwarding \
 delay of every switch (seed 001 Table 6 \"Diff\": next hop's ingress − this switch's ingress), \
@@ -125,8 +126,8 @@ pub struct RunArgs {
     /// Skip the capacity steps (frames per base period with no miss).
     #[arg(long)]
     pub no_capacity: bool,
-    /// Record every frame the ECUs send in the schedule run (classic pcap, Ethernet; read it
-    /// with tshark or `ivnsec pcap verify`).
+    /// Record every frame the ECUs send in the schedule run (classic pcap, Ethernet; ESP and UDP
+    /// units with the headers they travel with; read it with tshark).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
     /// Print the result as JSON.
