@@ -85,15 +85,18 @@ pub fn run_profile(schedule: &Schedule, given: Option<&str>) -> Result<(Profile,
         .iter()
         .filter_map(|f| f.profile.as_deref().map(|p| (f.name.as_str(), p)))
         .collect();
+    let of_flow = |flow: &str, p: &str| {
+        parse(p).map_err(|e| usage(format!("flow `{flow}` key `profile`: {e}")))
+    };
     let (profile, name) = match given {
         Some(g) => (parse(g)?, g.to_string()),
         None => match named.first() {
-            Some((_, p)) => (parse(p)?, p.to_string()),
+            Some((f, p)) => (of_flow(f, p)?, p.to_string()),
             None => (parse("plain")?, "plain".to_string()),
         },
     };
     for (flow, p) in named {
-        if parse(p)? != profile {
+        if of_flow(flow, p)? != profile {
             return Err(usage(format!(
                 "flow `{flow}` names profile `{p}` but the run protects every flow with \
                  `{name}` (tdma run uses one profile): run with --profile {p}, or give the \
@@ -1151,6 +1154,10 @@ mod tests {
         ]);
         assert!(run_profile(&two, None).is_err());
         assert_eq!(exit_code(&run_profile(&none, Some("nope")).unwrap_err()), 2);
+        let bad = schedule(vec![flow("a", "ecu1", "ecu2", 125, Some("aes999-gcm"))]);
+        let e = run_profile(&bad, None).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e.to_string().starts_with("flow `a` key `profile`: "), "{e}");
     }
 
     /// Payloads from frame sizes, by the layouts of docs/wire-ivnae.md §1 and RFC 4303/4106.
