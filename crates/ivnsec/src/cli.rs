@@ -70,7 +70,8 @@ pub enum Command {
     Receive(cmd::receive::Args),
     /// Write fresh random keys for a profile as a key file (mode 0600).
     Keygen(cmd::keygen::Args),
-    /// Time-triggered (TDMA) networks, seed 001: how many frames fit in a base period (`capacity`).
+    /// Time-triggered (TDMA) networks, seed 001: how many frames fit in a base period
+    /// (`capacity`), schedules of periodic flows (`schedule`), slot-timed runs on a cascade (`run`).
     #[command(subcommand)]
     Tdma(cmd::tdma::Args),
 }

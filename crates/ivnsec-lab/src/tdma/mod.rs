@@ -13,11 +13,20 @@
 //! not a whole number of the base unit (`0.5ps`, `0.5` b/s), a missing or unknown unit, a sign,
 //! an exponent or a value beyond `u64` is refused, never rounded. [`capacity`] is the analysis
 //! of seed 001 (equations 1, 2, 4 and 9) on these quantities.
+//!
+//! Schedules and runs (docs/tdma-run.md): [`flows`] reads the flows file, [`schedule`] places
+//! one slot per flow in the base period (eq. 9), [`node`] is the process role of an ECU (sends
+//! at its slot times, records arrivals) and of a switch probe (timestamps frames at the bridge
+//! ports), and [`run`] builds the testbed, runs a schedule and measures it.
 
 use std::fmt;
 use std::str::FromStr;
 
 pub mod capacity;
+pub mod flows;
+pub mod node;
+pub mod run;
+pub mod schedule;
 
 /// Longest spelling of a quantity that is parsed at all (longer input is refused unread).
 const MAX_SPELLING: usize = 64;

@@ -4,13 +4,13 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use ivnsec_lab::{attack, camera, pingpong, throughput, underload};
+use ivnsec_lab::{attack, camera, pingpong, tdma, throughput, underload};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The role: `pingpong` (initiator or responder), `throughput` (sender or receiver), as the
-    /// spec says, `attack`, `camera` (camera ECU or consumer), or `underload` (sensor or
-    /// consumer of underload/playback).
+    /// spec says, `attack`, `camera` (camera ECU or consumer), `underload` (sensor or
+    /// consumer of underload/playback), or `tdma` (ECU or switch probe).
     pub kind: String,
 }
 
@@ -21,6 +21,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "attack" => attack::node::run()?,
         "camera" => camera::node::run()?,
         "underload" => underload::node::run()?,
+        "tdma" => tdma::node::run()?,
         other => return Err(crate::error::usage(format!("unknown node role `{other}`"))),
     }
     Ok(ExitCode::SUCCESS)

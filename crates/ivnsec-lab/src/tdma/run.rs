@@ -1,0 +1,1309 @@
+//! Runs a TDMA schedule on a `cascade:N` testbed of its own and measures it (seed 001 §7,
+//! Tables 6 and 7 for our stack).
+//!
+//! One [`node`](super::node) ECU process in `ecu1` and one in `ecu2` send their flows' protected
+//! frames at their slot times on the CLOCK_MONOTONIC every namespace shares and record what
+//! arrives; a probe process in every switch namespace timestamps the frames entering each
+//! bridge port (kernel receive timestamps), and so does each ECU on its own interface. From
+//! these, per slot:
+//! - **send error**: time of the send call − scheduled slot start (the jitter of a software
+//!   slot timer: sleep, then spin);
+//! - **one-way delay**: time the receiver's receive call returned − time of the send call;
+//! - **switch forwarding delay** (seed 001 Table 6 "Diff"): kernel receive time at the next
+//!   hop's ingress (the next switch's port, or the receiving ECU's interface) − kernel receive
+//!   time at this switch's ingress port;
+//! - **deadline misses**: frames that arrived after their slot ended (slot start + frame time +
+//!   GP × N_switch); frames that never arrived are counted as lost.
+//!
+//! Then the capacity: the largest number of frames per BP that arrived with no miss, found by
+//! running `k` evenly spaced slots per BP from `ecu1` to `ecu2` (slot = BP / k) for k = 1, 2, 4, …
+//! up to the analytic NF_max of eq. 9 (a slot shorter than frame time + GP × N_switch would break
+//! the guard periods a time-triggered switch needs), then bisecting between the last k without
+//! a miss and the first with one. Beside it, eq. 9's NF_max and ⌊BP / Max_TT⌋ with the measured
+//! Max_TT (the worst slot start → arrival of the schedule run), Table 7's "measured" method.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout};
+
+use anyhow::{Context, Result, anyhow, bail};
+use ivnsec_core::channel::{ChannelOptions, Ends};
+use ivnsec_core::profile::Profile;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::sys::monotonic_ns;
+use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
+use ivnsec_net::topology::{BRIDGE_IF, Topology};
+use serde::Serialize;
+
+use super::flows::{FLOW_HEADER, fmt_duration, fmt_rate};
+use super::node::{EcuSpec, MAX_EVENTS, ProbeSpec, Spec, TxSlot};
+use super::schedule::{Schedule, cascade, frame_time_ns, nf_max, path};
+use crate::channel::random_keys;
+use crate::error::{env_error, usage};
+use crate::process::{Reaper, child_stderr, field_u64, read_report, spawn_role, wait_ready};
+use crate::site::{link_spec, net_err, node_addr};
+use crate::stats;
+
+/// The ECUs of a cascade: index 0 and 1 of every per-ECU array here.
+pub const ECUS: [&str; 2] = ["ecu1", "ecu2"];
+/// An ECU stops sleeping this long before its slot start and spins (Linux wakes a sleeping
+/// thread up to the timer slack, 50 µs, plus scheduling latency late).
+pub const SPIN_NS: u64 = 200_000;
+/// The run starts this long after the start signal was written (every role reads it first).
+pub const START_LEAD_NS: u64 = 50_000_000;
+/// Receivers keep listening this long after the last base period of the schedule run.
+pub const LINGER_NS: u64 = 100_000_000;
+/// … and of a capacity step.
+pub const STEP_LINGER_NS: u64 = 20_000_000;
+/// Most base periods of one run.
+pub const MAX_PERIODS: u32 = 100_000;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub schedule: Schedule,
+    pub profile: Profile,
+    /// The profile as the user spelled it.
+    pub profile_name: String,
+    pub provider: ProviderChoice,
+    /// Base periods to run the schedule (and each capacity step) for.
+    pub periods: u32,
+    /// Find the largest number of frames per BP with no miss (the capacity steps).
+    pub capacity: bool,
+    /// Record every frame the ECUs send (classic pcap).
+    pub pcap: Option<PathBuf>,
+}
+
+/// The profile a run protects every flow with: `--profile` if given (every flow that names a
+/// profile must name the same), else the one profile the flows name, else `plain`.
+pub fn run_profile(schedule: &Schedule, given: Option<&str>) -> Result<(Profile, String)> {
+    let parse = |n: &str| n.parse::<Profile>().map_err(|e| usage(e.to_string()));
+    let named: Vec<(&str, &str)> = schedule
+        .flows
+        .iter()
+        .filter_map(|f| f.profile.as_deref().map(|p| (f.name.as_str(), p)))
+        .collect();
+    let of_flow = |flow: &str, p: &str| {
+        parse(p).map_err(|e| usage(format!("flow `{flow}` key `profile`: {e}")))
+    };
+    let (profile, name) = match given {
+        Some(g) => (parse(g)?, g.to_string()),
+        None => match named.first() {
+            Some((f, p)) => (of_flow(f, p)?, p.to_string()),
+            None => (parse("plain")?, "plain".to_string()),
+        },
+    };
+    for (flow, p) in named {
+        if of_flow(flow, p)? != profile {
+            return Err(usage(format!(
+                "flow `{flow}` names profile `{p}` but the run protects every flow with \
+                 `{name}` (tdma run uses one profile): run with --profile {p}, or give the \
+                 flow frame_bytes instead of profile and payload"
+            )));
+        }
+    }
+    Ok((profile, name))
+}
+
+/// The payload of every flow under `profile`: the one whose frame is exactly the flow's
+/// `frame_bytes` (the flow's own payload where it gave one and it still fits), at least the
+/// 8-byte flow header.
+pub fn payloads(
+    schedule: &Schedule,
+    profile: Profile,
+    provider: ProviderChoice,
+) -> Result<Vec<usize>> {
+    let k = random_keys(profile)?;
+    let ends = Ends {
+        local_mac: [2, 0, 0, 0, 0, 1],
+        peer_mac: [2, 0, 0, 0, 0, 2],
+        local_ip: std::net::Ipv4Addr::LOCALHOST,
+        peer_ip: std::net::Ipv4Addr::LOCALHOST,
+    };
+    let ch = crate::channel::open(
+        profile,
+        provider,
+        &k,
+        &k,
+        ends,
+        0,
+        ChannelOptions::default(),
+    )?;
+    let smallest = ch.frame_bytes(FLOW_HEADER);
+    schedule
+        .flows
+        .iter()
+        .map(|f| {
+            let want = f.frame_bytes as usize;
+            if let Some(p) = f.payload.map(|p| p as usize)
+                && p >= FLOW_HEADER
+                && ch.frame_bytes(p) == want
+            {
+                return Ok(p);
+            }
+            (FLOW_HEADER..=want)
+                .rev()
+                .find(|&p| ch.frame_bytes(p) == want)
+                .ok_or_else(|| {
+                    usage(if want < smallest {
+                        format!(
+                            "flow `{}`: a {want}-byte frame is too small for profile {} with the \
+                             {FLOW_HEADER}-byte flow header tdma run puts in every payload: the \
+                             smallest frame is {smallest} bytes",
+                            f.name, profile
+                        )
+                    } else {
+                        format!(
+                            "flow `{}`: no payload makes a frame of exactly {want} bytes under \
+                             profile {} (its block padding skips that size); use a frame size \
+                             of {} or {} bytes",
+                            f.name,
+                            profile,
+                            (smallest..want)
+                                .rev()
+                                .find(|&b| (FLOW_HEADER..=b).any(|p| ch.frame_bytes(p) == b))
+                                .unwrap_or(smallest),
+                            (want..=want + 32)
+                                .find(|&b| (FLOW_HEADER..=b).any(|p| ch.frame_bytes(p) == b))
+                                .unwrap_or(want + 16),
+                        )
+                    })
+                })
+        })
+        .collect()
+}
+
+/// Percentiles of one figure, in µs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Spread {
+    pub count: usize,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of_ns(v: &[f64]) -> Option<Spread> {
+        let us: Vec<f64> = v.iter().map(|x| x / 1000.0).collect();
+        stats::summarize(&us).map(|s| Spread {
+            count: s.count,
+            p50: s.median,
+            p99: s.p99,
+            max: s.max,
+        })
+    }
+}
+
+/// Minimum, mean and maximum of one figure, in µs (as seed 001 Table 6 gives them).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MinMeanMax {
+    pub count: usize,
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl MinMeanMax {
+    fn of_ns(v: &[f64]) -> Option<MinMeanMax> {
+        let us: Vec<f64> = v.iter().map(|x| x / 1000.0).collect();
+        stats::summarize(&us).map(|s| MinMeanMax {
+            count: s.count,
+            min: s.min,
+            mean: s.mean,
+            max: s.max,
+        })
+    }
+}
+
+/// The forwarding delay of one switch.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SwitchDiff {
+    pub switch: String,
+    #[serde(flatten)]
+    pub us: MinMeanMax,
+}
+
+/// What one slot of the schedule did over the run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SlotResult {
+    pub flow: String,
+    pub from: String,
+    pub to: String,
+    pub frame_bytes: u32,
+    pub payload: usize,
+    pub period: u32,
+    pub phase: u32,
+    pub offset_us: f64,
+    pub length_us: f64,
+    pub sent: u64,
+    pub arrived: u64,
+    pub lost: u64,
+    /// Arrived after the slot ended.
+    pub misses: u64,
+    /// Send call − scheduled slot start.
+    pub send_error_us: Option<Spread>,
+    /// Receive call returned − send call.
+    pub owd_us: Option<Spread>,
+    /// Per switch on the path, in path order.
+    pub switch_diff_us: Vec<SwitchDiff>,
+}
+
+/// One step of the capacity search.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    pub frames_per_bp: u64,
+    pub slot_us: f64,
+    pub sent: u64,
+    pub arrived: u64,
+    pub misses: u64,
+    pub lost: u64,
+    /// Worst slot start → arrival.
+    pub max_tt_us: Option<f64>,
+}
+
+impl Step {
+    /// Every frame arrived within its slot.
+    pub fn no_miss(&self) -> bool {
+        self.sent > 0 && self.misses == 0 && self.lost == 0
+    }
+}
+
+/// The capacity of our stack against eq. 9.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CapacityResult {
+    /// The frame of the steps: the schedule's largest.
+    pub frame_bytes: u32,
+    pub payload: usize,
+    pub frame_time_us: f64,
+    /// Eq. 9, ⌊BP / (Frame_time + GP × N_switch)⌋: the most the steps try.
+    pub nf_max: u64,
+    /// The most frames per BP the steps may try: NF_max, or fewer when NF_max × periods would
+    /// exceed the frames one ECU may send in a run.
+    pub most_tried: u64,
+    /// The largest frames per BP that all arrived within their slots.
+    pub nf_no_miss: u64,
+    /// The smallest number of frames per BP tried that had a miss or a loss.
+    pub first_miss_at: Option<u64>,
+    pub steps: Vec<Step>,
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunResult {
+    /// The testbed's prefix (removed again at the end of the run).
+    pub testbed: String,
+    pub topology: String,
+    pub switches: u16,
+    pub profile: String,
+    pub provider: String,
+    pub bp_ms: f64,
+    pub gp_ms: f64,
+    pub rate_bps: u64,
+    pub periods: u32,
+    pub clock: String,
+    pub slots: Vec<SlotResult>,
+    /// Per switch over every slot (seed 001 Table 6 "Diff").
+    pub switch_diff_us: Vec<SwitchDiff>,
+    /// Send call → kernel receive at the first switch's port (Table 6 "Tx").
+    pub first_hop_us: Option<MinMeanMax>,
+    /// Kernel receive at the receiving ECU's interface → its receive call returned.
+    pub last_hop_us: Option<MinMeanMax>,
+    pub sent: u64,
+    pub arrived: u64,
+    pub lost: u64,
+    pub misses: u64,
+    /// Frames the receivers' verify rejected, by reason.
+    pub rejected: std::collections::BTreeMap<String, u64>,
+    /// Frames the kernel dropped at the ECU sockets and at the probes (full receive queues).
+    pub socket_drops: u64,
+    pub probe_drops: u64,
+    /// Worst slot start → arrival of the schedule run (Table 7's Max_TT for our stack).
+    pub max_tt_us: Option<f64>,
+    /// ⌊BP / Max_TT⌋.
+    pub nf_max_tt: Option<u64>,
+    pub capacity: Option<CapacityResult>,
+    /// Every frame of the schedule run arrived within its slot.
+    pub schedule_met: bool,
+}
+
+/// One frame as its sender reported it.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    flow: u16,
+    seq: u64,
+    sched: u64,
+    send: u64,
+    hash: u64,
+}
+
+/// What one run of slots produced.
+#[derive(Default)]
+struct Raw {
+    sent: Vec<Sent>,
+    /// (flow, seq) → arrival ns.
+    arrived: HashMap<(u16, u64), u64>,
+    /// hash → (node, kernel rx ns).
+    probed: HashMap<u64, Vec<(String, u64)>>,
+    rejected: std::collections::BTreeMap<String, u64>,
+    socket_drops: u64,
+    probe_drops: u64,
+}
+
+/// A slot as the ECUs run it.
+#[derive(Clone, Debug)]
+struct RunSlot {
+    /// Index of the sending ECU in [`ECUS`].
+    from: usize,
+    offset_ns: u64,
+    length_ns: u64,
+    period: u32,
+    phase: u32,
+    payload: usize,
+}
+
+/// Runs `cfg` on a `cascade:N` testbed it builds and removes; needs root (exit 3 otherwise).
+pub fn run(cfg: &RunConfig) -> Result<RunResult> {
+    let s = &cfg.schedule;
+    if cfg.periods == 0 || cfg.periods > MAX_PERIODS {
+        return Err(usage(format!(
+            "--periods must be 1..={MAX_PERIODS}, got {}",
+            cfg.periods
+        )));
+    }
+    let pay = payloads(s, cfg.profile, cfg.provider)?;
+    let slots: Vec<RunSlot> = s
+        .slots
+        .iter()
+        .map(|sl| {
+            let i = s
+                .flows
+                .iter()
+                .position(|f| f.name == sl.flow)
+                .expect("checked");
+            RunSlot {
+                from: ECUS
+                    .iter()
+                    .position(|e| *e == s.flows[i].from)
+                    .expect("checked"),
+                offset_ns: sl.offset_ns,
+                length_ns: sl.length_ns,
+                period: s.flows[i].period,
+                phase: sl.phase,
+                payload: pay[i],
+            }
+        })
+        .collect();
+    if s.flows.len() > usize::from(u16::MAX) {
+        return Err(usage("at most 65535 flows"));
+    }
+    let frames: u64 = slots
+        .iter()
+        .map(|x| u64::from(cfg.periods).div_ceil(u64::from(x.period)))
+        .sum();
+    if frames > MAX_EVENTS {
+        return Err(usage(format!(
+            "{frames} frames in {} base periods, at most {MAX_EVENTS}; run fewer --periods",
+            cfg.periods
+        )));
+    }
+    if let Some(p) = &cfg.pcap {
+        let dir = std::path::absolute(p)?
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        if !dir.is_dir() {
+            return Err(usage(format!(
+                "--pcap {}: the directory {} does not exist",
+                p.display(),
+                dir.display()
+            )));
+        }
+    }
+    let (topo, switches) = cascade(&s.topology)?;
+    testbed::check_environment().map_err(|e| match e {
+        ivnsec_net::Error::Env(m) => env_error(format!("tdma run builds a {topo} testbed: {m}")),
+        other => net_err(other),
+    })?;
+    let tb = Testbed::up(&topo, &Options::default()).map_err(net_err)?;
+    tb.down_on_termination_signal().map_err(net_err)?;
+    let state = tb.state().clone();
+
+    let parts: Option<[PathBuf; 2]> = match &cfg.pcap {
+        Some(p) => {
+            let p = std::path::absolute(p)?;
+            Some(ECUS.map(|e| {
+                let mut name = p.file_name().unwrap_or_default().to_os_string();
+                name.push(format!(".{e}.part"));
+                p.with_file_name(name)
+            }))
+        }
+        None => None,
+    };
+    let raw = run_slots(
+        &state,
+        cfg.profile,
+        cfg.provider,
+        s.bp_ns,
+        cfg.periods,
+        &slots,
+        true,
+        parts.as_ref(),
+        LINGER_NS,
+    )?;
+    if let (Some(out), Some(parts)) = (&cfg.pcap, &parts) {
+        merge_pcaps(out, parts)?;
+    }
+    let off = realtime_offset();
+    let mut result = analyse(cfg, &state.prefix, &topo, &slots, &pay, &raw, off);
+    if cfg.capacity {
+        result.capacity = Some(capacity(cfg, &state, switches, &pay)?);
+    }
+    tb.down().map_err(net_err)?;
+    Ok(result)
+}
+
+/// Starts the probes and both ECUs, runs `slots` for `periods` base periods and collects what
+/// every process reported.
+#[allow(clippy::too_many_arguments)]
+fn run_slots(
+    state: &TestbedState,
+    profile: Profile,
+    provider: ProviderChoice,
+    bp_ns: u64,
+    periods: u32,
+    slots: &[RunSlot],
+    probes: bool,
+    pcap: Option<&[PathBuf; 2]>,
+    linger_ns: u64,
+) -> Result<Raw> {
+    let fwd = random_keys(profile)?;
+    let bwd = random_keys(profile)?;
+    let a = node_addr(state, ECUS[0])?;
+    let b = node_addr(state, ECUS[1])?;
+    let ends1 = Ends {
+        local_mac: a.0,
+        peer_mac: b.0,
+        local_ip: a.1,
+        peer_ip: b.1,
+    };
+    let mut reaper = Reaper(Vec::new());
+    let mut probe_outs: Vec<(String, BufReader<ChildStdout>)> = Vec::new();
+    if probes {
+        for n in state.nodes.iter().filter(|n| n.kind == "switch") {
+            let ports: Vec<String> = n
+                .interfaces
+                .iter()
+                .filter(|i| i.name != BRIDGE_IF)
+                .map(|i| i.name.clone())
+                .collect();
+            let spec = Spec::Probe(ProbeSpec { ports, profile });
+            let mut c = spawn_role(
+                Some(&n.namespace),
+                "tdma",
+                &spec,
+                &format!("{} probe", n.name),
+            )?;
+            let mut out = BufReader::new(c.stdout.take().expect("piped"));
+            ready(&mut c, &mut out, &format!("{} probe", n.name))?;
+            reaper.0.push(c);
+            probe_outs.push((n.name.clone(), out));
+        }
+    }
+    let mut ecu_outs = Vec::new();
+    for (i, name) in ECUS.iter().enumerate() {
+        let ends = if i == 0 { ends1 } else { ends1.reversed() };
+        let (tx, rx) = if i == 0 {
+            (fwd.clone(), bwd.clone())
+        } else {
+            (bwd.clone(), fwd.clone())
+        };
+        let spec = Spec::Ecu(EcuSpec {
+            name: name.to_string(),
+            profile,
+            provider,
+            link: link_spec(true, profile, &ends, None),
+            ends,
+            direction: i,
+            tx,
+            rx,
+            bp_ns,
+            periods,
+            slots: slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.from == i)
+                .map(|(k, s)| TxSlot {
+                    flow: k as u16,
+                    offset_ns: s.offset_ns,
+                    period: s.period,
+                    phase: s.phase,
+                    payload: s.payload,
+                })
+                .collect(),
+            linger_ns,
+            spin_ns: SPIN_NS,
+            probe: probes,
+            pcap: pcap.map(|p| p[i].clone()),
+        });
+        let ns = state.namespace_of(name).map_err(net_err)?;
+        let mut c = spawn_role(Some(ns), "tdma", &spec, name)?;
+        let mut out = BufReader::new(c.stdout.take().expect("piped"));
+        ready(&mut c, &mut out, name)?;
+        reaper.0.push(c);
+        ecu_outs.push(out);
+    }
+    let t0 = monotonic_ns() + START_LEAD_NS;
+    let n_probes = probe_outs.len();
+    for c in reaper.0[n_probes..].iter_mut() {
+        use std::io::Write;
+        let stdin = c.stdin.as_mut().expect("piped");
+        writeln!(stdin, "START {t0}")?;
+        stdin.flush()?;
+    }
+    let mut raw = Raw::default();
+    for (i, out) in ecu_outs.iter_mut().enumerate() {
+        let r = read_ecu(out, ECUS[i], &mut raw);
+        let c = &mut reaper.0[n_probes + i];
+        if let Err(e) = r {
+            let err = child_stderr(c);
+            return Err(e.context(format!("{}: {err}", ECUS[i])));
+        }
+    }
+    // The run is over: the probes print what they saw once their stdin closes.
+    for c in reaper.0[..n_probes].iter_mut() {
+        drop(c.stdin.take());
+    }
+    for (k, (name, out)) in probe_outs.iter_mut().enumerate() {
+        let r = read_report(out, &format!("{name} probe"), |f| {
+            match f[0] {
+                "T" => {
+                    let (hash, ns) = (field_u64(f, 2)?, field_u64(f, 3)?);
+                    raw.probed.entry(hash).or_default().push((name.clone(), ns));
+                }
+                "PROBEDROPS" => raw.probe_drops += field_u64(f, 1)?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        });
+        if let Err(e) = r {
+            let err = child_stderr(&mut reaper.0[k]);
+            return Err(e.context(format!("{name} probe: {err}")));
+        }
+    }
+    for c in reaper.0.iter_mut() {
+        drop(c.stdin.take());
+        let status = c.wait()?;
+        if !status.success() {
+            let err = child_stderr(c);
+            bail!("a tdma node failed ({status}): {err}");
+        }
+    }
+    Ok(raw)
+}
+
+fn ready(c: &mut Child, out: &mut BufReader<ChildStdout>, what: &str) -> Result<()> {
+    if let Err(e) = wait_ready(out) {
+        let _ = c.kill();
+        let err = child_stderr(c);
+        let _ = c.wait();
+        return Err(e.context(format!("the {what} did not start: {err}")));
+    }
+    Ok(())
+}
+
+fn read_ecu(out: &mut BufReader<ChildStdout>, name: &str, raw: &mut Raw) -> Result<()> {
+    read_report(out, name, |f| {
+        let num = |i| field_u64(f, i);
+        match f[0] {
+            "S" => raw.sent.push(Sent {
+                flow: u16::try_from(num(1)?)?,
+                seq: num(2)?,
+                sched: num(3)?,
+                send: num(4)?,
+                hash: num(6)?,
+            }),
+            "R" => {
+                let key = (u16::try_from(num(1)?)?, num(2)?);
+                raw.arrived.entry(key).or_insert(num(3)?);
+            }
+            "T" => {
+                raw.probed
+                    .entry(num(2)?)
+                    .or_default()
+                    .push((name.to_string(), num(3)?));
+            }
+            "DROP" => {
+                let n = num(2)?;
+                if n > 0 {
+                    *raw.rejected
+                        .entry(f.get(1).unwrap_or(&"?").to_string())
+                        .or_default() += n;
+                }
+            }
+            "SOCKDROPS" => raw.socket_drops += num(1)?,
+            "PROBEDROPS" => raw.probe_drops += num(1)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC in ns (kernel timestamps are on the first, the ECUs' times
+/// on the second): the reading with the shortest bracket of several.
+fn realtime_offset() -> i128 {
+    let mut best = (u64::MAX, 0i128);
+    for _ in 0..16 {
+        let a = monotonic_ns();
+        let r = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        let b = monotonic_ns();
+        if b - a < best.0 {
+            best = (b - a, r - i128::from(a + (b - a) / 2));
+        }
+    }
+    best.1
+}
+
+/// Joins what the processes reported into the per-slot figures; `off` is CLOCK_REALTIME −
+/// CLOCK_MONOTONIC (kernel timestamps → the ECUs' clock).
+fn analyse(
+    cfg: &RunConfig,
+    testbed: &str,
+    topo: &Topology,
+    slots: &[RunSlot],
+    payloads: &[usize],
+    raw: &Raw,
+    off: i128,
+) -> RunResult {
+    let s = &cfg.schedule;
+    let switches = s.switches;
+    let mut all_diff: Vec<Vec<f64>> = vec![Vec::new(); usize::from(switches)];
+    let (mut first_hop, mut last_hop) = (Vec::new(), Vec::new());
+    let mut max_tt: Option<u64> = None;
+    let mut results = Vec::with_capacity(slots.len());
+    let mut by_flow: Vec<Vec<&Sent>> = vec![Vec::new(); slots.len()];
+    for f in &raw.sent {
+        if let Some(v) = by_flow.get_mut(usize::from(f.flow)) {
+            v.push(f);
+        }
+    }
+    for (k, rs) in slots.iter().enumerate() {
+        let flow = &s.flows[s
+            .flows
+            .iter()
+            .position(|f| f.name == s.slots[k].flow)
+            .expect("checked")];
+        let sw_path = path(switches, &flow.from);
+        let (mut send_err, mut owd) = (Vec::new(), Vec::new());
+        let mut diffs: Vec<Vec<f64>> = vec![Vec::new(); sw_path.len()];
+        let (mut sent, mut arrived, mut misses) = (0u64, 0u64, 0u64);
+        for f in &by_flow[k] {
+            sent += 1;
+            send_err.push(f.send.saturating_sub(f.sched) as f64);
+            let Some(&arr) = raw.arrived.get(&(f.flow, f.seq)) else {
+                continue;
+            };
+            arrived += 1;
+            if arr > f.sched + rs.length_ns {
+                misses += 1;
+            }
+            let tt = arr.saturating_sub(f.sched);
+            max_tt = Some(max_tt.map_or(tt, |m| m.max(tt)));
+            owd.push(arr as f64 - f.send as f64);
+            let Some(seen) = raw.probed.get(&f.hash) else {
+                continue;
+            };
+            let at = |node: &str| seen.iter().find(|(n, _)| n == node).map(|&(_, t)| t);
+            let mut hops: Vec<Option<u64>> = sw_path.iter().map(|n| at(n)).collect();
+            hops.push(at(&flow.to));
+            for (j, w) in hops.windows(2).enumerate() {
+                if let (Some(x), Some(y)) = (w[0], w[1]) {
+                    diffs[j].push(y as f64 - x as f64);
+                }
+            }
+            if let Some(Some(t)) = hops.first() {
+                first_hop.push(i128::from(*t) - off - i128::from(f.send));
+            }
+            if let Some(Some(t)) = hops.last() {
+                last_hop.push(i128::from(arr) - (i128::from(*t) - off));
+            }
+        }
+        let mut switch_diff_us = Vec::new();
+        for (j, d) in diffs.iter().enumerate() {
+            let k = sw_path[j][2..].parse::<usize>().unwrap_or(0);
+            all_diff[k].extend_from_slice(d);
+            if let Some(us) = MinMeanMax::of_ns(d) {
+                switch_diff_us.push(SwitchDiff {
+                    switch: sw_path[j].clone(),
+                    us,
+                });
+            }
+        }
+        results.push(SlotResult {
+            flow: flow.name.clone(),
+            from: flow.from.clone(),
+            to: flow.to.clone(),
+            frame_bytes: flow.frame_bytes,
+            payload: payloads[k],
+            period: flow.period,
+            phase: rs.phase,
+            offset_us: rs.offset_ns as f64 / 1000.0,
+            length_us: rs.length_ns as f64 / 1000.0,
+            sent,
+            arrived,
+            lost: sent - arrived,
+            misses,
+            send_error_us: Spread::of_ns(&send_err),
+            owd_us: Spread::of_ns(&owd),
+            switch_diff_us,
+        });
+    }
+    let switch_diff_us = all_diff
+        .iter()
+        .enumerate()
+        .filter_map(|(k, d)| {
+            MinMeanMax::of_ns(d).map(|us| SwitchDiff {
+                switch: format!("sw{k}"),
+                us,
+            })
+        })
+        .collect();
+    let f64s = |v: &[i128]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    let sum = |f: fn(&SlotResult) -> u64| results.iter().map(f).sum::<u64>();
+    let (sent, arrived, lost, misses) = (
+        sum(|r| r.sent),
+        sum(|r| r.arrived),
+        sum(|r| r.lost),
+        sum(|r| r.misses),
+    );
+    RunResult {
+        testbed: testbed.to_string(),
+        topology: topo.to_string(),
+        switches,
+        profile: cfg.profile_name.clone(),
+        provider: cfg.provider.to_string(),
+        bp_ms: s.bp_ns as f64 / 1e6,
+        gp_ms: s.gp_ns as f64 / 1e6,
+        rate_bps: s.rate_bps,
+        periods: cfg.periods,
+        clock: "CLOCK_MONOTONIC shared by every namespace (send, arrival); kernel receive \
+                timestamps (CLOCK_REALTIME) at the switch ports and ECU interfaces"
+            .to_string(),
+        slots: results,
+        switch_diff_us,
+        first_hop_us: MinMeanMax::of_ns(&f64s(&first_hop)),
+        last_hop_us: MinMeanMax::of_ns(&f64s(&last_hop)),
+        sent,
+        arrived,
+        lost,
+        misses,
+        rejected: raw.rejected.clone(),
+        socket_drops: raw.socket_drops,
+        probe_drops: raw.probe_drops,
+        max_tt_us: max_tt.map(|t| t as f64 / 1000.0),
+        nf_max_tt: max_tt.filter(|&t| t > 0).map(|t| s.bp_ns / t),
+        capacity: None,
+        schedule_met: sent > 0 && lost == 0 && misses == 0,
+    }
+}
+
+/// The capacity steps: `k` evenly spaced slots per BP from ecu1 to ecu2 for k = 1, 2, 4, … up
+/// to eq. 9's NF_max, then bisection between the last k without a miss and the first with one.
+fn capacity(
+    cfg: &RunConfig,
+    state: &TestbedState,
+    switches: u16,
+    payloads: &[usize],
+) -> Result<CapacityResult> {
+    let s = &cfg.schedule;
+    let (i, f) = s
+        .flows
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, f)| f.frame_bytes)
+        .ok_or_else(|| anyhow!("no flows"))?;
+    let payload = payloads[i];
+    let nf = nf_max(
+        s.bp_ns,
+        s.gp_ns,
+        u64::from(switches),
+        f.frame_bytes,
+        s.rate_bps,
+    );
+    // A step sends k × periods frames from one ECU, at most MAX_EVENTS.
+    let most = nf.min(MAX_EVENTS / u64::from(cfg.periods));
+    let mut steps: Vec<Step> = Vec::new();
+    let mut step = |k: u64| -> Result<bool> {
+        let slot = s.bp_ns / k;
+        let slots: Vec<RunSlot> = (0..k)
+            .map(|j| RunSlot {
+                from: 0,
+                offset_ns: j * slot,
+                length_ns: slot,
+                period: 1,
+                phase: 0,
+                payload,
+            })
+            .collect();
+        let raw = run_slots(
+            state,
+            cfg.profile,
+            cfg.provider,
+            s.bp_ns,
+            cfg.periods,
+            &slots,
+            false,
+            None,
+            STEP_LINGER_NS,
+        )?;
+        let (mut arrived, mut misses, mut worst) = (0, 0, None::<u64>);
+        for x in &raw.sent {
+            if let Some(&a) = raw.arrived.get(&(x.flow, x.seq)) {
+                arrived += 1;
+                if a > x.sched + slot {
+                    misses += 1;
+                }
+                let tt = a.saturating_sub(x.sched);
+                worst = Some(worst.map_or(tt, |w| w.max(tt)));
+            }
+        }
+        let st = Step {
+            frames_per_bp: k,
+            slot_us: slot as f64 / 1000.0,
+            sent: raw.sent.len() as u64,
+            arrived,
+            misses,
+            lost: raw.sent.len() as u64 - arrived,
+            max_tt_us: worst.map(|w| w as f64 / 1000.0),
+        };
+        let ok = st.no_miss();
+        steps.push(st);
+        Ok(ok)
+    };
+    let (mut good, mut bad) = (0u64, None::<u64>);
+    let mut k = 1u64;
+    while k <= most {
+        if step(k)? {
+            good = k;
+            if k == most {
+                break;
+            }
+            k = (k * 2).min(most);
+        } else {
+            bad = Some(k);
+            break;
+        }
+    }
+    while let Some(b) = bad {
+        if b - good <= 1 {
+            break;
+        }
+        let m = good + (b - good) / 2;
+        if step(m)? {
+            good = m;
+        } else {
+            bad = Some(m);
+        }
+    }
+    Ok(CapacityResult {
+        frame_bytes: f.frame_bytes,
+        payload,
+        frame_time_us: frame_time_ns(f.frame_bytes, s.rate_bps) as f64 / 1000.0,
+        nf_max: nf,
+        most_tried: most,
+        nf_no_miss: good,
+        first_miss_at: bad,
+        steps,
+    })
+}
+
+/// Writes the frames of both ECUs' captures to `out` in time order and removes the parts.
+fn merge_pcaps(out: &Path, parts: &[PathBuf; 2]) -> Result<()> {
+    let mut frames = Vec::new();
+    for p in parts {
+        if !p.exists() {
+            continue;
+        }
+        let r = ivnsec_net::pcap::PcapReader::open(p)
+            .map_err(|e| anyhow!("reading {}: {e}", p.display()))?;
+        for rec in r {
+            let rec = rec.map_err(|e| anyhow!("reading {}: {e}", p.display()))?;
+            frames.push((rec.timestamp, rec.data));
+        }
+        std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
+    }
+    frames.sort_by_key(|f| f.0);
+    let mut w = ivnsec_net::pcap::PcapWriter::create(out)
+        .with_context(|| format!("creating {}", out.display()))?;
+    for (t, d) in &frames {
+        w.write_frame(*t, d)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn fmt_spread(s: &Option<Spread>) -> String {
+    match s {
+        Some(s) => format!("{:.1}/{:.1}/{:.1}", s.p50, s.p99, s.max),
+        None => "-".to_string(),
+    }
+}
+
+impl RunResult {
+    /// The result as text tables.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "TDMA run on testbed {} ({}): {}, BP {}, GP {} per switch, {}, {} base periods",
+            self.testbed,
+            self.topology,
+            self.profile,
+            fmt_duration((self.bp_ms * 1e6).round() as u64),
+            fmt_duration((self.gp_ms * 1e6).round() as u64),
+            fmt_rate(self.rate_bps),
+            self.periods
+        );
+        let _ = writeln!(
+            o,
+            "{:<16} {:<11} {:>5} {:>10} {:>10} {:>6} {:>7} {:>5} {:>6} {:>26} {:>23}  switch diff µs min/mean/max",
+            "flow",
+            "from → to",
+            "bytes",
+            "offset µs",
+            "length µs",
+            "sent",
+            "arrived",
+            "lost",
+            "misses",
+            "send error µs p50/p99/max",
+            "one-way µs p50/p99/max"
+        );
+        for r in &self.slots {
+            let diffs: Vec<String> = r
+                .switch_diff_us
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {:.1}/{:.1}/{:.1}",
+                        d.switch, d.us.min, d.us.mean, d.us.max
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "{:<16} {:<11} {:>5} {:>10.1} {:>10.1} {:>6} {:>7} {:>5} {:>6} {:>26} {:>23}  {}",
+                r.flow,
+                format!("{} → {}", r.from, r.to),
+                r.frame_bytes,
+                r.offset_us,
+                r.length_us,
+                r.sent,
+                r.arrived,
+                r.lost,
+                r.misses,
+                fmt_spread(&r.send_error_us),
+                fmt_spread(&r.owd_us),
+                diffs.join(", ")
+            );
+        }
+        let _ = writeln!(
+            o,
+            "total: {} sent, {} arrived, {} lost, {} deadline misses",
+            self.sent, self.arrived, self.lost, self.misses
+        );
+        for d in &self.switch_diff_us {
+            let _ = writeln!(
+                o,
+                "switch {} forwarding delay (Table 6 Diff): min {:.1} µs, mean {:.1} µs, max {:.1} µs over {} frames",
+                d.switch, d.us.min, d.us.mean, d.us.max, d.us.count
+            );
+        }
+        if let Some(h) = &self.first_hop_us {
+            let _ = writeln!(
+                o,
+                "send call → first switch port (Table 6 Tx): min {:.1} µs, mean {:.1} µs, max {:.1} µs",
+                h.min, h.mean, h.max
+            );
+        }
+        if let Some(h) = &self.last_hop_us {
+            let _ = writeln!(
+                o,
+                "receiver interface → receive call returned: min {:.1} µs, mean {:.1} µs, max {:.1} µs",
+                h.min, h.mean, h.max
+            );
+        }
+        for (reason, n) in &self.rejected {
+            let _ = writeln!(o, "receivers rejected {n} frames: {reason}");
+        }
+        if self.socket_drops + self.probe_drops > 0 {
+            let _ = writeln!(
+                o,
+                "the kernel dropped {} frames at the ECU sockets and {} at the probes (full queues)",
+                self.socket_drops, self.probe_drops
+            );
+        }
+        if let (Some(t), Some(n)) = (self.max_tt_us, self.nf_max_tt) {
+            let _ = writeln!(
+                o,
+                "Max_TT (worst slot start → arrival) {t:.1} µs: ⌊BP / Max_TT⌋ = {n} frames per base period"
+            );
+        }
+        if let Some(c) = &self.capacity {
+            let _ = writeln!(
+                o,
+                "capacity for {}-byte frames ({} µs frame time): no miss up to {} frames per base \
+                 period{}; eq. 9 NF_max = {}",
+                c.frame_bytes,
+                c.frame_time_us,
+                c.nf_no_miss,
+                match c.first_miss_at {
+                    Some(k) => format!(" (misses at {k})"),
+                    None => String::new(),
+                },
+                c.nf_max
+            );
+            if c.most_tried < c.nf_max {
+                let _ = writeln!(
+                    o,
+                    "  (the steps stop at {} frames per base period: with --periods {} more would \
+                     exceed {MAX_EVENTS} frames per run)",
+                    c.most_tried, self.periods
+                );
+            }
+            for st in &c.steps {
+                let _ = writeln!(
+                    o,
+                    "  {:>5} frames per base period, slot {:.1} µs: {} sent, {} arrived, {} misses, {} lost, worst {}",
+                    st.frames_per_bp,
+                    st.slot_us,
+                    st.sent,
+                    st.arrived,
+                    st.misses,
+                    st.lost,
+                    st.max_tt_us
+                        .map_or("-".to_string(), |t| format!("{t:.1} µs"))
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "schedule met (every frame within its slot): {}",
+            if self.schedule_met { "PASS" } else { "FAIL" }
+        );
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit_code;
+    use crate::tdma::flows::Flow;
+    use crate::tdma::schedule::{Params, build};
+
+    fn flow(name: &str, from: &str, to: &str, bytes: u32, profile: Option<&str>) -> Flow {
+        Flow {
+            name: name.into(),
+            from: from.into(),
+            to: to.into(),
+            frame_bytes: bytes,
+            period: 1,
+            profile: profile.map(str::to_string),
+            payload: None,
+        }
+    }
+
+    fn schedule(flows: Vec<Flow>) -> Schedule {
+        let p = Params {
+            bp_ns: 1_000_000,
+            gp_ns: 100_000,
+            rate_bps: 100_000_000,
+        };
+        build("f", &p, "cascade:2", flows).unwrap().unwrap()
+    }
+
+    #[test]
+    fn one_profile_per_run() {
+        let none = schedule(vec![flow("a", "ecu1", "ecu2", 125, None)]);
+        assert_eq!(run_profile(&none, None).unwrap().1, "plain");
+        assert_eq!(
+            run_profile(&none, Some("hmac-sha1")).unwrap().0,
+            "hmac-sha1".parse().unwrap()
+        );
+        let named = schedule(vec![
+            flow("a", "ecu1", "ecu2", 125, Some("hmac-sha1")),
+            flow("b", "ecu2", "ecu1", 125, None),
+        ]);
+        assert_eq!(run_profile(&named, None).unwrap().1, "hmac-sha1");
+        // The same profile spelled differently is the same profile.
+        run_profile(&named, Some("hmac-sha1")).unwrap();
+        let e = run_profile(&named, Some("aes128-gcm")).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(
+            e.to_string()
+                .contains("flow `a` names profile `hmac-sha1` but the run protects every flow with `aes128-gcm`"),
+            "{e}"
+        );
+        let two = schedule(vec![
+            flow("a", "ecu1", "ecu2", 125, Some("hmac-sha1")),
+            flow("b", "ecu2", "ecu1", 125, Some("hmac-sha256")),
+        ]);
+        assert!(run_profile(&two, None).is_err());
+        assert_eq!(exit_code(&run_profile(&none, Some("nope")).unwrap_err()), 2);
+        let bad = schedule(vec![flow("a", "ecu1", "ecu2", 125, Some("aes999-gcm"))]);
+        let e = run_profile(&bad, None).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(e.to_string().starts_with("flow `a` key `profile`: "), "{e}");
+    }
+
+    /// Payloads from frame sizes, by the layouts of docs/wire-ivnae.md §1 and RFC 4303/4106.
+    #[test]
+    fn payloads_fill_the_frame_exactly() {
+        let p = |s: &Schedule, profile: &str| {
+            payloads(s, profile.parse().unwrap(), ProviderChoice::Auto)
+        };
+        // IVN-AE plain: 26 header bytes + 2 (inner EtherType) + payload.
+        let s = schedule(vec![flow("a", "ecu1", "ecu2", 60, None)]);
+        assert_eq!(p(&s, "plain").unwrap(), [32]);
+        // HMAC-SHA1 adds a 20-byte tag: 60 − 48 = 12.
+        assert_eq!(p(&s, "hmac-sha1").unwrap(), [12]);
+        // A 50-byte frame cannot carry the 8-byte flow header under HMAC-SHA1 (smallest 56).
+        let small = schedule(vec![flow("a", "ecu1", "ecu2", 50, None)]);
+        let e = p(&small, "hmac-sha1").unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        assert!(
+            e.to_string().contains("the smallest frame is 56 bytes"),
+            "{e}"
+        );
+        // ESP AES-GCM (RFC 4106) in transport mode: Ethernet 14 + IPv4 20 + SPI 4 + sequence 4 +
+        // IV 8 + (payload + 2 trailer bytes, padded to 4) + ICV 16 = 66 + pad4(payload + 2).
+        // 78 = 66 + 12: payloads 9 and 10 (largest taken); 80 is no such frame.
+        let esp = schedule(vec![flow("a", "ecu1", "ecu2", 78, None)]);
+        assert_eq!(p(&esp, "esp-aes128-gcm").unwrap(), [10]);
+        let gap = schedule(vec![flow("a", "ecu1", "ecu2", 80, None)]);
+        let e = p(&gap, "esp-aes128-gcm").unwrap_err();
+        assert!(
+            e.to_string().contains("use a frame size of 78 or 82 bytes"),
+            "{e}"
+        );
+        // A flow's own payload is kept when its frame is the flow's size.
+        let mut own = schedule(vec![flow("a", "ecu1", "ecu2", 78, None)]);
+        own.flows[0].payload = Some(9);
+        assert_eq!(p(&own, "esp-aes128-gcm").unwrap(), [9]);
+    }
+
+    /// The join of sender, receiver and probe reports, worked by hand: BP 1 ms, cascade:2, flow
+    /// a (ecu1 → ecu2) in a 210 µs slot at 0, flow b (ecu2 → ecu1) in a 210 µs slot at 210 µs.
+    #[test]
+    fn reports_join_into_slot_figures() {
+        let s = schedule(vec![
+            flow("a", "ecu1", "ecu2", 125, None),
+            flow("b", "ecu2", "ecu1", 125, None),
+        ]);
+        let slots: Vec<RunSlot> = s
+            .slots
+            .iter()
+            .map(|x| RunSlot {
+                from: usize::from(x.from != "ecu1"),
+                offset_ns: x.offset_ns,
+                length_ns: x.length_ns,
+                period: 1,
+                phase: 0,
+                payload: 40,
+            })
+            .collect();
+        assert_eq!((slots[1].offset_ns, slots[1].length_ns), (210_000, 210_000));
+        let off: i128 = 5_000_000_000;
+        let rt = |mono: u64| (i128::from(mono) + off) as u64;
+        let mut raw = Raw::default();
+        // a#0: slot at 1 ms, sent 0.5 µs late, through sw0 (4.5 µs after the send call), sw1
+        // (7 µs later), ecu2's interface (8 µs later), taken 80 µs after that: 100 µs after the
+        // slot start, inside its 210 µs.
+        raw.sent.push(Sent {
+            flow: 0,
+            seq: 0,
+            sched: 1_000_000,
+            send: 1_000_500,
+            hash: 11,
+        });
+        raw.arrived.insert((0, 0), 1_100_000);
+        raw.probed.insert(
+            11,
+            vec![
+                ("sw1".into(), rt(1_012_000)),
+                ("sw0".into(), rt(1_005_000)),
+                ("ecu2".into(), rt(1_020_000)),
+            ],
+        );
+        // a#1: sent 2 µs late, arrives 300 µs after its slot start: a miss.
+        raw.sent.push(Sent {
+            flow: 0,
+            seq: 1,
+            sched: 2_000_000,
+            send: 2_002_000,
+            hash: 12,
+        });
+        raw.arrived.insert((0, 1), 2_300_000);
+        // b#0: never arrives.
+        raw.sent.push(Sent {
+            flow: 1,
+            seq: 0,
+            sched: 1_210_000,
+            send: 1_210_100,
+            hash: 13,
+        });
+        let cfg = RunConfig {
+            schedule: s,
+            profile: "plain".parse().unwrap(),
+            profile_name: "plain".into(),
+            provider: ProviderChoice::Auto,
+            periods: 2,
+            capacity: false,
+            pcap: None,
+        };
+        let r = analyse(
+            &cfg,
+            "ivn-000000",
+            &Topology::Cascade(2),
+            &slots,
+            &[40, 40],
+            &raw,
+            off,
+        );
+        let a = &r.slots[0];
+        assert_eq!((a.sent, a.arrived, a.lost, a.misses), (2, 2, 0, 1));
+        let e = a.send_error_us.as_ref().unwrap();
+        assert_eq!((e.count, e.p50, e.max), (2, 1.25, 2.0));
+        let o = a.owd_us.as_ref().unwrap();
+        assert_eq!((o.p50, o.max), ((99.5 + 298.0) / 2.0, 298.0));
+        let d: Vec<(&str, usize, f64)> = a
+            .switch_diff_us
+            .iter()
+            .map(|d| (d.switch.as_str(), d.us.count, d.us.mean))
+            .collect();
+        assert_eq!(d, [("sw0", 1, 7.0), ("sw1", 1, 8.0)]);
+        let b = &r.slots[1];
+        assert_eq!((b.sent, b.arrived, b.lost, b.misses), (1, 0, 1, 0));
+        assert!(b.owd_us.is_none() && b.switch_diff_us.is_empty());
+        assert_eq!((r.sent, r.arrived, r.lost, r.misses), (3, 2, 1, 1));
+        assert!(!r.schedule_met);
+        assert_eq!(r.first_hop_us.as_ref().unwrap().mean, 4.5);
+        assert_eq!(r.last_hop_us.as_ref().unwrap().mean, 80.0);
+        assert_eq!(r.max_tt_us, Some(300.0));
+        assert_eq!(r.nf_max_tt, Some(3), "⌊1000 / 300⌋");
+        assert_eq!(r.switch_diff_us.len(), 2);
+        let t = r.to_text();
+        assert!(
+            t.contains("total: 3 sent, 2 arrived, 1 lost, 1 deadline misses"),
+            "{t}"
+        );
+        assert!(
+            t.contains("schedule met (every frame within its slot): FAIL"),
+            "{t}"
+        );
+    }
+}
