@@ -679,6 +679,24 @@ mod tests {
         assert_eq!(s.not_measured, None);
     }
 
+    /// A report of a plan without these tables keeps the JSON it had: no `tdma`,
+    /// `crypto_bench` or `seed001` key.
+    #[test]
+    fn other_reports_have_no_new_keys() {
+        let r = super::super::Report {
+            environment: serde_json::Map::new(),
+            requirements: crate::pingpong::Requirements::default(),
+            scenarios: Vec::new(),
+            baseline_sockperf: None,
+            experiments: Experiments::default(),
+        };
+        let v = serde_json::to_value(r.summary()).unwrap();
+        assert!(v.get("seed001").is_none(), "{v}");
+        let e = v["experiments"].as_object().unwrap();
+        let keys: Vec<&str> = e.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["camera", "playback", "throughput", "underload"]);
+    }
+
     #[test]
     fn figure_6_beside_ours() {
         let row = |profile: &str, max_ns: f64| PerFrameRow {
