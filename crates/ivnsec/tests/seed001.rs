@@ -268,6 +268,25 @@ fn without_root_the_measurement_says_it_needs_root() {
         md.contains("Not measured in this run: the measurement needs root"),
         "{md}"
     );
+    // Asked for a testbed explicitly, it is an environment error (exit 3) with the fix.
+    let o = as_unprivileged(
+        &d,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--on",
+            "testbed",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("the tdma measurement builds cascade:N testbeds") && err.contains("root"),
+        "{err}"
+    );
     assert!(d.leftover_testbeds().is_empty());
 }
 
