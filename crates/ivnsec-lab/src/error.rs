@@ -30,6 +30,24 @@ impl fmt::Display for EnvError {
 
 impl std::error::Error for EnvError {}
 
+/// A bad value in a table of a plan: the key within the table (`frames`, `profiles[2]`) and
+/// why. The plan adds the file and the table's place (`tdma[0].frames`) and makes it a usage
+/// error (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyError {
+    pub key: String,
+    pub why: String,
+}
+
+impl KeyError {
+    pub fn new(key: impl Into<String>, why: impl Into<String>) -> KeyError {
+        KeyError {
+            key: key.into(),
+            why: why.into(),
+        }
+    }
+}
+
 /// Shorthand for a usage error.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))

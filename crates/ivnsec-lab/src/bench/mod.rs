@@ -44,6 +44,7 @@
 pub mod cpu;
 pub mod measure;
 pub mod openssl;
+pub mod per_frame;
 
 use std::fmt;
 

@@ -27,6 +27,10 @@
 //! profile = "chacha20-poly1305"
 //! payload = 736
 //! ```
+//!
+//! Experiment tables beside them: `[[throughput]]`, `[[underload]]`, `[[playback]]`,
+//! `[[camera]]`, `[[tdma]]` (seed 001's analysis and slot-timed runs) and `[[crypto_bench]]`
+//! (single-frame protect/verify times); docs/plans.md lists their keys.
 
 use std::path::Path;
 
@@ -35,10 +39,12 @@ use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology::Topology;
 use serde::Deserialize;
 
+use crate::bench::per_frame::PerFrameConfig;
 use crate::camera::run::CameraConfig;
 use crate::error::usage;
 use crate::pingpong::Requirements;
 use crate::pingpong::run::{Mode, Scenario, ms_to_ns};
+use crate::tdma::sweep::{Sweep, SweepConfig};
 use crate::throughput::run as throughput;
 use crate::underload::playback::PlaybackConfig;
 use crate::underload::run::UnderloadConfig;
@@ -46,9 +52,10 @@ use crate::underload::run::UnderloadConfig;
 pub mod run;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
-pub const PRESETS: [(&str, &str); 4] = [
+pub const PRESETS: [(&str, &str); 5] = [
     ("quick", include_str!("../../../../plans/quick.toml")),
     ("seed000", include_str!("../../../../plans/seed000.toml")),
+    ("seed001", include_str!("../../../../plans/seed001.toml")),
     ("seed002", include_str!("../../../../plans/seed002.toml")),
     ("seed003", include_str!("../../../../plans/seed003.toml")),
 ];
@@ -78,6 +85,10 @@ struct PlanFile {
     playback: Vec<PlaybackConfig>,
     #[serde(default)]
     camera: Vec<CameraConfig>,
+    #[serde(default)]
+    tdma: Vec<SweepConfig>,
+    #[serde(default)]
+    crypto_bench: Vec<PerFrameConfig>,
 }
 
 /// Files the presets name (timelines), built into the binary: a preset runs from any directory.
@@ -178,6 +189,9 @@ pub struct Plan {
     pub underload: Vec<UnderloadConfig>,
     pub playback: Vec<PlaybackJob>,
     pub camera: Vec<CameraConfig>,
+    /// `[[tdma]]` tables, checked.
+    pub tdma: Vec<Sweep>,
+    pub crypto_bench: Vec<PerFrameConfig>,
     pub requirements: Requirements,
 }
 
@@ -474,15 +488,28 @@ pub fn parse_in(
         c.check()
             .map_err(|e| bad(&format!("camera[{i}]"), format!("{e:#}")))?;
     }
+    let mut tdma = Vec::with_capacity(f.tdma.len());
+    for (i, t) in f.tdma.iter().enumerate() {
+        tdma.push(
+            t.check()
+                .map_err(|e| bad(&format!("tdma[{i}].{}", e.key), e.why))?,
+        );
+    }
+    for (i, c) in f.crypto_bench.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("crypto_bench[{i}].{}", e.key), e.why))?;
+    }
     if scenarios.is_empty()
         && jobs.is_empty()
         && f.underload.is_empty()
         && playback.is_empty()
         && f.camera.is_empty()
+        && tdma.is_empty()
+        && f.crypto_bench.is_empty()
     {
         return Err(usage(format!(
             "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
-             [[underload]], [[playback]] or [[camera]] table)"
+             [[underload]], [[playback]], [[camera]], [[tdma]] or [[crypto_bench]] table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -504,6 +531,8 @@ pub fn parse_in(
         underload: f.underload,
         playback,
         camera: f.camera,
+        tdma,
+        crypto_bench: f.crypto_bench,
         requirements,
     })
 }
@@ -740,6 +769,93 @@ mod tests {
         assert_eq!((p.initiator.as_str(), p.responder.as_str()), ("cu", "rear"));
         let e = parse("p.toml", "p", "name = \"x\"\n", &o).unwrap_err();
         assert!(format!("{e:#}").contains("no scenarios"), "{e:#}");
+    }
+
+    /// Seed 001: 9 profiles × 2 frames × 5 switch counts of TDMA runs and the HMACs of
+    /// Figure 6 at 60 and 80 bytes; no ping-pong, so no testbed is built for scenarios.
+    #[test]
+    fn the_seed001_preset() {
+        let p = preset("seed001", &RunSection::default()).unwrap();
+        assert_eq!(p.name, "seed001");
+        assert!(p.scenarios.is_empty() && p.throughput.is_empty());
+        let t = &p.tdma[0];
+        assert_eq!(
+            (t.bp_ns, t.gp_ns, t.rate_bps),
+            (10_000_000, 200_000, 100_000_000)
+        );
+        assert_eq!(t.switches, [1, 2, 3, 4, 5]);
+        assert_eq!(t.cells.len(), 9 * 2);
+        assert_eq!(t.runs(), 90);
+        // 60 + the 20-byte HMAC-SHA1 tag: seed 001's 80-byte frame.
+        let sha1 = t
+            .cells
+            .iter()
+            .find(|c| c.profile_name == "hmac-sha1" && c.plain_frame_bytes == 60)
+            .unwrap();
+        assert_eq!(sha1.frame_bytes, 80);
+        assert!(!t.capacity && t.measure && t.periods == 200);
+        let c = &p.crypto_bench[0];
+        assert_eq!(c.profiles, ["hmac-sha1", "hmac-sha256", "hmac-sha3-256"]);
+        assert_eq!((c.sizes.as_slice(), c.frames), (&[60, 80][..], 10_000));
+    }
+
+    #[test]
+    fn tdma_and_crypto_bench_tables_are_checked() {
+        let o = RunSection::default();
+        let p = parse("p.toml", "p", "[[tdma]]\n[[crypto_bench]]\n", &o).unwrap();
+        assert_eq!(p.tdma[0].cells.len(), 4);
+        assert_eq!(p.crypto_bench[0].frames, 10_000);
+        for (text, key, why) in [
+            (
+                "[[tdma]]\nbp = \"10\"\n",
+                "key `tdma[0].bp`",
+                "the unit is missing",
+            ),
+            (
+                "[[tdma]]\nswitches = [0]\n",
+                "key `tdma[0].switches[0]`",
+                "1 to 32",
+            ),
+            (
+                "[[tdma]]\nprofiles = [\"plain\", \"aes999-gcm\"]\n",
+                "key `tdma[0].profiles[1]`",
+                "aes999-gcm",
+            ),
+            (
+                "[[tdma]]\nframes = [10]\n",
+                "key `tdma[0].frames[0]`",
+                "36 to 1514",
+            ),
+            (
+                "[[tdma]]\nperiods = 0\n",
+                "key `tdma[0].periods`",
+                "1 to 100000",
+            ),
+            ("[[tdma]]\nswitch = [1]\n", "switch", "unknown field"),
+            (
+                "[[crypto_bench]]\nframes = 0\n",
+                "key `crypto_bench[0].frames`",
+                "1 to 1000000",
+            ),
+            (
+                "[[crypto_bench]]\nsizes = [60, 0]\n",
+                "key `crypto_bench[0].sizes[1]`",
+                "1 to 65535",
+            ),
+            (
+                "[[crypto_bench]]\nsuite = \"x\"\n",
+                "suite",
+                "unknown field",
+            ),
+        ] {
+            let e = parse("p.toml", "p", text, &o).unwrap_err();
+            assert_eq!(exit_code(&e), 2, "{text}");
+            let m = format!("{e:#}");
+            assert!(
+                m.contains("plan p.toml") && m.contains(key) && m.contains(why),
+                "{text}: {m}"
+            );
+        }
     }
 
     #[test]

@@ -211,6 +211,40 @@ pub fn run_plan(
             Ok(())
         })?;
     }
+    // Single-frame crypto times first, in this process, before any testbed is built.
+    for (i, cfg) in plan.crypto_bench.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: crypto-bench {}/{}: {} at {:?} bytes, {} frames one by one",
+            i + 1,
+            plan.crypto_bench.len(),
+            cfg.profiles.join(", "),
+            cfg.sizes,
+            cfg.frames
+        );
+        experiments
+            .crypto_bench
+            .push(crate::bench::per_frame::run(cfg).context("crypto-bench")?);
+    }
+    for (i, sweep) in plan.tdma.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: tdma {}/{}: the analysis, then {} run(s) of {} base periods on \
+             cascade testbeds (about {:.0} s) where it can measure",
+            i + 1,
+            plan.tdma.len(),
+            sweep.runs(),
+            sweep.periods,
+            sweep.measure_seconds()
+        );
+        let part = capture.as_ref().map(|c| c.part.clone());
+        let report = crate::tdma::sweep::run(sweep, settings.on, part.as_deref(), &mut |_| {
+            if let Some(c) = capture.as_mut() {
+                c.absorb()?;
+            }
+            Ok(())
+        })
+        .context("tdma")?;
+        experiments.tdma.push(report);
+    }
     if let Some(mut c) = capture {
         c.writer.flush()?;
     }

@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::table::{Table, yes_no};
 use super::{ReportError, Summary, seed002, seed003};
+use crate::bench::per_frame::PerFrameReport;
 use crate::camera::{CameraReport, CameraResult};
 use crate::pingpong::Requirements;
+use crate::tdma::sweep::TdmaReport;
 use crate::throughput::ThroughputResult;
 use crate::underload::UnderloadReport;
 
@@ -37,6 +39,12 @@ pub struct Experiments {
     /// One report per `[[camera]]` table (every camera count × level of it).
     #[serde(default)]
     pub camera: Vec<CameraReport>,
+    /// One report per `[[tdma]]` table (seed 001: the analysis and the measured runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tdma: Vec<TdmaReport>,
+    /// One report per `[[crypto_bench]]` table (single-frame protect/verify times).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crypto_bench: Vec<PerFrameReport>,
 }
 
 impl Experiments {
@@ -45,6 +53,8 @@ impl Experiments {
             && self.underload.is_empty()
             && self.playback.is_empty()
             && self.camera.is_empty()
+            && self.tdma.is_empty()
+            && self.crypto_bench.is_empty()
     }
 
     /// Names of the under-load, playback and camera runs whose verdict failed.
@@ -578,6 +588,9 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             table,
             note: seed003::CAMERA_NOTE.to_string(),
         });
+    }
+    if let Some(s) = &summary.seed001 {
+        out.extend(super::tdma::seed_sections(s));
     }
     out
 }

@@ -16,7 +16,7 @@ use super::scenarios;
 use super::table::{escape, kv_table};
 use super::{
     LinearFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits,
-    experiments, focus_profile, hmac_name, seed000,
+    experiments, focus_profile, hmac_name, seed000, tdma,
 };
 use crate::pingpong::{Exchange, Section};
 
@@ -148,7 +148,15 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
             }
         );
     }
-    s.push_str("<nav><a href=\"#environment\">environment</a><a href=\"#verdicts\">verdicts</a><a href=\"#baseline\">sockperf</a><a href=\"#seed\">seed 000</a><a href=\"#scenarios\">per scenario</a><a href=\"#payload\">payload</a><a href=\"#groups\">groups</a><a href=\"#boxes\">box plots</a><a href=\"#dispersion\">dispersion</a><a href=\"#cdf\">CDF</a><a href=\"#throughput\">throughput</a><a href=\"#underload\">under load</a><a href=\"#camera\">cameras</a><a href=\"#method\">method</a></nav>\n");
+    s.push_str("<nav><a href=\"#environment\">environment</a><a href=\"#verdicts\">verdicts</a><a href=\"#baseline\">sockperf</a><a href=\"#seed\">seed 000</a><a href=\"#scenarios\">per scenario</a><a href=\"#payload\">payload</a><a href=\"#groups\">groups</a><a href=\"#boxes\">box plots</a><a href=\"#dispersion\">dispersion</a><a href=\"#cdf\">CDF</a><a href=\"#throughput\">throughput</a><a href=\"#underload\">under load</a><a href=\"#camera\">cameras</a>");
+    // Only plans with these experiments get their links: other pages stay as they were.
+    if !summary.experiments.tdma.is_empty() {
+        s.push_str("<a href=\"#tdma\">tdma</a>");
+    }
+    if !summary.experiments.crypto_bench.is_empty() {
+        s.push_str("<a href=\"#crypto-bench\">single frames</a>");
+    }
+    s.push_str("<a href=\"#method\">method</a></nav>\n");
 
     s.push_str("<h2 id=\"environment\">Environment</h2>\n");
     if summary.environment.is_empty() {
@@ -574,6 +582,31 @@ fn experiments_html(s: &mut String, summary: &Summary) {
         s.push_str("<h2 id=\"camera\">Cameras (seed 003 §F)</h2>\n");
         s.push_str(&experiments::camera_table(&e.camera).html());
         note(s, experiments::CAMERA_NOTE);
+    }
+    for (i, t) in e.tdma.iter().enumerate() {
+        let id = if i == 0 { " id=\"tdma\"" } else { "" };
+        let _ = writeln!(
+            s,
+            "<h2{id}>TDMA capacity, analysis (seed 001 eq. 1, 2, 9)</h2>"
+        );
+        note(s, &tdma::analysis_params(t));
+        s.push_str(&tdma::analysis_table(t).html());
+        note(s, tdma::ANALYSIS_NOTE);
+        s.push_str("<h3>TDMA slot-timed runs (seed 001 §7, Tables 6, 7, 11)</h3>\n");
+        match &t.not_measured {
+            Some(why) => note(s, &format!("Not measured: {why}.")),
+            None => {
+                s.push_str(&tdma::measured_table(t).html());
+                note(s, tdma::MEASURED_NOTE);
+            }
+        }
+    }
+    if !e.crypto_bench.is_empty() {
+        s.push_str(
+            "<h2 id=\"crypto-bench\">Single-frame protect and verify (crypto-bench --frames)</h2>\n",
+        );
+        s.push_str(&tdma::per_frame_table(&e.crypto_bench).html());
+        note(s, &tdma::per_frame_note(&e.crypto_bench));
     }
     for sec in experiments::seed_sections(summary) {
         let _ = writeln!(s, "<h2>{}</h2>", escape(&sec.title));

@@ -25,6 +25,7 @@ pub mod seed001;
 pub mod seed002;
 pub mod seed003;
 mod table;
+pub mod tdma;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -254,6 +255,10 @@ pub struct Summary {
     pub experiments: Experiments,
     /// Their verdicts.
     pub experiment_verdicts: ExperimentVerdicts,
+    /// Seed 001's Tables 3, 7, 11 and Figure 6 beside ours (plans with `[[tdma]]` or
+    /// `[[crypto_bench]]` tables only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed001: Option<tdma::Seed001>,
 }
 
 /// The verdicts of the experiments (`experiment_verdicts` of summary.json).
@@ -289,6 +294,12 @@ impl Summary {
             .filter(|r| !r.verdict.passed())
             .map(|r| r.name.clone())
             .chain(self.experiments.stream_failures())
+            .chain(
+                self.experiments
+                    .tdma
+                    .iter()
+                    .flat_map(|t| t.failures().map(|r| r.name())),
+            )
             .collect()
     }
 
@@ -441,6 +452,7 @@ impl Report {
             experiment_verdicts: ExperimentVerdicts {
                 throughput: experiments::throughput_rows(&self.experiments, &self.requirements),
             },
+            seed001: tdma::seed001(&self.experiments),
         }
     }
 

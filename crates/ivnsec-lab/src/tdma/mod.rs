@@ -17,7 +17,9 @@
 //! Schedules and runs (docs/tdma-run.md): [`flows`] reads the flows file, [`schedule`] places
 //! one slot per flow in the base period (eq. 9), [`node`] is the process role of an ECU (sends
 //! at its slot times, records arrivals) and of a switch probe (timestamps frames at the bridge
-//! ports), and [`run`] builds the testbed, runs a schedule and measures it.
+//! ports), and [`run`] builds the testbed, runs a schedule and measures it. [`sweep`] is a
+//! plan's `[[tdma]]` table: the analysis and the measurement for every profile × frame ×
+//! switch count (plans/seed001.toml).
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,6 +29,7 @@ pub mod flows;
 pub mod node;
 pub mod run;
 pub mod schedule;
+pub mod sweep;
 
 /// Longest spelling of a quantity that is parsed at all (longer input is refused unread).
 const MAX_SPELLING: usize = 64;

@@ -35,7 +35,7 @@ use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::sys::monotonic_ns;
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{BRIDGE_IF, Topology};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::flows::{FLOW_HEADER, fmt_duration, fmt_rate};
 use super::node::{EcuSpec, MAX_EVENTS, ProbeSpec, Spec, TxSlot};
@@ -176,7 +176,7 @@ pub fn payloads(
 }
 
 /// Percentiles of one figure, in µs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     pub count: usize,
     pub p50: f64,
@@ -197,7 +197,7 @@ impl Spread {
 }
 
 /// Minimum, mean and maximum of one figure, in µs (as seed 001 Table 6 gives them).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MinMeanMax {
     pub count: usize,
     pub min: f64,
@@ -218,7 +218,7 @@ impl MinMeanMax {
 }
 
 /// The forwarding delay of one switch.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SwitchDiff {
     pub switch: String,
     #[serde(flatten)]
@@ -226,7 +226,7 @@ pub struct SwitchDiff {
 }
 
 /// What one slot of the schedule did over the run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlotResult {
     pub flow: String,
     pub from: String,
@@ -251,7 +251,7 @@ pub struct SlotResult {
 }
 
 /// One step of the capacity search.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub frames_per_bp: u64,
     pub slot_us: f64,
@@ -271,7 +271,7 @@ impl Step {
 }
 
 /// The capacity of our stack against eq. 9.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CapacityResult {
     /// The frame of the steps: the schedule's largest.
     pub frame_bytes: u32,
@@ -290,7 +290,7 @@ pub struct CapacityResult {
 }
 
 /// Everything a run measured.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// The testbed's prefix (removed again at the end of the run).
     pub testbed: String,
@@ -365,6 +365,42 @@ struct RunSlot {
 
 /// Runs `cfg` on a `cascade:N` testbed it builds and removes; needs root (exit 3 otherwise).
 pub fn run(cfg: &RunConfig) -> Result<RunResult> {
+    let prepared = prepare(cfg)?;
+    let topo = prepared.topology;
+    testbed::check_environment().map_err(|e| match e {
+        ivnsec_net::Error::Env(m) => env_error(format!("tdma run builds a {topo} testbed: {m}")),
+        other => net_err(other),
+    })?;
+    let tb = Testbed::up(&topo, &Options::default()).map_err(net_err)?;
+    tb.down_on_termination_signal().map_err(net_err)?;
+    let result = run_prepared(cfg, &prepared, tb.state())?;
+    tb.down().map_err(net_err)?;
+    Ok(result)
+}
+
+/// Runs `cfg` on `state`, a running testbed of the schedule's `cascade:N` topology (a plan runs
+/// every profile and frame of one switch count on one testbed); the caller removes it.
+pub fn run_on(cfg: &RunConfig, state: &TestbedState) -> Result<RunResult> {
+    let prepared = prepare(cfg)?;
+    if state.topology != prepared.topology.to_string() {
+        return Err(usage(format!(
+            "testbed {} is {}, the schedule needs {}",
+            state.prefix, state.topology, prepared.topology
+        )));
+    }
+    run_prepared(cfg, &prepared, state)
+}
+
+/// What a run knows once its configuration is checked.
+struct Prepared {
+    payloads: Vec<usize>,
+    slots: Vec<RunSlot>,
+    topology: Topology,
+    switches: u16,
+}
+
+/// Checks `cfg` and works out the payloads and the slots (usage errors, exit 2).
+fn prepare(cfg: &RunConfig) -> Result<Prepared> {
     let s = &cfg.schedule;
     if cfg.periods == 0 || cfg.periods > MAX_PERIODS {
         return Err(usage(format!(
@@ -421,15 +457,18 @@ pub fn run(cfg: &RunConfig) -> Result<RunResult> {
             )));
         }
     }
-    let (topo, switches) = cascade(&s.topology)?;
-    testbed::check_environment().map_err(|e| match e {
-        ivnsec_net::Error::Env(m) => env_error(format!("tdma run builds a {topo} testbed: {m}")),
-        other => net_err(other),
-    })?;
-    let tb = Testbed::up(&topo, &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
-    let state = tb.state().clone();
+    let (topology, switches) = cascade(&s.topology)?;
+    Ok(Prepared {
+        payloads: pay,
+        slots,
+        topology,
+        switches,
+    })
+}
 
+/// The schedule run, its analysis and the capacity steps on the testbed `state`.
+fn run_prepared(cfg: &RunConfig, p: &Prepared, state: &TestbedState) -> Result<RunResult> {
+    let s = &cfg.schedule;
     let parts: Option<[PathBuf; 2]> = match &cfg.pcap {
         Some(p) => {
             let p = std::path::absolute(p)?;
@@ -442,12 +481,12 @@ pub fn run(cfg: &RunConfig) -> Result<RunResult> {
         None => None,
     };
     let raw = run_slots(
-        &state,
+        state,
         cfg.profile,
         cfg.provider,
         s.bp_ns,
         cfg.periods,
-        &slots,
+        &p.slots,
         true,
         parts.as_ref(),
         LINGER_NS,
@@ -456,11 +495,18 @@ pub fn run(cfg: &RunConfig) -> Result<RunResult> {
         merge_pcaps(out, parts)?;
     }
     let off = realtime_offset();
-    let mut result = analyse(cfg, &state.prefix, &topo, &slots, &pay, &raw, off);
+    let mut result = analyse(
+        cfg,
+        &state.prefix,
+        &p.topology,
+        &p.slots,
+        &p.payloads,
+        &raw,
+        off,
+    );
     if cfg.capacity {
-        result.capacity = Some(capacity(cfg, &state, switches, &pay)?);
+        result.capacity = Some(capacity(cfg, state, p.switches, &p.payloads)?);
     }
-    tb.down().map_err(net_err)?;
     Ok(result)
 }
 

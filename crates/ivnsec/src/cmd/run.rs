@@ -15,8 +15,9 @@ use super::lab::{ModeArg, WhereArg};
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 A plan is a TOML file: [run] settings, optional [requirements], and [[matrix]] (profiles × \
-payloads) or [[scenario]] tables; docs/plans.md describes it, plans/quick.toml and \
-plans/seed000.toml are examples. Flags given here override the plan's [run] settings.
+payloads) or [[scenario]] tables, and experiment tables ([[throughput]], [[underload]], \
+[[playback]], [[camera]], [[tdma]], [[crypto_bench]]); docs/plans.md describes it, \
+plans/quick.toml, plans/seed000.toml and plans/seed001.toml are examples. Flags given here override the plan's [run] settings.
 
 Exit codes: 0 every verdict passed, 1 a verdict failed (the report is written first), 2 a plan \
 or usage error, 3 a missing privilege or tool.
@@ -175,6 +176,19 @@ pub fn finish(report: &Report, out: &Path) -> Result<ExitCode> {
                 t.iter().filter(|r| r.verdict.passed()).count(),
                 t.len()
             );
+        }
+        for t in &summary.experiments.tdma {
+            match &t.not_measured {
+                Some(why) => println!(
+                    "tdma: the analysis only ({} rows); not measured: {why}",
+                    t.analysis.len()
+                ),
+                None => println!(
+                    "tdma: {} of {} runs met their schedule (every frame within its slot)",
+                    t.measured.iter().filter(|r| r.passed()).count(),
+                    t.measured.len()
+                ),
+            }
         }
         if experiments.is_empty() {
             println!("experiments: every verdict passed");

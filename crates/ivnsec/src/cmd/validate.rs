@@ -25,7 +25,11 @@ path and mode and sits beside our `plain` scenario in the report (baseline.sockp
 
 Presets: quick (default, about a minute: plain, crc32, aes256-cbc-hmac-sha256, aes128-gcm, \
 chacha20-poly1305, macsec-gcm-aes-128, esp-aes128-gcm at 64 and 1440 bytes), seed000 (seed \
-000's 56 scenarios × 120 × 30), seed002 (seed 002 testbench 1: no security, IPsec ESP \
+000's 56 scenarios × 120 × 30), seed001 (seed 001's TDMA capacity: the analysis of 60/80-byte \
+frames under plain, HMAC-SHA1/SHA256/SHA3-256 and the AEAD suites on 1-5 cascaded switches and, \
+as root, slot-timed runs on cascade:1..5 testbeds, 90 runs of 200 base periods, about 4 minutes; \
+single-frame HMAC times; beside Tables 3, 7, 11 and Figure 6; without root the analysis and the \
+HMAC table only), seed002 (seed 002 testbench 1: no security, IPsec ESP \
 HMAC-SHA256-128 and MACsec GCM-AES-128 integrity only; ping-pong, then throughput and CPU of \
 three sensors at 1 Gb/s beside plain and iperf3) and seed003 (secured SOME/IP over UDP with the five AEAD suites of seed 003 \
 at auth and conf, throughput and CPU at 1 Gb/s). Throughput verdicts are seed 002's cost rules: \
@@ -37,9 +41,10 @@ error, 3 a missing privilege or tool for the requested site.
 Examples:
   sudo ivnsec validate
   sudo ivnsec validate --preset seed000 --out seed000-report/
+  sudo ivnsec validate --preset seed001 --out seed001-report/
   ivnsec validate --on loopback --count 50 --replications 2")]
 pub struct Args {
-    /// The plan preset: quick, seed000, seed002 or seed003.
+    /// The plan preset: quick, seed000, seed001, seed002 or seed003.
     #[arg(long, default_value = "quick")]
     pub preset: String,
     /// Report directory.
