@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::table::SeedSection;
 use super::table::{Table, yes_no};
 use super::{ReportError, Summary, seed002, seed003};
 use crate::bench::per_frame::PerFrameReport;
@@ -415,13 +416,6 @@ pub fn write_throughput_csv(path: &Path, e: &Experiments) -> Result<(), ReportEr
         );
     }
     std::fs::write(path, s).map_err(|e| ReportError::io(path, e))
-}
-
-/// A table of a seed's published figures beside ours, with its heading and a note.
-pub(super) struct SeedSection {
-    pub title: String,
-    pub table: Table,
-    pub note: String,
 }
 
 /// Our throughput run of `profile` in a shaped seed-002 style group (the most senders, then

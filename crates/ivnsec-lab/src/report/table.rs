@@ -127,6 +127,13 @@ pub(super) fn kv_table(map: &serde_json::Map<String, Value>) -> Table {
     }
 }
 
+/// A table of a seed's published figures beside ours, with its heading and a note.
+pub struct SeedSection {
+    pub title: String,
+    pub table: Table,
+    pub note: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use super::experiments::{Experiments, SeedSection};
 use super::seed001::{self, CapacityTable, Measure};
+use super::table::SeedSection;
 use super::table::{Table, strs, yes_no};
 use crate::bench::per_frame::PerFrameReport;
 use crate::tdma::sweep::{MeasuredRun, TdmaReport};
@@ -282,11 +282,11 @@ const COMPARED: [&CapacityTable; 3] = [&seed001::TABLE_3, &seed001::TABLE_7, &se
 /// a `[[tdma]]` table with the seed's base and guard periods: the one whose frame is the seed's
 /// 60-byte frame (with its tag where it has one, as the seed's 80 bytes are 60 + the HMAC-SHA1
 /// tag), else any of that size.
-fn stand_in(
-    e: &Experiments,
+fn stand_in<'a>(
+    e: &Results<'a>,
     frame_bytes: u32,
     switches: u32,
-) -> Option<(&TdmaReport, &MeasuredRun)> {
+) -> Option<(&'a TdmaReport, &'a MeasuredRun)> {
     let seed_times = |r: &&TdmaReport| {
         (r.bp_ms - seed001::BP.ms_f64()).abs() < 1e-12
             && (r.gp_ms - seed001::GP.ms_f64()).abs() < 1e-12
@@ -310,8 +310,16 @@ fn like(printed: &str, v: f64) -> String {
     format!("{v:.d$}")
 }
 
+/// What the seed 001 comparison reads of a report's experiments.
+#[derive(Clone, Copy, Debug)]
+pub struct Results<'a> {
+    pub tdma: &'a [TdmaReport],
+    pub crypto_bench: &'a [PerFrameReport],
+}
+
 /// Seed 001 beside `e`, when `e` has something to compare.
-pub fn seed001(e: &Experiments) -> Option<Seed001> {
+pub fn seed001(e: Results<'_>) -> Option<Seed001> {
+    let e = &e;
     let hmac = hmac_rows(e);
     if e.tdma.is_empty() && hmac.is_empty() {
         return None;
@@ -379,7 +387,7 @@ pub fn seed001(e: &Experiments) -> Option<Seed001> {
 }
 
 /// Our single-frame rows of Figure 6's HMACs beside the seed's maxima.
-fn hmac_rows(e: &Experiments) -> Vec<HmacRow> {
+fn hmac_rows(e: &Results<'_>) -> Vec<HmacRow> {
     let [a, b] = seed001::HMAC_MAX;
     let budget = seed001::CONTROLLER_BUDGET_US;
     e.crypto_bench
@@ -515,6 +523,15 @@ pub(super) fn seed_sections(s: &Seed001) -> Vec<SeedSection> {
 
 #[cfg(test)]
 mod tests {
+    use crate::report::Experiments;
+
+    fn results(e: &Experiments) -> Results<'_> {
+        Results {
+            tdma: &e.tdma,
+            crypto_bench: &e.crypto_bench,
+        }
+    }
+
     use super::*;
     use crate::bench::per_frame::{PerFrameReport, PerFrameRow};
     use crate::tdma::run::{MinMeanMax, RunResult};
@@ -585,7 +602,7 @@ mod tests {
             tdma: vec![r],
             ..Experiments::default()
         };
-        let s = seed001(&e).unwrap();
+        let s = seed001(results(&e)).unwrap();
         let nf: Vec<(&str, &str)> = s.tables[0]
             .figures
             .iter()
@@ -614,7 +631,7 @@ mod tests {
         assert_eq!(secs.len(), 3);
         assert!(secs[1].note.contains("Not measured in this run"));
         assert!(s.hmac.is_empty());
-        assert_eq!(seed001(&Experiments::default()), None);
+        assert_eq!(seed001(results(&Experiments::default())), None);
     }
 
     /// Measured runs stand for the seed's columns: Table 7's 80-byte column is our 60-byte
@@ -640,7 +657,7 @@ mod tests {
             tdma: vec![r],
             ..Experiments::default()
         };
-        let s = seed001(&e).unwrap();
+        let s = seed001(results(&e)).unwrap();
         let f = figure(&s, 7, "Measured, 80 bytes", "NF_max");
         // ⌊10 ms / 0.25 ms⌋ = 40.
         assert_eq!(f.measured.as_deref(), Some("40"));
@@ -723,7 +740,7 @@ mod tests {
             }],
             ..Experiments::default()
         };
-        let s = seed001(&e).unwrap();
+        let s = seed001(results(&e)).unwrap();
         assert!(s.tables.is_empty());
         let got: Vec<(&str, Option<u32>, Option<u32>, f64)> = s
             .hmac
