@@ -70,7 +70,10 @@ fn protect(s: &mut SecY, p: &[u8]) -> Vec<u8> {
     out
 }
 
-fn deliver(s: &mut SecY, f: &[u8]) -> Result<(Vec<u8>, u8, u64), (DropReason, Option<Sci>)> {
+/// The plain frame, AN and PN of a delivered frame; the reason and SC of a discarded one.
+type Outcome = Result<(Vec<u8>, u8, u64), (DropReason, Option<Sci>)>;
+
+fn deliver(s: &mut SecY, f: &[u8]) -> Outcome {
     let mut b = f.to_vec();
     match s.rx.verify_in_place(&mut b) {
         Ok(r) => {
