@@ -491,7 +491,7 @@ fn forge(keys: &Path, profile: &str, pn: u64) -> Vec<u8> {
         ivnsec_lab::keys::keyfile::load(keys, profile, ivnsec_lab::keys::keyfile::Role::Receiver)
             .unwrap();
     let mut s = SecY::new(
-        &ivnsec_crypto::PORTABLE,
+        ivnsec_crypto::PORTABLE,
         &SecyConfig {
             suite: ivnsec_core::sa::macsec::CipherSuite::GcmAes128,
             sci: ivnsec_core::wire::macsec::Sci::from_u64(SCI_A),
