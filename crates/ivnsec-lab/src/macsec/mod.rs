@@ -474,3 +474,26 @@ impl Config {
 pub fn claim_error(e: HwError) -> anyhow::Error {
     e.into_anyhow()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 802.1AE §9: SecTAG with SCI 16 octets, ICV 16 octets (GCM-AES-*, XPN alike).
+    #[test]
+    fn tap_mtu_is_the_interface_mtu_less_sectag_and_icv() {
+        assert_eq!(OVERHEAD, 32);
+        let p = mtu_plan("eth0", 1500).unwrap();
+        assert_eq!((p.iface, p.tap, p.overhead), (1500, 1468, 32));
+        assert_eq!(mtu_plan("eth0", 9000).unwrap().tap, 8968);
+        assert_eq!(mtu_plan("eth0", 100).unwrap().tap, 68);
+        for small in [99, 32, 0] {
+            let e = mtu_plan("eth0", small).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(e.to_string().contains("no room"), "{e}");
+        }
+        // A batch slot holds the largest frame the interface carries, VLAN tag included.
+        let s = dataplane::stride(mtu_plan("eth0", 1500).unwrap());
+        assert!(s >= 14 + 4 + 1500 && s % 64 == 0);
+    }
+}
