@@ -162,8 +162,20 @@ fn up_args(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec
 
 /// Starts `macsec up` on one side, waits for its TAP, gives the TAP an address.
 fn start(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Proc {
+    start_with(d, p, side, profile, keys, &[])
+}
+
+fn start_with(
+    d: &TempDir,
+    p: &Pair,
+    side: char,
+    profile: &str,
+    keys: &Path,
+    extra: &[&str],
+) -> Proc {
     let mut c = p.exec(side, BIN);
     c.args(up_args(d, p, side, profile, keys))
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
@@ -652,6 +664,60 @@ fn down_stops_instances_and_small_mtus_are_refused() {
         text(&o.stderr)
     );
     assert!(p.link_exists('a', "lo"));
+}
+
+/// At --seq-limit the transmit SA stops (no PN beyond it ever goes out), `up` exits 1 saying a
+/// new key is needed, and its TAP is gone; a restart refuses at once.
+#[test]
+fn seq_limit_stops_sending_with_exit_1() {
+    require_root!();
+    let d = TempDir::new("mtapl");
+    let p = Pair::new();
+    let profile = "macsec-gcm-aes-128";
+    let keys = keygen(&d, profile);
+    let mut a = start_with(&d, &p, 'a', profile, &keys, &["--seq-limit", "12"]);
+    let _b = start(&d, &p, 'b', profile, &keys);
+    let _ = p
+        .exec('a', "ping")
+        .args(["-c", "20", "-i", "0.02", "-W", "1", "10.99.0.2"])
+        .output()
+        .unwrap();
+    let mut c = a.0.take().unwrap();
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "up did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(st.code(), Some(1));
+    assert!(!p.link_exists('a', &p.tap('a')));
+    let ev = events(&d, 'a');
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "tx_stopped" && e["reason"] == "exhausted" && e["pn"] == 13),
+        "{ev:?}"
+    );
+    // B received PNs 1..=12 from A at most.
+    let (_, sb) = status(&d, &p, 'b');
+    assert!(
+        sb[0]["rx"]["sas"][0]["next_pn"].as_u64().unwrap() <= 13,
+        "{sb}"
+    );
+    let o = p
+        .exec('a', BIN)
+        .args(up_args(&d, &p, 'a', profile, &keys))
+        .args(["--seq-limit", "12"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("exhausted") && err.contains("new key"),
+        "{err}"
+    );
+    assert!(!p.link_exists('a', &p.tap('a')));
 }
 
 fn up(d: &TempDir, extra: &[&str]) -> Output {
