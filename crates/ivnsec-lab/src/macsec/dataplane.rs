@@ -41,11 +41,15 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
     // The largest frame the protected interface sends: header + its MTU.
     let wire_max = 14 + plan.iface as usize;
     let wait = Some(TICK);
+    // After a full batch more frames are likely queued: read again without waiting.
+    let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
-        match tap.wait_readable(wait) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(e) => return sh.fail(anyhow::anyhow!("waiting on the TAP: {e}")),
+        if !full {
+            match tap.wait_readable(wait) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => return sh.fail(anyhow::anyhow!("waiting on the TAP: {e}")),
+            }
         }
         let mut n = 0;
         while n < MAX_BATCH {
@@ -60,6 +64,7 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
                 Err(e) => return sh.fail(anyhow::anyhow!("reading the TAP: {e}")),
             }
         }
+        full = n == MAX_BATCH;
         if n == 0 {
             continue;
         }
@@ -128,15 +133,26 @@ pub fn rx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, stride: usize) {
     let mut metas = [empty; MAX_BATCH];
     let mut deliver: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
     let wait: Option<Duration> = Some(TICK);
+    let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
-        match sys::wait_readable(sock.as_fd(), wait) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(e) => return sh.fail(anyhow::anyhow!("waiting on the protected interface: {e}")),
+        if !full {
+            match sys::wait_readable(sock.as_fd(), wait) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    return sh.fail(anyhow::anyhow!("waiting on the protected interface: {e}"));
+                }
+            }
         }
         let got = match sock.recv_batch(&mut buf, stride, 0, &mut metas) {
-            Ok(0) => continue,
-            Ok(n) => n,
+            Ok(0) => {
+                full = false;
+                continue;
+            }
+            Ok(n) => {
+                full = n == MAX_BATCH;
+                n
+            }
             Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")),
         };
         let mut k = 0;
