@@ -14,6 +14,8 @@
 //!   their nodes, links, names, MAC and IPv4 addresses — pure data, no I/O.
 //! - [`testbed`]: builds a topology as network namespaces, veth links and Linux bridges with the
 //!   `ip` command, records it in a state file, and tears it down.
+//! - [`tap`]: a TAP interface (frames between the host's network stack and this process),
+//!   removed when dropped or when the process dies.
 //! - [`pcap`]: classic pcap files (Ethernet link type): a cheap writer for recording the frames
 //!   a node sends and receives, and a bounded reader for captures from anywhere.
 
@@ -26,6 +28,7 @@ pub mod rawip;
 pub mod someip;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod tap;
 pub mod testbed;
 pub mod topology;
 pub mod udp;

@@ -70,6 +70,9 @@ pub enum Command {
     Receive(cmd::receive::Args),
     /// Write fresh random keys for a profile as a key file (mode 0600).
     Keygen(cmd::keygen::Args),
+    /// MACsec on a TAP interface for a host whose kernel has none (`up`, `status`, `down`).
+    #[command(subcommand)]
+    Macsec(cmd::macsec::Args),
     /// Time-triggered (TDMA) networks, seed 001: how many frames fit in a base period
     /// (`capacity`), schedules of periodic flows (`schedule`), slot-timed runs on a cascade (`run`).
     #[command(subcommand)]

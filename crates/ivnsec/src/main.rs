@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Receive(args) => cmd::receive::run(args),
         Command::Keygen(args) => cmd::keygen::run(args),
         Command::Tdma(args) => cmd::tdma::run(args),
+        Command::Macsec(args) => cmd::macsec::run(args),
     };
     match result {
         Ok(code) => code,

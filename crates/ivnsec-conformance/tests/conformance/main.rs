@@ -11,4 +11,5 @@ mod esp;
 mod ivnae;
 mod macsec;
 mod secoc;
+mod secy;
 mod someip;

@@ -8,6 +8,7 @@ pub mod ivnae;
 pub mod macsec;
 pub mod replay;
 pub mod secoc;
+pub mod secy;
 pub mod someip;
 
 use core::fmt;

@@ -1632,6 +1632,25 @@ mod tests {
         out
     }
 
+    /// `macsec up --keys` (the MACsec TAP): the transmit SA of a CA member (its SCI, or for XPN
+    /// its SSCI by SCI order), as `macsec::static_keys` names it, meets the same contract.
+    #[test]
+    fn the_macsec_tap_meets_the_contract() {
+        let member = ivnsec_core::wire::macsec::Sci::from_u64(0x0200_0000_000a_0001);
+        let subjects: Vec<Subject> = ivnsec_core::sa::macsec::CipherSuite::ALL
+            .iter()
+            .map(|&suite| {
+                let sa = ivnsec_core::sa::secy::tx_sa_identity(suite, member, Some(3));
+                Subject::of(suite.profile(), Some(sa))
+            })
+            .collect();
+        std::thread::scope(|sc| {
+            for s in &subjects {
+                sc.spawn(move || contract(s));
+            }
+        });
+    }
+
     #[test]
     fn every_sender_meets_the_contract() {
         let subjects = subjects();

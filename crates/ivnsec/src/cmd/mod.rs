@@ -9,6 +9,7 @@ pub mod frame_macsec;
 pub mod frame_secoc;
 pub mod keygen;
 pub mod lab;
+pub mod macsec;
 pub mod node;
 pub mod pcap;
 pub mod pingpong;

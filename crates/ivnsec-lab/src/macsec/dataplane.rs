@@ -1,0 +1,185 @@
+//! The two frame paths of the SecY, one thread each, so a frame going out never waits for one
+//! coming in:
+//!
+//! - [`tx_loop`]: frames the host sent on the TAP, read without blocking until none is queued
+//!   or a batch of [`MAX_BATCH`] is full, protected in place under the encoding SA (each PN
+//!   claimed in the SA's nonce reservation first, when it has one), sent on the protected
+//!   interface with one `sendmmsg`.
+//! - [`rx_loop`]: MACsec frames (the socket is bound to EtherType 0x88E5; nothing else reaches
+//!   it) taken with one `recvmmsg`, verified in place, the plain frames written to the TAP (a
+//!   TAP takes one frame per `write`).
+//!
+//! Each batch takes its half's lock once. Buffers are allocated once per thread; nothing is
+//! allocated per frame. A loop wakes at least every [`TICK`] to see the stop flag.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ivnsec_core::sa::secy::TxError;
+use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
+use ivnsec_net::tap::Tap;
+use std::os::fd::AsFd;
+
+use super::{MtuPlan, Shared, TICK};
+
+/// Room for one frame in a batch buffer: the largest frame the protected interface carries
+/// (header + MTU) plus 4 octets for a VLAN tag, rounded up to a cache line.
+pub fn stride(plan: MtuPlan) -> usize {
+    (14 + 4 + plan.iface as usize).div_ceil(64) * 64
+}
+
+fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
+    c.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+/// Frames of the host from the TAP, protected, out on the protected interface.
+pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: usize) {
+    let mut buf = vec![0u8; MAX_BATCH * stride];
+    let mut lens = [0usize; MAX_BATCH];
+    let mut out = [0usize; MAX_BATCH];
+    let overhead = plan.overhead as usize;
+    // The largest frame the protected interface sends: header + its MTU.
+    let wire_max = 14 + plan.iface as usize;
+    let wait = Some(TICK);
+    // After a full batch more frames are likely queued: read again without waiting.
+    let mut full = false;
+    while !sh.stop.load(Ordering::Relaxed) {
+        if !full {
+            match tap.wait_readable(wait) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => return sh.fail(anyhow::anyhow!("waiting on the TAP: {e}")),
+            }
+        }
+        let mut n = 0;
+        while n < MAX_BATCH {
+            // Leave room behind the plain frame for the SecTAG and ICV.
+            let slot = &mut buf[n * stride..(n + 1) * stride - overhead];
+            match tap.recv(slot) {
+                Ok(Some(len)) => {
+                    lens[n] = len;
+                    n += 1;
+                }
+                Ok(None) => break,
+                Err(e) => return sh.fail(anyhow::anyhow!("reading the TAP: {e}")),
+            }
+        }
+        full = n == MAX_BATCH;
+        if n == 0 {
+            continue;
+        }
+        add(&sh.frames.tap_in, n);
+        let mut k = 0;
+        {
+            let mut tx = sh.tx();
+            for (i, &plain) in lens.iter().enumerate().take(n) {
+                if plain + overhead > wire_max {
+                    add(&sh.frames.too_long, 1);
+                    continue;
+                }
+                // The PN this frame will carry is reserved on disk before it is used.
+                if let (Some(pn), Some(an)) = (tx.secy.next_pn(), tx.secy.encoding_an())
+                    && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
+                    && let Err(e) = hw.claim(pn)
+                {
+                    let stop = e.stop_reason();
+                    drop(tx);
+                    sh.emit("tx_stopped", serde_json::json!({"reason": stop, "pn": pn}));
+                    return sh.fail(super::claim_error(e));
+                }
+                let at = i * stride;
+                match tx.secy.protect_in_place(&mut buf[at..at + stride], plain) {
+                    Ok((len, _pn)) => {
+                        if k != i {
+                            buf.copy_within(at..at + len, k * stride);
+                        }
+                        out[k] = len;
+                        k += 1;
+                    }
+                    Err(TxError::Exhausted) => {
+                        // Counted by the SecY; said once.
+                        if tx.secy.discards().pn_exhausted == 1 {
+                            sh.emit("pn_exhausted", serde_json::json!({}));
+                        }
+                    }
+                    Err(_) => {} // no SA in use, or an unusable frame: counted by the SecY
+                }
+            }
+        }
+        if k == 0 {
+            continue;
+        }
+        match sys::send_batch(sock.as_fd(), &buf, stride, &out[..k]) {
+            Ok(()) => add(&sh.frames.iface_out, k),
+            Err(e) => {
+                add(&sh.frames.iface_send_errors, k);
+                if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    return sh.fail(anyhow::anyhow!("sending on the protected interface: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// MACsec frames from the protected interface, verified, to the host on the TAP.
+pub fn rx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, stride: usize) {
+    let mut buf = vec![0u8; MAX_BATCH * stride];
+    let empty = RecvMeta {
+        len: 0,
+        wire_len: 0,
+        packet_type: PacketType::Host,
+        timestamp: None,
+    };
+    let mut metas = [empty; MAX_BATCH];
+    let mut deliver: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
+    let wait: Option<Duration> = Some(TICK);
+    let mut full = false;
+    while !sh.stop.load(Ordering::Relaxed) {
+        if !full {
+            match sys::wait_readable(sock.as_fd(), wait) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    return sh.fail(anyhow::anyhow!("waiting on the protected interface: {e}"));
+                }
+            }
+        }
+        let got = match sock.recv_batch(&mut buf, stride, 0, &mut metas) {
+            Ok(0) => {
+                full = false;
+                continue;
+            }
+            Ok(n) => {
+                full = n == MAX_BATCH;
+                n
+            }
+            Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")),
+        };
+        let mut k = 0;
+        {
+            let mut rx = sh.rx();
+            for (i, m) in metas.iter().enumerate().take(got) {
+                if m.packet_type == PacketType::Outgoing {
+                    continue;
+                }
+                add(&sh.frames.iface_in, 1);
+                if m.truncated() {
+                    add(&sh.frames.truncated, 1);
+                    continue;
+                }
+                let at = i * stride;
+                if let Ok(r) = rx.verify_in_place(&mut buf[at..at + m.len]) {
+                    deliver[k] = (at + r.range.start, r.range.len());
+                    k += 1;
+                }
+                // A discard is counted by the SecY with its reason.
+            }
+        }
+        for &(at, len) in &deliver[..k] {
+            match tap.send(&buf[at..at + len]) {
+                Ok(()) => add(&sh.frames.tap_out, 1),
+                Err(_) => add(&sh.frames.tap_write_errors, 1),
+            }
+        }
+    }
+}

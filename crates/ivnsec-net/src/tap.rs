@@ -1,0 +1,99 @@
+//! [`Tap`]: a TAP interface of this namespace that carries whole Ethernet frames between the
+//! kernel's network stack and this process. What the host sends on the interface is read here
+//! ([`Tap::recv`]); what is written here ([`Tap::send`]) arrives on the interface as if from a
+//! wire.
+//!
+//! The interface exists as long as the `Tap` lives: it is not persistent, so the kernel removes
+//! it when the descriptor closes — on drop, and when the process dies however it dies (SIGKILL
+//! included: the kernel closes a dead process's descriptors). No child process inherits the
+//! descriptor (`O_CLOEXEC`). An existing interface of the same name is never taken over.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use crate::sys;
+use crate::topology::check_ifname;
+
+/// A TAP interface, removed when dropped.
+#[derive(Debug)]
+pub struct Tap {
+    fd: OwnedFd,
+    name: String,
+}
+
+impl Tap {
+    /// Creates the TAP interface `name` (down, no address, a random MAC the kernel picks).
+    /// Refuses a name that is not a valid interface name (`InvalidInput`) or that an interface
+    /// of this namespace already has (`AlreadyExists`). Needs CAP_NET_ADMIN (`PermissionDenied`
+    /// otherwise).
+    pub fn create(name: &str) -> io::Result<Tap> {
+        check_ifname(name)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        if sys::interface_index(name).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("interface `{name}` exists already"),
+            ));
+        }
+        let (fd, got) = sys::tap_create(name)?;
+        Ok(Tap { fd, name: got })
+    }
+
+    /// The interface name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets the interface administratively up or down.
+    pub fn set_up(&self, up: bool) -> io::Result<()> {
+        sys::link_up(&self.name, up)
+    }
+
+    /// Whether the interface is administratively up.
+    pub fn is_up(&self) -> io::Result<bool> {
+        sys::link_is_up(&self.name)
+    }
+
+    /// The interface MTU (the largest payload after the Ethernet header).
+    pub fn mtu(&self) -> io::Result<u32> {
+        sys::link_mtu(&self.name)
+    }
+
+    /// Sets the interface MTU.
+    pub fn set_mtu(&self, mtu: u32) -> io::Result<()> {
+        sys::set_link_mtu(&self.name, mtu)
+    }
+
+    /// The interface's MAC address.
+    pub fn mac(&self) -> io::Result<[u8; 6]> {
+        sys::link_mac(&self.name)
+    }
+
+    /// Sets the interface's MAC address (the interface should be down).
+    pub fn set_mac(&self, mac: [u8; 6]) -> io::Result<()> {
+        sys::set_link_mac(&self.name, mac)
+    }
+
+    /// Reads one frame the host sent on the interface, without blocking: `Ok(None)` when none
+    /// is queued. `buf` should hold the MTU plus 14 header bytes (a longer frame is cut).
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        sys::read_frame(self.fd.as_fd(), buf)
+    }
+
+    /// Waits until a frame can be read or `timeout` passes; `Ok(false)` on timeout.
+    pub fn wait_readable(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        sys::wait_readable(self.fd.as_fd(), timeout)
+    }
+
+    /// Hands one whole Ethernet frame to the host, as received on the interface.
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        sys::write_frame(self.fd.as_fd(), frame)
+    }
+}
+
+impl AsFd for Tap {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}

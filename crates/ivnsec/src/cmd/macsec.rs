@@ -1,0 +1,307 @@
+//! `ivnsec macsec up|status|down`: MACsec on a TAP interface for a host whose kernel has none
+//! (the SecY and its data plane are `ivnsec_lab::macsec`; docs/macsec-tap.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Subcommand;
+use ivnsec_core::profile::Profile;
+use ivnsec_core::wire::ethernet::MacAddr;
+use ivnsec_core::wire::macsec::Sci;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::channel::provider;
+use ivnsec_lab::keys::highwater;
+use ivnsec_lab::macsec::static_keys::StaticKeys;
+use ivnsec_lab::macsec::{self as lab, status};
+
+use crate::cmd::send::{parse_mac, stop_on_signal};
+use crate::error::{parse_profile, usage};
+
+#[derive(Subcommand, Debug)]
+pub enum Args {
+    /// Create TAP interface NAME whose frames leave --iface as MACsec, and hand verified MACsec
+    /// frames from --iface to the host on NAME; runs until SIGINT/SIGTERM, then removes NAME.
+    Up(UpArgs),
+    /// Show the SAs, PNs and counters of the running instances in this network namespace.
+    Status(StatusArgs),
+    /// Stop the instances of this namespace (SIGTERM) and remove what a killed one left: its
+    /// status file, and its TAP if another process still held it. Idempotent.
+    ///
+    /// Example: `sudo ivnsec macsec down --tap macsec0`
+    Down(DownArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Every frame the host sends on the TAP leaves --iface as a MACsec frame (EtherType 0x88E5, SecTAG \
+with the SCI = MAC of --iface ‖ 0001, ICV), protected under the SecY's transmit SA; every MACsec \
+frame that arrives on --iface from a listed peer and verifies is handed to the host on the TAP. \
+Frames that do not verify never reach the TAP; they are counted by reason (`ivnsec macsec \
+status`). The TAP gets the MAC of --iface and MTU = MTU of --iface − 32 (16-byte SecTAG with SCI \
++ 16-byte ICV); an --iface whose MTU leaves less than 68 bytes is refused. Unmodified programs \
+(ping, iperf3, sockperf) use the TAP as they would a kernel macsec interface: give it the IP \
+address, not --iface.
+
+Static keys (--keys): one SAK for the whole connectivity association, from a key file that \
+`ivnsec keygen --profile PROFILE` writes (mode 0600, with a `profile` line of this suite; every \
+member uses the same file). This host's transmit SA and one receive SA per --peer use it under \
+--an. XPN suites: the key file's `iv` is the salt, and each member's SSCI is its rank in the \
+ascending order of the SCIs of all members (this host and its --peers), from 1; every member \
+must list the same set. The transmit PN never repeats across restarts: PNs are reserved in \
+--state-dir before use, exactly as `ivnsec send` does (docs/nonce-safety.md); when they run out \
+the TAP stops sending and `up` exits 1: install a new key file.
+
+--psk (MKA, IEEE 802.1X-2020 key agreement) is accepted but not wired to this data plane yet.
+
+The status file is DIR/macsec/TAP.NETNS.json in --run-dir; --events appends one JSON line per \
+event (started, sa_installed, sa_enabled, sa_retired, icv_failure, unknown_sci, pn_exhausted, \
+tx_stopped, stopped). If the process is killed (even with SIGKILL) the kernel removes the TAP \
+with it; `ivnsec macsec down` removes the status file left behind. See docs/macsec-tap.md.
+
+Example (two hosts on eth0, MACs 02:00:00:00:00:01 and 02:00:00:00:00:02):
+  ivnsec keygen --profile macsec-gcm-aes-128 --out ca.toml      # copy ca.toml to both hosts
+  sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
+      --keys ca.toml --peer 02:00:00:00:00:02 --state-dir /var/lib/ivnsec --events ev.jsonl
+  sudo ip addr add 10.99.0.1/24 dev macsec0 && ping 10.99.0.2
+  sudo ivnsec macsec status")]
+pub struct UpArgs {
+    /// The protected interface: MACsec frames go out and come in here. Needs root.
+    #[arg(long, value_name = "IF")]
+    pub iface: String,
+    /// Name of the TAP interface to create (must not exist).
+    #[arg(long, value_name = "NAME")]
+    pub tap: String,
+    /// macsec-gcm-aes-128 | macsec-gcm-aes-256 | macsec-gcm-aes-xpn-128 |
+    /// macsec-gcm-aes-xpn-256; `/auth` for integrity only (user data in clear).
+    #[arg(long)]
+    pub profile: String,
+    /// Static keys: the CA's SAK as a key file (`ivnsec keygen --profile PROFILE --out FILE`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "psk",
+        conflicts_with = "psk"
+    )]
+    pub keys: Option<PathBuf>,
+    /// MKA with a pre-shared CAK (TOML with `cak` and `ckn` in hex). Not wired yet: exit 2.
+    #[arg(long, value_name = "FILE")]
+    pub psk: Option<PathBuf>,
+    /// A peer of the CA by the MAC of its protected interface (its SCI is MAC ‖ 0001); repeat
+    /// for each. Frames from SCIs not listed are discarded (unknown SCI).
+    #[arg(long = "peer", value_name = "MAC")]
+    pub peers: Vec<String>,
+    /// Association number of the static SAs (0..=3).
+    #[arg(long, default_value_t = 0, value_name = "AN")]
+    pub an: u8,
+    /// Directory of the persistent nonce state (required with --keys: without it a restart
+    /// would reuse PNs under the same key). Created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// PNs reserved per state write, 1 to 1048576 (as `ivnsec send --reserve-block`).
+    #[arg(
+        long,
+        default_value_t = highwater::DEFAULT_BLOCK,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=highwater::MAX_BLOCK)
+    )]
+    pub reserve_block: u64,
+    /// Highest PN this key may carry (below the suite's own limit); the TAP stops sending when
+    /// it is used and `up` exits 1.
+    #[arg(long, value_name = "N")]
+    pub seq_limit: Option<u64>,
+    /// Start at PN 1 although KEYFILE.used says this key has sent under this SA and
+    /// --state-dir holds no state for it (as `ivnsec send`): only for a key you know is new.
+    #[arg(long)]
+    pub i_know_this_key_is_new: bool,
+    /// Replay window of the receive SAs (0: only increasing PNs).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub replay_window: u32,
+    /// Append one JSON line per event to FILE (created mode 0600).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Where the status file is kept (DIR/macsec/). Default: $IVNSEC_STATE_DIR, else
+    /// $XDG_RUNTIME_DIR/ivnsec, else /run/ivnsec.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+    /// Crypto provider: portable, fast, or auto.
+    #[arg(long, default_value = "auto")]
+    pub provider: ProviderChoice,
+    /// Print the final status as JSON when stopping.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Exit code 0 when every instance shown is running, 1 when one is not (a stale status file of a \
+killed instance: `ivnsec macsec down` removes it) or none is found.
+
+Example: sudo ivnsec macsec status --tap macsec0 --json")]
+pub struct StatusArgs {
+    /// Only the instance of this TAP.
+    #[arg(long, value_name = "NAME")]
+    pub tap: Option<String>,
+    /// Where the status files are (as `up --run-dir`).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+    /// Print the status files as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DownArgs {
+    /// Only the instance of this TAP (default: every instance of this namespace).
+    #[arg(long, value_name = "NAME")]
+    pub tap: Option<String>,
+    /// Where the status files are (as `up --run-dir`).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+}
+
+fn run_dir(d: &Option<PathBuf>) -> PathBuf {
+    d.clone()
+        .unwrap_or_else(ivnsec_net::testbed::default_state_dir)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    match a {
+        Args::Up(a) => up(a),
+        Args::Status(a) => show(a),
+        Args::Down(a) => down(a),
+    }
+}
+
+fn up(a: UpArgs) -> Result<ExitCode> {
+    let profile = match parse_profile(&a.profile)? {
+        Profile::Macsec(m) => m,
+        p => {
+            return Err(usage(format!(
+                "--profile {p}: `macsec up` runs a MACsec SecY; give macsec-gcm-aes-128, \
+                 macsec-gcm-aes-256, macsec-gcm-aes-xpn-128 or macsec-gcm-aes-xpn-256"
+            )));
+        }
+    };
+    if a.psk.is_some() {
+        return Err(usage(
+            "--psk: MKA not yet wired: the MKA key agreement is not connected to this data \
+             plane in this version. Use static keys: --keys FILE --peer MAC --state-dir DIR",
+        ));
+    }
+    let Some(key_file) = a.keys.clone() else {
+        return Err(usage("give --keys FILE (static keys) or --psk FILE (MKA)"));
+    };
+    let Some(state_dir) = a.state_dir.clone() else {
+        return Err(usage(format!(
+            "refusing to send under the long-term key in {} without --state-dir: the MACsec \
+             nonce is derived from the PN, and an instance that restarts (crash, reboot, kill) \
+             would count from 1 again and reuse (key, nonce) pairs, which breaks GCM. Give \
+             --state-dir DIR (a persistent directory for the reserved PNs)",
+            key_file.display()
+        )));
+    };
+    if a.an > 3 {
+        return Err(usage(format!("--an must be 0, 1, 2 or 3, got {}", a.an)));
+    }
+    let peers = a
+        .peers
+        .iter()
+        .map(|p| parse_mac("--peer", p).map(|m| Sci::end_station(MacAddr(m))))
+        .collect::<Result<Vec<_>>>()?;
+    let prov = provider(a.provider, Profile::Macsec(profile))?;
+    let (mac, _) = lab::iface_facts(&a.iface)?;
+    let mut source = StaticKeys::new(
+        profile,
+        key_file,
+        Sci::end_station(MacAddr(mac)),
+        peers,
+        a.an,
+        state_dir,
+        a.reserve_block,
+        a.seq_limit,
+        a.i_know_this_key_is_new,
+    )?;
+    let cfg = lab::Config {
+        iface: a.iface.clone(),
+        tap: a.tap.clone(),
+        profile,
+        provider: prov,
+        replay_window: a.replay_window,
+        run_dir: run_dir(&a.run_dir),
+        events: a.events.clone(),
+    };
+    let stop = stop_on_signal()?;
+    let summary = lab::run(&cfg, &mut source, stop)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary.status)?);
+    } else {
+        let s = &summary.status;
+        println!(
+            "macsec {} stopped: {} frames out (next PN {}), {} frames in, {} delivered, drops {}",
+            a.tap,
+            s["frames"]["iface_out"],
+            s["tx"]["next_pn"],
+            s["frames"]["iface_in"],
+            s["frames"]["tap_out"],
+            s["rx"]["drops"]
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(a: StatusArgs) -> Result<ExitCode> {
+    let dir = run_dir(&a.run_dir);
+    let found = status::find(&dir, a.tap.as_deref())?;
+    if a.json {
+        let v: Vec<serde_json::Value> = found
+            .iter()
+            .map(|f| {
+                let mut s = f.status.clone();
+                s["running"] = serde_json::json!(f.alive);
+                s
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if found.is_empty() {
+        eprintln!(
+            "no `ivnsec macsec up` {}in this network namespace (status files in {})",
+            a.tap
+                .as_deref()
+                .map(|t| format!("for TAP {t} "))
+                .unwrap_or_default(),
+            dir.join("macsec").display()
+        );
+    } else {
+        for f in &found {
+            print!("{}", status::render(f));
+        }
+    }
+    Ok(if !found.is_empty() && found.iter().all(|f| f.alive) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn down(a: DownArgs) -> Result<ExitCode> {
+    let d = status::down(
+        &run_dir(&a.run_dir),
+        a.tap.as_deref(),
+        Duration::from_secs(5),
+    )?;
+    for pid in &d.stopped {
+        println!("stopped pid {pid}");
+    }
+    for p in &d.stale_removed {
+        println!("removed stale status file {}", p.display());
+    }
+    for t in &d.taps_removed {
+        println!("removed TAP {t}");
+    }
+    if d.stopped.is_empty() && d.stale_removed.is_empty() && d.taps_removed.is_empty() {
+        println!("nothing to do");
+    }
+    Ok(ExitCode::SUCCESS)
+}
