@@ -301,6 +301,13 @@ pub trait SecureRandom: Send + Sync {
     fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError>;
 }
 
+/// A borrowed source is a source (e.g. a provider's `&'static dyn SecureRandom`).
+impl<R: SecureRandom + ?Sized> SecureRandom for &R {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError> {
+        (**self).fill(buf)
+    }
+}
+
 /// A crypto provider: a name and its parts.
 pub struct CryptoProvider {
     /// Stable name used on the command line and in reports (`portable`, `fast`).

@@ -617,7 +617,10 @@ impl<'a> Repr<'a> {
     /// Length of the parameter sets this Repr emits (padded; without the ICV).
     pub fn params_len(&self) -> usize {
         let mut n = PARAM_HEADER_LEN + padded(self.basic.body_len());
-        for l in [self.live_peers, self.potential_peers].into_iter().flatten() {
+        for l in [self.live_peers, self.potential_peers]
+            .into_iter()
+            .flatten()
+        {
             n += PARAM_HEADER_LEN + l.body_len();
         }
         if let Some(s) = &self.sak_use {
@@ -923,7 +926,10 @@ mod tests {
         );
         // The SAK Use octets 2 and 3 as Figure 11-10 draws them.
         let sak_use = 18 + 40 + 4 + 32 + 4 + 16;
-        assert_eq!(&b[sak_use..sak_use + 4], &[3, 0x80 | 0x30 | 0x04 | 0x01, 0x10, 40]);
+        assert_eq!(
+            &b[sak_use..sak_use + 4],
+            &[3, 0x80 | 0x30 | 0x04 | 0x01, 0x10, 40]
+        );
     }
 
     #[test]
@@ -1022,7 +1028,10 @@ mod tests {
     fn emit_refuses_what_it_cannot_write() {
         let mut b = [0u8; 200];
         let r = Repr {
-            basic: BasicParamSet { ckn: &[], ..basic() },
+            basic: BasicParamSet {
+                ckn: &[],
+                ..basic()
+            },
             ..bare()
         };
         assert!(r.emit(PAE_GROUP_ADDR, PAE_GROUP_ADDR, &mut b).is_err());
