@@ -10,5 +10,6 @@ mod any;
 mod esp;
 mod ivnae;
 mod macsec;
+mod mka;
 mod secoc;
 mod someip;

@@ -110,9 +110,9 @@ impl Config {
 
     /// The PN at which the key server rekeys.
     pub fn pn_threshold(&self) -> u64 {
-        self.pn_threshold
-            .unwrap_or(self.suite.max_pn() / 4 * 3)
-            .max(1)
+        // 75 % of the 2^32 (2^64 with XPN) PN space: 0xC0000000, wpa_supplicant's value.
+        let space = u128::from(self.suite.max_pn()) + 1;
+        self.pn_threshold.unwrap_or((space / 4 * 3) as u64).max(1)
     }
 
     fn check(&self) -> Result<(), MkaError> {
@@ -1202,7 +1202,11 @@ impl Participant {
                 );
             }
         }
-        let ours = self.latest.as_ref().filter(|l| l.id.mi == self.mi);
+        // The rekey timer, while a rekey could start (the previous one has completed).
+        let ours = self
+            .latest
+            .as_ref()
+            .filter(|l| l.id.mi == self.mi && l.tx && self.old.is_none());
         if let (true, Some(l), Some(i)) = (self.is_key_server(), ours, self.cfg.rekey_interval_ns) {
             t = t.min(l.created.saturating_add(i));
         }
