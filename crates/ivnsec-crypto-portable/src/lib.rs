@@ -88,7 +88,7 @@ impl KeyFactory for Keys {
             MacAlg::HmacSha512 => MacInner::Sha512(h(key)?),
             MacAlg::HmacSha3_256 => MacInner::Sha3_256(h(key)?),
             MacAlg::CmacAes128 => MacInner::CmacAes128(h(key)?),
-            MacAlg::CmacAes256 => MacInner::CmacAes256(h(key)?),
+            MacAlg::CmacAes256 => MacInner::CmacAes256(Box::new(h(key)?)),
             _ => return Err(CryptoError::Unsupported(Primitive::Mac(alg))),
         };
         Ok(Box::new(MacState { alg, inner }))
@@ -192,7 +192,8 @@ enum MacInner {
     Sha512(Hmac<sha2::Sha512>),
     Sha3_256(Hmac<sha3::Sha3_256>),
     CmacAes128(cmac::Cmac<Aes128>),
-    CmacAes256(cmac::Cmac<Aes256>),
+    /// Boxed: its AES-256 schedule would make every other MAC state as large.
+    CmacAes256(Box<cmac::Cmac<Aes256>>),
 }
 
 struct MacState {
@@ -226,7 +227,7 @@ impl MacKey for MacState {
             MacInner::Sha512(m) => run_mac(m, parts, out),
             MacInner::Sha3_256(m) => run_mac(m, parts, out),
             MacInner::CmacAes128(m) => run_mac(m, parts, out),
-            MacInner::CmacAes256(m) => run_mac(m, parts, out),
+            MacInner::CmacAes256(m) => run_mac(m.as_ref(), parts, out),
         }
     }
 }

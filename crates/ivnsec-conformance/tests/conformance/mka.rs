@@ -317,11 +317,7 @@ impl Net {
                 m.tx = Some((sa.key, sa.an, sa.scs[0].1));
             }
             Event::RetireRx { key, .. } => m.rx.retain(|_, v| v.0 != *key),
-            Event::RetireTx { key, .. } => {
-                if m.tx.is_some_and(|t| t.0 == *key) {
-                    m.tx = None;
-                }
-            }
+            Event::RetireTx { key, .. } if m.tx.is_some_and(|t| t.0 == *key) => m.tx = None,
             Event::SakDistributed { key, .. } => {
                 let mut set: BTreeSet<Sci> =
                     m.p.status()

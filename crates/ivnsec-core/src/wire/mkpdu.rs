@@ -460,8 +460,7 @@ impl<'a> Repr<'a> {
             return Err(MkpduError::BadBasicParameterSet);
         }
         let blen = usize::from(be16(&p[2..4]) & 0x0FFF);
-        if blen < BASIC_FIXED_LEN + 1
-            || blen > BASIC_FIXED_LEN + MAX_CKN_LEN
+        if !(BASIC_FIXED_LEN + 1..=BASIC_FIXED_LEN + MAX_CKN_LEN).contains(&blen)
             || PARAM_HEADER_LEN + blen > p.len()
         {
             return Err(MkpduError::BadBasicParameterSet);
