@@ -449,8 +449,36 @@ put "$someip_sd_dir" "$(sd_rec 0 5 $sd_offer)$(sd_rec 10 5 $sd_ack)$(sd_rec 160 
 put "$someip_sd_dir" "$(sd_rec 0 5 $sd_nack)$(sd_rec 100 1 $sd_offer)"
 put "$someip_sd_dir" "$(sd_rec 1 0 $sd_sub)$(sd_rec 1 2 $sd_sub)$(sd_rec 1 0 $sd_find)$(sd_rec 255 0 $sd_sub)"
 
+# MKA: the MKPDUs of a three-member session on a virtual clock (`mka_peer --session`, an example
+# of crates/ivnsec-conformance, built here when missing), once per suite. Member 0 of the session
+# is configured and seeded exactly as the participant of fuzz_targets/mka_participant.rs, so the
+# other members' frames, replayed in the target's records `dt (x 50 ms) | flags 0 | len | frame`
+# behind selector byte 00 (GCM-AES-128) or 01 (XPN-256), carry it through liveness, the SAK
+# distribution and rekeys. mkpdu_parse gets every frame as it is.
+mkpdu_dir=fuzz/corpus/mkpdu_parse
+mka_dir=fuzz/corpus/mka_participant
+mkdir -p "$mkpdu_dir" "$mka_dir"
+mka_peer=${MKA_PEER:-target/debug/examples/mka_peer}
+[ -x "$mka_peer" ] || cargo build --quiet -p ivnsec-conformance --example mka_peer
+for sel in 00 01; do
+    suite=macsec-gcm-aes-128
+    [ "$sel" = 01 ] && suite=macsec-gcm-aes-xpn-256
+    session=$("$mka_peer" --session "$suite")
+    while read -r _ _ _ hex; do put "$mkpdu_dir" "$hex"; done <<<"$session"
+    stream=$sel
+    prev=0
+    while read -r _ who t hex; do
+        [ "$who" = 0 ] && continue
+        dt=$(((t - prev) / 50000000))
+        ((dt > 255)) && dt=255
+        prev=$t
+        stream+=$(printf '%02x00%04x%s' "$dt" $((${#hex} / 2)) "$hex")
+    done <<<"$session"
+    put "$mka_dir" "$stream"
+done
+
 echo "seed.sh: $macsec_count MACsec frames -> $macsec_dir ($(ls "$macsec_dir" | wc -l) files), $esp_count ESP packets -> $esp_dir ($(ls "$esp_dir" | wc -l) files), $((macsec_bad + esp_bad)) not accepted"
-echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds, $(ls "$someip_sd_dir" | wc -l) SD streams; frag: $(ls "$frag_dir" | wc -l) streams"
+echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds, $(ls "$someip_sd_dir" | wc -l) SD streams; frag: $(ls "$frag_dir" | wc -l) streams; mka: $(ls "$mkpdu_dir" | wc -l) MKPDUs, $(ls "$mka_dir" | wc -l) sessions"
 if [ $((macsec_bad + esp_bad)) != 0 ]; then
     echo "seed.sh: some MACsec/ESP seeds are not accepted by the receive path (see above)" >&2
     exit 1

@@ -4,6 +4,12 @@
 //!
 //! Usage: mka_peer --cak HEX --ckn HEX --suite PROFILE --sci HEX16 [--priority N]
 //!                 [--provider portable|fast]
+//!        mka_peer --session PROFILE
+//!
+//! `--session` runs three members (CAK 5a…5a, CKN `fuzz-ckn`, member 0 configured and seeded
+//! exactly as the participant of `fuzz/fuzz_targets/mka_participant.rs`) for 8 s of virtual
+//! time with a rekey every 3 s and prints every frame as `frame MEMBER T_NS HEX` (the fuzz
+//! seeds of `fuzz/seed.sh`).
 //!
 //! Commands on stdin, one per line (T: virtual time in ns):
 //!   rx T HEX        hand a received frame to the participant; prints `ok` or `drop REASON`
@@ -28,6 +34,7 @@ struct Rng(AtomicU64);
 impl SecureRandom for Rng {
     fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError> {
         for c in buf.chunks_mut(8) {
+            // splitmix64, the same stream as fuzz_targets/mka_participant.rs.
             let mut z = self.0.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -132,8 +139,68 @@ fn flush(p: &mut Participant, now: u64, out: &mut impl Write) -> std::io::Result
     out.flush()
 }
 
+fn session(suite: CipherSuite) -> Result<(), Box<dyn std::error::Error>> {
+    let provider = ivnsec_conformance::provider("portable");
+    let mut cfg = Config::new(suite);
+    cfg.max_peers = 4;
+    cfg.rekey_interval_ns = Some(3_000_000_000);
+    let mut m = Vec::new();
+    for i in 0..3u8 {
+        let sci = Sci::end_station(ivnsec_core::wire::ethernet::MacAddr([
+            2,
+            0,
+            0,
+            0,
+            0,
+            1 + 0x10 * i,
+        ]));
+        let rng = Rng(AtomicU64::new(1 + 1000 * u64::from(i)));
+        m.push(
+            Participant::new(cfg, &[0x5a; 16], b"fuzz-ckn", sci, provider, rng, 0)
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let mut buf = vec![0u8; 2048];
+    let mut now = 0u64;
+    while now < 8_000_000_000 {
+        for _ in 0..50 {
+            let mut sent = Vec::new();
+            for (i, p) in m.iter_mut().enumerate() {
+                while let Some(n) = p.poll_transmit(now, &mut buf) {
+                    println!("frame {i} {now} {}", hexs(&buf[..n]));
+                    sent.push((i, buf[..n].to_vec()));
+                }
+                while p.poll_event().is_some() {}
+            }
+            if sent.is_empty() {
+                break;
+            }
+            for (i, f) in &sent {
+                for (j, p) in m.iter_mut().enumerate() {
+                    if j != *i {
+                        let _ = p.handle_pdu(now, f);
+                    }
+                }
+            }
+        }
+        now = m
+            .iter()
+            .filter_map(|p| p.poll_timeout())
+            .min()
+            .unwrap_or(now)
+            .max(now + 1);
+        for p in m.iter_mut() {
+            p.handle_timeout(now);
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(s) = arg(&args, "--session") {
+        return session(CipherSuite::from_profile(&s).ok_or("unknown --session suite")?);
+    }
     let need = |n: &str| arg(&args, n).ok_or_else(|| format!("missing {n}; see the file's usage"));
     let cak = hex::decode(need("--cak")?)?;
     let ckn = hex::decode(need("--ckn")?)?;

@@ -1038,6 +1038,10 @@ impl Participant {
         if live.is_empty() {
             return;
         }
+        drop(live);
+        // Retire first: a retirement may let the next rekey start.
+        self.check_retire(now);
+        let live: Vec<&Peer> = self.peers.iter().filter(|p| p.live).collect();
         if self.is_key_server() {
             let ours = self.latest.as_ref().filter(|l| l.id.mi == self.mi);
             let reason = match ours {
