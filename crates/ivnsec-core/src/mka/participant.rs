@@ -1032,8 +1032,26 @@ impl Participant {
         self.set_latest(now, key);
     }
 
-    /// What follows from the current state: key server duties, transmit switch, retirement.
+    /// What follows from the current state: key server duties, transmit switch, retirement —
+    /// repeated while a step changes the keys (a switch or a retirement can make a rekey due).
     fn progress(&mut self, now: u64) {
+        let state = |p: &Participant| {
+            (
+                p.latest.as_ref().map(|l| (l.id, l.tx)),
+                p.old.as_ref().map(|o| o.id),
+            )
+        };
+        // Each round either changes nothing or moves a key a step on; a handful is plenty.
+        for _ in 0..4 {
+            let before = state(self);
+            self.progress_once(now);
+            if state(self) == before {
+                break;
+            }
+        }
+    }
+
+    fn progress_once(&mut self, now: u64) {
         let live: Vec<&Peer> = self.peers.iter().filter(|p| p.live).collect();
         if live.is_empty() {
             return;
