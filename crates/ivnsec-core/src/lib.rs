@@ -3,6 +3,7 @@
 //! - [`wire`]: zero-copy views of the frame formats.
 //! - [`suite`]: cipher suites and protection levels.
 //! - [`crypto`]: the provider traits; providers live in their own crates.
+//! - [`mka`]: the MACsec Key Agreement participant (802.1X-2020), time passed in.
 //! - [`sa`]: security associations: protect and verify into caller buffers, replay windows,
 //!   sequence numbers, counters and drop reasons.
 //!
@@ -18,6 +19,7 @@ extern crate std;
 
 pub mod channel;
 pub mod crypto;
+pub mod mka;
 pub mod profile;
 pub mod sa;
 pub mod someip;

@@ -1,8 +1,9 @@
 //! The fast crypto provider: aws-lc-rs (AWS-LC's assembly for AES-NI, CLMUL, AVX2, SHA-NI).
 //!
 //! Covers AES-128/256-GCM, ChaCha20-Poly1305, AES-128/192/256 in CBC and CTR, HMAC with SHA-1 and
-//! SHA-2, and CMAC-AES-128. It has no AES-CCM, HMAC-MD5 or HMAC-SHA3: `supports` says so and
-//! `--provider auto` falls back to the portable provider for those suites.
+//! SHA-2, CMAC-AES-128/256 and AES Key Wrap with 128- and 256-bit KEKs. It has no AES-CCM,
+//! HMAC-MD5, HMAC-SHA3 or key wrap under a 192-bit KEK: `supports` says so and `--provider auto`
+//! falls back to the portable provider for those.
 //!
 //! AWS-LC cleanses key schedules when its key objects are freed.
 #![forbid(unsafe_code)]
@@ -12,12 +13,14 @@ use aws_lc_rs::cipher::{
     self, DecryptingKey, DecryptionContext, EncryptingKey, EncryptionContext, UnboundCipherKey,
 };
 use aws_lc_rs::iv::FixedLength;
+use aws_lc_rs::key_wrap::{self, KeyWrap as _};
 use aws_lc_rs::{cmac, hmac};
 use ivnsec_core::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError,
-    CryptoProvider, KeyFactory, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
-    check_key_len,
+    CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
+    check_key_len, check_wrap_lengths,
 };
+use zeroize::Zeroizing;
 
 /// The fast provider.
 pub static PROVIDER: CryptoProvider = CryptoProvider {
@@ -49,6 +52,22 @@ fn hmac_alg(alg: MacAlg) -> Option<hmac::Algorithm> {
     }
 }
 
+fn cmac_alg(alg: MacAlg) -> Option<cmac::Algorithm> {
+    match alg {
+        MacAlg::CmacAes128 => Some(cmac::AES_128),
+        MacAlg::CmacAes256 => Some(cmac::AES_256),
+        _ => None,
+    }
+}
+
+fn wrap_alg(alg: CipherAlg) -> Option<&'static key_wrap::AesBlockCipher> {
+    match alg {
+        CipherAlg::Aes128 => Some(&key_wrap::AES_128),
+        CipherAlg::Aes256 => Some(&key_wrap::AES_256),
+        _ => None,
+    }
+}
+
 fn cipher_alg(alg: CipherAlg) -> Option<&'static cipher::Algorithm> {
     match alg {
         CipherAlg::Aes128 => Some(&cipher::AES_128),
@@ -62,8 +81,9 @@ impl KeyFactory for Keys {
     fn supports(&self, p: Primitive) -> bool {
         match p {
             Primitive::Aead(a) => aead_alg(a).is_some(),
-            Primitive::Mac(m) => m == MacAlg::CmacAes128 || hmac_alg(m).is_some(),
+            Primitive::Mac(m) => cmac_alg(m).is_some() || hmac_alg(m).is_some(),
             Primitive::Cipher(c) => cipher_alg(c).is_some(),
+            Primitive::KeyWrap(c) => wrap_alg(c).is_some(),
         }
     }
 
@@ -78,15 +98,25 @@ impl KeyFactory for Keys {
     }
 
     fn mac(&self, alg: MacAlg, key: &[u8]) -> Result<Box<dyn MacKey>, CryptoError> {
-        if alg == MacAlg::CmacAes128 {
-            check_key_len(16, key)?;
-            let k = cmac::Key::new(cmac::AES_128, key).map_err(|_| CryptoError::Internal)?;
-            return Ok(Box::new(Cmac { key: k }));
+        if let Some(c) = cmac_alg(alg) {
+            check_key_len(alg.fixed_key_len().unwrap_or(16), key)?;
+            let k = cmac::Key::new(c, key).map_err(|_| CryptoError::Internal)?;
+            return Ok(Box::new(Cmac { alg, key: k }));
         }
         let a = hmac_alg(alg).ok_or(CryptoError::Unsupported(Primitive::Mac(alg)))?;
         Ok(Box::new(Hmac {
             alg,
             key: hmac::Key::new(a, key),
+        }))
+    }
+
+    fn key_wrap(&self, alg: CipherAlg, kek: &[u8]) -> Result<Box<dyn KeyWrapKey>, CryptoError> {
+        let cipher = wrap_alg(alg).ok_or(CryptoError::Unsupported(Primitive::KeyWrap(alg)))?;
+        check_key_len(alg.key_len(), kek)?;
+        Ok(Box::new(Kek {
+            alg,
+            cipher,
+            key: Zeroizing::new(kek.to_vec()),
         }))
     }
 
@@ -174,14 +204,15 @@ impl MacKey for Hmac {
     }
 }
 
-/// CMAC-AES-128 with its subkeys derived once.
+/// CMAC-AES-128/256 with its subkeys derived once.
 struct Cmac {
+    alg: MacAlg,
     key: cmac::Key,
 }
 
 impl MacKey for Cmac {
     fn alg(&self) -> MacAlg {
-        MacAlg::CmacAes128
+        self.alg
     }
 
     fn compute(&self, parts: &[&[u8]], out: &mut [u8; MAX_MAC_LEN]) -> usize {
@@ -256,6 +287,56 @@ impl CipherKey for Cipher {
             .less_safe_encrypt(buf, EncryptionContext::Iv128(FixedLength::from(counter)))
             .map(|_| ())
             .map_err(|_| CryptoError::Internal)
+    }
+}
+
+/// An AES key-encryption key. aws-lc-rs' `AesKek` is consumed by each wrap or unwrap, so the key
+/// bytes are kept (zeroed on drop, as AesKek zeroes its own copy) and a KEK is made per call:
+/// key wrap runs once per distributed SAK, never per frame.
+struct Kek {
+    alg: CipherAlg,
+    cipher: &'static key_wrap::AesBlockCipher,
+    key: Zeroizing<Vec<u8>>,
+}
+
+impl Kek {
+    fn kek(&self) -> Result<key_wrap::AesKek, CryptoError> {
+        key_wrap::AesKek::new(self.cipher, &self.key).map_err(|_| CryptoError::Internal)
+    }
+}
+
+impl KeyWrapKey for Kek {
+    fn alg(&self) -> CipherAlg {
+        self.alg
+    }
+
+    fn wrap(&self, plaintext: &[u8], out: &mut [u8]) -> Result<usize, CryptoError> {
+        let n = check_wrap_lengths(plaintext.len(), out.len(), true)?;
+        let written = self
+            .kek()?
+            .wrap(plaintext, &mut out[..n])
+            .map_err(|_| CryptoError::BadInputLength)?
+            .len();
+        if written == n {
+            Ok(n)
+        } else {
+            Err(CryptoError::Internal)
+        }
+    }
+
+    fn unwrap(&self, wrapped: &[u8], out: &mut [u8]) -> Result<usize, CryptoError> {
+        let n = check_wrap_lengths(wrapped.len(), out.len(), false)?;
+        // Lengths are checked above, so a failure here is the integrity check.
+        let written = self
+            .kek()?
+            .unwrap(wrapped, &mut out[..n])
+            .map_err(|_| CryptoError::AuthFailed)?
+            .len();
+        if written == n {
+            Ok(n)
+        } else {
+            Err(CryptoError::Internal)
+        }
     }
 }
 

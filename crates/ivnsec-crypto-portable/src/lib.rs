@@ -20,8 +20,8 @@ use chacha20poly1305::ChaCha20Poly1305;
 use hmac::{Hmac, Mac};
 use ivnsec_core::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError,
-    CryptoProvider, KeyFactory, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
-    check_key_len,
+    CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
+    check_key_len, check_wrap_lengths,
 };
 
 type Aes128Ccm = ccm::Ccm<Aes128, U16, U12>;
@@ -88,9 +88,26 @@ impl KeyFactory for Keys {
             MacAlg::HmacSha512 => MacInner::Sha512(h(key)?),
             MacAlg::HmacSha3_256 => MacInner::Sha3_256(h(key)?),
             MacAlg::CmacAes128 => MacInner::CmacAes128(h(key)?),
+            MacAlg::CmacAes256 => MacInner::CmacAes256(Box::new(h(key)?)),
             _ => return Err(CryptoError::Unsupported(Primitive::Mac(alg))),
         };
         Ok(Box::new(MacState { alg, inner }))
+    }
+
+    fn key_wrap(&self, alg: CipherAlg, kek: &[u8]) -> Result<Box<dyn KeyWrapKey>, CryptoError> {
+        check_key_len(alg.key_len(), kek)?;
+        let bad = |_| CryptoError::BadKeyLength {
+            expected: alg.key_len(),
+            got: kek.len(),
+        };
+        // `Kek` holds the scheduled AES key, zeroed on drop (the `aes` crate's `zeroize`).
+        let inner = match alg {
+            CipherAlg::Aes128 => Wrap::Aes128(aes_kw::KekAes128::try_from(kek).map_err(bad)?),
+            CipherAlg::Aes192 => Wrap::Aes192(aes_kw::KekAes192::try_from(kek).map_err(bad)?),
+            CipherAlg::Aes256 => Wrap::Aes256(aes_kw::KekAes256::try_from(kek).map_err(bad)?),
+            _ => return Err(CryptoError::Unsupported(Primitive::KeyWrap(alg))),
+        };
+        Ok(Box::new(KeyWrap { alg, inner }))
     }
 
     fn cipher(&self, alg: CipherAlg, key: &[u8]) -> Result<Box<dyn CipherKey>, CryptoError> {
@@ -175,6 +192,8 @@ enum MacInner {
     Sha512(Hmac<sha2::Sha512>),
     Sha3_256(Hmac<sha3::Sha3_256>),
     CmacAes128(cmac::Cmac<Aes128>),
+    /// Boxed: its AES-256 schedule would make every other MAC state as large.
+    CmacAes256(Box<cmac::Cmac<Aes256>>),
 }
 
 struct MacState {
@@ -208,6 +227,7 @@ impl MacKey for MacState {
             MacInner::Sha512(m) => run_mac(m, parts, out),
             MacInner::Sha3_256(m) => run_mac(m, parts, out),
             MacInner::CmacAes128(m) => run_mac(m, parts, out),
+            MacInner::CmacAes256(m) => run_mac(m.as_ref(), parts, out),
         }
     }
 }
@@ -288,6 +308,49 @@ impl CipherKey for Cipher {
             let mut c = ctr::Ctr128BE::from_core(ctr::CtrCore::inner_iv_init(k.clone(), counter.into()));
             c.try_apply_keystream(buf).map_err(|_| CryptoError::BadInputLength)
         })
+    }
+}
+
+enum Wrap {
+    Aes128(aes_kw::KekAes128),
+    Aes192(aes_kw::KekAes192),
+    Aes256(aes_kw::KekAes256),
+}
+
+struct KeyWrap {
+    alg: CipherAlg,
+    inner: Wrap,
+}
+
+macro_rules! with_kek {
+    ($inner:expr, $k:ident => $body:expr) => {
+        match $inner {
+            Wrap::Aes128($k) => $body,
+            Wrap::Aes192($k) => $body,
+            Wrap::Aes256($k) => $body,
+        }
+    };
+}
+
+impl KeyWrapKey for KeyWrap {
+    fn alg(&self) -> CipherAlg {
+        self.alg
+    }
+
+    fn wrap(&self, plaintext: &[u8], out: &mut [u8]) -> Result<usize, CryptoError> {
+        let n = check_wrap_lengths(plaintext.len(), out.len(), true)?;
+        with_kek!(&self.inner, k => k.wrap(plaintext, &mut out[..n]))
+            .map_err(|_| CryptoError::BadInputLength)?;
+        Ok(n)
+    }
+
+    fn unwrap(&self, wrapped: &[u8], out: &mut [u8]) -> Result<usize, CryptoError> {
+        let n = check_wrap_lengths(wrapped.len(), out.len(), false)?;
+        with_kek!(&self.inner, k => k.unwrap(wrapped, &mut out[..n])).map_err(|e| match e {
+            aes_kw::Error::IntegrityCheckFailed => CryptoError::AuthFailed,
+            _ => CryptoError::BadInputLength,
+        })?;
+        Ok(n)
     }
 }
 

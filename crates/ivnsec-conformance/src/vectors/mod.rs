@@ -4,5 +4,6 @@
 
 pub mod esp;
 pub mod macsec;
+pub mod mka;
 pub mod secoc;
 pub mod someip;

@@ -10,6 +10,7 @@ mod any;
 mod esp;
 mod ivnae;
 mod macsec;
+mod mka;
 mod secoc;
 mod secy;
 mod someip;

@@ -77,10 +77,13 @@ pub enum MacAlg {
     HmacSha3_256,
     /// CMAC with AES-128 (SP 800-38B, RFC 4493); the key is exactly 16 bytes.
     CmacAes128,
+    /// CMAC with AES-256 (SP 800-38B); the key is exactly 32 bytes. The PRF of the IEEE 802.1X
+    /// KDF for 256-bit CAKs (MKA).
+    CmacAes256,
 }
 
 impl MacAlg {
-    pub const ALL: [MacAlg; 8] = [
+    pub const ALL: [MacAlg; 9] = [
         MacAlg::HmacMd5,
         MacAlg::HmacSha1,
         MacAlg::HmacSha224,
@@ -89,12 +92,13 @@ impl MacAlg {
         MacAlg::HmacSha512,
         MacAlg::HmacSha3_256,
         MacAlg::CmacAes128,
+        MacAlg::CmacAes256,
     ];
 
     /// Full output length in bytes.
     pub const fn output_len(self) -> usize {
         match self {
-            MacAlg::HmacMd5 | MacAlg::CmacAes128 => 16,
+            MacAlg::HmacMd5 | MacAlg::CmacAes128 | MacAlg::CmacAes256 => 16,
             MacAlg::HmacSha1 => 20,
             MacAlg::HmacSha224 => 28,
             MacAlg::HmacSha256 | MacAlg::HmacSha3_256 => 32,
@@ -107,6 +111,7 @@ impl MacAlg {
     pub const fn fixed_key_len(self) -> Option<usize> {
         match self {
             MacAlg::CmacAes128 => Some(16),
+            MacAlg::CmacAes256 => Some(32),
             _ => None,
         }
     }
@@ -121,6 +126,7 @@ impl MacAlg {
             MacAlg::HmacSha512 => "hmac-sha512",
             MacAlg::HmacSha3_256 => "hmac-sha3-256",
             MacAlg::CmacAes128 => "cmac-aes128",
+            MacAlg::CmacAes256 => "cmac-aes256",
         }
     }
 }
@@ -160,6 +166,8 @@ pub enum Primitive {
     Aead(AeadAlg),
     Mac(MacAlg),
     Cipher(CipherAlg),
+    /// AES Key Wrap (RFC 3394, SP 800-38F KW) with a key-encryption key of this AES size.
+    KeyWrap(CipherAlg),
 }
 
 /// Errors from a provider.
@@ -243,17 +251,61 @@ pub trait CipherKey: Send + Sync {
     fn ctr_apply(&self, counter: &[u8; BLOCK_LEN], buf: &mut [u8]) -> Result<(), CryptoError>;
 }
 
+/// Length of the integrity check block AES Key Wrap prepends (RFC 3394 §2.2.1).
+pub const KEY_WRAP_OVERHEAD: usize = 8;
+
+/// A key-encryption key for AES Key Wrap (RFC 3394 with its default initial value
+/// `A6A6A6A6A6A6A6A6`; SP 800-38F "KW").
+pub trait KeyWrapKey: Send + Sync {
+    fn alg(&self) -> CipherAlg;
+    /// Wraps `plaintext` (a multiple of 8 bytes, at least 16) into the front of `out` and returns
+    /// the length written, `plaintext.len() + 8`. `BadInputLength` for a plaintext or output of a
+    /// length the mode cannot take.
+    fn wrap(&self, plaintext: &[u8], out: &mut [u8]) -> Result<usize, CryptoError>;
+    /// Unwraps `wrapped` (a multiple of 8 bytes, at least 24) into the front of `out` and returns
+    /// the length written, `wrapped.len() - 8`. `AuthFailed` when the integrity check fails (the
+    /// content of `out` is then unspecified and must be discarded).
+    fn unwrap(&self, wrapped: &[u8], out: &mut [u8]) -> Result<usize, CryptoError>;
+}
+
+/// Checks the lengths of a key wrap call; used by providers.
+pub fn check_wrap_lengths(input: usize, out: usize, wrap: bool) -> Result<usize, CryptoError> {
+    let ok_input = input % 8 == 0 && input >= if wrap { 16 } else { 24 };
+    let n = if wrap {
+        input + KEY_WRAP_OVERHEAD
+    } else {
+        input.saturating_sub(KEY_WRAP_OVERHEAD)
+    };
+    if ok_input && out >= n {
+        Ok(n)
+    } else {
+        Err(CryptoError::BadInputLength)
+    }
+}
+
 /// Makes scheduled keys. Called once per security association, never per frame.
 pub trait KeyFactory: Send + Sync {
     fn supports(&self, primitive: Primitive) -> bool;
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn AeadKey>, CryptoError>;
     fn mac(&self, alg: MacAlg, key: &[u8]) -> Result<Box<dyn MacKey>, CryptoError>;
     fn cipher(&self, alg: CipherAlg, key: &[u8]) -> Result<Box<dyn CipherKey>, CryptoError>;
+    /// An AES Key Wrap key-encryption key. Providers without key wrap keep the default.
+    fn key_wrap(&self, alg: CipherAlg, kek: &[u8]) -> Result<Box<dyn KeyWrapKey>, CryptoError> {
+        let _ = kek;
+        Err(CryptoError::Unsupported(Primitive::KeyWrap(alg)))
+    }
 }
 
 /// A cryptographically secure random source.
 pub trait SecureRandom: Send + Sync {
     fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError>;
+}
+
+/// A borrowed source is a source (e.g. a provider's `&'static dyn SecureRandom`).
+impl<R: SecureRandom + ?Sized> SecureRandom for &R {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError> {
+        (**self).fill(buf)
+    }
 }
 
 /// A crypto provider: a name and its parts.

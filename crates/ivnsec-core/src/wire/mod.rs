@@ -12,6 +12,7 @@ pub mod frag;
 pub mod ip;
 pub mod ivnae;
 pub mod macsec;
+pub mod mkpdu;
 pub mod secoc;
 pub mod someip;
 pub mod someip_sd;
