@@ -492,7 +492,7 @@ pub fn down(run_dir: &Path, tap: Option<&str>, wait: Duration) -> Result<Down> {
                 .join("tun_flags")
                 .exists()
         {
-            let o = std::process::Command::new("ip")
+            let o = ivnsec_net::sys::die_with_parent(&mut std::process::Command::new("ip"))
                 .args(["link", "del", "dev", name])
                 .output()
                 .context("running `ip link del`")?;
