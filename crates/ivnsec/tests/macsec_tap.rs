@@ -745,7 +745,7 @@ fn bad_options_exit_2_with_a_reason() {
         ),
         (
             &["--profile", "macsec-gcm-aes-128", "--psk", k],
-            "MKA not yet wired",
+            "refusing to run MKA without --state-dir",
         ),
         (
             &["--profile", "macsec-gcm-aes-128", "--keys", k],

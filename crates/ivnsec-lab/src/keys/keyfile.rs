@@ -227,6 +227,12 @@ pub fn render(profile: &str, keys: &DirectionKeys) -> Zeroizing<String> {
 
 /// Writes a new key file with mode 0600; refuses to overwrite an existing file.
 pub fn write_new(path: &Path, profile: &str, keys: &DirectionKeys) -> Result<()> {
+    write_secret(path, &render(profile, keys))
+}
+
+/// Writes `text` (a secret: a key file, a PSK file) to a new file with mode 0600, durably
+/// (file and directory fsynced); refuses to overwrite an existing file.
+pub fn write_secret(path: &Path, text: &str) -> Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -243,7 +249,6 @@ pub fn write_new(path: &Path, profile: &str, keys: &DirectionKeys) -> Result<()>
                 usage(format!("cannot create {}: {e}", path.display()))
             }
         })?;
-    let text = render(profile, keys);
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .with_context(|| format!("writing {}", path.display()))?;
