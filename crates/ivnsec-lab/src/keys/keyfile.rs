@@ -264,13 +264,15 @@ pub fn write_secret(path: &Path, text: &str) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    struct Dir(PathBuf);
+    /// A temporary directory of secret files, removed when dropped (also used by the PSK
+    /// file tests).
+    pub(crate) struct Dir(pub(crate) PathBuf);
     impl Dir {
-        fn new(tag: &str) -> Dir {
+        pub(crate) fn new(tag: &str) -> Dir {
             let mut r = [0u8; 6];
             getrandom::fill(&mut r).unwrap();
             let p = std::env::temp_dir().join(format!("ivnsec-kf-{tag}-{}", hex::encode(r)));
@@ -278,7 +280,7 @@ mod tests {
             Dir(p)
         }
         /// Writes `body` to `name` with `mode`.
-        fn file(&self, name: &str, body: &str, mode: u32) -> PathBuf {
+        pub(crate) fn file(&self, name: &str, body: &str, mode: u32) -> PathBuf {
             let p = self.0.join(name);
             std::fs::write(&p, body).unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();

@@ -175,30 +175,8 @@ pub fn write_new(path: &Path, psk: &Psk) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::keyfile::tests::Dir;
     use std::os::unix::fs::PermissionsExt;
-    use std::path::PathBuf;
-
-    struct Dir(PathBuf);
-    impl Dir {
-        fn new() -> Dir {
-            let mut r = [0u8; 6];
-            getrandom::fill(&mut r).unwrap();
-            let p = std::env::temp_dir().join(format!("ivnsec-psk-{}", hex::encode(r)));
-            std::fs::create_dir_all(&p).unwrap();
-            Dir(p)
-        }
-        fn file(&self, name: &str, body: &str, mode: u32) -> PathBuf {
-            let p = self.0.join(name);
-            std::fs::write(&p, body).unwrap();
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
-            p
-        }
-    }
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 
     fn err(r: Result<Psk>) -> (u8, String) {
         let e = r.unwrap_err();
@@ -208,7 +186,7 @@ mod tests {
     /// IEEE 802.1X-2020 Annex G's CAK and CKN, as a file, read back byte for byte.
     #[test]
     fn a_file_round_trips_and_is_private() {
-        let d = Dir::new();
+        let d = Dir::new("psk");
         let cak = hex::decode("135bd758b0ee5c11c55ff6ab19fdb199").unwrap();
         let ckn = hex::decode("96437a93ccf10d9dfe347846cce52c7d").unwrap();
         let p = d.0.join("ca.psk");
@@ -230,7 +208,7 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_with_the_reason() {
-        let d = Dir::new();
+        let d = Dir::new("psk");
         let cak = "00112233445566778899aabbccddeeff";
         let cases = [
             (
