@@ -47,6 +47,8 @@ const SECURE_WITHIN: Duration = Duration::from_secs(30);
 const PING_INTERVAL: &str = "0.01";
 /// Legitimate traffic before the attacker starts and after it ends.
 const SETTLE: Duration = Duration::from_millis(500);
+/// The last echo requests before ping is stopped, not judged (100 ms at [`PING_INTERVAL`]).
+const PING_TAIL: u64 = 10;
 /// Largest status or events file read.
 const MAX_FILE: u64 = 64 << 20;
 
@@ -292,6 +294,25 @@ impl Member {
             .with_context(|| format!("{}: not a status file", file.display()))
     }
 
+    /// Its status as written after `t` (Unix seconds): the file is rewritten every half second,
+    /// so counters read right after the attacker stopped could miss its last MKPDUs.
+    fn status_after(&self, t: f64) -> Result<Value> {
+        let t0 = Instant::now();
+        loop {
+            let st = self.status()?;
+            if st["updated"].as_f64().is_some_and(|u| u > t) {
+                return Ok(st);
+            }
+            if t0.elapsed() > Duration::from_secs(5) {
+                bail!(
+                    "the status of the member in {} is not updated any more",
+                    self.ns
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Its events so far, one JSON value per line.
     fn events(&self) -> Result<Vec<Value>> {
         Ok(read_bounded(&self.events)?
@@ -439,7 +460,10 @@ impl Ping {
         Ok(Ping(child))
     }
 
-    /// SIGINT (ping prints its summary), then (sent, received, RTTs in µs).
+    /// SIGINT (ping prints its summary), then (sent, received, RTTs in µs) of the echo
+    /// requests sent up to [`PING_TAIL`] requests before the stop: a reply to one of the last
+    /// may still be on its way when ping ends (the stop comes [`SETTLE`] after the attacker
+    /// ended, so those are outside the attack anyway).
     fn stop(mut self) -> Result<(u64, u64, Vec<f64>)> {
         let pid = self.0.id().to_string();
         Command::new("kill")
@@ -473,7 +497,14 @@ impl Ping {
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| anyhow!("ping summary `{summary}` has no `{word}`"))
         };
-        Ok((num("transmitted")?, num("received")?, rtts))
+        let judged = num("transmitted")?.saturating_sub(PING_TAIL);
+        let replied: std::collections::BTreeSet<u64> = out
+            .lines()
+            .filter_map(|l| l.split("icmp_seq=").nth(1))
+            .filter_map(|t| t.split_whitespace().next()?.parse::<u64>().ok())
+            .filter(|&seq| (1..=judged).contains(&seq))
+            .collect();
+        Ok((judged, replied.len() as u64, rtts))
     }
 }
 
@@ -504,10 +535,11 @@ fn run_class(
     attack: MkaAttack,
     cfg: &MkaAttackConfig,
 ) -> Result<AttackResult> {
+    let now = crate::macsec::status::now_unix();
     let before: Vec<Value> = members
         .m
         .iter()
-        .map(Member::status)
+        .map(|m| m.status_after(now))
         .collect::<Result<_>>()?;
     let offsets: Vec<usize> = members
         .m
@@ -541,10 +573,11 @@ fn run_class(
     std::thread::sleep(SETTLE);
     let (sent, received, rtts) = ping.stop()?;
     let (injected, mi, seconds) = attacker?;
+    let now = crate::macsec::status::now_unix();
     let after: Vec<Value> = members
         .m
         .iter()
-        .map(Member::status)
+        .map(|m| m.status_after(now))
         .collect::<Result<_>>()?;
 
     // The drops of this class at every member.

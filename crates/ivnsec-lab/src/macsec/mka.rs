@@ -367,7 +367,11 @@ impl MkaKeys {
         let mut scis = Vec::with_capacity(sa.scs.len());
         for &(sci, ssci) in &sa.scs {
             // The SA of another key under this AN in this SC is replaced: forget it there.
-            for k in self.rx_keys.iter_mut().filter(|k| k.an == sa.an) {
+            for k in self
+                .rx_keys
+                .iter_mut()
+                .filter(|k| k.an == sa.an && k.id != sa.key)
+            {
                 k.scis.retain(|s| *s != sci);
             }
             let key = SaKey {
@@ -379,18 +383,27 @@ impl MkaKeys {
             ctl.install_rx_sa(sci, sa.an, &key, sa.lowest_pn)?;
             scis.push(sci);
         }
-        self.rx_keys
-            .retain(|k| !k.scis.is_empty() && k.id != sa.key);
         ctl.shared().emit(
             "sak_installed",
             json!({"dir": "rx", "key_server_mi": mi_hex(&sa.key.mi), "key_number": sa.key.kn,
                    "an": sa.an, "peers": scis.iter().map(|s| sci_hex(*s)).collect::<Vec<_>>()}),
         );
-        self.rx_keys.push(RxKey {
-            id: sa.key,
-            an: sa.an,
-            scis,
-        });
+        // A key may come again with the SC of a peer that became live since: one entry per key.
+        match self.rx_keys.iter_mut().find(|k| k.id == sa.key) {
+            Some(k) => {
+                for sci in scis {
+                    if !k.scis.contains(&sci) {
+                        k.scis.push(sci);
+                    }
+                }
+            }
+            None => self.rx_keys.push(RxKey {
+                id: sa.key,
+                an: sa.an,
+                scis,
+            }),
+        }
+        self.rx_keys.retain(|k| !k.scis.is_empty());
         Ok(())
     }
 
@@ -482,6 +495,8 @@ impl KeySource for MkaKeys {
             .with_context(|| format!("{what}: joining 01-80-C2-00-00-03"))?;
         sock.drop_other_host()
             .with_context(|| format!("{what}: filtering frames to other hosts"))?;
+        // Room for a burst of MKPDUs (a flood is judged, not lost in the queue).
+        let _ = sock.set_recv_buffer_force(1 << 20);
         self.sock = Some(sock);
         let st = self.p.status();
         ctl.shared().emit(

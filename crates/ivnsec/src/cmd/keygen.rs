@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long, default_value_t = 128, value_name = "BITS")]
     pub cak_bits: u32,
     /// With --mka: the CAK's name (CKN), 1 to 32 bytes in hex. Default: 16 random bytes.
-    #[arg(long, value_name = "HEX", requires = "mka")]
+    #[arg(long, value_name = "HEX")]
     pub ckn: Option<String>,
     /// Write the key file here (mode 0600; refuses to overwrite). Default: print to stdout.
     #[arg(long, value_name = "FILE")]
@@ -59,6 +59,11 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.mka {
         return mka(&a);
+    }
+    if a.ckn.is_some() || a.cak_bits != 128 {
+        return Err(usage(
+            "--ckn and --cak-bits describe an MKA pre-shared key: add --mka (and no --profile)",
+        ));
     }
     let Some(profile) = a.profile.as_deref() else {
         return Err(usage("give --profile PROFILE (or --mka)"));
