@@ -14,9 +14,9 @@
 //!
 //! The namespace tests need root and skip with a printed reason otherwise.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ivnsec_net::testbed::{Options, Testbed};
@@ -26,7 +26,7 @@ use serde_json::Value;
 #[macro_use]
 mod common;
 
-use common::{BIN, TempDir, text};
+use common::{BIN, Proc, TempDir, reserved_mark, spawn_until_ready, text};
 
 const TAP: &str = "mka0";
 
@@ -67,6 +67,16 @@ fn write_private(p: &Path, body: &str) {
     f.write_all(body.as_bytes()).unwrap();
 }
 
+/// A usage error (exit 2) that says `want`.
+fn refused(o: &Output, args: &dyn std::fmt::Debug, want: &str) {
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains(want),
+        "{args:?}: {}",
+        text(&o.stderr)
+    );
+}
+
 #[test]
 fn keygen_mka_writes_private_psk_files_and_bad_options_exit_2() {
     use std::os::unix::fs::PermissionsExt;
@@ -105,13 +115,7 @@ fn keygen_mka_writes_private_psk_files_and_bad_options_exit_2() {
         ),
         (&["keygen"][..], "--profile"),
     ] {
-        let o = d.run(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(
-            text(&o.stderr).contains(want),
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
+        refused(&d.run(args), &args, want);
     }
     let o = d.run(&["keygen", "--help"]);
     assert!(text(&o.stdout).contains("keygen --mka --out"));
@@ -197,12 +201,7 @@ fn keygen_mka_writes_private_psk_files_and_bad_options_exit_2() {
     ];
     for (args, want) in cases {
         let o = d.cmd().args(up).args(prof).args(&args).output().unwrap();
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(
-            text(&o.stderr).contains(want),
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
+        refused(&o, &args, want);
     }
     assert!(!st.exists(), "nothing was reserved by any refusal");
     let o = d.run(&["macsec", "up", "--help"]);
@@ -236,13 +235,7 @@ fn keygen_mka_writes_private_psk_files_and_bad_options_exit_2() {
             "mka-teleport",
         ),
     ] {
-        let o = d.run(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(
-            text(&o.stderr).contains(want),
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
+        refused(&d.run(args), &args, want);
     }
     let o = d.run(&["attack", "--help"]);
     for class in [
@@ -252,18 +245,6 @@ fn keygen_mka_writes_private_psk_files_and_bad_options_exit_2() {
         "mka-sak-not-key-server",
     ] {
         assert!(text(&o.stdout).contains(class), "{}", text(&o.stdout));
-    }
-}
-
-/// A spawned process, SIGKILLed if still running when dropped.
-struct Proc(Option<Child>);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -311,30 +292,10 @@ impl Ecu {
             .arg("--events")
             .arg(self.events_file())
             .args(["--reserve-block", "16", "--json"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let mut seen = String::new();
-        loop {
-            line.clear();
-            if err.read_line(&mut line).unwrap() == 0 {
-                let o = child.wait_with_output().unwrap();
-                panic!("macsec up in {} ended: {seen}{}", self.ns, text(&o.stdout));
-            }
-            seen.push_str(&line);
-            if line.contains("running until") {
-                break;
-            }
-        }
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = err.read_to_string(&mut rest);
-        });
+            .args(extra);
+        let pr = spawn_until_ready(c, "running until", &format!("macsec up in {}", self.ns));
         self.ip(&["addr", "add", &format!("{}/24", self.addr), "dev", TAP]);
-        Proc(Some(child))
+        pr
     }
     fn ip(&self, args: &[&str]) {
         let o = Command::new("ip")
@@ -721,23 +682,6 @@ fn python() -> Option<String> {
         }
     }
     None
-}
-
-/// The reserved mark of the one nonce state file in `dir`.
-fn reserved_mark(dir: &Path) -> u64 {
-    let hw: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "hw"))
-        .collect();
-    assert_eq!(hw.len(), 1, "one SAK, one state: {hw:?}");
-    std::fs::read_to_string(&hw[0])
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("reserved "))
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 #[test]
