@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -17,22 +17,10 @@ use serde_json::Value;
 #[macro_use]
 mod common;
 
-use common::{BIN, TempDir, text};
+use common::{BIN, Proc, TempDir, reserved_mark, spawn_until_ready, text};
 
 const MAC_A: &str = "02:00:00:00:00:0a";
 const MAC_B: &str = "02:00:00:00:00:0b";
-
-/// A spawned process, SIGKILLed if still running when dropped.
-struct Proc(Option<Child>);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// Two namespaces `<prefix>-a` / `-b` and a veth pair `<prefix>a` / `<prefix>b` between them;
 /// deleted on drop (after the processes of the test, which are dropped first).
@@ -174,36 +162,15 @@ fn start_with(
     extra: &[&str],
 ) -> Proc {
     let mut c = p.exec(side, BIN);
-    c.args(up_args(d, p, side, profile, keys))
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let mut seen = String::new();
-    loop {
-        line.clear();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let o = child.wait_with_output().unwrap();
-            panic!("macsec up ({side}) ended: {seen}{}", text(&o.stdout));
-        }
-        seen.push_str(&line);
-        if line.contains("running until") {
-            break;
-        }
-    }
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-    });
+    c.args(up_args(d, p, side, profile, keys)).args(extra);
+    let pr = spawn_until_ready(c, "running until", &format!("macsec up ({side})"));
     let addr = if side == 'a' {
         "10.99.0.1/24"
     } else {
         "10.99.0.2/24"
     };
     ip(&["-n", &p.ns(side), "addr", "add", addr, "dev", &p.tap(side)]);
-    Proc(Some(child))
+    pr
 }
 
 /// SIGTERM, then the exit status and the final JSON status `up --json` prints.
@@ -287,22 +254,6 @@ fn events(d: &TempDir, side: char) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-fn reserved_mark(dir: &Path) -> u64 {
-    let hw: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "hw"))
-        .collect();
-    assert_eq!(hw.len(), 1, "{hw:?}");
-    std::fs::read_to_string(&hw[0])
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("reserved "))
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 /// (SCI, 32-bit PN) of every MACsec frame; panics on any other EtherType.
@@ -745,7 +696,7 @@ fn bad_options_exit_2_with_a_reason() {
         ),
         (
             &["--profile", "macsec-gcm-aes-128", "--psk", k],
-            "MKA not yet wired",
+            "refusing to run MKA without --state-dir",
         ),
         (
             &["--profile", "macsec-gcm-aes-128", "--keys", k],

@@ -1005,3 +1005,98 @@ fn a_peer_silent_for_the_life_time_is_lost_and_keys_are_retired() {
         assert!(net.m[0].p.status().latest.is_none());
     }
 }
+
+/// The key server distributes a SAK as soon as it sees a newcomer live, which can be before
+/// the newcomer and another member have seen each other: when they do, each installs a receive
+/// SA of that SAK for the other (a receive SC for every live peer, clause 9.10), or the other's
+/// frames under it would be dropped until the next SAK. Found on a testbed: three ECUs started
+/// one after the other lost pings between the two members until the next rekey.
+#[test]
+fn a_peer_live_after_the_sak_arrived_gets_receive_sas() {
+    for p in providers(kdf::primitives(16).unwrap()) {
+        let mut cfgs = [cfg(), cfg(), cfg()];
+        cfgs[0].key_server_priority = 1;
+        let mut net = Net::new(p, &cfgs);
+        net.m[2].alive = false;
+        net.run_until(3 * SECOND);
+        net.assert_secured();
+        let k1 = net.m[1].tx.unwrap().0;
+        net.m[2].alive = true;
+        let now = net.now;
+        let mut buf = vec![0u8; 2048];
+        let drain = |net: &mut Net| {
+            for i in 0..3 {
+                while let Some(e) = net.m[i].p.poll_event() {
+                    net.apply(i, e);
+                }
+            }
+        };
+        // Members 0 and 2 only: 2 goes live at the key server, which distributes a new SAK.
+        // Member 1 hears none of it yet.
+        let mut held = Vec::new();
+        for _ in 0..10 {
+            for (from, to) in [(2usize, 0usize), (0, 2)] {
+                while let Some(n) = net.m[from].p.poll_transmit(now, &mut buf) {
+                    let f = buf[..n].to_vec();
+                    let _ = net.m[to].p.handle_pdu(now, &f);
+                    if from == 0 {
+                        held.push(f);
+                    }
+                }
+            }
+            drain(&mut net);
+        }
+        let k2 = net.m[2]
+            .rx
+            .get(&(sci(0), 0))
+            .or(net.m[2].rx.values().next())
+            .unwrap()
+            .0;
+        assert_ne!(k2, k1, "{}", p.name);
+        // Member 1 gets the key server's MKPDUs (the new SAK) before it knows member 2.
+        for f in &held {
+            let _ = net.m[1].p.handle_pdu(now, f);
+        }
+        drain(&mut net);
+        let an2 = net.m[1]
+            .rx
+            .iter()
+            .find(|(_, v)| v.0 == k2)
+            .map(|((_, an), _)| *an)
+            .expect("member 1 installed the new SAK");
+        assert!(!net.m[1].rx.contains_key(&(sci(2), an2)));
+        // Members 1 and 2 meet (the key server hears none of it yet, so it still transmits
+        // under the old SAK and nobody under the new one): they go live for each other.
+        for _ in 0..10 {
+            for (from, to) in [(1usize, 2usize), (2, 1)] {
+                while let Some(n) = net.m[from].p.poll_transmit(now, &mut buf) {
+                    let f = buf[..n].to_vec();
+                    let _ = net.m[to].p.handle_pdu(now, &f);
+                }
+            }
+            drain(&mut net);
+        }
+        for (a, b) in [(1, 2), (2, 1)] {
+            assert!(
+                net.m[a]
+                    .p
+                    .status()
+                    .peers
+                    .iter()
+                    .any(|x| x.sci == sci(b) && x.live)
+            );
+        }
+        // Everyone hears everyone from here on.
+        net.run_until(now + 2 * SECOND);
+        for (a, b) in [(1, 2), (2, 1)] {
+            assert_eq!(
+                net.m[a].rx.get(&(sci(b), an2)).map(|v| v.0),
+                Some(k2),
+                "{}: member {a} cannot receive member {b} under the new SAK",
+                p.name
+            );
+        }
+        net.assert_secured();
+        assert!(net.violations.is_empty(), "{:#?}", net.violations);
+    }
+}

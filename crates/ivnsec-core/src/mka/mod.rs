@@ -36,7 +36,9 @@
 //! # Events: what the data plane does
 //!
 //! - [`Event::InstallRx`]: create one receive SA with association number `an` for each SC in
-//!   `scs` (`(peer SCI, SSCI)`), key `sak`, `salt` for XPN suites, lowest PN `lowest_pn`.
+//!   `scs` (`(peer SCI, SSCI)`), key `sak`, `salt` for XPN suites, lowest PN `lowest_pn`. A
+//!   key already installed may come again with the SC of a peer that became live since
+//!   (GCM-AES suites): add that SC's SA.
 //! - [`Event::InstallTx`]: transmit with this SA from now on (SCI and SSCI in `scs`, first PN
 //!   `lowest_pn`). The SA it replaces gets an [`Event::RetireTx`] right after.
 //! - [`Event::RetireRx`] / [`Event::RetireTx`]: delete the SAs of that key and zero it.

@@ -733,6 +733,7 @@ impl Participant {
             }
             self.counters.peers_live += 1;
             self.push_event(Event::PeerLive { sci, mi });
+            self.add_receiver(sci);
             self.pending_tx = true;
         }
         self.elect(now);
@@ -745,6 +746,41 @@ impl Participant {
         match result {
             Err(d) => self.drop_pdu(d),
             Ok(()) => Ok(()),
+        }
+    }
+
+    /// A peer that became live after a SAK was installed gets receive SAs of the SAKs in use
+    /// (clause 9.10: a receive SC for every live peer), or frames it sends under them would be
+    /// dropped until the next SAK. That happens when the key server distributes as soon as it
+    /// sees a new member live, before the other members and the new one saw each other. GCM-AES
+    /// only: an XPN SAK is accepted once this member's view of the membership matches the key
+    /// server's (SSCIs follow it), and a join always makes the key server distribute anew.
+    fn add_receiver(&mut self, sci: Sci) {
+        if self.cfg.suite.is_xpn() {
+            return;
+        }
+        let suite = self.cfg.suite;
+        let mut installs = Vec::new();
+        for k in [self.latest.as_mut(), self.old.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            if k.rx && !k.members.iter().any(|(s, _)| *s == sci) {
+                k.members.push((sci, None));
+                installs.push(SaInstall {
+                    key: k.id,
+                    an: k.an,
+                    suite,
+                    sak: Sak(Zeroizing::new(k.sak.to_vec())),
+                    salt: k.salt,
+                    confidentiality_offset: k.confidentiality_offset,
+                    scs: vec![(sci, None)],
+                    lowest_pn: 1,
+                });
+            }
+        }
+        for i in installs {
+            self.push_event(Event::InstallRx(i));
         }
     }
 

@@ -7,9 +7,13 @@
 //!   against one profile);
 //! - [`forger`]: the forged frames and the replay choice, without I/O;
 //! - [`node`]: the attacker node process;
-//! - [`run`]: the orchestration (the testbed, its switches, the three nodes, the accounts).
+//! - [`run`]: the orchestration (the testbed, its switches, the three nodes, the accounts);
+//! - [`mka`] and [`mka_run`]: the MKA classes (`ivnsec attack --mka`): forged, replayed and
+//!   foreign MKPDUs against two members running `ivnsec macsec up --psk`.
 
 pub mod forger;
+pub mod mka;
+pub mod mka_run;
 pub mod node;
 pub mod run;
 
@@ -130,6 +134,9 @@ pub struct AttackResult {
     pub receiver_socket_drops: u64,
     /// The same at the legitimate sender's socket (a lost reply).
     pub initiator_socket_drops: u64,
+    /// The MKA classes: what the members' MKA state says ([`mka::MkaAccount`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mka: Option<mka::MkaAccount>,
 }
 
 impl AttackResult {

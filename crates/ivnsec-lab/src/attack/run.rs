@@ -26,11 +26,11 @@ use crate::process::{child_stderr, spawn_role, wait_ready};
 use crate::site::{link_spec, net_err, node_addr};
 
 /// The three roles on the testbed.
-struct Roles {
-    state: TestbedState,
-    sender: String,
-    receiver: String,
-    attacker: String,
+pub(crate) struct Roles {
+    pub(crate) state: TestbedState,
+    pub(crate) sender: String,
+    pub(crate) receiver: String,
+    pub(crate) attacker: String,
 }
 
 pub const DEFAULT_PROFILES: [&str; 5] = [
@@ -95,14 +95,19 @@ impl AttackConfig {
 
     /// The classes to run: each once, in the order of [`Attack::ALL`].
     pub fn classes(&self) -> Vec<Attack> {
-        if self.attacks.is_empty() {
-            Attack::ALL.to_vec()
-        } else {
-            let mut v = self.attacks.clone();
-            v.sort();
-            v.dedup();
-            v
-        }
+        chosen(&self.attacks, &Attack::ALL)
+    }
+}
+
+/// The classes of a run: each of `given` once, in their order, or `all` when none is given.
+pub(crate) fn chosen<T: Ord + Copy>(given: &[T], all: &[T]) -> Vec<T> {
+    if given.is_empty() {
+        all.to_vec()
+    } else {
+        let mut v = given.to_vec();
+        v.sort();
+        v.dedup();
+        v
     }
 }
 
@@ -246,7 +251,7 @@ pub fn profiles(all: bool, given: &[String]) -> Result<Vec<String>> {
     Ok(list)
 }
 
-fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, Roles)> {
+pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, Roles)> {
     if let Some(prefix) = existing {
         let state = testbed::load(&testbed::default_state_dir(), prefix).map_err(net_err)?;
         let ecus: Vec<String> = state.ecus().map(|n| n.name.clone()).collect();
@@ -345,8 +350,8 @@ fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
 
 /// The switches of a testbed in the mode of the run; set back to an ordinary learning switch
 /// with the default ageing time when dropped.
-struct Switches {
-    switches: Vec<String>,
+pub(crate) struct Switches {
+    pub(crate) switches: Vec<String>,
     table: Vec<FdbEntry>,
     mode: SwitchMode,
 }
@@ -356,7 +361,7 @@ const DEFAULT_AGEING: &str = "30000";
 
 impl Switches {
     /// Every switch of `state` in hub mode.
-    fn hub(state: &TestbedState) -> Result<Switches> {
+    pub(crate) fn hub(state: &TestbedState) -> Result<Switches> {
         let switches: Vec<String> = state
             .nodes
             .iter()
@@ -430,6 +435,11 @@ impl Drop for Switches {
 }
 
 fn set_ageing(ns: &str, centiseconds: &str) -> Result<()> {
+    set_bridge(ns, "ageing_time", centiseconds)
+}
+
+/// Sets one option of the bridge of switch namespace `ns` (`ip link set br0 type bridge`).
+pub(crate) fn set_bridge(ns: &str, option: &str, value: &str) -> Result<()> {
     ip(
         ns,
         &[
@@ -439,8 +449,8 @@ fn set_ageing(ns: &str, centiseconds: &str) -> Result<()> {
             topology::BRIDGE_IF,
             "type",
             "bridge",
-            "ageing_time",
-            centiseconds,
+            option,
+            value,
         ],
     )
 }
@@ -449,7 +459,7 @@ fn bridge(ns: &str, args: &[&str]) -> Result<()> {
     tool("bridge", ns, args)
 }
 
-fn ip(ns: &str, args: &[&str]) -> Result<()> {
+pub(crate) fn ip(ns: &str, args: &[&str]) -> Result<()> {
     tool("ip", ns, args)
 }
 
@@ -473,10 +483,10 @@ fn tool(name: &str, ns: &str, args: &[&str]) -> Result<()> {
 }
 
 /// A directory for the attacker's capture parts, removed on drop.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl TempDir {
-    fn new() -> Result<TempDir> {
+    pub(crate) fn new() -> Result<TempDir> {
         let mut r = [0u8; 6];
         getrandom::fill(&mut r).map_err(|e| anyhow!("random: {e}"))?;
         let dir = std::env::temp_dir().join(format!("ivnsec-attack-{}", hex::encode(r)));
@@ -643,6 +653,7 @@ fn run_one(
         switch: mode.name(),
         receiver_socket_drops: res.socket_drops,
         initiator_socket_drops: ini.socket_drops,
+        mka: None,
     })
 }
 

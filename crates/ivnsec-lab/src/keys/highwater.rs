@@ -798,6 +798,31 @@ impl HighWater {
         keys: &DirectionKeys,
         opts: Options,
     ) -> Result<HighWater, HwError> {
+        Self::open_with(dir, domain, sa_identity, keys, opts, true)
+    }
+
+    /// [`open`](Self::open) for a key agreed at run time (an MKA SAK): the same state, locks
+    /// and checks, but a missing state is the normal case (a fresh SAK has never sent) and is
+    /// not warned about. A SAK met again — a restarted member handed the SAK it used before —
+    /// finds its state and resumes above it exactly as a long-term key does.
+    pub fn open_agreed(
+        dir: &Path,
+        domain: &str,
+        sa_identity: &str,
+        keys: &DirectionKeys,
+        opts: Options,
+    ) -> Result<HighWater, HwError> {
+        Self::open_with(dir, domain, sa_identity, keys, opts, false)
+    }
+
+    fn open_with(
+        dir: &Path,
+        domain: &str,
+        sa_identity: &str,
+        keys: &DirectionKeys,
+        opts: Options,
+        warn_fresh: bool,
+    ) -> Result<HighWater, HwError> {
         if opts.block == 0 || opts.block > MAX_BLOCK {
             return Err(HwError::BadOption(format!(
                 "--reserve-block must be between 1 and {MAX_BLOCK}, got {}",
@@ -899,6 +924,7 @@ impl HighWater {
                     r.entry.as_deref().unwrap_or(""),
                     path.display()
                 ),
+                _ if !warn_fresh => {}
                 _ => eprintln!(
                     "ivnsec: warning: no nonce state for {domain} SA `{sa}` under this key in \
                      {}: starting at sequence number 1, as for a key that has never sent. If \
@@ -1649,6 +1675,58 @@ mod tests {
                 sc.spawn(move || contract(s));
             }
         });
+    }
+
+    /// `macsec up --psk` (MKA): the transmit SA of an agreed SAK (a SAK's bytes and salt, the
+    /// member's SCI or, for XPN, the SSCI MKA assigns by descending SCI order) meets the same
+    /// contract; opened as an agreed key, a fresh SAK starts at 1 without a warning, a SAK met
+    /// again after the member died resumes above its mark, and another SAK is another state.
+    #[test]
+    fn mka_saks_meet_the_contract() {
+        use ivnsec_core::sa::macsec::CipherSuite;
+        use ivnsec_core::wire::macsec::Sci;
+        let member = Sci::from_u64(0x0200_0000_000b_0001);
+        let others = [Sci::from_u64(0x0200_0000_000a_0001), member];
+        let subjects: Vec<Subject> = CipherSuite::ALL
+            .iter()
+            .map(|&suite| {
+                let ssci = ivnsec_core::mka::participant::assign_sscis(&mut others.clone())
+                    .into_iter()
+                    .find(|(s, _)| *s == member)
+                    .map(|(_, n)| n)
+                    .filter(|_| suite.is_xpn());
+                let sa = ivnsec_core::sa::secy::tx_sa_identity(suite, member, ssci);
+                Subject::of(suite.profile(), Some(sa))
+            })
+            .collect();
+        assert!(subjects.iter().any(|s| s.sa == "macsec-xpn ssci 1"));
+        std::thread::scope(|sc| {
+            for s in &subjects {
+                sc.spawn(move || contract(s));
+            }
+        });
+        for s in &subjects {
+            let d = Dir::new("mka");
+            let opts = || Options {
+                used_record: None,
+                ..s.opts(&d, 16)
+            };
+            let open =
+                |k: &DirectionKeys| HighWater::open_agreed(&d.state(), &s.domain, &s.sa, k, opts());
+            let mut hw = open(&s.keys).unwrap();
+            assert!(hw.is_fresh());
+            assert_eq!(hw.first_seq().unwrap(), 1);
+            use_numbers(&mut hw, 1, 20);
+            let mark = hw.reserved();
+            assert!(mark >= 20, "{mark}");
+            assert!(matches!(open(&s.keys), Err(HwError::Locked { .. })));
+            drop(hw);
+            let again = open(&s.keys).unwrap();
+            assert!(!again.is_fresh());
+            assert_eq!(again.first_seq().unwrap(), mark + 1, "{}", s.domain);
+            let fresh = random_keys(s.domain.parse().unwrap()).unwrap();
+            assert_eq!(open(&fresh).unwrap().first_seq().unwrap(), 1);
+        }
     }
 
     #[test]

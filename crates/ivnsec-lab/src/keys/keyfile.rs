@@ -227,6 +227,12 @@ pub fn render(profile: &str, keys: &DirectionKeys) -> Zeroizing<String> {
 
 /// Writes a new key file with mode 0600; refuses to overwrite an existing file.
 pub fn write_new(path: &Path, profile: &str, keys: &DirectionKeys) -> Result<()> {
+    write_secret(path, &render(profile, keys))
+}
+
+/// Writes `text` (a secret: a key file, a PSK file) to a new file with mode 0600, durably
+/// (file and directory fsynced); refuses to overwrite an existing file.
+pub fn write_secret(path: &Path, text: &str) -> Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -243,7 +249,6 @@ pub fn write_new(path: &Path, profile: &str, keys: &DirectionKeys) -> Result<()>
                 usage(format!("cannot create {}: {e}", path.display()))
             }
         })?;
-    let text = render(profile, keys);
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .with_context(|| format!("writing {}", path.display()))?;
@@ -259,13 +264,15 @@ pub fn write_new(path: &Path, profile: &str, keys: &DirectionKeys) -> Result<()>
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    struct Dir(PathBuf);
+    /// A temporary directory of secret files, removed when dropped (also used by the PSK
+    /// file tests).
+    pub(crate) struct Dir(pub(crate) PathBuf);
     impl Dir {
-        fn new(tag: &str) -> Dir {
+        pub(crate) fn new(tag: &str) -> Dir {
             let mut r = [0u8; 6];
             getrandom::fill(&mut r).unwrap();
             let p = std::env::temp_dir().join(format!("ivnsec-kf-{tag}-{}", hex::encode(r)));
@@ -273,7 +280,7 @@ mod tests {
             Dir(p)
         }
         /// Writes `body` to `name` with `mode`.
-        fn file(&self, name: &str, body: &str, mode: u32) -> PathBuf {
+        pub(crate) fn file(&self, name: &str, body: &str, mode: u32) -> PathBuf {
             let p = self.0.join(name);
             std::fs::write(&p, body).unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();

@@ -6,9 +6,10 @@
 //! - [`dataplane`]: the two frame paths (TAP → protect → AF_PACKET, AF_PACKET (0x88E5 only) →
 //!   verify → TAP), one thread each, batched, without allocation per frame.
 //! - [`SecyControl`] and [`KeySource`]: the hook through which whatever owns the keys installs,
-//!   enables and retires SAs and reads the transmit PN. [`static_keys`] is the one source today
-//!   (one SAK from a key file for the whole CA, the transmit PN reserved in the nonce state as
-//!   `ivnsec send` does); MKA plugs in as another [`KeySource`].
+//!   enables and retires SAs and reads the transmit PN. [`static_keys`]: one SAK from a key
+//!   file for the whole CA, the transmit PN reserved in the nonce state as `ivnsec send` does;
+//!   [`mka`]: SAKs agreed and rotated by MKA (IEEE 802.1X-2020) with a pre-shared CAK, each
+//!   transmit SA's PNs reserved in the same nonce state.
 //! - [`status`]: the status file a running instance keeps (`ivnsec macsec status`), the events
 //!   file (`--events`), and the cleanup after a killed instance (`ivnsec macsec down`).
 //!
@@ -18,6 +19,7 @@
 //! whose MTU leaves less than [`MIN_TAP_MTU`] for the TAP.
 
 pub mod dataplane;
+pub mod mka;
 pub mod static_keys;
 pub mod status;
 
@@ -263,15 +265,21 @@ impl SecyControl {
     }
 }
 
-/// Whatever owns the keys: static keys from a file today, MKA later. `start` installs the first
-/// SAs before frames move; `poll` runs on the control thread every [`TICK`] (MKA: its timers,
-/// received MKPDUs, SAK installation and retirement, rekeying before the PN runs out, read from
+/// Whatever owns the keys: static keys from a file, or MKA. `start` installs the first SAs
+/// before frames move (MKA: opens its socket and says hello); `poll` runs on the control thread
+/// after every [`wait`](KeySource::wait) of at most [`TICK`] (MKA: its timers, received
+/// MKPDUs, SAK installation and retirement, rekeying before the PN runs out, read from
 /// [`SecyControl::tx_next_pn`]).
 pub trait KeySource: Send {
     /// `static` or `mka` (status and events).
     fn kind(&self) -> &'static str;
     fn start(&mut self, ctl: &SecyControl) -> Result<()>;
     fn poll(&mut self, now: Instant, ctl: &SecyControl) -> Result<()>;
+    /// Waits up to `max` for the next [`poll`](KeySource::poll) to have work. The default
+    /// sleeps; MKA wakes early when an MKPDU arrives or a timer falls due.
+    fn wait(&mut self, max: Duration) {
+        std::thread::sleep(max);
+    }
     /// What the status file shows of the source (peers, key file, nonce state).
     fn describe(&self, ctl: &SecyControl) -> Value;
 }
@@ -307,7 +315,7 @@ pub fn iface_facts(iface: &str) -> Result<([u8; 6], u32)> {
 
 /// Maps an error creating the TAP or the socket: privileges and a missing `/dev/net/tun` are
 /// the environment (exit 3), a name in use is usage (exit 2).
-fn open_err(what: &str, e: std::io::Error) -> anyhow::Error {
+pub(crate) fn open_err(what: &str, e: std::io::Error) -> anyhow::Error {
     match e.kind() {
         std::io::ErrorKind::PermissionDenied => env_error(format!(
             "{what}: {e}; creating a TAP interface and a raw socket needs root (CAP_NET_ADMIN and \
@@ -427,7 +435,7 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {
-            std::thread::sleep(TICK);
+            source.wait(TICK);
             let now = Instant::now();
             if let Err(e) = source.poll(now, &ctl) {
                 sh.fail(e);

@@ -8,7 +8,9 @@
 //! - **Events file** (`--events FILE`): one JSON object per line, appended: `started`,
 //!   `sa_installed`, `sa_enabled`, `sa_retired`, `icv_failure` and `unknown_sci` (with the
 //!   number of frames since the last such line, at most one line per kind and SC every 100 ms),
-//!   `pn_exhausted`, `tx_stopped`, `stopped`. Each has `time` (Unix seconds) and `event`.
+//!   `pn_exhausted`, `tx_stopped`, `stopped`; with MKA also `mka_started`, `peer_live`,
+//!   `peer_lost`, `key_server_elected`, `sak_distributed`, `sak_installed`, `sak_retired` and
+//!   `mka_icv_failure` ([`super::mka`]). Each has `time` (Unix seconds) and `event`.
 //! - **After a kill**: the TAP is gone with the process (the kernel closes its descriptor, and a
 //!   TAP that is not persistent goes with it); only the status file stays. `ivnsec macsec down`
 //!   stops a running instance (SIGTERM, then waits) or removes a stale status file, and removes
@@ -404,6 +406,9 @@ pub fn render(f: &Found) -> String {
         s["mtu"]["iface"],
         str_of(&s["key_source"]),
     ));
+    if s["key_source"] == "mka" {
+        render_mka(&mut out, &s["key_source_state"]);
+    }
     out.push_str(&format!(
         "  tx: encoding AN {}, next PN {}{}\n",
         s["tx"]["encoding_an"],
@@ -447,6 +452,65 @@ pub fn render(f: &Found) -> String {
         s["frames"], s["rx"]["drops"]
     ));
     out
+}
+
+/// The MKA lines of a status: the participant, its peers, its keys, its MKPDU counters.
+fn render_mka(out: &mut String, k: &Value) {
+    let str_of = |v: &Value| {
+        v.as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| v.to_string())
+    };
+    let ks = match (k["key_server"].as_str(), k["is_key_server"] == true) {
+        (None, _) => "none (no live peer)".to_string(),
+        (Some(s), true) => format!("{s} (this member)"),
+        (Some(s), false) => s.to_string(),
+    };
+    out.push_str(&format!(
+        "  mka: CKN {}, MI {}, priority {}, key server {ks}\n",
+        str_of(&k["ckn"]),
+        str_of(&k["mi"]),
+        k["priority"]
+    ));
+    for p in k["peers"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "    peer {} {}: MI {}, MN {}, priority {}\n",
+            str_of(&p["sci"]),
+            if p["live"] == true {
+                "live"
+            } else {
+                "potential"
+            },
+            str_of(&p["mi"]),
+            p["mn"],
+            p["priority"]
+        ));
+    }
+    for which in ["latest", "old"] {
+        let key = &k[which];
+        if key.is_null() {
+            continue;
+        }
+        out.push_str(&format!(
+            "    {which} SAK: key number {} of key server MI {}, AN {}, rx {}, tx {}, tx PN {}\n",
+            key["key_number"],
+            str_of(&key["key_server_mi"]),
+            key["an"],
+            key["rx"],
+            key["tx"],
+            key["tx_pn"]
+        ));
+    }
+    let c = &k["counters"];
+    out.push_str(&format!(
+        "    MKPDUs: {} sent, {} accepted, drops {}; SAKs distributed {}, installed {}, retired {}\n",
+        c["pdus_sent"],
+        c["pdus_accepted"],
+        c["drops"],
+        c["saks_distributed"],
+        c["saks_installed"],
+        c["saks_retired"]
+    ));
 }
 
 /// What `ivnsec macsec down` did.

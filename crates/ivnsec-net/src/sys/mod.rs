@@ -7,7 +7,7 @@
 //! - [`packet`]: [`RawSocket`], an AF_PACKET `SOCK_RAW` socket bound to one interface and one
 //!   EtherType, sending and receiving whole Ethernet frames (blocking with a timeout, busy-poll,
 //!   batches, software RX timestamps, the kernel's drop counters, a filter for frames to other
-//!   hosts); [`interface_index`].
+//!   hosts, multicast group membership); [`interface_index`].
 //! - [`batch`]: [`send_batch`] / [`recv_batch`], many units per `sendmmsg` / `recvmmsg` on any
 //!   socket, at most [`MAX_BATCH`].
 //! - [`socket`]: options and readiness of any socket: buffer sizes ([`set_socket_buffers`],

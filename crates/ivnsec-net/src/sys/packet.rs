@@ -268,6 +268,26 @@ impl RawSocket {
         attach_filter(self.fd.as_fd(), &OTHER_HOST_FILTER)
     }
 
+    /// Makes the bound interface accept frames to the multicast address `group` for this
+    /// socket (`PACKET_ADD_MEMBERSHIP`, `PACKET_MR_MULTICAST`): e.g. the EAPOL group address
+    /// 01-80-C2-00-00-03 of MKA. The membership ends when the socket closes.
+    pub fn join_multicast(&self, group: [u8; 6]) -> io::Result<()> {
+        let mut address = [0u8; 8];
+        address[..6].copy_from_slice(&group);
+        let mreq = libc::packet_mreq {
+            mr_ifindex: self.ifindex as libc::c_int,
+            mr_type: libc::PACKET_MR_MULTICAST as libc::c_ushort,
+            mr_alen: 6,
+            mr_address: address,
+        };
+        set_option(
+            self.fd.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            &mreq,
+        )
+    }
+
     /// Receives up to `metas.len()` (≤ [`MAX_BATCH`]) frames with one non-blocking `recvmmsg`:
     /// frame `i` lands at `buf[i * stride + off..(i + 1) * stride]`, what is known about it in
     /// `metas[i]` (no timestamp). Frames this host sent come back with

@@ -23,6 +23,8 @@ unsafe impl OptionValue for libc::tpacket_stats {}
 // SAFETY: a length and a raw pointer (any value is valid to hold; the kernel only reads the
 // program it points to, which the caller keeps alive across the call).
 unsafe impl OptionValue for libc::sock_fprog {}
+// SAFETY: integers and a byte array.
+unsafe impl OptionValue for libc::packet_mreq {}
 
 /// `setsockopt(fd, level, name, value)`.
 pub(super) fn set_option<T: OptionValue>(

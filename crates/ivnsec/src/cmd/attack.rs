@@ -11,6 +11,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::attack::mka::MkaAttack;
+use ivnsec_lab::attack::mka_run::{self, MkaAttackConfig, run_mka_attacks};
 use ivnsec_lab::attack::run::{
     AttackConfig, DEFAULT_RCVBUF_MIB, Progress, SwitchMode, profiles, run_attacks,
 };
@@ -43,12 +45,26 @@ SecOC and SOME/IP profiles travel in UDP datagrams between the two ECUs' address
 attacker injects whole Ethernet/IPv4/UDP frames with correct checksums, and its garbage goes to \
 the protocol's UDP port (docs/attacks.md).
 
+MKA (--mka): the first two ECUs run `ivnsec macsec up --psk` with one CAK, agree a SAK and ping \
+each other through their TAPs every 10 ms; the third injects MKPDUs (EAPOL-MKA to \
+01-80-C2-00-00-03; the switches forward that group address for the run): mka-bad-icv (a member's \
+MKPDU altered to win the key server election and carry a SAK, with an ICV the attacker cannot \
+compute), mka-stale-mn (members' MKPDUs replayed), mka-foreign-ckn (another CA's MKPDUs with a \
+valid ICV under its own CAK), mka-sak-not-key-server (an insider holding the CAK, priority 255, \
+distributing SAKs). Judged from the members' MKA drop counters and events: accepted counts peers \
+made live with the attacker's MI (not for the insider, which is a member), SAKs installed that \
+no elected key server distributed, and key server elections during the class; the ping must \
+lose nothing. --profile takes MACsec profiles (default macsec-gcm-aes-128); --count is MKPDUs \
+per class (default 1000, 2000 per second).
+
 Examples:
   sudo ivnsec attack --profile aes128-gcm --profile macsec-gcm-aes-128 --profile esp-aes128-gcm
   sudo ivnsec attack --profile secoc-cmac-aes128 --profile someip-aes128-gcm/conf --count 1000
   sudo ivnsec attack --all --count 10000 --json > attacks.json
   sudo ivnsec attack --profile aes128-gcm --attack flood --flood-seconds 5 --pcap flood.pcap
-  sudo ivnsec attack --profile hmac-sha1 --attack flood --flood-switch hub --rcvbuf-mib 32")]
+  sudo ivnsec attack --profile hmac-sha1 --attack flood --flood-switch hub --rcvbuf-mib 32
+  sudo ivnsec attack --mka --profile macsec-gcm-aes-xpn-256 --json
+  sudo ivnsec attack --mka --mka-attack mka-stale-mn --count 5000")]
 pub struct Args {
     /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…
     /// (`ivnsec suites`), someip-SUITE[/auth|/conf] or someip-nosec. Default: aes128-gcm,
@@ -57,15 +73,33 @@ pub struct Args {
     pub profiles: Vec<String>,
     /// Every IVN-AE, MACsec, ESP, SecOC and secured SOME/IP profile with a key (not `plain`,
     /// `crc32` or `someip-nosec`, which protect nothing: name them with --profile to see them
-    /// fail).
+    /// fail). With --mka: the four MACsec profiles.
     #[arg(long)]
     pub all: bool,
     /// Attack class to run (repeatable; default: all ten).
-    #[arg(long = "attack", value_enum, value_name = "CLASS")]
+    #[arg(
+        long = "attack",
+        value_enum,
+        value_name = "CLASS",
+        conflicts_with = "mka"
+    )]
     pub attacks: Vec<AttackArg>,
+    /// Attack MKA key agreement instead: two members run `macsec up --psk`, the attacker
+    /// injects MKPDUs (the four --mka-attack classes).
+    #[arg(long)]
+    pub mka: bool,
+    /// With --mka: the MKA class to run (repeatable; default: all four).
+    #[arg(
+        long = "mka-attack",
+        value_enum,
+        value_name = "CLASS",
+        requires = "mka"
+    )]
+    pub mka_attacks: Vec<MkaAttackArg>,
     /// Frames injected per class and profile (the flood runs for --flood-seconds instead).
-    #[arg(long, default_value_t = 10_000)]
-    pub count: u64,
+    /// Default 10000; with --mka, MKPDUs per class, default 1000.
+    #[arg(long)]
+    pub count: Option<u64>,
     /// How long the flood lasts, in seconds.
     #[arg(long, default_value_t = 2.0)]
     pub flood_seconds: f64,
@@ -113,7 +147,7 @@ impl Args {
         Ok(AttackConfig {
             profiles: profiles(self.all, &self.profiles)?,
             attacks: self.attacks.iter().map(|&x| x.into()).collect(),
-            count: self.count,
+            count: self.count.unwrap_or(10_000),
             flood_seconds: self.flood_seconds,
             flood_switch: self.flood_switch.into(),
             rcvbuf_mib: self.rcvbuf_mib,
@@ -126,18 +160,49 @@ impl Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let cfg = a.config()?;
     let json = a.json;
-    let out = run_attacks(&cfg, &mut |p| match p {
-        _ if json => {}
-        Progress::Start {
-            index,
-            total,
-            profile,
-            attack,
-        } => eprint!("\rattack {index}/{total}: {profile} {:<16}", attack.name()),
-        Progress::Done => eprintln!(),
-    })?;
+    let out = if a.mka {
+        if a.pcap.is_some() {
+            return Err(crate::error::usage(
+                "--pcap records the injected frames of the frame classes; with --mka capture \
+                 the testbed's switch port instead (EtherType 0x888E)",
+            ));
+        }
+        let profiles = if a.all {
+            ivnsec_core::sa::macsec::CipherSuite::ALL
+                .iter()
+                .map(|s| s.profile().to_string())
+                .collect()
+        } else {
+            a.profiles.clone()
+        };
+        let cfg = MkaAttackConfig {
+            profiles,
+            attacks: a.mka_attacks.iter().map(|&x| x.into()).collect(),
+            count: a.count.unwrap_or(mka_run::DEFAULT_COUNT),
+            provider: a.provider,
+            testbed: a.testbed.clone(),
+        };
+        run_mka_attacks(&cfg, &mut |p| match p {
+            _ if json => {}
+            Some((index, total, profile, attack)) => {
+                eprint!("\rattack {index}/{total}: {profile} {:<24}", attack.name())
+            }
+            None => eprintln!(),
+        })?
+    } else {
+        let cfg = a.config()?;
+        run_attacks(&cfg, &mut |p| match p {
+            _ if json => {}
+            Progress::Start {
+                index,
+                total,
+                profile,
+                attack,
+            } => eprint!("\rattack {index}/{total}: {profile} {:<16}", attack.name()),
+            Progress::Done => eprintln!(),
+        })?
+    };
 
     let failed = out.failed();
     let results = &out.results;
@@ -236,6 +301,35 @@ impl From<AttackArg> for Attack {
             AttackArg::UnknownId => Attack::UnknownId,
             AttackArg::Garbage => Attack::Garbage,
             AttackArg::Flood => Attack::Flood,
+        }
+    }
+}
+
+/// The MKA classes as `--mka-attack` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MkaAttackArg {
+    /// A member's MKPDU altered to win the key server election and carry a SAK, with an ICV
+    /// the attacker cannot compute.
+    #[value(name = "mka-bad-icv")]
+    BadIcv,
+    /// Captured MKPDUs of the members replayed (an MN already seen).
+    #[value(name = "mka-stale-mn")]
+    StaleMn,
+    /// MKPDUs of another CA: a valid ICV under a CAK the members do not share.
+    #[value(name = "mka-foreign-ckn")]
+    ForeignCkn,
+    /// An insider that holds the CAK but is not the key server distributes SAKs.
+    #[value(name = "mka-sak-not-key-server")]
+    SakNotKeyServer,
+}
+
+impl From<MkaAttackArg> for MkaAttack {
+    fn from(a: MkaAttackArg) -> MkaAttack {
+        match a {
+            MkaAttackArg::BadIcv => MkaAttack::BadIcv,
+            MkaAttackArg::StaleMn => MkaAttack::StaleMn,
+            MkaAttackArg::ForeignCkn => MkaAttack::ForeignCkn,
+            MkaAttackArg::SakNotKeyServer => MkaAttack::SakNotFromKeyServer,
         }
     }
 }

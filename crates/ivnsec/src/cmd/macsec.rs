@@ -1,7 +1,7 @@
 //! `ivnsec macsec up|status|down`: MACsec on a TAP interface for a host whose kernel has none
 //! (the SecY and its data plane are `ivnsec_lab::macsec`; docs/macsec-tap.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -12,9 +12,10 @@ use ivnsec_core::wire::ethernet::MacAddr;
 use ivnsec_core::wire::macsec::Sci;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::channel::provider;
-use ivnsec_lab::keys::highwater;
+use ivnsec_lab::keys::{highwater, psk};
+use ivnsec_lab::macsec::mka::{MkaKeys, MkaSettings};
 use ivnsec_lab::macsec::static_keys::StaticKeys;
-use ivnsec_lab::macsec::{self as lab, status};
+use ivnsec_lab::macsec::{self as lab, KeySource, status};
 
 use crate::cmd::send::{parse_mac, stop_on_signal};
 use crate::error::{parse_profile, usage};
@@ -23,7 +24,7 @@ use crate::error::{parse_profile, usage};
 pub enum Args {
     /// Create TAP interface NAME whose frames leave --iface as MACsec, and hand verified MACsec
     /// frames from --iface to the host on NAME; runs until SIGINT/SIGTERM, then removes NAME.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Show the SAs, PNs and counters of the running instances in this network namespace.
     Status(StatusArgs),
     /// Stop the instances of this namespace (SIGTERM) and remove what a killed one left: its
@@ -53,7 +54,16 @@ must list the same set. The transmit PN never repeats across restarts: PNs are r
 --state-dir before use, exactly as `ivnsec send` does (docs/nonce-safety.md); when they run out \
 the TAP stops sending and `up` exits 1: install a new key file.
 
---psk (MKA, IEEE 802.1X-2020 key agreement) is accepted but not wired to this data plane yet.
+MKA (--psk): the members agree and rotate the SAKs themselves (IEEE 802.1X-2020) from a \
+pre-shared CAK that `ivnsec keygen --mka` writes (mode 0600; the same file on every member). \
+MKPDUs (EtherType 0x888E, to 01-80-C2-00-00-03) go out on --iface every --hello-seconds; the \
+member with the lowest --priority (then the lowest SCI) is elected key server and distributes a \
+SAK, again every --rekey-seconds, when a transmit PN reaches --pn-threshold and when a member \
+joins or leaves. Peers are learned: a member is accepted once its MKPDUs verify under the CAK and \
+list this one. A new SAK is installed for receive first, then for transmit, and the old one \
+retired last, so no frame is lost to a rekey. Every transmit SA's PNs are reserved in \
+--state-dir under the SAK (a member restarted and handed the SAK it used before resumes above \
+every PN it may have sent). `--ramp-up-ms` sends the first MKPDUs faster for a quick start.
 
 The status file is DIR/macsec/TAP.NETNS.json in --run-dir; --events appends one JSON line per \
 event (started, sa_installed, sa_enabled, sa_retired, icv_failure, unknown_sci, pn_exhausted, \
@@ -65,7 +75,12 @@ Example (two hosts on eth0, MACs 02:00:00:00:00:01 and 02:00:00:00:00:02):
   sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
       --keys ca.toml --peer 02:00:00:00:00:02 --state-dir /var/lib/ivnsec --events ev.jsonl
   sudo ip addr add 10.99.0.1/24 dev macsec0 && ping 10.99.0.2
-  sudo ivnsec macsec status")]
+  sudo ivnsec macsec status
+
+Example with MKA (every member the same way, no --peer):
+  ivnsec keygen --mka --out ca.psk                              # copy ca.psk to every member
+  sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
+      --psk ca.psk --state-dir /var/lib/ivnsec --rekey-seconds 3600 --events ev.jsonl")]
 pub struct UpArgs {
     /// The protected interface: MACsec frames go out and come in here. Needs root.
     #[arg(long, value_name = "IF")]
@@ -85,16 +100,47 @@ pub struct UpArgs {
         conflicts_with = "psk"
     )]
     pub keys: Option<PathBuf>,
-    /// MKA with a pre-shared CAK (TOML with `cak` and `ckn` in hex). Not wired yet: exit 2.
+    /// MKA with a pre-shared CAK: TOML with `cak` and `ckn` in hex, mode 0600 (`ivnsec keygen
+    /// --mka --out FILE`). The SAKs are agreed and rotated; peers are learned.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
     /// A peer of the CA by the MAC of its protected interface (its SCI is MAC ‖ 0001); repeat
-    /// for each. Frames from SCIs not listed are discarded (unknown SCI).
-    #[arg(long = "peer", value_name = "MAC")]
+    /// for each. Frames from SCIs not listed are discarded (unknown SCI). Static keys only.
+    #[arg(long = "peer", value_name = "MAC", conflicts_with = "psk")]
     pub peers: Vec<String>,
     /// Association number of the static SAs (0..=3).
-    #[arg(long, default_value_t = 0, value_name = "AN")]
+    #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with = "psk")]
     pub an: u8,
+    /// MKA: Key Server Priority, 0 to 255. The member with the lowest value (then the lowest
+    /// SCI) is key server; 255 never is.
+    #[arg(long, default_value_t = 16, value_name = "N", conflicts_with = "keys")]
+    pub priority: u8,
+    /// MKA: the key server distributes a new SAK every S seconds (default: only when needed:
+    /// at election, membership change and the PN threshold). E.g. 3600.
+    #[arg(long, value_name = "S", conflicts_with = "keys")]
+    pub rekey_seconds: Option<f64>,
+    /// MKA: the key server rekeys when a transmit PN of the current SAK reaches N (default 75 %
+    /// of the PN space: 3221225472, or 2^63 + 2^62 with XPN).
+    #[arg(long, value_name = "N", conflicts_with = "keys")]
+    pub pn_threshold: Option<u64>,
+    /// MKA Hello Time: an MKPDU every S seconds (the standard's 2).
+    #[arg(long, default_value_t = 2.0, value_name = "S", conflicts_with = "keys")]
+    pub hello_seconds: f64,
+    /// MKA Life Time: a peer not heard from for S seconds is lost (the standard's 6).
+    #[arg(long, default_value_t = 6.0, value_name = "S", conflicts_with = "keys")]
+    pub life_seconds: f64,
+    /// MKA SAK Retire Time: the old SAK stays installed for receive S seconds after every
+    /// peer transmits with the new one (the standard's 3).
+    #[arg(long, default_value_t = 3.0, value_name = "S", conflicts_with = "keys")]
+    pub sak_retire_seconds: f64,
+    /// MKA start-up ramp-up: the first MKPDUs after MS milliseconds, doubling each time
+    /// (--ramp-up-count of them, never slower than the hello time), for a fast link start.
+    /// E.g. 20. Default: none (the standard's behaviour).
+    #[arg(long, value_name = "MS", conflicts_with = "keys")]
+    pub ramp_up_ms: Option<u64>,
+    /// MKA: how many MKPDUs the ramp-up speeds up (1 to 32).
+    #[arg(long, default_value_t = 5, value_name = "N", requires = "ramp_up_ms")]
+    pub ramp_up_count: u32,
     /// Directory of the persistent nonce state (required with --keys: without it a restart
     /// would reuse PNs under the same key). Created if missing.
     #[arg(long, value_name = "DIR")]
@@ -108,12 +154,12 @@ pub struct UpArgs {
     )]
     pub reserve_block: u64,
     /// Highest PN this key may carry (below the suite's own limit); the TAP stops sending when
-    /// it is used and `up` exits 1.
-    #[arg(long, value_name = "N")]
+    /// it is used and `up` exits 1. Static keys only.
+    #[arg(long, value_name = "N", conflicts_with = "psk")]
     pub seq_limit: Option<u64>,
     /// Start at PN 1 although KEYFILE.used says this key has sent under this SA and
     /// --state-dir holds no state for it (as `ivnsec send`): only for a key you know is new.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "psk")]
     pub i_know_this_key_is_new: bool,
     /// Replay window of the receive SAs (0: only increasing PNs).
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -168,7 +214,7 @@ fn run_dir(d: &Option<PathBuf>) -> PathBuf {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     match a {
-        Args::Up(a) => up(a),
+        Args::Up(a) => up(*a),
         Args::Status(a) => show(a),
         Args::Down(a) => down(a),
     }
@@ -184,12 +230,97 @@ fn up(a: UpArgs) -> Result<ExitCode> {
             )));
         }
     };
-    if a.psk.is_some() {
-        return Err(usage(
-            "--psk: MKA not yet wired: the MKA key agreement is not connected to this data \
-             plane in this version. Use static keys: --keys FILE --peer MAC --state-dir DIR",
-        ));
+    let prov = provider(a.provider, Profile::Macsec(profile))?;
+    let mut source: Box<dyn KeySource> = match &a.psk {
+        Some(file) => mka_source(&a, profile, file)?,
+        None => static_source(&a, profile)?,
+    };
+    let cfg = lab::Config {
+        iface: a.iface.clone(),
+        tap: a.tap.clone(),
+        profile,
+        provider: prov,
+        replay_window: a.replay_window,
+        run_dir: run_dir(&a.run_dir),
+        events: a.events.clone(),
+    };
+    let stop = stop_on_signal()?;
+    let summary = lab::run(&cfg, source.as_mut(), stop)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary.status)?);
+    } else {
+        let s = &summary.status;
+        println!(
+            "macsec {} stopped: {} frames out (next PN {}), {} frames in, {} delivered, drops {}",
+            a.tap,
+            s["frames"]["iface_out"],
+            s["tx"]["next_pn"],
+            s["frames"]["iface_in"],
+            s["frames"]["tap_out"],
+            s["rx"]["drops"]
+        );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Seconds of an MKA timer option as a duration (positive, at most a day).
+fn seconds(option: &str, s: f64) -> Result<Duration> {
+    if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
+        return Err(usage(format!(
+            "{option} must be a number of seconds above 0 and at most 86400, got {s}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+/// MKA (`--psk`): the PSK file and the settings checked before anything is created.
+fn mka_source(
+    a: &UpArgs,
+    profile: ivnsec_core::profile::MacsecProfile,
+    file: &Path,
+) -> Result<Box<dyn KeySource>> {
+    let Some(state_dir) = a.state_dir.clone() else {
+        return Err(usage(
+            "refusing to run MKA without --state-dir: a member restarted while the CA still \
+             uses the SAK it transmitted under may be handed that SAK again, and counting PNs \
+             from 1 would reuse (key, nonce) pairs, which breaks GCM. Give --state-dir DIR (a \
+             persistent directory for the reserved PNs of every SAK)",
+        ));
+    };
+    let key = psk::load(file)?;
+    let settings = MkaSettings {
+        priority: a.priority,
+        hello: seconds("--hello-seconds", a.hello_seconds)?,
+        life: seconds("--life-seconds", a.life_seconds)?,
+        sak_retire: seconds("--sak-retire-seconds", a.sak_retire_seconds)?,
+        rekey: a
+            .rekey_seconds
+            .map(|s| seconds("--rekey-seconds", s))
+            .transpose()?,
+        pn_threshold: a.pn_threshold,
+        ramp_up: a
+            .ramp_up_ms
+            .map(|ms| (Duration::from_millis(ms), a.ramp_up_count)),
+    };
+    let (mac, _) = lab::iface_facts(&a.iface)?;
+    Ok(Box::new(MkaKeys::new(
+        profile,
+        file.to_path_buf(),
+        &key,
+        &a.iface,
+        Sci::end_station(MacAddr(mac)),
+        settings,
+        state_dir,
+        a.reserve_block,
+        a.provider,
+    )?))
+}
+
+/// Static keys (`--keys`).
+fn static_source(
+    a: &UpArgs,
+    profile: ivnsec_core::profile::MacsecProfile,
+) -> Result<Box<dyn KeySource>> {
     let Some(key_file) = a.keys.clone() else {
         return Err(usage("give --keys FILE (static keys) or --psk FILE (MKA)"));
     };
@@ -210,9 +341,8 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| parse_mac("--peer", p).map(|m| Sci::end_station(MacAddr(m))))
         .collect::<Result<Vec<_>>>()?;
-    let prov = provider(a.provider, Profile::Macsec(profile))?;
     let (mac, _) = lab::iface_facts(&a.iface)?;
-    let mut source = StaticKeys::new(
+    Ok(Box::new(StaticKeys::new(
         profile,
         key_file,
         Sci::end_station(MacAddr(mac)),
@@ -222,33 +352,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         a.reserve_block,
         a.seq_limit,
         a.i_know_this_key_is_new,
-    )?;
-    let cfg = lab::Config {
-        iface: a.iface.clone(),
-        tap: a.tap.clone(),
-        profile,
-        provider: prov,
-        replay_window: a.replay_window,
-        run_dir: run_dir(&a.run_dir),
-        events: a.events.clone(),
-    };
-    let stop = stop_on_signal()?;
-    let summary = lab::run(&cfg, &mut source, stop)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary.status)?);
-    } else {
-        let s = &summary.status;
-        println!(
-            "macsec {} stopped: {} frames out (next PN {}), {} frames in, {} delivered, drops {}",
-            a.tap,
-            s["frames"]["iface_out"],
-            s["tx"]["next_pn"],
-            s["frames"]["iface_in"],
-            s["frames"]["tap_out"],
-            s["rx"]["drops"]
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    )?))
 }
 
 fn show(a: StatusArgs) -> Result<ExitCode> {

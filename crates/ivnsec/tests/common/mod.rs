@@ -4,8 +4,9 @@
 // Each test crate uses its own part of this module.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
 
@@ -155,4 +156,60 @@ pub fn run_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
     }
     drop(input);
     child.wait_with_output().expect("wait for ivnsec")
+}
+
+/// A spawned process, SIGKILLed if still running when dropped.
+pub struct Proc(pub Option<Child>);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Spawns `c` with piped stdout and stderr and waits until its stderr says `ready` (a line
+/// containing it); panics, naming `what` and what it printed, if it ends before. Its stderr is
+/// drained from then on; its stdout stays for the caller.
+pub fn spawn_until_ready(mut c: Command, ready: &str, what: &str) -> Proc {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut seen = String::new();
+    loop {
+        line.clear();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let o = child.wait_with_output().unwrap();
+            panic!("{what} ended: {seen}{}", text(&o.stdout));
+        }
+        seen.push_str(&line);
+        if line.contains(ready) {
+            break;
+        }
+    }
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    Proc(Some(child))
+}
+
+/// The `reserved` mark of the one nonce state file (`*.hw`) in `dir`.
+pub fn reserved_mark(dir: &Path) -> u64 {
+    let hw: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "hw"))
+        .collect();
+    assert_eq!(hw.len(), 1, "{hw:?}");
+    std::fs::read_to_string(&hw[0])
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("reserved "))
+        .unwrap()
+        .parse()
+        .unwrap()
 }
