@@ -304,43 +304,48 @@ impl MacKey for MacBySize {
     }
 }
 
+/// A key made as the table says: with its one provider, or once with each provider of a size
+/// split.
+enum Made<K: ?Sized> {
+    One(Box<K>),
+    BySize(BySize<K>),
+}
+
+fn made<K: ?Sized>(
+    p: Primitive,
+    make: impl Fn(&'static CryptoProvider) -> Result<Box<K>, CryptoError>,
+) -> Result<Made<K>, CryptoError> {
+    match picks(p).as_slice() {
+        [] => Err(unsupported(p)),
+        [(_, one)] => Ok(Made::One(make(one)?)),
+        many => Ok(Made::BySize(BySize {
+            keys: many
+                .iter()
+                .map(|(up_to, prov)| Ok((*up_to, make(prov)?)))
+                .collect::<Result<_, CryptoError>>()?,
+        })),
+    }
+}
+
 impl KeyFactory for AutoKeys {
     fn supports(&self, p: Primitive) -> bool {
         PROVIDERS.iter().any(|x| x.supports(p))
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn AeadKey>, CryptoError> {
-        let p = Primitive::Aead(alg);
-        match picks(p).as_slice() {
-            [] => Err(unsupported(p)),
-            [(_, one)] => one.keys.aead(alg, key),
-            many => Ok(Box::new(AeadBySize {
-                alg,
-                by: BySize {
-                    keys: many
-                        .iter()
-                        .map(|(up_to, prov)| Ok((*up_to, prov.keys.aead(alg, key)?)))
-                        .collect::<Result<_, CryptoError>>()?,
-                },
-            })),
-        }
+        Ok(
+            match made(Primitive::Aead(alg), |p| p.keys.aead(alg, key))? {
+                Made::One(k) => k,
+                Made::BySize(by) => Box::new(AeadBySize { alg, by }),
+            },
+        )
     }
 
     fn mac(&self, alg: MacAlg, key: &[u8]) -> Result<Box<dyn MacKey>, CryptoError> {
-        let p = Primitive::Mac(alg);
-        match picks(p).as_slice() {
-            [] => Err(unsupported(p)),
-            [(_, one)] => one.keys.mac(alg, key),
-            many => Ok(Box::new(MacBySize {
-                alg,
-                by: BySize {
-                    keys: many
-                        .iter()
-                        .map(|(up_to, prov)| Ok((*up_to, prov.keys.mac(alg, key)?)))
-                        .collect::<Result<_, CryptoError>>()?,
-                },
-            })),
-        }
+        Ok(match made(Primitive::Mac(alg), |p| p.keys.mac(alg, key))? {
+            Made::One(k) => k,
+            Made::BySize(by) => Box::new(MacBySize { alg, by }),
+        })
     }
 
     /// Block-cipher keys are not split by size (the table has no such entry; a test checks).
