@@ -41,6 +41,15 @@ const fn only(provider: &'static str) -> Pick {
     }
 }
 
+/// AES-CCM, either key size: RustCrypto for small frames, OpenSSL above.
+const CCM: &[Pick] = &[
+    Pick {
+        up_to: 256,
+        provider: "portable",
+    },
+    only("openssl"),
+];
+
 /// What `auto` runs, per primitive and size. Measured on the project's benchmark machine
 /// (docs/benchmarks.md, "`--provider auto`": machine, date, the figures of both runs) with
 ///
@@ -80,23 +89,11 @@ pub static MEASURED: &[Measured] = &[
     },
     Measured {
         primitive: Primitive::Aead(AeadAlg::Aes128Ccm),
-        picks: &[
-            Pick {
-                up_to: 256,
-                provider: "portable",
-            },
-            only("openssl"),
-        ],
+        picks: CCM,
     },
     Measured {
         primitive: Primitive::Aead(AeadAlg::Aes256Ccm),
-        picks: &[
-            Pick {
-                up_to: 256,
-                provider: "portable",
-            },
-            only("openssl"),
-        ],
+        picks: CCM,
     },
     Measured {
         primitive: Primitive::Aead(AeadAlg::ChaCha20Poly1305),
