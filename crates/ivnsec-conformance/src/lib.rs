@@ -25,10 +25,14 @@ use ivnsec_core::sa::secoc::SecocAlg;
 use ivnsec_core::suite::{IvnAeProfile, Suite};
 
 /// Every crypto provider, in one fixed order: the portable one (RustCrypto, every primitive),
-/// then the fast one (aws-lc-rs).
-pub static PROVIDERS: [&CryptoProvider; 2] = [
+/// the fast one (aws-lc-rs), the OpenSSL one (libcrypto: AEADs and AES modes), and `auto`'s
+/// per-primitive provider (each key from the provider its measured table names, AEAD and MAC
+/// keys split by size), so that what `--provider auto` runs passes the same tests.
+pub static PROVIDERS: [&CryptoProvider; 4] = [
     &ivnsec_crypto_portable::PROVIDER,
     &ivnsec_crypto_fast::PROVIDER,
+    &ivnsec_crypto_openssl::PROVIDER,
+    &ivnsec_crypto::AUTO,
 ];
 
 /// What a test needs from a provider: a primitive, or a transform made of primitives.
@@ -119,7 +123,7 @@ impl<N: Needs, const K: usize> Needs for [N; K] {
 /// use ivnsec_conformance::providers;
 /// use ivnsec_core::crypto::AeadAlg;
 /// // Every provider has AES-128-GCM; only some have AES-128-CCM.
-/// assert_eq!(providers(AeadAlg::Aes128Gcm).count(), 2);
+/// assert_eq!(providers(AeadAlg::Aes128Gcm).count(), 4);
 /// assert!(providers(AeadAlg::Aes128Ccm).any(|p| p.name == "portable"));
 /// ```
 pub fn providers<N: Needs + Clone>(
@@ -128,7 +132,7 @@ pub fn providers<N: Needs + Clone>(
     PROVIDERS.into_iter().filter(move |p| needs.met_by(p))
 }
 
-/// The provider called `name` (`portable`, `fast`), for the tests about one provider in
+/// The provider called `name` (`portable`, `fast`, `openssl`, `auto`), for the tests about one provider in
 /// particular (e.g. that the fast one has the suites it exists for). Panics on an unknown name.
 pub fn provider(name: &str) -> &'static CryptoProvider {
     PROVIDERS
@@ -152,8 +156,9 @@ mod tests {
     #[test]
     fn the_table_names_each_provider_once() {
         let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
-        assert_eq!(names, ["portable", "fast"]);
+        assert_eq!(names, ["portable", "fast", "openssl", "auto"]);
         assert_eq!(provider("fast").name, "fast");
+        assert_eq!(provider("openssl").name, "openssl");
     }
 
     #[test]

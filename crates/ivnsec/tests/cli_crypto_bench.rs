@@ -47,8 +47,9 @@ fn json_has_every_field_for_each_combination() {
     ]);
     let v = json(&out);
     let rows = v["results"].as_array().expect("results array");
-    // aes128-gcm and hmac-sha256 and chacha20-poly1305: fast and portable each, 2 sizes.
-    assert_eq!(rows.len(), 3 * 2 * 2, "{v}");
+    // aes128-gcm and chacha20-poly1305: fast, openssl and portable each; hmac-sha256: fast and
+    // portable (the OpenSSL provider has no MAC); 2 sizes.
+    assert_eq!(rows.len(), (3 + 3 + 2) * 2, "{v}");
     for row in rows {
         let suite = row["suite"].as_str().unwrap();
         assert!(
@@ -63,7 +64,7 @@ fn json_has_every_field_for_each_combination() {
             "auth"
         };
         assert_eq!(level, expected, "{suite}");
-        assert!(["fast", "portable"].contains(&row["provider"].as_str().unwrap()));
+        assert!(["fast", "openssl", "portable"].contains(&row["provider"].as_str().unwrap()));
         let size = row["size"].as_u64().unwrap();
         assert!(size == 16 || size == 100);
         assert_eq!(row["plain_frame_len"].as_u64().unwrap(), 14 + size);
@@ -142,8 +143,64 @@ fn provider_without_the_suite() {
         "--json",
     ]));
     let rows = v["results"].as_array().unwrap();
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0]["provider"], "portable");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["provider"], "openssl");
+    assert_eq!(rows[1]["provider"], "portable");
+}
+
+/// `--provider openssl` runs the AEADs on OpenSSL's libcrypto; `auto` runs a profile whose
+/// primitive is split by size on its per-primitive provider; the OpenSSL provider has no MAC,
+/// which is a usage error when named.
+#[test]
+fn openssl_and_auto_providers() {
+    let v = json(&bench(&[
+        "--quick",
+        "--batches",
+        "2",
+        "--provider",
+        "openssl",
+        "--suite",
+        "chacha20-poly1305,aes128-ccm",
+        "--sizes",
+        "64",
+        "--json",
+    ]));
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(row["provider"], "openssl");
+        positive(row, "protect_ns");
+        positive(row, "bare_aead_ns");
+    }
+    let v = json(&bench(&[
+        "--quick",
+        "--batches",
+        "2",
+        "--provider",
+        "auto",
+        "--suite",
+        "chacha20-poly1305,aes128-gcm",
+        "--sizes",
+        "64",
+        "--json",
+    ]));
+    let names: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["provider"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["auto", "fast"]);
+    let out = bench(&[
+        "--quick",
+        "--provider",
+        "openssl",
+        "--suite",
+        "hmac-sha256",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not implement"));
 }
 
 #[test]

@@ -73,6 +73,76 @@ fn round_trip_and_wire_layout() {
     assert_eq!(stdout(&o), PLAIN);
 }
 
+/// `--provider openssl` (OpenSSL's libcrypto) and `auto` write the same frames as the portable
+/// provider and verify each other's; a MAC profile named on the OpenSSL provider (which has no
+/// MAC) is a usage error.
+#[test]
+fn openssl_provider_frames_match_the_others() {
+    let key32 = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+    for (profile, key) in [
+        ("chacha20-poly1305", key32),
+        ("aes128-ccm", KEY),
+        ("aes256-gcm/auth", key32),
+    ] {
+        let with = |provider| protect(profile, &["--key", key, "--provider", provider], "9", PLAIN);
+        let ours = with("openssl");
+        assert_eq!(ours, with("portable"), "{profile}");
+        assert_eq!(ours, with("auto"), "{profile}");
+        for provider in ["portable", "auto", "openssl"] {
+            let o = run(
+                &[
+                    "frame",
+                    "verify",
+                    "--profile",
+                    profile,
+                    "--key",
+                    key,
+                    "--provider",
+                    provider,
+                    &ours,
+                ],
+                None,
+            );
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{profile} on {provider}: {}",
+                stderr(&o)
+            );
+            assert_eq!(stdout(&o), PLAIN);
+        }
+    }
+    let o = run(
+        &[
+            "frame",
+            "protect",
+            "--profile",
+            "hmac-sha256",
+            "--mac-key",
+            KEY,
+            "--provider",
+            "openssl",
+            "--seq",
+            "1",
+            PLAIN,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("provider 'openssl' does not implement"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["frame", "protect", "--provider", "libressl", PLAIN], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("expected portable, fast, openssl or auto"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn auth_level_keeps_body_clear() {
     let f = protect(
@@ -473,7 +543,12 @@ fn suites_lists_every_profile() {
         .iter()
         .find(|p| p["profile"] == "aes128-ccm/auth")
         .unwrap();
-    assert_eq!(ccm["providers"], serde_json::json!(["portable"]));
+    assert_eq!(ccm["providers"], serde_json::json!(["openssl", "portable"]));
+    // `--provider auto`: the portable provider for small CCM frames, OpenSSL's for large ones.
+    assert_eq!(
+        ccm["auto"],
+        "aes128-ccm: portable up to 256 B, openssl above 256 B"
+    );
     let xpn = profiles
         .iter()
         .find(|p| p["profile"] == "macsec-gcm-aes-xpn-256")
@@ -484,7 +559,13 @@ fn suites_lists_every_profile() {
         .find(|p| p["profile"] == "aes128-gcm/conf")
         .unwrap();
     assert_eq!(gcm["suite_id"], "0x10");
-    assert_eq!(gcm["providers"], serde_json::json!(["fast", "portable"]));
+    assert_eq!(
+        gcm["providers"],
+        serde_json::json!(["fast", "openssl", "portable"])
+    );
+    assert_eq!(gcm["auto"], "aes128-gcm: fast");
+    let plain = profiles.iter().find(|p| p["profile"] == "plain").unwrap();
+    assert_eq!(plain["auto"], "none");
 }
 
 /// `ivnsec ARGS` with `stdin` fed from a thread (for inputs larger than a pipe buffer).

@@ -6,7 +6,7 @@
 
 use ivnsec_conformance::packets::ipv4;
 use ivnsec_conformance::vectors::{esp, macsec, secoc};
-use ivnsec_conformance::{providers, unhex};
+use ivnsec_conformance::{Needs, PROVIDERS, providers, unhex};
 use ivnsec_core::crypto::{AeadAlg, CryptoProvider};
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::any::{AnyProtectError, AnyRx, AnyTx, Family};
@@ -204,11 +204,17 @@ fn pair(family: Family, p: &'static CryptoProvider) -> (AnyTx, AnyRx, Vec<u8>) {
 
 const FAMILIES: [Family; 4] = [Family::IvnAe, Family::Macsec, Family::Esp, Family::Secoc];
 
-/// Every family on every provider of AES-128-GCM (which also has CMAC).
+/// Every family on every provider of what its pair uses: AES-128-GCM, CMAC-AES-128 for SecOC.
 fn cases() -> impl Iterator<Item = (Family, &'static CryptoProvider)> {
-    FAMILIES
-        .into_iter()
-        .flat_map(|f| providers(AeadAlg::Aes128Gcm).map(move |p| (f, p)))
+    FAMILIES.into_iter().flat_map(|f| {
+        PROVIDERS
+            .into_iter()
+            .filter(move |p| match f {
+                Family::Secoc => SecocAlg::CmacAes128.met_by(p),
+                _ => AeadAlg::Aes128Gcm.met_by(p),
+            })
+            .map(move |p| (f, p))
+    })
 }
 
 #[test]

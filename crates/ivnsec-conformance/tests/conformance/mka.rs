@@ -61,8 +61,9 @@ fn rfc3394_key_wrap_vectors_both_ways() {
             ran += 1;
         }
     }
-    // 6 vectors on the portable provider, the 4 without a 192-bit KEK on the fast one.
-    assert_eq!(ran, 10);
+    // 6 vectors on the portable provider and on auto's (192-bit KEKs from the portable one), the
+    // 4 without a 192-bit KEK on the fast one; the OpenSSL provider has no key wrap.
+    assert_eq!(ran, 6 + 4 + 6);
 }
 
 #[test]
@@ -123,7 +124,8 @@ fn sp800_38b_cmac_aes256_examples() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 8, "both providers run every example");
+    // Every provider but the OpenSSL one (no MAC) runs every example.
+    assert_eq!(ran, 4 * 3, "every provider with CMAC runs every example");
     for p in PROVIDERS {
         assert!(p.keys.mac(MacAlg::CmacAes256, &[0u8; 16]).is_err());
     }

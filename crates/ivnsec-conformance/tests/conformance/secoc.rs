@@ -69,7 +69,8 @@ fn published_mac_examples_as_secured_pdus_both_directions() {
             ran += 1;
         }
     }
-    assert_eq!(ran, KATS.len() * 2);
+    // Portable, fast and auto; the OpenSSL provider has no MAC.
+    assert_eq!(ran, KATS.len() * 3);
 }
 
 // ---- Round trips and bit flips -----------------------------------------------------------------

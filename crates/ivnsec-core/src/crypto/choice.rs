@@ -1,8 +1,10 @@
 //! Which provider runs a profile: the one selection every caller uses.
 //!
-//! `portable` and `fast` name a provider; `auto` (the default) takes the first provider of the
-//! caller's preference list that implements every primitive the profile needs. The list itself
-//! (which providers exist, fastest first) belongs to the crate that links them, `ivnsec-crypto`.
+//! `portable`, `fast` and `openssl` name a provider; `auto` (the default) is the caller's
+//! choice per primitive: [`select`] here takes the first provider of the caller's preference
+//! list that implements every primitive the profile needs, and `ivnsec-crypto` refines that with
+//! its table of measured choices per primitive and size. The list itself (which providers exist)
+//! belongs to the crate that links them, `ivnsec-crypto`.
 
 use alloc::format;
 use alloc::string::String;
@@ -18,17 +20,20 @@ pub enum ProviderChoice {
     Portable,
     /// The provider named `fast`.
     Fast,
+    /// The provider named `openssl` (the system's libcrypto).
+    OpenSsl,
     /// The first provider of the preference list that has every primitive.
     #[default]
     Auto,
 }
 
 impl ProviderChoice {
-    /// The stable name (`portable`, `fast`, `auto`).
+    /// The stable name (`portable`, `fast`, `openssl`, `auto`).
     pub const fn name(self) -> &'static str {
         match self {
             ProviderChoice::Portable => "portable",
             ProviderChoice::Fast => "fast",
+            ProviderChoice::OpenSsl => "openssl",
             ProviderChoice::Auto => "auto",
         }
     }
@@ -41,9 +46,10 @@ impl FromStr for ProviderChoice {
         match s {
             "portable" => Ok(ProviderChoice::Portable),
             "fast" => Ok(ProviderChoice::Fast),
+            "openssl" => Ok(ProviderChoice::OpenSsl),
             "auto" => Ok(ProviderChoice::Auto),
             _ => Err(format!(
-                "unknown provider '{s}' (expected portable, fast or auto)"
+                "unknown provider '{s}' (expected portable, fast, openssl or auto)"
             )),
         }
     }

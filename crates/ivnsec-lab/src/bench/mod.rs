@@ -642,13 +642,34 @@ mod tests {
     /// a named target is a usage error that says so, and without named targets it is skipped.
     #[test]
     fn plan_follows_the_provider_table() {
-        // The portable (RustCrypto) provider has every primitive; the fast one has no AES-CCM.
+        // The portable (RustCrypto) provider has every primitive; the fast one has no AES-CCM,
+        // the OpenSSL one no HMAC.
         assert_eq!(
-            plan_of(&["aes128-ccm", "aes128-gcm"], Providers::All).unwrap(),
+            plan_of(&["aes128-ccm", "aes128-gcm", "hmac-sha256"], Providers::All).unwrap(),
             [
-                ("aes128-ccm/conf".to_string(), vec!["portable"]),
-                ("aes128-gcm/conf".to_string(), vec!["fast", "portable"]),
+                ("aes128-ccm/conf".to_string(), vec!["openssl", "portable"]),
+                (
+                    "aes128-gcm/conf".to_string(),
+                    vec!["fast", "openssl", "portable"]
+                ),
+                ("hmac-sha256".to_string(), vec!["fast", "portable"]),
             ]
+        );
+        // `auto` runs a mixed choice on its per-primitive provider, and names one otherwise.
+        assert_eq!(
+            plan_of(
+                &["chacha20-poly1305", "hmac-sha256"],
+                Providers::One(ProviderChoice::Auto)
+            )
+            .unwrap(),
+            [
+                ("chacha20-poly1305/conf".to_string(), vec!["auto"]),
+                ("hmac-sha256".to_string(), vec!["portable"]),
+            ]
+        );
+        assert_eq!(
+            plan_of(&["aes128-ccm"], Providers::One(ProviderChoice::OpenSsl)).unwrap(),
+            [("aes128-ccm/conf".to_string(), vec!["openssl"])]
         );
         assert_eq!(
             plan_of(&["esp-aes128-gcm"], Providers::One(ProviderChoice::Auto)).unwrap(),

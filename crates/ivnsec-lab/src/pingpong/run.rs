@@ -389,6 +389,24 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
     m.insert("mode".into(), json!(s.mode.as_str()));
     m.insert("pin".into(), json!(s.pin));
     m.insert("provider".into(), json!(provider));
+    // Which provider runs each primitive of the profile under that choice (`auto` picks per
+    // primitive and size), and `auto`'s whole table, for plans with several profiles.
+    let needs = s.profile.primitives();
+    m.insert(
+        "provider_chosen".into(),
+        json!(
+            ivnsec_crypto::describe_choice(s.provider, &needs, &s.profile)
+                .unwrap_or_else(|e| e.to_string())
+        ),
+    );
+    m.insert(
+        "provider_auto_table".into(),
+        json!(ivnsec_crypto::describe_auto_table()),
+    );
+    m.insert(
+        "openssl_library".into(),
+        json!(ivnsec_crypto::openssl_version()),
+    );
     m.insert("count".into(), json!(s.count));
     m.insert("replications".into(), json!(s.replications));
     m.insert("pause_ms".into(), json!(s.pause_ns as f64 / 1e6));
@@ -449,4 +467,72 @@ pub fn judge(o: &Outcome, req: &Requirements) -> Judged {
         o.lost(),
     );
     Judged { sections, verdicts }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(profile: &str, provider: ProviderChoice) -> Scenario {
+        Scenario {
+            profile: profile.parse().unwrap(),
+            profile_name: profile.into(),
+            payload: 64,
+            count: 1,
+            replications: 1,
+            pause_ns: 0,
+            timeout_ns: 1,
+            mode: Mode::Blocking,
+            pin: false,
+            provider,
+        }
+    }
+
+    /// The environment says which provider runs each primitive under the scenario's choice
+    /// (`auto` picks per primitive and size), beside the choice itself and `auto`'s table.
+    #[test]
+    fn environment_names_the_chosen_providers() {
+        let env = environment(
+            &Site::Loopback,
+            &scenario("chacha20-poly1305", ProviderChoice::Auto),
+            "p",
+        );
+        assert_eq!(env["provider"], "auto");
+        assert_eq!(
+            env["provider_chosen"],
+            "chacha20-poly1305: fast up to 2048 B, openssl above 2048 B"
+        );
+        let table = env["provider_auto_table"].as_str().unwrap();
+        assert!(table.contains("hmac-sha256: portable"), "{table}");
+        assert!(
+            env["openssl_library"]
+                .as_str()
+                .unwrap()
+                .starts_with("OpenSSL")
+        );
+        let env = environment(
+            &Site::Loopback,
+            &scenario("aes128-cbc-hmac-sha256", ProviderChoice::Portable),
+            "p",
+        );
+        assert_eq!(env["provider"], "portable");
+        assert_eq!(
+            env["provider_chosen"],
+            "aes128: portable; hmac-sha256: portable"
+        );
+        // A provider that lacks the profile says so instead of naming one.
+        let env = environment(
+            &Site::Loopback,
+            &scenario("hmac-sha256", ProviderChoice::OpenSsl),
+            "p",
+        );
+        assert!(
+            env["provider_chosen"]
+                .as_str()
+                .unwrap()
+                .contains("does not implement"),
+            "{}",
+            env["provider_chosen"]
+        );
+    }
 }

@@ -117,7 +117,7 @@ pub struct Args {
     /// Payload bytes of the legitimate and the forged messages (8 to 1024).
     #[arg(long, default_value_t = 64)]
     pub payload: usize,
-    /// Crypto provider of every node: auto, fast or portable.
+    /// Crypto provider of every node: auto, fast, openssl or portable.
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
     /// Print `{"results": [...]}` as JSON instead of the table.

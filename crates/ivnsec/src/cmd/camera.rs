@@ -79,7 +79,7 @@ pub struct Args {
     /// spread: camera i starts i/N of a period after camera 1; aligned: all at once.
     #[arg(long, value_enum, default_value = "spread")]
     pub phase: PhaseArg,
-    /// Crypto provider: portable, fast, or auto.
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: String,
     /// Where the ECUs run: auto (testbed when root, else loopback), testbed, loopback.

@@ -15,6 +15,8 @@ use crate::error::usage;
 #[command(
     after_help = "MB/s counts payload bytes (10^6 per MB), like `openssl speed -bytes N`.\n\
 Example:\n  ivnsec crypto-bench --suite aes128-gcm --suite chacha20-poly1305 --suite hmac-sha256 \\\n      --provider fast --vs-openssl\n\
+Each provider side by side (what the `auto` table is measured from):\n  \
+ivnsec crypto-bench --suite chacha20-poly1305 --sizes 64,1440,16384 --provider all --vs-openssl\n\
 Seed 001 Figure 6 (HMAC per frame, min / mean / max of frames timed one by one):\n  \
 ivnsec crypto-bench --suite hmac-sha1,hmac-sha256,hmac-sha3-256 --sizes 60,80 --frames 10000"
 )]
@@ -29,9 +31,9 @@ pub struct Args {
     /// Payload sizes in bytes (1-65535), comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "N,…", default_values_t = DEFAULT_SIZES)]
     sizes: Vec<usize>,
-    /// Crypto provider: portable, fast, auto (fast when it has the suite) or all (each provider
-    /// that has the suite).
-    #[arg(long, default_value = "all", value_parser = ["portable", "fast", "auto", "all"])]
+    /// Crypto provider: portable, fast, openssl, auto (the fastest per primitive and size, as
+    /// `ivnsec suites` shows) or all (each provider that has the suite).
+    #[arg(long, default_value = "all", value_parser = ["portable", "fast", "openssl", "auto", "all"])]
     provider: String,
     /// Also run `openssl speed` for the profiles with a single OpenSSL equivalent and print the
     /// ratio ivnsec/OpenSSL (MB/s of protect vs OpenSSL's).

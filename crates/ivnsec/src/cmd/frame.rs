@@ -96,7 +96,7 @@ pub struct SaArgs {
     /// Truncate HMAC tags to this many bytes (≥ max(10, digest/2)); default full length.
     #[arg(long)]
     pub tag_len: Option<usize>,
-    /// Crypto provider: portable, fast, or auto (fast when it has the suite).
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
 }

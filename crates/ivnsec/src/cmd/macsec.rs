@@ -171,7 +171,7 @@ pub struct UpArgs {
     /// $XDG_RUNTIME_DIR/ivnsec, else /run/ivnsec.
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
-    /// Crypto provider: portable, fast, or auto.
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
     /// Print the final status as JSON when stopping.

@@ -55,7 +55,7 @@ pub struct Overrides {
     /// Pin the initiator to CPU 0 and the responder to CPU 1.
     #[arg(long)]
     pub pin: bool,
-    /// Crypto provider: portable, fast, or auto.
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long)]
     pub provider: Option<String>,
     /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.

@@ -140,7 +140,7 @@ pub struct Args {
     /// Record every unit sent (classic pcap, Ethernet; ESP gets its Ethernet/IPv4 headers).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
-    /// Crypto provider: portable, fast, or auto.
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
     /// Print the summary as JSON.

@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use ivnsec_core::crypto::{CryptoProvider, Primitive};
+use ivnsec_core::crypto::{CryptoProvider, Primitive, ProviderChoice};
+use ivnsec_core::profile::{MacsecProfile, Profile};
 use ivnsec_core::sa::esp::EspAlg;
 use ivnsec_core::sa::macsec::CipherSuite;
 use ivnsec_core::sa::secoc::SecocAlg;
@@ -14,7 +15,9 @@ use ivnsec_crypto::{PROVIDERS, has_suite};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Print JSON (`{"profiles": [...]}`) instead of a table.
+    /// Print JSON (`{"profiles": [...]}`) instead of a table. Each profile lists the providers
+    /// that implement it and, under "auto", which provider `--provider auto` runs each of its
+    /// primitives on.
     #[arg(long)]
     json: bool,
 }
@@ -37,6 +40,15 @@ struct Row {
     tag_len: usize,
     min_tag_len: usize,
     providers: Vec<&'static str>,
+    /// What `--provider auto` runs each primitive on (`chacha20-poly1305: fast up to 2048 B,
+    /// openssl above 2048 B`; `none` without cryptography).
+    auto: String,
+}
+
+/// What `--provider auto` runs `profile`'s primitives on.
+fn auto(profile: Profile) -> String {
+    ivnsec_crypto::describe_choice(ProviderChoice::Auto, &profile.primitives(), &profile)
+        .unwrap_or_else(|e| e.to_string())
 }
 
 fn providers_with(prims: &[Primitive]) -> Vec<&'static str> {
@@ -64,6 +76,7 @@ fn ivnae_rows() -> impl Iterator<Item = Row> {
                 .filter(|pr| has_suite(pr, s))
                 .map(|pr| pr.name)
                 .collect(),
+            auto: auto(Profile::IvnAe(p)),
         }
     })
 }
@@ -79,6 +92,10 @@ fn macsec_rows() -> impl Iterator<Item = Row> {
         tag_len: 16,
         min_tag_len: 16,
         providers: providers_with(&[Primitive::Aead(c.aead())]),
+        auto: auto(Profile::Macsec(MacsecProfile {
+            suite: c,
+            confidentiality: true,
+        })),
     })
 }
 
@@ -101,6 +118,7 @@ fn esp_rows() -> impl Iterator<Item = Row> {
                 .filter(|p| a.supported_by(p))
                 .map(|p| p.name)
                 .collect(),
+            auto: auto(Profile::Esp(a)),
         }
     })
 }
@@ -121,6 +139,7 @@ fn secoc_rows() -> impl Iterator<Item = Row> {
             .filter(|p| a.supported_by(p))
             .map(|p| p.name)
             .collect(),
+        auto: auto(Profile::Secoc(a)),
     })
 }
 
@@ -164,5 +183,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
             r.providers.join(",")
         );
     }
+    println!(
+        "\n--provider auto (the default) runs each primitive on the provider measured fastest for \
+its size (docs/benchmarks.md); the JSON's \"auto\" says it per profile:"
+    );
+    println!(
+        "  {}",
+        ivnsec_crypto::describe_auto_table().replace("; ", "\n  ")
+    );
+    println!(
+        "  any other primitive: the first of {} that has it",
+        ivnsec_crypto::PROVIDERS
+            .iter()
+            .map(|p| p.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(ExitCode::SUCCESS)
 }

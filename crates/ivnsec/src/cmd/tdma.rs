@@ -291,7 +291,7 @@ pub struct ScheduleArgs {
     /// Profile that frames the flows given with a payload (a flow's own `profile` wins).
     #[arg(long)]
     pub profile: Option<String>,
-    /// Crypto provider (for frame sizes): portable, fast, or auto.
+    /// Crypto provider (for frame sizes): portable, fast, openssl, or auto.
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
     /// Print the schedule as JSON (what `tdma run --schedule` reads).
@@ -333,7 +333,7 @@ pub struct RunArgs {
     /// name, else plain.
     #[arg(long)]
     pub profile: Option<String>,
-    /// Crypto provider: portable, fast, or auto.
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
     /// Base periods to run the schedule (and each capacity step) for.

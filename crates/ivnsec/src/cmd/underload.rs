@@ -79,7 +79,7 @@ pub struct StreamArgs {
     /// The one-way requirement, in µs: p99.9 must be below it (seed 002 §5.1: 2000).
     #[arg(long, default_value_t = REQUIREMENT_US)]
     pub requirement_us: f64,
-    /// Crypto provider: portable, fast, or auto.
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: String,
     /// Where the nodes run: auto (testbed when root, else loopback), testbed, loopback.

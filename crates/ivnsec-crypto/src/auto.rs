@@ -1,0 +1,371 @@
+//! `--provider auto`: the fastest provider per primitive, and per size where the measured
+//! break-even differs, from [`MEASURED`].
+//!
+//! For a profile whose every primitive goes to one provider at every size, `auto` is simply
+//! that provider (its name shows in reports). Otherwise it is [`AUTO`], a provider that makes
+//! each key with the provider the table names for that primitive; where the table splits by
+//! size, the key is made once with each provider named (key schedules stay once per SA) and each
+//! call goes to the one whose range holds its length. A primitive the table does not name goes
+//! to the first provider of [`PROVIDERS`] that has it.
+
+use ivnsec_core::crypto::{
+    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, CipherAlg, CipherKey, CryptoError,
+    CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, NoProvider, Primitive,
+    ProviderChoice, SecureRandom,
+};
+
+use crate::PROVIDERS;
+
+/// One measured choice: inputs of up to `up_to` bytes go to `provider` (the last pick of a
+/// primitive has `usize::MAX`). The length is that of the AEAD's plaintext or the MAC's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    pub up_to: usize,
+    pub provider: &'static str,
+}
+
+/// The measured choices for one primitive, smallest sizes first.
+#[derive(Clone, Copy, Debug)]
+pub struct Measured {
+    pub primitive: Primitive,
+    pub picks: &'static [Pick],
+}
+
+const ALL: usize = usize::MAX;
+
+/// One provider at every size.
+const fn only(provider: &'static str) -> Pick {
+    Pick {
+        up_to: ALL,
+        provider,
+    }
+}
+
+/// AES-CCM, either key size: RustCrypto for small frames, OpenSSL above.
+const CCM: &[Pick] = &[
+    Pick {
+        up_to: 256,
+        provider: "portable",
+    },
+    only("openssl"),
+];
+
+/// What `auto` runs, per primitive and size. Measured on the project's benchmark machine
+/// (docs/benchmarks.md, "`--provider auto`": machine, date, the figures of both runs) with
+///
+/// ```text
+/// cargo build --release
+/// nice -n -15 target/release/ivnsec crypto-bench --provider all --batches 15 \
+///     --suite aes128-gcm,aes256-gcm,aes128-ccm,aes256-ccm,chacha20-poly1305 \
+///     --suite hmac-sha1,hmac-sha224,hmac-sha256 --sizes 16,64,256,736,1440,2048,4096,8192,16384
+/// nice -n -15 target/release/ivnsec crypto-bench --provider all \
+///     --suite chacha20-poly1305,aes128-ccm,aes256-ccm \
+///     --sizes 256,512,736,1024,1440,2048,3072,4096,8192      # twice
+/// ```
+///
+/// The AEADs are judged by the bare seal plus open of each size (`bare_aead_ns` +
+/// `bare_aead_open_ns`, the lower of the runs), the HMACs by protect plus verify. Where two
+/// providers are within the noise of each other (HMAC-SHA-1/224/256 from 4 KiB up), the one that
+/// wins at the smaller sizes keeps the range, so that a key is not split for nothing.
+///
+/// - AES-GCM: aws-lc-rs at every size (OpenSSL's EVP path costs ~120 ns more per message).
+/// - AES-CCM: RustCrypto up to 256 B (no EVP overhead), OpenSSL from 512 B (its AES-NI CBC-MAC
+///   and CTR are ~1.4× faster per byte); aws-lc-rs has no CCM.
+/// - ChaCha20-Poly1305: aws-lc-rs up to 2 KiB (912 ns against OpenSSL's 1006 at 2048 B; at 64 B
+///   160 against ~600), OpenSSL from 3 KiB (its AVX-512 code: 2329 ns against 3214 at 8 KiB).
+/// - HMAC-SHA-1/224/256: RustCrypto (SHA-NI; 165 ns against aws-lc-rs' 212 at 64 B).
+///
+/// Primitives not listed (AES-CBC/CTR, CMAC, key wrap, HMAC-SHA-384/512, HMAC-MD5, HMAC-SHA3)
+/// were not measured per primitive: they go to the first provider of [`PROVIDERS`] that has
+/// them.
+pub static MEASURED: &[Measured] = &[
+    Measured {
+        primitive: Primitive::Aead(AeadAlg::Aes128Gcm),
+        picks: &[only("fast")],
+    },
+    Measured {
+        primitive: Primitive::Aead(AeadAlg::Aes256Gcm),
+        picks: &[only("fast")],
+    },
+    Measured {
+        primitive: Primitive::Aead(AeadAlg::Aes128Ccm),
+        picks: CCM,
+    },
+    Measured {
+        primitive: Primitive::Aead(AeadAlg::Aes256Ccm),
+        picks: CCM,
+    },
+    Measured {
+        primitive: Primitive::Aead(AeadAlg::ChaCha20Poly1305),
+        picks: &[
+            Pick {
+                up_to: 2048,
+                provider: "fast",
+            },
+            only("openssl"),
+        ],
+    },
+    Measured {
+        primitive: Primitive::Mac(MacAlg::HmacSha1),
+        picks: &[only("portable")],
+    },
+    Measured {
+        primitive: Primitive::Mac(MacAlg::HmacSha224),
+        picks: &[only("portable")],
+    },
+    Measured {
+        primitive: Primitive::Mac(MacAlg::HmacSha256),
+        picks: &[only("portable")],
+    },
+];
+
+/// The provider called `name` in [`PROVIDERS`].
+fn by_name(name: &str) -> Option<&'static CryptoProvider> {
+    PROVIDERS.iter().copied().find(|p| p.name == name)
+}
+
+/// Where `auto` sends `primitive`: (up to this many bytes, provider), smallest first; empty when
+/// no provider has it.
+pub fn picks(primitive: Primitive) -> Vec<(usize, &'static CryptoProvider)> {
+    if let Some(m) = MEASURED.iter().find(|m| m.primitive == primitive) {
+        let v: Vec<(usize, &'static CryptoProvider)> = m
+            .picks
+            .iter()
+            .filter_map(|pk| by_name(pk.provider).map(|p| (pk.up_to, p)))
+            .filter(|(_, p)| p.supports(primitive))
+            .collect();
+        // A table entry whose provider lacks the primitive would be a table error (a test
+        // checks there is none); fall through to the preference order rather than fail.
+        if v.last().is_some_and(|(up_to, _)| *up_to == ALL) {
+            return v;
+        }
+    }
+    PROVIDERS
+        .iter()
+        .copied()
+        .find(|p| p.supports(primitive))
+        .map(|p| vec![(ALL, p)])
+        .unwrap_or_default()
+}
+
+/// The one provider `auto` runs `needs` on when that is a single provider for every primitive
+/// and size; [`AUTO`] when the choices differ; an error when some primitive has no provider.
+pub fn select(
+    needs: &[Primitive],
+    what: &dyn core::fmt::Display,
+) -> Result<&'static CryptoProvider, NoProvider> {
+    let mut one: Option<&'static CryptoProvider> = None;
+    let mut mixed = false;
+    for &p in needs {
+        let picks = picks(p);
+        if picks.is_empty() {
+            return Err(NoProvider {
+                choice: ProviderChoice::Auto,
+                what: what.to_string(),
+            });
+        }
+        for (_, prov) in picks {
+            match one {
+                None => one = Some(prov),
+                Some(o) if core::ptr::eq(o, prov) => {}
+                Some(_) => mixed = true,
+            }
+        }
+    }
+    Ok(match one {
+        Some(p) if !mixed => p,
+        // Mixed, or nothing needed (plain, crc32): the table-driven provider serves either.
+        Some(_) => &AUTO,
+        None => PROVIDERS[0],
+    })
+}
+
+/// A primitive's name as the suites spell it (`aes128-gcm`, `hmac-sha256`, `aes128`,
+/// `aes128-kw`).
+pub fn primitive_name(p: Primitive) -> String {
+    match p {
+        Primitive::Aead(a) => a.name().to_string(),
+        Primitive::Mac(m) => m.name().to_string(),
+        Primitive::Cipher(c) => c.name().to_string(),
+        Primitive::KeyWrap(c) => format!("{}-kw", c.name()),
+    }
+}
+
+/// What runs each primitive under `auto`, e.g. `chacha20-poly1305: openssl` or
+/// `aes128-gcm: fast up to 256 B, openssl above`.
+pub fn describe_picks(primitive: Primitive) -> String {
+    let picks = picks(primitive);
+    let mut s = format!("{}: ", primitive_name(primitive));
+    match picks.as_slice() {
+        [] => s.push_str("none"),
+        [(_, p)] => s.push_str(p.name),
+        many => {
+            let mut lo = 0;
+            for (i, (up_to, p)) in many.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                if *up_to == ALL {
+                    s.push_str(&format!("{} above {lo} B", p.name));
+                } else {
+                    s.push_str(&format!("{} up to {up_to} B", p.name));
+                    lo = *up_to;
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The table-driven provider `auto` uses where a profile's primitives go to different
+/// providers.
+pub static AUTO: CryptoProvider = CryptoProvider {
+    name: "auto",
+    library: "per primitive and size (ivnsec-crypto MEASURED table)",
+    keys: &AutoKeys,
+    rng: &AutoRandom,
+};
+
+struct AutoKeys;
+
+fn unsupported(p: Primitive) -> CryptoError {
+    CryptoError::Unsupported(p)
+}
+
+/// Keys made with each provider of a size split, and the split points.
+struct BySize<K: ?Sized> {
+    keys: Vec<(usize, Box<K>)>,
+}
+
+impl<K: ?Sized> BySize<K> {
+    fn for_len(&self, len: usize) -> &K {
+        // The last key's range is unbounded (`picks` guarantees it), so `find` succeeds; the
+        // fallback keeps this total.
+        self.keys
+            .iter()
+            .find(|(up_to, _)| len <= *up_to)
+            .or(self.keys.last())
+            .map(|(_, k)| &**k)
+            .expect("a size split has at least one key")
+    }
+}
+
+struct AeadBySize {
+    alg: AeadAlg,
+    by: BySize<dyn AeadKey>,
+}
+
+impl AeadKey for AeadBySize {
+    fn alg(&self) -> AeadAlg {
+        self.alg
+    }
+
+    fn seal_in_place(
+        &self,
+        nonce: &[u8; AEAD_NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+        tag: &mut [u8; AEAD_TAG_LEN],
+    ) -> Result<(), CryptoError> {
+        self.by
+            .for_len(in_out.len())
+            .seal_in_place(nonce, aad, in_out, tag)
+    }
+
+    fn open_in_place(
+        &self,
+        nonce: &[u8; AEAD_NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+        tag: &[u8; AEAD_TAG_LEN],
+    ) -> Result<(), CryptoError> {
+        self.by
+            .for_len(in_out.len())
+            .open_in_place(nonce, aad, in_out, tag)
+    }
+}
+
+struct MacBySize {
+    alg: MacAlg,
+    by: BySize<dyn MacKey>,
+}
+
+impl MacKey for MacBySize {
+    fn alg(&self) -> MacAlg {
+        self.alg
+    }
+
+    fn compute(&self, parts: &[&[u8]], out: &mut [u8; MAX_MAC_LEN]) -> usize {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.by.for_len(len).compute(parts, out)
+    }
+}
+
+/// A key made as the table says: with its one provider, or once with each provider of a size
+/// split.
+enum Made<K: ?Sized> {
+    One(Box<K>),
+    BySize(BySize<K>),
+}
+
+fn made<K: ?Sized>(
+    p: Primitive,
+    make: impl Fn(&'static CryptoProvider) -> Result<Box<K>, CryptoError>,
+) -> Result<Made<K>, CryptoError> {
+    match picks(p).as_slice() {
+        [] => Err(unsupported(p)),
+        [(_, one)] => Ok(Made::One(make(one)?)),
+        many => Ok(Made::BySize(BySize {
+            keys: many
+                .iter()
+                .map(|(up_to, prov)| Ok((*up_to, make(prov)?)))
+                .collect::<Result<_, CryptoError>>()?,
+        })),
+    }
+}
+
+impl KeyFactory for AutoKeys {
+    fn supports(&self, p: Primitive) -> bool {
+        PROVIDERS.iter().any(|x| x.supports(p))
+    }
+
+    fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn AeadKey>, CryptoError> {
+        Ok(
+            match made(Primitive::Aead(alg), |p| p.keys.aead(alg, key))? {
+                Made::One(k) => k,
+                Made::BySize(by) => Box::new(AeadBySize { alg, by }),
+            },
+        )
+    }
+
+    fn mac(&self, alg: MacAlg, key: &[u8]) -> Result<Box<dyn MacKey>, CryptoError> {
+        Ok(match made(Primitive::Mac(alg), |p| p.keys.mac(alg, key))? {
+            Made::One(k) => k,
+            Made::BySize(by) => Box::new(MacBySize { alg, by }),
+        })
+    }
+
+    /// Block-cipher keys are not split by size (the table has no such entry; a test checks).
+    fn cipher(&self, alg: CipherAlg, key: &[u8]) -> Result<Box<dyn CipherKey>, CryptoError> {
+        let p = Primitive::Cipher(alg);
+        let picks = picks(p);
+        let (_, prov) = picks.last().ok_or(unsupported(p))?;
+        prov.keys.cipher(alg, key)
+    }
+
+    fn key_wrap(&self, alg: CipherAlg, kek: &[u8]) -> Result<Box<dyn KeyWrapKey>, CryptoError> {
+        let p = Primitive::KeyWrap(alg);
+        let picks = picks(p);
+        let (_, prov) = picks.last().ok_or(unsupported(p))?;
+        prov.keys.key_wrap(alg, kek)
+    }
+}
+
+/// The portable provider's source (the OS's, through `getrandom`).
+struct AutoRandom;
+
+impl SecureRandom for AutoRandom {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError> {
+        crate::PORTABLE.rng.fill(buf)
+    }
+}
