@@ -13,6 +13,9 @@
 //! per key, HMAC a stack `HMAC_CTX`, AES-CBC/CTR call `AES_cbc_encrypt`/`AES_ctr128_encrypt` with
 //! the stored `AES_KEY` — but this test does not check that.
 //!
+//! MACsec and ESP are checked alike, through `protect_in_place_at` from the SA's headroom and
+//! from offset 0.
+//!
 //! The same holds for SecOC per PDU (both MACs, byte-aligned and non-aligned bit lengths, verify
 //! attempts); there the fast provider's CMAC creates a `CMAC_CTX` on the C heap per MAC, which
 //! this test cannot see (its HMAC uses a stack `HMAC_CTX`).
@@ -38,13 +41,17 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use ivnsec_conformance::packets::{ipv4, udp_payload};
 use ivnsec_conformance::{PROVIDERS, providers};
 use ivnsec_core::crypto::AeadAlg;
 use ivnsec_core::crypto::CryptoProvider;
+use ivnsec_core::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx};
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
+use ivnsec_core::sa::macsec::{CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions};
 use ivnsec_core::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
 use ivnsec_core::sa::someip::{Level, ServiceParams, ServiceSa};
 use ivnsec_core::suite::IvnAeProfile;
+use ivnsec_core::wire::macsec::Sci;
 use ivnsec_core::wire::someip::{MessageType, Repr, ReturnCode};
 
 struct Counting;
@@ -324,5 +331,86 @@ fn someip_protect_and_verify_do_not_allocate() {
     assert!(
         allocating.is_empty(),
         "allocations in {PDUS} protect+verify rounds (provider, suite, level, count): {allocating:?}"
+    );
+}
+
+// MACsec and ESP: no allocation per frame / packet, through `protect_in_place_at` with the unit
+// behind the SA's headroom (the path of the channel and the TAP data plane) and at offset 0.
+
+fn macsec_esp_allocations_per_run(
+    provider: &CryptoProvider,
+    suite: CipherSuite,
+    alg: EspAlg,
+) -> u64 {
+    let key = [0x33u8; 36];
+    let kp = KeyParams {
+        suite,
+        key: &key[..suite.key_len()],
+        sci: Sci::from_u64(0x0200_0000_0001_0001),
+        an: 0,
+        ssci: suite.is_xpn().then_some(1),
+        salt: suite.is_xpn().then_some([0x5a; 12]),
+    };
+    let tx_opts = TxOptions {
+        confidentiality: true,
+        ..TxOptions::default()
+    };
+    let mut mtx = MacsecTx::new(provider, &kp, tx_opts, 1).unwrap();
+    let mut mrx = MacsecRx::new(provider, &kp, RxOptions::default()).unwrap();
+    let params = EspParams {
+        alg,
+        spi: 0x100,
+        key: &key[..alg.key_len()],
+        auth_key: &[],
+        esn: false,
+    };
+    let mut etx = EspTx::new(provider, &params, EspMode::Transport, 1).unwrap();
+    let mut erx = EspRx::new(provider, &params, 64).unwrap();
+    let frame: Vec<u8> = (0..1514).map(|i| i as u8).collect();
+    let packet = ipv4(17, &udp_payload(1400));
+    let mut buf = vec![0u8; 2048];
+
+    let before = allocations();
+    for i in 0..FRAMES {
+        let len = 14 + (i as usize * 37) % 1500;
+        let at = if i % 2 == 0 { mtx.headroom() } else { 0 };
+        buf[at..at + len].copy_from_slice(&frame[..len]);
+        let n = mtx
+            .protect_in_place_at(&mut buf, at, len)
+            .expect("MACsec protect");
+        let d = mrx.verify_in_place(&mut buf[..n]).expect("MACsec verify");
+        assert_eq!(d.range.len(), len);
+
+        let at = if i % 2 == 0 { etx.headroom() } else { 0 };
+        buf[at..at + packet.len()].copy_from_slice(&packet);
+        let n = etx
+            .protect_in_place_at(&mut buf, at, packet.len(), None)
+            .expect("ESP protect");
+        let r = erx.verify_in_place(&mut buf[..n]).expect("ESP verify");
+        assert_eq!(r.len(), packet.len());
+    }
+    let used = allocations() - before;
+    assert_eq!(mrx.counters().in_pkts_ok, FRAMES);
+    assert_eq!(erx.counters().ok_frames, FRAMES);
+    used
+}
+
+#[test]
+fn macsec_and_esp_protect_and_verify_do_not_allocate() {
+    let mut report = Vec::new();
+    for (suite, alg) in [
+        (CipherSuite::GcmAes128, EspAlg::Aes128Gcm),
+        (CipherSuite::GcmAesXpn256, EspAlg::ChaCha20Poly1305),
+    ] {
+        for provider in providers(suite) {
+            let n = macsec_esp_allocations_per_run(provider, suite, alg);
+            report.push((provider.name, suite, alg, n));
+        }
+    }
+    assert_eq!(report.len(), 2 * PROVIDERS.len());
+    let allocating: Vec<_> = report.iter().filter(|r| r.3 > 0).collect();
+    assert!(
+        allocating.is_empty(),
+        "allocations in {FRAMES} protect+verify rounds (provider, suite, alg, count): {allocating:?}"
     );
 }

@@ -653,28 +653,35 @@ impl Channel {
     /// bytes to put on the link: `out[..n]`.
     pub fn protect(&mut self, payload: &[u8], out: &mut [u8]) -> Result<usize, ChannelError> {
         match &mut self.sas {
+            // The plain unit is written behind the SA's headroom, so protect encrypts the
+            // payload where it lies.
             Sas::IvnAe(t, _) => {
-                let n = write_plain_frame(out, &self.ends, payload)?;
-                t.protect_in_place(out, n).map_err(protect_err)
+                let at = t.headroom();
+                let n = write_plain_frame(out, at, &self.ends, payload)?;
+                t.protect_in_place_at(out, at, n).map_err(protect_err)
             }
             Sas::Macsec(t, _) => {
-                let n = write_plain_frame(out, &self.ends, payload)?;
-                t.protect_in_place(out, n).map_err(protect_err)
+                let at = t.headroom();
+                let n = write_plain_frame(out, at, &self.ends, payload)?;
+                t.protect_in_place_at(out, at, n).map_err(protect_err)
             }
             Sas::Esp(t, _) => {
                 let n = IPV4_HLEN + payload.len();
                 if out.len() < n + crate::sa::esp::MAX_OVERHEAD {
                     return Err(ChannelError::BufferTooSmall);
                 }
+                let at = t.headroom();
                 write_ipv4_header(
-                    &mut out[..IPV4_HLEN],
+                    &mut out[at..at + IPV4_HLEN],
                     n,
                     EXPERIMENT_IP_PROTOCOL,
                     self.ends.local_ip,
                     self.ends.peer_ip,
                 );
-                out[IPV4_HLEN..n].copy_from_slice(payload);
-                let len = t.protect_in_place(out, n, None).map_err(protect_err)?;
+                out[at + IPV4_HLEN..at + n].copy_from_slice(payload);
+                let len = t
+                    .protect_in_place_at(out, at, n, None)
+                    .map_err(protect_err)?;
                 // The datagram carries the ESP part; move it to the front.
                 out.copy_within(IPV4_HLEN..len, 0);
                 Ok(len - IPV4_HLEN)
@@ -901,15 +908,23 @@ pub fn fill_udp_checksum(frame: &mut [u8]) {
 }
 
 /// `dst ‖ src ‖ PAYLOAD_ETHERTYPE ‖ payload` into `out`; returns its length.
-fn write_plain_frame(out: &mut [u8], ends: &Ends, payload: &[u8]) -> Result<usize, ChannelError> {
+/// Writes the plain frame around `payload` to `out[at..]` (`at` is an SA's headroom, well
+/// under the 128 bytes of room asked for); returns its length.
+fn write_plain_frame(
+    out: &mut [u8],
+    at: usize,
+    ends: &Ends,
+    payload: &[u8],
+) -> Result<usize, ChannelError> {
     let n = ethernet::HEADER_LEN + payload.len();
-    if out.len() < n + 128 {
+    if out.len() < n + 128 || at > 64 {
         return Err(ChannelError::BufferTooSmall);
     }
-    out[0..6].copy_from_slice(&ends.peer_mac);
-    out[6..12].copy_from_slice(&ends.local_mac);
-    out[12..14].copy_from_slice(&PAYLOAD_ETHERTYPE.to_be_bytes());
-    out[14..n].copy_from_slice(payload);
+    let f = &mut out[at..at + n];
+    f[0..6].copy_from_slice(&ends.peer_mac);
+    f[6..12].copy_from_slice(&ends.local_mac);
+    f[12..14].copy_from_slice(&PAYLOAD_ETHERTYPE.to_be_bytes());
+    f[14..].copy_from_slice(payload);
     Ok(n)
 }
 

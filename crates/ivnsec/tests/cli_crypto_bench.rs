@@ -293,6 +293,68 @@ fn macsec_and_esp_rows_have_the_bare_aead_overhead() {
     }
 }
 
+/// Beside the bare AEAD of `size` bytes, each MACsec and ESP row has the bare AEAD of the bytes
+/// its framing encrypts (MACsec: EtherType and payload, IEEE 802.1AE §14.1; ESP transport: UDP
+/// header, payload, padding to 4 bytes, pad length and next header, RFC 4303 §2.4) and the
+/// overheads against it, in the JSON and in three more table columns.
+#[test]
+fn macsec_and_esp_rows_have_the_framing_overhead() {
+    let args = [
+        "--quick",
+        "--suite",
+        "macsec-gcm-aes-128,esp-aes128-gcm,esp-chacha20-poly1305",
+        "--sizes",
+        "64,1440",
+    ];
+    let v = json(&bench(&[&args[..], &["--json"]].concat()));
+    let rows = v["results"].as_array().expect("results array");
+    assert!(!rows.is_empty());
+    for row in rows {
+        let size = row["size"].as_u64().unwrap();
+        let want = match row["protocol"].as_str().unwrap() {
+            "macsec" => size + 2,
+            _ => (8 + size + 2).div_ceil(4) * 4,
+        };
+        assert_eq!(row["encrypted_len"].as_u64(), Some(want), "{row}");
+        positive(row, "bare_aead_encrypted_ns");
+        positive(row, "bare_aead_encrypted_open_ns");
+        for f in ["framing_overhead_pct", "verify_framing_overhead_pct"] {
+            let x = row[f]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{f} missing in {row}"));
+            assert!(x.is_finite() && x > -100.0, "{f} = {x}");
+        }
+    }
+    // An IVN-AE HMAC row has no AEAD: the new fields are null.
+    let v = json(&bench(&[
+        "--quick",
+        "--suite",
+        "hmac-sha256",
+        "--sizes",
+        "64",
+        "--json",
+    ]));
+    for row in v["results"].as_array().unwrap() {
+        for f in [
+            "encrypted_len",
+            "bare_aead_encrypted_ns",
+            "framing_overhead_pct",
+        ] {
+            assert!(row[f].is_null(), "{f} in {row}");
+        }
+    }
+    let out = bench(&args);
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|h| h.ends_with("bare e  p f-ovh  v f-ovh")),
+        "{table}"
+    );
+}
+
 /// `--frames N` times N frames one by one: seed 001 Figure 6's HMACs (SHA-1, SHA-256,
 /// SHA3-256) at 60 and 80 bytes get min / mean / max per single frame in the JSON (with the
 /// clock's own cost in `meta.timer_ns`) and two more columns in the table; without it the

@@ -4,8 +4,9 @@
 //! Every expected byte string below is typed in from the cited publication; none was produced by
 //! ivnsec.
 
-use ivnsec_core::sa::esp::EspAlg;
+use ivnsec_core::sa::esp::{EspAlg, EspMode};
 
+use crate::packets::ipv4;
 use crate::unhex;
 
 /// One published ESP packet.
@@ -241,6 +242,22 @@ impl Vector {
         let n = plaintext.len();
         let pad = plaintext[n - 2] as usize;
         (plaintext[..n - 2 - pad].to_vec(), plaintext[n - 1])
+    }
+
+    /// The packet to protect and the mode that yields the published packet: tunnel mode
+    /// (192.0.2.1 → 192.0.2.2) for an inner IPv4 packet (next header 4), which is protected
+    /// whole; transport mode otherwise, the payload behind an IPv4 header naming the next header.
+    pub fn input_and_mode(&self) -> (Vec<u8>, EspMode) {
+        let (payload, nh) = self.payload_and_nh();
+        if nh == 4 {
+            let mode = EspMode::Tunnel {
+                src: [192, 0, 2, 1].into(),
+                dst: [192, 0, 2, 2].into(),
+            };
+            (payload, mode)
+        } else {
+            (ipv4(nh, &payload), EspMode::Transport)
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod any;
 mod esp;
+mod framing;
 mod ivnae;
 mod macsec;
 mod mka;

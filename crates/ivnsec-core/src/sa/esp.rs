@@ -445,25 +445,28 @@ impl Keys {
         }
     }
 
-    fn nonce(&self, iv: &[u8]) -> [u8; AEAD_NONCE_LEN] {
+    /// salt ‖ IV (RFC 4106 §4, RFC 4543 §3.1, RFC 7634 §2), the IV being the 8 bytes at the
+    /// front of `iv`. Written as 8 + 4 bytes, the way the providers read a 12-byte nonce, so that
+    /// reading it back does not wait for narrower stores.
+    fn nonce(&self, iv: &[u8]) -> Result<[u8; AEAD_NONCE_LEN], DropReason> {
+        let iv: [u8; 8] = iv
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(DropReason::Malformed)?;
+        let (salt, iv) = (u32::from_be_bytes(*self.salt), u64::from_be_bytes(iv));
         let mut n = [0u8; AEAD_NONCE_LEN];
-        n[..SALT_LEN].copy_from_slice(&*self.salt);
-        n[SALT_LEN..].copy_from_slice(&iv[..AEAD_NONCE_LEN - SALT_LEN]);
-        n
+        n[..8].copy_from_slice(&((u64::from(salt) << 32) | (iv >> 32)).to_be_bytes());
+        n[8..].copy_from_slice(&(iv as u32).to_be_bytes());
+        Ok(n)
     }
 
-    /// AAD of GCM / ChaCha20-Poly1305: SPI ‖ seq (8 bytes) or SPI ‖ seq high ‖ seq low (12 bytes)
-    /// with ESN (RFC 4106 §5, RFC 7634 §2.1).
-    fn aead_aad(&self, seq: u64) -> ([u8; 12], usize) {
+    /// AAD of GCM / ChaCha20-Poly1305 with ESN: SPI ‖ seq high ‖ seq low (12 bytes; RFC 4106
+    /// §5, RFC 7634 §2.1). Without ESN the AAD is SPI ‖ seq, the ESP header as sent.
+    fn aead_aad(&self, seq: u64) -> [u8; 12] {
         let mut a = [0u8; 12];
         a[..4].copy_from_slice(&self.spi.to_be_bytes());
-        if self.esn {
-            a[4..].copy_from_slice(&seq.to_be_bytes());
-            (a, 12)
-        } else {
-            a[4..8].copy_from_slice(&(seq as u32).to_be_bytes());
-            (a, 8)
-        }
+        a[4..].copy_from_slice(&seq.to_be_bytes());
+        a
     }
 
     /// Computes (`Seal`) or checks (`Open`) the ICV of the ESP packet `buf[esp..icv_end]` and
@@ -484,15 +487,22 @@ impl Keys {
         let icv: &mut [u8; ICV_LEN] = icv.try_into().map_err(|_| DropReason::Truncated)?;
         match &self.engine {
             Engine::Aead(k) => {
-                let nonce = self.nonce(&head[esp + HEADER_LEN..data_start]);
-                let (aad, n) = self.aead_aad(seq);
-                let data = &mut head[data_start..];
+                let nonce = self.nonce(&head[esp + HEADER_LEN..data_start])?;
+                let esn_aad;
+                let (front, data) = head.split_at_mut(data_start);
+                let aad = if self.esn {
+                    esn_aad = self.aead_aad(seq);
+                    &esn_aad[..]
+                } else {
+                    // SPI ‖ seq as they are on the wire: the ESP header itself.
+                    &front[esp..esp + HEADER_LEN]
+                };
                 match dir {
                     Dir::Seal => k
-                        .seal_in_place(&nonce, &aad[..n], data, icv)
+                        .seal_in_place(&nonce, aad, data, icv)
                         .map_err(|_| DropReason::Crypto),
                     Dir::Open => k
-                        .open_in_place(&nonce, &aad[..n], data, icv)
+                        .open_in_place(&nonce, aad, data, icv)
                         .map_err(|_| DropReason::BadTag),
                 }
             }
@@ -500,7 +510,7 @@ impl Keys {
                 //= https://www.rfc-editor.org/rfc/rfc4543#section-3.2
                 //# the AAD is [...] SPI, (extended) sequence number, IV, payload, padding, pad
                 //# length, next header; the plaintext is empty.
-                let nonce = self.nonce(&head[esp + HEADER_LEN..data_start]);
+                let nonce = self.nonce(&head[esp + HEADER_LEN..data_start])?;
                 if self.esn {
                     // SPI ‖ seq high ‖ seq low ‖ IV ‖ data, made contiguous in place.
                     let before = esp.checked_sub(4).ok_or(DropReason::Malformed)?;
@@ -654,8 +664,25 @@ impl EspTx {
                 needed: self.max_protected_len(len),
             });
         }
-        out[..len].copy_from_slice(&packet[..len]);
-        self.protect_in_place(out, len, iv)
+        // Copied once, to where the payload stays (unless `out` is too short for that, which
+        // protect then reports as it always has).
+        let at = match self.headroom() {
+            room if out.len() >= room + len => room,
+            _ => 0,
+        };
+        out[at..at + len].copy_from_slice(&packet[..len]);
+        self.protect_in_place_at(out, at, len, iv)
+    }
+
+    /// Bytes to leave in front of a packet so that
+    /// [`protect_in_place_at`](Self::protect_in_place_at) need not move its payload: the ESP
+    /// header and the IV (transport mode), and the outer IP header (tunnel mode).
+    pub fn headroom(&self) -> usize {
+        let esp = HEADER_LEN + self.keys.alg.iv_len();
+        match self.mode {
+            EspMode::Transport => esp,
+            EspMode::Tunnel { src, .. } => ip::outer_header_len(&src) + esp,
+        }
     }
 
     /// Protects the IP packet in `buf[..len]` in place; `buf` needs room for the overhead
@@ -666,8 +693,25 @@ impl EspTx {
         len: usize,
         iv: Option<&[u8]>,
     ) -> Result<usize, EspProtectError> {
-        let pkt = buf
-            .get(..len)
+        self.protect_in_place_at(buf, 0, len, iv)
+    }
+
+    /// Protects the IP packet in `buf[at..at + len]` in place and writes the protected packet
+    /// to the front of `buf`; `buf` needs room for the overhead ([`MAX_OVERHEAD`] beyond
+    /// `at + len` always suffices). Returns the protected length. With `at` =
+    /// [`headroom`](Self::headroom) (a packet received or built behind that many spare bytes)
+    /// the payload is encrypted where it lies and only the IP header moves (transport mode) or
+    /// nothing does (tunnel mode); any other `at` moves the payload too.
+    pub fn protect_in_place_at(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
+        len: usize,
+        iv: Option<&[u8]>,
+    ) -> Result<usize, EspProtectError> {
+        let pkt = at
+            .checked_add(len)
+            .and_then(|end| buf.get(at..end))
             .ok_or(EspProtectError::BadPacket(IpError::Truncated))?;
         let info = ip::parse(pkt).map_err(EspProtectError::BadPacket)?;
         let alg = self.keys.alg;
@@ -685,7 +729,7 @@ impl EspTx {
         let (hdr_len, payload_start, payload_len, nh) = match self.mode {
             EspMode::Transport => (
                 info.header_len,
-                info.header_len,
+                at + info.header_len,
                 len - info.header_len,
                 info.next,
             ),
@@ -695,7 +739,7 @@ impl EspTx {
                 } else {
                     protocol::IPV6
                 };
-                (ip::outer_header_len(&src), 0, len, nh)
+                (ip::outer_header_len(&src), at, len, nh)
             }
         };
         let esp = hdr_len;
@@ -722,16 +766,30 @@ impl EspTx {
             Some(seq + 1)
         };
 
-        let tclass = ip::traffic_class(buf, info.version);
-        buf.copy_within(payload_start..payload_start + payload_len, data_start);
-        match self.mode {
+        // Transport mode: the IP header to the front, rewritten, before the payload moves (a
+        // payload moving towards the front may land on it). Tunnel mode: the inner packet's
+        // traffic class, before the packet moves.
+        let tclass = match self.mode {
             EspMode::Transport => {
-                buf[info.nh_offset] = protocol::ESP;
-                ip::set_total_len(buf, &info, total);
+                if info.version == 4 && hdr_len == ip::IPV4_HEADER_LEN {
+                    // `total` ≤ 65535: checked above.
+                    ip::move_ipv4_header(buf, at, 0, protocol::ESP, total as u16);
+                } else {
+                    if at != 0 {
+                        buf.copy_within(at..at + hdr_len, 0);
+                    }
+                    buf[info.nh_offset] = protocol::ESP;
+                    ip::set_total_len(buf, &info, total);
+                }
+                0
             }
-            EspMode::Tunnel { src, dst } => {
-                ip::emit_outer(buf, &src, &dst, tclass, protocol::ESP, total)
-            }
+            EspMode::Tunnel { .. } => ip::traffic_class(&buf[at..], info.version),
+        };
+        if payload_start != data_start {
+            buf.copy_within(payload_start..payload_start + payload_len, data_start);
+        }
+        if let EspMode::Tunnel { src, dst } = self.mode {
+            ip::emit_outer(buf, &src, &dst, tclass, protocol::ESP, total);
         }
         let repr = wire::Repr {
             spi: self.keys.spi,
@@ -746,7 +804,10 @@ impl EspTx {
             None if alg.random_iv() => self.rng.fill(iv_field)?,
             // RFC 4106 §3.1 / RFC 7634 §2: the IV must be unique per key; the 64-bit sequence
             // number is, and is what most implementations send.
-            None => iv_field.copy_from_slice(&seq.to_be_bytes()[..iv_len]),
+            None => match <&mut [u8; 8]>::try_from(&mut *iv_field) {
+                Ok(field) => *field = seq.to_be_bytes(),
+                Err(_) => iv_field.copy_from_slice(&seq.to_be_bytes()[..iv_len]),
+            },
         }
         wire::emit_trailer(&mut buf[data_start + payload_len..ct_end], nh);
 
@@ -935,10 +996,15 @@ impl EspRx {
                 // Transport mode: put the IP header back in front of the payload.
                 let hdr = info.header_len;
                 let start = data_start - hdr;
-                buf.copy_within(0..hdr, start);
-                let restored = &mut buf[start..payload_end];
-                restored[info.nh_offset] = nh;
-                ip::set_total_len(restored, &info, hdr + payload_len);
+                if info.version == 4 && hdr == ip::IPV4_HEADER_LEN {
+                    // hdr + payload_len ≤ the packet's total length, a 16-bit field.
+                    ip::move_ipv4_header(buf, 0, start, nh, (hdr + payload_len) as u16);
+                } else {
+                    buf.copy_within(0..hdr, start);
+                    let restored = &mut buf[start..payload_end];
+                    restored[info.nh_offset] = nh;
+                    ip::set_total_len(restored, &info, hdr + payload_len);
+                }
                 Ok(start..payload_end)
             }
         }

@@ -254,8 +254,17 @@ impl IvnAeTx {
             // Refuse before touching the caller's buffer.
             return Err(ProtectError::SeqExhausted);
         }
-        out[..plain.len()].copy_from_slice(plain);
-        self.protect_in_place(out, plain.len())
+        // Copied once, to where the body stays.
+        let at = self.headroom();
+        out[at..at + plain.len()].copy_from_slice(plain);
+        self.protect_in_place_at(out, at, plain.len())
+    }
+
+    /// Bytes to leave in front of a plain frame so that
+    /// [`protect_in_place_at`](Self::protect_in_place_at) need not move its body: the outer
+    /// EtherType and the IVN-AE fields (14).
+    pub fn headroom(&self) -> usize {
+        HEADER_LEN - (ethernet::HEADER_LEN - 2)
     }
 
     /// Protects the plain frame in `buf[..plain_len]` in place; `buf` must have room for
@@ -265,9 +274,21 @@ impl IvnAeTx {
         buf: &mut [u8],
         plain_len: usize,
     ) -> Result<usize, ProtectError> {
-        if plain_len < ethernet::HEADER_LEN || plain_len > buf.len() {
-            return Err(ProtectError::FrameTooShort);
-        }
+        self.protect_in_place_at(buf, 0, plain_len)
+    }
+
+    /// Protects the plain frame in `buf[at..at + plain_len]` in place and writes the protected
+    /// frame to the front of `buf`, which must have room for
+    /// [`protected_len`](Self::protected_len) bytes. Returns the frame length. With `at` =
+    /// [`headroom`](Self::headroom) only the 12 address bytes move; any other `at` moves the
+    /// body too.
+    pub fn protect_in_place_at(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
+        plain_len: usize,
+    ) -> Result<usize, ProtectError> {
+        let end = super::plain_frame_end(buf, at, plain_len)?;
         let needed = self.protected_len(plain_len);
         if buf.len() < needed {
             return Err(ProtectError::BufferTooSmall { needed });
@@ -277,7 +298,7 @@ impl IvnAeTx {
         self.next_seq = seq.checked_add(1);
 
         let body_len = plain_len - (ethernet::HEADER_LEN - 2);
-        buf.copy_within(ethernet::HEADER_LEN - 2..plain_len, HEADER_LEN);
+        super::make_header_room(buf, at, end, HEADER_LEN);
         let keys = &self.keys;
         let repr = wire::Repr {
             suite_id: keys.profile.suite.id(),
@@ -296,14 +317,16 @@ impl IvnAeTx {
             Engine::Plain => {}
             Engine::Crc32 => tag_out.copy_from_slice(&CRC32.checksum(head).to_be_bytes()),
             Engine::Aead(aead) => {
-                let mut tag = [0u8; AEAD_TAG_LEN];
+                // The tag goes straight into the frame.
+                let tag: &mut [u8; AEAD_TAG_LEN] = tag_out
+                    .try_into()
+                    .map_err(|_| ProtectError::BufferTooSmall { needed })?;
                 if keys.profile.level == Level::Conf {
                     let (a, body) = head.split_at_mut(HEADER_LEN);
-                    aead.seal_in_place(&nonce, a, body, &mut tag)?;
+                    aead.seal_in_place(&nonce, a, body, tag)?;
                 } else {
-                    aead.seal_in_place(&nonce, head, &mut [], &mut tag)?;
+                    aead.seal_in_place(&nonce, head, &mut [], tag)?;
                 }
-                tag_out.copy_from_slice(&tag);
             }
             Engine::Hmac(mac) => {
                 let mut full = [0u8; MAX_MAC_LEN];

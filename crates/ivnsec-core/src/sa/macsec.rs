@@ -296,14 +296,26 @@ impl Keys {
     }
 
     /// §14.5 (GCM-AES): IV = SCI ‖ PN (32 bits). 802.1AEbw §14.7 (XPN): IV = (SSCI ‖ PN64) XOR salt.
+    /// Written as 8 + 4 bytes, the way the providers read a 12-byte nonce, so that reading it
+    /// back does not wait for narrower stores.
     fn iv(&self, pn: u64) -> [u8; AEAD_NONCE_LEN] {
         let mut iv = [0u8; AEAD_NONCE_LEN];
         if self.suite.is_xpn() {
-            iv[..4].copy_from_slice(&self.ssci);
-            iv[4..].copy_from_slice(&pn.to_be_bytes());
-            for (b, s) in iv.iter_mut().zip(self.salt.iter()) {
-                *b ^= s;
-            }
+            let ssci = u64::from(u32::from_be_bytes(self.ssci));
+            let salt_hi = u64::from_be_bytes([
+                self.salt[0],
+                self.salt[1],
+                self.salt[2],
+                self.salt[3],
+                self.salt[4],
+                self.salt[5],
+                self.salt[6],
+                self.salt[7],
+            ]);
+            let salt_lo =
+                u32::from_be_bytes([self.salt[8], self.salt[9], self.salt[10], self.salt[11]]);
+            iv[..8].copy_from_slice(&(((ssci << 32) | (pn >> 32)) ^ salt_hi).to_be_bytes());
+            iv[8..].copy_from_slice(&((pn as u32) ^ salt_lo).to_be_bytes());
         } else {
             iv[..8].copy_from_slice(&self.sci.0);
             iv[8..].copy_from_slice(&(pn as u32).to_be_bytes());
@@ -404,6 +416,13 @@ impl MacsecTx {
         plain_len + self.sectag_len() + ICV_LEN
     }
 
+    /// Octets to leave in front of a plain frame so that
+    /// [`protect_in_place_at`](Self::protect_in_place_at) need not move its secure data: the
+    /// SecTAG's length (8, or 16 with the SCI).
+    pub fn headroom(&self) -> usize {
+        self.sectag_len()
+    }
+
     /// Protects `plain` (dst ‖ src ‖ EtherType ‖ payload) into `out`; returns the frame length.
     pub fn protect(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, ProtectError> {
         if plain.len() < ethernet::HEADER_LEN {
@@ -414,8 +433,10 @@ impl MacsecTx {
             self.counters.out_pkts_too_long += 1;
             return Err(ProtectError::BufferTooSmall { needed });
         }
-        out[..plain.len()].copy_from_slice(plain);
-        self.protect_in_place(out, plain.len())
+        // Copied once, to where the secure data stays.
+        let at = self.headroom();
+        out[at..at + plain.len()].copy_from_slice(plain);
+        self.protect_in_place_at(out, at, plain.len())
     }
 
     /// Protects the plain frame in `buf[..plain_len]` in place; `buf` must hold
@@ -425,9 +446,21 @@ impl MacsecTx {
         buf: &mut [u8],
         plain_len: usize,
     ) -> Result<usize, ProtectError> {
-        if plain_len < ethernet::HEADER_LEN || plain_len > buf.len() {
-            return Err(ProtectError::FrameTooShort);
-        }
+        self.protect_in_place_at(buf, 0, plain_len)
+    }
+
+    /// Protects the plain frame in `buf[at..at + plain_len]` in place and writes the MACsec
+    /// frame to the front of `buf`; `buf` must hold [`protected_len`](Self::protected_len)
+    /// octets. Returns the frame length. With `at` = [`headroom`](Self::headroom) (a frame
+    /// received or built behind that many spare octets) only the 12 address octets move: the
+    /// secure data is encrypted where it lies. Any other `at` moves the secure data too.
+    pub fn protect_in_place_at(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
+        plain_len: usize,
+    ) -> Result<usize, ProtectError> {
+        let end = super::plain_frame_end(buf, at, plain_len)?;
         let needed = self.protected_len(plain_len);
         if buf.len() < needed {
             self.counters.out_pkts_too_long += 1;
@@ -444,7 +477,7 @@ impl MacsecTx {
 
         let sd_len = plain_len - SECTAG_OFFSET;
         let hdr_len = SECTAG_OFFSET + self.sectag_len();
-        buf.copy_within(SECTAG_OFFSET..plain_len, hdr_len);
+        super::make_header_room(buf, at, end, hdr_len);
         let sci = if self.opts.include_sci {
             Some(self.keys.sci)
         } else {
@@ -463,18 +496,20 @@ impl MacsecTx {
 
         let iv = self.keys.iv(pn);
         let (head, rest) = buf[..needed].split_at_mut(hdr_len + sd_len);
-        let mut icv = [0u8; AEAD_TAG_LEN];
+        // The tag goes straight into the frame.
+        let icv: &mut [u8; AEAD_TAG_LEN] = rest
+            .try_into()
+            .map_err(|_| ProtectError::BufferTooSmall { needed })?;
         if self.opts.confidentiality {
             let (aad, data) = head.split_at_mut(hdr_len);
-            self.keys.aead.seal_in_place(&iv, aad, data, &mut icv)?;
+            self.keys.aead.seal_in_place(&iv, aad, data, icv)?;
             self.counters.out_pkts_encrypted += 1;
             self.counters.out_octets_encrypted += sd_len as u64;
         } else {
-            self.keys.aead.seal_in_place(&iv, head, &mut [], &mut icv)?;
+            self.keys.aead.seal_in_place(&iv, head, &mut [], icv)?;
             self.counters.out_pkts_protected += 1;
             self.counters.out_octets_protected += sd_len as u64;
         }
-        rest.copy_from_slice(&icv);
         Ok(needed)
     }
 }

@@ -289,3 +289,29 @@ impl From<CryptoError> for ProtectError {
         ProtectError::Crypto(e)
     }
 }
+
+/// Length of the addresses (destination ‖ source) in front of an Ethernet frame.
+const ADDRS_LEN: usize = 12;
+
+/// Where the plain Ethernet frame `buf[at..at + plain_len]` given to protect ends:
+/// [`ProtectError::FrameTooShort`] when it is shorter than an Ethernet header or lies outside
+/// `buf`.
+fn plain_frame_end(buf: &[u8], at: usize, plain_len: usize) -> Result<usize, ProtectError> {
+    at.checked_add(plain_len)
+        .filter(|&end| plain_len >= crate::wire::ethernet::HEADER_LEN && end <= buf.len())
+        .ok_or(ProtectError::FrameTooShort)
+}
+
+/// Moves the plain Ethernet frame `buf[at..end]` (from [`plain_frame_end`]) so that its
+/// addresses are at the front of `buf` and the rest (EtherType and payload) starts at `body_at`
+/// (≥ 12), leaving room for a header in between. What is already in place does not move: with
+/// `at` = `body_at` − 12 only the 12 address bytes do. `buf` must reach `body_at + end − at − 12`.
+fn make_header_room(buf: &mut [u8], at: usize, end: usize, body_at: usize) {
+    // The addresses first: a body moving towards the front may land on them.
+    if at != 0 {
+        buf.copy_within(at..at + ADDRS_LEN, 0);
+    }
+    if at + ADDRS_LEN != body_at {
+        buf.copy_within(at + ADDRS_LEN..end, body_at);
+    }
+}

@@ -303,11 +303,29 @@ impl SecyTx {
         overhead(self.opts)
     }
 
+    /// Octets to leave in front of a plain frame so that protect encrypts its secure data where
+    /// it lies (the SecTAG's length; see [`MacsecTx::protect_in_place_at`]).
+    pub fn headroom(&self) -> usize {
+        overhead(self.opts) - ICV_LEN
+    }
+
     /// Protects the plain frame `buf[..plain_len]` in place under the encoding SA; `buf` must
     /// hold [`protected_len`](Self::protected_len) octets. Returns the frame length and its PN.
     pub fn protect_in_place(
         &mut self,
         buf: &mut [u8],
+        plain_len: usize,
+    ) -> Result<(usize, u64), TxError> {
+        self.protect_in_place_at(buf, 0, plain_len)
+    }
+
+    /// As [`protect_in_place`](Self::protect_in_place) for the plain frame in
+    /// `buf[at..at + plain_len]`; the protected frame goes to the front of `buf`. With `at` =
+    /// [`headroom`](Self::headroom) the secure data does not move.
+    pub fn protect_in_place_at(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
         plain_len: usize,
     ) -> Result<(usize, u64), TxError> {
         let Some(sa) = self.encoding.and_then(|i| self.sas[i].as_mut()) else {
@@ -318,7 +336,7 @@ impl SecyTx {
             self.discards.pn_exhausted += 1;
             return Err(TxError::Exhausted);
         };
-        match sa.sa.protect_in_place(buf, plain_len) {
+        match sa.sa.protect_in_place_at(buf, at, plain_len) {
             Ok(n) => Ok((n, pn)),
             Err(ProtectError::SeqExhausted) => {
                 self.discards.pn_exhausted += 1;
@@ -342,8 +360,9 @@ impl SecyTx {
             self.discards.bad_frame += 1;
             return Err(TxError::Protect(ProtectError::BufferTooSmall { needed }));
         }
-        out[..plain.len()].copy_from_slice(plain);
-        self.protect_in_place(out, plain.len())
+        let at = self.headroom();
+        out[at..at + plain.len()].copy_from_slice(plain);
+        self.protect_in_place_at(out, at, plain.len())
     }
 
     /// The installed SAs, by AN.

@@ -1,14 +1,17 @@
 //! The timed loops of the crypto benchmark, one per family, and the bare AEAD they are compared
 //! with. Each times protect on one buffer, then verify over a ring of units with increasing
-//! sequence numbers, in batches sized by calibration (see the method in [`super`]).
+//! sequence numbers, in batches sized by calibration (see the method in [`super`]). The bare AEAD
+//! seal and open are timed in the same rounds as protect and verify, batch after batch, so that
+//! both see the same stretches of a shared machine.
 
 use std::hint::black_box;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 use ivnsec_core::channel::write_ipv4_header;
-use ivnsec_core::crypto::{AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, CryptoProvider};
+use ivnsec_core::crypto::{AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, CryptoProvider};
 use ivnsec_core::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx};
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::macsec::{
@@ -56,27 +59,66 @@ pub struct MeasureMeta {
     /// Protect and verify timed frame by frame ([`Timing::frames`] of each), when asked for.
     pub protect_frame: Option<Stats>,
     pub verify_frame: Option<Stats>,
+    /// Bare AEAD seal and open, one pair per [`BareSpec`] asked for, in that order.
+    pub bare: Vec<(Stats, Stats)>,
+}
+
+/// A bare AEAD call timed beside the framing: `len` bytes encrypted, `aad_len` bytes of AAD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BareSpec {
+    pub alg: AeadAlg,
+    pub aad_len: usize,
+    pub len: usize,
 }
 
 /// Protect and verify statistics and what they were measured on.
 pub type Measured = (Stats, Stats, MeasureMeta);
 
+/// What a measurement is asked for besides protect and verify.
+#[derive(Clone, Copy, Debug)]
+pub struct Extra<'a> {
+    /// Also time protect for this many seconds of CPU time (see [`super::cpu`]).
+    pub cpu_seconds: Option<f64>,
+    /// Bare AEAD calls to time in the same rounds as protect (seal) and verify (open).
+    pub bare: &'a [BareSpec],
+}
+
 /// Times `protect` (and, with `cpu_seconds`, its CPU time per frame), then `verify` over a ring
-/// of at most `ring_max` units.
+/// of at most `ring_max` units; each bare AEAD of `extra` is timed in the same rounds, its seal
+/// beside protect and its open beside verify.
 fn protect_then_verify(
+    prov: &CryptoProvider,
     protect: &mut Batch<'_>,
     verify: &mut Batch<'_>,
     ring_max: usize,
     t: Timing,
-    cpu_seconds: Option<f64>,
+    extra: Extra<'_>,
     (plain_len, protected_len): (usize, usize),
 ) -> Result<Measured> {
-    let (protect_stats, protect_m) = timed_batches(protect, t, usize::MAX)?;
-    let protect_cpu_ns = match cpu_seconds {
+    let mut bares = extra
+        .bare
+        .iter()
+        .map(|&spec| BareAead::new(prov, spec))
+        .collect::<Result<Vec<_>>>()?;
+    let mut rounds: Vec<(&mut Batch<'_>, usize)> = vec![(&mut *protect, usize::MAX)];
+    for b in &mut bares {
+        rounds.push((&mut *b.seal, usize::MAX));
+    }
+    let mut seal = timed_rounds(&mut rounds, t)?.into_iter();
+    drop(rounds);
+    let (protect_stats, protect_m) = seal.next().context("protect timing")?;
+    let protect_cpu_ns = match extra.cpu_seconds {
         Some(secs) => cpu_time_per_frame(protect, protect_m, secs)?,
         None => None,
     };
-    let (verify_stats, verify_m) = timed_batches(verify, t, ring_max)?;
+    let mut rounds: Vec<(&mut Batch<'_>, usize)> = vec![(&mut *verify, ring_max)];
+    for b in &mut bares {
+        rounds.push((&mut *b.open, b.open_max));
+    }
+    let mut open = timed_rounds(&mut rounds, t)?.into_iter();
+    drop(rounds);
+    let (verify_stats, verify_m) = open.next().context("verify timing")?;
+    let bare = seal.zip(open).map(|((s, _), (o, _))| (s, o)).collect();
     let protect_frame = one_by_one(protect, t.frames)?;
     let verify_frame = one_by_one(verify, t.frames)?;
     Ok((
@@ -90,6 +132,7 @@ fn protect_then_verify(
             protect_cpu_ns,
             protect_frame,
             verify_frame,
+            bare,
         },
     ))
 }
@@ -137,19 +180,21 @@ pub fn measure_ivnae(
     profile: IvnAeProfile,
     size: usize,
     t: Timing,
-    cpu_seconds: Option<f64>,
+    extra: Extra<'_>,
 ) -> Result<Measured> {
     let (key, mac_key) = keys_for(profile.suite);
     let params = SaParams::new(profile, &key, &mac_key);
     let plain_len = ETH_HEADER + size;
 
-    // Protect: one buffer, protected over and over.
+    // Protect: one buffer, protected over and over, the frame behind the SA's headroom as the
+    // channel builds it.
     let mut tx = IvnAeTx::new(prov, &params, 1).map_err(|e| anyhow!("SA: {e}"))?;
     let protected_len = tx.protected_len(plain_len);
-    let mut buf = plain_frame(plain_len, protected_len);
+    let at = tx.headroom();
+    let mut buf = plain_frame_at(at, plain_len, protected_len);
     let mut protect_batch = |m: usize| {
         time_each(0..m, |_| {
-            tx.protect_in_place(black_box(&mut buf), plain_len)
+            tx.protect_in_place_at(black_box(&mut buf), at, plain_len)
                 .map(drop)
                 .map_err(|e| anyhow!("protect: {e}"))
         })
@@ -161,14 +206,14 @@ pub fn measure_ivnae(
     let (mut ring, ring_max) = ring_for(protected_len);
     let stride = ring.len() / ring_max;
     for slot in ring.chunks_exact_mut(stride) {
-        slot[..plain_len].copy_from_slice(&plain_frame(plain_len, plain_len));
+        slot[..at + plain_len].copy_from_slice(&plain_frame_at(at, plain_len, 0));
     }
     let mut verify_batch = |m: usize| -> Result<f64> {
         for slot in ring.chunks_exact_mut(stride).take(m) {
             // The slot holds the previous frame's leftovers; protect does not parse the plain
             // frame, and its cost does not depend on the bytes, only on the length.
             let n = vtx
-                .protect_in_place(slot, plain_len)
+                .protect_in_place_at(slot, at, plain_len)
                 .map_err(|e| anyhow!("protect: {e}"))?;
             debug_assert_eq!(n, protected_len);
         }
@@ -181,25 +226,38 @@ pub fn measure_ivnae(
         })
     };
     protect_then_verify(
+        prov,
         &mut protect_batch,
         &mut verify_batch,
         ring_max,
         t,
-        cpu_seconds,
+        extra,
         (plain_len, protected_len),
     )
 }
 
-/// Calibration (also the warm-up), one untimed batch, then `t.batches` timed ones: ns per frame
-/// and the frames per batch.
-fn timed_batches(batch: &mut Batch<'_>, t: Timing, max_m: usize) -> Result<(Stats, usize)> {
-    let m = calibrate(batch, t.batch_ns, max_m)?;
-    batch(m)?;
-    let mut samples = Vec::with_capacity(t.batches);
-    for _ in 0..t.batches {
-        samples.push(batch(m)? / m as f64);
+/// For each (batch, largest batch size): calibration (also the warm-up) and one untimed batch;
+/// then `t.batches` rounds in which each runs one timed batch, one after the other, so that
+/// all of them see the same stretches of a shared machine. Per batch: ns per frame and the
+/// frames per batch.
+fn timed_rounds(batches: &mut [(&mut Batch<'_>, usize)], t: Timing) -> Result<Vec<(Stats, usize)>> {
+    let mut ms = Vec::with_capacity(batches.len());
+    for (batch, max_m) in batches.iter_mut() {
+        let m = calibrate(*batch, t.batch_ns, *max_m)?;
+        batch(m)?;
+        ms.push(m);
     }
-    Ok((Stats::from(samples), m))
+    let mut samples = vec![Vec::with_capacity(t.batches); batches.len()];
+    for _ in 0..t.batches {
+        for ((batch, _), (&m, s)) in batches.iter_mut().zip(ms.iter().zip(&mut samples)) {
+            s.push(batch(m)? / m as f64);
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .zip(ms)
+        .map(|(s, m)| (Stats::from(s), m))
+        .collect())
 }
 
 /// Frames per batch so that one batch lasts about `target_ns` (at most `max_m`). Doubles the
@@ -228,13 +286,15 @@ fn key_bytes(len: usize, x: u8) -> Vec<u8> {
     (0..len).map(|i| x ^ i as u8).collect()
 }
 
-/// A plain frame (dst ‖ src ‖ EtherType 0x0800 ‖ payload) in a buffer of `cap` ≥ its length.
-fn plain_frame(plain_len: usize, cap: usize) -> Vec<u8> {
-    let mut b = vec![0u8; cap.max(plain_len)];
-    b[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
-    b[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
-    b[12..14].copy_from_slice(&[0x08, 0x00]);
-    for (i, x) in b[14..plain_len].iter_mut().enumerate() {
+/// A plain frame (dst ‖ src ‖ EtherType 0x0800 ‖ payload) behind `at` spare bytes, in a buffer
+/// of at least `cap` bytes.
+fn plain_frame_at(at: usize, plain_len: usize, cap: usize) -> Vec<u8> {
+    let mut b = vec![0u8; cap.max(at + plain_len)];
+    let f = &mut b[at..at + plain_len];
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    for (i, x) in f[14..].iter_mut().enumerate() {
         *x = i as u8;
     }
     b
@@ -246,7 +306,7 @@ pub fn measure_macsec(
     suite: CipherSuite,
     size: usize,
     t: Timing,
-    cpu_seconds: Option<f64>,
+    extra: Extra<'_>,
 ) -> Result<Measured> {
     let key = key_bytes(suite.key_len(), 0x11);
     let kp = KeyParams {
@@ -267,11 +327,13 @@ pub fn measure_macsec(
 
     let mut tx = MacsecTx::new(prov, &kp, tx_opts, 1).map_err(|e| anyhow!("SA: {e}"))?;
     let protected_len = tx.protected_len(plain_len);
-    let mut buf = plain_frame(plain_len, protected_len);
+    // The frame behind the SA's headroom, as the channel and the TAP data plane have it.
+    let at = tx.headroom();
+    let mut buf = plain_frame_at(at, plain_len, protected_len);
     // protect does not parse the frame: the leftovers of the previous call are as good.
     let mut protect_batch = |m: usize| {
         time_each(0..m, |_| {
-            tx.protect_in_place(black_box(&mut buf), plain_len)
+            tx.protect_in_place_at(black_box(&mut buf), at, plain_len)
                 .map(drop)
                 .map_err(|e| anyhow!("protect: {e}"))
         })
@@ -291,11 +353,11 @@ pub fn measure_macsec(
     .map_err(|e| anyhow!("SA: {e}"))?;
     let (mut ring, ring_max) = ring_for(protected_len);
     let stride = ring.len() / ring_max;
-    let plain = plain_frame(plain_len, plain_len);
+    let plain = plain_frame_at(at, plain_len, 0);
     let mut verify_batch = |m: usize| -> Result<f64> {
         for slot in ring.chunks_exact_mut(stride).take(m) {
-            slot[..plain_len].copy_from_slice(&plain);
-            vtx.protect_in_place(slot, plain_len)
+            slot[..at + plain_len].copy_from_slice(&plain);
+            vtx.protect_in_place_at(slot, at, plain_len)
                 .map_err(|e| anyhow!("protect: {e}"))?;
         }
         time_each(ring.chunks_exact_mut(stride).take(m), |slot| {
@@ -307,11 +369,12 @@ pub fn measure_macsec(
         })
     };
     protect_then_verify(
+        prov,
         &mut protect_batch,
         &mut verify_batch,
         ring_max,
         t,
-        cpu_seconds,
+        extra,
         (plain_len, protected_len),
     )
 }
@@ -350,7 +413,7 @@ pub fn measure_esp(
     alg: EspAlg,
     size: usize,
     t: Timing,
-    cpu_seconds: Option<f64>,
+    extra: Extra<'_>,
 ) -> Result<Measured> {
     let key = key_bytes(alg.key_len(), 0x22);
     let auth_key = key_bytes(alg.auth_key_len().unwrap_or(0), 0x33);
@@ -367,17 +430,19 @@ pub fn measure_esp(
     let mut tx =
         EspTx::new(prov, &params, EspMode::Transport, 1).map_err(|e| anyhow!("SA: {e}"))?;
     let cap = tx.max_protected_len(plain_len);
+    // The packet behind the SA's headroom, as the channel builds it.
+    let at = tx.headroom();
     let mut buf = vec![0u8; cap];
-    buf[..plain_len].copy_from_slice(&packet);
+    buf[at..at + plain_len].copy_from_slice(&packet);
     let protected_len = tx
-        .protect_in_place(&mut buf, plain_len, None)
+        .protect_in_place_at(&mut buf, at, plain_len, None)
         .map_err(|e| anyhow!("protect: {e}"))?;
     let mut protect_batch = |m: usize| {
         time_each(0..m, |_| {
             // protect parses the IPv4 header: put the plain one back (20 bytes, timed). The rest
             // is the previous packet's leftovers; the cost depends on the length only.
-            buf[..20].copy_from_slice(&packet[..20]);
-            tx.protect_in_place(black_box(&mut buf), plain_len, None)
+            buf[at..at + 20].copy_from_slice(&packet[..20]);
+            tx.protect_in_place_at(black_box(&mut buf), at, plain_len, None)
                 .map(drop)
                 .map_err(|e| anyhow!("protect: {e}"))
         })
@@ -391,9 +456,9 @@ pub fn measure_esp(
     let mut lens = vec![0usize; ring_max];
     let mut verify_batch = |m: usize| -> Result<f64> {
         for (slot, len) in ring.chunks_exact_mut(stride).zip(lens.iter_mut()).take(m) {
-            slot[..plain_len].copy_from_slice(&packet);
+            slot[at..at + plain_len].copy_from_slice(&packet);
             *len = vtx
-                .protect_in_place(slot, plain_len, None)
+                .protect_in_place_at(slot, at, plain_len, None)
                 .map_err(|e| anyhow!("protect: {e}"))?;
         }
         let slots = ring.chunks_exact_mut(stride).zip(lens.iter()).take(m);
@@ -406,11 +471,12 @@ pub fn measure_esp(
         })
     };
     protect_then_verify(
+        prov,
         &mut protect_batch,
         &mut verify_batch,
         ring_max,
         t,
-        cpu_seconds,
+        extra,
         (plain_len, protected_len),
     )
 }
@@ -422,7 +488,7 @@ pub fn measure_secoc(
     alg: SecocAlg,
     size: usize,
     t: Timing,
-    cpu_seconds: Option<f64>,
+    extra: Extra<'_>,
 ) -> Result<Measured> {
     let key = key_bytes(alg.key_len().unwrap_or(32), 0x55);
     let params = SecocParams::new(alg, &key, 0x0123);
@@ -459,79 +525,92 @@ pub fn measure_secoc(
         })
     };
     protect_then_verify(
+        prov,
         &mut protect_batch,
         &mut verify_batch,
         ring_max,
         t,
-        cpu_seconds,
+        extra,
         (plain_len, protected_len),
     )
 }
 
-/// Bare AEAD seal (in place on one buffer) and open (over a ring of sealed buffers with
-/// increasing nonces) of `size` bytes with `aad_len` bytes of AAD: ns per call.
-pub fn measure_bare_aead(
-    prov: &CryptoProvider,
-    alg: AeadAlg,
-    aad_len: usize,
-    size: usize,
-    t: Timing,
-) -> Result<(Stats, Stats)> {
-    let key = prov
-        .keys
-        .aead(alg, &key_bytes(alg.key_len(), 0x44))
-        .map_err(|e| anyhow!("AEAD key: {e}"))?;
-    let aad = key_bytes(aad_len, 0x55);
-    let nonce_of = |n: u64| {
-        let mut nonce = [0u8; AEAD_NONCE_LEN];
-        nonce[4..].copy_from_slice(&n.to_be_bytes());
-        nonce
-    };
-    let mut counter = 0u64;
-    let mut buf: Vec<u8> = (0..size).map(|i| i as u8).collect();
-    let mut seal_batch = |m: usize| -> Result<f64> {
-        let t0 = Instant::now();
-        for _ in 0..m {
-            counter += 1;
-            let mut tag = [0u8; AEAD_TAG_LEN];
-            key.seal_in_place(&nonce_of(counter), &aad, black_box(&mut buf), &mut tag)
-                .map_err(|e| anyhow!("seal: {e}"))?;
-            black_box(&tag);
-        }
-        let ns = t0.elapsed().as_nanos() as f64;
-        black_box(&buf);
-        Ok(ns)
-    };
-    let (seal, _) = timed_batches(&mut seal_batch, t, usize::MAX)?;
+/// The batches of one bare AEAD call: seal in place on one buffer, open over a ring of sealed
+/// buffers with increasing nonces (sealed untimed before each batch).
+struct BareAead {
+    seal: Box<Batch<'static>>,
+    open: Box<Batch<'static>>,
+    /// Ring slots: the largest open batch.
+    open_max: usize,
+}
 
-    let (mut ring, ring_max) = ring_for(size + AEAD_TAG_LEN);
-    let stride = ring.len() / ring_max;
-    let mut counter = 0u64;
-    let mut open_batch = |m: usize| -> Result<f64> {
-        let first = counter;
-        for slot in ring.chunks_exact_mut(stride).take(m) {
-            counter += 1;
-            let (data, rest) = slot.split_at_mut(size);
-            let tag: &mut [u8; AEAD_TAG_LEN] =
-                (&mut rest[..AEAD_TAG_LEN]).try_into().expect("tag slice");
-            key.seal_in_place(&nonce_of(counter), &aad, data, tag)
-                .map_err(|e| anyhow!("seal: {e}"))?;
-        }
-        let mut n = first;
-        let t0 = Instant::now();
-        for slot in ring.chunks_exact_mut(stride).take(m) {
-            n += 1;
-            let (data, rest) = slot.split_at_mut(size);
-            let tag: &[u8; AEAD_TAG_LEN] = (&rest[..AEAD_TAG_LEN]).try_into().expect("tag slice");
-            let r = key.open_in_place(&nonce_of(n), &aad, black_box(data), tag);
-            if let Err(e) = r {
-                return Err(anyhow!("open failed: {e}"));
+impl BareAead {
+    fn new(prov: &CryptoProvider, spec: BareSpec) -> Result<BareAead> {
+        let BareSpec { alg, aad_len, len } = spec;
+        let key: Arc<dyn AeadKey> = Arc::from(
+            prov.keys
+                .aead(alg, &key_bytes(alg.key_len(), 0x44))
+                .map_err(|e| anyhow!("AEAD key: {e}"))?,
+        );
+        let aad = key_bytes(aad_len, 0x55);
+        let nonce_of = |n: u64| {
+            let mut nonce = [0u8; AEAD_NONCE_LEN];
+            nonce[4..].copy_from_slice(&n.to_be_bytes());
+            nonce
+        };
+        let (seal_key, seal_aad) = (Arc::clone(&key), aad.clone());
+        let mut counter = 0u64;
+        let mut buf: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        let seal = move |m: usize| -> Result<f64> {
+            let t0 = Instant::now();
+            for _ in 0..m {
+                counter += 1;
+                let mut tag = [0u8; AEAD_TAG_LEN];
+                seal_key
+                    .seal_in_place(&nonce_of(counter), &seal_aad, black_box(&mut buf), &mut tag)
+                    .map_err(|e| anyhow!("seal: {e}"))?;
+                black_box(&tag);
             }
-        }
-        Ok(t0.elapsed().as_nanos() as f64)
-    };
-    let (open, _) = timed_batches(&mut open_batch, t, ring_max)?;
-    Ok((seal, open))
+            let ns = t0.elapsed().as_nanos() as f64;
+            black_box(&buf);
+            Ok(ns)
+        };
+
+        let (mut ring, ring_max) = ring_for(len + AEAD_TAG_LEN);
+        let stride = ring.len() / ring_max;
+        let mut counter = 0u64;
+        let open = move |m: usize| -> Result<f64> {
+            let first = counter;
+            for slot in ring.chunks_exact_mut(stride).take(m) {
+                counter += 1;
+                let (data, rest) = slot.split_at_mut(len);
+                let tag: &mut [u8; AEAD_TAG_LEN] = (&mut rest[..AEAD_TAG_LEN])
+                    .try_into()
+                    .map_err(|_| anyhow!("tag slice"))?;
+                key.seal_in_place(&nonce_of(counter), &aad, data, tag)
+                    .map_err(|e| anyhow!("seal: {e}"))?;
+            }
+            let mut n = first;
+            let t0 = Instant::now();
+            for slot in ring.chunks_exact_mut(stride).take(m) {
+                n += 1;
+                let (data, rest) = slot.split_at_mut(len);
+                let tag: &[u8; AEAD_TAG_LEN] = (&rest[..AEAD_TAG_LEN])
+                    .try_into()
+                    .map_err(|_| anyhow!("tag slice"))?;
+                let r = key.open_in_place(&nonce_of(n), &aad, black_box(data), tag);
+                if let Err(e) = r {
+                    return Err(anyhow!("open failed: {e}"));
+                }
+            }
+            Ok(t0.elapsed().as_nanos() as f64)
+        };
+        Ok(BareAead {
+            seal: Box::new(seal),
+            open: Box::new(open),
+            open_max: ring_max,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -568,6 +647,44 @@ mod tests {
         let (ring, n) = ring_for(RING_BYTES + 1);
         assert_eq!(n, 1);
         assert!(ring.len() > RING_BYTES);
+    }
+
+    /// The framed and the bare batches take turns, round after round, each with its own
+    /// calibrated size: both are timed over the same stretches of the machine.
+    #[test]
+    fn rounds_take_turns() {
+        use std::cell::RefCell;
+        let log = RefCell::new(Vec::new());
+        let mut a = |m: usize| -> Result<f64> {
+            log.borrow_mut().push(('a', m));
+            Ok(m as f64 * 10.0)
+        };
+        let mut b = |m: usize| -> Result<f64> {
+            log.borrow_mut().push(('b', m));
+            Ok(m as f64 * 40.0)
+        };
+        let t = Timing {
+            batches: 3,
+            batch_ns: 4000.0,
+            frames: 0,
+        };
+        let out = timed_rounds(&mut [(&mut a, usize::MAX), (&mut b, 50)], t).unwrap();
+        assert_eq!(out.len(), 2);
+        // 4000 ns at 10 ns per frame: 400 frames; at 40 ns: 100, capped at 50.
+        assert_eq!((out[0].1, out[1].1), (400, 50));
+        assert_eq!((out[0].0.median, out[1].0.median), (10.0, 40.0));
+        let timed: Vec<(char, usize)> = log.borrow().iter().rev().take(6).rev().copied().collect();
+        assert_eq!(
+            timed,
+            [
+                ('a', 400),
+                ('b', 50),
+                ('a', 400),
+                ('b', 50),
+                ('a', 400),
+                ('b', 50)
+            ]
+        );
     }
 
     #[test]

@@ -51,15 +51,17 @@ use std::fmt;
 use anyhow::{Context, Result};
 use ivnsec_core::crypto::{self, AeadAlg, CryptoProvider, ProviderChoice};
 use ivnsec_core::profile::{MacsecProfile, Profile};
-use ivnsec_core::sa::esp::EspAlg;
+use ivnsec_core::sa::esp::{EspAlg, ICV_LEN as ESP_ICV_LEN};
 use ivnsec_core::sa::macsec::CipherSuite;
 use ivnsec_core::sa::secoc::SecocAlg;
 use ivnsec_core::suite::{IvnAeProfile, Level, Suite};
+use ivnsec_core::wire::esp::HEADER_LEN as ESP_HEADER_LEN;
 use ivnsec_crypto::PROVIDERS;
 use serde::Serialize;
 
 use crate::error::usage;
 use crate::stats::quantile_sorted;
+use measure::{BareSpec, Extra};
 use openssl::OpensslCache;
 
 /// The payload sizes measured when none are given.
@@ -166,6 +168,16 @@ pub struct Row {
     /// (protect − bare seal) / bare seal × 100 and (verify − bare open) / bare open × 100, medians.
     pub overhead_pct: Option<f64>,
     pub verify_overhead_pct: Option<f64>,
+    /// Bytes the framing encrypts for a `size`-byte payload (MACsec and IVN-AE: the inner
+    /// EtherType too; ESP: the UDP header, padding and trailer too); null without a bare AEAD.
+    pub encrypted_len: Option<usize>,
+    /// Bare AEAD seal / open of `encrypted_len` bytes, ns (median).
+    pub bare_aead_encrypted_ns: Option<f64>,
+    pub bare_aead_encrypted_open_ns: Option<f64>,
+    /// The overheads against the bare AEAD of `encrypted_len` bytes: what the framing alone
+    /// adds (header, sequence number, nonce, AAD, moves, parsing, replay window).
+    pub framing_overhead_pct: Option<f64>,
+    pub verify_framing_overhead_pct: Option<f64>,
     pub protect_cycles_per_byte_est: Option<f64>,
     pub verify_cycles_per_byte_est: Option<f64>,
     pub batches: usize,
@@ -302,21 +314,28 @@ impl Bench {
             .as_ref()
             .zip(self.openssl.as_ref())
             .map(|(_, o)| f64::from(o.seconds()));
+        // The bare AEAD over `size` bytes and over the bytes the framing encrypts, timed in the
+        // same rounds as protect and verify.
+        let bare_specs: Vec<BareSpec> = bare_aead_for(profile)
+            .map(|(alg, aad_len)| {
+                [size, encrypted_len(profile, size)]
+                    .map(|len| BareSpec { alg, aad_len, len })
+                    .to_vec()
+            })
+            .unwrap_or_default();
+        let extra = Extra {
+            cpu_seconds,
+            bare: &bare_specs,
+        };
         let (p, v, meta) = match profile {
-            Target::Ivn(pr) => measure::measure_ivnae(prov, pr, size, timing, cpu_seconds),
-            Target::Macsec(cs) => measure::measure_macsec(prov, cs, size, timing, cpu_seconds),
-            Target::Esp(alg) => measure::measure_esp(prov, alg, size, timing, cpu_seconds),
-            Target::Secoc(alg) => measure::measure_secoc(prov, alg, size, timing, cpu_seconds),
+            Target::Ivn(pr) => measure::measure_ivnae(prov, pr, size, timing, extra),
+            Target::Macsec(cs) => measure::measure_macsec(prov, cs, size, timing, extra),
+            Target::Esp(alg) => measure::measure_esp(prov, alg, size, timing, extra),
+            Target::Secoc(alg) => measure::measure_secoc(prov, alg, size, timing, extra),
         }
         .with_context(|| format!("{profile} on provider {} at {size} bytes", prov.name))?;
-        let bare = match bare_aead_for(profile) {
-            Some((alg, aad_len)) => Some(
-                measure::measure_bare_aead(prov, alg, aad_len, size, timing).with_context(
-                    || format!("bare {alg:?} on provider {} at {size} bytes", prov.name),
-                )?,
-            ),
-            None => None,
-        };
+        let bare = meta.bare.first().copied();
+        let bare_enc = meta.bare.get(1).copied();
         let pct = |framed: f64, bare: f64| (framed - bare) / bare * 100.0;
         let mbps = |ns: f64| size as f64 / ns * 1e3;
         let cpu_mhz = self.meta.cpu_mhz;
@@ -347,6 +366,11 @@ impl Bench {
             bare_aead_open_ns: bare.map(|(_, o)| o.median),
             overhead_pct: bare.map(|(s, _)| pct(p.median, s.median)),
             verify_overhead_pct: bare.map(|(_, o)| pct(v.median, o.median)),
+            encrypted_len: bare_specs.get(1).map(|b| b.len),
+            bare_aead_encrypted_ns: bare_enc.map(|(s, _)| s.median),
+            bare_aead_encrypted_open_ns: bare_enc.map(|(_, o)| o.median),
+            framing_overhead_pct: bare_enc.map(|(s, _)| pct(p.median, s.median)),
+            verify_framing_overhead_pct: bare_enc.map(|(_, o)| pct(v.median, o.median)),
             protect_cycles_per_byte_est: cpb(p.mean),
             verify_cycles_per_byte_est: cpb(v.mean),
             batches: timing.batches,
@@ -468,6 +492,17 @@ fn bare_aead_for(t: Target) -> Option<(AeadAlg, usize)> {
             _ => None,
         },
         Target::Secoc(_) => None,
+    }
+}
+
+/// Bytes the AEAD of a target's framing encrypts for a `size`-byte payload.
+fn encrypted_len(t: Target, size: usize) -> usize {
+    match t {
+        // The inner EtherType travels encrypted in front of the payload.
+        Target::Ivn(_) | Target::Macsec(_) => size + 2,
+        // UDP header ‖ payload ‖ padding ‖ pad length ‖ next header.
+        Target::Esp(a) => a.esp_len(8 + size) - ESP_HEADER_LEN - a.iv_len() - ESP_ICV_LEN,
+        Target::Secoc(_) => size,
     }
 }
 
@@ -800,6 +835,23 @@ mod tests {
                 ("secoc", 64, 64 + 1 + 3, false),
             ]
         );
+        // What the AEAD of each framing encrypts: IVN-AE conf and MACsec with E = C = 1 the
+        // inner EtherType and the payload (docs/wire-ivnae.md, IEEE 802.1AE §14.1); ESP the UDP
+        // datagram, 2 bytes of padding, pad length and next header (RFC 4303 §2, RFC 4106 §3).
+        let enc: Vec<Option<usize>> = rows.iter().map(|r| r.encrypted_len).collect();
+        assert_eq!(enc, [Some(66), None, Some(66), Some(8 + 64 + 2 + 2), None]);
+        for r in rows.iter().filter(|r| r.encrypted_len.is_some()) {
+            assert!(r.bare_aead_encrypted_ns.is_some_and(|n| n > 0.0), "{r:?}");
+            assert!(
+                r.bare_aead_encrypted_open_ns.is_some_and(|n| n > 0.0),
+                "{r:?}"
+            );
+            assert!(r.framing_overhead_pct.is_some_and(f64::is_finite), "{r:?}");
+            assert!(
+                r.verify_framing_overhead_pct.is_some_and(f64::is_finite),
+                "{r:?}"
+            );
+        }
     }
 
     /// With `frames`, every row has the one-by-one figures of protect and verify (seed 001

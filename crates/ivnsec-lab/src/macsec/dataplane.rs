@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ivnsec_core::sa::secy::TxError;
+use ivnsec_core::wire::macsec::ICV_LEN;
 use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
 use ivnsec_net::tap::Tap;
 use std::os::fd::AsFd;
@@ -38,6 +39,9 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
     let mut lens = [0usize; MAX_BATCH];
     let mut out = [0usize; MAX_BATCH];
     let overhead = plan.overhead as usize;
+    // Each frame is read behind room for the SecTAG (the overhead less the ICV), so protect
+    // encrypts it where it lies: only the 12 address octets move.
+    let room = overhead.saturating_sub(ICV_LEN);
     // The largest frame the protected interface sends: header + its MTU.
     let wire_max = 14 + plan.iface as usize;
     let wait = Some(TICK);
@@ -53,8 +57,8 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
         }
         let mut n = 0;
         while n < MAX_BATCH {
-            // Leave room behind the plain frame for the SecTAG and ICV.
-            let slot = &mut buf[n * stride..(n + 1) * stride - overhead];
+            // Room in front of the plain frame for the SecTAG, behind it for the ICV.
+            let slot = &mut buf[n * stride + room..(n + 1) * stride - (overhead - room)];
             match tap.recv(slot) {
                 Ok(Some(len)) => {
                     lens[n] = len;
@@ -88,7 +92,10 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
                     return sh.fail(super::claim_error(e));
                 }
                 let at = i * stride;
-                match tx.secy.protect_in_place(&mut buf[at..at + stride], plain) {
+                match tx
+                    .secy
+                    .protect_in_place_at(&mut buf[at..at + stride], room, plain)
+                {
                     Ok((len, _pn)) => {
                         if k != i {
                             buf.copy_within(at..at + len, k * stride);

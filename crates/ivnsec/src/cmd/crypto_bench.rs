@@ -124,6 +124,13 @@ figure includes two clock readings (an empty pair: {:.0} ns median).",
     Ok(ExitCode::SUCCESS)
 }
 
+/// The framing columns: the bare AEAD seal over the bytes the framing encrypts, and protect's
+/// and verify's overheads against that bare AEAD.
+fn write_framing(out: &mut impl Write, bare: &str, p: &str, v: &str) -> Result<()> {
+    write!(out, " {bare:>7} {p:>8} {v:>8}")?;
+    Ok(())
+}
+
 /// The one-by-one columns (`--frames`): protect and verify ns min/mean/max.
 fn write_one_by_one(out: &mut impl Write, p: &str, v: &str) -> Result<()> {
     write!(out, " {p:>22} {v:>22}")?;
@@ -158,6 +165,7 @@ fn print_header(out: &mut impl Write, vs_openssl: bool, one_by_one: bool) -> Res
     if one_by_one {
         write_one_by_one(out, "1-frame protect ns", "1-frame verify ns")?;
     }
+    write_framing(out, "bare e", "p f-ovh", "v f-ovh")?;
     writeln!(out)?;
     write!(
         out,
@@ -186,6 +194,7 @@ fn print_header(out: &mut impl Write, vs_openssl: bool, one_by_one: bool) -> Res
     if one_by_one {
         write_one_by_one(out, "min/mean/max", "min/mean/max")?;
     }
+    write_framing(out, "ns med", "% med", "% med")?;
     writeln!(out)?;
     Ok(())
 }
@@ -253,6 +262,12 @@ fn print_row(out: &mut impl Write, r: &Row, vs_openssl: bool, one_by_one: bool) 
             ),
         )?;
     }
+    write_framing(
+        out,
+        &opt(r.bare_aead_encrypted_ns, 0),
+        &opt(r.framing_overhead_pct, 1),
+        &opt(r.verify_framing_overhead_pct, 1),
+    )?;
     writeln!(out)?;
     Ok(())
 }
