@@ -1,7 +1,8 @@
-//! Runs `ivnsec attack`: builds (or opens) the testbed, sets its switches, and for each profile
-//! and class starts the receiver, the legitimate sender and the attacker ([`super::node`]) in
-//! their ECU namespaces, then reads the accounts: what was injected, what the receiver accepted
-//! and dropped (by reason), and what happened to the legitimate traffic.
+//! Runs `ivnsec attack`: builds (or opens) the testbed, sets its switches, starts the receiver,
+//! the legitimate sender and the attacker ([`super::node`]) in their ECU namespaces once per
+//! family of links, runs every class of every profile on them back to back ([`Nodes`]), and
+//! reads each class's accounts: what was injected, what the receiver accepted and dropped (by
+//! reason), and what happened to the legitimate traffic.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
