@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_core::channel::{DirectionKeys, MAX_KEY_LEN};
@@ -149,6 +150,74 @@ pub fn stop_on_stdin_eof() -> Arc<AtomicBool> {
     stop
 }
 
+/// Longest control line a node reads from its stdin; the rest of a longer line is read as the
+/// next one.
+const MAX_CONTROL_LINE: u64 = 256;
+
+/// What an orchestrator tells a node that runs in segments (one run of its role per set of
+/// keys, on the sockets it opened once), on the node's stdin after the first spec.
+pub enum Control<S> {
+    /// `EXPECT <n>`: how many units the node is to account for before its segment ends.
+    Expect(u64),
+    /// `END`, or the end of stdin: the segment ends (and at the end of stdin, the node).
+    End,
+    /// `NEXT` followed by a spec as [`send_spec`] writes it: the next segment.
+    Next(Box<S>),
+}
+
+/// Reads [`Control`] messages from stdin in a thread of their own (not joined; it ends with the
+/// process); other lines are ignored. The end of stdin, or a `NEXT` spec that does not read
+/// (said on stderr), comes as [`Control::End`], after which the channel closes.
+pub fn read_control<S: NodeSpec + Send + 'static>() -> Receiver<Control<S>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || read_controls(&mut std::io::stdin().lock(), &tx));
+    rx
+}
+
+/// [`read_control`]'s loop, from any reader.
+fn read_controls<S: NodeSpec>(r: &mut impl BufRead, tx: &Sender<Control<S>>) {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match r.take(MAX_CONTROL_LINE).read_until(b'\n', &mut line) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+        let msg = match line.trim_ascii_end() {
+            b"END" => Control::End,
+            b"NEXT" => match read_spec_from(r) {
+                Ok(s) => Control::Next(Box::new(s)),
+                Err(e) => {
+                    eprintln!("the next segment's spec: {e:#}");
+                    break;
+                }
+            },
+            l => match parse_expect(l) {
+                Some(n) => Control::Expect(n),
+                None => continue,
+            },
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Control::End);
+}
+
+/// Writes `NEXT` and `spec` (the next segment of a node that runs in segments).
+pub fn send_next(w: &mut impl Write, spec: &impl NodeSpec) -> Result<()> {
+    w.write_all(b"NEXT\n")?;
+    send_spec(w, spec)
+}
+
+/// The count of an `EXPECT <n>` line (without its line end).
+fn parse_expect(line: &[u8]) -> Option<u64> {
+    std::str::from_utf8(line.strip_prefix(b"EXPECT ")?)
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// Kills and reaps the node processes that are still running when it is dropped (a run that
 /// failed half-way leaves none behind).
 pub struct Reaper(pub Vec<Child>);
@@ -284,5 +353,73 @@ mod tests {
         bad[at + 1] = 200; // a 200-byte key
         assert!(read_spec_from::<Spec>(&mut &bad[..]).is_err());
         assert!(read_spec_from::<Spec>(&mut &b"{\"name\":1}\n\x00"[..]).is_err());
+    }
+
+    /// `EXPECT <n>` gives its count; anything else (another word, no number, a negative or too
+    /// large one, bytes that are not UTF-8) gives none.
+    #[test]
+    fn expect_lines() {
+        assert_eq!(parse_expect(b"EXPECT 0"), Some(0));
+        assert_eq!(parse_expect(b"EXPECT 41234"), Some(41234));
+        assert_eq!(parse_expect(b"EXPECT 18446744073709551615"), Some(u64::MAX));
+        for bad in [
+            &b"EXPECT"[..],
+            b"EXPECT ",
+            b"EXPECT -1",
+            b"EXPECT 1 2",
+            b"EXPECT 7\n",
+            b"EXPECTED 5",
+            b"expect 5",
+            b"EXPECT 18446744073709551616",
+            b"EXPECT \xff",
+            b"go",
+        ] {
+            assert_eq!(
+                parse_expect(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    /// The control stream of a node in segments: `EXPECT`, `END` and `NEXT` with a spec and its
+    /// keys come in order, other lines are skipped, and the end of the input is one more `END`;
+    /// a `NEXT` whose spec does not read ends the stream there.
+    #[test]
+    fn control_messages_in_order() {
+        let next = Spec {
+            name: "second".into(),
+            a: DirectionKeys::new(&[0x42; 32], &[], [9; 12]),
+            b: DirectionKeys::default(),
+        };
+        let mut wire = b"EXPECT 12\nnoise\nEND\nNEXT\n".to_vec();
+        send_spec(&mut wire, &next).unwrap();
+        wire.extend_from_slice(b"EXPECT 3\nEND\n");
+        let read = |wire: &[u8]| {
+            let (tx, rx) = mpsc::channel();
+            read_controls::<Spec>(&mut &wire[..], &tx);
+            drop(tx);
+            rx.into_iter()
+                .map(|c| match c {
+                    Control::Expect(n) => format!("expect {n}"),
+                    Control::End => "end".into(),
+                    Control::Next(s) => format!("next {} {:02x?}", s.name, s.a.key()),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            read(&wire),
+            [
+                "expect 12".to_string(),
+                "end".into(),
+                format!("next second {:02x?}", [0x42u8; 32]),
+                "expect 3".into(),
+                "end".into(),
+                "end".into(),
+            ]
+        );
+        let cut = wire.len() - b"EXPECT 3\nEND\n".len() - 5;
+        assert_eq!(read(&wire[..cut]), ["expect 12", "end", "end"]);
     }
 }

@@ -341,6 +341,88 @@ fn udp_families_accept_nothing_forged() {
     assert!(d.leftover_testbeds().is_empty());
 }
 
+/// Classes and profiles of one family run back to back on the same three node processes (one
+/// segment each, fresh keys): what one class sends is never counted in another. Replays after
+/// the other profile's flood are refused as replays only (a frame captured under an earlier
+/// class's keys would be `bad_tag`), and each class's own counts add up: every injected frame
+/// judged or not seen, and what the receiver's socket dropped exactly what was not seen or not
+/// delivered.
+#[test]
+fn classes_back_to_back_stay_apart() {
+    require_root!();
+    let d = TempDir::new("segments");
+    let count = 300u64;
+    let o = ivnsec(
+        &d,
+        &[
+            "attack",
+            "--profile",
+            "aes128-gcm",
+            "--profile",
+            "aes256-gcm/auth",
+            "--attack",
+            "flood",
+            "--attack",
+            "replay-w1",
+            "--attack",
+            "garbage",
+            "--attack",
+            "replay-w1024",
+            "--count",
+            &count.to_string(),
+            "--flood-seconds",
+            "0.3",
+            "--json",
+        ],
+    );
+    let rs = results(&o);
+    let order: Vec<(&str, &str)> = rs
+        .iter()
+        .map(|r| {
+            (
+                r["profile"].as_str().unwrap(),
+                r["attack"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let classes = ["replay-w1", "replay-w1024", "garbage", "flood"];
+    let expected: Vec<(&str, &str)> = ["aes128-gcm", "aes256-gcm/auth"]
+        .into_iter()
+        .flat_map(|p| classes.map(|c| (p, c)))
+        .collect();
+    assert_eq!(order, expected, "{}", err(&o));
+    for r in &rs {
+        let Judged {
+            attack,
+            what,
+            dropped,
+            sum,
+            injected,
+            ..
+        } = judged(r);
+        let undelivered = num(r, "legit_sent") - num(r, "legit_delivered");
+        assert_eq!(
+            num(r, "not_seen") + undelivered,
+            num(r, "receiver_socket_drops"),
+            "{what}"
+        );
+        if attack == "flood" {
+            assert!(injected > 0, "{what}");
+            continue;
+        }
+        assert_eq!(injected, count, "{what}");
+        assert_eq!(sum, injected, "{what}");
+        assert_eq!(undelivered, 0, "{what}");
+        assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
+        if attack.starts_with("replay-") {
+            let reasons: Vec<&str> = dropped.keys().map(String::as_str).collect();
+            assert_eq!(reasons, ["replay_duplicate", "replay_too_old"], "{what}");
+        }
+    }
+    check_exit_code(&o, &rs);
+    assert!(d.leftover_testbeds().is_empty());
+}
+
 /// The negative control: `plain`, `crc32` and `someip-nosec` authenticate nothing, so frames
 /// forged without any key are accepted — and the command fails. (`plain` and `crc32` still
 /// refuse replays: the sequence number and its window work without a key; an attacker just

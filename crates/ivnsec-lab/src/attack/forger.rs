@@ -713,6 +713,18 @@ pub(crate) fn is_legit_forward(family: Profile, sender: &Ends, f: &[u8]) -> bool
     }
 }
 
+/// Whether a switch refuses `frame` whatever its table says: a bridge does not forward a frame
+/// whose source address is a group address (the I/G bit, the least significant bit of the first
+/// octet, set) or all zeros (Linux: `br_handle_frame` drops a frame whose source fails
+/// `is_valid_ether_addr`). A flipped source-address bit can make such a frame; the receiver
+/// never sees it.
+pub fn switch_refuses(frame: &[u8]) -> bool {
+    match frame.get(6..12) {
+        Some(src) => src[0] & 1 == 1 || src == [0; 6],
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -1151,5 +1163,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Group (I/G bit set: multicast, broadcast) and all-zero source addresses are refused by a
+    /// switch; unicast ones, locally administered included, are forwarded.
+    #[test]
+    fn switch_refuses_group_and_zero_sources() {
+        let frame = |src: [u8; 6]| {
+            let mut f = vec![0u8; 60];
+            f[..6].copy_from_slice(&ends().peer_mac);
+            f[6..12].copy_from_slice(&src);
+            f
+        };
+        for src in [
+            [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01],
+            [0xff; 6],
+            [0x03, 0x49, 0x56, 0x00, 0x01, 0x01],
+            [0; 6],
+        ] {
+            assert!(switch_refuses(&frame(src)), "{src:02x?}");
+        }
+        for src in [ends().local_mac, ATTACKER_MAC, [0x00, 0x1b, 0x21, 0, 0, 1]] {
+            assert!(!switch_refuses(&frame(src)), "{src:02x?}");
+        }
+        assert!(!switch_refuses(&frame([0xff; 6])[..11]));
     }
 }

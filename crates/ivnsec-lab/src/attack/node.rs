@@ -10,9 +10,9 @@ use anyhow::{Context, Result, bail};
 use ivnsec_core::channel::fill_udp_checksum;
 use ivnsec_net::sys::RawSocket;
 
-use super::forger::{Forger, ReplayPicker, is_legit_forward};
+use super::forger::{Forger, ReplayPicker, is_legit_forward, switch_refuses};
 use super::{Attack, AttackSpec};
-use crate::process::read_spec;
+use crate::process::{Control, read_control, read_spec};
 
 /// Frames sent back to back before the attacker pauses, outside the flood, so the receiver's
 /// socket never overflows and every frame is judged.
@@ -23,15 +23,47 @@ const BURST_PAUSE: Duration = Duration::from_micros(400);
 /// How long a replay attack waits for legitimate frames to capture.
 const CAPTURE_PATIENCE: Duration = Duration::from_secs(10);
 
-/// Runs the attacker whose spec arrives on stdin ([`crate::process`]); prints `INJECTED <n>`,
-/// `SECONDS <s>` and `END`.
+/// Runs the attacker whose spec arrives on stdin ([`crate::process`]): per class, prints
+/// `INJECTED <n>`, `SECONDS <s>`, `REFUSED <n>` (injected frames the switch refuses by rule: a
+/// group or zero source address, [`switch_refuses`]) and `END`, then runs the next class
+/// (`NEXT` and its spec, [`crate::process::Control`]) on the same socket, until stdin ends.
 pub fn run() -> Result<()> {
-    let spec: AttackSpec = read_spec()?;
-    let provider = spec.provider;
-    let family = spec.profile;
-    let sock = RawSocket::open(&spec.ifname, family.ethertype())
+    let mut spec: AttackSpec = read_spec()?;
+    let control = read_control::<AttackSpec>();
+    let sock = RawSocket::open(&spec.ifname, spec.profile.ethertype())
         .with_context(|| format!("opening a raw socket on {}", spec.ifname))?;
     sock.set_recv_buffer(8 << 20)?;
+    let mut rx = vec![0u8; 65536];
+    loop {
+        let (injected, seconds, refused) = attack(&spec, &sock, &mut rx)?;
+        let out = std::io::stdout();
+        let mut out = out.lock();
+        writeln!(out, "INJECTED {injected}")?;
+        writeln!(out, "SECONDS {seconds:.6}")?;
+        writeln!(out, "REFUSED {refused}")?;
+        writeln!(out, "END")?;
+        out.flush()?;
+        let next = loop {
+            match control.recv() {
+                Ok(Control::Next(next)) => break *next,
+                Ok(Control::Expect(_)) => {}
+                Ok(Control::End) | Err(_) => return Ok(()),
+            }
+        };
+        if (&next.ifname, next.profile.ethertype()) != (&spec.ifname, spec.profile.ethertype()) {
+            bail!("the next class must keep the interface and the EtherType");
+        }
+        spec = next;
+        // What the socket captured so far was protected under the keys of earlier classes:
+        // never replay it.
+        while sock.try_recv(&mut rx)?.is_some() {}
+    }
+}
+
+/// Runs one class; returns (frames injected, seconds it took, frames the switch refuses).
+fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f64, u64)> {
+    let provider = spec.provider;
+    let family = spec.profile;
     let mut forger = Forger::new(
         spec.profile,
         provider,
@@ -49,10 +81,11 @@ pub fn run() -> Result<()> {
         None => None,
     };
     let mut frame = Vec::with_capacity(2048);
-    let mut rx = vec![0u8; 65536];
     let mut injected = 0u64;
+    let mut refused = 0u64;
     let started = Instant::now();
     let mut record = |frame: &[u8], injected: u64| -> Result<()> {
+        refused += u64::from(switch_refuses(frame));
         if let Some(w) = pcap.as_mut()
             && injected < spec.pcap_limit
         {
@@ -66,7 +99,7 @@ pub fn run() -> Result<()> {
         let mut last_capture = Instant::now();
         while injected < spec.count {
             // Take every captured frame first, so the choice sees the newest.
-            while let Some(m) = sock.try_recv(&mut rx)? {
+            while let Some(m) = sock.try_recv(rx)? {
                 if !m.truncated() && legit(&rx[..m.len]) {
                     if family.is_udp() {
                         // As the wire has it: veth leaves the checksum to the "hardware".
@@ -129,11 +162,5 @@ pub fn run() -> Result<()> {
     if let Some(mut w) = pcap {
         w.flush()?;
     }
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out, "INJECTED {injected}")?;
-    writeln!(out, "SECONDS {seconds:.6}")?;
-    writeln!(out, "END")?;
-    out.flush()?;
-    Ok(())
+    Ok((injected, seconds, refused))
 }

@@ -1,19 +1,21 @@
-//! Runs `ivnsec attack`: builds (or opens) the testbed, sets its switches, and for each profile
-//! and class starts the receiver, the legitimate sender and the attacker ([`super::node`]) in
-//! their ECU namespaces, then reads the accounts: what was injected, what the receiver accepted
-//! and dropped (by reason), and what happened to the legitimate traffic.
+//! Runs `ivnsec attack`: builds (or opens) the testbed, sets its switches, starts the receiver,
+//! the legitimate sender and the attacker ([`super::node`]) in their ECU namespaces once per
+//! family of links, runs every class of every profile on them back to back ([`Nodes`]), and
+//! reads each class's accounts: what was injected, what the receiver accepted and dropped (by
+//! reason), and what happened to the legitimate traffic.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_core::channel::{ChannelOptions, Ends};
 use ivnsec_core::profile::SomeipProfile;
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_net::sys::die_with_parent;
+use ivnsec_net::sys::{die_with_parent, wait_readable};
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{self, Topology};
 
@@ -21,8 +23,8 @@ use super::{Attack, AttackResult, AttackSpec};
 use crate::channel::random_keys;
 use crate::error::{env_error, parse_profile, usage};
 use crate::pingpong::node::{Role, RoleSpec};
-use crate::pingpong::run::{collect_initiator, collect_responder};
-use crate::process::{child_stderr, spawn_role, wait_ready};
+use crate::pingpong::run::{IniLog, ResLog, collect_responder, read_initiator};
+use crate::process::{child_stderr, read_report, send_next, spawn_role, wait_ready};
 use crate::site::{link_spec, net_err, node_addr};
 
 /// The three roles on the testbed.
@@ -46,8 +48,8 @@ const FLOOD_PCAP_LIMIT: u64 = 10_000;
 const LEGIT_PAUSE: Duration = Duration::from_micros(100);
 /// A legitimate exchange is lost if its reply takes longer.
 const LEGIT_TIMEOUT: Duration = Duration::from_secs(1);
-/// Time the receiver gets to judge queued frames after the attacker stops.
-const SETTLE: Duration = Duration::from_millis(300);
+/// How long the receiver may take to accept the legitimate sender's first request.
+const LEGIT_START: Duration = Duration::from_secs(10);
 /// Default receive buffer of the legitimate nodes (MiB, before the kernel doubles it).
 pub const DEFAULT_RCVBUF_MIB: usize = 16;
 
@@ -156,6 +158,13 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
 
     let (owned, roles) = open_testbed(cfg.testbed.as_deref())?;
     let mut switches = Switches::hub(&roles.state)?;
+    // Frames to other hosts reach the attacker's port (the switch floods); its interface
+    // takes them in.
+    let attacker_ns = roles.state.namespace_of(&roles.attacker).map_err(net_err)?;
+    ip(
+        attacker_ns,
+        &["link", "set", "dev", topology::ECU_IF, "promisc", "on"],
+    )?;
     let mut pcap = match &cfg.pcap {
         Some(p) => Some(
             ivnsec_net::pcap::PcapWriter::create(p)
@@ -164,6 +173,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
         None => None,
     };
     let tmp = TempDir::new()?;
+    let mut nodes: Option<Nodes> = None;
     let mut results = Vec::new();
     let total = cfg.profiles.len() * attacks.len();
     for profile in &cfg.profiles {
@@ -182,6 +192,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
             };
             switches.set(mode)?;
             let r = run_one(
+                &mut nodes,
                 &roles,
                 cfg,
                 profile,
@@ -197,6 +208,9 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
         }
     }
     progress(Progress::Done);
+    if let Some(n) = nodes.take() {
+        n.finish()?;
+    }
     if let Some(mut w) = pcap {
         w.flush()?;
     }
@@ -501,8 +515,172 @@ impl Drop for TempDir {
     }
 }
 
-/// One class against one profile: receiver, legitimate sender, attacker; then the accounts.
+/// The receiver, the legitimate sender and the attacker, kept from one class to the next (and
+/// from one profile to the next) while their links stay the same: each class runs as a segment
+/// of each (fresh keys, the class's replay window; [`crate::pingpong::node`] and
+/// [`super::node`]), on the sockets they opened once. Killed and reaped when dropped.
+struct Nodes {
+    /// What every class they run must keep: the receiver's and the sender's links and the
+    /// attacker's EtherType.
+    links: String,
+    receiver: Child,
+    receiver_out: BufReader<ChildStdout>,
+    sender: Child,
+    sender_out: BufReader<ChildStdout>,
+    /// Started once the first class's legitimate exchanges run.
+    attacker: Option<(Child, BufReader<ChildStdout>)>,
+}
+
+impl Nodes {
+    /// Starts the receiver and the legitimate sender with the first class's specs.
+    fn start(
+        roles: &Roles,
+        links: String,
+        receiver_spec: &RoleSpec,
+        sender_spec: &RoleSpec,
+    ) -> Result<Nodes> {
+        let ns = |n: &str| -> Result<String> {
+            Ok(roles.state.namespace_of(n).map_err(net_err)?.to_string())
+        };
+        let (receiver_ns, sender_ns) = (ns(&roles.receiver)?, ns(&roles.sender)?);
+        let mut receiver = spawn_role(Some(&receiver_ns), "pingpong", receiver_spec, "receiver")?;
+        let mut receiver_out = BufReader::new(receiver.stdout.take().expect("piped"));
+        if let Err(e) = wait_ready(&mut receiver_out) {
+            let _ = receiver.kill();
+            let err = child_stderr(&mut receiver);
+            let _ = receiver.wait();
+            return Err(e.context(format!("the receiver did not start: {err}")));
+        }
+        let mut sender = match spawn_role(Some(&sender_ns), "pingpong", sender_spec, "sender") {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = receiver.kill();
+                let _ = receiver.wait();
+                return Err(e);
+            }
+        };
+        let sender_out = BufReader::new(sender.stdout.take().expect("piped"));
+        Ok(Nodes {
+            links,
+            receiver,
+            receiver_out,
+            sender,
+            sender_out,
+            attacker: None,
+        })
+    }
+
+    /// Hands the receiver and the legitimate sender the next class's specs.
+    fn next(&mut self, receiver_spec: &RoleSpec, sender_spec: &RoleSpec) -> Result<()> {
+        send_next(self.receiver.stdin.as_mut().expect("piped"), receiver_spec)
+            .context("handing the receiver the next class")?;
+        wait_ready(&mut self.receiver_out).context("the receiver did not take the next class")?;
+        send_next(self.sender.stdin.as_mut().expect("piped"), sender_spec)
+            .context("handing the legitimate sender the next class")
+    }
+
+    /// Runs the attacker's class: starts it, or hands it the next class.
+    fn attack(&mut self, roles: &Roles, spec: &AttackSpec) -> Result<Injected> {
+        let (_, out) = match &mut self.attacker {
+            Some(a) => {
+                send_next(a.0.stdin.as_mut().expect("piped"), spec)
+                    .context("handing the attacker the next class")?;
+                a
+            }
+            None => {
+                let ns = roles.state.namespace_of(&roles.attacker).map_err(net_err)?;
+                let mut child = spawn_role(Some(ns), "attack", spec, "attacker")?;
+                let out = BufReader::new(child.stdout.take().expect("piped"));
+                self.attacker.insert((child, out))
+            }
+        };
+        read_attacker(out)
+    }
+
+    /// Ends the legitimate sender's segment and reads its report.
+    fn stop_sender(&mut self) -> Result<IniLog> {
+        writeln!(self.sender.stdin.as_mut().expect("piped"), "END")
+            .context("stopping the legitimate sender")?;
+        read_initiator(&mut self.sender_out)
+    }
+
+    /// Tells the receiver how many units were sent to it, ends its segment and reads its
+    /// report.
+    fn stop_receiver(&mut self, expect: u64) -> Result<ResLog> {
+        write!(
+            self.receiver.stdin.as_mut().expect("piped"),
+            "EXPECT {expect}\nEND\n"
+        )
+        .context("stopping the receiver")?;
+        collect_responder(&mut self.receiver_out)
+    }
+
+    /// An error of a class, with what the nodes said on stderr (they are stopped for it).
+    fn failed(mut self, e: anyhow::Error) -> anyhow::Error {
+        let mut said = Vec::new();
+        for (what, c) in self.children() {
+            let _ = c.kill();
+            let err = child_stderr(c);
+            let _ = c.wait();
+            if !err.is_empty() {
+                said.push(format!("{what}: {err}"));
+            }
+        }
+        if said.is_empty() {
+            e
+        } else {
+            e.context(said.join("; "))
+        }
+    }
+
+    /// Closes the nodes' stdin (they report nothing more and end) and checks they ended well.
+    fn finish(mut self) -> Result<()> {
+        for (_, c) in self.children() {
+            drop(c.stdin.take());
+        }
+        for (what, c) in self.children() {
+            let err = child_stderr(c);
+            let status = c.wait()?;
+            if !status.success() {
+                bail!("the {what} failed ({status}): {err}");
+            }
+        }
+        Ok(())
+    }
+
+    fn children(&mut self) -> impl Iterator<Item = (&'static str, &mut Child)> {
+        [
+            ("receiver", &mut self.receiver),
+            ("sender", &mut self.sender),
+        ]
+        .into_iter()
+        .chain(self.attacker.as_mut().map(|a| ("attacker", &mut a.0)))
+    }
+}
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for (_, c) in self.children() {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+/// One class against one profile on the three nodes (started, or kept from the class before
+/// when the links are the same); then the accounts.
+///
+/// The attacker starts once the receiver has accepted the first legitimate request, so the
+/// legitimate exchanges run throughout the attack. When the attacker is done, the legitimate
+/// sender ends its segment (it finishes the exchange in flight) and the receiver is told how
+/// many units were sent to it (the attacker's frames but those the switch refuses, and the
+/// legitimate requests); it ends its segment once it has judged them all or its sockets
+/// counted the rest as dropped, or after [`DRAIN_QUIET`](crate::pingpong::node::DRAIN_QUIET)
+/// without a unit.
 fn run_one(
+    nodes: &mut Option<Nodes>,
     roles: &Roles,
     cfg: &AttackConfig,
     profile: &str,
@@ -516,9 +694,6 @@ fn run_one(
     let s = node_addr(&roles.state, &roles.sender)?;
     let r = node_addr(&roles.state, &roles.receiver)?;
     let x = node_addr(&roles.state, &roles.attacker)?;
-    let ns = |n: &str| -> Result<String> {
-        Ok(roles.state.namespace_of(n).map_err(net_err)?.to_string())
-    };
     let sender_ends = Ends {
         local_mac: s.0,
         peer_mac: r.0,
@@ -550,26 +725,12 @@ fn run_one(
         until_eof: false,
         watch_plain: false,
         rcvbuf: Some(cfg.rcvbuf_mib << 20),
+        segments: true,
     };
     let mut res_spec = base(Role::Responder, recv_ends);
     res_spec.watch_plain = true;
-    let mut responder = spawn_role(
-        Some(&ns(&roles.receiver)?),
-        "pingpong",
-        &res_spec,
-        "receiver",
-    )?;
-    let mut res_out = BufReader::new(responder.stdout.take().expect("piped"));
-    if let Err(e) = wait_ready(&mut res_out) {
-        let _ = responder.kill();
-        let err = child_stderr(&mut responder);
-        let _ = responder.wait();
-        return Err(e.context(format!("the receiver did not start: {err}")));
-    }
     let mut ini_spec = base(Role::Initiator, sender_ends);
     ini_spec.until_eof = true;
-    let initiator = spawn_role(Some(&ns(&roles.sender)?), "pingpong", &ini_spec, "sender");
-
     let spec = AttackSpec {
         attack,
         profile: family,
@@ -589,27 +750,37 @@ fn run_one(
             u64::MAX
         },
     };
-    let attacker = initiator
-        .as_ref()
-        .map_err(|e| anyhow!("{e:#}"))
-        .and_then(|_| run_attacker(&ns(&roles.attacker)?, &spec));
-    std::thread::sleep(SETTLE);
 
-    // Stop the legitimate sender, then the receiver, whatever happened.
-    let ini = initiator.and_then(|mut c| {
-        drop(c.stdin.take());
-        collect_initiator(&mut c)
-    });
-    drop(responder.stdin.take());
-    let res = collect_responder(&mut res_out);
-    let res_err = child_stderr(&mut responder);
-    let status = responder.wait()?;
-    let (injected, seconds) = attacker?;
-    let ini = ini?;
-    let res = res.with_context(|| format!("receiver: {res_err}"))?;
-    if !status.success() {
-        bail!("the receiver failed ({status}): {res_err}");
+    let links = serde_json::to_string(&(&res_spec.link, &ini_spec.link, family.ethertype()))?;
+    if let Some(n) = nodes.take_if(|n| n.links != links) {
+        n.finish()?;
     }
+    let fresh = nodes.is_none();
+    let n = match nodes {
+        Some(n) => n,
+        None => nodes.insert(Nodes::start(roles, links, &res_spec, &ini_spec)?),
+    };
+    let accounts = (|| -> Result<_> {
+        if !fresh {
+            n.next(&res_spec, &ini_spec)?;
+        }
+        wait_first(&mut n.receiver_out, &mut n.sender)?;
+        let injected = n.attack(roles, &spec)?;
+        let ini = n.stop_sender()?;
+        let res =
+            n.stop_receiver(injected.injected - injected.refused + ini.records.len() as u64)?;
+        Ok((injected, ini, res))
+    })();
+    let (
+        Injected {
+            injected, seconds, ..
+        },
+        ini,
+        res,
+    ) = match accounts {
+        Ok(a) => a,
+        Err(e) => return Err(nodes.take().expect("started").failed(e)),
+    };
 
     // Legitimate exchange ids are `replication << 32 | index`; every other accepted id, and
     // every legitimate id accepted more than once, is a forgery or a replay that got through.
@@ -657,40 +828,66 @@ fn run_one(
     })
 }
 
-/// Runs the attacker process to its end; returns (frames injected, seconds it took).
-fn run_attacker(ns: &str, spec: &AttackSpec) -> Result<(u64, f64)> {
-    // Frames to other hosts reach the attacker's port (the switch floods); its interface
-    // takes them in.
-    ip(
-        ns,
-        &["link", "set", "dev", topology::ECU_IF, "promisc", "on"],
-    )?;
-    let mut child = spawn_role(Some(ns), "attack", spec, "attacker")?;
-    drop(child.stdin.take());
-    let mut text = String::new();
-    child
-        .stdout
-        .take()
-        .expect("piped")
-        .read_to_string(&mut text)?;
-    let err = child_stderr(&mut child);
-    let status = child.wait()?;
-    if !status.success() {
-        bail!("the attacker failed ({status}): {err}");
-    }
-    let (mut injected, mut seconds, mut ended) = (None, 0.0, false);
-    for line in text.lines() {
-        let mut f = line.split_ascii_whitespace();
-        match (f.next(), f.next()) {
-            (Some("INJECTED"), Some(n)) => injected = n.parse().ok(),
-            (Some("SECONDS"), Some(s)) => seconds = s.parse().unwrap_or(0.0),
-            (Some("END"), None) => ended = true,
-            _ => bail!("attacker: unexpected line {line:?}"),
+/// Waits for the receiver's `FIRST` line (it accepted the class's first legitimate request);
+/// an error when the legitimate sender ends before, the receiver says something else, or none
+/// came within [`LEGIT_START`].
+fn wait_first(receiver_out: &mut BufReader<ChildStdout>, sender: &mut Child) -> Result<()> {
+    let deadline = Instant::now() + LEGIT_START;
+    loop {
+        let poll = Some(Duration::from_millis(5));
+        if !receiver_out.buffer().is_empty() || wait_readable(receiver_out.get_ref().as_fd(), poll)?
+        {
+            let mut line = String::new();
+            receiver_out.by_ref().take(64).read_line(&mut line)?;
+            if line.trim_end() == "FIRST" {
+                return Ok(());
+            }
+            bail!(
+                "the receiver said {:?} before it accepted a legitimate request",
+                line.trim()
+            );
+        }
+        if let Some(status) = sender.try_wait()? {
+            bail!("the legitimate sender ended ({status}) before its first request was accepted");
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "the receiver accepted no legitimate request within {} s",
+                LEGIT_START.as_secs()
+            );
         }
     }
-    match (injected, ended) {
-        (Some(n), true) => Ok((n, seconds)),
-        _ => bail!("the attacker ended without its counts: {err}"),
+}
+
+/// What the attacker reports of a class.
+struct Injected {
+    /// Frames it sent.
+    injected: u64,
+    /// How long it took.
+    seconds: f64,
+    /// Frames of those that the switch refuses ([`super::forger::switch_refuses`]).
+    refused: u64,
+}
+
+/// Reads the attacker's report of one class.
+fn read_attacker(out: &mut BufReader<ChildStdout>) -> Result<Injected> {
+    let (mut injected, mut seconds, mut refused) = (None, 0.0, None);
+    read_report(out, "attacker", |f| {
+        match (f[0], f.get(1)) {
+            ("INJECTED", Some(n)) => injected = n.parse().ok(),
+            ("SECONDS", Some(s)) => seconds = s.parse().unwrap_or(0.0),
+            ("REFUSED", Some(n)) => refused = n.parse().ok(),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    match (injected, refused) {
+        (Some(injected), Some(refused)) if refused <= injected => Ok(Injected {
+            injected,
+            seconds,
+            refused,
+        }),
+        _ => bail!("the attacker ended its class without its counts"),
     }
 }
 

@@ -3,7 +3,7 @@
 //! both logs and joins them into [`Exchange`]s; judges them against the requirements.
 
 use std::collections::HashMap;
-use std::io::BufReader;
+use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
 use std::process::{Child, ChildStdout};
 
@@ -158,6 +158,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         until_eof: false,
         watch_plain: false,
         rcvbuf: None,
+        segments: false,
     };
 
     // The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,
@@ -289,14 +290,24 @@ pub struct IniLog {
 }
 
 pub fn collect_initiator(c: &mut Child) -> Result<IniLog> {
-    let out = BufReader::new(c.stdout.take().expect("piped"));
+    let read = read_initiator(BufReader::new(c.stdout.take().expect("piped")));
+    let err = child_stderr(c);
+    let status = c.wait()?;
+    if !status.success() {
+        bail!("the initiator failed ({status}): {err}");
+    }
+    read.with_context(|| format!("the initiator failed ({status}): {err}"))
+}
+
+/// Reads one initiator report (up to its `END`).
+pub fn read_initiator(out: impl BufRead) -> Result<IniLog> {
     let mut log = IniLog {
         records: Vec::new(),
         rejects: Vec::new(),
         stale: 0,
         socket_drops: 0,
     };
-    let read = read_report(out, "initiator", |f| {
+    read_report(out, "initiator", |f| {
         let num = |i| field_u64(f, i);
         match f[0] {
             "E" => log.records.push(IniRecord {
@@ -317,13 +328,7 @@ pub fn collect_initiator(c: &mut Child) -> Result<IniLog> {
             _ => return Ok(false),
         }
         Ok(true)
-    });
-    let err = child_stderr(c);
-    let status = c.wait()?;
-    if !status.success() {
-        bail!("the initiator failed ({status}): {err}");
-    }
-    read.with_context(|| format!("the initiator failed ({status}): {err}"))?;
+    })?;
     Ok(log)
 }
 
