@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::output::Json;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::attack::run::{
     AttackConfig, DEFAULT_RCVBUF_MIB, Progress, SwitchMode, profiles, run_attacks,
@@ -126,6 +127,7 @@ impl Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut doc = Json::claim(a.json)?;
     let cfg = a.config()?;
     let json = a.json;
     let out = run_attacks(&cfg, &mut |p| match p {
@@ -148,7 +150,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             testbed: where_,
             verdict: if failed { "fail" } else { "pass" },
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        doc.print(&out)?;
     } else {
         print_table(results);
         println!(

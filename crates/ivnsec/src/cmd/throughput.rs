@@ -14,6 +14,7 @@ use ivnsec_lab::throughput::run::{check_config, check_fits, layout, run_set};
 use serde_json::Value;
 
 use super::lab::WhereArg;
+use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -83,6 +84,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let cfg = check_config(
         a.payload, a.seconds, &a.rate, a.senders, a.batch, a.provider,
     )?;
@@ -105,7 +107,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         eprintln!("capture: {} (the first frames of sender 1)", p.display());
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        json.print(&r)?;
     } else {
         print_result(&r);
     }
