@@ -68,7 +68,13 @@ pub(super) fn render(summary: &Summary) -> String {
     s.push_str("\n## sockperf baseline\n\n");
     match &summary.baseline.sockperf {
         None => s.push_str("Not measured.\n"),
-        Some(Value::Object(m)) => s.push_str(&kv_table(m).markdown()),
+        Some(Value::Object(m)) => {
+            let b = super::baseline::section(m);
+            s.push_str(&b.table.markdown());
+            for n in &b.notes {
+                let _ = write!(s, "\n{n}\n");
+            }
+        }
         Some(other) => {
             let _ = writeln!(s, "`{}`", other.to_string().replace('`', "'"));
         }

@@ -859,11 +859,11 @@ mod tests {
         assert_eq!(r[0], "Baseline (plain)");
         assert_eq!(
             &r[2..],
-            ["569", "622", "665", "100.0", "200.0", "332.5", "0.500"]
+            ["569", "622", "665", "100.0", "200.0", "332.5", "0.50"]
         );
         let r = row(Config::Macsec, Test::PingPong);
         assert_eq!(r[0], "MACsec (macsec-gcm-aes-128/auth)");
-        assert_eq!(&r[5..], ["300.0", "400.0", "471.0", "0.500"]);
+        assert_eq!(&r[5..], ["300.0", "400.0", "471.0", "0.50"]);
         let r = row(Config::BumpInTheWire, Test::Playback);
         assert_eq!(r[0], "Bump-in-the-Wire (no counterpart)");
         assert_eq!(&r[2..5], ["1233", "1397", "1535"]);
