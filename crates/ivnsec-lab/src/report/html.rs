@@ -573,6 +573,12 @@ fn experiments_html(s: &mut String, summary: &Summary) {
         s.push_str("<h2 id=\"throughput\">Throughput (seed 002 §5.2.3, §6.1.2)</h2>\n");
         s.push_str(&experiments::throughput_table(e, &summary.requirements).html());
         note(s, experiments::THROUGHPUT_NOTE);
+        let roles = experiments::cpu_roles_table(e, &summary.requirements);
+        if !roles.rows.is_empty() {
+            s.push_str("<h3>CPU per role (seed 002 §5.2.2: judged on the consumer)</h3>\n");
+            s.push_str(&roles.html());
+            note(s, experiments::CPU_ROLES_NOTE);
+        }
     }
     for (id, title, reports) in [
         ("underload", "Under load (seed 002 §5.2.1)", &e.underload),
