@@ -4,6 +4,7 @@
 mod cli;
 mod cmd;
 mod error;
+mod output;
 
 use std::process::ExitCode;
 

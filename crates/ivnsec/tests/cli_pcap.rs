@@ -521,6 +521,28 @@ fn esp_verdicts_with_ipv4_ipv6_udp_encapsulation_and_vlan() {
     assert_eq!(v["counters"]["drops"]["unknown_sa"], 4);
 }
 
+/// An SPI in 1-255 (reserved for IANA by RFC 4303 §2.1, not forbidden on the wire) is verified
+/// like any other; SPI 0 (local use, never on the wire) is a usage error.
+#[test]
+fn esp_spi_52_is_verified_and_spi_0_refused() {
+    need_python!("esp_spi_52_is_verified_and_spi_0_refused");
+    let sa = [&ESP_SA[..4], &["--spi", "52"]].concat();
+    let inner = udp(5000, 5001, b"wheel speed");
+    let plain = [hex::encode(ipv4(17, &inner)), hex::encode(ipv6(17, &inner))];
+    let p = protect(&[&sa[..], &["--seq", "1"]].concat(), &plain);
+    // SPI 52 on the wire, right after the IPv4 header.
+    assert_eq!(&p[0][40..48], "00000034");
+    let pkt = |i: usize| hex::decode(&p[i]).unwrap();
+    let cap = capture("esp-spi-52", &[eth("0800", &pkt(0)), eth("86dd", &pkt(1))]);
+    let (rc, out, err) = verify(&sa, &cap, &["--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["counters"]["ok"], 2, "{out}");
+    let (rc, out, err) = verify(&[&ESP_SA[..4], &["--spi", "0"]].concat(), &cap, &[]);
+    assert_eq!((rc, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("--spi 0 is reserved for local use"), "{err}");
+}
+
 #[test]
 fn usage_errors_exit_2() {
     need_python!("usage_errors_exit_2");

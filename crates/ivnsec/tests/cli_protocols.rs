@@ -339,7 +339,7 @@ mod esp {
             ],
         ),
         (
-            "--spi 255 is reserved",
+            "--spi 0 is for local use (protect)",
             &[
                 "protect",
                 "--profile",
@@ -347,9 +347,22 @@ mod esp {
                 "--key",
                 GCM,
                 "--spi",
-                "255",
+                "0",
                 "--seq",
                 "1",
+                PKT,
+            ],
+        ),
+        (
+            "--spi 0 is for local use (verify)",
+            &[
+                "verify",
+                "--profile",
+                "esp-aes128-gcm",
+                "--key",
+                GCM,
+                "--spi",
+                "0x0",
                 PKT,
             ],
         ),
@@ -501,6 +514,174 @@ mod esp {
             None,
         );
         assert_eq!((rc, err.as_str()), (1, "DROP not_esp"));
+    }
+}
+
+/// DPDK's ESP known answers with SPI 52 (`app/test/test_cryptodev_security_ipsec_test_vectors.h`,
+/// `pkt_aes_256_gcm_v6` and `pkt_aes_128_cbc_hmac_sha256`, both tunnel mode, sequence number 1),
+/// typed in from that file: an SPI in 1-255, which RFC 4303 §2.1 reserves for IANA but does not
+/// forbid on the wire. Verify accepts them; protect reproduces them and warns on stderr; SPI 0
+/// stays refused both ways (exit 2).
+mod esp_spi_52 {
+    use super::*;
+    use ivnsec_core::sa::esp::EspAlg;
+
+    struct Dpdk {
+        name: &'static str,
+        profile: &'static str,
+        alg: EspAlg,
+        /// `--key` (key ‖ salt for GCM) and `--auth-key` if any.
+        keys: &'static [&'static str],
+        iv: &'static str,
+        tunnel: [&'static str; 2],
+        inner: &'static str,
+        /// The whole published packet, outer IP header included.
+        packet: &'static str,
+        /// Bytes at the front that are the outer IP header's choice (its ID), not ESP's.
+        outer_len: usize,
+    }
+
+    const VECTORS: &[Dpdk] = &[
+        Dpdk {
+            name: "pkt_aes_256_gcm_v6",
+            profile: "esp-aes256-gcm",
+            alg: EspAlg::Aes256Gcm,
+            keys: &[
+                "--key",
+                "de12be56deadbeefdeadbeefdeadbeef1278be3401020307aabbccf108070605 11223344",
+            ],
+            iv: "45adfe2378561200",
+            tunnel: [
+                "1234:1221:1745:1134:11fc:8971:df22:5678",
+                "1234:1221:1745:1134:11fc:8971:df22:3456",
+            ],
+            inner: "60000000002006382607f8b0400c0c03000000000000001a20010470e5bfdead
+                    49572174e82c48870019f9c79563979c03a088318012a7d6258300000204056a
+                    0101040201030307",
+            packet: "60000000006c3240123412211745113411fc8971df225678123412211745113411
+                     fc8971df2234560000003400000001 45adfe2378561200e7dfc47e21bdec1b745a
+                     e47e2e94210a9b0e59be062adab86b487f0b883aa9fd3cfe9fb18c67d2f8afb5ad
+                     16dbff8d50d348f56c3c0c27342b65c8ffeb5fb8ff12001c9fb785dd7d4019cb18
+                     eb15c488e1c291c7b165c32716068ff2",
+            // IPv6 has no ID: the whole packet is known.
+            outer_len: 0,
+        },
+        Dpdk {
+            name: "pkt_aes_128_cbc_hmac_sha256",
+            profile: "esp-aes128-cbc-hmac-sha256",
+            alg: EspAlg::Aes128CbcHmacSha256,
+            keys: &[
+                "--key",
+                "000405012300000000000a0b0c0f0000",
+                "--auth-key",
+                "de34560000007800001000000000000210304000010203040a0b0c0d05060708",
+            ],
+            iv: "34126745ffff000020bfe83900000000",
+            tunnel: ["20.0.0.1", "20.0.0.2"],
+            inner: "45000032000100001f11178bc0a8016fc0a8017000090009001e0000be9be955
+                    000000210000000000000000000000000000",
+            packet: "4500007c000100004032524d1400000114000002 0000003400000001
+                     34126745ffff000020bfe83900000000 67b5466e7817d35aac626262b0579b09
+                     194f0659c8b030651f455741721728e9ad50be441d2d9ad048750d1c8d24a86f
+                     6b24b65d431e55f0f7141ff261d4e03016be1b5cccb7661c47ad076cd5cbce6c",
+            // The outer IPv4 header (DPDK's ID 1, ours 0).
+            outer_len: 20,
+        },
+    ];
+
+    fn args<'a>(cmd: &'a str, provider: &'a str, v: &'a Dpdk, keys: &'a [String]) -> Vec<&'a str> {
+        let mut a = vec!["frame", cmd, "--provider", provider, "--profile", v.profile];
+        a.extend(keys.iter().map(String::as_str));
+        a.extend(["--spi", "52"]);
+        a
+    }
+
+    #[test]
+    fn cli_dpdk_vectors_with_spi_52_both_directions() {
+        for v in VECTORS {
+            let keys: Vec<String> = v.keys.iter().map(|k| k.replace(' ', "")).collect();
+            let inner = hex::encode(unhex(v.inner));
+            let packet = hex::encode(unhex(v.packet));
+            let mut ran = 0;
+            for provider in providers(v.alg).map(|p| p.name) {
+                let mut a = args("verify", provider, v, &keys);
+                a.push(&packet);
+                let (rc, out, err) = ivnsec(&a, None);
+                assert_eq!(
+                    (rc, out.as_str()),
+                    (0, inner.as_str()),
+                    "{} {provider}: {err}",
+                    v.name
+                );
+                assert_eq!(err, "", "{}: verify has nothing to warn about", v.name);
+
+                let mut a = args("protect", provider, v, &keys);
+                a.extend(["--seq", "1", "--iv", v.iv, "--mode", "tunnel"]);
+                a.extend([
+                    "--tunnel-src",
+                    v.tunnel[0],
+                    "--tunnel-dst",
+                    v.tunnel[1],
+                    &inner,
+                ]);
+                let (rc, out, err) = ivnsec(&a, None);
+                assert_eq!(rc, 0, "{} {provider}: {err}", v.name);
+                let from = 2 * v.outer_len;
+                assert_eq!(out.get(from..), packet.get(from..), "{} {provider}", v.name);
+                assert_eq!(out.len(), packet.len(), "{} {provider}", v.name);
+                assert!(
+                    err.contains("warning: SPI 52 is in 1-255") && err.contains("RFC 4303 §2.1"),
+                    "{}: {err}",
+                    v.name
+                );
+                ran += 1;
+            }
+            assert!(ran >= 1, "{}: no provider has {}", v.name, v.profile);
+        }
+    }
+
+    /// SPI 1 and 255, the edges of the reserved range, round-trip through a batch; 0 is refused
+    /// with the reason and how to fix it.
+    #[test]
+    fn cli_spi_edges_round_trip_and_0_is_refused() {
+        let gcm = "000102030405060708090a0b0c0d0e0f10111213";
+        let pkt = hex::encode(ipv4(17, &udp_payload(20)));
+        for spi in ["1", "255", "0xff"] {
+            let sa = ["--profile", "esp-aes128-gcm", "--key", gcm, "--spi", spi];
+            let (rc, out, err) = ivnsec(
+                &[&["frame", "protect", "--seq", "1"], &sa[..], &["-"]].concat(),
+                Some(&format!("{pkt}\n{pkt}\n")),
+            );
+            assert_eq!(rc, 0, "{spi}: {err}");
+            assert_eq!(
+                err.matches("warning: SPI").count(),
+                1,
+                "once per run: {err}"
+            );
+            let (rc, got, err) = ivnsec(
+                &[&["frame", "verify"], &sa[..], &["-"]].concat(),
+                Some(&format!("{out}\n")),
+            );
+            assert_eq!((rc, got), (0, format!("{pkt}\n{pkt}")), "{spi}: {err}");
+        }
+        for cmd in ["protect", "verify"] {
+            let mut a = vec!["frame", cmd, "--profile", "esp-aes128-gcm", "--key", gcm];
+            a.extend(["--spi", "0"]);
+            if cmd == "protect" {
+                a.extend(["--seq", "1"]);
+            }
+            a.push(&pkt);
+            let (rc, out, err) = ivnsec(&a, None);
+            assert_eq!((rc, out.as_str()), (2, ""), "{cmd}: {err}");
+            assert!(
+                err.contains("--spi 0 is reserved for local use"),
+                "{cmd}: {err}"
+            );
+            assert!(
+                err.contains("256 or above"),
+                "{cmd}: says how to fix it: {err}"
+            );
+        }
     }
 }
 

@@ -87,7 +87,8 @@ impl Server {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
+        // With --json, stdout carries the JSON document alone; the line is on stderr.
+        BufReader::new(child.stderr.as_mut().unwrap())
             .read_line(&mut line)
             .unwrap();
         // "ivnsec someip serve: udp 127.0.0.1:P, tcp 127.0.0.1:Q; service ..."
@@ -770,7 +771,9 @@ fn sd_find_call_subscribe_and_events_on_loopback() {
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
+    // With --json, stdout carries the JSON document alone; the line is on stderr.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    stderr.read_line(&mut line).unwrap();
     let udp: SocketAddr = line["ivnsec someip serve: udp ".len()..]
         .split(',')
         .next()

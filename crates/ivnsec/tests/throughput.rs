@@ -242,6 +242,26 @@ fn testbed_three_senders_shaped() {
     // 3 × 1440 / 1510 × 100 Mb/s.
     let t = v["theoretical_mbps"].as_f64().unwrap();
     assert!((t - 3.0 * 1440.0 / 1510.0 * 100.0).abs() < 0.01, "{t}");
+    // CPU per role: the consumer, the three sensors and the switch (the rest of the machine),
+    // adding up to the machine's share (the switch is never below 0), each per Gb/s through it.
+    let roles = v["cpu"]["roles"].as_array().unwrap();
+    let names: Vec<&str> = roles.iter().map(|r| r["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["consumer", "sensor1", "sensor2", "sensor3", "switch"]
+    );
+    let sum: f64 = roles.iter().map(|r| r["pct"].as_f64().unwrap()).sum();
+    let machine = v["cpu"]["system_pct"].as_f64().unwrap();
+    assert!(sum >= machine - 1e-9, "{sum} vs {machine}: {v}");
+    let goodput = v["goodput_mbps"].as_f64().unwrap() / 1e3;
+    for r in roles {
+        let (pct, gbps) = (r["pct"].as_f64().unwrap(), r["gbps"].as_f64().unwrap());
+        assert!(pct >= 0.0 && gbps > 0.0, "{r}");
+        let per = r["pct_per_gbps"].as_f64().unwrap();
+        assert!((per - pct / gbps).abs() < 1e-9, "{r}");
+    }
+    assert!((roles[0]["gbps"].as_f64().unwrap() - goodput).abs() < 1e-9);
+    assert_eq!(roles[0]["pct"], v["cpu"]["receiver_pct"]);
     // The run's testbed is gone: no state file, no namespace of its prefix.
     let left: Vec<_> = std::fs::read_dir(d.state())
         .unwrap()

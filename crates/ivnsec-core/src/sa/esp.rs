@@ -203,6 +203,38 @@ pub enum EspMode {
     Tunnel { src: IpAddr, dst: IpAddr },
 }
 
+/// What RFC 4303 §2.1 says of an SPI value, for the callers that choose or accept one. The SAs
+/// themselves take any value: a published known answer (draft-mcgrew-gcm-test-01 case 4) uses
+/// SPI 0, so the policy belongs to whoever configures the SA.
+//= https://www.rfc-editor.org/rfc/rfc4303#section-2.1
+//# The set of SPI values in the range 1 through 255 are reserved by the
+//# Internet Assigned Numbers Authority (IANA) for future use; a reserved
+//# SPI value will not normally be assigned by IANA unless the use of the
+//# assigned SPI value is specified in an RFC.  The SPI value of zero (0)
+//# is reserved for local, implementation-specific use and MUST NOT be
+//# sent on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpiRange {
+    /// 0: for local use, never sent on the wire.
+    Local,
+    /// 1-255: kept for future IANA assignment. Not forbidden on the wire: published test
+    /// vectors (DPDK's ESP vectors use SPI 52) and captures carry them.
+    IanaReserved,
+    /// 256 and above: free for an SA.
+    Assignable,
+}
+
+impl SpiRange {
+    /// The range `spi` falls in.
+    pub const fn of(spi: u32) -> SpiRange {
+        match spi {
+            0 => SpiRange::Local,
+            1..=255 => SpiRange::IanaReserved,
+            _ => SpiRange::Assignable,
+        }
+    }
+}
+
 /// What an SA is made from. Keys are borrowed; the SA keeps only scheduled keys and the salt.
 #[derive(Clone, Copy, Debug)]
 pub struct EspParams<'a> {
@@ -1122,5 +1154,21 @@ impl fmt::Debug for EspReceiver {
             .field("sas", &self.sas)
             .field("unassigned", &self.unassigned)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod spi_range_tests {
+    use super::SpiRange;
+
+    /// The boundaries RFC 4303 §2.1 draws.
+    #[test]
+    fn spi_ranges_follow_rfc4303_section_2_1() {
+        assert_eq!(SpiRange::of(0), SpiRange::Local);
+        assert_eq!(SpiRange::of(1), SpiRange::IanaReserved);
+        assert_eq!(SpiRange::of(52), SpiRange::IanaReserved);
+        assert_eq!(SpiRange::of(255), SpiRange::IanaReserved);
+        assert_eq!(SpiRange::of(256), SpiRange::Assignable);
+        assert_eq!(SpiRange::of(u32::MAX), SpiRange::Assignable);
     }
 }

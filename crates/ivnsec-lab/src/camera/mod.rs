@@ -238,6 +238,7 @@ impl CameraCpu {
             receiver_pct: self.receiver_pct - nosec.receiver_pct,
             system_pct: system,
             within_5pct: system < 5.0,
+            consumer_within_5pct: self.receiver_pct - nosec.receiver_pct < 5.0,
         }
     }
 }

@@ -46,6 +46,9 @@ pub fn protect(
     err: &mut dyn Write,
 ) -> Result<ProtectOutcome> {
     let mut sender = material::sender(s)?;
+    if let Some(warning) = sender.warning() {
+        writeln!(err, "{warning}")?;
+    }
     if let Some(note) = sender.note() {
         writeln!(err, "{note}")?;
     }

@@ -11,7 +11,7 @@ use ivnsec_core::crypto::{AEAD_NONCE_LEN, CryptoProvider};
 use ivnsec_core::profile::Profile;
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::any::{AnyProtectError, AnyRx, AnyTx, Family};
-use ivnsec_core::sa::esp::{self, EspAlg, EspMode, EspParams, EspRx, EspTx};
+use ivnsec_core::sa::esp::{self, EspAlg, EspMode, EspParams, EspRx, EspTx, SpiRange};
 use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::macsec::{
     CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, ValidateFrames,
@@ -265,6 +265,8 @@ pub struct Sender {
     es_sci: Option<Sci>,
     /// What to say on stderr about IVs before the first unit.
     note: Option<String>,
+    /// A warning for stderr about the SA's settings (an ESP SPI in 1-255), before the note.
+    warning: Option<String>,
 }
 
 /// What protecting one unit gave: the protected length, or a refusal of this unit alone (the
@@ -280,6 +282,11 @@ impl Sender {
     /// The note about IVs, if any (the IV used when none was given).
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
+    }
+
+    /// A warning about the SA's settings, if any (an ESP SPI that RFC 4303 reserves).
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
     }
 
     /// Room a buffer needs to protect a `plain_len`-byte unit.
@@ -423,6 +430,7 @@ fn sender_of(tx: impl Into<AnyTx>) -> Sender {
         random_iv: false,
         es_sci: None,
         note: None,
+        warning: None,
     }
 }
 
@@ -637,8 +645,28 @@ fn esp_material(sa: &SaSettings, auth_key: Option<&Zeroizing<String>>) -> Result
     })
 }
 
+/// The `--spi` of an SA: required, and never 0, which RFC 4303 §2.1 keeps for local use off
+/// the wire. 1-255 are accepted (published vectors and captures carry them); a sender is told
+/// about them by [`spi_warning`].
 fn spi(spi: Option<u32>) -> Result<u32> {
-    spi.ok_or_else(|| usage("--spi is required for ESP profiles"))
+    let spi = spi.ok_or_else(|| usage("--spi is required for ESP profiles"))?;
+    if SpiRange::of(spi) == SpiRange::Local {
+        return Err(usage(
+            "--spi 0 is reserved for local use and never sent on the wire (RFC 4303 §2.1); \
+             give the SA's SPI, 256 or above for a new SA",
+        ));
+    }
+    Ok(spi)
+}
+
+/// The warning a sender gets for an SPI in 1-255.
+fn spi_warning(spi: u32) -> Option<String> {
+    (SpiRange::of(spi) == SpiRange::IanaReserved).then(|| {
+        format!(
+            "frame protect: warning: SPI {spi} is in 1-255, which RFC 4303 §2.1 reserves for \
+             future IANA assignment; some receivers refuse it (choose 256 or above for a new SA)"
+        )
+    })
 }
 
 fn esp_sender(s: &ProtectSettings) -> Result<Sender> {
@@ -657,7 +685,8 @@ fn esp_sender(s: &ProtectSettings) -> Result<Sender> {
             return Err(usage("--mode tunnel needs --tunnel-src and --tunnel-dst"));
         }
     };
-    let params = m.params(spi(o.spi)?, o.esn);
+    let spi = spi(o.spi)?;
+    let params = m.params(spi, o.esn);
     let tx = EspTx::new(m.provider, &params, mode, seq).map_err(|e| usage(e.to_string()))?;
     // --iv is the IV of the first packet; the AEADs count up from it (a unique IV per packet),
     // CBC uses fresh random IVs after the first (CBC IVs must be unpredictable).
@@ -693,6 +722,7 @@ fn esp_sender(s: &ProtectSettings) -> Result<Sender> {
         iv,
         random_iv: m.alg.random_iv(),
         note,
+        warning: spi_warning(spi),
         ..sender_of(tx)
     })
 }
@@ -952,5 +982,37 @@ mod tests {
         let e = t.protect("stdin line 2", &ip, &mut buf).unwrap_err();
         assert_eq!(exit_code(&e), 2);
         assert!(e.to_string().starts_with("stdin line 2: "), "{e}");
+    }
+
+    /// RFC 4303 §2.1: SPI 0 is refused both ways; 1-255 are accepted, with a warning for a
+    /// sender only; 256 and above say nothing.
+    #[test]
+    fn spi_0_is_refused_and_1_to_255_are_accepted() {
+        let with_spi = |spi: u32| {
+            let mut s = esp(1, None);
+            s.esp.spi = Some(spi);
+            s
+        };
+        let verify_spi = |spi: u32| VerifySettings {
+            sa: sa("esp-aes128-gcm", Some(ESP_KEY)),
+            esp: EspRxSettings {
+                spi: Some(spi),
+                ..EspRxSettings::default()
+            },
+            ..VerifySettings::default()
+        };
+        assert!(err_text(sender(&with_spi(0))).starts_with("--spi 0 is reserved for local use"));
+        assert!(
+            err_text(receiver(&verify_spi(0))).starts_with("--spi 0 is reserved for local use")
+        );
+        for spi in [1, 52, 255] {
+            let t = sender(&with_spi(spi)).unwrap();
+            let w = t.warning().expect("a warning for a reserved SPI");
+            assert!(w.contains(&format!("SPI {spi} is in 1-255")), "{w}");
+            assert!(w.contains("RFC 4303 §2.1"), "{w}");
+            assert!(receiver(&verify_spi(spi)).is_ok());
+        }
+        assert!(sender(&with_spi(256)).unwrap().warning().is_none());
+        assert!(sender(&esp(1, None)).unwrap().warning().is_none());
     }
 }

@@ -292,8 +292,9 @@ fn run_scenarios(
 }
 
 /// Adds our half round trips (part 3 / 2: send until the reply is back, responder included —
-/// what sockperf's client measures) and their ratios to sockperf's median, for `plain` and
-/// `aes128-gcm` at 64 bytes.
+/// what sockperf's client measures) at p25, p50, p99 and p99.9, and the ratio of our median to
+/// sockperf's, for `plain` and `aes128-gcm` at 64 bytes (the report sets them beside sockperf's
+/// percentiles).
 pub fn compare_with_baseline(report: &mut Report) {
     let Some(Value::Object(b)) = &mut report.baseline_sockperf else {
         return;
@@ -319,6 +320,10 @@ pub fn compare_with_baseline(report: &mut Report) {
             continue;
         }
         half.sort_by(f64::total_cmp);
+        for (p, q) in [("p25", 0.25), ("p99", 0.99), ("p999", 0.999)] {
+            let v = crate::stats::quantile_sorted(&half, q);
+            b.insert(format!("ours_{key}_64_half_rtt_{p}_us"), json!(v));
+        }
         let ours = crate::stats::quantile_sorted(&half, 0.5);
         b.insert(format!("ours_{key}_64_half_rtt_p50_us"), json!(ours));
         b.insert(format!("ratio_{key}_64"), json!(ours / theirs));
@@ -329,4 +334,66 @@ pub fn compare_with_baseline(report: &mut Report) {
             "ours (part 3 / 2) / sockperf half round trip, medians: plain ≤ 1.1, aes128-gcm 64 B ≤ 1.2"
         ),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pingpong::Exchange;
+    use crate::report::ScenarioRun;
+
+    /// Half round trips of 1, 2, …, 1001 µs (and one lost exchange, left out): type 7
+    /// quantiles 1 + 1000 q, so p25 251, p50 501, p99 991, p99.9 1000 µs.
+    #[test]
+    fn ours_beside_sockperf_at_four_percentiles() {
+        let mut exchanges: Vec<Exchange> = (1..=1001u64)
+            .map(|k| Exchange {
+                replication: 0,
+                index: k as u32,
+                payload_ns: 0,
+                protect_ns: 0,
+                round_trip_ns: 2_000 * k,
+                verify_ns: 0,
+                resp_verify_ns: 0,
+                resp_protect_ns: 0,
+                owd_direct_ns: None,
+                lost: false,
+            })
+            .collect();
+        exchanges.push(Exchange {
+            lost: true,
+            round_trip_ns: 0,
+            ..exchanges[0]
+        });
+        let mut report = Report {
+            environment: Default::default(),
+            requirements: Default::default(),
+            scenarios: vec![ScenarioRun {
+                name: "plain@64".into(),
+                profile: "plain".into(),
+                payload: 64,
+                frame_bytes: 78,
+                exchanges,
+            }],
+            baseline_sockperf: Some(json!({ "half_rtt_p50_us": 250.5 })),
+            experiments: Default::default(),
+        };
+        compare_with_baseline(&mut report);
+        let b = report.baseline_sockperf.unwrap();
+        for (k, want) in [
+            ("p25", 251.0),
+            ("p50", 501.0),
+            ("p99", 991.0),
+            ("p999", 1000.0),
+        ] {
+            assert_eq!(
+                b[format!("ours_plain_64_half_rtt_{k}_us")],
+                json!(want),
+                "{k}"
+            );
+        }
+        assert_eq!(b["ratio_plain_64"], json!(2.0));
+        // No aes128-gcm scenario: nothing added for it.
+        assert!(b.get("ours_aes128_gcm_64_half_rtt_p50_us").is_none());
+    }
 }

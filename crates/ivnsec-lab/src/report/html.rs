@@ -15,7 +15,7 @@ use super::plots::{self, BoxRow, FitSeries, Row, Series};
 use super::scenarios;
 use super::table::{escape, kv_table};
 use super::{
-    LinearFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits,
+    LinearFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits, baseline,
     experiments, focus_profile, hmac_name, seed000, tdma,
 };
 use crate::pingpong::{Exchange, Section};
@@ -292,7 +292,13 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
     s.push_str("<h2 id=\"baseline\">sockperf baseline</h2>\n");
     match &summary.baseline.sockperf {
         None => note(s, "Not measured (sockperf not installed or not run)."),
-        Some(Value::Object(m)) => s.push_str(&kv_table(m).html()),
+        Some(Value::Object(m)) => {
+            let b = baseline::section(m);
+            s.push_str(&b.table.html());
+            for n in &b.notes {
+                note(s, n);
+            }
+        }
         Some(other) => {
             let _ = writeln!(s, "<pre>{}</pre>", escape(&other.to_string()));
         }
@@ -567,6 +573,12 @@ fn experiments_html(s: &mut String, summary: &Summary) {
         s.push_str("<h2 id=\"throughput\">Throughput (seed 002 §5.2.3, §6.1.2)</h2>\n");
         s.push_str(&experiments::throughput_table(e, &summary.requirements).html());
         note(s, experiments::THROUGHPUT_NOTE);
+        let roles = experiments::cpu_roles_table(e, &summary.requirements);
+        if !roles.rows.is_empty() {
+            s.push_str("<h3>CPU per role (seed 002 §5.2.2: judged on the consumer)</h3>\n");
+            s.push_str(&roles.html());
+            note(s, experiments::CPU_ROLES_NOTE);
+        }
     }
     for (id, title, reports) in [
         ("underload", "Under load (seed 002 §5.2.1)", &e.underload),

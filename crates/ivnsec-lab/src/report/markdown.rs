@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::Summary;
 use super::experiments::{
-    CAMERA_NOTE, Experiments, STREAM_NOTE, THROUGHPUT_NOTE, camera_table, seed_sections,
-    stream_table, throughput_table,
+    CAMERA_NOTE, CPU_ROLES_NOTE, Experiments, STREAM_NOTE, THROUGHPUT_NOTE, camera_table,
+    cpu_roles_table, seed_sections, stream_table, throughput_table,
 };
 use super::scenarios::{
     SEED_NOTE, SEED_SOURCES, appendix_table, coverage, estimate_table, fit_table, poor_fit_note,
@@ -68,7 +68,13 @@ pub(super) fn render(summary: &Summary) -> String {
     s.push_str("\n## sockperf baseline\n\n");
     match &summary.baseline.sockperf {
         None => s.push_str("Not measured.\n"),
-        Some(Value::Object(m)) => s.push_str(&kv_table(m).markdown()),
+        Some(Value::Object(m)) => {
+            let b = super::baseline::section(m);
+            s.push_str(&b.table.markdown());
+            for n in &b.notes {
+                let _ = write!(s, "\n{n}\n");
+            }
+        }
         Some(other) => {
             let _ = writeln!(s, "`{}`", other.to_string().replace('`', "'"));
         }
@@ -151,6 +157,12 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
         s.push_str("\n## Throughput (seed 002 §5.2.3, §6.1.2)\n\n");
         s.push_str(&throughput_table(e, limits).markdown());
         let _ = writeln!(s, "\n{THROUGHPUT_NOTE}");
+        let roles = cpu_roles_table(e, limits);
+        if !roles.rows.is_empty() {
+            s.push_str("\n### CPU per role (seed 002 §5.2.2: judged on the consumer)\n\n");
+            s.push_str(&roles.markdown());
+            let _ = writeln!(s, "\n{CPU_ROLES_NOTE}");
+        }
     }
     for (title, reports) in [
         ("Under load (seed 002 §5.2.1)", &e.underload),

@@ -13,6 +13,7 @@
 //! [`seed000`], [`seed002`] and [`seed003`] hold the figures the seeds publish, with the tables
 //! that set them beside ours (docs/seeds.md lists every const and how garbled text was read).
 
+mod baseline;
 pub mod csv;
 pub mod experiments;
 pub mod fit;

@@ -643,6 +643,24 @@ pub fn cpu_table(ours: impl Fn(Config) -> Option<f64>) -> Table {
     Table { head, rows }
 }
 
+/// Adds our consumer's CPU to a [`cpu_table`]: `consumer(config)` gives the consumer process's
+/// CPU in % of the machine, the figure seed 002 measured (its consumer host, while separate
+/// sensor hosts sent); the increase is against our baseline's consumer.
+pub fn add_consumer_cpu(t: &mut Table, consumer: impl Fn(Config) -> Option<f64>) {
+    t.head.push("CPU: ours (consumer)".into());
+    t.head.push("increase: ours (consumer)".into());
+    let base = consumer(Config::Baseline);
+    for (row, c) in t.rows.iter_mut().zip(Config::ALL) {
+        let o = consumer(c);
+        let inc = match (o, base) {
+            (Some(o), Some(b)) if c != Config::Baseline => Some(o - b),
+            _ => None,
+        };
+        row.push(pct_cell(o, 2));
+        row.push(pct_cell(inc, 2));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -859,11 +877,11 @@ mod tests {
         assert_eq!(r[0], "Baseline (plain)");
         assert_eq!(
             &r[2..],
-            ["569", "622", "665", "100.0", "200.0", "332.5", "0.500"]
+            ["569", "622", "665", "100.0", "200.0", "332.5", "0.50"]
         );
         let r = row(Config::Macsec, Test::PingPong);
         assert_eq!(r[0], "MACsec (macsec-gcm-aes-128/auth)");
-        assert_eq!(&r[5..], ["300.0", "400.0", "471.0", "0.500"]);
+        assert_eq!(&r[5..], ["300.0", "400.0", "471.0", "0.50"]);
         let r = row(Config::BumpInTheWire, Test::Playback);
         assert_eq!(r[0], "Bump-in-the-Wire (no counterpart)");
         assert_eq!(&r[2..5], ["1233", "1397", "1535"]);
@@ -908,5 +926,23 @@ mod tests {
         assert_eq!(t.rows[1][1..], ["7.30 %", "5.03 %", "—", "—"]);
         assert_eq!(t.rows[2][1..], ["8.03 %", "5.76 %", "12.50 %", "2.50 %"]);
         assert_eq!(t.rows[3][1..], ["—", "—", "—", "—"]);
+    }
+
+    /// The consumer's columns come after the machine's, each increase against our baseline's
+    /// consumer.
+    #[test]
+    fn consumer_cpu_columns() {
+        let mut t = cpu_table(|c| (c == Config::Baseline).then_some(50.0));
+        add_consumer_cpu(&mut t, |c| match c {
+            Config::Baseline => Some(10.0),
+            Config::Ipsec => Some(16.25),
+            _ => None,
+        });
+        assert_eq!(t.head.len(), 7);
+        assert_eq!(t.head[5], "CPU: ours (consumer)");
+        assert!(t.rows.iter().all(|r| r.len() == 7));
+        assert_eq!(t.rows[0][5..], ["10.00 %", "—"]);
+        assert_eq!(t.rows[1][5..], ["16.25 %", "6.25 %"]);
+        assert_eq!(t.rows[2][5..], ["—", "—"]);
     }
 }

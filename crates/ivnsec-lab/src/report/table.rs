@@ -102,27 +102,49 @@ pub(super) fn strs(v: &[&str]) -> Vec<String> {
 
 pub(super) fn ratio(ours: f64, seed: f64) -> String {
     if seed > 0.0 {
-        format!("{:.3}", ours / seed)
+        format!("{:.2}", ours / seed)
     } else {
         "—".into()
     }
 }
 
-/// A JSON value as table text: strings bare, everything else as JSON.
-fn value_text(v: &Value) -> String {
+/// A figure of a JSON object (environment, sockperf baseline) as table text, to the precision
+/// it was measured with, told by its key: µs to 0.1, ratios to 2 decimals, other fractional
+/// figures (seconds, milliseconds) to 3 decimals; integers and strings as they are.
+pub(super) fn figure(key: &str, v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if key.ends_with("_us") {
+                format!("{x:.1}")
+            } else if key.starts_with("ratio") || key.contains("_ratio") {
+                format!("{x:.2}")
+            } else if key.ends_with("_messages") && x.fract() == 0.0 {
+                format!("{x:.0}")
+            } else {
+                // At most 3 decimals, trailing zeros dropped (0.2, not 0.200).
+                let s = format!("{x:.3}");
+                let s = s.trim_end_matches('0');
+                if s.ends_with('.') {
+                    format!("{s}0")
+                } else {
+                    s.to_string()
+                }
+            }
+        }
         other => other.to_string(),
     }
 }
 
-/// Key/value rows of a JSON object (environment, sockperf).
+/// Key/value rows of a JSON object (the environment), each figure rounded ([`figure`]).
 pub(super) fn kv_table(map: &serde_json::Map<String, Value>) -> Table {
     Table {
         head: strs(&["key", "value"]),
         rows: map
             .iter()
-            .map(|(k, v)| vec![k.clone(), value_text(v)])
+            .map(|(k, v)| vec![k.clone(), figure(k, v)])
             .collect(),
     }
 }
@@ -171,7 +193,19 @@ mod tests {
         assert_eq!(opt_us(Some(12.345)), "12.3");
         assert_eq!(opt_num(Some(2.0), 2), "2.00");
         assert_eq!(ratio(3.0, 0.0), "—");
-        assert_eq!(ratio(1.0, 3.0), "0.333");
+        assert_eq!(ratio(1.0, 3.0), "0.33");
+        assert_eq!(
+            figure("half_rtt_p50_us", &Value::from(8.682749999999999)),
+            "8.7"
+        );
+        assert_eq!(
+            figure("ratio_plain_64", &Value::from(0.30357142857142855)),
+            "0.30"
+        );
+        assert_eq!(figure("duration_s", &Value::from(185.1234567)), "185.123");
+        assert_eq!(figure("pause_ms", &Value::from(0.2)), "0.2");
+        assert_eq!(figure("sent_messages", &Value::from(1901.0)), "1901");
+        assert_eq!(figure("duration_s", &Value::from(2.0)), "2.0");
         let mut m = serde_json::Map::new();
         m.insert("host".into(), Value::from("a b"));
         m.insert("cores".into(), Value::from(2));

@@ -272,11 +272,14 @@ fn html_is_self_contained_and_escaped() {
     assert!(!html.contains("<host>"));
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;@64"));
     assert!(!html.contains("<b>p</b>"));
-    // The sockperf baseline keys are shown.
-    assert!(html.contains("half_rtt_p50_us"));
+    // The sockperf baseline is one table (its p50 in the sockperf row; no p25 measured).
+    assert!(
+        html.contains("<tr><td>sockperf</td><td>—</td><td>21.5</td>"),
+        "{html}"
+    );
     let md = std::fs::read_to_string(dir.join(SUMMARY_MD)).unwrap();
     assert!(md.contains("Table 4") && md.contains("Table 5"));
-    assert!(md.contains("half_rtt_p50_us"));
+    assert!(md.contains("| sockperf | — | 21.5 |"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -392,5 +395,68 @@ fn seed000_sized_report_stays_small() {
     assert!(html < 3_000_000, "index.html is {html} bytes");
     let md = std::fs::read_to_string(dir.join(SUMMARY_MD)).unwrap();
     assert!(!md.contains("were not measured"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 22: figures are rounded to the precision they were measured with everywhere in
+/// summary.md and index.html (µs to 0.1, ratios to 2 decimals); none is printed as a raw float
+/// such as `8.682749999999999`. The sockperf baseline is one table, ours beside sockperf.
+#[test]
+fn no_raw_floats_in_markdown_or_html() {
+    let mut r = small_report();
+    r.environment
+        .insert("duration_s".into(), Value::from(185.12345678901234));
+    r.baseline_sockperf = Some(serde_json::json!({
+        "half_rtt_p25_us": 8.2999999999999,
+        "half_rtt_p50_us": 28.6351,
+        "half_rtt_p99_us": 45.04999,
+        "half_rtt_p999_us": 120.35,
+        "half_rtt_mean_us": 15.323001,
+        "ours_plain_64_half_rtt_p25_us": 8.682749999999999,
+        "ours_plain_64_half_rtt_p50_us": 8.69275,
+        "ours_plain_64_half_rtt_p99_us": 30.0,
+        "ours_plain_64_half_rtt_p999_us": 60.0,
+        "ratio_plain_64": 0.30357142857142855,
+    }));
+    let dir = tmpdir("raw");
+    r.write_dir(&dir).unwrap();
+    let md = std::fs::read_to_string(dir.join(SUMMARY_MD)).unwrap();
+    let html = std::fs::read_to_string(dir.join(INDEX_HTML)).unwrap();
+    // Plot coordinates are no figures: leave the SVG out.
+    let mut text = String::new();
+    let mut rest = html.as_str();
+    while let Some(i) = rest.find("<svg") {
+        text.push_str(&rest[..i]);
+        rest = rest[i..].find("</svg>").map_or("", |j| &rest[i + j..]);
+    }
+    text.push_str(rest);
+    for (name, t) in [("summary.md", md.as_str()), ("index.html", text.as_str())] {
+        // Longest run of decimals after a point (the fit slopes carry 4: µs per byte).
+        let mut run = 0;
+        let mut after_point = false;
+        let mut prev_digit = false;
+        for (i, c) in t.char_indices() {
+            if c.is_ascii_digit() && after_point {
+                run += 1;
+                let from = t.floor_char_boundary(i.saturating_sub(60));
+                assert!(run <= 4, "{name}: a raw float: `{}`", &t[from..=i]);
+            } else {
+                after_point = c == '.' && prev_digit;
+                run = 0;
+            }
+            prev_digit = c.is_ascii_digit();
+        }
+        assert!(!t.contains("8.68274") && !t.contains("0.3035"), "{name}");
+        assert!(t.contains("185.123"), "{name}: duration_s to 3 decimals");
+    }
+    assert!(
+        md.contains("| sockperf | 8.3 | 28.6 | 45.0 | 120.3 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| ours / sockperf | 1.05 | 0.30 | 0.67 | 0.50 |"),
+        "{md}"
+    );
+    assert!(md.contains("bimodal"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }

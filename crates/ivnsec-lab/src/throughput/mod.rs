@@ -126,6 +126,33 @@ pub struct SenderResult {
     pub seconds: f64,
 }
 
+/// The CPU of one role of a run, as seed 002 would see it on a host of its own: the consumer
+/// (the receiver process), each sensor (its sender process), or the switch — what is left of the
+/// machine's busy time (the bridge and veth work of the kernel between the processes, and
+/// whatever else runs on this machine).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoleCpu {
+    /// `consumer`, the sensor's name (`sensor1`, …) or `switch`.
+    pub role: String,
+    /// % of the whole machine (all cores = 100 %) over the sending window.
+    pub pct: f64,
+    /// Goodput through the role in Gb/s: a sensor's own, all of it for the consumer and switch.
+    pub gbps: f64,
+    /// `pct` per Gb/s of that goodput; `None` when nothing got through.
+    pub pct_per_gbps: Option<f64>,
+}
+
+impl RoleCpu {
+    pub fn new(role: impl Into<String>, pct: f64, gbps: f64) -> RoleCpu {
+        RoleCpu {
+            role: role.into(),
+            pct,
+            gbps,
+            pct_per_gbps: (gbps > 0.0).then(|| pct / gbps),
+        }
+    }
+}
+
 /// CPU figures of one run (see [`crate::cpu`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuResult {
@@ -149,6 +176,14 @@ pub struct CpuResult {
     /// This run minus the `plain` run of the same invocation, in points of % of the machine
     /// (seed 002 §5.1.1: < 5). `None` for `plain` itself or without the baseline.
     pub increase_over_plain: Option<CpuIncrease>,
+    /// CPU per role: `consumer`, each sensor, then `switch` (the machine's busy time less the
+    /// processes'), each also per Gb/s of goodput (throughput runs; empty elsewhere and in
+    /// results written before it existed).
+    #[serde(default)]
+    pub roles: Vec<RoleCpu>,
+    /// `system_pct` per Gb/s of goodput (throughput runs).
+    #[serde(default)]
+    pub system_pct_per_gbps: Option<f64>,
 }
 
 /// CPU increase over the `plain` baseline, in percentage points of the machine.
@@ -157,18 +192,24 @@ pub struct CpuIncrease {
     pub sender_pct: f64,
     pub receiver_pct: f64,
     pub system_pct: f64,
-    /// The seed 002 rule: system increase < 5 points.
+    /// The seed 002 rule on the whole machine: system increase < 5 points.
     pub within_5pct: bool,
+    /// The seed 002 rule as the seed judged it, on its consumer host: the consumer's (receiver
+    /// process's) increase < 5 points.
+    #[serde(default)]
+    pub consumer_within_5pct: bool,
 }
 
 impl CpuResult {
     pub fn increase_over(&self, plain: &CpuResult) -> CpuIncrease {
         let system = self.system_pct - plain.system_pct;
+        let consumer = self.receiver_pct - plain.receiver_pct;
         CpuIncrease {
             sender_pct: self.sender_pct - plain.sender_pct,
-            receiver_pct: self.receiver_pct - plain.receiver_pct,
+            receiver_pct: consumer,
             system_pct: system,
             within_5pct: system < 5.0,
+            consumer_within_5pct: consumer < 5.0,
         }
     }
 }

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::node::{Peer, TputRole, TputSpec};
 use super::{
-    CpuResult, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
+    CpuResult, RoleCpu, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
     wire_bytes,
 };
 use crate::channel::{frame_bytes, random_keys};
@@ -520,7 +520,45 @@ fn run_once(
         ..ThroughputResult::default()
     };
     r.derive();
+    let sensors: Vec<ProcessCpu> = sent_lines
+        .iter()
+        .map(|s| ProcessCpu {
+            wall_ns: window,
+            ..s.cpu
+        })
+        .collect();
+    r.cpu.roles = roles(&r, receiver_cpu, &sensors);
+    r.cpu.system_pct_per_gbps =
+        (r.goodput_mbps > 0.0).then(|| r.cpu.system_pct / (r.goodput_mbps / 1e3));
     Ok(r)
+}
+
+/// CPU by role over the sending window (every process's CPU over the same window, so the
+/// shares add up): the consumer, each sensor (in `r.per_sender` order), and the switch as the
+/// machine's busy share less the processes' (never below 0). Each per Gb/s of the goodput
+/// through it.
+fn roles(r: &ThroughputResult, consumer: ProcessCpu, sensors: &[ProcessCpu]) -> Vec<RoleCpu> {
+    let cores = r.cpu.cores;
+    let gbps = r.goodput_mbps / 1e3;
+    let mut out = vec![RoleCpu::new(
+        "consumer",
+        consumer.pct_of_machine(cores),
+        gbps,
+    )];
+    for (s, c) in r.per_sender.iter().zip(sensors) {
+        out.push(RoleCpu::new(
+            s.name.clone(),
+            c.pct_of_machine(cores),
+            s.goodput_mbps / 1e3,
+        ));
+    }
+    let processes: f64 = out.iter().map(|c| c.pct).sum();
+    out.push(RoleCpu::new(
+        "switch",
+        (r.cpu.system_pct - processes).max(0.0),
+        gbps,
+    ));
+    out
 }
 
 fn transport(site: &Site, family: Profile) -> String {
@@ -721,6 +759,61 @@ fn parse_iperf3(stdout: &[u8], stderr: &[u8]) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two cores, a 2 s window, the machine 80 % busy: the consumer used 0.8 s of CPU (20 %),
+    /// the sensors 0.4 s and 0.2 s (10 %, 5 %); the switch is the rest, 45 %. Goodput 1.5 Gb/s
+    /// (1.0 + 0.5): 20 / 1.5 = 13.3 % per Gb/s for the consumer, 10 / 1.0 and 5 / 0.5 = 10 for
+    /// the sensors.
+    #[test]
+    fn cpu_by_role_adds_up_to_the_machine() {
+        let window = 2_000_000_000;
+        let cpu = |ns: u64| ProcessCpu {
+            user_ns: ns / 2,
+            sys_ns: ns / 2,
+            wall_ns: window,
+        };
+        let mut r = ThroughputResult {
+            goodput_mbps: 1500.0,
+            per_sender: vec![
+                SenderResult {
+                    name: "sensor1".into(),
+                    goodput_mbps: 1000.0,
+                    ..SenderResult::default()
+                },
+                SenderResult {
+                    name: "sensor2".into(),
+                    goodput_mbps: 500.0,
+                    ..SenderResult::default()
+                },
+            ],
+            ..ThroughputResult::default()
+        };
+        r.cpu.cores = 2;
+        r.cpu.system_pct = 80.0;
+        let by_role = roles(&r, cpu(800_000_000), &[cpu(400_000_000), cpu(200_000_000)]);
+        let got: Vec<(&str, f64, f64)> = by_role
+            .iter()
+            .map(|c| (c.role.as_str(), c.pct, c.gbps))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("consumer", 20.0, 1.5),
+                ("sensor1", 10.0, 1.0),
+                ("sensor2", 5.0, 0.5),
+                ("switch", 45.0, 1.5)
+            ]
+        );
+        assert!((by_role[0].pct_per_gbps.unwrap() - 20.0 / 1.5).abs() < 1e-12);
+        assert_eq!(by_role[1].pct_per_gbps, Some(10.0));
+        assert_eq!(by_role[2].pct_per_gbps, Some(10.0));
+        // Processes busier than the machine's sampled share: the switch is 0, never negative.
+        r.cpu.system_pct = 15.0;
+        assert_eq!(roles(&r, cpu(800_000_000), &[])[1].pct, 0.0);
+        // Nothing delivered: no per-Gb/s figure.
+        r.goodput_mbps = 0.0;
+        assert_eq!(roles(&r, cpu(800_000_000), &[])[0].pct_per_gbps, None);
+    }
 
     /// The theoretical maximum of our own frames, from the frame lengths the SAs produce, by
     /// hand: IVN-AE = 26 + 2 + payload + tag, MACsec = 12 + 16 + 2 + payload + 16, ESP transport

@@ -22,6 +22,8 @@
 //!   directory that never follow a symbolic link (the nonce state directory).
 //! - [`process`]: [`die_with_parent`], a child process that is killed when ivnsec dies, even by
 //!   SIGKILL.
+//! - [`stdio`]: [`set_aside_stdout`], the real stdout kept for one `--json` document while
+//!   descriptor 1 (what children inherit) goes to stderr.
 //! - [`tap`]: [`tap_create`] (a non-persistent TAP interface, removed by the kernel when its
 //!   descriptor closes), [`read_frame`] / [`write_frame`], and interface settings by ioctl
 //!   ([`link_up`], [`link_mtu`], [`set_link_mtu`], [`link_mac`], [`set_link_mac`]).
@@ -39,6 +41,7 @@ pub mod packet;
 pub mod process;
 pub mod signal;
 pub mod socket;
+pub mod stdio;
 pub mod tap;
 
 pub use batch::{MAX_BATCH, recv_batch, send_batch};
@@ -51,6 +54,7 @@ pub use packet::{ETH_HLEN, PacketStatistics, PacketType, RawSocket, RecvMeta, in
 pub use process::die_with_parent;
 pub use signal::{TerminationSignals, signal_process, termination_signals};
 pub use socket::{set_recv_buffer_force, set_socket_buffers, socket_drops, wait_readable};
+pub use stdio::set_aside_stdout;
 pub use tap::{
     link_is_up, link_mac, link_mtu, link_up, read_frame, set_link_mac, set_link_mtu, tap_create,
     write_frame,

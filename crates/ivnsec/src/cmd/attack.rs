@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::output::Json;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::attack::mka::MkaAttack;
 use ivnsec_lab::attack::mka_run::{self, MkaAttackConfig, run_mka_attacks};
@@ -160,6 +161,7 @@ impl Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut doc = Json::claim(a.json)?;
     let json = a.json;
     let out = if a.mka {
         if a.pcap.is_some() {
@@ -213,7 +215,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             testbed: where_,
             verdict: if failed { "fail" } else { "pass" },
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        doc.print(&out)?;
     } else {
         print_table(results);
         println!(

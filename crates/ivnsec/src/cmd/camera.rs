@@ -17,6 +17,7 @@ use ivnsec_lab::camera::{
 };
 
 use super::lab::{self, WhereArg};
+use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -148,6 +149,7 @@ impl From<&Args> for CameraConfig {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let cfg = CameraConfig::from(&a);
     cfg.check()?;
     let open = ivnsec_lab::site::open_site(a.on.into(), a.testbed.as_deref(), &layout())?;
@@ -164,7 +166,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         );
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        json.print(&report)?;
     } else {
         print_report(&report);
     }

@@ -10,6 +10,7 @@ use anyhow::Result;
 use ivnsec_lab::bench::{Bench, DEFAULT_SIZES, Providers, Row, Settings};
 
 use crate::error::usage;
+use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -82,6 +83,7 @@ impl Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let mut json = Json::claim(args.json)?;
     let mut bench = Bench::new(&args.settings()?)?;
     let mut out = std::io::stdout().lock();
     let one_by_one = args.frames > 0;
@@ -96,11 +98,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Ok(())
     })?;
     if args.json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &serde_json::json!({ "meta": bench.meta(), "results": rows }),
-        )?;
-        writeln!(out)?;
+        json.print(&serde_json::json!({ "meta": bench.meta(), "results": rows }))?;
     } else if args.vs_openssl {
         writeln!(
             out,

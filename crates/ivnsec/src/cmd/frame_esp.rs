@@ -20,7 +20,8 @@ pub enum ModeArg {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "IPsec ESP (esp-… profiles)")]
 pub struct EspProtectOpts {
-    /// ESP: Security Parameters Index, decimal or 0x-hex, 256..=4294967295 (0-255 are reserved).
+    /// ESP: Security Parameters Index, decimal or 0x-hex, 1..=4294967295. 0 is refused (local
+    /// use, never on the wire); 1-255, which RFC 4303 §2.1 keeps for IANA, work with a warning.
     #[arg(long, value_parser = parse_spi)]
     pub spi: Option<u32>,
     /// ESP: HMAC-SHA-256 key in hex, 32 bytes (esp-null-hmac-sha256, esp-aes*-cbc-hmac-sha256).
@@ -44,7 +45,8 @@ pub struct EspProtectOpts {
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "IPsec ESP (esp-… profiles)")]
 pub struct EspVerifyOpts {
-    /// ESP: Security Parameters Index of the inbound SA, decimal or 0x-hex.
+    /// ESP: Security Parameters Index of the inbound SA, decimal or 0x-hex, 1..=4294967295
+    /// (1-255, reserved for IANA by RFC 4303 §2.1, are accepted: vectors and captures use them).
     #[arg(long, value_parser = parse_spi)]
     pub spi: Option<u32>,
     /// ESP: HMAC-SHA-256 key in hex, 32 bytes (esp-null-hmac-sha256, esp-aes*-cbc-hmac-sha256).
@@ -81,16 +83,14 @@ impl std::str::FromStr for Addr {
     }
 }
 
+/// A 32-bit SPI in decimal or 0x-hex; which values an SA may take is checked where the SA is
+/// made (`ivnsec_lab::frames::material`).
 fn parse_spi(s: &str) -> Result<u32, String> {
-    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16),
         None => s.parse::<u32>(),
     }
-    .map_err(|e| format!("not a 32-bit number: {e}"))?;
-    if v < 256 {
-        return Err("SPI values 0-255 are reserved (RFC 4303 §2.1)".into());
-    }
-    Ok(v)
+    .map_err(|e| format!("not a 32-bit number: {e}"))
 }
 
 impl From<ModeArg> for EspModeChoice {

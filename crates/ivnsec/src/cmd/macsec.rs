@@ -19,6 +19,7 @@ use ivnsec_lab::macsec::{self as lab, KeySource, status};
 
 use crate::cmd::send::{parse_mac, stop_on_signal};
 use crate::error::{parse_profile, usage};
+use crate::output::Json;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
@@ -221,6 +222,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 fn up(a: UpArgs) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let profile = match parse_profile(&a.profile)? {
         Profile::Macsec(m) => m,
         p => {
@@ -247,7 +249,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
     let stop = stop_on_signal()?;
     let summary = lab::run(&cfg, source.as_mut(), stop)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary.status)?);
+        json.print(&summary.status)?;
     } else {
         let s = &summary.status;
         println!(
@@ -356,6 +358,7 @@ fn static_source(
 }
 
 fn show(a: StatusArgs) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let dir = run_dir(&a.run_dir);
     let found = status::find(&dir, a.tap.as_deref())?;
     if a.json {
@@ -367,7 +370,7 @@ fn show(a: StatusArgs) -> Result<ExitCode> {
                 s
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        json.print(&v)?;
     } else if found.is_empty() {
         eprintln!(
             "no `ivnsec macsec up` {}in this network namespace (status files in {})",

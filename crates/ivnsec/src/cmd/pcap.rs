@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::output::Json;
 use anyhow::Result;
 use clap::Subcommand;
 use ivnsec_lab::frames::material::VerifySettings;
@@ -83,7 +84,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 allow_truncated: !a.fail_on_truncated,
                 file: a.file,
             };
-            let t = verify_capture(&s, std::io::stdout().lock(), &mut std::io::stderr())?;
+            let mut json = Json::claim(s.json)?;
+            let t = verify_capture(&s, json.writer(), &mut std::io::stderr())?;
             Ok(ExitCode::from(t.exit_code()))
         }
     }

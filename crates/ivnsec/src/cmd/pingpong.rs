@@ -14,6 +14,7 @@ use ivnsec_lab::site::{Layout, ensure_dir, open_site};
 
 use super::lab::{self, ModeArg, WhereArg};
 use crate::error::parse_profile;
+use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -85,6 +86,7 @@ pub struct RunOpts {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let s = Scenario {
         profile: parse_profile(&a.profile)?,
         profile_name: a.profile.clone(),
@@ -137,7 +139,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .and_then(|s| s.get(0))
             .cloned()
             .unwrap_or_default();
-        println!("{}", serde_json::to_string_pretty(&scenario)?);
+        json.print(&scenario)?;
     } else {
         println!("transport: {}", report.environment["transport"]);
         println!(

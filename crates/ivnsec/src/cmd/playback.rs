@@ -12,6 +12,7 @@ use anyhow::Result;
 use ivnsec_lab::underload::playback::{PlaybackConfig, run_playback};
 
 use super::underload::StreamArgs;
+use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -48,6 +49,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let json = Json::claim(a.stream.json)?;
     let st = &a.stream;
     let mut cfg = PlaybackConfig::new(&a.timeline);
     cfg.reply_every = st.reply_every;
@@ -58,5 +60,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
         cfg.profiles = st.profiles.clone();
     }
     cfg.check()?;
-    st.run(|site, pcap| run_playback(site, &cfg, pcap))
+    st.run(json, |site, pcap| run_playback(site, &cfg, pcap))
 }

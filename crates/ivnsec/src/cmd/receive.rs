@@ -22,6 +22,7 @@ use ivnsec_lab::channel::open as open_channel;
 use ivnsec_lab::keys::keyfile;
 
 use crate::error::parse_profile;
+use crate::output::Json;
 use ivnsec_net::link::{Link, LinkSpec};
 
 #[derive(clap::Args, Debug)]
@@ -93,6 +94,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let family = parse_profile(&a.profile)?;
     let keys = keyfile::load(&a.keys, &a.profile, keyfile::Role::Receiver)?;
     let deadline_ns = match a.seconds {
@@ -246,7 +248,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "drops": d,
             "stopped_by": stopped_by,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        json.print(&v)?;
     } else {
         println!("profile   {}", a.profile);
         println!("received  {received}");

@@ -24,6 +24,7 @@ use ivnsec_lab::keys::highwater::{self, HighWater, HwError};
 use ivnsec_lab::keys::keyfile;
 
 use crate::error::parse_profile;
+use crate::output::Json;
 use ivnsec_net::link::{Link, LinkSpec};
 
 /// This node's MAC over UDP unless `--mac` says otherwise (sender side).
@@ -200,6 +201,7 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let family = parse_profile(&a.profile)?;
     let Some(state_dir) = a.state_dir.clone() else {
         return Err(usage(format!(
@@ -445,7 +447,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "stopped_by": stopped_by,
     });
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        json.print(&summary)?;
     } else {
         let range = match (first_sent, last_sent) {
             (Some(f), Some(l)) => format!("sequence numbers {f}..={l}"),

@@ -36,6 +36,7 @@ use ivnsec_net::someip as net;
 use serde_json::json;
 
 use crate::error::{EnvError, usage};
+use crate::output::Json;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
@@ -224,6 +225,7 @@ fn suite_of(s: &Service) -> Option<&'static str> {
 // serve.
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let cfg = Arc::new(config::load(&a.config)?);
     if cfg.services.is_empty() {
         return Err(usage(format!(
@@ -272,17 +274,29 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         );
     }
     let running = server::start(cfg, core, Sockets { udp, tcp, sd }, cap.clone())?;
-    println!("{line}");
-    std::io::stdout().flush()?;
+    // With --json, stdout carries the document alone: the line goes to stderr.
+    if a.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+        std::io::stdout().flush()?;
+    }
 
     let started = Instant::now();
     let stopped = running.wait(a.duration.map(Duration::from_secs_f64))?;
     cap.finish()?;
-    print_served(&a, started, &stopped.core(), stopped.sd().as_deref())
+    print_served(
+        &a,
+        &mut json,
+        started,
+        &stopped.core(),
+        stopped.sd().as_deref(),
+    )
 }
 
 fn print_served(
     a: &ServeArgs,
+    json: &mut Json,
     started: Instant,
     c: &Core,
     sd: Option<&SdServer>,
@@ -335,7 +349,7 @@ fn print_served(
         "drops": drops_json(&drops),
         "services": services,
     });
-    println!("{}", serde_json::to_string_pretty(&v)?);
+    json.print(&v)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -343,6 +357,7 @@ fn print_served(
 // call.
 
 fn call(a: CallArgs) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let cfg = config::load(&a.config)?;
     let svc = cfg
         .service(a.service)
@@ -449,11 +464,12 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         events = Some(r);
     }
     cap.finish()?;
-    print_calls(&a, &svc, target, &core, &res, events.as_ref())
+    print_calls(&a, &mut json, &svc, target, &core, &res, events.as_ref())
 }
 
 fn print_calls(
     a: &CallArgs,
+    json: &mut Json,
     svc: &Service,
     target: SocketAddr,
     core: &Core,
@@ -490,7 +506,7 @@ fn print_calls(
                 "delay_us": ivnsec_lab::stats::summarize(&e.tally.delays_us),
             })),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        json.print(&v)?;
     } else {
         println!(
             "someip call: service 0x{:04x} method 0x{:04x} at {target} ({transport}, {level}{}), payload {} B",

@@ -11,6 +11,7 @@ use ivnsec_core::sa::secoc::SecocAlg;
 use ivnsec_core::suite::{IvnAeProfile, Suite};
 use serde::Serialize;
 
+use crate::output::Json;
 use ivnsec_crypto::{PROVIDERS, has_suite};
 
 #[derive(clap::Args, Debug)]
@@ -154,10 +155,7 @@ fn rows() -> Vec<Row> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let rows = rows();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "profiles": rows }))?
-        );
+        Json::claim(true)?.print(&serde_json::json!({ "profiles": rows }))?;
         return Ok(ExitCode::SUCCESS);
     }
     println!(

@@ -18,6 +18,7 @@ use ivnsec_lab::tdma::schedule::{NoFit, Params, Schedule, build};
 use ivnsec_lab::tdma::{Duration, Rate};
 
 use crate::error::{parse_profile, usage};
+use crate::output::Json;
 
 /// The `tdma` subcommands.
 #[derive(Subcommand, Debug)]
@@ -154,12 +155,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
 fn run_capacity(args: CapacityArgs) -> Result<ExitCode> {
     let query = args.query()?;
     let rows = query.rows()?;
-    let mut out = std::io::stdout().lock();
+    let mut json = Json::claim(args.json)?;
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &capacity::json(&rows))?;
-        writeln!(out)?;
+        json.print(&capacity::json(&rows))?;
     } else {
-        print_table(&mut out, &args, &query, &rows)?;
+        print_table(&mut std::io::stdout().lock(), &args, &query, &rows)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -380,6 +380,7 @@ fn from_flows(
 }
 
 fn schedule(a: ScheduleArgs) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let Some(path) = &a.frame.flows else {
         return Err(usage(
             "--flows FILE is needed (docs/tdma-run.md describes the file)",
@@ -390,7 +391,7 @@ fn schedule(a: ScheduleArgs) -> Result<ExitCode> {
             if a.json {
                 let mut v = serde_json::to_value(&s)?;
                 v["fits"] = true.into();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                json.print(&v)?;
             } else {
                 print!("{}", s.to_text());
             }
@@ -402,7 +403,7 @@ fn schedule(a: ScheduleArgs) -> Result<ExitCode> {
                 let mut v = serde_json::to_value(&no)?;
                 v["fits"] = false.into();
                 v["reason"] = reason.into();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                json.print(&v)?;
             } else {
                 println!("{reason}");
             }
@@ -412,6 +413,7 @@ fn schedule(a: ScheduleArgs) -> Result<ExitCode> {
 }
 
 fn run_schedule(a: RunArgs) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let schedule = match (&a.schedule, &a.frame.flows) {
         (Some(p), _) => Schedule::load(p)?,
         (None, Some(p)) => match from_flows(&a.frame, p, a.profile.as_deref(), a.provider)? {
@@ -436,7 +438,7 @@ fn run_schedule(a: RunArgs) -> Result<ExitCode> {
     };
     let r = ivnsec_lab::tdma::run::run(&cfg)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        json.print(&r)?;
     } else {
         print!("{}", r.to_text());
     }

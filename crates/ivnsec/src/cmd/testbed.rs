@@ -16,6 +16,7 @@ use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::Topology;
 
 use crate::error::{EnvError, usage};
+use crate::output::Json;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
@@ -111,6 +112,7 @@ fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
 }
 
 fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let topology: Topology = match &a.plan {
         Some(file) => {
             ivnsec_lab::plan::load(file, &ivnsec_lab::plan::RunSection::default())?.topology
@@ -125,7 +127,7 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
     let tb = Testbed::up(&topology, &opts).map_err(net_err)?;
     let state = tb.keep();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&state)?);
+        json.print(&state)?;
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -175,6 +177,7 @@ fn print_nodes(state: &TestbedState) {
 }
 
 fn status(a: StatusArgs, state_dir: &Path) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let listing = testbed::list(state_dir).map_err(net_err)?;
     let (found, bad) = (listing.testbeds, listing.unreadable);
     let unrecorded = testbed::unrecorded_prefixes(state_dir).map_err(net_err)?;
@@ -198,7 +201,7 @@ fn status(a: StatusArgs, state_dir: &Path) -> Result<ExitCode> {
             "unreadable": bad,
             "unrecorded_prefixes": unrecorded,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        json.print(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
     if found.is_empty() && bad.is_empty() {
@@ -297,6 +300,7 @@ fn exec(a: ExecArgs, state_dir: &Path) -> Result<ExitCode> {
 }
 
 fn down(a: DownArgs, state_dir: &Path) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let prefixes: Vec<String> = if let Some(p) = a.testbed {
         vec![p]
     } else {
@@ -341,7 +345,7 @@ fn down(a: DownArgs, state_dir: &Path) -> Result<ExitCode> {
     }
     if a.json {
         let out = serde_json::json!({ "state_dir": state_dir, "testbeds": reports });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        json.print(&out)?;
     }
     Ok(ExitCode::SUCCESS)
 }

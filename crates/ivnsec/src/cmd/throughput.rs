@@ -14,6 +14,7 @@ use ivnsec_lab::throughput::run::{check_config, check_fits, layout, run_set};
 use serde_json::Value;
 
 use super::lab::WhereArg;
+use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -28,7 +29,9 @@ delivered, verify rejects included), the theoretical maximum payload / wire byte
 senders (seed 002 §6.1.2) and efficiency = goodput / theoretical; CPU: each process's user+sys \
 (getrusage) and the whole machine (/proc/stat every second, like sar), as % of all cores, CPU ns \
 per payload byte, and the increase over the `plain` run made first in the same invocation (seed \
-002's < 5 % rule). When iperf3 is installed, its UDP test (-u -b 0 -l 1472, and at the shaped \
+002's < 5 % rule). CPU per role (cpu.roles): the consumer, each sensor and the switch (what is \
+left of the machine), each also per Gb/s; seed 002 measured its consumer host alone, so its CPU \
+rule is judged on the consumer. When iperf3 is installed, its UDP test (-u -b 0 -l 1472, and at the shaped \
 rate) runs on the same path and its goodput sits beside ours (baseline.iperf3).
 
 As root, a `sensors:N` testbed (N sensors and a consumer on one switch; 002 testbench 1) is built \
@@ -83,6 +86,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let mut json = Json::claim(a.json)?;
     let cfg = check_config(
         a.payload, a.seconds, &a.rate, a.senders, a.batch, a.provider,
     )?;
@@ -105,7 +109,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         eprintln!("capture: {} (the first frames of sender 1)", p.display());
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        json.print(&r)?;
     } else {
         print_result(&r);
     }
@@ -169,6 +173,29 @@ fn print_result(r: &ThroughputResult) {
             },
             i.sender_pct,
             i.receiver_pct
+        );
+        println!(
+            "  seed 002's CPU rule, judged on the consumer as the seed did: {:+.1} points ({})",
+            i.receiver_pct,
+            if i.consumer_within_5pct {
+                "< 5: PASS"
+            } else {
+                "≥ 5: FAIL"
+            }
+        );
+    }
+    if !c.roles.is_empty() {
+        let per = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        let roles: Vec<String> = c
+            .roles
+            .iter()
+            .map(|r| format!("{} {:.1} ({})", r.role, r.pct, per(r.pct_per_gbps)))
+            .collect();
+        println!(
+            "  CPU per role, % of the machine (per Gb/s): {}; machine {:.1} ({})",
+            roles.join(", "),
+            c.system_pct,
+            per(c.system_pct_per_gbps)
         );
     }
     if let Some(p) = r.baseline.get("plain") {

@@ -18,6 +18,7 @@ use ivnsec_lab::underload::{REQUIREMENT_US, UnderloadReport};
 use serde_json::Value;
 
 use super::lab::{self, WhereArg};
+use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -102,19 +103,21 @@ pub struct StreamArgs {
 }
 
 impl StreamArgs {
-    /// Opens the site, runs `f` there, and prints the report.
+    /// Opens the site, runs `f` there, and prints the report (JSON on `json` when claimed).
     pub(crate) fn run(
         &self,
+        mut json: Json,
         f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
     ) -> Result<ExitCode> {
         let open = open(self.on.into(), self.testbed.as_deref())?;
         let report = f(&open.site, self.pcap.as_deref())?;
         drop(open);
-        finish(&report, self.json)
+        finish(&report, &mut json)
     }
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    let json = Json::claim(a.stream.json)?;
     let st = &a.stream;
     let mut cfg = UnderloadConfig {
         size: a.size,
@@ -130,7 +133,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         cfg.profiles = st.profiles.clone();
     }
     cfg.check()?;
-    st.run(|site, pcap| run_underload(site, &cfg, pcap))
+    st.run(json, |site, pcap| run_underload(site, &cfg, pcap))
 }
 
 /// Opens the site of a sensor-stream run: a `sensors:1` testbed (sensor1 → consumer) or
@@ -144,9 +147,9 @@ fn open(on: Where, testbed: Option<&str>) -> Result<ivnsec_lab::site::OpenSite> 
 }
 
 /// Prints the report (text or JSON) and maps the verdict to the exit code.
-fn finish(r: &UnderloadReport, json: bool) -> Result<ExitCode> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(r)?);
+fn finish(r: &UnderloadReport, json: &mut Json) -> Result<ExitCode> {
+    if json.claimed() {
+        json.print(r)?;
     } else {
         print_report(r);
     }
