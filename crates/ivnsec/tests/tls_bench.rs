@@ -83,6 +83,7 @@ fn short_run_has_the_keys_and_positive_counts() {
     assert!((num(r, "handshakes_per_min") - 60.0 * per_s).abs() < 1e-6 * per_s);
     let cpu = num(r, "cpu_pct");
     assert!(cpu > 0.0 && cpu <= 100.0, "{r}");
+    assert!(num(r, "cpu_us_per_handshake") > 0.0, "{r}");
     let ossl = &r["openssl"];
     let ossl_per_s = num(ossl, "handshakes_per_s");
     assert!(ossl_per_s > 0.0, "{ossl}");

@@ -28,9 +28,11 @@ pub fn results(o: &Outcome) -> Table {
         "handshakes/min",
         "CPU %",
         "server CPU %",
+        "CPU µs/conn",
         "failures",
         "OpenSSL handshakes/s",
         "OpenSSL server CPU %",
+        "OpenSSL CPU µs/conn",
         "ratio",
     ];
     let rows = o
@@ -47,9 +49,12 @@ pub fn results(o: &Outcome) -> Table {
                 f0(r.handshakes_per_min),
                 f1(r.cpu_pct),
                 f1(r.server_cpu_pct),
+                r.cpu_us_per_handshake.map_or("—".into(), f0),
                 (r.failures + m.map_or(0, |m| m.failures)).to_string(),
                 r.openssl.handshakes_per_s.map_or("—".into(), f0),
                 m.map_or("—".into(), |m| f1(m.server_cpu_pct)),
+                m.and_then(|m| m.cpu_us_per_handshake)
+                    .map_or("—".into(), f0),
                 r.ratio.map_or("—".into(), |x| format!("{x:.2}×")),
             ]
         })

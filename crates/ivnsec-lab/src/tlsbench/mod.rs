@@ -196,8 +196,13 @@ impl Settings {
             v.dedup();
             v
         };
-        let mut algos = self.algos.clone();
-        algos.dedup();
+        // The order given, each algorithm once.
+        let mut algos: Vec<Algo> = Vec::new();
+        for a in &self.algos {
+            if !algos.contains(a) {
+                algos.push(*a);
+            }
+        }
         let mut kxs = self.kx.clone();
         kxs.sort();
         kxs.dedup();
@@ -240,14 +245,27 @@ pub struct Measured {
     pub server_cpu_pct: f64,
     /// CPU of clients and servers together, % of the whole machine.
     pub process_cpu_pct: f64,
+    /// CPU time of clients and servers together per completed connection, in µs (less
+    /// sensitive than the rates to other load on the machine); `null` without one.
+    pub cpu_us_per_handshake: Option<f64>,
+    /// CPU time of the servers per completed connection, in µs.
+    pub server_cpu_us_per_handshake: Option<f64>,
 }
 
 impl Measured {
-    pub fn rates(&mut self) {
+    /// Fills the rates and the per-connection CPU from the counts, the seconds and the CPU
+    /// shares (`cores` CPUs = 100 %).
+    pub fn rates(&mut self, cores: f64) {
         if self.seconds > 0.0 {
             self.handshakes_per_s = self.handshakes as f64 / self.seconds;
             self.handshakes_per_min = 60.0 * self.handshakes_per_s;
         }
+        let per = |pct: f64| {
+            (self.handshakes > 0)
+                .then(|| pct / 100.0 * cores * self.seconds * 1e6 / self.handshakes as f64)
+        };
+        self.cpu_us_per_handshake = per(self.process_cpu_pct);
+        self.server_cpu_us_per_handshake = per(self.server_cpu_pct);
     }
 }
 
@@ -283,6 +301,8 @@ pub struct Row {
     pub cpu_pct: f64,
     pub server_cpu_pct: f64,
     pub process_cpu_pct: f64,
+    pub cpu_us_per_handshake: Option<f64>,
+    pub server_cpu_us_per_handshake: Option<f64>,
     pub openssl: OpensslSide,
     /// Ours / OpenSSL's handshakes per second (`null` without an OpenSSL figure).
     pub ratio: Option<f64>,
@@ -396,6 +416,8 @@ pub fn run(s: &Settings, progress: &mut dyn FnMut(&Row)) -> Result<Outcome> {
             cpu_pct: m.measured.cpu_pct,
             server_cpu_pct: m.measured.server_cpu_pct,
             process_cpu_pct: m.measured.process_cpu_pct,
+            cpu_us_per_handshake: m.measured.cpu_us_per_handshake,
+            server_cpu_us_per_handshake: m.measured.server_cpu_us_per_handshake,
             openssl: side,
             ratio,
         };
@@ -433,4 +455,98 @@ pub fn run(s: &Settings, progress: &mut dyn FnMut(&Row)) -> Result<Outcome> {
             cpu_model: cpu_model(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings {
+            algos: vec![Algo::Rsa2048, Algo::EcdsaP256, Algo::Rsa2048],
+            client_auth: vec![false, true],
+            resumption: vec![true, false, true],
+            kx: vec![Kx::X25519Mlkem768, Kx::X25519],
+            concurrency: 10,
+            seconds: 5,
+            openssl: true,
+            dhe: true,
+            foreign_client_cert: false,
+        }
+    }
+
+    #[test]
+    fn every_combination_once() {
+        let c = settings().cases();
+        assert_eq!(c.len(), 2 * 2 * 2 * 2);
+        assert_eq!(
+            c[0],
+            Case {
+                algo: Algo::Rsa2048,
+                kx: Kx::X25519,
+                client_auth: false,
+                resumption: false
+            }
+        );
+        for (i, a) in c.iter().enumerate() {
+            assert!(!c[i + 1..].contains(a), "{a:?} twice");
+        }
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        assert!(settings().check().is_ok());
+        for bad in [
+            Settings {
+                concurrency: 0,
+                ..settings()
+            },
+            Settings {
+                concurrency: MAX_CONCURRENCY + 1,
+                ..settings()
+            },
+            Settings {
+                seconds: 0,
+                ..settings()
+            },
+            Settings {
+                seconds: MAX_SECONDS + 1,
+                ..settings()
+            },
+            Settings {
+                algos: vec![],
+                ..settings()
+            },
+        ] {
+            let e = bad.check().unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+        }
+        assert!("rsa-1024".parse::<Algo>().is_err());
+        assert_eq!("ed25519".parse::<Algo>().unwrap(), Algo::Ed25519);
+        assert_eq!("x25519mlkem768".parse::<Kx>().unwrap(), Kx::X25519Mlkem768);
+    }
+
+    #[test]
+    fn rates_and_cpu_per_connection() {
+        let mut m = Measured {
+            handshakes: 1000,
+            seconds: 2.0,
+            process_cpu_pct: 50.0,
+            server_cpu_pct: 25.0,
+            ..Measured::default()
+        };
+        m.rates(2.0);
+        assert_eq!(m.handshakes_per_s, 500.0);
+        assert_eq!(m.handshakes_per_min, 30_000.0);
+        // 50 % of 2 cores for 2 s = 2 CPU seconds over 1000 connections.
+        assert_eq!(m.cpu_us_per_handshake, Some(2000.0));
+        assert_eq!(m.server_cpu_us_per_handshake, Some(1000.0));
+        let mut none = Measured {
+            seconds: 1.0,
+            ..Measured::default()
+        };
+        none.rates(2.0);
+        assert_eq!(none.handshakes_per_s, 0.0);
+        assert_eq!(none.cpu_us_per_handshake, None);
+    }
 }

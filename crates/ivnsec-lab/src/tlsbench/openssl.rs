@@ -592,7 +592,7 @@ fn pairs(
         process_cpu_pct: 100.0 * all_ticks as f64 / USER_HZ / (wall * cores),
         ..Measured::default()
     };
-    m.rates();
+    m.rates(cores);
     Ok((m, command))
 }
 

@@ -285,7 +285,7 @@ pub fn measure(set: &CertSet, case: Case, n: usize, dur: Duration) -> Result<Our
         process_cpu_pct: 100.0 * ((u1 + s1).saturating_sub(u0 + s0)) as f64 / 1e9 / (secs * cores),
         ..Measured::default()
     };
-    m.rates();
+    m.rates(cores);
     Ok(Ours {
         measured: m,
         resumed,

@@ -23,7 +23,8 @@ Examples:\n  \
 ivnsec tls-bench --algo rsa-2048 --algo ecdsa-p256 --seconds 5\n  \
 ivnsec tls-bench --kx both --client-auth both --resumption both --concurrency 10 --json\n\
 Seed 004 Table 5.2 beside today's figures (ten clients, mutual TLS, DHE-RSA with OpenSSL):\n  \
-ivnsec tls-bench --algo rsa-2048 --algo rsa-4096 --client-auth on --concurrency 10 --seconds 10"
+ivnsec tls-bench --algo rsa-2048 --algo rsa-4096 --client-auth on --concurrency 10 --seconds 10\n\
+What is measured and how it compares with seed 004: docs/tls-bench.md"
 )]
 pub struct Args {
     /// Server and client certificate algorithm (CA, server and client keys all of it);
