@@ -1,4 +1,5 @@
-//! The figures seed 004 reports for TLS connections (chapter 5 §5.1, "TLS connections"): an
+//! The figures seed 004 (Q. Delhaye: "Implementation of High-Level Cryptographic Protocols using
+//! a SoC Platform", ULB master's thesis, 2015) reports for TLS connections (chapter 5 §5.1): an
 //! OpenVPN server on an ARM board (Barco Silex BA414E public-key engine for the hardware
 //! column), ten OpenVPN clients in a virtual machine renegotiating every second (§4.2, listing
 //! 4.1), TLS with DHE and RSA-1024/2048/4096 (`tls-cipher TLS-DHE-RSA-WITH-AES-256-CBC-SHA`,
