@@ -3,17 +3,18 @@
 //! OpenVPN server on an ARM board (Barco Silex BA414E public-key engine for the hardware
 //! column), ten OpenVPN clients in a virtual machine renegotiating every second (§4.2, listing
 //! 4.1), TLS with DHE and RSA-1024/2048/4096 (`tls-cipher TLS-DHE-RSA-WITH-AES-256-CBC-SHA`,
-//! the client configuration of appendix A), the data channel aes-256-cbc (Table 5.1's caption).
+//! the client configuration, listing B.1; the server's `dh dh1024.pem` … `dh4096.pem`, listing
+//! B.2), the data channel aes-256-cbc (Table 5.1's caption).
 //! `ivnsec tls-bench` prints them beside its own figures (docs/tls-bench.md).
 //!
 //! The text extraction of Table 5.2 is damaged: the header row reads `F RSA-102 4 RSA-2048
 //! RSA-4096 6` and the hardware row's ratios `X1.14 X2./U X3.09`. The figures themselves are
 //! whole (one decimal), and the software row's ratios (×1.14, ×2.70, ×5.89) are what the
 //! figures give, truncated to two decimals (509.3 / 445.4 = 1.143, 420.9 / 155.6 = 2.705,
-//! 115.5 / 19.6 = 5.893), so the
-//! damaged copies are those same ratios. The row labels of Table 5.1 are damaged too
-//! (`N3A-1024`, `K3A-4090` for RSA-1024, RSA-4096); the order is soft, BA411E per size (the
-//! seed prints BA411E there, BA414E in Table 5.2; the public-key engine is the BA414E, §3).
+//! 115.5 / 19.6 = 5.893), so the damaged copies are those same ratios. The row labels of
+//! Table 5.1 are damaged too (`N3A-1024`, `K3A-4090` for RSA-1024, RSA-4096); the order is
+//! soft, BA411E per size (the seed prints BA411E there, BA414E in Table 5.2; the public-key
+//! engine is the BA414E, §3.2 Table 3.1).
 //!
 //! The ceiling is the clients, not the server: ten clients connecting once a second allow at
 //! most 600 connections per minute (§4.2, §5.1), which is why RSA-1024 barely gains from the

@@ -5,7 +5,7 @@
 //! killed (and reaped) on every way out, by [`Reaper`].
 //!
 //! Also seed 004's own configuration, which rustls cannot do: TLS 1.2 with
-//! TLS-DHE-RSA-WITH-AES-256-CBC-SHA (the seed's OpenVPN `tls-cipher`, listing A.2) over RSA-1024
+//! TLS-DHE-RSA-WITH-AES-256-CBC-SHA (the seed's OpenVPN `tls-cipher`, listing B.1) over RSA-1024
 //! (certificates made by `openssl req`: rcgen makes no RSA key under 2048 bits), RSA-2048 and
 //! RSA-4096, each with a DH group of the RSA size.
 
@@ -355,7 +355,8 @@ fn openssl_rsa_certs(dir: &TempDir, bits: u32) -> Result<Files> {
 }
 
 /// DH parameters of `bits`: the RFC 7919 group for 2048 and more, a fresh safe prime for 1024
-/// (no standard 1024-bit FFDHE group exists; seed 004's OpenVPN used a generated `dh.pem`).
+/// (no standard 1024-bit FFDHE group exists; seed 004's OpenVPN server used generated
+/// `dh1024.pem` … `dh4096.pem`, its listing B.2).
 fn dh_params(dir: &TempDir, bits: u32) -> Result<PathBuf> {
     let p = dir.path().join(format!("dh{bits}.pem"));
     if p.exists() {
