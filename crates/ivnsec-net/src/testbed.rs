@@ -700,8 +700,15 @@ fn build(state: &TestbedState, plan: &Plan, ipv4: bool) -> Result<()> {
                 .map(|l| l.mtu)
                 .max()
                 .unwrap_or(MTU);
+            // Behind gateways, the switch forwards MKA's PAE group address 01-80-C2-00-00-03
+            // (a Linux bridge keeps it to itself unless group_fwd_mask bit 3 says otherwise).
+            let pae = if plan.nodes.iter().any(|n| n.kind == NodeKind::Gateway) {
+                " group_fwd_mask 8"
+            } else {
+                ""
+            };
             lines.push(format!(
-                "link add {} address {} mtu {mtu} type bridge forward_delay 0 stp_state 0 mcast_snooping 0",
+                "link add {} address {} mtu {mtu} type bridge forward_delay 0 stp_state 0 mcast_snooping 0{pae}",
                 br.name,
                 format_mac(&br.mac)
             ));
