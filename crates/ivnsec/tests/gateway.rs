@@ -764,3 +764,52 @@ fn bad_options_exit_2_with_a_reason() {
     ]);
     assert_eq!(code, Some(2));
 }
+
+/// `bump2` with MKA: the two gateways agree on a SAK from one pre-shared CAK, and the legacy
+/// ECUs behind them ping each other and run iperf3 (UDP and TCP).
+#[test]
+fn mka_between_two_gateways_carries_ping_and_iperf3() {
+    require_root!();
+    let d = TempDir::new("gwm2");
+    let tb = testbed(&d, Topology::Bump2);
+    let psk = d.path("ca.psk");
+    let o = d.run(&["keygen", "--mka", "--out", psk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let p = psk.to_str().unwrap();
+    let (e1, e2) = (ns(&tb, "ecu1"), ns(&tb, "ecu2"));
+    let mka = ["--ramp-up-ms", "20", "--hello-seconds", "1"];
+    let g1 = Gw::new(&tb, &d, "gw1");
+    let g2 = Gw::new(&tb, &d, "gw2");
+    let p1 = g1.start(&["--psk", p], &mka);
+    let p2 = g2.start(&["--psk", p], &mka);
+    wait_for(
+        20,
+        "ping ecu1 → ecu2 once the SAK is agreed",
+        || {
+            ping(&e1, "10.77.0.2", &["-c", "1", "-W", "1"])
+                .status
+                .success()
+        },
+        || format!("{}\n{}", g1.status(), g2.status()),
+    );
+    assert_ping(&e1, "10.77.0.2", &["-s", "1472", "-M", "do"]);
+    let udp = iperf3(&e2, &e1, "10.77.0.2", &["-u", "-b", "5M", "-l", "1472"]);
+    let sum = &udp["end"]["sum"];
+    let (lost, packets) = (
+        sum["lost_packets"].as_u64().unwrap(),
+        sum["packets"].as_u64().unwrap(),
+    );
+    assert!(
+        packets > 700 && lost * 10 <= packets,
+        "UDP lost {lost} of {packets}"
+    );
+    let tcp = iperf3(&e2, &e1, "10.77.0.2", &[]);
+    let bytes = tcp["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    assert!(bytes > 1_000_000, "TCP moved only {bytes} bytes");
+    let st = g2.status();
+    assert_eq!(st["key_source"], "mka", "{st}");
+    assert_eq!(st["rx"]["drops"], serde_json::json!({}), "{st}");
+    let (c1, _) = stop(p1);
+    let (c2, _) = stop(p2);
+    assert_eq!((c1, c2), (Some(0), Some(0)));
+}
