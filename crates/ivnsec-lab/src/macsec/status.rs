@@ -397,6 +397,25 @@ pub fn render(f: &Found) -> String {
             .map(str::to_string)
             .unwrap_or_else(|| v.to_string())
     };
+    if s["family"] == "ivnae" {
+        // An IVN-AE gateway (crate::gateway): one transmit SA, receive SAs by key id.
+        out.push_str(&format!(
+            "gateway {} ⇄ {}  {}  key id {} (peers' key ids {})  MTU {}/{}\n  {state}\n  \
+             tx: next sequence number {} (reserved up to {})\n  frames: {}\n  rx drops: {}\n",
+            str_of(&s["plain"]),
+            str_of(&s["protected"]),
+            str_of(&s["profile"]),
+            s["key_id"],
+            s["rx_key_ids"],
+            s["mtu"]["plain"],
+            s["mtu"]["protected"],
+            s["tx"]["next_seq"],
+            s["tx"]["reserved"],
+            s["frames"],
+            s["rx"]["drops"]
+        ));
+        return out;
+    }
     out.push_str(&format!(
         "{} ⇄ {}  {}  SCI {}  MTU {}/{}  keys: {}\n  {state}\n",
         str_of(&s["tap"]),

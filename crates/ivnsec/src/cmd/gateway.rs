@@ -48,7 +48,16 @@ eth0 is 02:00:00:00:00:02):
 Example with MKA:
   ivnsec keygen --mka --out ca.psk
   sudo ivnsec gateway --plain eth1 --protected eth0 --profile macsec-gcm-aes-128 \\
-      --psk ca.psk --state-dir /var/lib/ivnsec")]
+      --psk ca.psk --state-dir /var/lib/ivnsec
+
+IVN-AE (an IVN-AE profile such as aes128-gcm; static keys only): every sender has its own key \
+file and key id; the gateway transmits under --keys with --key-id and verifies each peer under \
+--rx-keys ID:FILE (the peer's key id and key file). Frames go out with EtherType 0x88B5; the \
+protected MTU must leave room for the IVN-AE header and tag (30 bytes with aes128-gcm: 1530 for a \
+legacy side at 1500; the gateway names the exact value). Example, two gateways:
+  ivnsec keygen --profile aes128-gcm --out gw1.toml; ivnsec keygen --profile aes128-gcm --out gw2.toml
+  sudo ivnsec gateway --plain eth1 --protected eth0 --profile aes128-gcm --keys gw1.toml \\
+      --key-id 1 --rx-keys 2:gw2.toml --state-dir /var/lib/ivnsec     # gw2: the other way round")]
 pub struct Args {
     /// The plain port: the interface towards the legacy ECUs (frames in clear). Needs root.
     #[arg(long, value_name = "IF")]
@@ -77,6 +86,14 @@ pub struct Args {
     /// for each. Frames from SCIs not listed are discarded (unknown SCI). Static keys only.
     #[arg(long = "peer", value_name = "MAC", conflicts_with = "psk")]
     pub peers: Vec<String>,
+    /// IVN-AE: the key id this gateway's frames carry (byte 16), 0..=255; every sender of the
+    /// network needs its own.
+    #[arg(long, default_value_t = 1, value_name = "ID", conflicts_with = "psk")]
+    pub key_id: u8,
+    /// IVN-AE: a peer's key id and the key file it transmits under, as ID:FILE; repeat for
+    /// each peer. E.g. `--rx-keys 2:gw2.toml`.
+    #[arg(long = "rx-keys", value_name = "ID:FILE", conflicts_with = "psk")]
+    pub rx_keys: Vec<String>,
     /// Association number of the static SAs (0..=3).
     #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with = "psk")]
     pub an: u8,
@@ -182,13 +199,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let profile = match parse_profile(&a.profile)? {
         Profile::Macsec(m) => m,
+        Profile::IvnAe(p) => return run_ivnae(a, json, p),
         p => {
             return Err(usage(format!(
-                "--profile {p}: the gateway runs a MACsec SecY; give macsec-gcm-aes-128, \
-                 macsec-gcm-aes-256, macsec-gcm-aes-xpn-128 or macsec-gcm-aes-xpn-256"
+                "--profile {p}: the gateway protects Ethernet frames with MACsec \
+                 (macsec-gcm-aes-128, macsec-gcm-aes-256, macsec-gcm-aes-xpn-128, \
+                 macsec-gcm-aes-xpn-256) or IVN-AE (e.g. aes128-gcm)"
             )));
         }
     };
+    if !a.rx_keys.is_empty() {
+        return Err(usage(
+            "--rx-keys is for IVN-AE profiles; MACsec peers share the CA's key (--peer MAC)",
+        ));
+    }
     // Both ports exist, before any key is loaded (errors name the option).
     lab::iface_facts_of("--protected", &a.protected)?;
     lab::iface_facts_of("--plain", &a.plain)?;
@@ -227,6 +251,87 @@ pub fn run(a: Args) -> Result<ExitCode> {
             s["frames"]["iface_in"],
             s["frames"]["tap_out"],
             s["frames"]["too_long"],
+            s["rx"]["drops"]
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ivnsec gateway` with an IVN-AE profile: static keys, one per sender.
+fn run_ivnae(
+    a: Args,
+    mut json: Json,
+    profile: ivnsec_core::suite::IvnAeProfile,
+) -> Result<ExitCode> {
+    let Some(keys) = a.keys.clone() else {
+        return Err(usage(
+            "IVN-AE gateways use static keys: give --keys FILE (this gateway's transmit key) and \
+             --rx-keys ID:FILE per peer (MKA agrees MACsec keys only)",
+        ));
+    };
+    if !a.peers.is_empty() || a.pcap.is_some() {
+        return Err(usage(
+            "--peer and --pcap are for MACsec profiles; IVN-AE peers are named by --rx-keys ID:FILE",
+        ));
+    }
+    let Some(state_dir) = a.state_dir.clone() else {
+        return Err(usage(format!(
+            "refusing to send under the long-term key in {} without --state-dir: a restarted \
+             gateway would count sequence numbers from 1 again and reuse nonces. Give \
+             --state-dir DIR (a persistent directory for the reserved sequence numbers)",
+            keys.display()
+        )));
+    };
+    let rx_keys = a
+        .rx_keys
+        .iter()
+        .map(|s| {
+            let (id, file) = s.split_once(':').ok_or_else(|| {
+                usage(format!(
+                    "--rx-keys `{s}`: expected ID:FILE, e.g. 2:gw2.toml"
+                ))
+            })?;
+            let id: u8 = id
+                .parse()
+                .map_err(|_| usage(format!("--rx-keys `{s}`: the key id must be 0..=255")))?;
+            Ok((id, PathBuf::from(file)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let prov = provider(a.provider, Profile::IvnAe(profile))?;
+    let cfg = ivnsec_lab::gateway::IvnAeGatewayConfig {
+        plain: a.plain.clone(),
+        protected: a.protected.clone(),
+        profile,
+        provider: prov,
+        keys,
+        key_id: a.key_id,
+        rx_keys,
+        state_dir,
+        reserve_block: a.reserve_block,
+        seq_limit: a.seq_limit,
+        confirm_new_key: a.i_know_this_key_is_new,
+        replay_window: a.replay_window,
+        run_dir: a
+            .run_dir
+            .clone()
+            .unwrap_or_else(ivnsec_net::testbed::default_state_dir),
+        events: a.events.clone(),
+    };
+    let stop = stop_on_signal()?;
+    let summary = ivnsec_lab::gateway::run(&cfg, stop)?;
+    if a.json {
+        json.print(&summary.status)?;
+    } else {
+        let s = &summary.status;
+        println!(
+            "gateway {} ⇄ {} stopped: {} plain frames protected (next sequence number {}), {} \
+             IVN-AE frames in, {} verified to the plain port, drops {}",
+            a.plain,
+            a.protected,
+            s["frames"]["iface_out"],
+            s["tx"]["next_seq"],
+            s["frames"]["iface_in"],
+            s["frames"]["tap_out"],
             s["rx"]["drops"]
         );
     }
