@@ -274,7 +274,9 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     let cap = capture(&sw, "to-gw1", &pcap);
     let g1 = Gw::new(&tb, &d, "gw1");
     let g2 = Gw::new(&tb, &d, "gw2");
-    let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &[]);
+    let recorded = d.path("gw1-recorded.pcap");
+    let r = recorded.to_str().unwrap();
+    let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &["--pcap", r]);
     let p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
 
     // The legacy ECUs keep MTU 1500 and are not touched: a full-size unfragmentable ping, and
@@ -384,6 +386,22 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     let (c2, _) = stop(p2);
     assert_eq!((c1, c2), (Some(0), Some(0)));
     assert!(f1["tx"]["next_pn"].as_u64().unwrap() > 1000, "{f1}");
+    // --pcap: gw1 recorded what it sent and received on its protected port, as on the wire.
+    let bytes = std::fs::read(&recorded).unwrap();
+    let rec: Vec<Vec<u8>> = ivnsec_net::pcap::PcapReader::new(&bytes[..])
+        .unwrap()
+        .map(|r| r.unwrap().data)
+        .collect();
+    let pns = macsec_pns(&rec);
+    assert_eq!(
+        pns.len(),
+        rec.len(),
+        "only MACsec frames in the --pcap file"
+    );
+    let sent = pns.iter().filter(|p| p.0 == SCI_GW1).count() as u64;
+    let got = pns.iter().filter(|p| p.0 == SCI_GW2).count() as u64;
+    assert_eq!(sent, f1["frames"]["iface_out"].as_u64().unwrap(), "{f1}");
+    assert_eq!(got, f1["frames"]["iface_in"].as_u64().unwrap(), "{f1}");
 }
 
 /// Sends raw frames out of interface `dev` in namespace `ns`: this test binary, re-run inside
