@@ -257,17 +257,27 @@ pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
     true
 }
 
-/// Adds `b` as big-endian 16-bit words (a last odd octet padded with zero) to `sum`.
-fn add_words(mut sum: u32, b: &[u8]) -> u32 {
-    let mut chunks = b.chunks_exact(2);
+/// Adds `b` as big-endian 16-bit words (a last odd octet padded with zero) to `sum`, folded
+/// back to at most 17 bits. Sums 32-bit words into 64 bits and folds once (RFC 1071 §2(B):
+/// the one's-complement sum is independent of byte order and word size).
+fn add_words(sum: u32, b: &[u8]) -> u32 {
+    let mut acc = u64::from(sum);
+    let mut chunks = b.chunks_exact(4);
     for w in &mut chunks {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        sum = (sum & 0xFFFF) + (sum >> 16);
+        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
     }
-    if let [last] = chunks.remainder() {
-        sum += u32::from(*last) << 8;
+    let rest = chunks.remainder();
+    let mut pairs = rest.chunks_exact(2);
+    for w in &mut pairs {
+        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
     }
-    sum
+    if let [last] = pairs.remainder() {
+        acc += u64::from(*last) << 8;
+    }
+    while acc > 0xFFFF {
+        acc = (acc & 0xFFFF) + (acc >> 16);
+    }
+    acc as u32
 }
 
 fn fold(mut sum: u32) -> u16 {
