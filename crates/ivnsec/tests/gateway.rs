@@ -958,3 +958,50 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
     let (c2, _) = stop(p2);
     assert_eq!((c1, c2), (Some(0), Some(0)));
 }
+
+/// A plan on topology `bump2`: `ivnsec run` builds the testbed, starts the two gateways itself
+/// and runs the ping-pong between the legacy ECUs through them (nothing crosses a gateway that
+/// does not run); the gateways' key file and state go with the testbed.
+#[test]
+fn a_plan_on_bump2_runs_pingpong_through_the_gateways() {
+    require_root!();
+    let d = TempDir::new("gwp");
+    let plan = d.path("bump2.toml");
+    std::fs::write(
+        &plan,
+        "name = \"bump2\"\ntopology = \"bump2\"\n[run]\ncount = 200\nreplications = 1\n\
+         [[scenario]]\nprofile = \"plain\"\npayload = 64\n",
+    )
+    .unwrap();
+    let out = d.path("report");
+    let o = d.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--on",
+        "testbed",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let code = o.status.code().unwrap_or(-1);
+    assert!(matches!(code, 0 | 1), "exit {code}: {}", text(&o.stderr));
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(summary.contains("bump2"), "{summary}");
+    let v: Value = serde_json::from_str(&summary).unwrap();
+    let sc = &v["scenarios"][0];
+    assert_eq!(
+        (&sc["count"], &sc["lost"]),
+        (&Value::from(200), &Value::from(0)),
+        "{sc}"
+    );
+    assert!(
+        v["environment"]["transport"]
+            .as_str()
+            .is_some_and(|t| t.contains("(bump2)")),
+        "{v}"
+    );
+    // Nothing of the testbed or its gateways is left in the state directory.
+    let left: Vec<_> = std::fs::read_dir(d.state())
+        .map(|r| r.filter_map(|e| e.ok().map(|e| e.file_name())).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
