@@ -301,7 +301,10 @@ fn tx_loop(
         if !full {
             match host.wait_readable(TICK) {
                 Ok(true) => {}
-                Ok(false) => continue,
+                Ok(false) => {
+                    host.count_queue_drops(&sh.frames);
+                    continue;
+                }
                 Err(e) => return sh.fail(anyhow::anyhow!("waiting on the plain port: {e}")),
             }
         }
@@ -362,7 +365,12 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize) {
         if !full {
             match sys::wait_readable(sock.as_fd(), Some(TICK)) {
                 Ok(true) => {}
-                Ok(false) => continue,
+                Ok(false) => {
+                    if let Ok(st) = sock.take_statistics() {
+                        add(&sh.frames.iface_queue_drops, st.drops as usize);
+                    }
+                    continue;
+                }
                 Err(e) => return sh.fail(anyhow::anyhow!("waiting on the protected port: {e}")),
             }
         }

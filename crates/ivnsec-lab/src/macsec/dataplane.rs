@@ -54,11 +54,19 @@ pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan
     let wait = TICK;
     // After a full batch more frames are likely queued: read again without waiting.
     let mut full = false;
+    let mut batches = 0u32;
     while !sh.stop.load(Ordering::Relaxed) {
+        batches = batches.wrapping_add(1);
+        if batches % 64 == 0 {
+            host.count_queue_drops(&sh.frames);
+        }
         if !full {
             match host.wait_readable(wait) {
                 Ok(true) => {}
-                Ok(false) => continue,
+                Ok(false) => {
+                    host.count_queue_drops(&sh.frames);
+                    continue;
+                }
                 Err(e) => return sh.fail(anyhow::anyhow!("waiting on the host side: {e}")),
             }
         }
@@ -140,11 +148,26 @@ pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize
     let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
     let wait: Option<Duration> = Some(TICK);
     let mut full = false;
+    let mut batches = 0u32;
+    let count_drops = || {
+        if let Ok(st) = sock.take_statistics() {
+            sh.frames
+                .iface_queue_drops
+                .fetch_add(st.drops, Ordering::Relaxed);
+        }
+    };
     while !sh.stop.load(Ordering::Relaxed) {
+        batches = batches.wrapping_add(1);
+        if batches % 64 == 0 {
+            count_drops();
+        }
         if !full {
             match sys::wait_readable(sock.as_fd(), wait) {
                 Ok(true) => {}
-                Ok(false) => continue,
+                Ok(false) => {
+                    count_drops();
+                    continue;
+                }
                 Err(e) => {
                     return sh.fail(anyhow::anyhow!("waiting on the protected interface: {e}"));
                 }

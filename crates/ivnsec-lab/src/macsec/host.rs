@@ -48,6 +48,9 @@ pub trait HostPort: Sync {
     /// Writes the verified frames `buf[at..at + len]`, counting them in `tap_out` (or
     /// `tap_write_errors`).
     fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], c: &FrameCounters);
+    /// Adds the frames the kernel dropped for a full queue since the last call to
+    /// `host_queue_drops` (where the port can tell).
+    fn count_queue_drops(&self, _c: &FrameCounters) {}
 }
 
 /// A TAP interface of this host.
@@ -113,6 +116,12 @@ const fn libc_eth_p_all() -> u16 {
 }
 
 impl HostPort for LinkPort {
+    fn count_queue_drops(&self, c: &FrameCounters) {
+        if let Ok(st) = self.sock.take_statistics() {
+            c.host_queue_drops.fetch_add(st.drops, Ordering::Relaxed);
+        }
+    }
+
     fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
         sys::wait_readable(self.sock.as_fd(), Some(timeout))
     }

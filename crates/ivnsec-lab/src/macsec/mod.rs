@@ -110,6 +110,11 @@ pub struct FrameCounters {
     /// Gateway: frames from the plain port whose TCP/UDP checksum a local sender left to
     /// offload, computed before protection.
     pub checksums_completed: AtomicU64,
+    /// Frames the kernel dropped because the host side's socket queue was full (a gateway's
+    /// plain port; 0 for a TAP, whose queue the kernel does not count here).
+    pub host_queue_drops: AtomicU64,
+    /// Frames the kernel dropped because the protected interface's socket queue was full.
+    pub iface_queue_drops: AtomicU64,
 }
 
 impl FrameCounters {
@@ -125,6 +130,8 @@ impl FrameCounters {
             "tap_out": g(&self.tap_out),
             "tap_write_errors": g(&self.tap_write_errors),
             "checksums_completed": g(&self.checksums_completed),
+            "host_queue_drops": g(&self.host_queue_drops),
+            "iface_queue_drops": g(&self.iface_queue_drops),
         })
     }
 }
