@@ -1005,3 +1005,106 @@ fn a_plan_on_bump2_runs_pingpong_through_the_gateways() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Several legacy ECUs behind one gateway (a bridge on the plain side): each keeps its own
+/// addresses end to end, and all their frames go out under the one gateway's SCI.
+#[test]
+fn two_legacy_ecus_behind_one_gateway_keep_their_own_addresses() {
+    require_root!();
+    if !have_tshark() {
+        eprintln!("SKIPPED: no tshark to capture");
+        return;
+    }
+    let d = TempDir::new("gw3");
+    let tb = testbed(&d, Topology::Bump2);
+    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let k = keys.to_str().unwrap();
+    let (e1, e2, sw) = (ns(&tb, "ecu1"), ns(&tb, "ecu2"), ns(&tb, "sw0"));
+    // A third legacy ECU in a namespace of the testbed's prefix (removed with it), on a bridge
+    // in ecu1's namespace that also holds ecu1's link to gw1; ecu1 keeps its MAC and address.
+    let e3 = format!("{}-ecu3", tb.prefix());
+    ip(&["netns", "add", &e3]);
+    ip(&["-n", &e3, "link", "set", "lo", "up"]);
+    ip(&["-n", &e1, "addr", "flush", "dev", "eth0"]);
+    ip(&[
+        "-n",
+        &e1,
+        "link",
+        "add",
+        "br0",
+        "address",
+        "02:49:56:00:00:01",
+        "type",
+        "bridge",
+        "forward_delay",
+        "0",
+        "stp_state",
+        "0",
+    ]);
+    ip(&["-n", &e1, "link", "set", "eth0", "master", "br0"]);
+    ip(&[
+        "-n", &e1, "link", "add", "to-ecu3", "type", "veth", "peer", "name", "eth0", "netns", &e3,
+    ]);
+    ip(&["-n", &e1, "link", "set", "to-ecu3", "master", "br0"]);
+    for dev in ["to-ecu3", "br0"] {
+        ip(&["-n", &e1, "link", "set", dev, "up"]);
+    }
+    ip(&["-n", &e1, "addr", "add", "10.77.0.1/16", "dev", "br0"]);
+    ip(&[
+        "-n",
+        &e3,
+        "link",
+        "set",
+        "eth0",
+        "address",
+        "02:49:56:00:00:03",
+        "up",
+    ]);
+    ip(&["-n", &e3, "addr", "add", "10.77.0.3/16", "dev", "eth0"]);
+
+    let g1 = Gw::new(&tb, &d, "gw1");
+    let g2 = Gw::new(&tb, &d, "gw2");
+    let _p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &[]);
+    let _p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
+    let at_e2 = d.path("ecu2.pcap");
+    let on_link = d.path("protected.pcap");
+    let c2 = capture(&e2, "eth0", &at_e2);
+    let cl = capture(&sw, "to-gw1", &on_link);
+    // ecu3 has no static ARP entries: ARP crosses the gateways both ways.
+    wait_for(
+        10,
+        "ping ecu3 → ecu2",
+        || {
+            ping(&e3, "10.77.0.2", &["-c", "1", "-W", "1"])
+                .status
+                .success()
+        },
+        || format!("{}", g1.status()),
+    );
+    assert_ping(&e3, "10.77.0.2", &[]);
+    assert_ping(&e1, "10.77.0.2", &[]);
+    assert_ping(&e2, "10.77.0.3", &[]);
+    let seen = stop_capture(c2, &at_e2);
+    let link = stop_capture(cl, &on_link);
+    let src = |f: &Vec<u8>| f[6..12].to_vec();
+    for mac in [[0x02, 0x49, 0x56, 0, 0, 1], [0x02, 0x49, 0x56, 0, 0, 3]] {
+        assert!(
+            seen.iter()
+                .any(|f| src(f) == mac && f[12..14] == [0x08, 0x00]),
+            "no IPv4 frame from {} reached ecu2",
+            hex::encode(mac)
+        );
+        // On the protected link the same source MAC, under gw1's SCI.
+        assert!(
+            link.iter()
+                .any(|f| src(f) == mac && macsec_pns(std::slice::from_ref(f))[0].0 == SCI_GW1),
+            "no MACsec frame of gw1 with source {}",
+            hex::encode(mac)
+        );
+    }
+    assert!(
+        macsec_pns(&link)
+            .iter()
+            .all(|p| p.0 == SCI_GW1 || p.0 == SCI_GW2)
+    );
+}
