@@ -765,6 +765,50 @@ fn bad_options_exit_2_with_a_reason() {
     let (code, err) = run(v);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--state-dir"), "{err}");
+    // IVN-AE: --rx-keys malformed, the own key id as a peer's, missing; --rx-keys with MACsec.
+    let ik = d.path("ivnae.toml");
+    let o = d.run(&[
+        "keygen",
+        "--profile",
+        "aes128-gcm",
+        "--out",
+        ik.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let ik = ik.to_str().unwrap();
+    let own = format!("1:{ik}");
+    for (rx, want) in [
+        (Some("nonsense"), "expected ID:FILE"),
+        (Some(own.as_str()), "this gateway's own"),
+        (None, "--rx-keys ID:FILE"),
+    ] {
+        let mut v = vec![
+            "gateway",
+            "--plain",
+            "plain0",
+            "--protected",
+            "prot0",
+            "--profile",
+            "aes128-gcm",
+            "--keys",
+            ik,
+            "--key-id",
+            "1",
+            "--state-dir",
+            s,
+        ];
+        if let Some(r) = rx {
+            v.extend(["--rx-keys", r]);
+        }
+        let (code, err) = run(v);
+        assert_eq!(code, Some(2), "{rx:?}: {err}");
+        assert!(err.contains(want), "{rx:?}: {err}");
+    }
+    let mut v = base("plain0", "prot0");
+    v.extend([s, "--rx-keys", "2:x.toml"]);
+    let (code, err) = run(v);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--rx-keys is for IVN-AE"), "{err}");
     // Neither --keys nor --psk: clap's usage error.
     let (code, _) = run(vec![
         "gateway",
