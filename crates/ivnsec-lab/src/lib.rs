@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod error;
 pub mod fragment;
 pub mod frames;
+pub mod gateway;
 pub mod keys;
 pub mod macsec;
 pub mod pingpong;

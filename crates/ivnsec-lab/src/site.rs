@@ -124,8 +124,17 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
         }),
         (Where::Testbed, Err(e)) => Err(net_err(e)),
         (_, Ok(())) => {
+            if layout.topology == Topology::Bump {
+                return Err(usage(
+                    "topology bump: its consumer talks MACsec through a TAP of its own, which the \
+                     experiments do not start yet; use bump2 (two legacy ECUs behind gateways), \
+                     or build bump with `ivnsec testbed up` and start the gateway and the \
+                     consumer's `ivnsec macsec up` by hand (docs/gateway.md)",
+                ));
+            }
             let tb = Testbed::up(&layout.topology, &Options::default()).map_err(net_err)?;
             tb.down_on_termination_signal().map_err(net_err)?;
+            start_gateways(&tb)?;
             Ok(OpenSite {
                 site: Site::Testbed {
                     state: tb.state().clone(),
@@ -137,6 +146,102 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
             })
         }
     }
+}
+
+/// The gateway profile of the bump-in-the-wire topologies in experiments.
+pub const GATEWAY_PROFILE: &str = "macsec-gcm-aes-128";
+
+/// Starts `ivnsec gateway` in every gateway node of a fresh testbed (topology `bump2`): static
+/// keys (a fresh random SAK in a 0600 key file beside the testbed's state, its nonce state
+/// there too), each gateway listing the others' protected ports as peers; waits until each
+/// runs. The experiment's nodes then talk through them unchanged (profile `plain`: the
+/// protection is the gateways'). The gateways end with the testbed (`down` stops every process
+/// in its namespaces) or with this process (`die_with_parent`).
+pub fn start_gateways(tb: &Testbed) -> Result<()> {
+    let gws: Vec<&testbed::NodeState> = tb
+        .state()
+        .nodes
+        .iter()
+        .filter(|n| n.kind == topology::NodeKind::Gateway.as_str())
+        .collect();
+    if gws.is_empty() {
+        return Ok(());
+    }
+    let dir = tb.state_dir().join(format!("{}-gateways", tb.prefix()));
+    std::fs::create_dir_all(&dir).map_err(|e| anyhow!("creating {}: {e}", dir.display()))?;
+    let profile: Profile = GATEWAY_PROFILE.parse().map_err(|e| anyhow!("{e}"))?;
+    let keys = crate::channel::random_keys(profile)?;
+    let key_file = dir.join("ca.toml");
+    let _ = std::fs::remove_file(&key_file);
+    crate::keys::keyfile::write_new(&key_file, GATEWAY_PROFILE, &keys)?;
+    let prot_mac = |n: &testbed::NodeState| {
+        n.interfaces
+            .iter()
+            .find(|i| i.name == topology::GATEWAY_PROTECTED_IF)
+            .map(|i| i.mac.clone())
+            .unwrap_or_default()
+    };
+    let exe = std::env::current_exe().map_err(|e| anyhow!("locating the ivnsec binary: {e}"))?;
+    for g in &gws {
+        let mut cmd = testbed::netns_command(&g.namespace, &exe);
+        cmd.args([
+            "gateway",
+            "--plain",
+            topology::GATEWAY_PLAIN_IF,
+            "--protected",
+            topology::GATEWAY_PROTECTED_IF,
+            "--profile",
+            GATEWAY_PROFILE,
+            "--keys",
+        ])
+        .arg(&key_file)
+        .arg("--state-dir")
+        .arg(dir.join(format!("state-{}", g.name)))
+        .arg("--run-dir")
+        .arg(dir.join(format!("run-{}", g.name)))
+        .arg("--events")
+        .arg(dir.join(format!("events-{}.jsonl", g.name)));
+        for other in gws.iter().filter(|o| o.name != g.name) {
+            cmd.args(["--peer", &prot_mac(other)]);
+        }
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = ivnsec_net::sys::die_with_parent(&mut cmd)
+            .spawn()
+            .map_err(|e| anyhow!("starting the gateway of {}: {e}", g.name))?;
+        // Its status file says it runs (written before frames move).
+        let status_dir = dir.join(format!("run-{}", g.name)).join("macsec");
+        let t0 = std::time::Instant::now();
+        loop {
+            let up = std::fs::read_dir(&status_dir)
+                .map(|mut d| {
+                    d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json")))
+                })
+                .unwrap_or(false);
+            if up {
+                break;
+            }
+            if let Ok(Some(st)) = child.try_wait() {
+                return Err(anyhow!(
+                    "the gateway of {} ended at start ({st}); see {}",
+                    g.name,
+                    dir.display()
+                ));
+            }
+            if t0.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = child.kill();
+                return Err(anyhow!(
+                    "the gateway of {} did not start within 10 s",
+                    g.name
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Reaped when it ends (with the testbed).
+        std::thread::spawn(move || child.wait());
+    }
+    Ok(())
 }
 
 /// The net crate's error with its exit-code class kept (environment 3, usage 2).

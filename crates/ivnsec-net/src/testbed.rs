@@ -406,6 +406,9 @@ pub fn down(prefix: &str, state_dir: &Path) -> Result<DownReport> {
         }
         report.removed_namespaces = live;
     }
+    // What an experiment kept beside the state for the testbed's gateways (their key file and
+    // nonce state: lab::site::start_gateways) goes with it.
+    let _ = fs::remove_dir_all(state_dir.join(format!("{prefix}-gateways")));
     let path = state_path(state_dir, prefix);
     match fs::remove_file(&path) {
         Ok(()) => report.removed_state_file = true,
@@ -681,17 +684,34 @@ fn build(state: &TestbedState, plan: &Plan, ipv4: bool) -> Result<()> {
         .collect();
     // 3. ECUs first (they create the veth pairs into their switch), then switches in order
     //    (switch k creates the link to switch k+1 before k+1 enslaves it).
+    //    Gateways come between: their ECU created the plain link, they create the protected one.
     let order = plan
         .nodes
         .iter()
         .filter(|n| n.kind == NodeKind::Ecu)
+        .chain(plan.nodes.iter().filter(|n| n.kind == NodeKind::Gateway))
         .chain(plan.nodes.iter().filter(|n| n.kind == NodeKind::Switch));
     for node in order {
         let mut lines = vec!["link set lo up".to_string()];
         if node.kind == NodeKind::Switch {
             let br = &node.ifaces[0];
+            // The bridge's own MTU: the largest of its links (it forwards by port MTU).
+            let mtu = plan
+                .links
+                .iter()
+                .filter(|l| l.a_node == node.name || l.b_node == node.name)
+                .map(|l| l.mtu)
+                .max()
+                .unwrap_or(MTU);
+            // Behind gateways, the switch forwards MKA's PAE group address 01-80-C2-00-00-03
+            // (a Linux bridge keeps it to itself unless group_fwd_mask bit 3 says otherwise).
+            let pae = if plan.nodes.iter().any(|n| n.kind == NodeKind::Gateway) {
+                " group_fwd_mask 8"
+            } else {
+                ""
+            };
             lines.push(format!(
-                "link add {} address {} mtu {MTU} type bridge forward_delay 0 stp_state 0 mcast_snooping 0",
+                "link add {} address {} mtu {mtu} type bridge forward_delay 0 stp_state 0 mcast_snooping 0{pae}",
                 br.name,
                 format_mac(&br.mac)
             ));
@@ -705,13 +725,19 @@ fn build(state: &TestbedState, plan: &Plan, ipv4: bool) -> Result<()> {
                 .iface(&l.b_node, &l.b_if)
                 .expect("plan link ends exist");
             lines.push(format!(
-                "link add {} address {} mtu {MTU} type veth peer name {} address {} mtu {MTU} netns {}",
+                "link add {} address {} mtu {mtu} type veth peer name {} address {} mtu {mtu} netns {}",
                 a.name,
                 format_mac(&a.mac),
                 b.name,
                 format_mac(&b.mac),
-                ns(&l.b_node)
+                ns(&l.b_node),
+                mtu = l.mtu
             ));
+            if plan.node(&l.b_node).map(|n| n.kind) == Some(NodeKind::Gateway) {
+                // A legacy ECU behind a gateway: no TSO/GSO super-frames on the veth (a NIC
+                // would cut them before the wire; the gateway forwards whole frames only).
+                lines.push(format!("link set {} gso_max_segs 1", a.name));
+            }
         }
         match node.kind {
             NodeKind::Ecu => {
@@ -739,6 +765,13 @@ fn build(state: &TestbedState, plan: &Plan, ipv4: bool) -> Result<()> {
                     lines.push(format!("link set {} up", p.name));
                 }
                 lines.push(format!("link set {} up", node.ifaces[0].name));
+            }
+            NodeKind::Gateway => {
+                // No addresses: `ivnsec gateway` forwards frames between the two ports.
+                for p in &node.ifaces {
+                    addrgen(&mut lines, &p.name);
+                    lines.push(format!("link set {} up", p.name));
+                }
             }
         }
         ip_batch(Some(&ns(&node.name)), &lines, false)?;

@@ -9,6 +9,10 @@
 //! - ECU addresses: host `(group, host)` → MAC `02:49:56:00:group:host` (locally administered,
 //!   unicast; 0x49 0x56 = "IV"), IPv4 `10.77.group.host/16`.
 //! - switch `k`: bridge MAC `02:49:56:01:k:00`, port `p` (1-based) MAC `02:49:56:01:k:p`.
+//! - gateway `k` (`gwk`, bump-in-the-wire topologies): plain port `plain0` (to its legacy ECU,
+//!   MAC `02:49:56:02:k:01`, MTU 1500) and protected port `prot0` (to the switch, MAC
+//!   `02:49:56:02:k:02`); every link of the protected network has MTU [`PROTECTED_MTU`], so the
+//!   legacy ECUs keep 1500 (docs/gateway.md). No addresses on a gateway.
 
 use std::fmt;
 use std::str::FromStr;
@@ -29,6 +33,13 @@ pub const ECU_IF: &str = "eth0";
 pub const BRIDGE_IF: &str = "br0";
 /// Prefix-length of the ECU IPv4 addresses.
 pub const IPV4_PREFIX_LEN: u8 = 16;
+/// MTU of the links of the protected network in the bump-in-the-wire topologies: [`MTU`] + the
+/// 32 octets MACsec adds (SecTAG with SCI 16, ICV 16).
+pub const PROTECTED_MTU: u32 = MTU + 32;
+/// Name of a gateway's plain port (to its legacy ECU).
+pub const GATEWAY_PLAIN_IF: &str = "plain0";
+/// Name of a gateway's protected port (to the switch).
+pub const GATEWAY_PROTECTED_IF: &str = "prot0";
 
 /// A testbed topology.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +53,16 @@ pub enum Topology {
     /// `N` switches in a chain (`sw0`..), `ecu1` on the first and `ecu2` on the last
     /// (001 Fig. 11, 002 testbench 3).
     Cascade(u16),
+    /// Bump-in-the-wire (002 testbench 2): legacy `sensor1` — its gateway `gw1` — switch `sw0`
+    /// — `consumer` (a MACsec ECU: `ivnsec macsec up` on its `eth0`).
+    Bump,
+    /// Two legacy ECUs each behind a gateway: `ecu1` — `gw1` — `sw0` — `gw2` — `ecu2`.
+    Bump2,
 }
 
 impl Topology {
     /// The names accepted by [`FromStr`], for help texts.
-    pub const SYNTAX: &'static str = "pair | steer-by-wire | sensors:N | cascade:N";
+    pub const SYNTAX: &'static str = "pair | steer-by-wire | sensors:N | cascade:N | bump | bump2";
 
     /// The nodes and links of this topology.
     pub fn plan(&self) -> Plan {
@@ -85,6 +101,22 @@ impl Topology {
                 }
                 p.link(last, sws[sws.len() - 1]);
             }
+            Topology::Bump => {
+                let sw = p.switch(0);
+                let c = p.ecu("consumer".to_string(), 0, 1);
+                p.link_mtu(c, sw, PROTECTED_MTU);
+                let e = p.ecu("sensor1".to_string(), 1, 1);
+                let g = p.gateway(1, e);
+                p.link_mtu(g, sw, PROTECTED_MTU);
+            }
+            Topology::Bump2 => {
+                let sw = p.switch(0);
+                for h in 1..=2 {
+                    let e = p.ecu(format!("ecu{h}"), 0, h);
+                    let g = p.gateway(h, e);
+                    p.link_mtu(g, sw, PROTECTED_MTU);
+                }
+            }
         }
         p.finish()
     }
@@ -107,6 +139,8 @@ impl fmt::Display for Topology {
             Topology::SteerByWire => f.write_str("steer-by-wire"),
             Topology::Sensors(n) => write!(f, "sensors:{n}"),
             Topology::Cascade(n) => write!(f, "cascade:{n}"),
+            Topology::Bump => f.write_str("bump"),
+            Topology::Bump2 => f.write_str("bump2"),
         }
     }
 }
@@ -133,6 +167,8 @@ impl FromStr for Topology {
         match s.trim() {
             "pair" => Ok(Topology::Pair),
             "steer-by-wire" => Ok(Topology::SteerByWire),
+            "bump" => Ok(Topology::Bump),
+            "bump2" => Ok(Topology::Bump2),
             t => match t.split_once(':') {
                 Some(("sensors", v)) => Ok(Topology::Sensors(count("sensor", v, MAX_SENSORS)?)),
                 Some(("cascade", v)) => Ok(Topology::Cascade(count("switch", v, MAX_SWITCHES)?)),
@@ -149,6 +185,9 @@ pub enum NodeKind {
     Ecu,
     /// A Linux bridge `br0` with one port per link.
     Switch,
+    /// A bump-in-the-wire gateway (`ivnsec gateway`): `plain0` to its legacy ECU, `prot0` to
+    /// the switch, no addresses.
+    Gateway,
 }
 
 impl NodeKind {
@@ -157,6 +196,7 @@ impl NodeKind {
         match self {
             NodeKind::Ecu => "ecu",
             NodeKind::Switch => "switch",
+            NodeKind::Gateway => "gateway",
         }
     }
 }
@@ -198,6 +238,8 @@ pub struct LinkSpec {
     pub b_node: String,
     /// Interface at end B.
     pub b_if: String,
+    /// MTU of both ends ([`MTU`], or [`PROTECTED_MTU`] in a protected network).
+    pub mtu: u32,
 }
 
 /// Nodes and links of a topology.
@@ -262,12 +304,51 @@ impl PlanBuilder {
         self.nodes.len() - 1
     }
 
+    /// Gateway `gw<k>` in front of ECU `ecu` (the link between them at [`MTU`]).
+    fn gateway(&mut self, k: u8, ecu: usize) -> usize {
+        let name = format!("gw{k}");
+        let ecu_name = self.nodes[ecu].name.clone();
+        let port = |n: &str, p: u8| IfaceSpec {
+            name: n.to_string(),
+            mac: gateway_mac(k, p),
+            ipv4: None,
+            peer_node: None,
+            peer_if: None,
+        };
+        let mut plain = port(GATEWAY_PLAIN_IF, 1);
+        plain.peer_node = Some(ecu_name.clone());
+        plain.peer_if = Some(ECU_IF.to_string());
+        self.nodes.push(NodeSpec {
+            name: name.clone(),
+            kind: NodeKind::Gateway,
+            ifaces: vec![plain, port(GATEWAY_PROTECTED_IF, 2)],
+        });
+        self.switch_no.push(None);
+        let e = &mut self.nodes[ecu].ifaces[0];
+        e.peer_node = Some(name.clone());
+        e.peer_if = Some(GATEWAY_PLAIN_IF.to_string());
+        self.links.push(LinkSpec {
+            a_node: ecu_name,
+            a_if: ECU_IF.to_string(),
+            b_node: name,
+            b_if: GATEWAY_PLAIN_IF.to_string(),
+            mtu: MTU,
+        });
+        self.nodes.len() - 1
+    }
+
     /// Adds a link between nodes `a` and `b`; `b` must be a switch.
     fn link(&mut self, a: usize, b: usize) {
+        self.link_mtu(a, b, MTU)
+    }
+
+    /// [`link`](Self::link) with MTU `mtu` at both ends.
+    fn link_mtu(&mut self, a: usize, b: usize, mtu: u32) {
         let a_name = self.nodes[a].name.clone();
         let b_name = self.nodes[b].name.clone();
         let b_if = format!("to-{a_name}");
         let a_if = match self.switch_no[a] {
+            None if self.nodes[a].kind == NodeKind::Gateway => GATEWAY_PROTECTED_IF.to_string(),
             None => ECU_IF.to_string(),
             Some(k) => {
                 let name = format!("to-{b_name}");
@@ -303,6 +384,7 @@ impl PlanBuilder {
             a_if,
             b_node: b_name,
             b_if,
+            mtu,
         });
     }
 
@@ -312,6 +394,11 @@ impl PlanBuilder {
             links: self.links,
         }
     }
+}
+
+/// MAC of port `p` of gateway `k`: `02:49:56:02:k:p`.
+pub fn gateway_mac(k: u8, port: u8) -> [u8; 6] {
+    [0x02, 0x49, 0x56, 0x02, k, port]
 }
 
 /// MAC of ECU `(group, host)`: `02:49:56:00:group:host`.
@@ -586,5 +673,72 @@ mod tests {
         ] {
             assert!(check_prefix(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Seed 002 testbench 2 and its two-gateway variant: each legacy ECU's only link goes to
+    /// its gateway's plain port at 1500; every other link is protected at 1532 (MTU + SecTAG
+    /// with SCI + ICV), so the legacy ECUs keep 1500; gateways have no address; names, MACs and
+    /// link ends are consistent.
+    #[test]
+    fn bump_topologies() {
+        for (t, legacy, macsec_ecus) in [
+            (Topology::Bump, vec!["sensor1"], vec!["consumer"]),
+            (Topology::Bump2, vec!["ecu1", "ecu2"], vec![]),
+        ] {
+            assert_eq!(t.to_string().parse::<Topology>().unwrap(), t);
+            let plan = t.plan();
+            let mut macs = Vec::new();
+            for n in &plan.nodes {
+                for i in &n.ifaces {
+                    check_ifname(&i.name).unwrap();
+                    assert_eq!(i.mac[0] & 0x03, 0x02);
+                    macs.push(i.mac);
+                    if n.kind == NodeKind::Gateway {
+                        assert_eq!(i.ipv4, None);
+                    }
+                }
+            }
+            let m = macs.len();
+            macs.sort();
+            macs.dedup();
+            assert_eq!(macs.len(), m, "{t}: duplicate MAC");
+            for l in &plan.links {
+                let a = plan.iface(&l.a_node, &l.a_if).unwrap();
+                let b = plan.iface(&l.b_node, &l.b_if).unwrap();
+                assert_eq!(a.peer_node.as_deref(), Some(l.b_node.as_str()), "{t} {l:?}");
+                assert_eq!(b.peer_node.as_deref(), Some(l.a_node.as_str()), "{t} {l:?}");
+                assert_eq!(a.peer_if.as_deref(), Some(l.b_if.as_str()));
+                assert_eq!(b.peer_if.as_deref(), Some(l.a_if.as_str()));
+                let plain_link = legacy.contains(&l.a_node.as_str());
+                if plain_link {
+                    assert_eq!(plan.node(&l.b_node).unwrap().kind, NodeKind::Gateway);
+                    assert_eq!(l.b_if, GATEWAY_PLAIN_IF);
+                    assert_eq!(l.mtu, 1500);
+                } else {
+                    assert_eq!(l.mtu, 1532, "{t} {l:?}");
+                }
+            }
+            for e in &legacy {
+                assert_eq!(plan.links.iter().filter(|l| l.a_node == *e).count(), 1);
+            }
+            for e in &macsec_ecus {
+                let l = plan.links.iter().find(|l| l.a_node == *e).unwrap();
+                assert_eq!(
+                    (l.mtu, plan.node(&l.b_node).unwrap().kind),
+                    (1532, NodeKind::Switch)
+                );
+            }
+            let gws = plan
+                .nodes
+                .iter()
+                .filter(|n| n.kind == NodeKind::Gateway)
+                .count();
+            assert_eq!(gws, legacy.len());
+            assert_eq!(t.ecu_names().len(), legacy.len() + macsec_ecus.len());
+        }
+        assert_eq!(
+            format_mac(&Topology::Bump2.plan().iface("gw2", "prot0").unwrap().mac),
+            "02:49:56:02:02:02"
+        );
     }
 }

@@ -76,6 +76,9 @@ pub enum Command {
     /// MACsec on a TAP interface for a host whose kernel has none (`up`, `status`, `down`).
     #[command(subcommand)]
     Macsec(cmd::macsec::Args),
+    /// Bump-in-the-wire: protect every frame of legacy ECUs on --plain as MACsec on --protected,
+    /// and hand verified frames back; runs until SIGINT/SIGTERM.
+    Gateway(Box<cmd::gateway::Args>),
     /// Time-triggered (TDMA) networks, seed 001: how many frames fit in a base period
     /// (`capacity`), schedules of periodic flows (`schedule`), slot-timed runs on a cascade (`run`).
     #[command(subcommand)]

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         Command::Keygen(args) => cmd::keygen::run(args),
         Command::Tdma(args) => cmd::tdma::run(args),
         Command::Macsec(args) => cmd::macsec::run(args),
+        Command::Gateway(args) => cmd::gateway::run(*args),
     };
     match result {
         Ok(code) => code,

@@ -29,6 +29,7 @@ const COVERED: &[(&str, &str)] = &[
     ("attack", "root"),
     ("camera", "loopback"),
     ("crypto-bench", "offline"),
+    ("gateway", "root"),
     ("macsec status", "root"),
     ("macsec up", "root"),
     ("pcap verify", "offline"),
@@ -758,6 +759,32 @@ fn root_commands_print_one_document() {
     assert_eq!(v.as_array().map(Vec::len), Some(1), "{v}");
     let v = one_document_of("macsec up", up.finish(true), &[0]);
     assert!(v.get("tx").is_some(), "{v}");
+
+    // gateway: plain port on one veth end, protected port (MTU + 32) on the other.
+    ip(&["-n", &ns.0, "link", "set", &vb, "mtu", "1532"]);
+    let (gw, _, _) = Proc::start(
+        exec(&[
+            "gateway",
+            "--plain",
+            &va,
+            "--protected",
+            &vb,
+            "--profile",
+            "macsec-gcm-aes-128",
+            "--keys",
+            keys.to_str().unwrap(),
+            "--peer",
+            "02:00:00:00:00:0b",
+            "--state-dir",
+            d.path("gstate").to_str().unwrap(),
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+            "--json",
+        ]),
+        "running until",
+    );
+    let v = one_document_of("gateway", gw.finish(true), &[0]);
+    assert_eq!(v["role"], "gateway", "{v}");
     drop(ns);
 }
 

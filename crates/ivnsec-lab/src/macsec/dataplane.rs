@@ -1,6 +1,9 @@
 //! The two frame paths of the SecY, one thread each, so a frame going out never waits for one
 //! coming in:
 //!
+//! The host side is a [`HostPort`]: the TAP of `ivnsec macsec up`, or the plain interface of
+//! `ivnsec gateway`.
+//!
 //! - [`tx_loop`]: frames the host sent on the TAP, read without blocking until none is queued
 //!   or a batch of [`MAX_BATCH`] is full, protected in place under the encoding SA (each PN
 //!   claimed in the SA's nonce reservation first, when it has one), sent on the protected
@@ -18,57 +21,60 @@ use std::time::Duration;
 use ivnsec_core::sa::secy::TxError;
 use ivnsec_core::wire::macsec::ICV_LEN;
 use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
-use ivnsec_net::tap::Tap;
 use std::os::fd::AsFd;
 
+use super::host::{HostPort, VLAN_TAG_LEN};
 use super::{MtuPlan, Shared, TICK};
 
 /// Room for one frame in a batch buffer: the largest frame the protected interface carries
 /// (header + MTU) plus 4 octets for a VLAN tag, rounded up to a cache line.
 pub fn stride(plan: MtuPlan) -> usize {
-    (14 + 4 + plan.iface as usize).div_ceil(64) * 64
+    (14 + 4 + (plan.vlan_slack as usize) + plan.iface as usize).div_ceil(64) * 64
 }
 
 fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
     c.fetch_add(n as u64, Ordering::Relaxed);
 }
 
-/// Frames of the host from the TAP, protected, out on the protected interface.
-pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: usize) {
+/// Frames of the host from the TAP (or the plain port), protected, out on the protected
+/// interface.
+pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan, stride: usize) {
     let mut buf = vec![0u8; MAX_BATCH * stride];
-    let mut lens = [0usize; MAX_BATCH];
-    let mut out = [0usize; MAX_BATCH];
+    let mut got = [(0usize, 0usize); MAX_BATCH];
+    let mut out = [(0usize, 0usize); MAX_BATCH];
     let overhead = plan.overhead as usize;
     // Each frame is read behind room for the SecTAG (the overhead less the ICV), so protect
     // encrypts it where it lies: only the 12 address octets move.
     let room = overhead.saturating_sub(ICV_LEN);
-    // The largest frame the protected interface sends: header + its MTU.
-    let wire_max = 14 + plan.iface as usize;
-    let wait = Some(TICK);
+    // The largest frame the protected interface sends: header + its MTU (+ a VLAN tag's
+    // length where the plan allows it: a gateway's tagged frames).
+    let wire_max = 14 + plan.iface as usize + plan.vlan_slack as usize;
+    // Behind each frame: the ICV, and room to put a VLAN tag back.
+    let tail = (overhead - room) + VLAN_TAG_LEN;
+    let wait = TICK;
     // After a full batch more frames are likely queued: read again without waiting.
     let mut full = false;
+    let mut batches = 0u32;
     while !sh.stop.load(Ordering::Relaxed) {
+        batches = batches.wrapping_add(1);
+        if batches % 64 == 0 {
+            host.count_queue_drops(&sh.frames);
+        }
         if !full {
-            match tap.wait_readable(wait) {
+            match host.wait_readable(wait) {
                 Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => return sh.fail(anyhow::anyhow!("waiting on the TAP: {e}")),
-            }
-        }
-        let mut n = 0;
-        while n < MAX_BATCH {
-            // Room in front of the plain frame for the SecTAG, behind it for the ICV.
-            let slot = &mut buf[n * stride + room..(n + 1) * stride - (overhead - room)];
-            match tap.recv(slot) {
-                Ok(Some(len)) => {
-                    lens[n] = len;
-                    n += 1;
+                Ok(false) => {
+                    host.count_queue_drops(&sh.frames);
+                    continue;
                 }
-                Ok(None) => break,
-                Err(e) => return sh.fail(anyhow::anyhow!("reading the TAP: {e}")),
+                Err(e) => return sh.fail(anyhow::anyhow!("waiting on the host side: {e}")),
             }
         }
-        full = n == MAX_BATCH;
+        let n = match host.recv_frames(&mut buf, stride, room, tail, &mut got, &sh.frames) {
+            Ok(n) => n,
+            Err(e) => return sh.fail(anyhow::anyhow!("reading the host side: {e}")),
+        };
+        full = n > 0;
         if n == 0 {
             continue;
         }
@@ -76,7 +82,7 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
         let mut k = 0;
         {
             let mut tx = sh.tx();
-            for (i, &plain) in lens.iter().enumerate().take(n) {
+            for &(slot, plain) in got.iter().take(n) {
                 if plain + overhead > wire_max {
                     add(&sh.frames.too_long, 1);
                     continue;
@@ -91,16 +97,13 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
                     sh.emit("tx_stopped", serde_json::json!({"reason": stop, "pn": pn}));
                     return sh.fail(super::claim_error(e));
                 }
-                let at = i * stride;
+                let at = slot * stride;
                 match tx
                     .secy
                     .protect_in_place_at(&mut buf[at..at + stride], room, plain)
                 {
                     Ok((len, _pn)) => {
-                        if k != i {
-                            buf.copy_within(at..at + len, k * stride);
-                        }
-                        out[k] = len;
+                        out[k] = (at, len);
                         k += 1;
                     }
                     Err(TxError::Exhausted) => {
@@ -116,20 +119,23 @@ pub fn tx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, plan: MtuPlan, stride: 
         if k == 0 {
             continue;
         }
-        match sys::send_batch(sock.as_fd(), &buf, stride, &out[..k]) {
-            Ok(()) => add(&sh.frames.iface_out, k),
-            Err(e) => {
-                add(&sh.frames.iface_send_errors, k);
-                if e.kind() == std::io::ErrorKind::PermissionDenied {
-                    return sh.fail(anyhow::anyhow!("sending on the protected interface: {e}"));
-                }
-            }
+        let (sent, err) = sys::send_batch_at(sock.as_fd(), &buf, &out[..k]);
+        add(&sh.frames.iface_out, sent);
+        if sent < k {
+            add(&sh.frames.iface_send_errors, k - sent);
+        }
+        sh.record(&buf, &out[..sent]);
+        if let Some(e) = err
+            && e.kind() == std::io::ErrorKind::PermissionDenied
+        {
+            return sh.fail(anyhow::anyhow!("sending on the protected interface: {e}"));
         }
     }
 }
 
-/// MACsec frames from the protected interface, verified, to the host on the TAP.
-pub fn rx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, stride: usize) {
+/// MACsec frames from the protected interface, verified, to the host on the TAP (or the plain
+/// port).
+pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize) {
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let empty = RecvMeta {
         len: 0,
@@ -139,13 +145,29 @@ pub fn rx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, stride: usize) {
     };
     let mut metas = [empty; MAX_BATCH];
     let mut deliver: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
+    let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
     let wait: Option<Duration> = Some(TICK);
     let mut full = false;
+    let mut batches = 0u32;
+    let count_drops = || {
+        if let Ok(st) = sock.take_statistics() {
+            sh.frames
+                .iface_queue_drops
+                .fetch_add(st.drops, Ordering::Relaxed);
+        }
+    };
     while !sh.stop.load(Ordering::Relaxed) {
+        batches = batches.wrapping_add(1);
+        if batches % 64 == 0 {
+            count_drops();
+        }
         if !full {
             match sys::wait_readable(sock.as_fd(), wait) {
                 Ok(true) => {}
-                Ok(false) => continue,
+                Ok(false) => {
+                    count_drops();
+                    continue;
+                }
                 Err(e) => {
                     return sh.fail(anyhow::anyhow!("waiting on the protected interface: {e}"));
                 }
@@ -162,6 +184,16 @@ pub fn rx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, stride: usize) {
             }
             Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")),
         };
+        if sh.pcap.is_some() {
+            let mut s = 0;
+            for (i, m) in metas.iter().enumerate().take(got) {
+                if m.packet_type != PacketType::Outgoing {
+                    seen[s] = (i * stride, m.len);
+                    s += 1;
+                }
+            }
+            sh.record(&buf, &seen[..s]);
+        }
         let mut k = 0;
         {
             let mut rx = sh.rx();
@@ -182,11 +214,6 @@ pub fn rx_loop(sh: &Shared, tap: &Tap, sock: &RawSocket, stride: usize) {
                 // A discard is counted by the SecY with its reason.
             }
         }
-        for &(at, len) in &deliver[..k] {
-            match tap.send(&buf[at..at + len]) {
-                Ok(()) => add(&sh.frames.tap_out, 1),
-                Err(_) => add(&sh.frames.tap_write_errors, 1),
-            }
-        }
+        host.send_frames(&buf, &deliver[..k], &sh.frames);
     }
 }

@@ -19,10 +19,13 @@
 //! whose MTU leaves less than [`MIN_TAP_MTU`] for the TAP.
 
 pub mod dataplane;
+pub mod host;
 pub mod mka;
 pub mod static_keys;
 pub mod status;
 
+use std::fs::File;
+use std::io::BufWriter;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,6 +38,7 @@ use ivnsec_core::sa::macsec::{RxOptions, TxOptions, ValidateFrames};
 use ivnsec_core::sa::secy::{SaKey, SecY, SecyConfig, SecyRx, SecyTx};
 use ivnsec_core::wire::ethernet::MacAddr;
 use ivnsec_core::wire::macsec::{ICV_LEN, SECTAG_SCI_LEN, Sci};
+use ivnsec_net::pcap::PcapWriter;
 use ivnsec_net::sys::{self, RawSocket};
 use ivnsec_net::tap::Tap;
 use serde_json::{Value, json};
@@ -59,6 +63,9 @@ pub struct MtuPlan {
     pub iface: u32,
     pub tap: u32,
     pub overhead: u32,
+    /// Octets a protected frame may exceed header + `iface` by: 4 on a gateway, whose plain
+    /// frames may carry a VLAN tag (a link carries MTU + 18 octets with a tag); 0 on a TAP.
+    pub vlan_slack: u32,
 }
 
 /// TAP MTU = protected interface MTU − SecTAG − ICV; refused (usage error) when the interface's
@@ -69,6 +76,7 @@ pub fn mtu_plan(iface: &str, iface_mtu: u32) -> Result<MtuPlan> {
             iface: iface_mtu,
             tap,
             overhead: OVERHEAD,
+            vlan_slack: 0,
         }),
         _ => Err(usage(format!(
             "--iface {iface} has an MTU of {iface_mtu} bytes; MACsec adds {OVERHEAD} bytes to \
@@ -99,6 +107,14 @@ pub struct FrameCounters {
     pub tap_out: AtomicU64,
     /// Verified frames the TAP did not take.
     pub tap_write_errors: AtomicU64,
+    /// Gateway: frames from the plain port whose TCP/UDP checksum a local sender left to
+    /// offload, computed before protection.
+    pub checksums_completed: AtomicU64,
+    /// Frames the kernel dropped because the host side's socket queue was full (a gateway's
+    /// plain port; 0 for a TAP, whose queue the kernel does not count here).
+    pub host_queue_drops: AtomicU64,
+    /// Frames the kernel dropped because the protected interface's socket queue was full.
+    pub iface_queue_drops: AtomicU64,
 }
 
 impl FrameCounters {
@@ -113,6 +129,9 @@ impl FrameCounters {
             "truncated": g(&self.truncated),
             "tap_out": g(&self.tap_out),
             "tap_write_errors": g(&self.tap_write_errors),
+            "checksums_completed": g(&self.checksums_completed),
+            "host_queue_drops": g(&self.host_queue_drops),
+            "iface_queue_drops": g(&self.iface_queue_drops),
         })
     }
 }
@@ -134,6 +153,8 @@ pub struct Shared {
     pub stop: Arc<AtomicBool>,
     /// The first fatal error (a failed reservation, a dead socket): `run` returns it.
     pub fatal: Mutex<Option<anyhow::Error>>,
+    /// `--pcap`: every frame sent and received on the protected interface.
+    pub pcap: Option<Mutex<PcapWriter<BufWriter<File>>>>,
 }
 
 /// A poisoned lock means a path panicked; the state it guards is still the best there is.
@@ -161,6 +182,19 @@ impl Shared {
 
     pub fn emit(&self, event: &str, fields: Value) {
         lock(&self.events).emit(event, fields);
+    }
+
+    /// Writes the frames `buf[at..at + len]` to the `--pcap` file, if there is one (a write
+    /// error ends the recording, not the data plane).
+    pub fn record(&self, buf: &[u8], frames: &[(usize, usize)]) {
+        let Some(p) = &self.pcap else { return };
+        let mut w = lock(p);
+        let now = std::time::SystemTime::now();
+        for &(at, len) in frames {
+            if w.write_frame(now, &buf[at..at + len]).is_err() {
+                break;
+            }
+        }
     }
 }
 
@@ -300,10 +334,15 @@ pub struct Config {
 /// The protected interface's MAC and MTU, read before anything is created (a missing interface
 /// is a usage error).
 pub fn iface_facts(iface: &str) -> Result<([u8; 6], u32)> {
-    ivnsec_net::topology::check_ifname(iface).map_err(|e| usage(format!("--iface: {e}")))?;
+    iface_facts_of("--iface", iface)
+}
+
+/// [`iface_facts`] of the interface given to option `opt`.
+pub fn iface_facts_of(opt: &str, iface: &str) -> Result<([u8; 6], u32)> {
+    ivnsec_net::topology::check_ifname(iface).map_err(|e| usage(format!("{opt}: {e}")))?;
     let missing = |e: std::io::Error| {
         usage(format!(
-            "--iface {iface}: no such interface in this network namespace ({e}); `ip link` \
+            "{opt} {iface}: no such interface in this network namespace ({e}); `ip link` \
              lists them"
         ))
     };
@@ -338,19 +377,119 @@ pub struct Summary {
     pub status: Value,
 }
 
+/// Where the plain frames of a SecY come from and go to.
+#[derive(Debug, Clone)]
+pub enum HostSide {
+    /// A TAP of this host, created here (`ivnsec macsec up --tap`).
+    Tap(String),
+    /// A plain interface in front of legacy ECUs (`ivnsec gateway --plain`).
+    Plain(String),
+}
+
+/// Where and how a SecY runs: `ivnsec macsec up` ([`run`]) or `ivnsec gateway`.
+#[derive(Debug)]
+pub struct RunSpec {
+    /// The protected interface.
+    pub iface: String,
+    pub host: HostSide,
+    pub profile: MacsecProfile,
+    pub provider: &'static CryptoProvider,
+    pub replay_window: u32,
+    pub run_dir: PathBuf,
+    pub events: Option<PathBuf>,
+    pub pcap: Option<PathBuf>,
+}
+
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
 /// `cfg.iface` until `stop` is set (a signal) or something fatal happens.
 pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> Result<Summary> {
-    let (mac, iface_mtu) = iface_facts(&cfg.iface)?;
-    let plan = mtu_plan(&cfg.iface, iface_mtu)?;
+    let spec = RunSpec {
+        iface: cfg.iface.clone(),
+        host: HostSide::Tap(cfg.tap.clone()),
+        profile: cfg.profile,
+        provider: cfg.provider,
+        replay_window: cfg.replay_window,
+        run_dir: cfg.run_dir.clone(),
+        events: cfg.events.clone(),
+        pcap: None,
+    };
+    run_spec(&spec, source, stop)
+}
+
+/// Maps an error opening the plain port of a gateway.
+fn plain_open_err(plain: &str, e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => env_error(format!(
+            "raw socket on --plain {plain}: {e}; a gateway needs root (CAP_NET_RAW and \
+             CAP_NET_ADMIN for promiscuous mode): run it with sudo"
+        )),
+        _ => anyhow::anyhow!("opening --plain {plain}: {e}"),
+    }
+}
+
+/// The MTUs of a gateway: every frame of the plain port, protected, must fit the protected
+/// port. Refused (usage error, naming the MTU needed) when it does not.
+pub fn gateway_mtu_plan(
+    plain: &str,
+    plain_mtu: u32,
+    protected: &str,
+    protected_mtu: u32,
+    overhead: u32,
+) -> Result<MtuPlan> {
+    let need = plain_mtu.saturating_add(overhead);
+    if protected_mtu < need {
+        let legacy = protected_mtu.saturating_sub(overhead);
+        return Err(usage(format!(
+            "--protected {protected} has an MTU of {protected_mtu} bytes, but the largest frame \
+             of --plain {plain} (MTU {plain_mtu}) grows by {overhead} bytes when protected, so \
+             the protected link needs an MTU of at least {need}: `ip link set {protected} mtu \
+             {need}` (and the same on every link and switch port up to the peers), or, where the \
+             protected link cannot carry that, set the legacy side's MTU to {legacy}: `ip link \
+             set {plain} mtu {legacy}` and the same on the legacy ECU"
+        )));
+    }
+    Ok(MtuPlan {
+        iface: protected_mtu,
+        tap: plain_mtu,
+        overhead,
+        vlan_slack: 4,
+    })
+}
+
+/// Runs the SecY between the host side and `spec.iface` until `stop` is set (a signal) or
+/// something fatal happens.
+pub fn run_spec(
+    spec: &RunSpec,
+    source: &mut dyn KeySource,
+    stop: Arc<AtomicBool>,
+) -> Result<Summary> {
+    let gateway = matches!(spec.host, HostSide::Plain(_));
+    let (host_name, iface_opt) = match &spec.host {
+        HostSide::Tap(t) => (t.as_str(), "--iface"),
+        HostSide::Plain(p) => (p.as_str(), "--protected"),
+    };
+    let (mac, iface_mtu) = iface_facts_of(iface_opt, &spec.iface)?;
+    let plan = match &spec.host {
+        HostSide::Tap(_) => mtu_plan(&spec.iface, iface_mtu)?,
+        HostSide::Plain(plain) => {
+            if plain == &spec.iface {
+                return Err(usage(format!(
+                    "--plain and --protected are both {plain}: a gateway needs two interfaces, \
+                     one towards the legacy ECUs and one towards the protected network"
+                )));
+            }
+            let (_, plain_mtu) = iface_facts_of("--plain", plain)?;
+            gateway_mtu_plan(plain, plain_mtu, &spec.iface, iface_mtu, OVERHEAD)?
+        }
+    };
     let sci = Sci::end_station(MacAddr(mac));
     let secy = SecY::new(
-        cfg.provider,
+        spec.provider,
         &SecyConfig {
-            suite: cfg.profile.suite,
+            suite: spec.profile.suite,
             sci,
             tx: TxOptions {
-                confidentiality: cfg.profile.confidentiality,
+                confidentiality: spec.profile.confidentiality,
                 include_sci: true,
                 es: false,
                 scb: false,
@@ -358,26 +497,61 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
             rx: RxOptions {
                 validate: ValidateFrames::Strict,
                 replay_protect: true,
-                replay_window: cfg.replay_window,
+                replay_window: spec.replay_window,
                 lowest_pn: 1,
             },
         },
     )
     .map_err(|e| usage(format!("{e}")))?;
     let (tx, rx) = secy.into_parts();
-    let events = EventLog::open(cfg.events.as_deref())?;
-    let mut status = status::StatusFile::claim(&cfg.run_dir, &cfg.tap)?;
+    let events = EventLog::open(spec.events.as_deref())?;
+    let pcap = match &spec.pcap {
+        Some(path) => Some(Mutex::new(PcapWriter::create(path).map_err(|e| {
+            usage(format!(
+                "--pcap {}: {e}; give a file in a writable directory",
+                path.display()
+            ))
+        })?)),
+        None => None,
+    };
+    let mut status = status::StatusFile::claim(&spec.run_dir, host_name)?;
 
-    let tap = Tap::create(&cfg.tap).map_err(|e| open_err(&format!("--tap {}", cfg.tap), e))?;
-    // The TAP looks like the protected interface to the host (as a kernel macsec interface
-    // does): same MAC, so the peers' replies address it and the SCI names its frames.
-    tap.set_mac(mac)
-        .and_then(|_| tap.set_mtu(plan.tap))
-        .map_err(|e| open_err(&format!("configuring --tap {}", cfg.tap), e))?;
-    let sock = RawSocket::open(&cfg.iface, ivnsec_core::wire::macsec::ETHERTYPE)
-        .map_err(|e| open_err(&format!("raw socket on --iface {}", cfg.iface), e))?;
-    sock.drop_other_host()
-        .context("filtering frames to other hosts")?;
+    let mut tap = None;
+    let mut link = None;
+    match &spec.host {
+        HostSide::Tap(name) => {
+            let t = Tap::create(name).map_err(|e| open_err(&format!("--tap {name}"), e))?;
+            // The TAP looks like the protected interface to the host (as a kernel macsec
+            // interface does): same MAC, so the peers' replies address it and the SCI names its
+            // frames.
+            t.set_mac(mac)
+                .and_then(|_| t.set_mtu(plan.tap))
+                .map_err(|e| open_err(&format!("configuring --tap {name}"), e))?;
+            tap = Some(host::TapPort(t));
+        }
+        HostSide::Plain(name) => {
+            link = Some(host::LinkPort::open(name).map_err(|e| plain_open_err(name, e))?);
+        }
+    }
+    let host: &dyn host::HostPort = match (&tap, &link) {
+        (Some(t), _) => t,
+        (None, Some(l)) => l,
+        (None, None) => return Err(anyhow::anyhow!("no host side was opened")),
+    };
+    let sock = RawSocket::open(&spec.iface, ivnsec_core::wire::macsec::ETHERTYPE)
+        .map_err(|e| open_err(&format!("raw socket on {iface_opt} {}", spec.iface), e))?;
+    if gateway {
+        // The frames on the protected link are addressed to the legacy ECUs, not to this port.
+        sock.set_promiscuous().map_err(|e| {
+            open_err(
+                &format!("promiscuous mode on --protected {}", spec.iface),
+                e,
+            )
+        })?;
+    } else {
+        sock.drop_other_host()
+            .context("filtering frames to other hosts")?;
+    }
     let _ = sock.set_recv_buffer_force(4 << 20);
 
     let shared = Arc::new(Shared {
@@ -390,48 +564,74 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         events: Mutex::new(events),
         stop,
         fatal: Mutex::new(None),
+        pcap,
     });
     let ctl = SecyControl {
         shared: shared.clone(),
     };
     let started = status::now_unix();
-    let header = json!({
+    let profile_name = ivnsec_core::profile::Profile::Macsec(spec.profile).to_string();
+    let mut header = json!({
         "pid": std::process::id(),
         "started": started,
-        "iface": cfg.iface,
-        "tap": cfg.tap,
-        "profile": cfg.profile_name(),
+        "iface": spec.iface,
+        "tap": host_name,
+        "profile": profile_name,
         "sci": sci_hex(sci),
         "mac": MacAddr(mac).to_string(),
         "mtu": {"iface": plan.iface, "tap": plan.tap, "overhead": plan.overhead},
         "key_source": source.kind(),
-        "provider": cfg.provider.name,
-        "replay_window": cfg.replay_window,
+        "provider": spec.provider.name,
+        "replay_window": spec.replay_window,
     });
+    if gateway {
+        header["role"] = json!("gateway");
+        header["plain"] = json!(host_name);
+        header["protected"] = json!(spec.iface);
+        header["mtu"]["plain"] = json!(plan.tap);
+        header["mtu"]["protected"] = json!(plan.iface);
+    }
     shared.emit("started", header.clone());
     source.start(&ctl)?;
-    tap.set_up(true)
-        .map_err(|e| open_err(&format!("setting --tap {} up", cfg.tap), e))?;
+    if let Some(host::TapPort(t)) = &tap {
+        t.set_up(true)
+            .map_err(|e| open_err(&format!("setting --tap {host_name} up"), e))?;
+    }
     status.write(&status::snapshot(&header, &ctl, source))?;
-    eprintln!(
-        "macsec: {} ⇄ {} ({}), SCI {}, TAP MTU {} (= {} − {}), key source {}; running until \
-         SIGINT/SIGTERM",
-        cfg.tap,
-        cfg.iface,
-        cfg.profile_name(),
-        sci_hex(sci),
-        plan.tap,
-        plan.iface,
-        plan.overhead,
-        source.kind()
-    );
+    if gateway {
+        eprintln!(
+            "gateway: {host_name} (plain, MTU {}) ⇄ {} (protected, MTU {} ≥ {} + {}), {}, SCI \
+             {}, key source {}; running until SIGINT/SIGTERM",
+            plan.tap,
+            spec.iface,
+            plan.iface,
+            plan.tap,
+            plan.overhead,
+            profile_name,
+            sci_hex(sci),
+            source.kind()
+        );
+    } else {
+        eprintln!(
+            "macsec: {} ⇄ {} ({}), SCI {}, TAP MTU {} (= {} − {}), key source {}; running until \
+             SIGINT/SIGTERM",
+            host_name,
+            spec.iface,
+            profile_name,
+            sci_hex(sci),
+            plan.tap,
+            plan.iface,
+            plan.overhead,
+            source.kind()
+        );
+    }
 
     let stride = dataplane::stride(plan);
     let result = std::thread::scope(|s| -> Result<()> {
         let sh = &*shared;
-        let (t, k) = (&tap, &sock);
-        s.spawn(move || dataplane::tx_loop(sh, t, k, plan, stride));
-        s.spawn(move || dataplane::rx_loop(sh, t, k, stride));
+        let k = &sock;
+        s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride));
+        s.spawn(move || dataplane::rx_loop(sh, host, k, stride));
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {
@@ -454,8 +654,12 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         Ok(())
     });
     let final_status = status::snapshot(&header, &ctl, source);
+    if let Some(p) = &shared.pcap {
+        let _ = lock(p).flush();
+    }
     drop(sock);
     drop(tap);
+    drop(link);
     status.remove();
     let fatal = lock(&shared.fatal).take();
     shared.emit(
@@ -503,5 +707,28 @@ mod tests {
         // A batch slot holds the largest frame the interface carries, VLAN tag included.
         let s = dataplane::stride(mtu_plan("eth0", 1500).unwrap());
         assert!(s >= 14 + 4 + 1500 && s % 64 == 0);
+    }
+
+    /// A gateway forwards the plain port's frames whole: the protected port needs the plain
+    /// MTU + SecTAG with SCI (16) + ICV (16), and the refusal names exactly that MTU (and the
+    /// legacy MTU that would fit instead).
+    #[test]
+    fn gateway_needs_the_plain_mtu_plus_sectag_and_icv() {
+        let p = gateway_mtu_plan("eth1", 1500, "eth0", 1532, OVERHEAD).unwrap();
+        assert_eq!(
+            (p.tap, p.iface, p.overhead, p.vlan_slack),
+            (1500, 1532, 32, 4)
+        );
+        assert!(gateway_mtu_plan("eth1", 1500, "eth0", 9000, OVERHEAD).is_ok());
+        let e = gateway_mtu_plan("eth1", 1500, "eth0", 1500, OVERHEAD).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        let m = e.to_string();
+        assert!(m.contains("at least 1532"), "{m}");
+        assert!(m.contains("ip link set eth0 mtu 1532"), "{m}");
+        assert!(m.contains("ip link set eth1 mtu 1468"), "{m}");
+        assert!(gateway_mtu_plan("eth1", 1500, "eth0", 1531, OVERHEAD).is_err());
+        // A slot holds a VLAN-tagged plain frame at full MTU, with room for SecTAG and ICV.
+        let s = dataplane::stride(p);
+        assert!(s >= 16 + 14 + 4 + 1500 + 16 + 4 && s % 64 == 0, "{s}");
     }
 }

@@ -63,13 +63,14 @@ pub fn path(run_dir: &Path, tap: &str) -> Result<PathBuf> {
     Ok(dir(run_dir).join(format!("{tap}.{}.json", netns_id()?)))
 }
 
-/// Whether process `pid` is alive and is an `ivnsec macsec` process.
+/// Whether process `pid` is alive and is an `ivnsec macsec` or `ivnsec gateway` process.
 pub fn instance_alive(pid: u64) -> bool {
     let Ok(cmd) = fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };
     let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
-    args.iter().any(|a| a.ends_with(b"ivnsec")) && args.iter().any(|a| *a == b"macsec")
+    args.iter().any(|a| a.ends_with(b"ivnsec"))
+        && args.iter().any(|a| *a == b"macsec" || *a == b"gateway")
 }
 
 /// A status file read back.
@@ -396,6 +397,25 @@ pub fn render(f: &Found) -> String {
             .map(str::to_string)
             .unwrap_or_else(|| v.to_string())
     };
+    if s["family"] == "ivnae" {
+        // An IVN-AE gateway (crate::gateway): one transmit SA, receive SAs by key id.
+        out.push_str(&format!(
+            "gateway {} ⇄ {}  {}  key id {} (peers' key ids {})  MTU {}/{}\n  {state}\n  \
+             tx: next sequence number {} (reserved up to {})\n  frames: {}\n  rx drops: {}\n",
+            str_of(&s["plain"]),
+            str_of(&s["protected"]),
+            str_of(&s["profile"]),
+            s["key_id"],
+            s["rx_key_ids"],
+            s["mtu"]["plain"],
+            s["mtu"]["protected"],
+            s["tx"]["next_seq"],
+            s["tx"]["reserved"],
+            s["frames"],
+            s["rx"]["drops"]
+        ));
+        return out;
+    }
     out.push_str(&format!(
         "{} ⇄ {}  {}  SCI {}  MTU {}/{}  keys: {}\n  {state}\n",
         str_of(&s["tap"]),
@@ -549,7 +569,9 @@ pub fn down(run_dir: &Path, tap: Option<&str>, wait: Duration) -> Result<Down> {
         }
         // A TAP outlives its instance only if another process holds its descriptor; a TAP of
         // that name (sysfs shows `tun_flags` for TUN/TAP interfaces only) is removed.
+        // A gateway's "tap" is its plain port: never removed.
         if let Some(name) = f.status["tap"].as_str()
+            && f.status["role"] != "gateway"
             && ivnsec_net::topology::check_ifname(name).is_ok()
             && Path::new("/sys/class/net")
                 .join(name)

@@ -4,7 +4,7 @@
 //! ```toml
 //! name = "quick"
 //! description = "…"
-//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N (default pair)
+//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N | bump2 (default pair)
 //! initiator = "ecu1"         # default: the topology's first ECU
 //! responder = "ecu2"         # default: its last ECU
 //! [run]                      # settings of every scenario (all optional)

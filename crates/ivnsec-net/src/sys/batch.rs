@@ -65,6 +65,66 @@ pub fn send_batch(fd: BorrowedFd<'_>, buf: &[u8], stride: usize, lens: &[usize])
     Ok(())
 }
 
+/// [`send_batch`] for units anywhere in `buf`: unit `i` is `buf[at..at + len]` with
+/// `(at, len) = units[i]`. Returns how many the kernel took before an error other than
+/// `EINTR`/`ENOBUFS`/`EAGAIN` (with that error), or all of them.
+pub fn send_batch_at(
+    fd: BorrowedFd<'_>,
+    buf: &[u8],
+    units: &[(usize, usize)],
+) -> (usize, Option<io::Error>) {
+    let n = units.len();
+    if n > MAX_BATCH
+        || units
+            .iter()
+            .any(|&(at, len)| at.checked_add(len).is_none_or(|end| end > buf.len()))
+    {
+        return (
+            0,
+            Some(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "batch does not fit the buffer",
+            )),
+        );
+    }
+    // SAFETY: iovec and mmsghdr are plain data (pointers and integers); all-zero is valid.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    for (i, &(at, len)) in units.iter().enumerate() {
+        // The kernel only reads through iov_base for a send; the cast to *mut is what iovec wants.
+        iov[i].iov_base = buf[at..].as_ptr() as *mut libc::c_void;
+        iov[i].iov_len = len;
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    let mut done = 0;
+    while done < n {
+        // SAFETY: msgs[done..n] are initialised headers whose single iovec points into `buf`
+        // within its bounds (checked above); `buf`, `iov` and `msgs` outlive the call, and the
+        // kernel only reads the data.
+        let r = unsafe {
+            libc::sendmmsg(
+                fd.as_raw_fd(),
+                msgs[done..].as_mut_ptr(),
+                (n - done) as libc::c_uint,
+                0,
+            )
+        };
+        if r >= 0 {
+            done += r as usize;
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::yield_now(),
+            _ => return (done, Some(e)),
+        }
+    }
+    (n, None)
+}
+
 /// Receives up to `lens.len()` (≤ [`MAX_BATCH`]) units with one non-blocking `recvmmsg`: unit
 /// `i` lands at `buf[i * stride + off..(i + 1) * stride]` and its length in `lens[i]` (0 when it
 /// did not fit: a truncated unit must not be verified). Returns how many arrived (0: none

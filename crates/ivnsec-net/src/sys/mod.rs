@@ -44,13 +44,15 @@ pub mod socket;
 pub mod stdio;
 pub mod tap;
 
-pub use batch::{MAX_BATCH, recv_batch, send_batch};
+pub use batch::{MAX_BATCH, recv_batch, send_batch, send_batch_at};
 pub use cpu::{current_affinity, current_cpu, monotonic_ns, pin_current_thread, rusage_self};
 pub use fs::{
     EntryStat, OpenAt, effective_uid, is_symlink_error, open_at, rename_at, stat_at,
     try_lock_exclusive, unlink_at, unlock,
 };
-pub use packet::{ETH_HLEN, PacketStatistics, PacketType, RawSocket, RecvMeta, interface_index};
+pub use packet::{
+    ETH_HLEN, FrameAux, PacketStatistics, PacketType, RawSocket, RecvMeta, interface_index,
+};
 pub use process::die_with_parent;
 pub use signal::{TerminationSignals, signal_process, termination_signals};
 pub use socket::{set_recv_buffer_force, set_socket_buffers, socket_drops, wait_readable};

@@ -74,6 +74,15 @@ impl RecvMeta {
     }
 }
 
+/// What `PACKET_AUXDATA` tells about a received frame ([`RawSocket::recv_batch_aux`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameAux {
+    /// The VLAN tag (TPID, TCI) the kernel removed from the frame, if it had one.
+    pub vlan: Option<(u16, u16)>,
+    /// The frame's TCP/UDP checksum is not computed yet (`TP_STATUS_CSUMNOTREADY`).
+    pub csum_not_ready: bool,
+}
+
 /// The kernel's receive counters of an AF_PACKET socket (`struct tpacket_stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PacketStatistics {
@@ -126,6 +135,8 @@ pub struct RawSocket {
     fd: OwnedFd,
     ifindex: u32,
     ethertype: u16,
+    /// Whether `PACKET_AUXDATA` is on ([`RawSocket::recv_batch_aux`]).
+    auxdata: std::sync::atomic::AtomicBool,
 }
 
 impl RawSocket {
@@ -148,6 +159,7 @@ impl RawSocket {
             fd,
             ifindex,
             ethertype,
+            auxdata: std::sync::atomic::AtomicBool::new(false),
         };
         let addr = sockaddr_ll(ifindex, ethertype);
         // SAFETY: addr is a valid sockaddr_ll that lives across the call, and the length passed
@@ -286,6 +298,141 @@ impl RawSocket {
             libc::PACKET_ADD_MEMBERSHIP,
             &mreq,
         )
+    }
+
+    /// Puts the bound interface in promiscuous mode for as long as this socket is open
+    /// (`PACKET_ADD_MEMBERSHIP`, `PACKET_MR_PROMISC`; the kernel counts memberships, so the mode
+    /// ends when the last one closes, even if the process is killed): a bump-in-the-wire sees
+    /// the frames of the hosts behind it, not only its own.
+    pub fn set_promiscuous(&self) -> io::Result<()> {
+        let mreq = libc::packet_mreq {
+            mr_ifindex: self.ifindex as libc::c_int,
+            mr_type: libc::PACKET_MR_PROMISC as libc::c_ushort,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        set_option(
+            self.fd.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            &mreq,
+        )
+    }
+
+    /// Receives up to `metas.len()` (≤ [`MAX_BATCH`]) frames like
+    /// [`recv_batch`](Self::recv_batch), and with each what `PACKET_AUXDATA` tells: the VLAN
+    /// tag the kernel took out of the frame (it always does on receive; the frame in `buf`
+    /// lacks it) and whether its TCP/UDP checksum is still to be computed (a frame from a local
+    /// sender with checksum offload, e.g. over a veth). Turns `PACKET_AUXDATA` on at the first
+    /// call.
+    pub fn recv_batch_aux(
+        &self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        metas: &mut [RecvMeta],
+        aux: &mut [FrameAux],
+    ) -> io::Result<usize> {
+        if off >= stride {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "offset must be below the stride",
+            ));
+        }
+        if !self.auxdata.load(std::sync::atomic::Ordering::Relaxed) {
+            self.setsockopt_int(libc::SOL_PACKET, libc::PACKET_AUXDATA, 1)?;
+            self.auxdata
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let n = metas
+            .len()
+            .min(aux.len())
+            .min(MAX_BATCH)
+            .min(buf.len() / stride);
+        // SAFETY: iovec, mmsghdr and sockaddr_ll are plain data; all-zero is valid.
+        let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+        // SAFETY: as above.
+        let mut names: [libc::sockaddr_ll; MAX_BATCH] = unsafe { mem::zeroed() };
+        // Room for one tpacket_auxdata control message each (16-byte header + 20 bytes), u64
+        // aligned as cmsghdr requires.
+        let mut control = [[0u64; 8]; MAX_BATCH];
+        let base = buf.as_mut_ptr();
+        for i in 0..n {
+            // SAFETY: (i + 1) * stride ≤ buf.len() because n ≤ buf.len() / stride, and
+            // off < stride, so the slot lies inside `buf`.
+            iov[i].iov_base = unsafe { base.add(i * stride + off) }.cast();
+            iov[i].iov_len = stride - off;
+            let h = &mut msgs[i].msg_hdr;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            h.msg_name = (&mut names[i] as *mut libc::sockaddr_ll).cast();
+            h.msg_namelen = mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            h.msg_control = control[i].as_mut_ptr().cast();
+            h.msg_controllen = mem::size_of_val(&control[i]) as _;
+        }
+        let got = loop {
+            // SAFETY: every header points at one iovec describing a disjoint, writable slot of
+            // `buf`, at one sockaddr_ll of `names` and at one control buffer of `control`, each
+            // with its size; all outlive the call; a null timeout is allowed.
+            let r = unsafe {
+                libc::recvmmsg(
+                    self.raw(),
+                    msgs.as_mut_ptr(),
+                    n as libc::c_uint,
+                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                    ptr::null_mut(),
+                )
+            };
+            if r >= 0 {
+                break r as usize;
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return Ok(0),
+                _ => return Err(e),
+            }
+        };
+        for i in 0..got {
+            let wire_len = msgs[i].msg_len as usize;
+            let mut a = FrameAux::default();
+            let msg = &msgs[i].msg_hdr;
+            // SAFETY: msg was filled by a successful recvmmsg, so msg_control/msg_controllen
+            // describe the control bytes the kernel wrote into control[i], which is alive.
+            let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
+            while !cmsg.is_null() {
+                // SAFETY: CMSG_FIRSTHDR/CMSG_NXTHDR return null or a pointer to a complete,
+                // aligned cmsghdr inside control[i].
+                let hdr = unsafe { &*cmsg };
+                if hdr.cmsg_level == libc::SOL_PACKET && hdr.cmsg_type == libc::PACKET_AUXDATA {
+                    // SAFETY: a PACKET_AUXDATA message carries one struct tpacket_auxdata;
+                    // read_unaligned makes no alignment assumption.
+                    let d: libc::tpacket_auxdata =
+                        unsafe { ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
+                    if d.tp_status & libc::TP_STATUS_VLAN_VALID != 0 {
+                        let tpid = if d.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                            d.tp_vlan_tpid
+                        } else {
+                            0x8100
+                        };
+                        a.vlan = Some((tpid, d.tp_vlan_tci));
+                    }
+                    a.csum_not_ready = d.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0;
+                }
+                // SAFETY: msg and cmsg are as above; CMSG_NXTHDR stays within msg_controllen.
+                cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
+            }
+            aux[i] = a;
+            metas[i] = RecvMeta {
+                len: wire_len.min(stride - off),
+                wire_len,
+                packet_type: PacketType::from_raw(names[i].sll_pkttype),
+                timestamp: None,
+            };
+        }
+        Ok(got)
     }
 
     /// Receives up to `metas.len()` (≤ [`MAX_BATCH`]) frames with one non-blocking `recvmmsg`:

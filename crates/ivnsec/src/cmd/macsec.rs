@@ -276,7 +276,7 @@ fn seconds(option: &str, s: f64) -> Result<Duration> {
 }
 
 /// MKA (`--psk`): the PSK file and the settings checked before anything is created.
-fn mka_source(
+pub(crate) fn mka_source(
     a: &UpArgs,
     profile: ivnsec_core::profile::MacsecProfile,
     file: &Path,
@@ -319,7 +319,7 @@ fn mka_source(
 }
 
 /// Static keys (`--keys`).
-fn static_source(
+pub(crate) fn static_source(
     a: &UpArgs,
     profile: ivnsec_core::profile::MacsecProfile,
 ) -> Result<Box<dyn KeySource>> {

@@ -7,6 +7,7 @@ pub mod frame;
 pub mod frame_esp;
 pub mod frame_macsec;
 pub mod frame_secoc;
+pub mod gateway;
 pub mod keygen;
 pub mod lab;
 pub mod macsec;

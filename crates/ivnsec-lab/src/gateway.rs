@@ -1,0 +1,403 @@
+//! `ivnsec gateway` with an IVN-AE profile (docs/gateway.md#ivn-ae): the bump-in-the-wire of
+//! [`crate::macsec`] with IVN-AE SAs (docs/wire-ivnae.md) instead of a SecY, static keys only.
+//!
+//! One SA per direction: this gateway transmits under its own key file and key id (`--keys`,
+//! `--key-id`), its sequence numbers reserved in `--state-dir` before use (the high-water
+//! module, SA identity `ivnae key-id N`, as `ivnsec send`); every peer's frames are verified
+//! under the peer's key file, selected by the key id in byte 16 (`--rx-keys ID:FILE`). The plain
+//! port is the [`LinkPort`] of the MACsec gateway (every frame, VLAN tags put back, offloaded
+//! checksums completed); the protected port takes EtherType 0x88B5 only.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use ivnsec_core::crypto::CryptoProvider;
+use ivnsec_core::profile::Profile;
+use ivnsec_core::sa::ivnae::{IvnAeReceiver, IvnAeRx, IvnAeTx, SaParams};
+use ivnsec_core::suite::IvnAeProfile;
+use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
+use serde_json::{Value, json};
+use std::os::fd::AsFd;
+
+use crate::error::usage;
+use crate::keys::highwater::{self, HighWater, HwError};
+use crate::keys::keyfile::{self, Role};
+use crate::macsec::host::{HostPort, LinkPort, VLAN_TAG_LEN};
+use crate::macsec::{EventLog, FrameCounters, Summary, TICK, iface_facts_of, status};
+
+/// EtherType of IVN-AE frames.
+pub const ETHERTYPE: u16 = ivnsec_core::wire::ivnae::ETHERTYPE;
+
+/// Where and how an IVN-AE gateway runs.
+#[derive(Debug)]
+pub struct IvnAeGatewayConfig {
+    pub plain: String,
+    pub protected: String,
+    pub profile: IvnAeProfile,
+    pub provider: &'static CryptoProvider,
+    /// This gateway's transmit key file and key id.
+    pub keys: PathBuf,
+    pub key_id: u8,
+    /// Each peer's key id and key file.
+    pub rx_keys: Vec<(u8, PathBuf)>,
+    pub state_dir: PathBuf,
+    pub reserve_block: u64,
+    pub seq_limit: Option<u64>,
+    pub confirm_new_key: bool,
+    pub replay_window: u32,
+    pub run_dir: PathBuf,
+    pub events: Option<PathBuf>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Tx {
+    sa: IvnAeTx,
+    hw: HighWater,
+}
+
+struct Shared {
+    tx: Mutex<Tx>,
+    rx: Mutex<IvnAeReceiver>,
+    frames: FrameCounters,
+    stop: Arc<AtomicBool>,
+    fatal: Mutex<Option<anyhow::Error>>,
+}
+
+impl Shared {
+    fn fail(&self, e: anyhow::Error) {
+        let mut f = lock(&self.fatal);
+        if f.is_none() {
+            *f = Some(e);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The largest number of octets IVN-AE adds to a plain frame of at most `max_plain` octets
+/// under `sa` (header 14 + tag, + CBC padding).
+pub fn overhead(sa: &IvnAeTx, max_plain: usize) -> usize {
+    (0..16)
+        .map(|d| {
+            let p = max_plain.saturating_sub(d).max(14);
+            sa.protected_len(p) - p
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Runs the IVN-AE gateway until `stop` is set (a signal) or something fatal happens.
+pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
+    if cfg.plain == cfg.protected {
+        return Err(usage(format!(
+            "--plain and --protected are both {}: a gateway needs two interfaces",
+            cfg.plain
+        )));
+    }
+    let (mac, prot_mtu) = iface_facts_of("--protected", &cfg.protected)?;
+    let (_, plain_mtu) = iface_facts_of("--plain", &cfg.plain)?;
+    let profile = Profile::IvnAe(cfg.profile);
+    let name = profile.to_string();
+    let domain = profile.nonce_domain();
+    if cfg.rx_keys.is_empty() {
+        return Err(usage(
+            "give --rx-keys ID:FILE for each peer (the key id and key file it transmits under)",
+        ));
+    }
+    // Transmit SA: its own key, its sequence numbers reserved before use.
+    let tx_keys = keyfile::load(&cfg.keys, &name, Role::Sender)?;
+    let ident = format!("ivnae key-id {}", cfg.key_id);
+    let hw = HighWater::open(
+        &cfg.state_dir,
+        &domain,
+        &ident,
+        &tx_keys,
+        highwater::Options {
+            block: cfg.reserve_block,
+            seq_limit: cfg.seq_limit,
+            protocol_max: u64::MAX,
+            used_record: Some(keyfile::used_record(&cfg.keys)),
+            confirm_new_key: cfg.confirm_new_key,
+        },
+    )
+    .map_err(HwError::into_anyhow)?;
+    let first = hw.first_seq().map_err(HwError::into_anyhow)?;
+    fn params(
+        profile: IvnAeProfile,
+        k: &ivnsec_core::channel::DirectionKeys,
+        key_id: u8,
+    ) -> SaParams<'_> {
+        SaParams {
+            profile,
+            key: k.key(),
+            mac_key: k.mac_key(),
+            iv: *k.iv(),
+            key_id,
+            tag_len: None,
+        }
+    }
+    let tx = IvnAeTx::new(
+        cfg.provider,
+        &params(cfg.profile, &tx_keys, cfg.key_id),
+        first,
+    )
+    .map_err(|e| usage(format!("--keys {}: {e}", cfg.keys.display())))?;
+    let mut receiver = IvnAeReceiver::new();
+    for (id, file) in &cfg.rx_keys {
+        if *id == cfg.key_id {
+            return Err(usage(format!(
+                "--rx-keys {id}:{}: key id {id} is this gateway's own (--key-id); every sender \
+                 needs a key id of its own",
+                file.display()
+            )));
+        }
+        let k = keyfile::load(file, &name, Role::Receiver)?;
+        let sa = IvnAeRx::new(
+            cfg.provider,
+            &params(cfg.profile, &k, *id),
+            cfg.replay_window,
+        )
+        .map_err(|e| usage(format!("--rx-keys {id}:{}: {e}", file.display())))?;
+        receiver.install(sa);
+    }
+    let over = overhead(&tx, 14 + VLAN_TAG_LEN + plain_mtu as usize) as u32;
+    let need = plain_mtu + over;
+    if prot_mtu < need {
+        return Err(usage(format!(
+            "--protected {} has an MTU of {prot_mtu} bytes, but the largest frame of --plain {} \
+             (MTU {plain_mtu}) grows by up to {over} bytes under {name}, so the protected link \
+             needs an MTU of at least {need}: `ip link set {} mtu {need}` (and the same on every \
+             link up to the peers), or set the legacy side's MTU to {}",
+            cfg.protected,
+            cfg.plain,
+            cfg.protected,
+            prot_mtu.saturating_sub(over)
+        )));
+    }
+    let mut events = EventLog::open(cfg.events.as_deref())?;
+    let mut status_file = status::StatusFile::claim(&cfg.run_dir, &cfg.plain)?;
+    let link = LinkPort::open(&cfg.plain)
+        .map_err(|e| crate::macsec::open_err(&format!("--plain {}", cfg.plain), e))?;
+    let sock = RawSocket::open(&cfg.protected, ETHERTYPE)
+        .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
+    sock.set_promiscuous()
+        .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
+    let _ = sock.set_recv_buffer_force(4 << 20);
+    let shared = Shared {
+        tx: Mutex::new(Tx { sa: tx, hw }),
+        rx: Mutex::new(receiver),
+        frames: FrameCounters::default(),
+        stop,
+        fatal: Mutex::new(None),
+    };
+    let header = json!({
+        "pid": std::process::id(),
+        "started": status::now_unix(),
+        "role": "gateway",
+        "family": "ivnae",
+        "tap": cfg.plain,
+        "iface": cfg.protected,
+        "plain": cfg.plain,
+        "protected": cfg.protected,
+        "profile": name,
+        "mac": ivnsec_core::wire::ethernet::MacAddr(mac).to_string(),
+        "key_id": cfg.key_id,
+        "rx_key_ids": cfg.rx_keys.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        "mtu": {"iface": prot_mtu, "tap": plain_mtu, "overhead": over, "plain": plain_mtu,
+                "protected": prot_mtu},
+        "key_source": "static",
+        "provider": cfg.provider.name,
+        "replay_window": cfg.replay_window,
+    });
+    events.emit("started", header.clone());
+    status_file.write(&snapshot(&header, &shared))?;
+    eprintln!(
+        "gateway: {} (plain, MTU {plain_mtu}) ⇄ {} (protected, MTU {prot_mtu} ≥ {plain_mtu} + \
+         {over}), {name}, key id {} from sequence number {first}; running until SIGINT/SIGTERM",
+        cfg.plain, cfg.protected, cfg.key_id
+    );
+    let headroom = lock(&shared.tx).sa.headroom();
+    let stride = (headroom + 14 + VLAN_TAG_LEN + prot_mtu as usize + 64).div_ceil(64) * 64;
+    let tail = stride - headroom - (14 + VLAN_TAG_LEN + plain_mtu as usize);
+    let wire_max = 14 + VLAN_TAG_LEN + prot_mtu as usize;
+    std::thread::scope(|s| {
+        let sh = &shared;
+        let (l, k) = (&link, &sock);
+        s.spawn(move || tx_loop(sh, l, k, headroom, tail, stride, wire_max));
+        s.spawn(move || rx_loop(sh, l, k, stride));
+        let mut next = Instant::now() + Duration::from_millis(500);
+        while !sh.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(TICK);
+            if Instant::now() >= next {
+                next = Instant::now() + Duration::from_millis(500);
+                if let Err(e) = status_file.write(&snapshot(&header, sh)) {
+                    eprintln!("ivnsec: warning: status file: {e:#}");
+                }
+            }
+        }
+    });
+    let final_status = snapshot(&header, &shared);
+    drop(sock);
+    drop(link);
+    status_file.remove();
+    let fatal = lock(&shared.fatal).take();
+    events.emit(
+        "stopped",
+        json!({"reason": match &fatal { Some(e) => format!("{e:#}"), None => "signal".to_string() }}),
+    );
+    match fatal {
+        Some(e) => Err(e),
+        None => Ok(Summary {
+            status: final_status,
+        }),
+    }
+}
+
+fn snapshot(header: &Value, sh: &Shared) -> Value {
+    let tx = {
+        let t = lock(&sh.tx);
+        json!({"next_seq": t.sa.next_seq(), "reserved": t.hw.reserved(),
+               "frames": t.sa.counters().frames})
+    };
+    let rx = {
+        let r = lock(&sh.rx);
+        let mut drops = serde_json::Map::new();
+        for (reason, n) in r.total_drops().iter() {
+            drops.insert(reason.name().to_string(), json!(n));
+        }
+        json!({"drops": drops})
+    };
+    let mut v = header.clone();
+    v["updated"] = json!(status::now_unix());
+    v["tx"] = tx;
+    v["rx"] = rx;
+    v["frames"] = sh.frames.json();
+    v
+}
+
+fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
+    c.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+fn tx_loop(
+    sh: &Shared,
+    host: &LinkPort,
+    sock: &RawSocket,
+    room: usize,
+    tail: usize,
+    stride: usize,
+    wire_max: usize,
+) {
+    let mut buf = vec![0u8; MAX_BATCH * stride];
+    let mut got = [(0usize, 0usize); MAX_BATCH];
+    let mut out = [(0usize, 0usize); MAX_BATCH];
+    let mut full = false;
+    while !sh.stop.load(Ordering::Relaxed) {
+        if !full {
+            match host.wait_readable(TICK) {
+                Ok(true) => {}
+                Ok(false) => {
+                    host.count_queue_drops(&sh.frames);
+                    continue;
+                }
+                Err(e) => return sh.fail(anyhow::anyhow!("waiting on the plain port: {e}")),
+            }
+        }
+        let n = match host.recv_frames(&mut buf, stride, room, tail, &mut got, &sh.frames) {
+            Ok(n) => n,
+            Err(e) => return sh.fail(anyhow::anyhow!("reading the plain port: {e}")),
+        };
+        full = n > 0;
+        add(&sh.frames.tap_in, n);
+        let mut k = 0;
+        {
+            let mut t = lock(&sh.tx);
+            for &(slot, plain) in got.iter().take(n) {
+                if t.sa.protected_len(plain) > wire_max {
+                    add(&sh.frames.too_long, 1);
+                    continue;
+                }
+                let Some(seq) = t.sa.next_seq() else {
+                    return sh.fail(anyhow::anyhow!(
+                        "the sequence numbers of --keys ran out: install a new key file"
+                    ));
+                };
+                // The number this frame will carry is reserved on disk before it is used.
+                if let Err(e) = t.hw.claim(seq) {
+                    drop(t);
+                    return sh.fail(e.into_anyhow());
+                }
+                let at = slot * stride;
+                if let Ok(len) =
+                    t.sa.protect_in_place_at(&mut buf[at..at + stride], room, plain)
+                {
+                    out[k] = (at, len);
+                    k += 1;
+                }
+            }
+        }
+        if k == 0 {
+            continue;
+        }
+        let (sent, _err) = sys::send_batch_at(sock.as_fd(), &buf, &out[..k]);
+        add(&sh.frames.iface_out, sent);
+        add(&sh.frames.iface_send_errors, k - sent);
+    }
+}
+
+fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize) {
+    let mut buf = vec![0u8; MAX_BATCH * stride];
+    let empty = RecvMeta {
+        len: 0,
+        wire_len: 0,
+        packet_type: PacketType::Host,
+        timestamp: None,
+    };
+    let mut metas = [empty; MAX_BATCH];
+    let mut deliver = [(0usize, 0usize); MAX_BATCH];
+    let mut full = false;
+    while !sh.stop.load(Ordering::Relaxed) {
+        if !full {
+            match sys::wait_readable(sock.as_fd(), Some(TICK)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    if let Ok(st) = sock.take_statistics() {
+                        add(&sh.frames.iface_queue_drops, st.drops as usize);
+                    }
+                    continue;
+                }
+                Err(e) => return sh.fail(anyhow::anyhow!("waiting on the protected port: {e}")),
+            }
+        }
+        let got = match sock.recv_batch(&mut buf, stride, 0, &mut metas) {
+            Ok(n) => n,
+            Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected port: {e}")),
+        };
+        full = got == MAX_BATCH;
+        let mut k = 0;
+        {
+            let mut rx = lock(&sh.rx);
+            for (i, m) in metas.iter().enumerate().take(got) {
+                if m.packet_type == PacketType::Outgoing {
+                    continue;
+                }
+                add(&sh.frames.iface_in, 1);
+                if m.truncated() {
+                    add(&sh.frames.truncated, 1);
+                    continue;
+                }
+                let at = i * stride;
+                if let Ok(r) = rx.verify_in_place(&mut buf[at..at + m.len]) {
+                    deliver[k] = (at + r.start, r.len());
+                    k += 1;
+                }
+            }
+        }
+        host.send_frames(&buf, &deliver[..k], &sh.frames);
+    }
+}
