@@ -15,6 +15,7 @@ pub mod frames;
 pub mod keys;
 pub mod macsec;
 pub mod pingpong;
+pub mod pki;
 pub mod plan;
 pub mod process;
 pub mod report;

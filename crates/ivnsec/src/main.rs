@@ -43,6 +43,8 @@ fn main() -> ExitCode {
         Command::Keygen(args) => cmd::keygen::run(args),
         Command::Tdma(args) => cmd::tdma::run(args),
         Command::Macsec(args) => cmd::macsec::run(args),
+        Command::Pki(args) => cmd::pki::run(args),
+        Command::Keyserver(args) => cmd::pki::keyserver(args),
     };
     match result {
         Ok(code) => code,
