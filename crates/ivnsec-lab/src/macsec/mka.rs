@@ -613,6 +613,46 @@ impl KeySource for MkaKeys {
 }
 
 impl MkaKeys {
+    /// Ends this participant's MKPDU exchange (its socket closes); the SAs it installed stay
+    /// in the SecY until [`MkaKeys::retire_superseded`] (a CAK handed over to a newer
+    /// participant, `macsec up --keyserver`).
+    pub fn close(&mut self) {
+        self.sock = None;
+    }
+
+    /// Whether this participant transmits under a SAK of its own.
+    pub fn tx_in_use(&self) -> bool {
+        !self.tx_keys.is_empty()
+    }
+
+    /// Retires every SA this (closed) participant installed that `newer` has not installed in
+    /// its place (the same AN in the same SC), so that no SA of the old CAK stays.
+    pub fn retire_superseded(&mut self, ctl: &SecyControl, newer: &MkaKeys) {
+        let newer_rx = |sci: Sci, an: u8| {
+            newer
+                .rx_keys
+                .iter()
+                .any(|k| k.an == an && k.scis.contains(&sci))
+        };
+        for k in std::mem::take(&mut self.rx_keys) {
+            for sci in k.scis {
+                if newer_rx(sci, k.an) {
+                    continue;
+                }
+                let _ = ctl.retire_rx_sa(sci, k.an);
+                let mut rx = ctl.shared().rx();
+                if !rx.sas().any(|s| s.sci == sci) {
+                    let _ = rx.remove_sc(sci);
+                }
+            }
+        }
+        for (_, an) in std::mem::take(&mut self.tx_keys) {
+            if !newer.tx_keys.iter().any(|(_, a)| *a == an) {
+                let _ = ctl.retire_tx_sa(an);
+            }
+        }
+    }
+
     /// The PN threshold in force (the configured one, or 75 % of the PN space).
     fn p_threshold(&self) -> u64 {
         self.settings

@@ -19,6 +19,7 @@
 //! whose MTU leaves less than [`MIN_TAP_MTU`] for the TAP.
 
 pub mod dataplane;
+pub mod keyserver;
 pub mod mka;
 pub mod static_keys;
 pub mod status;
