@@ -15,10 +15,11 @@
 //!   frame protected under a SAK of the old CAK is accepted: an ECU the key server left out
 //!   (revoked) cannot reach any TAP.
 //!
-//! Known limit: a fresh participant's first SAK takes association number 0; where the old CAK's
-//! SAK in use is on AN 0 as well, the new receive SA replaces the old one of that peer at once,
-//! and frames that peer still sends under the old SAK in the moment before it switches are
-//! dropped (docs/keys.md).
+//! - **ANs**: the new participant's first SAK (when it is the key server) takes an AN two
+//!   ahead of the old CAK's latest SAK ([`MkaKeys::prefer_first_an`]), so the receive SAs of
+//!   both CAKs are installed side by side and no peer's frames are dropped while it switches.
+//!   Every member uses the same priorities, so the key server of the new CAK is the one of the
+//!   old, and it knows the old ANs.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -240,6 +241,18 @@ impl KeyserverKeys {
 
     fn switch(&mut self, k: SegmentKey, ctl: &SecyControl) -> Result<()> {
         let mut next = participant(&self.params, &k, &self.remote.addr)?;
+        // The new CAK's first SAK on an AN the old one's SAKs do not use (two ahead of its
+        // latest: the next free after it is where the old one would rekey to), so the old SAs
+        // stay whole until they are retired.
+        let used = self.current.ans_in_use();
+        let first = match used.first() {
+            Some(&latest) => (0..4)
+                .map(|i| (latest + 2 + i) % 4)
+                .find(|a| !used.contains(a))
+                .unwrap_or(0),
+            None => 0,
+        };
+        next.prefer_first_an(first);
         next.start(ctl)?;
         let mut prev = std::mem::replace(&mut self.current, next);
         prev.close();

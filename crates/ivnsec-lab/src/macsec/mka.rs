@@ -620,6 +620,21 @@ impl MkaKeys {
         self.sock = None;
     }
 
+    /// The first SAK this participant distributes as key server takes AN `an`
+    /// ([`Participant::prefer_first_an`]).
+    pub fn prefer_first_an(&mut self, an: u8) {
+        self.p.prefer_first_an(an);
+    }
+
+    /// The ANs of the SAKs this participant has installed (latest, old).
+    pub fn ans_in_use(&self) -> Vec<u8> {
+        let st = self.p.status();
+        [st.latest.map(|k| k.an), st.old.map(|k| k.an)]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     /// Whether this participant transmits under a SAK of its own.
     pub fn tx_in_use(&self) -> bool {
         !self.tx_keys.is_empty()
