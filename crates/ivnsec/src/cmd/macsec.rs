@@ -66,6 +66,11 @@ retired last, so no frame is lost to a rekey. Every transmit SA's PNs are reserv
 --state-dir under the SAK (a member restarted and handed the SAK it used before resumes above \
 every PN it may have sent). `--ramp-up-ms` sends the first MKPDUs faster for a quick start.
 
+MKA with the key server (--keyserver ADDR --cert C --key K --ca CA [--segment NAME]): the CAK of \
+this ECU's segment comes from `ivnsec keyserver` over mutual TLS 1.3 instead of a PSK file; a \
+watch connection gets every new CAK pushed (e.g. after `ivnsec pki revoke` of another member), \
+and MKA moves to it make-before-break. See docs/keys.md.
+
 The status file is DIR/macsec/TAP.NETNS.json in --run-dir; --events appends one JSON line per \
 event (started, sa_installed, sa_enabled, sa_retired, icv_failure, unknown_sci, pn_exhausted, \
 tx_stopped, stopped). If the process is killed (even with SIGKILL) the kernel removes the TAP \
@@ -81,7 +86,12 @@ Example (two hosts on eth0, MACs 02:00:00:00:00:01 and 02:00:00:00:00:02):
 Example with MKA (every member the same way, no --peer):
   ivnsec keygen --mka --out ca.psk                              # copy ca.psk to every member
   sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
-      --psk ca.psk --state-dir /var/lib/ivnsec --rekey-seconds 3600 --events ev.jsonl")]
+      --psk ca.psk --state-dir /var/lib/ivnsec --rekey-seconds 3600 --events ev.jsonl
+
+Example with the key server (`ivnsec pki`, `ivnsec keyserver`):
+  sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
+      --keyserver 10.0.0.1:8443 --cert brake1.pem --key brake1.key --ca ca.pem \\
+      --state-dir /var/lib/ivnsec")]
 pub struct UpArgs {
     /// The protected interface: MACsec frames go out and come in here. Needs root.
     #[arg(long, value_name = "IF")]

@@ -25,6 +25,8 @@ OpenSSL takes them as they are:
   openssl verify -CAfile D/root.pem -untrusted D/ca.pem D/ecu/ecu1.pem   (--intermediate)
   openssl crl -in D/crl.pem -noout -text
 
+The key hierarchy (CA → device certificate → CAK → SAK), enrolment and revocation: docs/keys.md.
+
 Examples:
   ivnsec pki init --dir pki --vehicle WVWZZZ1JZXW000001
   ivnsec pki issue --dir pki --ecu keyserver
@@ -222,7 +224,8 @@ connections are closed, and every segment it was in gets a fresh CAK (number + 1
 the remaining members that watch.
 
 Protocol (one JSON object per line, at most 4096 bytes): {\"op\":\"get\"} or {\"op\":\"watch\"} \
-(optionally \"segment\":\"NAME\"); see docs/keys.md.
+(optionally \"segment\":\"NAME\"); see docs/keys.md. ECUs use it with `ivnsec macsec up \
+--keyserver ADDR --cert C --key K --ca D/ca.pem`.
 
 Example:
   ivnsec keyserver --pki pki --listen 127.0.0.1:8443 --segments segments.toml")]
