@@ -436,7 +436,10 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
 
     let srv = Server::start(&d, p, s, st);
     assert_eq!(mode(&state), 0o600);
-    let k1 = get(&pki, "ecu1", &srv.addr).unwrap();
+    // Post-quantum hybrid key exchange first.
+    let mut c1 = client(&pki, "ecu1", &srv.addr).unwrap();
+    assert_eq!(c1.kx_group().as_deref(), Some("X25519MLKEM768"));
+    let k1 = c1.get(None).unwrap();
     let k2 = get(&pki, "ecu2", &srv.addr).unwrap();
     let k3 = get(&pki, "ecu3", &srv.addr).unwrap();
     // A member gets exactly its segments, the same CAK as the other members.
@@ -479,6 +482,9 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
     assert!(!good || !out.contains("\"ok\":true"), "{out}");
     let (_, out) = s_client(&srv.addr, &pki, Some("ecu1"), &"x".repeat(5000));
     assert!(out.contains("bad_request"), "{out}");
+    // TLS 1.2 is not offered.
+    let (good, out) = s_client_tls12(&srv.addr, &pki);
+    assert!(!good && !out.contains("\"ok\":true"), "{out}");
     // OpenSSL as the client: the same keys as our client got.
     let (good, out) = s_client(&srv.addr, &pki, Some("ecu1"), "{\"op\":\"get\"}\n");
     assert!(good, "{out}");
@@ -597,6 +603,20 @@ fn s_client(addr: &str, pki: &Path, ecu: Option<&str>, input: &str) -> (bool, St
     let _ = i.write_all(input.as_bytes());
     drop(i);
     let o = c.wait_with_output().unwrap();
+    (o.status.success(), text(&o.stdout) + &text(&o.stderr))
+}
+
+/// `openssl s_client -tls1_2` with ecu1's certificate.
+fn s_client_tls12(addr: &str, pki: &Path) -> (bool, String) {
+    let o = Command::new("openssl")
+        .args(["s_client", "-connect", addr, "-tls1_2", "-brief"])
+        .arg("-cert")
+        .arg(pki.join("ecu/ecu1.pem"))
+        .arg("-key")
+        .arg(pki.join("ecu/ecu1.key"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     (o.status.success(), text(&o.stdout) + &text(&o.stderr))
 }
 
