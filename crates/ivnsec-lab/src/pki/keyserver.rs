@@ -135,8 +135,10 @@ pub fn parse_request(line: &[u8]) -> std::result::Result<Request, String> {
 fn read_line(r: &mut impl Read, buf: &mut Vec<u8>) -> std::result::Result<Option<Vec<u8>>, String> {
     loop {
         if let Some(i) = buf.iter().position(|&b| b == b'\n') {
-            let rest = buf.split_off(i + 1);
-            let line = std::mem::replace(buf, rest);
+            // Copied out and drained in place: `buf` keeps its one allocation (a client wipes
+            // it, spare capacity included, when dropped).
+            let line = buf[..=i].to_vec();
+            buf.drain(..=i);
             return Ok(Some(line));
         }
         if buf.len() >= MAX_LINE {
@@ -353,26 +355,39 @@ fn load_state(path: &Path) -> Result<Option<Keys>> {
 }
 
 fn render_state(keys: &Keys) -> Zeroizing<String> {
-    let mut out = Zeroizing::new(String::from("{\"version\":1,\"segments\":{"));
+    use std::fmt::Write as _;
+    // Room for everything up front: a String that grew would leave copies of the CAKs behind
+    // in the buffers it gave up (only the last one is wiped).
+    let room = 256
+        + keys.revoked_seen.len() * 48
+        + keys
+            .segments
+            .iter()
+            .map(|(n, s)| 256 + 2 * n.len() + s.members.iter().map(|m| m.len() + 8).sum::<usize>())
+            .sum::<usize>();
+    let mut out = Zeroizing::new(String::with_capacity(room));
+    out.push_str("{\"version\":1,\"segments\":{");
     for (i, (name, s)) in keys.segments.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         let cak = Zeroizing::new(hex::encode(&*s.cak.cak));
         let members: Vec<&String> = s.members.iter().collect();
-        out.push_str(&format!(
+        let _ = write!(
+            &mut *out,
             "{}:{{\"number\":{},\"ckn\":\"{}\",\"cak\":\"{}\",\"members\":{}}}",
             json!(name),
             s.cak.number,
             hex::encode(&s.cak.ckn),
             *cak,
             json!(members)
-        ));
+        );
     }
-    out.push_str(&format!(
-        "}},\"revoked_seen\":{}}}\n",
+    let _ = writeln!(
+        &mut *out,
+        "}},\"revoked_seen\":{}}}",
         json!(keys.revoked_seen)
-    ));
+    );
     out
 }
 
@@ -816,10 +831,21 @@ fn classify(e: &std::io::Error) -> (&'static str, String) {
 }
 
 fn keys_line(ecu: &str, keys: &Keys, only: Option<&str>, push: bool) -> Zeroizing<String> {
-    let mut out = Zeroizing::new(format!(
+    use std::fmt::Write as _;
+    // Room for everything up front (a String that grew leaves copies of the CAKs behind).
+    let room = 128
+        + ecu.len()
+        + keys
+            .segments
+            .keys()
+            .map(|n| 160 + 2 * n.len())
+            .sum::<usize>();
+    let mut out = Zeroizing::new(String::with_capacity(room));
+    let _ = write!(
+        &mut *out,
         "{{\"ok\":true,\"push\":{push},\"ecu\":{},\"keys\":[",
         json!(ecu)
-    ));
+    );
     let mut first = true;
     for (name, s) in &keys.segments {
         if !s.members.contains(ecu) || only.is_some_and(|o| o != name) {
@@ -830,13 +856,14 @@ fn keys_line(ecu: &str, keys: &Keys, only: Option<&str>, push: bool) -> Zeroizin
         }
         first = false;
         let cak = Zeroizing::new(hex::encode(&*s.cak.cak));
-        out.push_str(&format!(
+        let _ = write!(
+            &mut *out,
             "{{\"segment\":{},\"number\":{},\"ckn\":\"{}\",\"cak\":\"{}\"}}",
             json!(name),
             s.cak.number,
             hex::encode(&s.cak.ckn),
             *cak
-        ));
+        );
     }
     out.push_str("]}\n");
     out
@@ -913,18 +940,6 @@ fn serve(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
         );
         return;
     }
-    let member = sh
-        .keys()
-        .segments
-        .values()
-        .any(|s| s.members.contains(&ecu));
-    if !member {
-        let _ = stream.write_all(error_line("not_a_member").as_bytes());
-        stream.conn.send_close_notify();
-        let _ = stream.flush();
-        sh.refuse(peer, "not_a_member", "in no segment", Some(&ecu));
-        return;
-    }
     let mut buf = Vec::new();
     let line = match read_line(&mut stream, &mut buf) {
         Ok(Some(l)) => l,
@@ -949,6 +964,19 @@ fn serve(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
             return;
         }
     };
+    // Membership after the request: the client always reads why it gets nothing.
+    let member = sh
+        .keys()
+        .segments
+        .values()
+        .any(|s| s.members.contains(&ecu));
+    if !member {
+        let _ = stream.write_all(error_line("not_a_member").as_bytes());
+        stream.conn.send_close_notify();
+        let _ = stream.flush();
+        sh.refuse(peer, "not_a_member", "in no segment", Some(&ecu));
+        return;
+    }
     let (line, mut last, mut generation) = {
         let keys = sh.keys();
         if let Some(o) = &only
@@ -1140,6 +1168,13 @@ pub struct Client {
     buf: Vec<u8>,
 }
 
+impl Drop for Client {
+    fn drop(&mut self) {
+        // Answers carry CAKs: nothing of them stays in freed memory.
+        self.buf.zeroize();
+    }
+}
+
 impl Client {
     /// Connects to `addr`, verifies the server as `server_name` and completes the handshake.
     pub fn connect(
@@ -1171,7 +1206,7 @@ impl Client {
         }
         Ok(Client {
             stream,
-            buf: Vec::new(),
+            buf: Vec::with_capacity(MAX_LINE),
         })
     }
 
@@ -1200,9 +1235,13 @@ impl Client {
     /// The next answer; `Ok(None)` when none came within the read timeout.
     pub fn recv(&mut self) -> Result<Option<Answer>> {
         match read_line(&mut self.stream, &mut self.buf) {
-            Ok(Some(line)) => parse_answer(&line)
-                .map(Some)
-                .map_err(|e| anyhow::anyhow!("key server: {e}")),
+            Ok(Some(line)) => {
+                // The line holds the CAKs in hex: wiped once parsed.
+                let line = Zeroizing::new(line);
+                parse_answer(&line)
+                    .map(Some)
+                    .map_err(|e| anyhow::anyhow!("key server: {e}"))
+            }
             Ok(None) => Ok(None),
             Err(e) => Err(anyhow::anyhow!("key server: {e}")),
         }
