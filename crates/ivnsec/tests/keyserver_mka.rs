@@ -4,7 +4,8 @@
 //! MKA on it and ping each other through their TAPs. Then one ECU is revoked with `ivnsec pki
 //! revoke` while a ping between the other two runs every 20 ms: the key server rolls the CAK,
 //! the two move to it make-before-break (not one ping lost), and from then on nothing of the
-//! revoked ECU reaches a TAP: no receive SA of it anywhere, its pings unanswered.
+//! revoked ECU reaches a TAP: it goes on sending under the old SAK, its frames arrive and are
+//! dropped, no receive SA of it is left anywhere, its pings are unanswered.
 //!
 //! Needs root (namespaces); skips with a printed reason otherwise.
 
@@ -58,7 +59,7 @@ impl Ecu {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
-    fn up(&self, pki: &Path, keyserver: &str, prio: &str) -> Proc {
+    fn up(&self, pki: &Path, keyserver: &str, prio: &str, life: &str) -> Proc {
         let mut c = self.exec(BIN);
         c.args(["macsec", "up", "--iface", "eth0", "--tap", TAP])
             .args(["--profile", "macsec-gcm-aes-128", "--keyserver", keyserver])
@@ -74,7 +75,7 @@ impl Ecu {
             .arg(self.dir.join("run"))
             .arg("--events")
             .arg(self.dir.join("events.jsonl"))
-            .args(["--hello-seconds", "1", "--life-seconds", "3"])
+            .args(["--hello-seconds", "1", "--life-seconds", life])
             .args(["--ramp-up-ms", "20", "--priority", prio, "--json"]);
         let pr = spawn_until_ready(c, "running until", &format!("macsec up in {}", self.ns));
         let o = Command::new("ip")
@@ -209,9 +210,11 @@ fn revoking_an_ecu_rolls_the_cak_without_loss_and_shuts_it_out() {
     let e1 = Ecu::new(&tb, &d, "sensor1", "10.98.0.1");
     let e2 = Ecu::new(&tb, &d, "sensor2", "10.98.0.2");
     let e3 = Ecu::new(&tb, &d, "sensor3", "10.98.0.3");
-    let _p1 = e1.up(&pki, &ks_addr, "10");
-    let _p2 = e2.up(&pki, &ks_addr, "20");
-    let _p3 = e3.up(&pki, &ks_addr, "30");
+    let _p1 = e1.up(&pki, &ks_addr, "10", "3");
+    let _p2 = e2.up(&pki, &ks_addr, "20", "3");
+    // sensor3 holds on to its peers (and so keeps sending under the old SAK) for 30 s after it
+    // last heard them: it plays the revoked ECU that goes on transmitting.
+    let _p3 = e3.up(&pki, &ks_addr, "30", "30");
     let all = [&e1, &e2, &e3];
     wait_for(30, "three members secured on the key server's CAK", || {
         all.iter().all(|e| secured(&e.status(), 2))
@@ -260,6 +263,14 @@ fn revoking_an_ecu_rolls_the_cak_without_loss_and_shuts_it_out() {
         "legitimate frames lost across the roll\n{}",
         diagnose(&all)
     );
+    let drops = |e: &Ecu| -> u64 {
+        e.status()["rx"]["drops"]
+            .as_object()
+            .map(|m| m.values().filter_map(Value::as_u64).sum())
+            .unwrap_or(0)
+    };
+    let sent_before = e3.status()["frames"]["iface_out"].as_u64().unwrap();
+    let drops_before = [drops(&e1), drops(&e2)];
     for to in [&e1, &e2] {
         let o = e3
             .exec("ping")
@@ -271,6 +282,13 @@ fn revoking_an_ecu_rolls_the_cak_without_loss_and_shuts_it_out() {
     for e in [&e1, &e2] {
         let s = e.status();
         assert!(!receives_from(&s, &e3.sci), "{}: {s}", e.name);
+    }
+    // sensor3 did send MACsec frames under the old SAK after the roll; they arrived and were
+    // dropped, none reached a TAP (no receive SA of it, no reply).
+    let sent = e3.status()["frames"]["iface_out"].as_u64().unwrap() - sent_before;
+    assert!(sent > 0, "sensor3 sent no frame: {}", e3.status());
+    for (e, b) in [&e1, &e2].iter().zip(drops_before) {
+        assert!(drops(e) > b, "{}: {}", e.name, e.status());
     }
     // The events say what happened: a new CAK, then the old one retired.
     for e in [&e1, &e2] {
