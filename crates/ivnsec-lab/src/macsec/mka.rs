@@ -626,13 +626,25 @@ impl MkaKeys {
         self.p.prefer_first_an(an);
     }
 
-    /// The ANs of the SAKs this participant has installed (latest, old).
+    /// The ANs of the SAKs this participant has installed in the SecY, the latest first (the
+    /// last transmit SA installed, else the last receive SA).
     pub fn ans_in_use(&self) -> Vec<u8> {
-        let st = self.p.status();
-        [st.latest.map(|k| k.an), st.old.map(|k| k.an)]
+        let mut out: Vec<u8> = Vec::new();
+        let latest = self
+            .tx_keys
+            .last()
+            .map(|(_, an)| *an)
+            .or_else(|| self.rx_keys.last().map(|k| k.an));
+        for an in latest
             .into_iter()
-            .flatten()
-            .collect()
+            .chain(self.tx_keys.iter().map(|(_, an)| *an))
+            .chain(self.rx_keys.iter().map(|k| k.an))
+        {
+            if !out.contains(&an) {
+                out.push(an);
+            }
+        }
+        out
     }
 
     /// Whether this participant transmits under a SAK of its own.
