@@ -115,7 +115,7 @@ fuzz_target!(|data: &[u8]| {
             }
             assert!(rx.len() <= 2);
         }
-        let s = p.status();
+        let s = p.snapshot();
         assert!(s.peers.len() <= 4);
         assert!(p.poll_timeout().is_some_and(|t| t > now));
     }

@@ -148,7 +148,7 @@ def secured_loopback(binary, tmp):
     srv = subprocess.Popen([binary, "someip", "serve", "--config", cfg, "--duration", "8",
                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        srv.stdout.readline()  # the "listening" line
+        srv.stderr.readline()  # the "listening" line (stderr: with --json stdout holds the document only)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind(("127.0.0.1", 0))
         sock.settimeout(0.5)
@@ -308,13 +308,13 @@ def nsx(ns, *cmd):
     return ["ip", "netns", "exec", ns, *cmd]
 
 
-def wait_line(p, needle, timeout):
-    """Reads p's stdout until a line contains needle; returns the line or None."""
+def wait_line(p, needle, timeout, stream="stdout"):
+    """Reads p's stdout (or stderr) until a line contains needle; returns the line or None."""
     end = time.monotonic() + timeout
     result = {}
 
     def reader():
-        for line in p.stdout:
+        for line in getattr(p, stream):
             if needle in line:
                 result["line"] = line
                 return
@@ -383,7 +383,7 @@ def _namespaces(binary, tmp, ns1, ns2, procs):
     srv = procs.start(nsx(ns1, binary, "someip", "serve", "--config", scfg, "--duration", "14",
                           "--json"))
     check("ivnsec someip serve started in ecu1",
-          wait_line(srv, "ivnsec someip serve", 10) is not None)
+          wait_line(srv, "ivnsec someip serve", 10, "stderr") is not None)
 
     # someipy client in ecu2 -> our service.
     app = os.path.join(HERE, "someipy_apps.py")

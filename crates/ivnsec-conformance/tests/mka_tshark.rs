@@ -85,7 +85,7 @@ fn session(suite: CipherSuite) -> Vec<Vec<u8>> {
             p.handle_timeout(now);
         }
     }
-    assert!(m.iter().all(|p| p.status().latest.is_some_and(|k| k.tx)));
+    assert!(m.iter().all(|p| p.snapshot().latest.is_some_and(|k| k.tx)));
     wire
 }
 

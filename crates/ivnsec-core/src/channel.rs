@@ -708,6 +708,37 @@ impl Channel {
         }
     }
 
+    /// [`protect`](Self::protect) for a sender that writes whole Ethernet frames itself (a raw
+    /// Ethernet link, past the kernel's IP layer): an ESP unit comes as the frame it travels in
+    /// — Ethernet ‖ IPv4 ‖ ESP, the IPv4 header the one the SA protected in transport mode, so
+    /// no byte moves after protection — and every other family's unit is what `protect` gives
+    /// (IVN-AE and MACsec units already are frames). Returns the bytes to send: `out[..n]`.
+    pub fn protect_frame(&mut self, payload: &[u8], out: &mut [u8]) -> Result<usize, ChannelError> {
+        let Sas::Esp(t, _) = &mut self.sas else {
+            return self.protect(payload, out);
+        };
+        const ETH: usize = ethernet::HEADER_LEN;
+        let n = IPV4_HLEN + payload.len();
+        if out.len() < ETH + n + crate::sa::esp::MAX_OVERHEAD {
+            return Err(ChannelError::BufferTooSmall);
+        }
+        out[..6].copy_from_slice(&self.ends.peer_mac);
+        out[6..12].copy_from_slice(&self.ends.local_mac);
+        out[12..ETH].copy_from_slice(&crate::profile::ETHERTYPE_IPV4.to_be_bytes());
+        write_ipv4_header(
+            &mut out[ETH..ETH + IPV4_HLEN],
+            n,
+            EXPERIMENT_IP_PROTOCOL,
+            self.ends.local_ip,
+            self.ends.peer_ip,
+        );
+        out[ETH + IPV4_HLEN..ETH + n].copy_from_slice(payload);
+        let len = t
+            .protect_in_place(&mut out[ETH..], n, None)
+            .map_err(protect_err)?;
+        Ok(ETH + len)
+    }
+
     /// Where a received unit must be placed in the buffer given to [`verify`](Self::verify):
     /// ESP needs room in front for the IPv4 header it puts back.
     pub fn rx_offset(&self) -> usize {

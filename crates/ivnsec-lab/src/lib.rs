@@ -25,4 +25,5 @@ pub mod someip;
 pub mod stats;
 pub mod tdma;
 pub mod throughput;
+pub mod tlsbench;
 pub mod underload;

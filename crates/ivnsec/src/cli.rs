@@ -31,6 +31,9 @@ pub enum Command {
     Pcap(cmd::pcap::Args),
     /// Measure protect/verify cost per suite, provider and payload size (optionally against OpenSSL).
     CryptoBench(cmd::crypto_bench::Args),
+    /// TLS 1.3 handshakes per second/minute and CPU (rustls, aws-lc-rs) per certificate
+    /// algorithm, beside OpenSSL on the same certificates and seed 004 Table 5.2.
+    TlsBench(cmd::tls_bench::Args),
     /// List the profiles (IVN-AE, MACsec, ESP): ids, levels, key and tag lengths, providers.
     Suites(cmd::suites::Args),
     /// Build, inspect, use and remove a testbed of network namespaces (ECUs, veth, bridge).

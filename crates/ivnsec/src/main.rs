@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Frame(args) => cmd::frame::run(args),
         Command::Pcap(args) => cmd::pcap::run(args),
         Command::CryptoBench(args) => cmd::crypto_bench::run(args),
+        Command::TlsBench(args) => cmd::tls_bench::run(args),
         Command::Suites(args) => cmd::suites::run(args),
         Command::Testbed(args) => cmd::testbed::run(args),
         Command::Pingpong(args) => cmd::pingpong::run(args),

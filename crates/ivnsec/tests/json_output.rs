@@ -47,6 +47,7 @@ const COVERED: &[(&str, &str)] = &[
     ("testbed status", "root"),
     ("testbed up", "root"),
     ("throughput", "loopback"),
+    ("tls-bench", "offline"),
     ("underload", "loopback"),
 ];
 
@@ -318,6 +319,27 @@ fn offline_commands_print_one_document() {
         &[0],
     );
     assert_eq!(v["ecus"][1]["status"], "revoked", "{v}");
+
+    // tls-bench, against OpenSSL s_server + s_time when installed (processes it starts).
+    let mut args = vec![
+        "tls-bench",
+        "--algo",
+        "ecdsa-p256",
+        "--seconds",
+        "1",
+        "--concurrency",
+        "1",
+        "--dhe",
+        "off",
+        "--json",
+    ];
+    if !s.wrapped.contains(&"openssl") {
+        args.extend(["--openssl", "off"]);
+    }
+    let o = s.run(&d, &args);
+    let v = one_document("tls-bench", &o, &[0]);
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "{v}");
+    strayed(&s, "tls-bench", &text(&o.stderr), "openssl");
 
     let args = [
         "tdma", "capacity", "--bp", "10ms", "--gp", "0.2ms", "--rate", "100M", "--frame", "60",

@@ -242,13 +242,16 @@ fn testbed_three_senders_shaped() {
     // 3 × 1440 / 1510 × 100 Mb/s.
     let t = v["theoretical_mbps"].as_f64().unwrap();
     assert!((t - 3.0 * 1440.0 / 1510.0 * 100.0).abs() < 0.01, "{t}");
-    // CPU per role: the consumer, the three sensors and the switch (the rest of the machine),
-    // adding up to the machine's share (the switch is never below 0), each per Gb/s through it.
+    // CPU per role: the consumer, the three sensors, their pacing and the switch (the rest of
+    // the machine), adding up to the machine's share (the switch is never below 0), each per
+    // Gb/s through it.
     let roles = v["cpu"]["roles"].as_array().unwrap();
     let names: Vec<&str> = roles.iter().map(|r| r["role"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["consumer", "sensor1", "sensor2", "sensor3", "switch"]
+        [
+            "consumer", "sensor1", "sensor2", "sensor3", "pacing", "switch"
+        ]
     );
     let sum: f64 = roles.iter().map(|r| r["pct"].as_f64().unwrap()).sum();
     let machine = v["cpu"]["system_pct"].as_f64().unwrap();
@@ -281,6 +284,68 @@ fn testbed_three_senders_shaped() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// ESP on a testbed: the senders write whole frames (Ethernet ‖ IPv4 ‖ ESP) on a raw Ethernet
+/// link, the consumer takes them through its IP layer; every frame the consumer gets verifies,
+/// and the capture of sender 1 holds those frames: EtherType IPv4, a valid IPv4 header of
+/// protocol 50 from sensor1 to the consumer, the sender's SPI, the run's frame length. The
+/// pacing spin is reported apart from protecting and sending.
+#[test]
+fn testbed_esp_senders_write_whole_frames() {
+    require_root!();
+    let d = TempDir::new("tb-esp");
+    let pcap = d.path("esp.pcap");
+    let o = ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--on",
+            "testbed",
+            "--profile",
+            "esp-null-hmac-sha256",
+            "--payload",
+            "1000",
+            "--seconds",
+            "1",
+            "--rate",
+            "100M",
+            "--senders",
+            "2",
+            "--no-baseline",
+            "--json",
+            "--pcap",
+            pcap.to_str().unwrap(),
+        ],
+    );
+    let v = json_of(&o);
+    check_common(&v, "esp-null-hmac-sha256", 1000);
+    assert_eq!(v["rejected"], serde_json::json!({}), "{v}");
+    assert!(v["transport"].as_str().unwrap().contains("whole frames"));
+    assert!(v["cpu"]["sender_pacing_ns"].as_u64().is_some(), "{v}");
+    let frame_bytes = v["frame_bytes"].as_u64().unwrap() as usize;
+    let frames: Vec<Vec<u8>> = ivnsec_net::pcap::PcapReader::open(&pcap)
+        .unwrap()
+        .map(|r| r.unwrap().data)
+        .collect();
+    assert_eq!(frames.len(), 1000);
+    for f in &frames {
+        assert_eq!(f.len(), frame_bytes);
+        assert_eq!(&f[12..14], &[0x08, 0x00]);
+        let ip = &f[14..];
+        assert_eq!((ip[0], ip[9]), (0x45, 50));
+        assert_eq!(usize::from(u16::from_be_bytes([ip[2], ip[3]])), ip.len());
+        let mut sum: u32 = ip[..20]
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        assert_eq!(sum, 0xffff, "IPv4 header checksum");
+        // sensor1's SPI: the pair's forward SPI (0x1001).
+        assert_eq!(&ip[20..24], &[0, 0, 0x10, 0x01]);
+    }
 }
 
 /// A plan with a `[[throughput]]` table and no ping-pong: `ivnsec run` runs `plain` first, then

@@ -322,7 +322,7 @@ impl Net {
             Event::RetireTx { key, .. } if m.tx.is_some_and(|t| t.0 == *key) => m.tx = None,
             Event::SakDistributed { key, .. } => {
                 let mut set: BTreeSet<Sci> =
-                    m.p.status()
+                    m.p.snapshot()
                         .peers
                         .iter()
                         .filter(|p| p.live)
@@ -430,7 +430,13 @@ impl Net {
     }
 
     fn live_peers(&self, i: usize) -> usize {
-        self.m[i].p.status().peers.iter().filter(|p| p.live).count()
+        self.m[i]
+            .p
+            .snapshot()
+            .peers
+            .iter()
+            .filter(|p| p.live)
+            .count()
     }
 
     /// All alive members transmit with the same key, and each receives every other with it.
@@ -467,7 +473,7 @@ fn two_members_elect_go_live_and_secure_the_link() {
         assert_eq!(net.live_peers(1), 1);
         // Equal priorities: the lower SCI (member 0) is key server, in both views.
         for i in 0..2 {
-            let s = net.m[i].p.status();
+            let s = net.m[i].p.snapshot();
             assert_eq!(s.key_server, Some(sci(0)));
             assert_eq!(s.is_key_server, i == 0);
             assert_eq!(net.count(i, |e| matches!(e, Event::PeerLive { .. })), 1);
@@ -517,12 +523,12 @@ fn three_members_share_one_sak_and_priority_decides() {
         net.run_until(4 * SECOND);
         for i in 0..3 {
             assert_eq!(net.live_peers(i), 2, "{} member {i}", p.name);
-            assert_eq!(net.m[i].p.status().key_server, Some(sci(2)));
+            assert_eq!(net.m[i].p.snapshot().key_server, Some(sci(2)));
         }
         net.assert_secured();
         assert!(net.violations.is_empty(), "{:#?}", net.violations);
         let tx = net.m[0].tx.unwrap().0;
-        assert_eq!(tx.mi, net.m[2].p.status().mi, "the key is member 2's");
+        assert_eq!(tx.mi, net.m[2].p.snapshot().mi, "the key is member 2's");
     }
 }
 
@@ -584,7 +590,7 @@ fn key_server_leaves_and_another_takes_over() {
         net.run_until(4 * SECOND + 7 * SECOND);
         for i in 1..3 {
             assert_eq!(net.live_peers(i), 1, "{} member {i}", p.name);
-            assert_eq!(net.m[i].p.status().key_server, Some(sci(1)));
+            assert_eq!(net.m[i].p.snapshot().key_server, Some(sci(1)));
             assert_eq!(net.count(i, |e| matches!(e, Event::PeerLost { .. })), 1);
         }
         assert_eq!(
@@ -598,7 +604,7 @@ fn key_server_leaves_and_another_takes_over() {
         net.assert_secured();
         let k1 = net.m[2].tx.unwrap().0;
         assert_ne!(k1, k0);
-        assert_eq!(k1.mi, net.m[1].p.status().mi);
+        assert_eq!(k1.mi, net.m[1].p.snapshot().mi);
         assert!(net.violations.is_empty(), "{:#?}", net.violations);
     }
 }
@@ -785,14 +791,14 @@ fn a_sak_from_a_member_that_is_not_key_server_is_refused() {
         let forged = forge(p, &r, mac(2));
         let t = net.now;
         for i in 0..2 {
-            let before = net.m[i].p.status();
+            let before = net.m[i].p.snapshot();
             assert_eq!(
                 net.m[i].p.handle_pdu(t, &forged),
                 Err(MkaDrop::SakNotFromKeyServer),
                 "{} member {i}",
                 p.name
             );
-            let after = net.m[i].p.status();
+            let after = net.m[i].p.snapshot();
             assert_eq!(before.latest, after.latest);
             assert!(
                 net.m[i]
@@ -1004,7 +1010,7 @@ fn a_peer_silent_for_the_life_time_is_lost_and_keys_are_retired() {
         );
         // No CA, no SAK.
         assert!(net.m[0].rx.is_empty() && net.m[0].tx.is_none());
-        assert!(net.m[0].p.status().latest.is_none());
+        assert!(net.m[0].p.snapshot().latest.is_none());
     }
 }
 
@@ -1082,7 +1088,7 @@ fn a_peer_live_after_the_sak_arrived_gets_receive_sas() {
             assert!(
                 net.m[a]
                     .p
-                    .status()
+                    .snapshot()
                     .peers
                     .iter()
                     .any(|x| x.sci == sci(b) && x.live)
@@ -1116,7 +1122,7 @@ fn a_preferred_first_an_is_the_first_saks() {
         net.run_until(3 * SECOND);
         net.assert_secured();
         for i in 0..2 {
-            let latest = net.m[i].p.status().latest.unwrap();
+            let latest = net.m[i].p.snapshot().latest.unwrap();
             assert_eq!((latest.key.kn, latest.an), (1, 2), "{} member {i}", p.name);
         }
         assert!(net.violations.is_empty(), "{:#?}", net.violations);

@@ -1448,7 +1448,7 @@ impl Participant {
     }
 
     /// A snapshot of the state and counters.
-    pub fn status(&self) -> Status {
+    pub fn snapshot(&self) -> Status {
         Status {
             sci: self.sci,
             mi: self.mi,

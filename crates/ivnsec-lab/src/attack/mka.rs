@@ -475,7 +475,7 @@ mod tests {
             a.handle_timeout(now);
             b.handle_timeout(now);
         }
-        assert!(a.status().peers.iter().all(|p| p.live));
+        assert!(a.snapshot().peers.iter().all(|p| p.live));
         (a, b, fa, fb)
     }
 
@@ -490,7 +490,7 @@ mod tests {
             assert!(!cap.push(b"not an mkpdu"));
             let macs = [[2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]];
             let members = cap.members(&macs).unwrap();
-            let before = a.status();
+            let before = a.snapshot();
             let mut f = MkaForger::new(
                 attack,
                 CipherSuite::GcmAes128,
@@ -509,7 +509,7 @@ mod tests {
                     "{attack:?}: {got}"
                 );
             }
-            let after = a.status();
+            let after = a.snapshot();
             assert_eq!(after.key_server, before.key_server, "{attack:?}");
             // The key server may rekey when the insider joins; no key is ever the attacker's.
             for k in [after.latest, after.old].into_iter().flatten() {

@@ -276,7 +276,7 @@ impl Member {
     }
 
     /// Its status file now (the one file in its run directory).
-    fn status(&self) -> Result<Value> {
+    fn read_status(&self) -> Result<Value> {
         let dir = self.run_dir.join("macsec");
         let files = std::fs::read_dir(&dir)
             .with_context(|| format!("listing {}", dir.display()))?
@@ -299,7 +299,7 @@ impl Member {
     fn status_after(&self, t: f64) -> Result<Value> {
         let t0 = Instant::now();
         loop {
-            let st = self.status()?;
+            let st = self.read_status()?;
             if st["updated"].as_f64().is_some_and(|u| u > t) {
                 return Ok(st);
             }
@@ -375,7 +375,7 @@ impl Members {
         loop {
             let mut all = true;
             for m in &ms.m {
-                all &= m.status().is_ok_and(|s| secured(&s));
+                all &= m.read_status().is_ok_and(|s| secured(&s));
             }
             if all {
                 break;
@@ -384,7 +384,7 @@ impl Members {
                 let st: Vec<String> =
                     ms.m.iter()
                         .map(|m| {
-                            m.status().map_or_else(
+                            m.read_status().map_or_else(
                                 |e| format!("{e:#}"),
                                 |s| s["key_source_state"].to_string(),
                             )
@@ -466,8 +466,7 @@ impl Ping {
     /// ended, so those are outside the attack anyway).
     fn stop(mut self) -> Result<(u64, u64, Vec<f64>)> {
         let pid = self.0.id().to_string();
-        Command::new("kill")
-            .args(["-INT", &pid])
+        die_with_parent(Command::new("kill").args(["-INT", &pid]))
             .status()
             .context("stopping ping")?;
         let mut out = String::new();

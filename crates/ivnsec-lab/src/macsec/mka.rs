@@ -498,7 +498,7 @@ impl KeySource for MkaKeys {
         // Room for a burst of MKPDUs (a flood is judged, not lost in the queue).
         let _ = sock.set_recv_buffer_force(1 << 20);
         self.sock = Some(sock);
-        let st = self.p.status();
+        let st = self.p.snapshot();
         ctl.shared().emit(
             "mka_started",
             json!({"sci": sci_hex(st.sci), "mi": mi_hex(&st.mi), "ckn": hex::encode(&self.ckn),
@@ -561,7 +561,7 @@ impl KeySource for MkaKeys {
     }
 
     fn describe(&self, _ctl: &SecyControl) -> Value {
-        let st = self.p.status();
+        let st = self.p.snapshot();
         let c = st.counters;
         let drops: serde_json::Map<String, Value> = c
             .named_drops()

@@ -25,8 +25,10 @@ pub mod seed000;
 pub mod seed001;
 pub mod seed002;
 pub mod seed003;
+pub mod seed004;
 mod table;
 pub mod tdma;
+pub mod tlsbench;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

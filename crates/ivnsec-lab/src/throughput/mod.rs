@@ -156,7 +156,8 @@ impl RoleCpu {
 /// CPU figures of one run (see [`crate::cpu`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuResult {
-    /// All sender processes together, % of the machine (user + system, getrusage).
+    /// All sender processes together, % of the machine (user + system, getrusage; throughput
+    /// runs leave out the pacing spin, `sender_pacing_ns`).
     pub sender_pct: f64,
     /// The receiver process, % of the machine.
     pub receiver_pct: f64,
@@ -184,6 +185,10 @@ pub struct CpuResult {
     /// `system_pct` per Gb/s of goodput (throughput runs).
     #[serde(default)]
     pub system_pct_per_gbps: Option<f64>,
+    /// CPU ns the senders spent spinning to hold their links' rate (a NIC paces in hardware),
+    /// all senders together; `sender_*` figures leave it out (throughput runs).
+    #[serde(default)]
+    pub sender_pacing_ns: u64,
 }
 
 /// CPU increase over the `plain` baseline, in percentage points of the machine.

@@ -14,7 +14,13 @@
 //!   and `END`.
 //! - sender: waits for one line on stdin (the start signal, so every sender starts together),
 //!   sends for the given time, then prints `SENT <units> <start ns> <last send ns> <user ns>
-//!   <sys ns>` and `END`. CPU times are `getrusage` deltas over the sending window.
+//!   <sys ns> <pacing ns>` and `END`. CPU times are `getrusage` deltas over the sending window;
+//!   `pacing` is the part of them the sender spent spinning to hold its link's rate (a NIC
+//!   paces in hardware), which the orchestrator reports apart from protecting and sending.
+//!
+//! On a raw Ethernet link (a testbed), an ESP sender writes whole frames — Ethernet ‖ IPv4 ‖
+//! ESP, [`Channel::protect_frame`] — so no packet goes through the sender's IP layer; the
+//! receiver takes ESP through its IP layer (a raw IPv4 socket), as an IPsec host does.
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::Ordering;
@@ -158,6 +164,9 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
         .get(index)
         .ok_or_else(|| anyhow!("no peer entry for sender {index}"))?;
     let mut ch = sender_channel(spec.profile, spec.provider, peer, index)?;
+    // A raw Ethernet link carries whole frames: ESP units get their Ethernet and IPv4 headers
+    // here (for the other families on such a link the unit already is the frame).
+    let frames = matches!(spec.link, LinkSpec::Raw { .. });
     let link = Link::open(&spec.link).context("opening the link")?;
     link.set_buffers(SOCKET_BUFFER).context("socket buffers")?;
     link.connect_peer().context("setting the destination")?;
@@ -191,6 +200,7 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
         .rate_bps
         .map(|r| TokenBucket::new(r, wire * batch.max(TX_RING), start));
     let mut sent = 0u64;
+    let mut pacing = 0u64;
     let mut last = start;
     loop {
         let now = monotonic_ns();
@@ -203,7 +213,11 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
                 break;
             }
             let slot = &mut buf[k * stride..(k + 1) * stride];
-            lens[k] = ch.protect(&payload, slot)?;
+            lens[k] = if frames {
+                ch.protect_frame(&payload, slot)?
+            } else {
+                ch.protect(&payload, slot)?
+            };
             k += 1;
         }
         if k == 0 {
@@ -213,7 +227,7 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
         if let Some(b) = bucket.as_mut() {
             let wait = b.take(monotonic_ns(), wire * k);
             if wait > 0 {
-                wait_until(monotonic_ns() + wait);
+                pacing += wait_until(monotonic_ns() + wait);
             }
         }
         link.send_batch(&buf, stride, &lens[..k])
@@ -232,28 +246,54 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
     }
     let (u1, s1) = rusage_self();
     if let (true, Some(path)) = (capture, &spec.pcap) {
-        write_capture(&ch, path, &captured, &captured_at)?;
+        if frames {
+            write_frames(path, &captured, &captured_at)?;
+        } else {
+            write_capture(&ch, path, &captured, &captured_at)?;
+        }
     }
     let out = std::io::stdout();
     let mut out = out.lock();
-    writeln!(out, "SENT {sent} {start} {last} {} {}", u1 - u0, s1 - s0)?;
+    writeln!(
+        out,
+        "SENT {sent} {start} {last} {} {} {pacing}",
+        u1 - u0,
+        s1 - s0
+    )?;
     writeln!(out, "END")?;
     out.flush()?;
     Ok(())
 }
 
 /// Sleeps most of the way to `t_ns` (CLOCK_MONOTONIC), then spins the last 100 µs: sleep
-/// overshoots by tens of µs on a VM, and the token bucket only makes up for lateness within a
-/// batch's worth of credit.
-fn wait_until(t_ns: u64) {
+/// overshoots by tens of µs on a VM, and a late sender catching up sends bursts the switch and
+/// the receiver may drop. Returns the CPU ns the spin burnt (`getrusage`, user + system): the
+/// cost of pacing in software, which a NIC bears in hardware, kept apart from the cost of
+/// protecting and sending.
+fn wait_until(t_ns: u64) -> u64 {
     const SPIN_NS: u64 = 100_000;
     let now = monotonic_ns();
     if t_ns > now + SPIN_NS {
         std::thread::sleep(Duration::from_nanos(t_ns - now - SPIN_NS));
     }
+    if monotonic_ns() >= t_ns {
+        return 0;
+    }
+    let (u0, s0) = rusage_self();
     while monotonic_ns() < t_ns {
         std::hint::spin_loop();
     }
+    let (u1, s1) = rusage_self();
+    (u1 - u0) + (s1 - s0)
+}
+
+/// Writes whole Ethernet frames (`frames`, back to back; `at`: each one's send time and
+/// length) as a classic pcap.
+fn write_frames(path: &std::path::Path, frames: &[u8], at: &[(u64, usize)]) -> Result<()> {
+    write_frames_as(path, frames, at, |f, out| {
+        out.clear();
+        out.extend_from_slice(f);
+    })
 }
 
 pub(crate) fn write_capture(
@@ -262,6 +302,19 @@ pub(crate) fn write_capture(
     frames: &[u8],
     at: &[(u64, usize)],
 ) -> Result<()> {
+    write_frames_as(path, frames, at, |unit, out| {
+        ch.capture_frame(unit, true, out)
+    })
+}
+
+/// Writes `units` (back to back; `at`: each one's send time and length) as a classic pcap of
+/// the Ethernet frames `frame_of` makes of them.
+fn write_frames_as(
+    path: &std::path::Path,
+    units: &[u8],
+    at: &[(u64, usize)],
+    mut frame_of: impl FnMut(&[u8], &mut Vec<u8>),
+) -> Result<()> {
     let base = (std::time::SystemTime::now(), monotonic_ns());
     let wall = |mono: u64| base.0 - Duration::from_nanos(base.1.saturating_sub(mono));
     let mut w = ivnsec_net::pcap::PcapWriter::create(path)
@@ -269,7 +322,7 @@ pub(crate) fn write_capture(
     let mut frame = Vec::new();
     let mut pos = 0;
     for &(t, len) in at {
-        ch.capture_frame(&frames[pos..pos + len], true, &mut frame);
+        frame_of(&units[pos..pos + len], &mut frame);
         w.write_frame(wall(t), &frame)?;
         pos += len;
     }

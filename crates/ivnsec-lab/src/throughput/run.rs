@@ -251,7 +251,10 @@ struct SentLine {
     sent: u64,
     start: u64,
     last: u64,
+    /// Protecting and sending (the pacing spin taken out).
     cpu: ProcessCpu,
+    /// CPU ns spent spinning to hold the link's rate.
+    pacing_ns: u64,
 }
 
 fn read_sender(out: ChildStdout) -> Result<SentLine> {
@@ -262,15 +265,20 @@ fn read_sender(out: ChildStdout) -> Result<SentLine> {
         }
         let num = |i| field_u64(f, i);
         let (start, last) = (num(2)?, num(3)?);
+        // The spin is user time; what is left of it is protecting and sending.
+        let pacing_ns = num(6)?;
+        let (user, sys) = (num(4)?, num(5)?);
+        let over = pacing_ns.saturating_sub(user);
         r = Some(SentLine {
             sent: num(1)?,
             start,
             last,
             cpu: ProcessCpu {
-                user_ns: num(4)?,
-                sys_ns: num(5)?,
+                user_ns: user.saturating_sub(pacing_ns),
+                sys_ns: sys.saturating_sub(over),
                 wall_ns: last.saturating_sub(start),
             },
+            pacing_ns,
         });
         Ok(true)
     })?;
@@ -360,6 +368,12 @@ fn run_once(
         (true, false) => LinkSpec::Raw {
             ifname: topology::ECU_IF.to_string(),
             ethertype: family.ethertype(),
+        },
+        // ESP on a testbed: the senders write whole frames (Ethernet ‖ IPv4 ‖ ESP) on a raw
+        // Ethernet link, past their IP layer; the receiver takes them through its IP layer.
+        (true, true) if to.is_some() => LinkSpec::Raw {
+            ifname: topology::ECU_IF.to_string(),
+            ethertype: ivnsec_core::profile::ETHERTYPE_IPV4,
         },
         (true, true) => LinkSpec::RawIp {
             protocol: ivnsec_core::wire::ip::protocol::ESP,
@@ -489,6 +503,7 @@ fn run_once(
         receiver_sys_ns: receiver_cpu.sys_ns,
         sender_ns_per_byte: senders_cpu.ns_per_byte(payload_bytes(sent)),
         receiver_ns_per_byte: receiver_cpu.ns_per_byte(payload_bytes(delivered)),
+        sender_pacing_ns: sent_lines.iter().map(|s| s.pacing_ns).sum(),
         ..CpuResult::default()
     };
     system_fields(&mut cpu, &system);
@@ -534,9 +549,10 @@ fn run_once(
 }
 
 /// CPU by role over the sending window (every process's CPU over the same window, so the
-/// shares add up): the consumer, each sensor (in `r.per_sender` order), and the switch as the
-/// machine's busy share less the processes' (never below 0). Each per Gb/s of the goodput
-/// through it.
+/// shares add up): the consumer, each sensor (in `r.per_sender` order; protecting and sending),
+/// the sensors' pacing (`r.cpu.sender_pacing_ns`: spinning to hold the link's rate), and the
+/// switch as the machine's busy share less all of these (never below 0). Each per Gb/s of the
+/// goodput through it.
 fn roles(r: &ThroughputResult, consumer: ProcessCpu, sensors: &[ProcessCpu]) -> Vec<RoleCpu> {
     let cores = r.cpu.cores;
     let gbps = r.goodput_mbps / 1e3;
@@ -552,6 +568,13 @@ fn roles(r: &ThroughputResult, consumer: ProcessCpu, sensors: &[ProcessCpu]) -> 
             s.goodput_mbps / 1e3,
         ));
     }
+    let window = consumer.wall_ns;
+    let pacing = ProcessCpu {
+        user_ns: r.cpu.sender_pacing_ns,
+        sys_ns: 0,
+        wall_ns: window,
+    };
+    out.push(RoleCpu::new("pacing", pacing.pct_of_machine(cores), gbps));
     let processes: f64 = out.iter().map(|c| c.pct).sum();
     out.push(RoleCpu::new(
         "switch",
@@ -568,7 +591,8 @@ fn transport(site: &Site, family: Profile) -> String {
             state.prefix,
             state.topology,
             if family.is_ip() {
-                "ESP as IPv4 protocol 50 through the kernel's IP layer (raw IP sockets)"
+                "ESP as IPv4 protocol 50, the senders writing whole frames (raw Ethernet), the \
+                 consumer receiving through its IP layer (raw IP socket)"
             } else if family.is_udp() {
                 "UDP datagrams between the ECUs' addresses"
             } else {
@@ -761,9 +785,9 @@ mod tests {
     use super::*;
 
     /// Two cores, a 2 s window, the machine 80 % busy: the consumer used 0.8 s of CPU (20 %),
-    /// the sensors 0.4 s and 0.2 s (10 %, 5 %); the switch is the rest, 45 %. Goodput 1.5 Gb/s
-    /// (1.0 + 0.5): 20 / 1.5 = 13.3 % per Gb/s for the consumer, 10 / 1.0 and 5 / 0.5 = 10 for
-    /// the sensors.
+    /// the sensors 0.4 s and 0.2 s (10 %, 5 %) protecting and sending and 0.2 s together
+    /// pacing (5 %); the switch is the rest, 40 %. Goodput 1.5 Gb/s (1.0 + 0.5): 20 / 1.5 =
+    /// 13.3 % per Gb/s for the consumer, 10 / 1.0 and 5 / 0.5 = 10 for the sensors.
     #[test]
     fn cpu_by_role_adds_up_to_the_machine() {
         let window = 2_000_000_000;
@@ -790,6 +814,7 @@ mod tests {
         };
         r.cpu.cores = 2;
         r.cpu.system_pct = 80.0;
+        r.cpu.sender_pacing_ns = 200_000_000;
         let by_role = roles(&r, cpu(800_000_000), &[cpu(400_000_000), cpu(200_000_000)]);
         let got: Vec<(&str, f64, f64)> = by_role
             .iter()
@@ -801,7 +826,8 @@ mod tests {
                 ("consumer", 20.0, 1.5),
                 ("sensor1", 10.0, 1.0),
                 ("sensor2", 5.0, 0.5),
-                ("switch", 45.0, 1.5)
+                ("pacing", 5.0, 1.5),
+                ("switch", 40.0, 1.5)
             ]
         );
         assert!((by_role[0].pct_per_gbps.unwrap() - 20.0 / 1.5).abs() < 1e-12);
@@ -809,7 +835,7 @@ mod tests {
         assert_eq!(by_role[2].pct_per_gbps, Some(10.0));
         // Processes busier than the machine's sampled share: the switch is 0, never negative.
         r.cpu.system_pct = 15.0;
-        assert_eq!(roles(&r, cpu(800_000_000), &[])[1].pct, 0.0);
+        assert_eq!(roles(&r, cpu(800_000_000), &[])[2].pct, 0.0);
         // Nothing delivered: no per-Gb/s figure.
         r.goodput_mbps = 0.0;
         assert_eq!(roles(&r, cpu(800_000_000), &[])[0].pct_per_gbps, None);

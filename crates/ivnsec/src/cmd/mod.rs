@@ -24,5 +24,6 @@ pub mod suites;
 pub mod tdma;
 pub mod testbed;
 pub mod throughput;
+pub mod tls_bench;
 pub mod underload;
 pub mod validate;
