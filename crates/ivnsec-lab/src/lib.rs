@@ -16,6 +16,7 @@ pub mod gateway;
 pub mod keys;
 pub mod macsec;
 pub mod pingpong;
+pub mod pki;
 pub mod plan;
 pub mod process;
 pub mod report;

@@ -73,6 +73,13 @@ pub enum Command {
     Receive(cmd::receive::Args),
     /// Write fresh random keys for a profile as a key file (mode 0600).
     Keygen(cmd::keygen::Args),
+    /// The vehicle PKI: a root CA, a device certificate per ECU, revocation (`init`, `issue`,
+    /// `revoke`, `list`).
+    #[command(subcommand)]
+    Pki(cmd::pki::Args),
+    /// Hand each ECU the MKA CAKs of its network segments over mutual TLS 1.3; roll them when
+    /// an ECU is revoked.
+    Keyserver(cmd::pki::KeyserverArgs),
     /// MACsec on a TAP interface for a host whose kernel has none (`up`, `status`, `down`).
     #[command(subcommand)]
     Macsec(cmd::macsec::Args),

@@ -45,6 +45,8 @@ fn main() -> ExitCode {
         Command::Tdma(args) => cmd::tdma::run(args),
         Command::Macsec(args) => cmd::macsec::run(args),
         Command::Gateway(args) => cmd::gateway::run(*args),
+        Command::Pki(args) => cmd::pki::run(args),
+        Command::Keyserver(args) => cmd::pki::keyserver(args),
     };
     match result {
         Ok(code) => code,

@@ -34,6 +34,7 @@ const COVERED: &[(&str, &str)] = &[
     ("macsec up", "root"),
     ("pcap verify", "offline"),
     ("pingpong", "loopback"),
+    ("pki list", "offline"),
     ("playback", "loopback"),
     ("receive", "loopback"),
     ("send", "loopback"),
@@ -293,6 +294,32 @@ fn offline_commands_print_one_document() {
     let v = one_document("crypto-bench", &o, &[0]);
     assert_eq!(v["results"].as_array().map(Vec::len), Some(1), "{v}");
     strayed(&s, "crypto-bench", &text(&o.stderr), "openssl");
+
+    // pki list: a PKI of two certificates, one revoked.
+    let pki = d.path("pki");
+    let pki = pki.to_str().unwrap();
+    for args in [
+        &[
+            "pki",
+            "init",
+            "--dir",
+            pki,
+            "--vehicle",
+            "WVWZZZ1JZXW000001",
+        ][..],
+        &["pki", "issue", "--dir", pki, "--ecu", "ecu1"],
+        &["pki", "issue", "--dir", pki, "--ecu", "ecu2"],
+        &["pki", "revoke", "--dir", pki, "--ecu", "ecu2"],
+    ] {
+        let o = s.run(&d, args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    }
+    let v = one_document(
+        "pki list",
+        &s.run(&d, &["pki", "list", "--dir", pki, "--json"]),
+        &[0],
+    );
+    assert_eq!(v["ecus"][1]["status"], "revoked", "{v}");
 
     // tls-bench, against OpenSSL s_server + s_time when installed (processes it starts).
     let mut args = vec![

@@ -1108,3 +1108,23 @@ fn a_peer_live_after_the_sak_arrived_gets_receive_sas() {
         assert!(net.violations.is_empty(), "{:#?}", net.violations);
     }
 }
+
+/// `prefer_first_an` (`macsec up --keyserver` hands a SecY over to a participant on a new CAK):
+/// the key server's first SAK takes the AN asked for, every member installs it there, and the
+/// next SAK takes the next AN as always.
+#[test]
+fn a_preferred_first_an_is_the_first_saks() {
+    for p in providers(kdf::primitives(16).unwrap()) {
+        let mut net = Net::new(p, &[cfg(), cfg()]);
+        net.m[0].p.prefer_first_an(2);
+        // Ignored: member 1 is not the key server.
+        net.m[1].p.prefer_first_an(1);
+        net.run_until(3 * SECOND);
+        net.assert_secured();
+        for i in 0..2 {
+            let latest = net.m[i].p.snapshot().latest.unwrap();
+            assert_eq!((latest.key.kn, latest.an), (1, 2), "{} member {i}", p.name);
+        }
+        assert!(net.violations.is_empty(), "{:#?}", net.violations);
+    }
+}

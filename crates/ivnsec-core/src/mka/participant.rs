@@ -493,6 +493,9 @@ pub struct Participant {
     latest: Option<Key>,
     old: Option<Key>,
     next_kn: u32,
+    /// The AN of the first SAK this participant distributes as key server
+    /// ([`Participant::prefer_first_an`]; 0 by default).
+    first_an: u8,
     distributing: Option<Distribution>,
     retire_at: Option<u64>,
     next_hello: u64,
@@ -576,6 +579,7 @@ impl Participant {
             latest: None,
             old: None,
             next_kn: 1,
+            first_an: 0,
             distributing: None,
             retire_at: None,
             next_hello: now,
@@ -1034,7 +1038,10 @@ impl Participant {
             self.latest.as_ref().filter(|l| l.tx).map(|l| l.an),
             self.old.as_ref().map(|o| o.an),
         ];
-        let prev = self.latest.as_ref().map_or(3, |l| l.an);
+        let prev = self
+            .latest
+            .as_ref()
+            .map_or((self.first_an + 3) % 4, |l| l.an);
         let an = (1..=4)
             .map(|i| (prev + i) % 4)
             .find(|a| !used.contains(&Some(*a)))
@@ -1406,6 +1413,15 @@ impl Participant {
     /// The next event, oldest first.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// Makes the first SAK this participant distributes as key server take association number
+    /// `an` (0..=3; default 0), later ones the next free as always. A participant that takes
+    /// over a SecY from another on an older CAK (`macsec up --keyserver`) picks an AN the old
+    /// one's SAKs do not use, so both CAKs' SAs stay installed side by side until the old ones
+    /// retire (make-before-break across CAKs).
+    pub fn prefer_first_an(&mut self, an: u8) {
+        self.first_an = an & 3;
     }
 
     /// The data plane reports the next PN of the transmit SA with association number `an`.

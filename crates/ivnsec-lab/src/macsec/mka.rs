@@ -613,6 +613,73 @@ impl KeySource for MkaKeys {
 }
 
 impl MkaKeys {
+    /// Ends this participant's MKPDU exchange (its socket closes); the SAs it installed stay
+    /// in the SecY until [`MkaKeys::retire_superseded`] (a CAK handed over to a newer
+    /// participant, `macsec up --keyserver`).
+    pub fn close(&mut self) {
+        self.sock = None;
+    }
+
+    /// The first SAK this participant distributes as key server takes AN `an`
+    /// ([`Participant::prefer_first_an`]).
+    pub fn prefer_first_an(&mut self, an: u8) {
+        self.p.prefer_first_an(an);
+    }
+
+    /// The ANs of the SAKs this participant has installed in the SecY, the latest first (the
+    /// last transmit SA installed, else the last receive SA).
+    pub fn ans_in_use(&self) -> Vec<u8> {
+        let mut out: Vec<u8> = Vec::new();
+        let latest = self
+            .tx_keys
+            .last()
+            .map(|(_, an)| *an)
+            .or_else(|| self.rx_keys.last().map(|k| k.an));
+        for an in latest
+            .into_iter()
+            .chain(self.tx_keys.iter().map(|(_, an)| *an))
+            .chain(self.rx_keys.iter().map(|k| k.an))
+        {
+            if !out.contains(&an) {
+                out.push(an);
+            }
+        }
+        out
+    }
+
+    /// Whether this participant transmits under a SAK of its own.
+    pub fn tx_in_use(&self) -> bool {
+        !self.tx_keys.is_empty()
+    }
+
+    /// Retires every SA this (closed) participant installed that `newer` has not installed in
+    /// its place (the same AN in the same SC), so that no SA of the old CAK stays.
+    pub fn retire_superseded(&mut self, ctl: &SecyControl, newer: &MkaKeys) {
+        let newer_rx = |sci: Sci, an: u8| {
+            newer
+                .rx_keys
+                .iter()
+                .any(|k| k.an == an && k.scis.contains(&sci))
+        };
+        for k in std::mem::take(&mut self.rx_keys) {
+            for sci in k.scis {
+                if newer_rx(sci, k.an) {
+                    continue;
+                }
+                let _ = ctl.retire_rx_sa(sci, k.an);
+                let mut rx = ctl.shared().rx();
+                if !rx.sas().any(|s| s.sci == sci) {
+                    let _ = rx.remove_sc(sci);
+                }
+            }
+        }
+        for (_, an) in std::mem::take(&mut self.tx_keys) {
+            if !newer.tx_keys.iter().any(|(_, a)| *a == an) {
+                let _ = ctl.retire_tx_sa(an);
+            }
+        }
+    }
+
     /// The PN threshold in force (the configured one, or 75 % of the PN space).
     fn p_threshold(&self) -> u64 {
         self.settings

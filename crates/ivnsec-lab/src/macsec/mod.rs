@@ -20,6 +20,7 @@
 
 pub mod dataplane;
 pub mod host;
+pub mod keyserver;
 pub mod mka;
 pub mod static_keys;
 pub mod status;

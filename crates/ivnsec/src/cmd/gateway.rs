@@ -74,14 +74,40 @@ pub struct Args {
     #[arg(
         long,
         value_name = "FILE",
-        required_unless_present = "psk",
-        conflicts_with = "psk"
+        required_unless_present_any = ["psk", "keyserver"],
+        conflicts_with_all = ["psk", "keyserver"]
     )]
     pub keys: Option<PathBuf>,
     /// MKA with a pre-shared CAK: TOML with `cak` and `ckn` in hex, mode 0600 (`ivnsec keygen
     /// --mka --out FILE`). The SAKs are agreed and rotated; peers are learned.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// MKA with the CAK of this gateway's segment from the vehicle's key server (`ivnsec
+    /// keyserver`) at ADDR (host:port), over mutual TLS 1.3 with --cert, --key and --ca, as
+    /// `macsec up --keyserver` (docs/keys.md). MACsec profiles only.
+    #[arg(long, value_name = "ADDR", conflicts_with = "psk", requires_all = ["cert", "key", "ca"])]
+    pub keyserver: Option<String>,
+    /// With --keyserver: this gateway's certificate (`ivnsec pki issue`: D/ecu/NAME.pem).
+    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    pub cert: Option<PathBuf>,
+    /// With --keyserver: this gateway's private key (D/ecu/NAME.key, mode 0600).
+    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    pub key: Option<PathBuf>,
+    /// With --keyserver: the vehicle CA that issued the key server's certificate (D/ca.pem).
+    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    pub ca: Option<PathBuf>,
+    /// With --keyserver: the segment whose CAK MKA runs on (needed when the gateway is in
+    /// several).
+    #[arg(long, value_name = "NAME", requires = "keyserver")]
+    pub segment: Option<String>,
+    /// With --keyserver: the name the key server's certificate must carry.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "keyserver",
+        requires = "keyserver"
+    )]
+    pub keyserver_name: String,
     /// A peer of the CA by the MAC of its protected interface (its SCI is MAC ‖ 0001); repeat
     /// for each. Frames from SCIs not listed are discarded (unknown SCI). Static keys only.
     #[arg(long = "peer", value_name = "MAC", conflicts_with = "psk")]
@@ -172,6 +198,12 @@ impl Args {
             profile: self.profile.clone(),
             keys: self.keys.clone(),
             psk: self.psk.clone(),
+            keyserver: self.keyserver.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            ca: self.ca.clone(),
+            segment: self.segment.clone(),
+            keyserver_name: self.keyserver_name.clone(),
             peers: self.peers.clone(),
             an: self.an,
             priority: self.priority,
@@ -218,9 +250,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     lab::iface_facts_of("--plain", &a.plain)?;
     let prov = provider(a.provider, Profile::Macsec(profile))?;
     let up = a.as_up();
-    let mut source: Box<dyn KeySource> = match &a.psk {
-        Some(file) => mka_source(&up, profile, file)?,
-        None => static_source(&up, profile)?,
+    let mut source: Box<dyn KeySource> = match (&a.psk, &a.keyserver) {
+        (Some(file), _) => mka_source(&up, profile, Some(file))?,
+        (None, Some(_)) => mka_source(&up, profile, None)?,
+        (None, None) => static_source(&up, profile)?,
     };
     let spec = RunSpec {
         iface: a.protected.clone(),

@@ -66,6 +66,11 @@ retired last, so no frame is lost to a rekey. Every transmit SA's PNs are reserv
 --state-dir under the SAK (a member restarted and handed the SAK it used before resumes above \
 every PN it may have sent). `--ramp-up-ms` sends the first MKPDUs faster for a quick start.
 
+MKA with the key server (--keyserver ADDR --cert C --key K --ca CA [--segment NAME]): the CAK of \
+this ECU's segment comes from `ivnsec keyserver` over mutual TLS 1.3 instead of a PSK file; a \
+watch connection gets every new CAK pushed (e.g. after `ivnsec pki revoke` of another member), \
+and MKA moves to it make-before-break. See docs/keys.md.
+
 The status file is DIR/macsec/TAP.NETNS.json in --run-dir; --events appends one JSON line per \
 event (started, sa_installed, sa_enabled, sa_retired, icv_failure, unknown_sci, pn_exhausted, \
 tx_stopped, stopped). If the process is killed (even with SIGKILL) the kernel removes the TAP \
@@ -81,7 +86,12 @@ Example (two hosts on eth0, MACs 02:00:00:00:00:01 and 02:00:00:00:00:02):
 Example with MKA (every member the same way, no --peer):
   ivnsec keygen --mka --out ca.psk                              # copy ca.psk to every member
   sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
-      --psk ca.psk --state-dir /var/lib/ivnsec --rekey-seconds 3600 --events ev.jsonl")]
+      --psk ca.psk --state-dir /var/lib/ivnsec --rekey-seconds 3600 --events ev.jsonl
+
+Example with the key server (`ivnsec pki`, `ivnsec keyserver`):
+  sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
+      --keyserver 10.0.0.1:8443 --cert brake1.pem --key brake1.key --ca ca.pem \\
+      --state-dir /var/lib/ivnsec")]
 pub struct UpArgs {
     /// The protected interface: MACsec frames go out and come in here. Needs root.
     #[arg(long, value_name = "IF")]
@@ -97,20 +107,45 @@ pub struct UpArgs {
     #[arg(
         long,
         value_name = "FILE",
-        required_unless_present = "psk",
-        conflicts_with = "psk"
+        required_unless_present_any = ["psk", "keyserver"],
+        conflicts_with_all = ["psk", "keyserver"]
     )]
     pub keys: Option<PathBuf>,
     /// MKA with a pre-shared CAK: TOML with `cak` and `ckn` in hex, mode 0600 (`ivnsec keygen
     /// --mka --out FILE`). The SAKs are agreed and rotated; peers are learned.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// MKA with the CAK from the vehicle's key server (`ivnsec keyserver`) at ADDR (host:port),
+    /// over mutual TLS 1.3 with --cert, --key and --ca; fetched again when the key server
+    /// pushes a new one (docs/keys.md).
+    #[arg(long, value_name = "ADDR", conflicts_with = "psk", requires_all = ["cert", "key", "ca"])]
+    pub keyserver: Option<String>,
+    /// With --keyserver: this ECU's certificate (`ivnsec pki issue`: D/ecu/NAME.pem).
+    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    pub cert: Option<PathBuf>,
+    /// With --keyserver: this ECU's private key (D/ecu/NAME.key, mode 0600).
+    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    pub key: Option<PathBuf>,
+    /// With --keyserver: the vehicle CA that issued the key server's certificate (D/ca.pem).
+    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    pub ca: Option<PathBuf>,
+    /// With --keyserver: the segment whose CAK MKA runs on (needed when the ECU is in several).
+    #[arg(long, value_name = "NAME", requires = "keyserver")]
+    pub segment: Option<String>,
+    /// With --keyserver: the name the key server's certificate must carry.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "keyserver",
+        requires = "keyserver"
+    )]
+    pub keyserver_name: String,
     /// A peer of the CA by the MAC of its protected interface (its SCI is MAC ‖ 0001); repeat
     /// for each. Frames from SCIs not listed are discarded (unknown SCI). Static keys only.
-    #[arg(long = "peer", value_name = "MAC", conflicts_with = "psk")]
+    #[arg(long = "peer", value_name = "MAC", conflicts_with_all = ["psk", "keyserver"])]
     pub peers: Vec<String>,
     /// Association number of the static SAs (0..=3).
-    #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with = "psk")]
+    #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with_all = ["psk", "keyserver"])]
     pub an: u8,
     /// MKA: Key Server Priority, 0 to 255. The member with the lowest value (then the lowest
     /// SCI) is key server; 255 never is.
@@ -156,11 +191,11 @@ pub struct UpArgs {
     pub reserve_block: u64,
     /// Highest PN this key may carry (below the suite's own limit); the TAP stops sending when
     /// it is used and `up` exits 1. Static keys only.
-    #[arg(long, value_name = "N", conflicts_with = "psk")]
+    #[arg(long, value_name = "N", conflicts_with_all = ["psk", "keyserver"])]
     pub seq_limit: Option<u64>,
     /// Start at PN 1 although KEYFILE.used says this key has sent under this SA and
     /// --state-dir holds no state for it (as `ivnsec send`): only for a key you know is new.
-    #[arg(long, conflicts_with = "psk")]
+    #[arg(long, conflicts_with_all = ["psk", "keyserver"])]
     pub i_know_this_key_is_new: bool,
     /// Replay window of the receive SAs (0: only increasing PNs).
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -233,9 +268,10 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         }
     };
     let prov = provider(a.provider, Profile::Macsec(profile))?;
-    let mut source: Box<dyn KeySource> = match &a.psk {
-        Some(file) => mka_source(&a, profile, file)?,
-        None => static_source(&a, profile)?,
+    let mut source: Box<dyn KeySource> = match (&a.psk, &a.keyserver) {
+        (Some(file), _) => mka_source(&a, profile, Some(file))?,
+        (None, Some(_)) => mka_source(&a, profile, None)?,
+        (None, None) => static_source(&a, profile)?,
     };
     let cfg = lab::Config {
         iface: a.iface.clone(),
@@ -275,11 +311,12 @@ fn seconds(option: &str, s: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
-/// MKA (`--psk`): the PSK file and the settings checked before anything is created.
+/// MKA (`--psk FILE`, or the CAK from `--keyserver` when `file` is `None`): the PSK file or
+/// the key server's first CAK and the settings checked before anything is created.
 pub(crate) fn mka_source(
     a: &UpArgs,
     profile: ivnsec_core::profile::MacsecProfile,
-    file: &Path,
+    file: Option<&Path>,
 ) -> Result<Box<dyn KeySource>> {
     let Some(state_dir) = a.state_dir.clone() else {
         return Err(usage(
@@ -289,7 +326,6 @@ pub(crate) fn mka_source(
              persistent directory for the reserved PNs of every SAK)",
         ));
     };
-    let key = psk::load(file)?;
     let settings = MkaSettings {
         priority: a.priority,
         hello: seconds("--hello-seconds", a.hello_seconds)?,
@@ -305,6 +341,16 @@ pub(crate) fn mka_source(
             .map(|ms| (Duration::from_millis(ms), a.ramp_up_count)),
     };
     let (mac, _) = lab::iface_facts(&a.iface)?;
+    let Some(file) = file else {
+        return keyserver_source(
+            a,
+            profile,
+            settings,
+            state_dir,
+            Sci::end_station(MacAddr(mac)),
+        );
+    };
+    let key = psk::load(file)?;
     Ok(Box::new(MkaKeys::new(
         profile,
         file.to_path_buf(),
@@ -316,6 +362,49 @@ pub(crate) fn mka_source(
         a.reserve_block,
         a.provider,
     )?))
+}
+
+/// MKA on the CAK of the key server (`--keyserver`): fetched once now (refusals and an
+/// unreachable server stop here), then watched.
+fn keyserver_source(
+    a: &UpArgs,
+    profile: ivnsec_core::profile::MacsecProfile,
+    settings: MkaSettings,
+    state_dir: PathBuf,
+    sci: Sci,
+) -> Result<Box<dyn KeySource>> {
+    use ivnsec_lab::macsec::keyserver::{KeyserverKeys, Params, Remote, fetch_initial};
+    let (Some(addr), Some(cert), Some(key), Some(ca)) = (&a.keyserver, &a.cert, &a.key, &a.ca)
+    else {
+        return Err(usage("--keyserver needs --cert, --key and --ca"));
+    };
+    if let Some(s) = &a.segment {
+        ivnsec_lab::pki::check_ecu_name(s).map_err(|e| usage(format!("--segment: {e:#}")))?;
+    }
+    let tls = ivnsec_lab::pki::keyserver::client_tls(ca, cert, key)?;
+    let remote = Remote {
+        addr: addr.clone(),
+        server_name: a.keyserver_name.clone(),
+        tls,
+        segment: a.segment.clone(),
+    };
+    let first = fetch_initial(&remote)?;
+    eprintln!(
+        "macsec: CAK number {} of segment {} (CKN {}) from the key server {addr}",
+        first.key.number,
+        first.segment,
+        hex::encode(&first.key.ckn)
+    );
+    let params = Params {
+        profile,
+        iface: a.iface.clone(),
+        sci,
+        settings,
+        state_dir,
+        reserve_block: a.reserve_block,
+        provider: a.provider,
+    };
+    Ok(Box::new(KeyserverKeys::new(remote, params, first)?))
 }
 
 /// Static keys (`--keys`).

@@ -14,6 +14,7 @@ pub mod macsec;
 pub mod node;
 pub mod pcap;
 pub mod pingpong;
+pub mod pki;
 pub mod playback;
 pub mod receive;
 pub mod report;

@@ -1,0 +1,703 @@
+//! `ivnsec pki` and `ivnsec keyserver` (docs/keys.md): certificates and CRLs checked by OpenSSL,
+//! every refusal of bad input, and the key server over mutual TLS 1.3 on loopback — refusals of
+//! a wrong-CA, expired, revoked and certificate-less client, a member getting only its segments
+//! (also through `openssl s_client`, an independent TLS client), the CAK rolled and pushed on a
+//! revocation, and the state across restarts.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ivnsec_lab::pki::keyserver::{Answer, Client, SegmentKey, client_tls};
+
+#[allow(unused_macros)]
+mod common;
+
+use common::{BIN, TempDir, text};
+
+const VIN: &str = "WVWZZZ1JZXW000001";
+
+fn ok(d: &TempDir, args: &[&str]) -> String {
+    let o = d.run(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout) + &text(&o.stderr)
+}
+
+fn fails(d: &TempDir, args: &[&str], code: i32, says: &str) {
+    let o = d.run(args);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err:?} lacks {says:?}");
+}
+
+fn openssl(args: &[&str]) -> (bool, String) {
+    let o = Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("openssl");
+    (o.status.success(), text(&o.stdout) + &text(&o.stderr))
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn certificates_verify_with_openssl_and_the_crl_lists_the_revoked_serial() {
+    let d = TempDir::new("pki-openssl");
+    for intermediate in [false, true] {
+        let dir = d.path(if intermediate { "inter" } else { "flat" });
+        let dir = dir.to_str().unwrap();
+        let mut init = vec!["pki", "init", "--dir", dir, "--vehicle", VIN];
+        if intermediate {
+            init.push("--intermediate");
+        }
+        ok(&d, &init);
+        let p = Path::new(dir);
+        let keys: &[&str] = if intermediate {
+            &["ca.key", "root.key"]
+        } else {
+            &["ca.key"]
+        };
+        for f in keys {
+            assert_eq!(mode(&p.join(f)), 0o600, "{f}");
+        }
+        // The CRL is there from the start, empty, and OpenSSL reads it.
+        let (good, out) = openssl(&["crl", "-in", &format!("{dir}/crl.pem"), "-noout", "-text"]);
+        assert!(good, "{out}");
+        assert!(out.contains("No Revoked Certificates"), "{out}");
+        let algos = ["ecdsa-p256", "ed25519", "rsa-2048", "rsa-3072", "rsa-4096"];
+        let mut serials = Vec::new();
+        for algo in algos {
+            let ecu = format!("ecu-{algo}");
+            let out = ok(
+                &d,
+                &["pki", "issue", "--dir", dir, "--ecu", &ecu, "--algo", algo],
+            );
+            // The private key is in the file, never in the output.
+            let key = std::fs::read_to_string(p.join(format!("ecu/{ecu}.key"))).unwrap();
+            assert!(key.contains("PRIVATE KEY"));
+            assert!(!out.contains("PRIVATE KEY"), "{out}");
+            let body: String = key.lines().nth(1).unwrap().to_string();
+            assert!(!out.contains(&body), "{out}");
+            assert_eq!(mode(&p.join(format!("ecu/{ecu}.key"))), 0o600);
+            let cert = format!("{dir}/ecu/{ecu}.pem");
+            let (good, out) = if intermediate {
+                openssl(&[
+                    "verify",
+                    "-CAfile",
+                    &format!("{dir}/root.pem"),
+                    "-untrusted",
+                    &format!("{dir}/ca.pem"),
+                    &cert,
+                ])
+            } else {
+                openssl(&["verify", "-CAfile", &format!("{dir}/ca.pem"), &cert])
+            };
+            assert!(good && out.contains(": OK"), "{algo}: {out}");
+            // Name in the SAN, TLS client and server auth, the key algorithm asked for.
+            let (_, x) = openssl(&["x509", "-in", &cert, "-noout", "-text"]);
+            assert!(x.contains(&format!("DNS:{ecu}")), "{x}");
+            assert!(
+                x.contains("TLS Web Client Authentication")
+                    && x.contains("TLS Web Server Authentication"),
+                "{x}"
+            );
+            assert!(x.contains(&format!("O = {VIN}")), "{x}");
+            let want = match algo {
+                "ecdsa-p256" => "prime256v1",
+                "ed25519" => "ED25519",
+                "rsa-2048" => "(2048 bit)",
+                "rsa-3072" => "(3072 bit)",
+                _ => "(4096 bit)",
+            };
+            assert!(x.contains(want), "{algo}: {x}");
+            let (_, s) = openssl(&["x509", "-in", &cert, "-noout", "-serial"]);
+            serials.push(s.trim().trim_start_matches("serial=").to_string());
+        }
+        ok(&d, &["pki", "revoke", "--dir", dir, "--ecu", "ecu-ed25519"]);
+        let (good, out) = openssl(&["crl", "-in", &format!("{dir}/crl.pem"), "-noout", "-text"]);
+        assert!(good, "{out}");
+        assert!(
+            out.contains(&format!("Serial Number: {}", serials[1])),
+            "{out}"
+        );
+        assert!(!out.contains(&serials[0]), "{out}");
+        // The CRL is signed by the issuing CA: with it, OpenSSL refuses the revoked one only.
+        let bundle = d.path("bundle.pem");
+        let mut b = std::fs::read_to_string(format!("{dir}/ca.pem")).unwrap();
+        if intermediate {
+            b += &std::fs::read_to_string(format!("{dir}/root.pem")).unwrap();
+        }
+        b += &std::fs::read_to_string(format!("{dir}/crl.pem")).unwrap();
+        std::fs::write(&bundle, b).unwrap();
+        let bundle = bundle.to_str().unwrap();
+        let chk = |ecu: &str| {
+            openssl(&[
+                "verify",
+                "-crl_check",
+                "-CAfile",
+                bundle,
+                &format!("{dir}/ecu/{ecu}.pem"),
+            ])
+        };
+        let (good, out) = chk("ecu-ed25519");
+        assert!(!good && out.contains("certificate revoked"), "{out}");
+        let (good, out) = chk("ecu-ecdsa-p256");
+        assert!(good, "{out}");
+        // pki list shows it; revoking again is no error.
+        let out = ok(&d, &["pki", "list", "--dir", dir, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out[..out.rfind('}').unwrap() + 1])
+            .unwrap_or_else(|e| panic!("{e}: {out}"));
+        let st: Vec<(String, String)> = v["ecus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["ecu"].as_str().unwrap().to_string(),
+                    e["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(st.len(), 5);
+        for (e, s) in &st {
+            assert_eq!(
+                s,
+                if e == "ecu-ed25519" {
+                    "revoked"
+                } else {
+                    "valid"
+                },
+                "{v}"
+            );
+        }
+        assert_eq!(v["crl_number"], 2);
+        assert_eq!(v["ca"]["intermediate"], intermediate);
+        let out = ok(&d, &["pki", "revoke", "--dir", dir, "--ecu", "ecu-ed25519"]);
+        assert!(out.contains("already revoked"), "{out}");
+        // A revoked ECU can be enrolled again; a valid one not.
+        ok(&d, &["pki", "issue", "--dir", dir, "--ecu", "ecu-ed25519"]);
+        fails(
+            &d,
+            &["pki", "issue", "--dir", dir, "--ecu", "ecu-ed25519"],
+            2,
+            "revoke it first",
+        );
+    }
+}
+
+#[test]
+fn bad_input_exits_2_with_a_reason() {
+    let d = TempDir::new("pki-bad");
+    let dir = d.path("pki");
+    let dir = dir.to_str().unwrap();
+    for vin in [
+        "",
+        "WVWZZZ1JZXW00000",
+        "WVWZZZ1JZXW00000I",
+        "../../../../tmp/x",
+    ] {
+        fails(
+            &d,
+            &["pki", "init", "--dir", dir, "--vehicle", vin],
+            2,
+            "ISO 3779",
+        );
+    }
+    assert!(!Path::new(dir).exists(), "nothing made for a bad VIN");
+    fails(&d, &["pki", "list", "--dir", dir], 2, "no CA here");
+    ok(&d, &["pki", "init", "--dir", dir, "--vehicle", VIN]);
+    fails(
+        &d,
+        &["pki", "init", "--dir", dir, "--vehicle", VIN],
+        2,
+        "already holds a CA",
+    );
+    for ecu in ["../ca", "ECU1", "a/b", "a.b", "x-", ""] {
+        fails(
+            &d,
+            &["pki", "issue", "--dir", dir, "--ecu", ecu],
+            2,
+            "DNS label",
+        );
+        fails(
+            &d,
+            &["pki", "revoke", "--dir", dir, "--ecu", ecu],
+            2,
+            "DNS label",
+        );
+    }
+    fails(
+        &d,
+        &[
+            "pki", "issue", "--dir", dir, "--ecu", "e1", "--algo", "rsa-1024",
+        ],
+        2,
+        "choose one of ecdsa-p256",
+    );
+    fails(
+        &d,
+        &["pki", "issue", "--dir", dir, "--ecu", "e1", "--days", "0"],
+        2,
+        "--days 0",
+    );
+    fails(
+        &d,
+        &["pki", "revoke", "--dir", dir, "--ecu", "nobody"],
+        2,
+        "has no certificate",
+    );
+    // A CA key others may read is refused; so is one that is no key.
+    let key = Path::new(dir).join("ca.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fails(
+        &d,
+        &["pki", "issue", "--dir", dir, "--ecu", "e1"],
+        2,
+        "readable by group or others",
+    );
+    let good = std::fs::read(&key).unwrap();
+    std::fs::remove_file(&key).unwrap();
+    std::fs::write(&key, "not a key\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    fails(
+        &d,
+        &["pki", "issue", "--dir", dir, "--ecu", "e1"],
+        2,
+        "not a PKCS#8",
+    );
+    std::fs::write(&key, good).unwrap();
+    std::fs::write(Path::new(dir).join("crl.pem"), "garbage").unwrap();
+    fails(
+        &d,
+        &["pki", "issue", "--dir", dir, "--ecu", "e1"],
+        2,
+        "crl.pem",
+    );
+    assert!(!Path::new(dir).join("ecu/e1.key").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The key server
+
+/// A running `ivnsec keyserver`, its stderr collected; SIGTERMed (then killed) on drop.
+struct Server {
+    child: Option<Child>,
+    addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start(d: &TempDir, pki: &str, segments: &str, state: &str) -> Server {
+        let mut child = d
+            .cmd()
+            .args([
+                "keyserver",
+                "--pki",
+                pki,
+                "--listen",
+                "127.0.0.1:0",
+                "--segments",
+                segments,
+                "--state",
+                state,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let l = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(rest.split(' ').next().unwrap_or("").to_string());
+                }
+                let mut g = l.lock().unwrap();
+                g.push_str(&line);
+                g.push('\n');
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(a) => a,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("keyserver did not start: {}", log.lock().unwrap());
+            }
+        };
+        Server {
+            child: Some(child),
+            addr,
+            log,
+        }
+    }
+
+    /// SIGTERM; exit code and the counters of its last line.
+    fn stop(mut self) -> (i32, serde_json::Value, String) {
+        let mut c = self.child.take().unwrap();
+        Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status()
+            .unwrap();
+        let code = c.wait().unwrap().code().unwrap_or(-1);
+        std::thread::sleep(Duration::from_millis(100));
+        let log = self.log.lock().unwrap().clone();
+        let counters = log
+            .lines()
+            .find_map(|l| l.strip_prefix("keyserver: stopped: "))
+            .map(|j| serde_json::from_str(j).unwrap())
+            .unwrap_or_else(|| panic!("no counters: {log}"));
+        (code, counters, log)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn client(pki: &Path, ecu: &str, addr: &str) -> anyhow::Result<Client> {
+    client_with_ca(pki, &pki.join("ca.pem"), ecu, addr)
+}
+
+fn client_with_ca(pki: &Path, ca: &Path, ecu: &str, addr: &str) -> anyhow::Result<Client> {
+    let tls = client_tls(
+        ca,
+        &pki.join(format!("ecu/{ecu}.pem")),
+        &pki.join(format!("ecu/{ecu}.key")),
+    )?;
+    Client::connect(tls, addr, "keyserver", Duration::from_secs(5))
+}
+
+/// The keys `ecu` gets, or the error of its attempt (a refusal shows up at the handshake or at
+/// the first read, as TLS 1.3 sends the server's verdict on the client after its Finished).
+fn get(pki: &Path, ecu: &str, addr: &str) -> anyhow::Result<Vec<SegmentKey>> {
+    client(pki, ecu, addr)?.get(None)
+}
+
+fn summary(keys: &[SegmentKey]) -> Vec<(String, u64)> {
+    keys.iter()
+        .map(|k| (k.segment.clone(), k.key.number))
+        .collect()
+}
+
+#[test]
+fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state() {
+    let d = TempDir::new("keyserver");
+    let pki = d.path("pki");
+    let p = pki.to_str().unwrap();
+    ok(&d, &["pki", "init", "--dir", p, "--vehicle", VIN]);
+    for e in ["keyserver", "ecu1", "ecu2", "ecu3", "outsider"] {
+        ok(&d, &["pki", "issue", "--dir", p, "--ecu", e]);
+    }
+    // An ECU of another vehicle's CA, with a name of this one.
+    let other = d.path("other");
+    let o = other.to_str().unwrap();
+    ok(
+        &d,
+        &["pki", "init", "--dir", o, "--vehicle", "1HGCM82633A004352"],
+    );
+    ok(&d, &["pki", "issue", "--dir", o, "--ecu", "ecu1"]);
+    // An expired certificate of this CA.
+    let now = time::OffsetDateTime::now_utc();
+    ivnsec_lab::pki::issue_valid(
+        &pki,
+        "old",
+        ivnsec_lab::pki::Algo::EcdsaP256,
+        now - time::Duration::days(20),
+        now - time::Duration::days(10),
+    )
+    .unwrap();
+    let segs = d.path("segments.toml");
+    std::fs::write(
+        &segs,
+        "[[segment]]\nname = \"chassis\"\necus = [\"ecu1\", \"ecu2\", \"old\"]\n\n\
+         [[segment]]\nname = \"body\"\necus = [\"ecu2\", \"ecu3\"]\n",
+    )
+    .unwrap();
+    let state = d.path("ks-state.json");
+    let (s, st) = (segs.to_str().unwrap(), state.to_str().unwrap());
+
+    let srv = Server::start(&d, p, s, st);
+    assert_eq!(mode(&state), 0o600);
+    // Post-quantum hybrid key exchange first.
+    let mut c1 = client(&pki, "ecu1", &srv.addr).unwrap();
+    assert_eq!(c1.kx_group().as_deref(), Some("X25519MLKEM768"));
+    let k1 = c1.get(None).unwrap();
+    let k2 = get(&pki, "ecu2", &srv.addr).unwrap();
+    let k3 = get(&pki, "ecu3", &srv.addr).unwrap();
+    // A member gets exactly its segments, the same CAK as the other members.
+    assert_eq!(summary(&k1), [("chassis".to_string(), 1)]);
+    assert_eq!(
+        summary(&k2),
+        [("body".to_string(), 1), ("chassis".to_string(), 1)]
+    );
+    assert_eq!(summary(&k3), [("body".to_string(), 1)]);
+    assert_eq!(*k1[0].key.cak, *k2[1].key.cak);
+    assert_eq!(k1[0].key.ckn, k2[1].key.ckn);
+    assert_eq!(*k3[0].key.cak, *k2[0].key.cak);
+    assert_ne!(*k2[0].key.cak, *k2[1].key.cak);
+    assert_eq!(k1[0].key.cak.len(), 16);
+    // One segment asked for, and one it is not in.
+    let mut c = client(&pki, "ecu2", &srv.addr).unwrap();
+    assert_eq!(
+        summary(&c.get(Some("body")).unwrap()),
+        [("body".to_string(), 1)]
+    );
+    let e = client(&pki, "ecu1", &srv.addr)
+        .unwrap()
+        .get(Some("body"))
+        .unwrap_err();
+    assert!(e.to_string().contains("not_a_member"), "{e:#}");
+
+    // Refused: the other CA's ecu1, an expired certificate, an ECU in no segment.
+    // (The server's verdict reaches a TLS 1.3 client after its Finished: at its first write or
+    // read. The counters below say why each was refused.)
+    assert!(
+        client_with_ca(&other, &pki.join("ca.pem"), "ecu1", &srv.addr)
+            .and_then(|mut c| c.get(None))
+            .is_err()
+    );
+    assert!(get(&pki, "old", &srv.addr).is_err());
+    let e = get(&pki, "outsider", &srv.addr).unwrap_err();
+    assert!(e.to_string().contains("not_a_member"), "{e:#}");
+    // A client without a certificate (OpenSSL), and a request that is no request.
+    let (good, out) = s_client(&srv.addr, &pki, None, "");
+    assert!(!good || !out.contains("\"ok\":true"), "{out}");
+    let (_, out) = s_client(&srv.addr, &pki, Some("ecu1"), &"x".repeat(5000));
+    assert!(out.contains("bad_request"), "{out}");
+    // TLS 1.2 is not offered.
+    let (good, out) = s_client_tls12(&srv.addr, &pki);
+    assert!(!good && !out.contains("\"ok\":true"), "{out}");
+    // OpenSSL as the client: the same keys as our client got.
+    let (good, out) = s_client(&srv.addr, &pki, Some("ecu1"), "{\"op\":\"get\"}\n");
+    assert!(good, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("{\"ok\":true"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["ecu"], "ecu1");
+    assert_eq!(v["keys"][0]["cak"], hex::encode(&*k1[0].key.cak));
+    assert!(out.contains("TLSv1.3"), "{out}");
+
+    // Revocation while it runs: ecu2's watch is closed; chassis and body get new CAKs, pushed
+    // to ecu1's watch; ecu2 is refused from then on.
+    let mut w1 = client(&pki, "ecu1", &srv.addr).unwrap();
+    w1.send("{\"op\":\"watch\"}").unwrap();
+    let Some(Answer::Keys(first)) = w1.recv().unwrap() else {
+        panic!("no keys")
+    };
+    assert_eq!(summary(&first), [("chassis".to_string(), 1)]);
+    let mut w2 = client(&pki, "ecu2", &srv.addr).unwrap();
+    w2.send("{\"op\":\"watch\"}").unwrap();
+    assert!(matches!(w2.recv().unwrap(), Some(Answer::Keys(_))));
+    ok(&d, &["pki", "revoke", "--dir", p, "--ecu", "ecu2"]);
+    w1.set_timeout(Duration::from_secs(3)).unwrap();
+    let pushed = loop {
+        match w1.recv().unwrap() {
+            Some(Answer::Keys(k)) => break k,
+            Some(Answer::Ping) => {}
+            None => panic!("no push within 3 s: {}", srv.log.lock().unwrap()),
+        }
+    };
+    assert_eq!(summary(&pushed), [("chassis".to_string(), 2)]);
+    assert_ne!(*pushed[0].key.cak, *k1[0].key.cak);
+    assert_ne!(pushed[0].key.ckn, k1[0].key.ckn);
+    w2.set_timeout(Duration::from_secs(3)).unwrap();
+    let t = Instant::now();
+    let end = loop {
+        match w2.recv() {
+            Ok(Some(Answer::Ping)) | Ok(None) if t.elapsed() < Duration::from_secs(3) => {}
+            other => break other,
+        }
+    };
+    assert!(end.is_err(), "ecu2's watch got {end:?}");
+    assert!(get(&pki, "ecu2", &srv.addr).is_err());
+    let k3b = get(&pki, "ecu3", &srv.addr).unwrap();
+    assert_eq!(summary(&k3b), [("body".to_string(), 2)]);
+
+    let (code, counters, log) = srv.stop();
+    assert_eq!(code, 0, "{log}");
+    let r = &counters["refused"];
+    assert_eq!(r["unknown_ca"], 1, "{counters} {log}");
+    assert_eq!(r["expired"], 1, "{counters} {log}");
+    assert!(r["revoked"].as_u64().unwrap() >= 2, "{counters} {log}");
+    assert_eq!(r["no_certificate"], 1, "{counters} {log}");
+    assert_eq!(r["bad_request"], 1, "{counters} {log}");
+    assert_eq!(r["not_a_member"], 2, "{counters} {log}");
+    // No key in the log.
+    for k in [&k1[0], &k2[0], &pushed[0]] {
+        assert!(!log.contains(&hex::encode(&*k.key.cak)), "{log}");
+    }
+
+    // Restart: the same CAKs and numbers; the state file never shows them to others.
+    let srv = Server::start(&d, p, s, st);
+    let again = get(&pki, "ecu1", &srv.addr).unwrap();
+    assert_eq!(summary(&again), [("chassis".to_string(), 2)]);
+    assert_eq!(*again[0].key.cak, *pushed[0].key.cak);
+    srv.stop();
+    assert_eq!(mode(&state), 0o600);
+    // A member leaves the segment while the server is down: a new CAK, a higher number.
+    std::fs::write(
+        &segs,
+        "[[segment]]\nname = \"chassis\"\necus = [\"ecu1\"]\n\n\
+         [[segment]]\nname = \"body\"\necus = [\"ecu3\"]\n",
+    )
+    .unwrap();
+    let srv = Server::start(&d, p, s, st);
+    let after = get(&pki, "ecu1", &srv.addr).unwrap();
+    assert_eq!(summary(&after), [("chassis".to_string(), 3)]);
+    assert_ne!(*after[0].key.cak, *pushed[0].key.cak);
+    srv.stop();
+}
+
+/// `openssl s_client` as an independent TLS 1.3 client (with `ecu`'s certificate, or none),
+/// verifying the server as `keyserver` against the CA; `input` is sent, the output returned.
+fn s_client(addr: &str, pki: &Path, ecu: Option<&str>, input: &str) -> (bool, String) {
+    use std::io::Write;
+    let ca = pki.join("ca.pem");
+    let mut args = vec![
+        "s_client".to_string(),
+        "-connect".into(),
+        addr.into(),
+        "-tls1_3".into(),
+        "-CAfile".into(),
+        ca.to_str().unwrap().into(),
+        "-verify_hostname".into(),
+        "keyserver".into(),
+        "-verify_return_error".into(),
+        "-brief".into(),
+        "-ign_eof".into(),
+    ];
+    if let Some(e) = ecu {
+        args.push("-cert".into());
+        args.push(pki.join(format!("ecu/{e}.pem")).to_str().unwrap().into());
+        args.push("-key".into());
+        args.push(pki.join(format!("ecu/{e}.key")).to_str().unwrap().into());
+    }
+    let mut c = Command::new("openssl")
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut i = c.stdin.take().unwrap();
+    let _ = i.write_all(input.as_bytes());
+    drop(i);
+    let o = c.wait_with_output().unwrap();
+    (o.status.success(), text(&o.stdout) + &text(&o.stderr))
+}
+
+/// `openssl s_client -tls1_2` with ecu1's certificate.
+fn s_client_tls12(addr: &str, pki: &Path) -> (bool, String) {
+    let o = Command::new("openssl")
+        .args(["s_client", "-connect", addr, "-tls1_2", "-brief"])
+        .arg("-cert")
+        .arg(pki.join("ecu/ecu1.pem"))
+        .arg("-key")
+        .arg(pki.join("ecu/ecu1.key"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (o.status.success(), text(&o.stdout) + &text(&o.stderr))
+}
+
+#[test]
+fn keyserver_refuses_bad_configuration_with_exit_2() {
+    let d = TempDir::new("keyserver-bad");
+    let pki = d.path("pki");
+    let p = pki.to_str().unwrap();
+    let segs = d.path("segments.toml");
+    let s = segs.to_str().unwrap();
+    let run = |args: &[&str], says: &str| {
+        let mut a = vec!["keyserver", "--listen", "127.0.0.1:0"];
+        a.extend_from_slice(args);
+        fails(&d, &a, 2, says);
+    };
+    run(&["--pki", p, "--segments", s], "no CA here");
+    ok(&d, &["pki", "init", "--dir", p, "--vehicle", VIN]);
+    std::fs::write(
+        &segs,
+        "[[segment]]\nname = \"chassis\"\necus = [\"ecu1\"]\n",
+    )
+    .unwrap();
+    run(&["--pki", p, "--segments", s], "pki issue --dir");
+    ok(&d, &["pki", "issue", "--dir", p, "--ecu", "keyserver"]);
+    for (body, says) in [
+        ("", "missing field `segment`"),
+        (
+            "[[segment]]\nname = \"../x\"\necus = [\"e\"]\n",
+            "DNS label",
+        ),
+        ("[[segment]]\nname = \"a\"\necus = []\n", "has no ecus"),
+        (
+            "[[segment]]\nname = \"a\"\necus = [\"e\"]\n[[segment]]\nname = \"a\"\necus = [\"f\"]\n",
+            "appears twice",
+        ),
+        (
+            "[[segment]]\nname = \"a\"\necus = [\"e\", \"e\"]\n",
+            "listed twice",
+        ),
+        (
+            "[[segment]]\nname = \"a\"\necus = [\"e\"]\nkey = 1\n",
+            "unknown field",
+        ),
+    ] {
+        std::fs::write(&segs, body).unwrap();
+        run(&["--pki", p, "--segments", s], says);
+    }
+    std::fs::write(
+        &segs,
+        "[[segment]]\nname = \"chassis\"\necus = [\"ecu1\"]\n",
+    )
+    .unwrap();
+    let state = d.path("state.json");
+    std::fs::write(&state, "{}").unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o644)).unwrap();
+    run(
+        &[
+            "--pki",
+            p,
+            "--segments",
+            s,
+            "--state",
+            state.to_str().unwrap(),
+        ],
+        "readable by group or others",
+    );
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    run(
+        &[
+            "--pki",
+            p,
+            "--segments",
+            s,
+            "--state",
+            state.to_str().unwrap(),
+        ],
+        "state file",
+    );
+    let o = Command::new(BIN)
+        .args(["keyserver", "--help"])
+        .output()
+        .unwrap();
+    assert!(text(&o.stdout).contains("Example:"));
+}
