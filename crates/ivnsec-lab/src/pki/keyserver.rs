@@ -1226,6 +1226,13 @@ impl Client {
         Ok(())
     }
 
+    /// Sends bytes as they are (no newline added): for tests that feed the server hostile input.
+    pub fn send_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.stream.write_all(bytes)?;
+        self.stream.flush()?;
+        Ok(())
+    }
+
     /// Sets how long [`Client::recv`] waits.
     pub fn set_timeout(&mut self, t: Duration) -> Result<()> {
         self.stream.sock.set_read_timeout(Some(t))?;
