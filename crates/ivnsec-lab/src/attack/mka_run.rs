@@ -662,6 +662,7 @@ fn run_class(
         receiver_socket_drops: 0,
         initiator_socket_drops: 0,
         mka: Some(account),
+        gateway: None,
     })
 }
 

@@ -12,6 +12,7 @@
 //!   foreign MKPDUs against two members running `ivnsec macsec up --psk`.
 
 pub mod forger;
+pub mod gateway;
 pub mod mka;
 pub mod mka_run;
 pub mod node;
@@ -137,6 +138,10 @@ pub struct AttackResult {
     /// The MKA classes: what the members' MKA state says ([`mka::MkaAccount`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mka: Option<mka::MkaAccount>,
+    /// On a bump-in-the-wire testbed (`ivnsec attack --topology bump2`): what the gateways
+    /// counted during the class ([`gateway::GatewayAccount`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<gateway::GatewayAccount>,
 }
 
 impl AttackResult {

@@ -33,6 +33,10 @@ pub(crate) struct Roles {
     pub(crate) sender: String,
     pub(crate) receiver: String,
     pub(crate) attacker: String,
+    /// The attacker's interface in its namespace.
+    pub(crate) attacker_if: String,
+    /// On a bump-in-the-wire testbed: the gateways the legacy ECUs talk through.
+    pub(crate) gateway: Option<super::gateway::Gateways>,
 }
 
 pub const DEFAULT_PROFILES: [&str; 5] = [
@@ -75,6 +79,9 @@ pub struct AttackConfig {
     pub pcap: Option<PathBuf>,
     /// Use this running testbed instead of building one.
     pub testbed: Option<String>,
+    /// Build this topology instead of `sensors:2`: `bump2` attacks the protected port of the
+    /// gateways in front of two legacy ECUs ([`super::gateway`]).
+    pub topology: Option<Topology>,
 }
 
 impl AttackConfig {
@@ -92,6 +99,7 @@ impl AttackConfig {
         if !(1..=1024).contains(&self.rcvbuf_mib) {
             return Err(usage("--rcvbuf-mib must be 1 to 1024"));
         }
+        super::gateway::check(self)?;
         Ok(())
     }
 
@@ -156,14 +164,17 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
         ))
     })?;
 
-    let (owned, roles) = open_testbed(cfg.testbed.as_deref())?;
+    let (owned, roles) = match cfg.topology {
+        Some(_) => super::gateway::open_testbed()?,
+        None => open_testbed(cfg.testbed.as_deref())?,
+    };
     let mut switches = Switches::hub(&roles.state)?;
     // Frames to other hosts reach the attacker's port (the switch floods); its interface
     // takes them in.
     let attacker_ns = roles.state.namespace_of(&roles.attacker).map_err(net_err)?;
     ip(
         attacker_ns,
-        &["link", "set", "dev", topology::ECU_IF, "promisc", "on"],
+        &["link", "set", "dev", &roles.attacker_if, "promisc", "on"],
     )?;
     let mut pcap = match &cfg.pcap {
         Some(p) => Some(
@@ -281,6 +292,8 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
             sender: ecus[0].clone(),
             receiver: ecus[1].clone(),
             attacker: ecus[2].clone(),
+            attacker_if: topology::ECU_IF.to_string(),
+            gateway: None,
         };
         return Ok((None, roles));
     }
@@ -291,6 +304,8 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
         sender: "sensor1".into(),
         receiver: "consumer".into(),
         attacker: "sensor2".into(),
+        attacker_if: topology::ECU_IF.to_string(),
+        gateway: None,
     };
     Ok((Some(tb), roles))
 }
@@ -688,12 +703,21 @@ fn run_one(
     mode: SwitchMode,
     pcap: Option<&PathBuf>,
 ) -> Result<AttackResult> {
-    let family = parse_profile(profile)?;
+    // On a bump-in-the-wire testbed the legacy ECUs exchange without protection (the gateways
+    // protect), and the attacker forges the gateways' MACsec on the protected side.
+    let attack_family = parse_profile(profile)?;
+    let family = match &roles.gateway {
+        Some(_) => parse_profile("plain")?,
+        None => attack_family,
+    };
     let forward = random_keys(family)?;
     let backward = random_keys(family)?;
     let s = node_addr(&roles.state, &roles.sender)?;
     let r = node_addr(&roles.state, &roles.receiver)?;
-    let x = node_addr(&roles.state, &roles.attacker)?;
+    let x = match &roles.gateway {
+        Some(g) => g.attacker_addr(),
+        None => node_addr(&roles.state, &roles.attacker)?,
+    };
     let sender_ends = Ends {
         local_mac: s.0,
         peer_mac: r.0,
@@ -731,18 +755,27 @@ fn run_one(
     res_spec.watch_plain = true;
     let mut ini_spec = base(Role::Initiator, sender_ends);
     ini_spec.until_eof = true;
+    let (attack_sender, attack_keys, attacker_mac) = match &roles.gateway {
+        Some(g) => (
+            g.forged_sender(attack, sender_ends),
+            // The attacker does not hold the gateways' key.
+            random_keys(attack_family)?,
+            g.attacker_mac(attack, sender_ends, x.0),
+        ),
+        None => (sender_ends, forward.clone(), x.0),
+    };
     let spec = AttackSpec {
         attack,
-        profile: family,
+        profile: attack_family,
         provider: cfg.provider,
         payload: cfg.payload,
         count: cfg.count,
         flood_ns: (cfg.flood_seconds * 1e9) as u64,
-        ifname: topology::ECU_IF.to_string(),
-        sender: sender_ends,
-        attacker_mac: x.0,
+        ifname: roles.attacker_if.clone(),
+        sender: attack_sender,
+        attacker_mac,
         attacker_ip: x.1,
-        forward: forward.clone(),
+        forward: attack_keys,
         pcap: pcap.cloned(),
         pcap_limit: if attack == Attack::Flood {
             FLOOD_PCAP_LIMIT
@@ -751,7 +784,8 @@ fn run_one(
         },
     };
 
-    let links = serde_json::to_string(&(&res_spec.link, &ini_spec.link, family.ethertype()))?;
+    let links =
+        serde_json::to_string(&(&res_spec.link, &ini_spec.link, attack_family.ethertype()))?;
     if let Some(n) = nodes.take_if(|n| n.links != links) {
         n.finish()?;
     }
@@ -765,11 +799,21 @@ fn run_one(
             n.next(&res_spec, &ini_spec)?;
         }
         wait_first(&mut n.receiver_out, &mut n.sender)?;
+        let before = roles.gateway.as_ref().map(|g| g.counters()).transpose()?;
         let injected = n.attack(roles, &spec)?;
         let ini = n.stop_sender()?;
-        let res =
-            n.stop_receiver(injected.injected - injected.refused + ini.records.len() as u64)?;
-        Ok((injected, ini, res))
+        // Behind the gateways, the legacy receiver is sent the legitimate requests only: any
+        // forged frame it judges got through a gateway.
+        let forged_expected = match roles.gateway {
+            Some(_) => 0,
+            None => injected.injected - injected.refused,
+        };
+        let res = n.stop_receiver(forged_expected + ini.records.len() as u64)?;
+        let account = match (&roles.gateway, before) {
+            (Some(g), Some(before)) => Some(g.counters()?.since(&before).named()),
+            _ => None,
+        };
+        Ok((injected, ini, res, account))
     })();
     let (
         Injected {
@@ -777,6 +821,7 @@ fn run_one(
         },
         ini,
         res,
+        account,
     ) = match accounts {
         Ok(a) => a,
         Err(e) => return Err(nodes.take().expect("started").failed(e)),
@@ -800,7 +845,17 @@ fn run_one(
             _ => accepted += 1,
         }
     }
-    let dropped: BTreeMap<String, u64> = res.drops.into_iter().collect();
+    let mut dropped: BTreeMap<String, u64> = res.drops.into_iter().collect();
+    let mut account = account;
+    if let Some(a) = &mut account {
+        // Behind the gateways, whatever the legacy receiver judged beyond the legitimate
+        // requests reached it: a forged unit of its own profile (counted above), or a frame
+        // of the forged MACsec's inner EtherType (its plain watch counts those) — a forgery
+        // that got through. The victim's gateway judged (dropped) the rest.
+        a.reached_legacy = accepted + dropped.values().sum::<u64>();
+        accepted = a.reached_legacy;
+        dropped = a.victim_drops.clone();
+    }
     let judged = accepted + dropped.values().sum::<u64>();
     owd_us.sort_by(f64::total_cmp);
     let q = |p: f64| (!owd_us.is_empty()).then(|| crate::stats::quantile_sorted(&owd_us, p));
@@ -825,6 +880,7 @@ fn run_one(
         receiver_socket_drops: res.socket_drops,
         initiator_socket_drops: ini.socket_drops,
         mka: None,
+        gateway: account,
     })
 }
 

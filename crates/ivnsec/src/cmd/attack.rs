@@ -58,6 +58,15 @@ no elected key server distributed, and key server elections during the class; th
 lose nothing. --profile takes MACsec profiles (default macsec-gcm-aes-128); --count is MKPDUs \
 per class (default 1000, 2000 per second).
 
+Through gateways (--topology bump2): a fresh bump2 testbed, its two gateways started with a \
+fresh macsec-gcm-aes-128 key (as a plan on bump2 starts them); the legacy ECUs ecu1 (sender) and \
+ecu2 (receiver) run the ping-pong unprotected through them, and the attacker injects on the \
+protected side (a packet socket on the switch's bridge). Every class forges the gateways' \
+MACsec (replays are genuine frames captured there; foreign-source and downgrade frames carry \
+the legacy ECU's own MAC). Judged on the legacy ECU: any forged unit reaching it counts as \
+accepted; `dropped` holds the victim gateway's (gw2) drops by reason, and `gateway` in --json \
+each gateway's drops, frames from the protected port and frames written to its legacy ECU.
+
 Examples:
   sudo ivnsec attack --profile aes128-gcm --profile macsec-gcm-aes-128 --profile esp-aes128-gcm
   sudo ivnsec attack --profile secoc-cmac-aes128 --profile someip-aes128-gcm/conf --count 1000
@@ -65,7 +74,8 @@ Examples:
   sudo ivnsec attack --profile aes128-gcm --attack flood --flood-seconds 5 --pcap flood.pcap
   sudo ivnsec attack --profile hmac-sha1 --attack flood --flood-switch hub --rcvbuf-mib 32
   sudo ivnsec attack --mka --profile macsec-gcm-aes-xpn-256 --json
-  sudo ivnsec attack --mka --mka-attack mka-stale-mn --count 5000")]
+  sudo ivnsec attack --mka --mka-attack mka-stale-mn --count 5000
+  sudo ivnsec attack --topology bump2 --count 2000 --json > gateway-attacks.json")]
 pub struct Args {
     /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…
     /// (`ivnsec suites`), someip-SUITE[/auth|/conf] or someip-nosec. Default: aes128-gcm,
@@ -133,6 +143,11 @@ pub struct Args {
     /// flood for the run and set back afterwards.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
+    /// Attack the protected port of bump-in-the-wire gateways instead: `bump2` (two legacy
+    /// ECUs, each behind an `ivnsec gateway`, started by the run). Profile macsec-gcm-aes-128
+    /// (the gateways'). Not with --testbed or --mka.
+    #[arg(long, value_name = "TOPOLOGY", conflicts_with_all = ["testbed", "mka"])]
+    pub topology: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -145,8 +160,21 @@ struct Output<'a> {
 impl Args {
     /// The lab's settings of this run (the profile names checked).
     fn config(&self) -> Result<AttackConfig> {
+        let topology = self
+            .topology
+            .as_deref()
+            .map(|t| {
+                t.parse::<ivnsec_net::topology::Topology>()
+                    .map_err(|e| crate::error::usage(format!("--topology {t}: {e}")))
+            })
+            .transpose()?;
+        let profiles = if topology.is_some() && self.profiles.is_empty() && !self.all {
+            vec![ivnsec_lab::site::GATEWAY_PROFILE.to_string()]
+        } else {
+            profiles(self.all, &self.profiles)?
+        };
         Ok(AttackConfig {
-            profiles: profiles(self.all, &self.profiles)?,
+            profiles,
             attacks: self.attacks.iter().map(|&x| x.into()).collect(),
             count: self.count.unwrap_or(10_000),
             flood_seconds: self.flood_seconds,
@@ -156,6 +184,7 @@ impl Args {
             provider: self.provider,
             pcap: self.pcap.clone(),
             testbed: self.testbed.clone(),
+            topology,
         })
     }
 }

@@ -1,0 +1,332 @@
+//! `ivnsec attack --topology bump2`: the frame classes against the protected port of the
+//! bump-in-the-wire gateways (docs/gateway.md). A fresh `bump2` testbed with its gateways
+//! started as a plan starts them ([`crate::site::start_gateways`]: static keys of
+//! [`GATEWAY_PROFILE`], a fresh SAK); the legacy ECUs `ecu1` (sender) and `ecu2` (receiver) run
+//! the legitimate ping-pong unprotected (profile `plain`: the protection is the gateways'), and
+//! the attacker is a device on the protected network: a packet socket on the switch's bridge
+//! (`sw0`/`br0`, promiscuous), which sees every frame the switch forwards and injects into it.
+//!
+//! The attacker does not hold the gateways' key. Frames that claim the sending gateway's
+//! identity (its SCI: no-key, bit-flip, length, unknown-id, flood) are protected under a key of
+//! its own and altered, so the victim's gateway checks their ICV; frames of the legacy ECU's own
+//! MAC address (foreign-source under the attacker's own SCI, downgrade's plain frames, garbage)
+//! and replays of captured genuine frames complete the classes. The judge is the legacy ECU
+//! behind the victim's gateway: its receiver counts every forged unit that reaches it
+//! (`accepted`); the gateways' own counters (read from their status files) give the drops by
+//! reason and what each forwarded to its legacy ECU ([`GatewayAccount`]).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ivnsec_core::channel::Ends;
+use ivnsec_net::testbed::Testbed;
+use ivnsec_net::topology::{self, Topology};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Attack;
+use super::run::{AttackConfig, Roles};
+use crate::error::usage;
+use crate::site::{GATEWAY_PROFILE, Layout, Where, net_err};
+
+/// The gateway in front of the receiver: the attack's victim.
+const VICTIM: &str = "gw2";
+/// The gateway in front of the legitimate sender: the SCI the forged frames claim.
+const SENDER_GW: &str = "gw1";
+/// The attacker device's own address (locally administered; no testbed node has it).
+const ATTACKER_MAC: [u8; 6] = [0x02, 0x49, 0x56, 0x0f, 0x00, 0x01];
+const ATTACKER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 15, 1);
+/// Largest status file read back.
+const MAX_STATUS: u64 = 1 << 20;
+
+/// Checks the gateway settings of a run: `--topology` is `bump2` only, builds its own testbed,
+/// and its profile is the gateways'.
+pub fn check(cfg: &AttackConfig) -> Result<()> {
+    match &cfg.topology {
+        None => Ok(()),
+        Some(Topology::Bump2) => {
+            if cfg.testbed.is_some() {
+                return Err(usage(
+                    "--topology bump2 builds a fresh testbed and starts its gateways; give \
+                     either --topology or --testbed, not both",
+                ));
+            }
+            if let Some(p) = cfg.profiles.iter().find(|p| *p != GATEWAY_PROFILE) {
+                return Err(usage(format!(
+                    "--topology bump2: the gateways protect with {GATEWAY_PROFILE} and the \
+                     attacker forges that; drop `--profile {p}` (or give --profile \
+                     {GATEWAY_PROFILE})"
+                )));
+            }
+            Ok(())
+        }
+        Some(t) => Err(usage(format!(
+            "--topology {t}: attacks through gateways run on bump2 (two legacy ECUs, each \
+             behind a gateway); without --topology the attack runs on sensors:2"
+        ))),
+    }
+}
+
+/// The gateways of the run: where their status files are, and the sending gateway's MAC.
+#[derive(Clone, Debug)]
+pub(crate) struct Gateways {
+    /// Gateway name and its run directory (status file under `macsec/`).
+    run_dirs: Vec<(String, PathBuf)>,
+    /// The protected port of the gateway in front of the legitimate sender.
+    sender_gw_mac: [u8; 6],
+}
+
+/// Builds a `bump2` testbed and starts its gateways (as a plan does); the roles: `ecu1`
+/// sends, `ecu2` receives, the attacker sits on the switch's bridge.
+pub(crate) fn open_testbed() -> Result<(Option<Testbed>, Roles)> {
+    let layout = Layout {
+        topology: Topology::Bump2,
+        initiator: "ecu1".into(),
+        responder: "ecu2".into(),
+    };
+    let open = crate::site::open_site(Where::Testbed, None, &layout)?;
+    let tb = open.testbed.context("the bump2 testbed was not built")?;
+    let dir = tb.state_dir().join(format!("{}-gateways", tb.prefix()));
+    let state = tb.state().clone();
+    let mac = state
+        .node(SENDER_GW)
+        .and_then(|n| {
+            n.interfaces
+                .iter()
+                .find(|i| i.name == topology::GATEWAY_PROTECTED_IF)
+        })
+        .map(|i| i.mac.clone())
+        .context("the bump2 testbed has no gw1/prot0")?;
+    let sender_gw_mac = parse_mac(&mac).context("the MAC of gw1/prot0")?;
+    let run_dirs = ["gw1", "gw2"]
+        .iter()
+        .map(|g| (g.to_string(), dir.join(format!("run-{g}"))))
+        .collect();
+    state.namespace_of("sw0").map_err(net_err)?;
+    let roles = Roles {
+        state,
+        sender: "ecu1".into(),
+        receiver: "ecu2".into(),
+        attacker: "sw0".into(),
+        attacker_if: topology::BRIDGE_IF.into(),
+        gateway: Some(Gateways {
+            run_dirs,
+            sender_gw_mac,
+        }),
+    };
+    Ok((Some(tb), roles))
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+impl Gateways {
+    /// The attacker device's address.
+    pub(crate) fn attacker_addr(&self) -> ([u8; 6], Ipv4Addr) {
+        (ATTACKER_MAC, ATTACKER_IP)
+    }
+
+    /// Whose frames the forger makes for `attack`: the sending gateway's (its SCI, so the
+    /// victim's gateway checks the ICV), or, for the replays (genuine frames as captured), the
+    /// plain and garbage classes and the foreign source, the legacy ECUs' addresses as on the
+    /// wire.
+    pub(crate) fn forged_sender(&self, attack: Attack, legacy: Ends) -> Ends {
+        match attack {
+            Attack::ReplayW1
+            | Attack::ReplayW1024
+            | Attack::ForeignSource
+            | Attack::Downgrade
+            | Attack::Garbage => legacy,
+            _ => Ends {
+                local_mac: self.sender_gw_mac,
+                ..legacy
+            },
+        }
+    }
+
+    /// The source address of the foreign-source class: the legacy sender's own MAC (frames
+    /// that claim to come from the legacy ECU, under the attacker's own SCI and key).
+    pub(crate) fn attacker_mac(&self, attack: Attack, legacy: Ends, own: [u8; 6]) -> [u8; 6] {
+        match attack {
+            Attack::ForeignSource => legacy.local_mac,
+            _ => own,
+        }
+    }
+
+    /// The gateways' counters now, read from their status files (written every
+    /// [`crate::macsec::STATUS_EVERY`]; this waits one period longer so they are current).
+    pub(crate) fn counters(&self) -> Result<Counters> {
+        std::thread::sleep(crate::macsec::STATUS_EVERY + Duration::from_millis(200));
+        let mut out = BTreeMap::new();
+        for (name, run_dir) in &self.run_dirs {
+            out.insert(name.clone(), read_status(&run_dir.join("macsec"), name)?);
+        }
+        Ok(Counters(out))
+    }
+}
+
+/// Reads the one status file in `dir`.
+fn read_status(dir: &std::path::Path, name: &str) -> Result<Value> {
+    let rd = std::fs::read_dir(dir)
+        .with_context(|| format!("the gateway {name} has no status in {}", dir.display()))?;
+    for e in rd.take(1000).flatten() {
+        if !e.file_name().to_string_lossy().ends_with(".json") {
+            continue;
+        }
+        let mut s = String::new();
+        std::fs::File::open(e.path())?
+            .take(MAX_STATUS)
+            .read_to_string(&mut s)?;
+        return serde_json::from_str(&s)
+            .with_context(|| format!("{}: not a status file", e.path().display()));
+    }
+    Err(anyhow::anyhow!(
+        "the gateway {name} wrote no status file in {} (has it ended?)",
+        dir.display()
+    ))
+}
+
+/// Status documents of the gateways at one moment.
+pub(crate) struct Counters(BTreeMap<String, Value>);
+
+impl Counters {
+    /// What the gateways counted from `before` to now.
+    pub(crate) fn since(&self, before: &Counters) -> GatewayAccount {
+        let mut acc = GatewayAccount::default();
+        for (name, now) in &self.0 {
+            let then = before.0.get(name).unwrap_or(&Value::Null);
+            let frames = |v: &Value, k: &str| v["frames"][k].as_u64().unwrap_or(0);
+            let mut drops = BTreeMap::new();
+            if let Some(m) = now["rx"]["drops"].as_object() {
+                for (reason, n) in m {
+                    let d = n
+                        .as_u64()
+                        .unwrap_or(0)
+                        .saturating_sub(then["rx"]["drops"][reason].as_u64().unwrap_or(0));
+                    if d > 0 {
+                        drops.insert(reason.clone(), d);
+                    }
+                }
+            }
+            if name == VICTIM {
+                acc.victim_drops = drops.clone();
+            }
+            acc.drops.insert(name.clone(), drops);
+            acc.to_legacy.insert(
+                name.clone(),
+                frames(now, "tap_out").saturating_sub(frames(then, "tap_out")),
+            );
+            acc.protected_in.insert(
+                name.clone(),
+                frames(now, "iface_in").saturating_sub(frames(then, "iface_in")),
+            );
+        }
+        acc
+    }
+}
+
+/// What the gateways counted during one class.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GatewayAccount {
+    /// The gateway in front of the receiver (the attack's target).
+    pub victim: &'static str,
+    /// Its drops by reason (also added into the result's `dropped`).
+    #[serde(skip)]
+    pub victim_drops: BTreeMap<String, u64>,
+    /// Drops by reason, per gateway (the switch floods the injected frames to both).
+    pub drops: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Frames each gateway wrote to its legacy ECU (verified: the legitimate exchanges).
+    pub to_legacy: BTreeMap<String, u64>,
+    /// MACsec frames each gateway took from the protected port.
+    pub protected_in: BTreeMap<String, u64>,
+    /// Forged units that reached the legacy receiver behind the victim (its ping-pong
+    /// receiver and its watch for the forged MACsec's inner EtherType 0x88B6): must be 0.
+    pub reached_legacy: u64,
+}
+
+impl GatewayAccount {
+    /// The victim is always [`VICTIM`].
+    pub(crate) fn named(mut self) -> Self {
+        self.victim = VICTIM;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn macs_parse_and_reject_bad_input() {
+        assert_eq!(
+            parse_mac("02:49:56:02:01:02"),
+            Some([2, 0x49, 0x56, 2, 1, 2])
+        );
+        assert_eq!(parse_mac("02:49:56:02:01"), None);
+        assert_eq!(parse_mac("02:49:56:02:01:02:03"), None);
+        assert_eq!(parse_mac("zz:49:56:02:01:02"), None);
+    }
+
+    #[test]
+    fn the_account_is_the_difference_of_two_readings() {
+        let st = |bad: u64, tap_out: u64| {
+            json!({"rx": {"drops": {"bad_tag": bad, "late": 0}},
+                   "frames": {"tap_out": tap_out, "iface_in": bad + tap_out}})
+        };
+        let before = Counters(BTreeMap::from([
+            ("gw1".to_string(), st(1, 10)),
+            ("gw2".to_string(), st(2, 20)),
+        ]));
+        let after = Counters(BTreeMap::from([
+            ("gw1".to_string(), st(5, 15)),
+            ("gw2".to_string(), st(9, 20)),
+        ]));
+        let a = after.since(&before).named();
+        assert_eq!(a.victim, "gw2");
+        assert_eq!(a.victim_drops, BTreeMap::from([("bad_tag".into(), 7)]));
+        assert_eq!(a.drops["gw1"], BTreeMap::from([("bad_tag".into(), 4)]));
+        assert_eq!(a.to_legacy["gw1"], 5);
+        assert_eq!(a.to_legacy["gw2"], 0);
+        assert_eq!(a.protected_in["gw2"], 7);
+    }
+
+    #[test]
+    fn only_bump2_without_a_testbed_and_with_the_gateway_profile() {
+        let cfg = |t: Option<Topology>, tb: Option<&str>, p: &str| AttackConfig {
+            profiles: vec![p.to_string()],
+            attacks: vec![],
+            count: 1,
+            flood_seconds: 1.0,
+            flood_switch: super::super::run::SwitchMode::Static,
+            rcvbuf_mib: 16,
+            payload: 64,
+            provider: ivnsec_crypto::ProviderChoice::Portable,
+            pcap: None,
+            testbed: tb.map(str::to_string),
+            topology: t,
+        };
+        assert!(check(&cfg(Some(Topology::Bump2), None, GATEWAY_PROFILE)).is_ok());
+        assert!(check(&cfg(None, None, "aes128-gcm")).is_ok());
+        assert!(check(&cfg(Some(Topology::Bump2), None, "aes128-gcm")).is_err());
+        assert!(
+            check(&cfg(
+                Some(Topology::Bump2),
+                Some("ivn-000000"),
+                GATEWAY_PROFILE
+            ))
+            .is_err()
+        );
+        assert!(check(&cfg(Some(Topology::Bump), None, GATEWAY_PROFILE)).is_err());
+    }
+}
