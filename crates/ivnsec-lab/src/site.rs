@@ -85,6 +85,20 @@ impl Default for Layout {
     }
 }
 
+impl Layout {
+    /// A fresh testbed of `topology` (e.g. `bump2` from `--topology`), its first ECU the
+    /// initiator and its last the responder. On `bump2` these are the legacy ECUs `ecu1` and
+    /// `ecu2`, and [`open_site`] starts the gateways in front of them.
+    pub fn of(topology: Topology) -> Layout {
+        let ecus = topology.ecu_names();
+        Layout {
+            initiator: ecus.first().cloned().unwrap_or_default(),
+            responder: ecus.last().cloned().unwrap_or_default(),
+            topology,
+        }
+    }
+}
+
 /// Opens the site: an existing testbed (`prefix`; its first and last ECUs unless the layout
 /// names two of its ECUs), a fresh testbed of `layout`, or loopback.
 pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Result<OpenSite> {
@@ -242,6 +256,55 @@ pub fn start_gateways(tb: &Testbed) -> Result<()> {
         std::thread::spawn(move || child.wait());
     }
     Ok(())
+}
+
+/// The gateways [`start_gateways`] started on testbed `state` (in its default state
+/// directory), by name, with the process id each wrote into its status file. Empty for a
+/// testbed without gateways or whose gateways were started by hand.
+pub fn gateway_pids(state: &TestbedState) -> Vec<(String, u32)> {
+    let dir = testbed::default_state_dir().join(format!("{}-gateways", state.prefix));
+    state
+        .nodes
+        .iter()
+        .filter(|n| n.kind == topology::NodeKind::Gateway.as_str())
+        .filter_map(|g| {
+            let st = dir.join(format!("run-{}", g.name)).join("macsec");
+            let rd = std::fs::read_dir(st).ok()?;
+            rd.take(100).flatten().find_map(|e| {
+                if !e.file_name().to_string_lossy().ends_with(".json") {
+                    return None;
+                }
+                let mut text = String::new();
+                std::io::Read::read_to_string(
+                    &mut std::io::Read::take(std::fs::File::open(e.path()).ok()?, 1 << 20),
+                    &mut text,
+                )
+                .ok()?;
+                let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+                let pid = u32::try_from(v["pid"].as_u64()?).ok()?;
+                Some((g.name.clone(), pid))
+            })
+        })
+        .collect()
+}
+
+/// CPU time a process has used so far, in ns: the sum over its threads of
+/// `/proc/PID/task/TID/schedstat`'s first field (time on a CPU, user and system). `None` when
+/// the process is gone.
+pub fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut sum = 0u64;
+    for t in tasks.take(4096).flatten() {
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        sum += text
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(sum)
 }
 
 /// The net crate's error with its exit-code class kept (environment 3, usage 2).

@@ -433,6 +433,16 @@ fn run_once(
     // Give every sender time to open its socket, then start them together.
     std::thread::sleep(Duration::from_millis(100));
     let sampler = SystemSampler::start(Duration::from_secs(1));
+    // Bump-in-the-wire gateways on the path: their CPU over the same window.
+    let gateways = match site {
+        Site::Testbed { state, .. } => crate::site::gateway_pids(state),
+        Site::Loopback => Vec::new(),
+    };
+    let gw_start = std::time::Instant::now();
+    let gw_before: Vec<Option<u64>> = gateways
+        .iter()
+        .map(|(_, pid)| crate::site::process_cpu_ns(*pid))
+        .collect();
     for c in reaper.0.iter_mut().skip(1) {
         if let Some(stdin) = c.stdin.as_mut() {
             let _ = stdin.write_all(b"GO\n").and_then(|_| stdin.flush());
@@ -454,6 +464,22 @@ fn run_once(
         }
     }
     let system = sampler.stop();
+    let gw_wall = gw_start.elapsed().as_nanos() as u64;
+    let gateway_cpu: Vec<(String, ProcessCpu)> = gateways
+        .iter()
+        .zip(&gw_before)
+        .filter_map(|((name, pid), before)| {
+            let used = crate::site::process_cpu_ns(*pid)?.saturating_sub((*before)?);
+            Some((
+                name.clone(),
+                ProcessCpu {
+                    user_ns: used,
+                    sys_ns: 0,
+                    wall_ns: gw_wall,
+                },
+            ))
+        })
+        .collect();
     // Frames still in flight (socket buffers, the bridge) get a moment to arrive.
     std::thread::sleep(Duration::from_millis(300));
     drop(reaper.0[0].stdin.take());
@@ -543,6 +569,7 @@ fn run_once(
         })
         .collect();
     r.cpu.roles = roles(&r, receiver_cpu, &sensors);
+    with_gateways(&mut r.cpu.roles, &gateway_cpu, cores, r.goodput_mbps / 1e3);
     r.cpu.system_pct_per_gbps =
         (r.goodput_mbps > 0.0).then(|| r.cpu.system_pct / (r.goodput_mbps / 1e3));
     Ok(r)
@@ -584,12 +611,39 @@ fn roles(r: &ThroughputResult, consumer: ProcessCpu, sensors: &[ProcessCpu]) -> 
     out
 }
 
+/// Adds the gateways on the path (bump-in-the-wire topologies) as roles before the switch,
+/// whose share (the machine's busy share less every process) shrinks by theirs.
+fn with_gateways(
+    roles: &mut Vec<RoleCpu>,
+    gateways: &[(String, ProcessCpu)],
+    cores: usize,
+    gbps: f64,
+) {
+    let Some(switch) = roles.pop() else { return };
+    let mut left = switch.pct;
+    for (name, c) in gateways {
+        let pct = c.pct_of_machine(cores);
+        left -= pct;
+        roles.push(RoleCpu::new(name.clone(), pct, gbps));
+    }
+    roles.push(RoleCpu::new(switch.role, left.max(0.0), gbps));
+}
+
 fn transport(site: &Site, family: Profile) -> String {
     match site {
         Site::Testbed { state, .. } => format!(
-            "testbed {} ({}): senders → switch → consumer, {} over veth and a Linux bridge",
+            "testbed {} ({}): senders → {}switch → consumer, {} over veth and a Linux bridge",
             state.prefix,
             state.topology,
+            if state
+                .nodes
+                .iter()
+                .any(|n| n.kind == ivnsec_net::topology::NodeKind::Gateway.as_str())
+            {
+                "bump-in-the-wire gateway (MACsec) → "
+            } else {
+                ""
+            },
             if family.is_ip() {
                 "ESP as IPv4 protocol 50, the senders writing whole frames (raw Ethernet), the \
                  consumer receiving through its IP layer (raw IP socket)"
@@ -788,6 +842,39 @@ mod tests {
     /// the sensors 0.4 s and 0.2 s (10 %, 5 %) protecting and sending and 0.2 s together
     /// pacing (5 %); the switch is the rest, 40 %. Goodput 1.5 Gb/s (1.0 + 0.5): 20 / 1.5 =
     /// 13.3 % per Gb/s for the consumer, 10 / 1.0 and 5 / 0.5 = 10 for the sensors.
+    /// Gateways on the path become roles before the switch, whose share shrinks by theirs
+    /// (never below 0): two cores, 1 s window, the switch's 40 % less 15 % and 5 %.
+    #[test]
+    fn gateways_are_roles_taken_out_of_the_switch() {
+        let cpu = |ns: u64| ProcessCpu {
+            user_ns: ns,
+            sys_ns: 0,
+            wall_ns: 1_000_000_000,
+        };
+        let mut roles = vec![
+            RoleCpu::new("consumer", 20.0, 1.0),
+            RoleCpu::new("switch", 40.0, 1.0),
+        ];
+        let gws = [
+            ("gw1".to_string(), cpu(300_000_000)),
+            ("gw2".to_string(), cpu(100_000_000)),
+        ];
+        with_gateways(&mut roles, &gws, 2, 1.0);
+        let got: Vec<(&str, f64)> = roles.iter().map(|c| (c.role.as_str(), c.pct)).collect();
+        assert_eq!(
+            got,
+            [
+                ("consumer", 20.0),
+                ("gw1", 15.0),
+                ("gw2", 5.0),
+                ("switch", 20.0)
+            ]
+        );
+        let mut roles = vec![RoleCpu::new("switch", 10.0, 1.0)];
+        with_gateways(&mut roles, &gws, 2, 1.0);
+        assert_eq!(roles[2].pct, 0.0);
+    }
+
     #[test]
     fn cpu_by_role_adds_up_to_the_machine() {
         let window = 2_000_000_000;

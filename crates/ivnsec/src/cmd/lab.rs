@@ -98,3 +98,21 @@ pub fn print_scenario(name: &str, payload: usize, o: &Outcome, j: &Judged) {
 pub fn pass(b: bool) -> &'static str {
     if b { "PASS" } else { "FAIL" }
 }
+
+/// A testbed topology from `--topology` (a usage error naming the option otherwise).
+pub fn parse_topology(t: &str) -> anyhow::Result<ivnsec_net::topology::Topology> {
+    t.parse()
+        .map_err(|e| crate::error::usage(format!("--topology {t}: {e}")))
+}
+
+/// Where a command with `--topology` runs: a testbed always (`--on auto` does not fall back to
+/// loopback; `--on loopback` is a usage error).
+pub fn where_for_topology(on: Where, topology: Option<&str>) -> anyhow::Result<Where> {
+    match (topology, on) {
+        (None, on) => Ok(on),
+        (Some(t), Where::Loopback) => Err(crate::error::usage(format!(
+            "--topology {t} builds a testbed; it cannot run with --on loopback"
+        ))),
+        (Some(_), _) => Ok(Where::Testbed),
+    }
+}

@@ -24,12 +24,16 @@ the forward/backward one-way delay and RTT as in seed 000 Fig. 16, and the forwa
 measured directly on the clock both namespaces share.
 
 As root, a `pair` testbed is built for the run and removed afterwards (or --testbed PREFIX uses \
-a running one); otherwise the two processes talk UDP on loopback, which the output says.
+a running one); otherwise the two processes talk UDP on loopback, which the output says. \
+--topology bump2 builds two legacy ECUs, each behind an `ivnsec gateway` the run starts \
+(macsec-gcm-aes-128, a fresh key): the exchanges run between the legacy ECUs through both \
+gateways, unchanged (give --profile plain to measure the gateways' protection alone).
 
 Examples:
   ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
-  ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/")]
+  ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/
+  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -50,6 +54,11 @@ pub struct Args {
     /// Print the scenario's summary as JSON (the `scenarios[0]` object of summary.json).
     #[arg(long)]
     pub json: bool,
+    /// Build this testbed topology instead of `pair` (`ivnsec testbed up --help` lists them):
+    /// its first ECU initiates, its last responds; `bump2` starts the gateways. Not with
+    /// --testbed.
+    #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
+    pub topology: Option<String>,
 }
 
 /// Run settings shared by `pingpong`, `run` (as overrides of the plan) and `validate`.
@@ -103,11 +112,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(dir) = &a.out {
         ensure_dir(dir)?;
     }
-    let open = open_site(
-        a.run.on.into(),
-        a.run.testbed.as_deref(),
-        &Layout::default(),
-    )?;
+    let layout = match &a.topology {
+        Some(t) => Layout::of(lab::parse_topology(t)?),
+        None => Layout::default(),
+    };
+    let on = lab::where_for_topology(a.run.on.into(), a.topology.as_deref())?;
+    let open = open_site(on, a.run.testbed.as_deref(), &layout)?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }

@@ -36,12 +36,16 @@ rate) runs on the same path and its goodput sits beside ours (baseline.iperf3).
 
 As root, a `sensors:N` testbed (N sensors and a consumer on one switch; 002 testbench 1) is built \
 and removed afterwards, or --testbed PREFIX uses a running one; otherwise every process talks UDP \
-on loopback, which the output says.
+on loopback, which the output says. --topology bump2 builds two legacy ECUs, each behind an \
+`ivnsec gateway` the run starts (macsec-gcm-aes-128, a fresh key): ecu1 sends to ecu2 through \
+both gateways, and the gateways' CPU is reported as roles gw1 and gw2 (cpu.roles; the switch's \
+share is what is left after them).
 
 Examples:
   ivnsec throughput --profile macsec-gcm-aes-128 --payload 1440
   ivnsec throughput --profile aes128-gcm --payload 1440 --rate 1G --json
-  ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10")]
+  ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10
+  sudo ivnsec throughput --topology bump2 --profile plain --payload 1440 --rate 1G --json")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -73,6 +77,10 @@ pub struct Args {
     /// (else its last ECU) receives, the other ECUs send.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
+    /// Build this testbed topology instead of `sensors:N`: `bump2` (two legacy ECUs behind
+    /// gateways the run starts; --senders 1). Not with --testbed.
+    #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
+    pub topology: Option<String>,
     /// Skip the same-run baselines (the `plain` run and iperf3).
     #[arg(long)]
     pub no_baseline: bool,
@@ -91,8 +99,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
         a.payload, a.seconds, &a.rate, a.senders, a.batch, a.provider,
     )?;
     check_fits(&a.profile, cfg.provider, cfg.payload)?;
-    let open =
-        ivnsec_lab::site::open_site(a.on.into(), a.testbed.as_deref(), &layout(cfg.senders))?;
+    let layout = match &a.topology {
+        Some(t) => {
+            let topology = super::lab::parse_topology(t)?;
+            if topology != ivnsec_net::topology::Topology::Bump2 {
+                return Err(crate::error::usage(format!(
+                    "--topology {t}: throughput builds sensors:N by itself (--senders N); \
+                     --topology takes bump2"
+                )));
+            }
+            if cfg.senders != 1 {
+                return Err(crate::error::usage(
+                    "--topology bump2 has one sender (ecu1) and one receiver (ecu2): \
+                     give --senders 1",
+                ));
+            }
+            ivnsec_lab::site::Layout::of(topology)
+        }
+        None => layout(cfg.senders),
+    };
+    let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
+    let open = ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
