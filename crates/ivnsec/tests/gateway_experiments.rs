@@ -169,3 +169,46 @@ fn throughput_runs_through_the_gateways_and_reports_their_cpu() {
     }
     assert!(d.leftover_testbeds().is_empty());
 }
+
+/// A plan's `[[throughput]]` group with `topology = "bump2"` runs through the gateways and
+/// fills seed 002's Bump-in-the-Wire rows beside the seed's figures.
+#[test]
+fn a_plan_throughput_group_on_bump2_fills_the_bump_in_the_wire_rows() {
+    require_root!();
+    let d = TempDir::new("gwxplan");
+    let plan = d.path("bitw.toml");
+    std::fs::write(
+        &plan,
+        "name = \"bitw\"\n[[throughput]]\ntopology = \"bump2\"\nprofiles = [\"plain\"]\n\
+         payloads = [1440]\nrates = [\"100M\"]\nseconds = 1\nbaseline = false\n",
+    )
+    .unwrap();
+    let out = d.path("report");
+    let o = d.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--on",
+        "testbed",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let code = o.status.code().unwrap_or(-1);
+    assert!(matches!(code, 0 | 1), "exit {code}: {}", text(&o.stderr));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let r = &v["experiments"]["throughput"][0];
+    assert_eq!(r["gateways"], "bump2", "{r}");
+    assert!(r["goodput_mbps"].as_f64().unwrap() > 10.0, "{r}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| {
+            l.contains("Bump-in-the-Wire (plain through two macsec-gcm-aes-128 gateways, bump2)")
+                && l.contains("911.9")
+        })
+        .unwrap_or_else(|| panic!("no Bump-in-the-Wire throughput row: {md}"));
+    // Our goodput in the row (one sender at 100 Mb/s: below the shaped link's rate).
+    let ours = format!("{:.1}", r["goodput_mbps"].as_f64().unwrap());
+    assert!(row.contains(&ours), "{row} lacks {ours}");
+    assert!(d.leftover_testbeds().is_empty());
+}

@@ -165,6 +165,9 @@ struct ThroughputEntry {
     seconds: Option<f64>,
     batch: Option<usize>,
     baseline: Option<bool>,
+    /// `bump2`: the group runs on a testbed of its own with two legacy ECUs behind
+    /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`).
+    topology: Option<String>,
 }
 
 /// One group of throughput runs: the profiles share a testbed, the `plain` run and iperf3.
@@ -174,6 +177,8 @@ pub struct ThroughputJob {
     pub config: throughput::Config,
     /// Run `plain` first and iperf3 after, on the same path.
     pub baseline: bool,
+    /// The group's own testbed topology (`bump2`), instead of `sensors:N`.
+    pub topology: Option<Topology>,
 }
 
 /// A checked plan.
@@ -186,6 +191,9 @@ pub struct Plan {
     pub responder: String,
     pub scenarios: Vec<Scenario>,
     pub throughput: Vec<ThroughputJob>,
+    /// `[[throughput]]` groups with a `topology` of their own (`bump2`: through gateways),
+    /// run after those on `sensors:N`.
+    pub throughput_gateways: Vec<ThroughputJob>,
     pub underload: Vec<UnderloadConfig>,
     pub playback: Vec<PlaybackJob>,
     pub camera: Vec<CameraConfig>,
@@ -208,6 +216,7 @@ impl Plan {
     pub fn throughput_seconds(&self) -> f64 {
         self.throughput
             .iter()
+            .chain(&self.throughput_gateways)
             .map(|j| {
                 let s = j.config.seconds_ns as f64 / 1e9;
                 let plain = j.baseline && !j.profiles.iter().any(|p| p == "plain");
@@ -416,6 +425,7 @@ pub fn parse_in(
         )?);
     }
     let mut jobs = Vec::new();
+    let mut gateway_jobs = Vec::new();
     for (i, t) in f.throughput.iter().enumerate() {
         let key = |k: &str| format!("throughput[{i}].{k}");
         if t.profiles.is_empty() || t.payloads.is_empty() {
@@ -431,6 +441,25 @@ pub fn parse_in(
         if rates.is_empty() {
             return Err(bad(&key("rates"), "needs at least one rate".into()));
         }
+        let topology = match t.topology.as_deref() {
+            None => None,
+            Some("bump2") if t.senders.unwrap_or(1) == 1 => Some(Topology::Bump2),
+            Some("bump2") => {
+                return Err(bad(
+                    &key("senders"),
+                    "topology bump2 has one sender (ecu1 → ecu2): senders = 1".into(),
+                ));
+            }
+            Some(other) => {
+                return Err(bad(
+                    &key("topology"),
+                    format!(
+                        "`{other}`: a throughput group builds sensors:N itself; topology takes \
+                         bump2 (legacy ECUs behind gateways)"
+                    ),
+                ));
+            }
+        };
         for &payload in &t.payloads {
             for rate in &rates {
                 let config = throughput::check_config(
@@ -447,11 +476,17 @@ pub fn parse_in(
                         bad(&format!("throughput[{i}].profiles[{j}]"), format!("{e:#}"))
                     })?;
                 }
-                jobs.push(ThroughputJob {
+                let job = ThroughputJob {
                     profiles: t.profiles.clone(),
                     config,
                     baseline: t.baseline.unwrap_or(true),
-                });
+                    topology,
+                };
+                if topology.is_some() {
+                    gateway_jobs.push(job);
+                } else {
+                    jobs.push(job);
+                }
             }
         }
     }
@@ -501,6 +536,7 @@ pub fn parse_in(
     }
     if scenarios.is_empty()
         && jobs.is_empty()
+        && gateway_jobs.is_empty()
         && f.underload.is_empty()
         && playback.is_empty()
         && f.camera.is_empty()
@@ -528,6 +564,7 @@ pub fn parse_in(
         responder,
         scenarios,
         throughput: jobs,
+        throughput_gateways: gateway_jobs,
         underload: f.underload,
         playback,
         camera: f.camera,
@@ -643,6 +680,41 @@ mod tests {
         .unwrap();
         assert!(p.playback[0].embedded.is_none());
         assert!(p.playback[0].config.timeline.is_file());
+    }
+
+    /// `topology = "bump2"` puts a throughput group through gateways, in a list of its own;
+    /// only bump2 and one sender are accepted. Seed 002's preset has its Bump-in-the-Wire group.
+    #[test]
+    fn throughput_groups_through_gateways() {
+        let o = RunSection::default();
+        let t = "[[throughput]]\nprofiles = [\"plain\"]\npayloads = [1440]\nrates = [\"1G\"]\n";
+        let p = parse("p.toml", "p", &format!("{t}topology = \"bump2\"\n"), &o).unwrap();
+        assert!(p.throughput.is_empty());
+        assert_eq!(p.throughput_gateways.len(), 1);
+        assert_eq!(p.throughput_gateways[0].topology, Some(Topology::Bump2));
+        // Its 10 s… here 5 s: the plain run and iperf3 twice count in the plan's time.
+        assert!((p.throughput_seconds() - 15.0).abs() < 1e-9);
+        for (extra, key, why) in [
+            ("topology = \"bump\"\n", "throughput[0].topology", "bump2"),
+            (
+                "topology = \"bump2\"\nsenders = 2\n",
+                "throughput[0].senders",
+                "senders = 1",
+            ),
+        ] {
+            let e = parse("p.toml", "p", &format!("{t}{extra}"), &o).unwrap_err();
+            assert_eq!(exit_code(&e), 2);
+            let m = format!("{e:#}");
+            assert!(m.contains(key) && m.contains(why), "{extra}: {m}");
+        }
+        let p = preset("seed002", &RunSection::default()).unwrap();
+        assert_eq!(p.throughput_gateways.len(), 1);
+        let g = &p.throughput_gateways[0];
+        assert_eq!(g.profiles, ["plain"]);
+        assert_eq!(
+            (g.config.senders, g.config.rate_bps, g.config.payload),
+            (1, Some(1_000_000_000), 1440)
+        );
     }
 
     #[test]

@@ -103,30 +103,38 @@ pub fn run_plan(
         }
     }
     let mut experiments = Experiments::default();
-    if !plan.throughput.is_empty() {
+    let groups: Vec<&super::ThroughputJob> = plan
+        .throughput
+        .iter()
+        .chain(&plan.throughput_gateways)
+        .collect();
+    if !groups.is_empty() {
         eprintln!(
             "ivnsec run: {} throughput group(s), about {:.0} s of sending",
-            plan.throughput.len(),
+            groups.len(),
             plan.throughput_seconds()
         );
     }
-    for (i, job) in plan.throughput.iter().enumerate() {
+    for (i, job) in groups.iter().enumerate() {
         eprintln!(
-            "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}",
+            "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}{}",
             i + 1,
-            plan.throughput.len(),
+            groups.len(),
             job.profiles.join(", "),
             job.config.payload,
             job.config.senders,
             job.config
                 .rate_bps
-                .map_or("unshaped".to_string(), |b| format!("{b} b/s"))
+                .map_or("unshaped".to_string(), |b| format!("{b} b/s")),
+            job.topology
+                .as_ref()
+                .map_or(String::new(), |t| format!(", on {t} through its gateways"))
         );
-        let site = crate::site::open_site(
-            settings.on,
-            settings.testbed.as_deref(),
-            &throughput::layout(job.config.senders),
-        )?;
+        let layout = match &job.topology {
+            Some(t) => crate::site::Layout::of(*t),
+            None => throughput::layout(job.config.senders),
+        };
+        let site = crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?;
         let part = capture.as_ref().map(|c| c.part.clone());
         let results = throughput::run_set(
             &site.site,

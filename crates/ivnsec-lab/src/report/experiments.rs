@@ -513,8 +513,24 @@ pub fn write_throughput_csv(path: &Path, e: &Experiments) -> Result<(), ReportEr
 fn shaped_run<'a>(e: &'a Experiments, profile: &str) -> Option<&'a ThroughputResult> {
     e.throughput
         .iter()
-        .filter(|r| r.profile == profile && r.rate_bps.is_some())
+        .filter(|r| r.profile == profile && r.rate_bps.is_some() && r.gateways.is_none())
         .max_by_key(|r| r.senders)
+}
+
+/// Our counterpart of seed 002's bump-in-the-wire: the shaped `plain` run between legacy ECUs
+/// through the gateways a `bump2` throughput group starts.
+fn bitw_run(e: &Experiments) -> Option<&ThroughputResult> {
+    e.throughput
+        .iter()
+        .find(|r| r.profile == "plain" && r.rate_bps.is_some() && r.gateways.is_some())
+}
+
+/// The shaped throughput run standing for a seed 002 configuration.
+fn run_002(e: &Experiments, c: seed002::Config) -> Option<&ThroughputResult> {
+    match c {
+        seed002::Config::BumpInTheWire => bitw_run(e),
+        c => shaped_run(e, c.ours().profile?),
+    }
 }
 
 /// The comparisons with seeds 002 and 003 that this report's measurements allow (none when no
@@ -529,13 +545,14 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             .chain(&e.playback)
             .any(|r| r.runs.iter().any(|x| x.profile == p))
     };
-    let any_002 = seed002::Config::ALL.into_iter().any(|c| {
-        ours_002(c).is_some_and(|p| {
-            shaped_run(e, p).is_some()
-                || streamed(p)
-                || summary.scenarios.iter().any(|s| s.profile == p)
-        })
-    });
+    let any_002 = bitw_run(e).is_some()
+        || seed002::Config::ALL.into_iter().any(|c| {
+            ours_002(c).is_some_and(|p| {
+                shaped_run(e, p).is_some()
+                    || streamed(p)
+                    || summary.scenarios.iter().any(|s| s.profile == p)
+            })
+        });
     if any_002 {
         // Ping-pong: our forward one-way delay at the largest payload we measured for the
         // configuration's profile (sockperf reports half the round trip).
@@ -578,7 +595,7 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
                 .into(),
         });
         let tp = seed002::throughput_table(|c| {
-            let r = shaped_run(e, ours_002(c)?)?;
+            let r = run_002(e, c)?;
             let n = r.senders.max(1) as f64;
             Some((r.goodput_mbps / n, r.theoretical_mbps? / n))
         });
@@ -588,12 +605,15 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             note: "Seed 002: three iperf3 UDP streams at 1 Gb/s into the consumer (§5.2.3), the \
                    maximum per §6.1.2, both per sensor link. Ours: the shaped throughput group \
                    with the most senders, per sender (total / senders); our maximum is that of \
-                   our frames on one shaped link."
+                   our frames on one shaped link. Bump-in-the-Wire: our `plain` frames between \
+                   two legacy ECUs through two `ivnsec gateway`s (macsec-gcm-aes-128, \
+                   confidentiality; the seed's was integrity only), one sender, the legacy side \
+                   at MTU 1500 (the seed's sensor had to drop to 1468)."
                 .into(),
         });
-        let mut cpu = seed002::cpu_table(|c| Some(shaped_run(e, ours_002(c)?)?.cpu.system_pct));
+        let mut cpu = seed002::cpu_table(|c| Some(run_002(e, c)?.cpu.system_pct));
         seed002::add_consumer_cpu(&mut cpu, |c| {
-            let r = shaped_run(e, ours_002(c)?)?;
+            let r = run_002(e, c)?;
             (!r.cpu.roles.is_empty()).then_some(r.cpu.receiver_pct)
         });
         out.push(SeedSection {
@@ -863,6 +883,44 @@ mod tests {
                 ..Experiments::default()
             },
         }
+    }
+
+    /// A `plain` run through the gateways of a `bump2` group fills the Bump-in-the-Wire rows
+    /// (one sender: its own goodput), and is never taken for the baseline.
+    #[test]
+    fn a_run_through_gateways_is_the_bump_in_the_wire_row() {
+        let mut plain = run("plain", 2700.0, None, None);
+        plain.theoretical_mbps = Some(2800.0);
+        plain.cpu.system_pct = 20.0;
+        let mut bitw = run("plain", 912.0, None, None);
+        bitw.senders = 1;
+        bitw.theoretical_mbps = Some(950.0);
+        bitw.cpu.system_pct = 35.0;
+        bitw.gateways = Some("bump2".into());
+        // Listed first, it still does not stand for the baseline.
+        let summary = report_of(vec![bitw, plain]).summary();
+        let secs = seed_sections(&summary);
+        let t = &secs
+            .iter()
+            .find(|s| s.title.contains("seed 002: throughput"))
+            .unwrap()
+            .table;
+        assert_eq!(t.rows[0][5], "900.0");
+        let r = &t.rows[3];
+        assert_eq!(r[0], format!("Bump-in-the-Wire ({})", seed002::BITW_OURS));
+        assert_eq!(r[5], "912.0");
+        assert_eq!(r[6], "950.0");
+        // Loss against our baseline per sensor link: 1 − 912 / 900 < 0.
+        assert_eq!(r[8], "-1.3 %");
+        let c = &secs.iter().find(|s| s.title.contains("CPU")).unwrap().table;
+        assert_eq!(c.rows[3][3], "35.00 %");
+        assert_eq!(c.rows[3][4], "15.00 %");
+        // Without such a run the row keeps saying so.
+        let summary = report_of(vec![run("plain", 2700.0, None, None)]).summary();
+        let secs = seed_sections(&summary);
+        let t = &secs[1].table;
+        assert_eq!(t.rows[3][0], "Bump-in-the-Wire (no counterpart)");
+        assert_eq!(t.rows[3][5], "—");
     }
 
     #[test]

@@ -522,12 +522,18 @@ pub const BITW_SENSOR_MTU: usize = MTU - MACSEC_OVERHEAD;
 /// §5.2.4: the replay windows of the replay attack (outside window 1, inside window 1024).
 pub const REPLAY_WINDOWS: [u32; 2] = [1, 1024];
 
-fn config_cell(c: Config) -> String {
+/// The configuration's row label; `measured`: this run has figures for it (the
+/// bump-in-the-wire has no single profile: its figures come from a `bump2` run through gateways).
+fn config_cell(c: Config, measured: bool) -> String {
     match c.ours().profile {
         Some(p) => format!("{} ({p})", c.name()),
+        None if c == Config::BumpInTheWire && measured => format!("{} ({BITW_OURS})", c.name()),
         None => format!("{} (no counterpart)", c.name()),
     }
 }
+
+/// Our counterpart of the bump-in-the-wire configuration, as its row label says it.
+pub const BITW_OURS: &str = "plain through two macsec-gcm-aes-128 gateways, bump2";
 
 /// Seed 002's latency tables beside ours: one row per configuration and test, columns the
 /// seed's p90 / p99 / p99.9, ours, and ours / seed of the p99.9. `ours(config, test)` gives our
@@ -549,7 +555,7 @@ pub fn latency_table(ours: impl Fn(Config, Test) -> Option<[f64; 3]>) -> Table {
         for t in Test::ALL {
             let seed = latency(c, t).as_array();
             let o = ours(c, t);
-            let mut row = vec![config_cell(c), t.name().to_string()];
+            let mut row = vec![config_cell(c, o.is_some()), t.name().to_string()];
             row.extend(seed.iter().map(|v| opt_num(Some(*v), 0)));
             row.extend((0..3).map(|i| opt_num(o.map(|o| o[i]), 1)));
             row.push(o.map_or_else(|| opt_num(None, 0), |o| ratio(o[2], seed[2])));
@@ -591,7 +597,7 @@ pub fn throughput_table(ours: impl Fn(Config) -> Option<(f64, f64)>) -> Table {
                     .map(|b| loss_pct(m, b))
             };
             vec![
-                config_cell(c),
+                config_cell(c, o.is_some()),
                 opt_num(Some(s.measured_mbps), 1),
                 opt_num(Some(s.theoretical_mbps), 1),
                 pct_cell(eff(s.measured_mbps, s.theoretical_mbps), 1),
@@ -632,7 +638,7 @@ pub fn cpu_table(ours: impl Fn(Config) -> Option<f64>) -> Table {
                 _ => None,
             };
             vec![
-                config_cell(c),
+                config_cell(c, o.is_some()),
                 pct_cell(s.average_pct, 2),
                 pct_cell(s.increase_pct, 2),
                 pct_cell(o, 2),

@@ -254,6 +254,10 @@ pub struct ThroughputResult {
     pub cpu: CpuResult,
     /// Same-run references: `plain` (our own unprotected frames) and `iperf3` (UDP).
     pub baseline: serde_json::Map<String, serde_json::Value>,
+    /// The bump-in-the-wire topology (`bump2`) when the frames went through gateways the run
+    /// started; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateways: Option<String>,
 }
 
 impl ThroughputResult {

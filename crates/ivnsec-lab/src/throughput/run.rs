@@ -558,6 +558,10 @@ fn run_once(
         rejected: recv.drops,
         per_sender,
         cpu,
+        gateways: (!gateways.is_empty()).then(|| match site {
+            Site::Testbed { state, .. } => state.topology.to_string(),
+            Site::Loopback => String::new(),
+        }),
         ..ThroughputResult::default()
     };
     r.derive();
