@@ -212,3 +212,49 @@ fn a_plan_throughput_group_on_bump2_fills_the_bump_in_the_wire_rows() {
     assert!(row.contains(&ours), "{row} lacks {ours}");
     assert!(d.leftover_testbeds().is_empty());
 }
+
+/// A plan's `[[underload]]` table with `topology = "bump2"` sends the lidar messages from one
+/// legacy ECU to the other through the gateways and fills the Bump-in-the-Wire Under Load row
+/// of seed 002's latency table (Table 6.7) beside the seed's figures.
+#[test]
+fn a_plan_underload_table_on_bump2_fills_the_bump_in_the_wire_latency_row() {
+    require_root!();
+    let d = TempDir::new("gwxul");
+    let plan = d.path("bitw-ul.toml");
+    std::fs::write(
+        &plan,
+        "name = \"bitw-ul\"\n[[underload]]\ntopology = \"bump2\"\nprofiles = [\"plain\"]\n\
+         size = 24938\nmps = 100\nreply_every = 10\nseconds = 1\nbaseline = false\n",
+    )
+    .unwrap();
+    let out = d.path("report");
+    let o = d.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--on",
+        "testbed",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let code = o.status.code().unwrap_or(-1);
+    assert!(matches!(code, 0 | 1), "exit {code}: {}", text(&o.stderr));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let r = &v["experiments"]["underload"][0];
+    assert_eq!(r["gateways"], "bump2", "{r}");
+    assert!(r["transport"].as_str().unwrap().contains("(bump2)"), "{r}");
+    let run = &r["runs"][0];
+    assert_eq!(run["profile"], "plain", "{r}");
+    let p999 = run["one_way"]["p999_us"].as_f64().unwrap();
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    // Table 6.7's Under Load row: the seed's p90 1219 µs, ours beside it.
+    let row = md
+        .lines()
+        .find(|l| {
+            l.contains("Bump-in-the-Wire (") && l.contains("Under Load") && l.contains("1219")
+        })
+        .unwrap_or_else(|| panic!("no Bump-in-the-Wire under-load row: {md}"));
+    assert!(!row.contains("no counterpart"), "{row}");
+    assert!(row.contains(&format!("{p999:.1}")), "{row} lacks {p999:.1}");
+    assert!(d.leftover_testbeds().is_empty());
+}

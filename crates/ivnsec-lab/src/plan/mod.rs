@@ -195,6 +195,9 @@ pub struct Plan {
     /// run after those on `sensors:N`.
     pub throughput_gateways: Vec<ThroughputJob>,
     pub underload: Vec<UnderloadConfig>,
+    /// `[[underload]]` tables with `topology = "bump2"` (through gateways), run after the
+    /// others.
+    pub underload_gateways: Vec<UnderloadConfig>,
     pub playback: Vec<PlaybackJob>,
     pub camera: Vec<CameraConfig>,
     /// `[[tdma]]` tables, checked.
@@ -493,7 +496,18 @@ pub fn parse_in(
     for (i, u) in f.underload.iter().enumerate() {
         u.check()
             .map_err(|e| bad(&format!("underload[{i}]"), format!("{e:#}")))?;
+        if let Some(t) = u.topology.as_deref().filter(|t| *t != "bump2") {
+            return Err(bad(
+                &format!("underload[{i}].topology"),
+                format!(
+                    "`{t}`: under load builds sensors:1 itself; topology takes bump2 (the \
+                     sensor and the consumer as legacy ECUs behind gateways)"
+                ),
+            ));
+        }
     }
+    let (underload_gateways, underload): (Vec<_>, Vec<_>) =
+        f.underload.into_iter().partition(|u| u.topology.is_some());
     let mut playback = Vec::new();
     for (i, p) in f.playback.iter().enumerate() {
         let key = format!("playback[{i}]");
@@ -537,7 +551,8 @@ pub fn parse_in(
     if scenarios.is_empty()
         && jobs.is_empty()
         && gateway_jobs.is_empty()
-        && f.underload.is_empty()
+        && underload.is_empty()
+        && underload_gateways.is_empty()
         && playback.is_empty()
         && f.camera.is_empty()
         && tdma.is_empty()
@@ -565,7 +580,8 @@ pub fn parse_in(
         scenarios,
         throughput: jobs,
         throughput_gateways: gateway_jobs,
-        underload: f.underload,
+        underload,
+        underload_gateways,
         playback,
         camera: f.camera,
         tdma,
@@ -682,8 +698,9 @@ mod tests {
         assert!(p.playback[0].config.timeline.is_file());
     }
 
-    /// `topology = "bump2"` puts a throughput group through gateways, in a list of its own;
-    /// only bump2 and one sender are accepted. Seed 002's preset has its Bump-in-the-Wire group.
+    /// `topology = "bump2"` puts a throughput group (or an under-load table) through gateways,
+    /// in a list of its own; only bump2 (and one sender) are accepted. Seed 002's preset has
+    /// its Bump-in-the-Wire groups.
     #[test]
     fn throughput_groups_through_gateways() {
         let o = RunSection::default();
@@ -708,6 +725,11 @@ mod tests {
             assert!(m.contains(key) && m.contains(why), "{extra}: {m}");
         }
         let p = preset("seed002", &RunSection::default()).unwrap();
+        assert_eq!(p.underload_gateways.len(), 1);
+        assert_eq!(p.underload_gateways[0].profiles, ["plain"]);
+        let u = "[[underload]]\nprofiles = [\"plain\"]\ntopology = \"sensors:1\"\n";
+        let e = parse("p.toml", "p", u, &o).unwrap_err();
+        assert!(format!("{e:#}").contains("underload[0].topology"), "{e:#}");
         assert_eq!(p.throughput_gateways.len(), 1);
         let g = &p.throughput_gateways[0];
         assert_eq!(g.profiles, ["plain"]);

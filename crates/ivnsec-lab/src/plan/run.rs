@@ -167,14 +167,26 @@ pub fn run_plan(
         }
         Ok(())
     };
-    for (i, cfg) in plan.underload.iter().enumerate() {
+    let underloads: Vec<&crate::underload::run::UnderloadConfig> = plan
+        .underload
+        .iter()
+        .chain(&plan.underload_gateways)
+        .collect();
+    for (i, cfg) in underloads.iter().enumerate() {
         let what = format!(
-            "under load {}/{}: {}",
+            "under load {}/{}: {}{}",
             i + 1,
-            plan.underload.len(),
-            cfg.profiles.join(", ")
+            underloads.len(),
+            cfg.profiles.join(", "),
+            cfg.topology
+                .as_ref()
+                .map_or(String::new(), |t| format!(", on {t} through its gateways"))
         );
-        on_site(what, underload::layout(), &mut |site, part| {
+        let layout = match cfg.topology {
+            Some(_) => crate::site::Layout::of(ivnsec_net::topology::Topology::Bump2),
+            None => underload::layout(),
+        };
+        on_site(what, layout, &mut |site, part| {
             experiments
                 .underload
                 .push(underload::run_underload(site, cfg, part)?);

@@ -546,6 +546,7 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             .any(|r| r.runs.iter().any(|x| x.profile == p))
     };
     let any_002 = bitw_run(e).is_some()
+        || e.underload.iter().any(|r| r.gateways.is_some())
         || seed002::Config::ALL.into_iter().any(|c| {
             ours_002(c).is_some_and(|p| {
                 shaped_run(e, p).is_some()
@@ -557,6 +558,21 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
         // Ping-pong: our forward one-way delay at the largest payload we measured for the
         // configuration's profile (sockperf reports half the round trip).
         let latency = seed002::latency_table(|c, t| {
+            if c == seed002::Config::BumpInTheWire {
+                // Only the under-load test runs through gateways (a `bump2` table).
+                if t != seed002::Test::UnderLoad {
+                    return None;
+                }
+                let o = e
+                    .underload
+                    .iter()
+                    .filter(|r| r.gateways.is_some())
+                    .flat_map(|r| r.runs.iter())
+                    .find(|r| r.profile == "plain")?
+                    .one_way
+                    .as_ref()?;
+                return Some([o.p90_us, o.p99_us, o.p999_us]);
+            }
             let p = ours_002(c)?;
             match t {
                 seed002::Test::PingPong => {
@@ -576,6 +592,7 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
                     };
                     let o = reports
                         .iter()
+                        .filter(|r| r.gateways.is_none())
                         .flat_map(|r| r.runs.iter())
                         .find(|r| r.profile == p)?
                         .one_way

@@ -333,6 +333,10 @@ pub struct UnderloadReport {
     pub baseline: serde_json::Map<String, serde_json::Value>,
     /// Every run's verdict passed.
     pub passed: bool,
+    /// The bump-in-the-wire topology (`bump2`) when the messages went through gateways the run
+    /// started; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateways: Option<String>,
 }
 
 impl UnderloadReport {

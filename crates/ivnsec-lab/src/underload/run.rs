@@ -68,6 +68,10 @@ pub struct UnderloadConfig {
     pub provider: String,
     /// Run `plain` and sockperf in the same invocation.
     pub baseline: bool,
+    /// In a plan: `bump2` runs on a testbed of its own with the sensor and the consumer as
+    /// legacy ECUs behind bump-in-the-wire gateways the run starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
 }
 
 impl Default for UnderloadConfig {
@@ -81,6 +85,7 @@ impl Default for UnderloadConfig {
             requirement_us: REQUIREMENT_US,
             provider: "auto".into(),
             baseline: true,
+            topology: None,
         }
     }
 }
@@ -353,6 +358,17 @@ pub(crate) fn run_stream(
         runs,
         baseline,
         passed: false,
+        gateways: match site {
+            Site::Testbed { state, .. }
+                if state
+                    .nodes
+                    .iter()
+                    .any(|n| n.kind == ivnsec_net::topology::NodeKind::Gateway.as_str()) =>
+            {
+                Some(state.topology.to_string())
+            }
+            _ => None,
+        },
     };
     report.passed = report.passed();
     Ok(report)
