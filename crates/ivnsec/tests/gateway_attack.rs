@@ -202,7 +202,7 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
             // The flood outruns the victim gateway: what the kernel dropped at its full
             // protected-port queue is never judged, and is reported.
             "flood" => assert!(
-                num(r, "not_seen") == 0 || num(&r["gateway"]["queue_drops"], "gw2") > 0,
+                num(r, "not_seen") <= num(&r["gateway"]["queue_drops"], "gw2"),
                 "{what}"
             ),
             _ => assert_eq!(num(r, "not_seen"), 0, "{what}"),
