@@ -66,12 +66,15 @@ fn capture(ns: &str, dev: &str, file: &Path) -> Proc {
         .unwrap();
     let mut err = BufReader::new(c.stderr.take().unwrap());
     let mut line = String::new();
+    let mut said = String::new();
     loop {
         line.clear();
         assert!(
             err.read_line(&mut line).unwrap() > 0,
-            "tshark ended before capturing"
+            "tshark ended before capturing: {said} (exit {:?})",
+            c.wait().ok()
         );
+        said.push_str(&line);
         if line.contains("Capturing on") {
             break;
         }
@@ -127,8 +130,20 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
         assert!(t0.elapsed() < Duration::from_secs(60), "no testbed came up");
         std::thread::sleep(Duration::from_millis(20));
     };
+    // The state file is written before the testbed's links exist: wait for ecu2's link.
+    let ns = format!("{prefix}-ecu2");
+    while !Command::new("ip")
+        .args(["-n", &ns, "link", "show", "eth0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no eth0 in {ns}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let legacy = d.path("ecu2.pcap");
-    let mut cap = capture(&format!("{prefix}-ecu2"), "eth0", &legacy);
+    let mut cap = capture(&ns, "eth0", &legacy);
     let o: Output = child.wait_with_output().unwrap();
     let c = cap.0.take().unwrap();
     ivnsec_net::sys::signal_process(c.id(), false).unwrap();
