@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -29,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Attack;
-use super::run::{AttackConfig, Roles};
+use super::roles::{Gateways, Roles};
 use crate::error::usage;
 use crate::site::{GATEWAY_PROFILE, Layout, Where, net_err};
 
@@ -45,17 +44,21 @@ const MAX_STATUS: u64 = 1 << 20;
 
 /// Checks the gateway settings of a run: `--topology` is `bump2` only, builds its own testbed,
 /// and its profile is the gateways'.
-pub fn check(cfg: &AttackConfig) -> Result<()> {
-    match &cfg.topology {
+pub fn check(
+    topology: Option<&Topology>,
+    testbed: Option<&str>,
+    profiles: &[String],
+) -> Result<()> {
+    match topology {
         None => Ok(()),
         Some(Topology::Bump2) => {
-            if cfg.testbed.is_some() {
+            if testbed.is_some() {
                 return Err(usage(
                     "--topology bump2 builds a fresh testbed and starts its gateways; give \
                      either --topology or --testbed, not both",
                 ));
             }
-            if let Some(p) = cfg.profiles.iter().find(|p| *p != GATEWAY_PROFILE) {
+            if let Some(p) = profiles.iter().find(|p| *p != GATEWAY_PROFILE) {
                 return Err(usage(format!(
                     "--topology bump2: the gateways protect with {GATEWAY_PROFILE} and the \
                      attacker forges that; drop `--profile {p}` (or give --profile \
@@ -69,15 +72,6 @@ pub fn check(cfg: &AttackConfig) -> Result<()> {
              behind a gateway); without --topology the attack runs on sensors:2"
         ))),
     }
-}
-
-/// The gateways of the run: where their status files are, and the sending gateway's MAC.
-#[derive(Clone, Debug)]
-pub(crate) struct Gateways {
-    /// Gateway name and its run directory (status file under `macsec/`).
-    run_dirs: Vec<(String, PathBuf)>,
-    /// The protected port of the gateway in front of the legitimate sender.
-    sender_gw_mac: [u8; 6],
 }
 
 /// Builds a `bump2` testbed and starts its gateways (as a plan does); the roles: `ecu1`
@@ -312,30 +306,13 @@ mod tests {
 
     #[test]
     fn only_bump2_without_a_testbed_and_with_the_gateway_profile() {
-        let cfg = |t: Option<Topology>, tb: Option<&str>, p: &str| AttackConfig {
-            profiles: vec![p.to_string()],
-            attacks: vec![],
-            count: 1,
-            flood_seconds: 1.0,
-            flood_switch: super::super::run::SwitchMode::Static,
-            rcvbuf_mib: 16,
-            payload: 64,
-            provider: ivnsec_crypto::ProviderChoice::Portable,
-            pcap: None,
-            testbed: tb.map(str::to_string),
-            topology: t,
+        let cfg = |t: Option<Topology>, tb: Option<&str>, p: &str| {
+            check(t.as_ref(), tb, &[p.to_string()])
         };
-        assert!(check(&cfg(Some(Topology::Bump2), None, GATEWAY_PROFILE)).is_ok());
-        assert!(check(&cfg(None, None, "aes128-gcm")).is_ok());
-        assert!(check(&cfg(Some(Topology::Bump2), None, "aes128-gcm")).is_err());
-        assert!(
-            check(&cfg(
-                Some(Topology::Bump2),
-                Some("ivn-000000"),
-                GATEWAY_PROFILE
-            ))
-            .is_err()
-        );
-        assert!(check(&cfg(Some(Topology::Bump), None, GATEWAY_PROFILE)).is_err());
+        assert!((cfg(Some(Topology::Bump2), None, GATEWAY_PROFILE)).is_ok());
+        assert!((cfg(None, None, "aes128-gcm")).is_ok());
+        assert!((cfg(Some(Topology::Bump2), None, "aes128-gcm")).is_err());
+        assert!(cfg(Some(Topology::Bump2), Some("ivn-000000"), GATEWAY_PROFILE).is_err());
+        assert!((cfg(Some(Topology::Bump), None, GATEWAY_PROFILE)).is_err());
     }
 }

@@ -28,7 +28,8 @@ use serde_json::Value;
 
 use super::AttackResult;
 use super::mka::{MkaAccount, MkaAttack, MkaAttackSpec};
-use super::run::{Outcome, Roles, Switches, TempDir, chosen, ip, open_testbed, set_bridge};
+use super::roles::Roles;
+use super::run::{Outcome, Switches, TempDir, chosen, ip, open_testbed, set_bridge};
 use crate::error::{env_error, parse_profile, usage};
 use crate::keys::psk::{self, Psk};
 use crate::process::{child_stderr, read_report, spawn_role};

@@ -16,6 +16,7 @@ pub mod gateway;
 pub mod mka;
 pub mod mka_run;
 pub mod node;
+mod roles;
 pub mod run;
 
 use std::collections::BTreeMap;

@@ -19,6 +19,7 @@ use ivnsec_net::sys::{die_with_parent, wait_readable};
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{self, Topology};
 
+use super::roles::Roles;
 use super::{Attack, AttackResult, AttackSpec};
 use crate::channel::random_keys;
 use crate::error::{env_error, parse_profile, usage};
@@ -26,18 +27,6 @@ use crate::pingpong::node::{Role, RoleSpec};
 use crate::pingpong::run::{IniLog, ResLog, collect_responder, read_initiator};
 use crate::process::{child_stderr, read_report, send_next, spawn_role, wait_ready};
 use crate::site::{link_spec, net_err, node_addr};
-
-/// The three roles on the testbed.
-pub(crate) struct Roles {
-    pub(crate) state: TestbedState,
-    pub(crate) sender: String,
-    pub(crate) receiver: String,
-    pub(crate) attacker: String,
-    /// The attacker's interface in its namespace.
-    pub(crate) attacker_if: String,
-    /// On a bump-in-the-wire testbed: the gateways the legacy ECUs talk through.
-    pub(crate) gateway: Option<super::gateway::Gateways>,
-}
 
 pub const DEFAULT_PROFILES: [&str; 5] = [
     "aes128-gcm",
@@ -99,7 +88,11 @@ impl AttackConfig {
         if !(1..=1024).contains(&self.rcvbuf_mib) {
             return Err(usage("--rcvbuf-mib must be 1 to 1024"));
         }
-        super::gateway::check(self)?;
+        super::gateway::check(
+            self.topology.as_ref(),
+            self.testbed.as_deref(),
+            &self.profiles,
+        )?;
         Ok(())
     }
 
