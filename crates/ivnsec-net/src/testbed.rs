@@ -91,6 +91,11 @@ pub struct TestbedState {
     pub created_by_pid: u32,
     /// False while being built (or if the build was interrupted).
     pub complete: bool,
+    /// True once kept on purpose (`ivnsec testbed up`); false for a testbed a run owns, which
+    /// the next `up` in the same state directory removes if its creator died without tearing
+    /// it down (killed with SIGKILL). Files without the field count as kept.
+    #[serde(default = "kept_by_default")]
+    pub kept: bool,
     /// ECUs and switches.
     pub nodes: Vec<NodeState>,
 }
@@ -132,6 +137,7 @@ impl TestbedState {
                 .map_or(0, |d| d.as_secs()),
             created_by_pid: std::process::id(),
             complete: false,
+            kept: false,
             nodes: plan
                 .nodes
                 .iter()
@@ -234,6 +240,7 @@ impl Testbed {
             path: opts.state_dir.clone(),
             problem: format!("cannot create the state directory: {e}"),
         })?;
+        reap_abandoned(&opts.state_dir);
         let prefix = reserve_prefix(&opts.state_dir, opts.prefix.as_deref())?;
         let state = TestbedState::from_plan(&prefix, topology, &plan, opts.ipv4);
         // From here on, Drop removes whatever exists (and the reserved state file).
@@ -279,6 +286,13 @@ impl Testbed {
     /// state. `down` removes it later.
     pub fn keep(mut self) -> TestbedState {
         self.keep = true;
+        self.state.kept = true;
+        // Recorded so that no later `up` mistakes it for a run's abandoned testbed; should the
+        // write fail, the file still says "not kept" and a later `up` would remove it once this
+        // process is gone, so say so.
+        if let Err(e) = write_state(&self.state_dir, &self.state) {
+            eprintln!("ivnsec: testbed {}: {e}", self.state.prefix);
+        }
         self.state.clone()
     }
 
@@ -438,6 +452,24 @@ impl Listing {
         let ok = self.testbeds.iter().map(|s| s.prefix.clone());
         ok.chain(self.unreadable.iter().map(|(p, _)| p.clone()))
             .collect()
+    }
+}
+
+fn kept_by_default() -> bool {
+    true
+}
+
+/// Removes the testbeds in `state_dir` that a run owned (not kept) and whose creating process
+/// is gone: a run killed with SIGKILL cannot tear its testbed down itself. Only testbeds
+/// recorded in this state directory are touched; errors are left to `testbed down`.
+fn reap_abandoned(state_dir: &Path) {
+    let Ok(listing) = list(state_dir) else {
+        return;
+    };
+    for s in listing.testbeds {
+        if !s.kept && s.created_by_pid != std::process::id() && !process_alive(s.created_by_pid) {
+            let _ = down(&s.prefix, state_dir);
+        }
     }
 }
 

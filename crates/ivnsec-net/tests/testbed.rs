@@ -367,3 +367,50 @@ fn a_prefix_in_use_is_refused_and_left_alone() {
         Err(Error::Usage(_))
     ));
 }
+
+/// A run killed with SIGKILL cannot tear its testbed down; the next `up` in the same state
+/// directory removes it (its creator is gone, it was never kept), while a testbed kept on
+/// purpose (`ivnsec testbed up`) with a dead creator stays.
+#[test]
+fn up_removes_a_dead_runs_testbed_and_leaves_kept_ones() {
+    require_root!();
+    let dir = TempDir::new("reap");
+    // A pid that no longer runs.
+    let mut c = Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let as_dead = |prefix: &str| {
+        let f = dir.0.join(format!("{prefix}.json"));
+        let text = std::fs::read_to_string(&f).unwrap();
+        let key = format!("\"created_by_pid\": {}", std::process::id());
+        assert!(text.contains(&key), "{text}");
+        std::fs::write(
+            &f,
+            text.replace(&key, &format!("\"created_by_pid\": {dead}")),
+        )
+        .unwrap();
+    };
+    // Kept on purpose, its creator gone too.
+    let (kept, g2) = up(Topology::Pair, &dir);
+    let k = kept.keep().prefix;
+    as_dead(&k);
+    // The abandoned run: no Drop runs, as after SIGKILL.
+    let (abandoned, g1) = up(Topology::Pair, &dir);
+    let a = abandoned.prefix().to_string();
+    std::mem::forget(abandoned);
+    as_dead(&a);
+    assert!(!testbed::live_namespaces(&a).unwrap().is_empty());
+    let (next, g3) = up(Topology::Pair, &dir);
+    assert!(
+        testbed::live_namespaces(&a).unwrap().is_empty(),
+        "{a} left behind"
+    );
+    assert!(!dir.0.join(format!("{a}.json")).exists());
+    assert!(
+        !testbed::live_namespaces(&k).unwrap().is_empty(),
+        "{k} was kept"
+    );
+    drop(next);
+    drop((g1, g2, g3));
+    assert!(testbed::live_namespaces(&k).unwrap().is_empty());
+}
