@@ -8,10 +8,9 @@ use anyhow::Result;
 use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::channel::provider;
-use ivnsec_lab::keys::highwater;
 use ivnsec_lab::macsec::{self as lab, HostSide, KeySource, RunSpec};
 
-use crate::cmd::macsec::{UpArgs, mka_source, static_source};
+use crate::cmd::macsec::{KeySourceArgs, mka_source, static_source};
 use crate::cmd::send::stop_on_signal;
 use crate::error::{parse_profile, usage};
 use crate::output::Json;
@@ -70,48 +69,8 @@ pub struct Args {
     /// macsec-gcm-aes-xpn-256; `/auth` for integrity only (user data in clear).
     #[arg(long)]
     pub profile: String,
-    /// Static keys: the CA's SAK as a key file (`ivnsec keygen --profile PROFILE --out FILE`).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present_any = ["psk", "keyserver"],
-        conflicts_with_all = ["psk", "keyserver"]
-    )]
-    pub keys: Option<PathBuf>,
-    /// MKA with a pre-shared CAK: TOML with `cak` and `ckn` in hex, mode 0600 (`ivnsec keygen
-    /// --mka --out FILE`). The SAKs are agreed and rotated; peers are learned.
-    #[arg(long, value_name = "FILE")]
-    pub psk: Option<PathBuf>,
-    /// MKA with the CAK of this gateway's segment from the vehicle's key server (`ivnsec
-    /// keyserver`) at ADDR (host:port), over mutual TLS 1.3 with --cert, --key and --ca, as
-    /// `macsec up --keyserver` (docs/keys.md). MACsec profiles only.
-    #[arg(long, value_name = "ADDR", conflicts_with = "psk", requires_all = ["cert", "key", "ca"])]
-    pub keyserver: Option<String>,
-    /// With --keyserver: this gateway's certificate (`ivnsec pki issue`: D/ecu/NAME.pem).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
-    pub cert: Option<PathBuf>,
-    /// With --keyserver: this gateway's private key (D/ecu/NAME.key, mode 0600).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
-    pub key: Option<PathBuf>,
-    /// With --keyserver: the vehicle CA that issued the key server's certificate (D/ca.pem).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
-    pub ca: Option<PathBuf>,
-    /// With --keyserver: the segment whose CAK MKA runs on (needed when the gateway is in
-    /// several).
-    #[arg(long, value_name = "NAME", requires = "keyserver")]
-    pub segment: Option<String>,
-    /// With --keyserver: the name the key server's certificate must carry.
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "keyserver",
-        requires = "keyserver"
-    )]
-    pub keyserver_name: String,
-    /// A peer of the CA by the MAC of its protected interface (its SCI is MAC ‖ 0001); repeat
-    /// for each. Frames from SCIs not listed are discarded (unknown SCI). Static keys only.
-    #[arg(long = "peer", value_name = "MAC", conflicts_with = "psk")]
-    pub peers: Vec<String>,
+    #[command(flatten)]
+    pub key_source: KeySourceArgs,
     /// IVN-AE: the key id this gateway's frames carry (byte 16), 0..=255; every sender of the
     /// network needs its own.
     #[arg(long, default_value_t = 1, value_name = "ID", conflicts_with = "psk")]
@@ -120,53 +79,6 @@ pub struct Args {
     /// each peer. E.g. `--rx-keys 2:gw2.toml`.
     #[arg(long = "rx-keys", value_name = "ID:FILE", conflicts_with = "psk")]
     pub rx_keys: Vec<String>,
-    /// Association number of the static SAs (0..=3).
-    #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with = "psk")]
-    pub an: u8,
-    /// MKA: Key Server Priority, 0 to 255 (lowest wins; 255 never is key server).
-    #[arg(long, default_value_t = 16, value_name = "N", conflicts_with = "keys")]
-    pub priority: u8,
-    /// MKA: the key server distributes a new SAK every S seconds (default: only when needed).
-    #[arg(long, value_name = "S", conflicts_with = "keys")]
-    pub rekey_seconds: Option<f64>,
-    /// MKA: the key server rekeys when a transmit PN of the current SAK reaches N.
-    #[arg(long, value_name = "N", conflicts_with = "keys")]
-    pub pn_threshold: Option<u64>,
-    /// MKA Hello Time in seconds.
-    #[arg(long, default_value_t = 2.0, value_name = "S", conflicts_with = "keys")]
-    pub hello_seconds: f64,
-    /// MKA Life Time in seconds.
-    #[arg(long, default_value_t = 6.0, value_name = "S", conflicts_with = "keys")]
-    pub life_seconds: f64,
-    /// MKA SAK Retire Time in seconds.
-    #[arg(long, default_value_t = 3.0, value_name = "S", conflicts_with = "keys")]
-    pub sak_retire_seconds: f64,
-    /// MKA start-up ramp-up: the first MKPDUs after MS milliseconds, doubling. E.g. 20.
-    #[arg(long, value_name = "MS", conflicts_with = "keys")]
-    pub ramp_up_ms: Option<u64>,
-    /// MKA: how many MKPDUs the ramp-up speeds up (1 to 32).
-    #[arg(long, default_value_t = 5, value_name = "N", requires = "ramp_up_ms")]
-    pub ramp_up_count: u32,
-    /// Directory of the persistent nonce state (required: without it a restart would reuse
-    /// PNs under the same key). Created if missing.
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// PNs reserved per state write, 1 to 1048576.
-    #[arg(
-        long,
-        default_value_t = highwater::DEFAULT_BLOCK,
-        value_name = "N",
-        value_parser = clap::value_parser!(u64).range(1..=highwater::MAX_BLOCK)
-    )]
-    pub reserve_block: u64,
-    /// Highest PN this key may carry; the gateway stops sending when it is used and exits 1.
-    /// Static keys only.
-    #[arg(long, value_name = "N", conflicts_with = "psk")]
-    pub seq_limit: Option<u64>,
-    /// Start at PN 1 although KEYFILE.used says this key has sent and --state-dir holds no
-    /// state for it: only for a key you know is new.
-    #[arg(long, conflicts_with = "psk")]
-    pub i_know_this_key_is_new: bool,
     /// Replay window of the receive SAs (0: only increasing PNs).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub replay_window: u32,
@@ -187,44 +99,6 @@ pub struct Args {
     /// Print the final status as JSON when stopping.
     #[arg(long)]
     pub json: bool,
-}
-
-impl Args {
-    /// The same key options as `macsec up`, whose key sources the gateway shares.
-    fn as_up(&self) -> UpArgs {
-        UpArgs {
-            iface: self.protected.clone(),
-            tap: self.plain.clone(),
-            profile: self.profile.clone(),
-            keys: self.keys.clone(),
-            psk: self.psk.clone(),
-            keyserver: self.keyserver.clone(),
-            cert: self.cert.clone(),
-            key: self.key.clone(),
-            ca: self.ca.clone(),
-            segment: self.segment.clone(),
-            keyserver_name: self.keyserver_name.clone(),
-            peers: self.peers.clone(),
-            an: self.an,
-            priority: self.priority,
-            rekey_seconds: self.rekey_seconds,
-            pn_threshold: self.pn_threshold,
-            hello_seconds: self.hello_seconds,
-            life_seconds: self.life_seconds,
-            sak_retire_seconds: self.sak_retire_seconds,
-            ramp_up_ms: self.ramp_up_ms,
-            ramp_up_count: self.ramp_up_count,
-            state_dir: self.state_dir.clone(),
-            reserve_block: self.reserve_block,
-            seq_limit: self.seq_limit,
-            i_know_this_key_is_new: self.i_know_this_key_is_new,
-            replay_window: self.replay_window,
-            events: self.events.clone(),
-            run_dir: self.run_dir.clone(),
-            provider: self.provider,
-            json: self.json,
-        }
-    }
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -249,11 +123,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     lab::iface_facts_of("--protected", &a.protected)?;
     lab::iface_facts_of("--plain", &a.plain)?;
     let prov = provider(a.provider, Profile::Macsec(profile))?;
-    let up = a.as_up();
-    let mut source: Box<dyn KeySource> = match (&a.psk, &a.keyserver) {
-        (Some(file), _) => mka_source(&up, profile, Some(file))?,
-        (None, Some(_)) => mka_source(&up, profile, None)?,
-        (None, None) => static_source(&up, profile)?,
+    let (ks, port) = (&a.key_source, a.protected.as_str());
+    let mut source: Box<dyn KeySource> = match (&ks.psk, &ks.keyserver) {
+        (Some(file), _) => mka_source(ks, port, a.provider, profile, Some(file))?,
+        (None, Some(_)) => mka_source(ks, port, a.provider, profile, None)?,
+        (None, None) => static_source(ks, port, profile)?,
     };
     let spec = RunSpec {
         iface: a.protected.clone(),
@@ -296,18 +170,18 @@ fn run_ivnae(
     mut json: Json,
     profile: ivnsec_core::suite::IvnAeProfile,
 ) -> Result<ExitCode> {
-    let Some(keys) = a.keys.clone() else {
+    let Some(keys) = a.key_source.keys.clone() else {
         return Err(usage(
             "IVN-AE gateways use static keys: give --keys FILE (this gateway's transmit key) and \
              --rx-keys ID:FILE per peer (MKA agrees MACsec keys only)",
         ));
     };
-    if !a.peers.is_empty() || a.pcap.is_some() {
+    if !a.key_source.peers.is_empty() || a.pcap.is_some() {
         return Err(usage(
             "--peer and --pcap are for MACsec profiles; IVN-AE peers are named by --rx-keys ID:FILE",
         ));
     }
-    let Some(state_dir) = a.state_dir.clone() else {
+    let Some(state_dir) = a.key_source.state_dir.clone() else {
         return Err(usage(format!(
             "refusing to send under the long-term key in {} without --state-dir: a restarted \
              gateway would count sequence numbers from 1 again and reuse nonces. Give \
@@ -340,9 +214,9 @@ fn run_ivnae(
         key_id: a.key_id,
         rx_keys,
         state_dir,
-        reserve_block: a.reserve_block,
-        seq_limit: a.seq_limit,
-        confirm_new_key: a.i_know_this_key_is_new,
+        reserve_block: a.key_source.reserve_block,
+        seq_limit: a.key_source.seq_limit,
+        confirm_new_key: a.key_source.i_know_this_key_is_new,
         replay_window: a.replay_window,
         run_dir: a
             .run_dir

@@ -103,6 +103,30 @@ pub struct UpArgs {
     /// macsec-gcm-aes-xpn-256; `/auth` for integrity only (user data in clear).
     #[arg(long)]
     pub profile: String,
+    #[command(flatten)]
+    pub key_source: KeySourceArgs,
+    /// Replay window of the receive SAs (0: only increasing PNs).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub replay_window: u32,
+    /// Append one JSON line per event to FILE (created mode 0600).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Where the status file is kept (DIR/macsec/). Default: $IVNSEC_STATE_DIR, else
+    /// $XDG_RUNTIME_DIR/ivnsec, else /run/ivnsec.
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
+    #[arg(long, default_value = "auto")]
+    pub provider: ProviderChoice,
+    /// Print the final status as JSON when stopping.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where the keys of a SecY come from, and the nonce state (`macsec up`, `gateway`): static
+/// keys, MKA on a PSK, or MKA on the key server's CAK.
+#[derive(clap::Args, Debug)]
+pub struct KeySourceArgs {
     /// Static keys: the CA's SAK as a key file (`ivnsec keygen --profile PROFILE --out FILE`).
     #[arg(
         long,
@@ -120,16 +144,16 @@ pub struct UpArgs {
     /// pushes a new one (docs/keys.md).
     #[arg(long, value_name = "ADDR", conflicts_with = "psk", requires_all = ["cert", "key", "ca"])]
     pub keyserver: Option<String>,
-    /// With --keyserver: this ECU's certificate (`ivnsec pki issue`: D/ecu/NAME.pem).
+    /// With --keyserver: this member's certificate (`ivnsec pki issue`: D/ecu/NAME.pem).
     #[arg(long, value_name = "FILE", requires = "keyserver")]
     pub cert: Option<PathBuf>,
-    /// With --keyserver: this ECU's private key (D/ecu/NAME.key, mode 0600).
+    /// With --keyserver: this member's private key (D/ecu/NAME.key, mode 0600).
     #[arg(long, value_name = "FILE", requires = "keyserver")]
     pub key: Option<PathBuf>,
     /// With --keyserver: the vehicle CA that issued the key server's certificate (D/ca.pem).
     #[arg(long, value_name = "FILE", requires = "keyserver")]
     pub ca: Option<PathBuf>,
-    /// With --keyserver: the segment whose CAK MKA runs on (needed when the ECU is in several).
+    /// With --keyserver: the segment whose CAK MKA runs on (needed when the member is in several).
     #[arg(long, value_name = "NAME", requires = "keyserver")]
     pub segment: Option<String>,
     /// With --keyserver: the name the key server's certificate must carry.
@@ -189,30 +213,14 @@ pub struct UpArgs {
         value_parser = clap::value_parser!(u64).range(1..=highwater::MAX_BLOCK)
     )]
     pub reserve_block: u64,
-    /// Highest PN this key may carry (below the suite's own limit); the TAP stops sending when
-    /// it is used and `up` exits 1. Static keys only.
+    /// Highest PN this key may carry (below the suite's own limit); sending stops when it is
+    /// used and the command exits 1. Static keys only.
     #[arg(long, value_name = "N", conflicts_with_all = ["psk", "keyserver"])]
     pub seq_limit: Option<u64>,
     /// Start at PN 1 although KEYFILE.used says this key has sent under this SA and
     /// --state-dir holds no state for it (as `ivnsec send`): only for a key you know is new.
     #[arg(long, conflicts_with_all = ["psk", "keyserver"])]
     pub i_know_this_key_is_new: bool,
-    /// Replay window of the receive SAs (0: only increasing PNs).
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub replay_window: u32,
-    /// Append one JSON line per event to FILE (created mode 0600).
-    #[arg(long, value_name = "FILE")]
-    pub events: Option<PathBuf>,
-    /// Where the status file is kept (DIR/macsec/). Default: $IVNSEC_STATE_DIR, else
-    /// $XDG_RUNTIME_DIR/ivnsec, else /run/ivnsec.
-    #[arg(long, value_name = "DIR")]
-    pub run_dir: Option<PathBuf>,
-    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
-    #[arg(long, default_value = "auto")]
-    pub provider: ProviderChoice,
-    /// Print the final status as JSON when stopping.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -268,10 +276,10 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         }
     };
     let prov = provider(a.provider, Profile::Macsec(profile))?;
-    let mut source: Box<dyn KeySource> = match (&a.psk, &a.keyserver) {
-        (Some(file), _) => mka_source(&a, profile, Some(file))?,
-        (None, Some(_)) => mka_source(&a, profile, None)?,
-        (None, None) => static_source(&a, profile)?,
+    let mut source: Box<dyn KeySource> = match (&a.key_source.psk, &a.key_source.keyserver) {
+        (Some(file), _) => mka_source(&a.key_source, &a.iface, a.provider, profile, Some(file))?,
+        (None, Some(_)) => mka_source(&a.key_source, &a.iface, a.provider, profile, None)?,
+        (None, None) => static_source(&a.key_source, &a.iface, profile)?,
     };
     let cfg = lab::Config {
         iface: a.iface.clone(),
@@ -314,11 +322,13 @@ fn seconds(option: &str, s: f64) -> Result<Duration> {
 /// MKA (`--psk FILE`, or the CAK from `--keyserver` when `file` is `None`): the PSK file or
 /// the key server's first CAK and the settings checked before anything is created.
 pub(crate) fn mka_source(
-    a: &UpArgs,
+    ks: &KeySourceArgs,
+    iface: &str,
+    provider: ProviderChoice,
     profile: ivnsec_core::profile::MacsecProfile,
     file: Option<&Path>,
 ) -> Result<Box<dyn KeySource>> {
-    let Some(state_dir) = a.state_dir.clone() else {
+    let Some(state_dir) = ks.state_dir.clone() else {
         return Err(usage(
             "refusing to run MKA without --state-dir: a member restarted while the CA still \
              uses the SAK it transmitted under may be handed that SAK again, and counting PNs \
@@ -327,23 +337,25 @@ pub(crate) fn mka_source(
         ));
     };
     let settings = MkaSettings {
-        priority: a.priority,
-        hello: seconds("--hello-seconds", a.hello_seconds)?,
-        life: seconds("--life-seconds", a.life_seconds)?,
-        sak_retire: seconds("--sak-retire-seconds", a.sak_retire_seconds)?,
-        rekey: a
+        priority: ks.priority,
+        hello: seconds("--hello-seconds", ks.hello_seconds)?,
+        life: seconds("--life-seconds", ks.life_seconds)?,
+        sak_retire: seconds("--sak-retire-seconds", ks.sak_retire_seconds)?,
+        rekey: ks
             .rekey_seconds
             .map(|s| seconds("--rekey-seconds", s))
             .transpose()?,
-        pn_threshold: a.pn_threshold,
-        ramp_up: a
+        pn_threshold: ks.pn_threshold,
+        ramp_up: ks
             .ramp_up_ms
-            .map(|ms| (Duration::from_millis(ms), a.ramp_up_count)),
+            .map(|ms| (Duration::from_millis(ms), ks.ramp_up_count)),
     };
-    let (mac, _) = lab::iface_facts(&a.iface)?;
+    let (mac, _) = lab::iface_facts(iface)?;
     let Some(file) = file else {
         return keyserver_source(
-            a,
+            ks,
+            iface,
+            provider,
             profile,
             settings,
             state_dir,
@@ -355,38 +367,40 @@ pub(crate) fn mka_source(
         profile,
         file.to_path_buf(),
         &key,
-        &a.iface,
+        iface,
         Sci::end_station(MacAddr(mac)),
         settings,
         state_dir,
-        a.reserve_block,
-        a.provider,
+        ks.reserve_block,
+        provider,
     )?))
 }
 
 /// MKA on the CAK of the key server (`--keyserver`): fetched once now (refusals and an
 /// unreachable server stop here), then watched.
 fn keyserver_source(
-    a: &UpArgs,
+    ks: &KeySourceArgs,
+    iface: &str,
+    provider: ProviderChoice,
     profile: ivnsec_core::profile::MacsecProfile,
     settings: MkaSettings,
     state_dir: PathBuf,
     sci: Sci,
 ) -> Result<Box<dyn KeySource>> {
     use ivnsec_lab::macsec::keyserver::{KeyserverKeys, Params, Remote, fetch_initial};
-    let (Some(addr), Some(cert), Some(key), Some(ca)) = (&a.keyserver, &a.cert, &a.key, &a.ca)
+    let (Some(addr), Some(cert), Some(key), Some(ca)) = (&ks.keyserver, &ks.cert, &ks.key, &ks.ca)
     else {
         return Err(usage("--keyserver needs --cert, --key and --ca"));
     };
-    if let Some(s) = &a.segment {
+    if let Some(s) = &ks.segment {
         ivnsec_lab::pki::check_ecu_name(s).map_err(|e| usage(format!("--segment: {e:#}")))?;
     }
     let tls = ivnsec_lab::pki::keyserver::client_tls(ca, cert, key)?;
     let remote = Remote {
         addr: addr.clone(),
-        server_name: a.keyserver_name.clone(),
+        server_name: ks.keyserver_name.clone(),
         tls,
-        segment: a.segment.clone(),
+        segment: ks.segment.clone(),
     };
     let first = fetch_initial(&remote)?;
     eprintln!(
@@ -397,25 +411,26 @@ fn keyserver_source(
     );
     let params = Params {
         profile,
-        iface: a.iface.clone(),
+        iface: iface.to_string(),
         sci,
         settings,
         state_dir,
-        reserve_block: a.reserve_block,
-        provider: a.provider,
+        reserve_block: ks.reserve_block,
+        provider,
     };
     Ok(Box::new(KeyserverKeys::new(remote, params, first)?))
 }
 
 /// Static keys (`--keys`).
 pub(crate) fn static_source(
-    a: &UpArgs,
+    ks: &KeySourceArgs,
+    iface: &str,
     profile: ivnsec_core::profile::MacsecProfile,
 ) -> Result<Box<dyn KeySource>> {
-    let Some(key_file) = a.keys.clone() else {
+    let Some(key_file) = ks.keys.clone() else {
         return Err(usage("give --keys FILE (static keys) or --psk FILE (MKA)"));
     };
-    let Some(state_dir) = a.state_dir.clone() else {
+    let Some(state_dir) = ks.state_dir.clone() else {
         return Err(usage(format!(
             "refusing to send under the long-term key in {} without --state-dir: the MACsec \
              nonce is derived from the PN, and an instance that restarts (crash, reboot, kill) \
@@ -424,25 +439,25 @@ pub(crate) fn static_source(
             key_file.display()
         )));
     };
-    if a.an > 3 {
-        return Err(usage(format!("--an must be 0, 1, 2 or 3, got {}", a.an)));
+    if ks.an > 3 {
+        return Err(usage(format!("--an must be 0, 1, 2 or 3, got {}", ks.an)));
     }
-    let peers = a
+    let peers = ks
         .peers
         .iter()
         .map(|p| parse_mac("--peer", p).map(|m| Sci::end_station(MacAddr(m))))
         .collect::<Result<Vec<_>>>()?;
-    let (mac, _) = lab::iface_facts(&a.iface)?;
+    let (mac, _) = lab::iface_facts(iface)?;
     Ok(Box::new(StaticKeys::new(
         profile,
         key_file,
         Sci::end_station(MacAddr(mac)),
         peers,
-        a.an,
+        ks.an,
         state_dir,
-        a.reserve_block,
-        a.seq_limit,
-        a.i_know_this_key_is_new,
+        ks.reserve_block,
+        ks.seq_limit,
+        ks.i_know_this_key_is_new,
     )?))
 }
 
