@@ -8,6 +8,7 @@ pub mod attack;
 pub mod bench;
 pub mod camera;
 pub mod channel;
+pub mod clock;
 pub mod cpu;
 pub mod error;
 pub mod fragment;
