@@ -683,8 +683,9 @@ pub fn classify(a: &PmcAnswers, max_offset_ns: u64) -> HostClock {
 pub struct ClockSet {
     /// The bound on |offset from master| used, ns.
     pub max_offset_ns: u64,
-    /// Every host is on this machine, so all share its system clock: one-way delays between
-    /// them are measured on one clock whatever PTP says.
+    /// Two or more hosts, every one on this machine, so all share its system clock: one-way
+    /// delays between them are measured on one clock whatever PTP says. (A single host is
+    /// judged by its PTP state: it is asked because it is to meet other clocks.)
     pub shared_clock: bool,
     pub hosts: Vec<HostClock>,
 }
@@ -717,7 +718,7 @@ impl ClockSet {
             .collect();
         ClockSet {
             max_offset_ns,
-            shared_clock: !hosts.is_empty() && hosts.iter().all(|h| h.this_host),
+            shared_clock: hosts.len() >= 2 && hosts.iter().all(|h| h.this_host),
             hosts,
         }
     }

@@ -28,6 +28,7 @@ use common::{BIN, TempDir, text};
 const COVERED: &[(&str, &str)] = &[
     ("attack", "root"),
     ("camera", "loopback"),
+    ("clock check", "offline"),
     ("crypto-bench", "offline"),
     ("gateway", "root"),
     ("macsec status", "root"),
@@ -240,6 +241,19 @@ fn offline_commands_print_one_document() {
 
     let v = one_document("suites", &s.run(&d, &["suites", "--json"]), &[0]);
     assert!(v["profiles"].as_array().is_some_and(|p| !p.is_empty()));
+
+    // clock check: this host, asked on a socket where no ptp4l listens (exit 1; 3 without pmc).
+    let uds = d.path("no-ptp4l.sock");
+    let args = [
+        "clock",
+        "check",
+        "--local",
+        "--uds",
+        uds.to_str().unwrap(),
+        "--json",
+    ];
+    let v = one_document("clock check", &s.run(&d, &args), &[1, 3]);
+    assert_eq!(v["hosts"][0]["host"], "local", "{v}");
 
     // pcap verify: two frames `frame protect` made, the second replayed.
     let o = s.run(

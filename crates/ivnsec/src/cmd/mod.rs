@@ -2,6 +2,7 @@
 
 pub mod attack;
 pub mod camera;
+pub mod clock;
 pub mod crypto_bench;
 pub mod frame;
 pub mod frame_esp;
