@@ -54,7 +54,19 @@ pub struct UpArgs {
     /// Give the ECUs no IPv4 addresses (raw Ethernet only).
     #[arg(long)]
     no_ipv4: bool,
-    /// Print the recorded state as JSON instead of a table.
+    /// Also run linuxptp's ptp4l on every ECU (software timestamping, IEEE 802.3 transport
+    /// through the switch): the first ECU the grand master, the others slaves that measure
+    /// their offset but never steer the clock the namespaces share. Waits until the ports are
+    /// MASTER and UNCALIBRATED/SLAVE, prints their state and then stays in the foreground:
+    /// Ctrl-C (or `testbed down`) stops ptp4l; the testbed stays until `testbed down`.
+    /// Needs linuxptp. See docs/multihost.md.
+    ///
+    /// Example: `sudo ivnsec testbed up --ptp`, then in another shell
+    /// `ivnsec clock check --netns ivn-3fa9c1-ecu1 --netns ivn-3fa9c1-ecu2`.
+    #[arg(long)]
+    ptp: bool,
+    /// Print the recorded state as JSON instead of a table (with --ptp: and the ECUs' clock
+    /// state under `ptp`).
     #[arg(long)]
     json: bool,
 }
@@ -126,6 +138,9 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
     };
     let tb = Testbed::up(&topology, &opts).map_err(net_err)?;
     let state = tb.keep();
+    if a.ptp {
+        return up_ptp(&a, &state, state_dir, json);
+    }
     if a.json {
         json.print(&state)?;
         return Ok(ExitCode::SUCCESS);
@@ -151,6 +166,92 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
         state.prefix
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `up --ptp`: ptp4l on the ECUs of the testbed just built, in the foreground until a
+/// termination signal or until every ptp4l has ended (`testbed down` stops them).
+fn up_ptp(a: &UpArgs, state: &TestbedState, state_dir: &Path, mut json: Json) -> Result<ExitCode> {
+    use ivnsec_lab::clock::{DEFAULT_MAX_OFFSET_NS, PTP_READY_TIMEOUT, TestbedPtp};
+    let signals = ivnsec_net::sys::termination_signals()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if let Ok(sig) = signals.wait() {
+            let _ = tx.send(sig);
+        }
+    });
+    let remove_hint = format!(
+        "the testbed stays: `ivnsec testbed down --testbed {}` removes it",
+        state.prefix
+    );
+    let mut ptp =
+        TestbedPtp::start(state, state_dir).map_err(|e| e.context(remove_hint.clone()))?;
+    eprintln!(
+        "ptp: ptp4l started on {} (grand master {}), waiting for MASTER/SLAVE",
+        ptp.namespaces().join(", "),
+        ptp.master()
+    );
+    let set = ptp
+        .wait_ready(PTP_READY_TIMEOUT, DEFAULT_MAX_OFFSET_NS)
+        .map_err(|e| e.context(remove_hint.clone()))?;
+    if a.json {
+        let mut doc = serde_json::to_value(state)?;
+        doc["ptp"] = serde_json::to_value(&set)?;
+        json.print(&doc)?;
+    } else {
+        println!(
+            "testbed {} is up with PTP: topology {}, state {}",
+            state.prefix,
+            state.topology,
+            state_dir.join(format!("{}.json", state.prefix)).display()
+        );
+        print_nodes(state);
+        println!();
+        for h in &set.hosts {
+            println!(
+                "ptp {:<24} port {:<13} offset {:>8} ns  {}",
+                h.host,
+                h.port_state.as_deref().unwrap_or("-"),
+                h.offset_ns.map_or("-".into(), |o| format!("{o:.0}")),
+                h.reason
+            );
+        }
+        println!(
+            "\ncheck the clocks:  ivnsec clock check {}",
+            ptp.namespaces()
+                .iter()
+                .map(|n| format!("--netns {n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        println!("stop PTP:          Ctrl-C (the testbed stays until `ivnsec testbed down`)");
+    }
+    eprintln!("ptp: ready; Ctrl-C stops ptp4l");
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(250)) {
+            Ok(sig) => {
+                drop(ptp);
+                eprintln!("ptp: stopped ptp4l (signal {sig}); {remove_hint}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(anyhow!("the signal watcher ended"));
+            }
+        }
+        if let Some(why) = ptp.exited() {
+            drop(ptp);
+            if testbed::live_namespaces(&state.prefix)
+                .map_err(net_err)?
+                .is_empty()
+            {
+                eprintln!("ptp: the testbed is down, ptp4l stopped with it");
+                return Ok(ExitCode::SUCCESS);
+            }
+            return Err(anyhow::Error::new(EnvError(format!(
+                "{why}; stopped the other ptp4l instances; {remove_hint}"
+            ))));
+        }
+    }
 }
 
 fn print_nodes(state: &TestbedState) {
