@@ -779,6 +779,95 @@ pub fn testbed_uds(state_dir: &std::path::Path, ns: &str) -> std::path::PathBuf 
     state_dir.join("ptp").join(format!("{ns}.sock"))
 }
 
+/// The report environment's key for what one-way delays were measured on: `shared clock`,
+/// `synchronised` or `unsynchronised` ([`OwdTrust`]). Reports flag directly measured one-way
+/// delays when it says `unsynchronised`.
+pub const OWD_CLOCK_KEY: &str = "owd_clock";
+/// The report environment's key for each node's clock state (one line).
+pub const CLOCK_STATE_KEY: &str = "clock_state";
+
+fn host_line(h: &HostClock) -> String {
+    let mut s = format!("{} {}", h.host, h.state.as_str());
+    if let Some(p) = &h.port_state {
+        s.push_str(&format!(", port {p}"));
+    }
+    if let Some(o) = h.offset_ns {
+        if h.port_state.as_deref() != Some("MASTER") {
+            s.push_str(&format!(", offset {o:.0} ns"));
+        }
+    }
+    s
+}
+
+/// The clock entries of a report's environment for a set of hosts on several machines (the
+/// multi-host placement calls this with the [`ClockSet`] it probed before the run).
+pub fn record_environment(env: &mut serde_json::Map<String, serde_json::Value>, set: &ClockSet) {
+    let lines: Vec<String> = set.hosts.iter().map(host_line).collect();
+    env.insert(
+        CLOCK_STATE_KEY.into(),
+        serde_json::json!(format!("{}: {}", set.verdict(), lines.join("; "))),
+    );
+    env.insert(OWD_CLOCK_KEY.into(), serde_json::json!(set.owd_trust()));
+}
+
+/// The clock entries of a report's environment for nodes that all run on this machine
+/// (`(node, namespace)`; no namespace: this host itself, e.g. loopback): one shared clock.
+/// Where the testbed runs ptp4l (`testbed up --ptp`, its socket under `state_dir`), the PTP
+/// state each node's ptp4l reports is added.
+pub fn record_this_host(
+    env: &mut serde_json::Map<String, serde_json::Value>,
+    nodes: &[(&str, Option<&str>)],
+    state_dir: &std::path::Path,
+) {
+    let names: Vec<&str> = nodes.iter().map(|(n, _)| *n).collect();
+    let mut line = format!(
+        "shared clock: {} on this machine's one system clock (namespaces of one host)",
+        names.join(", ")
+    );
+    let ptp: Vec<String> = nodes
+        .iter()
+        .filter_map(|(name, ns)| {
+            let ns = (*ns)?;
+            let uds = testbed_uds(state_dir, ns);
+            if !uds.exists() {
+                return None;
+            }
+            let mut h = probe(
+                &Target::Netns(ns.to_string()),
+                &uds.to_string_lossy(),
+                DEFAULT_MAX_OFFSET_NS,
+            );
+            h.host = name.to_string();
+            Some(host_line(&h))
+        })
+        .collect();
+    if !ptp.is_empty() {
+        line.push_str(&format!("; PTP (ptp4l): {}", ptp.join("; ")));
+    }
+    env.insert(CLOCK_STATE_KEY.into(), serde_json::json!(line));
+    env.insert(
+        OWD_CLOCK_KEY.into(),
+        serde_json::json!(OwdTrust::SharedClock),
+    );
+}
+
+/// The note a report puts beside directly measured one-way delays when its environment says
+/// they were measured on unsynchronised clocks; `None` otherwise.
+pub fn owd_flag(env: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    if env.get(OWD_CLOCK_KEY)?.as_str()? != "unsynchronised" {
+        return None;
+    }
+    Some(format!(
+        "FLAGGED: the directly measured one-way delays were taken on clocks that were not \
+         synchronised ({}), so each carries the clocks' offset and is not a delay. Seed 000's \
+         estimate beside them is built from round trips timed on the initiator's clock alone \
+         (RTT/2 less the responder's time) and needs no shared clock; the verdicts use it.",
+        env.get(CLOCK_STATE_KEY)
+            .and_then(|v| v.as_str())
+            .unwrap_or("clock state not recorded")
+    ))
+}
+
 /// Where ptp4l is installed, if it is (searched in PATH, then /usr/sbin and /sbin, which a
 /// non-root PATH may lack).
 pub fn find_ptp4l() -> Option<std::path::PathBuf> {
@@ -1218,6 +1307,49 @@ mod tests {
         );
         let set = ClockSet::probe(&[&m, &gone], |_| DEFAULT_UDS.into(), 1);
         assert_eq!(set.exit_code(), 3);
+    }
+
+    #[test]
+    fn environment_entries_and_the_owd_flag() {
+        let mut env = serde_json::Map::new();
+        record_this_host(
+            &mut env,
+            &[("ecu1", Some("ivn-000000-ecu1")), ("ecu2", None)],
+            std::path::Path::new("/nonexistent"),
+        );
+        assert_eq!(env[OWD_CLOCK_KEY], "shared clock");
+        assert!(
+            env[CLOCK_STATE_KEY]
+                .as_str()
+                .unwrap()
+                .starts_with("shared clock: ecu1, ecu2")
+        );
+        assert!(owd_flag(&env).is_none());
+
+        let m = fake("gm", false, ok(MASTER));
+        let s = fake("ecu2", false, ok(FREE_SLAVE));
+        let set = ClockSet::probe(&[&m, &s], |_| DEFAULT_UDS.into(), DEFAULT_MAX_OFFSET_NS);
+        let mut env = serde_json::Map::new();
+        record_environment(&mut env, &set);
+        assert_eq!(env[OWD_CLOCK_KEY], "unsynchronised");
+        let state = env[CLOCK_STATE_KEY].as_str().unwrap();
+        assert!(
+            state.contains("ecu2 unsynchronised, port UNCALIBRATED, offset -876 ns"),
+            "{state}"
+        );
+        let flag = owd_flag(&env).unwrap();
+        assert!(
+            flag.starts_with("FLAGGED") && flag.contains("RTT/2"),
+            "{flag}"
+        );
+
+        let locked = FREE_SLAVE.replace("UNCALIBRATED", "SLAVE");
+        let s = fake("ecu2", false, ok(&locked));
+        let set = ClockSet::probe(&[&m, &s], |_| DEFAULT_UDS.into(), DEFAULT_MAX_OFFSET_NS);
+        let mut env = serde_json::Map::new();
+        record_environment(&mut env, &set);
+        assert_eq!(env[OWD_CLOCK_KEY], "synchronised");
+        assert!(owd_flag(&env).is_none());
     }
 
     #[test]

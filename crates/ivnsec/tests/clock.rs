@@ -243,3 +243,31 @@ fn testbed_ptp_ports_and_offsets_on_one_clock() {
         "socket left behind"
     );
 }
+
+/// A ping-pong plan run on this host records the clock state in the report's environment: both
+/// nodes on this machine's one clock (`shared clock`), so its direct one-way delays are not
+/// flagged.
+#[test]
+fn a_run_on_one_host_records_a_shared_clock() {
+    let d = TempDir::new("clock-env");
+    let plan = d.path("pp.toml");
+    std::fs::write(
+        &plan,
+        "name = \"pp\"\n[run]\ncount = 20\nreplications = 1\npause_ms = 0.1\n\
+         [[matrix]]\nprofiles = [\"plain\"]\npayloads = [64]\n",
+    )
+    .unwrap();
+    let (_, s) = common::run_plan_on_loopback(&d, &plan);
+    let env = &s["environment"];
+    assert_eq!(env["owd_clock"], "shared clock", "{env}");
+    let state = env["clock_state"].as_str().unwrap();
+    assert!(
+        state.starts_with("shared clock: initiator, responder on this machine"),
+        "{state}"
+    );
+    let md = std::fs::read_to_string(d.path("report").join("summary.md")).unwrap();
+    assert!(
+        md.contains("shared clock") && !md.contains("FLAGGED"),
+        "{md}"
+    );
+}

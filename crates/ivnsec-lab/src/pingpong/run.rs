@@ -420,6 +420,28 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
         "clock".into(),
         json!("CLOCK_MONOTONIC, shared by every namespace of the host"),
     );
+    match site {
+        Site::Testbed {
+            state,
+            initiator,
+            responder,
+        } => {
+            let ns = |n: &str| state.namespace_of(n).ok();
+            crate::clock::record_this_host(
+                &mut m,
+                &[
+                    (initiator.as_str(), ns(initiator)),
+                    (responder.as_str(), ns(responder)),
+                ],
+                &ivnsec_net::testbed::default_state_dir(),
+            );
+        }
+        Site::Loopback => crate::clock::record_this_host(
+            &mut m,
+            &[("initiator", None), ("responder", None)],
+            &ivnsec_net::testbed::default_state_dir(),
+        ),
+    }
     m
 }
 

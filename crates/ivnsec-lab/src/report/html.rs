@@ -344,6 +344,9 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
             s,
             "Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.",
         );
+        if let Some(flag) = crate::clock::owd_flag(&summary.environment) {
+            note(s, &flag);
+        }
         s.push_str(&est.html());
     }
 

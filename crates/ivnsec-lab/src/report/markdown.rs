@@ -146,6 +146,9 @@ fn pingpong_sections(s: &mut String, summary: &Summary) {
     if !est.rows.is_empty() {
         s.push_str("\n## Seed 000's OWD estimate against the measured OWD\n\n");
         s.push_str("Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.\n\n");
+        if let Some(flag) = crate::clock::owd_flag(&summary.environment) {
+            s.push_str(&format!("**{flag}**\n\n"));
+        }
         s.push_str(&est.markdown());
     }
 }

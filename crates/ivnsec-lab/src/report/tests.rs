@@ -460,3 +460,35 @@ fn no_raw_floats_in_markdown_or_html() {
     assert!(md.contains("bimodal"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Direct one-way delays of a run whose clocks were not synchronised are flagged in summary.md
+/// and index.html, beside seed 000's round-trip estimate; on a shared clock they are not.
+#[test]
+fn owd_on_unsynchronised_clocks_is_flagged() {
+    let mut r = small_report();
+    r.environment.insert(
+        crate::clock::OWD_CLOCK_KEY.into(),
+        Value::from("unsynchronised"),
+    );
+    r.environment.insert(
+        crate::clock::CLOCK_STATE_KEY.into(),
+        Value::from("unsynchronised: ecu2 (no ptp4l)"),
+    );
+    let s = r.summary();
+    let md = markdown::render(&s);
+    assert!(
+        md.contains("**FLAGGED: the directly measured one-way delays"),
+        "{md}"
+    );
+    assert!(md.contains("unsynchronised: ecu2 (no ptp4l)"));
+    let page = html::render(&r, &s).unwrap();
+    assert!(page.contains("FLAGGED: the directly measured one-way delays"));
+
+    r.environment.insert(
+        crate::clock::OWD_CLOCK_KEY.into(),
+        Value::from("shared clock"),
+    );
+    let s = r.summary();
+    assert!(!markdown::render(&s).contains("FLAGGED"));
+    assert!(!html::render(&r, &s).unwrap().contains("FLAGGED"));
+}
