@@ -12,9 +12,10 @@ use crate::output::Json;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
-    /// Read each host's PTP state with linuxptp's pmc: port state, offset from master, mean path
-    /// delay, steps removed, grand master; and say whether one-way delays across them can be
-    /// trusted.
+    /// Each host's PTP clock state, read with linuxptp's pmc.
+    ///
+    /// Port state, offset from master, mean path delay, steps removed, grand master; and whether
+    /// one-way delays across the hosts can be trusted.
     ///
     /// Each host answers `pmc -u -b 0 'GET TIME_STATUS_NP' 'GET CURRENT_DATA_SET' 'GET
     /// PORT_DATA_SET'` from its ptp4l. A host is `synchronised` when a port is SLAVE of a grand
