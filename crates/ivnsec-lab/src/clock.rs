@@ -500,13 +500,19 @@ impl HostClock {
     }
 }
 
+/// Exit code of the probe when pmc itself could not start (its own 255, which ssh uses too).
+pub const PMC_FAILED: i32 = 70;
+
 /// The argv of the probe: pmc through `sh` so that a missing pmc is exit code 127 on every
-/// kind of host, and `/usr/sbin` is searched for users whose PATH lacks it (ssh as non-root).
+/// kind of host, pmc's own failure (255, e.g. a non-root user cannot bind its socket) is
+/// [`PMC_FAILED`] and not mistaken for ssh's 255, and `/usr/sbin` is searched for users whose
+/// PATH lacks it (ssh as non-root).
 pub fn probe_argv(uds: &str) -> Vec<String> {
     [
         "sh",
         "-c",
-        "PATH=\"$PATH:/usr/sbin:/sbin\"; command -v pmc >/dev/null 2>&1 || exit 127; exec pmc \"$@\"",
+        "PATH=\"$PATH:/usr/sbin:/sbin\"; command -v pmc >/dev/null 2>&1 || exit 127; \
+         pmc \"$@\"; rc=$?; [ \"$rc\" = 255 ] && exit 70; exit \"$rc\"",
         "pmc",
         "-u",
         "-b",
@@ -551,6 +557,17 @@ pub fn probe(runner: &dyn HostRunner, uds: &str, max_offset_ns: u64) -> HostCloc
                 "pmc is not installed there: install linuxptp (Debian: apt-get install linuxptp)"
                     .into(),
             );
+        }
+        (_, Some(PMC_FAILED)) => {
+            return unreachable(format!(
+                "pmc could not ask ptp4l: {}; ptp4l's socket is root's: ask as root (e.g. --ssh \
+                 root@HOST)",
+                if err.is_empty() {
+                    "no reason given"
+                } else {
+                    &err
+                }
+            ));
         }
         ("ssh", Some(255)) => {
             return unreachable(format!(
@@ -1300,6 +1317,25 @@ mod tests {
         let h = probe(&silent, "/run/x.sock", 1);
         assert_eq!(h.state, PtpState::NoPtp4l);
         assert!(h.reason.contains("/run/x.sock"), "{}", h.reason);
+        // pmc 3.1.1 as a non-root user, as captured on this machine.
+        let denied = fake(
+            "user",
+            false,
+            Ok(RunOutput {
+                code: Some(PMC_FAILED),
+                stdout: Vec::new(),
+                stderr: b"pmc[26097.065]: uds: bind failed: Permission denied\n\
+                          pmc[26097.065]: failed to open transport\nfailed to create pmc\n"
+                    .to_vec(),
+            }),
+        );
+        let h = probe(&denied, DEFAULT_UDS, 1);
+        assert_eq!(h.state, PtpState::Unreachable);
+        assert!(
+            h.reason.contains("bind failed: Permission denied") && h.reason.contains("as root"),
+            "{}",
+            h.reason
+        );
         let gone = fake(
             "gone",
             false,
@@ -1359,6 +1395,30 @@ mod tests {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
+    }
+
+    /// The words ssh hands the remote shell, joined as [`Target::Ssh`] joins them, parsed by a
+    /// real `sh -c` here: the probe runs the same as without the extra shell.
+    #[test]
+    fn the_quoted_probe_survives_a_remote_shell() {
+        let dir = std::env::temp_dir().join(format!("ivnsec-clock-q-{}", std::process::id()));
+        let uds = dir.join("it's none.sock");
+        let argv = probe_argv(uds.to_str().unwrap());
+        let remote: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+        let direct = Target::Local.run(&argv).unwrap();
+        let via_shell = Target::Local
+            .run(&["sh".into(), "-c".into(), remote.join(" ")])
+            .unwrap();
+        assert_eq!(direct.code, via_shell.code);
+        assert_eq!(
+            String::from_utf8_lossy(&direct.stdout),
+            String::from_utf8_lossy(&via_shell.stdout)
+        );
+        if direct.code == Some(0) {
+            // pmc echoes each command it sends: the words arrived whole.
+            let out = String::from_utf8_lossy(&via_shell.stdout);
+            assert!(out.contains("sending: GET PORT_DATA_SET"), "{out}");
+        }
     }
 
     /// The probe's shell wrapper, run for real on this machine: exit 127 without pmc, and
