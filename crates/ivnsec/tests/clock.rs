@@ -271,3 +271,70 @@ fn a_run_on_one_host_records_a_shared_clock() {
         "{md}"
     );
 }
+
+/// Three ECUs (steer-by-wire): the central unit is the grand master, both wheel controllers
+/// follow it. SIGTERM (Ctrl-C) stops ptp4l and `up --ptp` ends with 0, leaving the testbed up
+/// (its state file stays, its namespaces too) and no ptp4l socket behind.
+#[test]
+fn testbed_ptp_three_ecus_and_ctrl_c_keeps_the_testbed() {
+    require_root!();
+    if !has_linuxptp() {
+        eprintln!("SKIPPED: linuxptp is not installed (scripts/setup installs it)");
+        return;
+    }
+    let d = TempDir::new("clock-ptp3");
+    let mut c = d.cmd();
+    c.args([
+        "testbed",
+        "up",
+        "--ptp",
+        "--topology",
+        "steer-by-wire",
+        "--json",
+    ]);
+    let mut up = common::spawn_until_ready(c, "ptp: ready", "testbed up --ptp");
+    let mut out = std::io::BufReader::new(up.0.as_mut().unwrap().stdout.take().unwrap());
+    let state = read_document(&mut out);
+    let prefix = state["prefix"].as_str().unwrap().to_string();
+    let hosts = state["ptp"]["hosts"].as_array().unwrap();
+    let names: Vec<&str> = hosts.iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            format!("{prefix}-cu"),
+            format!("{prefix}-front"),
+            format!("{prefix}-rear")
+        ],
+        "{state}"
+    );
+    assert_eq!(hosts[0]["port_state"], "MASTER", "{state}");
+    let gm = hosts[0]["clock_identity"].as_str().unwrap();
+    for h in &hosts[1..] {
+        assert!(port_follows(h), "{state}");
+        assert_eq!(h["gm_identity"], gm, "{state}");
+    }
+    assert_eq!(state["ptp"]["shared_clock"], true, "{state}");
+
+    let child = up.0.as_mut().unwrap();
+    ivnsec_net::sys::signal_process(child.id(), false).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        d.state().join(format!("{prefix}.json")).exists(),
+        "the testbed must stay after Ctrl-C"
+    );
+    for n in ["cu", "front", "rear"] {
+        let sock = d.state().join("ptp").join(format!("{prefix}-{n}.sock"));
+        assert!(!sock.exists(), "{} left behind", sock.display());
+    }
+    // The namespaces are still there, and ptp4l no longer answers in them.
+    let o = d.run(&[
+        "clock",
+        "check",
+        "--netns",
+        &format!("{prefix}-cu"),
+        "--json",
+    ]);
+    let v = json("clock check after Ctrl-C", &o);
+    assert_eq!(v["hosts"][0]["state"], "no ptp4l", "{v}");
+}

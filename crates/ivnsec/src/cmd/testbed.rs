@@ -131,6 +131,13 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
         }
         None => a.topology.parse().map_err(net_err)?,
     };
+    if a.ptp && ivnsec_lab::clock::find_ptp4l().is_none() {
+        return Err(anyhow::Error::new(EnvError(
+            "--ptp needs linuxptp's ptp4l, which is not installed: install linuxptp (Debian: \
+             apt-get install linuxptp; scripts/setup does it)"
+                .into(),
+        )));
+    }
     let opts = Options {
         ipv4: !a.no_ipv4,
         state_dir: state_dir.to_path_buf(),
