@@ -333,6 +333,12 @@ fn testbed_ptp_three_ecus_and_ctrl_c_keeps_the_testbed() {
         "check",
         "--netns",
         &format!("{prefix}-cu"),
+        "--uds",
+        d.state()
+            .join("ptp")
+            .join(format!("{prefix}-cu.sock"))
+            .to_str()
+            .unwrap(),
         "--json",
     ]);
     let v = json("clock check after Ctrl-C", &o);
