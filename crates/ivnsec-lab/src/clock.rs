@@ -885,6 +885,24 @@ pub fn owd_flag(env: &serde_json::Map<String, serde_json::Value>) -> Option<Stri
     ))
 }
 
+/// Removes the ptp4l sockets and logs of testbed `prefix` (`<prefix>-*.sock`, `.log`) from
+/// `state_dir/ptp`, and the directory when it is left empty; touches nothing else.
+pub fn remove_testbed_files(state_dir: &std::path::Path, prefix: &str) {
+    let dir = state_dir.join("ptp");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let start = format!("{prefix}-");
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&start) && (name.ends_with(".sock") || name.ends_with(".log")) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let _ = std::fs::remove_dir(&dir);
+}
+
 /// Where ptp4l is installed, if it is (searched in PATH, then /usr/sbin and /sbin, which a
 /// non-root PATH may lack).
 pub fn find_ptp4l() -> Option<std::path::PathBuf> {
@@ -1386,6 +1404,34 @@ mod tests {
         record_environment(&mut env, &set);
         assert_eq!(env[OWD_CLOCK_KEY], "synchronised");
         assert!(owd_flag(&env).is_none());
+    }
+
+    #[test]
+    fn down_removes_only_the_testbeds_ptp_files() {
+        let state = std::env::temp_dir().join(format!("ivnsec-clock-rm-{}", std::process::id()));
+        let dir = state.join("ptp");
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in [
+            "ivn-aaaaaa-ecu1.sock",
+            "ivn-aaaaaa-ecu1.log",
+            "ivn-bbbbbb-ecu1.sock",
+            "other",
+        ] {
+            std::fs::write(dir.join(f), b"").unwrap();
+        }
+        remove_testbed_files(&state, "ivn-aaaaaa");
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["ivn-bbbbbb-ecu1.sock", "other"]);
+        remove_testbed_files(&state, "ivn-bbbbbb");
+        assert!(dir.exists(), "not empty: kept");
+        std::fs::remove_file(dir.join("other")).unwrap();
+        remove_testbed_files(&state, "ivn-cccccc");
+        assert!(!dir.exists());
+        std::fs::remove_dir_all(&state).unwrap();
     }
 
     #[test]

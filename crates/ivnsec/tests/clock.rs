@@ -344,3 +344,54 @@ fn testbed_ptp_three_ecus_and_ctrl_c_keeps_the_testbed() {
     let v = json("clock check after Ctrl-C", &o);
     assert_eq!(v["hosts"][0]["state"], "no ptp4l", "{v}");
 }
+
+/// `up --ptp` killed with SIGKILL (no chance to clean up): its ptp4l instances die with it
+/// (nothing is left running in the namespaces), and `testbed down` removes their sockets and
+/// logs with the testbed.
+#[test]
+fn testbed_ptp_killed_leaves_no_ptp4l_and_down_cleans_up() {
+    require_root!();
+    if !has_linuxptp() {
+        eprintln!("SKIPPED: linuxptp is not installed (scripts/setup installs it)");
+        return;
+    }
+    let d = TempDir::new("clock-ptpkill");
+    let mut c = d.cmd();
+    c.args(["testbed", "up", "--ptp", "--json"]);
+    let mut up = common::spawn_until_ready(c, "ptp: ready", "testbed up --ptp");
+    let mut out = std::io::BufReader::new(up.0.as_mut().unwrap().stdout.take().unwrap());
+    let prefix = read_document(&mut out)["prefix"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let child = up.0.as_mut().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let ptp = d.state().join("ptp");
+    assert!(ptp.join(format!("{prefix}-ecu1.sock")).exists());
+    let start = std::time::Instant::now();
+    for node in ["ecu1", "ecu2"] {
+        loop {
+            let o = std::process::Command::new("ip")
+                .args(["netns", "pids", &format!("{prefix}-{node}")])
+                .output()
+                .unwrap();
+            if text(&o.stdout).trim().is_empty() {
+                break;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "still running in {node}: {}",
+                text(&o.stdout)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let o = d.run(&["testbed", "down", "--testbed", &prefix]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        !ptp.exists(),
+        "ptp files left: {:?}",
+        std::fs::read_dir(&ptp).map(|r| r.count())
+    );
+}

@@ -431,6 +431,8 @@ fn down(a: DownArgs, state_dir: &Path) -> Result<ExitCode> {
     let mut reports = Vec::new();
     for p in prefixes {
         let r = testbed::down(&p, state_dir).map_err(net_err)?;
+        // What a killed `up --ptp` could not remove (its ptp4l died with it).
+        ivnsec_lab::clock::remove_testbed_files(state_dir, &p);
         if a.json {
             let mut v = serde_json::to_value(&r)?;
             v["already_down"] = serde_json::Value::Bool(r.was_already_down());
