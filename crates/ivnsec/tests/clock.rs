@@ -222,6 +222,41 @@ fn testbed_ptp_ports_and_offsets_on_one_clock() {
     let t = text(&o.stdout);
     assert!(t.contains("MASTER") && t.contains("shared clock"), "{t}");
 
+    // A ping-pong run on this testbed records both nodes' clocks in its report: one shared
+    // clock, and what each ptp4l reports.
+    let plan = d.path("pp.toml");
+    std::fs::write(
+        &plan,
+        "name = \"pp\"\n[run]\ncount = 20\nreplications = 1\npause_ms = 0.1\n\
+         [[matrix]]\nprofiles = [\"plain\"]\npayloads = [64]\n",
+    )
+    .unwrap();
+    let report = d.path("report");
+    let o = d.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--testbed",
+        &prefix,
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        text(&o.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("summary.json")).unwrap())
+            .unwrap();
+    let env = &summary["environment"];
+    assert_eq!(env["owd_clock"], "shared clock", "{env}");
+    let state = env["clock_state"].as_str().unwrap();
+    assert!(state.starts_with("shared clock: ecu1, ecu2"), "{state}");
+    assert!(
+        state.contains("PTP (ptp4l): ecu1 synchronised, port MASTER; ecu2 unsynchronised, port"),
+        "{state}"
+    );
+
     // `testbed down` stops ptp4l (it runs inside the namespaces) and with it `up --ptp`.
     let o = d.run(&["testbed", "down", "--all"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
