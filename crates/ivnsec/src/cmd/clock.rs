@@ -38,7 +38,7 @@ pub struct CheckArgs {
     #[arg(long)]
     local: bool,
     /// Ask the ptp4l of a network namespace of this machine (repeatable), e.g. a testbed ECU
-    /// `ivn-3fa9c1-ecu1`. A testbed started with `testbed up --ptp` is found by its socket under
+    /// `ivn-3fa9c1-ecu1` (or just `ecu1` when one testbed is up). A testbed started with `testbed up --ptp` is found by its socket under
     /// the state directory; otherwise the namespace's ptp4l must listen on --uds.
     #[arg(long, value_name = "NS")]
     netns: Vec<String>,
@@ -88,7 +88,7 @@ fn targets(a: &CheckArgs) -> Result<Vec<Target>> {
                 "--netns {ns:?}: not a namespace name (letters, digits, '-', '_', '.')"
             )));
         }
-        t.push(Target::Netns(ns.clone()));
+        t.push(Target::Netns(testbed_namespace(ns)));
     }
     for dest in &a.ssh {
         if dest.is_empty() || dest.starts_with('-') || dest.chars().any(char::is_whitespace) {
@@ -111,6 +111,25 @@ fn targets(a: &CheckArgs) -> Result<Vec<Target>> {
         ));
     }
     Ok(t)
+}
+
+/// `ns` itself when such a namespace exists; else, when exactly one testbed recorded in the
+/// state directory has a node of that name (`ecu1`), that node's namespace; else `ns`.
+fn testbed_namespace(ns: &str) -> String {
+    if std::path::Path::new("/run/netns").join(ns).exists() {
+        return ns.to_string();
+    }
+    let state_dir = ivnsec_net::testbed::default_state_dir();
+    let found: Vec<String> = ivnsec_net::testbed::list(&state_dir)
+        .map(|l| l.testbeds)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|s| s.node(ns).map(|n| n.namespace.clone()))
+        .collect();
+    match found.as_slice() {
+        [one] => one.clone(),
+        _ => ns.to_string(),
+    }
 }
 
 fn check(a: CheckArgs) -> Result<ExitCode> {
