@@ -431,3 +431,27 @@ fn testbed_ptp_killed_leaves_no_ptp4l_and_down_cleans_up() {
         std::fs::read_dir(&ptp).map(|r| r.count())
     );
 }
+
+/// A plan without ping-pong scenarios (only an experiment table) records the shared clock too:
+/// its experiments run on this machine.
+#[test]
+fn a_plan_of_experiments_only_records_a_shared_clock() {
+    let d = TempDir::new("clock-env-tp");
+    let plan = d.path("tp.toml");
+    std::fs::write(
+        &plan,
+        "name = \"tp\"\n[[throughput]]\nprofiles = [\"plain\"]\npayloads = [1000]\n\
+         rates = [\"10M\"]\nsenders = 1\nseconds = 0.3\n",
+    )
+    .unwrap();
+    let (_, s) = common::run_plan_on_loopback(&d, &plan);
+    let env = &s["environment"];
+    assert_eq!(env["owd_clock"], "shared clock", "{env}");
+    assert!(
+        env["clock_state"]
+            .as_str()
+            .unwrap()
+            .starts_with("shared clock: every node on this machine"),
+        "{env}"
+    );
+}

@@ -94,6 +94,12 @@ pub fn run_plan(
         }
     } else {
         environment.insert("plan".into(), serde_json::json!(plan.name));
+        // The plan's experiments each run on a testbed (or loopback) of this machine.
+        crate::clock::record_this_host(
+            &mut environment,
+            &[("every node", None)],
+            &ivnsec_net::testbed::default_state_dir(),
+        );
     }
     if let Some(tb) = open.and_then(|o| o.testbed) {
         let prefix = tb.prefix().to_string();
