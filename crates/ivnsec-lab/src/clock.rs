@@ -1263,6 +1263,30 @@ mod tests {
         assert_eq!(parse_pmc(&many).unwrap().ports.len(), 256);
     }
 
+    proptest::proptest! {
+        /// Any text, and the captured answers with bytes changed, parse to a value or an
+        /// error; classifying whatever parses never panics either.
+        #[test]
+        fn any_pmc_output_parses_or_errs(
+            text in "\\PC{0,400}",
+            at in 0usize..1000,
+            with in proptest::prelude::any::<char>(),
+        ) {
+            if let Ok(a) = parse_pmc(&text) {
+                let _ = classify(&a, DEFAULT_MAX_OFFSET_NS);
+            }
+            for capture in [MASTER, FREE_SLAVE, LISTENING] {
+                let mut chars: Vec<char> = capture.chars().collect();
+                let i = at % chars.len();
+                chars[i] = with;
+                let changed: String = chars.into_iter().collect();
+                if let Ok(a) = parse_pmc(&changed) {
+                    let _ = classify(&a, 0);
+                }
+            }
+        }
+    }
+
     fn fake(
         name: &str,
         this_host: bool,
