@@ -946,6 +946,28 @@ pub struct TestbedPtp {
 }
 
 impl TestbedPtp {
+    /// Whether ptp4l can run on a testbed of this shape: two ECUs or more, all on one switched
+    /// network (no bump-in-the-wire gateway between an ECU and the switch: PTP frames would
+    /// cross it only once `ivnsec gateway` runs there). A usage error saying why otherwise.
+    pub fn check_shape(state: &ivnsec_net::testbed::TestbedState) -> anyhow::Result<()> {
+        if state.nodes.iter().any(|n| n.kind == "gateway") {
+            return Err(crate::error::usage(format!(
+                "--ptp does not run on topology {}: its legacy ECUs reach the switch only \
+                 through gateways, which pass frames once `ivnsec gateway` runs in them; use \
+                 pair, steer-by-wire, sensors:N or cascade:N",
+                state.topology
+            )));
+        }
+        let ecus = state.ecus().filter(|n| !n.interfaces.is_empty()).count();
+        if ecus < 2 {
+            return Err(crate::error::usage(format!(
+                "--ptp needs two ECUs or more; topology {} has {ecus}",
+                state.topology
+            )));
+        }
+        Ok(())
+    }
+
     /// Starts ptp4l on the ECUs of `state` (at least two).
     pub fn start(
         state: &ivnsec_net::testbed::TestbedState,
@@ -958,15 +980,9 @@ impl TestbedPtp {
                  scripts/setup does it)",
             )
         })?;
+        Self::check_shape(state)?;
         let ecus: Vec<&ivnsec_net::testbed::NodeState> =
             state.ecus().filter(|n| !n.interfaces.is_empty()).collect();
-        if ecus.len() < 2 {
-            return Err(crate::error::usage(format!(
-                "--ptp needs two ECUs or more; topology {} has {}",
-                state.topology,
-                ecus.len()
-            )));
-        }
         let dir = state_dir.join("ptp");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut ptp = TestbedPtp {

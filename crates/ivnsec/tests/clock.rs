@@ -49,6 +49,10 @@ fn help_has_an_example_and_bad_usage_is_exit_2() {
             &["clock", "check", "--local", "--max-offset", "x"],
             "invalid value",
         ),
+        (
+            &["testbed", "up", "--ptp", "--topology", "bump"],
+            "--ptp does not run on topology bump",
+        ),
     ] {
         let o = d.run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));

@@ -138,6 +138,12 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
                 .into(),
         )));
     }
+    if a.ptp {
+        ivnsec_lab::clock::TestbedPtp::check_shape(&TestbedState::planned(
+            "ivn-000000",
+            &topology,
+        ))?;
+    }
     let opts = Options {
         ipv4: !a.no_ipv4,
         state_dir: state_dir.to_path_buf(),
@@ -247,12 +253,18 @@ fn up_ptp(a: &UpArgs, state: &TestbedState, state_dir: &Path, mut json: Json) ->
         }
         if let Some(why) = ptp.exited() {
             drop(ptp);
-            if testbed::live_namespaces(&state.prefix)
-                .map_err(net_err)?
-                .is_empty()
-            {
-                eprintln!("ptp: the testbed is down, ptp4l stopped with it");
-                return Ok(ExitCode::SUCCESS);
+            // `testbed down` stops the processes first and then deletes the namespaces: give it
+            // a moment before calling this a failure of ptp4l.
+            let since = std::time::Instant::now();
+            while since.elapsed() < std::time::Duration::from_secs(10) {
+                if testbed::live_namespaces(&state.prefix)
+                    .map_err(net_err)?
+                    .is_empty()
+                {
+                    eprintln!("ptp: the testbed is down, ptp4l stopped with it");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
             return Err(anyhow::Error::new(EnvError(format!(
                 "{why}; stopped the other ptp4l instances; {remove_hint}"
