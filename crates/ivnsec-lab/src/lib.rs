@@ -13,6 +13,7 @@ pub mod error;
 pub mod fragment;
 pub mod frames;
 pub mod gateway;
+pub mod hosts;
 pub mod keys;
 pub mod macsec;
 pub mod pingpong;

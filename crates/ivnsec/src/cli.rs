@@ -39,6 +39,10 @@ pub enum Command {
     /// Build, inspect, use and remove a testbed of network namespaces (ECUs, veth, bridge).
     #[command(subcommand)]
     Testbed(cmd::testbed::Args),
+    /// Hosts reached over SSH for experiments across machines (`check`: what each host of a
+    /// plan has and lacks).
+    #[command(subcommand)]
+    Hosts(cmd::hosts::Args),
     /// Run one ping-pong scenario between two ECU processes: per-part timing, statistics, verdicts.
     Pingpong(cmd::pingpong::Args),
     /// Measure goodput, loss and CPU of a profile between N senders and one receiver, against

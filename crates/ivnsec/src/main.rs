@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::TlsBench(args) => cmd::tls_bench::run(args),
         Command::Suites(args) => cmd::suites::run(args),
         Command::Testbed(args) => cmd::testbed::run(args),
+        Command::Hosts(args) => cmd::hosts::run(args),
         Command::Pingpong(args) => cmd::pingpong::run(args),
         Command::Node(args) => cmd::node::run(args),
         Command::Throughput(args) => cmd::throughput::run(args),

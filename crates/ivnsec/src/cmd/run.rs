@@ -96,6 +96,14 @@ impl Overrides {
     /// Opens where `plan` runs: the running testbed given, a fresh one of the plan's topology,
     /// or loopback, as `--on` says.
     pub fn open_site(&self, plan: &Plan) -> Result<OpenSite> {
+        if let Some((a, b)) = plan.host_pair() {
+            if self.testbed.is_some() {
+                return Err(crate::error::usage(
+                    "--testbed and a plan with [[host]] tables exclude each other",
+                ));
+            }
+            return ivnsec_lab::site::open_hosts(a, b);
+        }
         let layout = ivnsec_lab::site::Layout {
             topology: plan.topology,
             initiator: plan.initiator.clone(),
