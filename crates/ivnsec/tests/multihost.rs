@@ -414,6 +414,52 @@ fn plan_across_ssh_hosts() {
     let text_out = bench.ivnsec(&d, &["hosts", "check", plan.to_str().unwrap()]);
     assert!(text(&text_out.stdout).contains("every host is ready"));
 
+    // The experiment commands take the same hosts: pingpong and throughput --hosts PLAN.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "chacha20-poly1305",
+            "--payload",
+            "100",
+            "--count",
+            "30",
+            "--replications",
+            "1",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["count"], 30, "{v}");
+    assert!(v["sections"]["owd_direct"].is_null(), "{v}");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "aes128-gcm",
+            "--payload",
+            "512",
+            "--seconds",
+            "1",
+            "--no-baseline",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    let r = if v.is_array() { &v[0] } else { &v };
+    assert!(r["delivered"].as_u64().unwrap() > 0, "{v}");
+    assert!(r["transport"].as_str().unwrap().contains("over SSH"), "{v}");
+    assert_none_left(&bench.dir);
+
     drop(bench);
     assert!(
         d.leftover_testbeds().is_empty(),
@@ -584,4 +630,127 @@ fn ssh_dropped_mid_run() {
     assert_none_left(&bench.dir);
     drop(bench);
     assert!(d.leftover_testbeds().is_empty());
+}
+
+/// Ctrl-C (SIGINT) to ivnsec in the middle of a long throughput run across hosts: ivnsec ends
+/// at once and, its SSH connections gone with it, the receiver and the sender on the hosts stop
+/// well before their 30 s are up.
+#[test]
+fn ctrl_c_stops_every_node() {
+    require_sshd!();
+    let d = TempDir::new("multihost-int");
+    let bench = Bench::up(&d);
+    let p = d.path("long.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"long\"\n[[throughput]]\nprofiles = [\"aes128-gcm\"]\npayloads = [256]\n\
+             rates = [\"10M\"]\nseconds = 30\nbaseline = false\n{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let out = d.path("report-int");
+    let mut run = bench.in_cu(BIN);
+    run.args(["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .env("IVNSEC_STATE_DIR", d.state())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut run = Proc(Some(run.spawn().unwrap()));
+    let t0 = Instant::now();
+    while ours_running(&bench.dir).len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the nodes did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    // `ip netns exec` execs ivnsec: the spawned pid is ivnsec's.
+    let pid = run.0.as_ref().unwrap().id().to_string();
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let t1 = Instant::now();
+    let o = run.0.take().unwrap().wait_with_output().unwrap();
+    assert!(
+        t1.elapsed() < Duration::from_secs(10),
+        "ivnsec went on after SIGINT"
+    );
+    assert!(!o.status.success(), "{}", text(&o.stderr));
+    assert_none_left(&bench.dir);
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "the nodes ran their whole time"
+    );
+    drop(bench);
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// `--hosts` of the experiment commands: a plan that cannot be read, without two hosts, or
+/// beside --testbed is a usage error (exit 2) before anything starts.
+#[test]
+fn hosts_option_errors() {
+    let d = TempDir::new("multihost-usage");
+    let one = d.path("one.toml");
+    std::fs::write(
+        &one,
+        "[[host]]\nname = \"a\"\nssh = \"root@192.0.2.1\"\niface = \"eth1\"\n",
+    )
+    .unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "pingpong",
+                "--hosts",
+                "/nonexistent/bench.toml",
+                "--profile",
+                "plain",
+                "--payload",
+                "64",
+            ],
+            "cannot read",
+        ),
+        (
+            vec![
+                "pingpong",
+                "--hosts",
+                one.to_str().unwrap(),
+                "--profile",
+                "plain",
+                "--payload",
+                "64",
+            ],
+            "needs two",
+        ),
+        (
+            vec![
+                "throughput",
+                "--hosts",
+                one.to_str().unwrap(),
+                "--testbed",
+                "ivn-000000",
+                "--profile",
+                "plain",
+                "--payload",
+                "64",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "hosts",
+                "check",
+                one.to_str().unwrap().replace("one", "none").as_str(),
+            ],
+            "cannot read",
+        ),
+    ] {
+        let o = d.run(&args.iter().map(|s| s.as_ref()).collect::<Vec<&str>>());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
 }

@@ -301,6 +301,20 @@ pub fn hosts_of(path: &Path) -> Result<Vec<HostSpec>> {
     Ok(f.host)
 }
 
+/// The site of the first two `[[host]]` tables of a plan file: `pingpong --hosts` and
+/// `throughput --hosts` (the first host initiates or sends, the second responds or receives).
+pub fn open_hosts_of(path: &Path) -> Result<crate::site::OpenSite> {
+    let hosts = hosts_of(path)?;
+    if hosts.len() < 2 {
+        return Err(usage(format!(
+            "plan {}: one [[host]] table; the experiment needs two (the first initiates, the \
+             second responds)",
+            path.display()
+        )));
+    }
+    crate::site::open_hosts(&hosts[0], &hosts[1])
+}
+
 /// A preset by name.
 pub fn preset(name: &str, overrides: &RunSection) -> Result<Plan> {
     let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {

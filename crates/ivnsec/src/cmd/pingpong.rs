@@ -33,7 +33,8 @@ Examples:
   ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
   ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/
-  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1")]
+  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1
+  ivnsec pingpong --hosts bench.toml --profile aes128-gcm --payload 64   # across two SSH hosts")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -59,6 +60,12 @@ pub struct Args {
     /// --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
+    /// Run the initiator on the first `[[host]]` of this plan and the responder on the second,
+    /// over SSH, instead of on a testbed (docs/multihost.md; check them first with `ivnsec
+    /// hosts check PLAN`). Example: ivnsec pingpong --hosts bench.toml --profile aes128-gcm
+    /// --payload 64
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["testbed", "topology"])]
+    pub hosts: Option<PathBuf>,
 }
 
 /// Run settings shared by `pingpong`, `run` (as overrides of the plan) and `validate`.
@@ -117,7 +124,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => Layout::default(),
     };
     let on = lab::where_for_topology(a.run.on.into(), a.topology.as_deref())?;
-    let open = open_site(on, a.run.testbed.as_deref(), &layout)?;
+    let open = match &a.hosts {
+        Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+        None => open_site(on, a.run.testbed.as_deref(), &layout)?,
+    };
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }

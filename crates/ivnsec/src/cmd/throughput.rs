@@ -45,7 +45,8 @@ Examples:
   ivnsec throughput --profile macsec-gcm-aes-128 --payload 1440
   ivnsec throughput --profile aes128-gcm --payload 1440 --rate 1G --json
   ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10
-  sudo ivnsec throughput --topology bump2 --profile plain --payload 1440 --rate 1G --json")]
+  sudo ivnsec throughput --topology bump2 --profile plain --payload 1440 --rate 1G --json
+  ivnsec throughput --hosts bench.toml --profile aes128-gcm --payload 1440   # across SSH hosts")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -81,6 +82,11 @@ pub struct Args {
     /// gateways the run starts; --senders 1). Not with --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
+    /// Send from the first `[[host]]` of this plan to the second, over SSH, instead of on a
+    /// testbed (docs/multihost.md; --senders 1, no iperf3 baseline, no --pcap). Example:
+    /// ivnsec throughput --hosts bench.toml --profile aes128-gcm --payload 1440 --rate 1G
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["testbed", "topology"])]
+    pub hosts: Option<PathBuf>,
     /// Skip the same-run baselines (the `plain` run and iperf3).
     #[arg(long)]
     pub no_baseline: bool,
@@ -119,7 +125,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => layout(cfg.senders),
     };
     let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
-    let open = ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?;
+    let open = match &a.hosts {
+        Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+        None => ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?,
+    };
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
