@@ -754,3 +754,43 @@ fn hosts_option_errors() {
         );
     }
 }
+
+/// The plan of docs/multihost.md is a plan ivnsec accepts: `testbed up --plan` loads and checks
+/// the whole plan first, then, without `ip` on its PATH, stops with exit 3 (a plan error would
+/// be exit 2).
+#[test]
+fn docs_example_plan_is_accepted() {
+    let md = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/multihost.md"),
+    )
+    .unwrap();
+    let start = md.find("```toml\n").expect("a toml example") + "```toml\n".len();
+    let plan = &md[start..start + md[start..].find("```").unwrap()];
+    assert!(plan.contains("[[host]]"), "{plan}");
+    let d = TempDir::new("multihost-docs");
+    let file = d.path("bench.toml");
+    std::fs::write(&file, plan).unwrap();
+    let empty = d.path("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = d
+        .cmd()
+        .args(["testbed", "up", "--plan", file.to_str().unwrap()])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{plan}\n{}", text(&o.stderr));
+    // And a misspelt key of a [[host]] is a plan error naming it.
+    std::fs::write(&file, plan.replace("ssh_options", "ssh_option")).unwrap();
+    let o = d
+        .cmd()
+        .args(["testbed", "up", "--plan", file.to_str().unwrap()])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("ssh_option"),
+        "{}",
+        text(&o.stderr)
+    );
+}
