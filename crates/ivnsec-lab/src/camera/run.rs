@@ -236,7 +236,10 @@ impl Ends {
                 camera: (None, topology::ecu_mac(0, 1), Ipv4Addr::LOCALHOST),
                 consumer: (None, topology::ecu_mac(0, 2), Ipv4Addr::LOCALHOST),
             }),
-            Site::Hosts { .. } => Err(crate::site::not_across_hosts("the camera experiment")),
+            Site::Hosts { .. } => Err(crate::site::not_across_hosts(
+                "the camera experiment",
+                crate::site::NEEDS_ONE_CLOCK,
+            )),
         }
     }
 }

@@ -408,7 +408,9 @@ pub fn parse_in(
                 table,
                 format!(
                     "[[{table}]] does not run across hosts yet (the ping-pong, [[throughput]] \
-                     and [[crypto_bench]] do); move it to a plan without [[host]] tables"
+                     and [[crypto_bench]] do; under load, playback and cameras judge one-way \
+                     delays that need one clock or PTP, TDMA runs need the testbed's \
+                     switches); move it to a plan without [[host]] tables"
                 ),
             ));
         }

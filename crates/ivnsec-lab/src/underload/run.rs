@@ -277,7 +277,10 @@ impl Pair {
                     consumer: node(responder)?,
                 })
             }
-            Site::Hosts { .. } => Err(crate::site::not_across_hosts("under load and playback")),
+            Site::Hosts { .. } => Err(crate::site::not_across_hosts(
+                "under load and playback",
+                crate::site::NEEDS_ONE_CLOCK,
+            )),
             Site::Loopback => {
                 let e = loopback_ends();
                 Ok(Pair {
