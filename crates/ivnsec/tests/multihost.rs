@@ -358,6 +358,16 @@ fn plan_across_ssh_hosts() {
         env["transport"].as_str().unwrap().contains("over SSH"),
         "{env}"
     );
+    assert!(
+        env["clock"].as_str().unwrap().contains("not one clock"),
+        "{env}"
+    );
+    for h in env["hosts"].as_array().unwrap() {
+        assert_eq!(h["iface"], "eth0", "{h}");
+        assert_eq!(h["mtu"], 1500, "{h}");
+        assert!(h["cores"].as_u64().is_some_and(|c| c >= 1), "{h}");
+        assert!(!h["kernel"].as_str().unwrap().is_empty(), "{h}");
+    }
     let samples = std::fs::read_to_string(out.join("samples.csv")).unwrap();
     let header: Vec<&str> = samples.lines().next().unwrap().split(',').collect();
     let lost = header.iter().position(|h| *h == "lost").unwrap();

@@ -321,6 +321,9 @@ pub fn describe(r: &Remote) -> serde_json::Value {
         "ipv4": r.probe.ipv4_cidr,
         "mtu": r.probe.mtu,
         "speed_mbps": r.probe.speed_mbps,
+        "kernel": r.probe.kernel,
+        "cores": r.probe.cores,
+        "cpu": r.probe.cpu,
         "ivnsec": r.exe,
     })
 }

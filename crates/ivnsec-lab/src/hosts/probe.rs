@@ -15,6 +15,9 @@ use crate::error::env_error;
 /// The script the host runs (`sh -c SCRIPT sh IFACE DIR VERSION`).
 const SCRIPT: &str = r#"IF="$1"; V="$3"; D="${2:-$HOME/.cache/ivnsec}"
 echo "dir=$D"
+echo "kernel=$(uname -r 2>/dev/null)"
+echo "cores=$(nproc 2>/dev/null)"
+echo "cpu=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)"
 echo "uid=$(id -u)"
 echo "capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status 2>/dev/null)"
 N="/sys/class/net/$IF"
@@ -51,6 +54,10 @@ echo "end=yes"
 pub struct Probe {
     /// Where ivnsec copies of this version are looked for and put.
     pub dir: String,
+    /// `uname -r`, `nproc` and the CPU model of the host.
+    pub kernel: Option<String>,
+    pub cores: Option<u32>,
+    pub cpu: Option<String>,
     pub uid: Option<u32>,
     /// The SSH user's effective capabilities (hex mask of `/proc/self/status`).
     pub capeff: Option<u64>,
@@ -97,6 +104,9 @@ impl Probe {
             let v = v.trim();
             match k {
                 "dir" => p.dir = v.to_string(),
+                "kernel" => p.kernel = some(v),
+                "cores" => p.cores = v.parse().ok(),
+                "cpu" => p.cpu = some(v),
                 "uid" => p.uid = v.parse().ok(),
                 "capeff" => p.capeff = u64::from_str_radix(v, 16).ok(),
                 "iface" => p.iface = v == "yes",
@@ -212,6 +222,16 @@ mod tests {
             .unwrap();
         assert_eq!(p.mtu, Some(mtu));
         assert_eq!(p.dir, "/nonexistent-dir");
+        let cores = std::thread::available_parallelism().unwrap().get() as u32;
+        assert!(p.cores.is_some_and(|c| c >= cores), "{:?}", p.cores);
+        assert_eq!(
+            p.kernel.as_deref(),
+            Some(
+                std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .unwrap()
+                    .trim()
+            )
+        );
         assert_eq!(p.cached_ivnsec, None);
         let out = std::process::Command::new("sh")
             .args(["-c", SCRIPT, "sh", "no-such-if0", "", "0.0.0"])

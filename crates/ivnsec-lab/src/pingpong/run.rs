@@ -135,10 +135,11 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
     let forward = random_keys(profile)?;
     let backward = random_keys(profile)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (cpu_i, cpu_r) = if s.pin {
-        (Some(0), Some(1 % cpus))
-    } else {
-        (None, None)
+    let (cpu_i, cpu_r) = match (s.pin, site) {
+        // Each host has its own CPUs: both on their host's first.
+        (true, Site::Hosts { .. }) => (Some(0), Some(0)),
+        (true, _) => (Some(0), Some(1 % cpus)),
+        (false, _) => (None, None),
     };
     let base = |role, link, ends, cpu| RoleSpec {
         role,
