@@ -622,6 +622,17 @@ fn ssh_dropped_mid_run() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
+    // The nodes on the hosts got their keys over the SSH channel: their command lines are
+    // `IVNSEC node pingpong`, nothing more.
+    for pid in ours_running(&bench.dir) {
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        let argv: Vec<String> = argv
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        assert_eq!(argv[1..], ["node", "pingpong"], "{argv:?}");
+    }
     let listener = bench.sshd[1].0.as_ref().unwrap().id();
     // `ip netns exec` execs sshd, so the listener is the spawned pid.
     let sessions = sshd_sessions(listener);

@@ -42,8 +42,12 @@ fi
 C="$D/$V/ivnsec"
 if [ -f "$C" ]; then
   echo "cached_ivnsec=$C"
-  echo "cached_version=$("$C" --version 2>/dev/null | head -n 1)"
-  echo "cached_sha256=$(sha256sum "$C" 2>/dev/null | awk '{print $1}')"
+  echo "cached_owner=$(stat -c '%u %a' "$C" 2>/dev/null) $(stat -c '%u %a' "$D/$V" 2>/dev/null)"
+  # Only a copy of the SSH user's own is run (another's could be anything).
+  if [ "$(stat -c %u "$C" 2>/dev/null)" = "$(id -u)" ]; then
+    echo "cached_version=$("$C" --version 2>/dev/null | head -n 1)"
+    echo "cached_sha256=$(sha256sum "$C" 2>/dev/null | awk '{print $1}')"
+  fi
 fi
 if P=$(command -v pmc 2>/dev/null); then echo "pmc=$P"; fi
 echo "end=yes"
@@ -77,6 +81,8 @@ pub struct Probe {
     pub cached_ivnsec: Option<String>,
     pub cached_version: Option<String>,
     pub cached_sha256: Option<String>,
+    /// Owner and mode (octal) of the copy and of its directory.
+    pub cached_owner: Option<String>,
     /// This binary's SHA-256 (a copy in `dir` is used only when it is this very binary).
     pub local_sha256: String,
     pub pmc: Option<String>,
@@ -129,6 +135,7 @@ impl Probe {
                 "cached_ivnsec" => p.cached_ivnsec = some(v),
                 "cached_version" => p.cached_version = some(v),
                 "cached_sha256" => p.cached_sha256 = some(v),
+                "cached_owner" => p.cached_owner = some(v),
                 "pmc" => p.pmc = some(v),
                 "end" => ended = v == "yes",
                 _ => {}
@@ -157,6 +164,24 @@ impl Probe {
         self.ipv4_cidr.as_deref()?.split('/').next()?.parse().ok()
     }
 
+    /// The copy in `dir` and its directory belong to the SSH user and only it may write them
+    /// (nobody else could have swapped the binary between the probe and the run).
+    pub fn cached_is_own(&self) -> bool {
+        let Some(owner) = &self.cached_owner else {
+            return false;
+        };
+        let f: Vec<&str> = owner.split_whitespace().collect();
+        let [file_uid, file_mode, dir_uid, dir_mode] = f[..] else {
+            return false;
+        };
+        let uid = self.uid.map(|u| u.to_string());
+        let private = |m: &str| u32::from_str_radix(m, 8).is_ok_and(|m| m & 0o022 == 0);
+        uid.as_deref() == Some(file_uid)
+            && uid.as_deref() == Some(dir_uid)
+            && private(file_mode)
+            && private(dir_mode)
+    }
+
     /// The ivnsec to run there: the PATH's when it prints this version, else the copy in `dir`
     /// when it is this very binary.
     pub fn usable_ivnsec(&self) -> Option<String> {
@@ -165,6 +190,7 @@ impl Probe {
         }
         if self.cached_version.as_deref() == Some(version_line().as_str())
             && self.cached_sha256.as_deref() == Some(self.local_sha256.as_str())
+            && self.cached_is_own()
         {
             return self.cached_ivnsec.clone();
         }
@@ -250,7 +276,7 @@ mod tests {
             "dir=/d\nuid=1000\ncapeff=0000000000002000\niface=yes\noperstate=up\nflags=0x1003\n\
              mtu=1500\nspeed=-1\nethtool_speed=1000Mb/s\nmac=02:00:00:00:00:01\n\
              ipv4=10.0.0.1/24\ncached_ivnsec=/d/x/ivnsec\ncached_version={v}\n\
-             cached_sha256=abc\nend=yes\n"
+             cached_sha256=abc\ncached_owner=1000 755 1000 755\nend=yes\n"
         );
         let p = Probe::parse(&text, "abc").unwrap();
         assert!(p.privileged());
@@ -261,6 +287,21 @@ mod tests {
         // Another build of the same version is not used.
         let p = Probe::parse(&text, "def").unwrap();
         assert_eq!(p.usable_ivnsec(), None);
+        // Nor a copy another user owns, or others may write (or its directory).
+        for owner in [
+            "0 755 1000 755",
+            "1000 775 1000 755",
+            "1000 755 1000 777",
+            "1000 755",
+            "",
+        ] {
+            let t = text.replace(
+                "cached_owner=1000 755 1000 755",
+                &format!("cached_owner={owner}"),
+            );
+            let p = Probe::parse(&t, "abc").unwrap();
+            assert_eq!(p.usable_ivnsec(), None, "{owner}");
+        }
         // Without CAP_NET_RAW, not root: not privileged; an interface down is not up.
         let p = Probe::parse("uid=1000\ncapeff=0\niface=yes\nflags=0x1002\nend=yes\n", "").unwrap();
         assert!(!p.privileged());
