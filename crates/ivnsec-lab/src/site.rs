@@ -84,8 +84,8 @@ pub const NEEDS_ONE_CLOCK: &str = "its verdict is a one-way delay the receiver t
 /// Opens the hosts `initiator` and `responder` of a plan for a run: probes each over SSH, finds
 /// or copies ivnsec there (same version), reads their interfaces' addresses.
 pub fn open_hosts(
-    initiator: &crate::hosts::HostSpec,
-    responder: &crate::hosts::HostSpec,
+    initiator: &crate::hosts::Host,
+    responder: &crate::hosts::Host,
 ) -> Result<OpenSite> {
     let a = crate::hosts::prepare(initiator)?;
     let b = crate::hosts::prepare(responder)?;

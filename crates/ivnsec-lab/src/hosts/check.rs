@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{HostSpec, Probe, version_line};
+use super::{Host, Probe, version_line};
 
 /// One finding.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -58,7 +58,7 @@ fn bad(
 }
 
 /// Checks `host`: SSH first (nothing else can be known without it), then what its probe said.
-pub fn check(host: &HostSpec, local_sha256: &str) -> HostReport {
+pub fn check(host: &Host, local_sha256: &str) -> HostReport {
     let mut r = HostReport {
         name: host.name.clone(),
         ssh: host.ssh.clone(),
@@ -83,7 +83,7 @@ pub fn check(host: &HostSpec, local_sha256: &str) -> HostReport {
 }
 
 /// The findings from a probe's answer.
-pub fn judge(host: &HostSpec, p: &Probe) -> Vec<Check> {
+pub fn judge(host: &Host, p: &Probe) -> Vec<Check> {
     let mut c = Vec::new();
     let uid = p.uid.map_or("?".to_string(), |u| u.to_string());
     c.push(if p.privileged() {
@@ -213,8 +213,8 @@ pub fn judge(host: &HostSpec, p: &Probe) -> Vec<Check> {
 mod tests {
     use super::*;
 
-    fn host(copy: Option<bool>) -> HostSpec {
-        HostSpec {
+    fn host(copy: Option<bool>) -> Host {
+        Host {
             name: "ecu1".into(),
             ssh: "root@192.0.2.10".into(),
             iface: "eth1".into(),

@@ -41,7 +41,7 @@ pub fn version_line() -> String {
 /// ```
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct HostSpec {
+pub struct Host {
     /// The host's name in reports and errors.
     pub name: String,
     /// `ssh`'s destination: `user@address`, an address or a `Host` of the SSH configuration.
@@ -63,7 +63,7 @@ pub struct HostSpec {
 /// Longest a host name, an interface name or an `ssh` destination may be.
 const MAX_FIELD: usize = 255;
 
-impl HostSpec {
+impl Host {
     /// Checks the table; the error names the key and the problem (the caller adds the file).
     pub fn check(&self) -> std::result::Result<(), crate::error::KeyError> {
         use crate::error::KeyError;
@@ -175,7 +175,7 @@ pub fn quote(s: &str) -> String {
 /// Runs `argv` on `host` with `input` on its stdin (then closed), waits at most `limit`, and
 /// returns exit status, stdout and stderr (each read up to 1 MiB).
 pub fn run(
-    host: &HostSpec,
+    host: &Host,
     argv: &[&str],
     input: Option<&Path>,
     limit: Duration,
@@ -254,7 +254,7 @@ pub fn ssh_failed(status: &std::process::ExitStatus) -> bool {
 
 /// What ssh said when it failed, with a hint on how to fix it, as an environment error (exit 3)
 /// that names the host.
-pub fn ssh_error(host: &HostSpec, stderr: &str) -> anyhow::Error {
+pub fn ssh_error(host: &Host, stderr: &str) -> anyhow::Error {
     let hint = if stderr.contains("Host key verification failed")
         || stderr.contains("REMOTE HOST IDENTIFICATION HAS CHANGED")
     {
@@ -281,7 +281,7 @@ pub fn ssh_error(host: &HostSpec, stderr: &str) -> anyhow::Error {
 /// its interface.
 #[derive(Clone, Debug)]
 pub struct Remote {
-    pub spec: HostSpec,
+    pub spec: Host,
     /// The path of ivnsec on the host.
     pub exe: String,
     pub mac: [u8; 6],
@@ -330,7 +330,7 @@ pub fn describe(r: &Remote) -> serde_json::Value {
 
 /// Probes `spec`, finds ivnsec of this version there (on its PATH, or a copy of this very binary
 /// in its `ivnsec_dir`) or copies this one there, and reads its interface's addresses.
-pub fn prepare(spec: &HostSpec) -> Result<Remote> {
+pub fn prepare(spec: &Host) -> Result<Remote> {
     let local = std::env::current_exe().map_err(|e| anyhow!("locating the ivnsec binary: {e}"))?;
     let digest = file_sha256(&local)?;
     let mut p = probe::run(spec, &digest)?;
@@ -399,7 +399,7 @@ pub fn prepare(spec: &HostSpec) -> Result<Remote> {
 
 /// Copies this binary to `DIR/VERSION/ivnsec` on the host over the SSH channel (mode 0755, in a
 /// directory only the SSH user may write); returns that path.
-fn copy_self(spec: &HostSpec, local: &Path) -> Result<String> {
+fn copy_self(spec: &Host, local: &Path) -> Result<String> {
     eprintln!("ivnsec: copying ivnsec to {}", spec.label());
     let script = format!(
         "set -e; umask 022; D=\"${{1:-$HOME/.cache/ivnsec}}/{v}\"; mkdir -p \"$D\"; \
@@ -444,7 +444,7 @@ pub fn file_sha256(p: &Path) -> Result<String> {
 }
 
 /// Checks the hosts of a plan together: names unique, at least two for an experiment.
-pub fn check_set(hosts: &[HostSpec]) -> Result<()> {
+pub fn check_set(hosts: &[Host]) -> Result<()> {
     for (i, h) in hosts.iter().enumerate() {
         if hosts[..i].iter().any(|o| o.name == h.name) {
             return Err(usage(format!("two hosts are named `{}`", h.name)));
@@ -457,8 +457,8 @@ pub fn check_set(hosts: &[HostSpec]) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn host() -> HostSpec {
-        HostSpec {
+    fn host() -> Host {
+        Host {
             name: "ecu1".into(),
             ssh: "root@192.0.2.10".into(),
             iface: "eth1".into(),
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn bad_tables() {
         assert!(host().check().is_ok());
-        let bad = |f: &dyn Fn(&mut HostSpec), key: &str| {
+        let bad = |f: &dyn Fn(&mut Host), key: &str| {
             let mut h = host();
             f(&mut h);
             assert_eq!(h.check().unwrap_err().key, key);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{HostSpec, ssh_error, ssh_failed, version_line};
+use super::{Host, ssh_error, ssh_failed, version_line};
 use crate::error::env_error;
 
 /// The script the host runs (`sh -c SCRIPT sh IFACE DIR VERSION`).
@@ -200,7 +200,7 @@ impl Probe {
 
 /// Runs the probe on `host`; `local_sha256` is this binary's digest. An SSH failure (down,
 /// unreachable, key refused, host key wrong) is an environment error naming the host.
-pub fn run(host: &HostSpec, local_sha256: &str) -> Result<Probe> {
+pub fn run(host: &Host, local_sha256: &str) -> Result<Probe> {
     let dir = host.ivnsec_dir.clone().unwrap_or_default();
     let (status, out, err) = super::run(
         host,

@@ -42,7 +42,7 @@ use serde::Deserialize;
 use crate::bench::per_frame::PerFrameConfig;
 use crate::camera::run::CameraConfig;
 use crate::error::usage;
-use crate::hosts::HostSpec;
+use crate::hosts::Host;
 use crate::pingpong::Requirements;
 use crate::pingpong::run::{Mode, Scenario, ms_to_ns};
 use crate::tdma::sweep::{Sweep, SweepConfig};
@@ -92,7 +92,7 @@ struct PlanFile {
     crypto_bench: Vec<PerFrameConfig>,
     /// `[[host]]` tables: the nodes run on these hosts over SSH (docs/multihost.md).
     #[serde(default)]
-    host: Vec<HostSpec>,
+    host: Vec<Host>,
 }
 
 /// Files the presets name (timelines), built into the binary: a preset runs from any directory.
@@ -210,12 +210,12 @@ pub struct Plan {
     pub requirements: Requirements,
     /// `[[host]]` tables: with them, `initiator` and `responder` name two of these hosts and
     /// the ping-pong and throughput run between them over SSH instead of on a testbed.
-    pub hosts: Vec<HostSpec>,
+    pub hosts: Vec<Host>,
 }
 
 impl Plan {
     /// The initiator's and the responder's hosts, when the plan has `[[host]]` tables.
-    pub fn host_pair(&self) -> Option<(&HostSpec, &HostSpec)> {
+    pub fn host_pair(&self) -> Option<(&Host, &Host)> {
         let find = |n: &str| self.hosts.iter().find(|h| h.name == n);
         Some((find(&self.initiator)?, find(&self.responder)?))
     }
@@ -272,11 +272,11 @@ pub fn load(path: &Path, overrides: &RunSection) -> Result<Plan> {
 
 /// The `[[host]]` tables of a plan file, checked (the rest of the file is not read: a file with
 /// only `[[host]]` tables will do for `ivnsec hosts check`).
-pub fn hosts_of(path: &Path) -> Result<Vec<HostSpec>> {
+pub fn hosts_of(path: &Path) -> Result<Vec<Host>> {
     #[derive(Deserialize)]
     struct HostsOnly {
         #[serde(default)]
-        host: Vec<HostSpec>,
+        host: Vec<Host>,
     }
     let file = path.display().to_string();
     let meta =
