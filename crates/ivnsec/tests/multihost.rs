@@ -718,7 +718,31 @@ fn hosts_option_errors() {
         "[[host]]\nname = \"a\"\nssh = \"root@192.0.2.1\"\niface = \"eth1\"\n",
     )
     .unwrap();
+    let two = d.path("two.toml");
+    let host =
+        |n: &str| format!("[[host]]\nname = \"{n}\"\nssh = \"root@{n}\"\niface = \"eth1\"\n");
+    std::fs::write(
+        &two,
+        format!(
+            "[[scenario]]\nprofile = \"plain\"\npayload = 64\n{}{}",
+            host("a"),
+            host("b")
+        ),
+    )
+    .unwrap();
+    let out = d.path("out");
     for (args, says) in [
+        (
+            vec![
+                "run",
+                two.to_str().unwrap(),
+                "--on",
+                "loopback",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "exclude each other",
+        ),
         (
             vec![
                 "pingpong",
