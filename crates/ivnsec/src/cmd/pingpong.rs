@@ -27,13 +27,17 @@ As root, a `pair` testbed is built for the run and removed afterwards (or --test
 a running one); otherwise the two processes talk UDP on loopback, which the output says. \
 --topology bump2 builds two legacy ECUs, each behind an `ivnsec gateway` the run starts \
 (macsec-gcm-aes-128, a fresh key): the exchanges run between the legacy ECUs through both \
-gateways, unchanged (give --profile plain to measure the gateways' protection alone).
+gateways, unchanged (give --profile plain to measure the gateways' protection alone). \
+--topology production builds seed 002's testbench 3 (four switches with redundant links under \
+the kernel's spanning tree, the consumer on three links): the exchanges run between sensor1 and \
+the consumer across two switches.
 
 Examples:
   ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
   ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/
-  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1")]
+  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1
+  sudo ivnsec pingpong --topology production --profile macsec-gcm-aes-128 --payload 64 --count 500")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.

@@ -1,0 +1,175 @@
+//! Seed 002 testbench 3 (§5.4.3): the `production` topology — four switches with redundant
+//! links under the kernel's spanning tree, sensors attached unevenly (two of them legacy ECUs
+//! behind gateways), the consumer on three links (docs/testbed.md). Testbeds of the tests' own
+//! (random prefixes, own state directories), removed even when a test fails.
+//!
+//! - `testbed up --topology production` returns only once the tree has converged: no port
+//!   listening or learning, every port hears of one root (the consumer's switch `sw0`), the
+//!   two redundant switch links and two of the consumer's three links blocked; every sensor
+//!   and the consumer then reach each other (the sensors that protect themselves in plain
+//!   ping; the legacy ones through their gateways, MACsec with MKA on a pre-shared CAK with
+//!   the consumer's `ivnsec macsec up`); `testbed down` removes every namespace.
+//!
+//! The namespace tests need root and skip with a printed reason otherwise.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use ivnsec_net::testbed;
+use serde_json::Value;
+
+#[macro_use]
+mod common;
+
+use common::{BIN, Proc, TempDir, spawn_until_ready, text};
+
+fn exec(ns: &str, program: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, program]);
+    c
+}
+
+fn ping(ns: &str, to: &str) -> Output {
+    exec(ns, "ping")
+        .args(["-c", "3", "-i", "0.1", "-W", "2", to])
+        .output()
+        .unwrap()
+}
+
+fn assert_ping(ns: &str, to: &str) {
+    let o = ping(ns, to);
+    assert!(
+        o.status.success() && text(&o.stdout).contains(" 0% packet loss"),
+        "ping {to} from {ns}: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "not within {secs} s: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// SIGTERM, then the exit code and what it printed on stdout.
+fn stop(mut pr: Proc) -> (Option<i32>, String) {
+    let mut c = pr.0.take().unwrap();
+    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
+    let mut out = String::new();
+    c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    (c.wait().unwrap().code(), out)
+}
+
+/// `ivnsec macsec up` (the consumer) or `ivnsec gateway` in `ns`, MKA on `psk`.
+fn mka_node(ns: &str, d: &TempDir, name: &str, psk: &str, gateway: bool) -> Proc {
+    let dir = |what: &str| -> PathBuf { d.path(&format!("{name}-{what}")) };
+    let mut c = exec(ns, BIN);
+    if gateway {
+        c.args(["gateway", "--plain", "plain0", "--protected", "prot0"]);
+    } else {
+        c.args(["macsec", "up", "--iface", "eth0", "--tap", "mka0"]);
+    }
+    c.args(["--profile", "macsec-gcm-aes-128", "--psk", psk])
+        .arg("--state-dir")
+        .arg(dir("state"))
+        .arg("--run-dir")
+        .arg(dir("run"))
+        .args(["--ramp-up-ms", "20", "--hello-seconds", "1", "--json"]);
+    spawn_until_ready(c, "running until", name)
+}
+
+#[test]
+fn production_testbed_converges_and_every_sensor_reaches_the_consumer() {
+    require_root!();
+    let d = TempDir::new("prod");
+    let t0 = Instant::now();
+    let o = d.run(&["testbed", "up", "--topology", "production", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let took = t0.elapsed();
+    let up: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let prefix = up["prefix"].as_str().unwrap().to_string();
+    let state = testbed::load(&d.state(), &prefix).unwrap();
+    assert_eq!(state.topology, "production");
+
+    // Converged when `up` returned (read before anything else can change it).
+    let view = testbed::converged(&state).unwrap();
+    assert!(view.is_converged(), "{}", view.why_not());
+    // Every port forwards or blocks; all hear of sw0 (priority 4096, MAC 02:49:56:01:00:00).
+    for (p, s) in &view.ports {
+        assert!(s == "forwarding" || s == "blocking", "{p} {s}");
+    }
+    assert!(!view.roots.is_empty());
+    for (p, r) in &view.roots {
+        assert_eq!(r, "1000.2:49:56:1:0:0", "{p}");
+    }
+    // Two redundant switch links: one end of each blocks. The consumer: one link forwards.
+    let blocked = view.ports_in("blocking");
+    let on_switches = blocked.iter().filter(|p| p.starts_with("sw")).count();
+    assert_eq!(on_switches, 2, "{blocked:?}");
+    let uplinks = |s: &str| {
+        view.ports
+            .iter()
+            .filter(|(p, st)| p.starts_with("consumer/uplink") && st == s)
+            .count()
+    };
+    assert_eq!((uplinks("forwarding"), uplinks("blocking")), (1, 2));
+    // STP's listening and learning (2 × 2 s) happened inside `up`.
+    assert!(took >= Duration::from_secs(4), "up took {took:?}");
+
+    let ns = |n: &str| state.namespace_of(n).unwrap().to_string();
+    // The sensors that protect themselves: plain IP both ways across two switches.
+    for s in ["sensor1", "sensor2"] {
+        assert_ping(&ns(s), "10.77.0.1");
+        assert_ping(&ns("consumer"), &state.ipv4_of(s).unwrap().to_string());
+    }
+    // The legacy sensors: through their gateways, MACsec with MKA to the consumer, whose
+    // address moves from its link to its TAP.
+    let psk = d.path("ca.psk");
+    let o = d.run(&["keygen", "--mka", "--out", psk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let p = psk.to_str().unwrap();
+    let consumer = ns("consumer");
+    let ip = |args: &[&str]| {
+        let o = Command::new("ip").args(args).output().unwrap();
+        assert!(o.status.success(), "ip {args:?}: {}", text(&o.stderr));
+    };
+    ip(&["-n", &consumer, "addr", "flush", "dev", "eth0"]);
+    let pc = mka_node(&consumer, &d, "consumer", p, false);
+    ip(&[
+        "-n",
+        &consumer,
+        "addr",
+        "add",
+        "10.77.0.1/16",
+        "dev",
+        "mka0",
+    ]);
+    let g3 = mka_node(&ns("gw3"), &d, "gw3", p, true);
+    let g4 = mka_node(&ns("gw4"), &d, "gw4", p, true);
+    for s in ["sensor3", "sensor4"] {
+        wait_for(20, &format!("ping {s} → consumer"), || {
+            ping(&ns(s), "10.77.0.1").status.success()
+        });
+        assert_ping(&ns(s), "10.77.0.1");
+        assert_ping(&consumer, &state.ipv4_of(s).unwrap().to_string());
+    }
+    for pr in [g3, g4, pc] {
+        let (code, out) = stop(pr);
+        assert_eq!(code, Some(0), "{out}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["key_source"], "mka", "{v}");
+    }
+
+    let o = d.run(&["testbed", "down", "--testbed", &prefix]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(testbed::live_namespaces(&prefix).unwrap().is_empty());
+    assert!(d.leftover_testbeds().is_empty());
+}
