@@ -15,6 +15,7 @@ pub mod frames;
 pub mod gateway;
 pub mod keys;
 pub mod macsec;
+pub mod outage;
 pub mod pingpong;
 pub mod pki;
 pub mod plan;
