@@ -9,6 +9,11 @@
 //!   and the consumer then reach each other (the sensors that protect themselves in plain
 //!   ping; the legacy ones through their gateways, MACsec with MKA on a pre-shared CAK with
 //!   the consumer's `ivnsec macsec up`); `testbed down` removes every namespace.
+//! - `pingpong --outage 1` (docs/experiments.md): the consumer's forwarding link goes down and
+//!   comes back; plain and MACsec exchanges recover after STP's listening and learning, and the
+//!   MKA participants end with every peer live. Bad `--outage` values exit 2.
+//! - Isolation with the key server's segments: two connectivity associations on one network,
+//!   one of them a group CA of the consumer and two sensors; nothing crosses between them.
 //!
 //! The namespace tests need root and skip with a printed reason otherwise.
 
@@ -294,5 +299,268 @@ fn one_link_outage_is_recovered_from_and_mka_stays_up() {
         assert_eq!(m["live_peers"], 2, "{m}");
         assert_eq!(m["transmitting"], true, "{m}");
     }
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// A member of a segment in the isolation test: an ECU running `macsec up --keyserver` (its
+/// TAP address in 10.98.0.0/24) or a gateway running `gateway --keyserver` in front of a legacy
+/// sensor (the sensor's address in 10.98.0.0/24 on its own eth0).
+struct Member {
+    name: String,
+    ns: String,
+    sci: String,
+    run: PathBuf,
+}
+
+impl Member {
+    fn status(&self) -> Value {
+        let o = exec(&self.ns, BIN)
+            .args(["macsec", "status", "--json", "--run-dir"])
+            .arg(&self.run)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        v[0].clone()
+    }
+    fn live_peers(&self) -> Vec<String> {
+        self.status()["key_source_state"]["peers"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter(|p| p["live"] == true)
+                    .filter_map(|p| p["sci"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Seed 002 §5.4.3's configuration tests, with the key server's segments (docs/keys.md): on
+/// `production`, segment `a` holds the consumer, `sensor1` and the legacy `sensor3`'s gateway
+/// (two sensors sharing one connectivity association: 002's "group CA"), segment `b` holds
+/// `sensor2` and the legacy `sensor4`'s gateway. Every address is in one IPv4 subnet, so only
+/// MACsec keeps them apart. Within a segment everyone reaches everyone; across segments
+/// nothing gets through in either direction (ARP and ping frames arrive and are dropped as
+/// of an unknown SCI), and MKA lists only the members of the own segment as peers.
+#[test]
+fn segments_isolate_and_a_group_ca_serves_two_sensors() {
+    require_root!();
+    let d = TempDir::new("prodi");
+    let o = d.run(&["testbed", "up", "--topology", "production", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let up: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let state = testbed::load(&d.state(), up["prefix"].as_str().unwrap()).unwrap();
+    let ns = |n: &str| state.namespace_of(n).unwrap().to_string();
+    let ip = |args: &[&str]| {
+        let o = Command::new("ip").args(args).output().unwrap();
+        assert!(o.status.success(), "ip {args:?}: {}", text(&o.stderr));
+    };
+    let run = |args: &[&str]| {
+        let o = d.run(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    };
+    let pki = d.path("pki");
+    let p = pki.to_str().unwrap();
+    run(&["pki", "init", "--dir", p, "--vehicle", "WVWZZZ1JZXW000002"]);
+    for e in ["keyserver", "consumer", "sensor1", "sensor2", "gw3", "gw4"] {
+        run(&["pki", "issue", "--dir", p, "--ecu", e]);
+    }
+    let segs = d.path("segments.toml");
+    std::fs::write(
+        &segs,
+        "[[segment]]\nname = \"a\"\necus = [\"consumer\", \"sensor1\", \"gw3\"]\n\n\
+         [[segment]]\nname = \"b\"\necus = [\"sensor2\", \"gw4\"]\n",
+    )
+    .unwrap();
+    // The key server on the consumer's plain address; the gateways reach it from an address
+    // on their protected port (plain IP beside the MACsec frames, as the ECUs' eth0).
+    let ks = "10.77.0.1:8443";
+    let mut c = exec(&ns("consumer"), BIN);
+    c.args(["keyserver", "--pki", p, "--listen", ks, "--segments"])
+        .arg(&segs);
+    let _ks = spawn_until_ready(c, "listening on", "keyserver");
+    ip(&[
+        "-n",
+        &ns("gw3"),
+        "addr",
+        "add",
+        "10.77.2.3/16",
+        "dev",
+        "prot0",
+    ]);
+    ip(&[
+        "-n",
+        &ns("gw4"),
+        "addr",
+        "add",
+        "10.77.2.4/16",
+        "dev",
+        "prot0",
+    ]);
+
+    let mut procs = Vec::new();
+    let mut members = Vec::new();
+    for (name, gateway, tap_addr) in [
+        ("consumer", false, "10.98.0.1"),
+        ("sensor1", false, "10.98.0.11"),
+        ("sensor2", false, "10.98.0.12"),
+        ("gw3", true, ""),
+        ("gw4", true, ""),
+    ] {
+        let n = state.node(name).unwrap();
+        let iface = if gateway { "prot0" } else { "eth0" };
+        let mac = &n.interfaces.iter().find(|i| i.name == iface).unwrap().mac;
+        let run_dir = d.path(&format!("{name}-run"));
+        let mut c = exec(&n.namespace, BIN);
+        if gateway {
+            c.args(["gateway", "--plain", "plain0", "--protected", "prot0"]);
+        } else {
+            c.args(["macsec", "up", "--iface", "eth0", "--tap", "seg0"]);
+        }
+        c.args(["--profile", "macsec-gcm-aes-128", "--keyserver", ks])
+            .arg("--cert")
+            .arg(pki.join(format!("ecu/{name}.pem")))
+            .arg("--key")
+            .arg(pki.join(format!("ecu/{name}.key")))
+            .arg("--ca")
+            .arg(pki.join("ca.pem"))
+            .arg("--state-dir")
+            .arg(d.path(&format!("{name}-state")))
+            .arg("--run-dir")
+            .arg(&run_dir)
+            .args(["--hello-seconds", "1", "--ramp-up-ms", "20", "--json"]);
+        procs.push(spawn_until_ready(c, "running until", name));
+        if !gateway {
+            ip(&[
+                "-n",
+                &n.namespace,
+                "addr",
+                "add",
+                &format!("{tap_addr}/24"),
+                "dev",
+                "seg0",
+            ]);
+        }
+        members.push(Member {
+            name: name.to_string(),
+            ns: n.namespace.clone(),
+            sci: format!("{}0001", mac.replace(':', "")),
+            run: run_dir,
+        });
+    }
+    // The legacy sensors keep their own stack: an address in the same subnet on their eth0.
+    ip(&[
+        "-n",
+        &ns("sensor3"),
+        "addr",
+        "add",
+        "10.98.0.3/24",
+        "dev",
+        "eth0",
+    ]);
+    ip(&[
+        "-n",
+        &ns("sensor4"),
+        "addr",
+        "add",
+        "10.98.0.4/24",
+        "dev",
+        "eth0",
+    ]);
+
+    let m = |n: &str| members.iter().find(|x| x.name == n).unwrap();
+    let seg_a = ["consumer", "sensor1", "gw3"];
+    let seg_b = ["sensor2", "gw4"];
+    wait_for(
+        40,
+        "every member live with exactly its segment's others",
+        || {
+            seg_a.iter().all(|x| m(x).live_peers().len() == 2)
+                && seg_b.iter().all(|x| m(x).live_peers().len() == 1)
+        },
+    );
+    for (seg, names) in [("a", &seg_a[..]), ("b", &seg_b[..])] {
+        for x in names {
+            let st = m(x).status();
+            assert_eq!(
+                st["key_source_state"]["keyserver"]["segment"], seg,
+                "{x}: {st}"
+            );
+            let mut peers = m(x).live_peers();
+            peers.sort();
+            let mut want: Vec<String> = names
+                .iter()
+                .filter(|y| *y != x)
+                .map(|y| m(y).sci.clone())
+                .collect();
+            want.sort();
+            assert_eq!(peers, want, "{x}");
+        }
+    }
+    // Within a segment: both sensors of the group CA reach the consumer and back, and the two
+    // members of segment b reach each other.
+    let within = [
+        ("sensor1", "10.98.0.1"),
+        ("sensor3", "10.98.0.1"),
+        ("consumer", "10.98.0.11"),
+        ("consumer", "10.98.0.3"),
+        ("sensor1", "10.98.0.3"),
+        ("sensor2", "10.98.0.4"),
+        ("sensor4", "10.98.0.12"),
+    ];
+    for (from, to) in within {
+        wait_for(15, &format!("ping {from} → {to}"), || {
+            ping(&ns(from), to).status.success()
+        });
+        assert_ping(&ns(from), to);
+    }
+    // Across segments: nothing, either way (each direction is one sender of one segment and
+    // one receiver of the other).
+    // 802.1AE InPktsNoSCI: a frame of an SCI the SecY has no receive SC for.
+    let no_sci = |x: &str| m(x).status()["rx"]["drops"]["no_sci"].as_u64().unwrap_or(0);
+    let before: Vec<u64> = ["consumer", "sensor2"].iter().map(|x| no_sci(x)).collect();
+    for (from, to) in [
+        ("sensor2", "10.98.0.1"),
+        ("sensor4", "10.98.0.1"),
+        ("sensor2", "10.98.0.11"),
+        ("sensor4", "10.98.0.3"),
+        ("consumer", "10.98.0.12"),
+        ("consumer", "10.98.0.4"),
+        ("sensor1", "10.98.0.4"),
+        ("sensor3", "10.98.0.12"),
+    ] {
+        let o = ping(&ns(from), to);
+        assert!(
+            text(&o.stdout).contains(" 0 received"),
+            "{from} → {to} crossed segments: {}",
+            text(&o.stdout)
+        );
+    }
+    // The other segment's frames did arrive, and were dropped by the SecY (not one reached
+    // the TAP: the pings above got no answer); no receive SC of the other segment exists.
+    let after: Vec<u64> = ["consumer", "sensor2"].iter().map(|x| no_sci(x)).collect();
+    assert!(
+        after[0] > before[0] && after[1] > before[1],
+        "no_sci drops before {before:?}, after {after:?}: consumer {}, sensor2 {}",
+        m("consumer").status()["rx"],
+        m("sensor2").status()["rx"]
+    );
+    for (names, others) in [(&seg_a[..], &seg_b[..]), (&seg_b[..], &seg_a[..])] {
+        for x in names {
+            let rx = m(x).status()["rx"]["peers"].clone();
+            for y in others {
+                assert!(
+                    !rx.as_array().unwrap().iter().any(|p| p == &m(y).sci),
+                    "{x} has a receive SC of {y}: {rx}"
+                );
+            }
+        }
+    }
+    for pr in procs {
+        let (code, out) = stop(pr);
+        assert_eq!(code, Some(0), "{out}");
+    }
+    let o = d.run(&["testbed", "down", "--all"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(d.leftover_testbeds().is_empty());
 }
