@@ -201,6 +201,18 @@ fn outage_option_errors_exit_2() {
             vec!["--outage", "x", "--topology", "production"],
             "expected N[@SECONDS]",
         ),
+        (
+            vec![
+                "--outage",
+                "1",
+                "--topology",
+                "production",
+                "--also-profile",
+                "nope",
+            ],
+            "nope",
+        ),
+        (vec!["--also-profile", "aes128-gcm"], "--outage"),
     ] {
         let mut all = vec!["pingpong", "--profile", "plain", "--payload", "64"];
         all.extend(&args);
@@ -216,9 +228,10 @@ fn outage_option_errors_exit_2() {
 }
 
 /// One outage on a short run: seed 6 takes the consumer's forwarding link (`uplink1`: of three
-/// equal links 802.1D picks the lowest port id as the root port) down for 12 s. For plain and
-/// for MACsec the exchanges stop, and resume only after STP has moved the consumer to another
-/// link, which takes 2 × the 2 s forward delay (listening, learning); when the link comes
+/// equal links 802.1D picks the lowest port id as the root port) down for 12 s. For plain,
+/// MACsec and ESP the exchanges stop, and resume only after STP has moved the consumer to another
+/// link, which takes 2 × the 2 s forward delay (listening, learning); the same for ESP (the
+/// kernel's IP layer, `--also-profile`); when the link comes
 /// back, it is chosen again (another 2 × 2 s). The MKA participants (the consumer, both
 /// gateways) survive or re-establish on their own and end with every peer live.
 #[test]
@@ -239,6 +252,8 @@ fn one_link_outage_is_recovered_from_and_mka_stays_up() {
         "1",
         "--outage-seed",
         "6",
+        "--also-profile",
+        "esp-aes128-gcm",
         "--json",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -257,7 +272,7 @@ fn one_link_outage_is_recovered_from_and_mka_stays_up() {
         .iter()
         .map(|x| x["profile"].as_str().unwrap())
         .collect();
-    assert_eq!(profiles, ["plain", "macsec-gcm-aes-128"]);
+    assert_eq!(profiles, ["plain", "macsec-gcm-aes-128", "esp-aes128-gcm"]);
     for run in runs {
         let p = &run["profile"];
         assert!(run["rtt_before_us"]["count"].as_u64().unwrap() > 50, "{p}");

@@ -65,7 +65,8 @@ pub struct Args {
     pub topology: Option<String>,
     /// Link outages during the run (needs --topology production): N links chosen at random
     /// (seeded: --outage-seed) go down for 12 s each, one every SECONDS (default 25), and come
-    /// back. Runs `plain` first, then --profile, with the same outages; reports per outage and
+    /// back. Runs `plain` first, then --profile (and each --also-profile), with the same
+    /// outages; reports per outage and
     /// profile the exchanges lost, the time to recover, the latency while the spanning tree
     /// re-converges, and whether the MKA sessions (the consumer and the gateways, started on
     /// one pre-shared CAK) survived or re-established. --count and --replications are set
@@ -78,6 +79,10 @@ pub struct Args {
     /// The seed of the outages' link choice (default: a random one, printed in the report).
     #[arg(long, value_name = "SEED", requires = "outage")]
     pub outage_seed: Option<u64>,
+    /// With --outage: another protection to run with the same outages after --profile; repeat
+    /// for each (e.g. `--also-profile esp-aes128-gcm --also-profile aes128-gcm`).
+    #[arg(long, value_name = "PROFILE", requires = "outage")]
+    pub also_profile: Vec<String>,
 }
 
 /// Run settings shared by `pingpong`, `run` (as overrides of the plan) and `validate`.
@@ -227,7 +232,10 @@ fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode
         )));
     }
     let mut scenarios = Vec::new();
-    for name in ["plain", a.profile.as_str()] {
+    let names = ["plain", a.profile.as_str()]
+        .into_iter()
+        .chain(a.also_profile.iter().map(String::as_str));
+    for name in names {
         if scenarios.iter().any(|x: &Scenario| x.profile_name == name) {
             continue;
         }
