@@ -16,6 +16,7 @@ pub mod gateway;
 pub mod hosts;
 pub mod keys;
 pub mod macsec;
+pub mod outage;
 pub mod pingpong;
 pub mod pki;
 pub mod plan;

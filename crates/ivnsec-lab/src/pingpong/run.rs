@@ -120,6 +120,9 @@ pub struct Outcome {
     pub responder_drops: Vec<(String, u64)>,
     /// Valid replies that came after their exchange had been given up.
     pub stale: u64,
+    /// When each exchange began (the initiator's part 1), CLOCK_MONOTONIC ns, in the order of
+    /// `exchanges` (link outages are placed on this clock: `crate::outage`).
+    pub starts_ns: Vec<u64>,
 }
 
 impl Outcome {
@@ -303,6 +306,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         .into_iter()
         .map(|(id, v, p, at)| (id, (v, p, at)))
         .collect();
+    let starts_ns = ini.records.iter().map(|r| r.start).collect();
     let exchanges = ini
         .records
         .into_iter()
@@ -341,6 +345,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         rejected: ini.rejects,
         responder_drops: res.drops,
         stale: ini.stale,
+        starts_ns,
     })
 }
 

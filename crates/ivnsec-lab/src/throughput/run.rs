@@ -726,7 +726,10 @@ fn transport(site: &Site, family: Profile) -> String {
             "testbed {} ({}): senders → {}switch → consumer, {} over veth and a Linux bridge",
             state.prefix,
             state.topology,
-            if state
+            if state.topology == ivnsec_net::topology::Topology::Production.to_string() {
+                // The senders protect themselves; the gateways there front other sensors.
+                "switch sw1 → spanning tree → "
+            } else if state
                 .nodes
                 .iter()
                 .any(|n| n.kind == ivnsec_net::topology::NodeKind::Gateway.as_str())

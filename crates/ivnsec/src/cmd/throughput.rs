@@ -79,7 +79,9 @@ pub struct Args {
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
     /// Build this testbed topology instead of `sensors:N`: `bump2` (two legacy ECUs behind
-    /// gateways the run starts; --senders 1). Not with --testbed.
+    /// gateways the run starts; --senders 1), or `production` (switches with redundant links
+    /// under STP; sensor1 [and sensor2] send to the consumer across them; --senders 1 or 2).
+    /// Not with --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
     /// Send from the first `[[host]]` of this plan to the second, over SSH, instead of on a
@@ -108,13 +110,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let layout = match &a.topology {
         Some(t) => {
             let topology = super::lab::parse_topology(t)?;
-            if topology != ivnsec_net::topology::Topology::Bump2 {
+            use ivnsec_net::topology::Topology;
+            if topology == Topology::Production {
+                // The consumer receives; the sensors that protect themselves send.
+                if cfg.senders > 2 {
+                    return Err(crate::error::usage(
+                        "--topology production has two sensors that send themselves (sensor1, \
+                         sensor2; sensor3 and sensor4 are legacy ECUs behind gateways): give \
+                         --senders 1 or 2",
+                    ));
+                }
+            } else if topology != Topology::Bump2 {
                 return Err(crate::error::usage(format!(
                     "--topology {t}: throughput builds sensors:N by itself (--senders N); \
-                     --topology takes bump2"
+                     --topology takes bump2 or production"
                 )));
-            }
-            if cfg.senders != 1 {
+            } else if cfg.senders != 1 {
                 return Err(crate::error::usage(
                     "--topology bump2 has one sender (ecu1) and one receiver (ecu2): \
                      give --senders 1",
