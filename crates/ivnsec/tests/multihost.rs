@@ -8,8 +8,10 @@
 //! Checked: a ping-pong and a throughput plan across the hosts give the same report shape as
 //! the same plan on loopback; `hosts check` says what each host has; an unreachable host, a
 //! wrong host key, a host without ivnsec (copying off) and an SSH connection dropped mid-run
-//! each end the run with exit 3 and the host's name; afterwards no ivnsec of the test runs and
-//! the namespaces are gone.
+//! each end the run with exit 3 and the host's name; so does Ctrl-C, whatever the nodes were
+//! doing; afterwards no ivnsec of the test runs and the namespaces are gone. The test makes
+//! sshd's privilege separation directory `/run/sshd` when it is missing (Debian's service
+//! would make it at boot), and touches nothing else outside its temporary directory.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -89,6 +91,19 @@ fn keygen(path: &Path) {
 }
 
 impl Bench {
+    /// Stops the sshds, removes the testbed, and checks that none of its namespaces is left.
+    fn close(self) {
+        let prefix = self.tb.as_ref().unwrap().prefix().to_string();
+        drop(self);
+        let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let left: Vec<String> = text(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .map(str::to_string)
+            .collect();
+        assert!(left.is_empty(), "namespaces left: {left:?}");
+    }
+
     fn up(d: &TempDir) -> Bench {
         let tb = Testbed::up(
             &Topology::SteerByWire,
@@ -470,7 +485,7 @@ fn plan_across_ssh_hosts() {
     assert!(r["transport"].as_str().unwrap().contains("over SSH"), "{v}");
     assert_none_left(&bench.dir);
 
-    drop(bench);
+    bench.close();
     assert!(
         d.leftover_testbeds().is_empty(),
         "{:?}",
@@ -552,7 +567,7 @@ fn failing_hosts_are_named() {
     let out = text(&o.stdout);
     assert!(out.contains("ivnsec    missing"), "{out}");
     assert!(out.contains("copy = true"), "{out}");
-    drop(bench);
+    bench.close();
     assert!(d.leftover_testbeds().is_empty());
 }
 
@@ -649,7 +664,7 @@ fn ssh_dropped_mid_run() {
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(err.contains("host rear"), "{err}");
     assert_none_left(&bench.dir);
-    drop(bench);
+    bench.close();
     assert!(d.leftover_testbeds().is_empty());
 }
 
@@ -703,7 +718,7 @@ fn ctrl_c_stops_every_node() {
         t0.elapsed() < Duration::from_secs(30),
         "the nodes ran their whole time"
     );
-    drop(bench);
+    bench.close();
     assert!(d.leftover_testbeds().is_empty());
 }
 
