@@ -39,10 +39,38 @@ pub trait NodeSpec: Serialize + DeserializeOwned {
 /// stderr, and writes `spec` and its keys to its stdin; `what` names it in errors. The child
 /// dies with this process (also when this one is killed with SIGKILL).
 pub fn spawn_role(ns: Option<&str>, kind: &str, spec: &impl NodeSpec, what: &str) -> Result<Child> {
+    let place = match ns {
+        Some(ns) => Place::Namespace(ns),
+        None => Place::Here,
+    };
+    spawn_role_at(&place, kind, spec, what)
+}
+
+/// Where a node process runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Place<'a> {
+    /// Beside this process.
+    Here,
+    /// In a network namespace of this host.
+    Namespace(&'a str),
+    /// On a host reached over SSH (`ssh … ivnsec node KIND`; the spec and keys go over the SSH
+    /// channel's stdin, the `ssh` client dies with this process, and the node ends when the
+    /// channel closes).
+    Host(&'a crate::hosts::Remote),
+}
+
+/// [`spawn_role`] at any [`Place`].
+pub fn spawn_role_at(
+    place: &Place<'_>,
+    kind: &str,
+    spec: &impl NodeSpec,
+    what: &str,
+) -> Result<Child> {
     let exe = std::env::current_exe().context("locating the ivnsec binary")?;
-    let mut cmd = match ns {
-        Some(ns) => netns_command(ns, &exe),
-        None => Command::new(&exe),
+    let mut cmd = match place {
+        Place::Namespace(ns) => netns_command(ns, &exe),
+        Place::Here => Command::new(&exe),
+        Place::Host(h) => h.ivnsec(&[]),
     };
     cmd.args(["node", kind])
         .stdin(Stdio::piped())

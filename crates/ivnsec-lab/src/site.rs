@@ -26,6 +26,12 @@ pub enum Site {
     },
     /// Both on this host's loopback, every frame in a UDP datagram (no root needed).
     Loopback,
+    /// Two hosts reached over SSH (a plan's `[[host]]` tables): raw Ethernet between their
+    /// interfaces; each node started there with `ssh … ivnsec node KIND`.
+    Hosts {
+        initiator: std::sync::Arc<crate::hosts::Remote>,
+        responder: std::sync::Arc<crate::hosts::Remote>,
+    },
 }
 
 impl Site {
@@ -45,8 +51,52 @@ impl Site {
             Site::Loopback => "UDP on loopback (no testbed: not root), one frame per datagram; \
                                not a vehicle-network path"
                 .to_string(),
+            Site::Hosts {
+                initiator,
+                responder,
+            } => format!(
+                "hosts over SSH: {} ({}, {}) → {} ({}, {}), raw Ethernet (AF_PACKET) between \
+                 their interfaces; ESP as IPv4 protocol 50; SecOC and SOME/IP in UDP datagrams",
+                initiator.spec.name,
+                initiator.spec.ssh,
+                initiator.spec.iface,
+                responder.spec.name,
+                responder.spec.ssh,
+                responder.spec.iface
+            ),
         }
     }
+}
+
+/// The error of an experiment `what` that does not run across hosts yet (exit 2), and `why`.
+pub fn not_across_hosts(what: &str, why: &str) -> anyhow::Error {
+    usage(format!(
+        "{what} does not run across hosts yet: {why}; run it on a testbed (docs/multihost.md \
+         lists the experiments that do)"
+    ))
+}
+
+/// Why the experiments whose verdict is a one-way delay stay on one host for now.
+pub const NEEDS_ONE_CLOCK: &str = "its verdict is a one-way delay the receiver takes from the \
+     sender's timestamp, which needs one clock (namespaces of one host) or clocks synchronised \
+     by PTP, not yet read across hosts";
+
+/// Opens the hosts `initiator` and `responder` of a plan for a run: probes each over SSH, finds
+/// or copies ivnsec there (same version), reads their interfaces' addresses.
+pub fn open_hosts(
+    initiator: &crate::hosts::Host,
+    responder: &crate::hosts::Host,
+) -> Result<OpenSite> {
+    let a = crate::hosts::prepare(initiator)?;
+    let b = crate::hosts::prepare(responder)?;
+    Ok(OpenSite {
+        site: Site::Hosts {
+            initiator: std::sync::Arc::new(a),
+            responder: std::sync::Arc::new(b),
+        },
+        testbed: None,
+        fallback_reason: None,
+    })
 }
 
 /// Where to run, as asked on the command line.
@@ -321,6 +371,30 @@ pub fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
 /// SOME/IP: from any client) on a testbed; UDP on loopback, where the initiator sends to the
 /// responder's `peer_port` and the responder answers whoever sent.
 pub fn link_spec(testbed: bool, profile: Profile, ends: &Ends, peer_port: Option<u16>) -> LinkSpec {
+    if testbed {
+        return link_spec_on(topology::ECU_IF, profile, ends);
+    }
+    link_spec_inner(false, profile, ends, peer_port)
+}
+
+/// The link of a node whose frames use interface `ifname` (a testbed ECU's, or a host's):
+/// raw Ethernet, raw IPv4 (ESP) or UDP between the two addresses.
+pub fn link_spec_on(ifname: &str, profile: Profile, ends: &Ends) -> LinkSpec {
+    match link_spec_inner(true, profile, ends, None) {
+        LinkSpec::Raw { ethertype, .. } => LinkSpec::Raw {
+            ifname: ifname.to_string(),
+            ethertype,
+        },
+        other => other,
+    }
+}
+
+fn link_spec_inner(
+    testbed: bool,
+    profile: Profile,
+    ends: &Ends,
+    peer_port: Option<u16>,
+) -> LinkSpec {
     if testbed && profile.is_udp() {
         let port = profile.udp_port();
         let local = SocketAddr::new(IpAddr::V4(ends.local_ip), port);

@@ -133,6 +133,7 @@ pub fn pingpong_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<V
                 netns_command(state.namespace_of(initiator).ok()?, "sockperf"),
             )
         }
+        Site::Hosts { .. } => return None,
         Site::Loopback => (
             "127.0.0.1".to_string(),
             Command::new("sockperf"),

@@ -58,11 +58,42 @@ pub enum Topology {
     Bump,
     /// Two legacy ECUs each behind a gateway: `ecu1` — `gw1` — `sw0` — `gw2` — `ecu2`.
     Bump2,
+    /// A production-like network (002 testbench 3, Fig. 5.4): four switches with redundant
+    /// links (`sw0`–`sw1`, `sw0`–`sw2`, `sw1`–`sw2`, `sw1`–`sw3`, `sw2`–`sw3`) running the
+    /// kernel's spanning tree (802.1D STP) so the loops are legal; sensors attached unevenly:
+    /// `sensor1`, `sensor2` (protecting themselves) and the legacy `sensor3` behind gateway
+    /// `gw3` on `sw1`, the legacy `sensor4` behind `gw4` on `sw2`, none on `sw3`; the
+    /// `consumer` attached to `sw0` by three links ([`PRODUCTION_UPLINKS`]), its `eth0` a
+    /// small STP bridge of its own over them (see [`Plan::stp`]).
+    Production,
 }
+
+/// The consumer's ports in [`Topology::Production`] (`uplink1`..`uplink3`; the switch's ends
+/// are `to-consumer1`..`to-consumer3`).
+pub const PRODUCTION_UPLINKS: u8 = 3;
+/// Bridge priority of the root switch `sw0` of [`Topology::Production`] (the consumer's
+/// switch, so every sensor's path to the consumer is a shortest one).
+pub const STP_ROOT_PRIORITY: u16 = 4096;
+/// Bridge priority of `sw1` (the root's stand-in should `sw0` fail).
+pub const STP_BACKUP_ROOT_PRIORITY: u16 = 8192;
+/// Bridge priority of every other switch (the 802.1D default).
+pub const STP_DEFAULT_PRIORITY: u16 = 32768;
+/// Bridge priority of an ECU's own bridge over several links (the worst: it never becomes
+/// root and, having one switch as its only neighbour, never carries anyone's traffic).
+pub const STP_ECU_PRIORITY: u16 = 65535;
+/// STP timers in centiseconds, the smallest the kernel accepts with STP on
+/// (`BR_MIN_FORWARD_DELAY` 2 s, `BR_MIN_HELLO_TIME` 1 s, `BR_MIN_MAX_AGE` 6 s): a port
+/// forwards 2 × 2 s after it comes up or changes role.
+pub const STP_FORWARD_DELAY_CS: u32 = 200;
+/// Hello time (centiseconds).
+pub const STP_HELLO_TIME_CS: u32 = 100;
+/// Max age (centiseconds).
+pub const STP_MAX_AGE_CS: u32 = 600;
 
 impl Topology {
     /// The names accepted by [`FromStr`], for help texts.
-    pub const SYNTAX: &'static str = "pair | steer-by-wire | sensors:N | cascade:N | bump | bump2";
+    pub const SYNTAX: &'static str =
+        "pair | steer-by-wire | sensors:N | cascade:N | bump | bump2 | production";
 
     /// The nodes and links of this topology.
     pub fn plan(&self) -> Plan {
@@ -117,6 +148,28 @@ impl Topology {
                     p.link_mtu(g, sw, PROTECTED_MTU);
                 }
             }
+            Topology::Production => {
+                p.stp = true;
+                // ECUs first, in the order experiments pick them (first = initiator or first
+                // sender, consumer = receiver): the sensors that protect themselves, then the
+                // legacy ones, then the consumer.
+                let s1 = p.ecu("sensor1".to_string(), 1, 1);
+                let s2 = p.ecu("sensor2".to_string(), 1, 2);
+                let s3 = p.ecu("sensor3".to_string(), 1, 3);
+                let s4 = p.ecu("sensor4".to_string(), 1, 4);
+                let c = p.ecu("consumer".to_string(), 0, 1);
+                let sw: Vec<usize> = (0..4).map(|k| p.switch(k)).collect();
+                for (a, b) in [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)] {
+                    p.link_mtu(sw[a], sw[b], PROTECTED_MTU);
+                }
+                p.link_mtu(s1, sw[1], PROTECTED_MTU);
+                p.link_mtu(s2, sw[1], PROTECTED_MTU);
+                let g3 = p.gateway(3, s3);
+                p.link_mtu(g3, sw[1], PROTECTED_MTU);
+                let g4 = p.gateway(4, s4);
+                p.link_mtu(g4, sw[2], PROTECTED_MTU);
+                p.uplinks(c, sw[0], PRODUCTION_UPLINKS, PROTECTED_MTU);
+            }
         }
         p.finish()
     }
@@ -141,6 +194,7 @@ impl fmt::Display for Topology {
             Topology::Cascade(n) => write!(f, "cascade:{n}"),
             Topology::Bump => f.write_str("bump"),
             Topology::Bump2 => f.write_str("bump2"),
+            Topology::Production => f.write_str("production"),
         }
     }
 }
@@ -169,6 +223,7 @@ impl FromStr for Topology {
             "steer-by-wire" => Ok(Topology::SteerByWire),
             "bump" => Ok(Topology::Bump),
             "bump2" => Ok(Topology::Bump2),
+            "production" => Ok(Topology::Production),
             t => match t.split_once(':') {
                 Some(("sensors", v)) => Ok(Topology::Sensors(count("sensor", v, MAX_SENSORS)?)),
                 Some(("cascade", v)) => Ok(Topology::Cascade(count("switch", v, MAX_SWITCHES)?)),
@@ -249,6 +304,14 @@ pub struct Plan {
     pub nodes: Vec<NodeSpec>,
     /// Links in creation order (switch-to-switch links from the lower to the higher switch).
     pub links: Vec<LinkSpec>,
+    /// The links form loops: every switch runs the kernel's spanning tree (802.1D STP, the
+    /// `STP_*` timers and priorities), and an ECU with several links (`eth0` plus ports
+    /// `uplink1`..) makes `eth0` a bridge with STP over them, so that exactly one of its links
+    /// forwards and another takes over, after the STP delays, when that one goes down. (A
+    /// bond would also do, and spread the traffic; kernels without `CONFIG_BONDING`, such as
+    /// this project's CI, cannot make one. RSTP needs the user-space `mstpd`, which Debian
+    /// does not package.)
+    pub stp: bool,
 }
 
 impl Plan {
@@ -269,6 +332,7 @@ struct PlanBuilder {
     links: Vec<LinkSpec>,
     /// Switch number of each switch node (by node index).
     switch_no: Vec<Option<u8>>,
+    stp: bool,
 }
 
 impl PlanBuilder {
@@ -388,10 +452,50 @@ impl PlanBuilder {
         });
     }
 
+    /// `n` links between ECU `ecu` and switch `sw`: the ECU's ports `uplink1`..`uplinkN`
+    /// (MACs [`ecu_port_mac`]), the switch's `to-<ecu>1`..; the ECU's `eth0` keeps its MAC and
+    /// address and becomes the bridge over its ports (see [`Plan::stp`]).
+    fn uplinks(&mut self, ecu: usize, sw: usize, n: u8, mtu: u32) {
+        let ecu_name = self.nodes[ecu].name.clone();
+        let sw_name = self.nodes[sw].name.clone();
+        let (group, host) = {
+            let m = self.nodes[ecu].ifaces[0].mac;
+            (m[4], m[5])
+        };
+        let k = self.switch_no[sw].expect("uplinks end at a switch");
+        for j in 1..=n {
+            let a_if = format!("uplink{j}");
+            let b_if = format!("to-{ecu_name}{j}");
+            self.nodes[ecu].ifaces.push(IfaceSpec {
+                name: a_if.clone(),
+                mac: ecu_port_mac(group, host, j),
+                ipv4: None,
+                peer_node: Some(sw_name.clone()),
+                peer_if: Some(b_if.clone()),
+            });
+            let port = self.nodes[sw].ifaces.len() as u8;
+            self.nodes[sw].ifaces.push(IfaceSpec {
+                name: b_if.clone(),
+                mac: switch_mac(k, port),
+                ipv4: None,
+                peer_node: Some(ecu_name.clone()),
+                peer_if: Some(a_if.clone()),
+            });
+            self.links.push(LinkSpec {
+                a_node: ecu_name.clone(),
+                a_if,
+                b_node: sw_name.clone(),
+                b_if,
+                mtu,
+            });
+        }
+    }
+
     fn finish(self) -> Plan {
         Plan {
             nodes: self.nodes,
             links: self.links,
+            stp: self.stp,
         }
     }
 }
@@ -399,6 +503,12 @@ impl PlanBuilder {
 /// MAC of port `p` of gateway `k`: `02:49:56:02:k:p`.
 pub fn gateway_mac(k: u8, port: u8) -> [u8; 6] {
     [0x02, 0x49, 0x56, 0x02, k, port]
+}
+
+/// MAC of port `p` (1-based) of ECU `(group, host)` when it has several links:
+/// `02:49:56:1p:group:host` (its `eth0` keeps [`ecu_mac`]).
+pub fn ecu_port_mac(group: u8, host: u8, p: u8) -> [u8; 6] {
+    [0x02, 0x49, 0x56, 0x10 | (p & 0x0f), group, host]
 }
 
 /// MAC of ECU `(group, host)`: `02:49:56:00:group:host`.
@@ -740,5 +850,117 @@ mod tests {
             format_mac(&Topology::Bump2.plan().iface("gw2", "prot0").unwrap().mac),
             "02:49:56:02:02:02"
         );
+    }
+    /// Seed 002 testbench 3 (§5.4.3): several switches with redundant links (more links
+    /// between switches than a tree has, so STP is on), sensors attached unevenly (one switch
+    /// with three, one with one, one with none), two behind gateways, and the consumer on three
+    /// links to one switch; names, MACs and link ends consistent; protected MTU except on the
+    /// legacy ECUs' links to their gateways.
+    #[test]
+    fn production_topology() {
+        let t = Topology::Production;
+        assert_eq!(t.to_string().parse::<Topology>().unwrap(), t);
+        let plan = t.plan();
+        assert!(plan.stp);
+        assert!(!Topology::Cascade(3).plan().stp && !Topology::Bump2.plan().stp);
+        // Experiments pick the first ECU and the consumer.
+        assert_eq!(
+            t.ecu_names(),
+            ["sensor1", "sensor2", "sensor3", "sensor4", "consumer"]
+        );
+        let switches: Vec<&NodeSpec> = plan
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Switch)
+            .collect();
+        assert_eq!(switches.len(), 4);
+        let is_switch = |n: &str| plan.node(n).unwrap().kind == NodeKind::Switch;
+        let between_switches = plan
+            .links
+            .iter()
+            .filter(|l| is_switch(&l.a_node) && is_switch(&l.b_node))
+            .count();
+        // A spanning tree of 4 switches has 3 links; 5 means two redundant ones.
+        assert_eq!(between_switches, 5);
+        // Every switch reaches every other over two disjoint first hops.
+        for s in &switches {
+            let peers = plan
+                .links
+                .iter()
+                .filter(|l| {
+                    (l.a_node == s.name && is_switch(&l.b_node))
+                        || (l.b_node == s.name && is_switch(&l.a_node))
+                })
+                .count();
+            assert!(peers >= 2, "{} has {peers} switch links", s.name);
+        }
+        // Sensors per switch (through a gateway or not): uneven, one switch without any.
+        let mut per_switch: Vec<usize> = switches
+            .iter()
+            .map(|s| {
+                plan.links
+                    .iter()
+                    .filter(|l| l.b_node == s.name)
+                    .filter(|l| {
+                        l.a_node.starts_with("sensor")
+                            || plan.node(&l.a_node).unwrap().kind == NodeKind::Gateway
+                    })
+                    .count()
+            })
+            .collect();
+        per_switch.sort();
+        assert_eq!(per_switch, [0, 0, 1, 3]);
+        let gws: Vec<&str> = plan
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Gateway)
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(gws, ["gw3", "gw4"]);
+        assert_eq!(
+            plan.iface("sensor3", "eth0").unwrap().peer_node.as_deref(),
+            Some("gw3")
+        );
+        // The consumer: eth0 (its address, its MAC) and three ports, all to sw0.
+        let c = plan.node("consumer").unwrap();
+        let names: Vec<&str> = c.ifaces.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["eth0", "uplink1", "uplink2", "uplink3"]);
+        assert_eq!(format_mac(&c.ifaces[0].mac), "02:49:56:00:00:01");
+        assert_eq!(format_ipv4(&c.ifaces[0].ipv4.unwrap()), "10.77.0.1");
+        assert_eq!(format_mac(&c.ifaces[2].mac), "02:49:56:12:00:01");
+        let up: Vec<&LinkSpec> = plan
+            .links
+            .iter()
+            .filter(|l| l.a_node == "consumer")
+            .collect();
+        assert_eq!(up.len(), usize::from(PRODUCTION_UPLINKS));
+        assert!(up.iter().all(|l| l.b_node == "sw0"));
+        let mut macs = Vec::new();
+        let mut ips = Vec::new();
+        for n in &plan.nodes {
+            for i in &n.ifaces {
+                check_ifname(&i.name).unwrap();
+                assert_eq!(i.mac[0] & 0x03, 0x02);
+                macs.push(i.mac);
+                ips.extend(i.ipv4);
+            }
+        }
+        let (m, k) = (macs.len(), ips.len());
+        macs.sort();
+        macs.dedup();
+        ips.sort();
+        ips.dedup();
+        assert_eq!((macs.len(), ips.len()), (m, k), "duplicate MAC or IPv4");
+        assert_eq!(k, 5);
+        for l in &plan.links {
+            let a = plan.iface(&l.a_node, &l.a_if).unwrap();
+            let b = plan.iface(&l.b_node, &l.b_if).unwrap();
+            assert_eq!(a.peer_node.as_deref(), Some(l.b_node.as_str()), "{l:?}");
+            assert_eq!(b.peer_node.as_deref(), Some(l.a_node.as_str()), "{l:?}");
+            assert_eq!(a.peer_if.as_deref(), Some(l.b_if.as_str()), "{l:?}");
+            assert_eq!(b.peer_if.as_deref(), Some(l.a_if.as_str()), "{l:?}");
+            let legacy = l.a_node == "sensor3" || l.a_node == "sensor4";
+            assert_eq!(l.mtu, if legacy { MTU } else { PROTECTED_MTU }, "{l:?}");
+        }
     }
 }

@@ -43,6 +43,10 @@ pub enum Command {
     /// trusted (`check`).
     #[command(subcommand)]
     Clock(cmd::clock::Args),
+    /// Hosts reached over SSH for experiments across machines (`check`: what each host of a
+    /// plan has and lacks).
+    #[command(subcommand)]
+    Hosts(cmd::hosts::Args),
     /// Run one ping-pong scenario between two ECU processes: per-part timing, statistics, verdicts.
     Pingpong(cmd::pingpong::Args),
     /// Measure goodput, loss and CPU of a profile between N senders and one receiver, against

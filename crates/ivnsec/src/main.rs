@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Suites(args) => cmd::suites::run(args),
         Command::Testbed(args) => cmd::testbed::run(args),
         Command::Clock(args) => cmd::clock::run(args),
+        Command::Hosts(args) => cmd::hosts::run(args),
         Command::Pingpong(args) => cmd::pingpong::run(args),
         Command::Node(args) => cmd::node::run(args),
         Command::Throughput(args) => cmd::throughput::run(args),

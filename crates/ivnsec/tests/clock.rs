@@ -459,3 +459,45 @@ fn a_plan_of_experiments_only_records_a_shared_clock() {
         "{env}"
     );
 }
+
+/// `--plan` asks the hosts of a plan's `[[host]]` tables, each over its own ssh options: a host
+/// on a closed port cannot be asked (exit 3, named by its table); a plan without hosts is a
+/// usage error.
+#[test]
+fn plan_hosts_are_asked_over_their_ssh() {
+    if std::process::Command::new("ssh")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: no ssh client");
+        return;
+    }
+    let d = TempDir::new("clock-plan");
+    let plan = d.path("bench.toml");
+    std::fs::write(
+        &plan,
+        "name = \"bench\"\n\
+         [[host]]\nname = \"front\"\nssh = \"nobody@127.0.0.1\"\niface = \"eth1\"\n\
+         ssh_options = [\"-p\", \"1\", \"-oStrictHostKeyChecking=yes\"]\n",
+    )
+    .unwrap();
+    let o = d.run(&["clock", "check", "--plan", plan.to_str().unwrap(), "--json"]);
+    let v = json("clock check --plan", &o);
+    assert_eq!(o.status.code(), Some(3), "{v}");
+    let h = &v["hosts"][0];
+    assert_eq!(h["host"], "front", "{v}");
+    assert_eq!(h["via"], "ssh");
+    assert_eq!(h["state"], "unreachable", "{v}");
+    assert!(h["reason"].as_str().unwrap().contains("port 1"), "{v}");
+
+    let empty = d.path("empty.toml");
+    std::fs::write(&empty, "name = \"x\"\n").unwrap();
+    let o = d.run(&["clock", "check", "--plan", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("no [[host]] tables"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -31,6 +31,7 @@ const COVERED: &[(&str, &str)] = &[
     ("clock check", "offline"),
     ("crypto-bench", "offline"),
     ("gateway", "root"),
+    ("hosts check", "offline"),
     ("macsec status", "root"),
     ("macsec up", "root"),
     ("pcap verify", "offline"),
@@ -361,6 +362,23 @@ fn offline_commands_print_one_document() {
         "--json",
     ];
     one_document("tdma capacity", &s.run(&d, &args), &[0]);
+
+    // hosts check of a host whose SSH port refuses (nothing listens on port 1 of loopback):
+    // the finding in the document, exit 3.
+    let plan = write(
+        &d,
+        "hosts.toml",
+        "[[host]]\nname = \"nobody\"\nssh = \"root@127.0.0.1\"\niface = \"lo\"\n\
+         ssh_options = [\"-o\", \"Port=1\"]\n",
+    );
+    let v = one_document(
+        "hosts check",
+        &s.run(&d, &["hosts", "check", &plan, "--json"]),
+        &[3],
+    );
+    assert_eq!(v["ready"], false, "{v}");
+    assert_eq!(v["hosts"][0]["checks"][0]["what"], "ssh", "{v}");
+    assert_eq!(v["hosts"][0]["checks"][0]["status"], "missing", "{v}");
 
     let flows = write(&d, "flows.toml", TWO_FLOWS);
     for (bp, code) in [("10ms", 0), ("0.5ms", 1)] {

@@ -236,6 +236,10 @@ impl Ends {
                 camera: (None, topology::ecu_mac(0, 1), Ipv4Addr::LOCALHOST),
                 consumer: (None, topology::ecu_mac(0, 2), Ipv4Addr::LOCALHOST),
             }),
+            Site::Hosts { .. } => Err(crate::site::not_across_hosts(
+                "the camera experiment",
+                crate::site::NEEDS_ONE_CLOCK,
+            )),
         }
     }
 }
@@ -296,7 +300,7 @@ fn site_text(site: &Site, t: Transport) -> String {
             Site::Testbed { .. } => {
                 "SOME/IP in IVN-AE raw-Ethernet frames, fragments protected by one channel"
             }
-            Site::Loopback => {
+            Site::Loopback | Site::Hosts { .. } => {
                 "SOME/IP in IVN-AE frames (one per UDP datagram), fragments protected by one channel"
             }
         },
@@ -314,6 +318,7 @@ fn site_text(site: &Site, t: Transport) -> String {
         Site::Loopback => {
             format!("loopback: both ECUs on 127.0.0.1, {how}; not a vehicle-network path")
         }
+        Site::Hosts { .. } => format!("{}; {how}", site.transport()),
     }
 }
 

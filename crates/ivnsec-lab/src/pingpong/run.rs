@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::Ipv4Addr;
-use std::process::{Child, ChildStdout};
+use std::process::{Child, ChildStdin, ChildStdout};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use ivnsec_core::channel::Ends;
@@ -18,8 +19,9 @@ use super::node::{MIN_PAYLOAD, Role, RoleSpec};
 use super::{Exchange, Requirements, Section, SectionStats, Verdicts};
 use crate::channel::{frame_bytes, random_keys};
 use crate::error::usage;
-use crate::process::{child_stderr, field_u64, read_report, spawn_role, wait_ready};
-use crate::site::{Site, link_spec, net_err, node_addr};
+use crate::hosts::Remote;
+use crate::process::{Place, child_stderr, field_u64, read_report, spawn_role_at, wait_ready};
+use crate::site::{Site, link_spec, link_spec_on, net_err, node_addr};
 
 /// Receive strategy of both nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -118,6 +120,9 @@ pub struct Outcome {
     pub responder_drops: Vec<(String, u64)>,
     /// Valid replies that came after their exchange had been given up.
     pub stale: u64,
+    /// When each exchange began (the initiator's part 1), CLOCK_MONOTONIC ns, in the order of
+    /// `exchanges` (link outages are placed on this clock: `crate::outage`).
+    pub starts_ns: Vec<u64>,
 }
 
 impl Outcome {
@@ -133,10 +138,11 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
     let forward = random_keys(profile)?;
     let backward = random_keys(profile)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (cpu_i, cpu_r) = if s.pin {
-        (Some(0), Some(1 % cpus))
-    } else {
-        (None, None)
+    let (cpu_i, cpu_r) = match (s.pin, site) {
+        // Each host has its own CPUs: both on their host's first.
+        (true, Site::Hosts { .. }) => (Some(0), Some(0)),
+        (true, _) => (Some(0), Some(1 % cpus)),
+        (false, _) => (None, None),
     };
     let base = |role, link, ends, cpu| RoleSpec {
         role,
@@ -162,7 +168,8 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
     };
 
     // The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,
-    // the two namespaces.
+    // the two namespaces; across hosts, the two hosts.
+    let mut hosts: Option<(&Remote, &Remote)> = None;
     let (ini_ends, ns) = match site {
         Site::Testbed {
             state,
@@ -193,11 +200,45 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
             },
             None,
         ),
+        Site::Hosts {
+            initiator,
+            responder,
+        } => {
+            if pcap.is_some() {
+                return Err(usage(
+                    "a capture (--pcap) is not taken across hosts: the initiator runs on \
+                     another machine; capture there (tcpdump -i IFACE -w FILE)",
+                ));
+            }
+            hosts = Some((initiator, responder));
+            (
+                Ends {
+                    local_mac: initiator.mac,
+                    peer_mac: responder.mac,
+                    local_ip: host_ip(initiator, profile)?,
+                    peer_ip: host_ip(responder, profile)?,
+                },
+                None,
+            )
+        }
     };
     let res_ends = ini_ends.reversed();
-    let res_link = link_spec(ns.is_some(), profile, &res_ends, None);
+    let (ini_place, res_place) = match (&ns, hosts) {
+        (Some((a, b)), _) => (Place::Namespace(a), Place::Namespace(b)),
+        (None, Some((a, b))) => (Place::Host(a), Place::Host(b)),
+        (None, None) => (Place::Here, Place::Here),
+    };
+    // A node's failure across hosts names its host (exit 3).
+    let on_host = |place: &Place<'_>, e: anyhow::Error| match place {
+        Place::Host(h) => h.node_error(e),
+        _ => e,
+    };
+    let res_link = match hosts {
+        Some((_, r)) => link_spec_on(&r.spec.iface, profile, &res_ends),
+        None => link_spec(ns.is_some(), profile, &res_ends, None),
+    };
     let res_spec = base(Role::Responder, res_link, res_ends, cpu_r);
-    let mut responder = spawn(ns.as_ref().map(|n| n.1.as_str()), &res_spec)?;
+    let mut responder = spawn(&res_place, &res_spec).map_err(|e| on_host(&res_place, e))?;
     let mut res_out = BufReader::new(responder.stdout.take().expect("piped"));
     let port = match wait_ready(&mut res_out) {
         Ok(p) => p,
@@ -205,21 +246,56 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
             let _ = responder.kill();
             let err = child_stderr(&mut responder);
             let _ = responder.wait();
-            return Err(e.context(format!("the responder did not start: {err}")));
+            let e = e.context(format!("the responder did not start: {err}"));
+            return Err(on_host(&res_place, e));
         }
     };
-    let ini_link = link_spec(ns.is_some(), profile, &ini_ends, Some(port));
+    let ini_link = match hosts {
+        Some((i, _)) => link_spec_on(&i.spec.iface, profile, &ini_ends),
+        None => link_spec(ns.is_some(), profile, &ini_ends, Some(port)),
+    };
     let mut ini_spec = base(Role::Initiator, ini_link, ini_ends, cpu_i);
     // The initiator runs in another directory context (`ip netns exec`): give it an absolute path.
     ini_spec.pcap = pcap.map(std::path::absolute).transpose()?;
-    let ini_result = spawn(ns.as_ref().map(|n| n.0.as_str()), &ini_spec)
-        .and_then(|mut c| collect_initiator(&mut c));
+    // Across hosts the initiator stops when its stdin closes: when the SSH channel is lost, or
+    // when the responder's ends early (its host or connection lost), below.
+    ini_spec.until_eof = hosts.is_some();
+    // The responder's report is read while the initiator runs: if it ends early (its connection
+    // lost), the initiator is told to stop at once.
+    let ini_stdin: Arc<Mutex<(Option<ChildStdin>, bool)>> = Arc::new(Mutex::new((None, false)));
+    let watch = ini_stdin.clone();
+    let res_reader = std::thread::spawn(move || {
+        let r = collect_responder(&mut res_out);
+        let mut w = watch.lock().unwrap_or_else(|p| p.into_inner());
+        w.0 = None;
+        w.1 = true;
+        r
+    });
+    let ini_result = spawn(&ini_place, &ini_spec).and_then(|mut c| {
+        {
+            let mut w = ini_stdin.lock().unwrap_or_else(|p| p.into_inner());
+            if !w.1 {
+                w.0 = c.stdin.take();
+            }
+        }
+        collect_initiator(&mut c)
+    });
     // Stop the responder whatever happened to the initiator.
     drop(responder.stdin.take());
-    let res_result = collect_responder(&mut res_out);
+    let res_result = res_reader
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the responder's reader panicked")));
     let res_err = child_stderr(&mut responder);
     let status = responder.wait()?;
-    let ini = ini_result?;
+    let res_failed = |e: anyhow::Error| on_host(&res_place, e);
+    if hosts.is_some() && (res_result.is_err() || !status.success()) {
+        // Across hosts, a lost responder is the cause even when the initiator then failed.
+        return Err(res_failed(match res_result {
+            Err(e) => e.context(format!("responder ({status}): {res_err}")),
+            Ok(_) => anyhow::anyhow!("the responder failed ({status}): {res_err}"),
+        }));
+    }
+    let ini = ini_result.map_err(|e| on_host(&ini_place, e))?;
     let res = res_result.with_context(|| format!("responder: {res_err}"))?;
     if !status.success() {
         bail!("the responder failed ({status}): {res_err}");
@@ -230,6 +306,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         .into_iter()
         .map(|(id, v, p, at)| (id, (v, p, at)))
         .collect();
+    let starts_ns = ini.records.iter().map(|r| r.start).collect();
     let exchanges = ini
         .records
         .into_iter()
@@ -249,7 +326,12 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
                 Some(&(v, p, at)) if !r.lost => {
                     e.resp_verify_ns = v;
                     e.resp_protect_ns = p;
-                    e.owd_direct_ns = at.checked_sub(r.start);
+                    // Two hosts' monotonic clocks are not one clock: no direct one-way delay.
+                    e.owd_direct_ns = if hosts.is_some() {
+                        None
+                    } else {
+                        at.checked_sub(r.start)
+                    };
                 }
                 Some(_) => {}
                 None => e.lost = true,
@@ -263,11 +345,28 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         rejected: ini.rejects,
         responder_drops: res.drops,
         stale: ini.stale,
+        starts_ns,
     })
 }
 
-fn spawn(ns: Option<&str>, spec: &RoleSpec) -> Result<Child> {
-    spawn_role(ns, "pingpong", spec, &format!("{:?}", spec.role))
+fn spawn(place: &Place<'_>, spec: &RoleSpec) -> Result<Child> {
+    spawn_role_at(place, "pingpong", spec, &format!("{:?}", spec.role))
+}
+
+/// A host's IPv4 address as one end of `profile`'s link: needed for ESP, SecOC and SOME/IP;
+/// raw-Ethernet profiles do without (unspecified).
+fn host_ip(h: &Remote, profile: Profile) -> Result<Ipv4Addr> {
+    match h.ip {
+        Some(ip) => Ok(ip),
+        None if !profile.is_ip() && !profile.is_udp() => Ok(Ipv4Addr::UNSPECIFIED),
+        None => Err(crate::error::env_error(format!(
+            "{}: interface {} has no IPv4 address, which {profile} needs; add one (ip addr add \
+             ADDRESS/PREFIX dev {})",
+            h.spec.label(),
+            h.spec.iface,
+            h.spec.iface
+        ))),
+    }
 }
 
 pub struct IniRecord {
@@ -418,7 +517,13 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
     m.insert("timeout_ms".into(), json!(s.timeout_ns as f64 / 1e6));
     m.insert(
         "clock".into(),
-        json!("CLOCK_MONOTONIC, shared by every namespace of the host"),
+        json!(match site {
+            Site::Hosts { .. } => {
+                "CLOCK_MONOTONIC of each host, not one clock: no direct one-way delay \
+                 (owd_direct empty); the one-way delays are estimated from round trips"
+            }
+            _ => "CLOCK_MONOTONIC, shared by every namespace of the host",
+        }),
     );
     match site {
         Site::Testbed {
@@ -441,6 +546,25 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
             &[("initiator", None), ("responder", None)],
             &ivnsec_net::testbed::default_state_dir(),
         ),
+        Site::Hosts {
+            initiator,
+            responder,
+        } => {
+            m.insert(
+                "hosts".into(),
+                json!([
+                    crate::hosts::describe(initiator),
+                    crate::hosts::describe(responder)
+                ]),
+            );
+            // Each host's PTP state, read with pmc over the same SSH.
+            let set = crate::clock::ClockSet::probe(
+                &[&initiator.spec, &responder.spec],
+                |_| crate::clock::DEFAULT_UDS.to_string(),
+                crate::clock::DEFAULT_MAX_OFFSET_NS,
+            );
+            crate::clock::record_environment(&mut m, &set);
+        }
     }
     m
 }

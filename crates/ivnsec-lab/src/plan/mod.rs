@@ -42,6 +42,7 @@ use serde::Deserialize;
 use crate::bench::per_frame::PerFrameConfig;
 use crate::camera::run::CameraConfig;
 use crate::error::usage;
+use crate::hosts::Host;
 use crate::pingpong::Requirements;
 use crate::pingpong::run::{Mode, Scenario, ms_to_ns};
 use crate::tdma::sweep::{Sweep, SweepConfig};
@@ -89,6 +90,9 @@ struct PlanFile {
     tdma: Vec<SweepConfig>,
     #[serde(default)]
     crypto_bench: Vec<PerFrameConfig>,
+    /// `[[host]]` tables: the nodes run on these hosts over SSH (docs/multihost.md).
+    #[serde(default)]
+    host: Vec<Host>,
 }
 
 /// Files the presets name (timelines), built into the binary: a preset runs from any directory.
@@ -204,6 +208,17 @@ pub struct Plan {
     pub tdma: Vec<Sweep>,
     pub crypto_bench: Vec<PerFrameConfig>,
     pub requirements: Requirements,
+    /// `[[host]]` tables: with them, `initiator` and `responder` name two of these hosts and
+    /// the ping-pong and throughput run between them over SSH instead of on a testbed.
+    pub hosts: Vec<Host>,
+}
+
+impl Plan {
+    /// The initiator's and the responder's hosts, when the plan has `[[host]]` tables.
+    pub fn host_pair(&self) -> Option<(&Host, &Host)> {
+        let find = |n: &str| self.hosts.iter().find(|h| h.name == n);
+        Some((find(&self.initiator)?, find(&self.responder)?))
+    }
 }
 
 impl Plan {
@@ -253,6 +268,51 @@ pub fn load(path: &Path, overrides: &RunSection) -> Result<Plan> {
         overrides,
         &Base::Dir(dir),
     )
+}
+
+/// The `[[host]]` tables of a plan file, checked (the rest of the file is not read: a file with
+/// only `[[host]]` tables will do for `ivnsec hosts check`).
+pub fn hosts_of(path: &Path) -> Result<Vec<Host>> {
+    #[derive(Deserialize)]
+    struct HostsOnly {
+        #[serde(default)]
+        host: Vec<Host>,
+    }
+    let file = path.display().to_string();
+    let meta =
+        std::fs::metadata(path).map_err(|e| usage(format!("plan {file}: cannot read it: {e}")))?;
+    if meta.len() > 16 << 20 {
+        return Err(usage(format!("plan {file}: larger than 16 MiB")));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("plan {file}: cannot read it: {e}")))?;
+    let f: HostsOnly = toml::from_str(&text)
+        .map_err(|e| usage(format!("plan {file}: {}", e.to_string().trim_end())))?;
+    if f.host.is_empty() {
+        return Err(usage(format!(
+            "plan {file}: no [[host]] tables (name, ssh, iface; docs/multihost.md)"
+        )));
+    }
+    for (i, h) in f.host.iter().enumerate() {
+        h.check()
+            .map_err(|e| usage(format!("plan {file}: key `host[{i}].{}`: {}", e.key, e.why)))?;
+    }
+    crate::hosts::check_set(&f.host).map_err(|e| usage(format!("plan {file}: {e}")))?;
+    Ok(f.host)
+}
+
+/// The site of the first two `[[host]]` tables of a plan file: `pingpong --hosts` and
+/// `throughput --hosts` (the first host initiates or sends, the second responds or receives).
+pub fn open_hosts_of(path: &Path) -> Result<crate::site::OpenSite> {
+    let hosts = hosts_of(path)?;
+    if hosts.len() < 2 {
+        return Err(usage(format!(
+            "plan {}: one [[host]] table; the experiment needs two (the first initiates, the \
+             second responds)",
+            path.display()
+        )));
+    }
+    crate::site::open_hosts(&hosts[0], &hosts[1])
 }
 
 /// A preset by name.
@@ -311,6 +371,60 @@ pub fn parse_in(
         .parse()
         .map_err(|e: String| bad("run.provider", e))?;
 
+    for (i, h) in f.host.iter().enumerate() {
+        h.check()
+            .map_err(|e| bad(&format!("host[{i}].{}", e.key), e.why))?;
+        if f.host[..i].iter().any(|o| o.name == h.name) {
+            return Err(bad(
+                &format!("host[{i}].name"),
+                format!("`{}` names two hosts", h.name),
+            ));
+        }
+    }
+    if !f.host.is_empty() {
+        if f.host.len() < 2 {
+            return Err(bad(
+                "host",
+                "one [[host]] table; an experiment needs two (the initiator and the responder)"
+                    .into(),
+            ));
+        }
+        if f.topology.is_some() {
+            return Err(bad(
+                "topology",
+                "a plan with [[host]] tables runs on those hosts, not on a testbed; remove \
+                 topology (or the [[host]] tables)"
+                    .into(),
+            ));
+        }
+        let not_yet = [
+            ("underload", f.underload.len()),
+            ("playback", f.playback.len()),
+            ("camera", f.camera.len()),
+            ("tdma", f.tdma.len()),
+        ];
+        if let Some((table, _)) = not_yet.iter().find(|(_, n)| *n > 0) {
+            return Err(bad(
+                table,
+                format!(
+                    "[[{table}]] does not run across hosts yet (the ping-pong, [[throughput]] \
+                     and [[crypto_bench]] do; under load, playback and cameras judge one-way \
+                     delays that need one clock or PTP, TDMA runs need the testbed's \
+                     switches); move it to a plan without [[host]] tables"
+                ),
+            ));
+        }
+        for (i, t) in f.throughput.iter().enumerate() {
+            if t.senders.unwrap_or(1) != 1 || t.topology.is_some() {
+                return Err(bad(
+                    &format!("throughput[{i}]"),
+                    "across hosts a throughput group has one sender (the initiator host) and \
+                     no topology"
+                        .into(),
+                ));
+            }
+        }
+    }
     let topology: Topology = f
         .topology
         .as_deref()
@@ -331,8 +445,34 @@ pub fn parse_in(
             )),
         }
     };
-    let initiator = node("initiator", &f.initiator, &ecus[0])?;
-    let responder = node("responder", &f.responder, &ecus[ecus.len() - 1])?;
+    let host_node = |key: &str, given: &Option<String>, default: usize| -> Result<String> {
+        match given {
+            None => Ok(f.host[default].name.clone()),
+            Some(n) if f.host.iter().any(|h| &h.name == n) => Ok(n.clone()),
+            Some(n) => Err(bad(
+                key,
+                format!(
+                    "no [[host]] is named `{n}` (the hosts: {})",
+                    f.host
+                        .iter()
+                        .map(|h| h.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    };
+    let (initiator, responder) = if f.host.is_empty() {
+        (
+            node("initiator", &f.initiator, &ecus[0])?,
+            node("responder", &f.responder, &ecus[ecus.len() - 1])?,
+        )
+    } else {
+        (
+            host_node("initiator", &f.initiator, 0)?,
+            host_node("responder", &f.responder, 1)?,
+        )
+    };
     if initiator == responder {
         return Err(bad(
             "responder",
@@ -587,6 +727,7 @@ pub fn parse_in(
         tdma,
         crypto_bench: f.crypto_bench,
         requirements,
+        hosts: f.host,
     })
 }
 
@@ -811,6 +952,59 @@ mod tests {
             format!("{e:#}").contains("requirements.throughput_cost"),
             "{e:#}"
         );
+    }
+
+    /// `[[host]]` tables exactly as spelled: the first host initiates and the second responds
+    /// unless the plan names others; ssh_options kept as they are; bad tables, a single host,
+    /// a topology beside hosts and tables that do not run across hosts are refused with the key.
+    #[test]
+    fn host_tables() {
+        let o = RunSection::default();
+        let one = "[[scenario]]\nprofile = \"plain\"\npayload = 64\n";
+        let host = |n: &str| {
+            format!(
+                "[[host]]\nname = \"{n}\"\nssh = \"root@192.0.2.{}\"\niface = \"eth1\"\n\
+                 ssh_options = [\"-i\", \"/k\", \"-o\", \"Port=2222\"]\n",
+                n.len()
+            )
+        };
+        let three = format!("{one}{}{}{}", host("a"), host("bb"), host("ccc"));
+        let p = parse("p.toml", "p", &three, &o).unwrap();
+        assert_eq!((p.initiator.as_str(), p.responder.as_str()), ("a", "bb"));
+        let (i, r) = p.host_pair().unwrap();
+        assert_eq!(i.ssh, "root@192.0.2.1");
+        assert_eq!(r.ssh_options, ["-i", "/k", "-o", "Port=2222"]);
+        assert_eq!(i.iface, "eth1");
+        let p = parse(
+            "p.toml",
+            "p",
+            &format!("initiator = \"ccc\"\nresponder = \"a\"\n{three}"),
+            &o,
+        )
+        .unwrap();
+        assert_eq!(p.host_pair().unwrap().0.name, "ccc");
+        let err = |text: &str| {
+            let e = parse("p.toml", "p", text, &o).unwrap_err();
+            assert_eq!(exit_code(&e), 2, "{e:#}");
+            format!("{e:#}")
+        };
+        assert!(err(&format!("{one}{}", host("a"))).contains("key `host`"));
+        assert!(err(&format!("{one}{}{}", host("a"), host("a"))).contains("host[1].name"));
+        assert!(err(&format!("responder = \"zz\"\n{three}")).contains("no [[host]] is named `zz`"));
+        assert!(err(&format!("topology = \"pair\"\n{three}")).contains("key `topology`"));
+        assert!(
+            err(&format!(
+                "{three}[[host]]\nname = \"d\"\nssh = \"-oX\"\niface = \"e\"\n"
+            ))
+            .contains("host[3].ssh")
+        );
+        assert!(
+            err(&format!(
+                "{three}[[camera]]\ncameras = [1]\nlevels = [\"nosec\"]\n"
+            ))
+            .contains("does not run across hosts")
+        );
+        assert!(err(&format!("{three}[[host]]\nname = \"d\"\nssh = \"x\"\n")).contains("iface"));
     }
 
     #[test]

@@ -94,12 +94,41 @@ pub fn run_plan(
         }
     } else {
         environment.insert("plan".into(), serde_json::json!(plan.name));
-        // The plan's experiments each run on a testbed (or loopback) of this machine.
+        // The plan's experiments each run on a testbed (or loopback) of this machine (across
+        // hosts: replaced below by the hosts' clock state).
         crate::clock::record_this_host(
             &mut environment,
             &[("every node", None)],
             &ivnsec_net::testbed::default_state_dir(),
         );
+    }
+    // Across hosts, the throughput groups run between the same two hosts (opened again when
+    // the plan had no ping-pong scenario).
+    let hosts_site = match (plan.host_pair(), &open) {
+        (None, _) => None,
+        (Some(_), Some(o)) if matches!(o.site, Site::Hosts { .. }) => Some(o.site.clone()),
+        (Some((a, b)), _) if !groups_empty(plan) => Some(crate::site::open_hosts(a, b)?.site),
+        (Some(_), _) => None,
+    };
+    if let Some(Site::Hosts {
+        initiator,
+        responder,
+    }) = &hosts_site
+    {
+        environment.insert(
+            "hosts".into(),
+            serde_json::json!([
+                crate::hosts::describe(initiator),
+                crate::hosts::describe(responder)
+            ]),
+        );
+        // Two machines, two clocks: each one's PTP state, read with pmc over the same SSH.
+        let set = crate::clock::ClockSet::probe(
+            &[&initiator.spec, &responder.spec],
+            |_| crate::clock::DEFAULT_UDS.to_string(),
+            crate::clock::DEFAULT_MAX_OFFSET_NS,
+        );
+        crate::clock::record_environment(&mut environment, &set);
     }
     if let Some(tb) = open.and_then(|o| o.testbed) {
         let prefix = tb.prefix().to_string();
@@ -140,7 +169,14 @@ pub fn run_plan(
             Some(t) => crate::site::Layout::of(*t),
             None => throughput::layout(job.config.senders),
         };
-        let site = crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?;
+        let site = match &hosts_site {
+            Some(s) => crate::site::OpenSite {
+                site: s.clone(),
+                testbed: None,
+                fallback_reason: None,
+            },
+            None => crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?,
+        };
         let part = capture.as_ref().map(|c| c.part.clone());
         let results = throughput::run_set(
             &site.site,
@@ -285,6 +321,11 @@ pub fn run_plan(
         baseline_sockperf: baseline,
         experiments,
     })
+}
+
+/// Whether the plan has no throughput group.
+fn groups_empty(plan: &Plan) -> bool {
+    plan.throughput.is_empty() && plan.throughput_gateways.is_empty()
 }
 
 /// Every ping-pong scenario of `plan` on `open`, reporting progress.

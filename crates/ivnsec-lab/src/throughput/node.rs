@@ -186,9 +186,13 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
     let mut captured_at: Vec<(u64, usize)> =
         Vec::with_capacity(if capture { CAPTURE_FRAMES } else { 0 });
 
-    // Start signal: one line on stdin.
+    // Start signal: one line on stdin. Its end instead (the orchestrator, or its SSH
+    // connection, gone) ends the sender before it sends; after it, the sender stops early.
     let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
+    if std::io::stdin().lock().read_line(&mut line)? == 0 {
+        return Ok(());
+    }
+    let stop = stop_on_stdin_eof();
 
     let (u0, s0) = rusage_self();
     let start = monotonic_ns();
@@ -204,7 +208,7 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
     let mut last = start;
     loop {
         let now = monotonic_ns();
-        if now >= deadline {
+        if now >= deadline || stop.load(Ordering::Relaxed) {
             break;
         }
         let mut k = 0;

@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -28,7 +29,8 @@ use super::{
 use crate::channel::{frame_bytes, random_keys};
 use crate::cpu::{ProcessCpu, SystemSampler};
 use crate::error::{parse_profile, usage};
-use crate::process::{Reaper, child_stderr, field_u64, read_report, spawn_role};
+use crate::hosts::Remote;
+use crate::process::{Place, Reaper, child_stderr, field_u64, read_report, spawn_role_at};
 use crate::site::{Layout, Site, testbed_node};
 
 /// Most senders one run starts.
@@ -205,6 +207,44 @@ struct Nodes {
     receiver: (Option<String>, [u8; 6], Ipv4Addr),
     senders: Vec<(Option<String>, [u8; 6], Ipv4Addr)>,
     names: Vec<String>,
+    /// Across hosts: the sender's host and the receiver's.
+    hosts: Option<(Arc<Remote>, Arc<Remote>)>,
+}
+
+impl Nodes {
+    /// Where the receiver runs.
+    fn rx_place(&self) -> Place<'_> {
+        match (&self.hosts, &self.receiver.0) {
+            (Some((_, r)), _) => Place::Host(r),
+            (None, Some(ns)) => Place::Namespace(ns),
+            (None, None) => Place::Here,
+        }
+    }
+
+    /// Where sender `i` runs.
+    fn tx_place(&self, i: usize) -> Place<'_> {
+        match (&self.hosts, self.senders.get(i).and_then(|s| s.0.as_ref())) {
+            (Some((s, _)), _) => Place::Host(s),
+            (None, Some(ns)) => Place::Namespace(ns),
+            (None, None) => Place::Here,
+        }
+    }
+
+    /// The interfaces of the receiver and the senders.
+    fn ifaces(&self) -> (&str, &str) {
+        match &self.hosts {
+            Some((s, r)) => (&r.spec.iface, &s.spec.iface),
+            None => (topology::ECU_IF, topology::ECU_IF),
+        }
+    }
+
+    /// A node's failure, naming its host across hosts (exit 3).
+    fn on_host(&self, place: &Place<'_>, e: anyhow::Error) -> anyhow::Error {
+        match place {
+            Place::Host(h) => h.node_error(e),
+            _ => e,
+        }
+    }
 }
 
 impl Nodes {
@@ -230,6 +270,26 @@ impl Nodes {
                     receiver: node(&rx)?,
                     senders: tx.iter().map(|s| node(s)).collect::<Result<_>>()?,
                     names: tx,
+                    hosts: None,
+                })
+            }
+            Site::Hosts {
+                initiator,
+                responder,
+            } => {
+                if n != 1 {
+                    return Err(usage(format!(
+                        "across hosts the throughput has one sender (the plan's initiator host \
+                         {}); {n} senders asked",
+                        initiator.spec.name
+                    )));
+                }
+                let ip = |h: &Remote| h.ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                Ok(Nodes {
+                    receiver: (None, responder.mac, ip(responder)),
+                    senders: vec![(None, initiator.mac, ip(initiator))],
+                    names: vec![initiator.spec.name.clone()],
+                    hosts: Some((initiator.clone(), responder.clone())),
                 })
             }
             Site::Loopback => Ok(Nodes {
@@ -238,13 +298,14 @@ impl Nodes {
                     .map(|i| (None, topology::ecu_mac(1, i as u8 + 1), Ipv4Addr::LOCALHOST))
                     .collect(),
                 names: (1..=n).map(|i| format!("sensor{i}")).collect(),
+                hosts: None,
             }),
         }
     }
 }
 
-fn spawn(ns: Option<&str>, spec: &TputSpec) -> Result<Child> {
-    spawn_role(ns, "throughput", spec, "throughput node")
+fn spawn(place: &Place<'_>, spec: &TputSpec) -> Result<Child> {
+    spawn_role_at(place, "throughput", spec, "throughput node")
 }
 
 struct SentLine {
@@ -334,8 +395,25 @@ fn run_once(
 ) -> Result<ThroughputResult> {
     let frame = check_fits(profile, cfg.provider, cfg.payload)?;
     let family = parse_profile(profile)?;
-    let testbed = matches!(site, Site::Testbed { .. });
-    let (rx_ns, rx_mac, rx_ip) = nodes.receiver.clone();
+    let testbed = matches!(site, Site::Testbed { .. } | Site::Hosts { .. });
+    if nodes.hosts.is_some() && pcap.is_some() {
+        return Err(usage(
+            "a capture (--pcap) is not taken across hosts: the sender runs on another machine; \
+             capture there (tcpdump -i IFACE -w FILE)",
+        ));
+    }
+    if let Some((s, r)) = &nodes.hosts
+        && (family.is_ip() || family.is_udp())
+        && (s.ip.is_none() || r.ip.is_none())
+    {
+        return Err(crate::error::env_error(format!(
+            "{profile} needs an IPv4 address on the interfaces of both hosts ({} on {}, {} on \
+             {}); add them (ip addr add ADDRESS/PREFIX dev IFACE)",
+            s.spec.iface, s.spec.name, r.spec.iface, r.spec.name
+        )));
+    }
+    let (rx_if, tx_if) = nodes.ifaces();
+    let (_, rx_mac, rx_ip) = nodes.receiver.clone();
     let peers: Vec<Peer> = nodes
         .senders
         .iter()
@@ -366,13 +444,13 @@ fn run_once(
             peer: to.map(|_| SocketAddr::new(IpAddr::V4(rx_ip), port)),
         },
         (true, false) => LinkSpec::Raw {
-            ifname: topology::ECU_IF.to_string(),
+            ifname: if to.is_some() { tx_if } else { rx_if }.to_string(),
             ethertype: family.ethertype(),
         },
         // ESP on a testbed: the senders write whole frames (Ethernet ‖ IPv4 ‖ ESP) on a raw
         // Ethernet link, past their IP layer; the receiver takes them through its IP layer.
         (true, true) if to.is_some() => LinkSpec::Raw {
-            ifname: topology::ECU_IF.to_string(),
+            ifname: tx_if.to_string(),
             ethertype: ivnsec_core::profile::ETHERTYPE_IPV4,
         },
         (true, true) => LinkSpec::RawIp {
@@ -397,10 +475,9 @@ fn run_once(
         pcap,
     };
     let mut reaper = Reaper(Vec::new());
-    let mut receiver = spawn(
-        rx_ns.as_deref(),
-        &spec(TputRole::Receiver, link(None), None),
-    )?;
+    let rx_place = nodes.rx_place();
+    let mut receiver = spawn(&rx_place, &spec(TputRole::Receiver, link(None), None))
+        .map_err(|e| nodes.on_host(&rx_place, e))?;
     let mut rx_out = BufReader::new(receiver.stdout.take().expect("piped"));
     let mut line = String::new();
     rx_out.read_line(&mut line)?;
@@ -414,19 +491,20 @@ fn run_once(
             let _ = receiver.kill();
             let err = child_stderr(&mut receiver);
             let _ = receiver.wait();
-            bail!("the receiver did not start: {err}");
+            return Err(nodes.on_host(&rx_place, anyhow!("the receiver did not start: {err}")));
         }
     };
     reaper.0.push(receiver);
     let pcap = pcap.map(std::path::absolute).transpose()?;
     let mut outs = Vec::new();
-    for (i, (ns, _, _)) in nodes.senders.iter().enumerate() {
+    for i in 0..nodes.senders.len() {
         let s = spec(
             TputRole::Sender { index: i },
             link(Some(port)),
             if i == 0 { pcap.clone() } else { None },
         );
-        let mut c = spawn(ns.as_deref(), &s)?;
+        let place = nodes.tx_place(i);
+        let mut c = spawn(&place, &s).map_err(|e| nodes.on_host(&place, e))?;
         outs.push(c.stdout.take().expect("piped"));
         reaper.0.push(c);
     }
@@ -436,7 +514,7 @@ fn run_once(
     // Bump-in-the-wire gateways on the path: their CPU over the same window.
     let gateways = match site {
         Site::Testbed { state, .. } => crate::site::gateway_pids(state),
-        Site::Loopback => Vec::new(),
+        Site::Loopback | Site::Hosts { .. } => Vec::new(),
     };
     let gw_start = std::time::Instant::now();
     let gw_before: Vec<Option<u64>> = gateways
@@ -459,7 +537,8 @@ fn run_once(
             Ok(s) => sent_lines.push(s),
             Err(e) => {
                 let err = child_stderr(&mut reaper.0[i + 1]);
-                failure.get_or_insert(e.context(format!("sender {}: {err}", i + 1)));
+                let e = e.context(format!("sender {}: {err}", i + 1));
+                failure.get_or_insert(nodes.on_host(&nodes.tx_place(i), e));
             }
         }
     }
@@ -491,13 +570,16 @@ fn run_once(
         Ok(r) => r,
         Err(e) => {
             let err = child_stderr(&mut reaper.0[0]);
-            return Err(e.context(format!("receiver: {err}")));
+            return Err(nodes.on_host(&rx_place, e.context(format!("receiver: {err}"))));
         }
     };
     for c in &mut reaper.0 {
         let err = child_stderr(c);
         let st = c.wait()?;
         if !st.success() {
+            if let Some((s, _)) = &nodes.hosts {
+                return Err(s.node_error(anyhow!("a throughput node failed ({st}): {err}")));
+            }
             bail!("a throughput node failed ({st}): {err}");
         }
     }
@@ -560,7 +642,7 @@ fn run_once(
         cpu,
         gateways: (!gateways.is_empty()).then(|| match site {
             Site::Testbed { state, .. } => state.topology.to_string(),
-            Site::Loopback => String::new(),
+            Site::Loopback | Site::Hosts { .. } => String::new(),
         }),
         ..ThroughputResult::default()
     };
@@ -635,11 +717,19 @@ fn with_gateways(
 
 fn transport(site: &Site, family: Profile) -> String {
     match site {
+        Site::Hosts { .. } => format!(
+            "{}; CPU shares are each node's process on its host over this host's core count, \
+             the system and switch shares this host's",
+            site.transport()
+        ),
         Site::Testbed { state, .. } => format!(
             "testbed {} ({}): senders → {}switch → consumer, {} over veth and a Linux bridge",
             state.prefix,
             state.topology,
-            if state
+            if state.topology == ivnsec_net::topology::Topology::Production.to_string() {
+                // The senders protect themselves; the gateways there front other sensors.
+                "switch sw1 → spanning tree → "
+            } else if state
                 .nodes
                 .iter()
                 .any(|n| n.kind == ivnsec_net::topology::NodeKind::Gateway.as_str())
@@ -668,6 +758,13 @@ fn transport(site: &Site, family: Profile) -> String {
 /// on the shaped link (iperf3's -b counts UDP payload bits, not wire bytes). Goodputs are summed
 /// over the streams. `None` when iperf3 is missing or fails (with a note on stderr).
 fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
+    if nodes.hosts.is_some() {
+        eprintln!(
+            "ivnsec throughput: no iperf3 baseline across hosts (run iperf3 -s on the receiver's \
+             host and iperf3 -u -c on the sender's by hand)"
+        );
+        return None;
+    }
     if !crate::site::baseline_tool_installed("throughput", "iperf3") {
         return None;
     }
@@ -732,14 +829,14 @@ fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Res
         None => Command::new("iperf3"),
     };
     let server_ip = match site {
-        Site::Testbed { .. } => rx_ip.to_string(),
+        Site::Testbed { .. } | Site::Hosts { .. } => rx_ip.to_string(),
         Site::Loopback => "127.0.0.1".to_string(),
     };
     // A testbed's namespaces have their ports to themselves; loopback is shared with whatever
     // else runs on the host, so there the kernel picks free ports (all held until all are
     // picked, so they differ).
     let ports: Vec<String> = match site {
-        Site::Testbed { .. } => (0..nodes.senders.len())
+        Site::Testbed { .. } | Site::Hosts { .. } => (0..nodes.senders.len())
             .map(|i| (IPERF3_PORT + i as u16).to_string())
             .collect(),
         Site::Loopback => {

@@ -277,6 +277,10 @@ impl Pair {
                     consumer: node(responder)?,
                 })
             }
+            Site::Hosts { .. } => Err(crate::site::not_across_hosts(
+                "under load and playback",
+                crate::site::NEEDS_ONE_CLOCK,
+            )),
             Site::Loopback => {
                 let e = loopback_ends();
                 Ok(Pair {
@@ -387,6 +391,7 @@ fn transport(site: &Site) -> String {
              per fragment; SecOC and SOME/IP in UDP datagrams, one per fragment",
             state.prefix, state.topology
         ),
+        Site::Hosts { .. } => site.transport(),
         Site::Loopback => "UDP on loopback (no testbed: not root), one protected fragment per \
                            datagram, fragments sized for a 1500-byte MTU; not a vehicle-network \
                            path"
@@ -657,7 +662,7 @@ pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Op
         None => Command::new("sockperf"),
     };
     let ip = match site {
-        Site::Testbed { .. } => pair.consumer.2.to_string(),
+        Site::Testbed { .. } | Site::Hosts { .. } => pair.consumer.2.to_string(),
         Site::Loopback => "127.0.0.1".to_string(),
     };
     let port = SOCKPERF_PORT.to_string();

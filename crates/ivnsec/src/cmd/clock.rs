@@ -28,6 +28,7 @@ pub enum Args {
     /// Examples:
     ///   ivnsec clock check --ssh root@192.0.2.10 --ssh root@192.0.2.11 --ssh-option -i --ssh-option ~/.ssh/bench
     ///   ivnsec clock check --netns ivn-3fa9c1-ecu1 --netns ivn-3fa9c1-ecu2 --json
+    ///   ivnsec clock check --plan bench.toml
     #[command(verbatim_doc_comment)]
     Check(CheckArgs),
 }
@@ -46,6 +47,9 @@ pub struct CheckArgs {
     /// BatchMode=yes (keys or an agent, never a password prompt) and ConnectTimeout=10.
     #[arg(long, value_name = "[USER@]HOST")]
     ssh: Vec<String>,
+    /// Ask every host of a plan's `[[host]]` tables, each over its own ssh (its `ssh_options`).
+    #[arg(long, value_name = "PLAN")]
+    plan: Option<std::path::PathBuf>,
     /// An option passed to every ssh as it is (repeatable, one word each): `--ssh-option -i
     /// --ssh-option ~/.ssh/bench --ssh-option -oStrictHostKeyChecking=yes`.
     #[arg(long, value_name = "OPT", allow_hyphen_values = true)]
@@ -69,8 +73,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 }
 
-/// The hosts named on the command line. The plan's `[[host]]` tables are the next source: they
-/// become `HostRunner`s (their ssh destination and options) beside these.
+/// The hosts named on the command line (a plan's `[[host]]` tables are added beside them).
 fn targets(a: &CheckArgs) -> Result<Vec<Target>> {
     let mut t = Vec::new();
     if a.local {
@@ -103,12 +106,6 @@ fn targets(a: &CheckArgs) -> Result<Vec<Target>> {
     }
     if !a.ssh_option.is_empty() && a.ssh.is_empty() {
         return Err(usage("--ssh-option needs at least one --ssh host"));
-    }
-    if t.is_empty() {
-        return Err(usage(
-            "name at least one host: --local, --netns NS or --ssh [USER@]HOST \
-             (e.g. `ivnsec clock check --netns ivn-3fa9c1-ecu1 --netns ivn-3fa9c1-ecu2`)",
-        ));
     }
     Ok(t)
 }
@@ -148,7 +145,18 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         }
         clock::DEFAULT_UDS.to_string()
     };
-    let runners: Vec<&dyn HostRunner> = targets.iter().map(|t| t as &dyn HostRunner).collect();
+    let plan_hosts = match &a.plan {
+        Some(p) => ivnsec_lab::plan::hosts_of(p)?,
+        None => Vec::new(),
+    };
+    if targets.is_empty() && plan_hosts.is_empty() {
+        return Err(usage(
+            "name at least one host: --local, --netns NS, --ssh [USER@]HOST or --plan PLAN \
+             (e.g. `ivnsec clock check --netns ivn-3fa9c1-ecu1 --netns ivn-3fa9c1-ecu2`)",
+        ));
+    }
+    let mut runners: Vec<&dyn HostRunner> = targets.iter().map(|t| t as &dyn HostRunner).collect();
+    runners.extend(plan_hosts.iter().map(|h| h as &dyn HostRunner));
     let set = ClockSet::probe(&runners, uds_of, a.max_offset);
     let code = set.exit_code();
     if a.json {

@@ -9,6 +9,7 @@ pub mod frame_esp;
 pub mod frame_macsec;
 pub mod frame_secoc;
 pub mod gateway;
+pub mod hosts;
 pub mod keygen;
 pub mod lab;
 pub mod macsec;

@@ -27,13 +27,18 @@ As root, a `pair` testbed is built for the run and removed afterwards (or --test
 a running one); otherwise the two processes talk UDP on loopback, which the output says. \
 --topology bump2 builds two legacy ECUs, each behind an `ivnsec gateway` the run starts \
 (macsec-gcm-aes-128, a fresh key): the exchanges run between the legacy ECUs through both \
-gateways, unchanged (give --profile plain to measure the gateways' protection alone).
+gateways, unchanged (give --profile plain to measure the gateways' protection alone). \
+--topology production builds seed 002's testbench 3 (four switches with redundant links under \
+the kernel's spanning tree, the consumer on three links): the exchanges run between sensor1 and \
+the consumer across two switches.
 
 Examples:
   ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
   ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/
-  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1")]
+  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1
+  sudo ivnsec pingpong --topology production --profile macsec-gcm-aes-128 --payload 64 --count 500
+  ivnsec pingpong --hosts bench.toml --profile aes128-gcm --payload 64   # across two SSH hosts")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -59,6 +64,32 @@ pub struct Args {
     /// --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
+    /// Run the initiator on the first `[[host]]` of this plan and the responder on the second,
+    /// over SSH, instead of on a testbed (docs/multihost.md; check them first with `ivnsec
+    /// hosts check PLAN`). Example: ivnsec pingpong --hosts bench.toml --profile aes128-gcm
+    /// --payload 64
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["testbed", "topology"])]
+    pub hosts: Option<PathBuf>,
+    /// Link outages during the run (needs --topology production): N links chosen at random
+    /// (seeded: --outage-seed) go down for 12 s each, one every SECONDS (default 25), and come
+    /// back. Runs `plain` first, then --profile (and each --also-profile), with the same
+    /// outages; reports per outage and
+    /// profile the exchanges lost, the time to recover, the latency while the spanning tree
+    /// re-converges, and whether the MKA sessions (the consumer and the gateways, started on
+    /// one pre-shared CAK) survived or re-established. --count and --replications are set
+    /// from the schedule (one exchange every --pause-ms, default 10 here). Exit 1 when an
+    /// outage was not recovered from or an MKA participant ended without its peers.
+    /// Example: `sudo ivnsec pingpong --topology production --profile macsec-gcm-aes-128
+    /// --payload 64 --outage 1`.
+    #[arg(long, value_name = "N[@SECONDS]", conflicts_with_all = ["pcap", "out"])]
+    pub outage: Option<String>,
+    /// The seed of the outages' link choice (default: a random one, printed in the report).
+    #[arg(long, value_name = "SEED", requires = "outage")]
+    pub outage_seed: Option<u64>,
+    /// With --outage: another protection to run with the same outages after --profile; repeat
+    /// for each (e.g. `--also-profile esp-aes128-gcm --also-profile aes128-gcm`).
+    #[arg(long, value_name = "PROFILE", requires = "outage")]
+    pub also_profile: Vec<String>,
 }
 
 /// Run settings shared by `pingpong`, `run` (as overrides of the plan) and `validate`.
@@ -109,6 +140,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         provider: a.run.provider,
     };
     s.check()?;
+    if let Some(spec) = &a.outage {
+        return outage(&a, spec, s, &mut json);
+    }
     if let Some(dir) = &a.out {
         ensure_dir(dir)?;
     }
@@ -117,7 +151,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => Layout::default(),
     };
     let on = lab::where_for_topology(a.run.on.into(), a.topology.as_deref())?;
-    let open = open_site(on, a.run.testbed.as_deref(), &layout)?;
+    let open = match &a.hosts {
+        Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+        None => open_site(on, a.run.testbed.as_deref(), &layout)?,
+    };
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
@@ -170,4 +207,148 @@ pub fn run(a: Args) -> Result<ExitCode> {
             ExitCode::from(1)
         },
     )
+}
+
+/// `pingpong --outage`: plain, then the profile, on a fresh `production` testbed with the same
+/// seeded link outages (ivnsec_lab::outage).
+fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode> {
+    use ivnsec_lab::outage::{OutageSpec, run::run as run_outages};
+    let topology = a.topology.as_deref().map(lab::parse_topology).transpose()?;
+    if topology != Some(ivnsec_net::topology::Topology::Production) {
+        return Err(crate::error::usage(
+            "--outage needs --topology production (the testbed whose links have redundancy: \
+             switches under STP, the consumer on three links)",
+        ));
+    }
+    let seed = match a.outage_seed {
+        Some(v) => v,
+        None => {
+            let mut b = [0u8; 8];
+            getrandom::fill(&mut b).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+            u64::from_le_bytes(b)
+        }
+    };
+    let spec = OutageSpec::parse(spec, seed)?;
+    let pause_ms = if a.run.pause_ms > 0.0 {
+        a.run.pause_ms
+    } else {
+        10.0
+    };
+    let count = ((spec.duration_s() * 1000.0) / pause_ms).ceil();
+    if count > 1e7 {
+        return Err(crate::error::usage(format!(
+            "--outage {spec:?} with --pause-ms {pause_ms}: {count} exchanges is too many; give a \
+             longer --pause-ms"
+        )));
+    }
+    let mut scenarios = Vec::new();
+    let names = ["plain", a.profile.as_str()]
+        .into_iter()
+        .chain(a.also_profile.iter().map(String::as_str));
+    for name in names {
+        if scenarios.iter().any(|x: &Scenario| x.profile_name == name) {
+            continue;
+        }
+        let mut x = s.clone();
+        x.profile = parse_profile(name)?;
+        x.profile_name = name.to_string();
+        x.count = count as u32;
+        x.replications = 1;
+        x.pause_ns = ms_to_ns("--pause-ms", pause_ms, false)?;
+        x.check()?;
+        scenarios.push(x);
+    }
+    let report = run_outages(&scenarios, &spec)?;
+    let recovered = report.runs.iter().all(|r| {
+        r.outages
+            .iter()
+            .all(|o| o.events.iter().all(|e| e.recovered_after_ms.is_some()))
+    });
+    let mka_ok = report
+        .mka_final
+        .iter()
+        .all(|m| m.live_peers == m.expected_peers && m.transmitting);
+    if a.json {
+        json.print(&report)?;
+    } else {
+        print_outage(&report);
+    }
+    Ok(if recovered && mka_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_outage(r: &ivnsec_lab::outage::run::OutageReport) {
+    let ms = |v: Option<f64>| v.map_or("not recovered".to_string(), |v| format!("{v:.0} ms"));
+    let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+    println!(
+        "testbed {} ({}), {}; {} outage(s) of {} s, one every {} s, seed {}",
+        r.testbed, r.topology, r.path, r.spec.count, r.spec.down_s, r.spec.interval_s, r.spec.seed
+    );
+    println!("links chosen: {}", r.chosen_links.join("; "));
+    for run in &r.runs {
+        println!(
+            "\n{}: {} exchanges, {} lost; RTT before: median {} µs, p99 {} µs",
+            run.profile,
+            run.exchanges,
+            run.lost,
+            us(run.rtt_before_us.median),
+            us(run.rtt_before_us.p99)
+        );
+        for o in &run.outages {
+            println!(
+                "  {} ({})",
+                o.link,
+                if o.on_tree {
+                    "on the tree"
+                } else {
+                    "a blocked link"
+                }
+            );
+            for e in &o.events {
+                println!(
+                    "    {:<4} at {:>6.2} s: {} of {} lost, recovered after {}, tree settled after {}, \
+                     RTT while re-converging: median {} µs, p99 {} µs, max {} µs ({} exchanges)",
+                    e.event,
+                    e.at_s,
+                    e.lost,
+                    e.exchanges,
+                    ms(e.recovered_after_ms),
+                    ms(e.tree_settled_after_ms),
+                    us(e.rtt_during_us.median),
+                    us(e.rtt_during_us.p99),
+                    us(e.rtt_during_us.max),
+                    e.rtt_during_us.count
+                );
+            }
+            for m in &o.mka {
+                println!(
+                    "    MKA {}: {} ({} peer(s) lost, {} live again{}; SAKs installed: {:?})",
+                    m.participant,
+                    m.verdict,
+                    m.peers_lost,
+                    m.peers_live,
+                    m.reestablished_after_s
+                        .map_or(String::new(), |t| format!(" after {t:.1} s")),
+                    m.saks_installed
+                );
+            }
+        }
+    }
+    println!();
+    for m in &r.mka_final {
+        println!(
+            "MKA {} at the end: {} of {} peers live, {}",
+            m.participant,
+            m.live_peers,
+            m.expected_peers,
+            if m.transmitting {
+                "transmitting under an agreed SAK"
+            } else {
+                "NOT transmitting"
+            }
+        );
+    }
 }

@@ -19,11 +19,16 @@ payloads) or [[scenario]] tables, and experiment tables ([[throughput]], [[under
 [[playback]], [[camera]], [[tdma]], [[crypto_bench]]); docs/plans.md describes it, \
 plans/quick.toml, plans/seed000.toml and plans/seed001.toml are examples. Flags given here override the plan's [run] settings.
 
+With [[host]] tables (name, ssh, iface, optional ssh_options) the ping-pong and the throughput run \
+between two hosts over SSH instead of on a testbed (docs/multihost.md); `ivnsec hosts check PLAN` \
+checks the hosts first.
+
 Exit codes: 0 every verdict passed, 1 a verdict failed (the report is written first), 2 a plan \
 or usage error, 3 a missing privilege or tool.
 
-Example:
-  ivnsec run plans/seed000.toml --out seed000-report/")]
+Examples:
+  ivnsec run plans/seed000.toml --out seed000-report/
+  ivnsec run bench.toml --out bench-report/      # a plan with [[host]] tables")]
 pub struct Args {
     /// The plan file.
     pub plan: PathBuf,
@@ -96,6 +101,21 @@ impl Overrides {
     /// Opens where `plan` runs: the running testbed given, a fresh one of the plan's topology,
     /// or loopback, as `--on` says.
     pub fn open_site(&self, plan: &Plan) -> Result<OpenSite> {
+        if let Some((a, b)) = plan.host_pair() {
+            if self.testbed.is_some() {
+                return Err(crate::error::usage(
+                    "--testbed and a plan with [[host]] tables exclude each other",
+                ));
+            }
+            let on: ivnsec_lab::site::Where = self.on.into();
+            if on != ivnsec_lab::site::Where::Auto {
+                return Err(crate::error::usage(
+                    "--on and a plan with [[host]] tables exclude each other: the plan's nodes \
+                     run on its hosts",
+                ));
+            }
+            return ivnsec_lab::site::open_hosts(a, b);
+        }
         let layout = ivnsec_lab::site::Layout {
             topology: plan.topology,
             initiator: plan.initiator.clone(),

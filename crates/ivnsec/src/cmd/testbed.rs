@@ -45,7 +45,13 @@ pub enum Args {
 
 #[derive(clap::Args, Debug)]
 pub struct UpArgs {
-    /// pair | steer-by-wire | sensors:N (1..=254) | cascade:N (1..=32).
+    /// pair | steer-by-wire | sensors:N (1..=254) | cascade:N (1..=32) | bump | bump2 |
+    /// production.
+    ///
+    /// `production` (seed 002 testbench 3): four switches with redundant links running the
+    /// kernel's spanning tree, sensors attached unevenly (two behind gateways), the consumer on
+    /// three links; `up` returns once the tree has converged (about 5 s). Example:
+    /// `sudo ivnsec testbed up --topology production`.
     #[arg(long, short, default_value = "pair")]
     topology: String,
     /// Build the topology an experiment plan names (its `topology` key) instead of --topology.

@@ -45,7 +45,8 @@ Examples:
   ivnsec throughput --profile macsec-gcm-aes-128 --payload 1440
   ivnsec throughput --profile aes128-gcm --payload 1440 --rate 1G --json
   ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10
-  sudo ivnsec throughput --topology bump2 --profile plain --payload 1440 --rate 1G --json")]
+  sudo ivnsec throughput --topology bump2 --profile plain --payload 1440 --rate 1G --json
+  ivnsec throughput --hosts bench.toml --profile aes128-gcm --payload 1440   # across SSH hosts")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -78,9 +79,16 @@ pub struct Args {
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
     /// Build this testbed topology instead of `sensors:N`: `bump2` (two legacy ECUs behind
-    /// gateways the run starts; --senders 1). Not with --testbed.
+    /// gateways the run starts; --senders 1), or `production` (switches with redundant links
+    /// under STP; sensor1 [and sensor2] send to the consumer across them; --senders 1 or 2).
+    /// Not with --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
+    /// Send from the first `[[host]]` of this plan to the second, over SSH, instead of on a
+    /// testbed (docs/multihost.md; --senders 1, no iperf3 baseline, no --pcap). Example:
+    /// ivnsec throughput --hosts bench.toml --profile aes128-gcm --payload 1440 --rate 1G
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["testbed", "topology"])]
+    pub hosts: Option<PathBuf>,
     /// Skip the same-run baselines (the `plain` run and iperf3).
     #[arg(long)]
     pub no_baseline: bool,
@@ -102,13 +110,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let layout = match &a.topology {
         Some(t) => {
             let topology = super::lab::parse_topology(t)?;
-            if topology != ivnsec_net::topology::Topology::Bump2 {
+            use ivnsec_net::topology::Topology;
+            if topology == Topology::Production {
+                // The consumer receives; the sensors that protect themselves send.
+                if cfg.senders > 2 {
+                    return Err(crate::error::usage(
+                        "--topology production has two sensors that send themselves (sensor1, \
+                         sensor2; sensor3 and sensor4 are legacy ECUs behind gateways): give \
+                         --senders 1 or 2",
+                    ));
+                }
+            } else if topology != Topology::Bump2 {
                 return Err(crate::error::usage(format!(
                     "--topology {t}: throughput builds sensors:N by itself (--senders N); \
-                     --topology takes bump2"
+                     --topology takes bump2 or production"
                 )));
-            }
-            if cfg.senders != 1 {
+            } else if cfg.senders != 1 {
                 return Err(crate::error::usage(
                     "--topology bump2 has one sender (ecu1) and one receiver (ecu2): \
                      give --senders 1",
@@ -119,7 +136,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => layout(cfg.senders),
     };
     let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
-    let open = ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?;
+    let open = match &a.hosts {
+        Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+        None => ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?,
+    };
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }

@@ -76,6 +76,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 (Site::Loopback, None) => {
                     eprintln!("ivnsec validate: running over UDP on loopback")
                 }
+                (Site::Hosts { .. }, _) => {
+                    eprintln!("ivnsec validate: {}", open.site.transport())
+                }
                 (Site::Testbed { state, .. }, _) => eprintln!(
                     "ivnsec validate: testbed {} up ({}); preset {} = {} scenarios, {} exchanges",
                     state.prefix,

@@ -1,0 +1,549 @@
+//! Runs ping-pong scenarios on a fresh `production` testbed while links go down and come back
+//! ([`super`]): builds the testbed, starts the MKA participants (the consumer's `ivnsec macsec
+//! up` and the gateways, one pre-shared CAK), runs each scenario (plain first, then each
+//! protection) with the same seeded outages, watches the spanning tree, and reads what the MKA
+//! participants logged.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Result, anyhow};
+use ivnsec_net::sys::monotonic_ns;
+use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
+use ivnsec_net::topology::{self, NodeKind, Topology};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Event, EventStats, LinkRef, OutageSpec, RttUs, STP_POLL_MS, analyse, rtt_before};
+use crate::error::usage;
+use crate::pingpong::run::{Scenario, run_scenario};
+use crate::site::{Site, net_err};
+
+/// The MACsec profile of the MKA participants the outage run starts.
+pub const MKA_PROFILE: &str = "macsec-gcm-aes-128";
+/// How long the MKA participants get to find each other before the first scenario.
+const MKA_START_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// What a run with outages reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutageReport {
+    /// The testbed's prefix and topology.
+    pub testbed: String,
+    pub topology: String,
+    /// N, interval, down time and seed.
+    pub spec: OutageSpec,
+    /// The links the outages could choose from (their loss leaves another path).
+    pub eligible_links: Vec<String>,
+    /// The links chosen, in order.
+    pub chosen_links: Vec<String>,
+    /// Who exchanged: initiator → responder.
+    pub path: String,
+    /// One run per profile (plain first).
+    pub runs: Vec<ProfileRun>,
+    /// Each MKA participant at the end: live peers out of the others.
+    pub mka_final: Vec<MkaFinal>,
+}
+
+/// One profile's run with its outages.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileRun {
+    pub profile: String,
+    pub exchanges: usize,
+    pub lost: usize,
+    /// Round trips before the first outage.
+    pub rtt_before_us: RttUs,
+    pub outages: Vec<OutageStats>,
+}
+
+/// One outage: its link, whether it carried the exchanges' path, its two events, and what the
+/// MKA participants saw from its start to the next outage's.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutageStats {
+    pub link: String,
+    /// Both ends forwarding just before it went down (it was on the spanning tree).
+    pub on_tree: bool,
+    pub events: Vec<EventStats>,
+    pub mka: Vec<MkaWindow>,
+}
+
+/// What one MKA participant logged during one outage (its events file).
+#[derive(Clone, Debug, Serialize)]
+pub struct MkaWindow {
+    pub participant: String,
+    pub peers_lost: usize,
+    pub peers_live: usize,
+    /// Key numbers of the SAKs it installed (receive or transmit).
+    pub saks_installed: Vec<u64>,
+    /// From the link going down to its last `peer_live`, when it lost peers.
+    pub reestablished_after_s: Option<f64>,
+    /// `survived` (no peer lost), `re-established` (every lost peer live again) or
+    /// `not re-established`.
+    pub verdict: String,
+}
+
+/// An MKA participant at the end of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct MkaFinal {
+    pub participant: String,
+    pub live_peers: usize,
+    pub expected_peers: usize,
+    /// Whether it transmits under an agreed SAK.
+    pub transmitting: bool,
+}
+
+/// One started MKA participant.
+struct Participant {
+    name: String,
+    run_dir: PathBuf,
+    events: PathBuf,
+    child: Child,
+}
+
+impl Drop for Participant {
+    fn drop(&mut self) {
+        let _ = ivnsec_net::sys::signal_process(self.child.id(), false);
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(2) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The links whose loss the testbed survives: between two switches, and the ports of an ECU
+/// with several links (the consumer's uplinks). Each once, from the end named first.
+pub fn candidate_links(state: &TestbedState) -> Vec<LinkRef> {
+    let kind = |n: &str| state.node(n).map(|x| x.kind.as_str());
+    let mut out: Vec<LinkRef> = Vec::new();
+    for n in &state.nodes {
+        let multi_homed = n.kind == NodeKind::Ecu.as_str() && n.interfaces.len() > 1;
+        for i in &n.interfaces {
+            let Some((pn, pi)) = i.peer.as_deref().and_then(|p| p.split_once('/')) else {
+                continue;
+            };
+            let switch_pair =
+                n.kind == NodeKind::Switch.as_str() && kind(pn) == Some(NodeKind::Switch.as_str());
+            if !(switch_pair || multi_homed) {
+                continue;
+            }
+            let seen = out
+                .iter()
+                .any(|l| l.a_node == pn && l.a_if == pi && l.b_node == n.name);
+            if !seen {
+                out.push(LinkRef {
+                    a_node: n.name.clone(),
+                    a_if: i.name.clone(),
+                    b_node: pn.to_string(),
+                    b_if: pi.to_string(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Runs `scenarios` (plain first if not among them) on a fresh `production` testbed with the
+/// outages of `spec`.
+pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
+    let topology = Topology::Production;
+    let tb = Testbed::up(&topology, &Options::default()).map_err(net_err)?;
+    tb.down_on_termination_signal().map_err(net_err)?;
+    let state = tb.state().clone();
+    let mka = start_mka(&tb)?;
+    let n_expected = mka.len().saturating_sub(1);
+    wait_mka_live(&mka, n_expected)?;
+
+    let eligible = candidate_links(&state);
+    if eligible.is_empty() {
+        return Err(usage(format!(
+            "topology {topology} has no redundant link to take down"
+        )));
+    }
+    let chosen: Vec<LinkRef> = spec.choose(&eligible).into_iter().cloned().collect();
+    let (initiator, responder) = ("sensor1".to_string(), "consumer".to_string());
+    let site = Site::Testbed {
+        state: state.clone(),
+        initiator: initiator.clone(),
+        responder: responder.clone(),
+    };
+
+    let mut runs = Vec::new();
+    for s in scenarios {
+        wait_converged(&state, Duration::from_secs(30))?;
+        let s_name = s.profile_name.clone();
+        let s = s.clone();
+        let site2 = site.clone();
+        let t_start = monotonic_ns();
+        let worker = std::thread::spawn(move || run_scenario(&site2, &s, None));
+        let done = run_outages(&state, spec, &chosen, t_start, &mka)?;
+        let outcome = worker
+            .join()
+            .map_err(|_| anyhow!("the ping-pong thread panicked"))??;
+        let rtt: Vec<Option<f64>> = outcome
+            .exchanges
+            .iter()
+            .map(|e| (!e.lost).then(|| e.rtt_ns()))
+            .collect();
+        let events: Vec<Event> = done.iter().flat_map(|o| o.events.clone()).collect();
+        let stats = analyse(&outcome.starts_ns, &rtt, &events);
+        let first = events.first().map_or(u64::MAX, |e| e.at_ns);
+        let mut outages = Vec::new();
+        for (k, o) in done.iter().enumerate() {
+            outages.push(OutageStats {
+                link: o.link.clone(),
+                on_tree: o.on_tree,
+                events: stats
+                    .iter()
+                    .skip(2 * k)
+                    .take(o.events.len())
+                    .cloned()
+                    .collect(),
+                mka: o.mka.clone(),
+            });
+        }
+        runs.push(ProfileRun {
+            profile: s_name,
+            exchanges: outcome.exchanges.len(),
+            lost: outcome.lost(),
+            rtt_before_us: rtt_before(&outcome.starts_ns, &rtt, first),
+            outages,
+        });
+    }
+    let mka_final = mka
+        .iter()
+        .map(|p| {
+            let st = status(&p.run_dir).unwrap_or(Value::Null);
+            MkaFinal {
+                participant: p.name.clone(),
+                live_peers: live_peers(&st),
+                expected_peers: n_expected,
+                transmitting: !st["tx"]["encoding_an"].is_null(),
+            }
+        })
+        .collect();
+    drop(mka);
+    let report = OutageReport {
+        testbed: state.prefix.clone(),
+        topology: state.topology.clone(),
+        spec: spec.clone(),
+        eligible_links: eligible.iter().map(LinkRef::label).collect(),
+        chosen_links: chosen.iter().map(LinkRef::label).collect(),
+        path: format!("{initiator} → {responder}"),
+        runs,
+        mka_final,
+    };
+    drop(tb);
+    Ok(report)
+}
+
+/// One outage as it happened.
+struct Done {
+    link: String,
+    on_tree: bool,
+    events: Vec<Event>,
+    mka: Vec<MkaWindow>,
+}
+
+/// Takes the chosen links down and up on schedule (from `t_start`), watching the tree; then
+/// reads what the MKA participants logged from each outage's start to the next one's.
+fn run_outages(
+    state: &TestbedState,
+    spec: &OutageSpec,
+    chosen: &[LinkRef],
+    t_start: u64,
+    mka: &[Participant],
+) -> Result<Vec<Done>> {
+    let mut done = Vec::new();
+    let mut unix_downs = Vec::new();
+    let at = |s: f64| t_start + (s * 1e9) as u64;
+    for (k, link) in chosen.iter().enumerate() {
+        sleep_until(at(spec.down_at_s(k as u32)));
+        let view = testbed::converged(state).map_err(net_err)?;
+        let port = |n: &str, i: &str| {
+            let name = format!("{n}/{i}");
+            view.ports
+                .iter()
+                .find(|(p, _)| *p == name)
+                .map(|(_, s)| s.clone())
+        };
+        // A link is on the tree when neither end is a blocked bridge port.
+        let on_tree = [(&link.a_node, &link.a_if), (&link.b_node, &link.b_if)]
+            .iter()
+            .all(|(n, i)| port(n, i).is_none_or(|s| s == "forwarding"));
+        unix_downs.push(unix_now());
+        let t_down = monotonic_ns();
+        set_link(state, link, false)?;
+        let up_at = t_down + (spec.down_s * 1e9) as u64;
+        let settled_down = watch_settled(state, up_at, false)?;
+        sleep_until(up_at);
+        let t_up = monotonic_ns();
+        set_link(state, link, true)?;
+        let next = if k + 1 < chosen.len() {
+            at(spec.down_at_s(k as u32 + 1))
+        } else {
+            t_up + (super::TAIL_S * 1e9) as u64
+        };
+        let settled_up = watch_settled(state, next.saturating_sub(500_000_000), true)?;
+        let label = link.label();
+        done.push(Done {
+            link: label.clone(),
+            on_tree,
+            events: vec![
+                Event {
+                    down: true,
+                    link: label.clone(),
+                    at_ns: t_down,
+                    settled_ns: settled_down,
+                },
+                Event {
+                    down: false,
+                    link: label,
+                    at_ns: t_up,
+                    settled_ns: settled_up,
+                },
+            ],
+            mka: Vec::new(),
+        });
+    }
+    // Let the last `peer_live` lines reach the files.
+    std::thread::sleep(Duration::from_millis(500));
+    for (k, d) in done.iter_mut().enumerate() {
+        let from = unix_downs[k];
+        let to = unix_downs.get(k + 1).copied().unwrap_or(f64::INFINITY);
+        d.mka = mka.iter().map(|p| mka_window(p, from, to)).collect();
+    }
+    Ok(done)
+}
+
+/// At most `limit` bytes of a file as text (what a participant wrote: bounded all the same).
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut s = String::new();
+    std::fs::File::open(path)?
+        .take(limit)
+        .read_to_string(&mut s)?;
+    Ok(s)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn sleep_until(mono: u64) {
+    let now = monotonic_ns();
+    if mono > now {
+        std::thread::sleep(Duration::from_nanos(mono - now));
+    }
+}
+
+/// `ip -n NS link set IF down|up` at the link's first end (its peer loses carrier with it).
+fn set_link(state: &TestbedState, link: &LinkRef, up: bool) -> Result<()> {
+    let ns = state.namespace_of(&link.a_node).map_err(net_err)?;
+    let out = ivnsec_net::sys::die_with_parent(&mut Command::new("ip"))
+        .args(["-n", ns, "link", "set", &link.a_if])
+        .arg(if up { "up" } else { "down" })
+        .stdin(Stdio::null())
+        .output()?;
+    if !out.status.success() {
+        return Err(anyhow!(
+            "ip -n {ns} link set {} {}: {}",
+            link.a_if,
+            if up { "up" } else { "down" },
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Polls the tree until it has settled (with `all_up`: converged, every interface up), or
+/// `until` (CLOCK_MONOTONIC ns) passes; the time it was first seen settled after having been
+/// seen unsettled, or the first poll's time when it never was.
+fn watch_settled(state: &TestbedState, until: u64, all_up: bool) -> Result<Option<u64>> {
+    // The kernel applies the carrier change at once; give it a moment to reach every bridge.
+    std::thread::sleep(Duration::from_millis(50));
+    loop {
+        let now = monotonic_ns();
+        let v = testbed::converged(state).map_err(net_err)?;
+        let ok = if all_up {
+            v.is_converged()
+        } else {
+            v.is_settled()
+        };
+        if ok {
+            return Ok(Some(now));
+        }
+        if now >= until {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(STP_POLL_MS));
+    }
+}
+
+fn wait_converged(state: &TestbedState, timeout: Duration) -> Result<()> {
+    let t0 = Instant::now();
+    loop {
+        let v = testbed::converged(state).map_err(net_err)?;
+        if v.is_converged() {
+            return Ok(());
+        }
+        if t0.elapsed() > timeout {
+            return Err(anyhow!(
+                "the spanning tree did not converge within {timeout:?}: {}",
+                v.why_not()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(STP_POLL_MS));
+    }
+}
+
+/// Starts MKA on one fresh pre-shared CAK in the consumer (`ivnsec macsec up` on its `eth0`;
+/// its address stays there, so the ping-pong runs beside it) and in every gateway, with their
+/// files beside the testbed's state (removed with it).
+fn start_mka(tb: &Testbed) -> Result<Vec<Participant>> {
+    let dir = tb.state_dir().join(format!("{}-gateways", tb.prefix()));
+    std::fs::create_dir_all(&dir).map_err(|e| anyhow!("creating {}: {e}", dir.display()))?;
+    let psk_path = dir.join("mka.psk");
+    let _ = std::fs::remove_file(&psk_path);
+    let psk = crate::keys::psk::Psk::generate(128, None)?;
+    crate::keys::psk::write_new(&psk_path, &psk)?;
+    drop(psk);
+    let exe = std::env::current_exe().map_err(|e| anyhow!("locating the ivnsec binary: {e}"))?;
+    let mut out = Vec::new();
+    let nodes: Vec<&testbed::NodeState> = tb
+        .state()
+        .nodes
+        .iter()
+        .filter(|n| n.name == "consumer" || n.kind == NodeKind::Gateway.as_str())
+        .collect();
+    for n in nodes {
+        let run_dir = dir.join(format!("run-{}", n.name));
+        let events = dir.join(format!("events-{}.jsonl", n.name));
+        let mut cmd = testbed::netns_command(&n.namespace, &exe);
+        if n.kind == NodeKind::Gateway.as_str() {
+            cmd.args([
+                "gateway",
+                "--plain",
+                topology::GATEWAY_PLAIN_IF,
+                "--protected",
+                topology::GATEWAY_PROTECTED_IF,
+            ]);
+        } else {
+            cmd.args(["macsec", "up", "--iface", topology::ECU_IF, "--tap", "mka0"]);
+        }
+        cmd.args(["--profile", MKA_PROFILE, "--psk"])
+            .arg(&psk_path)
+            .arg("--state-dir")
+            .arg(dir.join(format!("state-{}", n.name)))
+            .arg("--run-dir")
+            .arg(&run_dir)
+            .arg("--events")
+            .arg(&events)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = ivnsec_net::sys::die_with_parent(&mut cmd)
+            .spawn()
+            .map_err(|e| anyhow!("starting MKA in {}: {e}", n.name))?;
+        out.push(Participant {
+            name: n.name.clone(),
+            run_dir,
+            events,
+            child,
+        });
+    }
+    Ok(out)
+}
+
+/// The one status file in `run_dir/macsec/`.
+fn status(run_dir: &Path) -> Option<Value> {
+    let d = std::fs::read_dir(run_dir.join("macsec")).ok()?;
+    for e in d.flatten() {
+        if e.file_name().to_string_lossy().ends_with(".json") {
+            let text = read_bounded(&e.path(), 1 << 20).ok()?;
+            return serde_json::from_str(&text).ok();
+        }
+    }
+    None
+}
+
+fn live_peers(st: &Value) -> usize {
+    st["key_source_state"]["peers"]
+        .as_array()
+        .map_or(0, |v| v.iter().filter(|p| p["live"] == true).count())
+}
+
+fn wait_mka_live(mka: &[Participant], expected: usize) -> Result<()> {
+    let t0 = Instant::now();
+    loop {
+        let mut missing = Vec::new();
+        for p in mka {
+            let st = status(&p.run_dir).unwrap_or(Value::Null);
+            if live_peers(&st) < expected || st["tx"]["encoding_an"].is_null() {
+                missing.push(p.name.clone());
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if t0.elapsed() > MKA_START_TIMEOUT {
+            return Err(anyhow!(
+                "MKA did not come up within {MKA_START_TIMEOUT:?} ({} without {expected} live \
+                 peers and a transmit SA)",
+                missing.join(", ")
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What participant `p` logged from `from` to `to` (Unix seconds).
+fn mka_window(p: &Participant, from: f64, to: f64) -> MkaWindow {
+    let text = read_bounded(&p.events, 16 << 20).unwrap_or_default();
+    let (mut lost, mut live, mut saks, mut last_live) = (0, 0, Vec::new(), None);
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let t = v["time"].as_f64().unwrap_or(0.0);
+        if t < from || t >= to {
+            continue;
+        }
+        match v["event"].as_str() {
+            Some("peer_lost") => lost += 1,
+            Some("peer_live") => {
+                live += 1;
+                last_live = Some(t);
+            }
+            Some("sak_installed") => {
+                if let Some(k) = v["key_number"].as_u64() {
+                    if !saks.contains(&k) {
+                        saks.push(k);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let verdict = if lost == 0 {
+        "survived"
+    } else if live >= lost {
+        "re-established"
+    } else {
+        "not re-established"
+    };
+    MkaWindow {
+        participant: p.name.clone(),
+        peers_lost: lost,
+        peers_live: live,
+        saks_installed: saks,
+        reestablished_after_s: last_live.filter(|_| lost > 0).map(|t| t - from),
+        verdict: verdict.to_string(),
+    }
+}

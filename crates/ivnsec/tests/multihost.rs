@@ -1,0 +1,856 @@
+//! Experiments across hosts reached by SSH (docs/multihost.md). The "hosts" are ECU namespaces
+//! of a testbed (steer-by-wire: `cu`, `front`, `rear`), `front` and `rear` each running its own
+//! OpenSSH server (Debian's openssh-server) on its testbed address with a throwaway host key;
+//! ivnsec runs in `cu` and reaches them with a throwaway client key, known hosts in a file of
+//! the test (`UserKnownHostsFile` in the plan's ssh_options). The hosts' PATH has no ivnsec:
+//! ivnsec copies itself into a directory of the test (`ivnsec_dir`) on each.
+//!
+//! Checked: a ping-pong and a throughput plan across the hosts give the same report shape as
+//! the same plan on loopback; `hosts check` says what each host has; an unreachable host, a
+//! wrong host key, a host without ivnsec (copying off) and an SSH connection dropped mid-run
+//! each end the run with exit 3 and the host's name; so does Ctrl-C, whatever the nodes were
+//! doing; afterwards no ivnsec of the test runs and the namespaces are gone. The test makes
+//! sshd's privilege separation directory `/run/sshd` when it is missing (Debian's service
+//! would make it at boot), and touches nothing else outside its temporary directory.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use ivnsec_net::testbed::{Options, Testbed};
+use ivnsec_net::topology::Topology;
+use serde_json::Value;
+
+#[macro_use]
+mod common;
+
+use common::{BIN, Proc, TempDir, text};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+/// Why SSH "hosts" cannot be built here, if they cannot.
+fn ssh_missing() -> Option<String> {
+    if !Path::new(SSHD).exists() {
+        return Some(format!(
+            "no {SSHD} (Debian: apt-get install openssh-server)"
+        ));
+    }
+    for tool in ["ssh", "ssh-keygen"] {
+        if Command::new(tool).arg("-V").output().is_err()
+            && Command::new(tool).arg("-?").output().is_err()
+        {
+            return Some(format!(
+                "no {tool} (Debian: apt-get install openssh-client)"
+            ));
+        }
+    }
+    None
+}
+
+macro_rules! require_sshd {
+    () => {
+        require_root!();
+        if let Some(why) = ssh_missing() {
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIPPED {}: {why}\n", module_path!()),
+            );
+            return;
+        }
+    };
+}
+
+/// The bench: a testbed, an sshd in two of its ECUs, keys and known hosts in the test's
+/// directory. Dropped: the sshds stop, then the testbed goes (and the directory with `d`).
+struct Bench {
+    // Field order is drop order: the servers first, then the testbed.
+    sshd: Vec<Proc>,
+    tb: Option<Testbed>,
+    dir: PathBuf,
+    /// (name, namespace, address) of cu, front, rear.
+    nodes: Vec<(String, String, String)>,
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        self.sshd.clear();
+        if let Some(tb) = self.tb.take() {
+            let _ = tb.down();
+        }
+    }
+}
+
+fn keygen(path: &Path) {
+    let o = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "ivnsec-test", "-f"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "ssh-keygen: {}", text(&o.stderr));
+}
+
+impl Bench {
+    /// Stops the sshds, removes the testbed, and checks that none of its namespaces is left.
+    fn close(self) {
+        let prefix = self.tb.as_ref().unwrap().prefix().to_string();
+        drop(self);
+        let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let left: Vec<String> = text(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .map(str::to_string)
+            .collect();
+        assert!(left.is_empty(), "namespaces left: {left:?}");
+    }
+
+    fn up(d: &TempDir) -> Bench {
+        let tb = Testbed::up(
+            &Topology::SteerByWire,
+            &Options {
+                ipv4: true,
+                state_dir: d.state(),
+                prefix: None,
+            },
+        )
+        .unwrap();
+        let nodes: Vec<(String, String, String)> = ["cu", "front", "rear"]
+            .iter()
+            .map(|n| {
+                (
+                    n.to_string(),
+                    tb.state().namespace_of(n).unwrap().to_string(),
+                    tb.state().ipv4_of(n).unwrap().to_string(),
+                )
+            })
+            .collect();
+        let dir = d.path("ssh");
+        std::fs::create_dir_all(&dir).unwrap();
+        keygen(&dir.join("client"));
+        std::fs::copy(dir.join("client.pub"), dir.join("authorized_keys")).unwrap();
+        // sshd's privilege separation directory (the package's postinst makes it at boot).
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        let mut bench = Bench {
+            sshd: Vec::new(),
+            tb: Some(tb),
+            dir: dir.clone(),
+            nodes,
+        };
+        let mut known = String::new();
+        let mut servers = Vec::new();
+        for (name, ns, ip) in &bench.nodes[1..] {
+            let key = dir.join(format!("host-{name}"));
+            keygen(&key);
+            let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+            let mut words = public.split_whitespace();
+            known.push_str(&format!(
+                "{ip} {} {}\n",
+                words.next().unwrap(),
+                words.next().unwrap()
+            ));
+            let config = dir.join(format!("sshd-{name}.conf"));
+            std::fs::write(
+                &config,
+                format!(
+                    "ListenAddress {ip}:22\nHostKey {}\nAuthorizedKeysFile {}\n\
+                     PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+                     KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\n\
+                     LogLevel ERROR\n",
+                    key.display(),
+                    dir.join("authorized_keys").display()
+                ),
+            )
+            .unwrap();
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, SSHD, "-D", "-e", "-f"])
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            servers.push(Proc(Some(c.spawn().unwrap())));
+        }
+        bench.sshd = servers;
+        std::fs::write(dir.join("known_hosts"), known).unwrap();
+        // Each sshd listens once its port answers from cu.
+        for (_, _, ip) in &bench.nodes[1..] {
+            let t0 = Instant::now();
+            loop {
+                let o = bench
+                    .in_cu("sh")
+                    .args(["-c", &format!("exec 3<>/dev/tcp/{ip}/22 2>/dev/null")])
+                    .output();
+                // dash has no /dev/tcp: fall back to asking ssh itself.
+                let ready = o.is_ok_and(|o| o.status.success())
+                    || bench
+                        .in_cu("ssh")
+                        .args(bench.ssh_options())
+                        .args(["-o", "BatchMode=yes", &format!("root@{ip}"), "true"])
+                        .output()
+                        .is_ok_and(|o| o.status.success());
+                if ready {
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "sshd on {ip} did not start"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        bench
+    }
+
+    /// A command in the `cu` namespace, where ivnsec runs.
+    fn in_cu(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.nodes[0].1, program]);
+        c
+    }
+
+    fn ssh_options(&self) -> Vec<String> {
+        vec![
+            "-i".into(),
+            self.dir.join("client").display().to_string(),
+            "-o".into(),
+            format!(
+                "UserKnownHostsFile={}",
+                self.dir.join("known_hosts").display()
+            ),
+            "-o".into(),
+            "StrictHostKeyChecking=yes".into(),
+        ]
+    }
+
+    /// The `[[host]]` table of `name` (front or rear) with extra lines.
+    fn host_table(&self, name: &str, extra: &str) -> String {
+        let ip = &self.nodes.iter().find(|n| n.0 == name).unwrap().2;
+        let opts: Vec<String> = self
+            .ssh_options()
+            .iter()
+            .map(|o| format!("{o:?}"))
+            .collect();
+        format!(
+            "[[host]]\nname = \"{name}\"\nssh = \"root@{ip}\"\niface = \"eth0\"\n\
+             ssh_options = [{}]\nivnsec_dir = \"{}\"\n{extra}\n",
+            opts.join(", "),
+            self.dir.join(format!("ivnsec-{name}")).display()
+        )
+    }
+
+    /// `ivnsec ARGS` in `cu`.
+    fn ivnsec(&self, d: &TempDir, args: &[&str]) -> Output {
+        self.in_cu(BIN)
+            .args(args)
+            .env("IVNSEC_STATE_DIR", d.state())
+            .output()
+            .unwrap()
+    }
+}
+
+/// Processes running an ivnsec from under `dir` (the copies on the "hosts").
+fn ours_running(dir: &Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe"))
+            && exe.starts_with(dir)
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Waits up to 10 s for no process of `dir` to run.
+fn assert_none_left(dir: &Path) {
+    let t0 = Instant::now();
+    while !ours_running(dir).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "nodes left running: {:?}",
+            ours_running(dir)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The keys of a JSON object, and of the objects in it, as paths (`a.b`, arrays by their first
+/// element as `a[]`).
+fn shape(v: &Value, at: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{at}.{k}");
+                out.insert(p.clone());
+                shape(x, &p, out);
+            }
+        }
+        Value::Array(a) => {
+            if let Some(x) = a.first() {
+                shape(x, &format!("{at}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+const PLAN: &str = "name = \"multihost\"\n[run]\ncount = 40\nreplications = 2\ntimeout_ms = 500\n\
+[[matrix]]\nprofiles = [\"plain\", \"aes128-gcm\"]\npayloads = [64]\n\
+[[throughput]]\nprofiles = [\"aes128-gcm\"]\npayloads = [256]\nseconds = 1\nbaseline = false\n";
+
+/// A ping-pong and a throughput plan across two SSH hosts: the same report shape as on
+/// loopback, every exchange answered, frames delivered, the hosts named in the environment,
+/// one-way delays not taken from two clocks; `hosts check` finds both ready; nothing left.
+#[test]
+fn plan_across_ssh_hosts() {
+    require_sshd!();
+    let d = TempDir::new("multihost");
+    let bench = Bench::up(&d);
+    let plan = d.path("hosts.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "{PLAN}{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let out = d.path("report-hosts");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "exit {:?}: {}",
+        o.status.code(),
+        text(&o.stderr)
+    );
+    let hosts: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    // The same plan without hosts, on loopback.
+    let local_plan = d.path("local.toml");
+    std::fs::write(&local_plan, PLAN).unwrap();
+    let (_, local) = common::run_plan_on_loopback(&d, &local_plan);
+    let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+    shape(&hosts["scenarios"], "scenarios", &mut a);
+    shape(&local["scenarios"], "scenarios", &mut b);
+    // What only a clock shared by both ends gives is there but empty (null): the direct
+    // one-way delays and the error of their estimate from round trips.
+    b.retain(|k| {
+        !k.starts_with("scenarios[].sections.owd_direct.")
+            && !k.starts_with("scenarios[].owd_estimate_error_us.")
+    });
+    assert_eq!(a, b, "scenario shape differs from the local run");
+    for s in hosts["scenarios"].as_array().unwrap() {
+        assert!(s["sections"]["owd_direct"].is_null(), "{s}");
+        assert!(s["owd_estimate_error_us"].is_null(), "{s}");
+    }
+    let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+    shape(&hosts["experiments"], "experiments", &mut a);
+    shape(&local["experiments"], "experiments", &mut b);
+    assert_eq!(a, b, "experiment shape differs from the local run");
+    // Every exchange came back, across the two hosts.
+    let scenarios = hosts["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 2);
+    let env = &hosts["environment"];
+    let names: Vec<&str> = env["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["front", "rear"], "{env}");
+    assert!(
+        env["transport"].as_str().unwrap().contains("over SSH"),
+        "{env}"
+    );
+    assert!(
+        env["clock"].as_str().unwrap().contains("not one clock"),
+        "{env}"
+    );
+    for h in env["hosts"].as_array().unwrap() {
+        assert_eq!(h["iface"], "eth0", "{h}");
+        assert_eq!(h["mtu"], 1500, "{h}");
+        assert!(h["cores"].as_u64().is_some_and(|c| c >= 1), "{h}");
+        assert!(!h["kernel"].as_str().unwrap().is_empty(), "{h}");
+    }
+    let samples = std::fs::read_to_string(out.join("samples.csv")).unwrap();
+    let header: Vec<&str> = samples.lines().next().unwrap().split(',').collect();
+    let lost = header.iter().position(|h| *h == "lost").unwrap();
+    let owd = header.iter().position(|h| *h == "owd_direct_ns").unwrap();
+    let rows: Vec<Vec<&str>> = samples
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 2 * 40 * 2);
+    assert!(
+        rows.iter().all(|r| r[lost] == "0" || r[lost] == "false"),
+        "lost exchanges"
+    );
+    // Two hosts, two clocks: no direct one-way delay.
+    assert!(
+        rows.iter().all(|r| r[owd].is_empty()),
+        "owd_direct across hosts"
+    );
+    let t = &hosts["experiments"]["throughput"][0];
+    assert!(t["delivered"].as_u64().unwrap() > 0, "{t}");
+    assert_eq!(t["per_sender"][0]["name"], "front", "{t}");
+    // ivnsec was copied to each host (their PATH has none) and runs no more.
+    for h in ["front", "rear"] {
+        let copy = bench
+            .dir
+            .join(format!("ivnsec-{h}"))
+            .join(env!("CARGO_PKG_VERSION"))
+            .join("ivnsec");
+        assert!(copy.exists(), "{}", copy.display());
+    }
+    assert_none_left(&bench.dir);
+
+    // hosts check: both reachable as root, eth0 up at 1500, ivnsec there now.
+    let o = bench.ivnsec(&d, &["hosts", "check", plan.to_str().unwrap(), "--json"]);
+    let doc: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    let status = |host: usize, what: &str| {
+        doc["hosts"][host]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["what"] == what)
+            .map(|c| c["status"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no {what} in {doc}"))
+    };
+    for h in 0..2 {
+        for what in ["ssh", "privilege", "interface", "link", "mtu", "ivnsec"] {
+            assert_eq!(status(h, what), "ok", "{what}: {doc}");
+        }
+    }
+    assert_eq!(doc["ready"], true, "{doc}");
+    assert_eq!(o.status.code(), Some(0));
+    let text_out = bench.ivnsec(&d, &["hosts", "check", plan.to_str().unwrap()]);
+    assert!(text(&text_out.stdout).contains("every host is ready"));
+
+    // The experiment commands take the same hosts: pingpong and throughput --hosts PLAN.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "chacha20-poly1305",
+            "--payload",
+            "100",
+            "--count",
+            "30",
+            "--replications",
+            "1",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["count"], 30, "{v}");
+    assert!(v["sections"]["owd_direct"].is_null(), "{v}");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "aes128-gcm",
+            "--payload",
+            "512",
+            "--seconds",
+            "1",
+            "--no-baseline",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    let r = if v.is_array() { &v[0] } else { &v };
+    assert!(r["delivered"].as_u64().unwrap() > 0, "{v}");
+    assert!(r["transport"].as_str().unwrap().contains("over SSH"), "{v}");
+    assert_none_left(&bench.dir);
+
+    bench.close();
+    assert!(
+        d.leftover_testbeds().is_empty(),
+        "{:?}",
+        d.leftover_testbeds()
+    );
+}
+
+/// `ivnsec run` of `plan` in cu: exit 3, the stderr naming `host`; nothing of the test left.
+fn fails_naming(bench: &Bench, d: &TempDir, plan: &str, host: &str, says: &str) {
+    let p = d.path(&format!("fail-{host}.toml"));
+    std::fs::write(&p, plan).unwrap();
+    let out = d.path("report-fail");
+    let o = bench.ivnsec(
+        d,
+        &["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("host {host}")), "{err}");
+    assert!(err.contains(says), "wanted {says:?}: {err}");
+    assert_none_left(&bench.dir);
+}
+
+/// An unreachable host, a wrong host key, a host without ivnsec where copying is off: each
+/// stops the run before any node starts, with exit 3 and the host's name and cause.
+#[test]
+fn failing_hosts_are_named() {
+    require_sshd!();
+    let d = TempDir::new("multihost-fail");
+    let bench = Bench::up(&d);
+    let front = bench.host_table("front", "");
+    // Unreachable: an address of the testbed's subnet where nothing answers.
+    let rear_ip = &bench.nodes[2].2;
+    let unused = format!("{}.250", rear_ip.rsplit_once('.').unwrap().0);
+    let ghost = bench
+        .host_table("rear", "")
+        .replace("name = \"rear\"", "name = \"ghost\"")
+        .replace(&bench.nodes[2].2, &unused);
+    fails_naming(
+        &bench,
+        &d,
+        &format!("{PLAN}{front}{ghost}"),
+        "ghost",
+        "SSH failed",
+    );
+    // A wrong host key: the known hosts say front's key for rear's address.
+    let kh = bench.dir.join("known_hosts");
+    let good = std::fs::read_to_string(&kh).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    let (a0, k0) = lines[0].split_once(' ').unwrap();
+    let (a1, k1) = lines[1].split_once(' ').unwrap();
+    let swapped = format!("{a0} {k1}\n{a1} {k0}\n");
+    std::fs::write(&kh, swapped).unwrap();
+    fails_naming(
+        &bench,
+        &d,
+        &format!("{PLAN}{front}{}", bench.host_table("rear", "")),
+        "front",
+        "Host key verification failed",
+    );
+    std::fs::write(&kh, good).unwrap();
+    // No ivnsec on rear's PATH and copying off.
+    fails_naming(
+        &bench,
+        &d,
+        &format!("{PLAN}{front}{}", bench.host_table("rear", "copy = false")),
+        "rear",
+        "copying is off",
+    );
+    // hosts check says the same, with exit 3.
+    let p = d.path("check.toml");
+    std::fs::write(
+        &p,
+        format!("{front}{}", bench.host_table("rear", "copy = false")),
+    )
+    .unwrap();
+    let o = bench.ivnsec(&d, &["hosts", "check", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("ivnsec    missing"), "{out}");
+    assert!(out.contains("copy = true"), "{out}");
+    bench.close();
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// The pids of the children of `pid` that run sshd (its sessions), and theirs.
+fn sshd_sessions(listener: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut parents = vec![listener];
+    while let Some(p) = parents.pop() {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid …: comm may hold spaces, so read after the last ')'.
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                continue;
+            };
+            let ppid: u32 = rest
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            if ppid == p && head.contains("(sshd") {
+                found.push(pid);
+                parents.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// The SSH connection to the responder's host dropped mid-run (its sshd session killed): the
+/// run ends with exit 3 naming that host, soon, and no node is left on either host.
+#[test]
+fn ssh_dropped_mid_run() {
+    require_sshd!();
+    let d = TempDir::new("multihost-drop");
+    let bench = Bench::up(&d);
+    let p = d.path("long.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"long\"\n[run]\ncount = 100000\nreplications = 1\npause_ms = 1\n\
+             [[scenario]]\nprofile = \"aes128-gcm\"\npayload = 64\n{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let out = d.path("report-drop");
+    let mut run = bench.in_cu(BIN);
+    run.args(["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .env("IVNSEC_STATE_DIR", d.state())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = run.spawn().unwrap();
+    let mut run = Proc(Some(child));
+    // Both nodes run (ivnsec copied to each host first).
+    let t0 = Instant::now();
+    while ours_running(&bench.dir).len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the nodes did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // The nodes on the hosts got their keys over the SSH channel: their command lines are
+    // `IVNSEC node pingpong`, nothing more.
+    for pid in ours_running(&bench.dir) {
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        let argv: Vec<String> = argv
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        assert_eq!(argv[1..], ["node", "pingpong"], "{argv:?}");
+    }
+    let listener = bench.sshd[1].0.as_ref().unwrap().id();
+    // `ip netns exec` execs sshd, so the listener is the spawned pid.
+    let sessions = sshd_sessions(listener);
+    assert!(!sessions.is_empty(), "no sshd session on rear");
+    for pid in sessions {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let t1 = Instant::now();
+    let o = run.0.take().unwrap().wait_with_output().unwrap();
+    assert!(t1.elapsed() < Duration::from_secs(30), "the run went on");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("host rear"), "{err}");
+    assert_none_left(&bench.dir);
+    bench.close();
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// Ctrl-C (SIGINT) to ivnsec in the middle of a long throughput run across hosts: ivnsec ends
+/// at once and, its SSH connections gone with it, the receiver and the sender on the hosts stop
+/// well before their 30 s are up.
+#[test]
+fn ctrl_c_stops_every_node() {
+    require_sshd!();
+    let d = TempDir::new("multihost-int");
+    let bench = Bench::up(&d);
+    let p = d.path("long.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"long\"\n[[throughput]]\nprofiles = [\"aes128-gcm\"]\npayloads = [256]\n\
+             rates = [\"10M\"]\nseconds = 30\nbaseline = false\n{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let out = d.path("report-int");
+    let mut run = bench.in_cu(BIN);
+    run.args(["run", p.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .env("IVNSEC_STATE_DIR", d.state())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut run = Proc(Some(run.spawn().unwrap()));
+    let t0 = Instant::now();
+    while ours_running(&bench.dir).len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the nodes did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    // `ip netns exec` execs ivnsec: the spawned pid is ivnsec's.
+    let pid = run.0.as_ref().unwrap().id().to_string();
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let t1 = Instant::now();
+    let o = run.0.take().unwrap().wait_with_output().unwrap();
+    assert!(
+        t1.elapsed() < Duration::from_secs(10),
+        "ivnsec went on after SIGINT"
+    );
+    assert!(!o.status.success(), "{}", text(&o.stderr));
+    assert_none_left(&bench.dir);
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "the nodes ran their whole time"
+    );
+    bench.close();
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// `--hosts` of the experiment commands: a plan that cannot be read, without two hosts, or
+/// beside --testbed is a usage error (exit 2) before anything starts.
+#[test]
+fn hosts_option_errors() {
+    let d = TempDir::new("multihost-usage");
+    let one = d.path("one.toml");
+    std::fs::write(
+        &one,
+        "[[host]]\nname = \"a\"\nssh = \"root@192.0.2.1\"\niface = \"eth1\"\n",
+    )
+    .unwrap();
+    let two = d.path("two.toml");
+    let host =
+        |n: &str| format!("[[host]]\nname = \"{n}\"\nssh = \"root@{n}\"\niface = \"eth1\"\n");
+    std::fs::write(
+        &two,
+        format!(
+            "[[scenario]]\nprofile = \"plain\"\npayload = 64\n{}{}",
+            host("a"),
+            host("b")
+        ),
+    )
+    .unwrap();
+    let out = d.path("out");
+    for (args, says) in [
+        (
+            vec![
+                "run",
+                two.to_str().unwrap(),
+                "--on",
+                "loopback",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "exclude each other",
+        ),
+        (
+            vec![
+                "pingpong",
+                "--hosts",
+                "/nonexistent/bench.toml",
+                "--profile",
+                "plain",
+                "--payload",
+                "64",
+            ],
+            "cannot read",
+        ),
+        (
+            vec![
+                "pingpong",
+                "--hosts",
+                one.to_str().unwrap(),
+                "--profile",
+                "plain",
+                "--payload",
+                "64",
+            ],
+            "needs two",
+        ),
+        (
+            vec![
+                "throughput",
+                "--hosts",
+                one.to_str().unwrap(),
+                "--testbed",
+                "ivn-000000",
+                "--profile",
+                "plain",
+                "--payload",
+                "64",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "hosts",
+                "check",
+                one.to_str().unwrap().replace("one", "none").as_str(),
+            ],
+            "cannot read",
+        ),
+    ] {
+        let o = d.run(&args.iter().map(|s| s.as_ref()).collect::<Vec<&str>>());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+/// The plan of docs/multihost.md is a plan ivnsec accepts: `testbed up --plan` loads and checks
+/// the whole plan first, then, without `ip` on its PATH, stops with exit 3 (a plan error would
+/// be exit 2).
+#[test]
+fn docs_example_plan_is_accepted() {
+    let md = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/multihost.md"),
+    )
+    .unwrap();
+    let start = md.find("```toml\n").expect("a toml example") + "```toml\n".len();
+    let plan = &md[start..start + md[start..].find("```").unwrap()];
+    assert!(plan.contains("[[host]]"), "{plan}");
+    let d = TempDir::new("multihost-docs");
+    let file = d.path("bench.toml");
+    std::fs::write(&file, plan).unwrap();
+    let empty = d.path("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = d
+        .cmd()
+        .args(["testbed", "up", "--plan", file.to_str().unwrap()])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{plan}\n{}", text(&o.stderr));
+    // And a misspelt key of a [[host]] is a plan error naming it.
+    std::fs::write(&file, plan.replace("ssh_options", "ssh_option")).unwrap();
+    let o = d
+        .cmd()
+        .args(["testbed", "up", "--plan", file.to_str().unwrap()])
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("ssh_option"),
+        "{}",
+        text(&o.stderr)
+    );
+}
