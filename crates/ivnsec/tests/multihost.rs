@@ -377,6 +377,14 @@ fn plan_across_ssh_hosts() {
         env["clock"].as_str().unwrap().contains("not one clock"),
         "{env}"
     );
+    // Each host's PTP state, read with pmc over its ssh: these hosts run no ptp4l, so their
+    // clocks count as unsynchronised (the run takes no direct one-way delay anyway).
+    assert_eq!(env["owd_clock"], "unsynchronised", "{env}");
+    let clocks = env["clock_state"].as_str().unwrap();
+    assert!(
+        clocks.contains("front no ptp4l") && clocks.contains("rear no ptp4l"),
+        "{clocks}"
+    );
     for h in env["hosts"].as_array().unwrap() {
         assert_eq!(h["iface"], "eth0", "{h}");
         assert_eq!(h["mtu"], 1500, "{h}");
