@@ -69,6 +69,9 @@ pub fn check(host: &Host, local_sha256: &str) -> HostReport {
         Ok(p) => {
             r.checks.push(ok("ssh", format!("reached {}", host.ssh)));
             r.checks.extend(judge(host, &p));
+            if p.pmc.is_some() {
+                r.checks.push(ptp(host));
+            }
         }
         Err(e) => r.checks.push(bad(
             "ssh",
@@ -80,6 +83,29 @@ pub fn check(host: &Host, local_sha256: &str) -> HostReport {
         )),
     }
     r
+}
+
+/// The host's PTP state, read with pmc over its ssh (`clock::probe`): `ok` when synchronised
+/// (or its grand master), else `warn` — a run works without it, with one-way delays estimated
+/// from round trips.
+fn ptp(host: &Host) -> Check {
+    use crate::clock::{self, PtpState};
+    let h = clock::probe(host, clock::DEFAULT_UDS, clock::DEFAULT_MAX_OFFSET_NS);
+    let found = format!("{}: {}", h.state.as_str(), h.reason);
+    if h.state == PtpState::Synchronised {
+        ok("ptp", found)
+    } else {
+        bad(
+            "ptp",
+            "warn",
+            found,
+            format!(
+                "run ptp4l on {} on every host (and phc2sys where the NIC timestamps in \
+                 hardware); check with `ivnsec clock check`: docs/multihost.md#clocks-ptp",
+                host.iface
+            ),
+        )
+    }
 }
 
 /// The findings from a probe's answer.
