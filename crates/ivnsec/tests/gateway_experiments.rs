@@ -258,3 +258,115 @@ fn a_plan_underload_table_on_bump2_fills_the_bump_in_the_wire_latency_row() {
     assert!(row.contains(&format!("{p999:.1}")), "{row} lacks {p999:.1}");
     assert!(d.leftover_testbeds().is_empty());
 }
+
+/// Seed 002 testbench 2 (`bump`): the legacy sensor1 behind its gateway exchanges with a
+/// MACsec consumer whose `ivnsec macsec up` the run starts with the gateway's key; the
+/// consumer's experiment node runs unchanged on its TAP. Every exchange completes (the
+/// gateway and the consumer's SecY are the only path between them).
+#[test]
+fn pingpong_runs_on_bump_through_the_gateway_and_the_macsec_consumer() {
+    require_root!();
+    let d = TempDir::new("gwxbpp");
+    let o = ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--topology",
+            "bump",
+            "--profile",
+            "plain",
+            "--payload",
+            "64",
+            "--count",
+            "300",
+            "--replications",
+            "1",
+            "--json",
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{:?}: {}",
+        o.status,
+        text(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["count"], 300, "{v}");
+    assert_eq!(v["lost"], 0, "{v}");
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// Throughput from sensor1 through its gateway to the MACsec consumer: the frames arrive,
+/// and the gateway and the consumer's `macsec up` are CPU roles (both carried every frame).
+#[test]
+fn throughput_on_bump_reports_the_gateway_and_the_consumer_macsec_cpu() {
+    require_root!();
+    let d = TempDir::new("gwxbtp");
+    let o = ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--topology",
+            "bump",
+            "--profile",
+            "plain",
+            "--payload",
+            "1000",
+            "--seconds",
+            "1",
+            "--rate",
+            "100M",
+            "--no-baseline",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["transport"].as_str().unwrap().contains("(bump)"), "{v}");
+    assert_eq!(v["gateways"], "bump", "{v}");
+    assert!(v["goodput_mbps"].as_f64().unwrap() > 10.0, "{v}");
+    let roles = v["cpu"]["roles"].as_array().unwrap();
+    let names: Vec<&str> = roles.iter().map(|r| r["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "consumer",
+            "sensor1",
+            "pacing",
+            "gw1",
+            "consumer-macsec",
+            "switch"
+        ],
+        "{v}"
+    );
+    for gw in &roles[3..5] {
+        assert!(gw["pct"].as_f64().unwrap() > 0.0, "{v}");
+    }
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// `--topology bump` with more than one sender names the one sender and receiver.
+#[test]
+fn bump_has_one_sender() {
+    let d = TempDir::new("gwxbusage");
+    let o = ivnsec(
+        &d,
+        &[
+            "throughput",
+            "--topology",
+            "bump",
+            "--senders",
+            "2",
+            "--profile",
+            "plain",
+            "--payload",
+            "64",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("sensor1") && text(&o.stderr).contains("--senders 1"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -4,7 +4,7 @@
 //! ```toml
 //! name = "quick"
 //! description = "…"
-//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N | bump2 (default pair)
+//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N | bump | bump2 (default pair)
 //! initiator = "ecu1"         # default: the topology's first ECU
 //! responder = "ecu2"         # default: its last ECU
 //! [run]                      # settings of every scenario (all optional)
@@ -166,7 +166,8 @@ struct ThroughputEntry {
     batch: Option<usize>,
     baseline: Option<bool>,
     /// `bump2`: the group runs on a testbed of its own with two legacy ECUs behind
-    /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`).
+    /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`); `bump`: the
+    /// legacy `sensor1` behind its gateway sends to a MACsec `consumer`.
     topology: Option<String>,
 }
 
@@ -177,7 +178,7 @@ pub struct ThroughputJob {
     pub config: throughput::Config,
     /// Run `plain` first and iperf3 after, on the same path.
     pub baseline: bool,
-    /// The group's own testbed topology (`bump2`), instead of `sensors:N`.
+    /// The group's own testbed topology (`bump`, `bump2`), instead of `sensors:N`.
     pub topology: Option<Topology>,
 }
 
@@ -331,8 +332,10 @@ pub fn parse_in(
             )),
         }
     };
-    let initiator = node("initiator", &f.initiator, &ecus[0])?;
-    let responder = node("responder", &f.responder, &ecus[ecus.len() - 1])?;
+    // The topology's first and last ECU (on `bump`: the legacy sensor1 to the consumer).
+    let layout = crate::site::Layout::of(topology);
+    let initiator = node("initiator", &f.initiator, &layout.initiator)?;
+    let responder = node("responder", &f.responder, &layout.responder)?;
     if initiator == responder {
         return Err(bad(
             "responder",
@@ -446,19 +449,31 @@ pub fn parse_in(
         }
         let topology = match t.topology.as_deref() {
             None => None,
-            Some("bump2") if t.senders.unwrap_or(1) == 1 => Some(Topology::Bump2),
-            Some("bump2") => {
-                return Err(bad(
-                    &key("senders"),
-                    "topology bump2 has one sender (ecu1 → ecu2): senders = 1".into(),
-                ));
+            Some(name @ ("bump" | "bump2")) => {
+                let topology = if name == "bump" {
+                    Topology::Bump
+                } else {
+                    Topology::Bump2
+                };
+                if t.senders.unwrap_or(1) != 1 {
+                    let l = crate::site::Layout::of(topology);
+                    return Err(bad(
+                        &key("senders"),
+                        format!(
+                            "topology {name} has one sender ({} → {}): senders = 1",
+                            l.initiator, l.responder
+                        ),
+                    ));
+                }
+                Some(topology)
             }
             Some(other) => {
                 return Err(bad(
                     &key("topology"),
                     format!(
                         "`{other}`: a throughput group builds sensors:N itself; topology takes \
-                         bump2 (legacy ECUs behind gateways)"
+                         bump2 (legacy ECUs behind gateways) or bump (a legacy sensor behind a \
+                         gateway, a MACsec consumer)"
                     ),
                 ));
             }
@@ -496,12 +511,17 @@ pub fn parse_in(
     for (i, u) in f.underload.iter().enumerate() {
         u.check()
             .map_err(|e| bad(&format!("underload[{i}]"), format!("{e:#}")))?;
-        if let Some(t) = u.topology.as_deref().filter(|t| *t != "bump2") {
+        if let Some(t) = u
+            .topology
+            .as_deref()
+            .filter(|t| !matches!(*t, "bump" | "bump2"))
+        {
             return Err(bad(
                 &format!("underload[{i}].topology"),
                 format!(
                     "`{t}`: under load builds sensors:1 itself; topology takes bump2 (the \
-                     sensor and the consumer as legacy ECUs behind gateways)"
+                     sensor and the consumer as legacy ECUs behind gateways) or bump (the \
+                     legacy sensor behind a gateway, a MACsec consumer)"
                 ),
             ));
         }
@@ -712,7 +732,11 @@ mod tests {
         // Its 10 s… here 5 s: the plain run and iperf3 twice count in the plan's time.
         assert!((p.throughput_seconds() - 15.0).abs() < 1e-9);
         for (extra, key, why) in [
-            ("topology = \"bump\"\n", "throughput[0].topology", "bump2"),
+            (
+                "topology = \"sensors:2\"\n",
+                "throughput[0].topology",
+                "bump2",
+            ),
             (
                 "topology = \"bump2\"\nsenders = 2\n",
                 "throughput[0].senders",
@@ -724,6 +748,25 @@ mod tests {
             let m = format!("{e:#}");
             assert!(m.contains(key) && m.contains(why), "{extra}: {m}");
         }
+        // bump: the legacy sensor1 through its gateway to the MACsec consumer.
+        let p = parse("p.toml", "p", &format!("{t}topology = \"bump\"\n"), &o).unwrap();
+        assert_eq!(p.throughput_gateways[0].topology, Some(Topology::Bump));
+        let e = parse(
+            "p.toml",
+            "p",
+            &format!("{t}topology = \"bump\"\nsenders = 2\n"),
+            &o,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("sensor1 → consumer"), "{e:#}");
+        let u = "[[underload]]\nprofiles = [\"plain\"]\ntopology = \"bump\"\n";
+        assert_eq!(
+            parse("p.toml", "p", u, &o)
+                .unwrap()
+                .underload_gateways
+                .len(),
+            1
+        );
         let p = preset("seed002", &RunSection::default()).unwrap();
         assert_eq!(p.underload_gateways.len(), 1);
         assert_eq!(p.underload_gateways[0].profiles, ["plain"]);

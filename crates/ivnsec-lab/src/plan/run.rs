@@ -182,7 +182,8 @@ pub fn run_plan(
                 .as_ref()
                 .map_or(String::new(), |t| format!(", on {t} through its gateways"))
         );
-        let layout = match cfg.topology {
+        let layout = match cfg.topology.as_deref() {
+            Some("bump") => crate::site::Layout::of(ivnsec_net::topology::Topology::Bump),
             Some(_) => crate::site::Layout::of(ivnsec_net::topology::Topology::Bump2),
             None => underload::layout(),
         };

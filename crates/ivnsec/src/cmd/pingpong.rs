@@ -27,13 +27,16 @@ As root, a `pair` testbed is built for the run and removed afterwards (or --test
 a running one); otherwise the two processes talk UDP on loopback, which the output says. \
 --topology bump2 builds two legacy ECUs, each behind an `ivnsec gateway` the run starts \
 (macsec-gcm-aes-128, a fresh key): the exchanges run between the legacy ECUs through both \
-gateways, unchanged (give --profile plain to measure the gateways' protection alone).
+gateways, unchanged (give --profile plain to measure the gateways' protection alone). \
+--topology bump is seed 002's testbench 2: the legacy sensor1 initiates through its gateway gw1 \
+and a MACsec consumer responds, its `ivnsec macsec up` started by the run with the gateway's key.
 
 Examples:
   ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
   ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/
-  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1")]
+  sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1
+  sudo ivnsec pingpong --topology bump --profile plain --payload 64 --count 2000 --replications 1")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -55,8 +58,8 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Build this testbed topology instead of `pair` (`ivnsec testbed up --help` lists them):
-    /// its first ECU initiates, its last responds; `bump2` starts the gateways. Not with
-    /// --testbed.
+    /// its first ECU initiates, its last responds; `bump2` starts the gateways, `bump` the
+    /// gateway and the consumer's MACsec (sensor1 initiates). Not with --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
 }
