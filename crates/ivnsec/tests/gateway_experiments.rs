@@ -427,7 +427,11 @@ fn playback_on_bump2_runs_through_the_gateways() {
     let timeline = d.path("t.csv");
     let mut csv = String::from("# 100 messages, 5 ms apart, 1400 to 2900 bytes\n");
     for i in 0..100u32 {
-        csv.push_str(&format!("{:.3}, {}\n", 0.005 * f64::from(i + 1), 1400 + 15 * i));
+        csv.push_str(&format!(
+            "{:.3}, {}\n",
+            0.005 * f64::from(i + 1),
+            1400 + 15 * i
+        ));
     }
     std::fs::write(&timeline, csv).unwrap();
     let o = ivnsec(
@@ -548,4 +552,76 @@ fn stream_and_camera_topologies_are_checked() {
             text(&o.stderr)
         );
     }
+}
+
+/// A plan's `[[pingpong]]` and `[[playback]]` tables on `bump` run through the gateway and the
+/// MACsec consumer and fill Table 6.7's Bump-in-the-Wire Ping Pong and Playback rows beside
+/// the seed's figures (p90 1152 and 1233 µs), labelled with the topology they ran on.
+#[test]
+fn a_plan_on_bump_fills_the_ping_pong_and_playback_rows() {
+    require_root!();
+    let d = TempDir::new("gwxpb");
+    let timeline = d.path("t.csv");
+    let mut csv = String::new();
+    for i in 1..=100u32 {
+        csv.push_str(&format!("{:.3}, {}\n", 0.005 * f64::from(i), 3000 + 10 * i));
+    }
+    std::fs::write(&timeline, csv).unwrap();
+    let plan = d.path("bitw-pp.toml");
+    std::fs::write(
+        &plan,
+        "name = \"bitw-pp\"\n[run]\ncount = 200\nreplications = 1\n\
+         [[pingpong]]\ntopology = \"bump\"\nprofiles = [\"plain\"]\npayloads = [64, 1400]\n\
+         [[playback]]\ntopology = \"bump\"\nprofiles = [\"plain\"]\ntimeline = \"t.csv\"\n\
+         reply_every = 10\nbaseline = false\n",
+    )
+    .unwrap();
+    let out = d.path("report");
+    let o = d.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--on",
+        "testbed",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let code = o.status.code().unwrap_or(-1);
+    assert!(matches!(code, 0 | 1), "exit {code}: {}", text(&o.stderr));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let pp = v["experiments"]["pingpong"].as_array().unwrap();
+    assert_eq!(pp.len(), 2, "{v}");
+    for (r, payload) in pp.iter().zip([64, 1400]) {
+        assert_eq!(r["topology"], "bump", "{r}");
+        assert_eq!(r["payload"], payload, "{r}");
+        assert_eq!(
+            (r["count"].as_u64(), r["lost"].as_u64()),
+            (Some(200), Some(0))
+        );
+    }
+    let pb = &v["experiments"]["playback"][0];
+    assert_eq!(pb["gateways"], "bump", "{pb}");
+    assert_eq!(pb["runs"][0]["messages"]["received"], 100, "{pb}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let row = |test: &str, seed_p90: &str| {
+        md.lines()
+            .find(|l| l.contains("Bump-in-the-Wire (") && l.contains(test) && l.contains(seed_p90))
+            .unwrap_or_else(|| panic!("no Bump-in-the-Wire {test} row: {md}"))
+            .to_string()
+    };
+    // Ping Pong: our forward one-way p90 at the largest payload, 1400.
+    let r = row("Ping Pong", "1152");
+    assert!(r.contains("a MACsec consumer, bump"), "{r}");
+    let p90 = pp[1]["owd_forward"]["p90_us"].as_f64().unwrap();
+    assert!(r.contains(&format!("{p90:.1}")), "{r} lacks {p90:.1}");
+    let r = row("Playback", "1233");
+    assert!(!r.contains("no counterpart"), "{r}");
+    let p90 = pb["runs"][0]["one_way"]["p90_us"].as_f64().unwrap();
+    assert!(r.contains(&format!("{p90:.1}")), "{r} lacks {p90:.1}");
+    // The scenarios' own table.
+    assert!(
+        md.contains("## Ping-pong through bump-in-the-wire gateways"),
+        "{md}"
+    );
+    assert!(d.leftover_testbeds().is_empty());
 }

@@ -29,8 +29,9 @@
 //! ```
 //!
 //! Experiment tables beside them: `[[throughput]]`, `[[underload]]`, `[[playback]]`,
-//! `[[camera]]`, `[[tdma]]` (seed 001's analysis and slot-timed runs) and `[[crypto_bench]]`
-//! (single-frame protect/verify times); docs/plans.md lists their keys.
+//! `[[camera]]`, `[[tdma]]` (seed 001's analysis and slot-timed runs), `[[crypto_bench]]`
+//! (single-frame protect/verify times) and `[[pingpong]]` (ping-pong scenarios through the
+//! gateways of a `bump`/`bump2` testbed of their own); docs/plans.md lists their keys.
 
 use std::path::Path;
 
@@ -89,6 +90,29 @@ struct PlanFile {
     tdma: Vec<SweepConfig>,
     #[serde(default)]
     crypto_bench: Vec<PerFrameConfig>,
+    #[serde(default)]
+    pingpong: Vec<PingPongEntry>,
+}
+
+/// `[[pingpong]]`: ping-pong scenarios (every profile × payload) on a bump-in-the-wire testbed
+/// of their own, through the gateways the run starts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PingPongEntry {
+    /// `bump` or `bump2`.
+    topology: String,
+    profiles: Vec<String>,
+    payloads: Vec<usize>,
+    count: Option<u32>,
+    replications: Option<u32>,
+}
+
+/// One `[[pingpong]]` table: its scenarios run between the legacy ECU and its peer of
+/// `topology` (`bump`: sensor1 → consumer, `bump2`: ecu1 → ecu2).
+#[derive(Debug, Clone)]
+pub struct PingPongJob {
+    pub topology: Topology,
+    pub scenarios: Vec<Scenario>,
 }
 
 /// Files the presets name (timelines), built into the binary: a preset runs from any directory.
@@ -199,6 +223,9 @@ pub struct Plan {
     /// `[[underload]]` tables with `topology = "bump2"` (through gateways), run after the
     /// others.
     pub underload_gateways: Vec<UnderloadConfig>,
+    /// `[[pingpong]]` tables: ping-pong scenarios through the gateways of a `bump`/`bump2`
+    /// testbed of their own, run after the plan's own scenarios.
+    pub pingpong_gateways: Vec<PingPongJob>,
     pub playback: Vec<PlaybackJob>,
     pub camera: Vec<CameraConfig>,
     /// `[[tdma]]` tables, checked.
@@ -526,6 +553,62 @@ pub fn parse_in(
             ));
         }
     }
+    let mut pingpong_gateways = Vec::with_capacity(f.pingpong.len());
+    for (i, e) in f.pingpong.iter().enumerate() {
+        let topology = gateway_topology(&e.topology).ok_or_else(|| {
+            bad(
+                &format!("pingpong[{i}].topology"),
+                format!(
+                    "`{}`: [[pingpong]] runs through bump-in-the-wire gateways: bump (the legacy \
+                     sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs \
+                     behind gateways); scenarios on the plan's own topology go in [[matrix]] \
+                     or [[scenario]]",
+                    e.topology
+                ),
+            )
+        })?;
+        if e.profiles.is_empty() || e.payloads.is_empty() {
+            return Err(bad(
+                &format!("pingpong[{i}]"),
+                "needs at least one profile and one payload".into(),
+            ));
+        }
+        let mut scenarios = Vec::new();
+        for (j, p) in e.profiles.iter().enumerate() {
+            for &n in &e.payloads {
+                scenarios.push(make(
+                    format!("pingpong[{i}].profiles[{j}] ({p} at {n} bytes)"),
+                    p,
+                    n,
+                    overrides.count.or(e.count).unwrap_or(count),
+                    overrides
+                        .replications
+                        .or(e.replications)
+                        .unwrap_or(replications),
+                )?);
+            }
+        }
+        pingpong_gateways.push(PingPongJob {
+            topology,
+            scenarios,
+        });
+    }
+    for (i, p) in f.playback.iter().enumerate() {
+        if let Some(t) = p
+            .topology
+            .as_deref()
+            .filter(|t| gateway_topology(t).is_none())
+        {
+            return Err(bad(
+                &format!("playback[{i}].topology"),
+                format!(
+                    "`{t}`: playback builds sensors:1 itself; topology takes bump (the legacy \
+                     sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs \
+                     behind gateways)"
+                ),
+            ));
+        }
+    }
     let (underload_gateways, underload): (Vec<_>, Vec<_>) =
         f.underload.into_iter().partition(|u| u.topology.is_some());
     let mut playback = Vec::new();
@@ -573,6 +656,7 @@ pub fn parse_in(
         && gateway_jobs.is_empty()
         && underload.is_empty()
         && underload_gateways.is_empty()
+        && pingpong_gateways.is_empty()
         && playback.is_empty()
         && f.camera.is_empty()
         && tdma.is_empty()
@@ -580,7 +664,8 @@ pub fn parse_in(
     {
         return Err(usage(format!(
             "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
-             [[underload]], [[playback]], [[camera]], [[tdma]] or [[crypto_bench]] table)"
+             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]] or [[pingpong]] \
+             table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -602,12 +687,22 @@ pub fn parse_in(
         throughput_gateways: gateway_jobs,
         underload,
         underload_gateways,
+        pingpong_gateways,
         playback,
         camera: f.camera,
         tdma,
         crypto_bench: f.crypto_bench,
         requirements,
     })
+}
+
+/// The bump-in-the-wire topology a table's `topology` names (`bump`, `bump2`), if it does.
+fn gateway_topology(t: &str) -> Option<Topology> {
+    match t {
+        "bump" => Some(Topology::Bump),
+        "bump2" => Some(Topology::Bump2),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -780,6 +875,56 @@ mod tests {
             (g.config.senders, g.config.rate_bps, g.config.payload),
             (1, Some(1_000_000_000), 1440)
         );
+    }
+
+    /// `[[pingpong]]` runs ping-pong scenarios (profiles × payloads, the plan's count and
+    /// replications unless the table gives its own) on `bump` or `bump2` only; `[[playback]]`
+    /// takes the same topologies. Seed 002's preset has the Bump-in-the-Wire ping-pong and
+    /// playback on `bump`.
+    #[test]
+    fn pingpong_and_playback_tables_through_gateways() {
+        let o = RunSection::default();
+        let t = "[run]\ncount = 50\n[[pingpong]]\ntopology = \"bump\"\nprofiles = [\"plain\"]\n\
+                 payloads = [64, 1400]\n";
+        let p = parse("p.toml", "p", t, &o).unwrap();
+        assert!(p.scenarios.is_empty());
+        assert_eq!(p.pingpong_gateways.len(), 1);
+        let j = &p.pingpong_gateways[0];
+        assert_eq!(j.topology, Topology::Bump);
+        let got: Vec<(usize, u32)> = j.scenarios.iter().map(|s| (s.payload, s.count)).collect();
+        assert_eq!(got, [(64, 50), (1400, 50)]);
+        let p = parse("p.toml", "p", &format!("{t}count = 7\n"), &o).unwrap();
+        assert_eq!(p.pingpong_gateways[0].scenarios[0].count, 7);
+        for (text, key) in [
+            (t.replace("\"bump\"", "\"pair\""), "pingpong[0].topology"),
+            (t.replace("[64, 1400]", "[]"), "pingpong[0]"),
+            (
+                t.replace("\"plain\"", "\"no-such-suite\""),
+                "pingpong[0].profiles[0]",
+            ),
+            (format!("{t}rate = 1\n"), "rate"),
+            (
+                "[[playback]]\ntimeline = \"x.csv\"\ntopology = \"sensors:1\"\n".into(),
+                "playback[0].topology",
+            ),
+        ] {
+            let e = parse("p.toml", "p", &text, &o).unwrap_err();
+            assert_eq!(exit_code(&e), 2, "{text}");
+            assert!(format!("{e:#}").contains(key), "{text}: {e:#}");
+        }
+        let p = preset("seed002", &RunSection::default()).unwrap();
+        assert_eq!(p.pingpong_gateways.len(), 1);
+        assert_eq!(p.pingpong_gateways[0].topology, Topology::Bump);
+        assert_eq!(p.pingpong_gateways[0].scenarios.len(), 2);
+        let bitw: Vec<_> = p
+            .playback
+            .iter()
+            .filter(|j| j.config.topology.as_deref() == Some("bump"))
+            .collect();
+        assert_eq!(bitw.len(), 1);
+        assert_eq!(bitw[0].config.profiles, ["plain"]);
+        assert_eq!(p.throughput_gateways[0].topology, Some(Topology::Bump));
+        assert_eq!(p.underload_gateways[0].topology.as_deref(), Some("bump"));
     }
 
     #[test]
