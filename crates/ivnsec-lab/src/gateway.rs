@@ -50,6 +50,8 @@ pub struct IvnAeGatewayConfig {
     pub replay_window: u32,
     pub run_dir: PathBuf,
     pub events: Option<PathBuf>,
+    /// Kernel receive buffer of both ports' packet sockets.
+    pub socket_buffer: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -181,13 +183,13 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     }
     let mut events = EventLog::open(cfg.events.as_deref())?;
     let mut status_file = status::StatusFile::claim(&cfg.run_dir, &cfg.plain)?;
-    let link = LinkPort::open(&cfg.plain)
+    let link = LinkPort::open_with_buffer(&cfg.plain, cfg.socket_buffer)
         .map_err(|e| crate::macsec::open_err(&format!("--plain {}", cfg.plain), e))?;
     let sock = RawSocket::open(&cfg.protected, ETHERTYPE)
         .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
     sock.set_promiscuous()
         .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
-    let _ = sock.set_recv_buffer_force(4 << 20);
+    let prot_buffer = sock.set_recv_buffer_force(cfg.socket_buffer).unwrap_or(0);
     let shared = Shared {
         tx: Mutex::new(Tx { sa: tx, hw }),
         rx: Mutex::new(receiver),
@@ -213,6 +215,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "key_source": "static",
         "provider": cfg.provider.name,
         "replay_window": cfg.replay_window,
+        "socket_buffers": {"plain": link.buffer_bytes(), "protected": prot_buffer},
     });
     events.emit("started", header.clone());
     status_file.write(&snapshot(&header, &shared))?;

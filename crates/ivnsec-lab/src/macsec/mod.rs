@@ -378,6 +378,10 @@ pub struct Summary {
     pub status: Value,
 }
 
+/// Kernel receive buffer of the data plane's packet sockets unless set otherwise (`ivnsec
+/// gateway --rcvbuf-mib`).
+pub const DEFAULT_SOCKET_BUFFER: usize = 4 << 20;
+
 /// Where the plain frames of a SecY come from and go to.
 #[derive(Debug, Clone)]
 pub enum HostSide {
@@ -399,6 +403,8 @@ pub struct RunSpec {
     pub run_dir: PathBuf,
     pub events: Option<PathBuf>,
     pub pcap: Option<PathBuf>,
+    /// Kernel receive buffer of the plain port's and the protected interface's packet sockets.
+    pub socket_buffer: usize,
 }
 
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
@@ -413,6 +419,7 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         run_dir: cfg.run_dir.clone(),
         events: cfg.events.clone(),
         pcap: None,
+        socket_buffer: DEFAULT_SOCKET_BUFFER,
     };
     run_spec(&spec, source, stop)
 }
@@ -531,7 +538,10 @@ pub fn run_spec(
             tap = Some(host::TapPort(t));
         }
         HostSide::Plain(name) => {
-            link = Some(host::LinkPort::open(name).map_err(|e| plain_open_err(name, e))?);
+            link = Some(
+                host::LinkPort::open_with_buffer(name, spec.socket_buffer)
+                    .map_err(|e| plain_open_err(name, e))?,
+            );
         }
     }
     let host: &dyn host::HostPort = match (&tap, &link) {
@@ -553,7 +563,7 @@ pub fn run_spec(
         sock.drop_other_host()
             .context("filtering frames to other hosts")?;
     }
-    let _ = sock.set_recv_buffer_force(4 << 20);
+    let prot_buffer = sock.set_recv_buffer_force(spec.socket_buffer).unwrap_or(0);
 
     let shared = Arc::new(Shared {
         tx: Mutex::new(TxState {
@@ -591,6 +601,10 @@ pub fn run_spec(
         header["protected"] = json!(spec.iface);
         header["mtu"]["plain"] = json!(plan.tap);
         header["mtu"]["protected"] = json!(plan.iface);
+        header["socket_buffers"] = json!({
+            "plain": link.as_ref().map_or(0, host::LinkPort::buffer_bytes),
+            "protected": prot_buffer,
+        });
     }
     shared.emit("started", header.clone());
     source.start(&ctl)?;

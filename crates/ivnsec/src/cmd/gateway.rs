@@ -99,7 +99,18 @@ pub struct Args {
     /// Print the final status as JSON when stopping.
     #[arg(long)]
     pub json: bool,
+    /// Kernel receive buffer of each port's packet socket, in MiB (1 … 1024): the frames the
+    /// kernel holds while a data-plane thread is not running. A larger one rides out longer
+    /// scheduling gaps on a busy host (docs/benchmarks.md); frames beyond it are dropped and
+    /// counted (`host_queue_drops`, `iface_queue_drops`).
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --rcvbuf-mib 32`
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RCVBUF_MIB,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub rcvbuf_mib: u16,
 }
+
+/// `--rcvbuf-mib` unless given.
+pub const DEFAULT_RCVBUF_MIB: u16 = 4;
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
@@ -141,6 +152,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .unwrap_or_else(ivnsec_net::testbed::default_state_dir),
         events: a.events.clone(),
         pcap: a.pcap.clone(),
+        socket_buffer: usize::from(a.rcvbuf_mib) << 20,
     };
     let stop = stop_on_signal()?;
     let summary = lab::run_spec(&spec, source.as_mut(), stop)?;
@@ -223,6 +235,7 @@ fn run_ivnae(
             .clone()
             .unwrap_or_else(ivnsec_net::testbed::default_state_dir),
         events: a.events.clone(),
+        socket_buffer: usize::from(a.rcvbuf_mib) << 20,
     };
     let stop = stop_on_signal()?;
     let summary = ivnsec_lab::gateway::run(&cfg, stop)?;
