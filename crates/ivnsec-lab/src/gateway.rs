@@ -52,6 +52,8 @@ pub struct IvnAeGatewayConfig {
     pub events: Option<PathBuf>,
     /// Kernel receive buffer of both ports' packet sockets.
     pub socket_buffer: usize,
+    /// Run the two data-plane threads under SCHED_FIFO at this priority.
+    pub realtime: Option<u8>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -216,6 +218,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "provider": cfg.provider.name,
         "replay_window": cfg.replay_window,
         "socket_buffers": {"plain": link.buffer_bytes(), "protected": prot_buffer},
+        "realtime": cfg.realtime,
     });
     events.emit("started", header.clone());
     status_file.write(&snapshot(&header, &shared))?;
@@ -231,8 +234,14 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     std::thread::scope(|s| {
         let sh = &shared;
         let (l, k) = (&link, &sock);
-        s.spawn(move || tx_loop(sh, l, k, headroom, tail, stride, wire_max));
-        s.spawn(move || rx_loop(sh, l, k, stride));
+        let spawned = crate::macsec::with_realtime(cfg.realtime, || {
+            s.spawn(move || tx_loop(sh, l, k, headroom, tail, stride, wire_max));
+            s.spawn(move || rx_loop(sh, l, k, stride));
+        });
+        if let Err(e) = spawned {
+            *lock(&sh.fatal) = Some(e);
+            sh.stop.store(true, Ordering::Relaxed);
+        }
         let mut next = Instant::now() + Duration::from_millis(500);
         while !sh.stop.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);
