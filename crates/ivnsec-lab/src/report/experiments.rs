@@ -1123,6 +1123,18 @@ mod tests {
         // The baseline's playback row is the run without gateways (100 … 1099 µs).
         let r = row("Baseline", seed002::Test::Playback);
         assert_eq!(r[5], "999.1");
+        // A throughput group on bump: the Table 6.8 and CPU rows say so too.
+        let mut bitw = run("plain", 900.0, None, None);
+        bitw.senders = 1;
+        bitw.theoretical_mbps = Some(950.0);
+        bitw.gateways = Some("bump".into());
+        let mut with_tp = report.clone();
+        with_tp.experiments.throughput = vec![bitw];
+        let secs = seed_sections(&with_tp.summary());
+        for title in ["seed 002: throughput", "CPU"] {
+            let t = &secs.iter().find(|s| s.title.contains(title)).unwrap().table;
+            assert_eq!(t.rows[3][0], bump, "{title}");
+        }
         let g = gateway_pingpong_table(&report.experiments.pingpong);
         assert_eq!(g.rows.len(), 2);
         assert_eq!(
