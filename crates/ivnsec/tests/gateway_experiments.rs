@@ -625,3 +625,48 @@ fn a_plan_on_bump_fills_the_ping_pong_and_playback_rows() {
     );
     assert!(d.leftover_testbeds().is_empty());
 }
+
+/// A plan with `topology = "bump"` runs its ping-pong scenarios from the legacy sensor1 (the
+/// default initiator there) through its gateway to the MACsec consumer: every exchange
+/// completes, and nothing of the testbed, the gateway or the consumer's MACsec is left.
+#[test]
+fn a_plan_on_bump_runs_its_scenarios_from_the_legacy_sensor() {
+    require_root!();
+    let d = TempDir::new("gwxpl");
+    let plan = d.path("bump.toml");
+    std::fs::write(
+        &plan,
+        "name = \"bump\"\ntopology = \"bump\"\n[run]\ncount = 200\nreplications = 1\n\
+         [[scenario]]\nprofile = \"plain\"\npayload = 1400\n",
+    )
+    .unwrap();
+    let out = d.path("report");
+    let o = d.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--on",
+        "testbed",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let code = o.status.code().unwrap_or(-1);
+    assert!(matches!(code, 0 | 1), "exit {code}: {}", text(&o.stderr));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sc = &v["scenarios"][0];
+    assert_eq!(
+        (sc["count"].as_u64(), sc["lost"].as_u64()),
+        (Some(200), Some(0)),
+        "{sc}"
+    );
+    let transport = v["environment"]["transport"].as_str().unwrap();
+    assert!(
+        transport.contains("(bump)") && transport.contains("sensor1 → switch → consumer"),
+        "{transport}"
+    );
+    assert!(d.leftover_testbeds().is_empty());
+    let left: Vec<_> = std::fs::read_dir(d.state())
+        .map(|r| r.filter_map(|e| e.ok().map(|e| e.file_name())).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
