@@ -50,6 +50,10 @@ pub struct IvnAeGatewayConfig {
     pub replay_window: u32,
     pub run_dir: PathBuf,
     pub events: Option<PathBuf>,
+    /// Kernel receive buffer of both ports' packet sockets.
+    pub socket_buffer: usize,
+    /// Run the two data-plane threads under SCHED_FIFO at this priority.
+    pub realtime: Option<u8>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -181,13 +185,13 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     }
     let mut events = EventLog::open(cfg.events.as_deref())?;
     let mut status_file = status::StatusFile::claim(&cfg.run_dir, &cfg.plain)?;
-    let link = LinkPort::open(&cfg.plain)
+    let link = LinkPort::open_with_buffer(&cfg.plain, cfg.socket_buffer)
         .map_err(|e| crate::macsec::open_err(&format!("--plain {}", cfg.plain), e))?;
     let sock = RawSocket::open(&cfg.protected, ETHERTYPE)
         .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
     sock.set_promiscuous()
         .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
-    let _ = sock.set_recv_buffer_force(4 << 20);
+    let prot_buffer = sock.set_recv_buffer_force(cfg.socket_buffer).unwrap_or(0);
     let shared = Shared {
         tx: Mutex::new(Tx { sa: tx, hw }),
         rx: Mutex::new(receiver),
@@ -213,6 +217,8 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "key_source": "static",
         "provider": cfg.provider.name,
         "replay_window": cfg.replay_window,
+        "socket_buffers": {"plain": link.buffer_bytes(), "protected": prot_buffer},
+        "realtime": cfg.realtime,
     });
     events.emit("started", header.clone());
     status_file.write(&snapshot(&header, &shared))?;
@@ -228,8 +234,14 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     std::thread::scope(|s| {
         let sh = &shared;
         let (l, k) = (&link, &sock);
-        s.spawn(move || tx_loop(sh, l, k, headroom, tail, stride, wire_max));
-        s.spawn(move || rx_loop(sh, l, k, stride));
+        let spawned = crate::macsec::with_realtime(cfg.realtime, || {
+            s.spawn(move || tx_loop(sh, l, k, headroom, tail, stride, wire_max));
+            s.spawn(move || rx_loop(sh, l, k, stride));
+        });
+        if let Err(e) = spawned {
+            *lock(&sh.fatal) = Some(e);
+            sh.stop.store(true, Ordering::Relaxed);
+        }
         let mut next = Instant::now() + Duration::from_millis(500);
         while !sh.stop.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);

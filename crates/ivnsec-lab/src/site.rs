@@ -138,9 +138,19 @@ impl Default for Layout {
 impl Layout {
     /// A fresh testbed of `topology` (e.g. `bump2` from `--topology`), its first ECU the
     /// initiator and its last the responder. On `bump2` these are the legacy ECUs `ecu1` and
-    /// `ecu2`, and [`open_site`] starts the gateways in front of them.
+    /// `ecu2`, and [`open_site`] starts the gateways in front of them; on `bump` the legacy
+    /// `sensor1` initiates and the MACsec `consumer` responds ([`open_site`] starts the
+    /// gateway and the consumer's `ivnsec macsec up`).
     pub fn of(topology: Topology) -> Layout {
         let ecus = topology.ecu_names();
+        if topology == Topology::Bump {
+            // Seed 002 testbench 2: the legacy sensor sends to the MACsec consumer.
+            return Layout {
+                topology,
+                initiator: "sensor1".into(),
+                responder: "consumer".into(),
+            };
+        }
         Layout {
             initiator: ecus.first().cloned().unwrap_or_default(),
             responder: ecus.last().cloned().unwrap_or_default(),
@@ -188,14 +198,6 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
         }),
         (Where::Testbed, Err(e)) => Err(net_err(e)),
         (_, Ok(())) => {
-            if layout.topology == Topology::Bump {
-                return Err(usage(
-                    "topology bump: its consumer talks MACsec through a TAP of its own, which the \
-                     experiments do not start yet; use bump2 (two legacy ECUs behind gateways), \
-                     or build bump with `ivnsec testbed up` and start the gateway and the \
-                     consumer's `ivnsec macsec up` by hand (docs/gateway.md)",
-                ));
-            }
             let tb = Testbed::up(&layout.topology, &Options::default()).map_err(net_err)?;
             tb.down_on_termination_signal().map_err(net_err)?;
             start_gateways(&tb)?;
@@ -215,19 +217,22 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
 /// The gateway profile of the bump-in-the-wire topologies in experiments.
 pub const GATEWAY_PROFILE: &str = "macsec-gcm-aes-128";
 
-/// Starts `ivnsec gateway` in every gateway node of a fresh testbed (topology `bump2`): static
-/// keys (a fresh random SAK in a 0600 key file beside the testbed's state, its nonce state
-/// there too), each gateway listing the others' protected ports as peers; waits until each
-/// runs. The experiment's nodes then talk through them unchanged (profile `plain`: the
-/// protection is the gateways'). The gateways end with the testbed (`down` stops every process
-/// in its namespaces) or with this process (`die_with_parent`).
+/// Starts `ivnsec gateway` in every gateway node of a fresh testbed (topologies `bump` and
+/// `bump2`) and `ivnsec macsec up` in every ECU that is not behind a gateway (`bump`'s
+/// `consumer`, a MACsec ECU): static keys (a fresh random SAK in a 0600 key file beside the
+/// testbed's state, the nonce state of each member there too; every member has its own SCI, so
+/// the one SAK never repeats a nonce), each member listing the others' protected ports as
+/// peers; waits until each runs. The experiment's nodes then talk through them unchanged
+/// (profile `plain`: the protection is the gateways' and the MACsec ECU's). The members end
+/// with the testbed (`down` stops every process in its namespaces) or with this process
+/// (`die_with_parent`).
+///
+/// A MACsec ECU keeps its name, MAC and address for the experiments: its link `eth0` is
+/// renamed [`topology::GATEWAY_PROTECTED_IF`] (the protected port, no address) and the TAP
+/// of its `macsec up` is called `eth0` (the MAC of the link, MTU 1500 = 1532 − 32) and carries
+/// the address, so every experiment node opens `eth0` there as on any ECU.
 pub fn start_gateways(tb: &Testbed) -> Result<()> {
-    let gws: Vec<&testbed::NodeState> = tb
-        .state()
-        .nodes
-        .iter()
-        .filter(|n| n.kind == topology::NodeKind::Gateway.as_str())
-        .collect();
+    let (gws, ecus) = members(tb.state());
     if gws.is_empty() {
         return Ok(());
     }
@@ -238,14 +243,37 @@ pub fn start_gateways(tb: &Testbed) -> Result<()> {
     let key_file = dir.join("ca.toml");
     let _ = std::fs::remove_file(&key_file);
     crate::keys::keyfile::write_new(&key_file, GATEWAY_PROFILE, &keys)?;
-    let prot_mac = |n: &testbed::NodeState| {
-        n.interfaces
-            .iter()
-            .find(|i| i.name == topology::GATEWAY_PROTECTED_IF)
-            .map(|i| i.mac.clone())
-            .unwrap_or_default()
-    };
+    // Every member of the connectivity association by the MAC of its protected port.
+    let all: Vec<(&str, String)> = gws
+        .iter()
+        .map(|g| {
+            (
+                g.name.as_str(),
+                iface_mac(g, topology::GATEWAY_PROTECTED_IF),
+            )
+        })
+        .chain(
+            ecus.iter()
+                .map(|e| (e.name.as_str(), iface_mac(e, topology::ECU_IF))),
+        )
+        .collect();
     let exe = std::env::current_exe().map_err(|e| anyhow!("locating the ivnsec binary: {e}"))?;
+    let member_args = |cmd: &mut std::process::Command, name: &str| {
+        cmd.args(["--profile", GATEWAY_PROFILE, "--keys"])
+            .arg(&key_file)
+            .arg("--state-dir")
+            .arg(dir.join(format!("state-{name}")))
+            .arg("--run-dir")
+            .arg(dir.join(format!("run-{name}")))
+            .arg("--events")
+            .arg(dir.join(format!("events-{name}.jsonl")));
+        for (_, mac) in all.iter().filter(|(n, _)| *n != name) {
+            cmd.args(["--peer", mac]);
+        }
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    };
     for g in &gws {
         let mut cmd = testbed::netns_command(&g.namespace, &exe);
         cmd.args([
@@ -254,70 +282,132 @@ pub fn start_gateways(tb: &Testbed) -> Result<()> {
             topology::GATEWAY_PLAIN_IF,
             "--protected",
             topology::GATEWAY_PROTECTED_IF,
-            "--profile",
-            GATEWAY_PROFILE,
-            "--keys",
-        ])
-        .arg(&key_file)
-        .arg("--state-dir")
-        .arg(dir.join(format!("state-{}", g.name)))
-        .arg("--run-dir")
-        .arg(dir.join(format!("run-{}", g.name)))
-        .arg("--events")
-        .arg(dir.join(format!("events-{}.jsonl", g.name)));
-        for other in gws.iter().filter(|o| o.name != g.name) {
-            cmd.args(["--peer", &prot_mac(other)]);
-        }
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        let mut child = ivnsec_net::sys::die_with_parent(&mut cmd)
-            .spawn()
-            .map_err(|e| anyhow!("starting the gateway of {}: {e}", g.name))?;
-        // Its status file says it runs (written before frames move).
-        let status_dir = dir.join(format!("run-{}", g.name)).join("macsec");
-        let t0 = std::time::Instant::now();
-        loop {
-            let up = std::fs::read_dir(&status_dir)
-                .map(|mut d| {
-                    d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json")))
-                })
-                .unwrap_or(false);
-            if up {
-                break;
-            }
-            if let Ok(Some(st)) = child.try_wait() {
-                return Err(anyhow!(
-                    "the gateway of {} ended at start ({st}); see {}",
-                    g.name,
-                    dir.display()
-                ));
-            }
-            if t0.elapsed() > std::time::Duration::from_secs(10) {
-                let _ = child.kill();
-                return Err(anyhow!(
-                    "the gateway of {} did not start within 10 s",
-                    g.name
-                ));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        // Reaped when it ends (with the testbed).
-        std::thread::spawn(move || child.wait());
+        ]);
+        member_args(&mut cmd, &g.name);
+        let what = format!("the gateway of {}", g.name);
+        wait_running(cmd, &dir, &g.name, &what)?;
+    }
+    for e in &ecus {
+        let ns = e.namespace.as_str();
+        let addr = e
+            .interfaces
+            .iter()
+            .find(|i| i.name == topology::ECU_IF)
+            .and_then(|i| i.ipv4.clone())
+            .ok_or_else(|| anyhow!("node {} has no address on {}", e.name, topology::ECU_IF))?;
+        let prot = topology::GATEWAY_PROTECTED_IF;
+        ip(ns, &["addr", "flush", "dev", topology::ECU_IF])?;
+        ip(ns, &["link", "set", topology::ECU_IF, "down"])?;
+        ip(ns, &["link", "set", topology::ECU_IF, "name", prot])?;
+        ip(ns, &["link", "set", prot, "up"])?;
+        let mut cmd = testbed::netns_command(ns, &exe);
+        cmd.args(["macsec", "up", "--iface", prot, "--tap", topology::ECU_IF]);
+        member_args(&mut cmd, &e.name);
+        let what = format!("the MACsec of {} (ivnsec macsec up)", e.name);
+        wait_running(cmd, &dir, &e.name, &what)?;
+        ip(ns, &["addr", "add", &addr, "dev", topology::ECU_IF])?;
+        ip(ns, &["link", "set", topology::ECU_IF, "up"])?;
     }
     Ok(())
 }
 
-/// The gateways [`start_gateways`] started on testbed `state` (in its default state
-/// directory), by name, with the process id each wrote into its status file. Empty for a
-/// testbed without gateways or whose gateways were started by hand.
-pub fn gateway_pids(state: &TestbedState) -> Vec<(String, u32)> {
-    let dir = testbed::default_state_dir().join(format!("{}-gateways", state.prefix));
-    state
+/// The members of a bump-in-the-wire testbed's connectivity association: its gateways, and
+/// its MACsec ECUs (the ECUs whose link does not go to a gateway's plain port). No gateways:
+/// no members.
+fn members(state: &TestbedState) -> (Vec<&testbed::NodeState>, Vec<&testbed::NodeState>) {
+    let gws: Vec<&testbed::NodeState> = state
         .nodes
         .iter()
         .filter(|n| n.kind == topology::NodeKind::Gateway.as_str())
-        .filter_map(|g| {
+        .collect();
+    if gws.is_empty() {
+        return (gws, Vec::new());
+    }
+    let behind_gateway = |n: &testbed::NodeState| {
+        n.interfaces.iter().any(|i| {
+            i.peer.as_deref().is_some_and(|p| {
+                p.split_once('/').is_some_and(|(node, port)| {
+                    port == topology::GATEWAY_PLAIN_IF && gws.iter().any(|g| g.name == node)
+                })
+            })
+        })
+    };
+    let ecus = state.ecus().filter(|n| !behind_gateway(n)).collect();
+    (gws, ecus)
+}
+
+fn iface_mac(n: &testbed::NodeState, name: &str) -> String {
+    n.interfaces
+        .iter()
+        .find(|i| i.name == name)
+        .map(|i| i.mac.clone())
+        .unwrap_or_default()
+}
+
+/// `ip -n NS ARGS…` (a namespace of the run's own testbed).
+fn ip(ns: &str, args: &[&str]) -> Result<()> {
+    let o = ivnsec_net::sys::die_with_parent(&mut std::process::Command::new("ip"))
+        .args(["-n", ns])
+        .args(args)
+        .output()
+        .map_err(|e| anyhow!("running ip: {e}"))?;
+    if !o.status.success() {
+        return Err(anyhow!(
+            "ip -n {ns} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Spawns `cmd` (a gateway or a `macsec up` of member `name`) and waits until its status file
+/// says it runs (written before frames move).
+fn wait_running(mut cmd: std::process::Command, dir: &Path, name: &str, what: &str) -> Result<()> {
+    let mut child = ivnsec_net::sys::die_with_parent(&mut cmd)
+        .spawn()
+        .map_err(|e| anyhow!("starting {what}: {e}"))?;
+    let status_dir = dir.join(format!("run-{name}")).join("macsec");
+    let t0 = std::time::Instant::now();
+    loop {
+        let up = std::fs::read_dir(&status_dir)
+            .map(|mut d| {
+                d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json")))
+            })
+            .unwrap_or(false);
+        if up {
+            break;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            return Err(anyhow!(
+                "{what} ended at start ({st}); see {}",
+                dir.display()
+            ));
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            return Err(anyhow!("{what} did not start within 10 s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Reaped when it ends (with the testbed).
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+/// The members [`start_gateways`] started on testbed `state` (in its default state
+/// directory) with the process id each wrote into its status file: the gateways by name, the
+/// MACsec ECUs' `macsec up` as `<ECU>-macsec` (after the gateways). Empty for a testbed
+/// without gateways or whose gateways were started by hand.
+pub fn gateway_pids(state: &TestbedState) -> Vec<(String, u32)> {
+    let dir = testbed::default_state_dir().join(format!("{}-gateways", state.prefix));
+    let (gws, ecus) = members(state);
+    let named = gws
+        .iter()
+        .map(|g| (g.name.clone(), g))
+        .chain(ecus.iter().map(|e| (format!("{}-macsec", e.name), e)));
+    named
+        .filter_map(|(role, g)| {
             let st = dir.join(format!("run-{}", g.name)).join("macsec");
             let rd = std::fs::read_dir(st).ok()?;
             rd.take(100).flatten().find_map(|e| {
@@ -332,7 +422,7 @@ pub fn gateway_pids(state: &TestbedState) -> Vec<(String, u32)> {
                 .ok()?;
                 let v: serde_json::Value = serde_json::from_str(&text).ok()?;
                 let pid = u32::try_from(v["pid"].as_u64()?).ok()?;
-                Some((g.name.clone(), pid))
+                Some((role.clone(), pid))
             })
         })
         .collect()
@@ -504,4 +594,51 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
             dir.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The members of the connectivity association on the bump-in-the-wire topologies: every
+    /// gateway, plus on `bump` the consumer (its link goes to the switch, not to a gateway's
+    /// plain port); the legacy ECUs behind the gateways are not members; no gateways, no
+    /// members (the plain topologies start nothing).
+    #[test]
+    fn members_are_the_gateways_and_the_ecus_not_behind_one() {
+        let names = |t: Topology| {
+            let st = TestbedState::planned("ivn-000000", &t);
+            let (g, e) = members(&st);
+            (
+                g.iter().map(|n| n.name.clone()).collect::<Vec<_>>(),
+                e.iter().map(|n| n.name.clone()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(
+            names(Topology::Bump),
+            (vec!["gw1".into()], vec!["consumer".into()])
+        );
+        assert_eq!(
+            names(Topology::Bump2),
+            (vec!["gw1".into(), "gw2".into()], vec![])
+        );
+        assert_eq!(names(Topology::Pair), (vec![], vec![]));
+        assert_eq!(names(Topology::Sensors(2)), (vec![], vec![]));
+    }
+
+    /// On `bump` the legacy sensor sends to the MACsec consumer (seed 002 testbench 2); on
+    /// `bump2` the first legacy ECU to the last.
+    #[test]
+    fn bump_layouts_send_from_the_legacy_sensor() {
+        let l = Layout::of(Topology::Bump);
+        assert_eq!(
+            (l.initiator.as_str(), l.responder.as_str()),
+            ("sensor1", "consumer")
+        );
+        let l = Layout::of(Topology::Bump2);
+        assert_eq!(
+            (l.initiator.as_str(), l.responder.as_str()),
+            ("ecu1", "ecu2")
+        );
+    }
 }

@@ -1193,3 +1193,114 @@ fn keyserver_options_are_checked() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("static keys"), "{err}");
 }
+
+/// `--rcvbuf-mib` sets both ports' kernel receive buffers: the status reports what the kernel
+/// granted (SO_RCVBUF read back: twice the size asked, its bookkeeping share included), and
+/// frames still cross; out of 1 … 1024 it is a usage error naming the option.
+#[test]
+fn the_socket_buffers_are_what_rcvbuf_mib_asks_for() {
+    require_root!();
+    let d = TempDir::new("gwrb");
+    let tb = testbed(&d, Topology::Bump2);
+    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let k = keys.to_str().unwrap();
+    let (g1, g2) = (Gw::new(&tb, &d, "gw1"), Gw::new(&tb, &d, "gw2"));
+    for bad in ["0", "1025", "x"] {
+        let o = g1
+            .args(
+                &["--keys", k, "--peer", MAC_GW2_PROT],
+                &["--rcvbuf-mib", bad],
+            )
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("--rcvbuf-mib"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    let p1 = g1.start(
+        &["--keys", k, "--peer", MAC_GW2_PROT],
+        &["--rcvbuf-mib", "16"],
+    );
+    let p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
+    let st = g1.status();
+    assert_eq!(st["socket_buffers"]["plain"], 32 << 20, "{st}");
+    assert_eq!(st["socket_buffers"]["protected"], 32 << 20, "{st}");
+    // The default: 4 MiB asked.
+    let st = g2.status();
+    assert_eq!(st["socket_buffers"]["plain"], 8 << 20, "{st}");
+    assert_ping(&ns(&tb, "ecu1"), "10.77.0.2", &["-c", "3"]);
+    assert_eq!(stop(p1).0, Some(0));
+    assert_eq!(stop(p2).0, Some(0));
+}
+
+/// The scheduling policy of every thread of process `pid`: (policy, priority) from
+/// `/proc/PID/task/TID/stat` (fields 40 and 41: rt_priority, policy).
+fn thread_policies(pid: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap();
+        // The fields after the command (which may hold spaces) start behind its ')'.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // `rest` starts at field 3 (state): field n is f[n - 3].
+        out.push((f[41 - 3].parse().unwrap(), f[40 - 3].parse().unwrap()));
+    }
+    out.sort_unstable();
+    out
+}
+
+/// `--realtime PRIO` puts the two data-plane threads under SCHED_FIFO at PRIO (policy 1 in
+/// `/proc`), the others stay normal (policy 0), and frames cross; out of 1 … 99 it is a usage
+/// error naming the option.
+#[test]
+fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
+    require_root!();
+    let d = TempDir::new("gwrt");
+    let tb = testbed(&d, Topology::Bump2);
+    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let k = keys.to_str().unwrap();
+    let (g1, g2) = (Gw::new(&tb, &d, "gw1"), Gw::new(&tb, &d, "gw2"));
+    for bad in ["0", "100", "x"] {
+        let o = g1
+            .args(&["--keys", k, "--peer", MAC_GW2_PROT], &["--realtime", bad])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("--realtime"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    let p1 = g1.start(
+        &["--keys", k, "--peer", MAC_GW2_PROT],
+        &["--realtime", "10"],
+    );
+    let p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
+    let st = g1.status();
+    assert_eq!(st["realtime"], 10, "{st}");
+    let pid = st["pid"].as_u64().unwrap();
+    let pol = thread_policies(pid);
+    assert_eq!(
+        pol.iter().filter(|p| **p == (1, 10)).count(),
+        2,
+        "two SCHED_FIFO threads at 10: {pol:?}"
+    );
+    assert!(
+        pol.iter().all(|p| *p == (1, 10) || *p == (0, 0)),
+        "the others normal: {pol:?}"
+    );
+    let st2 = g2.status();
+    assert!(st2["realtime"].is_null(), "{st2}");
+    let pol2 = thread_policies(st2["pid"].as_u64().unwrap());
+    assert!(pol2.iter().all(|p| *p == (0, 0)), "{pol2:?}");
+    assert_ping(&ns(&tb, "ecu1"), "10.77.0.2", &["-c", "3"]);
+    assert_eq!(stop(p1).0, Some(0));
+    assert_eq!(stop(p2).0, Some(0));
+}

@@ -25,8 +25,12 @@ fn bad_gateway_options_are_usage_errors() {
     let d = TempDir::new("gwausage");
     for (args, needle) in [
         (
-            &["attack", "--topology", "bump", "--count", "1"][..],
+            &["attack", "--topology", "pair", "--count", "1"][..],
             "bump2",
+        ),
+        (
+            &["attack", "--topology", "bump", "--profile", "aes128-gcm"][..],
+            "macsec-gcm-aes-128",
         ),
         (&["attack", "--topology", "ring"][..], "ring"),
         (
@@ -93,6 +97,47 @@ fn capture(ns: &str, dev: &str, file: &Path) -> Proc {
 /// legacy sender (the ping-pong's, IPv6 and ARP of its kernel), none of the attacker's.
 #[test]
 fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
+    attack_through(&Through {
+        topology: "bump2",
+        receiver: "ecu2",
+        receiver_links: &["eth0"],
+        victim: "gw2",
+        sender_mac: [0x02, 0x49, 0x56, 0x00, 0x00, 0x01],
+        receiver_mac: [0x02, 0x49, 0x56, 0x00, 0x00, 0x02],
+    });
+}
+
+/// Seed 002 testbench 2 (`bump`): every class injected on the protected side between the
+/// legacy sensor's gateway and the MACsec consumer: the consumer's own SecY (its `ivnsec
+/// macsec up`, started by the run with the gateway's key) is the victim and drops every
+/// forged frame by reason; a capture on the consumer's TAP (what its host receives) holds only
+/// sensor1's frames.
+#[test]
+fn nothing_injected_between_the_gateway_and_the_macsec_consumer_reaches_it() {
+    attack_through(&Through {
+        topology: "bump",
+        receiver: "consumer",
+        // The consumer's link is renamed prot0 and its TAP takes the name eth0.
+        receiver_links: &["prot0", "eth0"],
+        victim: "consumer",
+        sender_mac: [0x02, 0x49, 0x56, 0x00, 0x01, 0x01],
+        receiver_mac: [0x02, 0x49, 0x56, 0x00, 0x00, 0x01],
+    });
+}
+
+struct Through {
+    topology: &'static str,
+    /// The legacy (or MACsec) ECU that receives, captured on its `eth0`.
+    receiver: &'static str,
+    /// Links that must exist in the receiver's namespace before the capture starts.
+    receiver_links: &'static [&'static str],
+    /// The member in front of the receiver.
+    victim: &'static str,
+    sender_mac: [u8; 6],
+    receiver_mac: [u8; 6],
+}
+
+fn attack_through(t: &Through) {
     require_root!();
     if Command::new("tshark").arg("-v").output().is_err() {
         eprintln!("SKIPPED: no tshark to capture");
@@ -104,7 +149,7 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
         .args([
             "attack",
             "--topology",
-            "bump2",
+            t.topology,
             "--count",
             "2000",
             "--flood-seconds",
@@ -130,19 +175,22 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
         assert!(t0.elapsed() < Duration::from_secs(60), "no testbed came up");
         std::thread::sleep(Duration::from_millis(20));
     };
-    // The state file is written before the testbed's links exist: wait for ecu2's link.
-    let ns = format!("{prefix}-ecu2");
-    while !Command::new("ip")
-        .args(["-n", &ns, "link", "show", "eth0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no eth0 in {ns}");
-        std::thread::sleep(Duration::from_millis(20));
+    // The state file is written before the testbed's links exist: wait for the receiver's
+    // link(s).
+    let ns = format!("{prefix}-{}", t.receiver);
+    for link in t.receiver_links {
+        while !Command::new("ip")
+            .args(["-n", &ns, "link", "show", link])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            assert!(t0.elapsed() < Duration::from_secs(60), "no {link} in {ns}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
-    let legacy = d.path("ecu2.pcap");
+    let legacy = d.path("receiver.pcap");
     let mut cap = capture(&ns, "eth0", &legacy);
     let o: Output = child.wait_with_output().unwrap();
     let c = cap.0.take().unwrap();
@@ -169,7 +217,10 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
         eprintln!("NOTE: the flood cost legitimate exchanges on this machine: {doc}");
     }
     assert!(
-        doc["testbed"].as_str().unwrap().ends_with("(bump2)"),
+        doc["testbed"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("({})", t.topology)),
         "{doc}"
     );
     assert_eq!(rs.len(), 10, "{doc}");
@@ -195,7 +246,8 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
         // being MACsec, refused by its protected port and never counted (downgrade's plain
         // frames); nothing else.
         assert_eq!(dropped + num(r, "not_seen"), injected, "{what}");
-        let gw2 = &r["gateway"]["drops"]["gw2"];
+        assert_eq!(r["gateway"]["victim"], t.victim, "{what}");
+        let gw2 = &r["gateway"]["drops"][t.victim];
         let expect: &[&str] = match attack {
             // The attacker's own SCI (with the legacy ECU's MAC as source).
             "foreign-source" => &["no_sci"],
@@ -217,7 +269,7 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
             // The flood outruns the victim gateway: what the kernel dropped at its full
             // protected-port queue is never judged, and is reported.
             "flood" => assert!(
-                num(r, "not_seen") <= num(&r["gateway"]["queue_drops"], "gw2"),
+                num(r, "not_seen") <= num(&r["gateway"]["queue_drops"], t.victim),
                 "{what}"
             ),
             _ => assert_eq!(num(r, "not_seen"), 0, "{what}"),
@@ -226,15 +278,14 @@ fn nothing_injected_on_the_protected_side_reaches_the_legacy_ecu() {
             assert!(injected > 10_000, "{what}");
         }
     }
-    // The independent judge: what reached ecu2's link. Only ecu1's frames (the ping-pong's
-    // IVN-AE `plain` frames, and its kernel's IPv6/ARP), never the attacker's.
+    // The independent judge: what reached the receiver's link. Only the sender's frames (the
+    // ping-pong's IVN-AE `plain` frames, and its kernel's IPv6/ARP), never the attacker's.
     let bytes = std::fs::read(&legacy).unwrap();
     let frames: Vec<Vec<u8>> = ivnsec_net::pcap::PcapReader::new(&bytes[..])
         .unwrap()
         .map(|r| r.unwrap().data)
         .collect();
-    let ecu1 = [0x02, 0x49, 0x56, 0x00, 0x00, 0x01];
-    let ecu2 = [0x02, 0x49, 0x56, 0x00, 0x00, 0x02];
+    let (ecu1, ecu2) = (t.sender_mac, t.receiver_mac);
     let mut legit_in = 0;
     for f in &frames {
         assert!(f.len() >= 14, "{}", hex::encode(f));

@@ -1,8 +1,10 @@
-//! `ivnsec attack --topology bump2`: the frame classes against the protected port of the
+//! `ivnsec attack --topology bump2|bump`: the frame classes against the protected port of the
 //! bump-in-the-wire gateways (docs/gateway.md). A fresh `bump2` testbed with its gateways
 //! started as a plan starts them ([`crate::site::start_gateways`]: static keys of
 //! [`GATEWAY_PROFILE`], a fresh SAK); the legacy ECUs `ecu1` (sender) and `ecu2` (receiver) run
 //! the legitimate ping-pong unprotected (profile `plain`: the protection is the gateways'), and
+//! on `bump` the legacy `sensor1` sends through its gateway to the MACsec `consumer` (its
+//! `ivnsec macsec up` started the same way: the victim is the consumer's SecY), and
 //! the attacker is a device on the protected network: a packet socket on the switch's bridge
 //! (`sw0`/`br0`, promiscuous), which sees every frame the switch forwards and injects into it.
 //!
@@ -32,8 +34,6 @@ use super::roles::{Gateways, Roles};
 use crate::error::usage;
 use crate::site::{GATEWAY_PROFILE, Layout, Where, net_err};
 
-/// The gateway in front of the receiver: the attack's victim.
-const VICTIM: &str = "gw2";
 /// The gateway in front of the legitimate sender: the SCI the forged frames claim.
 const SENDER_GW: &str = "gw1";
 /// The attacker device's own address (locally administered; no testbed node has it).
@@ -42,8 +42,8 @@ const ATTACKER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 15, 1);
 /// Largest status file read back.
 const MAX_STATUS: u64 = 1 << 20;
 
-/// Checks the gateway settings of a run: `--topology` is `bump2` only, builds its own testbed,
-/// and its profile is the gateways'.
+/// Checks the gateway settings of a run: `--topology` is `bump2` or `bump` only, builds its own
+/// testbed, and its profile is the gateways'.
 pub fn check(
     topology: Option<&Topology>,
     testbed: Option<&str>,
@@ -51,16 +51,16 @@ pub fn check(
 ) -> Result<()> {
     match topology {
         None => Ok(()),
-        Some(Topology::Bump2) => {
+        Some(t @ (Topology::Bump2 | Topology::Bump)) => {
             if testbed.is_some() {
-                return Err(usage(
-                    "--topology bump2 builds a fresh testbed and starts its gateways; give \
-                     either --topology or --testbed, not both",
-                ));
+                return Err(usage(format!(
+                    "--topology {t} builds a fresh testbed and starts its gateways; give \
+                     either --topology or --testbed, not both"
+                )));
             }
             if let Some(p) = profiles.iter().find(|p| *p != GATEWAY_PROFILE) {
                 return Err(usage(format!(
-                    "--topology bump2: the gateways protect with {GATEWAY_PROFILE} and the \
+                    "--topology {t}: the gateways protect with {GATEWAY_PROFILE} and the \
                      attacker forges that; drop `--profile {p}` (or give --profile \
                      {GATEWAY_PROFILE})"
                 )));
@@ -69,21 +69,22 @@ pub fn check(
         }
         Some(t) => Err(usage(format!(
             "--topology {t}: attacks through gateways run on bump2 (two legacy ECUs, each \
-             behind a gateway); without --topology the attack runs on sensors:2"
+             behind a gateway) or bump (a legacy sensor behind a gateway, a MACsec consumer); \
+             without --topology the attack runs on sensors:2"
         ))),
     }
 }
 
-/// Builds a `bump2` testbed and starts its gateways (as a plan does); the roles: `ecu1`
-/// sends, `ecu2` receives, the attacker sits on the switch's bridge.
-pub(crate) fn open_testbed() -> Result<(Option<Testbed>, Roles)> {
-    let layout = Layout {
-        topology: Topology::Bump2,
-        initiator: "ecu1".into(),
-        responder: "ecu2".into(),
-    };
+/// Builds a `bump2` (or `bump`) testbed and starts its gateways (and `bump`'s MACsec
+/// consumer) as a plan does; the roles: `ecu1` sends, `ecu2` receives (on `bump`: `sensor1`
+/// sends, `consumer` receives), the attacker sits on the switch's bridge. The victim is the
+/// member in front of the receiver: `gw2`, or on `bump` the consumer's own SecY.
+pub(crate) fn open_testbed(topology: Topology) -> Result<(Option<Testbed>, Roles)> {
+    let layout = Layout::of(topology);
     let open = crate::site::open_site(Where::Testbed, None, &layout)?;
-    let tb = open.testbed.context("the bump2 testbed was not built")?;
+    let tb = open
+        .testbed
+        .with_context(|| format!("the {topology} testbed was not built"))?;
     let dir = tb.state_dir().join(format!("{}-gateways", tb.prefix()));
     let state = tb.state().clone();
     let mac = state
@@ -94,25 +95,36 @@ pub(crate) fn open_testbed() -> Result<(Option<Testbed>, Roles)> {
                 .find(|i| i.name == topology::GATEWAY_PROTECTED_IF)
         })
         .map(|i| i.mac.clone())
-        .context("the bump2 testbed has no gw1/prot0")?;
+        .with_context(|| format!("the {topology} testbed has no gw1/prot0"))?;
     let sender_gw_mac = parse_mac(&mac).context("the MAC of gw1/prot0")?;
-    let run_dirs = ["gw1", "gw2"]
+    let (members, victim) = victim_of(topology);
+    let run_dirs = members
         .iter()
         .map(|g| (g.to_string(), dir.join(format!("run-{g}"))))
         .collect();
     state.namespace_of("sw0").map_err(net_err)?;
     let roles = Roles {
         state,
-        sender: "ecu1".into(),
-        receiver: "ecu2".into(),
+        sender: layout.initiator,
+        receiver: layout.responder,
         attacker: "sw0".into(),
         attacker_if: topology::BRIDGE_IF.into(),
         gateway: Some(Gateways {
             run_dirs,
             sender_gw_mac,
+            victim: victim.to_string(),
         }),
     };
     Ok((Some(tb), roles))
+}
+
+/// The members whose status files a run reads (each by its run directory's name) and the
+/// victim among them: the member in front of the receiver.
+fn victim_of(topology: Topology) -> (&'static [&'static str], &'static str) {
+    match topology {
+        Topology::Bump => (&["gw1", "consumer"], "consumer"),
+        _ => (&["gw1", "gw2"], "gw2"),
+    }
 }
 
 fn parse_mac(s: &str) -> Option<[u8; 6]> {
@@ -194,8 +206,9 @@ fn read_status(dir: &std::path::Path, name: &str) -> Result<Value> {
 pub(crate) struct Counters(BTreeMap<String, Value>);
 
 impl Counters {
-    /// What the gateways counted from `before` to now.
-    pub(crate) fn since(&self, before: &Counters) -> GatewayAccount {
+    /// What the gateways counted from `before` to now, `victim` the member in front of the
+    /// receiver.
+    pub(crate) fn since(&self, before: &Counters, victim: &str) -> GatewayAccount {
         let mut acc = GatewayAccount::default();
         for (name, now) in &self.0 {
             let then = before.0.get(name).unwrap_or(&Value::Null);
@@ -212,7 +225,7 @@ impl Counters {
                     }
                 }
             }
-            if name == VICTIM {
+            if name == victim {
                 acc.victim_drops = drops.clone();
             }
             acc.drops.insert(name.clone(), drops);
@@ -229,6 +242,7 @@ impl Counters {
                 frames(now, "iface_queue_drops").saturating_sub(frames(then, "iface_queue_drops")),
             );
         }
+        acc.victim = victim.to_string();
         acc
     }
 }
@@ -236,8 +250,9 @@ impl Counters {
 /// What the gateways counted during one class.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct GatewayAccount {
-    /// The gateway in front of the receiver (the attack's target).
-    pub victim: &'static str,
+    /// The gateway in front of the receiver (the attack's target; on `bump` the MACsec
+    /// consumer's own SecY, `consumer`).
+    pub victim: String,
     /// Its drops by reason (also added into the result's `dropped`).
     #[serde(skip)]
     pub victim_drops: BTreeMap<String, u64>,
@@ -253,14 +268,6 @@ pub struct GatewayAccount {
     /// Forged units that reached the legacy receiver behind the victim (its ping-pong
     /// receiver and its watch for the forged MACsec's inner EtherType 0x88B6): must be 0.
     pub reached_legacy: u64,
-}
-
-impl GatewayAccount {
-    /// The victim is always [`VICTIM`].
-    pub(crate) fn named(mut self) -> Self {
-        self.victim = VICTIM;
-        self
-    }
 }
 
 #[cfg(test)]
@@ -279,6 +286,31 @@ mod tests {
         assert_eq!(parse_mac("zz:49:56:02:01:02"), None);
     }
 
+    /// On `bump` the run reads the gateway's and the consumer's status and the consumer's SecY
+    /// is the victim (it is in front of the receiver); on `bump2` the second gateway.
+    #[test]
+    fn the_victim_is_the_member_in_front_of_the_receiver() {
+        assert_eq!(
+            victim_of(Topology::Bump),
+            (&["gw1", "consumer"][..], "consumer")
+        );
+        assert_eq!(victim_of(Topology::Bump2), (&["gw1", "gw2"][..], "gw2"));
+        for t in [Topology::Bump, Topology::Bump2] {
+            let l = Layout::of(t);
+            let st = ivnsec_net::testbed::TestbedState::planned("ivn-000000", &t);
+            // The victim sits on the receiver's side: the receiver's only link goes to it
+            // (bump2), or the victim is the receiver itself (bump).
+            let (_, victim) = victim_of(t);
+            let rx = st.node(&l.responder).unwrap();
+            assert!(
+                victim == l.responder
+                    || rx.interfaces[0].peer.as_deref()
+                        == Some(&format!("{victim}/{}", topology::GATEWAY_PLAIN_IF)),
+                "{t}: {victim} {rx:?}"
+            );
+        }
+    }
+
     #[test]
     fn the_account_is_the_difference_of_two_readings() {
         let st = |bad: u64, tap_out: u64| {
@@ -294,7 +326,7 @@ mod tests {
             ("gw1".to_string(), st(5, 15)),
             ("gw2".to_string(), st(9, 20)),
         ]));
-        let a = after.since(&before).named();
+        let a = after.since(&before, "gw2");
         assert_eq!(a.victim, "gw2");
         assert_eq!(a.victim_drops, BTreeMap::from([("bad_tag".into(), 7)]));
         assert_eq!(a.drops["gw1"], BTreeMap::from([("bad_tag".into(), 4)]));
@@ -305,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn only_bump2_without_a_testbed_and_with_the_gateway_profile() {
+    fn only_bump_topologies_without_a_testbed_and_with_the_gateway_profile() {
         let cfg = |t: Option<Topology>, tb: Option<&str>, p: &str| {
             check(t.as_ref(), tb, &[p.to_string()])
         };
@@ -313,6 +345,10 @@ mod tests {
         assert!((cfg(None, None, "aes128-gcm")).is_ok());
         assert!((cfg(Some(Topology::Bump2), None, "aes128-gcm")).is_err());
         assert!(cfg(Some(Topology::Bump2), Some("ivn-000000"), GATEWAY_PROFILE).is_err());
-        assert!((cfg(Some(Topology::Bump), None, GATEWAY_PROFILE)).is_err());
+        // bump (seed 002 testbench 2: the MACsec consumer is the victim) is a gateway
+        // topology too; the plain topologies are not.
+        assert!((cfg(Some(Topology::Bump), None, GATEWAY_PROFILE)).is_ok());
+        assert!((cfg(Some(Topology::Bump), Some("ivn-000000"), GATEWAY_PROFILE)).is_err());
+        assert!((cfg(Some(Topology::Pair), None, GATEWAY_PROFILE)).is_err());
     }
 }

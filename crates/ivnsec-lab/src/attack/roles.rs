@@ -25,4 +25,6 @@ pub(crate) struct Gateways {
     pub(crate) run_dirs: Vec<(String, PathBuf)>,
     /// The protected port of the gateway in front of the legitimate sender.
     pub(crate) sender_gw_mac: [u8; 6],
+    /// The member in front of the receiver (whose drops are the result's `dropped`).
+    pub(crate) victim: String,
 }

@@ -69,7 +69,8 @@ pub struct AttackConfig {
     /// Use this running testbed instead of building one.
     pub testbed: Option<String>,
     /// Build this topology instead of `sensors:2`: `bump2` attacks the protected port of the
-    /// gateways in front of two legacy ECUs ([`super::gateway`]).
+    /// gateways in front of two legacy ECUs, `bump` the gateway of a legacy sensor and the
+    /// MACsec consumer it talks to ([`super::gateway`]).
     pub topology: Option<Topology>,
 }
 
@@ -158,7 +159,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
     })?;
 
     let (owned, roles) = match cfg.topology {
-        Some(_) => super::gateway::open_testbed()?,
+        Some(t) => super::gateway::open_testbed(t)?,
         None => open_testbed(cfg.testbed.as_deref())?,
     };
     let mut switches = Switches::hub(&roles.state)?;
@@ -803,7 +804,7 @@ fn run_one(
         };
         let res = n.stop_receiver(forged_expected + ini.records.len() as u64)?;
         let account = match (&roles.gateway, before) {
-            (Some(g), Some(before)) => Some(g.counters()?.since(&before).named()),
+            (Some(g), Some(before)) => Some(g.counters()?.since(&before, &g.victim)),
             _ => None,
         };
         Ok((injected, ini, res, account))

@@ -97,16 +97,32 @@ impl HostPort for TapPort {
 /// A plain Ethernet interface in front of legacy ECUs (every EtherType, promiscuous).
 pub struct LinkPort {
     sock: RawSocket,
+    /// The receive buffer the kernel granted, in bytes (0 when it refused to say).
+    buffer: usize,
 }
 
 impl LinkPort {
-    /// Opens interface `ifname` for every EtherType (`ETH_P_ALL`) in promiscuous mode. Frames
-    /// this host sends on it are not read back.
+    /// Opens interface `ifname` for every EtherType (`ETH_P_ALL`) in promiscuous mode, with a
+    /// kernel receive buffer of [`super::DEFAULT_SOCKET_BUFFER`]. Frames this host sends on it
+    /// are not read back.
     pub fn open(ifname: &str) -> io::Result<LinkPort> {
+        Self::open_with_buffer(ifname, super::DEFAULT_SOCKET_BUFFER)
+    }
+
+    /// As [`open`](Self::open), with a receive buffer of `bytes` (the frames the kernel
+    /// queues while the transmit thread is not running: a larger one rides out longer
+    /// scheduling gaps on a loaded machine).
+    pub fn open_with_buffer(ifname: &str, bytes: usize) -> io::Result<LinkPort> {
         let sock = RawSocket::open(ifname, libc_eth_p_all())?;
         sock.set_promiscuous()?;
-        let _ = sock.set_recv_buffer_force(4 << 20);
-        Ok(LinkPort { sock })
+        let buffer = sock.set_recv_buffer_force(bytes).unwrap_or(0);
+        Ok(LinkPort { sock, buffer })
+    }
+
+    /// The receive buffer the kernel granted (`SO_RCVBUF` as read back: twice what was asked,
+    /// the kernel's bookkeeping share included), in bytes.
+    pub fn buffer_bytes(&self) -> usize {
+        self.buffer
     }
 }
 

@@ -378,6 +378,10 @@ pub struct Summary {
     pub status: Value,
 }
 
+/// Kernel receive buffer of the data plane's packet sockets unless set otherwise (`ivnsec
+/// gateway --rcvbuf-mib`).
+pub const DEFAULT_SOCKET_BUFFER: usize = 4 << 20;
+
 /// Where the plain frames of a SecY come from and go to.
 #[derive(Debug, Clone)]
 pub enum HostSide {
@@ -399,6 +403,32 @@ pub struct RunSpec {
     pub run_dir: PathBuf,
     pub events: Option<PathBuf>,
     pub pcap: Option<PathBuf>,
+    /// Kernel receive buffer of the plain port's and the protected interface's packet sockets.
+    pub socket_buffer: usize,
+    /// Run the two data-plane threads under SCHED_FIFO at this priority (`ivnsec gateway
+    /// --realtime`).
+    pub realtime: Option<u8>,
+}
+
+/// Spawns the data-plane threads of `spawn` under SCHED_FIFO at `realtime` (they inherit the
+/// policy from the calling thread, which goes back to the normal policy afterwards), or
+/// normally for `None`. Not permitted: an environment error (exit 3) naming what is missing.
+pub fn with_realtime<R>(realtime: Option<u8>, spawn: impl FnOnce() -> R) -> Result<R> {
+    if let Some(p) = realtime {
+        ivnsec_net::sys::set_current_thread_realtime(Some(p)).map_err(|e| {
+            crate::error::env_error(format!(
+                "--realtime {p}: cannot run the data plane under SCHED_FIFO ({e}); it needs \
+                 root or CAP_SYS_NICE (run it with sudo), or leave --realtime out"
+            ))
+        })?;
+    }
+    let r = spawn();
+    if realtime.is_some()
+        && let Err(e) = ivnsec_net::sys::set_current_thread_realtime(None)
+    {
+        eprintln!("ivnsec: warning: the control thread stays under SCHED_FIFO: {e}");
+    }
+    Ok(r)
 }
 
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
@@ -413,6 +443,8 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         run_dir: cfg.run_dir.clone(),
         events: cfg.events.clone(),
         pcap: None,
+        socket_buffer: DEFAULT_SOCKET_BUFFER,
+        realtime: None,
     };
     run_spec(&spec, source, stop)
 }
@@ -531,7 +563,10 @@ pub fn run_spec(
             tap = Some(host::TapPort(t));
         }
         HostSide::Plain(name) => {
-            link = Some(host::LinkPort::open(name).map_err(|e| plain_open_err(name, e))?);
+            link = Some(
+                host::LinkPort::open_with_buffer(name, spec.socket_buffer)
+                    .map_err(|e| plain_open_err(name, e))?,
+            );
         }
     }
     let host: &dyn host::HostPort = match (&tap, &link) {
@@ -553,7 +588,7 @@ pub fn run_spec(
         sock.drop_other_host()
             .context("filtering frames to other hosts")?;
     }
-    let _ = sock.set_recv_buffer_force(4 << 20);
+    let prot_buffer = sock.set_recv_buffer_force(spec.socket_buffer).unwrap_or(0);
 
     let shared = Arc::new(Shared {
         tx: Mutex::new(TxState {
@@ -591,6 +626,11 @@ pub fn run_spec(
         header["protected"] = json!(spec.iface);
         header["mtu"]["plain"] = json!(plan.tap);
         header["mtu"]["protected"] = json!(plan.iface);
+        header["socket_buffers"] = json!({
+            "plain": link.as_ref().map_or(0, host::LinkPort::buffer_bytes),
+            "protected": prot_buffer,
+        });
+        header["realtime"] = json!(spec.realtime);
     }
     shared.emit("started", header.clone());
     source.start(&ctl)?;
@@ -631,8 +671,10 @@ pub fn run_spec(
     let result = std::thread::scope(|s| -> Result<()> {
         let sh = &*shared;
         let k = &sock;
-        s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride));
-        s.spawn(move || dataplane::rx_loop(sh, host, k, stride));
+        with_realtime(spec.realtime, || {
+            s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride));
+            s.spawn(move || dataplane::rx_loop(sh, host, k, stride));
+        })?;
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod gateways;
 pub mod node;
 pub mod run;
 

@@ -4,7 +4,7 @@
 //! ```toml
 //! name = "quick"
 //! description = "…"
-//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N | bump2 (default pair)
+//! topology = "pair"          # pair | steer-by-wire | sensors:N | cascade:N | bump | bump2 (default pair)
 //! initiator = "ecu1"         # default: the topology's first ECU
 //! responder = "ecu2"         # default: its last ECU
 //! [run]                      # settings of every scenario (all optional)
@@ -29,8 +29,9 @@
 //! ```
 //!
 //! Experiment tables beside them: `[[throughput]]`, `[[underload]]`, `[[playback]]`,
-//! `[[camera]]`, `[[tdma]]` (seed 001's analysis and slot-timed runs) and `[[crypto_bench]]`
-//! (single-frame protect/verify times); docs/plans.md lists their keys.
+//! `[[camera]]`, `[[tdma]]` (seed 001's analysis and slot-timed runs), `[[crypto_bench]]`
+//! (single-frame protect/verify times) and `[[pingpong]]` (ping-pong scenarios through the
+//! gateways of a `bump`/`bump2` testbed of their own); docs/plans.md lists their keys.
 
 use std::path::Path;
 
@@ -93,6 +94,29 @@ struct PlanFile {
     /// `[[host]]` tables: the nodes run on these hosts over SSH (docs/multihost.md).
     #[serde(default)]
     host: Vec<Host>,
+    #[serde(default)]
+    pingpong: Vec<PingPongEntry>,
+}
+
+/// `[[pingpong]]`: ping-pong scenarios (every profile × payload) on a bump-in-the-wire testbed
+/// of their own, through the gateways the run starts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PingPongEntry {
+    /// `bump` or `bump2`.
+    topology: String,
+    profiles: Vec<String>,
+    payloads: Vec<usize>,
+    count: Option<u32>,
+    replications: Option<u32>,
+}
+
+/// One `[[pingpong]]` table: its scenarios run between the legacy ECU and its peer of
+/// `topology` (`bump`: sensor1 → consumer, `bump2`: ecu1 → ecu2).
+#[derive(Debug, Clone)]
+pub struct PingPongJob {
+    pub topology: Topology,
+    pub scenarios: Vec<Scenario>,
 }
 
 /// Files the presets name (timelines), built into the binary: a preset runs from any directory.
@@ -170,7 +194,8 @@ struct ThroughputEntry {
     batch: Option<usize>,
     baseline: Option<bool>,
     /// `bump2`: the group runs on a testbed of its own with two legacy ECUs behind
-    /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`).
+    /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`); `bump`: the
+    /// legacy `sensor1` behind its gateway sends to a MACsec `consumer`.
     topology: Option<String>,
 }
 
@@ -181,7 +206,7 @@ pub struct ThroughputJob {
     pub config: throughput::Config,
     /// Run `plain` first and iperf3 after, on the same path.
     pub baseline: bool,
-    /// The group's own testbed topology (`bump2`), instead of `sensors:N`.
+    /// The group's own testbed topology (`bump`, `bump2`), instead of `sensors:N`.
     pub topology: Option<Topology>,
 }
 
@@ -202,6 +227,9 @@ pub struct Plan {
     /// `[[underload]]` tables with `topology = "bump2"` (through gateways), run after the
     /// others.
     pub underload_gateways: Vec<UnderloadConfig>,
+    /// `[[pingpong]]` tables: ping-pong scenarios through the gateways of a `bump`/`bump2`
+    /// testbed of their own, run after the plan's own scenarios.
+    pub pingpong_gateways: Vec<PingPongJob>,
     pub playback: Vec<PlaybackJob>,
     pub camera: Vec<CameraConfig>,
     /// `[[tdma]]` tables, checked.
@@ -463,9 +491,11 @@ pub fn parse_in(
         }
     };
     let (initiator, responder) = if f.host.is_empty() {
+        // The topology's first and last ECU (on `bump`: the legacy sensor1 to the consumer).
+        let layout = crate::site::Layout::of(topology);
         (
-            node("initiator", &f.initiator, &ecus[0])?,
-            node("responder", &f.responder, &ecus[ecus.len() - 1])?,
+            node("initiator", &f.initiator, &layout.initiator)?,
+            node("responder", &f.responder, &layout.responder)?,
         )
     } else {
         (
@@ -586,19 +616,31 @@ pub fn parse_in(
         }
         let topology = match t.topology.as_deref() {
             None => None,
-            Some("bump2") if t.senders.unwrap_or(1) == 1 => Some(Topology::Bump2),
-            Some("bump2") => {
-                return Err(bad(
-                    &key("senders"),
-                    "topology bump2 has one sender (ecu1 → ecu2): senders = 1".into(),
-                ));
+            Some(name @ ("bump" | "bump2")) => {
+                let topology = if name == "bump" {
+                    Topology::Bump
+                } else {
+                    Topology::Bump2
+                };
+                if t.senders.unwrap_or(1) != 1 {
+                    let l = crate::site::Layout::of(topology);
+                    return Err(bad(
+                        &key("senders"),
+                        format!(
+                            "topology {name} has one sender ({} → {}): senders = 1",
+                            l.initiator, l.responder
+                        ),
+                    ));
+                }
+                Some(topology)
             }
             Some(other) => {
                 return Err(bad(
                     &key("topology"),
                     format!(
                         "`{other}`: a throughput group builds sensors:N itself; topology takes \
-                         bump2 (legacy ECUs behind gateways)"
+                         bump2 (legacy ECUs behind gateways) or bump (a legacy sensor behind a \
+                         gateway, a MACsec consumer)"
                     ),
                 ));
             }
@@ -636,12 +678,73 @@ pub fn parse_in(
     for (i, u) in f.underload.iter().enumerate() {
         u.check()
             .map_err(|e| bad(&format!("underload[{i}]"), format!("{e:#}")))?;
-        if let Some(t) = u.topology.as_deref().filter(|t| *t != "bump2") {
+        if let Some(t) = u
+            .topology
+            .as_deref()
+            .filter(|t| !matches!(*t, "bump" | "bump2"))
+        {
             return Err(bad(
                 &format!("underload[{i}].topology"),
                 format!(
                     "`{t}`: under load builds sensors:1 itself; topology takes bump2 (the \
-                     sensor and the consumer as legacy ECUs behind gateways)"
+                     sensor and the consumer as legacy ECUs behind gateways) or bump (the \
+                     legacy sensor behind a gateway, a MACsec consumer)"
+                ),
+            ));
+        }
+    }
+    let mut pingpong_gateways = Vec::with_capacity(f.pingpong.len());
+    for (i, e) in f.pingpong.iter().enumerate() {
+        let topology = gateway_topology(&e.topology).ok_or_else(|| {
+            bad(
+                &format!("pingpong[{i}].topology"),
+                format!(
+                    "`{}`: [[pingpong]] runs through bump-in-the-wire gateways: bump (the legacy \
+                     sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs \
+                     behind gateways); scenarios on the plan's own topology go in [[matrix]] \
+                     or [[scenario]]",
+                    e.topology
+                ),
+            )
+        })?;
+        if e.profiles.is_empty() || e.payloads.is_empty() {
+            return Err(bad(
+                &format!("pingpong[{i}]"),
+                "needs at least one profile and one payload".into(),
+            ));
+        }
+        let mut scenarios = Vec::new();
+        for (j, p) in e.profiles.iter().enumerate() {
+            for &n in &e.payloads {
+                scenarios.push(make(
+                    format!("pingpong[{i}].profiles[{j}] ({p} at {n} bytes)"),
+                    p,
+                    n,
+                    overrides.count.or(e.count).unwrap_or(count),
+                    overrides
+                        .replications
+                        .or(e.replications)
+                        .unwrap_or(replications),
+                )?);
+            }
+        }
+        pingpong_gateways.push(PingPongJob {
+            topology,
+            scenarios,
+        });
+    }
+    for (i, p) in f.playback.iter().enumerate() {
+        if let Some(t) = p
+            .topology
+            .as_deref()
+            .filter(|t| gateway_topology(t).is_none())
+        {
+            return Err(bad(
+                &format!("playback[{i}].topology"),
+                format!(
+                    "`{t}`: playback builds sensors:1 itself; topology takes bump (the legacy \
+                     sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs \
+                     behind gateways)"
                 ),
             ));
         }
@@ -693,6 +796,7 @@ pub fn parse_in(
         && gateway_jobs.is_empty()
         && underload.is_empty()
         && underload_gateways.is_empty()
+        && pingpong_gateways.is_empty()
         && playback.is_empty()
         && f.camera.is_empty()
         && tdma.is_empty()
@@ -700,7 +804,8 @@ pub fn parse_in(
     {
         return Err(usage(format!(
             "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
-             [[underload]], [[playback]], [[camera]], [[tdma]] or [[crypto_bench]] table)"
+             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]] or [[pingpong]] \
+             table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -722,6 +827,7 @@ pub fn parse_in(
         throughput_gateways: gateway_jobs,
         underload,
         underload_gateways,
+        pingpong_gateways,
         playback,
         camera: f.camera,
         tdma,
@@ -729,6 +835,15 @@ pub fn parse_in(
         requirements,
         hosts: f.host,
     })
+}
+
+/// The bump-in-the-wire topology a table's `topology` names (`bump`, `bump2`), if it does.
+fn gateway_topology(t: &str) -> Option<Topology> {
+    match t {
+        "bump" => Some(Topology::Bump),
+        "bump2" => Some(Topology::Bump2),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -853,7 +968,11 @@ mod tests {
         // Its 10 s… here 5 s: the plain run and iperf3 twice count in the plan's time.
         assert!((p.throughput_seconds() - 15.0).abs() < 1e-9);
         for (extra, key, why) in [
-            ("topology = \"bump\"\n", "throughput[0].topology", "bump2"),
+            (
+                "topology = \"sensors:2\"\n",
+                "throughput[0].topology",
+                "bump2",
+            ),
             (
                 "topology = \"bump2\"\nsenders = 2\n",
                 "throughput[0].senders",
@@ -865,6 +984,25 @@ mod tests {
             let m = format!("{e:#}");
             assert!(m.contains(key) && m.contains(why), "{extra}: {m}");
         }
+        // bump: the legacy sensor1 through its gateway to the MACsec consumer.
+        let p = parse("p.toml", "p", &format!("{t}topology = \"bump\"\n"), &o).unwrap();
+        assert_eq!(p.throughput_gateways[0].topology, Some(Topology::Bump));
+        let e = parse(
+            "p.toml",
+            "p",
+            &format!("{t}topology = \"bump\"\nsenders = 2\n"),
+            &o,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("sensor1 → consumer"), "{e:#}");
+        let u = "[[underload]]\nprofiles = [\"plain\"]\ntopology = \"bump\"\n";
+        assert_eq!(
+            parse("p.toml", "p", u, &o)
+                .unwrap()
+                .underload_gateways
+                .len(),
+            1
+        );
         let p = preset("seed002", &RunSection::default()).unwrap();
         assert_eq!(p.underload_gateways.len(), 1);
         assert_eq!(p.underload_gateways[0].profiles, ["plain"]);
@@ -878,6 +1016,56 @@ mod tests {
             (g.config.senders, g.config.rate_bps, g.config.payload),
             (1, Some(1_000_000_000), 1440)
         );
+    }
+
+    /// `[[pingpong]]` runs ping-pong scenarios (profiles × payloads, the plan's count and
+    /// replications unless the table gives its own) on `bump` or `bump2` only; `[[playback]]`
+    /// takes the same topologies. Seed 002's preset has the Bump-in-the-Wire ping-pong and
+    /// playback on `bump`.
+    #[test]
+    fn pingpong_and_playback_tables_through_gateways() {
+        let o = RunSection::default();
+        let t = "[run]\ncount = 50\n[[pingpong]]\ntopology = \"bump\"\nprofiles = [\"plain\"]\n\
+                 payloads = [64, 1400]\n";
+        let p = parse("p.toml", "p", t, &o).unwrap();
+        assert!(p.scenarios.is_empty());
+        assert_eq!(p.pingpong_gateways.len(), 1);
+        let j = &p.pingpong_gateways[0];
+        assert_eq!(j.topology, Topology::Bump);
+        let got: Vec<(usize, u32)> = j.scenarios.iter().map(|s| (s.payload, s.count)).collect();
+        assert_eq!(got, [(64, 50), (1400, 50)]);
+        let p = parse("p.toml", "p", &format!("{t}count = 7\n"), &o).unwrap();
+        assert_eq!(p.pingpong_gateways[0].scenarios[0].count, 7);
+        for (text, key) in [
+            (t.replace("\"bump\"", "\"pair\""), "pingpong[0].topology"),
+            (t.replace("[64, 1400]", "[]"), "pingpong[0]"),
+            (
+                t.replace("\"plain\"", "\"no-such-suite\""),
+                "pingpong[0].profiles[0]",
+            ),
+            (format!("{t}rate = 1\n"), "rate"),
+            (
+                "[[playback]]\ntimeline = \"x.csv\"\ntopology = \"sensors:1\"\n".into(),
+                "playback[0].topology",
+            ),
+        ] {
+            let e = parse("p.toml", "p", &text, &o).unwrap_err();
+            assert_eq!(exit_code(&e), 2, "{text}");
+            assert!(format!("{e:#}").contains(key), "{text}: {e:#}");
+        }
+        let p = preset("seed002", &RunSection::default()).unwrap();
+        assert_eq!(p.pingpong_gateways.len(), 1);
+        assert_eq!(p.pingpong_gateways[0].topology, Topology::Bump);
+        assert_eq!(p.pingpong_gateways[0].scenarios.len(), 2);
+        let bitw: Vec<_> = p
+            .playback
+            .iter()
+            .filter(|j| j.config.topology.as_deref() == Some("bump"))
+            .collect();
+        assert_eq!(bitw.len(), 1);
+        assert_eq!(bitw[0].config.profiles, ["plain"]);
+        assert_eq!(p.throughput_gateways[0].topology, Some(Topology::Bump));
+        assert_eq!(p.underload_gateways[0].topology.as_deref(), Some("bump"));
     }
 
     #[test]

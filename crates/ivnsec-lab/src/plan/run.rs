@@ -224,7 +224,8 @@ pub fn run_plan(
                 .as_ref()
                 .map_or(String::new(), |t| format!(", on {t} through its gateways"))
         );
-        let layout = match cfg.topology {
+        let layout = match cfg.topology.as_deref() {
+            Some("bump") => crate::site::Layout::of(ivnsec_net::topology::Topology::Bump),
             Some(_) => crate::site::Layout::of(ivnsec_net::topology::Topology::Bump2),
             None => underload::layout(),
         };
@@ -250,7 +251,12 @@ pub fn run_plan(
             cfg.profiles.join(", "),
             cfg.timeline.display()
         );
-        on_site(what, underload::layout(), &mut |site, part| {
+        let layout = match cfg.topology.as_deref() {
+            Some("bump") => crate::site::Layout::of(ivnsec_net::topology::Topology::Bump),
+            Some(_) => crate::site::Layout::of(ivnsec_net::topology::Topology::Bump2),
+            None => underload::layout(),
+        };
+        on_site(what, layout, &mut |site, part| {
             experiments
                 .playback
                 .push(playback::run_playback(site, &cfg, part)?);
@@ -272,6 +278,52 @@ pub fn run_plan(
                 .push(camera::run_camera(site, cfg, part)?);
             Ok(())
         })?;
+    }
+    for (i, job) in plan.pingpong_gateways.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: ping-pong through gateways {}/{}: {} scenario(s) on {}",
+            i + 1,
+            plan.pingpong_gateways.len(),
+            job.scenarios.len(),
+            job.topology
+        );
+        let layout = crate::site::Layout::of(job.topology);
+        let open = crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?;
+        let gateway = ivnsec_net::topology::NodeKind::Gateway.as_str();
+        let (state, ini, res) = match &open.site {
+            Site::Testbed {
+                state,
+                initiator,
+                responder,
+            } if state.nodes.iter().any(|n| n.kind == gateway) => (state, initiator, responder),
+            _ => {
+                eprintln!(
+                    "ivnsec run: [[pingpong]] on {} needs a testbed with its gateways (root, \
+                     no --testbed of another topology); skipped",
+                    job.topology
+                );
+                continue;
+            }
+        };
+        for s in &job.scenarios {
+            let part = capture.as_ref().map(|c| c.part.clone());
+            let o = run_scenario(&open.site, s, part.as_deref())
+                .with_context(|| format!("ping-pong {} on {}", s.name(), job.topology))?;
+            if let Some(c) = capture.as_mut() {
+                c.absorb()?;
+            }
+            experiments
+                .pingpong
+                .push(crate::pingpong::gateways::GatewayPingPong::of(
+                    &state.topology,
+                    open.site.transport(),
+                    (ini, res),
+                    &s.profile_name,
+                    s.payload,
+                    &o.exchanges,
+                ));
+        }
+        drop(open);
     }
     // Single-frame crypto times first, in this process, before any testbed is built.
     for (i, cfg) in plan.crypto_bench.iter().enumerate() {

@@ -18,6 +18,7 @@ use super::{ReportError, Summary, seed002, seed003};
 use crate::bench::per_frame::PerFrameReport;
 use crate::camera::{CameraReport, CameraResult};
 use crate::pingpong::Requirements;
+use crate::pingpong::gateways::GatewayPingPong;
 use crate::tdma::sweep::TdmaReport;
 use crate::throughput::{CpuResult, ThroughputResult};
 use crate::underload::UnderloadReport;
@@ -46,6 +47,9 @@ pub struct Experiments {
     /// One report per `[[crypto_bench]]` table (single-frame protect/verify times).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crypto_bench: Vec<PerFrameReport>,
+    /// One entry per scenario of the `[[pingpong]]` tables (through bump-in-the-wire gateways).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pingpong: Vec<crate::pingpong::gateways::GatewayPingPong>,
 }
 
 impl Experiments {
@@ -56,6 +60,7 @@ impl Experiments {
             && self.camera.is_empty()
             && self.tdma.is_empty()
             && self.crypto_bench.is_empty()
+            && self.pingpong.is_empty()
     }
 
     /// Names of the under-load, playback and camera runs whose verdict failed.
@@ -93,6 +98,57 @@ pub fn camera_name(c: &CameraResult) -> String {
 fn stat(v: Option<f64>) -> String {
     opt(v, |x| format!("{x:.1}"))
 }
+
+/// The ping-pong scenarios of the `[[pingpong]]` tables, run through bump-in-the-wire
+/// gateways: one row per scenario.
+pub(super) fn gateway_pingpong_table(runs: &[GatewayPingPong]) -> Table {
+    let head = strs(&[
+        "topology",
+        "path",
+        "profile",
+        "payload",
+        "exchanges",
+        "lost",
+        "OWD p50 µs",
+        "OWD p90 µs",
+        "OWD p99 µs",
+        "OWD p99.9 µs",
+        "OWD max µs",
+        "RTT p50 µs",
+        "RTT p99.9 µs",
+    ]);
+    let rows = runs
+        .iter()
+        .map(|r| {
+            let o = r.owd_forward.as_ref();
+            let t = r.rtt.as_ref();
+            vec![
+                r.topology.clone(),
+                format!("{} → {}", r.initiator, r.responder),
+                r.profile.clone(),
+                r.payload.to_string(),
+                r.count.to_string(),
+                r.lost.to_string(),
+                stat(o.map(|o| o.p50_us)),
+                stat(o.map(|o| o.p90_us)),
+                stat(o.map(|o| o.p99_us)),
+                stat(o.map(|o| o.p999_us)),
+                stat(o.map(|o| o.max_us)),
+                stat(t.map(|t| t.p50_us)),
+                stat(t.map(|t| t.p999_us)),
+            ]
+        })
+        .collect();
+    Table { head, rows }
+}
+
+/// Under the table of [`gateway_pingpong_table`].
+pub const GATEWAY_PINGPONG_NOTE: &str = "Ping-pong between the legacy ECU and its peer through \
+    bump-in-the-wire gateways the run started (macsec-gcm-aes-128, a fresh key; on bump the \
+    consumer's own `ivnsec macsec up` too): the nodes' profile is what they send themselves \
+    (`plain`: the protection is the gateways'). OWD is the forward one-way delay as for the \
+    plan's other scenarios (seed 000: create + protect + half the wire time + the responder's \
+    verify); RTT the complete iteration.";
 
 /// The under-load or playback table: one row per profile of every report.
 pub(super) fn stream_table(reports: &[UnderloadReport]) -> Table {
@@ -533,6 +589,19 @@ fn run_002(e: &Experiments, c: seed002::Config) -> Option<&ThroughputResult> {
     }
 }
 
+/// Names the topology our Bump-in-the-Wire figures came from in the rows of `table` that
+/// carry them (those of `test` only, when given): `bump` (one gateway, a MACsec consumer)
+/// instead of the default `bump2` label.
+fn relabel_bitw(table: &mut Table, test: Option<&str>, topology: &str) {
+    let measured = seed002::bitw_cell("bump2");
+    for r in &mut table.rows {
+        let of_test = test.is_none_or(|t| r.get(1).map(String::as_str) == Some(t));
+        if r.first() == Some(&measured) && of_test {
+            r[0] = seed002::bitw_cell(topology);
+        }
+    }
+}
+
 /// The comparisons with seeds 002 and 003 that this report's measurements allow (none when no
 /// profile of the run stands for a seed configuration).
 pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
@@ -545,8 +614,36 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             .chain(&e.playback)
             .any(|r| r.runs.iter().any(|x| x.profile == p))
     };
+    // Our Bump-in-the-Wire latency figures: the `plain` runs through gateways, with the
+    // topology each ran on (its row label).
+    let bitw_pingpong = e
+        .pingpong
+        .iter()
+        .filter(|r| r.profile == "plain")
+        .max_by_key(|r| r.payload)
+        .and_then(|r| {
+            let f = r.owd_forward.as_ref()?;
+            Some((r.topology.clone(), [f.p90_us, f.p99_us, f.p999_us]))
+        });
+    let bitw_stream = |reports: &[UnderloadReport]| {
+        reports.iter().find_map(|r| {
+            let topology = r.gateways.clone()?;
+            let o = r
+                .runs
+                .iter()
+                .find(|x| x.profile == "plain")?
+                .one_way
+                .as_ref()?;
+            Some((topology, [o.p90_us, o.p99_us, o.p999_us]))
+        })
+    };
+    let bitw_latency = [
+        (seed002::Test::PingPong, bitw_pingpong),
+        (seed002::Test::UnderLoad, bitw_stream(&e.underload)),
+        (seed002::Test::Playback, bitw_stream(&e.playback)),
+    ];
     let any_002 = bitw_run(e).is_some()
-        || e.underload.iter().any(|r| r.gateways.is_some())
+        || bitw_latency.iter().any(|(_, m)| m.is_some())
         || seed002::Config::ALL.into_iter().any(|c| {
             ours_002(c).is_some_and(|p| {
                 shaped_run(e, p).is_some()
@@ -559,19 +656,12 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
         // configuration's profile (sockperf reports half the round trip).
         let latency = seed002::latency_table(|c, t| {
             if c == seed002::Config::BumpInTheWire {
-                // Only the under-load test runs through gateways (a `bump2` table).
-                if t != seed002::Test::UnderLoad {
-                    return None;
-                }
-                let o = e
-                    .underload
+                // The `[[pingpong]]`, `[[underload]]` and `[[playback]]` tables through gateways.
+                return bitw_latency
                     .iter()
-                    .filter(|r| r.gateways.is_some())
-                    .flat_map(|r| r.runs.iter())
-                    .find(|r| r.profile == "plain")?
-                    .one_way
-                    .as_ref()?;
-                return Some([o.p90_us, o.p99_us, o.p999_us]);
+                    .find(|(test, _)| *test == t)
+                    .and_then(|(_, m)| m.as_ref())
+                    .map(|m| m.1);
             }
             let p = ours_002(c)?;
             match t {
@@ -601,6 +691,12 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
                 }
             }
         });
+        let mut latency = latency;
+        for (t, m) in &bitw_latency {
+            if let Some((topology, _)) = m {
+                relabel_bitw(&mut latency, Some(t.name()), topology);
+            }
+        }
         out.push(SeedSection {
             title: "Beside seed 002: latency (Tables 6.1, 6.3, 6.5, 6.7), µs".into(),
             table: latency,
@@ -611,11 +707,15 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
                    delay of whole fragmented messages. '—' = not measured in this run."
                 .into(),
         });
-        let tp = seed002::throughput_table(|c| {
+        let mut tp = seed002::throughput_table(|c| {
             let r = run_002(e, c)?;
             let n = r.senders.max(1) as f64;
             Some((r.goodput_mbps / n, r.theoretical_mbps? / n))
         });
+        let bitw_topology = bitw_run(e).and_then(|r| r.gateways.clone());
+        if let Some(t) = &bitw_topology {
+            relabel_bitw(&mut tp, None, t);
+        }
         out.push(SeedSection {
             title: "Beside seed 002: throughput (Tables 6.2, 6.4, 6.6, 6.8)".into(),
             table: tp,
@@ -633,6 +733,9 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
             let r = run_002(e, c)?;
             (!r.cpu.roles.is_empty()).then_some(r.cpu.receiver_pct)
         });
+        if let Some(t) = &bitw_topology {
+            relabel_bitw(&mut cpu, None, t);
+        }
         out.push(SeedSection {
             title: "Beside seed 002: CPU (§6.1.2, §6.2.2, §6.3.2)".into(),
             table: cpu,
@@ -938,6 +1041,107 @@ mod tests {
         let t = &secs[1].table;
         assert_eq!(t.rows[3][0], "Bump-in-the-Wire (no counterpart)");
         assert_eq!(t.rows[3][5], "—");
+    }
+
+    /// Ping-pong, under-load and playback runs through the gateways of `bump` fill the
+    /// Bump-in-the-Wire rows of Table 6.7 (ping-pong: our largest `plain` payload, as for the
+    /// other configurations), each labelled with the topology it ran on; runs through gateways
+    /// never stand for the Baseline rows; the plan's `[[pingpong]]` scenarios get a table.
+    #[test]
+    fn runs_through_gateways_fill_table_6_7() {
+        use crate::pingpong::gateways::Percentiles;
+        use crate::underload::ProfileRun;
+        let pp = |payload: usize, p90: f64| GatewayPingPong {
+            topology: "bump".into(),
+            initiator: "sensor1".into(),
+            responder: "consumer".into(),
+            profile: "plain".into(),
+            payload,
+            count: 1000,
+            owd_forward: Some(Percentiles {
+                count: 1000,
+                p50_us: p90 - 10.0,
+                p90_us: p90,
+                p99_us: p90 + 10.0,
+                p999_us: p90 + 20.0,
+                max_us: p90 + 30.0,
+            }),
+            ..GatewayPingPong::default()
+        };
+        let stream = |experiment: &str, gateways: Option<&str>, base_ns: u64| {
+            let mut run = ProfileRun {
+                profile: "plain".into(),
+                seconds: 1.0,
+                ..ProfileRun::default()
+            };
+            run.messages.sent = 1000;
+            let ow: Vec<u64> = (0..1000).map(|i| base_ns + i * 1000).collect();
+            run.derive(&ow, &[], 2000.0);
+            UnderloadReport {
+                experiment: experiment.into(),
+                transport: String::new(),
+                settings: serde_json::Value::Null,
+                runs: vec![run],
+                baseline: serde_json::Map::new(),
+                passed: true,
+                gateways: gateways.map(str::to_string),
+            }
+        };
+        let mut report = report_of(Vec::new());
+        report.experiments.pingpong = vec![pp(1400, 300.0), pp(64, 200.0)];
+        report.experiments.playback = vec![
+            stream("playback", None, 100_000),
+            stream("playback", Some("bump"), 1_000_000),
+        ];
+        report.experiments.underload = vec![stream("underload", Some("bump2"), 2_000_000)];
+        let summary = report.summary();
+        let secs = seed_sections(&summary);
+        let t = &secs
+            .iter()
+            .find(|s| s.title.contains("seed 002: latency"))
+            .unwrap()
+            .table;
+        let row = |config: &str, test: seed002::Test| {
+            t.rows
+                .iter()
+                .find(|r| r[0].starts_with(config) && r[1] == test.name())
+                .unwrap()
+                .clone()
+        };
+        let bump = format!("Bump-in-the-Wire ({})", seed002::BITW_OURS_BUMP);
+        let r = row("Bump-in-the-Wire", seed002::Test::PingPong);
+        assert_eq!(r[0], bump);
+        // The 1400-byte scenario, not the 64-byte one.
+        assert_eq!(&r[5..8], ["300.0", "310.0", "320.0"]);
+        let r = row("Bump-in-the-Wire", seed002::Test::Playback);
+        assert_eq!(r[0], bump);
+        // One-way delays 1000 … 1999 µs: p90 ≈ 1899.1.
+        assert_eq!(r[5], "1899.1");
+        let r = row("Bump-in-the-Wire", seed002::Test::UnderLoad);
+        assert_eq!(r[0], format!("Bump-in-the-Wire ({})", seed002::BITW_OURS));
+        assert_eq!(r[5], "2899.1");
+        // The baseline's playback row is the run without gateways (100 … 1099 µs).
+        let r = row("Baseline", seed002::Test::Playback);
+        assert_eq!(r[5], "999.1");
+        // A throughput group on bump: the Table 6.8 and CPU rows say so too.
+        let mut bitw = run("plain", 900.0, None, None);
+        bitw.senders = 1;
+        bitw.theoretical_mbps = Some(950.0);
+        bitw.gateways = Some("bump".into());
+        let mut with_tp = report.clone();
+        with_tp.experiments.throughput = vec![bitw];
+        let secs = seed_sections(&with_tp.summary());
+        for title in ["seed 002: throughput", "CPU"] {
+            let t = &secs.iter().find(|s| s.title.contains(title)).unwrap().table;
+            assert_eq!(t.rows[3][0], bump, "{title}");
+        }
+        let g = gateway_pingpong_table(&report.experiments.pingpong);
+        assert_eq!(g.rows.len(), 2);
+        assert_eq!(
+            g.rows[0][..4],
+            ["bump", "sensor1 → consumer", "plain", "1400"]
+        );
+        assert_eq!(g.rows[0][7], "300.0");
     }
 
     #[test]

@@ -593,6 +593,14 @@ fn experiments_html(s: &mut String, summary: &Summary) {
             note(s, experiments::STREAM_NOTE);
         }
     }
+    if !e.pingpong.is_empty() {
+        s.push_str(
+            "<h2 id=\"pingpong-gateways\">Ping-pong through bump-in-the-wire gateways (seed 002 \
+             §6.4)</h2>\n",
+        );
+        s.push_str(&experiments::gateway_pingpong_table(&e.pingpong).html());
+        note(s, experiments::GATEWAY_PINGPONG_NOTE);
+    }
     if !e.camera.is_empty() {
         s.push_str("<h2 id=\"camera\">Cameras (seed 003 §F)</h2>\n");
         s.push_str(&experiments::camera_table(&e.camera).html());

@@ -177,6 +177,11 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
             let _ = writeln!(s, "\n{STREAM_NOTE}");
         }
     }
+    if !e.pingpong.is_empty() {
+        s.push_str("\n## Ping-pong through bump-in-the-wire gateways (seed 002 §6.4)\n\n");
+        s.push_str(&super::experiments::gateway_pingpong_table(&e.pingpong).markdown());
+        let _ = writeln!(s, "\n{}", super::experiments::GATEWAY_PINGPONG_NOTE);
+    }
     if !e.camera.is_empty() {
         s.push_str("\n## Cameras (seed 003 §F)\n\n");
         s.push_str(&camera_table(&e.camera).markdown());

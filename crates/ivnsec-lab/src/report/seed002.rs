@@ -534,6 +534,19 @@ fn config_cell(c: Config, measured: bool) -> String {
 
 /// Our counterpart of the bump-in-the-wire configuration, as its row label says it.
 pub const BITW_OURS: &str = "plain through two macsec-gcm-aes-128 gateways, bump2";
+/// The same on `bump` (testbench 2 itself: one gateway, a MACsec consumer).
+pub const BITW_OURS_BUMP: &str =
+    "plain through a macsec-gcm-aes-128 gateway to a MACsec consumer, bump";
+
+/// The Bump-in-the-Wire row label of our figures measured on `topology` (`bump` or `bump2`).
+pub fn bitw_cell(topology: &str) -> String {
+    let ours = if topology == "bump" {
+        BITW_OURS_BUMP
+    } else {
+        BITW_OURS
+    };
+    format!("{} ({ours})", Config::BumpInTheWire.name())
+}
 
 /// Seed 002's latency tables beside ours: one row per configuration and test, columns the
 /// seed's p90 / p99 / p99.9, ours, and ours / seed of the p99.9. `ours(config, test)` gives our

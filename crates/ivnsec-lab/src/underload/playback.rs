@@ -47,6 +47,10 @@ pub struct PlaybackConfig {
     /// Run `plain` and sockperf in the same invocation.
     #[serde(default = "default_true")]
     pub baseline: bool,
+    /// In a plan: `bump` or `bump2` runs on a testbed of its own through bump-in-the-wire
+    /// gateways the run starts (as `[[underload]]`'s `topology`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
 }
 
 fn default_profiles() -> Vec<String> {
@@ -75,6 +79,7 @@ impl PlaybackConfig {
             requirement_us: default_requirement(),
             provider: default_provider(),
             baseline: true,
+            topology: None,
         }
     }
 

@@ -55,6 +55,37 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// Highest real-time priority [`set_current_thread_realtime`] takes (SCHED_FIFO's range is
+/// 1 … 99).
+pub const MAX_REALTIME_PRIORITY: u8 = 99;
+
+/// Puts the calling thread under `SCHED_FIFO` at `priority` (1 … 99), or back under the normal
+/// policy (`SCHED_OTHER`) for `None`. Threads it creates afterwards inherit the policy. Needs
+/// CAP_SYS_NICE (root) to raise it; EPERM otherwise.
+pub fn set_current_thread_realtime(priority: Option<u8>) -> io::Result<()> {
+    let (policy, prio) = match priority {
+        Some(p) if (1..=MAX_REALTIME_PRIORITY).contains(&p) => (libc::SCHED_FIFO, i32::from(p)),
+        Some(p) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("real-time priority {p} is outside 1 … {MAX_REALTIME_PRIORITY}"),
+            ));
+        }
+        None => (libc::SCHED_OTHER, 0),
+    };
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param that lives across the
+    // call, and the kernel only reads it.
+    let r = unsafe { libc::sched_setscheduler(0, policy, &param) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// The CPUs the calling thread may run on.
 pub fn current_affinity() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
@@ -81,6 +112,32 @@ pub fn current_cpu() -> Option<usize> {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    /// Priorities outside SCHED_FIFO's 1 … 99 are refused before any system call; going back
+    /// to the normal policy is always permitted, and raising it works as root (this thread
+    /// then reads back SCHED_FIFO at that priority) and is EPERM otherwise.
+    #[test]
+    fn realtime_priority_is_checked_and_read_back() {
+        for p in [0, 100, 255] {
+            let e = set_current_thread_realtime(Some(p)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{p}");
+        }
+        let t = std::thread::spawn(|| {
+            let raised = set_current_thread_realtime(Some(7));
+            // SAFETY: pid 0 is the calling thread; sched_getscheduler takes no pointers.
+            let policy = unsafe { libc::sched_getscheduler(0) };
+            set_current_thread_realtime(None).unwrap();
+            // SAFETY: as above.
+            let after = unsafe { libc::sched_getscheduler(0) };
+            (raised.map_err(|e| e.raw_os_error()), policy, after)
+        });
+        let (raised, policy, after) = t.join().unwrap();
+        match raised {
+            Ok(()) => assert_eq!(policy, libc::SCHED_FIFO),
+            Err(code) => assert_eq!(code, Some(libc::EPERM)),
+        }
+        assert_eq!(after, libc::SCHED_OTHER);
+    }
 
     #[test]
     fn affinity_round_trip() {

@@ -45,7 +45,10 @@ pub mod stdio;
 pub mod tap;
 
 pub use batch::{MAX_BATCH, recv_batch, send_batch, send_batch_at};
-pub use cpu::{current_affinity, current_cpu, monotonic_ns, pin_current_thread, rusage_self};
+pub use cpu::{
+    MAX_REALTIME_PRIORITY, current_affinity, current_cpu, monotonic_ns, pin_current_thread,
+    rusage_self, set_current_thread_realtime,
+};
 pub use fs::{
     EntryStat, OpenAt, effective_uid, is_symlink_error, open_at, rename_at, stat_at,
     try_lock_exclusive, unlink_at, unlock,

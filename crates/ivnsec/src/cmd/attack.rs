@@ -65,7 +65,11 @@ protected side (a packet socket on the switch's bridge). Every class forges the 
 MACsec (replays are genuine frames captured there; foreign-source and downgrade frames carry \
 the legacy ECU's own MAC). Judged on the legacy ECU: any forged unit reaching it counts as \
 accepted; `dropped` holds the victim gateway's (gw2) drops by reason, and `gateway` in --json \
-each gateway's drops, frames from the protected port and frames written to its legacy ECU.
+each gateway's drops, frames from the protected port and frames written to its legacy ECU. \
+--topology bump (seed 002 testbench 2): the legacy sensor1 sends through its gateway gw1 to a \
+MACsec consumer (its `ivnsec macsec up` started by the run with the gateway's key); the victim \
+is the consumer's own SecY (`dropped` holds its drops) and any forged unit reaching the \
+consumer's host counts as accepted.
 
 Examples:
   sudo ivnsec attack --profile aes128-gcm --profile macsec-gcm-aes-128 --profile esp-aes128-gcm
@@ -75,7 +79,8 @@ Examples:
   sudo ivnsec attack --profile hmac-sha1 --attack flood --flood-switch hub --rcvbuf-mib 32
   sudo ivnsec attack --mka --profile macsec-gcm-aes-xpn-256 --json
   sudo ivnsec attack --mka --mka-attack mka-stale-mn --count 5000
-  sudo ivnsec attack --topology bump2 --count 2000 --json > gateway-attacks.json")]
+  sudo ivnsec attack --topology bump2 --count 2000 --json > gateway-attacks.json
+  sudo ivnsec attack --topology bump --attack bit-flip --attack flood --count 2000")]
 pub struct Args {
     /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…
     /// (`ivnsec suites`), someip-SUITE[/auth|/conf] or someip-nosec. Default: aes128-gcm,
@@ -144,8 +149,9 @@ pub struct Args {
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
     /// Attack the protected port of bump-in-the-wire gateways instead: `bump2` (two legacy
-    /// ECUs, each behind an `ivnsec gateway`, started by the run). Profile macsec-gcm-aes-128
-    /// (the gateways'). Not with --testbed or --mka.
+    /// ECUs, each behind an `ivnsec gateway`, started by the run) or `bump` (a legacy sensor
+    /// behind a gateway, a MACsec consumer). Profile macsec-gcm-aes-128 (the gateways'). Not
+    /// with --testbed or --mka.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with_all = ["testbed", "mka"])]
     pub topology: Option<String>,
 }

@@ -38,12 +38,15 @@ increase over the nosec run of the same camera count (when --level includes nose
 a frame was lost or late.
 
 As root a `pair` testbed is built and removed afterwards (or --testbed PREFIX uses a running \
-one); otherwise both ECUs run on loopback, which the output says.
+one); otherwise both ECUs run on loopback, which the output says. --topology bump|bump2 builds a \
+bump-in-the-wire testbed instead, the frames going through gateways the run starts (seed 002 \
+testbench 2; docs/gateway.md).
 
 Examples:
   ivnsec camera --cameras 2,4,8,12,16 --level nosec --level conf --suite aes128-gcm
   ivnsec camera --cameras 16 --level auth,conf --suite chacha20-poly1305 --seconds 10 --json
-  ivnsec camera --cameras 4 --transport udp-tp --level conf --pcap cam.pcap")]
+  ivnsec camera --cameras 4 --transport udp-tp --level conf --pcap cam.pcap
+  sudo ivnsec camera --topology bump2 --cameras 4 --level nosec,conf")]
 pub struct Args {
     /// Camera counts to run, one run each (003 Fig. 7: 2,4,8,12,16).
     #[arg(long, value_delimiter = ',', default_value = "2,4,8,12,16")]
@@ -90,6 +93,13 @@ pub struct Args {
     /// ECU, its ecu2 (else last ECU) the consumer.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
+    /// Build this bump-in-the-wire topology instead of `pair`, its gateways started by the run
+    /// (macsec-gcm-aes-128, a fresh key): `bump` (the camera ECU is the legacy sensor1 behind
+    /// its gateway, the consumer a MACsec ECU whose `ivnsec macsec up` the run starts) or
+    /// `bump2` (ecu1 → ecu2, both legacy ECUs behind gateways). Not with --testbed.
+    /// Example: `sudo ivnsec camera --topology bump --cameras 4 --level nosec`
+    #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
+    pub topology: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -152,7 +162,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let cfg = CameraConfig::from(&a);
     cfg.check()?;
-    let open = ivnsec_lab::site::open_site(a.on.into(), a.testbed.as_deref(), &layout())?;
+    let layout = match &a.topology {
+        Some(t) => super::lab::bump_layout("camera", t, "pair")?,
+        None => layout(),
+    };
+    let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
+    let open = ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running both ECUs on loopback instead");
     }

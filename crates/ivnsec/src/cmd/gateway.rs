@@ -99,7 +99,28 @@ pub struct Args {
     /// Print the final status as JSON when stopping.
     #[arg(long)]
     pub json: bool,
+    /// Kernel receive buffer of each port's packet socket, in MiB (1 … 1024): the frames the
+    /// kernel holds while a data-plane thread is not running. A larger one rides out longer
+    /// scheduling gaps on a busy host (docs/benchmarks.md); frames beyond it are dropped and
+    /// counted (`host_queue_drops`, `iface_queue_drops`).
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --rcvbuf-mib 32`
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RCVBUF_MIB,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub rcvbuf_mib: u16,
+    /// Run the two data-plane threads under SCHED_FIFO at PRIO (1 … 99), as a gateway that is
+    /// a device of its own would never wait for the CPU: whenever frames wait they run before
+    /// every normal process of the host (the kernel's real-time throttling still leaves the
+    /// others 5 % of each CPU). Needs root or CAP_SYS_NICE (exit 3 otherwise). On a host that
+    /// also runs the legacy ECUs' programs (a testbed) this keeps a flooding sender from taking
+    /// the gateway's CPU (docs/benchmarks.md).
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --realtime 10`
+    #[arg(long, value_name = "PRIO",
+          value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub realtime: Option<u8>,
 }
+
+/// `--rcvbuf-mib` unless given.
+pub const DEFAULT_RCVBUF_MIB: u16 = 4;
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
@@ -141,6 +162,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .unwrap_or_else(ivnsec_net::testbed::default_state_dir),
         events: a.events.clone(),
         pcap: a.pcap.clone(),
+        socket_buffer: usize::from(a.rcvbuf_mib) << 20,
+        realtime: a.realtime,
     };
     let stop = stop_on_signal()?;
     let summary = lab::run_spec(&spec, source.as_mut(), stop)?;
@@ -223,6 +246,8 @@ fn run_ivnae(
             .clone()
             .unwrap_or_else(ivnsec_net::testbed::default_state_dir),
         events: a.events.clone(),
+        socket_buffer: usize::from(a.rcvbuf_mib) << 20,
+        realtime: a.realtime,
     };
     let stop = stop_on_signal()?;
     let summary = ivnsec_lab::gateway::run(&cfg, stop)?;

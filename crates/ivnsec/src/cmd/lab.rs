@@ -105,6 +105,26 @@ pub fn parse_topology(t: &str) -> anyhow::Result<ivnsec_net::topology::Topology>
         .map_err(|e| crate::error::usage(format!("--topology {t}: {e}")))
 }
 
+/// The two ECUs of `--topology` on a command that builds `default` by itself and takes only
+/// the bump-in-the-wire topologies: `bump` (the legacy sensor1 behind its gateway → the MACsec
+/// consumer) or `bump2` (ecu1 → ecu2, both legacy ECUs behind gateways); the run starts the
+/// gateways (and bump's consumer MACsec). Anything else is a usage error naming both.
+pub fn bump_layout(
+    command: &str,
+    t: &str,
+    default: &str,
+) -> anyhow::Result<ivnsec_lab::site::Layout> {
+    use ivnsec_net::topology::Topology;
+    match parse_topology(t)? {
+        topology @ (Topology::Bump | Topology::Bump2) => Ok(ivnsec_lab::site::Layout::of(topology)),
+        _ => Err(crate::error::usage(format!(
+            "--topology {t}: {command} builds {default} by itself; --topology takes bump (the \
+             legacy sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs, \
+             each behind a gateway)"
+        ))),
+    }
+}
+
 /// Where a command with `--topology` runs: a testbed always (`--on auto` does not fall back to
 /// loopback; `--on loopback` is a usage error).
 pub fn where_for_topology(on: Where, topology: Option<&str>) -> anyhow::Result<Where> {

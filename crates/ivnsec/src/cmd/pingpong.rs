@@ -28,6 +28,8 @@ a running one); otherwise the two processes talk UDP on loopback, which the outp
 --topology bump2 builds two legacy ECUs, each behind an `ivnsec gateway` the run starts \
 (macsec-gcm-aes-128, a fresh key): the exchanges run between the legacy ECUs through both \
 gateways, unchanged (give --profile plain to measure the gateways' protection alone). \
+--topology bump is seed 002's testbench 2: the legacy sensor1 initiates through its gateway gw1 \
+and a MACsec consumer responds, its `ivnsec macsec up` started by the run with the gateway's key. \
 --topology production builds seed 002's testbench 3 (four switches with redundant links under \
 the kernel's spanning tree, the consumer on three links): the exchanges run between sensor1 and \
 the consumer across two switches.
@@ -37,6 +39,7 @@ Examples:
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
   ivnsec pingpong --profile esp-aes128-gcm --payload 736 --out ivnsec-report/
   sudo ivnsec pingpong --topology bump2 --profile plain --payload 64 --count 2000 --replications 1
+  sudo ivnsec pingpong --topology bump --profile plain --payload 64 --count 2000 --replications 1
   sudo ivnsec pingpong --topology production --profile macsec-gcm-aes-128 --payload 64 --count 500
   ivnsec pingpong --hosts bench.toml --profile aes128-gcm --payload 64   # across two SSH hosts")]
 pub struct Args {
@@ -60,8 +63,8 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Build this testbed topology instead of `pair` (`ivnsec testbed up --help` lists them):
-    /// its first ECU initiates, its last responds; `bump2` starts the gateways. Not with
-    /// --testbed.
+    /// its first ECU initiates, its last responds; `bump2` starts the gateways, `bump` the
+    /// gateway and the consumer's MACsec (sensor1 initiates). Not with --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
     /// Run the initiator on the first `[[host]]` of this plan and the responder on the second,

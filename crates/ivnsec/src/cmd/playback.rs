@@ -36,10 +36,14 @@ Messages smaller than 16 bytes (the sequence number and send time) are sent as 1
 
 A bad timeline is an error naming the line (CSV) or the record (pcap), exit 2.
 
+As root a `sensors:1` testbed is built (sensor1 → consumer); --topology bump|bump2 runs through \
+bump-in-the-wire gateways the run starts instead (seed 002 testbench 2; docs/gateway.md).
+
 Examples:
   ivnsec playback --timeline plans/lidar-playback.csv
   ivnsec playback --profile macsec-gcm-aes-128 --timeline capture.pcap --json
-  ivnsec playback --profile aes128-gcm --timeline plans/lidar-playback.csv --reply-every 10 --pcap pb.pcap")]
+  ivnsec playback --profile aes128-gcm --timeline plans/lidar-playback.csv --reply-every 10 --pcap pb.pcap
+  sudo ivnsec playback --topology bump --profile plain --timeline plans/lidar-playback.csv")]
 pub struct Args {
     /// The timeline: sockperf playback CSV or a classic pcap capture (detected by content).
     #[arg(long, value_name = "FILE")]
@@ -60,5 +64,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         cfg.profiles = st.profiles.clone();
     }
     cfg.check()?;
-    st.run(json, |site, pcap| run_playback(site, &cfg, pcap))
+    st.run("playback", json, |site, pcap| {
+        run_playback(site, &cfg, pcap)
+    })
 }

@@ -39,13 +39,16 @@ and removed afterwards, or --testbed PREFIX uses a running one; otherwise every 
 on loopback, which the output says. --topology bump2 builds two legacy ECUs, each behind an \
 `ivnsec gateway` the run starts (macsec-gcm-aes-128, a fresh key): ecu1 sends to ecu2 through \
 both gateways, and the gateways' CPU is reported as roles gw1 and gw2 (cpu.roles; the switch's \
-share is what is left after them).
+share is what is left after them). --topology bump is seed 002's testbench 2: the legacy sensor1 \
+sends through its gateway gw1 to a MACsec consumer whose `ivnsec macsec up` the run starts with \
+the gateway's key (roles gw1 and consumer-macsec).
 
 Examples:
   ivnsec throughput --profile macsec-gcm-aes-128 --payload 1440
   ivnsec throughput --profile aes128-gcm --payload 1440 --rate 1G --json
   ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10
   sudo ivnsec throughput --topology bump2 --profile plain --payload 1440 --rate 1G --json
+  sudo ivnsec throughput --topology bump --profile plain --payload 1440 --rate 1G --json
   ivnsec throughput --hosts bench.toml --profile aes128-gcm --payload 1440   # across SSH hosts")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
@@ -79,9 +82,10 @@ pub struct Args {
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
     /// Build this testbed topology instead of `sensors:N`: `bump2` (two legacy ECUs behind
-    /// gateways the run starts; --senders 1), or `production` (switches with redundant links
-    /// under STP; sensor1 [and sensor2] send to the consumer across them; --senders 1 or 2).
-    /// Not with --testbed.
+    /// gateways the run starts; --senders 1), `bump` (legacy sensor1 behind a gateway, a
+    /// MACsec consumer; --senders 1), or `production` (switches with redundant links under
+    /// STP; sensor1 [and sensor2] send to the consumer across them; --senders 1 or 2). Not
+    /// with --testbed.
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
     /// Send from the first `[[host]]` of this plan to the second, over SSH, instead of on a
@@ -120,16 +124,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
                          --senders 1 or 2",
                     ));
                 }
-            } else if topology != Topology::Bump2 {
+            } else if !matches!(topology, Topology::Bump | Topology::Bump2) {
                 return Err(crate::error::usage(format!(
                     "--topology {t}: throughput builds sensors:N by itself (--senders N); \
-                     --topology takes bump2 or production"
+                     --topology takes bump, bump2 or production"
                 )));
             } else if cfg.senders != 1 {
-                return Err(crate::error::usage(
-                    "--topology bump2 has one sender (ecu1) and one receiver (ecu2): \
+                let l = ivnsec_lab::site::Layout::of(topology);
+                return Err(crate::error::usage(format!(
+                    "--topology {t} has one sender ({}) and one receiver ({}): \
                      give --senders 1",
-                ));
+                    l.initiator, l.responder
+                )));
             }
             ivnsec_lab::site::Layout::of(topology)
         }

@@ -44,7 +44,9 @@ them) sit under baseline.sockperf beside our plain run's half round trips.
 
 As root, a `sensors:1` testbed (sensor1 and consumer on one switch) is built and removed \
 afterwards, or --testbed PREFIX uses a running one (its sensor1 and consumer, else its first and \
-last ECUs); otherwise both processes talk UDP on loopback, which the output says.
+last ECUs); otherwise both processes talk UDP on loopback, which the output says. --topology \
+bump|bump2 runs through bump-in-the-wire gateways the run starts instead (seed 002 testbench 2; \
+docs/gateway.md).
 
 Exit codes: 0 every profile met the requirement, 1 one did not, 2 usage error, 3 a missing \
 privilege or tool for the requested site.
@@ -52,7 +54,8 @@ privilege or tool for the requested site.
 Examples:
   ivnsec underload
   ivnsec underload --profile plain --profile macsec-gcm-aes-128 --profile esp-null-hmac-sha256 --seconds 10 --json
-  ivnsec underload --profile aes128-gcm --size 1400 --mps 5000 --reply-every 10 --pcap ul.pcap")]
+  ivnsec underload --profile aes128-gcm --size 1400 --mps 5000 --reply-every 10 --pcap ul.pcap
+  sudo ivnsec underload --topology bump --profile plain --seconds 5 --json")]
 pub struct Args {
     /// Message size in bytes (16 ..= 1048576; seed 002: a 24,938-byte lidar packet).
     #[arg(long, default_value_t = 24_938)]
@@ -89,6 +92,14 @@ pub struct StreamArgs {
     /// Use this running testbed (`ivnsec testbed up`) instead of building one.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
+    /// Build this bump-in-the-wire topology instead of `sensors:1`, its gateways started by
+    /// the run (macsec-gcm-aes-128, a fresh key): `bump` (the legacy sensor1 behind its
+    /// gateway sends to a MACsec consumer, whose `ivnsec macsec up` the run starts) or `bump2`
+    /// (ecu1 → ecu2, both legacy ECUs behind gateways). Give --profile plain to measure the
+    /// gateways' protection alone. Not with --testbed.
+    /// Example: `sudo ivnsec underload --topology bump --profile plain --seconds 5`
+    #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
+    pub topology: Option<String>,
     /// Skip the same-run baselines (the added `plain` run and sockperf).
     #[arg(long)]
     pub no_baseline: bool,
@@ -106,10 +117,16 @@ impl StreamArgs {
     /// Opens the site, runs `f` there, and prints the report (JSON on `json` when claimed).
     pub(crate) fn run(
         &self,
+        command: &str,
         mut json: Json,
         f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
     ) -> Result<ExitCode> {
-        let open = open(self.on.into(), self.testbed.as_deref())?;
+        let layout = match &self.topology {
+            Some(t) => lab::bump_layout(command, t, "sensors:1")?,
+            None => layout(),
+        };
+        let on = lab::where_for_topology(self.on.into(), self.topology.as_deref())?;
+        let open = open(on, self.testbed.as_deref(), &layout)?;
         let report = f(&open.site, self.pcap.as_deref())?;
         drop(open);
         finish(&report, &mut json)
@@ -133,13 +150,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
         cfg.profiles = st.profiles.clone();
     }
     cfg.check()?;
-    st.run(json, |site, pcap| run_underload(site, &cfg, pcap))
+    st.run("underload", json, |site, pcap| {
+        run_underload(site, &cfg, pcap)
+    })
 }
 
-/// Opens the site of a sensor-stream run: a `sensors:1` testbed (sensor1 → consumer) or
-/// loopback.
-fn open(on: Where, testbed: Option<&str>) -> Result<ivnsec_lab::site::OpenSite> {
-    let open = ivnsec_lab::site::open_site(on, testbed, &layout())?;
+/// Opens the site of a sensor-stream run: a `sensors:1` testbed (sensor1 → consumer), a
+/// bump-in-the-wire testbed of `--topology`, or loopback.
+fn open(
+    on: Where,
+    testbed: Option<&str>,
+    layout: &ivnsec_lab::site::Layout,
+) -> Result<ivnsec_lab::site::OpenSite> {
+    let open = ivnsec_lab::site::open_site(on, testbed, layout)?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
