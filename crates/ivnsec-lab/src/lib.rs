@@ -10,6 +10,7 @@ pub mod camera;
 pub mod channel;
 pub mod cpu;
 pub mod error;
+pub mod esp_tunnel;
 pub mod fragment;
 pub mod frames;
 pub mod gateway;
