@@ -406,7 +406,7 @@ fn drops_json(sa: &EspRx) -> Value {
     Value::Object(m)
 }
 
-fn snapshot(header: &Value, sh: &Shared, state: &str) -> Value {
+fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Value {
     let mut v = header.clone();
     {
         let tx = lock(&sh.tx);
@@ -425,6 +425,8 @@ fn snapshot(header: &Value, sh: &Shared, state: &str) -> Value {
         v["rx"]["drops"] = drops_json(&rx);
     }
     v["packets"] = sh.packets.json();
+    v["packets"]["icmp_errors"] = json!(outer.peer_errors());
+    v["packets"]["queue_drops"] = json!(outer.queue_drops());
     v["running"] = json!(state == "running");
     v
 }
@@ -573,7 +575,7 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     });
     emit("started", header.clone());
     if let Some(p) = &cfg.status {
-        status_write(p, &snapshot(&header, &shared, "running"))?;
+        status_write(p, &snapshot(&header, &shared, &outer, "running"))?;
     }
     eprintln!(
         "esp: {} ⇄ {} → {} ({}, {}), SPI out {:#010x} in {:#010x}, first sequence number {}, \
@@ -621,14 +623,14 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
             if now >= next_status {
                 next_status = now + STATUS_EVERY;
                 if let Some(p) = &cfg.status
-                    && let Err(e) = status_write(p, &snapshot(&header, sh, "running"))
+                    && let Err(e) = status_write(p, &snapshot(&header, sh, &outer, "running"))
                 {
                     eprintln!("ivnsec: warning: --status: {e:#}");
                 }
             }
         }
     });
-    let final_status = snapshot(&header, &shared, "stopped");
+    let final_status = snapshot(&header, &shared, &outer, "stopped");
     if let Some(p) = &shared.pcap {
         let _ = lock(p).flush();
     }

@@ -12,6 +12,7 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -29,6 +30,26 @@ pub struct OuterSocket {
     sock: Socket,
     v6: bool,
     udp: Option<u16>,
+    peer_errors: AtomicU64,
+}
+
+/// An error a connected socket reports because ICMP said an earlier packet did not arrive
+/// (ip(7): `IP_RECVERR` off, such errors are still passed on once).
+fn is_peer_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::ECONNREFUSED
+                | libc::EHOSTUNREACH
+                | libc::ENETUNREACH
+                | libc::ENOPROTOOPT
+                | libc::EPROTO
+                | libc::EHOSTDOWN
+                | libc::ENONET
+                | libc::EMSGSIZE
+                | libc::EACCES
+        )
+    )
 }
 
 impl OuterSocket {
@@ -66,6 +87,7 @@ impl OuterSocket {
             sock,
             v6,
             udp: udp_port,
+            peer_errors: AtomicU64::new(0),
         })
     }
 
@@ -84,8 +106,9 @@ impl OuterSocket {
     }
 
     /// Sends one ESP packet (SPI to ICV) to the remote endpoint; the kernel adds the outer
-    /// header(s).
+    /// header(s). An error ICMP reported for an earlier send is counted and the send retried.
     pub fn send(&self, esp: &[u8]) -> io::Result<()> {
+        let mut retried = false;
         loop {
             match self.sock.send(esp) {
                 Ok(_) => return Ok(()),
@@ -94,14 +117,19 @@ impl OuterSocket {
                     // Send queue full: wait for room rather than lose the packet.
                     sys::wait_writable(self.sock.as_fd(), Some(Duration::from_millis(100)))?;
                 }
+                Err(e) if !retried && is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                    retried = true;
+                }
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// Receives one packet without blocking: `Ok(None)` when none is queued. Errors the peer's
-    /// host reported for an earlier send (ICMP unreachable, as `ECONNREFUSED` on a connected
-    /// socket) are skipped.
+    /// Receives one packet without blocking: `Ok(None)` when none is queued. The errors ICMP
+    /// brings back for an earlier send (the peer's host unreachable, no one there for ESP or
+    /// the UDP port yet, `ECONNREFUSED`, `ENOPROTOOPT`, …: a connected socket reports each
+    /// once) are skipped and counted ([`peer_errors`](Self::peer_errors)).
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         use std::io::Read;
         loop {
@@ -109,18 +137,18 @@ impl OuterSocket {
                 Ok(n) => return Ok(Some(n)),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::ConnectionRefused | io::ErrorKind::HostUnreachable
-                    ) || e.raw_os_error() == Some(libc::EHOSTUNREACH)
-                        || e.raw_os_error() == Some(libc::ENETUNREACH) =>
-                {
-                    continue;
+                Err(e) if is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Errors ICMP reported for earlier sends (skipped by [`recv`](Self::recv) and
+    /// [`send`](Self::send)).
+    pub fn peer_errors(&self) -> u64 {
+        self.peer_errors.load(Ordering::Relaxed)
     }
 
     /// Waits until a packet can be read or `timeout` passes (`Ok(false)`).
