@@ -5,7 +5,7 @@
 //! raw socket of Python's, not ours) are dropped and counted by reason; a kill -9 and restart
 //! never repeats a sequence number (every ESP packet on the outer path is recorded by a Python
 //! raw socket); tshark decrypts the `--pcap` of the tunnel with the key files (an independent
-//! implementation). Bad input is refused with exit code 2 and a sentence. The namespace tests
+//! implementation). Pings larger than the TUN's MTU cross as fragments. Bad input is refused with exit code 2 and a sentence. The namespace tests
 //! need root and skip with a printed reason otherwise.
 
 use std::collections::HashSet;
@@ -381,6 +381,20 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
         &["-c", "1", "-W", "2", "-M", "do", "-s", "1418", inner4('b')],
     );
     assert!(o.status.success(), "full-size ping: {}", text(&o.stdout));
+    // Larger than the TUN's MTU: the host fragments, each fragment crosses the tunnel as its
+    // own ESP packet (RFC 4301 §7), the peer's kernel reassembles them.
+    for to in [inner4('b'), inner6('b')] {
+        let o = p.output(
+            'a',
+            "ping",
+            &["-c", "2", "-i", "0.2", "-W", "2", "-s", "4000", to],
+        );
+        assert!(
+            o.status.success(),
+            "fragmented ping {to}: {}",
+            text(&o.stdout)
+        );
+    }
 
     // iperf3 TCP for 2 s.
     let server = p
