@@ -681,10 +681,11 @@ fn tx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
             add(&sh.packets.tun_in);
             let mut tx = lock(&sh.tx);
             let Some(seq) = tx.sa.next_seq() else {
+                let limit = tx.reserve.limit();
                 drop(tx);
                 sh.fail(
                     HwError::Exhausted {
-                        limit: 0,
+                        limit,
                         configured: false,
                     }
                     .into_anyhow(),

@@ -5,7 +5,8 @@
 //! raw socket of Python's, not ours) are dropped and counted by reason; a kill -9 and restart
 //! never repeats a sequence number (every ESP packet on the outer path is recorded by a Python
 //! raw socket); tshark decrypts the `--pcap` of the tunnel with the key files (an independent
-//! implementation). Pings larger than the TUN's MTU cross as fragments. Bad input is refused with exit code 2 and a sentence. The namespace tests
+//! implementation). Pings larger than the TUN's MTU cross as fragments. `--seq-limit` stops the
+//! tunnel with exit 1; a used key without its state is refused. Bad input is refused with exit code 2 and a sentence. The namespace tests
 //! need root and skip with a printed reason otherwise.
 
 use std::collections::HashSet;
@@ -833,4 +834,81 @@ fn bad_input_is_refused_with_a_clear_message() {
     let o = d.run(&["esp", "up", "--help"]);
     assert!(text(&o.stdout).contains("Example"), "{}", text(&o.stdout));
     let _ = std::io::stderr().flush();
+}
+
+/// The `send` rules at the edges: with `--seq-limit 5` the tunnel sends sequence numbers 1 to 5
+/// and then stops with exit code 1 (a new key is needed); a later start under the same key with
+/// an empty `--state-dir` is refused (exit 2: the key's `.used` record says it has sent) unless
+/// `--i-know-this-key-is-new` is given.
+#[test]
+fn sequence_limit_stops_with_exit_1_and_a_used_key_without_state_is_refused() {
+    require_root!();
+    let d = TempDir::new("esp-tun-limit");
+    let p = Pair::new(Outer::V4);
+    let k = keys(&d);
+    let _b = up(&d, &p, &k, 'b', &[]);
+    let mut a = up(
+        &d,
+        &p,
+        &k,
+        'a',
+        &["--seq-limit", "5", "--reserve-block", "1"],
+    );
+    let _ = ping(&p, 'a', inner4('b'), "8");
+    let child = a.0.as_mut().unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(Instant::now() < end, "esp up did not stop at --seq-limit");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, Some(1));
+    let sb = status(&d, 'b');
+    assert_eq!(sb["rx"]["highest_seq"], 5, "{sb}");
+    let sa = status(&d, 'a');
+    assert_eq!(sa["tx"]["packets"], 5, "{sa}");
+
+    // The same key, a fresh state directory: refused before anything is created.
+    let fresh = d.path("fresh-state");
+    let args = |extra: &[&str]| -> Output {
+        let mut c = p.exec('a', common::BIN);
+        c.args([
+            "esp",
+            "up",
+            "--tun",
+            &p.tun('a'),
+            "--local",
+            "192.0.2.1",
+            "--remote",
+            "192.0.2.2",
+            "--profile",
+            PROFILE,
+            "--tx-keys",
+            k.ab.to_str().unwrap(),
+            "--rx-keys",
+            k.ba.to_str().unwrap(),
+            "--tx-spi",
+            SPI_AB,
+            "--rx-spi",
+            SPI_BA,
+            "--state-dir",
+            fresh.to_str().unwrap(),
+        ]);
+        c.args(extra);
+        c.output().unwrap()
+    };
+    let o = args(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--i-know-this-key-is-new"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = Command::new("ip")
+        .args(["-n", &p.ns('a'), "link", "show", "dev", &p.tun('a')])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the refusal created the TUN");
 }
