@@ -912,3 +912,50 @@ fn sequence_limit_stops_with_exit_1_and_a_used_key_without_state_is_refused() {
         .unwrap();
     assert!(!o.status.success(), "the refusal created the TUN");
 }
+
+/// Without privileges (root drops to `nobody` with setpriv) no raw socket or TUN can be made:
+/// exit 3 with a sentence saying how to fix it (nothing is created).
+#[test]
+fn no_root_exits_3() {
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no setpriv to drop privileges");
+        return;
+    }
+    if common::skip_reason().is_some() {
+        eprintln!("SKIPPED: not root, so not able to drop to nobody");
+        return;
+    }
+    let d = TempDir::new("esp-tun-nobody");
+    let own = d.path("nobody");
+    std::fs::create_dir(&own).unwrap();
+    let k = Keys {
+        ab: own.join("a2b.toml"),
+        ba: own.join("b2a.toml"),
+    };
+    for f in [&k.ab, &k.ba] {
+        let o = d.run(&["keygen", "--profile", PROFILE, "--out", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0));
+        std::os::unix::fs::chown(f, Some(65534), Some(65534)).unwrap();
+    }
+    for p in [&d.0, &own] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            common::BIN,
+        ])
+        .args(["esp", "up", "--tun", "ivnesptest1", "--local", "127.0.0.1"])
+        .args(["--remote", "127.0.0.2", "--profile", PROFILE, "--tx-keys"])
+        .arg(&k.ab)
+        .arg("--rx-keys")
+        .arg(&k.ba)
+        .args(["--tx-spi", SPI_AB, "--rx-spi", SPI_BA, "--state-dir"])
+        .arg(own.join("st"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("need root"), "{}", text(&o.stderr));
+}
