@@ -1,7 +1,7 @@
 //! `ivnsec esp up` (docs/esp-tunnel.md): two network namespaces of the test's own, joined by a
 //! veth pair carrying the outer path, each running an ESP tunnel interface (TUN) towards the
-//! other. Unmodified programs run through the TUNs: ping (IPv4 and IPv6 inside), iperf3 TCP, scp
-//! (a file copied and compared). ESP packets replayed and forged on the outer path (sent with a
+//! other. Unmodified programs run through the TUNs: ping (IPv4 and IPv6 inside), iperf3 TCP and
+//! UDP, scp and curl (a file copied and compared). ESP packets replayed and forged on the outer path (sent with a
 //! raw socket of Python's, not ours) are dropped and counted by reason; a kill -9 and restart
 //! never repeats a sequence number (every ESP packet on the outer path is recorded by a Python
 //! raw socket); tshark decrypts the `--pcap` of the tunnel with the key files (an independent
@@ -420,6 +420,48 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
             / 1e6
     );
 
+    // iperf3 UDP (50 Mb/s for 1 s, 1400-byte datagrams: fit the TUN) to the same server.
+    std::thread::sleep(Duration::from_millis(300));
+    let server = p
+        .exec('b', "iperf3")
+        .args(["-s", "-1", "-B", inner4('b')])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Proc(Some(server));
+    std::thread::sleep(Duration::from_millis(500));
+    let o = p.output(
+        'a',
+        "iperf3",
+        &[
+            "-c",
+            inner4('b'),
+            "-u",
+            "-b",
+            "50M",
+            "-l",
+            "1400",
+            "-t",
+            "1",
+            "-J",
+        ],
+    );
+    assert!(o.status.success(), "iperf3 -u: {}", text(&o.stdout));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let packets = j["end"]["sum"]["packets"].as_f64().unwrap_or(0.0);
+    let lost = j["end"]["sum"]["lost_packets"].as_f64().unwrap_or(f64::MAX);
+    assert!(
+        packets > 1000.0 && lost < packets / 10.0,
+        "iperf3 -u: {}",
+        j["end"]["sum"]
+    );
+
+    // The file is served over HTTP from b's inner address and fetched with curl through the
+    // tunnel (python3 http.server), then compared byte for byte below with the scp copy.
+    let served = d.path("www");
+    std::fs::create_dir(&served).unwrap();
+
     // scp of a 2 MB file through the tunnel, to sshd in b listening on b's inner address only.
     let file = d.path("payload.bin");
     let body: Vec<u8> = (0..2_000_000u32)
@@ -492,6 +534,41 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
     assert!(o.status.success(), "scp: {}", text(&o.stderr));
     assert!(std::fs::read(&copy).unwrap() == body, "scp copy differs");
     drop(sshd);
+
+    if require(&["curl"]).is_none() {
+        std::fs::copy(&file, served.join("f.bin")).unwrap();
+        let http = spawn_until_ready(
+            {
+                let mut c = p.exec('b', "python3");
+                c.args(["-u", "-c"]).arg(
+                    "import http.server, functools, sys\n\
+                     h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])\n\
+                     s = http.server.HTTPServer((sys.argv[1], 8080), h)\n\
+                     print('serving', file=sys.stderr, flush=True)\n\
+                     s.serve_forever()",
+                );
+                c.args([inner4('b'), served.to_str().unwrap()]);
+                c
+            },
+            "serving",
+            "http.server",
+        );
+        let fetched = d.path("fetched.bin");
+        let url = format!("http://{}:8080/f.bin", inner4('b'));
+        let o = p.output(
+            'a',
+            "curl",
+            &["-sSf", "-o", fetched.to_str().unwrap(), &url],
+        );
+        assert!(o.status.success(), "curl: {}", text(&o.stderr));
+        assert!(
+            std::fs::read(&fetched).unwrap() == body,
+            "curl copy differs"
+        );
+        drop(http);
+    } else {
+        eprintln!("curl not installed: the HTTP copy is skipped");
+    }
 
     // ESP crossed the outer path, and every ESP packet that reached b verified and came out
     // of its TUN (a few of a's first packets, IPv6 neighbour and router solicitations, left
