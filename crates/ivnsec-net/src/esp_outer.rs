@@ -172,3 +172,31 @@ impl AsFd for OuterSocket {
         self.sock.as_fd()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One family for both ends, refused before any socket is made (no privileges needed).
+    #[test]
+    fn mixed_families_are_refused() {
+        let e = OuterSocket::open(
+            "192.0.2.1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    /// The errors ICMP brings back for an earlier send are told apart from real failures.
+    #[test]
+    fn icmp_reported_errors_are_peer_errors() {
+        for code in [libc::ECONNREFUSED, libc::EHOSTUNREACH, libc::ENOPROTOOPT] {
+            assert!(is_peer_error(&io::Error::from_raw_os_error(code)));
+        }
+        for code in [libc::EBADF, libc::ENOMEM, libc::EINVAL] {
+            assert!(!is_peer_error(&io::Error::from_raw_os_error(code)));
+        }
+    }
+}
