@@ -268,6 +268,10 @@ impl DirectionKeys {
 /// What separates the nonce space of the outbound SA of direction `direction` from others under
 /// the same key, as the [`Channel`] builds it: IVN-AE key id, MACsec SCI (non-XPN: the nonce
 /// starts with it) or SSCI (XPN), ESP SPI. Names the nonce state of that SA.
+/// The SA identity of every ESP sender (`send`, `esp up`) in the nonce high-water state: one
+/// sequence space per key, under any SPI (the ESP nonce does not contain the SPI).
+pub const ESP_SA_IDENTITY: &str = "esp (any spi)";
+
 pub fn sa_identity(profile: Profile, ends: &Ends, direction: usize) -> String {
     let d = direction & 1;
     match profile {
@@ -280,7 +284,9 @@ pub fn sa_identity(profile: Profile, ends: &Ends, direction: usize) -> String {
                 m[0], m[1], m[2], m[3], m[4], m[5]
             )
         }
-        Profile::Esp(_) => format!("esp spi 0x{:08x}", SPI[d]),
+        // Not the SPI: the ESP nonce (salt ‖ sequence number) has none, so a key keeps one
+        // sequence space whatever SPI it is used under.
+        Profile::Esp(_) => alloc::string::String::from(ESP_SA_IDENTITY),
         Profile::Secoc(_) => format!("secoc data-id 0x{:04x}", SECOC_DATA_ID[d]),
         Profile::Someip(_) if d == 0 => format!(
             "someip service 0x{SOMEIP_SERVICE:04x} key-id {SOMEIP_KEY_ID} sender client 0x{SOMEIP_CLIENT:04x}"

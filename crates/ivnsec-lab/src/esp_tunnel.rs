@@ -442,7 +442,10 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     let emit = |e: &str, f: Value| lock(&events).emit(e, f);
 
     // The nonce state first: a refusal (used key without state) creates nothing.
-    let ident = format!("esp spi 0x{:08x}", cfg.tx_spi);
+    // One sequence space per key, whatever the SPI: the ESP nonce (salt ‖ sequence number)
+    // does not contain the SPI, so the same key under another SPI must go on above the numbers
+    // it already used, never start again from 1 (docs/esp-tunnel.md, "SPIs").
+    let ident = ivnsec_core::channel::ESP_SA_IDENTITY;
     let protocol_max = if cfg.esn {
         u64::MAX
     } else {

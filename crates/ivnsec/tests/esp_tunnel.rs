@@ -169,11 +169,28 @@ fn key_hex(file: &Path) -> String {
 
 /// `esp up` on one side; `extra` after the usual options.
 fn up(d: &TempDir, p: &Pair, k: &Keys, side: char, extra: &[&str]) -> Proc {
-    let other = if side == 'a' { 'b' } else { 'a' };
-    let (tx, rx, txs, rxs) = if side == 'a' {
-        (&k.ab, &k.ba, SPI_AB, SPI_BA)
+    let (txs, rxs) = if side == 'a' {
+        (SPI_AB, SPI_BA)
     } else {
-        (&k.ba, &k.ab, SPI_BA, SPI_AB)
+        (SPI_BA, SPI_AB)
+    };
+    up_spis(d, p, k, side, (txs, rxs), extra)
+}
+
+/// [`up`] with the SPIs given (transmit, receive).
+fn up_spis(
+    d: &TempDir,
+    p: &Pair,
+    k: &Keys,
+    side: char,
+    (txs, rxs): (&str, &str),
+    extra: &[&str],
+) -> Proc {
+    let other = if side == 'a' { 'b' } else { 'a' };
+    let (tx, rx) = if side == 'a' {
+        (&k.ab, &k.ba)
+    } else {
+        (&k.ba, &k.ab)
     };
     let a4 = format!("{}/24", inner4(side));
     let a6 = format!("{}/64", inner6(side));
@@ -821,6 +838,25 @@ fn kill_9_and_restart_never_repeat_a_sequence_number() {
     assert!(seqs.iter().any(|&s| u64::from(s) >= first2), "{seqs:?}");
     let sb = status(&d, 'b');
     assert_eq!(sb["rx"]["drops"], serde_json::json!({}), "{sb}");
+
+    // The same key under another SPI: the nonce (salt ‖ sequence number) has no SPI in it, so
+    // the new SA goes on above every number the key was used with, never from 1 again.
+    drop(_a2);
+    let _a3 = up_spis(
+        &d,
+        &p,
+        &k,
+        'a',
+        ("0x3001", SPI_BA),
+        &["--reserve-block", "16"],
+    );
+    let third = status(&d, 'a');
+    let first3 = third["tx"]["first_seq"].as_u64().unwrap();
+    let highest = seqs.iter().copied().max().unwrap_or(0);
+    assert!(
+        first3 > u64::from(highest),
+        "the key under a new SPI began at {first3}, at or below {highest}: {third}"
+    );
 }
 
 /// Bad input exits 2 with a sentence naming the problem, before anything is created (no root
