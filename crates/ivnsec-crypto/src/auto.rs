@@ -266,6 +266,32 @@ pub fn select(
     })
 }
 
+/// One size split of `auto`: `primitive` goes to `below` up to `up_to` bytes and to `above`
+/// past it (the break-even of the two providers, read from their measured costs with
+/// [`break_even`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub primitive: Primitive,
+    pub up_to: usize,
+    pub below: &'static str,
+    pub above: &'static str,
+}
+
+/// Every size split of [`MEASURED`], in table order.
+pub fn splits() -> Vec<Split> {
+    MEASURED
+        .iter()
+        .flat_map(|m| {
+            m.picks.windows(2).map(|w| Split {
+                primitive: m.primitive,
+                up_to: w[0].up_to,
+                below: w[0].provider,
+                above: w[1].provider,
+            })
+        })
+        .collect()
+}
+
 /// A primitive's name as the suites spell it (`aes128-gcm`, `hmac-sha256`, `aes128`,
 /// `aes128-kw`).
 pub fn primitive_name(p: Primitive) -> String {
@@ -523,6 +549,24 @@ mod tests {
         assert_eq!(break_even(&[1, 2], &[1.0], &[1.0, 2.0]), None);
         assert_eq!(break_even(&[2, 1], &[1.0, 2.0], &[1.0, 2.0]), None);
         assert_eq!(break_even(&[1, 2], &[1.0, f64::NAN], &[1.0, 2.0]), None);
+    }
+
+    /// The splits are the table's: CCM at 256 B (portable → openssl), ChaCha20-Poly1305 at
+    /// 2048 B (fast → openssl), nothing else.
+    #[test]
+    fn splits_list_the_size_splits() {
+        let s: Vec<(String, usize, &str, &str)> = splits()
+            .into_iter()
+            .map(|s| (primitive_name(s.primitive), s.up_to, s.below, s.above))
+            .collect();
+        assert_eq!(
+            s,
+            [
+                ("aes128-ccm".to_string(), 256, "portable", "openssl"),
+                ("aes256-ccm".to_string(), 256, "portable", "openssl"),
+                ("chacha20-poly1305".to_string(), 2048, "fast", "openssl"),
+            ]
+        );
     }
 
     /// The size splits of [`MEASURED`] are what `break_even` makes of the figures they were

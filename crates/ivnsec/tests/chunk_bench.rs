@@ -138,3 +138,29 @@ fn bad_chunk_options_are_usage_errors() {
         assert!(help.contains(s), "help lacks {s}");
     }
 }
+
+/// `ivnsec suites` says where `auto` splits by size (its break-evens) beside seed 004's.
+#[test]
+fn suites_states_the_break_evens() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ivnsec"))
+            .args(args)
+            .output()
+            .expect("run ivnsec")
+    };
+    let o = run(&["suites"]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("chacha20-poly1305 at 2048 B (fast up to it, openssl above)"),
+        "{t}"
+    );
+    assert!(t.contains("aes128-ccm at 256 B (portable up to it, openssl above)"));
+    assert!(t.contains("1024kB"));
+    let v = json(&run(&["suites", "--json"]));
+    let s = v["auto_break_even"].as_array().unwrap();
+    assert!(s.iter().any(|x| x["primitive"] == "chacha20-poly1305"
+        && x["up_to"] == 2048
+        && x["below"] == "fast"
+        && x["above"] == "openssl"));
+    assert!(v["profiles"].as_array().unwrap().len() > 10);
+}
