@@ -39,6 +39,11 @@ pub const MAX_TCP_PAYLOAD: usize = 1 << 20;
 /// AES-128-GCM conf, docs/benchmarks.md): the connection idles while a large batch is
 /// protected.
 const MAX_WRITE: usize = 256 << 10;
+/// Wire bytes a shaped TCP sender may catch up by after being descheduled (8.4 ms at 1 Gb/s):
+/// what a NIC with TCP segmentation offload holds in a few descriptors. With only the three
+/// 64 KiB messages of one write, a sender on a loaded machine fell to 0.89–0.97 of the shaped
+/// rate; with 1 MiB, 0.99–1.00 (docs/benchmarks.md).
+const BUCKET_BYTES: usize = 1 << 20;
 /// How long the receiver waits for every sender to connect.
 const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -94,7 +99,7 @@ pub(super) fn sender(spec: &TputSpec, index: usize) -> Result<()> {
     let deadline = start + spec.seconds_ns;
     let mut bucket = spec
         .rate_bps
-        .map(|r| TokenBucket::new(r, wire * per_write.max(2), start));
+        .map(|r| TokenBucket::new(r, (wire * per_write.max(2)).max(BUCKET_BYTES), start));
     let mut sent = 0u64;
     let mut pacing = 0u64;
     let mut last = start;
