@@ -811,6 +811,19 @@ fn hosts_option_errors() {
         ),
         (
             vec![
+                "throughput",
+                "--hosts",
+                two.to_str().unwrap(),
+                "--tcp",
+                "--profile",
+                "someip-nosec",
+                "--payload",
+                "1000",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
                 "hosts",
                 "check",
                 one.to_str().unwrap().replace("one", "none").as_str(),

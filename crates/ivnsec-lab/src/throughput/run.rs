@@ -168,6 +168,12 @@ pub fn run_set(
              with tcpdump on the testbed instead",
         ));
     }
+    if cfg.tcp && matches!(site, Site::Hosts { .. }) {
+        return Err(usage(
+            "--tcp runs on the testbed or loopback only; across SSH hosts throughput measures \
+             datagram runs (drop --tcp, or run it on a testbed)",
+        ));
+    }
     let nodes = Nodes::of(site, cfg.senders)?;
     let mut capture = match pcap {
         Some(p) if profiles.len() > 1 => Some((
@@ -773,6 +779,8 @@ fn transport_tcp(site: &Site) -> String {
         Site::Loopback => "TCP on loopback (no testbed: not root), one connection per sender; \
                            not a vehicle-network path"
             .to_string(),
+        // Refused before a run starts (run_set); named for completeness.
+        Site::Hosts { .. } => site.transport(),
     }
 }
 

@@ -105,8 +105,9 @@ pub struct Args {
     #[arg(long)]
     pub no_baseline: bool,
     /// Send secured SOME/IP messages on one TCP connection per sender instead of datagrams
-    /// (someip-… profiles only; the baselines are iperf3 TCP, no `plain` run).
-    #[arg(long)]
+    /// (someip-… profiles only; the baselines are iperf3 TCP, no `plain` run). On a testbed or
+    /// loopback, not with --hosts.
+    #[arg(long, conflicts_with = "hosts")]
     pub tcp: bool,
     /// Print the result as JSON.
     #[arg(long)]
