@@ -459,7 +459,7 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         confirm_new_key: cfg.confirm_new_key,
     };
     let domain = Profile::Esp(alg).nonce_domain();
-    let hw = HighWater::open(&cfg.state_dir, &domain, &ident, &keys.tx, opts)
+    let hw = HighWater::open(&cfg.state_dir, &domain, ident, &keys.tx, opts)
         .map_err(HwError::into_anyhow)?;
     let first = hw.first_seq().map_err(HwError::into_anyhow)?;
     let tx_params = EspParams {
