@@ -867,3 +867,86 @@ fn docs_example_plan_is_accepted() {
         text(&o.stderr)
     );
 }
+
+/// The hosts' clocks are watched while a run across them goes on (every 5 s and at the end):
+/// the report's environment holds per host the states seen, min/max |offset| and the samples.
+/// On this one machine the "hosts" are namespaces sharing its clock and run no ptp4l, so pmc
+/// finds none on either during the whole run: every sample says `no ptp4l`, no offset is
+/// known, and the run's one-way delays are flagged as taken on unsynchronised clocks.
+#[test]
+fn clocks_watched_during_a_run_across_hosts() {
+    require_sshd!();
+    let d = TempDir::new("multihost-watch");
+    let bench = Bench::up(&d);
+    let plan = d.path("hosts.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let out = d.path("report");
+    // About 6 s of exchanges (60 × 100 ms pauses): rounds at 0 s and 5 s, and one at the end.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "aes128-gcm",
+            "--payload",
+            "64",
+            "--count",
+            "60",
+            "--replications",
+            "1",
+            "--pause-ms",
+            "100",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "exit {:?}: {}",
+        o.status.code(),
+        text(&o.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let env = &v["environment"];
+    let w = &env["clock_during_run"];
+    assert_eq!(w["interval_s"], 5.0, "{w}");
+    let hosts = w["hosts"].as_array().unwrap();
+    let names: Vec<&str> = hosts.iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(names, ["front", "rear"], "{w}");
+    for h in hosts {
+        assert!(h["samples"].as_u64().unwrap() >= 3, "{h}");
+        assert_eq!(h["states_seen"], serde_json::json!(["no ptp4l"]), "{h}");
+        assert_eq!(h["synchronised_throughout"], false, "{h}");
+        assert!(h["max_abs_offset_ns"].is_null(), "{h}");
+    }
+    let samples = w["samples"].as_array().unwrap();
+    let per_host: u64 = hosts.iter().map(|h| h["samples"].as_u64().unwrap()).sum();
+    assert_eq!(samples.len() as u64, per_host);
+    // The samples span the run: the first at its start, one 5 s on.
+    assert!(
+        samples.iter().any(|s| s["t_s"].as_f64().unwrap() >= 5.0),
+        "{w}"
+    );
+    assert!(samples.iter().all(|s| s["state"] == "no ptp4l"), "{w}");
+    assert_eq!(env["owd_clock"], "unsynchronised", "{env}");
+    let state = env["clock_state"].as_str().unwrap();
+    assert!(
+        state.contains("during the run not synchronised: front (no ptp4l); rear (no ptp4l)"),
+        "{state}"
+    );
+    // summary.md flags nothing directly measured here: across hosts there is no direct OWD.
+    assert!(v["scenarios"][0]["sections"]["owd_direct"].is_null());
+    assert_none_left(&bench.dir);
+    bench.close();
+}

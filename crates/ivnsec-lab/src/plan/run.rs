@@ -86,6 +86,10 @@ pub fn run_plan(
     let mut capture = settings.pcap.as_deref().map(Capture::create).transpose()?;
     let mut runs = Vec::with_capacity(plan.scenarios.len());
     let mut environment = serde_json::Map::new();
+    // Across hosts, the hosts' clocks are watched while the plan runs on them.
+    let watch = plan
+        .host_pair()
+        .map(|(a, b)| crate::clock_watch::Watch::hosts(&[a, b]));
     if let Some(open) = &open {
         runs = run_scenarios(plan, open, capture.as_mut(), progress)?;
         environment = crate::pingpong::run::environment(&open.site, &plan.scenarios[0], &plan.name);
@@ -190,6 +194,9 @@ pub fn run_plan(
             c.absorb()?;
         }
         experiments.throughput.extend(results);
+    }
+    if let Some(w) = watch {
+        crate::clock_watch::record(&mut environment, &w.finish());
     }
     // Each experiment on a site of its own; its nodes' capture parts join the run's capture.
     let mut on_site = |what: String,
