@@ -279,6 +279,128 @@ pub fn record(env: &mut serde_json::Map<String, serde_json::Value>, during: &Dur
     );
 }
 
+/// The clock a node stamps one-way delays with: `CLOCK_MONOTONIC` on one host (every namespace
+/// shares it; the results of runs on a testbed or loopback stay as they were), `CLOCK_REALTIME`
+/// across hosts, the clock ptp4l (software timestamps) or phc2sys (from the NIC's PTP hardware
+/// clock) keeps on the grand master's time. Only the stamps a one-way delay is taken from use it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StampClock {
+    #[default]
+    Monotonic,
+    Realtime,
+}
+
+impl StampClock {
+    /// Now on this clock, ns.
+    pub fn now_ns(self) -> u64 {
+        match self {
+            StampClock::Monotonic => ivnsec_net::sys::monotonic_ns(),
+            // SystemTime is CLOCK_REALTIME on Linux.
+            StampClock::Realtime => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StampClock::Monotonic => "CLOCK_MONOTONIC",
+            StampClock::Realtime => "CLOCK_REALTIME",
+        }
+    }
+}
+
+/// Where `/proc` tells which boot of which machine this is (a random UUID per boot).
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+/// A boot id as the kernel prints it: 36 characters, hex digits and dashes.
+fn boot_id(text: &str) -> Option<String> {
+    let t = text.trim();
+    (t.len() == 36 && t.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+        .then(|| t.to_ascii_lowercase())
+}
+
+/// This machine's boot id.
+pub fn this_boot_id() -> Option<String> {
+    let mut buf = String::new();
+    use std::io::Read;
+    std::fs::File::open(BOOT_ID)
+        .ok()?
+        .take(128)
+        .read_to_string(&mut buf)
+        .ok()?;
+    boot_id(&buf)
+}
+
+/// The boot id of a host, asked with `cat` there; `None` when it cannot be read.
+pub fn boot_id_of(host: &dyn HostRunner) -> Option<String> {
+    let out = host.run(&["cat".to_string(), BOOT_ID.to_string()]).ok()?;
+    if out.code != Some(0) {
+        return None;
+    }
+    boot_id(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Whether one-way delays may be taken between `hosts`, decided before a run: yes when every
+/// host is this very machine (the same boot id: network namespaces or containers of it, one
+/// system clock) or when every host is PTP-synchronised (pmc over its ssh); else an environment
+/// error (exit 3) naming each host that is not, its clock state and how to fix it. Returns the
+/// sentence the report carries about the clocks.
+pub fn one_way_clocks(
+    what: &str,
+    hosts: &[&dyn HostRunner],
+    max_offset_ns: u64,
+) -> anyhow::Result<String> {
+    let names: Vec<String> = hosts.iter().map(|h| h.name()).collect();
+    if let Some(me) = this_boot_id()
+        && hosts
+            .iter()
+            .all(|h| boot_id_of(*h).as_deref() == Some(me.as_str()))
+    {
+        return Ok(format!(
+            "one-way delays on CLOCK_REALTIME; shared clock: {} run on this machine (the same \
+             boot id), one system clock",
+            names.join(", ")
+        ));
+    }
+    let set = clock::ClockSet::probe(hosts, |_| clock::DEFAULT_UDS.to_string(), max_offset_ns);
+    let bad: Vec<String> = set
+        .hosts
+        .iter()
+        .filter(|h| h.state != PtpState::Synchronised)
+        .map(|h| format!("host {} is {} ({})", h.host, h.state.as_str(), h.reason))
+        .collect();
+    if !bad.is_empty() {
+        return Err(crate::error::env_error(format!(
+            "{what} across hosts takes one-way delays from the sender's clock to the receiver's, \
+             which needs one clock or clocks synchronised by PTP: {}. Run ptp4l on every host \
+             (and phc2sys with hardware timestamping) until `ivnsec clock check --plan PLAN` says \
+             synchronised (docs/multihost.md, Clocks (PTP)), or run {what} on a testbed",
+            bad.join("; ")
+        )));
+    }
+    let offsets: Vec<String> = set
+        .hosts
+        .iter()
+        .map(|h| match h.offset_ns {
+            Some(o) if h.port_state.as_deref() != Some("MASTER") => {
+                format!("{} offset {o:.0} ns", h.host)
+            }
+            _ => format!(
+                "{} {}",
+                h.host,
+                h.port_state.as_deref().unwrap_or("synchronised")
+            ),
+        })
+        .collect();
+    Ok(format!(
+        "one-way delays on CLOCK_REALTIME; PTP-synchronised within ±{max_offset_ns} ns before \
+         the run: {}",
+        offsets.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,5 +539,52 @@ mod tests {
         let d = w.finish();
         assert_eq!(d.samples.len(), 8, "{d:?}");
         assert!(d.truncated);
+    }
+
+    fn answering(name: &str, out: String, pmc: &'static str) -> impl HostRunner {
+        FnRunner {
+            name: name.to_string(),
+            via: "test",
+            on_this_host: false,
+            run: move |argv: &[String]| -> Result<RunOutput, String> {
+                Ok(RunOutput {
+                    code: Some(0),
+                    stdout: if argv[0] == "cat" {
+                        out.clone().into_bytes()
+                    } else {
+                        pmc.as_bytes().to_vec()
+                    },
+                    stderr: Vec::new(),
+                })
+            },
+        }
+    }
+
+    #[test]
+    fn boot_ids_are_checked() {
+        assert_eq!(
+            boot_id("0B9E6C3A-55f1-4c1e-9a4f-0c0ffee00001\n").as_deref(),
+            Some("0b9e6c3a-55f1-4c1e-9a4f-0c0ffee00001")
+        );
+        assert_eq!(boot_id("x; rm -rf /"), None);
+        assert_eq!(boot_id(""), None);
+        assert!(this_boot_id().is_some());
+    }
+
+    #[test]
+    fn one_way_delays_need_one_machine_or_synchronised_clocks() {
+        let me = this_boot_id().unwrap();
+        // Both on this machine: allowed whatever PTP says.
+        let a = answering("a", me.clone(), "");
+        let b = answering("b", me.clone(), "");
+        let ok = one_way_clocks("camera", &[&a, &b], 10_000).unwrap();
+        assert!(ok.contains("shared clock"), "{ok}");
+        // Another machine without ptp4l: refused, exit 3, naming it and the fix.
+        let c = answering("ecu9", "0b9e6c3a-55f1-4c1e-9a4f-0c0ffee00001".into(), "");
+        let e = one_way_clocks("camera", &[&a, &c], 10_000).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 3);
+        let msg = format!("{e:#}");
+        assert!(msg.contains("host ecu9 is"), "{msg}");
+        assert!(msg.contains("ptp4l") && msg.contains("phc2sys"), "{msg}");
     }
 }

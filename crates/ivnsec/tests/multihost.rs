@@ -105,6 +105,13 @@ impl Bench {
     }
 
     fn up(d: &TempDir) -> Bench {
+        Bench::up_with(d, &[])
+    }
+
+    /// The bench, with the sshd of each host in `elsewhere` seeing a boot id of its own (a
+    /// file bind-mounted over /proc/sys/kernel/random/boot_id in a mount namespace of that
+    /// sshd only): to ivnsec that host is another machine, with a clock of its own.
+    fn up_with(d: &TempDir, elsewhere: &[&str]) -> Bench {
         let tb = Testbed::up(
             &Topology::SteerByWire,
             &Options {
@@ -162,8 +169,30 @@ impl Bench {
             )
             .unwrap();
             let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, SSHD, "-D", "-e", "-f"])
-                .arg(&config)
+            if elsewhere.contains(&name.as_str()) {
+                let boot_id = dir.join(format!("boot_id-{name}"));
+                std::fs::write(&boot_id, "0b9e6c3a-55f1-4c1e-9a4f-0c0ffee00001\n").unwrap();
+                c.args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "unshare",
+                    "-m",
+                    "--propagation",
+                    "private",
+                ])
+                .args(["sh", "-c"])
+                .arg(
+                    "mount --bind \"$1\" /proc/sys/kernel/random/boot_id && \
+                         exec \"$2\" -D -e -f \"$3\"",
+                )
+                .arg("sh")
+                .arg(&boot_id)
+                .arg(SSHD);
+            } else {
+                c.args(["netns", "exec", ns, SSHD, "-D", "-e", "-f"]);
+            }
+            c.arg(&config)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped());
@@ -947,6 +976,211 @@ fn clocks_watched_during_a_run_across_hosts() {
     );
     // summary.md flags nothing directly measured here: across hosts there is no direct OWD.
     assert!(v["scenarios"][0]["sections"]["owd_direct"].is_null());
+    assert_none_left(&bench.dir);
+    bench.close();
+}
+
+/// A timeline of ten 3000-byte messages 20 ms apart (sockperf playback CSV).
+const TIMELINE: &str = "0.010, 3000\n0.030, 3000\n0.050, 3000\n0.070, 3000\n0.090, 3000\n\
+     0.110, 3000\n0.130, 3000\n0.150, 3000\n0.170, 3000\n0.190, 3000\n";
+
+const STREAMS: &str = "name = \"streams\"\n\
+     [[underload]]\nprofiles = [\"aes128-gcm\"]\nsize = 4000\nmps = 100\nseconds = 1\n\
+     reply_every = 10\nbaseline = false\n\
+     [[playback]]\nprofiles = [\"macsec-gcm-aes-128/auth\"]\ntimeline = \"t.csv\"\n\
+     baseline = false\n\
+     [[camera]]\ncameras = [1]\nlevels = [\"conf\"]\nframe_bytes = 8000\nseconds = 1\n\
+     transport = \"l2\"\n";
+
+/// Under load, playback and cameras judge one-way delays. Across hosts that all are this
+/// machine (here: namespaces of it, each with its sshd; the same boot id) they share one clock
+/// and run: the sensor / camera ECU on the first host, the consumer on the second, the delays
+/// timed on CLOCK_REALTIME (what PTP disciplines; here the one system clock, so every delay
+/// is positive and small). Their reports say so.
+#[test]
+fn one_way_experiments_across_hosts_of_this_machine() {
+    require_sshd!();
+    let d = TempDir::new("multihost-streams");
+    let bench = Bench::up(&d);
+    let hosts = format!(
+        "{}{}",
+        bench.host_table("front", ""),
+        bench.host_table("rear", "")
+    );
+    std::fs::write(d.path("t.csv"), TIMELINE).unwrap();
+    let plan = d.path("streams.toml");
+    std::fs::write(&plan, format!("{STREAMS}{hosts}")).unwrap();
+    let out = d.path("report");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "exit {:?}: {}",
+        o.status.code(),
+        text(&o.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let e = &v["experiments"];
+    let sane = |us: &Value, what: &str| {
+        let x = us.as_f64().unwrap_or_else(|| panic!("{what}: {e}"));
+        assert!(x > 0.0 && x < 1e6, "{what} = {x} µs: {e}");
+    };
+    for (table, sent) in [("underload", 100), ("playback", 10)] {
+        let x = &e[table][0];
+        let t = x["transport"].as_str().unwrap();
+        assert!(t.contains("over SSH"), "{t}");
+        assert!(
+            t.contains("CLOCK_REALTIME") && t.contains("shared clock: front, rear"),
+            "{t}"
+        );
+        let r = &x["runs"][0];
+        assert_eq!(r["messages"]["sent"], sent, "{r}");
+        assert!(r["messages"]["received"].as_u64().unwrap() > 0, "{r}");
+        sane(&r["one_way"]["min_us"], "one-way min");
+        sane(&r["one_way"]["max_us"], "one-way max");
+    }
+    let c = &e["camera"][0];
+    assert!(
+        c["clock"].as_str().unwrap().contains("CLOCK_REALTIME"),
+        "{c}"
+    );
+    let r = &c["results"][0];
+    assert!(r["frames_received"].as_u64().unwrap() > 0, "{r}");
+    sane(&r["delay_us"]["min"], "camera delay min");
+    sane(&r["delay_us"]["max"], "camera delay max");
+    // The hosts' clocks were watched meanwhile.
+    let w = &v["environment"]["clock_during_run"];
+    assert_eq!(w["hosts"].as_array().unwrap().len(), 2, "{w}");
+
+    // The commands take the same hosts.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "underload",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "macsec-gcm-aes-128",
+            "--size",
+            "3000",
+            "--mps",
+            "50",
+            "--seconds",
+            "1",
+            "--no-baseline",
+            "--json",
+        ],
+    );
+    let u: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{u}");
+    assert_eq!(u["runs"][0]["messages"]["sent"], 50, "{u}");
+    sane(&u["runs"][0]["one_way"]["p50_us"], "underload --hosts p50");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "camera",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--cameras",
+            "1",
+            "--level",
+            "auth",
+            "--frame-bytes",
+            "6000",
+            "--seconds",
+            "1",
+            "--json",
+        ],
+    );
+    let cam: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert!(cam["site"].as_str().unwrap().contains("over SSH"), "{cam}");
+    assert!(
+        cam["results"][0]["frames_received"].as_u64().unwrap() > 0,
+        "{cam}"
+    );
+    sane(&cam["results"][0]["delay_us"]["p50"], "camera --hosts p50");
+    // Across hosts nothing is captured on this machine.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "underload",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--pcap",
+            d.path("x.pcap").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("tcpdump"), "{}", text(&o.stderr));
+    assert_none_left(&bench.dir);
+    bench.close();
+}
+
+/// A host that is another machine (its own boot id) and runs no ptp4l: the experiments whose
+/// verdict is a one-way delay refuse to run across it, exit 3, naming the host, its clock
+/// state and how to fix it; no node is started.
+#[test]
+fn one_way_experiments_refused_on_unsynchronised_hosts() {
+    require_sshd!();
+    let d = TempDir::new("multihost-refused");
+    let bench = Bench::up_with(&d, &["rear"]);
+    let hosts = format!(
+        "{}{}",
+        bench.host_table("front", ""),
+        bench.host_table("rear", "")
+    );
+    std::fs::write(d.path("t.csv"), TIMELINE).unwrap();
+    let plan = d.path("streams.toml");
+    std::fs::write(&plan, format!("{STREAMS}{hosts}")).unwrap();
+    let p = plan.to_str().unwrap();
+    let t = d.path("t.csv");
+    for args in [
+        vec!["underload", "--hosts", p, "--seconds", "1"],
+        vec!["playback", "--hosts", p, "--timeline", t.to_str().unwrap()],
+        vec!["camera", "--hosts", p, "--seconds", "1"],
+        vec!["run", p, "--out", d.path("r").to_str().unwrap()],
+    ] {
+        let o = bench.ivnsec(&d, &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains("host rear is no ptp4l"), "{args:?}: {err}");
+        assert!(
+            err.contains("ptp4l") && err.contains("phc2sys") && err.contains("docs/multihost.md"),
+            "{args:?}: {err}"
+        );
+        assert!(ours_running(&bench.dir).is_empty());
+    }
+    // The ping-pong needs no shared clock (round trips): it runs across the same hosts.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--hosts",
+            p,
+            "--profile",
+            "plain",
+            "--payload",
+            "64",
+            "--count",
+            "10",
+            "--replications",
+            "1",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert_eq!(v["lost"], 0, "{v}");
     assert_none_left(&bench.dir);
     bench.close();
 }

@@ -111,7 +111,9 @@ pub fn run_plan(
     let hosts_site = match (plan.host_pair(), &open) {
         (None, _) => None,
         (Some(_), Some(o)) if matches!(o.site, Site::Hosts { .. }) => Some(o.site.clone()),
-        (Some((a, b)), _) if !groups_empty(plan) => Some(crate::site::open_hosts(a, b)?.site),
+        (Some((a, b)), _) if !groups_empty(plan) || !streams_empty(plan) => {
+            Some(crate::site::open_hosts(a, b)?.site)
+        }
         (Some(_), _) => None,
     };
     if let Some(Site::Hosts {
@@ -195,16 +197,21 @@ pub fn run_plan(
         }
         experiments.throughput.extend(results);
     }
-    if let Some(w) = watch {
-        crate::clock_watch::record(&mut environment, &w.finish());
-    }
     // Each experiment on a site of its own; its nodes' capture parts join the run's capture.
     let mut on_site = |what: String,
                        layout: crate::site::Layout,
                        run: &mut dyn FnMut(&Site, Option<&Path>) -> Result<()>|
      -> Result<()> {
         eprintln!("ivnsec run: {what}");
-        let site = crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?;
+        // Across hosts: on the plan's two hosts (the first sends, the second receives).
+        let site = match &hosts_site {
+            Some(s) => crate::site::OpenSite {
+                site: s.clone(),
+                testbed: None,
+                fallback_reason: None,
+            },
+            None => crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?,
+        };
         if let Some(why) = &site.fallback_reason {
             eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
         }
@@ -280,6 +287,9 @@ pub fn run_plan(
             Ok(())
         })?;
     }
+    if let Some(w) = watch {
+        crate::clock_watch::record(&mut environment, &w.finish());
+    }
     // Single-frame crypto times first, in this process, before any testbed is built.
     for (i, cfg) in plan.crypto_bench.iter().enumerate() {
         eprintln!(
@@ -331,6 +341,11 @@ pub fn run_plan(
 }
 
 /// Whether the plan has no throughput group.
+/// No under-load, playback or camera table (those run across hosts on the plan's hosts).
+fn streams_empty(plan: &Plan) -> bool {
+    plan.underload.is_empty() && plan.playback.is_empty() && plan.camera.is_empty()
+}
+
 fn groups_empty(plan: &Plan) -> bool {
     plan.throughput.is_empty() && plan.throughput_gateways.is_empty()
 }

@@ -90,6 +90,14 @@ pub struct Args {
     /// ECU, its ecu2 (else last ECU) the consumer.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
+    /// Run across the hosts of this plan's `[[host]]` tables (docs/multihost.md): the camera ECU
+    /// on the first host, the consumer on the second, over SSH. The tx→rx delay needs one
+    /// clock: allowed when both hosts are this machine (namespaces of it) or PTP-synchronised
+    /// (`ivnsec clock check --plan PLAN`), else exit 3; the delays are then timed on
+    /// CLOCK_REALTIME. No --pcap. Example:
+    /// ivnsec camera --hosts bench.toml --cameras 2 --transport l2 --seconds 5
+    #[arg(long, value_name = "PLAN", conflicts_with = "testbed")]
+    pub hosts: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -152,7 +160,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let cfg = CameraConfig::from(&a);
     cfg.check()?;
-    let open = ivnsec_lab::site::open_site(a.on.into(), a.testbed.as_deref(), &layout())?;
+    let open = match &a.hosts {
+        Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+        None => ivnsec_lab::site::open_site(a.on.into(), a.testbed.as_deref(), &layout())?,
+    };
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running both ECUs on loopback instead");
     }

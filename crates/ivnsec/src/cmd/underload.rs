@@ -89,6 +89,14 @@ pub struct StreamArgs {
     /// Use this running testbed (`ivnsec testbed up`) instead of building one.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
+    /// Run across the hosts of this plan's `[[host]]` tables (docs/multihost.md): the sensor on
+    /// the first host, the consumer on the second, over SSH. The one-way delays need one clock:
+    /// allowed when both hosts are this machine (namespaces of it) or PTP-synchronised (`ivnsec
+    /// clock check --plan PLAN`), else exit 3. One-way delays are then timed on CLOCK_REALTIME;
+    /// no sockperf baseline, no --pcap. Example:
+    /// ivnsec underload --hosts bench.toml --profile macsec-gcm-aes-128 --seconds 10
+    #[arg(long, value_name = "PLAN", conflicts_with = "testbed")]
+    pub hosts: Option<PathBuf>,
     /// Skip the same-run baselines (the added `plain` run and sockperf).
     #[arg(long)]
     pub no_baseline: bool,
@@ -109,7 +117,10 @@ impl StreamArgs {
         mut json: Json,
         f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
     ) -> Result<ExitCode> {
-        let open = open(self.on.into(), self.testbed.as_deref())?;
+        let open = match &self.hosts {
+            Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+            None => open(self.on.into(), self.testbed.as_deref())?,
+        };
         let report = f(&open.site, self.pcap.as_deref())?;
         drop(open);
         finish(&report, &mut json)
