@@ -1184,3 +1184,51 @@ fn one_way_experiments_refused_on_unsynchronised_hosts() {
     assert_none_left(&bench.dir);
     bench.close();
 }
+
+/// `attack --hosts` and `tdma run --hosts` stop at once with exit 2 and the reason (each needs
+/// the testbed it builds); a plan with `[[host]]` and `[[tdma]]` tables is refused the same way,
+/// naming the table. Nothing is started, so no root or sshd is needed.
+#[test]
+fn attack_and_tdma_run_refuse_hosts() {
+    let d = TempDir::new("multihost-refuse");
+    let plan = d.path("hosts.toml");
+    let hosts = "[[host]]\nname = \"a\"\nssh = \"root@192.0.2.1\"\niface = \"eth1\"\n\
+                 [[host]]\nname = \"b\"\nssh = \"root@192.0.2.2\"\niface = \"eth1\"\n";
+    std::fs::write(&plan, hosts).unwrap();
+    let p = plan.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["attack", "--hosts", p, "--json"],
+            "attack does not run across hosts",
+        ),
+        (
+            vec![
+                "tdma", "run", "--hosts", p, "--flows", p, "--bp", "10ms", "--gp", "0ms",
+            ],
+            "tdma run does not run across hosts",
+        ),
+    ] {
+        let o = common::ivnsec(&d, &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains("docs/multihost.md"), "{err}");
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    }
+    let tdma = d.path("tdma.toml");
+    std::fs::write(
+        &tdma,
+        format!("name = \"t\"\n[[tdma]]\nprofiles = [\"hmac-sha1\"]\nframes = [60]\nswitches = [1]\n{hosts}"),
+    )
+    .unwrap();
+    let o = common::ivnsec(&d, &["run", tdma.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("[[tdma]] does not run across hosts"), "{err}");
+    assert!(err.contains("tdma"), "{err}");
+    // Their --help says so.
+    for args in [vec!["attack", "--help"], vec!["tdma", "run", "--help"]] {
+        let o = common::ivnsec(&d, &args);
+        assert!(text(&o.stdout).contains("--hosts <PLAN>"), "{args:?}");
+    }
+}
