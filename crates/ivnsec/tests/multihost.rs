@@ -1232,3 +1232,66 @@ fn attack_and_tdma_run_refuse_hosts() {
         assert!(text(&o.stdout).contains("--hosts <PLAN>"), "{args:?}");
     }
 }
+
+/// The consumer's SSH connection dropped in the middle of an under-load run across hosts (its
+/// sshd session killed): once the sensor has sent its messages the run ends with exit 3 naming
+/// the hosts, and no node is left on either.
+#[test]
+fn ssh_dropped_mid_underload() {
+    require_sshd!();
+    let d = TempDir::new("multihost-ul-drop");
+    let bench = Bench::up(&d);
+    let p = d.path("hosts.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let mut run = bench.in_cu(BIN);
+    run.args([
+        "underload",
+        "--hosts",
+        p.to_str().unwrap(),
+        "--profile",
+        "aes128-gcm",
+        "--size",
+        "2000",
+        "--mps",
+        "100",
+        "--seconds",
+        "6",
+        "--no-baseline",
+    ])
+    .env("IVNSEC_STATE_DIR", d.state())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut run = Proc(Some(run.spawn().unwrap()));
+    let t0 = Instant::now();
+    while ours_running(&bench.dir).len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the nodes did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let listener = bench.sshd[1].0.as_ref().unwrap().id();
+    let sessions = sshd_sessions(listener);
+    assert!(!sessions.is_empty(), "no sshd session on rear");
+    for pid in sessions {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let o = run.0.take().unwrap().wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("host rear"), "{err}");
+    assert!(err.contains("SSH connection was lost"), "{err}");
+    assert_none_left(&bench.dir);
+    bench.close();
+}

@@ -266,6 +266,23 @@ impl Ends {
         }
     }
 
+    /// Across hosts, a node's failure names both hosts (exit 3): a camera node failed there or
+    /// its SSH connection was lost. Errors that already name a host, and usage errors, pass.
+    fn node_error(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some((c, r)) = &self.hosts else { return e };
+        if e.chain()
+            .any(|x| x.is::<crate::error::EnvError>() || x.is::<crate::error::UsageError>())
+        {
+            return e;
+        }
+        crate::error::env_error(format!(
+            "{} (camera ECU) or {} (consumer): a camera node failed or its SSH connection was \
+             lost: {e:#}",
+            c.spec.label(),
+            r.spec.label()
+        ))
+    }
+
     fn camera_place(&self) -> Place<'_> {
         match (&self.hosts, &self.camera.0) {
             (Some((c, _)), _) => Place::Host(c),
@@ -351,7 +368,8 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
     for &n in &cfg.cameras {
         let mut nosec_cpu: Option<CameraCpu> = None;
         for &level in &levels {
-            let mut r = run_once(&ends, cfg, n, level, part.as_deref())?;
+            let mut r =
+                run_once(&ends, cfg, n, level, part.as_deref()).map_err(|e| ends.node_error(e))?;
             if let (Some(w), Some(p)) = (writer.as_mut(), &part) {
                 crate::site::append_pcap(w, p)?;
             }

@@ -367,7 +367,8 @@ pub(crate) fn run_stream(
                 PathBuf::from(name)
             }
         });
-        let r = run_profile(site, &pair, p, schedule, common, file.as_deref())?;
+        let r = run_profile(site, &pair, p, schedule, common, file.as_deref())
+            .map_err(|e| pair.node_error(e))?;
         if let Some(f) = &file {
             eprintln!("capture: {} (the first units {p} sent)", f.display());
         }
@@ -455,6 +456,22 @@ fn on_host(place: &Place<'_>, e: anyhow::Error) -> anyhow::Error {
 }
 
 impl Pair {
+    /// Across hosts, a node's failure names both hosts (exit 3): a node failed there or its
+    /// SSH connection was lost. Errors that already name a host, and usage errors, pass.
+    fn node_error(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some((s, c)) = &self.hosts else { return e };
+        if e.chain()
+            .any(|x| x.is::<crate::error::EnvError>() || x.is::<crate::error::UsageError>())
+        {
+            return e;
+        }
+        crate::error::env_error(format!(
+            "{} (sensor) or {} (consumer): a node failed or its SSH connection was lost: {e:#}",
+            s.spec.label(),
+            c.spec.label()
+        ))
+    }
+
     fn sensor_place(&self) -> Place<'_> {
         match (&self.hosts, &self.sensor.0) {
             (Some((s, _)), _) => Place::Host(s),
