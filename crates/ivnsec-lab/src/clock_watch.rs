@@ -346,22 +346,25 @@ pub fn boot_id_of(host: &dyn HostRunner) -> Option<String> {
 /// host is this very machine (the same boot id: network namespaces or containers of it, one
 /// system clock) or when every host is PTP-synchronised (pmc over its ssh); else an environment
 /// error (exit 3) naming each host that is not, its clock state and how to fix it. Returns the
-/// sentence the report carries about the clocks.
+/// sentence the report carries about the clocks, and whether they are this machine's one clock.
 pub fn one_way_clocks(
     what: &str,
     hosts: &[&dyn HostRunner],
     max_offset_ns: u64,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, bool)> {
     let names: Vec<String> = hosts.iter().map(|h| h.name()).collect();
     if let Some(me) = this_boot_id()
         && hosts
             .iter()
             .all(|h| boot_id_of(*h).as_deref() == Some(me.as_str()))
     {
-        return Ok(format!(
-            "one-way delays on CLOCK_REALTIME; shared clock: {} run on this machine (the same \
-             boot id), one system clock",
-            names.join(", ")
+        return Ok((
+            format!(
+                "one-way delays on CLOCK_REALTIME; shared clock: {} run on this machine (the same \
+                 boot id), one system clock",
+                names.join(", ")
+            ),
+            true,
         ));
     }
     let set = clock::ClockSet::probe(hosts, |_| clock::DEFAULT_UDS.to_string(), max_offset_ns);
@@ -394,11 +397,58 @@ pub fn one_way_clocks(
             ),
         })
         .collect();
-    Ok(format!(
-        "one-way delays on CLOCK_REALTIME; PTP-synchronised within ±{max_offset_ns} ns before \
-         the run: {}",
-        offsets.join(", ")
+    Ok((
+        format!(
+            "one-way delays on CLOCK_REALTIME; PTP-synchronised within ±{max_offset_ns} ns \
+             before the run: {}",
+            offsets.join(", ")
+        ),
+        false,
     ))
+}
+
+/// The note an experiment's report carries when a host was not synchronised in some sample of
+/// the watch during the run, unless the hosts share this machine's one clock (`shared`).
+pub fn flag_of(during: &DuringRun, shared: bool) -> Option<String> {
+    let left = during.left_synchronised();
+    if shared || left.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = left
+        .iter()
+        .map(|h| {
+            let states: Vec<&str> = h.states_seen.iter().map(|s| s.as_str()).collect();
+            format!("{} ({})", h.host, states.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "FLAGGED: not synchronised during the run: {}; the one-way delays carry the clocks' \
+         offset while a host was not synchronised (docs/multihost.md, Clocks (PTP))",
+        what.join("; ")
+    ))
+}
+
+/// A watch over the two hosts of an experiment that judges one-way delays, and what it
+/// yields for the report: the watch's record and the flag ([`flag_of`]).
+pub struct ExperimentWatch {
+    watch: Watch,
+    shared: bool,
+}
+
+impl ExperimentWatch {
+    pub fn start(hosts: &[&crate::hosts::Host], shared: bool) -> ExperimentWatch {
+        ExperimentWatch {
+            watch: Watch::hosts(hosts),
+            shared,
+        }
+    }
+
+    /// Stops the watch: the record (JSON) and the flag, if any.
+    pub fn finish(self) -> (serde_json::Value, Option<String>) {
+        let during = self.watch.finish();
+        let flag = flag_of(&during, self.shared);
+        (serde_json::to_value(&during).unwrap_or_default(), flag)
+    }
 }
 
 #[cfg(test)]
@@ -496,6 +546,21 @@ mod tests {
         record(&mut env, &d);
         assert_eq!(env[OWD_CLOCK_KEY], "synchronised");
         assert!(env.contains_key(CLOCK_DURING_RUN_KEY));
+        assert_eq!(flag_of(&d, false), None);
+        // An experiment's flag: only when a host left sync and the clocks are not one.
+        let left = DuringRun::of(
+            &["a".into()],
+            vec![
+                sample(0.0, "a", PtpState::Synchronised, Some(1.0)),
+                sample(5.0, "a", PtpState::Unsynchronised, Some(50_000.0)),
+            ],
+            INTERVAL,
+            10_000,
+            false,
+        );
+        let f = flag_of(&left, false).unwrap();
+        assert!(f.contains("a (synchronised, unsynchronised)"), "{f}");
+        assert_eq!(flag_of(&left, true), None);
     }
 
     fn runner(name: &str, pmc: &'static str) -> impl HostRunner + Send + 'static {
@@ -577,8 +642,9 @@ mod tests {
         // Both on this machine: allowed whatever PTP says.
         let a = answering("a", me.clone(), "");
         let b = answering("b", me.clone(), "");
-        let ok = one_way_clocks("camera", &[&a, &b], 10_000).unwrap();
+        let (ok, shared) = one_way_clocks("camera", &[&a, &b], 10_000).unwrap();
         assert!(ok.contains("shared clock"), "{ok}");
+        assert!(shared);
         // Another machine without ptp4l: refused, exit 3, naming it and the fix.
         let c = answering("ecu9", "0b9e6c3a-55f1-4c1e-9a4f-0c0ffee00001".into(), "");
         let e = one_way_clocks("camera", &[&a, &c], 10_000).unwrap_err();

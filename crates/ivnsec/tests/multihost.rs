@@ -1083,6 +1083,18 @@ fn one_way_experiments_across_hosts_of_this_machine() {
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
     assert!(matches!(o.status.code(), Some(0 | 1)), "{u}");
     assert_eq!(u["runs"][0]["messages"]["sent"], 50, "{u}");
+    // The hosts' clocks were watched during the run: no ptp4l on either, but one machine's
+    // clock, so nothing is flagged.
+    let w = &u["clock_during_run"];
+    assert!(
+        w["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["samples"].as_u64().unwrap() >= 2),
+        "{w}"
+    );
+    assert!(u.get("clock_flag").is_none(), "{u}");
     sane(&u["runs"][0]["one_way"]["p50_us"], "underload --hosts p50");
     let o = bench.ivnsec(
         &d,
@@ -1104,6 +1116,12 @@ fn one_way_experiments_across_hosts_of_this_machine() {
     let cam: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
     assert!(cam["site"].as_str().unwrap().contains("over SSH"), "{cam}");
+    assert_eq!(
+        cam["clock_during_run"]["hosts"].as_array().unwrap().len(),
+        2,
+        "{cam}"
+    );
+    assert!(cam.get("clock_flag").is_none(), "{cam}");
     assert!(
         cam["results"][0]["frames_received"].as_u64().unwrap() > 0,
         "{cam}"

@@ -219,8 +219,9 @@ struct Ends {
     consumer: (Option<String>, [u8; 6], Ipv4Addr),
     /// Across hosts: the camera ECU's host and the consumer's.
     hosts: Option<(Arc<Remote>, Arc<Remote>)>,
-    /// Across hosts: what the tx→rx delays were timed on (decided before the run).
-    clocks: Option<String>,
+    /// Across hosts: what the tx→rx delays were timed on (decided before the run), and
+    /// whether the hosts are this machine (one clock).
+    clocks: Option<(String, bool)>,
 }
 
 impl Ends {
@@ -364,6 +365,14 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
         .map(crate::site::part_path)
         .map(std::path::absolute)
         .transpose()?;
+    // Across hosts the clocks are watched while the cameras run.
+    let watch = match (&ends.hosts, &ends.clocks) {
+        (Some((c, r)), Some((_, shared))) => Some(crate::clock_watch::ExperimentWatch::start(
+            &[&c.spec, &r.spec],
+            *shared,
+        )),
+        _ => None,
+    };
     let mut results = Vec::new();
     for &n in &cfg.cameras {
         let mut nosec_cpu: Option<CameraCpu> = None;
@@ -384,11 +393,17 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
     if let Some(mut w) = writer {
         w.flush()?;
     }
+    let (clock_during_run, clock_flag) = match watch.map(|w| w.finish()) {
+        Some((d, f)) => (Some(d), f),
+        None => (None, None),
+    };
     Ok(CameraReport {
+        clock_during_run,
+        clock_flag,
         results,
         site: site_text(site, cfg.transport),
         clock: match &ends.clocks {
-            Some(c) => format!(
+            Some((c, _)) => format!(
                 "tx→rx delay = consumer's CLOCK_REALTIME after verify − camera ECU's \
                  CLOCK_REALTIME before protect, across hosts; {c}"
             ),

@@ -269,8 +269,9 @@ pub(crate) struct Pair {
     consumer: (Option<String>, [u8; 6], Ipv4Addr),
     /// Across hosts: the sensor's host and the consumer's.
     hosts: Option<(Arc<Remote>, Arc<Remote>)>,
-    /// Across hosts: what the one-way delays were timed on (decided before the run).
-    clocks: Option<String>,
+    /// Across hosts: what the one-way delays were timed on (decided before the run), and
+    /// whether the hosts are this machine (one clock).
+    clocks: Option<(String, bool)>,
 }
 
 impl Pair {
@@ -340,6 +341,14 @@ pub(crate) fn run_stream(
     sockperf: &dyn Fn(&Pair) -> Option<Value>,
 ) -> Result<UnderloadReport> {
     let pair = Pair::of(site, common.experiment)?;
+    // Across hosts the clocks are watched while the experiment runs.
+    let watch = match (&pair.hosts, &pair.clocks) {
+        (Some((s, c)), Some((_, shared))) => Some(crate::clock_watch::ExperimentWatch::start(
+            &[&s.spec, &c.spec],
+            *shared,
+        )),
+        _ => None,
+    };
     if pair.hosts.is_some() && pcap.is_some() {
         return Err(usage(
             "a capture (--pcap) is not taken across hosts: the sensor runs on another machine; \
@@ -398,7 +407,7 @@ pub(crate) fn run_stream(
     let mut report = UnderloadReport {
         experiment: common.experiment.to_string(),
         transport: match &pair.clocks {
-            Some(c) => format!("{}; {c}", transport(site)),
+            Some((c, _)) => format!("{}; {c}", transport(site)),
             None => transport(site),
         },
         settings,
@@ -416,7 +425,14 @@ pub(crate) fn run_stream(
             }
             _ => None,
         },
+        clock_during_run: None,
+        clock_flag: None,
     };
+    if let Some(w) = watch {
+        let (during, flag) = w.finish();
+        report.clock_during_run = Some(during);
+        report.clock_flag = flag;
+    }
     report.passed = report.passed();
     Ok(report)
 }

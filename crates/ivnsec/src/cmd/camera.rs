@@ -194,6 +194,9 @@ fn ms(v: f64) -> String {
 
 fn print_report(rep: &CameraReport) {
     println!("site: {}", rep.site);
+    if let Some(f) = &rep.clock_flag {
+        println!("{f}");
+    }
     if let Some(r) = rep.results.first() {
         println!(
             "{} fps × {} B frames per camera ({:.1} Mb/s each), deadline {} ms, phases {}",

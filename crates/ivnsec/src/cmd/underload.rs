@@ -177,6 +177,9 @@ fn fmt_us(v: Option<f64>) -> String {
 
 fn print_report(r: &UnderloadReport) {
     println!("transport: {}", r.transport);
+    if let Some(f) = &r.clock_flag {
+        println!("{f}");
+    }
     println!("settings: {}", r.settings);
     println!(
         "{:<24} {:>7} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}  verdict",
