@@ -9,6 +9,7 @@ pub mod bench;
 pub mod camera;
 pub mod channel;
 pub mod clock;
+pub mod clock_watch;
 pub mod cpu;
 pub mod error;
 pub mod esp_tunnel;

@@ -68,19 +68,6 @@ impl Site {
     }
 }
 
-/// The error of an experiment `what` that does not run across hosts yet (exit 2), and `why`.
-pub fn not_across_hosts(what: &str, why: &str) -> anyhow::Error {
-    usage(format!(
-        "{what} does not run across hosts yet: {why}; run it on a testbed (docs/multihost.md \
-         lists the experiments that do)"
-    ))
-}
-
-/// Why the experiments whose verdict is a one-way delay stay on one host for now.
-pub const NEEDS_ONE_CLOCK: &str = "its verdict is a one-way delay the receiver takes from the \
-     sender's timestamp, which needs one clock (namespaces of one host) or clocks synchronised \
-     by PTP, not yet read across hosts";
-
 /// Opens the hosts `initiator` and `responder` of a plan for a run: probes each over SSH, finds
 /// or copies ivnsec there (same version), reads their interfaces' addresses.
 pub fn open_hosts(

@@ -105,6 +105,13 @@ impl Bench {
     }
 
     fn up(d: &TempDir) -> Bench {
+        Bench::up_with(d, &[])
+    }
+
+    /// The bench, with the sshd of each host in `elsewhere` seeing a boot id of its own (a
+    /// file bind-mounted over /proc/sys/kernel/random/boot_id in a mount namespace of that
+    /// sshd only): to ivnsec that host is another machine, with a clock of its own.
+    fn up_with(d: &TempDir, elsewhere: &[&str]) -> Bench {
         let tb = Testbed::up(
             &Topology::SteerByWire,
             &Options {
@@ -162,8 +169,30 @@ impl Bench {
             )
             .unwrap();
             let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, SSHD, "-D", "-e", "-f"])
-                .arg(&config)
+            if elsewhere.contains(&name.as_str()) {
+                let boot_id = dir.join(format!("boot_id-{name}"));
+                std::fs::write(&boot_id, "0b9e6c3a-55f1-4c1e-9a4f-0c0ffee00001\n").unwrap();
+                c.args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "unshare",
+                    "-m",
+                    "--propagation",
+                    "private",
+                ])
+                .args(["sh", "-c"])
+                .arg(
+                    "mount --bind \"$1\" /proc/sys/kernel/random/boot_id && \
+                         exec \"$2\" -D -e -f \"$3\"",
+                )
+                .arg("sh")
+                .arg(&boot_id)
+                .arg(SSHD);
+            } else {
+                c.args(["netns", "exec", ns, SSHD, "-D", "-e", "-f"]);
+            }
+            c.arg(&config)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped());
@@ -879,4 +908,421 @@ fn docs_example_plan_is_accepted() {
         "{}",
         text(&o.stderr)
     );
+}
+
+/// The hosts' clocks are watched while a run across them goes on (every 5 s and at the end):
+/// the report's environment holds per host the states seen, min/max |offset| and the samples.
+/// On this one machine the "hosts" are namespaces sharing its clock and run no ptp4l, so pmc
+/// finds none on either during the whole run: every sample says `no ptp4l`, no offset is
+/// known, and the run's one-way delays are flagged as taken on unsynchronised clocks.
+#[test]
+fn clocks_watched_during_a_run_across_hosts() {
+    require_sshd!();
+    let d = TempDir::new("multihost-watch");
+    let bench = Bench::up(&d);
+    let plan = d.path("hosts.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let out = d.path("report");
+    // About 6 s of exchanges (60 × 100 ms pauses): rounds at 0 s and 5 s, and one at the end.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "aes128-gcm",
+            "--payload",
+            "64",
+            "--count",
+            "60",
+            "--replications",
+            "1",
+            "--pause-ms",
+            "100",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "exit {:?}: {}",
+        o.status.code(),
+        text(&o.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let env = &v["environment"];
+    let w = &env["clock_during_run"];
+    assert_eq!(w["interval_s"], 5.0, "{w}");
+    let hosts = w["hosts"].as_array().unwrap();
+    let names: Vec<&str> = hosts.iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(names, ["front", "rear"], "{w}");
+    for h in hosts {
+        assert!(h["samples"].as_u64().unwrap() >= 3, "{h}");
+        assert_eq!(h["states_seen"], serde_json::json!(["no ptp4l"]), "{h}");
+        assert_eq!(h["synchronised_throughout"], false, "{h}");
+        assert!(h["max_abs_offset_ns"].is_null(), "{h}");
+    }
+    let samples = w["samples"].as_array().unwrap();
+    let per_host: u64 = hosts.iter().map(|h| h["samples"].as_u64().unwrap()).sum();
+    assert_eq!(samples.len() as u64, per_host);
+    // The samples span the run: the first at its start, one 5 s on.
+    assert!(
+        samples.iter().any(|s| s["t_s"].as_f64().unwrap() >= 5.0),
+        "{w}"
+    );
+    assert!(samples.iter().all(|s| s["state"] == "no ptp4l"), "{w}");
+    assert_eq!(env["owd_clock"], "unsynchronised", "{env}");
+    let state = env["clock_state"].as_str().unwrap();
+    assert!(
+        state.contains("during the run not synchronised: front (no ptp4l); rear (no ptp4l)"),
+        "{state}"
+    );
+    // summary.md flags nothing directly measured here: across hosts there is no direct OWD.
+    assert!(v["scenarios"][0]["sections"]["owd_direct"].is_null());
+    assert_none_left(&bench.dir);
+    bench.close();
+}
+
+/// A timeline of ten 3000-byte messages 20 ms apart (sockperf playback CSV).
+const TIMELINE: &str = "0.010, 3000\n0.030, 3000\n0.050, 3000\n0.070, 3000\n0.090, 3000\n\
+     0.110, 3000\n0.130, 3000\n0.150, 3000\n0.170, 3000\n0.190, 3000\n";
+
+const STREAMS: &str = "name = \"streams\"\n\
+     [[underload]]\nprofiles = [\"aes128-gcm\"]\nsize = 4000\nmps = 100\nseconds = 1\n\
+     reply_every = 10\nbaseline = false\n\
+     [[playback]]\nprofiles = [\"macsec-gcm-aes-128/auth\"]\ntimeline = \"t.csv\"\n\
+     baseline = false\n\
+     [[camera]]\ncameras = [1]\nlevels = [\"conf\"]\nframe_bytes = 8000\nseconds = 1\n\
+     transport = \"l2\"\n";
+
+/// Under load, playback and cameras judge one-way delays. Across hosts that all are this
+/// machine (here: namespaces of it, each with its sshd; the same boot id) they share one clock
+/// and run: the sensor / camera ECU on the first host, the consumer on the second, the delays
+/// timed on CLOCK_REALTIME (what PTP disciplines; here the one system clock, so every delay
+/// is positive and small). Their reports say so.
+#[test]
+fn one_way_experiments_across_hosts_of_this_machine() {
+    require_sshd!();
+    let d = TempDir::new("multihost-streams");
+    let bench = Bench::up(&d);
+    let hosts = format!(
+        "{}{}",
+        bench.host_table("front", ""),
+        bench.host_table("rear", "")
+    );
+    std::fs::write(d.path("t.csv"), TIMELINE).unwrap();
+    let plan = d.path("streams.toml");
+    std::fs::write(&plan, format!("{STREAMS}{hosts}")).unwrap();
+    let out = d.path("report");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "exit {:?}: {}",
+        o.status.code(),
+        text(&o.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let e = &v["experiments"];
+    let sane = |us: &Value, what: &str| {
+        let x = us.as_f64().unwrap_or_else(|| panic!("{what}: {e}"));
+        assert!(x > 0.0 && x < 1e6, "{what} = {x} µs: {e}");
+    };
+    for (table, sent) in [("underload", 100), ("playback", 10)] {
+        let x = &e[table][0];
+        let t = x["transport"].as_str().unwrap();
+        assert!(t.contains("over SSH"), "{t}");
+        assert!(
+            t.contains("CLOCK_REALTIME") && t.contains("shared clock: front, rear"),
+            "{t}"
+        );
+        let r = &x["runs"][0];
+        assert_eq!(r["messages"]["sent"], sent, "{r}");
+        assert!(r["messages"]["received"].as_u64().unwrap() > 0, "{r}");
+        sane(&r["one_way"]["min_us"], "one-way min");
+        sane(&r["one_way"]["max_us"], "one-way max");
+    }
+    let c = &e["camera"][0];
+    assert!(
+        c["clock"].as_str().unwrap().contains("CLOCK_REALTIME"),
+        "{c}"
+    );
+    let r = &c["results"][0];
+    assert!(r["frames_received"].as_u64().unwrap() > 0, "{r}");
+    sane(&r["delay_us"]["min"], "camera delay min");
+    sane(&r["delay_us"]["max"], "camera delay max");
+    // The hosts' clocks were watched meanwhile.
+    let w = &v["environment"]["clock_during_run"];
+    assert_eq!(w["hosts"].as_array().unwrap().len(), 2, "{w}");
+
+    // The commands take the same hosts.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "underload",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--profile",
+            "macsec-gcm-aes-128",
+            "--size",
+            "3000",
+            "--mps",
+            "50",
+            "--seconds",
+            "1",
+            "--no-baseline",
+            "--json",
+        ],
+    );
+    let u: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{u}");
+    assert_eq!(u["runs"][0]["messages"]["sent"], 50, "{u}");
+    // The hosts' clocks were watched during the run: no ptp4l on either, but one machine's
+    // clock, so nothing is flagged.
+    let w = &u["clock_during_run"];
+    assert!(
+        w["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["samples"].as_u64().unwrap() >= 2),
+        "{w}"
+    );
+    assert!(u.get("clock_flag").is_none(), "{u}");
+    sane(&u["runs"][0]["one_way"]["p50_us"], "underload --hosts p50");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "camera",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--cameras",
+            "1",
+            "--level",
+            "auth",
+            "--frame-bytes",
+            "6000",
+            "--seconds",
+            "1",
+            "--json",
+        ],
+    );
+    let cam: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert!(cam["site"].as_str().unwrap().contains("over SSH"), "{cam}");
+    assert_eq!(
+        cam["clock_during_run"]["hosts"].as_array().unwrap().len(),
+        2,
+        "{cam}"
+    );
+    assert!(cam.get("clock_flag").is_none(), "{cam}");
+    assert!(
+        cam["results"][0]["frames_received"].as_u64().unwrap() > 0,
+        "{cam}"
+    );
+    sane(&cam["results"][0]["delay_us"]["p50"], "camera --hosts p50");
+    // Across hosts nothing is captured on this machine.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "underload",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--pcap",
+            d.path("x.pcap").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("tcpdump"), "{}", text(&o.stderr));
+    assert_none_left(&bench.dir);
+    bench.close();
+}
+
+/// A host that is another machine (its own boot id) and runs no ptp4l: the experiments whose
+/// verdict is a one-way delay refuse to run across it, exit 3, naming the host, its clock
+/// state and how to fix it; no node is started.
+#[test]
+fn one_way_experiments_refused_on_unsynchronised_hosts() {
+    require_sshd!();
+    let d = TempDir::new("multihost-refused");
+    let bench = Bench::up_with(&d, &["rear"]);
+    let hosts = format!(
+        "{}{}",
+        bench.host_table("front", ""),
+        bench.host_table("rear", "")
+    );
+    std::fs::write(d.path("t.csv"), TIMELINE).unwrap();
+    let plan = d.path("streams.toml");
+    std::fs::write(&plan, format!("{STREAMS}{hosts}")).unwrap();
+    let p = plan.to_str().unwrap();
+    let t = d.path("t.csv");
+    for args in [
+        vec!["underload", "--hosts", p, "--seconds", "1"],
+        vec!["playback", "--hosts", p, "--timeline", t.to_str().unwrap()],
+        vec!["camera", "--hosts", p, "--seconds", "1"],
+        vec!["run", p, "--out", d.path("r").to_str().unwrap()],
+    ] {
+        let o = bench.ivnsec(&d, &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains("host rear is no ptp4l"), "{args:?}: {err}");
+        assert!(
+            err.contains("ptp4l") && err.contains("phc2sys") && err.contains("docs/multihost.md"),
+            "{args:?}: {err}"
+        );
+        assert!(ours_running(&bench.dir).is_empty());
+    }
+    // The ping-pong needs no shared clock (round trips): it runs across the same hosts.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "pingpong",
+            "--hosts",
+            p,
+            "--profile",
+            "plain",
+            "--payload",
+            "64",
+            "--count",
+            "10",
+            "--replications",
+            "1",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_none_left(&bench.dir);
+    bench.close();
+}
+
+/// `attack --hosts` and `tdma run --hosts` stop at once with exit 2 and the reason (each needs
+/// the testbed it builds); a plan with `[[host]]` and `[[tdma]]` tables is refused the same way,
+/// naming the table. Nothing is started, so no root or sshd is needed.
+#[test]
+fn attack_and_tdma_run_refuse_hosts() {
+    let d = TempDir::new("multihost-refuse");
+    let plan = d.path("hosts.toml");
+    let hosts = "[[host]]\nname = \"a\"\nssh = \"root@192.0.2.1\"\niface = \"eth1\"\n\
+                 [[host]]\nname = \"b\"\nssh = \"root@192.0.2.2\"\niface = \"eth1\"\n";
+    std::fs::write(&plan, hosts).unwrap();
+    let p = plan.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["attack", "--hosts", p, "--json"],
+            "attack does not run across hosts",
+        ),
+        (
+            vec![
+                "tdma", "run", "--hosts", p, "--flows", p, "--bp", "10ms", "--gp", "0ms",
+            ],
+            "tdma run does not run across hosts",
+        ),
+    ] {
+        let o = common::ivnsec(&d, &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.contains("docs/multihost.md"), "{err}");
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    }
+    let tdma = d.path("tdma.toml");
+    std::fs::write(
+        &tdma,
+        format!("name = \"t\"\n[[tdma]]\nprofiles = [\"hmac-sha1\"]\nframes = [60]\nswitches = [1]\n{hosts}"),
+    )
+    .unwrap();
+    let o = common::ivnsec(&d, &["run", tdma.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("[[tdma]] does not run across hosts"), "{err}");
+    assert!(err.contains("tdma"), "{err}");
+    // Their --help says so.
+    for args in [vec!["attack", "--help"], vec!["tdma", "run", "--help"]] {
+        let o = common::ivnsec(&d, &args);
+        assert!(text(&o.stdout).contains("--hosts <PLAN>"), "{args:?}");
+    }
+}
+
+/// The consumer's SSH connection dropped in the middle of an under-load run across hosts (its
+/// sshd session killed): once the sensor has sent its messages the run ends with exit 3 naming
+/// the hosts, and no node is left on either.
+#[test]
+fn ssh_dropped_mid_underload() {
+    require_sshd!();
+    let d = TempDir::new("multihost-ul-drop");
+    let bench = Bench::up(&d);
+    let p = d.path("hosts.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let mut run = bench.in_cu(BIN);
+    run.args([
+        "underload",
+        "--hosts",
+        p.to_str().unwrap(),
+        "--profile",
+        "aes128-gcm",
+        "--size",
+        "2000",
+        "--mps",
+        "100",
+        "--seconds",
+        "6",
+        "--no-baseline",
+    ])
+    .env("IVNSEC_STATE_DIR", d.state())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut run = Proc(Some(run.spawn().unwrap()));
+    let t0 = Instant::now();
+    while ours_running(&bench.dir).len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the nodes did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let listener = bench.sshd[1].0.as_ref().unwrap().id();
+    let sessions = sshd_sessions(listener);
+    assert!(!sessions.is_empty(), "no sshd session on rear");
+    for pid in sessions {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let o = run.0.take().unwrap().wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("host rear"), "{err}");
+    assert!(err.contains("SSH connection was lost"), "{err}");
+    assert_none_left(&bench.dir);
+    bench.close();
 }

@@ -154,6 +154,11 @@ pub struct CameraSpec {
     /// The IVN-AE channel of the `l2` transport.
     #[serde(default)]
     pub l2: Option<L2Spec>,
+    /// The clock of the frames' `sent`/`due` stamps and of the consumer's receive times (the
+    /// tx→rx delay): CLOCK_MONOTONIC on one host, CLOCK_REALTIME across hosts (the clock PTP
+    /// disciplines). The camera's schedule runs on CLOCK_MONOTONIC either way.
+    #[serde(default)]
+    pub stamp_clock: crate::clock_watch::StampClock,
 }
 
 /// The `l2` transport: one IVN-AE channel from the camera ECU to the consumer that every camera
@@ -359,6 +364,14 @@ fn run_cameras<T: Send>(
     std::io::stdin().lock().read_line(&mut line)?;
     let (u0, s0) = rusage_self();
     let start = monotonic_ns() + LEAD_NS;
+    // The schedule's start as the stamps' clock reads it (the consumer measures from it).
+    let start_stamp = match spec.stamp_clock {
+        crate::clock_watch::StampClock::Monotonic => start,
+        realtime => realtime
+            .now_ns()
+            .saturating_add(start)
+            .saturating_sub(monotonic_ns()),
+    };
     let results: Vec<Result<u64>> = std::thread::scope(|scope| {
         let handles: Vec<_> = items
             .into_iter()
@@ -391,7 +404,7 @@ fn run_cameras<T: Send>(
         "REPORT",
         &CameraEcuReport {
             sent,
-            start_ns: start,
+            start_ns: start_stamp,
             end_ns: end,
             user_ns: u1 - u0,
             sys_ns: s1 - s0,
@@ -439,10 +452,19 @@ fn each_frame(
         sleep_until(due);
         session = session.wrapping_add(1).max(1);
         let sent_ns = monotonic_ns();
+        // Across hosts the stamp is on CLOCK_REALTIME, the due time moved with it (the lag,
+        // sent − due, stays what the schedule's clock measured).
+        let (stamp_sent, stamp_due) = match spec.stamp_clock {
+            crate::clock_watch::StampClock::Monotonic => (sent_ns, due),
+            realtime => {
+                let rt = realtime.now_ns();
+                (rt, rt.saturating_sub(sent_ns.saturating_sub(due)))
+            }
+        };
         FrameStamp {
             seq: k,
-            sent_ns,
-            due_ns: due,
+            sent_ns: stamp_sent,
+            due_ns: stamp_due,
         }
         .write(&mut image)
         .ok_or_else(|| anyhow!("frame shorter than its stamp"))?;
@@ -699,7 +721,7 @@ impl<'a> Frames<'a> {
     fn message(&mut self, sa: &mut ServiceSa, msg: &mut [u8]) {
         // Verify drops are counted by the SA itself.
         let Ok(body) = sa.verify(msg) else { return };
-        let rx = monotonic_ns();
+        let rx = self.spec.stamp_clock.now_ns();
         self.frame(&msg[body], rx);
     }
 
@@ -962,7 +984,7 @@ fn consumer_l2(spec: &CameraSpec) -> Result<()> {
                 Ok(None) | Err(Reject::Verify(_) | Reject::Frag(_)) => continue,
             };
             // Verified fragment by fragment: the message is whole and authentic here.
-            let rx_ns = monotonic_ns();
+            let rx_ns = spec.stamp_clock.now_ns();
             let who = ivnsec_core::wire::someip::Packet::new_checked(msg)
                 .ok()
                 .filter(|p| p.total_len() == msg.len())
@@ -1178,6 +1200,7 @@ mod tests {
             ports: vec![],
             capture: None,
             l2: None,
+            stamp_clock: Default::default(),
         }
     }
 

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::{Child, ChildStdout};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -29,7 +29,8 @@ use super::{
 use crate::channel::random_keys;
 use crate::cpu::{ProcessCpu, SystemSampler};
 use crate::error::{parse_profile, usage};
-use crate::process::{Reaper, child_stderr, spawn_role};
+use crate::hosts::Remote;
+use crate::process::{Place, Reaper, child_stderr, spawn_role_at};
 use crate::site::{Layout, Site, link_spec, testbed_node};
 
 /// Most cameras one run simulates.
@@ -216,6 +217,11 @@ pub fn layout() -> Layout {
 struct Ends {
     camera: (Option<String>, [u8; 6], Ipv4Addr),
     consumer: (Option<String>, [u8; 6], Ipv4Addr),
+    /// Across hosts: the camera ECU's host and the consumer's.
+    hosts: Option<(Arc<Remote>, Arc<Remote>)>,
+    /// Across hosts: what the tx→rx delays were timed on (decided before the run), and
+    /// whether the hosts are this machine (one clock).
+    clocks: Option<(String, bool)>,
 }
 
 impl Ends {
@@ -230,17 +236,94 @@ impl Ends {
                 Ok(Ends {
                     camera: node(initiator)?,
                     consumer: node(responder)?,
+                    hosts: None,
+                    clocks: None,
                 })
             }
             Site::Loopback => Ok(Ends {
                 camera: (None, topology::ecu_mac(0, 1), Ipv4Addr::LOCALHOST),
                 consumer: (None, topology::ecu_mac(0, 2), Ipv4Addr::LOCALHOST),
+                hosts: None,
+                clocks: None,
             }),
-            Site::Hosts { .. } => Err(crate::site::not_across_hosts(
-                "the camera experiment",
-                crate::site::NEEDS_ONE_CLOCK,
-            )),
+            Site::Hosts {
+                initiator,
+                responder,
+            } => {
+                // The verdict is a tx→rx delay: one machine, or PTP-synchronised clocks.
+                let clocks = crate::clock_watch::one_way_clocks(
+                    "the camera experiment",
+                    &[&initiator.spec, &responder.spec],
+                    crate::clock::DEFAULT_MAX_OFFSET_NS,
+                )?;
+                let ip = |h: &Remote| h.ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                Ok(Ends {
+                    camera: (None, initiator.mac, ip(initiator)),
+                    consumer: (None, responder.mac, ip(responder)),
+                    hosts: Some((initiator.clone(), responder.clone())),
+                    clocks: Some(clocks),
+                })
+            }
         }
+    }
+
+    /// Across hosts, a node's failure names both hosts (exit 3): a camera node failed there or
+    /// its SSH connection was lost. Errors that already name a host, and usage errors, pass.
+    fn node_error(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some((c, r)) = &self.hosts else { return e };
+        if e.chain()
+            .any(|x| x.is::<crate::error::EnvError>() || x.is::<crate::error::UsageError>())
+        {
+            return e;
+        }
+        crate::error::env_error(format!(
+            "{} (camera ECU) or {} (consumer): a camera node failed or its SSH connection was \
+             lost: {e:#}",
+            c.spec.label(),
+            r.spec.label()
+        ))
+    }
+
+    fn camera_place(&self) -> Place<'_> {
+        match (&self.hosts, &self.camera.0) {
+            (Some((c, _)), _) => Place::Host(c),
+            (None, Some(ns)) => Place::Namespace(ns),
+            (None, None) => Place::Here,
+        }
+    }
+
+    fn consumer_place(&self) -> Place<'_> {
+        match (&self.hosts, &self.consumer.0) {
+            (Some((_, c)), _) => Place::Host(c),
+            (None, Some(ns)) => Place::Namespace(ns),
+            (None, None) => Place::Here,
+        }
+    }
+
+    /// The l2 link of the camera ECU (`camera`) or the consumer with `ends`.
+    fn link(
+        &self,
+        family: ivnsec_core::profile::Profile,
+        ends: &ChannelEnds,
+        port: Option<u16>,
+        camera: bool,
+    ) -> ivnsec_net::link::LinkSpec {
+        match &self.hosts {
+            Some((c, r)) => crate::site::link_spec_on(
+                if camera { &c.spec.iface } else { &r.spec.iface },
+                family,
+                ends,
+            ),
+            None => link_spec(self.camera.0.is_some(), family, ends, port),
+        }
+    }
+}
+
+/// An error of a node on a host names the host (exit 3).
+fn on_host(place: &Place<'_>, e: anyhow::Error) -> anyhow::Error {
+    match place {
+        Place::Host(h) => h.node_error(e),
+        _ => e,
     }
 }
 
@@ -252,6 +335,25 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
     cfg.check()?;
     let levels = cfg.level_list()?;
     let ends = Ends::of(site)?;
+    if let Some((c, r)) = &ends.hosts {
+        if pcap.is_some() {
+            return Err(usage(
+                "a capture (--pcap) is not taken across hosts: the camera ECU runs on another \
+                 machine; capture there (tcpdump -i IFACE -w FILE)",
+            ));
+        }
+        if cfg.transport != Transport::L2 && (c.ip.is_none() || r.ip.is_none()) {
+            return Err(crate::error::env_error(format!(
+                "the {} transport needs an IPv4 address on the interfaces of both hosts ({} on \
+                 {}, {} on {}); add them (ip addr add ADDRESS/PREFIX dev IFACE)",
+                cfg.transport.name(),
+                c.spec.iface,
+                c.spec.name,
+                r.spec.iface,
+                r.spec.name
+            )));
+        }
+    }
     let mut writer = match pcap {
         Some(p) => Some(
             ivnsec_net::pcap::PcapWriter::create(p)
@@ -263,11 +365,20 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
         .map(crate::site::part_path)
         .map(std::path::absolute)
         .transpose()?;
+    // Across hosts the clocks are watched while the cameras run.
+    let watch = match (&ends.hosts, &ends.clocks) {
+        (Some((c, r)), Some((_, shared))) => Some(crate::clock_watch::ExperimentWatch::start(
+            &[&c.spec, &r.spec],
+            *shared,
+        )),
+        _ => None,
+    };
     let mut results = Vec::new();
     for &n in &cfg.cameras {
         let mut nosec_cpu: Option<CameraCpu> = None;
         for &level in &levels {
-            let mut r = run_once(&ends, cfg, n, level, part.as_deref())?;
+            let mut r =
+                run_once(&ends, cfg, n, level, part.as_deref()).map_err(|e| ends.node_error(e))?;
             if let (Some(w), Some(p)) = (writer.as_mut(), &part) {
                 crate::site::append_pcap(w, p)?;
             }
@@ -282,13 +393,25 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
     if let Some(mut w) = writer {
         w.flush()?;
     }
+    let (clock_during_run, clock_flag) = match watch.map(|w| w.finish()) {
+        Some((d, f)) => (Some(d), f),
+        None => (None, None),
+    };
     Ok(CameraReport {
+        clock_during_run,
+        clock_flag,
         results,
         site: site_text(site, cfg.transport),
-        clock: "tx→rx delay = consumer's CLOCK_MONOTONIC after verify − camera ECU's \
-                CLOCK_MONOTONIC before protect; one clock shared by every namespace of the host \
-                (003 used PTP between two boards)"
-            .into(),
+        clock: match &ends.clocks {
+            Some((c, _)) => format!(
+                "tx→rx delay = consumer's CLOCK_REALTIME after verify − camera ECU's \
+                 CLOCK_REALTIME before protect, across hosts; {c}"
+            ),
+            None => "tx→rx delay = consumer's CLOCK_MONOTONIC after verify − camera ECU's \
+                     CLOCK_MONOTONIC before protect; one clock shared by every namespace of the \
+                     host (003 used PTP between two boards)"
+                .into(),
+        },
     })
 }
 
@@ -322,8 +445,8 @@ fn site_text(site: &Site, t: Transport) -> String {
     }
 }
 
-fn spawn(ns: Option<&str>, spec: &CameraSpec) -> Result<Child> {
-    spawn_role(ns, "camera", spec, "camera node")
+fn spawn(place: &Place<'_>, spec: &CameraSpec) -> Result<Child> {
+    spawn_role_at(place, "camera", spec, "camera node").map_err(|e| on_host(place, e))
 }
 
 /// Reads a node's stdout lines in a thread, so the orchestrator can wait with a timeout.
@@ -402,6 +525,12 @@ fn run_once(
         ports: Vec::new(),
         capture: None,
         l2: None,
+        // Across hosts the delays are timed on the clock PTP disciplines.
+        stamp_clock: if ends.hosts.is_some() {
+            crate::clock_watch::StampClock::Realtime
+        } else {
+            crate::clock_watch::StampClock::Monotonic
+        },
     };
     // l2: one IVN-AE channel (fresh keys) from the camera ECU to the consumer.
     let l2 = match cfg.transport {
@@ -418,7 +547,7 @@ fn run_once(
             Some((
                 L2Spec {
                     keys: random_keys(profile)?,
-                    link: link_spec(testbed, family, &ch_ends.reversed(), None),
+                    link: ends.link(family, &ch_ends.reversed(), None, false),
                     profile,
                     ends: ch_ends,
                 },
@@ -431,7 +560,8 @@ fn run_once(
     let mut reaper = Reaper(Vec::new());
     let mut rx_spec = spec(CameraRole::Consumer, ends.consumer.2);
     rx_spec.l2 = l2.as_ref().map(|(s, _, _)| s.clone());
-    let mut consumer = spawn(ends.consumer.0.as_deref(), &rx_spec)?;
+    let (cam_place, rx_place) = (ends.camera_place(), ends.consumer_place());
+    let mut consumer = spawn(&rx_place, &rx_spec)?;
     let rx_lines = lines(consumer.stdout.take().expect("piped"));
     reaper.0.push(consumer);
     let ports = match expect_line(&rx_lines, "READY", Duration::from_secs(10), "the consumer") {
@@ -439,7 +569,7 @@ fn run_once(
         Err(e) => {
             let _ = reaper.0[0].kill();
             let err = child_stderr(&mut reaper.0[0]);
-            return Err(e.context(err));
+            return Err(on_host(&rx_place, e.context(err)));
         }
     };
     let ports: Vec<u16> = ports
@@ -447,8 +577,8 @@ fn run_once(
         .map(|p| p.parse().map_err(|_| anyhow!("consumer: bad port {p:?}")))
         .collect::<Result<_>>()?;
     let mut cam_spec = spec(CameraRole::Cameras, ends.camera.2);
-    cam_spec.l2 = l2.map(|(s, family, testbed)| L2Spec {
-        link: link_spec(testbed, family, &s.ends, ports.first().copied()),
+    cam_spec.l2 = l2.map(|(s, family, _)| L2Spec {
+        link: ends.link(family, &s.ends, ports.first().copied(), true),
         ..s
     });
     cam_spec.ports = ports;
@@ -457,7 +587,7 @@ fn run_once(
         src_mac: ends.camera.1,
         dst_mac: ends.consumer.1,
     });
-    let mut cams = spawn(ends.camera.0.as_deref(), &cam_spec)?;
+    let mut cams = spawn(&cam_place, &cam_spec)?;
     let tx_lines = lines(cams.stdout.take().expect("piped"));
     reaper.0.push(cams);
     let fail = |reaper: &mut Reaper, e: anyhow::Error| -> anyhow::Error {

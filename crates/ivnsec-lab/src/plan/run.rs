@@ -86,6 +86,10 @@ pub fn run_plan(
     let mut capture = settings.pcap.as_deref().map(Capture::create).transpose()?;
     let mut runs = Vec::with_capacity(plan.scenarios.len());
     let mut environment = serde_json::Map::new();
+    // Across hosts, the hosts' clocks are watched while the plan runs on them.
+    let watch = plan
+        .host_pair()
+        .map(|(a, b)| crate::clock_watch::Watch::hosts(&[a, b]));
     if let Some(open) = &open {
         runs = run_scenarios(plan, open, capture.as_mut(), progress)?;
         environment = crate::pingpong::run::environment(&open.site, &plan.scenarios[0], &plan.name);
@@ -107,7 +111,9 @@ pub fn run_plan(
     let hosts_site = match (plan.host_pair(), &open) {
         (None, _) => None,
         (Some(_), Some(o)) if matches!(o.site, Site::Hosts { .. }) => Some(o.site.clone()),
-        (Some((a, b)), _) if !groups_empty(plan) => Some(crate::site::open_hosts(a, b)?.site),
+        (Some((a, b)), _) if !groups_empty(plan) || !streams_empty(plan) => {
+            Some(crate::site::open_hosts(a, b)?.site)
+        }
         (Some(_), _) => None,
     };
     if let Some(Site::Hosts {
@@ -197,7 +203,15 @@ pub fn run_plan(
                        run: &mut dyn FnMut(&Site, Option<&Path>) -> Result<()>|
      -> Result<()> {
         eprintln!("ivnsec run: {what}");
-        let site = crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?;
+        // Across hosts: on the plan's two hosts (the first sends, the second receives).
+        let site = match &hosts_site {
+            Some(s) => crate::site::OpenSite {
+                site: s.clone(),
+                testbed: None,
+                fallback_reason: None,
+            },
+            None => crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?,
+        };
         if let Some(why) = &site.fallback_reason {
             eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
         }
@@ -325,6 +339,9 @@ pub fn run_plan(
         }
         drop(open);
     }
+    if let Some(w) = watch {
+        crate::clock_watch::record(&mut environment, &w.finish());
+    }
     // Single-frame crypto times first, in this process, before any testbed is built.
     for (i, cfg) in plan.crypto_bench.iter().enumerate() {
         eprintln!(
@@ -376,6 +393,11 @@ pub fn run_plan(
 }
 
 /// Whether the plan has no throughput group.
+/// No under-load, playback or camera table (those run across hosts on the plan's hosts).
+fn streams_empty(plan: &Plan) -> bool {
+    plan.underload.is_empty() && plan.playback.is_empty() && plan.camera.is_empty()
+}
+
 fn groups_empty(plan: &Plan) -> bool {
     plan.throughput.is_empty() && plan.throughput_gateways.is_empty()
 }

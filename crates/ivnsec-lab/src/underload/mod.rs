@@ -337,6 +337,14 @@ pub struct UnderloadReport {
     /// started; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateways: Option<String>,
+    /// Across hosts: each host's PTP state watched during the run (docs/multihost.md);
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_during_run: Option<serde_json::Value>,
+    /// Across hosts: set when a host was not PTP-synchronised during the run (the one-way
+    /// delays carry the clocks' offset); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_flag: Option<String>,
 }
 
 impl UnderloadReport {

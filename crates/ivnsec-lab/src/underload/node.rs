@@ -111,6 +111,11 @@ pub struct StreamSpec {
     /// Sensor: record the first units it sends here.
     #[serde(default)]
     pub pcap: Option<PathBuf>,
+    /// The clock of the send stamp in every message and of the consumer's receive time
+    /// (one-way delays) and the sensor's reply time (round trips): CLOCK_MONOTONIC on one host,
+    /// CLOCK_REALTIME across hosts (the clock PTP disciplines).
+    #[serde(default)]
+    pub stamp_clock: crate::clock_watch::StampClock,
 }
 
 impl NodeSpec for StreamSpec {
@@ -273,7 +278,7 @@ fn sensor(spec: &StreamSpec) -> Result<()> {
                 let seq = next as u64 + 1;
                 m[0..8].copy_from_slice(&seq.to_be_bytes());
                 let t = monotonic_ns();
-                m[8..16].copy_from_slice(&t.to_be_bytes());
+                m[8..16].copy_from_slice(&spec.stamp_clock.now_ns().to_be_bytes());
                 max_late = max_late.max(t.saturating_sub(due));
                 let (_, k) = fs.send(&mut ch, &link, m, |unit| {
                     if capture && captured_at.len() < CAPTURE_FRAMES {
@@ -302,7 +307,7 @@ fn sensor(spec: &StreamSpec) -> Result<()> {
             if let Ok(Some(m)) = fr.accept(&mut ch, 0, slot, len, monotonic_ns()) {
                 if let Some((seq, at)) = message_header(m.data) {
                     if rtts.len() < rtts.capacity() {
-                        rtts.push((seq, monotonic_ns().saturating_sub(at)));
+                        rtts.push((seq, spec.stamp_clock.now_ns().saturating_sub(at)));
                     }
                 }
             }
@@ -372,7 +377,7 @@ fn consumer(spec: &StreamSpec) -> Result<()> {
             let Ok(Some(m)) = fr.accept(&mut ch, 0, slot, len, monotonic_ns()) else {
                 continue;
             };
-            let done = monotonic_ns();
+            let done = spec.stamp_clock.now_ns();
             let Some((seq, at)) = message_header(m.data) else {
                 continue;
             };

@@ -10,11 +10,14 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use ivnsec_core::channel::Ends;
+use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::LinkSpec;
 use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::{self, Topology};
@@ -29,8 +32,11 @@ use crate::channel::{open as open_channel, random_keys};
 use crate::cpu::{ProcessCpu, SystemSampler};
 use crate::error::{parse_profile, usage};
 use crate::fragment::FragSender;
-use crate::process::{Reaper, child_stderr, field_u64, read_report, spawn_role, wait_ready};
-use crate::site::{Layout, Site, link_spec, testbed_node};
+use crate::hosts::Remote;
+use crate::process::{
+    Place, Reaper, child_stderr, field_u64, read_report, spawn_role_at, wait_ready,
+};
+use crate::site::{Layout, Site, link_spec, link_spec_on, testbed_node};
 use crate::sockperf::parse_sockperf;
 use crate::throughput::{CpuResult, system_fields};
 
@@ -261,10 +267,15 @@ pub(crate) struct Common {
 pub(crate) struct Pair {
     sensor: (Option<String>, [u8; 6], Ipv4Addr),
     consumer: (Option<String>, [u8; 6], Ipv4Addr),
+    /// Across hosts: the sensor's host and the consumer's.
+    hosts: Option<(Arc<Remote>, Arc<Remote>)>,
+    /// Across hosts: what the one-way delays were timed on (decided before the run), and
+    /// whether the hosts are this machine (one clock).
+    clocks: Option<(String, bool)>,
 }
 
 impl Pair {
-    fn of(site: &Site) -> Result<Pair> {
+    fn of(site: &Site, experiment: &str) -> Result<Pair> {
         match site {
             Site::Testbed {
                 state,
@@ -275,17 +286,35 @@ impl Pair {
                 Ok(Pair {
                     sensor: node(initiator)?,
                     consumer: node(responder)?,
+                    hosts: None,
+                    clocks: None,
                 })
             }
-            Site::Hosts { .. } => Err(crate::site::not_across_hosts(
-                "under load and playback",
-                crate::site::NEEDS_ONE_CLOCK,
-            )),
+            Site::Hosts {
+                initiator,
+                responder,
+            } => {
+                // The verdict is a one-way delay: one machine, or PTP-synchronised clocks.
+                let clocks = crate::clock_watch::one_way_clocks(
+                    experiment,
+                    &[&initiator.spec, &responder.spec],
+                    crate::clock::DEFAULT_MAX_OFFSET_NS,
+                )?;
+                let ip = |h: &Remote| h.ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                Ok(Pair {
+                    sensor: (None, initiator.mac, ip(initiator)),
+                    consumer: (None, responder.mac, ip(responder)),
+                    hosts: Some((initiator.clone(), responder.clone())),
+                    clocks: Some(clocks),
+                })
+            }
             Site::Loopback => {
                 let e = loopback_ends();
                 Ok(Pair {
                     sensor: (None, e.local_mac, e.local_ip),
                     consumer: (None, e.peer_mac, e.peer_ip),
+                    hosts: None,
+                    clocks: None,
                 })
             }
         }
@@ -311,7 +340,21 @@ pub(crate) fn run_stream(
     pcap: Option<&Path>,
     sockperf: &dyn Fn(&Pair) -> Option<Value>,
 ) -> Result<UnderloadReport> {
-    let pair = Pair::of(site)?;
+    let pair = Pair::of(site, common.experiment)?;
+    // Across hosts the clocks are watched while the experiment runs.
+    let watch = match (&pair.hosts, &pair.clocks) {
+        (Some((s, c)), Some((_, shared))) => Some(crate::clock_watch::ExperimentWatch::start(
+            &[&s.spec, &c.spec],
+            *shared,
+        )),
+        _ => None,
+    };
+    if pair.hosts.is_some() && pcap.is_some() {
+        return Err(usage(
+            "a capture (--pcap) is not taken across hosts: the sensor runs on another machine; \
+             capture there (tcpdump -i IFACE -w FILE)",
+        ));
+    }
     let mut profiles = common.profiles.clone();
     if common.baseline && !profiles.iter().any(|p| p == "plain") {
         profiles.insert(0, "plain".into());
@@ -333,7 +376,8 @@ pub(crate) fn run_stream(
                 PathBuf::from(name)
             }
         });
-        let r = run_profile(site, &pair, p, schedule, common, file.as_deref())?;
+        let r = run_profile(site, &pair, p, schedule, common, file.as_deref())
+            .map_err(|e| pair.node_error(e))?;
         if let Some(f) = &file {
             eprintln!("capture: {} (the first units {p} sent)", f.display());
         }
@@ -345,7 +389,12 @@ pub(crate) fn run_stream(
         }
     }
     let mut baseline = Map::new();
-    if common.baseline {
+    if common.baseline && pair.hosts.is_some() {
+        eprintln!(
+            "ivnsec {}: no sockperf baseline across hosts (it would run on this machine)",
+            common.experiment
+        );
+    } else if common.baseline {
         if let Some(mut v) = sockperf(&pair) {
             if let (Value::Object(m), Some(plain)) =
                 (&mut v, runs.iter().find(|r| r.profile == "plain"))
@@ -357,7 +406,10 @@ pub(crate) fn run_stream(
     }
     let mut report = UnderloadReport {
         experiment: common.experiment.to_string(),
-        transport: transport(site),
+        transport: match &pair.clocks {
+            Some((c, _)) => format!("{}; {c}", transport(site)),
+            None => transport(site),
+        },
         settings,
         runs,
         baseline,
@@ -373,7 +425,14 @@ pub(crate) fn run_stream(
             }
             _ => None,
         },
+        clock_during_run: None,
+        clock_flag: None,
     };
+    if let Some(w) = watch {
+        let (during, flag) = w.finish();
+        report.clock_during_run = Some(during);
+        report.clock_flag = flag;
+    }
     report.passed = report.passed();
     Ok(report)
 }
@@ -399,8 +458,68 @@ fn transport(site: &Site) -> String {
     }
 }
 
-fn spawn(ns: Option<&str>, spec: &StreamSpec) -> Result<Child> {
-    spawn_role(ns, "underload", spec, &format!("{:?}", spec.role))
+fn spawn(place: &Place<'_>, spec: &StreamSpec) -> Result<Child> {
+    spawn_role_at(place, "underload", spec, &format!("{:?}", spec.role))
+        .map_err(|e| on_host(place, e))
+}
+
+/// An error of a node on a host names the host (exit 3).
+fn on_host(place: &Place<'_>, e: anyhow::Error) -> anyhow::Error {
+    match place {
+        Place::Host(h) => h.node_error(e),
+        _ => e,
+    }
+}
+
+impl Pair {
+    /// Across hosts, a node's failure names both hosts (exit 3): a node failed there or its
+    /// SSH connection was lost. Errors that already name a host, and usage errors, pass.
+    fn node_error(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some((s, c)) = &self.hosts else { return e };
+        if e.chain()
+            .any(|x| x.is::<crate::error::EnvError>() || x.is::<crate::error::UsageError>())
+        {
+            return e;
+        }
+        crate::error::env_error(format!(
+            "{} (sensor) or {} (consumer): a node failed or its SSH connection was lost: {e:#}",
+            s.spec.label(),
+            c.spec.label()
+        ))
+    }
+
+    fn sensor_place(&self) -> Place<'_> {
+        match (&self.hosts, &self.sensor.0) {
+            (Some((s, _)), _) => Place::Host(s),
+            (None, Some(ns)) => Place::Namespace(ns),
+            (None, None) => Place::Here,
+        }
+    }
+    fn consumer_place(&self) -> Place<'_> {
+        match (&self.hosts, &self.consumer.0) {
+            (Some((_, c)), _) => Place::Host(c),
+            (None, Some(ns)) => Place::Namespace(ns),
+            (None, None) => Place::Here,
+        }
+    }
+    /// The link of a node with `ends` on the sensor's (`sensor`) or the consumer's side.
+    fn link(
+        &self,
+        testbed: bool,
+        family: Profile,
+        ends: &Ends,
+        port: Option<u16>,
+        sensor: bool,
+    ) -> LinkSpec {
+        match &self.hosts {
+            Some((s, c)) => link_spec_on(
+                if sensor { &s.spec.iface } else { &c.spec.iface },
+                family,
+                ends,
+            ),
+            None => link_spec(testbed, family, ends, port),
+        }
+    }
 }
 
 /// Reads `READY <port>` from a role, or stops it and fails with what it printed on stderr.
@@ -507,6 +626,16 @@ fn run_profile(
 ) -> Result<ProfileRun> {
     let family = parse_profile(profile)?;
     let testbed = matches!(site, Site::Testbed { .. });
+    if let Some((s, c)) = &pair.hosts
+        && (family.is_ip() || family.is_udp())
+        && (s.ip.is_none() || c.ip.is_none())
+    {
+        return Err(crate::error::env_error(format!(
+            "{profile} needs an IPv4 address on the interfaces of both hosts ({} on {}, {} on \
+             {}); add them (ip addr add ADDRESS/PREFIX dev IFACE)",
+            s.spec.iface, s.spec.name, c.spec.iface, c.spec.name
+        )));
+    }
     let s_ends = pair.sensor_ends();
     let c_ends = s_ends.reversed();
     let forward = random_keys(family)?;
@@ -524,27 +653,35 @@ fn run_profile(
         mtu: MTU,
         drain_ns: DRAIN_NS,
         pcap,
+        // Across hosts one-way delays are timed on the clock PTP disciplines.
+        stamp_clock: if pair.hosts.is_some() {
+            crate::clock_watch::StampClock::Realtime
+        } else {
+            crate::clock_watch::StampClock::Monotonic
+        },
     };
     let pcap = pcap.map(std::path::absolute).transpose()?;
     let mut reaper = Reaper(Vec::new());
 
-    let s_link = link_spec(testbed, family, &s_ends, None);
-    let mut sensor = spawn(
-        pair.sensor.0.as_deref(),
-        &spec(StreamRole::Sensor, s_ends, s_link, pcap),
-    )?;
+    let s_link = pair.link(testbed, family, &s_ends, None, true);
+    let s_place = pair.sensor_place();
+    let c_place = pair.consumer_place();
+    let mut sensor = spawn(&s_place, &spec(StreamRole::Sensor, s_ends, s_link, pcap))?;
     let mut s_out = BufReader::new(sensor.stdout.take().expect("piped"));
-    let s_port = ready(&mut sensor, &mut s_out, "sensor")?;
+    let s_port = ready(&mut sensor, &mut s_out, "sensor").map_err(|e| on_host(&s_place, e))?;
     reaper.0.push(sensor);
 
     // On loopback the consumer answers the sensor's UDP port, known only now.
-    let c_link = link_spec(testbed, family, &c_ends, (!testbed).then_some(s_port));
-    let mut consumer = spawn(
-        pair.consumer.0.as_deref(),
-        &spec(StreamRole::Consumer, c_ends, c_link, None),
-    )?;
+    let c_link = pair.link(
+        testbed,
+        family,
+        &c_ends,
+        (!testbed).then_some(s_port),
+        false,
+    );
+    let mut consumer = spawn(&c_place, &spec(StreamRole::Consumer, c_ends, c_link, None))?;
     let mut c_out = BufReader::new(consumer.stdout.take().expect("piped"));
-    let c_port = ready(&mut consumer, &mut c_out, "consumer")?;
+    let c_port = ready(&mut consumer, &mut c_out, "consumer").map_err(|e| on_host(&c_place, e))?;
     reaper.0.push(consumer);
 
     let sampler = SystemSampler::start(Duration::from_secs(1));
@@ -560,7 +697,7 @@ fn run_profile(
         Ok(s) => s,
         Err(e) => {
             let err = child_stderr(&mut reaper.0[0]);
-            return Err(e.context(format!("sensor: {err}")));
+            return Err(on_host(&s_place, e.context(format!("sensor: {err}"))));
         }
     };
     // Everything in flight has arrived during the sensor's drain; stop the consumer.
@@ -570,7 +707,7 @@ fn run_profile(
         Ok(c) => c,
         Err(e) => {
             let err = child_stderr(&mut reaper.0[1]);
-            return Err(e.context(format!("consumer: {err}")));
+            return Err(on_host(&c_place, e.context(format!("consumer: {err}"))));
         }
     };
     for c in &mut reaper.0 {

@@ -143,6 +143,10 @@ pub struct Args {
     /// first 10,000 of each flood.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
+    /// Not supported: the attack does not run across a plan's `[[host]]` tables; given, it
+    /// stops with exit 2 saying why (it needs the testbed it builds: docs/multihost.md).
+    #[arg(long, value_name = "PLAN")]
+    pub hosts: Option<PathBuf>,
     /// Use a running testbed with at least three ECUs (its first is the sender, its second the
     /// receiver, its third the attacker) instead of building one; its switches are set to
     /// flood for the run and set back afterwards.
@@ -195,7 +199,19 @@ impl Args {
     }
 }
 
+/// Why `attack --hosts` is refused.
+pub const NOT_ACROSS_HOSTS: &str = "attack does not run across hosts: it builds a testbed of its \
+     own and works inside it: it sets the software switch per class (flooding every frame to \
+     the attacker's port so that it can capture and replay the legitimate traffic, a static \
+     address table for the flood), injects from an ECU namespace on that switch, and reads the \
+     receiver's and the sender's kernel socket drops there; a bench's switch and hosts give \
+     ivnsec none of that. Run `sudo ivnsec attack` on one machine (docs/multihost.md lists \
+     what runs across hosts)";
+
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.hosts.is_some() {
+        return Err(crate::error::usage(NOT_ACROSS_HOSTS));
+    }
     let mut doc = Json::claim(a.json)?;
     let json = a.json;
     let out = if a.mka {

@@ -100,6 +100,14 @@ pub struct Args {
     /// Example: `sudo ivnsec camera --topology bump --cameras 4 --level nosec`
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
+    /// Run across the hosts of this plan's `[[host]]` tables (docs/multihost.md): the camera ECU
+    /// on the first host, the consumer on the second, over SSH. The tx→rx delay needs one
+    /// clock: allowed when both hosts are this machine (namespaces of it) or PTP-synchronised
+    /// (`ivnsec clock check --plan PLAN`), else exit 3; the delays are then timed on
+    /// CLOCK_REALTIME. No --pcap. Example:
+    /// ivnsec camera --hosts bench.toml --cameras 2 --transport l2 --seconds 5
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["testbed", "topology"])]
+    pub hosts: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -162,12 +170,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let cfg = CameraConfig::from(&a);
     cfg.check()?;
-    let layout = match &a.topology {
-        Some(t) => super::lab::bump_layout("camera", t, "pair")?,
-        None => layout(),
+    let open = match &a.hosts {
+        Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+        None => {
+            let layout = match &a.topology {
+                Some(t) => super::lab::bump_layout("camera", t, "pair")?,
+                None => layout(),
+            };
+            let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
+            ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?
+        }
     };
-    let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
-    let open = ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?;
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running both ECUs on loopback instead");
     }
@@ -198,6 +211,9 @@ fn ms(v: f64) -> String {
 
 fn print_report(rep: &CameraReport) {
     println!("site: {}", rep.site);
+    if let Some(f) = &rep.clock_flag {
+        println!("{f}");
+    }
     if let Some(r) = rep.results.first() {
         println!(
             "{} fps × {} B frames per camera ({:.1} Mb/s each), deadline {} ms, phases {}",

@@ -161,7 +161,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(why) = &open.fallback_reason {
         eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
     }
+    // Across hosts, the hosts' clocks are watched while the ping-pong runs on them.
+    let watch = match &open.site {
+        ivnsec_lab::site::Site::Hosts {
+            initiator,
+            responder,
+        } => Some(ivnsec_lab::clock_watch::Watch::hosts(&[
+            &initiator.spec,
+            &responder.spec,
+        ])),
+        _ => None,
+    };
     let outcome = run_scenario(&open.site, &s, a.pcap.as_deref())?;
+    let mut environment = environment(&open.site, &s, "pingpong");
+    if let Some(w) = watch {
+        ivnsec_lab::clock_watch::record(&mut environment, &w.finish());
+    }
     if let Some(p) = &a.pcap {
         eprintln!("capture: {}", p.display());
     }
@@ -169,7 +184,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let judged = judge(&outcome, &req);
     let report = Report {
         experiments: Default::default(),
-        environment: environment(&open.site, &s, "pingpong"),
+        environment,
         requirements: req,
         scenarios: vec![ScenarioRun {
             name: s.name(),

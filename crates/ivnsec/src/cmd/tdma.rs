@@ -346,10 +346,22 @@ pub struct RunArgs {
     /// units with the headers they travel with; read it with tshark).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+    /// Not supported: `tdma run` does not run across a plan's `[[host]]` tables; given, it
+    /// stops with exit 2 saying why (it needs the cascade testbed it builds: docs/multihost.md).
+    #[arg(long, value_name = "PLAN")]
+    pub hosts: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }
+
+/// Why `tdma run --hosts` is refused.
+pub const RUN_NOT_ACROSS_HOSTS: &str = "tdma run does not run across hosts: it builds a \
+     cascade:N testbed of its own, times every slot on the CLOCK_MONOTONIC its namespaces share, \
+     and takes kernel receive timestamps at every switch's bridge ports from a probe in each \
+     switch namespace (seed 001's forwarding delays and deadline misses); a bench's hardware \
+     switches cannot be probed that way and its hosts share no slot clock. Run `sudo ivnsec tdma \
+     run` on one machine (docs/multihost.md lists what runs across hosts)";
 
 /// The schedule of `--flows` with `--bp`, `--gp`, `--topology`, `--rate`: `Ok(Err(_))` when a
 /// flow does not fit.
@@ -413,6 +425,9 @@ fn schedule(a: ScheduleArgs) -> Result<ExitCode> {
 }
 
 fn run_schedule(a: RunArgs) -> Result<ExitCode> {
+    if a.hosts.is_some() {
+        return Err(usage(RUN_NOT_ACROSS_HOSTS));
+    }
     let mut json = Json::claim(a.json)?;
     let schedule = match (&a.schedule, &a.frame.flows) {
         (Some(p), _) => Schedule::load(p)?,

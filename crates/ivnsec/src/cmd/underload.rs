@@ -100,6 +100,14 @@ pub struct StreamArgs {
     /// Example: `sudo ivnsec underload --topology bump --profile plain --seconds 5`
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
+    /// Run across the hosts of this plan's `[[host]]` tables (docs/multihost.md): the sensor on
+    /// the first host, the consumer on the second, over SSH. The one-way delays need one clock:
+    /// allowed when both hosts are this machine (namespaces of it) or PTP-synchronised (`ivnsec
+    /// clock check --plan PLAN`), else exit 3. One-way delays are then timed on CLOCK_REALTIME;
+    /// no sockperf baseline, no --pcap. Example:
+    /// ivnsec underload --hosts bench.toml --profile macsec-gcm-aes-128 --seconds 10
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["testbed", "topology"])]
+    pub hosts: Option<PathBuf>,
     /// Skip the same-run baselines (the added `plain` run and sockperf).
     #[arg(long)]
     pub no_baseline: bool,
@@ -121,12 +129,17 @@ impl StreamArgs {
         mut json: Json,
         f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
     ) -> Result<ExitCode> {
-        let layout = match &self.topology {
-            Some(t) => lab::bump_layout(command, t, "sensors:1")?,
-            None => layout(),
+        let open = match &self.hosts {
+            Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
+            None => {
+                let layout = match &self.topology {
+                    Some(t) => lab::bump_layout(command, t, "sensors:1")?,
+                    None => layout(),
+                };
+                let on = lab::where_for_topology(self.on.into(), self.topology.as_deref())?;
+                open(on, self.testbed.as_deref(), &layout)?
+            }
         };
-        let on = lab::where_for_topology(self.on.into(), self.topology.as_deref())?;
-        let open = open(on, self.testbed.as_deref(), &layout)?;
         let report = f(&open.site, self.pcap.as_deref())?;
         drop(open);
         finish(&report, &mut json)
@@ -189,6 +202,9 @@ fn fmt_us(v: Option<f64>) -> String {
 
 fn print_report(r: &UnderloadReport) {
     println!("transport: {}", r.transport);
+    if let Some(f) = &r.clock_flag {
+        println!("{f}");
+    }
     println!("settings: {}", r.settings);
     println!(
         "{:<24} {:>7} {:>7} {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7}  verdict",
