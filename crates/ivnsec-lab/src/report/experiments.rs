@@ -1098,6 +1098,8 @@ mod tests {
                 baseline: serde_json::Map::new(),
                 passed: true,
                 gateways: gateways.map(str::to_string),
+                clock_during_run: None,
+                clock_flag: None,
             }
         };
         let mut report = report_of(Vec::new());
