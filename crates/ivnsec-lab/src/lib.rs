@@ -11,6 +11,7 @@ pub mod channel;
 pub mod clock;
 pub mod cpu;
 pub mod error;
+pub mod esp_tunnel;
 pub mod fragment;
 pub mod frames;
 pub mod gateway;

@@ -22,6 +22,7 @@
 #![deny(unsafe_code)]
 
 mod error;
+pub mod esp_outer;
 pub mod link;
 pub mod pcap;
 pub mod rawip;

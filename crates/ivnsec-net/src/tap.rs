@@ -1,4 +1,4 @@
-//! [`Tap`]: a TAP interface of this namespace that carries whole Ethernet frames between the
+//! [`Tap`]: a TAP (or, made with [`Tap::create_tun`], a TUN) interface of this namespace that carries whole Ethernet frames between the
 //! kernel's network stack and this process. What the host sends on the interface is read here
 //! ([`Tap::recv`]); what is written here ([`Tap::send`]) arrives on the interface as if from a
 //! wire.
@@ -28,6 +28,17 @@ impl Tap {
     /// of this namespace already has (`AlreadyExists`). Needs CAP_NET_ADMIN (`PermissionDenied`
     /// otherwise).
     pub fn create(name: &str) -> io::Result<Tap> {
+        Self::create_with(name, sys::tap_create)
+    }
+
+    /// Creates the TUN interface `name` (layer 3: [`recv`](Self::recv) yields and
+    /// [`send`](Self::send) takes one whole IP packet, no Ethernet header, no packet-information
+    /// header; down, no address), with the same rules as [`create`](Self::create).
+    pub fn create_tun(name: &str) -> io::Result<Tap> {
+        Self::create_with(name, sys::tun_create)
+    }
+
+    fn create_with(name: &str, make: fn(&str) -> io::Result<(OwnedFd, String)>) -> io::Result<Tap> {
         check_ifname(name)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         if sys::interface_index(name).is_ok() {
@@ -36,7 +47,7 @@ impl Tap {
                 format!("interface `{name}` exists already"),
             ));
         }
-        let (fd, got) = sys::tap_create(name)?;
+        let (fd, got) = make(name)?;
         Ok(Tap { fd, name: got })
     }
 

@@ -91,6 +91,10 @@ pub enum Command {
     /// MACsec on a TAP interface for a host whose kernel has none (`up`, `status`, `down`).
     #[command(subcommand)]
     Macsec(cmd::macsec::Args),
+    /// A userspace IPsec ESP tunnel interface (`up`): IP packets routed into a TUN leave as ESP
+    /// tunnel-mode packets to the peer.
+    #[command(subcommand)]
+    Esp(cmd::esp::Args),
     /// Bump-in-the-wire: protect every frame of legacy ECUs on --plain as MACsec on --protected,
     /// and hand verified frames back; runs until SIGINT/SIGTERM.
     Gateway(Box<cmd::gateway::Args>),

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::Keygen(args) => cmd::keygen::run(args),
         Command::Tdma(args) => cmd::tdma::run(args),
         Command::Macsec(args) => cmd::macsec::run(args),
+        Command::Esp(args) => cmd::esp::run(args),
         Command::Gateway(args) => cmd::gateway::run(*args),
         Command::Pki(args) => cmd::pki::run(args),
         Command::Keyserver(args) => cmd::pki::keyserver(args),

@@ -189,6 +189,70 @@ fn round_trip_every_alg_mode_family_and_esn() {
     }
 }
 
+/// RFC 4301 §7: a tunnel-mode SA carries IP fragments like any packet (the receiving host
+/// reassembles them behind the tunnel), so an IPv4 fragment (MF set; a non-initial one with an
+/// offset) and an IPv6 packet with a fragment header (RFC 8200 §4.5) are protected in tunnel
+/// mode and come back byte for byte; transport mode, which must see the whole packet, refuses
+/// them as before.
+#[test]
+fn tunnel_mode_carries_ip_fragments_and_transport_mode_refuses_them() {
+    let mut first = ipv4(17, &udp_payload(64));
+    first[6] = 0x20; // MF, offset 0
+    ip::fill_ipv4_checksum(&mut first[..20]);
+    let mut later = ipv4(17, &udp_payload(40));
+    later[6..8].copy_from_slice(&0x0009u16.to_be_bytes()); // offset 9 × 8 bytes, last
+    ip::fill_ipv4_checksum(&mut later[..20]);
+    // Fragment header: next header UDP, reserved, offset 0 | M, identification.
+    let mut frag6 = vec![17, 0, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef];
+    frag6.extend_from_slice(&udp_payload(48));
+    let v6frag = ipv6(44, &frag6);
+    for inner in [&first, &later, &v6frag] {
+        assert_eq!(ip::parse(inner), Err(ip::IpError::Fragment));
+        assert_eq!(ip::parse_inner(inner).unwrap().total_len, inner.len());
+    }
+    let modes = [
+        EspMode::Tunnel {
+            src: "198.51.100.1".parse().unwrap(),
+            dst: "198.51.100.2".parse().unwrap(),
+        },
+        EspMode::Tunnel {
+            src: "2001:db8::a".parse().unwrap(),
+            dst: "2001:db8::b".parse().unwrap(),
+        },
+    ];
+    for alg in EspAlg::ALL {
+        let (key, auth) = sa(alg);
+        let prm = EspParams {
+            alg,
+            spi: 0x1000,
+            key: &key,
+            auth_key: &auth,
+            esn: false,
+        };
+        for p in providers(alg) {
+            for mode in modes {
+                let mut tx = EspTx::new(p, &prm, mode, 1).unwrap();
+                let mut rx = EspRx::new(p, &prm, 64).unwrap();
+                for inner in [&first, &later, &v6frag] {
+                    let mut out = vec![0u8; inner.len() + 200];
+                    let n = tx.protect(inner, &mut out).unwrap();
+                    let r = rx.verify_in_place(&mut out[..n]).unwrap();
+                    assert_eq!(&out[r], &inner[..], "{alg} {mode:?} ({})", p.name);
+                }
+            }
+            let mut tx = EspTx::new(p, &prm, EspMode::Transport, 1).unwrap();
+            for inner in [&first, &later, &v6frag] {
+                let mut out = vec![0u8; inner.len() + 200];
+                assert_eq!(
+                    tx.protect(inner, &mut out),
+                    Err(EspProtectError::BadPacket(ip::IpError::Fragment)),
+                    "{alg} transport"
+                );
+            }
+        }
+    }
+}
+
 /// Protects `n` packets with seq 1.. and returns them.
 fn packets(alg: EspAlg, p: &CryptoProvider, n: usize) -> Vec<Vec<u8>> {
     let (key, auth) = sa(alg);

@@ -689,7 +689,7 @@ impl EspTx {
         out: &mut [u8],
         iv: Option<&[u8]>,
     ) -> Result<usize, EspProtectError> {
-        let info = ip::parse(packet).map_err(EspProtectError::BadPacket)?;
+        let info = self.parse(packet)?;
         let len = info.total_len;
         if out.len() < len {
             return Err(EspProtectError::BufferTooSmall {
@@ -704,6 +704,16 @@ impl EspTx {
         };
         out[at..at + len].copy_from_slice(&packet[..len]);
         self.protect_in_place_at(out, at, len, iv)
+    }
+
+    /// The IP packet to protect: whole (transport mode: ESP goes inside it, so a fragment is
+    /// refused), or any IP packet, fragments included (tunnel mode, RFC 4301 §7).
+    fn parse(&self, pkt: &[u8]) -> Result<IpInfo, EspProtectError> {
+        match self.mode {
+            EspMode::Transport => ip::parse(pkt),
+            EspMode::Tunnel { .. } => ip::parse_inner(pkt),
+        }
+        .map_err(EspProtectError::BadPacket)
     }
 
     /// Bytes to leave in front of a packet so that
@@ -745,7 +755,7 @@ impl EspTx {
             .checked_add(len)
             .and_then(|end| buf.get(at..end))
             .ok_or(EspProtectError::BadPacket(IpError::Truncated))?;
-        let info = ip::parse(pkt).map_err(EspProtectError::BadPacket)?;
+        let info = self.parse(pkt)?;
         let alg = self.keys.alg;
         let iv_len = alg.iv_len();
         if let Some(v) = iv
@@ -1017,8 +1027,9 @@ impl EspRx {
             protocol::NO_NEXT_HEADER => Err(DropReason::DummyPacket),
             protocol::IPV4 | protocol::IPV6 => {
                 // Tunnel mode: the inner packet, without any TFC padding after it (§2.7).
-                let inner =
-                    ip::parse(&buf[data_start..payload_end]).map_err(|_| DropReason::Malformed)?;
+                // Fragments included (RFC 4301 §7): the host reassembles them.
+                let inner = ip::parse_inner(&buf[data_start..payload_end])
+                    .map_err(|_| DropReason::Malformed)?;
                 if (inner.version == 4) != (nh == protocol::IPV4) {
                     return Err(DropReason::Malformed);
                 }

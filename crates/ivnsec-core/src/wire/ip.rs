@@ -119,8 +119,22 @@ pub struct IpInfo {
 pub fn parse(buf: &[u8]) -> Result<IpInfo, IpError> {
     let first = *buf.first().ok_or(IpError::Truncated)?;
     match first >> 4 {
-        4 => parse_v4(buf),
-        6 => parse_v6(buf),
+        4 => parse_v4(buf, false),
+        6 => parse_v6(buf, false),
+        _ => Err(IpError::BadVersion),
+    }
+}
+
+/// As [`parse`], but an IP fragment is a packet like any other: for the inner packet of ESP
+/// tunnel mode, which carries whole IP packets, fragments included (RFC 4301 §7: a tunnel-mode
+/// SA may carry non-initial and initial fragments). An IPv6 fragment header ends the walk (it is
+/// `next`, with `header_len` in front of it). Never panics.
+#[inline]
+pub fn parse_inner(buf: &[u8]) -> Result<IpInfo, IpError> {
+    let first = *buf.first().ok_or(IpError::Truncated)?;
+    match first >> 4 {
+        4 => parse_v4(buf, true),
+        6 => parse_v6(buf, true),
         _ => Err(IpError::BadVersion),
     }
 }
@@ -130,7 +144,7 @@ fn be16(b: &[u8], f: Field) -> u16 {
 }
 
 #[inline]
-fn parse_v4(buf: &[u8]) -> Result<IpInfo, IpError> {
+fn parse_v4(buf: &[u8], fragments: bool) -> Result<IpInfo, IpError> {
     if buf.len() < IPV4_HEADER_LEN {
         return Err(IpError::Truncated);
     }
@@ -147,7 +161,7 @@ fn parse_v4(buf: &[u8]) -> Result<IpInfo, IpError> {
     }
     let fo = be16(buf, v4::FLG_OFF);
     // MF set or a non-zero fragment offset.
-    if fo & 0x2000 != 0 || fo & 0x1fff != 0 {
+    if !fragments && (fo & 0x2000 != 0 || fo & 0x1fff != 0) {
         return Err(IpError::Fragment);
     }
     Ok(IpInfo {
@@ -159,7 +173,7 @@ fn parse_v4(buf: &[u8]) -> Result<IpInfo, IpError> {
     })
 }
 
-fn parse_v6(buf: &[u8]) -> Result<IpInfo, IpError> {
+fn parse_v6(buf: &[u8], fragments: bool) -> Result<IpInfo, IpError> {
     if buf.len() < IPV6_HEADER_LEN {
         return Err(IpError::Truncated);
     }
@@ -180,6 +194,7 @@ fn parse_v6(buf: &[u8]) -> Result<IpInfo, IpError> {
                 true
             }
             protocol::DEST_OPTS => !seen_routing,
+            protocol::FRAGMENT if fragments => false,
             protocol::FRAGMENT => return Err(IpError::Fragment),
             _ => false,
         };

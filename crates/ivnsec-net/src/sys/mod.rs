@@ -58,9 +58,11 @@ pub use packet::{
 };
 pub use process::die_with_parent;
 pub use signal::{TerminationSignals, signal_process, termination_signals};
-pub use socket::{set_recv_buffer_force, set_socket_buffers, socket_drops, wait_readable};
+pub use socket::{
+    path_mtu, set_recv_buffer_force, set_socket_buffers, socket_drops, wait_readable, wait_writable,
+};
 pub use stdio::set_aside_stdout;
 pub use tap::{
     link_is_up, link_mac, link_mtu, link_up, read_frame, set_link_mac, set_link_mtu, tap_create,
-    write_frame,
+    tun_create, write_frame,
 };

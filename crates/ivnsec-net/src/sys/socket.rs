@@ -80,9 +80,23 @@ pub(super) fn get_option<T: OptionValue>(
 /// Waits until `fd` is readable or `timeout` passes (`None` = forever). Returns `Ok(true)` when
 /// readable. Uses `ppoll`, so timeouts have nanosecond resolution.
 pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+    poll_one(fd, libc::POLLIN, timeout)
+}
+
+/// Waits until `fd` can be written (room in its send queue) or `timeout` passes (`Ok(false)`),
+/// as [`wait_readable`] does for reading.
+pub fn wait_writable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+    poll_one(fd, libc::POLLOUT, timeout)
+}
+
+fn poll_one(
+    fd: BorrowedFd<'_>,
+    events: libc::c_short,
+    timeout: Option<Duration>,
+) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
+        events,
         revents: 0,
     };
     let ts = timeout.map(|t| libc::timespec {
@@ -135,6 +149,20 @@ pub fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u64> {
         return Err(io::Error::other("SO_MEMINFO has no drop counter"));
     }
     Ok(u64::from(info[at]))
+}
+
+/// The path MTU the kernel knows for the destination of a connected IPv4 (`v6 = false`) or IPv6
+/// socket (`IP_MTU` / `IPV6_MTU`, ip(7) and ipv6(7)): the route's MTU, or the device's, lowered
+/// by any ICMP "fragmentation needed" / "packet too big" learned since.
+pub fn path_mtu(fd: BorrowedFd<'_>, v6: bool) -> io::Result<u32> {
+    let mut mtu: libc::c_int = 0;
+    let (level, name) = if v6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    };
+    get_option(fd, level, name, &mut mtu)?;
+    u32::try_from(mtu).map_err(|_| io::Error::other(format!("negative path MTU {mtu}")))
 }
 
 /// Sets a socket's kernel receive and send buffer sizes (`SO_RCVBUF`, `SO_SNDBUF`; the kernel

@@ -1,5 +1,6 @@
-//! TAP interfaces and interface settings: [`tap_create`] opens `/dev/net/tun` and attaches a new
-//! TAP interface to the descriptor (`TUNSETIFF` with `IFF_TAP | IFF_NO_PI | IFF_TUN_EXCL`);
+//! TAP and TUN interfaces and interface settings: [`tap_create`] opens `/dev/net/tun` and
+//! attaches a new TAP interface to the descriptor (`TUNSETIFF` with `IFF_TAP | IFF_NO_PI |
+//! IFF_TUN_EXCL`; [`tun_create`] the same with `IFF_TUN`: IP packets instead of frames);
 //! [`read_frame`] / [`write_frame`] move one whole Ethernet frame (no FCS, no packet-information
 //! header) per call; [`link_up`], [`link_mtu`], [`set_link_mtu`], [`link_mac`], [`set_link_mac`]
 //! read and change any interface of this namespace through the `SIOC*IF*` ioctls of a datagram
@@ -50,6 +51,17 @@ fn ifreq_name(r: &libc::ifreq) -> String {
 /// interface of that name exists, and with the kernel's error (`EBUSY`/`EINVAL`) when another
 /// kind of interface has it. Needs CAP_NET_ADMIN.
 pub fn tap_create(name: &str) -> io::Result<(OwnedFd, String)> {
+    tuntap_create(name, libc::IFF_TAP)
+}
+
+/// Creates the TUN interface `name` (`IFF_TUN | IFF_NO_PI | IFF_TUN_EXCL`: layer 3, one whole
+/// IP packet per read and write, no packet-information header), otherwise as [`tap_create`].
+pub fn tun_create(name: &str) -> io::Result<(OwnedFd, String)> {
+    tuntap_create(name, libc::IFF_TUN)
+}
+
+/// [`tap_create`] / [`tun_create`]: `kind` is `IFF_TAP` or `IFF_TUN`.
+fn tuntap_create(name: &str, kind: libc::c_int) -> io::Result<(OwnedFd, String)> {
     let mut req = ifreq(name)?;
     let path = c"/dev/net/tun";
     // SAFETY: path is a NUL-terminated string literal; the result is checked before use.
@@ -65,8 +77,7 @@ pub fn tap_create(name: &str) -> io::Result<(OwnedFd, String)> {
     }
     // SAFETY: fd is a fresh descriptor that nothing else owns; OwnedFd closes it on drop.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    req.ifr_ifru.ifru_flags =
-        (libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_TUN_EXCL) as libc::c_short;
+    req.ifr_ifru.ifru_flags = (kind | libc::IFF_NO_PI | libc::IFF_TUN_EXCL) as libc::c_short;
     // SAFETY: TUNSETIFF reads and writes one ifreq; req is valid for both and outlives the call.
     let r = unsafe {
         libc::ioctl(

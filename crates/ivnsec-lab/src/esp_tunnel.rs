@@ -1,0 +1,851 @@
+//! A userspace IPsec ESP tunnel interface (`ivnsec esp up`, docs/esp-tunnel.md): a TUN
+//! interface carries the host's IP packets; every packet routed into it leaves as an ESP
+//! tunnel-mode packet (RFC 4303 §3.1.2) from `--local` to `--remote`, directly over IP (protocol
+//! 50) or inside UDP (RFC 3948, port 4500); every ESP packet from the peer that verifies under
+//! the inbound SA comes out of the TUN.
+//!
+//! - The SAs are `ivnsec_core::sa::esp::{EspTx, EspRx}`: replay window checked before and marked
+//!   after the ICV, ESN (RFC 4303 §2.2.1, the high half inferred as Appendix A2.2 says), drops
+//!   counted by reason. One key file per direction, as `ivnsec keygen` writes them.
+//! - **No sequence number twice under one key**: the outbound SA's numbers are reserved in
+//!   `--state-dir` through [`HighWater`] before a packet carries them, exactly as `ivnsec send`
+//!   and `macsec up` do (docs/nonce-safety.md): a restart, even after `kill -9`, resumes above
+//!   every number reserved; a used key without its state is refused unless confirmed new.
+//! - Two threads move packets (TUN → protect → outer socket; outer socket → verify → TUN), the
+//!   control loop writes the status file, turns growing drop counters into events and stops on
+//!   a signal or the first fatal error. `--pcap` records the outer packets both ways.
+//! - MTU ([`mtu_plan`]): the TUN's MTU is the largest inner packet whose ESP packet, with the
+//!   outer IP (and UDP) header, fits the path MTU towards the peer; the difference is what the
+//!   tunnel costs per packet.
+//!
+//! The TUN is not persistent: the kernel removes it (with its addresses and routes) when this
+//! process ends, however it ends.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::net::IpAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use ivnsec_core::channel::DirectionKeys;
+use ivnsec_core::crypto::CryptoProvider;
+use ivnsec_core::profile::Profile;
+use ivnsec_core::sa::DropReason;
+use ivnsec_core::sa::esp::{
+    EspAlg, EspMode, EspParams, EspProtectError, EspRx, EspTx, MAX_OVERHEAD, SpiRange,
+};
+use ivnsec_core::wire::ip::{self, protocol};
+use ivnsec_net::esp_outer::OuterSocket;
+use ivnsec_net::pcap::PcapWriter;
+use ivnsec_net::sys;
+use ivnsec_net::tap::Tap;
+use serde_json::{Value, json};
+
+use crate::error::{env_error, usage};
+use crate::keys::highwater::{self, HighWater, HwError};
+use crate::keys::keyfile;
+use crate::macsec::EventLog;
+
+/// Smallest TUN MTU accepted: the IPv4 minimum (RFC 791).
+pub const MIN_TUN_MTU: u32 = 68;
+/// Below this TUN MTU the kernel turns IPv6 off on the interface (RFC 8200 §5).
+pub const IPV6_MIN_MTU: u32 = 1280;
+/// Octets of the UDP header in front of ESP with `--udp-encap`.
+pub const UDP_HEADER_LEN: u32 = 8;
+/// Largest IP packet read from the TUN or the outer socket.
+const MAX_PACKET: usize = 65_535;
+/// How often the loops look at the stop flag; the status file is written every
+/// [`STATUS_EVERY`].
+const TICK: Duration = Duration::from_millis(100);
+const STATUS_EVERY: Duration = Duration::from_millis(500);
+/// Default replay window (`--replay-window`).
+pub const DEFAULT_REPLAY_WINDOW: u32 = 64;
+
+/// The MTUs of the path and the TUN, and what the tunnel costs per packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MtuPlan {
+    /// Path MTU towards the peer (outer packets).
+    pub path: u32,
+    /// TUN MTU: the largest inner packet that fits the path once protected.
+    pub tun: u32,
+    /// `path − tun`: outer IP header (20 or 40), UDP header (8, with encapsulation), ESP header
+    /// (8), IV, padding and trailer, ICV (16) for a packet of the TUN's MTU.
+    pub overhead: u32,
+}
+
+/// The largest inner packet `p` for which outer header + UDP + `alg.esp_len(p)` ≤ `path_mtu`;
+/// refused (usage error) when that leaves less than [`MIN_TUN_MTU`].
+pub fn mtu_plan(alg: EspAlg, outer_v6: bool, udp: bool, path_mtu: u32) -> Result<MtuPlan> {
+    let outer = if outer_v6 {
+        ip::IPV6_HEADER_LEN
+    } else {
+        ip::IPV4_HEADER_LEN
+    } + if udp { UDP_HEADER_LEN as usize } else { 0 };
+    let path = path_mtu as usize;
+    // esp_len is monotonic in the payload length: walk down from the largest candidate (at
+    // most an alignment block plus the fixed overhead below the path MTU).
+    let mut p = path.saturating_sub(outer);
+    while p > 0 && outer + alg.esp_len(p) > path {
+        p -= 1;
+    }
+    let tun = p as u32;
+    if tun < MIN_TUN_MTU {
+        return Err(usage(format!(
+            "the path MTU towards --remote is {path_mtu} bytes; {alg} tunnel mode adds \
+             {} bytes to every packet (outer {} header{}, ESP header, IV, trailer, ICV), which \
+             leaves no room for a TUN MTU of at least {MIN_TUN_MTU} bytes. Raise the MTU of the \
+             outer interface or give a larger --path-mtu",
+            path - p.min(path),
+            if outer_v6 { "IPv6" } else { "IPv4" },
+            if udp { " and UDP" } else { "" },
+        )));
+    }
+    Ok(MtuPlan {
+        path: path_mtu,
+        tun,
+        overhead: path_mtu - tun,
+    })
+}
+
+/// The SPI of an SA given on the command line: 0 is refused (RFC 4303 §2.1: local use, never
+/// on the wire); 1-255 are warned about.
+pub fn check_spi(option: &str, spi: u32) -> Result<()> {
+    match SpiRange::of(spi) {
+        SpiRange::Local => Err(usage(format!(
+            "{option} 0 is reserved for local use and never sent on the wire (RFC 4303 §2.1); \
+             give the SA's SPI, 256 or above for a new SA (the peer's --rx-spi is this \
+             host's --tx-spi and the other way round)"
+        ))),
+        SpiRange::IanaReserved => {
+            eprintln!(
+                "ivnsec: warning: {option} {spi} is in 1-255, which RFC 4303 §2.1 reserves for \
+                 future IANA assignment; some peers refuse it (choose 256 or above)"
+            );
+            Ok(())
+        }
+        SpiRange::Assignable => Ok(()),
+    }
+}
+
+/// Everything `ivnsec esp up` is told.
+#[derive(Debug)]
+pub struct Config {
+    pub tun: String,
+    pub local: IpAddr,
+    pub remote: IpAddr,
+    pub alg: EspAlg,
+    pub provider: &'static CryptoProvider,
+    pub tx_keys: PathBuf,
+    pub rx_keys: PathBuf,
+    pub tx_spi: u32,
+    pub rx_spi: u32,
+    pub esn: bool,
+    pub replay_window: u32,
+    pub state_dir: PathBuf,
+    pub reserve_block: u64,
+    pub seq_limit: Option<u64>,
+    pub confirm_new_key: bool,
+    /// `--udp-encap`: the UDP port (4500 unless changed).
+    pub udp_port: Option<u16>,
+    /// `--path-mtu`: instead of the kernel's path MTU towards `remote`.
+    pub path_mtu: Option<u32>,
+    /// `--addr`: addresses (`ADDR/PREFIX`) given to the TUN.
+    pub addrs: Vec<String>,
+    /// `--route`: prefixes routed into the TUN.
+    pub routes: Vec<String>,
+    pub pcap: Option<PathBuf>,
+    pub events: Option<PathBuf>,
+    pub status: Option<PathBuf>,
+}
+
+/// The key files, loaded and checked before anything is created.
+pub struct Keys {
+    tx: DirectionKeys,
+    rx: DirectionKeys,
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keys { .. }")
+    }
+}
+
+/// Checks what can be checked before anything is created: address families, SPIs, the key
+/// files (a sender's rules for both: private, a `profile` line of this suite, right lengths)
+/// and that the two directions do not share a key.
+pub fn check(cfg: &Config) -> Result<Keys> {
+    if cfg.local.is_ipv4() != cfg.remote.is_ipv4() {
+        return Err(usage(format!(
+            "--local {} and --remote {} are of different families (IPv4/IPv6 mix); the outer \
+             header has one family: give two IPv4 or two IPv6 addresses (the TUN carries both \
+             IPv4 and IPv6 inside either)",
+            cfg.local, cfg.remote
+        )));
+    }
+    if cfg.local == cfg.remote {
+        return Err(usage(format!(
+            "--local and --remote are both {}; --remote is the peer's tunnel endpoint",
+            cfg.local
+        )));
+    }
+    for (opt, a) in [("--local", cfg.local), ("--remote", cfg.remote)] {
+        if a.is_unspecified() || a.is_multicast() {
+            return Err(usage(format!(
+                "{opt} {a}: a tunnel endpoint is one unicast address"
+            )));
+        }
+    }
+    check_spi("--tx-spi", cfg.tx_spi)?;
+    check_spi("--rx-spi", cfg.rx_spi)?;
+    let name = cfg.alg.name();
+    let tx = keyfile::load(&cfg.tx_keys, name, keyfile::Role::Sender)?;
+    let rx = keyfile::load(&cfg.rx_keys, name, keyfile::Role::Sender)?;
+    if tx.key() == rx.key() && tx.mac_key() == rx.mac_key() {
+        return Err(usage(format!(
+            "--tx-keys {} and --rx-keys {} hold the same key: both ends would send under one \
+             key from sequence number 1 and reuse each other's nonces. Make one key file per \
+             direction (`ivnsec keygen --profile {name} --out FILE` twice)",
+            cfg.tx_keys.display(),
+            cfg.rx_keys.display()
+        )));
+    }
+    if cfg.udp_port == Some(0) {
+        return Err(usage(
+            "--udp-port 0: give the UDP port both ends use (4500)",
+        ));
+    }
+    Ok(Keys { tx, rx })
+}
+
+/// Packets moved, by path (read by the status writer).
+#[derive(Debug, Default)]
+pub struct PacketCounters {
+    /// IP packets the host routed into the TUN.
+    pub tun_in: AtomicU64,
+    /// ESP packets sent towards the peer.
+    pub esp_out: AtomicU64,
+    /// Packets read from the TUN that are no IP packet the SA can protect.
+    pub tun_bad: AtomicU64,
+    /// Packets too long to protect (more than an IP packet can carry once protected).
+    pub too_long: AtomicU64,
+    /// Failed sends on the outer socket (packets lost).
+    pub send_errors: AtomicU64,
+    /// Packets received on the outer socket.
+    pub esp_in: AtomicU64,
+    /// UDP datagrams that are no ESP (RFC 3948: NAT keepalive, or the non-ESP marker of IKE).
+    pub udp_not_esp: AtomicU64,
+    /// Verified inner packets handed to the host on the TUN.
+    pub tun_out: AtomicU64,
+    /// Verified packets the TUN did not take.
+    pub tun_write_errors: AtomicU64,
+}
+
+fn add(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl PacketCounters {
+    pub fn json(&self) -> Value {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        json!({
+            "tun_in": g(&self.tun_in),
+            "esp_out": g(&self.esp_out),
+            "tun_bad": g(&self.tun_bad),
+            "too_long": g(&self.too_long),
+            "send_errors": g(&self.send_errors),
+            "esp_in": g(&self.esp_in),
+            "udp_not_esp": g(&self.udp_not_esp),
+            "tun_out": g(&self.tun_out),
+            "tun_write_errors": g(&self.tun_write_errors),
+        })
+    }
+}
+
+struct TxState {
+    sa: EspTx,
+    reserve: HighWater,
+}
+
+struct Shared {
+    tx: Mutex<TxState>,
+    rx: Mutex<EspRx>,
+    packets: PacketCounters,
+    stop: Arc<AtomicBool>,
+    fatal: Mutex<Option<anyhow::Error>>,
+    pcap: Option<Mutex<PcapWriter<BufWriter<File>>>>,
+    local: IpAddr,
+    remote: IpAddr,
+    udp_port: Option<u16>,
+}
+
+/// A poisoned lock means a path panicked; the state it guards is still the best there is.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn fail(&self, e: anyhow::Error) {
+        let mut f = lock(&self.fatal);
+        if f.is_none() {
+            *f = Some(e);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Records the ESP packet `esp` (SPI to ICV) from `src` to `dst` in the `--pcap` file, with
+    /// an Ethernet header and the outer IP (and UDP) header in front, as it crossed the path
+    /// (header fields the kernel chose, such as the IPv4 identification, are not known here).
+    fn record(&self, scratch: &mut Vec<u8>, src: IpAddr, dst: IpAddr, esp: &[u8]) {
+        let Some(p) = &self.pcap else { return };
+        let hdr = ip::outer_header_len(&src);
+        let udp = if self.udp_port.is_some() { 8 } else { 0 };
+        let total = hdr + udp + esp.len();
+        scratch.clear();
+        scratch.resize(14 + total, 0);
+        scratch[12..14].copy_from_slice(if src.is_ipv4() {
+            &[0x08, 0x00]
+        } else {
+            &[0x86, 0xdd]
+        });
+        let proto = if udp > 0 {
+            protocol::UDP
+        } else {
+            protocol::ESP
+        };
+        ip::emit_outer(&mut scratch[14..], &src, &dst, 0, proto, total);
+        if let Some(port) = self.udp_port {
+            let u = &mut scratch[14 + hdr..14 + hdr + 8];
+            u[0..2].copy_from_slice(&port.to_be_bytes());
+            u[2..4].copy_from_slice(&port.to_be_bytes());
+            u[4..6].copy_from_slice(&((8 + esp.len()) as u16).to_be_bytes());
+        }
+        scratch[14 + hdr + udp..].copy_from_slice(esp);
+        let _ = lock(p).write_frame(std::time::SystemTime::now(), scratch);
+    }
+}
+
+/// What `run` reports when it ends.
+#[derive(Debug)]
+pub struct Summary {
+    pub status: Value,
+}
+
+fn open_err(what: &str, e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => env_error(format!(
+            "{what}: {e}; a TUN interface and a raw socket need root (CAP_NET_ADMIN and \
+             CAP_NET_RAW): run it with sudo"
+        )),
+        std::io::ErrorKind::NotFound => env_error(format!(
+            "{what}: {e}; the kernel has no TUN/TAP device here: `modprobe tun`, or in a \
+             container give it /dev/net/tun"
+        )),
+        std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::InvalidInput => {
+            usage(format!("{what}: {e}; choose another --tun name"))
+        }
+        std::io::ErrorKind::AddrNotAvailable => usage(format!(
+            "{what}: {e}; --local must be an address of this host (`ip addr` lists them)"
+        )),
+        std::io::ErrorKind::AddrInUse => usage(format!(
+            "{what}: {e}; another process uses that UDP port on --local (an IKE daemon, or \
+             another tunnel): stop it or give another --udp-port to both ends"
+        )),
+        _ => anyhow::anyhow!("{what}: {e}"),
+    }
+}
+
+/// `ip ARGS` in this network namespace (addresses and routes of the TUN).
+fn ip_cmd(args: &[&str]) -> Result<()> {
+    let out = sys::die_with_parent(&mut Command::new("ip"))
+        .args(args)
+        .output()
+        .map_err(|e| {
+            env_error(format!(
+                "running `ip {}`: {e}; install iproute2 (`apt-get install iproute2`)",
+                args.join(" ")
+            ))
+        })?;
+    if !out.status.success() {
+        return Err(usage(format!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+fn status_write(path: &std::path::Path, v: &Value) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let _ = fs::remove_file(&tmp);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&tmp)
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", tmp.display()))?;
+    let text = serde_json::to_string_pretty(v)?;
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.write_all(b"\n"))
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", tmp.display()))?;
+    fs::rename(&tmp, path).map_err(|e| anyhow::anyhow!("renaming {}: {e}", tmp.display()))
+}
+
+fn drops_json(sa: &EspRx) -> Value {
+    let mut m = serde_json::Map::new();
+    for (r, n) in sa.counters().drops.iter() {
+        m.insert(r.name().into(), json!(n));
+    }
+    Value::Object(m)
+}
+
+fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Value {
+    let mut v = header.clone();
+    {
+        let tx = lock(&sh.tx);
+        let c = tx.sa.counters();
+        v["tx"]["next_seq"] = json!(tx.sa.next_seq());
+        v["tx"]["reserved"] = json!(tx.reserve.reserved());
+        v["tx"]["packets"] = json!(c.frames);
+        v["tx"]["bytes"] = json!(c.bytes);
+    }
+    {
+        let rx = lock(&sh.rx);
+        let c = rx.counters();
+        v["rx"]["highest_seq"] = json!(rx.highest_seq());
+        v["rx"]["packets"] = json!(c.ok_frames);
+        v["rx"]["bytes"] = json!(c.ok_bytes);
+        v["rx"]["drops"] = drops_json(&rx);
+    }
+    v["packets"] = sh.packets.json();
+    v["packets"]["icmp_errors"] = json!(outer.peer_errors());
+    v["packets"]["queue_drops"] = json!(outer.queue_drops());
+    v["running"] = json!(state == "running");
+    v
+}
+
+/// Creates the TUN, opens the outer socket and moves packets until `stop` is set (a signal)
+/// or something fatal happens (then its error is returned: sequence numbers exhausted exit 1,
+/// a lost nonce state or socket 3).
+pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
+    let alg = cfg.alg;
+    let v6 = cfg.local.is_ipv6();
+    let events = EventLog::open(cfg.events.as_deref())?;
+    let events = Mutex::new(events);
+    let emit = |e: &str, f: Value| lock(&events).emit(e, f);
+
+    // The nonce state first: a refusal (used key without state) creates nothing.
+    let ident = format!("esp spi 0x{:08x}", cfg.tx_spi);
+    let protocol_max = if cfg.esn {
+        u64::MAX
+    } else {
+        u64::from(u32::MAX)
+    };
+    let opts = highwater::Options {
+        block: cfg.reserve_block,
+        seq_limit: cfg.seq_limit,
+        protocol_max,
+        used_record: Some(keyfile::used_record(&cfg.tx_keys)),
+        confirm_new_key: cfg.confirm_new_key,
+    };
+    let domain = Profile::Esp(alg).nonce_domain();
+    let hw = HighWater::open(&cfg.state_dir, &domain, &ident, &keys.tx, opts)
+        .map_err(HwError::into_anyhow)?;
+    let first = hw.first_seq().map_err(HwError::into_anyhow)?;
+    let tx_params = EspParams {
+        alg,
+        spi: cfg.tx_spi,
+        key: keys.tx.key(),
+        auth_key: keys.tx.mac_key(),
+        esn: cfg.esn,
+    };
+    let mode = EspMode::Tunnel {
+        src: cfg.local,
+        dst: cfg.remote,
+    };
+    let tx = EspTx::new(cfg.provider, &tx_params, mode, first)
+        .map_err(|e| usage(format!("the outbound SA: {e}")))?;
+    let rx_params = EspParams {
+        alg,
+        spi: cfg.rx_spi,
+        key: keys.rx.key(),
+        auth_key: keys.rx.mac_key(),
+        esn: cfg.esn,
+    };
+    let rx = EspRx::new(cfg.provider, &rx_params, cfg.replay_window)
+        .map_err(|e| usage(format!("the inbound SA (--replay-window): {e}")))?;
+    drop(keys);
+
+    let pcap = match &cfg.pcap {
+        Some(path) => Some(Mutex::new(PcapWriter::create(path).map_err(|e| {
+            usage(format!(
+                "--pcap {}: {e}; give a file in a writable directory",
+                path.display()
+            ))
+        })?)),
+        None => None,
+    };
+    let outer = OuterSocket::open(cfg.local, cfg.remote, cfg.udp_port).map_err(|e| {
+        open_err(
+            &format!(
+                "opening the outer socket {} → {}{}",
+                cfg.local,
+                cfg.remote,
+                match cfg.udp_port {
+                    Some(p) => format!(" (UDP port {p})"),
+                    None => " (ESP, IP protocol 50)".into(),
+                }
+            ),
+            e,
+        )
+    })?;
+    let path_mtu = match cfg.path_mtu {
+        Some(m) => m,
+        None => outer.path_mtu().map_err(|e| {
+            usage(format!(
+                "finding the path MTU towards --remote {}: {e}; is there a route to it (`ip \
+                 route get {}`)? Or give --path-mtu",
+                cfg.remote, cfg.remote
+            ))
+        })?,
+    };
+    let plan = mtu_plan(alg, v6, cfg.udp_port.is_some(), path_mtu)?;
+    if plan.tun < IPV6_MIN_MTU {
+        eprintln!(
+            "ivnsec: warning: TUN MTU {} is below 1280: the kernel carries no IPv6 on it",
+            plan.tun
+        );
+    }
+
+    let tun = Tap::create_tun(&cfg.tun).map_err(|e| open_err(&format!("--tun {}", cfg.tun), e))?;
+    tun.set_mtu(plan.tun)
+        .map_err(|e| open_err(&format!("setting the MTU of --tun {}", cfg.tun), e))?;
+    for a in &cfg.addrs {
+        let mut args = vec!["addr", "add", a.as_str(), "dev", cfg.tun.as_str()];
+        if a.contains(':') {
+            // No duplicate address detection on a point-to-point tunnel: usable at once.
+            args.push("nodad");
+        }
+        ip_cmd(&args)?;
+    }
+    tun.set_up(true)
+        .map_err(|e| open_err(&format!("setting --tun {} up", cfg.tun), e))?;
+    for r in &cfg.routes {
+        ip_cmd(&["route", "add", r.as_str(), "dev", cfg.tun.as_str()])?;
+    }
+
+    let nonce_state = hw.path().display().to_string();
+    let fresh = hw.is_fresh();
+    let shared = Shared {
+        tx: Mutex::new(TxState {
+            sa: tx,
+            reserve: hw,
+        }),
+        rx: Mutex::new(rx),
+        packets: PacketCounters::default(),
+        stop,
+        fatal: Mutex::new(None),
+        pcap,
+        local: cfg.local,
+        remote: cfg.remote,
+        udp_port: cfg.udp_port,
+    };
+    let header = json!({
+        "pid": std::process::id(),
+        "tun": cfg.tun,
+        "local": cfg.local.to_string(),
+        "remote": cfg.remote.to_string(),
+        "profile": alg.name(),
+        "provider": cfg.provider.name,
+        "encapsulation": match cfg.udp_port { Some(p) => format!("udp {p}"), None => "esp".into() },
+        "esn": cfg.esn,
+        "replay_window": cfg.replay_window,
+        "mtu": {"path": plan.path, "tun": plan.tun, "overhead": plan.overhead},
+        "addrs": cfg.addrs,
+        "routes": cfg.routes,
+        "tx": {"spi": cfg.tx_spi, "first_seq": first, "nonce_state": nonce_state, "fresh_key": fresh},
+        "rx": {"spi": cfg.rx_spi},
+    });
+    emit("started", header.clone());
+    if let Some(p) = &cfg.status {
+        status_write(p, &snapshot(&header, &shared, &outer, "running"))?;
+    }
+    eprintln!(
+        "esp: {} ⇄ {} → {} ({}, {}), SPI out {:#010x} in {:#010x}, first sequence number {}, \
+         TUN MTU {} (= path MTU {} − {} tunnel overhead); running until SIGINT/SIGTERM",
+        cfg.tun,
+        cfg.local,
+        cfg.remote,
+        alg.name(),
+        match cfg.udp_port {
+            Some(p) => format!("ESP in UDP port {p}"),
+            None => "ESP, IP protocol 50".into(),
+        },
+        cfg.tx_spi,
+        cfg.rx_spi,
+        first,
+        plan.tun,
+        plan.path,
+        plan.overhead
+    );
+
+    let mut last_drops: Vec<(DropReason, u64)> = Vec::new();
+    std::thread::scope(|s| {
+        let sh = &shared;
+        let (t, o) = (&tun, &outer);
+        s.spawn(move || tx_loop(sh, t, o));
+        s.spawn(move || rx_loop(sh, t, o));
+        let mut next_status = Instant::now() + STATUS_EVERY;
+        while !sh.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(TICK);
+            let drops: Vec<(DropReason, u64)> = lock(&sh.rx).counters().drops.iter().collect();
+            for &(r, n) in &drops {
+                let before = last_drops
+                    .iter()
+                    .find(|(q, _)| *q == r)
+                    .map_or(0, |&(_, m)| m);
+                if n > before {
+                    emit(
+                        "drop",
+                        json!({"reason": r.name(), "new": n - before, "total": n}),
+                    );
+                }
+            }
+            last_drops = drops;
+            let now = Instant::now();
+            if now >= next_status {
+                next_status = now + STATUS_EVERY;
+                if let Some(p) = &cfg.status
+                    && let Err(e) = status_write(p, &snapshot(&header, sh, &outer, "running"))
+                {
+                    eprintln!("ivnsec: warning: --status: {e:#}");
+                }
+            }
+        }
+    });
+    let final_status = snapshot(&header, &shared, &outer, "stopped");
+    if let Some(p) = &shared.pcap {
+        let _ = lock(p).flush();
+    }
+    if let Some(p) = &cfg.status
+        && let Err(e) = status_write(p, &final_status)
+    {
+        eprintln!("ivnsec: warning: --status: {e:#}");
+    }
+    drop(tun);
+    let fatal = lock(&shared.fatal).take();
+    emit(
+        "stopped",
+        json!({"reason": match &fatal { Some(e) => format!("{e:#}"), None => "signal".to_string() }}),
+    );
+    match fatal {
+        Some(e) => Err(e),
+        None => Ok(Summary {
+            status: final_status,
+        }),
+    }
+}
+
+/// TUN → protect → outer socket. Each packet is read behind the SA's headroom, so it is
+/// encrypted where it lies; its sequence number is reserved on disk before it is used.
+fn tx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
+    let room = lock(&sh.tx).sa.headroom();
+    let outer_hdr = ip::outer_header_len(&sh.local);
+    let mut buf = vec![0u8; room + MAX_PACKET + MAX_OVERHEAD];
+    let mut scratch = Vec::new();
+    while !sh.stop.load(Ordering::Relaxed) {
+        match tun.wait_readable(Some(TICK)) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => {
+                sh.fail(anyhow::anyhow!("waiting on the TUN: {e}"));
+                return;
+            }
+        }
+        loop {
+            let n = match tun.recv(&mut buf[room..room + MAX_PACKET]) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) => {
+                    sh.fail(anyhow::anyhow!("reading the TUN: {e}"));
+                    return;
+                }
+            };
+            add(&sh.packets.tun_in);
+            let mut tx = lock(&sh.tx);
+            let Some(seq) = tx.sa.next_seq() else {
+                let limit = tx.reserve.limit();
+                drop(tx);
+                sh.fail(
+                    HwError::Exhausted {
+                        limit,
+                        configured: false,
+                    }
+                    .into_anyhow(),
+                );
+                return;
+            };
+            if let Err(e) = tx.reserve.claim(seq) {
+                drop(tx);
+                sh.fail(e.into_anyhow());
+                return;
+            }
+            let r = tx.sa.protect_in_place_at(&mut buf, room, n, None);
+            drop(tx);
+            match r {
+                Ok(total) => {
+                    let esp = &buf[outer_hdr..total];
+                    sh.record(&mut scratch, sh.local, sh.remote, esp);
+                    match outer.send(esp) {
+                        Ok(()) => add(&sh.packets.esp_out),
+                        Err(_) => add(&sh.packets.send_errors),
+                    }
+                }
+                Err(EspProtectError::BadPacket(_)) => add(&sh.packets.tun_bad),
+                Err(EspProtectError::TooLong | EspProtectError::BufferTooSmall { .. }) => {
+                    add(&sh.packets.too_long)
+                }
+                Err(EspProtectError::SeqExhausted) => {
+                    sh.fail(
+                        HwError::Exhausted {
+                            limit: protocol_limit(sh),
+                            configured: false,
+                        }
+                        .into_anyhow(),
+                    );
+                    return;
+                }
+                Err(e) => {
+                    sh.fail(anyhow::anyhow!("protecting a packet: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn protocol_limit(sh: &Shared) -> u64 {
+    lock(&sh.tx).reserve.limit()
+}
+
+/// Outer socket → verify → TUN. Packets that do not verify never reach the TUN; the SA counts
+/// them by reason.
+fn rx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
+    // Where the received bytes go: raw IPv4 gives the outer header; otherwise one is put in
+    // front (the SA reads the packet as IP).
+    let pre = if outer.header_included() {
+        0
+    } else {
+        ip::outer_header_len(&sh.local)
+    };
+    let mut buf = vec![0u8; pre + MAX_PACKET];
+    let mut scratch = Vec::new();
+    while !sh.stop.load(Ordering::Relaxed) {
+        match outer.wait_readable(TICK) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => {
+                sh.fail(anyhow::anyhow!("waiting on the outer socket: {e}"));
+                return;
+            }
+        }
+        loop {
+            let n = match outer.recv(&mut buf[pre..]) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) => {
+                    sh.fail(anyhow::anyhow!("reading the outer socket: {e}"));
+                    return;
+                }
+            };
+            add(&sh.packets.esp_in);
+            let got = &buf[pre..pre + n];
+            if outer.udp_port().is_some() && (got == [0xff] || got.starts_with(&[0, 0, 0, 0])) {
+                // RFC 3948 §2.2/§2.3: a NAT-keepalive, or IKE behind the non-ESP marker.
+                add(&sh.packets.udp_not_esp);
+                continue;
+            }
+            let len = pre + n;
+            if pre > 0 {
+                ip::emit_outer(&mut buf, &sh.remote, &sh.local, 0, protocol::ESP, len);
+            }
+            if sh.pcap.is_some() {
+                let esp_at = if pre > 0 {
+                    pre
+                } else {
+                    match ip::parse(&buf[..len]) {
+                        Ok(i) => i.header_len,
+                        Err(_) => 0,
+                    }
+                };
+                sh.record(&mut scratch, sh.remote, sh.local, &buf[esp_at..len]);
+            }
+            let r = lock(&sh.rx).verify_in_place(&mut buf[..len]);
+            if let Ok(range) = r {
+                match tun.send(&buf[range]) {
+                    Ok(()) => add(&sh.packets.tun_out),
+                    Err(_) => add(&sh.packets.tun_write_errors),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 4106 (GCM): 8-byte ESP header + 8-byte IV + payload + pad to 4 with the 2-byte
+    /// trailer + 16-byte ICV; RFC 3602 (CBC): 16-byte IV and padding to the 16-byte block. A
+    /// 1500-byte IPv4 path: GCM → TUN MTU 1446 (a 1446-byte packet: 1446 + 2 = 1448, aligned;
+    /// 20 + 8 + 8 + 1448 + 16 = 1500); CBC → 1438 (1438 + 2 = 1440 = 90 blocks; 20 + 8 + 16 +
+    /// 1440 + 16 = 1500).
+    #[test]
+    fn tun_mtu_is_the_largest_packet_that_fits_the_path_once_protected() {
+        let p = mtu_plan(EspAlg::Aes128Gcm, false, false, 1500).unwrap();
+        assert_eq!((p.tun, p.overhead), (1446, 54));
+        let p = mtu_plan(EspAlg::Aes128CbcHmacSha256, false, false, 1500).unwrap();
+        assert_eq!((p.tun, p.overhead), (1438, 62));
+        // IPv6 outer: 20 more; UDP: 8 more (1500 − 40 − 8 − 8 − 8 − 16 = 1420, 1420+2 = 1422
+        // not aligned → 1418 + 2 = 1420).
+        let p = mtu_plan(EspAlg::Aes128Gcm, true, true, 1500).unwrap();
+        assert_eq!(p.tun, 1418);
+        // NULL: no IV, alignment 4: 1500 − 20 − 8 − 16 = 1456 = 1454 + 2.
+        assert_eq!(
+            mtu_plan(EspAlg::NullHmacSha256, false, false, 1500)
+                .unwrap()
+                .tun,
+            1454
+        );
+        for alg in EspAlg::ALL {
+            for (v6, udp) in [(false, false), (true, false), (false, true), (true, true)] {
+                let p = mtu_plan(alg, v6, udp, 1500).unwrap();
+                let outer = if v6 { 40 } else { 20 } + if udp { 8 } else { 0 };
+                assert!(outer + alg.esp_len(p.tun as usize) <= 1500);
+                assert!(
+                    outer + alg.esp_len(p.tun as usize + 1) > 1500,
+                    "{alg} not largest"
+                );
+            }
+        }
+        let e = mtu_plan(EspAlg::Aes128Gcm, false, false, 100).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(e.to_string().contains("no room"), "{e}");
+    }
+
+    #[test]
+    fn spi_zero_is_refused_and_reserved_spis_pass() {
+        let e = check_spi("--tx-spi", 0).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(e.to_string().contains("RFC 4303"), "{e}");
+        assert!(check_spi("--rx-spi", 52).is_ok());
+        assert!(check_spi("--rx-spi", 0x1000).is_ok());
+    }
+}

@@ -1,0 +1,202 @@
+//! The outer path of an ESP tunnel (`ivnsec esp up`, docs/esp-tunnel.md): one socket from this
+//! tunnel endpoint to the peer's, carrying ESP packets either directly over IP (protocol 50, a
+//! raw IPv4 or IPv6 socket) or inside UDP (RFC 3948, port 4500 by default). The kernel builds
+//! and routes the outer IP (and UDP) header on send, and fragments an outer packet longer than
+//! the path where it must; the socket is bound to the local and connected to the remote address,
+//! so it only receives what the peer sent to this endpoint.
+//!
+//! What a receive yields differs: a raw IPv4 socket gives the whole packet with its IPv4 header
+//! ([`OuterSocket::header_included`]); a raw IPv6 socket and a UDP socket give only the ESP part
+//! (the caller puts an outer header in front where it needs one). Built on socket2's safe API.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::sys;
+
+/// IP protocol number of ESP.
+pub const ESP_PROTOCOL: u8 = 50;
+/// The UDP port of ESP-in-UDP (RFC 3948 §2.1, the IKE NAT-traversal port).
+pub const UDP_ENCAP_PORT: u16 = 4500;
+
+/// A bound and connected socket for the ESP packets of one tunnel.
+#[derive(Debug)]
+pub struct OuterSocket {
+    sock: Socket,
+    v6: bool,
+    udp: Option<u16>,
+    peer_errors: AtomicU64,
+}
+
+/// An error a connected socket reports because ICMP said an earlier packet did not arrive
+/// (ip(7): `IP_RECVERR` off, such errors are still passed on once).
+fn is_peer_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::ECONNREFUSED
+                | libc::EHOSTUNREACH
+                | libc::ENETUNREACH
+                | libc::ENOPROTOOPT
+                | libc::EPROTO
+                | libc::EHOSTDOWN
+                | libc::ENONET
+                | libc::EMSGSIZE
+                | libc::EACCES
+        )
+    )
+}
+
+impl OuterSocket {
+    /// Opens the outer socket from `local` to `remote` (one address family, checked by the
+    /// caller): raw ESP when `udp_port` is `None`, else UDP from and to `udp_port`. Needs
+    /// CAP_NET_RAW for raw ESP (`PermissionDenied` otherwise); `AddrNotAvailable` when `local`
+    /// is no address of this host; `AddrInUse` when the UDP port is taken.
+    pub fn open(local: IpAddr, remote: IpAddr, udp_port: Option<u16>) -> io::Result<OuterSocket> {
+        let v6 = local.is_ipv6();
+        if v6 != remote.is_ipv6() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "local and remote addresses are of different families",
+            ));
+        }
+        let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
+        let port = udp_port.unwrap_or(0);
+        let sock = match udp_port {
+            None => Socket::new(
+                domain,
+                Type::RAW,
+                Some(Protocol::from(i32::from(ESP_PROTOCOL))),
+            )?,
+            Some(_) => Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?,
+        };
+        if v6 {
+            sock.set_only_v6(true)?;
+        }
+        sock.bind(&SockAddr::from(SocketAddr::new(local, port)))?;
+        sock.connect(&SockAddr::from(SocketAddr::new(remote, port)))?;
+        sock.set_nonblocking(true)?;
+        let _ = sys::set_recv_buffer_force(sock.as_fd(), 4 << 20);
+        let _ = sock.set_send_buffer_size(4 << 20);
+        Ok(OuterSocket {
+            sock,
+            v6,
+            udp: udp_port,
+            peer_errors: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether a received packet starts with its outer IP header (raw IPv4 only).
+    pub fn header_included(&self) -> bool {
+        !self.v6 && self.udp.is_none()
+    }
+
+    /// The UDP port, with UDP encapsulation.
+    pub fn udp_port(&self) -> Option<u16> {
+        self.udp
+    }
+
+    pub fn is_ipv6(&self) -> bool {
+        self.v6
+    }
+
+    /// Sends one ESP packet (SPI to ICV) to the remote endpoint; the kernel adds the outer
+    /// header(s). An error ICMP reported for an earlier send is counted and the send retried.
+    pub fn send(&self, esp: &[u8]) -> io::Result<()> {
+        let mut retried = false;
+        loop {
+            match self.sock.send(esp) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Send queue full: wait for room rather than lose the packet.
+                    sys::wait_writable(self.sock.as_fd(), Some(Duration::from_millis(100)))?;
+                }
+                Err(e) if !retried && is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                    retried = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Receives one packet without blocking: `Ok(None)` when none is queued. The errors ICMP
+    /// brings back for an earlier send (the peer's host unreachable, no one there for ESP or
+    /// the UDP port yet, `ECONNREFUSED`, `ENOPROTOOPT`, …: a connected socket reports each
+    /// once) are skipped and counted ([`peer_errors`](Self::peer_errors)).
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        use std::io::Read;
+        loop {
+            match (&self.sock).read(buf) {
+                Ok(n) => return Ok(Some(n)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Errors ICMP reported for earlier sends (skipped by [`recv`](Self::recv) and
+    /// [`send`](Self::send)).
+    pub fn peer_errors(&self) -> u64 {
+        self.peer_errors.load(Ordering::Relaxed)
+    }
+
+    /// Waits until a packet can be read or `timeout` passes (`Ok(false)`).
+    pub fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
+        sys::wait_readable(self.sock.as_fd(), Some(timeout))
+    }
+
+    /// The path MTU the kernel knows towards the remote endpoint.
+    pub fn path_mtu(&self) -> io::Result<u32> {
+        sys::path_mtu(self.sock.as_fd(), self.v6)
+    }
+
+    /// Packets the kernel dropped at this socket for a full receive queue.
+    pub fn queue_drops(&self) -> u64 {
+        sys::socket_drops(self.sock.as_fd()).unwrap_or(0)
+    }
+}
+
+impl AsFd for OuterSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One family for both ends, refused before any socket is made (no privileges needed).
+    #[test]
+    fn mixed_families_are_refused() {
+        let e = OuterSocket::open(
+            "192.0.2.1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    /// The errors ICMP brings back for an earlier send are told apart from real failures.
+    #[test]
+    fn icmp_reported_errors_are_peer_errors() {
+        for code in [libc::ECONNREFUSED, libc::EHOSTUNREACH, libc::ENOPROTOOPT] {
+            assert!(is_peer_error(&io::Error::from_raw_os_error(code)));
+        }
+        for code in [libc::EBADF, libc::ENOMEM, libc::EINVAL] {
+            assert!(!is_peer_error(&io::Error::from_raw_os_error(code)));
+        }
+    }
+}
