@@ -119,6 +119,92 @@ pub static MEASURED: &[Measured] = &[
     },
 ];
 
+/// Where two cost curves measured at the same sizes cross: the break-even size of two
+/// providers (or of two ways of using one), from which `auto`'s size splits are read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BreakEven {
+    /// The first curve costs less (or the same) at every measured size.
+    FirstEverywhere,
+    /// The second curve costs less at every measured size.
+    SecondEverywhere,
+    /// One curve costs less up to `last_below` bytes (a measured size), the other from
+    /// `first_above` (the next measured size) to the largest measured size; `at` is where the
+    /// straight line between those two measurements crosses. `first_below` says which curve
+    /// wins below. The crossing taken is the last one: above it the same curve wins at every
+    /// measured size, as a size split of `auto` needs.
+    At {
+        first_below: bool,
+        last_below: usize,
+        first_above: usize,
+        at: f64,
+    },
+}
+
+impl BreakEven {
+    /// The pick list this break-even makes of providers `first` and `second`: the winner below
+    /// up to the last measured size it wins, the other above, as [`MEASURED`] writes a split.
+    pub fn picks(self, first: &'static str, second: &'static str) -> [Option<Pick>; 2] {
+        match self {
+            BreakEven::FirstEverywhere => [Some(only(first)), None],
+            BreakEven::SecondEverywhere => [Some(only(second)), None],
+            BreakEven::At {
+                first_below,
+                last_below,
+                ..
+            } => {
+                let (lo, hi) = if first_below {
+                    (first, second)
+                } else {
+                    (second, first)
+                };
+                [
+                    Some(Pick {
+                        up_to: last_below,
+                        provider: lo,
+                    }),
+                    Some(only(hi)),
+                ]
+            }
+        }
+    }
+}
+
+/// The break-even of two cost curves (ns per operation, or anything where less is better)
+/// measured at `sizes` (ascending); `None` when the lengths differ, nothing is measured, the
+/// sizes do not grow or a cost is not a finite number.
+pub fn break_even(sizes: &[usize], first: &[f64], second: &[f64]) -> Option<BreakEven> {
+    if sizes.is_empty() || sizes.len() != first.len() || sizes.len() != second.len() {
+        return None;
+    }
+    if sizes.windows(2).any(|w| w[0] >= w[1]) || first.iter().chain(second).any(|c| !c.is_finite())
+    {
+        return None;
+    }
+    // `true` where the first curve wins (ties go to it).
+    let wins: Vec<bool> = first.iter().zip(second).map(|(a, b)| a <= b).collect();
+    let last = *wins.last()?;
+    let Some(i) = wins.iter().rposition(|&w| w != last) else {
+        return Some(if last {
+            BreakEven::FirstEverywhere
+        } else {
+            BreakEven::SecondEverywhere
+        });
+    };
+    let (d0, d1) = (first[i] - second[i], first[i + 1] - second[i + 1]);
+    let (s0, s1) = (sizes[i] as f64, sizes[i + 1] as f64);
+    let at = if d0 == d1 {
+        s0
+    } else {
+        s0 + (s1 - s0) * d0 / (d0 - d1)
+    };
+    Some(BreakEven::At {
+        first_below: !last,
+        last_below: sizes[i],
+        first_above: sizes[i + 1],
+        at,
+    })
+}
+
 /// The provider called `name` in [`PROVIDERS`].
 fn by_name(name: &str) -> Option<&'static CryptoProvider> {
     PROVIDERS.iter().copied().find(|p| p.name == name)
@@ -178,6 +264,32 @@ pub fn select(
         Some(_) => &AUTO,
         None => PROVIDERS[0],
     })
+}
+
+/// One size split of `auto`: `primitive` goes to `below` up to `up_to` bytes and to `above`
+/// past it (the break-even of the two providers, read from their measured costs with
+/// [`break_even`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub primitive: Primitive,
+    pub up_to: usize,
+    pub below: &'static str,
+    pub above: &'static str,
+}
+
+/// Every size split of [`MEASURED`], in table order.
+pub fn splits() -> Vec<Split> {
+    MEASURED
+        .iter()
+        .flat_map(|m| {
+            m.picks.windows(2).map(|w| Split {
+                primitive: m.primitive,
+                up_to: w[0].up_to,
+                below: w[0].provider,
+                above: w[1].provider,
+            })
+        })
+        .collect()
 }
 
 /// A primitive's name as the suites spell it (`aes128-gcm`, `hmac-sha256`, `aes128`,
@@ -367,5 +479,150 @@ struct AutoRandom;
 impl SecureRandom for AutoRandom {
     fn fill(&self, buf: &mut [u8]) -> Result<(), CryptoError> {
         crate::PORTABLE.rng.fill(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(b: Option<BreakEven>) -> (bool, usize, usize, f64) {
+        match b {
+            Some(BreakEven::At {
+                first_below,
+                last_below,
+                first_above,
+                at,
+            }) => (first_below, last_below, first_above, at),
+            other => panic!("no crossing: {other:?}"),
+        }
+    }
+
+    /// Two straight lines, t = 100 + 1·s and t = 20 + 2·s, cross at s = 80: the first is
+    /// cheaper from there on; measured at 16, 64, 256 the crossing lies between 64 and 256,
+    /// where the straight line between the measurements meets it exactly.
+    #[test]
+    fn straight_lines_cross_where_they_meet() {
+        let sizes = [16, 64, 256, 1024];
+        let a: Vec<f64> = sizes.iter().map(|&s| 100.0 + s as f64).collect();
+        let b: Vec<f64> = sizes.iter().map(|&s| 20.0 + 2.0 * s as f64).collect();
+        let (first_below, lo, hi, x) = at(break_even(&sizes, &a, &b));
+        assert!(!first_below);
+        assert_eq!((lo, hi), (64, 256));
+        assert!((x - 80.0).abs() < 1e-9, "{x}");
+        // Swapped, the same size with the other side below.
+        let (first_below, ..) = at(break_even(&sizes, &b, &a));
+        assert!(first_below);
+        let picks = break_even(&sizes, &b, &a).unwrap().picks("fast", "openssl");
+        assert_eq!(
+            picks,
+            [
+                Some(Pick {
+                    up_to: 64,
+                    provider: "fast"
+                }),
+                Some(only("openssl"))
+            ]
+        );
+    }
+
+    /// One curve below at every size: no crossing; noise crossing back and forth: the last
+    /// crossing counts; bad input: `None`.
+    #[test]
+    fn everywhere_noise_and_bad_input() {
+        let s = [64, 256, 1024];
+        assert_eq!(
+            break_even(&s, &[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]),
+            Some(BreakEven::FirstEverywhere)
+        );
+        assert_eq!(
+            break_even(&s, &[5.0, 5.0, 5.0], &[2.0, 3.0, 4.0]),
+            Some(BreakEven::SecondEverywhere)
+        );
+        let (_, lo, hi, _) = at(break_even(
+            &[1, 2, 3, 4],
+            &[1.0, 3.0, 1.0, 3.0],
+            &[2.0, 2.0, 2.0, 2.0],
+        ));
+        assert_eq!((lo, hi), (3, 4));
+        assert_eq!(break_even(&[], &[], &[]), None);
+        assert_eq!(break_even(&[1, 2], &[1.0], &[1.0, 2.0]), None);
+        assert_eq!(break_even(&[2, 1], &[1.0, 2.0], &[1.0, 2.0]), None);
+        assert_eq!(break_even(&[1, 2], &[1.0, f64::NAN], &[1.0, 2.0]), None);
+    }
+
+    /// The splits are the table's: CCM at 256 B (portable → openssl), ChaCha20-Poly1305 at
+    /// 2048 B (fast → openssl), nothing else.
+    #[test]
+    fn splits_list_the_size_splits() {
+        let s: Vec<(String, usize, &str, &str)> = splits()
+            .into_iter()
+            .map(|s| (primitive_name(s.primitive), s.up_to, s.below, s.above))
+            .collect();
+        assert_eq!(
+            s,
+            [
+                ("aes128-ccm".to_string(), 256, "portable", "openssl"),
+                ("aes256-ccm".to_string(), 256, "portable", "openssl"),
+                ("chacha20-poly1305".to_string(), 2048, "fast", "openssl"),
+            ]
+        );
+    }
+
+    /// The size splits of [`MEASURED`] are what `break_even` makes of the figures they were
+    /// read from (docs/benchmarks.md, "`--provider auto`": bare seal + open, ns, the lower of
+    /// the runs): AES-128-CCM portable up to 256 B, OpenSSL above; ChaCha20-Poly1305 aws-lc-rs
+    /// up to 2048 B, OpenSSL above; AES-128-GCM aws-lc-rs at every size.
+    #[test]
+    fn the_table_splits_follow_from_its_measurements() {
+        let table = |p: Primitive| -> Vec<(usize, &'static str)> {
+            let m = MEASURED.iter().find(|m| m.primitive == p).unwrap();
+            m.picks.iter().map(|k| (k.up_to, k.provider)).collect()
+        };
+        let of = |b: Option<BreakEven>, first, second| -> Vec<(usize, &'static str)> {
+            b.unwrap()
+                .picks(first, second)
+                .into_iter()
+                .flatten()
+                .map(|k| (k.up_to, k.provider))
+                .collect()
+        };
+        let ccm = break_even(
+            &[256, 512, 8192],
+            &[231.0 + 265.0, 423.0 + 452.0, 6090.0 + 6085.0],
+            &[282.0 + 312.0, 410.0 + 438.0, 4212.0 + 4219.0],
+        );
+        assert_eq!(
+            of(ccm, "portable", "openssl"),
+            table(Primitive::Aead(AeadAlg::Aes128Ccm))
+        );
+        let chacha = break_even(
+            &[64, 2048, 3072, 8192],
+            &[
+                160.0 + 156.0,
+                912.0 + 888.0,
+                1295.0 + 1266.0,
+                3214.0 + 3182.0,
+            ],
+            &[
+                600.0 + 571.0,
+                1006.0 + 1009.0,
+                1231.0 + 1227.0,
+                2329.0 + 2345.0,
+            ],
+        );
+        assert_eq!(
+            of(chacha, "fast", "openssl"),
+            table(Primitive::Aead(AeadAlg::ChaCha20Poly1305))
+        );
+        let gcm = break_even(
+            &[64, 16384],
+            &[77.0 + 74.0, 877.0 + 870.0],
+            &[203.0 + 194.0, 2240.0 + 2234.0],
+        );
+        assert_eq!(
+            of(gcm, "fast", "openssl"),
+            table(Primitive::Aead(AeadAlg::Aes128Gcm))
+        );
     }
 }

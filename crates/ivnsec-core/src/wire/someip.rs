@@ -529,6 +529,13 @@ impl StreamDeframer {
         self.end = (self.end + n).min(self.buf.len());
     }
 
+    /// The message the last [`poll`](Self::poll) returned, writable, to verify or decrypt it in
+    /// place; empty when that poll returned no message. It stays valid until the next call
+    /// of any other method.
+    pub fn message_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.start + self.pending]
+    }
+
     /// Copies as much of `data` as fits; returns how many bytes were taken.
     pub fn push(&mut self, data: &[u8]) -> usize {
         let space = self.space();
@@ -676,6 +683,25 @@ mod tests {
         assert_eq!(got, vec![one.clone(), one.clone()]);
         assert_eq!(skipped, 5);
         assert_eq!(d.buffered(), 0);
+    }
+
+    /// The message a poll returned can be changed in place (decrypted) and is consumed by the
+    /// next call; nothing is writable when no message was returned.
+    #[test]
+    fn deframer_message_is_writable_in_place() {
+        let m = unhex(KA_REQUEST);
+        let mut d = StreamDeframer::new(64);
+        assert!(d.message_mut().is_empty());
+        d.push(&m);
+        d.push(&m);
+        assert_eq!(d.poll(), Deframed::Message(&m[..]));
+        let w = d.message_mut();
+        assert_eq!(w, &m[..]);
+        w[HEADER_LEN] = b'X';
+        assert_eq!(d.poll(), Deframed::Message(&m[..]));
+        assert_eq!(d.message_mut().len(), m.len());
+        assert_eq!(d.poll(), Deframed::NeedMore);
+        assert!(d.message_mut().is_empty());
     }
 
     #[test]

@@ -34,7 +34,7 @@ const REPLAY_WINDOW: u32 = 64;
 const MAC_KEY_LEN: usize = 64;
 
 /// A batch of `m` units; returns the nanoseconds it took (only the timed part).
-type Batch<'a> = dyn FnMut(usize) -> Result<f64> + 'a;
+pub(super) type Batch<'a> = dyn FnMut(usize) -> Result<f64> + 'a;
 
 /// Calls `unit` on each item, all timed together: the nanoseconds they took.
 fn time_each<T>(
@@ -240,7 +240,10 @@ pub fn measure_ivnae(
 /// then `t.batches` rounds in which each runs one timed batch, one after the other, so that
 /// all of them see the same stretches of a shared machine. Per batch: ns per frame and the
 /// frames per batch.
-fn timed_rounds(batches: &mut [(&mut Batch<'_>, usize)], t: Timing) -> Result<Vec<(Stats, usize)>> {
+pub(super) fn timed_rounds(
+    batches: &mut [(&mut Batch<'_>, usize)],
+    t: Timing,
+) -> Result<Vec<(Stats, usize)>> {
     let mut ms = Vec::with_capacity(batches.len());
     for (batch, max_m) in batches.iter_mut() {
         let m = calibrate(*batch, t.batch_ns, *max_m)?;

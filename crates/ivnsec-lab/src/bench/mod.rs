@@ -41,6 +41,7 @@
 //!   over DataID ‖ PDU ‖ 8-byte FV) and `SecocRx::verify` over a ring of Secured I-PDUs with
 //!   increasing freshness values. There is no bare-AEAD comparison (SecOC only authenticates).
 
+pub mod chunks;
 pub mod cpu;
 pub mod measure;
 pub mod openssl;

@@ -197,6 +197,9 @@ struct ThroughputEntry {
     /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`); `bump`: the
     /// legacy `sensor1` behind its gateway sends to a MACsec `consumer`.
     topology: Option<String>,
+    /// `tcp`: secured SOME/IP on one TCP connection per sender (`ivnsec throughput --tcp`);
+    /// `datagram` (default): each profile's own datagrams or frames.
+    transport: Option<String>,
 }
 
 /// One group of throughput runs: the profiles share a testbed, the `plain` run and iperf3.
@@ -265,7 +268,7 @@ impl Plan {
             .chain(&self.throughput_gateways)
             .map(|j| {
                 let s = j.config.seconds_ns as f64 / 1e9;
-                let plain = j.baseline && !j.profiles.iter().any(|p| p == "plain");
+                let plain = j.baseline && !j.config.tcp && !j.profiles.iter().any(|p| p == "plain");
                 let iperf = match (j.baseline, j.config.rate_bps) {
                     (false, _) => 0.0,
                     (true, None) => s.ceil(),
@@ -645,9 +648,19 @@ pub fn parse_in(
                 ));
             }
         };
+        let tcp = match t.transport.as_deref() {
+            None | Some("datagram") => false,
+            Some("tcp") => true,
+            Some(other) => {
+                return Err(bad(
+                    &key("transport"),
+                    format!("`{other}`: takes tcp (SOME/IP over TCP) or datagram (the default)"),
+                ));
+            }
+        };
         for &payload in &t.payloads {
             for rate in &rates {
-                let config = throughput::check_config(
+                let mut config = throughput::check_config(
                     payload,
                     t.seconds.unwrap_or(5.0),
                     rate,
@@ -656,8 +669,9 @@ pub fn parse_in(
                     provider,
                 )
                 .map_err(|e| bad(&format!("throughput[{i}]"), format!("{e:#}")))?;
+                config.tcp = tcp;
                 for (j, p) in t.profiles.iter().enumerate() {
-                    throughput::check_fits(p, provider, payload).map_err(|e| {
+                    throughput::check_profile(p, &config).map_err(|e| {
                         bad(&format!("throughput[{i}].profiles[{j}]"), format!("{e:#}"))
                     })?;
                 }
@@ -895,8 +909,9 @@ mod tests {
         // Seed 003's camera sweep: 2–16 cameras at every level.
         assert_eq!(p.camera[0].cameras, [2, 4, 8, 12, 16]);
         assert_eq!(p.camera[0].levels.len(), 3);
-        // 11 profiles × 5 s, the plain run first, iperf3 unshaped and shaped.
-        assert!((p.throughput_seconds() - (12.0 * 5.0 + 10.0)).abs() < 1e-9);
+        // 11 profiles × 5 s, the plain run first, iperf3 unshaped and shaped; then the same
+        // 11 over TCP (no plain run), iperf3 TCP unshaped and shaped.
+        assert!((p.throughput_seconds() - (12.0 * 5.0 + 10.0) - (11.0 * 5.0 + 10.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -1066,6 +1081,45 @@ mod tests {
         assert_eq!(bitw[0].config.profiles, ["plain"]);
         assert_eq!(p.throughput_gateways[0].topology, Some(Topology::Bump));
         assert_eq!(p.underload_gateways[0].topology.as_deref(), Some("bump"));
+    }
+
+    /// `transport = "tcp"` makes a group of SOME/IP over TCP runs (no `plain` run: it has no
+    /// TCP form); other values, non-SOME/IP profiles and payloads past the bound are refused
+    /// with the key named. Seed 003's preset has its TCP group at 64 kB.
+    #[test]
+    fn throughput_groups_over_tcp() {
+        let o = RunSection::default();
+        let t = "[[throughput]]\nprofiles = [\"someip-nosec\", \"someip-aes128-gcm/conf\"]\n\
+                 payloads = [65536]\nrates = [\"1G\"]\nseconds = 2\n";
+        let p = parse("p.toml", "p", &format!("{t}transport = \"tcp\"\n"), &o).unwrap();
+        assert!(p.throughput[0].config.tcp);
+        // Two profiles × 2 s and iperf3 twice (unshaped and shaped), no plain run.
+        assert!((p.throughput_seconds() - 8.0).abs() < 1e-9);
+        let p = parse("p.toml", "p", t, &o).unwrap_err();
+        assert!(format!("{p:#}").contains("MTU"), "{p:#}");
+        let e = parse("p.toml", "p", &format!("{t}transport = \"quic\"\n"), &o).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        let m = format!("{e:#}");
+        assert!(
+            m.contains("throughput[0].transport") && m.contains("tcp"),
+            "{m}"
+        );
+        let plain =
+            "[[throughput]]\nprofiles = [\"plain\"]\npayloads = [1400]\ntransport = \"tcp\"\n";
+        let e = parse("p.toml", "p", plain, &o).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("throughput[0].profiles[0]"),
+            "{e:#}"
+        );
+        assert!(format!("{e:#}").contains("someip"), "{e:#}");
+        let big = "[[throughput]]\nprofiles = [\"someip-nosec\"]\npayloads = [2000000]\ntransport = \"tcp\"\n";
+        let e = parse("p.toml", "p", big, &o).unwrap_err();
+        assert!(format!("{e:#}").contains("1048576"), "{e:#}");
+        let p = preset("seed003", &RunSection::default()).unwrap();
+        let tcp: Vec<_> = p.throughput.iter().filter(|j| j.config.tcp).collect();
+        assert_eq!(tcp.len(), 1);
+        assert_eq!(tcp[0].config.payload, 65536);
+        assert_eq!(tcp[0].profiles.len(), 11);
     }
 
     #[test]

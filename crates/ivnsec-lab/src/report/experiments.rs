@@ -319,11 +319,12 @@ pub struct ThroughputRow {
 /// A run's name in tables and verdict lists.
 pub fn throughput_name(r: &ThroughputResult) -> String {
     format!(
-        "{}@{} {} ×{}",
+        "{}@{} {} ×{}{}",
         r.profile,
         r.payload,
         rate_text(r.rate_bps),
-        r.senders
+        r.senders,
+        if r.tcp { " over TCP" } else { "" }
     )
 }
 
@@ -755,54 +756,66 @@ pub(super) fn seed_sections(summary: &Summary) -> Vec<SeedSection> {
         .collect();
     if runs_003.iter().any(|r| r.profile != "plain") {
         use seed003::{Level, Measured, Run, Transport};
-        let find = |level: Level, suite: Option<seed003::Suite>| {
+        let find = |tcp: bool, level: Level, suite: Option<seed003::Suite>| {
             runs_003
                 .iter()
+                .filter(|r| r.tcp == tcp)
                 .find(|r| match seed003::level_and_suite(&r.profile) {
                     Some((l, s)) => l == level && (suite.is_none() || s == suite),
                     None => false,
                 })
                 .copied()
         };
+        // The iperf3 baseline of the first run over a transport: at the run's shaping.
+        let iperf3 = |tcp: bool, k: &str| {
+            let r = runs_003.iter().find(|r| r.tcp == tcp)?;
+            let key = if r.rate_bps.is_some() {
+                "shaped"
+            } else {
+                "unlimited"
+            };
+            r.baseline.get("iperf3")?.get(key)?.get(k)?.as_f64()
+        };
+        let tcp_measured = runs_003.iter().any(|r| r.tcp);
         let table = seed003::throughput_table(|run| match run {
+            Run::Iperf3(Transport::Tcp) => Measured {
+                mbps: iperf3(true, "goodput_mbps"),
+                cpu_pct: iperf3(true, "system_pct"),
+            },
             Run::Iperf3(Transport::Udp) => Measured {
-                mbps: runs_003.first().and_then(|r| {
-                    let key = if r.rate_bps.is_some() {
-                        "shaped"
-                    } else {
-                        "unlimited"
-                    };
-                    r.baseline
-                        .get("iperf3")?
-                        .get(key)?
-                        .get("goodput_mbps")?
-                        .as_f64()
-                }),
-                cpu_pct: None,
+                mbps: iperf3(false, "goodput_mbps"),
+                cpu_pct: iperf3(false, "system_pct"),
             },
             Run::Someip {
-                transport: Transport::Udp,
+                transport,
                 level,
                 suite,
             } => {
-                let r = find(level, suite);
+                let r = find(transport == Transport::Tcp, level, suite);
                 Measured {
                     mbps: r.map(|r| r.goodput_mbps),
                     cpu_pct: r.map(|r| r.cpu.system_pct),
                 }
             }
-            _ => Measured::default(),
         });
+        let tcp_note = if tcp_measured {
+            "The TCP statements come from the plan's `transport = \"tcp\"` runs (secured SOME/IP \
+             on one TCP connection, as seed 003 with 64 kB payloads) and iperf3 TCP on the same \
+             path in the same run; CPU is the machine's busy share during each (/proc/stat)."
+        } else {
+            "The TCP statements (64 kB) are not measured by throughput runs over datagrams: a \
+             `[[throughput]]` group with `transport = \"tcp\"` measures them."
+        };
         out.push(SeedSection {
             title: "Beside seed 003: throughput statements".into(),
             table,
             note: "Seed 003's figures were lost with its plots; its prose states ratios, which \
                    are computed here from our runs: the plan's throughput runs at its payload, \
                    secured SOME/IP over UDP for `someip-…` profiles (as seed 003, 1,400 bytes) \
-                   and raw-Ethernet IVN-AE frames for the others. The TCP statements (64 kB) \
-                   are not measured by throughput runs; a level without a suite takes our first \
-                   run at that level."
-                .into(),
+                   and raw-Ethernet IVN-AE frames for the others. A level without a suite takes \
+                   our first run at that level. "
+                .to_string()
+                + tcp_note,
         });
     }
     if !e.camera.is_empty() {
@@ -1191,5 +1204,64 @@ mod tests {
             .expect("the authentication drop claim");
         // 1 − 850 / 1000 = 15.0 %.
         assert_eq!(auth_row[3], "15.0 %", "{auth_row:?}");
+        assert!(s3.note.contains("TCP statements (64 kB) are not measured"));
+    }
+
+    /// Seed 003's TCP statements from runs over TCP: our SOME/IP runs beside iperf3 TCP of the
+    /// same run (its shaped figure, as the runs are shaped), CPU the machine's share of each;
+    /// the UDP statements keep to the UDP runs.
+    #[test]
+    fn seed_003_tcp_statements_from_tcp_runs() {
+        let tcp = |profile: &str, mbps: f64, cpu: f64| {
+            let mut r = run(profile, mbps, None, None);
+            r.payload = 65_536;
+            r.tcp = true;
+            r.senders = 1;
+            r.cpu.system_pct = cpu;
+            r.baseline.insert(
+                "iperf3".into(),
+                json!({
+                    "transport": "tcp",
+                    "shaped": { "goodput_mbps": 940.0, "system_pct": 10.0 },
+                    "unlimited": { "goodput_mbps": 9000.0, "system_pct": 99.0 },
+                }),
+            );
+            r
+        };
+        let udp = run("someip-nosec", 500.0, None, None);
+        let summary = report_of(vec![
+            udp,
+            tcp("someip-nosec", 800.0, 40.0),
+            tcp("someip-aes128-gcm/conf", 600.0, 50.0),
+        ])
+        .summary();
+        let secs = seed_sections(&summary);
+        let s3 = secs.iter().find(|s| s.title.contains("003")).unwrap();
+        let row = |what: &str| {
+            s3.table
+                .rows
+                .iter()
+                .find(|r| r[0] == what)
+                .unwrap_or_else(|| panic!("no row {what}"))
+                .clone()
+        };
+        // 940 / 800.
+        assert_eq!(
+            row("TCP: iperf3 / SOME/IP no security, throughput")[3],
+            "× 1.18"
+        );
+        // 40 / 10 (the seed: a fourfold drop with iperf3).
+        assert_eq!(row("TCP: SOME/IP no security / iperf3, CPU")[3], "× 4.00");
+        // 1 − 600 / 800.
+        assert_eq!(
+            row("TCP: confidentiality slower than no security")[3],
+            "25.0 %"
+        );
+        // The UDP rows do not take TCP runs: no UDP confidentiality run.
+        assert_eq!(row("UDP: confidentiality slower than no security")[3], "—");
+        assert!(s3.note.contains("transport = \"tcp\""), "{}", s3.note);
+        let r = report_of(vec![tcp("someip-nosec", 800.0, 40.0)]);
+        let names = throughput_rows(&r.experiments, &Requirements::default());
+        assert_eq!(names[0].name, "someip-nosec@65536 1 Gb/s ×1 over TCP");
     }
 }

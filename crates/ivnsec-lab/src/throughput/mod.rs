@@ -13,6 +13,7 @@ use crate::cpu::SystemCpu;
 
 pub mod node;
 pub mod run;
+pub mod tcp;
 
 /// Preamble and start-of-frame delimiter (IEEE 802.3 clause 4).
 pub const PREAMBLE_SFD: usize = 8;
@@ -27,6 +28,26 @@ pub const MIN_FRAME: usize = 64;
 /// tag byte, no FCS) + FCS, padded to 64 bytes, + preamble/SFD + inter-frame gap.
 pub fn wire_bytes(frame_len: usize) -> usize {
     (frame_len + FCS).max(MIN_FRAME) + PREAMBLE_SFD + IFG
+}
+
+/// TCP maximum segment size on a 1500-byte MTU with the timestamp option Linux sends: 1500 −
+/// 20 (IPv4) − 32 (TCP with timestamps).
+pub const TCP_MSS: usize = 1448;
+/// Headers of one TCP segment's frame: Ethernet 14, IPv4 20, TCP with timestamps 32.
+pub const TCP_SEGMENT_HEADERS: usize = 14 + 20 + 32;
+
+/// Byte times `stream_bytes` of a TCP stream occupy on the wire, cut into full-MSS segments
+/// (the last one shorter), each in its own frame ([`wire_bytes`]). ACKs travel the other way
+/// and are not counted.
+pub fn tcp_wire_bytes(stream_bytes: usize) -> usize {
+    let full = stream_bytes / TCP_MSS;
+    let rest = stream_bytes % TCP_MSS;
+    full * wire_bytes(TCP_SEGMENT_HEADERS + TCP_MSS)
+        + if rest > 0 {
+            wire_bytes(TCP_SEGMENT_HEADERS + rest)
+        } else {
+            0
+        }
 }
 
 /// The most payload a saturated link of `rate_bps` can carry when every `payload`-byte payload
@@ -258,6 +279,12 @@ pub struct ThroughputResult {
     /// started; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateways: Option<String>,
+    /// SOME/IP messages on one TCP connection per sender (`--tcp`); then `frame_bytes` is the
+    /// protected SOME/IP message (the kernel cuts it into segments), `wire_bytes` the byte
+    /// times of its segments ([`tcp_wire_bytes`]) and `sent`/`delivered` count messages.
+    /// Absent for datagram runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tcp: bool,
 }
 
 impl ThroughputResult {
@@ -293,10 +320,15 @@ impl ThroughputResult {
             self.goodput_mbps = bits(self.delivered) / self.seconds / 1e6;
             self.frames_per_s = self.delivered as f64 / self.seconds;
         }
-        self.wire_bytes = wire_bytes(self.frame_bytes);
-        self.theoretical_mbps = self.rate_bps.map(|r| {
-            theoretical_bps(self.payload, self.frame_bytes, r) * self.senders as f64 / 1e6
-        });
+        self.wire_bytes = if self.tcp {
+            tcp_wire_bytes(self.frame_bytes)
+        } else {
+            wire_bytes(self.frame_bytes)
+        };
+        let wire = self.wire_bytes.max(1) as f64;
+        self.theoretical_mbps = self
+            .rate_bps
+            .map(|r| self.payload as f64 / wire * r as f64 * self.senders as f64 / 1e6);
         self.efficiency = self
             .theoretical_mbps
             .filter(|t| *t > 0.0)
@@ -395,6 +427,32 @@ mod tests {
         // Fractional nanoseconds round up: never faster than the rate.
         let mut c = TokenBucket::new(3, 0, 0);
         assert_eq!(c.take(0, 1), 2_666_666_667);
+    }
+
+    /// TCP on Gigabit Ethernet with timestamps carries 1448 payload bytes in 1538 byte times:
+    /// the well-known 941.5 Mb/s ceiling of TCP goodput on GbE. A 65,577-byte message (a 64
+    /// KiB secured SOME/IP message: 16 + 1 + 8 + 65,536 + 16) is 45 full segments and one of
+    /// 417 bytes (417 + 66 + 24 = 507 byte times).
+    #[test]
+    fn tcp_segments_on_the_wire() {
+        assert_eq!(tcp_wire_bytes(TCP_MSS), 1538);
+        assert!((1e3 * TCP_MSS as f64 / tcp_wire_bytes(TCP_MSS) as f64 - 941.48).abs() < 0.01);
+        assert_eq!(tcp_wire_bytes(65_577), 45 * 1538 + 507);
+        assert_eq!(tcp_wire_bytes(0), 0);
+        // A 1-byte segment's frame is padded to 64 bytes: 67 + 4 → 71, + 20.
+        assert_eq!(tcp_wire_bytes(1), 91);
+        let mut r = ThroughputResult {
+            payload: 65_536,
+            frame_bytes: 65_577,
+            senders: 2,
+            rate_bps: Some(1_000_000_000),
+            tcp: true,
+            ..ThroughputResult::default()
+        };
+        r.derive();
+        assert_eq!(r.wire_bytes, 69_717);
+        let t = r.theoretical_mbps.unwrap();
+        assert!((t - 2.0 * 65_536.0 / 69_717.0 * 1e3).abs() < 1e-9, "{t}");
     }
 
     #[test]

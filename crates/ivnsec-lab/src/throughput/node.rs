@@ -86,6 +86,10 @@ pub struct TputSpec {
     /// Sender 0: record its first frames here.
     #[serde(default)]
     pub pcap: Option<std::path::PathBuf>,
+    /// SOME/IP messages on one TCP connection per sender ([`super::tcp`]) instead of datagrams;
+    /// the addresses of `link` (a UDP link spec) are the TCP ones.
+    #[serde(default)]
+    pub tcp: bool,
 }
 
 impl NodeSpec for TputSpec {
@@ -113,7 +117,7 @@ pub fn sender_channel(
     )
 }
 
-fn receiver_channel(
+pub(super) fn receiver_channel(
     profile: Profile,
     provider: ProviderChoice,
     peer: &Peer,
@@ -137,7 +141,7 @@ fn receiver_channel(
 
 /// ESP SPIs, SecOC Data IDs and SOME/IP client IDs of sender `index` are the pair's plus
 /// `index × 0x100`.
-fn spi_offset(index: usize) -> u32 {
+pub(super) fn spi_offset(index: usize) -> u32 {
     (index as u32) << 8
 }
 
@@ -147,9 +151,11 @@ pub fn run() -> Result<()> {
     if spec.batch == 0 || spec.batch > MAX_BATCH {
         bail!("batch must be 1..={MAX_BATCH}");
     }
-    match spec.role {
-        TputRole::Sender { index } => sender(&spec, index),
-        TputRole::Receiver => receiver(&spec),
+    match (spec.role.clone(), spec.tcp) {
+        (TputRole::Sender { index }, false) => sender(&spec, index),
+        (TputRole::Receiver, false) => receiver(&spec),
+        (TputRole::Sender { index }, true) => super::tcp::sender(&spec, index),
+        (TputRole::Receiver, true) => super::tcp::receiver(&spec),
     }
 }
 
@@ -274,7 +280,7 @@ fn sender(spec: &TputSpec, index: usize) -> Result<()> {
 /// the receiver may drop. Returns the CPU ns the spin burnt (`getrusage`, user + system): the
 /// cost of pacing in software, which a NIC bears in hardware, kept apart from the cost of
 /// protecting and sending.
-fn wait_until(t_ns: u64) -> u64 {
+pub(super) fn wait_until(t_ns: u64) -> u64 {
     const SPIN_NS: u64 = 100_000;
     let now = monotonic_ns();
     if t_ns > now + SPIN_NS {

@@ -22,6 +22,7 @@ use ivnsec_net::topology::{self, Topology};
 use serde_json::{Map, Value, json};
 
 use super::node::{Peer, TputRole, TputSpec};
+use super::tcp::MAX_TCP_PAYLOAD;
 use super::{
     CpuResult, RoleCpu, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
     wire_bytes,
@@ -49,6 +50,9 @@ pub struct Config {
     pub senders: usize,
     pub batch: usize,
     pub provider: ProviderChoice,
+    /// SOME/IP over TCP (one connection per sender) instead of datagrams; `check_config` leaves
+    /// it off, callers set it.
+    pub tcp: bool,
 }
 
 /// Checks the settings shared by the command line and plans; errors are usage errors naming the
@@ -88,6 +92,7 @@ pub fn check_config(
         senders,
         batch,
         provider,
+        tcp: false,
     })
 }
 
@@ -104,6 +109,34 @@ pub fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Re
         )));
     }
     Ok(frame)
+}
+
+/// Checks that `profile` can run over TCP (a secured SOME/IP profile, `someip-…`) with
+/// `payload`-byte payloads (at most [`MAX_TCP_PAYLOAD`]); returns the protected message length.
+/// No MTU applies: the kernel cuts the stream into segments.
+pub fn check_tcp(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
+    let family = parse_profile(profile)?;
+    if !matches!(family, Profile::Someip(_)) {
+        return Err(usage(format!(
+            "--tcp carries secured SOME/IP messages: {profile} is not a someip-… profile \
+             (someip-nosec, someip-SUITE/auth, someip-SUITE/conf)"
+        )));
+    }
+    if payload > MAX_TCP_PAYLOAD {
+        return Err(usage(format!(
+            "--payload {payload}: over TCP a message carries at most {MAX_TCP_PAYLOAD} bytes"
+        )));
+    }
+    Ok(frame_bytes(family, provider, payload)? - ivnsec_core::channel::UDP_AT)
+}
+
+/// [`check_tcp`] for TCP runs, [`check_fits`] for the others.
+pub fn check_profile(profile: &str, cfg: &Config) -> Result<usize> {
+    if cfg.tcp {
+        check_tcp(profile, cfg.provider, cfg.payload)
+    } else {
+        check_fits(profile, cfg.provider, cfg.payload)
+    }
 }
 
 /// The testbed a throughput run needs: N sensors and a consumer on one switch (002 testbench 1).
@@ -127,7 +160,13 @@ pub fn run_set(
     pcap: Option<&Path>,
 ) -> Result<Vec<ThroughputResult>> {
     for p in profiles {
-        check_fits(p, cfg.provider, cfg.payload)?;
+        check_profile(p, cfg)?;
+    }
+    if cfg.tcp && pcap.is_some() {
+        return Err(usage(
+            "--pcap records datagram runs; a TCP run's segments are the kernel's: capture them \
+             with tcpdump on the testbed instead",
+        ));
     }
     let nodes = Nodes::of(site, cfg.senders)?;
     let mut capture = match pcap {
@@ -150,7 +189,9 @@ pub fn run_set(
         }
         Ok(r)
     };
-    let needs_plain = baseline && profiles.iter().any(|p| p != "plain");
+    // Over TCP the unprotected reference is `someip-nosec` (listed in the group) and iperf3
+    // TCP: `plain` frames have no TCP form.
+    let needs_plain = baseline && !cfg.tcp && profiles.iter().any(|p| p != "plain");
     let plain = if needs_plain {
         eprintln!("ivnsec throughput: baseline run with `plain` first");
         Some(run("plain")?)
@@ -393,7 +434,7 @@ fn run_once(
     cfg: &Config,
     pcap: Option<&std::path::Path>,
 ) -> Result<ThroughputResult> {
-    let frame = check_fits(profile, cfg.provider, cfg.payload)?;
+    let frame = check_profile(profile, cfg)?;
     let family = parse_profile(profile)?;
     let testbed = matches!(site, Site::Testbed { .. } | Site::Hosts { .. });
     if nodes.hosts.is_some() && pcap.is_some() {
@@ -473,6 +514,7 @@ fn run_once(
         link,
         peers: peers.clone(),
         pcap,
+        tcp: cfg.tcp,
     };
     let mut reaper = Reaper(Vec::new());
     let rx_place = nodes.rx_place();
@@ -634,7 +676,12 @@ fn run_once(
         senders: peers.len(),
         rate_bps: cfg.rate_bps,
         seconds: window as f64 / 1e9,
-        transport: transport(site, family),
+        transport: if cfg.tcp {
+            transport_tcp(site)
+        } else {
+            transport(site, family)
+        },
+        tcp: cfg.tcp,
         sent,
         delivered,
         rejected: recv.drops,
@@ -715,6 +762,20 @@ fn with_gateways(
     roles.push(RoleCpu::new(switch.role, left.max(0.0), gbps));
 }
 
+fn transport_tcp(site: &Site) -> String {
+    match site {
+        Site::Testbed { state, .. } => format!(
+            "testbed {} ({}): senders → switch → consumer, SOME/IP messages on one TCP \
+             connection per sender between the ECUs' addresses (the kernel segments them), over \
+             veth and a Linux bridge",
+            state.prefix, state.topology
+        ),
+        Site::Loopback => "TCP on loopback (no testbed: not root), one connection per sender; \
+                           not a vehicle-network path"
+            .to_string(),
+    }
+}
+
 fn transport(site: &Site, family: Profile) -> String {
     match site {
         Site::Hosts { .. } => format!(
@@ -768,6 +829,9 @@ fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
     if !crate::site::baseline_tool_installed("throughput", "iperf3") {
         return None;
     }
+    if cfg.tcp {
+        return iperf3_tcp_baseline(site, nodes, cfg);
+    }
     let secs = (cfg.seconds_ns as f64 / 1e9).ceil().max(1.0) as u64;
     let mut m = Map::new();
     let mut rates = vec![("unlimited", "0".to_string())];
@@ -777,7 +841,7 @@ fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
         rates.push(("shaped", b.to_string()));
     }
     for (key, b) in rates {
-        match iperf3_streams(site, nodes, secs, &b) {
+        match iperf3_streams(site, nodes, secs, &b, None) {
             Ok(mut v) => {
                 if let (Value::Object(o), "shaped", Some(rate)) = (&mut v, key, cfg.rate_bps) {
                     o.insert(
@@ -809,6 +873,54 @@ fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
     (m.len() > 1).then_some(Value::Object(m))
 }
 
+/// iperf3 TCP from every sender to the receiver at once, writes of the run's payload size (`-l`,
+/// as our senders write one message at a time), unshaped and, with --rate, at the goodput
+/// full-MSS segments allow on the shaped link. As [`iperf3_baseline`] otherwise.
+fn iperf3_tcp_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
+    let secs = (cfg.seconds_ns as f64 / 1e9).ceil().max(1.0) as u64;
+    let segment = super::TCP_SEGMENT_HEADERS + super::TCP_MSS;
+    let mut m = Map::new();
+    let mut rates = vec![("unlimited", "0".to_string())];
+    if let Some(r) = cfg.rate_bps {
+        let b = theoretical_bps(super::TCP_MSS, segment, r).floor() as u64;
+        rates.push(("shaped", b.to_string()));
+    }
+    for (key, b) in rates {
+        match iperf3_streams(site, nodes, secs, &b, Some(cfg.payload)) {
+            Ok(mut v) => {
+                if let (Value::Object(o), "shaped", Some(rate)) = (&mut v, key, cfg.rate_bps) {
+                    o.insert(
+                        "theoretical_mbps".into(),
+                        json!(
+                            theoretical_bps(super::TCP_MSS, segment, rate)
+                                * nodes.senders.len() as f64
+                                / 1e6
+                        ),
+                    );
+                }
+                m.insert(key.into(), v);
+            }
+            Err(e) => {
+                eprintln!("ivnsec throughput: iperf3 TCP ({key}): {e:#}; no baseline for it");
+            }
+        }
+    }
+    m.insert(
+        "note".into(),
+        json!(format!(
+            "iperf3 TCP ({}-byte writes), one connection from each of the {} sender(s) to the \
+             receiver at once, on the same path; goodput summed over the streams; `ratio` = our \
+             goodput / iperf3's received goodput; `system_pct`: the machine's busy % during \
+             iperf3 (/proc/stat), `sender_pct`/`receiver_pct`: iperf3's own client and server \
+             CPU as % of the machine",
+            cfg.payload,
+            nodes.senders.len(),
+        )),
+    );
+    m.insert("transport".into(), json!("tcp"));
+    (m.len() > 2).then_some(Value::Object(m))
+}
+
 /// Puts `ours` and `ratio` (our goodput / iperf3's) into each rate of an iperf3 baseline.
 fn with_ratios(v: &mut Value, ours: &ThroughputResult) {
     for key in ["unlimited", "shaped"] {
@@ -822,7 +934,14 @@ fn with_ratios(v: &mut Value, ours: &ThroughputResult) {
 
 /// One iperf3 server per sender (ports 5201, 5202, …) in the receiver's namespace, then every
 /// client at once; the figures of the streams summed.
-fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Result<Value> {
+/// `tcp_len`: TCP with writes of that many bytes; `None`: UDP with 1472-byte datagrams.
+fn iperf3_streams(
+    site: &Site,
+    nodes: &Nodes,
+    secs: u64,
+    bandwidth: &str,
+    tcp_len: Option<usize>,
+) -> Result<Value> {
     let (rx_ns, _, rx_ip) = &nodes.receiver;
     let cmd = |ns: &Option<String>| match ns {
         Some(ns) => netns_command(ns, "iperf3"),
@@ -860,16 +979,18 @@ fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Res
         reaper.0.push(server);
     }
     std::thread::sleep(Duration::from_millis(300));
-    let len = IPERF3_LEN.to_string();
+    let len = tcp_len.unwrap_or(IPERF3_LEN).to_string();
     let t = secs.to_string();
     let args = |port: &str| -> Vec<String> {
         [
             "-c", &server_ip, "-p", port, "-u", "-b", bandwidth, "-l", &len, "-t", &t, "-J",
         ]
         .iter()
+        .filter(|a| tcp_len.is_none() || **a != "-u")
         .map(|s| s.to_string())
         .collect()
     };
+    let sampler = SystemSampler::start(Duration::from_secs(1));
     let clients = nodes
         .senders
         .iter()
@@ -888,6 +1009,7 @@ fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Res
         let out = c.wait_with_output().context("running an iperf3 client")?;
         streams.push(parse_iperf3(&out.stdout, &out.stderr));
     }
+    let system = sampler.stop();
     for s in &mut reaper.0 {
         let _ = s.wait();
     }
@@ -899,9 +1021,21 @@ fn iperf3_streams(site: &Site, nodes: &Nodes, secs: u64, bandwidth: &str) -> Res
         .iter()
         .filter_map(|v| v["lost_packets"].as_u64())
         .sum();
+    // iperf3 reports its CPU as % of one core; ours are % of the machine.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cpu = |k: &str| -> Option<f64> {
+        streams
+            .iter()
+            .map(|v| v["cpu_utilization_percent"][k].as_f64())
+            .sum::<Option<f64>>()
+            .map(|p| p / cores)
+    };
     Ok(json!({
         "command": format!("iperf3 {}", args("PORT").join(" ")),
         "streams": streams.len(),
+        "system_pct": system.pct,
+        "sender_pct": cpu("host_total"),
+        "receiver_pct": cpu("remote_total"),
         "goodput_mbps": sum("goodput_mbps"),
         "sent_mbps": sum("sent_mbps"),
         "loss": (packets > 0).then(|| lost as f64 / packets as f64),

@@ -19,7 +19,12 @@ Example:\n  ivnsec crypto-bench --suite aes128-gcm --suite chacha20-poly1305 --s
 Each provider side by side (what the `auto` table is measured from):\n  \
 ivnsec crypto-bench --suite chacha20-poly1305 --sizes 64,1440,16384 --provider all --vs-openssl\n\
 Seed 001 Figure 6 (HMAC per frame, min / mean / max of frames timed one by one):\n  \
-ivnsec crypto-bench --suite hmac-sha1,hmac-sha256,hmac-sha3-256 --sizes 60,80 --frames 10000"
+ivnsec crypto-bench --suite hmac-sha1,hmac-sha256,hmac-sha3-256 --sizes 60,80 --frames 10000\n\
+Seed 003 Figure 8 (AES-128-CBC by chunk size, one context reused against a new context per \
+chunk; portable = software, fast = AES-NI/VAES standing in for the hardware engine; prints the \
+break-even chunk sizes):\n  \
+ivnsec crypto-bench --chunk-sizes 64,256,1024,4096,16384,65536 --context both\n  \
+ivnsec crypto-bench --chunk-sizes 64,256,1024,4096,16384,65536 --suite aes128-gcm --json"
 )]
 pub struct Args {
     /// Profile to measure: a suite name (its default level) or `suite/auth`, `suite/conf`, a
@@ -60,6 +65,16 @@ pub struct Args {
     /// average away. Each includes two clock readings (`meta.timer_ns` in --json).
     #[arg(long, default_value_t = 0, value_name = "N")]
     frames: u32,
+    /// Time the encryption of chunks of these sizes instead of frames (seed 003 Fig. 8): per
+    /// suite (aes128-cbc by default; aes192-cbc, aes256-cbc or an AEAD), provider and context
+    /// mode, ns per chunk; then the break-even chunk sizes between providers and between
+    /// context modes (1-1048576 bytes; CBC needs multiples of 16).
+    #[arg(long, value_delimiter = ',', value_name = "N,…", conflicts_with_all = ["sizes", "vs_openssl", "frames"])]
+    chunk_sizes: Vec<usize>,
+    /// With --chunk-sizes: `reuse` (one context, key schedule once), `fresh` (a new context per
+    /// chunk, key schedule inside the timing) or `both` [default: both].
+    #[arg(long, value_name = "MODE", requires = "chunk_sizes")]
+    context: Option<String>,
 }
 
 impl Args {
@@ -83,6 +98,9 @@ impl Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if !args.chunk_sizes.is_empty() {
+        return run_chunks(args);
+    }
     let mut json = Json::claim(args.json)?;
     let mut bench = Bench::new(&args.settings()?)?;
     let mut out = std::io::stdout().lock();
@@ -118,6 +136,99 @@ figure includes two clock readings (an empty pair: {:.0} ns median).",
             args.frames,
             bench.meta().timer_ns.unwrap_or(f64::NAN)
         )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--chunk-sizes`: the seed 003 Fig. 8 benchmark and its break-evens.
+fn run_chunks(args: Args) -> Result<ExitCode> {
+    use ivnsec_lab::bench::chunks;
+    let mut json = Json::claim(args.json)?;
+    let base = args.settings()?;
+    let timing = ivnsec_lab::bench::Timing {
+        batches: base
+            .batches
+            .map_or(if base.quick { 5 } else { 31 }, |b| b as usize),
+        batch_ns: base.batch_ms.unwrap_or(if base.quick { 0.2 } else { 3.0 }) * 1e6,
+        frames: 0,
+    };
+    if timing.batches == 0 || !(timing.batch_ns.is_finite() && timing.batch_ns > 0.0) {
+        return Err(usage("--batches and --batch-ms must be positive"));
+    }
+    let s = chunks::settings(
+        &args.suites,
+        &args.chunk_sizes,
+        args.context.as_deref(),
+        base.providers,
+        timing,
+    )?;
+    let mut out = std::io::stdout().lock();
+    if !args.json {
+        writeln!(
+            out,
+            "{:<18} {:<8} {:<7} {:>7} {:>11} {:>23} {:>9}",
+            "suite", "provider", "context", "chunk", "ns median", "ns min/mean/max", "MB/s"
+        )?;
+    }
+    let (rows, evens) = chunks::run(&s, &mut |r| {
+        if !args.json {
+            writeln!(
+                out,
+                "{:<18} {:<8} {:<7} {:>7} {:>11.0} {:>23} {:>9.1}",
+                r.suite,
+                r.provider,
+                r.context.name(),
+                r.size,
+                r.ns_median,
+                format!("{:.0}/{:.0}/{:.0}", r.ns_min, r.ns_mean, r.ns_max),
+                r.mbps
+            )?;
+            out.flush()?;
+        }
+        Ok(())
+    })?;
+    let auto: serde_json::Map<String, serde_json::Value> = s
+        .suites
+        .iter()
+        .map(|x| {
+            (
+                x.name(),
+                serde_json::Value::String(ivnsec_crypto::auto::describe_picks(x.primitive())),
+            )
+        })
+        .collect();
+    let seed004 = ivnsec_lab::report::seed004::OFFLOAD_BREAK_EVEN_TEXT;
+    if args.json {
+        json.print(&serde_json::json!({
+            "meta": {
+                "batches": timing.batches,
+                "batch_ms": timing.batch_ns / 1e6,
+                "sizes": s.sizes,
+                "contexts": s.contexts,
+                "ns_counts": "wall-clock ns per chunk, median over the batches",
+                "mbps_counts": "chunk bytes / median ns, 10^6 bytes per MB",
+            },
+            "chunks": rows,
+            "break_even": evens,
+            "auto": auto,
+            "seed004_break_even": seed004,
+        }))?;
+    } else {
+        writeln!(out, "\nbreak-even (from the medians):")?;
+        for e in &evens {
+            match e.context {
+                Some(c) => writeln!(out, "  {} {}: {}", e.suite, c.name(), e.text)?,
+                None => writeln!(out, "  {}: {}", e.suite, e.text)?,
+            }
+        }
+        for (suite, picks) in &auto {
+            writeln!(
+                out,
+                "--provider auto for {suite}: {}",
+                picks.as_str().unwrap_or("")
+            )?;
+        }
+        writeln!(out, "seed 004 §6.1: {seed004}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -154,8 +154,24 @@ fn rows() -> Vec<Row> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let rows = rows();
+    let splits = ivnsec_crypto::auto::splits();
     if args.json {
-        Json::claim(true)?.print(&serde_json::json!({ "profiles": rows }))?;
+        let splits: Vec<serde_json::Value> = splits
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "primitive": ivnsec_crypto::auto::primitive_name(s.primitive),
+                    "up_to": s.up_to,
+                    "below": s.below,
+                    "above": s.above,
+                })
+            })
+            .collect();
+        Json::claim(true)?.print(&serde_json::json!({
+            "profiles": rows,
+            "auto_break_even": splits,
+            "seed004_break_even": ivnsec_lab::report::seed004::OFFLOAD_BREAK_EVEN_TEXT,
+        }))?;
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -196,6 +212,27 @@ its size (docs/benchmarks.md); the JSON's \"auto\" says it per profile:"
             .map(|p| p.name)
             .collect::<Vec<_>>()
             .join(", ")
+    );
+    let text: Vec<String> = splits
+        .iter()
+        .map(|s| {
+            format!(
+                "{} at {} B ({} up to it, {} above)",
+                ivnsec_crypto::auto::primitive_name(s.primitive),
+                s.up_to,
+                s.below,
+                s.above
+            )
+        })
+        .collect();
+    println!(
+        "break-even sizes auto splits at (measured; `ivnsec crypto-bench --chunk-sizes …` measures \
+them on this machine): {}; every other primitive has one provider at every size.",
+        text.join("; ")
+    );
+    println!(
+        "beside {}.",
+        ivnsec_lab::report::seed004::OFFLOAD_BREAK_EVEN_TEXT
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::throughput::ThroughputResult;
-use ivnsec_lab::throughput::run::{check_config, check_fits, layout, run_set};
+use ivnsec_lab::throughput::run::{check_config, check_profile, layout, run_set};
 use serde_json::Value;
 
 use super::lab::WhereArg;
@@ -34,6 +34,13 @@ left of the machine), each also per Gb/s; seed 002 measured its consumer host al
 rule is judged on the consumer. When iperf3 is installed, its UDP test (-u -b 0 -l 1472, and at the shaped \
 rate) runs on the same path and its goodput sits beside ours (baseline.iperf3).
 
+With --tcp (someip-… profiles; seed 003 Fig. 5c and 6), each sender opens one TCP connection to \
+the receiver and writes protected SOME/IP messages back to back; the kernel segments them (no \
+MTU limit on --payload, at most 1 MiB) and the receiver cuts the stream by the SOME/IP length \
+field, bounded by the expected message size. The unprotected reference is someip-nosec (no \
+`plain` run) and iperf3 TCP (-l PAYLOAD) on the same path; with --rate the bucket counts the \
+wire bytes of full-MSS segments (1448 bytes, 90 bytes of headers and framing each).
+
 As root, a `sensors:N` testbed (N sensors and a consumer on one switch; 002 testbench 1) is built \
 and removed afterwards, or --testbed PREFIX uses a running one; otherwise every process talks UDP \
 on loopback, which the output says. --topology bump2 builds two legacy ECUs, each behind an \
@@ -49,6 +56,7 @@ Examples:
   ivnsec throughput --profile esp-aes128-gcm --payload 1400 --rate 100M --senders 3 --seconds 10
   sudo ivnsec throughput --topology bump2 --profile plain --payload 1440 --rate 1G --json
   sudo ivnsec throughput --topology bump --profile plain --payload 1440 --rate 1G --json
+  sudo ivnsec throughput --tcp --profile someip-aes128-gcm/conf --payload 65536 --json
   ivnsec throughput --hosts bench.toml --profile aes128-gcm --payload 1440   # across SSH hosts")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
@@ -96,6 +104,10 @@ pub struct Args {
     /// Skip the same-run baselines (the `plain` run and iperf3).
     #[arg(long)]
     pub no_baseline: bool,
+    /// Send secured SOME/IP messages on one TCP connection per sender instead of datagrams
+    /// (someip-… profiles only; the baselines are iperf3 TCP, no `plain` run).
+    #[arg(long)]
+    pub tcp: bool,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -107,10 +119,17 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
-    let cfg = check_config(
+    let mut cfg = check_config(
         a.payload, a.seconds, &a.rate, a.senders, a.batch, a.provider,
     )?;
-    check_fits(&a.profile, cfg.provider, cfg.payload)?;
+    cfg.tcp = a.tcp;
+    check_profile(&a.profile, &cfg)?;
+    if a.tcp && a.pcap.is_some() {
+        return Err(crate::error::usage(
+            "--pcap records datagram runs; capture a --tcp run's segments with tcpdump on the \
+             testbed instead",
+        ));
+    }
     let layout = match &a.topology {
         Some(t) => {
             let topology = super::lab::parse_topology(t)?;
@@ -174,8 +193,9 @@ fn print_result(r: &ThroughputResult) {
     let rate = r.rate_bps.map_or("unlimited".to_string(), |b| {
         format!("{} Mb/s per sender link", b as f64 / 1e6)
     });
+    let unit = if r.tcp { "TCP message" } else { "frame" };
     println!(
-        "{}@{}: {} sender(s), {:.2} s, link {rate}; frame {} B, {} B on the wire",
+        "{}@{}: {} sender(s), {:.2} s, link {rate}; {unit} {} B, {} B on the wire",
         r.profile, r.payload, r.senders, r.seconds, r.frame_bytes, r.wire_bytes
     );
     println!(
@@ -261,7 +281,8 @@ fn print_result(r: &ThroughputResult) {
         for key in ["unlimited", "shaped"] {
             if let Some(v) = i.get(key) {
                 println!(
-                    "  iperf3 UDP ({key}, same path): {:.1} Mb/s; ours / iperf3 = {}",
+                    "  iperf3 {} ({key}, same path): {:.1} Mb/s; ours / iperf3 = {}",
+                    if r.tcp { "TCP" } else { "UDP" },
                     v["goodput_mbps"].as_f64().unwrap_or(0.0),
                     v["ratio"]
                         .as_f64()
