@@ -764,6 +764,11 @@ fn with_gateways(
 
 fn transport_tcp(site: &Site) -> String {
     match site {
+        Site::Hosts { .. } => format!(
+            "{}; SOME/IP messages on one TCP connection per sender between the hosts' \
+             addresses (the kernel segments them)",
+            site.transport()
+        ),
         Site::Testbed { state, .. } => format!(
             "testbed {} ({}): senders → switch → consumer, SOME/IP messages on one TCP \
              connection per sender between the ECUs' addresses (the kernel segments them), over \
