@@ -54,12 +54,13 @@ use crate::underload::run::UnderloadConfig;
 pub mod run;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
-pub const PRESETS: [(&str, &str); 5] = [
+pub const PRESETS: [(&str, &str); 6] = [
     ("quick", include_str!("../../../../plans/quick.toml")),
     ("seed000", include_str!("../../../../plans/seed000.toml")),
     ("seed001", include_str!("../../../../plans/seed001.toml")),
     ("seed002", include_str!("../../../../plans/seed002.toml")),
     ("seed003", include_str!("../../../../plans/seed003.toml")),
+    ("seed004", include_str!("../../../../plans/seed004.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -96,6 +97,12 @@ struct PlanFile {
     host: Vec<Host>,
     #[serde(default)]
     pingpong: Vec<PingPongEntry>,
+    /// `[[tunnel_ping]]` tables (seed 004: ping by size through ESP and MACsec tunnels).
+    #[serde(default)]
+    tunnel_ping: Vec<crate::tunnel::PingConfig>,
+    /// `[[tunnel_bulk]]` tables (seed 004: iperf3 and scp through the ESP tunnel).
+    #[serde(default)]
+    tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
 }
 
 /// `[[pingpong]]`: ping-pong scenarios (every profile × payload) on a bump-in-the-wire testbed
@@ -238,6 +245,10 @@ pub struct Plan {
     /// `[[tdma]]` tables, checked.
     pub tdma: Vec<Sweep>,
     pub crypto_bench: Vec<PerFrameConfig>,
+    /// `[[tunnel_ping]]` and `[[tunnel_bulk]]` tables, checked (each on a `pair` testbed of
+    /// its own).
+    pub tunnel_ping: Vec<crate::tunnel::PingConfig>,
+    pub tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
     pub requirements: Requirements,
     /// `[[host]]` tables: with them, `initiator` and `responder` name two of these hosts and
     /// the ping-pong and throughput run between them over SSH instead of on a testbed.
@@ -433,6 +444,8 @@ pub fn parse_in(
             ("playback", f.playback.len()),
             ("camera", f.camera.len()),
             ("tdma", f.tdma.len()),
+            ("tunnel_ping", f.tunnel_ping.len()),
+            ("tunnel_bulk", f.tunnel_bulk.len()),
         ];
         if let Some((table, _)) = not_yet.iter().find(|(_, n)| *n > 0) {
             return Err(bad(
@@ -805,6 +818,14 @@ pub fn parse_in(
         c.check()
             .map_err(|e| bad(&format!("crypto_bench[{i}].{}", e.key), e.why))?;
     }
+    for (i, c) in f.tunnel_ping.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("tunnel_ping[{i}].{}", e.key), e.why))?;
+    }
+    for (i, c) in f.tunnel_bulk.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("tunnel_bulk[{i}].{}", e.key), e.why))?;
+    }
     if scenarios.is_empty()
         && jobs.is_empty()
         && gateway_jobs.is_empty()
@@ -815,11 +836,13 @@ pub fn parse_in(
         && f.camera.is_empty()
         && tdma.is_empty()
         && f.crypto_bench.is_empty()
+        && f.tunnel_ping.is_empty()
+        && f.tunnel_bulk.is_empty()
     {
         return Err(usage(format!(
             "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
-             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]] or [[pingpong]] \
-             table)"
+             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]], [[pingpong]], [[tunnel_ping]] or \
+             [[tunnel_bulk]] table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -846,6 +869,8 @@ pub fn parse_in(
         camera: f.camera,
         tdma,
         crypto_bench: f.crypto_bench,
+        tunnel_ping: f.tunnel_ping,
+        tunnel_bulk: f.tunnel_bulk,
         requirements,
         hosts: f.host,
     })

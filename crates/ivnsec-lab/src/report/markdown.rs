@@ -182,6 +182,16 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
         s.push_str(&super::experiments::gateway_pingpong_table(&e.pingpong).markdown());
         let _ = writeln!(s, "\n{}", super::experiments::GATEWAY_PINGPONG_NOTE);
     }
+    if !e.tunnel_ping.is_empty() {
+        s.push_str("\n## Ping through tunnels by packet size (seed 004 §5.2)\n\n");
+        s.push_str(&super::tunnel::ping_table(&e.tunnel_ping).markdown());
+        let _ = writeln!(s, "\n{}", super::tunnel::PING_NOTE);
+    }
+    if !e.tunnel_bulk.is_empty() {
+        s.push_str("\n## Bulk transfer through tunnels (seed 004 §5.3)\n\n");
+        s.push_str(&super::tunnel::bulk_table(&e.tunnel_bulk).markdown());
+        let _ = writeln!(s, "\n{}", super::tunnel::BULK_NOTE);
+    }
     if !e.camera.is_empty() {
         s.push_str("\n## Cameras (seed 003 §F)\n\n");
         s.push_str(&camera_table(&e.camera).markdown());
