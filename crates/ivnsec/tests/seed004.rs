@@ -120,7 +120,21 @@ fn the_preset_on_loopback_skips_the_tunnels_and_says_why() {
     )
     .unwrap();
     assert!(preset.contains("[[tunnel_ping]]") && preset.contains("[[tunnel_bulk]]"));
-    std::fs::write(&plan, preset.replace("frames = 10000", "frames = 50")).unwrap();
+    let short = preset
+        .replace("frames = 10000", "frames = 50")
+        .replace(
+            "provider = \"all\"",
+            "provider = \"all\"\nbatches = 2\nbatch_ms = 0.2",
+        )
+        .replace(
+            "algos = [\"rsa-2048\", \"rsa-4096\"]",
+            "algos = [\"rsa-2048\"]",
+        )
+        .replace("concurrency = 10", "concurrency = 2")
+        .replace("seconds = 8", "seconds = 1")
+        .replace("openssl = true\ndhe = true", "openssl = false\ndhe = false");
+    assert!(short.contains("batches = 2") && short.contains("openssl = false"));
+    std::fs::write(&plan, short).unwrap();
     let out = d.path("report");
     let o = ivnsec(
         &d,
@@ -150,6 +164,33 @@ fn the_preset_on_loopback_skips_the_tunnels_and_says_why() {
         "{}",
         v["experiments"]["crypto_bench"]
     );
+    // AES by chunk size: 2 suites × 2 providers (at least) × 2 contexts × 6 sizes, measured,
+    // and the break-evens; seed 004's §6.1 figure beside them.
+    let chunks = v["experiments"]["chunk_bench"][0]["chunks"]
+        .as_array()
+        .unwrap();
+    assert!(chunks.len() >= 2 * 2 * 2 * 6, "{}", chunks.len());
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["ns_median"].as_f64().unwrap() > 0.0)
+    );
+    assert!(
+        !v["experiments"]["chunk_bench"][0]["break_even"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // TLS handshakes measured (ours), beside seed 004's Table 5.2 figures.
+    let tls = &v["experiments"]["tls_bench"][0]["results"];
+    assert!(tls[0]["handshakes"].as_u64().unwrap() > 0, "{tls}");
+    assert_eq!(tls[0]["failures"], 0, "{tls}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("## Offload break-even (seed 004 §6.1)"));
+    assert!(md.contains("1024kB"));
+    assert!(md.contains("## TLS connections per minute beside seed 004 (Tables 5.1, 5.2)"));
+    // Seed 004 Table 5.2, RSA-2048: 155.6 (software) and 420.9 (BA414E) connections per minute.
+    assert!(md.contains("155.6") && md.contains("420.9"), "{md}");
 }
 
 #[test]
@@ -179,6 +220,22 @@ fn bad_tunnel_tables_exit_2_naming_the_key() {
         ),
         ("[[tunnel_bulk]]\nfile_mib = 0\n", "tunnel_bulk[0].file_mib"),
         ("[[tunnel_bulk]]\nsecs = 3\n", "secs"),
+        (
+            "[[chunk_bench]]\nsizes = [64, 100]\n",
+            "chunk_bench[0].sizes[1]",
+        ),
+        (
+            "[[chunk_bench]]\ncontext = \"new\"\n",
+            "chunk_bench[0].context",
+        ),
+        (
+            "[[tls_bench]]\nalgos = [\"dsa\"]\n",
+            "tls_bench[0].algos[0]",
+        ),
+        (
+            "[[tls_bench]]\nconcurrency = 0\n",
+            "tls_bench[0].concurrency",
+        ),
     ] {
         let plan = d.path("bad.toml");
         std::fs::write(&plan, body).unwrap();

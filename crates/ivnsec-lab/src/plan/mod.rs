@@ -52,6 +52,7 @@ use crate::underload::playback::PlaybackConfig;
 use crate::underload::run::UnderloadConfig;
 
 pub mod run;
+pub mod seed004_tables;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
 pub const PRESETS: [(&str, &str); 6] = [
@@ -103,6 +104,12 @@ struct PlanFile {
     /// `[[tunnel_bulk]]` tables (seed 004: iperf3 and scp through the ESP tunnel).
     #[serde(default)]
     tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
+    /// `[[chunk_bench]]` tables (`crypto-bench --chunk-sizes`, seed 003 Fig. 8, seed 004 §6.1).
+    #[serde(default)]
+    chunk_bench: Vec<seed004_tables::ChunkBenchConfig>,
+    /// `[[tls_bench]]` tables (`tls-bench`, seed 004 Tables 5.1 and 5.2).
+    #[serde(default)]
+    tls_bench: Vec<seed004_tables::TlsBenchConfig>,
 }
 
 /// `[[pingpong]]`: ping-pong scenarios (every profile × payload) on a bump-in-the-wire testbed
@@ -249,6 +256,9 @@ pub struct Plan {
     /// its own).
     pub tunnel_ping: Vec<crate::tunnel::PingConfig>,
     pub tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
+    /// `[[chunk_bench]]` and `[[tls_bench]]` tables, checked (run in the plan's own process).
+    pub chunk_bench: Vec<seed004_tables::ChunkBenchConfig>,
+    pub tls_bench: Vec<seed004_tables::TlsBenchConfig>,
     pub requirements: Requirements,
     /// `[[host]]` tables: with them, `initiator` and `responder` name two of these hosts and
     /// the ping-pong and throughput run between them over SSH instead of on a testbed.
@@ -826,6 +836,14 @@ pub fn parse_in(
         c.check()
             .map_err(|e| bad(&format!("tunnel_bulk[{i}].{}", e.key), e.why))?;
     }
+    for (i, c) in f.chunk_bench.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("chunk_bench[{i}].{}", e.key), e.why))?;
+    }
+    for (i, c) in f.tls_bench.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("tls_bench[{i}].{}", e.key), e.why))?;
+    }
     if scenarios.is_empty()
         && jobs.is_empty()
         && gateway_jobs.is_empty()
@@ -838,11 +856,13 @@ pub fn parse_in(
         && f.crypto_bench.is_empty()
         && f.tunnel_ping.is_empty()
         && f.tunnel_bulk.is_empty()
+        && f.chunk_bench.is_empty()
+        && f.tls_bench.is_empty()
     {
         return Err(usage(format!(
             "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
-             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]], [[pingpong]], [[tunnel_ping]] or \
-             [[tunnel_bulk]] table)"
+             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]], [[pingpong]], [[tunnel_ping]], \
+             [[tunnel_bulk]], [[chunk_bench]] or [[tls_bench]] table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -871,6 +891,8 @@ pub fn parse_in(
         crypto_bench: f.crypto_bench,
         tunnel_ping: f.tunnel_ping,
         tunnel_bulk: f.tunnel_bulk,
+        chunk_bench: f.chunk_bench,
+        tls_bench: f.tls_bench,
         requirements,
         hosts: f.host,
     })

@@ -339,6 +339,33 @@ pub fn run_plan(
             .crypto_bench
             .push(crate::bench::per_frame::run(cfg).context("crypto-bench")?);
     }
+    // Seed 004's benchmarks in this process: AES by chunk size and the TLS handshakes.
+    for (i, cfg) in plan.chunk_bench.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: chunk_bench {}/{}: {} at {:?} bytes, context {}",
+            i + 1,
+            plan.chunk_bench.len(),
+            cfg.suites.join(", "),
+            cfg.sizes,
+            cfg.context
+        );
+        experiments
+            .chunk_bench
+            .push(crate::plan::seed004_tables::run_chunk_bench(cfg).context("chunk_bench")?);
+    }
+    for (i, cfg) in plan.tls_bench.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: tls_bench {}/{}: {} with {} clients, {} s each",
+            i + 1,
+            plan.tls_bench.len(),
+            cfg.algos.join(", "),
+            cfg.concurrency,
+            cfg.seconds
+        );
+        experiments
+            .tls_bench
+            .push(crate::plan::seed004_tables::run_tls_bench(cfg).context("tls_bench")?);
+    }
     // Seed 004's tunnel experiments, each on a `pair` testbed of its own with the tunnels the
     // run starts (root only: without it, under `--on auto`, they are skipped and said so).
     let tunnels_skipped = match settings.on {
