@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use ivnsec_net::testbed::{self, Options, Testbed};
 use ivnsec_net::topology::Topology;
 
+use ivnsec_net::sys::die_with_parent;
+
 use crate::error::{KeyError, env_error};
 
 /// The inner addresses of the ESP tunnel (TUN `esp0`) on ecu1 and ecu2.
@@ -308,10 +310,9 @@ fn need_tools(tools: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// `ip netns exec NS PROGRAM`; every caller spawns it through `die_with_parent`.
 fn netns(ns: &str, program: &str) -> Command {
-    let mut c = testbed::netns_command(ns, program);
-    ivnsec_net::sys::die_with_parent(&mut c);
-    c
+    testbed::netns_command(ns, program)
 }
 
 fn ip(ns: &str, args: &[&str]) -> Result<()> {
@@ -461,7 +462,7 @@ impl Bed {
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let mut child = cmd
+            let mut child = die_with_parent(&mut cmd)
                 .spawn()
                 .map_err(|e| anyhow!("starting ivnsec esp up: {e}"))?;
             let r = wait_file(&mut child, &status, "ivnsec esp up");
@@ -507,7 +508,7 @@ impl Bed {
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let mut child = cmd
+            let mut child = die_with_parent(&mut cmd)
                 .spawn()
                 .map_err(|e| anyhow!("starting ivnsec macsec up: {e}"))?;
             let r = wait_dir_json(&mut child, &run_dir.join("macsec"), "ivnsec macsec up");
@@ -539,7 +540,7 @@ impl Bed {
 
     /// Pings from ecu1; the round trips in µs.
     fn ping(&self, target: &str, size: usize, count: u32, interval_ms: f64) -> Result<Vec<f64>> {
-        let o = netns(&self.ns[0], "ping")
+        let o = die_with_parent(&mut netns(&self.ns[0], "ping"))
             .args(["-n", "-c", &count.to_string()])
             .args(["-i", &format!("{:.3}", interval_ms / 1000.0)])
             .args(["-W", "1", "-s", &size.to_string(), target])
@@ -612,7 +613,7 @@ pub fn run_bulk(cfg: &BulkConfig) -> Result<BulkReport> {
     }
     let mut rows = Vec::new();
     if cfg.tools.iter().any(|t| t == "iperf3") {
-        let server = netns(&bed.ns[1], "iperf3")
+        let server = die_with_parent(&mut netns(&bed.ns[1], "iperf3"))
             .args(["-s", "-p", "5299"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -624,7 +625,7 @@ pub fn run_bulk(cfg: &BulkConfig) -> Result<BulkReport> {
         for p in &cfg.paths {
             let cpu = crate::cpu::SystemSampler::start(Duration::from_millis(500));
             let t0 = Instant::now();
-            let o = netns(&bed.ns[0], "iperf3")
+            let o = die_with_parent(&mut netns(&bed.ns[0], "iperf3"))
                 .args(["-c", &bed.target(p), "-p", "5299", "-J"])
                 .args(["-t", &format!("{}", cfg.seconds)])
                 .stdin(Stdio::null())
@@ -662,7 +663,7 @@ fn scp_rows(bed: &mut Bed, cfg: &BulkConfig) -> Result<Vec<BulkRow>> {
     let d = bed.dir.clone();
     for k in ["host", "client"] {
         let f = d.join(k);
-        let o = Command::new("ssh-keygen")
+        let o = die_with_parent(&mut Command::new("ssh-keygen"))
             .args(["-q", "-t", "ed25519", "-N", "", "-f"])
             .arg(&f)
             .stdin(Stdio::null())
@@ -678,7 +679,7 @@ fn scp_rows(bed: &mut Bed, cfg: &BulkConfig) -> Result<Vec<BulkRow>> {
     std::fs::copy(d.join("client.pub"), d.join("auth")).map_err(|e| anyhow!("{e}"))?;
     let _ = std::fs::create_dir_all("/run/sshd");
     let opt = |k: &str, v: &Path| format!("{k}={}", v.display());
-    let sshd = netns(&bed.ns[1], "/usr/sbin/sshd")
+    let sshd = die_with_parent(&mut netns(&bed.ns[1], "/usr/sbin/sshd"))
         .args([
             "-D",
             "-f",
@@ -721,7 +722,7 @@ fn scp_rows(bed: &mut Bed, cfg: &BulkConfig) -> Result<Vec<BulkRow>> {
     for p in &cfg.paths {
         let cpu = crate::cpu::SystemSampler::start(Duration::from_millis(500));
         let t0 = Instant::now();
-        let o = netns(&bed.ns[0], "scp")
+        let o = die_with_parent(&mut netns(&bed.ns[0], "scp"))
             .args(["-O", "-q", "-P", "2222", "-i"])
             .arg(d.join("client"))
             .args([
