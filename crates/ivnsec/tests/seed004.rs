@@ -248,3 +248,50 @@ fn bad_tunnel_tables_exit_2_naming_the_key() {
         );
     }
 }
+
+/// A run killed with -9 while its tunnels run: its tunnel processes die with it
+/// (die_with_parent) and `testbed down --all` removes the testbed and the tunnels' key
+/// directory.
+#[test]
+fn kill_9_mid_tunnel_then_down_leaves_no_keys() {
+    require_root!();
+    let d = TempDir::new("seed004-kill");
+    let plan = d.path("p.toml");
+    std::fs::write(
+        &plan,
+        "[[tunnel_ping]]\nsizes = [64]\ncount = 100000\npaths = [\"plain\", \"esp\"]\n",
+    )
+    .unwrap();
+    let mut child = d
+        .cmd()
+        .args(["run", plan.to_str().unwrap(), "--on", "testbed"])
+        .args(["--out", d.path("report").to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let tunnels = || -> Vec<String> {
+        std::fs::read_dir(d.state())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with("-tunnels"))
+            .collect()
+    };
+    let t0 = std::time::Instant::now();
+    // The tunnels run once their status files exist.
+    while !tunnels()
+        .iter()
+        .any(|t| d.state().join(t).join("esp-status-1.json").exists())
+    {
+        assert!(t0.elapsed().as_secs() < 60, "the tunnels did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(tunnels().len(), 1);
+    let o = ivnsec(&d, &["testbed", "down", "--all"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(tunnels().is_empty(), "{:?}", tunnels());
+    assert!(d.leftover_testbeds().is_empty());
+}

@@ -34,8 +34,9 @@ HMAC-SHA256-128 and MACsec GCM-AES-128 integrity only; ping-pong, then throughpu
 three sensors at 1 Gb/s beside plain and iperf3) and seed003 (secured SOME/IP over UDP with the five AEAD suites of seed 003 \
 at auth and conf, throughput and CPU at 1 Gb/s) and seed004 (seed 004: ping p50/p99/p99.9 by \
 packet size, 64 to 8000 bytes, plain, through `ivnsec esp up` and through `ivnsec macsec up`; \
-iperf3 TCP and a 128 MiB scp plain and through the ESP tunnel with CPU; ESP protect/verify \
-cost per size; as root only, each on a pair testbed of its own). Throughput verdicts are seed 002's cost rules: \
+iperf3 TCP and a 128 MiB scp plain and through the ESP tunnel with CPU, as root only, each on \
+a pair testbed of its own; AES by chunk size and the offload break-evens; TLS handshakes beside \
+Tables 5.1 and 5.2; ESP protect/verify cost per size). Throughput verdicts are seed 002's cost rules: \
 < 5 % goodput and < 5 points of CPU over the same run's plain.
 
 Exit codes: 0 every verdict passed, 1 a verdict failed (after writing the report), 2 usage \
