@@ -99,6 +99,21 @@ fn a_short_seed004_plan_measures_the_tunnel_tables() {
     assert!(md.contains("missing (Fig. 5.5-5.8"));
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("id=\"tunnel-ping\"") && html.contains("id=\"tunnel-bulk\""));
+    // `ivnsec report` rebuilds the same tables from summary.json.
+    let again = d.path("again");
+    let o = ivnsec(
+        &d,
+        &[
+            "report",
+            out.to_str().unwrap(),
+            "--out",
+            again.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let md2 = std::fs::read_to_string(again.join("summary.md")).unwrap();
+    assert!(md2.contains("| 4000 | esp (esp-aes128-gcm) |"), "{md2}");
+    assert!(md2.contains("## Bulk transfer through tunnels (seed 004 §5.3)"));
     // Nothing left behind: no testbed, no key directory.
     assert!(d.leftover_testbeds().is_empty(), "testbed not removed");
     let left: Vec<_> = std::fs::read_dir(d.state())
@@ -191,6 +206,24 @@ fn the_preset_on_loopback_skips_the_tunnels_and_says_why() {
     assert!(md.contains("## TLS connections per minute beside seed 004 (Tables 5.1, 5.2)"));
     // Seed 004 Table 5.2, RSA-2048: 155.6 (software) and 420.9 (BA414E) connections per minute.
     assert!(md.contains("155.6") && md.contains("420.9"), "{md}");
+    // `ivnsec report` rebuilds them from summary.json.
+    let again = d.path("again");
+    let o = ivnsec(
+        &d,
+        &[
+            "report",
+            out.to_str().unwrap(),
+            "--out",
+            again.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let md2 = std::fs::read_to_string(again.join("summary.md")).unwrap();
+    assert!(
+        md2.contains("## Offload break-even (seed 004 §6.1)"),
+        "{md2}"
+    );
+    assert!(md2.contains("155.6") && md2.contains("420.9"), "{md2}");
 }
 
 #[test]
