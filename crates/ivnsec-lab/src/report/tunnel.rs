@@ -16,8 +16,8 @@ pub const SEED_BULK: &str = "missing (Fig. 5.5-5.8: values not in the text)";
 /// Under the ping table.
 pub const PING_NOTE: &str = "Round trips of `ping -s SIZE` from ecu1 to ecu2 of a `pair` \
 testbed (veth and a Linux bridge, MTU 1500), plain, through `ivnsec esp up` (TUN, ESP tunnel \
-mode over IPv4) and through `ivnsec macsec up` (TAP, static keys), one size after the \
-other, the paths alternating; sizes above the path MTU fragment. Seed 004 pinged 1000 times per \
+mode over IPv4) and through `ivnsec macsec up` (TAP, static keys), for each size \
+the paths in turn, `count` pings each; sizes above the path MTU fragment. Seed 004 pinged 1000 times per \
 size in flood mode (Fig. 5.3) from an x86 VM to a dual Cortex-A9 at 800 MHz with its cipher on \
 a Cyclone V FPGA (BA411E), across 100 Mb/s switches (§4.1), through strongSwan (kernel XFRM) \
 and OpenVPN; ours is userspace ESP with AES-NI on a shared 2-CPU VM, both ends on one \
@@ -31,7 +31,7 @@ pub const BULK_NOTE: &str = "iperf3 TCP goodput (what the receiver got) and a fi
 bytes copied with scp (`scp -O`, OpenSSH's default cipher: file bytes / wall time including \
 the SSH handshake), plain and through `ivnsec esp up`; scp over plain is OpenSSH's own \
 encryption, scp over esp both. CPU is the whole machine's busy % during the transfer (sender, \
-receiver and both tunnels share it). Seed 004 copied a 128 MB random file (§4.3) over SSH, FTP \
+receiver and both tunnels share it; other load on the machine counts too). Seed 004 copied a 128 MB random file (§4.3) over SSH, FTP \
 over OpenVPN and FTP over IPsec (ESP tunnel mode, also null/null to see the encapsulation \
 alone) at 100 Mb/s with the board's CPU (Fig. 5.5 SSH, 5.6 FTP over OpenVPN, 5.7 FTP \
 over IPsec, 5.8 the comparison); those charts' values are not in the text we hold, so the \

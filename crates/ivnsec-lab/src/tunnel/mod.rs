@@ -331,6 +331,28 @@ fn ip(ns: &str, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// A new file for a child's stderr.
+fn log_file(dir: &Path, name: &str) -> Result<std::fs::File> {
+    let p = dir.join(name);
+    std::fs::File::create(&p).map_err(|e| anyhow!("creating {}: {e}", p.display()))
+}
+
+/// The last 2 KiB of a child's stderr, for an error message.
+fn log_tail(p: &Path) -> String {
+    let text = std::fs::File::open(p)
+        .and_then(|f| {
+            let mut s = String::new();
+            f.take(1 << 20).read_to_string(&mut s).map(|_| s)
+        })
+        .unwrap_or_default();
+    let t = text.trim();
+    let start = t.len().saturating_sub(2048);
+    let start = (start..t.len())
+        .find(|&i| t.is_char_boundary(i))
+        .unwrap_or(t.len());
+    format!("its stderr: {}", &t[start..])
+}
+
 /// Waits until `file` exists (a status file the child writes once it runs).
 fn wait_file(child: &mut Child, file: &Path, what: &str) -> Result<()> {
     let t0 = Instant::now();
@@ -461,13 +483,13 @@ impl Bed {
                 .args(["--addr", &format!("{}/24", ESP_INNER[i])])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null());
+                .stderr(log_file(&self.dir, &format!("esp-{i}.log"))?);
             let mut child = die_with_parent(&mut cmd)
                 .spawn()
                 .map_err(|e| anyhow!("starting ivnsec esp up: {e}"))?;
             let r = wait_file(&mut child, &status, "ivnsec esp up");
             self.children.push(child);
-            r?;
+            r.map_err(|e| e.context(log_tail(&self.dir.join(format!("esp-{i}.log")))))?;
         }
         Ok(())
     }
@@ -507,13 +529,13 @@ impl Bed {
                 .args(["--peer", &macs[1 - i]])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null());
+                .stderr(log_file(&self.dir, &format!("macsec-{i}.log"))?);
             let mut child = die_with_parent(&mut cmd)
                 .spawn()
                 .map_err(|e| anyhow!("starting ivnsec macsec up: {e}"))?;
             let r = wait_dir_json(&mut child, &run_dir.join("macsec"), "ivnsec macsec up");
             self.children.push(child);
-            r?;
+            r.map_err(|e| e.context(log_tail(&self.dir.join(format!("macsec-{i}.log")))))?;
             ip(
                 &self.ns[i],
                 &[
