@@ -32,4 +32,5 @@ pub mod stats;
 pub mod tdma;
 pub mod throughput;
 pub mod tlsbench;
+pub mod tunnel;
 pub mod underload;

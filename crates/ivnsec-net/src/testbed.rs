@@ -423,6 +423,9 @@ pub fn down(prefix: &str, state_dir: &Path) -> Result<DownReport> {
     // What an experiment kept beside the state for the testbed's gateways (their key file and
     // nonce state: lab::site::start_gateways) goes with it.
     let _ = fs::remove_dir_all(state_dir.join(format!("{prefix}-gateways")));
+    // Likewise the keys and nonce state of the tunnels of seed 004's experiments
+    // (lab::tunnel), should the run have been killed before removing them.
+    let _ = fs::remove_dir_all(state_dir.join(format!("{prefix}-tunnels")));
     let path = state_path(state_dir, prefix);
     match fs::remove_file(&path) {
         Ok(()) => report.removed_state_file = true,

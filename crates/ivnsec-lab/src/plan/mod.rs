@@ -52,14 +52,16 @@ use crate::underload::playback::PlaybackConfig;
 use crate::underload::run::UnderloadConfig;
 
 pub mod run;
+pub mod seed004_tables;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
-pub const PRESETS: [(&str, &str); 5] = [
+pub const PRESETS: [(&str, &str); 6] = [
     ("quick", include_str!("../../../../plans/quick.toml")),
     ("seed000", include_str!("../../../../plans/seed000.toml")),
     ("seed001", include_str!("../../../../plans/seed001.toml")),
     ("seed002", include_str!("../../../../plans/seed002.toml")),
     ("seed003", include_str!("../../../../plans/seed003.toml")),
+    ("seed004", include_str!("../../../../plans/seed004.toml")),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -96,6 +98,18 @@ struct PlanFile {
     host: Vec<Host>,
     #[serde(default)]
     pingpong: Vec<PingPongEntry>,
+    /// `[[tunnel_ping]]` tables (seed 004: ping by size through ESP and MACsec tunnels).
+    #[serde(default)]
+    tunnel_ping: Vec<crate::tunnel::PingConfig>,
+    /// `[[tunnel_bulk]]` tables (seed 004: iperf3 and scp through the ESP tunnel).
+    #[serde(default)]
+    tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
+    /// `[[chunk_bench]]` tables (`crypto-bench --chunk-sizes`, seed 003 Fig. 8, seed 004 §6.1).
+    #[serde(default)]
+    chunk_bench: Vec<seed004_tables::ChunkBenchConfig>,
+    /// `[[tls_bench]]` tables (`tls-bench`, seed 004 Tables 5.1 and 5.2).
+    #[serde(default)]
+    tls_bench: Vec<seed004_tables::TlsBenchConfig>,
 }
 
 /// `[[pingpong]]`: ping-pong scenarios (every profile × payload) on a bump-in-the-wire testbed
@@ -238,6 +252,13 @@ pub struct Plan {
     /// `[[tdma]]` tables, checked.
     pub tdma: Vec<Sweep>,
     pub crypto_bench: Vec<PerFrameConfig>,
+    /// `[[tunnel_ping]]` and `[[tunnel_bulk]]` tables, checked (each on a `pair` testbed of
+    /// its own).
+    pub tunnel_ping: Vec<crate::tunnel::PingConfig>,
+    pub tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
+    /// `[[chunk_bench]]` and `[[tls_bench]]` tables, checked (run in the plan's own process).
+    pub chunk_bench: Vec<seed004_tables::ChunkBenchConfig>,
+    pub tls_bench: Vec<seed004_tables::TlsBenchConfig>,
     pub requirements: Requirements,
     /// `[[host]]` tables: with them, `initiator` and `responder` name two of these hosts and
     /// the ping-pong and throughput run between them over SSH instead of on a testbed.
@@ -427,6 +448,21 @@ pub fn parse_in(
                  topology (or the [[host]] tables)"
                     .into(),
             ));
+        }
+        for (table, n) in [
+            ("tunnel_ping", f.tunnel_ping.len()),
+            ("tunnel_bulk", f.tunnel_bulk.len()),
+        ] {
+            if n > 0 {
+                return Err(bad(
+                    table,
+                    format!(
+                        "[[{table}]] does not run across hosts: it builds a `pair` testbed of its \
+                         own and starts the tunnels in its namespaces; move it to a plan without \
+                         [[host]] tables"
+                    ),
+                ));
+            }
         }
         if !f.tdma.is_empty() {
             return Err(bad(
@@ -808,6 +844,22 @@ pub fn parse_in(
         c.check()
             .map_err(|e| bad(&format!("crypto_bench[{i}].{}", e.key), e.why))?;
     }
+    for (i, c) in f.tunnel_ping.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("tunnel_ping[{i}].{}", e.key), e.why))?;
+    }
+    for (i, c) in f.tunnel_bulk.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("tunnel_bulk[{i}].{}", e.key), e.why))?;
+    }
+    for (i, c) in f.chunk_bench.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("chunk_bench[{i}].{}", e.key), e.why))?;
+    }
+    for (i, c) in f.tls_bench.iter().enumerate() {
+        c.check()
+            .map_err(|e| bad(&format!("tls_bench[{i}].{}", e.key), e.why))?;
+    }
     if scenarios.is_empty()
         && jobs.is_empty()
         && gateway_jobs.is_empty()
@@ -818,11 +870,15 @@ pub fn parse_in(
         && f.camera.is_empty()
         && tdma.is_empty()
         && f.crypto_bench.is_empty()
+        && f.tunnel_ping.is_empty()
+        && f.tunnel_bulk.is_empty()
+        && f.chunk_bench.is_empty()
+        && f.tls_bench.is_empty()
     {
         return Err(usage(format!(
             "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
-             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]] or [[pingpong]] \
-             table)"
+             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]], [[pingpong]], [[tunnel_ping]], \
+             [[tunnel_bulk]], [[chunk_bench]] or [[tls_bench]] table)"
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -849,6 +905,10 @@ pub fn parse_in(
         camera: f.camera,
         tdma,
         crypto_bench: f.crypto_bench,
+        tunnel_ping: f.tunnel_ping,
+        tunnel_bulk: f.tunnel_bulk,
+        chunk_bench: f.chunk_bench,
+        tls_bench: f.tls_bench,
         requirements,
         hosts: f.host,
     })

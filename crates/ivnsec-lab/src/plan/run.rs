@@ -356,6 +356,81 @@ pub fn run_plan(
             .crypto_bench
             .push(crate::bench::per_frame::run(cfg).context("crypto-bench")?);
     }
+    // Seed 004's benchmarks in this process: AES by chunk size and the TLS handshakes.
+    for (i, cfg) in plan.chunk_bench.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: chunk_bench {}/{}: {} at {:?} bytes, context {}",
+            i + 1,
+            plan.chunk_bench.len(),
+            cfg.suites.join(", "),
+            cfg.sizes,
+            cfg.context
+        );
+        experiments
+            .chunk_bench
+            .push(crate::plan::seed004_tables::run_chunk_bench(cfg).context("chunk_bench")?);
+    }
+    for (i, cfg) in plan.tls_bench.iter().enumerate() {
+        eprintln!(
+            "ivnsec run: tls_bench {}/{}: {} with {} clients, {} s each",
+            i + 1,
+            plan.tls_bench.len(),
+            cfg.algos.join(", "),
+            cfg.concurrency,
+            cfg.seconds
+        );
+        experiments
+            .tls_bench
+            .push(crate::plan::seed004_tables::run_tls_bench(cfg).context("tls_bench")?);
+    }
+    // Seed 004's tunnel experiments, each on a `pair` testbed of its own with the tunnels the
+    // run starts (root only: without it, under `--on auto`, they are skipped and said so).
+    let tunnels_skipped = match settings.on {
+        Where::Loopback => Some("--on loopback".to_string()),
+        Where::Auto => ivnsec_net::testbed::check_environment()
+            .err()
+            .map(|e| e.to_string()),
+        Where::Testbed => None,
+    };
+    if let Some(why) = tunnels_skipped
+        .as_ref()
+        .filter(|_| !plan.tunnel_ping.is_empty() || !plan.tunnel_bulk.is_empty())
+    {
+        eprintln!(
+            "ivnsec run: [[tunnel_ping]] and [[tunnel_bulk]] need a testbed with TUN/TAP \
+             (root); skipped: {why}"
+        );
+    }
+    let tunnels = if tunnels_skipped.is_some() {
+        0
+    } else {
+        usize::MAX
+    };
+    for (i, cfg) in plan.tunnel_ping.iter().take(tunnels).enumerate() {
+        eprintln!(
+            "ivnsec run: tunnel_ping {}/{}: {} ping(s) at {:?} bytes over {}",
+            i + 1,
+            plan.tunnel_ping.len(),
+            cfg.count,
+            cfg.sizes,
+            cfg.paths.join(", ")
+        );
+        experiments
+            .tunnel_ping
+            .push(crate::tunnel::run_ping(cfg).context("tunnel_ping")?);
+    }
+    for (i, cfg) in plan.tunnel_bulk.iter().take(tunnels).enumerate() {
+        eprintln!(
+            "ivnsec run: tunnel_bulk {}/{}: {} over {}",
+            i + 1,
+            plan.tunnel_bulk.len(),
+            cfg.tools.join(", "),
+            cfg.paths.join(", ")
+        );
+        experiments
+            .tunnel_bulk
+            .push(crate::tunnel::run_bulk(cfg).context("tunnel_bulk")?);
+    }
     for (i, sweep) in plan.tdma.iter().enumerate() {
         eprintln!(
             "ivnsec run: tdma {}/{}: the analysis, then {} run(s) of {} base periods on \

@@ -50,6 +50,18 @@ pub struct Experiments {
     /// One entry per scenario of the `[[pingpong]]` tables (through bump-in-the-wire gateways).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pingpong: Vec<crate::pingpong::gateways::GatewayPingPong>,
+    /// One report per `[[tunnel_ping]]` table (seed 004: ping by size through tunnels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunnel_ping: Vec<crate::tunnel::PingReport>,
+    /// One report per `[[tunnel_bulk]]` table (seed 004: iperf3 and scp through the tunnel).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunnel_bulk: Vec<crate::tunnel::BulkReport>,
+    /// One report per `[[chunk_bench]]` table (AES by chunk size and the break-evens).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_bench: Vec<crate::plan::seed004_tables::ChunkBenchReport>,
+    /// One outcome per `[[tls_bench]]` table (handshakes per minute, seed 004 Table 5.2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tls_bench: Vec<crate::tlsbench::Outcome>,
 }
 
 impl Experiments {
@@ -61,6 +73,10 @@ impl Experiments {
             && self.tdma.is_empty()
             && self.crypto_bench.is_empty()
             && self.pingpong.is_empty()
+            && self.tunnel_ping.is_empty()
+            && self.tunnel_bulk.is_empty()
+            && self.chunk_bench.is_empty()
+            && self.tls_bench.is_empty()
     }
 
     /// Names of the under-load, playback and camera runs whose verdict failed.

@@ -601,6 +601,25 @@ fn experiments_html(s: &mut String, summary: &Summary) {
         s.push_str(&experiments::gateway_pingpong_table(&e.pingpong).html());
         note(s, experiments::GATEWAY_PINGPONG_NOTE);
     }
+    if !e.tunnel_ping.is_empty() {
+        s.push_str(
+            "<h2 id=\"tunnel-ping\">Ping through tunnels by packet size (seed 004 §5.2)</h2>\n",
+        );
+        s.push_str(&super::tunnel::ping_table(&e.tunnel_ping).html());
+        note(s, super::tunnel::PING_NOTE);
+    }
+    if !e.tunnel_bulk.is_empty() {
+        s.push_str("<h2 id=\"tunnel-bulk\">Bulk transfer through tunnels (seed 004 §5.3)</h2>\n");
+        s.push_str(&super::tunnel::bulk_table(&e.tunnel_bulk).html());
+        note(s, super::tunnel::BULK_NOTE);
+    }
+    for (title, t, notes) in super::tunnel::seed004_bench_tables(e) {
+        let _ = writeln!(s, "<h2>{}</h2>", super::table::escape(&title));
+        s.push_str(&t.html());
+        for n in notes {
+            note(s, &n);
+        }
+    }
     if !e.camera.is_empty() {
         s.push_str("<h2 id=\"camera\">Cameras (seed 003 §F)</h2>\n");
         s.push_str(&experiments::camera_table(&e.camera).html());

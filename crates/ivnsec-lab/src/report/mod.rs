@@ -29,6 +29,7 @@ pub mod seed004;
 mod table;
 pub mod tdma;
 pub mod tlsbench;
+pub mod tunnel;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

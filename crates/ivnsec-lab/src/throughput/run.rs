@@ -770,6 +770,11 @@ fn with_gateways(
 
 fn transport_tcp(site: &Site) -> String {
     match site {
+        Site::Hosts { .. } => format!(
+            "{}; SOME/IP messages on one TCP connection per sender between the hosts' \
+             addresses (the kernel segments them)",
+            site.transport()
+        ),
         Site::Testbed { state, .. } => format!(
             "testbed {} ({}): senders → switch → consumer, SOME/IP messages on one TCP \
              connection per sender between the ECUs' addresses (the kernel segments them), over \
@@ -779,8 +784,6 @@ fn transport_tcp(site: &Site) -> String {
         Site::Loopback => "TCP on loopback (no testbed: not root), one connection per sender; \
                            not a vehicle-network path"
             .to_string(),
-        // Refused before a run starts (run_set); named for completeness.
-        Site::Hosts { .. } => site.transport(),
     }
 }
 

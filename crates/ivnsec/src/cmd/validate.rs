@@ -32,7 +32,11 @@ single-frame HMAC times; beside Tables 3, 7, 11 and Figure 6; without root the a
 HMAC table only), seed002 (seed 002 testbench 1: no security, IPsec ESP \
 HMAC-SHA256-128 and MACsec GCM-AES-128 integrity only; ping-pong, then throughput and CPU of \
 three sensors at 1 Gb/s beside plain and iperf3) and seed003 (secured SOME/IP over UDP with the five AEAD suites of seed 003 \
-at auth and conf, throughput and CPU at 1 Gb/s). Throughput verdicts are seed 002's cost rules: \
+at auth and conf, throughput and CPU at 1 Gb/s) and seed004 (seed 004: ping p50/p99/p99.9 by \
+packet size, 64 to 8000 bytes, plain, through `ivnsec esp up` and through `ivnsec macsec up`; \
+iperf3 TCP and a 128 MiB scp plain and through the ESP tunnel with CPU, as root only, each on \
+a pair testbed of its own; AES by chunk size and the offload break-evens; TLS handshakes beside \
+Tables 5.1 and 5.2; ESP protect/verify cost per size). Throughput verdicts are seed 002's cost rules: \
 < 5 % goodput and < 5 points of CPU over the same run's plain.
 
 Exit codes: 0 every verdict passed, 1 a verdict failed (after writing the report), 2 usage \
@@ -42,9 +46,10 @@ Examples:
   sudo ivnsec validate
   sudo ivnsec validate --preset seed000 --out seed000-report/
   sudo ivnsec validate --preset seed001 --out seed001-report/
+  sudo ivnsec validate --preset seed004 --out seed004-report/
   ivnsec validate --on loopback --count 50 --replications 2")]
 pub struct Args {
-    /// The plan preset: quick, seed000, seed001, seed002 or seed003.
+    /// The plan preset: quick, seed000, seed001, seed002, seed003 or seed004.
     #[arg(long, default_value = "quick")]
     pub preset: String,
     /// Report directory.
