@@ -292,6 +292,28 @@ fn file_id(f: &File) -> io::Result<(u64, u64)> {
 
 /// A short exclusive `flock` on the state directory or the used-key record (on a duplicate of
 /// its descriptor, which shares the lock); released when dropped.
+/// How long a state lock that looks held is tried again before it is called held.
+const STATE_LOCK_GRACE: Duration = Duration::from_millis(250);
+
+/// Takes the exclusive lock of a state's lock file, trying again for [`STATE_LOCK_GRACE`]: a
+/// process that forks (a spawn on any of its threads) holds a copy of every descriptor until
+/// the child execs and close-on-exec drops it, so a lock its holder has just released can still
+/// look held for that moment. A sender that really holds it is still refused after the grace.
+fn lock_briefly(f: &File) -> io::Result<bool> {
+    let t0 = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if sys::try_lock_exclusive(f)? {
+            return Ok(true);
+        }
+        if t0.elapsed() >= STATE_LOCK_GRACE {
+            return Ok(false);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
 struct DirLock(File);
 
 impl DirLock {
@@ -566,7 +588,7 @@ fn find_old_states(
                 }
             }
         })?;
-        match sys::try_lock_exclusive(&lock) {
+        match lock_briefly(&lock) {
             Ok(true) => {}
             Ok(false) => return Err(HwError::Locked { path }),
             Err(err) => {
@@ -882,7 +904,7 @@ impl HighWater {
                 why: "the lock file is not a regular file".to_string(),
             });
         }
-        match sys::try_lock_exclusive(&lock) {
+        match lock_briefly(&lock) {
             Ok(true) => {}
             Ok(false) => return Err(HwError::Locked { path }),
             Err(err) => {
