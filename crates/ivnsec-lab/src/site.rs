@@ -319,6 +319,12 @@ fn members(state: &TestbedState) -> (Vec<&testbed::NodeState>, Vec<&testbed::Nod
             })
         })
     };
+    // Only `bump` has a MACsec ECU whose SecY the run starts (its consumer). On `production`
+    // the ECUs that are not behind a gateway protect themselves per experiment (their profile),
+    // and the consumer's `eth0` is a bridge over its uplinks: the gateways run alone there.
+    if state.topology != Topology::Bump.to_string() {
+        return (gws, Vec::new());
+    }
     let ecus = state.ecus().filter(|n| !behind_gateway(n)).collect();
     (gws, ecus)
 }
@@ -608,6 +614,10 @@ mod tests {
         assert_eq!(
             names(Topology::Bump2),
             (vec!["gw1".into(), "gw2".into()], vec![])
+        );
+        assert_eq!(
+            names(Topology::Production),
+            (vec!["gw3".into(), "gw4".into()], vec![])
         );
         assert_eq!(names(Topology::Pair), (vec![], vec![]));
         assert_eq!(names(Topology::Sensors(2)), (vec![], vec![]));

@@ -670,3 +670,97 @@ fn pingpong_and_throughput_run_on_production() {
     assert!(text(&o.stderr).contains("--senders 1 or 2"));
     assert!(d.leftover_testbeds().is_empty());
 }
+
+/// The one-way experiments run on `production` unchanged: `underload`, `playback` and `camera`
+/// from sensor1 to the consumer across the converged tree (sw1 → sw0 → the consumer's uplink),
+/// every message and frame delivered, and each run removes its testbed.
+#[test]
+fn underload_playback_and_camera_run_on_production() {
+    require_root!();
+    let d = TempDir::new("produ");
+    let ok = |o: &Output| {
+        // 1 is a verdict (a deadline on a loaded machine), not a failure to run.
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{:?}: {}",
+            o.status,
+            text(&o.stderr)
+        );
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v
+    };
+    let v = ok(&d.run(&[
+        "underload",
+        "--topology",
+        "production",
+        "--profile",
+        "aes128-gcm",
+        "--size",
+        "3000",
+        "--mps",
+        "200",
+        "--reply-every",
+        "10",
+        "--seconds",
+        "1",
+        "--no-baseline",
+        "--json",
+    ]));
+    assert!(
+        v["transport"].as_str().unwrap().contains("(production)"),
+        "{v}"
+    );
+    let m = &v["runs"][0]["messages"];
+    assert_eq!(m["sent"], 200, "{v}");
+    assert_eq!(m["received"], m["sent"], "{v}");
+    assert_eq!(v["runs"][0]["replies"]["received"], 20, "{v}");
+
+    let timeline = d.path("t.csv");
+    let mut csv = String::from("# 50 messages, 5 ms apart\n");
+    for i in 0..50u32 {
+        csv.push_str(&format!(
+            "{:.3}, {}\n",
+            0.005 * f64::from(i + 1),
+            1000 + 20 * i
+        ));
+    }
+    std::fs::write(&timeline, csv).unwrap();
+    let v = ok(&d.run(&[
+        "playback",
+        "--topology",
+        "production",
+        "--profile",
+        "plain",
+        "--timeline",
+        timeline.to_str().unwrap(),
+        "--no-baseline",
+        "--json",
+    ]));
+    let m = &v["runs"][0]["messages"];
+    assert_eq!(
+        (m["sent"].as_u64(), m["received"].as_u64()),
+        (Some(50), Some(50)),
+        "{v}"
+    );
+
+    let v = ok(&d.run(&[
+        "camera",
+        "--topology",
+        "production",
+        "--transport",
+        "tcp",
+        "--cameras",
+        "1",
+        "--level",
+        "conf",
+        "--seconds",
+        "1",
+        "--json",
+    ]));
+    assert!(v["site"].as_str().unwrap().contains("(production)"), "{v}");
+    let r = &v["results"][0];
+    assert!(r["frames_sent"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["frames_received"], r["frames_sent"], "{v}");
+    assert_eq!(r["lost"], 0, "{v}");
+    assert!(d.leftover_testbeds().is_empty());
+}

@@ -40,7 +40,8 @@ a frame was lost or late.
 As root a `pair` testbed is built and removed afterwards (or --testbed PREFIX uses a running \
 one); otherwise both ECUs run on loopback, which the output says. --topology bump|bump2 builds a \
 bump-in-the-wire testbed instead, the frames going through gateways the run starts (seed 002 \
-testbench 2; docs/gateway.md).
+testbench 2; docs/gateway.md); --topology production runs sensor1 → consumer across seed 002's \
+testbench 3 (switches under STP).
 
 Examples:
   ivnsec camera --cameras 2,4,8,12,16 --level nosec --level conf --suite aes128-gcm
@@ -96,7 +97,8 @@ pub struct Args {
     /// Build this bump-in-the-wire topology instead of `pair`, its gateways started by the run
     /// (macsec-gcm-aes-128, a fresh key): `bump` (the camera ECU is the legacy sensor1 behind
     /// its gateway, the consumer a MACsec ECU whose `ivnsec macsec up` the run starts) or
-    /// `bump2` (ecu1 → ecu2, both legacy ECUs behind gateways). Not with --testbed.
+    /// `bump2` (ecu1 → ecu2, both legacy ECUs behind gateways); or `production` (seed 002
+    /// testbench 3: sensor1 → consumer across switches under STP). Not with --testbed.
     /// Example: `sudo ivnsec camera --topology bump --cameras 4 --level nosec`
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,

@@ -116,11 +116,14 @@ pub fn bump_layout(
 ) -> anyhow::Result<ivnsec_lab::site::Layout> {
     use ivnsec_net::topology::Topology;
     match parse_topology(t)? {
-        topology @ (Topology::Bump | Topology::Bump2) => Ok(ivnsec_lab::site::Layout::of(topology)),
+        topology @ (Topology::Bump | Topology::Bump2 | Topology::Production) => {
+            Ok(ivnsec_lab::site::Layout::of(topology))
+        }
         _ => Err(crate::error::usage(format!(
             "--topology {t}: {command} builds {default} by itself; --topology takes bump (the \
-             legacy sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs, \
-             each behind a gateway)"
+             legacy sensor1 behind a gateway, a MACsec consumer), bump2 (two legacy ECUs, \
+             each behind a gateway) or production (seed 002 testbench 3: sensor1 to the \
+             consumer across switches under STP)"
         ))),
     }
 }

@@ -37,7 +37,8 @@ Messages smaller than 16 bytes (the sequence number and send time) are sent as 1
 A bad timeline is an error naming the line (CSV) or the record (pcap), exit 2.
 
 As root a `sensors:1` testbed is built (sensor1 → consumer); --topology bump|bump2 runs through \
-bump-in-the-wire gateways the run starts instead (seed 002 testbench 2; docs/gateway.md).
+bump-in-the-wire gateways the run starts instead (seed 002 testbench 2; docs/gateway.md), \
+--topology production across seed 002's testbench 3 (switches under STP; docs/testbed.md).
 
 Examples:
   ivnsec playback --timeline plans/lidar-playback.csv

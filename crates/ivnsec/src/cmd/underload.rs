@@ -46,7 +46,8 @@ As root, a `sensors:1` testbed (sensor1 and consumer on one switch) is built and
 afterwards, or --testbed PREFIX uses a running one (its sensor1 and consumer, else its first and \
 last ECUs); otherwise both processes talk UDP on loopback, which the output says. --topology \
 bump|bump2 runs through bump-in-the-wire gateways the run starts instead (seed 002 testbench 2; \
-docs/gateway.md).
+docs/gateway.md); --topology production from sensor1 to the consumer across seed 002's \
+testbench 3 (switches with redundant links under STP; docs/testbed.md).
 
 Exit codes: 0 every profile met the requirement, 1 one did not, 2 usage error, 3 a missing \
 privilege or tool for the requested site.
@@ -96,7 +97,8 @@ pub struct StreamArgs {
     /// the run (macsec-gcm-aes-128, a fresh key): `bump` (the legacy sensor1 behind its
     /// gateway sends to a MACsec consumer, whose `ivnsec macsec up` the run starts) or `bump2`
     /// (ecu1 → ecu2, both legacy ECUs behind gateways). Give --profile plain to measure the
-    /// gateways' protection alone. Not with --testbed.
+    /// gateways' protection alone. Or `production` (seed 002 testbench 3: sensor1 to the
+    /// consumer across switches under STP). Not with --testbed.
     /// Example: `sudo ivnsec underload --topology bump --profile plain --seconds 5`
     #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
