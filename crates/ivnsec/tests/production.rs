@@ -301,7 +301,19 @@ fn one_link_outage_is_recovered_from_and_mka_stays_up() {
         );
         for m in outage["mka"].as_array().unwrap() {
             let v = m["verdict"].as_str().unwrap();
-            assert!(v == "survived" || v == "re-established", "{p}: {m}");
+            // Under load the second interruption (the link coming back moves the tree again)
+            // can cost peers whose return falls after this profile's window: then the session
+            // must have come back on its own by the end of the run (mka_final, below).
+            let came_back_later = v == "not re-established"
+                && r["mka_final"].as_array().unwrap().iter().any(|f| {
+                    f["participant"] == m["participant"]
+                        && f["live_peers"] == 2
+                        && f["transmitting"] == true
+                });
+            assert!(
+                v == "survived" || v == "re-established" || came_back_later,
+                "{p}: {m}"
+            );
         }
     }
     let fin = r["mka_final"].as_array().unwrap();
