@@ -170,30 +170,6 @@ impl HostRunner for Target {
     }
 }
 
-/// A host of a plan's `[[host]]` tables, asked over its own ssh command (its options, batch
-/// mode, timeouts).
-impl HostRunner for crate::hosts::Host {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-    fn via(&self) -> &'static str {
-        "ssh"
-    }
-    fn on_this_host(&self) -> bool {
-        false
-    }
-    fn run(&self, argv: &[String]) -> Result<RunOutput, String> {
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        run_bounded(&mut self.command(&argv), PROBE_TIMEOUT).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                "`ssh` is not installed on this machine".to_string()
-            } else {
-                format!("running `ssh`: {e}")
-            }
-        })
-    }
-}
-
 /// Quotes one word for a POSIX shell.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()

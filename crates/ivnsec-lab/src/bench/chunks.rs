@@ -35,6 +35,14 @@ use super::measure::{Batch, timed_rounds};
 use super::{Providers, Timing};
 use crate::error::usage;
 
+/// What one plan `[[chunk_bench]]` table measured (the `chunks` and `break_even` objects of
+/// `crypto-bench --chunk-sizes --json`), as the report holds it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ChunkBenchReport {
+    pub chunks: serde_json::Value,
+    pub break_even: serde_json::Value,
+}
+
 /// The chunk sizes of seed 003 Fig. 8.
 pub const SEED003_CHUNKS: [usize; 6] = [64, 256, 1024, 4096, 16384, 65536];
 /// Largest chunk.

@@ -453,6 +453,32 @@ pub fn check_set(hosts: &[Host]) -> Result<()> {
     Ok(())
 }
 
+/// A host of a plan's `[[host]]` tables, asked over its own ssh command (its options, batch
+/// mode, timeouts).
+impl crate::clock::HostRunner for Host {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn via(&self) -> &'static str {
+        "ssh"
+    }
+    fn on_this_host(&self) -> bool {
+        false
+    }
+    fn run(&self, argv: &[String]) -> Result<crate::clock::RunOutput, String> {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        crate::clock::run_bounded(&mut self.command(&argv), crate::clock::PROBE_TIMEOUT).map_err(
+            |e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    "`ssh` is not installed on this machine".to_string()
+                } else {
+                    format!("running `ssh`: {e}")
+                }
+            },
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,13 +121,7 @@ impl ChunkBenchConfig {
     }
 }
 
-/// What one `[[chunk_bench]]` table measured (the `chunks` and `break_even` objects of
-/// `crypto-bench --chunk-sizes --json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ChunkBenchReport {
-    pub chunks: serde_json::Value,
-    pub break_even: serde_json::Value,
-}
+pub use crate::bench::chunks::ChunkBenchReport;
 
 /// Runs one checked `[[chunk_bench]]` table.
 pub fn run_chunk_bench(c: &ChunkBenchConfig) -> Result<ChunkBenchReport> {

@@ -58,7 +58,7 @@ pub struct Experiments {
     pub tunnel_bulk: Vec<crate::tunnel::BulkReport>,
     /// One report per `[[chunk_bench]]` table (AES by chunk size and the break-evens).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chunk_bench: Vec<crate::plan::seed004_tables::ChunkBenchReport>,
+    pub chunk_bench: Vec<crate::bench::chunks::ChunkBenchReport>,
     /// One outcome per `[[tls_bench]]` table (handshakes per minute, seed 004 Table 5.2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tls_bench: Vec<crate::tlsbench::Outcome>,

@@ -15,6 +15,19 @@ pub mod node;
 pub mod run;
 pub mod tcp;
 
+/// Runs the throughput role whose spec arrives on stdin ([`crate::process`]): datagram roles
+/// in [`node`], TCP roles in [`tcp`] (dispatched here, so `tcp` uses `node`'s helpers without
+/// `node` importing `tcp` back).
+pub fn run_node() -> anyhow::Result<()> {
+    let spec = node::read_checked_spec()?;
+    match (spec.role.clone(), spec.tcp) {
+        (node::TputRole::Sender { index }, false) => node::sender(&spec, index),
+        (node::TputRole::Receiver, false) => node::receiver(&spec),
+        (node::TputRole::Sender { index }, true) => tcp::sender(&spec, index),
+        (node::TputRole::Receiver, true) => tcp::receiver(&spec),
+    }
+}
+
 /// Preamble and start-of-frame delimiter (IEEE 802.3 clause 4).
 pub const PREAMBLE_SFD: usize = 8;
 /// Minimum inter-frame gap, in byte times.

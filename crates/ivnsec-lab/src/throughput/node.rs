@@ -145,18 +145,13 @@ pub(super) fn spi_offset(index: usize) -> u32 {
     (index as u32) << 8
 }
 
-/// Runs the role whose spec arrives on stdin ([`crate::process`]).
-pub fn run() -> Result<()> {
+/// The role's spec from stdin ([`crate::process`]), its batch size checked.
+pub(super) fn read_checked_spec() -> Result<TputSpec> {
     let spec: TputSpec = read_spec()?;
     if spec.batch == 0 || spec.batch > MAX_BATCH {
         bail!("batch must be 1..={MAX_BATCH}");
     }
-    match (spec.role.clone(), spec.tcp) {
-        (TputRole::Sender { index }, false) => sender(&spec, index),
-        (TputRole::Receiver, false) => receiver(&spec),
-        (TputRole::Sender { index }, true) => super::tcp::sender(&spec, index),
-        (TputRole::Receiver, true) => super::tcp::receiver(&spec),
-    }
+    Ok(spec)
 }
 
 /// Slot size: room for the largest unit plus the ESP header offset, cache-line aligned.
@@ -164,7 +159,7 @@ fn stride(payload: usize) -> usize {
     Channel::buffer_len(payload.max(1500)).next_multiple_of(64)
 }
 
-fn sender(spec: &TputSpec, index: usize) -> Result<()> {
+pub(super) fn sender(spec: &TputSpec, index: usize) -> Result<()> {
     let peer = spec
         .peers
         .get(index)
@@ -340,7 +335,7 @@ fn write_frames_as(
     Ok(())
 }
 
-fn receiver(spec: &TputSpec) -> Result<()> {
+pub(super) fn receiver(spec: &TputSpec) -> Result<()> {
     let provider = spec.provider;
     let mut chans: Vec<Channel> = spec
         .peers

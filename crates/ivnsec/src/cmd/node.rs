@@ -17,7 +17,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.kind.as_str() {
         "pingpong" => pingpong::node::run()?,
-        "throughput" => throughput::node::run()?,
+        "throughput" => throughput::run_node()?,
         "attack" => attack::node::run()?,
         "mka-attack" => attack::mka::node()?,
         "camera" => camera::node::run()?,
