@@ -24,6 +24,7 @@ use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
 use std::os::fd::AsFd;
 
 use super::host::{HostPort, VLAN_TAG_LEN};
+use super::sched::{Scheduling, ThreadPolicy};
 use super::{MtuPlan, Shared, TICK};
 
 /// Room for one frame in a batch buffer: the largest frame the protected interface carries
@@ -38,7 +39,15 @@ fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
 
 /// Frames of the host from the TAP (or the plain port), protected, out on the protected
 /// interface.
-pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan, stride: usize) {
+pub fn tx_loop(
+    sh: &Shared,
+    host: &dyn HostPort,
+    sock: &RawSocket,
+    plan: MtuPlan,
+    stride: usize,
+    scheduling: Scheduling,
+) {
+    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let mut got = [(0usize, 0usize); MAX_BATCH];
     let mut out = [(0usize, 0usize); MAX_BATCH];
@@ -61,6 +70,7 @@ pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan
             host.count_queue_drops(&sh.frames);
         }
         if !full {
+            policy.before_sleep();
             match host.wait_readable(wait) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -78,6 +88,7 @@ pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan
         if n == 0 {
             continue;
         }
+        policy.after_read(n);
         add(&sh.frames.tap_in, n);
         let mut k = 0;
         {
@@ -135,7 +146,14 @@ pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan
 
 /// MACsec frames from the protected interface, verified, to the host on the TAP (or the plain
 /// port).
-pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize) {
+pub fn rx_loop(
+    sh: &Shared,
+    host: &dyn HostPort,
+    sock: &RawSocket,
+    stride: usize,
+    scheduling: Scheduling,
+) {
+    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let empty = RecvMeta {
         len: 0,
@@ -162,6 +180,7 @@ pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize
             count_drops();
         }
         if !full {
+            policy.before_sleep();
             match sys::wait_readable(sock.as_fd(), wait) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -180,6 +199,7 @@ pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize
             }
             Ok(n) => {
                 full = n == MAX_BATCH;
+                policy.after_read(n);
                 n
             }
             Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")),
