@@ -326,8 +326,8 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
     let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
         if !full {
-            policy.before_sleep();
-            match host.wait_readable(TICK) {
+            let wait = policy.before_sleep(TICK);
+            match host.wait_readable(wait) {
                 Ok(true) => {}
                 Ok(false) => {
                     host.count_queue_drops(&sh.frames);
@@ -393,8 +393,8 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, schedu
     let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
         if !full {
-            policy.before_sleep();
-            match sys::wait_readable(sock.as_fd(), Some(TICK)) {
+            let wait = policy.before_sleep(TICK);
+            match sys::wait_readable(sock.as_fd(), Some(wait)) {
                 Ok(true) => {}
                 Ok(false) => {
                     if let Ok(st) = sock.take_statistics() {

@@ -16,7 +16,6 @@
 //! allocated per frame. A loop wakes at least every [`TICK`] to see the stop flag.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use ivnsec_core::sa::secy::TxError;
 use ivnsec_core::wire::macsec::ICV_LEN;
@@ -70,7 +69,7 @@ pub fn tx_loop(
             host.count_queue_drops(&sh.frames);
         }
         if !full {
-            policy.before_sleep();
+            let wait = policy.before_sleep(wait);
             match host.wait_readable(wait) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -164,7 +163,6 @@ pub fn rx_loop(
     let mut metas = [empty; MAX_BATCH];
     let mut deliver: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
     let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
-    let wait: Option<Duration> = Some(TICK);
     let mut full = false;
     let mut batches = 0u32;
     let count_drops = || {
@@ -180,7 +178,7 @@ pub fn rx_loop(
             count_drops();
         }
         if !full {
-            policy.before_sleep();
+            let wait = Some(policy.before_sleep(TICK));
             match sys::wait_readable(sock.as_fd(), wait) {
                 Ok(true) => {}
                 Ok(false) => {

@@ -7,13 +7,16 @@
 //!   waking real-time thread to the waker's CPU as it does a normal one.
 //! - [`Scheduling::Adaptive`] (the default): a thread raises itself to SCHED_FIFO when a read
 //!   returns a batch of at least [`BACKLOG`] frames (frames are queuing faster than it runs) and
-//!   drops back to the normal policy just before it sleeps (its queue is empty). Under load it
-//!   keeps the CPU until it has caught up; an idle frame wakes a normal thread, which the kernel
-//!   places next to the waker.
+//!   drops back to the normal policy once its queue has stayed empty for the linger time
+//!   (`--linger-ms`, default [`DEFAULT_LINGER`]; 0: as soon as it is empty). Under load it keeps
+//!   the CPU, also across the short gaps of a stream, so it never waits behind a busy sender to
+//!   be scheduled again; an idle frame wakes a normal thread, which the kernel places next to
+//!   the waker.
 //!
 //! [`ThreadPolicy`] is the per-thread state: two system calls per busy period, none per frame.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use ivnsec_net::sys::{self, MAX_BATCH};
@@ -27,6 +30,10 @@ pub const BACKLOG: usize = MAX_BATCH / 2;
 /// SCHED_FIFO priority of `--scheduling realtime|adaptive` unless `--realtime PRIO` gives one.
 pub const DEFAULT_PRIORITY: u8 = 10;
 
+/// How long a raised thread's queue stays empty before it drops back to the normal policy,
+/// unless `--linger-ms` says otherwise.
+pub const DEFAULT_LINGER: Duration = Duration::from_millis(10);
+
 /// How the data-plane threads are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheduling {
@@ -34,8 +41,9 @@ pub enum Scheduling {
     Normal,
     /// SCHED_FIFO at this priority throughout.
     Realtime(u8),
-    /// The normal policy while idle, SCHED_FIFO at this priority while backlogged.
-    Adaptive(u8),
+    /// The normal policy while idle, SCHED_FIFO at `priority` from a backlog until the queue
+    /// has stayed empty for `linger`.
+    Adaptive { priority: u8, linger: Duration },
 }
 
 impl Scheduling {
@@ -44,7 +52,7 @@ impl Scheduling {
         match self {
             Scheduling::Normal => "normal",
             Scheduling::Realtime(_) => "realtime",
-            Scheduling::Adaptive(_) => "adaptive",
+            Scheduling::Adaptive { .. } => "adaptive",
         }
     }
 
@@ -52,13 +60,18 @@ impl Scheduling {
     pub fn priority(self) -> Option<u8> {
         match self {
             Scheduling::Normal => None,
-            Scheduling::Realtime(p) | Scheduling::Adaptive(p) => Some(p),
+            Scheduling::Realtime(p) | Scheduling::Adaptive { priority: p, .. } => Some(p),
         }
     }
 
-    /// The status document's `scheduling` object: `{"mode", "priority"}`.
+    /// The status document's `scheduling` object: `{"mode", "priority", "linger_ms"}`
+    /// (`linger_ms` null unless adaptive).
     pub fn json(self) -> Value {
-        json!({"mode": self.mode(), "priority": self.priority()})
+        let linger = match self {
+            Scheduling::Adaptive { linger, .. } => Some(linger.as_secs_f64() * 1e3),
+            _ => None,
+        };
+        json!({"mode": self.mode(), "priority": self.priority(), "linger_ms": linger})
     }
 
     /// The status document's `realtime` key: the priority of SCHED_FIFO throughout, or null.
@@ -102,7 +115,10 @@ pub fn resolve(s: Scheduling) -> Result<Scheduling> {
 /// [`Scheduling::Realtime`], raised and dropped under [`Scheduling::Adaptive`].
 pub struct ThreadPolicy<'a> {
     priority: Option<u8>,
+    linger: Duration,
     raised: bool,
+    /// Since when a raised thread has found its queue empty.
+    idle_since: Option<Instant>,
     raises: &'a AtomicU64,
 }
 
@@ -111,26 +127,32 @@ impl<'a> ThreadPolicy<'a> {
     /// `raises` counts the times the thread went to SCHED_FIFO on a backlog (the status's
     /// `frames.backlog_raises`).
     pub fn enter(s: Scheduling, raises: &'a AtomicU64) -> ThreadPolicy<'a> {
-        let priority = match s {
-            Scheduling::Adaptive(p) => Some(p),
+        let (priority, linger) = match s {
+            Scheduling::Adaptive { priority, linger } => (Some(priority), linger),
             Scheduling::Realtime(p) => {
                 if let Err(e) = sys::set_current_thread_realtime(Some(p)) {
                     eprintln!("ivnsec: warning: data-plane thread not under SCHED_FIFO: {e}");
                 }
-                None
+                (None, Duration::ZERO)
             }
-            Scheduling::Normal => None,
+            Scheduling::Normal => (None, Duration::ZERO),
         };
         ThreadPolicy {
             priority,
+            linger,
             raised: false,
+            idle_since: None,
             raises,
         }
     }
 
-    /// After a read of `frames` frames: a backlog raises the thread to SCHED_FIFO.
+    /// After a read of `frames` frames: a backlog raises the thread to SCHED_FIFO; any frame
+    /// restarts the linger time.
     #[inline]
     pub fn after_read(&mut self, frames: usize) {
+        if frames > 0 {
+            self.idle_since = None;
+        }
         if frames < BACKLOG || self.raised {
             return;
         }
@@ -146,13 +168,24 @@ impl<'a> ThreadPolicy<'a> {
         }
     }
 
-    /// Before the thread waits for frames: back to the normal policy.
+    /// Before the thread waits for frames: how long it may wait (at most `tick`). A raised
+    /// thread whose queue has been empty for the linger time goes back to the normal policy;
+    /// before that it waits at most for the rest of the linger time (still raised).
     #[inline]
-    pub fn before_sleep(&mut self) {
-        if self.raised {
-            self.raised = false;
-            let _ = sys::set_current_thread_realtime(None);
+    pub fn before_sleep(&mut self, tick: Duration) -> Duration {
+        if !self.raised {
+            return tick;
         }
+        let now = Instant::now();
+        let since = *self.idle_since.get_or_insert(now);
+        let idle = now.duration_since(since);
+        if idle >= self.linger {
+            self.raised = false;
+            self.idle_since = None;
+            let _ = sys::set_current_thread_realtime(None);
+            return tick;
+        }
+        (self.linger - idle).min(tick)
     }
 
     /// Whether the thread runs under SCHED_FIFO now.
@@ -179,7 +212,14 @@ mod tests {
             let mut n = ThreadPolicy::enter(Scheduling::Normal, &raises);
             n.after_read(MAX_BATCH);
             assert!(!n.is_raised());
-            let mut a = ThreadPolicy::enter(Scheduling::Adaptive(5), &raises);
+            let tick = Duration::from_millis(100);
+            let mut a = ThreadPolicy::enter(
+                Scheduling::Adaptive {
+                    priority: 5,
+                    linger: Duration::ZERO,
+                },
+                &raises,
+            );
             a.after_read(BACKLOG - 1);
             assert!(!a.is_raised());
             assert_eq!(policy(), libc::SCHED_OTHER);
@@ -189,12 +229,32 @@ mod tests {
                 assert_eq!(policy(), libc::SCHED_FIFO);
                 a.after_read(MAX_BATCH);
                 assert_eq!(raises.load(Ordering::Relaxed), 1);
-                a.before_sleep();
+                assert_eq!(a.before_sleep(tick), tick);
                 assert!(!a.is_raised());
                 assert_eq!(policy(), libc::SCHED_OTHER);
                 a.after_read(BACKLOG);
                 assert_eq!(raises.load(Ordering::Relaxed), 2);
-                a.before_sleep();
+                a.before_sleep(tick);
+                // With a linger time the thread stays raised while its queue has been empty
+                // for less, waiting at most the rest of it; frames restart it.
+                let linger = Duration::from_millis(50);
+                let mut l = ThreadPolicy::enter(
+                    Scheduling::Adaptive {
+                        priority: 5,
+                        linger,
+                    },
+                    &raises,
+                );
+                l.after_read(MAX_BATCH);
+                assert!(l.before_sleep(tick) <= linger);
+                std::thread::sleep(Duration::from_millis(30));
+                l.after_read(1);
+                assert!(l.before_sleep(tick) > Duration::from_millis(30));
+                assert!(l.is_raised());
+                assert_eq!(policy(), libc::SCHED_FIFO);
+                std::thread::sleep(linger);
+                assert_eq!(l.before_sleep(tick), tick);
+                assert!(!l.is_raised());
             } else {
                 // Not permitted: stays normal, counts nothing.
                 assert_eq!(raises.load(Ordering::Relaxed), 0);
@@ -207,15 +267,19 @@ mod tests {
 
     #[test]
     fn status_names_mode_and_priority() {
+        let adaptive = Scheduling::Adaptive {
+            priority: 10,
+            linger: DEFAULT_LINGER,
+        };
         assert_eq!(
-            Scheduling::Adaptive(10).json(),
-            json!({"mode": "adaptive", "priority": 10})
+            adaptive.json(),
+            json!({"mode": "adaptive", "priority": 10, "linger_ms": 10.0})
         );
         assert_eq!(
             Scheduling::Normal.json(),
-            json!({"mode": "normal", "priority": null})
+            json!({"mode": "normal", "priority": null, "linger_ms": null})
         );
         assert_eq!(Scheduling::Realtime(3).fixed_realtime(), Some(3));
-        assert_eq!(Scheduling::Adaptive(3).fixed_realtime(), None);
+        assert_eq!(adaptive.fixed_realtime(), None);
     }
 }

@@ -109,8 +109,9 @@ pub struct Args {
     pub rcvbuf_mib: u16,
     /// How the two data-plane threads are scheduled. `adaptive` (the default): the normal
     /// policy while idle, so a lone frame wakes a thread next to its sender (low latency), and
-    /// SCHED_FIFO while a thread is backlogged (a read of 32 or more frames) until its queue is
-    /// empty, so a flooding sender on the same host cannot take the gateway's CPU (goodput).
+    /// SCHED_FIFO from a backlog (a read of 32 or more frames) until its queue has stayed empty
+    /// for --linger-ms, so a flooding sender on the same host cannot take the gateway's CPU
+    /// (goodput).
     /// `realtime`: SCHED_FIFO throughout (every wake-up then pays a cross-CPU hop). `normal`:
     /// never SCHED_FIFO. SCHED_FIFO needs root or CAP_SYS_NICE: `realtime` exits 3 without it,
     /// `adaptive` says so and runs as `normal` (docs/gateway.md, docs/benchmarks.md).
@@ -125,6 +126,14 @@ pub struct Args {
     #[arg(long, value_name = "PRIO",
           value_parser = clap::value_parser!(u8).range(1..=99))]
     pub realtime: Option<u8>,
+    /// `--scheduling adaptive`: how long, in milliseconds (0 … 1000, default 10), a data-plane
+    /// thread that went to SCHED_FIFO on a backlog stays there once its queue is empty, so the
+    /// short gaps of a stream do not hand it back to the normal scheduler (which may then run
+    /// the busy sender first). 0: back to the normal policy as soon as the queue is empty.
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --linger-ms 0`
+    #[arg(long, value_name = "MS", default_value_t = lab::sched::DEFAULT_LINGER.as_millis() as u16,
+          value_parser = clap::value_parser!(u16).range(0..=1000))]
+    pub linger_ms: u16,
 }
 
 /// `--scheduling`.
@@ -138,8 +147,12 @@ pub enum SchedulingMode {
 /// The scheduling `--scheduling` and `--realtime` ask for.
 fn scheduling(a: &Args) -> Result<Scheduling> {
     let prio = a.realtime.unwrap_or(lab::sched::DEFAULT_PRIORITY);
+    let adaptive = Scheduling::Adaptive {
+        priority: prio,
+        linger: std::time::Duration::from_millis(u64::from(a.linger_ms)),
+    };
     Ok(match (a.scheduling, a.realtime) {
-        (None, None) | (Some(SchedulingMode::Adaptive), _) => Scheduling::Adaptive(prio),
+        (None, None) | (Some(SchedulingMode::Adaptive), _) => adaptive,
         (None, Some(p)) => Scheduling::Realtime(p),
         (Some(SchedulingMode::Realtime), _) => Scheduling::Realtime(prio),
         (Some(SchedulingMode::Normal), None) => Scheduling::Normal,
