@@ -198,9 +198,9 @@ impl<'a> ThreadPolicy<'a> {
 mod tests {
     use super::*;
 
-    fn policy() -> i32 {
-        // SAFETY: pid 0 is the calling thread; sched_getscheduler takes no pointers.
-        unsafe { libc::sched_getscheduler(0) }
+    /// The calling thread's SCHED_FIFO priority, or None under the normal policy.
+    fn policy() -> Option<u8> {
+        sys::current_thread_realtime()
     }
 
     /// A backlog raises the thread once (further full reads cost nothing), sleeping drops it
@@ -222,16 +222,16 @@ mod tests {
             );
             a.after_read(BACKLOG - 1);
             assert!(!a.is_raised());
-            assert_eq!(policy(), libc::SCHED_OTHER);
+            assert_eq!(policy(), None);
             a.after_read(MAX_BATCH);
             if a.is_raised() {
                 // Permitted (root): raised once, counted once.
-                assert_eq!(policy(), libc::SCHED_FIFO);
+                assert_eq!(policy(), Some(5));
                 a.after_read(MAX_BATCH);
                 assert_eq!(raises.load(Ordering::Relaxed), 1);
                 assert_eq!(a.before_sleep(tick), tick);
                 assert!(!a.is_raised());
-                assert_eq!(policy(), libc::SCHED_OTHER);
+                assert_eq!(policy(), None);
                 a.after_read(BACKLOG);
                 assert_eq!(raises.load(Ordering::Relaxed), 2);
                 a.before_sleep(tick);
@@ -251,7 +251,7 @@ mod tests {
                 l.after_read(1);
                 assert!(l.before_sleep(tick) > Duration::from_millis(30));
                 assert!(l.is_raised());
-                assert_eq!(policy(), libc::SCHED_FIFO);
+                assert_eq!(policy(), Some(5));
                 std::thread::sleep(linger);
                 assert_eq!(l.before_sleep(tick), tick);
                 assert!(!l.is_raised());
@@ -259,7 +259,7 @@ mod tests {
                 // Not permitted: stays normal, counts nothing.
                 assert_eq!(raises.load(Ordering::Relaxed), 0);
             }
-            assert_eq!(policy(), libc::SCHED_OTHER);
+            assert_eq!(policy(), None);
         })
         .join()
         .unwrap();
