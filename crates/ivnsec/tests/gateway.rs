@@ -973,6 +973,8 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
 
     // Forgeries towards gw2: a replay, and a fresh sequence number with a flipped bit.
     let before = g2.status();
+    // IVN-AE gateways are scheduled as MACsec ones: adaptive by default.
+    assert_eq!(before["scheduling"]["mode"], "adaptive", "{before}");
     let replayed = from_gw1[from_gw1.len() / 2].clone();
     let mut flipped = from_gw1[from_gw1.len() - 1].clone();
     flipped[18..26].copy_from_slice(&(last[1] + 1000).to_be_bytes());

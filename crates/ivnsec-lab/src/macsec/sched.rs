@@ -1,5 +1,5 @@
 //! Scheduling of a gateway's two data-plane threads (`ivnsec gateway --scheduling`,
-//! docs/gateway.md#scheduling-and-queues).
+//! docs/gateway.md, "Scheduling and queues").
 //!
 //! - [`Scheduling::Normal`]: the normal policy (SCHED_OTHER) throughout.
 //! - [`Scheduling::Realtime`]: SCHED_FIFO throughout. A flooding sender on the same host never
