@@ -1312,7 +1312,7 @@ fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
 /// flood (iperf3 UDP, unlimited rate) backlogs the data-plane threads, which go to SCHED_FIFO
 /// (counted in `frames.backlog_raises`) and back to the normal policy once the flood has
 /// passed. `--scheduling normal` never raises them; `--scheduling normal --realtime N` is a
-/// usage error naming both options.
+/// usage error naming both options, a linger time over 1000 ms one naming `--linger-ms`.
 #[test]
 fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
     require_root!();
@@ -1330,6 +1330,15 @@ fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let err = text(&o.stderr);
+    let long = g1
+        .args(
+            &["--keys", k, "--peer", MAC_GW2_PROT],
+            &["--linger-ms", "1001"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(long.status.code(), Some(2), "{}", text(&long.stderr));
+    assert!(text(&long.stderr).contains("--linger-ms"));
     assert!(
         err.contains("--scheduling normal") && err.contains("--realtime"),
         "{err}"
