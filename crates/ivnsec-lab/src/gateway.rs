@@ -26,6 +26,7 @@ use crate::error::usage;
 use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile::{self, Role};
 use crate::macsec::host::{HostPort, LinkPort, VLAN_TAG_LEN};
+use crate::macsec::sched::{self, Scheduling, ThreadPolicy};
 use crate::macsec::{EventLog, FrameCounters, Summary, TICK, iface_facts_of, status};
 
 /// EtherType of IVN-AE frames.
@@ -52,8 +53,8 @@ pub struct IvnAeGatewayConfig {
     pub events: Option<PathBuf>,
     /// Kernel receive buffer of both ports' packet sockets.
     pub socket_buffer: usize,
-    /// Run the two data-plane threads under SCHED_FIFO at this priority.
-    pub realtime: Option<u8>,
+    /// How the two data-plane threads are scheduled.
+    pub scheduling: Scheduling,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -185,6 +186,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     }
     let mut events = EventLog::open(cfg.events.as_deref())?;
     let mut status_file = status::StatusFile::claim(&cfg.run_dir, &cfg.plain)?;
+    let scheduling = sched::resolve(cfg.scheduling)?;
     let link = LinkPort::open_with_buffer(&cfg.plain, cfg.socket_buffer)
         .map_err(|e| crate::macsec::open_err(&format!("--plain {}", cfg.plain), e))?;
     let sock = RawSocket::open(&cfg.protected, ETHERTYPE)
@@ -218,7 +220,8 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "provider": cfg.provider.name,
         "replay_window": cfg.replay_window,
         "socket_buffers": {"plain": link.buffer_bytes(), "protected": prot_buffer},
-        "realtime": cfg.realtime,
+        "realtime": scheduling.fixed_realtime(),
+        "scheduling": scheduling.json(),
     });
     events.emit("started", header.clone());
     status_file.write(&snapshot(&header, &shared))?;
@@ -234,14 +237,14 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     std::thread::scope(|s| {
         let sh = &shared;
         let (l, k) = (&link, &sock);
-        let spawned = crate::macsec::with_realtime(cfg.realtime, || {
-            s.spawn(move || tx_loop(sh, l, k, headroom, tail, stride, wire_max));
-            s.spawn(move || rx_loop(sh, l, k, stride));
-        });
-        if let Err(e) = spawned {
-            *lock(&sh.fatal) = Some(e);
-            sh.stop.store(true, Ordering::Relaxed);
-        }
+        let geometry = Geometry {
+            room: headroom,
+            tail,
+            stride,
+            wire_max,
+        };
+        s.spawn(move || tx_loop(sh, l, k, geometry, scheduling));
+        s.spawn(move || rx_loop(sh, l, k, stride, scheduling));
         let mut next = Instant::now() + Duration::from_millis(500);
         while !sh.stop.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);
@@ -296,22 +299,35 @@ fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
     c.fetch_add(n as u64, Ordering::Relaxed);
 }
 
-fn tx_loop(
-    sh: &Shared,
-    host: &LinkPort,
-    sock: &RawSocket,
+/// Where frames lie in the transmit thread's batch buffer.
+#[derive(Clone, Copy)]
+struct Geometry {
+    /// Room before each frame for the IVN-AE header.
     room: usize,
+    /// Room after each frame (tag, padding, a VLAN tag put back).
     tail: usize,
+    /// One frame's slot.
     stride: usize,
+    /// The largest frame the protected port sends.
     wire_max: usize,
-) {
+}
+
+fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduling: Scheduling) {
+    let Geometry {
+        room,
+        tail,
+        stride,
+        wire_max,
+    } = g;
+    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let mut got = [(0usize, 0usize); MAX_BATCH];
     let mut out = [(0usize, 0usize); MAX_BATCH];
     let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
         if !full {
-            match host.wait_readable(TICK) {
+            let wait = policy.before_sleep(TICK);
+            match host.wait_readable(wait) {
                 Ok(true) => {}
                 Ok(false) => {
                     host.count_queue_drops(&sh.frames);
@@ -325,6 +341,7 @@ fn tx_loop(
             Err(e) => return sh.fail(anyhow::anyhow!("reading the plain port: {e}")),
         };
         full = n > 0;
+        policy.after_read(n);
         add(&sh.frames.tap_in, n);
         let mut k = 0;
         {
@@ -362,7 +379,8 @@ fn tx_loop(
     }
 }
 
-fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize) {
+fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, scheduling: Scheduling) {
+    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let empty = RecvMeta {
         len: 0,
@@ -375,7 +393,8 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize) {
     let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
         if !full {
-            match sys::wait_readable(sock.as_fd(), Some(TICK)) {
+            let wait = policy.before_sleep(TICK);
+            match sys::wait_readable(sock.as_fd(), Some(wait)) {
                 Ok(true) => {}
                 Ok(false) => {
                     if let Ok(st) = sock.take_statistics() {
@@ -391,6 +410,7 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize) {
             Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected port: {e}")),
         };
         full = got == MAX_BATCH;
+        policy.after_read(got);
         let mut k = 0;
         {
             let mut rx = lock(&sh.rx);

@@ -973,6 +973,8 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
 
     // Forgeries towards gw2: a replay, and a fresh sequence number with a flipped bit.
     let before = g2.status();
+    // IVN-AE gateways are scheduled as MACsec ones: adaptive by default.
+    assert_eq!(before["scheduling"]["mode"], "adaptive", "{before}");
     let replayed = from_gw1[from_gw1.len() / 2].clone();
     let mut flipped = from_gw1[from_gw1.len() - 1].clone();
     flipped[18..26].copy_from_slice(&(last[1] + 1000).to_be_bytes());
@@ -1296,11 +1298,82 @@ fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
         pol.iter().all(|p| *p == (1, 10) || *p == (0, 0)),
         "the others normal: {pol:?}"
     );
+    assert_eq!(st["scheduling"]["mode"], "realtime", "{st}");
     let st2 = g2.status();
     assert!(st2["realtime"].is_null(), "{st2}");
     let pol2 = thread_policies(st2["pid"].as_u64().unwrap());
     assert!(pol2.iter().all(|p| *p == (0, 0)), "{pol2:?}");
     assert_ping(&ns(&tb, "ecu1"), "10.77.0.2", &["-c", "3"]);
+    assert_eq!(stop(p1).0, Some(0));
+    assert_eq!(stop(p2).0, Some(0));
+}
+
+/// The default scheduling is adaptive: idle, every thread runs under the normal policy; a
+/// flood (iperf3 UDP, unlimited rate) backlogs the data-plane threads, which go to SCHED_FIFO
+/// (counted in `frames.backlog_raises`) and back to the normal policy once the flood has
+/// passed. `--scheduling normal` never raises them; `--scheduling normal --realtime N` is a
+/// usage error naming both options, a linger time over 1000 ms one naming `--linger-ms`.
+#[test]
+fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
+    require_root!();
+    let d = TempDir::new("gwad");
+    let tb = testbed(&d, Topology::Bump2);
+    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let k = keys.to_str().unwrap();
+    let (g1, g2) = (Gw::new(&tb, &d, "gw1"), Gw::new(&tb, &d, "gw2"));
+    let o = g1
+        .args(
+            &["--keys", k, "--peer", MAC_GW2_PROT],
+            &["--scheduling", "normal", "--realtime", "5"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    let long = g1
+        .args(
+            &["--keys", k, "--peer", MAC_GW2_PROT],
+            &["--linger-ms", "1001"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(long.status.code(), Some(2), "{}", text(&long.stderr));
+    assert!(text(&long.stderr).contains("--linger-ms"));
+    assert!(
+        err.contains("--scheduling normal") && err.contains("--realtime"),
+        "{err}"
+    );
+    let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &[]);
+    let p2 = g2.start(
+        &["--keys", k, "--peer", MAC_GW1_PROT],
+        &["--scheduling", "normal"],
+    );
+    let st = g1.status();
+    assert_eq!(st["scheduling"]["mode"], "adaptive", "{st}");
+    assert_eq!(st["scheduling"]["priority"], 10, "{st}");
+    assert!(st["realtime"].is_null(), "{st}");
+    let pid = st["pid"].as_u64().unwrap();
+    assert!(thread_policies(pid).iter().all(|p| *p == (0, 0)));
+    let (e1, e2) = (ns(&tb, "ecu1"), ns(&tb, "ecu2"));
+    iperf3(&e2, &e1, "10.77.0.2", &["-u", "-b", "0", "-l", "1472"]);
+    let st = g1.status();
+    assert!(st["frames"]["backlog_raises"].as_u64().unwrap() > 0, "{st}");
+    assert!(
+        st["frames"]["tap_in"].as_u64().unwrap() > 1000,
+        "the flood crossed gw1: {st}"
+    );
+    // Idle again: back under the normal policy.
+    wait_for(
+        5,
+        "gw1's threads back under the normal policy",
+        || thread_policies(pid).iter().all(|p| *p == (0, 0)),
+        || format!("{:?}", thread_policies(pid)),
+    );
+    let st2 = g2.status();
+    assert_eq!(st2["scheduling"]["mode"], "normal", "{st2}");
+    assert_eq!(st2["frames"]["backlog_raises"], 0, "{st2}");
+    assert!(st2["frames"]["tap_out"].as_u64().unwrap() > 1000, "{st2}");
+    assert_ping(&e1, "10.77.0.2", &["-c", "3"]);
     assert_eq!(stop(p1).0, Some(0));
     assert_eq!(stop(p2).0, Some(0));
 }

@@ -16,7 +16,6 @@
 //! allocated per frame. A loop wakes at least every [`TICK`] to see the stop flag.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use ivnsec_core::sa::secy::TxError;
 use ivnsec_core::wire::macsec::ICV_LEN;
@@ -24,6 +23,7 @@ use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
 use std::os::fd::AsFd;
 
 use super::host::{HostPort, VLAN_TAG_LEN};
+use super::sched::{Scheduling, ThreadPolicy};
 use super::{MtuPlan, Shared, TICK};
 
 /// Room for one frame in a batch buffer: the largest frame the protected interface carries
@@ -38,7 +38,15 @@ fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
 
 /// Frames of the host from the TAP (or the plain port), protected, out on the protected
 /// interface.
-pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan, stride: usize) {
+pub fn tx_loop(
+    sh: &Shared,
+    host: &dyn HostPort,
+    sock: &RawSocket,
+    plan: MtuPlan,
+    stride: usize,
+    scheduling: Scheduling,
+) {
+    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let mut got = [(0usize, 0usize); MAX_BATCH];
     let mut out = [(0usize, 0usize); MAX_BATCH];
@@ -61,6 +69,7 @@ pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan
             host.count_queue_drops(&sh.frames);
         }
         if !full {
+            let wait = policy.before_sleep(wait);
             match host.wait_readable(wait) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -78,6 +87,7 @@ pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan
         if n == 0 {
             continue;
         }
+        policy.after_read(n);
         add(&sh.frames.tap_in, n);
         let mut k = 0;
         {
@@ -135,7 +145,14 @@ pub fn tx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, plan: MtuPlan
 
 /// MACsec frames from the protected interface, verified, to the host on the TAP (or the plain
 /// port).
-pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize) {
+pub fn rx_loop(
+    sh: &Shared,
+    host: &dyn HostPort,
+    sock: &RawSocket,
+    stride: usize,
+    scheduling: Scheduling,
+) {
+    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let empty = RecvMeta {
         len: 0,
@@ -146,7 +163,6 @@ pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize
     let mut metas = [empty; MAX_BATCH];
     let mut deliver: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
     let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
-    let wait: Option<Duration> = Some(TICK);
     let mut full = false;
     let mut batches = 0u32;
     let count_drops = || {
@@ -162,6 +178,7 @@ pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize
             count_drops();
         }
         if !full {
+            let wait = Some(policy.before_sleep(TICK));
             match sys::wait_readable(sock.as_fd(), wait) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -180,6 +197,7 @@ pub fn rx_loop(sh: &Shared, host: &dyn HostPort, sock: &RawSocket, stride: usize
             }
             Ok(n) => {
                 full = n == MAX_BATCH;
+                policy.after_read(n);
                 n
             }
             Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")),

@@ -22,6 +22,7 @@ pub mod dataplane;
 pub mod host;
 pub mod keyserver;
 pub mod mka;
+pub mod sched;
 pub mod static_keys;
 pub mod status;
 
@@ -47,6 +48,7 @@ use serde_json::{Value, json};
 use crate::error::{env_error, usage};
 use crate::keys::highwater::{HighWater, HwError};
 
+pub use sched::Scheduling;
 pub use status::EventLog;
 
 /// Octets MACsec adds to every frame here: SecTAG with SCI (16) + ICV (16).
@@ -116,6 +118,9 @@ pub struct FrameCounters {
     pub host_queue_drops: AtomicU64,
     /// Frames the kernel dropped because the protected interface's socket queue was full.
     pub iface_queue_drops: AtomicU64,
+    /// Times a data-plane thread found a backlog and went to SCHED_FIFO
+    /// ([`sched::Scheduling::Adaptive`]).
+    pub backlog_raises: AtomicU64,
 }
 
 impl FrameCounters {
@@ -133,6 +138,7 @@ impl FrameCounters {
             "checksums_completed": g(&self.checksums_completed),
             "host_queue_drops": g(&self.host_queue_drops),
             "iface_queue_drops": g(&self.iface_queue_drops),
+            "backlog_raises": g(&self.backlog_raises),
         })
     }
 }
@@ -405,30 +411,9 @@ pub struct RunSpec {
     pub pcap: Option<PathBuf>,
     /// Kernel receive buffer of the plain port's and the protected interface's packet sockets.
     pub socket_buffer: usize,
-    /// Run the two data-plane threads under SCHED_FIFO at this priority (`ivnsec gateway
-    /// --realtime`).
-    pub realtime: Option<u8>,
-}
-
-/// Spawns the data-plane threads of `spawn` under SCHED_FIFO at `realtime` (they inherit the
-/// policy from the calling thread, which goes back to the normal policy afterwards), or
-/// normally for `None`. Not permitted: an environment error (exit 3) naming what is missing.
-pub fn with_realtime<R>(realtime: Option<u8>, spawn: impl FnOnce() -> R) -> Result<R> {
-    if let Some(p) = realtime {
-        ivnsec_net::sys::set_current_thread_realtime(Some(p)).map_err(|e| {
-            crate::error::env_error(format!(
-                "--realtime {p}: cannot run the data plane under SCHED_FIFO ({e}); it needs \
-                 root or CAP_SYS_NICE (run it with sudo), or leave --realtime out"
-            ))
-        })?;
-    }
-    let r = spawn();
-    if realtime.is_some()
-        && let Err(e) = ivnsec_net::sys::set_current_thread_realtime(None)
-    {
-        eprintln!("ivnsec: warning: the control thread stays under SCHED_FIFO: {e}");
-    }
-    Ok(r)
+    /// How the two data-plane threads are scheduled (`ivnsec gateway --scheduling`,
+    /// `--realtime`).
+    pub scheduling: Scheduling,
 }
 
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
@@ -444,7 +429,7 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         events: cfg.events.clone(),
         pcap: None,
         socket_buffer: DEFAULT_SOCKET_BUFFER,
-        realtime: None,
+        scheduling: Scheduling::Normal,
     };
     run_spec(&spec, source, stop)
 }
@@ -548,6 +533,7 @@ pub fn run_spec(
         None => None,
     };
     let mut status = status::StatusFile::claim(&spec.run_dir, host_name)?;
+    let scheduling = sched::resolve(spec.scheduling)?;
 
     let mut tap = None;
     let mut link = None;
@@ -630,7 +616,8 @@ pub fn run_spec(
             "plain": link.as_ref().map_or(0, host::LinkPort::buffer_bytes),
             "protected": prot_buffer,
         });
-        header["realtime"] = json!(spec.realtime);
+        header["realtime"] = json!(scheduling.fixed_realtime());
+        header["scheduling"] = scheduling.json();
     }
     shared.emit("started", header.clone());
     source.start(&ctl)?;
@@ -671,10 +658,8 @@ pub fn run_spec(
     let result = std::thread::scope(|s| -> Result<()> {
         let sh = &*shared;
         let k = &sock;
-        with_realtime(spec.realtime, || {
-            s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride));
-            s.spawn(move || dataplane::rx_loop(sh, host, k, stride));
-        })?;
+        s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride, scheduling));
+        s.spawn(move || dataplane::rx_loop(sh, host, k, stride, scheduling));
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {

@@ -86,6 +86,21 @@ pub fn set_current_thread_realtime(priority: Option<u8>) -> io::Result<()> {
     }
 }
 
+/// The real-time priority the calling thread runs at under `SCHED_FIFO`, or `None` under any
+/// other policy (`sched_getscheduler`, `sched_getparam`).
+pub fn current_thread_realtime() -> Option<u8> {
+    // SAFETY: pid 0 is the calling thread; sched_getscheduler takes no pointers.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy != libc::SCHED_FIFO {
+        return None;
+    }
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid, writable sched_param that lives
+    // across the call.
+    let r = unsafe { libc::sched_getparam(0, &mut param) };
+    (r == 0).then(|| u8::try_from(param.sched_priority).unwrap_or(0))
+}
+
 /// The CPUs the calling thread may run on.
 pub fn current_affinity() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; all-zero is the empty set.

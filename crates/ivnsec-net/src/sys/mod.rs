@@ -46,8 +46,8 @@ pub mod tap;
 
 pub use batch::{MAX_BATCH, recv_batch, send_batch, send_batch_at};
 pub use cpu::{
-    MAX_REALTIME_PRIORITY, current_affinity, current_cpu, monotonic_ns, pin_current_thread,
-    rusage_self, set_current_thread_realtime,
+    MAX_REALTIME_PRIORITY, current_affinity, current_cpu, current_thread_realtime, monotonic_ns,
+    pin_current_thread, rusage_self, set_current_thread_realtime,
 };
 pub use fs::{
     EntryStat, OpenAt, effective_uid, is_symlink_error, open_at, rename_at, stat_at,

@@ -8,7 +8,7 @@ use anyhow::Result;
 use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::channel::provider;
-use ivnsec_lab::macsec::{self as lab, HostSide, KeySource, RunSpec};
+use ivnsec_lab::macsec::{self as lab, HostSide, KeySource, RunSpec, Scheduling};
 
 use crate::cmd::macsec::{KeySourceArgs, mka_source, static_source};
 use crate::cmd::send::stop_on_signal;
@@ -107,16 +107,62 @@ pub struct Args {
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RCVBUF_MIB,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub rcvbuf_mib: u16,
-    /// Run the two data-plane threads under SCHED_FIFO at PRIO (1 … 99), as a gateway that is
-    /// a device of its own would never wait for the CPU: whenever frames wait they run before
-    /// every normal process of the host (the kernel's real-time throttling still leaves the
-    /// others 5 % of each CPU). Needs root or CAP_SYS_NICE (exit 3 otherwise). On a host that
-    /// also runs the legacy ECUs' programs (a testbed) this keeps a flooding sender from taking
-    /// the gateway's CPU (docs/benchmarks.md).
+    /// How the two data-plane threads are scheduled. `adaptive` (the default): the normal
+    /// policy while idle, so a lone frame wakes a thread next to its sender (low latency), and
+    /// SCHED_FIFO from a backlog (a read of 32 or more frames) until its queue has stayed empty
+    /// for --linger-ms, so a flooding sender on the same host cannot take the gateway's CPU
+    /// (goodput).
+    /// `realtime`: SCHED_FIFO throughout (every wake-up then pays a cross-CPU hop). `normal`:
+    /// never SCHED_FIFO. SCHED_FIFO needs root or CAP_SYS_NICE: `realtime` exits 3 without it,
+    /// `adaptive` says so and runs as `normal` (docs/gateway.md, docs/benchmarks.md).
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --scheduling normal`
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub scheduling: Option<SchedulingMode>,
+    /// The SCHED_FIFO priority (1 … 99, default 10) of `--scheduling realtime|adaptive`. Given
+    /// without --scheduling it means `--scheduling realtime` at PRIO: whenever frames wait the
+    /// data plane runs before every normal process of the host (the kernel's real-time
+    /// throttling still leaves the others 5 % of each CPU).
     /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --realtime 10`
     #[arg(long, value_name = "PRIO",
           value_parser = clap::value_parser!(u8).range(1..=99))]
     pub realtime: Option<u8>,
+    /// `--scheduling adaptive`: how long, in milliseconds (0 … 1000, default 10), a data-plane
+    /// thread that went to SCHED_FIFO on a backlog stays there once its queue is empty, so the
+    /// short gaps of a stream do not hand it back to the normal scheduler (which may then run
+    /// the busy sender first). 0: back to the normal policy as soon as the queue is empty.
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --linger-ms 0`
+    #[arg(long, value_name = "MS", default_value_t = lab::sched::DEFAULT_LINGER.as_millis() as u16,
+          value_parser = clap::value_parser!(u16).range(0..=1000))]
+    pub linger_ms: u16,
+}
+
+/// `--scheduling`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchedulingMode {
+    Adaptive,
+    Realtime,
+    Normal,
+}
+
+/// The scheduling `--scheduling` and `--realtime` ask for.
+fn scheduling(a: &Args) -> Result<Scheduling> {
+    let prio = a.realtime.unwrap_or(lab::sched::DEFAULT_PRIORITY);
+    let adaptive = Scheduling::Adaptive {
+        priority: prio,
+        linger: std::time::Duration::from_millis(u64::from(a.linger_ms)),
+    };
+    Ok(match (a.scheduling, a.realtime) {
+        (None, None) | (Some(SchedulingMode::Adaptive), _) => adaptive,
+        (None, Some(p)) => Scheduling::Realtime(p),
+        (Some(SchedulingMode::Realtime), _) => Scheduling::Realtime(prio),
+        (Some(SchedulingMode::Normal), None) => Scheduling::Normal,
+        (Some(SchedulingMode::Normal), Some(p)) => {
+            return Err(usage(format!(
+                "--realtime {p} with --scheduling normal: the normal policy has no real-time \
+                 priority; leave one of them out"
+            )));
+        }
+    })
 }
 
 /// `--rcvbuf-mib` unless given.
@@ -124,9 +170,10 @@ pub const DEFAULT_RCVBUF_MIB: u16 = 4;
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
+    let sched = scheduling(&a)?;
     let profile = match parse_profile(&a.profile)? {
         Profile::Macsec(m) => m,
-        Profile::IvnAe(p) => return run_ivnae(a, json, p),
+        Profile::IvnAe(p) => return run_ivnae(a, json, p, sched),
         p => {
             return Err(usage(format!(
                 "--profile {p}: the gateway protects Ethernet frames with MACsec \
@@ -163,7 +210,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         events: a.events.clone(),
         pcap: a.pcap.clone(),
         socket_buffer: usize::from(a.rcvbuf_mib) << 20,
-        realtime: a.realtime,
+        scheduling: sched,
     };
     let stop = stop_on_signal()?;
     let summary = lab::run_spec(&spec, source.as_mut(), stop)?;
@@ -192,6 +239,7 @@ fn run_ivnae(
     a: Args,
     mut json: Json,
     profile: ivnsec_core::suite::IvnAeProfile,
+    sched: Scheduling,
 ) -> Result<ExitCode> {
     let Some(keys) = a.key_source.keys.clone() else {
         return Err(usage(
@@ -247,7 +295,7 @@ fn run_ivnae(
             .unwrap_or_else(ivnsec_net::testbed::default_state_dir),
         events: a.events.clone(),
         socket_buffer: usize::from(a.rcvbuf_mib) << 20,
-        realtime: a.realtime,
+        scheduling: sched,
     };
     let stop = stop_on_signal()?;
     let summary = ivnsec_lab::gateway::run(&cfg, stop)?;
