@@ -159,6 +159,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
     })?;
 
     let (owned, roles) = match cfg.topology {
+        Some(Topology::Production) => open_production()?,
         Some(t) => super::gateway::open_testbed(t)?,
         None => open_testbed(cfg.testbed.as_deref())?,
     };
@@ -281,6 +282,9 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
                 ecus.len()
             )));
         }
+        if state.topology == Topology::Production.to_string() {
+            return Ok((None, production_roles(state)));
+        }
         let roles = Roles {
             state,
             sender: ecus[0].clone(),
@@ -302,6 +306,30 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
         gateway: None,
     };
     Ok((Some(tb), roles))
+}
+
+/// Builds a `production` testbed (seed 002 testbench 3; [`Testbed::up`] returns once its
+/// spanning tree has converged) with [`production_roles`].
+pub(crate) fn open_production() -> Result<(Option<Testbed>, Roles)> {
+    let tb = Testbed::up(&Topology::Production, &Options::default()).map_err(net_err)?;
+    tb.down_on_termination_signal().map_err(net_err)?;
+    let roles = production_roles(tb.state().clone());
+    Ok((Some(tb), roles))
+}
+
+/// The roles on a `production` testbed: `sensor1` (an ECU that protects itself, on `sw1`)
+/// sends across the spanning tree (`sw1` → `sw0` → the consumer's forwarding uplink) to the
+/// `consumer`; `sensor2`, on the sender's switch `sw1`, is the attacker (a replaced sensor).
+/// The legacy sensors behind `gw3` and `gw4` take no part (their gateways are not started).
+pub(crate) fn production_roles(state: TestbedState) -> Roles {
+    Roles {
+        state,
+        sender: "sensor1".into(),
+        receiver: "consumer".into(),
+        attacker: "sensor2".into(),
+        attacker_if: topology::ECU_IF.to_string(),
+        gateway: None,
+    }
 }
 
 /// How the testbed's switches forward frames during a run.
@@ -336,15 +364,23 @@ struct FdbEntry {
 }
 
 /// The static address table of a testbed: for every switch and every ECU, the switch port
-/// toward the ECU (the first port whose side of the network holds it; the testbed
-/// topologies are trees).
-fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
+/// toward the ECU (the first port whose side of the network holds it). On a testbed whose
+/// links form loops (`production`: switches under STP) only the spanning tree counts: a link
+/// is followed only when neither of its ends is in `blocked` (bridge ports, `node/port`, that
+/// are not forwarding), so each ECU's MAC sits on the one port the tree carries its frames on.
+fn static_table(state: &TestbedState, blocked: &HashSet<String>) -> Vec<FdbEntry> {
     let node_of = |peer: &str| peer.split('/').next().unwrap_or_default().to_string();
+    let carries = |node: &str, port: &str, peer: &str| {
+        !blocked.contains(&format!("{node}/{port}")) && !blocked.contains(peer)
+    };
     let mut out = Vec::new();
     for sw in state.nodes.iter().filter(|n| n.kind == "switch") {
         let mut seen: HashSet<String> = HashSet::from([sw.name.clone()]);
         for port in &sw.interfaces {
             let Some(peer) = &port.peer else { continue };
+            if !carries(&sw.name, &port.name, peer) {
+                continue;
+            }
             let mut queue = std::collections::VecDeque::from([node_of(peer)]);
             while let Some(name) = queue.pop_front() {
                 if !seen.insert(name.clone()) {
@@ -362,13 +398,35 @@ fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
                         });
                     }
                     if let Some(p) = &i.peer {
-                        queue.push_back(node_of(p));
+                        if carries(&node.name, &i.name, p) {
+                            queue.push_back(node_of(p));
+                        }
                     }
                 }
             }
         }
     }
     out
+}
+
+/// The bridge ports of a testbed that do not forward (`node/port`): on a testbed with STP the
+/// redundant links' blocked ends; none on the others (their bridges forward on every port).
+fn blocked_ports(state: &TestbedState) -> Result<HashSet<String>> {
+    let view = testbed::converged(state).map_err(net_err)?;
+    if !view.is_settled() {
+        bail!(
+            "the spanning tree of testbed {} has not settled ({}); the switches' address \
+             table follows the tree, so the attack waits for it: try again in a few seconds",
+            state.prefix,
+            view.why_not()
+        );
+    }
+    Ok(view
+        .ports
+        .into_iter()
+        .filter(|(_, s)| s != "forwarding")
+        .map(|(p, _)| p)
+        .collect())
 }
 
 /// The switches of a testbed in the mode of the run; set back to an ordinary learning switch
@@ -393,7 +451,7 @@ impl Switches {
             .collect();
         let s = Switches {
             switches,
-            table: static_table(state),
+            table: static_table(state, &blocked_ports(state)?),
             mode: SwitchMode::Hub,
         };
         for ns in &s.switches {
@@ -949,7 +1007,7 @@ mod tests {
         let topo: Topology = t.parse().unwrap();
         let state = TestbedState::planned("ivn-000000", &topo);
         let mac = |node: &str| state.node(node).unwrap().interfaces[0].mac.clone();
-        let mut v: Vec<(String, String, String)> = static_table(&state)
+        let mut v: Vec<(String, String, String)> = static_table(&state, &HashSet::new())
             .into_iter()
             .map(|e| {
                 let ecu = state
@@ -977,6 +1035,80 @@ mod tests {
                 t("to-sensor1", "sensor1"),
                 t("to-sensor2", "sensor2"),
             ]
+        );
+    }
+
+    /// `production` with its converged tree (root sw0; sw2's link to sw1, sw3's to sw2 and the
+    /// consumer's uplinks 2 and 3 blocked): each switch holds every ECU once, on the port the
+    /// tree carries it on; no MAC on a blocked link or a standby uplink.
+    #[test]
+    fn static_table_follows_the_spanning_tree() {
+        let topo = Topology::Production;
+        let state = TestbedState::planned("ivn-000000", &topo);
+        let blocked: HashSet<String> = [
+            "sw2/to-sw1",
+            "sw3/to-sw2",
+            "consumer/uplink2",
+            "consumer/uplink3",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let ecu_of = |mac: &str| {
+            state
+                .ecus()
+                .find(|n| n.interfaces[0].mac == mac)
+                .unwrap()
+                .name
+                .clone()
+        };
+        let mut got: Vec<(String, String, String)> = static_table(&state, &blocked)
+            .into_iter()
+            .map(|e| {
+                let sw = e.ns.rsplit('-').next().unwrap().to_string();
+                (sw, ecu_of(&e.mac), e.port)
+            })
+            .collect();
+        got.sort();
+        let mut want: Vec<(String, String, String)> = [
+            ("sw0", "consumer", "to-consumer1"),
+            ("sw0", "sensor1", "to-sw1"),
+            ("sw0", "sensor2", "to-sw1"),
+            ("sw0", "sensor3", "to-sw1"),
+            ("sw0", "sensor4", "to-sw2"),
+            ("sw1", "consumer", "to-sw0"),
+            ("sw1", "sensor1", "to-sensor1"),
+            ("sw1", "sensor2", "to-sensor2"),
+            ("sw1", "sensor3", "to-gw3"),
+            ("sw1", "sensor4", "to-sw0"),
+            ("sw2", "consumer", "to-sw0"),
+            ("sw2", "sensor1", "to-sw0"),
+            ("sw2", "sensor2", "to-sw0"),
+            ("sw2", "sensor3", "to-sw0"),
+            ("sw2", "sensor4", "to-gw4"),
+            ("sw3", "consumer", "to-sw1"),
+            ("sw3", "sensor1", "to-sw1"),
+            ("sw3", "sensor2", "to-sw1"),
+            ("sw3", "sensor3", "to-sw1"),
+            ("sw3", "sensor4", "to-sw1"),
+        ]
+        .into_iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
+        want.sort();
+        assert_eq!(got, want);
+        // Without the tree (every port forwarding) the loops would put MACs on several ports.
+        let naive = static_table(&state, &HashSet::new());
+        assert!(naive.len() == want.len());
+        assert_ne!(
+            naive
+                .iter()
+                .map(|e| (e.ns.clone(), e.port.clone(), e.mac.clone()))
+                .collect::<HashSet<_>>(),
+            static_table(&state, &blocked)
+                .iter()
+                .map(|e| (e.ns.clone(), e.port.clone(), e.mac.clone()))
+                .collect::<HashSet<_>>()
         );
     }
 
