@@ -10,6 +10,7 @@ use std::fmt;
 
 pub mod node;
 pub mod playback;
+pub mod outage;
 pub mod run;
 
 use serde::{Deserialize, Serialize};
