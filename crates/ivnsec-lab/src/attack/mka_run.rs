@@ -111,22 +111,25 @@ pub fn run_mka_attacks(
 ) -> Result<Outcome> {
     let profiles = cfg.checked_profiles()?;
     let classes = cfg.classes();
+    match (cfg.topology, cfg.testbed.as_deref()) {
+        (None | Some(Topology::Production), None) | (None, Some(_)) => {}
+        (Some(t), _) => {
+            return Err(usage(format!(
+                "--mka --topology {t}: the MKA classes run on sensors:2 (the default), on \
+                 production, or on a running testbed given with --testbed (not both); the \
+                 gateways of bump and bump2 are attacked with the frame classes"
+            )));
+        }
+    }
     testbed::check_environment().map_err(|e| {
         env_error(format!(
             "{e}; `ivnsec attack --mka` runs MACsec members and injects MKPDUs on a testbed and \
              needs root (run it with sudo)"
         ))
     })?;
-    let (owned, roles) = match (cfg.topology, cfg.testbed.as_deref()) {
-        (None, testbed) => open_testbed(testbed)?,
-        (Some(Topology::Production), None) => open_production()?,
-        (Some(t), _) => {
-            return Err(usage(format!(
-                "--mka --topology {t}: the MKA classes run on sensors:2 (the default), on \
-                 production, or on a running testbed given with --testbed; the gateways of \
-                 bump and bump2 are attacked with the frame classes"
-            )));
-        }
+    let (owned, roles) = match cfg.topology {
+        None => open_testbed(cfg.testbed.as_deref())?,
+        Some(_) => open_production()?,
     };
     let switches = Switches::hub(&roles.state)?;
     let _eapol = GroupForwarding::on(&switches.switches)?;

@@ -433,6 +433,8 @@ fn blocked_ports(state: &TestbedState) -> Result<HashSet<String>> {
 /// with the default ageing time when dropped.
 pub(crate) struct Switches {
     pub(crate) switches: Vec<String>,
+    /// Every switch port (namespace, port): learning is off on each while the run lasts.
+    ports: Vec<(String, String)>,
     table: Vec<FdbEntry>,
     mode: SwitchMode,
 }
@@ -449,13 +451,32 @@ impl Switches {
             .filter(|n| n.kind == "switch")
             .map(|n| n.namespace.clone())
             .collect();
+        let ports = state
+            .nodes
+            .iter()
+            .filter(|n| n.kind == "switch")
+            .flat_map(|n| {
+                n.interfaces
+                    .iter()
+                    .filter(|i| i.peer.is_some())
+                    .map(|i| (n.namespace.clone(), i.name.clone()))
+            })
+            .collect();
         let s = Switches {
             switches,
+            ports,
             table: static_table(state, &blocked_ports(state)?),
             mode: SwitchMode::Hub,
         };
+        // Ageing time 0 and no learning on any port: nothing is learned. Both are needed under
+        // STP, where a topology change sets the ageing time to 2 × the forward delay for a
+        // while, so a frame the attacker sends with another ECU's source address would
+        // otherwise pull that ECU's traffic to the attacker's port for seconds.
         for ns in &s.switches {
             set_ageing(ns, "0")?;
+        }
+        for (ns, port) in &s.ports {
+            bridge(ns, &["link", "set", "dev", port, "learning", "off"])?;
         }
         Ok(s)
     }
@@ -473,7 +494,6 @@ impl Switches {
                         &e.ns,
                         &["fdb", "replace", &e.mac, "dev", &e.port, "master", "static"],
                     )?;
-                    bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "off"])?;
                 }
             }
             SwitchMode::Hub => {
@@ -484,20 +504,15 @@ impl Switches {
         Ok(())
     }
 
-    /// Removes the static table and turns learning back on (ageing time 0 keeps it a hub).
+    /// Removes the static table (learning stays off and the ageing time 0: a hub again).
     fn unset_static(&self) -> Result<()> {
         let mut first_err = None;
         for e in &self.table {
-            for r in [
-                bridge(
-                    &e.ns,
-                    &["fdb", "del", &e.mac, "dev", &e.port, "master", "static"],
-                ),
-                bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "on"]),
-            ] {
-                if let Err(err) = r {
-                    first_err.get_or_insert(err);
-                }
+            if let Err(err) = bridge(
+                &e.ns,
+                &["fdb", "del", &e.mac, "dev", &e.port, "master", "static"],
+            ) {
+                first_err.get_or_insert(err);
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -508,6 +523,9 @@ impl Drop for Switches {
     fn drop(&mut self) {
         if self.mode == SwitchMode::Static {
             let _ = self.unset_static();
+        }
+        for (ns, port) in &self.ports {
+            let _ = bridge(ns, &["link", "set", "dev", port, "learning", "on"]);
         }
         for ns in &self.switches {
             let _ = set_ageing(ns, DEFAULT_AGEING);
