@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub mod node;
-pub mod playback;
 pub mod outage;
+pub mod playback;
 pub mod run;
 
 use serde::{Deserialize, Serialize};

@@ -803,7 +803,9 @@ fn run_profile(
 /// never delivered), for the messages the sensor sent.
 fn trace_of(schedule: &Schedule, s: &SensorLog, c: &ConsumerLog) -> Result<Trace> {
     let plan = super::node::entries(schedule)?;
-    let sent = usize::try_from(s.sent).unwrap_or(usize::MAX).min(plan.len());
+    let sent = usize::try_from(s.sent)
+        .unwrap_or(usize::MAX)
+        .min(plan.len());
     let mut latency_ns: Vec<Option<f64>> = vec![None; sent];
     for (&seq, &owd) in c.seqs.iter().zip(&c.one_way) {
         let slot = usize::try_from(seq)
