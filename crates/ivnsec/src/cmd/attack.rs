@@ -161,8 +161,9 @@ pub struct Args {
     #[arg(long, value_name = "PLAN")]
     pub hosts: Option<PathBuf>,
     /// Use a running testbed with at least three ECUs (its first is the sender, its second the
-    /// receiver, its third the attacker) instead of building one; its switches are set to
-    /// flood for the run and set back afterwards.
+    /// receiver, its third the attacker; on a `production` testbed sensor1, the consumer and
+    /// sensor2, as with --topology production) instead of building one; its switches are set
+    /// to flood for the run and set back afterwards.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
     /// Build this topology instead of `sensors:2`: `production` (seed 002 testbench 3: four
