@@ -12,6 +12,11 @@
 //! - `pingpong --outage 1` (docs/experiments.md): the consumer's forwarding link goes down and
 //!   comes back; plain and MACsec exchanges recover after STP's listening and learning, and the
 //!   MKA participants end with every peer live. Bad `--outage` values exit 2.
+//! - `underload --outage 1`: the same for the sensor stream (messages and one-way delays);
+//!   bad `--outage` values of `underload` exit 2 too.
+//! - `attack --topology production`: the frame classes from sensor2 on sw1 against sensor1 →
+//!   consumer across the tree (the flood through the switches' static address table along the
+//!   spanning tree), and an MKA class against sensor1 and the consumer as members.
 //! - Isolation with the key server's segments: two connectivity associations on one network,
 //!   one of them a group CA of the consumer and two sensors; nothing crosses between them.
 //!
@@ -224,6 +229,51 @@ fn outage_option_errors_exit_2() {
             text(&o.stderr)
         );
     }
+    // underload takes the same --outage (and sets --seconds from it).
+    for (args, why) in [
+        (vec!["--outage", "1"], "needs --topology production"),
+        (
+            vec!["--outage", "1", "--topology", "bump"],
+            "needs --topology production",
+        ),
+        (
+            vec!["--outage", "21", "--topology", "production"],
+            "N is out of range",
+        ),
+        (
+            vec![
+                "--outage",
+                "1",
+                "--topology",
+                "production",
+                "--seconds",
+                "5",
+            ],
+            "--seconds",
+        ),
+        (vec!["--outage-seed", "3"], "--outage"),
+        (
+            vec![
+                "--outage",
+                "1",
+                "--topology",
+                "production",
+                "--profile",
+                "nope",
+            ],
+            "nope",
+        ),
+    ] {
+        let mut all = vec!["underload"];
+        all.extend(&args);
+        let o = d.run(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(why),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
     assert!(d.leftover_testbeds().is_empty());
 }
 
@@ -326,6 +376,235 @@ fn one_link_outage_is_recovered_from_and_mka_stays_up() {
         assert_eq!(m["live_peers"], 2, "{m}");
         assert_eq!(m["transmitting"], true, "{m}");
     }
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// `underload --outage 1` on the sensor stream (200 messages/s of 3000 bytes, plain and
+/// AES-128-GCM): seed 6 takes the consumer's forwarding uplink down, as for the ping-pong. The
+/// messages sent while STP moves the consumer to another uplink (listening, learning: 2 × 2 s)
+/// are lost and the stream recovers long before the link comes back; the report has the
+/// ping-pong's keys with `messages` and `one_way_…_us` for `exchanges` and `rtt_…_us`, and the
+/// MKA participants end with every peer live.
+#[test]
+fn underload_outage_is_recovered_from_per_message() {
+    require_root!();
+    let d = TempDir::new("produo");
+    let o = d.run(&[
+        "underload",
+        "--topology",
+        "production",
+        "--profile",
+        "aes128-gcm",
+        "--size",
+        "3000",
+        "--mps",
+        "200",
+        "--reply-every",
+        "10",
+        "--outage",
+        "1",
+        "--outage-seed",
+        "6",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["experiment"], "underload", "{r}");
+    assert_eq!(r["topology"], "production", "{r}");
+    assert_eq!(r["path"], "sensor1 → consumer", "{r}");
+    assert_eq!(
+        r["chosen_links"],
+        serde_json::json!(["consumer/uplink1 — sw0/to-consumer1"])
+    );
+    let runs = r["runs"].as_array().unwrap();
+    let profiles: Vec<&str> = runs
+        .iter()
+        .map(|x| x["profile"].as_str().unwrap())
+        .collect();
+    assert_eq!(profiles, ["plain", "aes128-gcm"]);
+    // 3 s before, 12 s down, 8 s after: 23 s at 200 messages/s.
+    let duration_s = 3.0 + 12.0 + 8.0;
+    for run in runs {
+        let p = &run["profile"];
+        let outage = &run["outages"][0];
+        assert!(run.get("exchanges").is_none() && run.get("rtt_before_us").is_none());
+        assert_eq!(
+            run["messages"].as_u64(),
+            Some(200 * duration_s as u64),
+            "{p}"
+        );
+        // Before the outage every message arrives: 3 s at 200/s or more (the link goes down
+        // once the tree has been read, which takes a while on a loaded machine).
+        let before = run["one_way_before_us"]["count"].as_u64().unwrap();
+        let first_at = outage["events"][0]["at_s"].as_f64().unwrap();
+        assert!(
+            (before as f64 - first_at * 200.0).abs() <= 10.0,
+            "{p}: {before} before {first_at} s"
+        );
+        assert_eq!(outage["on_tree"], true, "{p}");
+        let (down, up) = (&outage["events"][0], &outage["events"][1]);
+        assert_eq!(
+            (&down["event"], &up["event"]),
+            (&"down".into(), &"up".into())
+        );
+        // The 12 s the link is down: 2400 messages; those of the re-convergence are lost.
+        let n = down["messages"].as_u64().unwrap();
+        assert!((2350..=2450).contains(&n), "{p}: {down}");
+        let lost = down["lost"].as_u64().unwrap();
+        let rec = down["recovered_after_ms"].as_f64().unwrap();
+        assert!((3500.0..11_000.0).contains(&rec), "{p}: {down}");
+        // Lost: at most the messages sent until it recovered (200 per second), never all.
+        assert!(lost > 0 && lost < n, "{p}: {down}");
+        assert!(
+            lost as f64 <= rec / 5.0 + 5.0,
+            "{p}: {lost} lost in {rec} ms: {down}"
+        );
+        let settled = down["tree_settled_after_ms"].as_f64().unwrap();
+        assert!((3500.0..11_000.0).contains(&settled), "{p}: {down}");
+        let during = &down["one_way_during_us"];
+        assert!(during["count"].as_u64().unwrap() > 0, "{p}: {down}");
+        assert!(
+            during["median"].as_f64().unwrap() <= during["p99"].as_f64().unwrap()
+                && during["p99"].as_f64().unwrap() <= during["max"].as_f64().unwrap(),
+            "{p}: {during}"
+        );
+        assert!(up["recovered_after_ms"].as_f64().is_some(), "{p}: {up}");
+        assert_eq!(
+            run["lost"].as_u64().unwrap(),
+            lost + up["lost"].as_u64().unwrap(),
+            "{p}: nothing lost outside the outage"
+        );
+        assert_eq!(outage["mka"].as_array().unwrap().len(), 3, "{p}");
+    }
+    for m in r["mka_final"].as_array().unwrap() {
+        assert_eq!(m["live_peers"], 2, "{m}");
+        assert_eq!(m["transmitting"], true, "{m}");
+    }
+    assert!(d.leftover_testbeds().is_empty());
+}
+
+/// `attack --topology production`: sensor2 on sw1 attacks sensor1 → consumer across the tree.
+/// The replays need the switches to flood (the attacker sees sensor1's frames on sw1); the
+/// flood runs on the static address table along the spanning tree, so every flood frame
+/// reaches the consumer's forwarding uplink (none lost on a blocked link: each is judged or
+/// counted by the consumer's socket). Nothing is accepted, the legitimate ping-pong loses
+/// nothing outside the flood. `--mka`: sensor1 and the consumer as members, replayed MKPDUs
+/// (a member's source address injected on sw1) are dropped and the ping across the TAPs loses
+/// nothing.
+#[test]
+fn attack_runs_on_production() {
+    require_root!();
+    let d = TempDir::new("proda");
+    let o = d.run(&[
+        "attack",
+        "--topology",
+        "production",
+        "--profile",
+        "aes128-gcm",
+        "--attack",
+        "replay-w1",
+        "--attack",
+        "unknown-id",
+        "--attack",
+        "flood",
+        "--count",
+        "200",
+        "--flood-seconds",
+        "0.5",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr));
+    });
+    assert!(
+        v["testbed"].as_str().unwrap().ends_with("(production)"),
+        "{v}"
+    );
+    let rs = v["results"].as_array().unwrap();
+    let classes: Vec<&str> = rs.iter().map(|r| r["attack"].as_str().unwrap()).collect();
+    assert_eq!(classes, ["replay-w1", "unknown-id", "flood"], "{v}");
+    let num = |r: &Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"));
+    let mut flood_loss = false;
+    for r in rs {
+        assert_eq!(num(r, "accepted"), 0, "{r}");
+        let dropped: u64 = r["dropped"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum();
+        let undelivered = num(r, "legit_sent") - num(r, "legit_delivered");
+        if r["attack"] == "flood" {
+            assert_eq!(r["switch"], "static", "{r}");
+            assert!(num(r, "injected") > 0, "{r}");
+            // Every flood frame crossed sw1 and sw0 to the consumer: judged, or dropped by its
+            // full socket queue (counted), never lost on the way.
+            assert_eq!(
+                num(r, "not_seen") + undelivered,
+                num(r, "receiver_socket_drops"),
+                "{r}"
+            );
+            flood_loss = undelivered > 0 || num(r, "legit_exchanges_lost") > 0;
+            continue;
+        }
+        assert_eq!(r["switch"], "hub", "{r}");
+        assert_eq!(num(r, "injected"), 200, "{r}");
+        assert_eq!(dropped, 200, "every frame judged: {r}");
+        assert_eq!(undelivered + num(r, "legit_exchanges_lost"), 0, "{r}");
+        let has = |k: &str| r["dropped"].get(k).is_some();
+        if r["attack"] == "replay-w1" {
+            assert!(has("replay_duplicate") && has("replay_too_old"), "{r}");
+        } else {
+            assert!(has("unknown_sa"), "{r}");
+        }
+    }
+    assert_eq!(
+        o.status.code(),
+        Some(if flood_loss { 1 } else { 0 }),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = d.run(&[
+        "attack",
+        "--mka",
+        "--topology",
+        "production",
+        "--mka-attack",
+        "mka-stale-mn",
+        "--count",
+        "100",
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["testbed"].as_str().unwrap().ends_with("(production)"),
+        "{v}"
+    );
+    let r = &v["results"][0];
+    assert_eq!(r["attack"], "mka-stale-mn", "{v}");
+    assert_eq!(r["accepted"], 0, "{r}");
+    // Each replayed MKPDU reaches both members: stale at one, its own at the other.
+    let judged = r["dropped"]["stale_mn"].as_u64().unwrap_or(0)
+        + r["dropped"]["own_pdu"].as_u64().unwrap_or(0);
+    assert_eq!(judged, 200, "{r}");
+    assert!(r["legit_sent"].as_u64().unwrap() >= 20, "{r}");
+    assert_eq!(r["legit_delivered"], r["legit_sent"], "{r}");
+
+    let o = d.run(&["attack", "--mka", "--topology", "bump2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("production"),
+        "{}",
+        text(&o.stderr)
+    );
     assert!(d.leftover_testbeds().is_empty());
 }
 

@@ -42,8 +42,8 @@ const ATTACKER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 15, 1);
 /// Largest status file read back.
 const MAX_STATUS: u64 = 1 << 20;
 
-/// Checks the gateway settings of a run: `--topology` is `bump2` or `bump` only, builds its own
-/// testbed, and its profile is the gateways'.
+/// Checks the topology settings of a run: `--topology` is `bump2`, `bump` (their profile the
+/// gateways') or `production` (any profile) only, and builds its own testbed.
 pub fn check(
     topology: Option<&Topology>,
     testbed: Option<&str>,
@@ -67,8 +67,17 @@ pub fn check(
             }
             Ok(())
         }
+        Some(t @ Topology::Production) => match testbed {
+            Some(_) => Err(usage(format!(
+                "--topology {t} builds a fresh testbed; give either --topology or --testbed, \
+                 not both (a running production testbed given with --testbed is attacked the \
+                 same way)"
+            ))),
+            None => Ok(()),
+        },
         Some(t) => Err(usage(format!(
-            "--topology {t}: attacks through gateways run on bump2 (two legacy ECUs, each \
+            "--topology {t}: the attack runs on production (sensor1 to the consumer across \
+             the STP switches, sensor2 attacking), or through gateways on bump2 (two legacy ECUs, each \
              behind a gateway) or bump (a legacy sensor behind a gateway, a MACsec consumer); \
              without --topology the attack runs on sensors:2"
         ))),
@@ -350,5 +359,8 @@ mod tests {
         assert!((cfg(Some(Topology::Bump), None, GATEWAY_PROFILE)).is_ok());
         assert!((cfg(Some(Topology::Bump), Some("ivn-000000"), GATEWAY_PROFILE)).is_err());
         assert!((cfg(Some(Topology::Pair), None, GATEWAY_PROFILE)).is_err());
+        // production: any profile (sensor1 protects itself), a testbed of its own.
+        assert!((cfg(Some(Topology::Production), None, "aes128-gcm")).is_ok());
+        assert!(cfg(Some(Topology::Production), Some("ivn-000000"), "aes128-gcm").is_err());
     }
 }

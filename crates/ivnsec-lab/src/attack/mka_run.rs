@@ -23,13 +23,15 @@ use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::{self, netns_command};
-use ivnsec_net::topology;
+use ivnsec_net::topology::{self, Topology};
 use serde_json::Value;
 
 use super::AttackResult;
 use super::mka::{MkaAccount, MkaAttack, MkaAttackSpec};
 use super::roles::Roles;
-use super::run::{Outcome, Switches, TempDir, chosen, ip, open_testbed, set_bridge};
+use super::run::{
+    Outcome, Switches, TempDir, chosen, ip, open_production, open_testbed, set_bridge,
+};
 use crate::error::{env_error, parse_profile, usage};
 use crate::keys::psk::{self, Psk};
 use crate::process::{child_stderr, read_report, spawn_role};
@@ -65,6 +67,9 @@ pub struct MkaAttackConfig {
     pub provider: ProviderChoice,
     /// Use this running testbed (three ECUs at least) instead of building one.
     pub testbed: Option<String>,
+    /// Build this topology instead of `sensors:2`: only `production` (sensor1 and the
+    /// consumer are the members, sensor2 attacks; [`super::run::production_roles`]).
+    pub topology: Option<Topology>,
 }
 
 impl MkaAttackConfig {
@@ -106,13 +111,26 @@ pub fn run_mka_attacks(
 ) -> Result<Outcome> {
     let profiles = cfg.checked_profiles()?;
     let classes = cfg.classes();
+    match (cfg.topology, cfg.testbed.as_deref()) {
+        (None | Some(Topology::Production), None) | (None, Some(_)) => {}
+        (Some(t), _) => {
+            return Err(usage(format!(
+                "--mka --topology {t}: the MKA classes run on sensors:2 (the default), on \
+                 production, or on a running testbed given with --testbed (not both); the \
+                 gateways of bump and bump2 are attacked with the frame classes"
+            )));
+        }
+    }
     testbed::check_environment().map_err(|e| {
         env_error(format!(
             "{e}; `ivnsec attack --mka` runs MACsec members and injects MKPDUs on a testbed and \
              needs root (run it with sudo)"
         ))
     })?;
-    let (owned, roles) = open_testbed(cfg.testbed.as_deref())?;
+    let (owned, roles) = match cfg.topology {
+        None => open_testbed(cfg.testbed.as_deref())?,
+        Some(_) => open_production()?,
+    };
     let switches = Switches::hub(&roles.state)?;
     let _eapol = GroupForwarding::on(&switches.switches)?;
     let tmp = TempDir::new()?;

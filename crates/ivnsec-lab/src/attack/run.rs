@@ -159,6 +159,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
     })?;
 
     let (owned, roles) = match cfg.topology {
+        Some(Topology::Production) => open_production()?,
         Some(t) => super::gateway::open_testbed(t)?,
         None => open_testbed(cfg.testbed.as_deref())?,
     };
@@ -281,6 +282,9 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
                 ecus.len()
             )));
         }
+        if state.topology == Topology::Production.to_string() {
+            return Ok((None, production_roles(state)));
+        }
         let roles = Roles {
             state,
             sender: ecus[0].clone(),
@@ -302,6 +306,30 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
         gateway: None,
     };
     Ok((Some(tb), roles))
+}
+
+/// Builds a `production` testbed (seed 002 testbench 3; [`Testbed::up`] returns once its
+/// spanning tree has converged) with [`production_roles`].
+pub(crate) fn open_production() -> Result<(Option<Testbed>, Roles)> {
+    let tb = Testbed::up(&Topology::Production, &Options::default()).map_err(net_err)?;
+    tb.down_on_termination_signal().map_err(net_err)?;
+    let roles = production_roles(tb.state().clone());
+    Ok((Some(tb), roles))
+}
+
+/// The roles on a `production` testbed: `sensor1` (an ECU that protects itself, on `sw1`)
+/// sends across the spanning tree (`sw1` → `sw0` → the consumer's forwarding uplink) to the
+/// `consumer`; `sensor2`, on the sender's switch `sw1`, is the attacker (a replaced sensor).
+/// The legacy sensors behind `gw3` and `gw4` take no part (their gateways are not started).
+pub(crate) fn production_roles(state: TestbedState) -> Roles {
+    Roles {
+        state,
+        sender: "sensor1".into(),
+        receiver: "consumer".into(),
+        attacker: "sensor2".into(),
+        attacker_if: topology::ECU_IF.to_string(),
+        gateway: None,
+    }
 }
 
 /// How the testbed's switches forward frames during a run.
@@ -336,15 +364,23 @@ struct FdbEntry {
 }
 
 /// The static address table of a testbed: for every switch and every ECU, the switch port
-/// toward the ECU (the first port whose side of the network holds it; the testbed
-/// topologies are trees).
-fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
+/// toward the ECU (the first port whose side of the network holds it). On a testbed whose
+/// links form loops (`production`: switches under STP) only the spanning tree counts: a link
+/// is followed only when neither of its ends is in `blocked` (bridge ports, `node/port`, that
+/// are not forwarding), so each ECU's MAC sits on the one port the tree carries its frames on.
+fn static_table(state: &TestbedState, blocked: &HashSet<String>) -> Vec<FdbEntry> {
     let node_of = |peer: &str| peer.split('/').next().unwrap_or_default().to_string();
+    let carries = |node: &str, port: &str, peer: &str| {
+        !blocked.contains(&format!("{node}/{port}")) && !blocked.contains(peer)
+    };
     let mut out = Vec::new();
     for sw in state.nodes.iter().filter(|n| n.kind == "switch") {
         let mut seen: HashSet<String> = HashSet::from([sw.name.clone()]);
         for port in &sw.interfaces {
             let Some(peer) = &port.peer else { continue };
+            if !carries(&sw.name, &port.name, peer) {
+                continue;
+            }
             let mut queue = std::collections::VecDeque::from([node_of(peer)]);
             while let Some(name) = queue.pop_front() {
                 if !seen.insert(name.clone()) {
@@ -362,7 +398,9 @@ fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
                         });
                     }
                     if let Some(p) = &i.peer {
-                        queue.push_back(node_of(p));
+                        if carries(&node.name, &i.name, p) {
+                            queue.push_back(node_of(p));
+                        }
                     }
                 }
             }
@@ -371,10 +409,32 @@ fn static_table(state: &TestbedState) -> Vec<FdbEntry> {
     out
 }
 
+/// The bridge ports of a testbed that do not forward (`node/port`): on a testbed with STP the
+/// redundant links' blocked ends; none on the others (their bridges forward on every port).
+fn blocked_ports(state: &TestbedState) -> Result<HashSet<String>> {
+    let view = testbed::converged(state).map_err(net_err)?;
+    if !view.is_settled() {
+        bail!(
+            "the spanning tree of testbed {} has not settled ({}); the switches' address \
+             table follows the tree, so the attack waits for it: try again in a few seconds",
+            state.prefix,
+            view.why_not()
+        );
+    }
+    Ok(view
+        .ports
+        .into_iter()
+        .filter(|(_, s)| s != "forwarding")
+        .map(|(p, _)| p)
+        .collect())
+}
+
 /// The switches of a testbed in the mode of the run; set back to an ordinary learning switch
 /// with the default ageing time when dropped.
 pub(crate) struct Switches {
     pub(crate) switches: Vec<String>,
+    /// Every switch port (namespace, port): learning is off on each while the run lasts.
+    ports: Vec<(String, String)>,
     table: Vec<FdbEntry>,
     mode: SwitchMode,
 }
@@ -391,13 +451,32 @@ impl Switches {
             .filter(|n| n.kind == "switch")
             .map(|n| n.namespace.clone())
             .collect();
+        let ports = state
+            .nodes
+            .iter()
+            .filter(|n| n.kind == "switch")
+            .flat_map(|n| {
+                n.interfaces
+                    .iter()
+                    .filter(|i| i.peer.is_some())
+                    .map(|i| (n.namespace.clone(), i.name.clone()))
+            })
+            .collect();
         let s = Switches {
             switches,
-            table: static_table(state),
+            ports,
+            table: static_table(state, &blocked_ports(state)?),
             mode: SwitchMode::Hub,
         };
+        // Ageing time 0 and no learning on any port: nothing is learned. Both are needed under
+        // STP, where a topology change sets the ageing time to 2 × the forward delay for a
+        // while, so a frame the attacker sends with another ECU's source address would
+        // otherwise pull that ECU's traffic to the attacker's port for seconds.
         for ns in &s.switches {
             set_ageing(ns, "0")?;
+        }
+        for (ns, port) in &s.ports {
+            bridge(ns, &["link", "set", "dev", port, "learning", "off"])?;
         }
         Ok(s)
     }
@@ -415,7 +494,6 @@ impl Switches {
                         &e.ns,
                         &["fdb", "replace", &e.mac, "dev", &e.port, "master", "static"],
                     )?;
-                    bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "off"])?;
                 }
             }
             SwitchMode::Hub => {
@@ -426,20 +504,15 @@ impl Switches {
         Ok(())
     }
 
-    /// Removes the static table and turns learning back on (ageing time 0 keeps it a hub).
+    /// Removes the static table (learning stays off and the ageing time 0: a hub again).
     fn unset_static(&self) -> Result<()> {
         let mut first_err = None;
         for e in &self.table {
-            for r in [
-                bridge(
-                    &e.ns,
-                    &["fdb", "del", &e.mac, "dev", &e.port, "master", "static"],
-                ),
-                bridge(&e.ns, &["link", "set", "dev", &e.port, "learning", "on"]),
-            ] {
-                if let Err(err) = r {
-                    first_err.get_or_insert(err);
-                }
+            if let Err(err) = bridge(
+                &e.ns,
+                &["fdb", "del", &e.mac, "dev", &e.port, "master", "static"],
+            ) {
+                first_err.get_or_insert(err);
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -450,6 +523,9 @@ impl Drop for Switches {
     fn drop(&mut self) {
         if self.mode == SwitchMode::Static {
             let _ = self.unset_static();
+        }
+        for (ns, port) in &self.ports {
+            let _ = bridge(ns, &["link", "set", "dev", port, "learning", "on"]);
         }
         for ns in &self.switches {
             let _ = set_ageing(ns, DEFAULT_AGEING);
@@ -949,7 +1025,7 @@ mod tests {
         let topo: Topology = t.parse().unwrap();
         let state = TestbedState::planned("ivn-000000", &topo);
         let mac = |node: &str| state.node(node).unwrap().interfaces[0].mac.clone();
-        let mut v: Vec<(String, String, String)> = static_table(&state)
+        let mut v: Vec<(String, String, String)> = static_table(&state, &HashSet::new())
             .into_iter()
             .map(|e| {
                 let ecu = state
@@ -977,6 +1053,80 @@ mod tests {
                 t("to-sensor1", "sensor1"),
                 t("to-sensor2", "sensor2"),
             ]
+        );
+    }
+
+    /// `production` with its converged tree (root sw0; sw2's link to sw1, sw3's to sw2 and the
+    /// consumer's uplinks 2 and 3 blocked): each switch holds every ECU once, on the port the
+    /// tree carries it on; no MAC on a blocked link or a standby uplink.
+    #[test]
+    fn static_table_follows_the_spanning_tree() {
+        let topo = Topology::Production;
+        let state = TestbedState::planned("ivn-000000", &topo);
+        let blocked: HashSet<String> = [
+            "sw2/to-sw1",
+            "sw3/to-sw2",
+            "consumer/uplink2",
+            "consumer/uplink3",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let ecu_of = |mac: &str| {
+            state
+                .ecus()
+                .find(|n| n.interfaces[0].mac == mac)
+                .unwrap()
+                .name
+                .clone()
+        };
+        let mut got: Vec<(String, String, String)> = static_table(&state, &blocked)
+            .into_iter()
+            .map(|e| {
+                let sw = e.ns.rsplit('-').next().unwrap().to_string();
+                (sw, ecu_of(&e.mac), e.port)
+            })
+            .collect();
+        got.sort();
+        let mut want: Vec<(String, String, String)> = [
+            ("sw0", "consumer", "to-consumer1"),
+            ("sw0", "sensor1", "to-sw1"),
+            ("sw0", "sensor2", "to-sw1"),
+            ("sw0", "sensor3", "to-sw1"),
+            ("sw0", "sensor4", "to-sw2"),
+            ("sw1", "consumer", "to-sw0"),
+            ("sw1", "sensor1", "to-sensor1"),
+            ("sw1", "sensor2", "to-sensor2"),
+            ("sw1", "sensor3", "to-gw3"),
+            ("sw1", "sensor4", "to-sw0"),
+            ("sw2", "consumer", "to-sw0"),
+            ("sw2", "sensor1", "to-sw0"),
+            ("sw2", "sensor2", "to-sw0"),
+            ("sw2", "sensor3", "to-sw0"),
+            ("sw2", "sensor4", "to-gw4"),
+            ("sw3", "consumer", "to-sw1"),
+            ("sw3", "sensor1", "to-sw1"),
+            ("sw3", "sensor2", "to-sw1"),
+            ("sw3", "sensor3", "to-sw1"),
+            ("sw3", "sensor4", "to-sw1"),
+        ]
+        .into_iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
+        want.sort();
+        assert_eq!(got, want);
+        // Without the tree (every port forwarding) the loops would put MACs on several ports.
+        let naive = static_table(&state, &HashSet::new());
+        assert!(naive.len() == want.len());
+        assert_ne!(
+            naive
+                .iter()
+                .map(|e| (e.ns.clone(), e.port.clone(), e.mac.clone()))
+                .collect::<HashSet<_>>(),
+            static_table(&state, &blocked)
+                .iter()
+                .map(|e| (e.ns.clone(), e.port.clone(), e.mac.clone()))
+                .collect::<HashSet<_>>()
         );
     }
 

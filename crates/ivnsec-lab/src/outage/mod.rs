@@ -2,24 +2,28 @@
 //! to simulate an outage"): the data model and what is derived from it, without I/O.
 //!
 //! On a testbed whose links form loops (`production`: switches under STP, the consumer on three
-//! links), `pingpong --outage N[@SECONDS]` takes N links chosen at random (seeded, recorded)
-//! down one after the other, each for [`OutageSpec::down_s`], and brings them back. Each
-//! change of a link (down, up) is an *event*; for each event the report gives, from the
-//! exchanges that began between it and the next event:
-//! - `lost`: exchanges without a valid reply,
-//! - `recovered_after_ms`: from the event to the start of the first exchange that succeeded
+//! links), `pingpong --outage N[@SECONDS]` and `underload --outage N[@SECONDS]` take N links
+//! chosen at random (seeded, recorded) down one after the other, each for
+//! [`OutageSpec::down_s`], and bring them back. The run's *units* are the ping-pong's exchanges
+//! (latency: the round trip, [`Measure::Rtt`]) or the sensor's messages (latency: the one-way
+//! delay, [`Measure::OneWay`]). Each change of a link (down, up) is an *event*; for each event
+//! the report gives, from the units that began (were sent) between it and the next event:
+//! - `lost`: units without a valid reply (exchanges) or never delivered (messages),
+//! - `recovered_after_ms`: from the event to the start of the first unit that succeeded
 //!   after the last lost one (0 when none was lost; `null` when none succeeded before the next
 //!   event),
 //! - `tree_settled_after_ms`: from the event until the kernel's spanning tree had settled again
 //!   (no port listening or learning, one root), sampled every [`STP_POLL_MS`] ms,
-//! - `rtt_during_us`: the round trips of the exchanges that succeeded while the network
-//!   re-converged (from the event until 1 s after it had recovered and the tree settled).
+//! - `rtt_during_us` (exchanges) or `one_way_during_us` (messages): count, median, p99 and max
+//!   of the latencies of the units that succeeded while the network re-converged (from the
+//!   event until 1 s after it had recovered and the tree settled).
 //!
 //! Only links whose loss the network survives are chosen: links between two switches and the
 //! consumer's uplinks. The orchestration (taking links down, watching the tree and the MKA
 //! participants) is [`run`].
 
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
 use crate::error::usage;
 use crate::stats;
@@ -147,7 +151,48 @@ impl LinkRef {
     }
 }
 
-/// Round-trip figures in µs.
+/// What a run with outages measures of each unit, and the names its report gives them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Measure {
+    /// Ping-pong exchanges and their round trips (`exchanges`, `rtt_…_us`).
+    #[default]
+    Rtt,
+    /// Sensor messages and their one-way delays (`messages`, `one_way_…_us`).
+    OneWay,
+}
+
+impl Measure {
+    /// The key of the unit count.
+    pub fn units_key(self) -> &'static str {
+        match self {
+            Measure::Rtt => "exchanges",
+            Measure::OneWay => "messages",
+        }
+    }
+    /// The key of the latency before the first outage.
+    pub fn before_key(self) -> &'static str {
+        match self {
+            Measure::Rtt => "rtt_before_us",
+            Measure::OneWay => "one_way_before_us",
+        }
+    }
+    /// The key of the latency while the network re-converged.
+    pub fn during_key(self) -> &'static str {
+        match self {
+            Measure::Rtt => "rtt_during_us",
+            Measure::OneWay => "one_way_during_us",
+        }
+    }
+}
+
+/// When each unit of a run began and its latency in ns (None: lost), in the order sent.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trace {
+    pub starts_ns: Vec<u64>,
+    pub latency_ns: Vec<Option<f64>>,
+}
+
+/// Latency figures in µs (round trips or one-way delays: [`Measure`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RttUs {
     pub count: usize,
@@ -170,17 +215,17 @@ impl RttUs {
     }
 }
 
-/// One change of a link and what the exchanges saw after it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One change of a link and what the units saw after it.
+#[derive(Clone, Debug, PartialEq)]
 pub struct EventStats {
     /// `down` or `up`.
     pub event: String,
     /// The link, `a/if — b/if`.
     pub link: String,
-    /// Seconds since the first exchange began.
+    /// Seconds since the first unit began.
     pub at_s: f64,
-    /// Exchanges that began between this event and the next one.
-    pub exchanges: usize,
+    /// Units that began between this event and the next one (key `exchanges` or `messages`).
+    pub units: usize,
     /// Of those, lost.
     pub lost: usize,
     /// Until the first success after the last loss (0: nothing lost; None: no success before
@@ -188,8 +233,26 @@ pub struct EventStats {
     pub recovered_after_ms: Option<f64>,
     /// Until the spanning tree had settled again (None: not within the event's window).
     pub tree_settled_after_ms: Option<f64>,
-    /// Round trips of the exchanges that succeeded while the network re-converged.
-    pub rtt_during_us: RttUs,
+    /// Latencies of the units that succeeded while the network re-converged (key
+    /// `rtt_during_us` or `one_way_during_us`).
+    pub latency_during_us: RttUs,
+    /// What the units and latencies are (names the keys).
+    pub measure: Measure,
+}
+
+impl Serialize for EventStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(8))?;
+        m.serialize_entry("event", &self.event)?;
+        m.serialize_entry("link", &self.link)?;
+        m.serialize_entry("at_s", &self.at_s)?;
+        m.serialize_entry(self.measure.units_key(), &self.units)?;
+        m.serialize_entry("lost", &self.lost)?;
+        m.serialize_entry("recovered_after_ms", &self.recovered_after_ms)?;
+        m.serialize_entry("tree_settled_after_ms", &self.tree_settled_after_ms)?;
+        m.serialize_entry(self.measure.during_key(), &self.latency_during_us)?;
+        m.end()
+    }
 }
 
 /// A link change as it happened: what, which link, when (CLOCK_MONOTONIC ns), and when the tree
@@ -202,9 +265,14 @@ pub struct Event {
     pub settled_ns: Option<u64>,
 }
 
-/// The per-event figures of one run: `starts_ns[i]` is when exchange `i` began,
-/// `rtt_ns[i]` its round trip (None: lost); `events` in time order.
-pub fn analyse(starts_ns: &[u64], rtt_ns: &[Option<f64>], events: &[Event]) -> Vec<EventStats> {
+/// The per-event figures of one run: `starts_ns[i]` is when unit `i` began, `rtt_ns[i]` its
+/// latency (None: lost); `events` in time order.
+pub fn analyse(
+    starts_ns: &[u64],
+    rtt_ns: &[Option<f64>],
+    events: &[Event],
+    measure: Measure,
+) -> Vec<EventStats> {
     let t0 = starts_ns.first().copied().unwrap_or(0);
     let mut out = Vec::new();
     for (k, e) in events.iter().enumerate() {
@@ -238,17 +306,18 @@ pub fn analyse(starts_ns: &[u64], rtt_ns: &[Option<f64>], events: &[Event]) -> V
             event: if e.down { "down" } else { "up" }.to_string(),
             link: e.link.clone(),
             at_s: e.at_ns.saturating_sub(t0) as f64 / 1e9,
-            exchanges: idx.len(),
+            units: idx.len(),
             lost,
             recovered_after_ms: recovered_ns.map(ms),
             tree_settled_after_ms: settled_ns.map(ms),
-            rtt_during_us: RttUs::of(&during),
+            latency_during_us: RttUs::of(&during),
+            measure,
         });
     }
     out
 }
 
-/// Round trips of the exchanges that began before `before_ns` (the latency before any outage).
+/// Latencies of the units that began before `before_ns` (the latency before any outage).
 pub fn rtt_before(starts_ns: &[u64], rtt_ns: &[Option<f64>], before_ns: u64) -> RttUs {
     let v: Vec<f64> = starts_ns
         .iter()
@@ -342,18 +411,18 @@ mod tests {
                 settled_ns: Some(3000 * ms),
             },
         ];
-        let st = analyse(&starts, &rtt, &events);
+        let st = analyse(&starts, &rtt, &events, Measure::Rtt);
         assert_eq!(st.len(), 2);
-        assert_eq!((st[0].exchanges, st[0].lost), (20, 10));
+        assert_eq!((st[0].units, st[0].lost), (20, 10));
         assert_eq!(st[0].recovered_after_ms, Some(1000.0));
         assert_eq!(st[0].tree_settled_after_ms, Some(800.0));
         assert_eq!(st[0].at_s, 1.0);
         // 2.0 s up to 3.0 s (recovered 2.0 + 1 s, capped by the next event): 10 exchanges.
-        assert_eq!(st[0].rtt_during_us.count, 10);
-        assert_eq!(st[0].rtt_during_us.median, Some(300.0));
-        assert_eq!((st[1].exchanges, st[1].lost), (20, 0));
+        assert_eq!(st[0].latency_during_us.count, 10);
+        assert_eq!(st[0].latency_during_us.median, Some(300.0));
+        assert_eq!((st[1].units, st[1].lost), (20, 0));
         assert_eq!(st[1].recovered_after_ms, Some(0.0));
-        assert_eq!(st[1].rtt_during_us.count, 10);
+        assert_eq!(st[1].latency_during_us.count, 10);
         let before = rtt_before(&starts, &rtt, 1000 * ms);
         assert_eq!((before.count, before.median), (10, Some(100.0)));
         // Never recovered: no success after the losses.
@@ -361,8 +430,39 @@ mod tests {
             .iter()
             .map(|&s| (s < 1000 * ms).then_some(1.0))
             .collect();
-        let st = analyse(&starts, &none, &events[..1]);
+        let st = analyse(&starts, &none, &events[..1], Measure::OneWay);
         assert_eq!(st[0].recovered_after_ms, None);
         assert_eq!(st[0].lost, 40);
+    }
+
+    /// The report names units and latencies by what they are; the other keys are the same.
+    #[test]
+    fn keys_follow_the_measure() {
+        let e = EventStats {
+            event: "down".into(),
+            link: "a".into(),
+            at_s: 1.0,
+            units: 3,
+            lost: 1,
+            recovered_after_ms: Some(5.0),
+            tree_settled_after_ms: None,
+            latency_during_us: RttUs::default(),
+            measure: Measure::Rtt,
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["exchanges"], 3);
+        assert_eq!(v["rtt_during_us"]["count"], 0);
+        assert!(v.get("messages").is_none());
+        let v = serde_json::to_value(EventStats {
+            measure: Measure::OneWay,
+            ..e
+        })
+        .unwrap();
+        assert_eq!(v["messages"], 3);
+        assert_eq!(v["lost"], 1);
+        assert_eq!(v["recovered_after_ms"], 5.0);
+        assert!(v["tree_settled_after_ms"].is_null());
+        assert_eq!(v["one_way_during_us"]["count"], 0);
+        assert!(v.get("exchanges").is_none() && v.get("rtt_during_us").is_none());
     }
 }

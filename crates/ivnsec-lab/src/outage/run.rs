@@ -1,8 +1,10 @@
-//! Runs ping-pong scenarios on a fresh `production` testbed while links go down and come back
+//! Runs an experiment on a fresh `production` testbed while links go down and come back
 //! ([`super`]): builds the testbed, starts the MKA participants (the consumer's `ivnsec macsec
-//! up` and the gateways, one pre-shared CAK), runs each scenario (plain first, then each
+//! up` and the gateways, one pre-shared CAK), runs each profile (plain first, then each
 //! protection) with the same seeded outages, watches the spanning tree, and reads what the MKA
-//! participants logged.
+//! participants logged. The experiment is a closure ([`run_with`]) that runs one profile from
+//! `sensor1` to the consumer and returns its [`Trace`]: the ping-pong ([`run`]) or the sensor
+//! stream (`crate::underload::outage`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -13,9 +15,12 @@ use ivnsec_net::sys::monotonic_ns;
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{self, NodeKind, Topology};
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
-use super::{Event, EventStats, LinkRef, OutageSpec, RttUs, STP_POLL_MS, analyse, rtt_before};
+use super::{
+    Event, EventStats, LinkRef, Measure, OutageSpec, RttUs, STP_POLL_MS, Trace, analyse, rtt_before,
+};
 use crate::error::usage;
 use crate::pingpong::run::{Scenario, run_scenario};
 use crate::site::{Site, net_err};
@@ -28,6 +33,8 @@ const MKA_START_TIMEOUT: Duration = Duration::from_secs(40);
 /// What a run with outages reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct OutageReport {
+    /// `pingpong` or `underload`.
+    pub experiment: String,
     /// The testbed's prefix and topology.
     pub testbed: String,
     pub topology: String,
@@ -46,14 +53,28 @@ pub struct OutageReport {
 }
 
 /// One profile's run with its outages.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct ProfileRun {
     pub profile: String,
-    pub exchanges: usize,
+    /// Units (key `exchanges` or `messages`: [`Measure`]) and how many were lost.
+    pub units: usize,
     pub lost: usize,
-    /// Round trips before the first outage.
-    pub rtt_before_us: RttUs,
+    /// Latencies before the first outage (key `rtt_before_us` or `one_way_before_us`).
+    pub latency_before_us: RttUs,
     pub outages: Vec<OutageStats>,
+    pub measure: Measure,
+}
+
+impl Serialize for ProfileRun {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("profile", &self.profile)?;
+        m.serialize_entry(self.measure.units_key(), &self.units)?;
+        m.serialize_entry("lost", &self.lost)?;
+        m.serialize_entry(self.measure.before_key(), &self.latency_before_us)?;
+        m.serialize_entry("outages", &self.outages)?;
+        m.end()
+    }
 }
 
 /// One outage: its link, whether it carried the exchanges' path, its two events, and what the
@@ -147,9 +168,38 @@ pub fn candidate_links(state: &TestbedState) -> Vec<LinkRef> {
     out
 }
 
-/// Runs `scenarios` (plain first if not among them) on a fresh `production` testbed with the
-/// outages of `spec`.
+/// Runs ping-pong `scenarios` (the caller puts plain first) on a fresh `production` testbed
+/// with the outages of `spec`: `sensor1` initiates, the consumer responds.
 pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
+    let profiles: Vec<String> = scenarios.iter().map(|s| s.profile_name.clone()).collect();
+    run_with("pingpong", &profiles, spec, Measure::Rtt, &|site, k| {
+        let outcome = run_scenario(site, &scenarios[k], None)?;
+        Ok(Trace {
+            starts_ns: outcome.starts_ns.clone(),
+            latency_ns: outcome
+                .exchanges
+                .iter()
+                .map(|e| (!e.lost).then(|| e.rtt_ns()))
+                .collect(),
+        })
+    })
+}
+
+/// One profile of an experiment with outages: runs profile `k` of the run between the
+/// testbed's `sensor1` and the consumer at the site given, for the whole of the outages'
+/// schedule ([`OutageSpec::duration_s`]), and returns its units.
+pub type Work<'a> = dyn Fn(&Site, usize) -> Result<Trace> + Sync + 'a;
+
+/// Runs `work` once per profile of `profiles` on a fresh `production` testbed, with the
+/// outages of `spec` taking links down and up while it runs (from its start); `experiment`
+/// and `measure` name what the report holds.
+pub fn run_with(
+    experiment: &str,
+    profiles: &[String],
+    spec: &OutageSpec,
+    measure: Measure,
+    work: &Work<'_>,
+) -> Result<OutageReport> {
     let topology = Topology::Production;
     let tb = Testbed::up(&topology, &Options::default()).map_err(net_err)?;
     tb.down_on_termination_signal().map_err(net_err)?;
@@ -173,24 +223,20 @@ pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
     };
 
     let mut runs = Vec::new();
-    for s in scenarios {
+    for (k, profile) in profiles.iter().enumerate() {
         wait_converged(&state, Duration::from_secs(30))?;
-        let s_name = s.profile_name.clone();
-        let s = s.clone();
-        let site2 = site.clone();
         let t_start = monotonic_ns();
-        let worker = std::thread::spawn(move || run_scenario(&site2, &s, None));
-        let done = run_outages(&state, spec, &chosen, t_start, &mka)?;
-        let outcome = worker
-            .join()
-            .map_err(|_| anyhow!("the ping-pong thread panicked"))??;
-        let rtt: Vec<Option<f64>> = outcome
-            .exchanges
-            .iter()
-            .map(|e| (!e.lost).then(|| e.rtt_ns()))
-            .collect();
+        let (done, trace) = std::thread::scope(|scope| -> Result<(Vec<Done>, Trace)> {
+            let worker = scope.spawn(|| work(&site, k));
+            let done = run_outages(&state, spec, &chosen, t_start, &mka);
+            let trace = worker
+                .join()
+                .map_err(|_| anyhow!("the {experiment} thread panicked"))??;
+            Ok((done?, trace))
+        })?;
+        let rtt = &trace.latency_ns;
         let events: Vec<Event> = done.iter().flat_map(|o| o.events.clone()).collect();
-        let stats = analyse(&outcome.starts_ns, &rtt, &events);
+        let stats = analyse(&trace.starts_ns, rtt, &events, measure);
         let first = events.first().map_or(u64::MAX, |e| e.at_ns);
         let mut outages = Vec::new();
         for (k, o) in done.iter().enumerate() {
@@ -207,11 +253,12 @@ pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
             });
         }
         runs.push(ProfileRun {
-            profile: s_name,
-            exchanges: outcome.exchanges.len(),
-            lost: outcome.lost(),
-            rtt_before_us: rtt_before(&outcome.starts_ns, &rtt, first),
+            profile: profile.clone(),
+            units: rtt.len(),
+            lost: rtt.iter().filter(|r| r.is_none()).count(),
+            latency_before_us: rtt_before(&trace.starts_ns, rtt, first),
             outages,
+            measure,
         });
     }
     let mka_final = mka
@@ -228,6 +275,7 @@ pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
         .collect();
     drop(mka);
     let report = OutageReport {
+        experiment: experiment.to_string(),
         testbed: state.prefix.clone(),
         topology: state.topology.clone(),
         spec: spec.clone(),
@@ -239,6 +287,23 @@ pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
     };
     drop(tb);
     Ok(report)
+}
+
+impl OutageReport {
+    /// Whether every event was recovered from and every MKA participant ended with all its
+    /// peers live and transmitting (the command's exit 0).
+    pub fn passed(&self) -> bool {
+        let recovered = self.runs.iter().all(|r| {
+            r.outages
+                .iter()
+                .all(|o| o.events.iter().all(|e| e.recovered_after_ms.is_some()))
+        });
+        let mka_ok = self
+            .mka_final
+            .iter()
+            .all(|m| m.live_peers == m.expected_peers && m.transmitting);
+        recovered && mka_ok
+    }
 }
 
 /// One outage as it happened.

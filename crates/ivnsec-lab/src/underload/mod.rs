@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub mod node;
+pub mod outage;
 pub mod playback;
 pub mod run;
 

@@ -161,7 +161,7 @@ pub fn run() -> Result<()> {
 }
 
 /// The schedule as (offset ns, size) per message, sizes at least [`MIN_MESSAGE`].
-fn entries(s: &Schedule) -> Result<Vec<TimelineEntry>> {
+pub(crate) fn entries(s: &Schedule) -> Result<Vec<TimelineEntry>> {
     match s {
         Schedule::Rate { size, mps, count } => {
             if !(mps.is_finite() && *mps > 0.0) {

@@ -33,6 +33,7 @@ use crate::cpu::{ProcessCpu, SystemSampler};
 use crate::error::{parse_profile, usage};
 use crate::fragment::FragSender;
 use crate::hosts::Remote;
+use crate::outage::Trace;
 use crate::process::{
     Place, Reaper, child_stderr, field_u64, read_report, spawn_role_at, wait_ready,
 };
@@ -376,7 +377,7 @@ pub(crate) fn run_stream(
                 PathBuf::from(name)
             }
         });
-        let r = run_profile(site, &pair, p, schedule, common, file.as_deref())
+        let r = run_profile(site, &pair, p, schedule, common, file.as_deref(), None)
             .map_err(|e| pair.node_error(e))?;
         if let Some(f) = &file {
             eprintln!("capture: {} (the first units {p} sent)", f.display());
@@ -551,6 +552,8 @@ struct SensorLog {
 #[derive(Default)]
 struct ConsumerLog {
     one_way: Vec<u64>,
+    /// The sequence number of each `one_way` (kept only when the run is traced).
+    seqs: Vec<u64>,
     units: u64,
     bytes: u64,
     duplicates: u64,
@@ -587,11 +590,16 @@ fn read_sensor(out: impl BufRead) -> Result<SensorLog> {
     Ok(s)
 }
 
-fn read_consumer(out: impl BufRead) -> Result<ConsumerLog> {
+fn read_consumer(out: impl BufRead, keep_seqs: bool) -> Result<ConsumerLog> {
     let mut c = ConsumerLog::default();
     read_report(out, "consumer", |f| {
         match f[0] {
-            "M" => c.one_way.push(field_u64(f, 2)?),
+            "M" => {
+                c.one_way.push(field_u64(f, 2)?);
+                if keep_seqs {
+                    c.seqs.push(field_u64(f, 1)?);
+                }
+            }
             "RECV" => {
                 c.units = field_u64(f, 1)?;
                 c.bytes = field_u64(f, 2)?;
@@ -623,6 +631,7 @@ fn run_profile(
     schedule: &Schedule,
     common: &Common,
     pcap: Option<&Path>,
+    trace: Option<&mut Trace>,
 ) -> Result<ProfileRun> {
     let family = parse_profile(profile)?;
     let testbed = matches!(site, Site::Testbed { .. });
@@ -703,7 +712,7 @@ fn run_profile(
     // Everything in flight has arrived during the sensor's drain; stop the consumer.
     std::thread::sleep(Duration::from_millis(50));
     drop(reaper.0[1].stdin.take());
-    let consumer_log = match read_consumer(&mut c_out) {
+    let consumer_log = match read_consumer(&mut c_out, trace.is_some()) {
         Ok(c) => c,
         Err(e) => {
             let err = child_stderr(&mut reaper.0[1]);
@@ -721,6 +730,9 @@ fn run_profile(
 
     let s = sensor_log;
     let c = consumer_log;
+    if let Some(t) = trace {
+        *t = trace_of(schedule, &s, &c)?;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let window = s.last.saturating_sub(s.start);
     let sender = ProcessCpu {
@@ -784,6 +796,51 @@ fn run_profile(
     };
     r.derive(&c.one_way, &s.rtts, common.requirement_us);
     Ok(r)
+}
+
+/// The messages of a traced run: when each was due (the sensor's start plus its place in the
+/// schedule, CLOCK_MONOTONIC) and its one-way delay as the consumer first received it (None:
+/// never delivered), for the messages the sensor sent.
+fn trace_of(schedule: &Schedule, s: &SensorLog, c: &ConsumerLog) -> Result<Trace> {
+    let plan = super::node::entries(schedule)?;
+    let sent = usize::try_from(s.sent)
+        .unwrap_or(usize::MAX)
+        .min(plan.len());
+    let mut latency_ns: Vec<Option<f64>> = vec![None; sent];
+    for (&seq, &owd) in c.seqs.iter().zip(&c.one_way) {
+        let slot = usize::try_from(seq)
+            .ok()
+            .and_then(|q| q.checked_sub(1))
+            .and_then(|i| latency_ns.get_mut(i));
+        if let Some(slot @ None) = slot {
+            *slot = Some(owd as f64);
+        }
+    }
+    Ok(Trace {
+        starts_ns: plan[..sent].iter().map(|e| s.start + e.at_ns).collect(),
+        latency_ns,
+    })
+}
+
+/// One under-load profile at `site` (sensor → consumer) with the [`Trace`] of its messages,
+/// for a run with link outages ([`super::outage`]); no capture, no sockperf.
+pub(crate) fn run_traced(
+    site: &Site,
+    cfg: &UnderloadConfig,
+    profile: &str,
+) -> Result<(ProfileRun, Trace)> {
+    let pair = Pair::of(site, "underload")?;
+    let mut trace = Trace::default();
+    let r = run_profile(
+        site,
+        &pair,
+        profile,
+        &cfg.schedule(),
+        &cfg.common(),
+        None,
+        Some(&mut trace),
+    )?;
+    Ok((r, trace))
 }
 
 /// Runs `sockperf <args> -i <consumer> -p PORT` from the sensor against `sockperf server` on

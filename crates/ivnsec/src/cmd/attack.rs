@@ -18,6 +18,7 @@ use ivnsec_lab::attack::run::{
     AttackConfig, DEFAULT_RCVBUF_MIB, Progress, SwitchMode, profiles, run_attacks,
 };
 use ivnsec_lab::attack::{Attack, AttackResult};
+use ivnsec_net::topology::Topology;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -71,6 +72,17 @@ MACsec consumer (its `ivnsec macsec up` started by the run with the gateway's ke
 is the consumer's own SecY (`dropped` holds its drops) and any forged unit reaching the \
 consumer's host counts as accepted.
 
+On the production network (--topology production, seed 002 testbench 3): a fresh `production` \
+testbed (four switches with redundant links under the kernel's STP, built once the tree has \
+converged); `sensor1` on sw1 is the legitimate sender, the `consumer` (on sw0 by three links, \
+one forwarding) the receiver, `sensor2` on sw1 the attacker. Every switch floods for the \
+classes (the attacker on the sender's switch sees the legitimate traffic, as on sensors:2); \
+for the flood, every switch gets the static address table along the spanning tree: each ECU's \
+MAC on the one port the tree carries its frames on (the blocked redundant links and the \
+consumer's standby uplinks hold none), so the attacker's frames cross sw1 and sw0 to the \
+consumer's forwarding uplink only. Same classes, verdicts, counters and JSON as on sensors:2; \
+with --mka, sensor1 and the consumer are the two members.
+
 Examples:
   sudo ivnsec attack --profile aes128-gcm --profile macsec-gcm-aes-128 --profile esp-aes128-gcm
   sudo ivnsec attack --profile secoc-cmac-aes128 --profile someip-aes128-gcm/conf --count 1000
@@ -79,6 +91,7 @@ Examples:
   sudo ivnsec attack --profile hmac-sha1 --attack flood --flood-switch hub --rcvbuf-mib 32
   sudo ivnsec attack --mka --profile macsec-gcm-aes-xpn-256 --json
   sudo ivnsec attack --mka --mka-attack mka-stale-mn --count 5000
+  sudo ivnsec attack --topology production --count 2000 --json > production-attacks.json
   sudo ivnsec attack --topology bump2 --count 2000 --json > gateway-attacks.json
   sudo ivnsec attack --topology bump --attack bit-flip --attack flood --count 2000")]
 pub struct Args {
@@ -148,15 +161,19 @@ pub struct Args {
     #[arg(long, value_name = "PLAN")]
     pub hosts: Option<PathBuf>,
     /// Use a running testbed with at least three ECUs (its first is the sender, its second the
-    /// receiver, its third the attacker) instead of building one; its switches are set to
-    /// flood for the run and set back afterwards.
+    /// receiver, its third the attacker; on a `production` testbed sensor1, the consumer and
+    /// sensor2, as with --topology production) instead of building one; its switches are set
+    /// to flood for the run and set back afterwards.
     #[arg(long, value_name = "PREFIX")]
     pub testbed: Option<String>,
-    /// Attack the protected port of bump-in-the-wire gateways instead: `bump2` (two legacy
-    /// ECUs, each behind an `ivnsec gateway`, started by the run) or `bump` (a legacy sensor
-    /// behind a gateway, a MACsec consumer). Profile macsec-gcm-aes-128 (the gateways'). Not
-    /// with --testbed or --mka.
-    #[arg(long, value_name = "TOPOLOGY", conflicts_with_all = ["testbed", "mka"])]
+    /// Build this topology instead of `sensors:2`: `production` (seed 002 testbench 3: four
+    /// switches under STP; sensor1 sends to the consumer across the tree, sensor2 on sensor1's
+    /// switch attacks; every profile and class, also with --mka), or attack the protected port
+    /// of bump-in-the-wire gateways: `bump2` (two legacy ECUs, each behind an `ivnsec gateway`,
+    /// started by the run) or `bump` (a legacy sensor behind a gateway, a MACsec consumer);
+    /// those two take profile macsec-gcm-aes-128 (the gateways') and not --mka. Not with
+    /// --testbed. Example: sudo ivnsec attack --topology production --profile aes128-gcm
+    #[arg(long, value_name = "TOPOLOGY", conflicts_with = "testbed")]
     pub topology: Option<String>,
 }
 
@@ -168,17 +185,22 @@ struct Output<'a> {
 }
 
 impl Args {
-    /// The lab's settings of this run (the profile names checked).
-    fn config(&self) -> Result<AttackConfig> {
-        let topology = self
-            .topology
+    /// `--topology`, parsed.
+    fn topology(&self) -> Result<Option<Topology>> {
+        self.topology
             .as_deref()
             .map(|t| {
-                t.parse::<ivnsec_net::topology::Topology>()
+                t.parse::<Topology>()
                     .map_err(|e| crate::error::usage(format!("--topology {t}: {e}")))
             })
-            .transpose()?;
-        let profiles = if topology.is_some() && self.profiles.is_empty() && !self.all {
+            .transpose()
+    }
+
+    /// The lab's settings of this run (the profile names checked).
+    fn config(&self) -> Result<AttackConfig> {
+        let topology = self.topology()?;
+        let through_gateways = matches!(topology, Some(Topology::Bump | Topology::Bump2));
+        let profiles = if through_gateways && self.profiles.is_empty() && !self.all {
             vec![ivnsec_lab::site::GATEWAY_PROFILE.to_string()]
         } else {
             profiles(self.all, &self.profiles)?
@@ -235,6 +257,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             count: a.count.unwrap_or(mka_run::DEFAULT_COUNT),
             provider: a.provider,
             testbed: a.testbed.clone(),
+            topology: a.topology()?,
         };
         run_mka_attacks(&cfg, &mut |p| match p {
             _ if json => {}

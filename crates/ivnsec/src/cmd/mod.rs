@@ -15,6 +15,7 @@ pub mod keygen;
 pub mod lab;
 pub mod macsec;
 pub mod node;
+pub mod outage;
 pub mod pcap;
 pub mod pingpong;
 pub mod pki;

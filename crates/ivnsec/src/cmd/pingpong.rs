@@ -230,23 +230,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
 /// `pingpong --outage`: plain, then the profile, on a fresh `production` testbed with the same
 /// seeded link outages (ivnsec_lab::outage).
 fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode> {
-    use ivnsec_lab::outage::{OutageSpec, run::run as run_outages};
-    let topology = a.topology.as_deref().map(lab::parse_topology).transpose()?;
-    if topology != Some(ivnsec_net::topology::Topology::Production) {
-        return Err(crate::error::usage(
-            "--outage needs --topology production (the testbed whose links have redundancy: \
-             switches under STP, the consumer on three links)",
-        ));
-    }
-    let seed = match a.outage_seed {
-        Some(v) => v,
-        None => {
-            let mut b = [0u8; 8];
-            getrandom::fill(&mut b).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-            u64::from_le_bytes(b)
-        }
-    };
-    let spec = OutageSpec::parse(spec, seed)?;
+    use ivnsec_lab::outage::run::run as run_outages;
+    let spec = super::outage::spec(spec, a.topology.as_deref(), a.outage_seed)?;
     let pause_ms = if a.run.pause_ms > 0.0 {
         a.run.pause_ms
     } else {
@@ -277,96 +262,14 @@ fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode
         scenarios.push(x);
     }
     let report = run_outages(&scenarios, &spec)?;
-    let recovered = report.runs.iter().all(|r| {
-        r.outages
-            .iter()
-            .all(|o| o.events.iter().all(|e| e.recovered_after_ms.is_some()))
-    });
-    let mka_ok = report
-        .mka_final
-        .iter()
-        .all(|m| m.live_peers == m.expected_peers && m.transmitting);
     if a.json {
         json.print(&report)?;
     } else {
-        print_outage(&report);
+        super::outage::print(&report);
     }
-    Ok(if recovered && mka_ok {
+    Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
-}
-
-fn print_outage(r: &ivnsec_lab::outage::run::OutageReport) {
-    let ms = |v: Option<f64>| v.map_or("not recovered".to_string(), |v| format!("{v:.0} ms"));
-    let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
-    println!(
-        "testbed {} ({}), {}; {} outage(s) of {} s, one every {} s, seed {}",
-        r.testbed, r.topology, r.path, r.spec.count, r.spec.down_s, r.spec.interval_s, r.spec.seed
-    );
-    println!("links chosen: {}", r.chosen_links.join("; "));
-    for run in &r.runs {
-        println!(
-            "\n{}: {} exchanges, {} lost; RTT before: median {} µs, p99 {} µs",
-            run.profile,
-            run.exchanges,
-            run.lost,
-            us(run.rtt_before_us.median),
-            us(run.rtt_before_us.p99)
-        );
-        for o in &run.outages {
-            println!(
-                "  {} ({})",
-                o.link,
-                if o.on_tree {
-                    "on the tree"
-                } else {
-                    "a blocked link"
-                }
-            );
-            for e in &o.events {
-                println!(
-                    "    {:<4} at {:>6.2} s: {} of {} lost, recovered after {}, tree settled after {}, \
-                     RTT while re-converging: median {} µs, p99 {} µs, max {} µs ({} exchanges)",
-                    e.event,
-                    e.at_s,
-                    e.lost,
-                    e.exchanges,
-                    ms(e.recovered_after_ms),
-                    ms(e.tree_settled_after_ms),
-                    us(e.rtt_during_us.median),
-                    us(e.rtt_during_us.p99),
-                    us(e.rtt_during_us.max),
-                    e.rtt_during_us.count
-                );
-            }
-            for m in &o.mka {
-                println!(
-                    "    MKA {}: {} ({} peer(s) lost, {} live again{}; SAKs installed: {:?})",
-                    m.participant,
-                    m.verdict,
-                    m.peers_lost,
-                    m.peers_live,
-                    m.reestablished_after_s
-                        .map_or(String::new(), |t| format!(" after {t:.1} s")),
-                    m.saks_installed
-                );
-            }
-        }
-    }
-    println!();
-    for m in &r.mka_final {
-        println!(
-            "MKA {} at the end: {} of {} peers live, {}",
-            m.participant,
-            m.live_peers,
-            m.expected_peers,
-            if m.transmitting {
-                "transmitting under an agreed SAK"
-            } else {
-                "NOT transmitting"
-            }
-        );
-    }
 }

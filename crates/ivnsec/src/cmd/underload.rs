@@ -47,7 +47,8 @@ afterwards, or --testbed PREFIX uses a running one (its sensor1 and consumer, el
 last ECUs); otherwise both processes talk UDP on loopback, which the output says. --topology \
 bump|bump2 runs through bump-in-the-wire gateways the run starts instead (seed 002 testbench 2; \
 docs/gateway.md); --topology production from sensor1 to the consumer across seed 002's \
-testbench 3 (switches with redundant links under STP; docs/testbed.md).
+testbench 3 (switches with redundant links under STP; docs/testbed.md), where --outage takes \
+links down and up during the run (docs/experiments.md).
 
 Exit codes: 0 every profile met the requirement, 1 one did not, 2 usage error, 3 a missing \
 privilege or tool for the requested site.
@@ -56,7 +57,8 @@ Examples:
   ivnsec underload
   ivnsec underload --profile plain --profile macsec-gcm-aes-128 --profile esp-null-hmac-sha256 --seconds 10 --json
   ivnsec underload --profile aes128-gcm --size 1400 --mps 5000 --reply-every 10 --pcap ul.pcap
-  sudo ivnsec underload --topology bump --profile plain --seconds 5 --json")]
+  sudo ivnsec underload --topology bump --profile plain --seconds 5 --json
+  sudo ivnsec underload --topology production --profile macsec-gcm-aes-128 --outage 2@30 --json")]
 pub struct Args {
     /// Message size in bytes (16 ..= 1048576; seed 002: a 24,938-byte lidar packet).
     #[arg(long, default_value_t = 24_938)]
@@ -67,6 +69,28 @@ pub struct Args {
     /// How long each profile's sensor sends, in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
+    /// Link outages during the run (needs --topology production): N links chosen at random
+    /// (seeded: --outage-seed) go down for 12 s each, one every SECONDS (default 25), and come
+    /// back, while sensor1 streams to the consumer. Runs `plain` first, then each --profile,
+    /// each sending for the whole schedule (3 s before the first outage, 8 s after the last
+    /// link came back; --seconds is set from it), with the same outages; reports per outage
+    /// and profile the messages lost, the time to recover, the spanning tree's settling time,
+    /// the one-way delays while the network re-converges (median, p99, max), and whether the
+    /// MKA sessions (the consumer and the gateways, started on one pre-shared CAK) survived or
+    /// re-established; the same report as `pingpong --outage` with `messages` and
+    /// `one_way_…_us` for `exchanges` and `rtt_…_us`. No sockperf baseline. Exit 1 when an
+    /// outage was not recovered from or an MKA participant ended without its peers.
+    /// Example: `sudo ivnsec underload --topology production --profile macsec-gcm-aes-128
+    /// --outage 1`.
+    #[arg(
+        long,
+        value_name = "N[@SECONDS]",
+        conflicts_with_all = ["seconds", "pcap", "hosts"]
+    )]
+    pub outage: Option<String>,
+    /// The seed of the outages' link choice (default: a random one, printed in the report).
+    #[arg(long, value_name = "SEED", requires = "outage")]
+    pub outage_seed: Option<u64>,
     #[command(flatten)]
     pub stream: StreamArgs,
 }
@@ -164,9 +188,35 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if !st.profiles.is_empty() {
         cfg.profiles = st.profiles.clone();
     }
+    if let Some(text) = &a.outage {
+        let spec = super::outage::spec(text, st.topology.as_deref(), a.outage_seed)?;
+        cfg.seconds = spec.duration_s();
+        cfg.check()?;
+        return outage(&cfg, &spec, json);
+    }
     cfg.check()?;
     st.run("underload", json, |site, pcap| {
         run_underload(site, &cfg, pcap)
+    })
+}
+
+/// `underload --outage`: plain, then each profile, on a fresh `production` testbed with the
+/// same seeded link outages (ivnsec_lab::underload::outage).
+fn outage(
+    cfg: &UnderloadConfig,
+    spec: &ivnsec_lab::outage::OutageSpec,
+    mut json: Json,
+) -> Result<ExitCode> {
+    let report = ivnsec_lab::underload::outage::run_underload_outage(cfg, spec)?;
+    if json.claimed() {
+        json.print(&report)?;
+    } else {
+        super::outage::print(&report);
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     })
 }
 
