@@ -318,7 +318,16 @@ fn macsec_and_esp_rows_have_the_framing_overhead() {
         assert_eq!(row["encrypted_len"].as_u64(), Some(want), "{row}");
         positive(row, "bare_aead_encrypted_ns");
         positive(row, "bare_aead_encrypted_open_ns");
-        for f in ["framing_overhead_pct", "verify_framing_overhead_pct"] {
+        positive(row, "bare_aead_ns_min");
+        positive(row, "bare_aead_encrypted_open_ns_min");
+        for f in [
+            "framing_overhead_pct",
+            "verify_framing_overhead_pct",
+            "overhead_min_pct",
+            "verify_overhead_min_pct",
+            "framing_overhead_min_pct",
+            "verify_framing_overhead_min_pct",
+        ] {
             let x = row[f]
                 .as_f64()
                 .unwrap_or_else(|| panic!("{f} missing in {row}"));
@@ -339,6 +348,9 @@ fn macsec_and_esp_rows_have_the_framing_overhead() {
             "encrypted_len",
             "bare_aead_encrypted_ns",
             "framing_overhead_pct",
+            "bare_aead_ns_min",
+            "overhead_min_pct",
+            "framing_overhead_min_pct",
         ] {
             assert!(row[f].is_null(), "{f} in {row}");
         }
