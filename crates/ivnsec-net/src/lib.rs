@@ -24,7 +24,6 @@
 mod error;
 pub mod esp_outer;
 pub mod link;
-pub mod overlap;
 pub mod pcap;
 pub mod rawip;
 pub mod someip;

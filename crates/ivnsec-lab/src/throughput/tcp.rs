@@ -24,7 +24,6 @@ use ivnsec_core::profile::Profile;
 use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_core::wire::someip::{Deframed, StreamDeframer};
 use ivnsec_net::link::LinkSpec;
-use ivnsec_net::overlap::{ReadAhead, WriteBehind};
 use ivnsec_net::sys::{monotonic_ns, rusage_self};
 
 use super::node::{TputSpec, receiver_channel, sender_channel, spi_offset, wait_until};
@@ -45,9 +44,6 @@ const MAX_WRITE: usize = 256 << 10;
 /// 64 KiB messages of one write, a sender on a loaded machine fell to 0.89–0.97 of the shaped
 /// rate; with 1 MiB, 0.99–1.00 (docs/benchmarks.md).
 const BUCKET_BYTES: usize = 1 << 20;
-const WRITE_BUFFERS: usize = 3;
-const READ_BUFFERS: usize = 4;
-const READ_CHUNK: usize = 256 << 10;
 /// How long the receiver waits for every sender to connect.
 const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -84,11 +80,12 @@ pub(super) fn sender(spec: &TputSpec, index: usize) -> Result<()> {
         .ok_or_else(|| anyhow!("no peer entry for sender {index}"))?;
     let mut ch = sender_channel(spec.profile, spec.provider, peer, index)?;
     let addr = tcp_addr(&spec.link, true)?;
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .with_context(|| format!("connecting to the receiver at {addr}"))?;
     let unit = max_message(spec.payload);
     // Coalesce small messages into one write (as the datagram roles batch), at most MAX_WRITE.
     let per_write = spec.batch.clamp(1, (MAX_WRITE / unit).max(1));
+    let mut buf = vec![0u8; unit * per_write];
     let mut payload = vec![0u8; spec.payload];
     getrandom::fill(&mut payload).map_err(|e| anyhow!("random payload: {e}"))?;
     let message = ch.frame_bytes(spec.payload) - ivnsec_core::channel::UDP_AT;
@@ -105,16 +102,8 @@ pub(super) fn sender(spec: &TputSpec, index: usize) -> Result<()> {
         .map(|r| TokenBucket::new(r, (wire * per_write.max(2)).max(BUCKET_BYTES), start));
     let mut sent = 0u64;
     let mut pacing = 0u64;
-    let mut writer = WriteBehind::spawn(stream, WRITE_BUFFERS, unit * per_write);
-    let mut failed = None;
+    let mut last = start;
     while monotonic_ns() < deadline {
-        let mut buf = match writer.buffer() {
-            Ok(b) => b,
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        };
         let mut k = 0;
         let mut pos = 0;
         while k < per_write && ch.next_seq().is_some() {
@@ -131,20 +120,12 @@ pub(super) fn sender(spec: &TputSpec, index: usize) -> Result<()> {
                 pacing += wait_until(monotonic_ns() + wait);
             }
         }
-        if let Err(e) = writer.submit(buf, pos) {
-            failed = Some(e);
-            break;
-        }
+        stream
+            .write_all(&buf[..pos])
+            .context("writing to the TCP connection")?;
+        last = monotonic_ns();
         sent += k as u64;
     }
-    let finished = writer.finish();
-    let (stream, log) = match (finished, failed) {
-        (Ok(done), None) => done,
-        (Err(e), _) | (Ok(_), Some(e)) => {
-            return Err(e).context("writing to the TCP connection");
-        }
-    };
-    let last = if log.writes > 0 { log.last_ns } else { start };
     let (u1, s1) = rusage_self();
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let out = std::io::stdout();
@@ -287,8 +268,7 @@ pub(super) fn receiver(spec: &TputSpec) -> Result<()> {
                 let (slots, clients, stop) = (slots.clone(), clients.clone(), stop.clone());
                 let payload = spec.payload;
                 workers.push(std::thread::spawn(move || {
-                    let mut s =
-                        ReadAhead::spawn(s, READ_BUFFERS, READ_CHUNK, Duration::from_millis(100));
+                    let mut s = s;
                     receive_stream(&mut s, &slots, &clients, payload, &stop)
                 }));
             }
