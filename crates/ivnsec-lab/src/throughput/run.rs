@@ -923,7 +923,9 @@ fn iperf3_tcp_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value
              receiver at once, on the same path; goodput summed over the streams; `ratio` = our \
              goodput / iperf3's received goodput; `system_pct`: the machine's busy % during \
              iperf3 (/proc/stat), `sender_pct`/`receiver_pct`: iperf3's own client and server \
-             CPU as % of the machine",
+             CPU as % of the machine; `ns_per_byte`/`ours_ns_per_byte`: CPU ns per payload \
+             byte, both ends together; `cost_ratio` = iperf3's / ours, the goodput ratio equal \
+             CPU time would give (steadier than `ratio` on a shared machine)",
             cfg.payload,
             nodes.senders.len(),
         )),
@@ -932,15 +934,45 @@ fn iperf3_tcp_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value
     (m.len() > 2).then_some(Value::Object(m))
 }
 
-/// Puts `ours` and `ratio` (our goodput / iperf3's) into each rate of an iperf3 baseline.
+/// Puts `ours` and `ratio` (our goodput / iperf3's) into each rate of an iperf3 baseline, and
+/// the CPU each side spent per payload byte: `ns_per_byte` (iperf3's client and server
+/// together), `ours_ns_per_byte` (our senders and receiver together) and `cost_ratio` =
+/// `ns_per_byte` / `ours_ns_per_byte`, the goodput ratio the two would reach on the same CPU
+/// time. On a machine whose CPU is shared (other jobs taking a share that changes from second
+/// to second), `ratio` moves with what each run was given; `cost_ratio` does not.
 fn with_ratios(v: &mut Value, ours: &ThroughputResult) {
+    let c = &ours.cpu;
+    let ours_cost = c
+        .sender_ns_per_byte
+        .zip(c.receiver_ns_per_byte)
+        .map(|(s, r)| s + r);
     for key in ["unlimited", "shaped"] {
         if let Some(Value::Object(o)) = v.get_mut(key) {
-            let theirs = o.get("goodput_mbps").and_then(Value::as_f64).unwrap_or(0.0);
+            let num = |k: &str| o.get(k).and_then(Value::as_f64);
+            let theirs = num("goodput_mbps").unwrap_or(0.0);
+            let cost = iperf3_ns_per_byte(num("sender_pct"), num("receiver_pct"), c.cores, theirs);
             o.insert("ours_mbps".into(), json!(ours.goodput_mbps));
             o.insert("ratio".into(), json!(ratio(ours.goodput_mbps, theirs)));
+            o.insert("ns_per_byte".into(), json!(cost));
+            o.insert("ours_ns_per_byte".into(), json!(ours_cost));
+            let cost_ratio = cost.zip(ours_cost).and_then(|(t, u)| ratio(t, u));
+            o.insert("cost_ratio".into(), json!(cost_ratio));
         }
     }
+}
+
+/// CPU ns per payload byte of an iperf3 run: its client's and server's CPU (`sender_pct`,
+/// `receiver_pct`: % of a machine of `cores` cores, as [`iperf3_streams`] gives them) over
+/// its goodput. `None` without CPU figures or without goodput.
+fn iperf3_ns_per_byte(
+    sender_pct: Option<f64>,
+    receiver_pct: Option<f64>,
+    cores: usize,
+    goodput_mbps: f64,
+) -> Option<f64> {
+    let busy_cores = (sender_pct? + receiver_pct?) / 100.0 * cores as f64;
+    let bytes_per_s = goodput_mbps * 1e6 / 8.0;
+    (bytes_per_s > 0.0 && cores > 0).then(|| busy_cores * 1e9 / bytes_per_s)
 }
 
 /// One iperf3 server per sender (ports 5201, 5202, …) in the receiver's namespace, then every
@@ -1309,5 +1341,43 @@ mod tests {
         assert_eq!(v["unlimited"]["ratio"], 0.75);
         assert_eq!(v["shaped"]["ratio"], Value::Null);
         assert_eq!(v["note"], "kept");
+        // No CPU figures on either side: no cost figures, and no division by zero.
+        assert_eq!(v["unlimited"]["cost_ratio"], Value::Null);
+        assert_eq!(v["shaped"]["ns_per_byte"], Value::Null);
+    }
+
+    /// The CPU each side spent per payload byte. iperf3 on 2 cores: client 25 % and server
+    /// 25 % of the machine = 1 core busy for 8000 Mb/s = 1e9 B/s: 1 ns per byte. Ours: 0.6 +
+    /// 0.65 ns per byte, so the same CPU time would give 1 / 1.25 = 0.8 of iperf3's goodput.
+    #[test]
+    fn cpu_cost_over_iperf3() {
+        assert_eq!(
+            iperf3_ns_per_byte(Some(25.0), Some(25.0), 2, 8000.0),
+            Some(1.0)
+        );
+        assert_eq!(iperf3_ns_per_byte(Some(25.0), None, 2, 8000.0), None);
+        assert_eq!(iperf3_ns_per_byte(Some(25.0), Some(25.0), 2, 0.0), None);
+        assert_eq!(iperf3_ns_per_byte(Some(25.0), Some(25.0), 0, 8000.0), None);
+
+        let mut v = json!({
+            "unlimited": {"goodput_mbps": 8000.0, "sender_pct": 25.0, "receiver_pct": 25.0},
+            "shaped": {"goodput_mbps": 900.0},
+        });
+        let mut ours = ThroughputResult {
+            goodput_mbps: 5000.0,
+            ..ThroughputResult::default()
+        };
+        ours.cpu.cores = 2;
+        ours.cpu.sender_ns_per_byte = Some(0.6);
+        ours.cpu.receiver_ns_per_byte = Some(0.65);
+        with_ratios(&mut v, &ours);
+        let u = &v["unlimited"];
+        assert_eq!(u["ratio"], 0.625);
+        assert_eq!(u["ns_per_byte"], 1.0);
+        assert_eq!(u["ours_ns_per_byte"], 1.25);
+        assert_eq!(u["cost_ratio"], 0.8);
+        // iperf3 without CPU figures: ours stays, no ratio of costs.
+        assert_eq!(v["shaped"]["ours_ns_per_byte"], 1.25);
+        assert_eq!(v["shaped"]["cost_ratio"], Value::Null);
     }
 }
