@@ -126,6 +126,60 @@ impl OuterSocket {
         }
     }
 
+    /// Sends ESP packets with one `sendmmsg` per up to [`sys::MAX_BATCH`]: packet `i` is
+    /// `buf[at..at + len]` for `(at, len) = units[i]`. An error ICMP reported for an earlier
+    /// send is counted and the batch goes on from where it stopped; a packet the kernel refuses
+    /// otherwise is skipped. Returns how many packets were not sent and the last error.
+    pub fn send_batch(&self, buf: &[u8], units: &[(usize, usize)]) -> (usize, Option<io::Error>) {
+        let mut at = 0;
+        let mut lost = 0;
+        let mut last = None;
+        let mut retried = false;
+        while at < units.len() {
+            let end = (at + sys::MAX_BATCH).min(units.len());
+            let (sent, err) = sys::send_batch_at(self.sock.as_fd(), buf, &units[at..end]);
+            at += sent;
+            match err {
+                None => {}
+                Some(e) if !retried && is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                    retried = true;
+                }
+                Some(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                    // The units do not fit `buf`: a caller's error, nothing more is sent.
+                    return (lost + units.len() - at, Some(e));
+                }
+                Some(e) => {
+                    at += 1;
+                    lost += 1;
+                    last = Some(e);
+                }
+            }
+        }
+        (lost, last)
+    }
+
+    /// Receives up to `lens.len()` packets with one non-blocking `recvmmsg` (see
+    /// [`sys::recv_batch`]: packet `i` at `buf[i * stride + off..]`, `lens[i]` 0 when it did not
+    /// fit). Errors ICMP reported for earlier sends are skipped and counted as in
+    /// [`recv`](Self::recv). Returns how many arrived (0: none queued).
+    pub fn recv_batch(
+        &self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        lens: &mut [usize],
+    ) -> io::Result<usize> {
+        loop {
+            match sys::recv_batch(self.sock.as_fd(), buf, stride, off, lens) {
+                Err(e) if is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// Receives one packet without blocking: `Ok(None)` when none is queued. The errors ICMP
     /// brings back for an earlier send (the peer's host unreachable, no one there for ESP or
     /// the UDP port yet, `ECONNREFUSED`, `ENOPROTOOPT`, …: a connected socket reports each
