@@ -605,6 +605,75 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
         sb["rx"]["packets"].as_u64().unwrap(),
     );
     assert!(got <= sent && got + 3 >= sent, "{sa}\n{sb}");
+    // The offload path carried the TCP transfers: a read TCP super-packets from its TUN (cut
+    // into segments, one ESP packet each), b wrote coalesced super-packets to its TUN.
+    assert_eq!(sa["offload"]["tso"], true, "{sa}");
+    assert!(sa["packets"]["gso_in"].as_u64().unwrap() > 0, "{sa}");
+    assert!(sb["packets"]["gro_out"].as_u64().unwrap() > 0, "{sb}");
+    assert!(
+        sb["packets"]["gro_segments"].as_u64().unwrap()
+            > 2 * sb["packets"]["gro_out"].as_u64().unwrap(),
+        "{sb}"
+    );
+    assert!(
+        sa["packets"]["esp_out"].as_u64() > sa["packets"]["tun_in"].as_u64(),
+        "{sa}"
+    );
+}
+
+/// iperf3 TCP for 1 s from `from` to the other side's inner IPv4 address; the bytes received.
+fn iperf3_tcp(p: &Pair, from: char) -> f64 {
+    let to = if from == 'a' { 'b' } else { 'a' };
+    let server = p
+        .exec(to, "iperf3")
+        .args(["-s", "-1", "-B", inner4(to)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Proc(Some(server));
+    std::thread::sleep(Duration::from_millis(500));
+    let o = p.output(from, "iperf3", &["-c", inner4(to), "-t", "1", "-J"]);
+    assert!(o.status.success(), "iperf3 {from}: {}", text(&o.stdout));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    j["end"]["sum_received"]["bytes"].as_f64().unwrap()
+}
+
+/// `--no-offload` on one end, the offload path on the other: ping (IPv4 and IPv6 inside) and
+/// iperf3 TCP both ways work across the mix; the `--no-offload` end reports the offload off and
+/// never sees a super-packet, the other end cuts its own into segments and coalesces what it
+/// receives.
+#[test]
+fn no_offload_interoperates_with_the_offload_path() {
+    require_root!();
+    if let Some(why) = require(&["iperf3"]) {
+        eprintln!("SKIPPED no_offload_interoperates_with_the_offload_path: {why}");
+        return;
+    }
+    let d = TempDir::new("esp-nooff");
+    let p = Pair::new(Outer::V4);
+    let k = keys(&d);
+    let _a = up(&d, &p, &k, 'a', &[]);
+    let _b = up(&d, &p, &k, 'b', &["--no-offload"]);
+    for to in [inner4('b'), inner6('b')] {
+        let o = ping(&p, 'a', to, "2");
+        assert!(o.status.success(), "ping {to}: {}", text(&o.stdout));
+    }
+    assert!(iperf3_tcp(&p, 'a') > 1e6);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(iperf3_tcp(&p, 'b') > 1e6);
+    let sb = status_when(&d, 'b', |s| s["packets"]["tun_out"].as_u64() > Some(100));
+    let sa = status_when(&d, 'a', |s| s["packets"]["gro_out"].as_u64() > Some(0));
+    assert_eq!(sb["offload"]["enabled"], false, "{sb}");
+    assert_eq!(sb["packets"]["gso_in"], 0, "{sb}");
+    assert_eq!(sb["packets"]["gro_out"], 0, "{sb}");
+    assert_eq!(sb["packets"]["tun_in"], sb["packets"]["esp_out"], "{sb}");
+    assert_eq!(sa["offload"]["enabled"], true, "{sa}");
+    assert!(sa["packets"]["gso_in"].as_u64().unwrap() > 0, "{sa}");
+    assert!(sa["packets"]["gro_out"].as_u64().unwrap() > 0, "{sa}");
+    for s in [&sa, &sb] {
+        assert_eq!(s["rx"]["drops"], serde_json::json!({}), "{s}");
+    }
 }
 
 /// IPv6 outer, ESP in UDP (RFC 3948): ping IPv4 and IPv6 inside; tshark decrypts the `--pcap`
