@@ -446,6 +446,12 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
     v["packets"] = sh.packets.json();
     v["packets"]["icmp_errors"] = json!(outer.peer_errors());
     v["packets"]["queue_drops"] = json!(outer.queue_drops());
+    if v["offload"]["enabled"] == true {
+        // With --udp-encap: UDP segmentation offload on sends (off once the kernel refused
+        // one) and UDP receive offload.
+        v["offload"]["udp_gso"] = json!(outer.udp_gso());
+        v["offload"]["udp_gro"] = json!(outer.udp_gro());
+    }
     v["running"] = json!(state == "running");
     v
 }
@@ -1016,17 +1022,53 @@ fn write_coalesced(sh: &Shared, tun: &Tap, co: &mut Coalescer) {
     }
 }
 
+/// Verifies the ESP packet `slot[..len]` (an outer IP header in front) and hands the inner
+/// packet on: into `co` when it continues (or starts) a super-packet, else alone behind a vnet
+/// header saying "no offload" (written over the ESP header and IV in front of it).
+fn deliver(sh: &Shared, tun: &Tap, co: &mut Coalescer, gro: bool, slot: &mut [u8], len: usize) {
+    let Ok(range) = lock(&sh.rx).verify_in_place(&mut slot[..len]) else {
+        return;
+    };
+    if gro {
+        if co.push(&slot[range.clone()]) {
+            return;
+        }
+        if !co.is_empty() {
+            write_coalesced(sh, tun, co);
+            if co.push(&slot[range.clone()]) {
+                return;
+            }
+        }
+    }
+    let Some(h) = range.start.checked_sub(VNET_HDR_LEN) else {
+        add(&sh.packets.tun_write_errors);
+        return;
+    };
+    if !co.is_empty() {
+        // Order: what the coalescer holds arrived first.
+        write_coalesced(sh, tun, co);
+    }
+    VnetHdr::default().emit(&mut slot[h..]);
+    match tun.send(&slot[h..range.end]) {
+        Ok(()) => add(&sh.packets.tun_out),
+        Err(_) => add(&sh.packets.tun_write_errors),
+    }
+}
+
 /// Outer socket → verify → TUN, the offload path: ESP packets arrive in batches (one
-/// `recvmmsg` into the slots of a reused buffer), are verified one by one in place (the replay
-/// window and the counters by reason as on the per-packet path), and the verified inner packets
-/// go to the TUN behind a vnet header — with `gro`, consecutive in-order TCP segments of one
-/// flow coalesced into one super-packet ([`Coalescer`]), everything else alone.
+/// `recvmmsg` into the slots of a reused buffer; with `--udp-encap` and UDP receive offload a
+/// message may hold several ESP packets back to back, each then copied behind room for its
+/// outer header), are verified one by one in place (the replay window and the counters by
+/// reason as on the per-packet path), and the verified inner packets go to the TUN behind a
+/// vnet header — with `gro`, consecutive in-order TCP segments of one flow coalesced into one
+/// super-packet ([`Coalescer`]), everything else alone.
 fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
     let pre = rx_pre(sh, outer);
     let stride = pre + MAX_PACKET;
     let mut slots = vec![0u8; BATCH * stride];
     let mut lens = [0usize; BATCH];
-    let mut ranges: [Option<std::ops::Range<usize>>; BATCH] = std::array::from_fn(|_| None);
+    let mut segs = [0u16; BATCH];
+    let mut one = vec![0u8; stride];
     let mut co = Coalescer::new();
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
@@ -1039,7 +1081,7 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
             }
         }
         loop {
-            let got = match outer.recv_batch(&mut slots, stride, pre, &mut lens) {
+            let got = match outer.recv_batch(&mut slots, stride, pre, &mut lens, &mut segs) {
                 Ok(0) => break,
                 Ok(g) => g,
                 Err(e) => {
@@ -1047,51 +1089,29 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
                     return;
                 }
             };
-            for (i, r) in ranges.iter_mut().enumerate().take(got) {
+            for i in 0..got {
                 let slot = &mut slots[i * stride..(i + 1) * stride];
-                *r = match lens[i] {
-                    0 => {
-                        // Longer than an IP packet can be: cut by the kernel.
-                        add(&sh.packets.esp_in);
-                        add(&sh.packets.rx_truncated);
-                        None
-                    }
-                    n => rx_prepare(sh, outer, slot, pre, n, &mut scratch).map(|len| 0..len),
-                };
-            }
-            {
-                let mut rx = lock(&sh.rx);
-                for (i, r) in ranges.iter_mut().enumerate().take(got) {
-                    if let Some(range) = r.take() {
-                        let slot = &mut slots[i * stride..(i + 1) * stride];
-                        *r = rx.verify_in_place(&mut slot[..range.end]).ok();
-                    }
-                }
-            }
-            for (i, r) in ranges.iter_mut().enumerate().take(got) {
-                let Some(range) = r.take() else { continue };
-                let at = i * stride;
-                if gro {
-                    if co.push(&slots[at + range.start..at + range.end]) {
-                        continue;
-                    }
-                    if !co.is_empty() {
-                        write_coalesced(sh, tun, &mut co);
-                        if co.push(&slots[at + range.start..at + range.end]) {
-                            continue;
-                        }
-                    }
-                }
-                // Alone, behind a vnet header saying "no offload" (the ESP header and IV in
-                // front of the inner packet are no longer needed: it goes there).
-                let Some(h) = range.start.checked_sub(VNET_HDR_LEN) else {
-                    add(&sh.packets.tun_write_errors);
+                let (n, seg) = (lens[i], usize::from(segs[i]));
+                if n == 0 {
+                    // Longer than an IP packet can be: cut by the kernel.
+                    add(&sh.packets.esp_in);
+                    add(&sh.packets.rx_truncated);
                     continue;
-                };
-                VnetHdr::default().emit(&mut slots[at + h..]);
-                match tun.send(&slots[at + h..at + range.end]) {
-                    Ok(()) => add(&sh.packets.tun_out),
-                    Err(_) => add(&sh.packets.tun_write_errors),
+                }
+                if seg == 0 || n <= seg {
+                    if let Some(len) = rx_prepare(sh, outer, slot, pre, n, &mut scratch) {
+                        deliver(sh, tun, &mut co, gro, slot, len);
+                    }
+                    continue;
+                }
+                // Several ESP packets back to back (UDP GRO): each behind room for its header.
+                for chunk in slot[pre..pre + n].chunks(seg) {
+                    one[pre..pre + chunk.len()].copy_from_slice(chunk);
+                    if let Some(len) =
+                        rx_prepare(sh, outer, &mut one, pre, chunk.len(), &mut scratch)
+                    {
+                        deliver(sh, tun, &mut co, gro, &mut one, len);
+                    }
                 }
             }
             write_coalesced(sh, tun, &mut co);
