@@ -12,7 +12,7 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -31,6 +31,42 @@ pub struct OuterSocket {
     v6: bool,
     udp: Option<u16>,
     peer_errors: AtomicU64,
+    /// UDP: batches leave as UDP segmentation offload sends (`UDP_SEGMENT`) until the kernel
+    /// refuses one.
+    gso: AtomicBool,
+    /// UDP: `UDP_GRO` is on (a receive may bring several datagrams back to back).
+    gro: bool,
+}
+
+/// Most bytes one UDP segmentation offload send gathers (an IP packet's 64 KiB less the
+/// headers, with margin).
+const GSO_MAX_BYTES: usize = 65_000;
+
+/// Groups `units` (ESP packets, `(at, len)`) for [`sys::send_udp_gso_batch`]: runs of packets of
+/// one length, the last of a run possibly shorter, at most [`GSO_MAX_BYTES`] per run. Returns
+/// how many groups were written to `groups`.
+fn gso_groups(
+    units: &[(usize, usize)],
+    groups: &mut [(usize, usize, u16); sys::MAX_BATCH],
+) -> usize {
+    let mut g = 0;
+    let mut i = 0;
+    while i < units.len() && g < groups.len() {
+        let seg = units[i].1;
+        let mut total = seg;
+        let mut j = i + 1;
+        while j < units.len() && units[j].1 <= seg && total + units[j].1 <= GSO_MAX_BYTES {
+            total += units[j].1;
+            j += 1;
+            if units[j - 1].1 < seg {
+                break;
+            }
+        }
+        groups[g] = (i, j - i, u16::try_from(seg).unwrap_or(u16::MAX));
+        g += 1;
+        i = j;
+    }
+    g
 }
 
 /// An error a connected socket reports because ICMP said an earlier packet did not arrive
@@ -83,12 +119,27 @@ impl OuterSocket {
         sock.set_nonblocking(true)?;
         let _ = sys::set_recv_buffer_force(sock.as_fd(), 4 << 20);
         let _ = sock.set_send_buffer_size(4 << 20);
+        let gro = udp_port.is_some() && sys::set_udp_gro(sock.as_fd(), true).is_ok();
         Ok(OuterSocket {
             sock,
             v6,
             udp: udp_port,
             peer_errors: AtomicU64::new(0),
+            gso: AtomicBool::new(udp_port.is_some()),
+            gro,
         })
+    }
+
+    /// Whether batches are sent with UDP segmentation offload (UDP encapsulation, until the
+    /// kernel refuses it once).
+    pub fn udp_gso(&self) -> bool {
+        self.gso.load(Ordering::Relaxed)
+    }
+
+    /// Whether UDP receive offload is on ([`recv_batch`](Self::recv_batch) may return several
+    /// ESP packets in one message).
+    pub fn udp_gro(&self) -> bool {
+        self.gro
     }
 
     /// Whether a received packet starts with its outer IP header (raw IPv4 only).
@@ -122,6 +173,89 @@ impl OuterSocket {
                     retried = true;
                 }
                 Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Sends ESP packets with one `sendmmsg` per up to [`sys::MAX_BATCH`]: packet `i` is
+    /// `buf[at..at + len]` for `(at, len) = units[i]`. An error ICMP reported for an earlier
+    /// send is counted and the batch goes on from where it stopped; a packet the kernel refuses
+    /// otherwise is skipped. Returns how many packets were not sent and the last error.
+    pub fn send_batch(&self, buf: &[u8], units: &[(usize, usize)]) -> (usize, Option<io::Error>) {
+        let mut at = 0;
+        if self.udp.is_some() && self.gso.load(Ordering::Relaxed) && units.len() <= sys::MAX_BATCH {
+            // UDP segmentation offload: runs of equal-length ESP packets leave as one send each.
+            let mut groups = [(0usize, 0usize, 0u16); sys::MAX_BATCH];
+            let g = gso_groups(units, &mut groups);
+            let (done, err) = sys::send_udp_gso_batch(self.sock.as_fd(), buf, units, &groups[..g]);
+            match err {
+                None => return (0, None),
+                Some(e) => {
+                    if is_peer_error(&e) {
+                        self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        // Refused (no checksum offload on the route's device, an old kernel):
+                        // one packet per datagram from now on.
+                        self.gso.store(false, Ordering::Relaxed);
+                    }
+                    at = groups[done].0;
+                }
+            }
+        }
+        let mut lost = 0;
+        let mut last = None;
+        let mut retried = false;
+        while at < units.len() {
+            let end = (at + sys::MAX_BATCH).min(units.len());
+            let (sent, err) = sys::send_batch_at(self.sock.as_fd(), buf, &units[at..end]);
+            at += sent;
+            match err {
+                None => {}
+                Some(e) if !retried && is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                    retried = true;
+                }
+                Some(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                    // The units do not fit `buf`: a caller's error, nothing more is sent.
+                    return (lost + units.len() - at, Some(e));
+                }
+                Some(e) => {
+                    at += 1;
+                    lost += 1;
+                    last = Some(e);
+                }
+            }
+        }
+        (lost, last)
+    }
+
+    /// Receives up to `lens.len()` packets with one non-blocking `recvmmsg` (see
+    /// [`sys::recv_batch`]: packet `i` at `buf[i * stride + off..]`, `lens[i]` 0 when it did not
+    /// fit). Errors ICMP reported for earlier sends are skipped and counted as in
+    /// [`recv`](Self::recv). Returns how many arrived (0: none queued).
+    ///
+    /// With UDP receive offload ([`udp_gro`](Self::udp_gro)), message `i` may hold several ESP
+    /// packets back to back: each `segs[i]` bytes but the last (`segs[i]` is 0 for one packet).
+    pub fn recv_batch(
+        &self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        lens: &mut [usize],
+        segs: &mut [u16],
+    ) -> io::Result<usize> {
+        loop {
+            let r = if self.gro {
+                sys::recv_batch_gro(self.sock.as_fd(), buf, stride, off, lens, segs)
+            } else {
+                segs.iter_mut().for_each(|s| *s = 0);
+                sys::recv_batch(self.sock.as_fd(), buf, stride, off, lens)
+            };
+            match r {
+                Err(e) if is_peer_error(&e) => {
+                    self.peer_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                r => return r,
             }
         }
     }
@@ -198,5 +332,24 @@ mod tests {
         for code in [libc::EBADF, libc::ENOMEM, libc::EINVAL] {
             assert!(!is_peer_error(&io::Error::from_raw_os_error(code)));
         }
+    }
+
+    #[test]
+    fn gso_groups_are_runs_of_one_length_with_a_shorter_last() {
+        let mut g = [(0, 0, 0); sys::MAX_BATCH];
+        let u = [
+            (0, 100),
+            (100, 100),
+            (200, 60),
+            (300, 100),
+            (400, 100),
+            (500, 120),
+        ];
+        let n = gso_groups(&u, &mut g);
+        assert_eq!(&g[..n], &[(0, 3, 100), (3, 2, 100), (5, 1, 120)]);
+        let big: Vec<(usize, usize)> = (0..50).map(|i| (i * 1500, 1500)).collect();
+        let n = gso_groups(&big, &mut g);
+        assert_eq!(&g[..n], &[(0, 43, 1500), (43, 7, 1500)]);
+        assert_eq!(gso_groups(&[], &mut g), 0);
     }
 }

@@ -17,6 +17,7 @@ pub mod secoc;
 pub mod someip;
 pub mod someip_sd;
 pub mod someip_tp;
+pub mod tcp_offload;
 
 use core::ops::Range;
 

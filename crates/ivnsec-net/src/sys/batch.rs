@@ -223,6 +223,194 @@ pub(super) fn recv_batch_named(
     Ok(got)
 }
 
+/// Room for one control message carrying a `u16` or `c_int` (`UDP_SEGMENT`, `UDP_GRO`), 8-byte
+/// aligned as `cmsghdr` needs.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct CmsgRoom([u8; 32]);
+
+/// Sends UDP datagrams with segmentation offload (`UDP_SEGMENT`, one `sendmmsg` for all):
+/// group `g = (first, count, seg)` of `groups` is `units[first..first + count]` (each
+/// `buf[at..at + len]`), gathered into one datagram that the kernel (or the device) cuts into
+/// `count` datagrams of `seg` bytes, the last one possibly shorter. The caller forms the groups:
+/// every unit but the last of a group exactly `seg` bytes, the last at most `seg`, at most
+/// [`MAX_BATCH`] units and 64 KiB per group. Returns how many groups the kernel took before an
+/// error other than `EINTR`/`ENOBUFS`/`EAGAIN` (with that error), or all of them.
+pub fn send_udp_gso_batch(
+    fd: BorrowedFd<'_>,
+    buf: &[u8],
+    units: &[(usize, usize)],
+    groups: &[(usize, usize, u16)],
+) -> (usize, Option<io::Error>) {
+    let bad = || {
+        Some(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "batch does not fit the buffer",
+        ))
+    };
+    let n = groups.len();
+    if n > MAX_BATCH
+        || units.len() > MAX_BATCH
+        || units
+            .iter()
+            .any(|&(at, len)| at.checked_add(len).is_none_or(|end| end > buf.len()))
+        || groups.iter().any(|&(first, count, _)| {
+            count == 0 || first.checked_add(count).is_none_or(|end| end > units.len())
+        })
+    {
+        return (0, bad());
+    }
+    // SAFETY: iovec and mmsghdr are plain data (pointers and integers); all-zero is valid.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    let mut control = [CmsgRoom([0; 32]); MAX_BATCH];
+    for (i, &(at, len)) in units.iter().enumerate() {
+        // The kernel only reads through iov_base for a send; the cast to *mut is what iovec wants.
+        iov[i].iov_base = buf[at..].as_ptr() as *mut libc::c_void;
+        iov[i].iov_len = len;
+    }
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(mem::size_of::<u16>() as libc::c_uint) } as usize;
+    for (g, &(first, count, seg)) in groups.iter().enumerate() {
+        let h = &mut msgs[g].msg_hdr;
+        h.msg_iov = &mut iov[first];
+        h.msg_iovlen = count;
+        h.msg_control = control[g].0.as_mut_ptr().cast();
+        h.msg_controllen = space;
+        // SAFETY: msg_control points at 32 writable, 8-aligned bytes of control[g] and
+        // msg_controllen (CMSG_SPACE of a u16, 24 on 64-bit) is within them, so CMSG_FIRSTHDR
+        // returns a header inside them with room for CMSG_LEN(2) bytes; the u16 is written
+        // unaligned at CMSG_DATA.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(h);
+            (*c).cmsg_level = libc::SOL_UDP;
+            (*c).cmsg_type = libc::UDP_SEGMENT;
+            (*c).cmsg_len = libc::CMSG_LEN(mem::size_of::<u16>() as libc::c_uint) as usize;
+            ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+        }
+    }
+    let mut done = 0;
+    while done < n {
+        // SAFETY: msgs[done..n] are initialised headers whose iovecs point into `buf` within
+        // its bounds (checked above) and whose control buffers are in `control`; `buf`, `iov`,
+        // `control` and `msgs` outlive the call, and the kernel only reads them.
+        let r = unsafe {
+            libc::sendmmsg(
+                fd.as_raw_fd(),
+                msgs[done..].as_mut_ptr(),
+                (n - done) as libc::c_uint,
+                0,
+            )
+        };
+        if r >= 0 {
+            done += r as usize;
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::yield_now(),
+            _ => return (done, Some(e)),
+        }
+    }
+    (n, None)
+}
+
+/// [`recv_batch`] on a UDP socket with `UDP_GRO` on ([`super::set_udp_gro`]): a message may be
+/// several datagrams of one flow back to back, all `segs[i]` bytes but the last;
+/// `segs[i]` is 0 for a message that is one datagram. A message longer than its slot has
+/// `lens[i]` 0.
+pub fn recv_batch_gro(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    stride: usize,
+    off: usize,
+    lens: &mut [usize],
+    segs: &mut [u16],
+) -> io::Result<usize> {
+    if off >= stride {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "offset must be below the stride",
+        ));
+    }
+    let n = lens
+        .len()
+        .min(segs.len())
+        .min(MAX_BATCH)
+        .min(buf.len() / stride);
+    // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    let mut control = [CmsgRoom([0; 32]); MAX_BATCH];
+    let base = buf.as_mut_ptr();
+    for i in 0..n {
+        // SAFETY: (i + 1) * stride ≤ buf.len() because n ≤ buf.len() / stride, and off < stride,
+        // so the slot lies inside `buf`.
+        iov[i].iov_base = unsafe { base.add(i * stride + off) }.cast();
+        iov[i].iov_len = stride - off;
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_control = control[i].0.as_mut_ptr().cast();
+        msgs[i].msg_hdr.msg_controllen = control[i].0.len();
+    }
+    let got = loop {
+        // SAFETY: every header points at one iovec describing a disjoint, writable slot of
+        // `buf` and at one control buffer of `control` with its size; all outlive the call; a
+        // null timeout is allowed.
+        let r = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                ptr::null_mut(),
+            )
+        };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock => return Ok(0),
+            _ => return Err(e),
+        }
+    };
+    for i in 0..got {
+        let h = &msgs[i].msg_hdr;
+        let truncated = h.msg_flags & libc::MSG_TRUNC != 0;
+        let len = msgs[i].msg_len as usize;
+        lens[i] = if truncated || len > stride - off {
+            0
+        } else {
+            len
+        };
+        segs[i] = 0;
+        // SAFETY: the kernel set msg_controllen to the bytes of control messages it wrote into
+        // control[i] (at most its size; MSG_CTRUNC otherwise, which CMSG_NXTHDR's bound check
+        // covers); CMSG_FIRSTHDR/CMSG_NXTHDR return headers inside that length or null, and a
+        // UDP_GRO message carries a c_int, read unaligned.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(h);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_UDP
+                    && (*c).cmsg_type == libc::UDP_GRO
+                    && (*c).cmsg_len
+                        >= libc::CMSG_LEN(mem::size_of::<libc::c_int>() as libc::c_uint) as usize
+                {
+                    let v = ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                    segs[i] = u16::try_from(v).unwrap_or(0);
+                }
+                c = libc::CMSG_NXTHDR(h, c);
+            }
+        }
+    }
+    Ok(got)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,5 +453,51 @@ mod tests {
         );
         assert!(recv_batch(b.as_fd(), &mut rx, 60, 60, &mut lens).is_err());
         assert!(send_batch(a.as_fd(), &tx, stride, &[101]).is_err());
+    }
+
+    #[test]
+    fn udp_gso_groups_arrive_as_segments_and_coalesce_with_gro() {
+        use std::net::UdpSocket;
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        // Three 100-byte units and a 40-byte one as one GSO datagram, then one alone.
+        let mut tx = vec![0u8; 1000];
+        for (i, c) in tx.chunks_mut(100).enumerate() {
+            c.fill(i as u8 + 1);
+        }
+        let units = [(0, 100), (100, 100), (200, 100), (300, 40), (500, 70)];
+        let (sent, e) = send_udp_gso_batch(a.as_fd(), &tx, &units, &[(0, 4, 100), (4, 1, 70)]);
+        assert!(e.is_none(), "{e:?}");
+        assert_eq!(sent, 2);
+        // Without UDP_GRO each segment arrives as its own datagram.
+        let mut rx = vec![0u8; 8 * 200];
+        let mut lens = [0usize; 8];
+        let mut segs = [0u16; 8];
+        let mut got = 0;
+        for _ in 0..100 {
+            got += recv_batch_gro(
+                b.as_fd(),
+                &mut rx[got * 200..],
+                200,
+                0,
+                &mut lens[got..],
+                &mut segs[got..],
+            )
+            .unwrap();
+            if got == 5 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(&lens[..5], &[100, 100, 100, 40, 70]);
+        assert_eq!(segs[..5], [0; 5]);
+        assert_eq!(rx[200], 2);
+        assert_eq!(rx[600], 4);
+        assert_eq!(
+            send_udp_gso_batch(a.as_fd(), &tx, &units, &[(4, 2, 70)]).0,
+            0,
+            "a group past the units is refused"
+        );
     }
 }

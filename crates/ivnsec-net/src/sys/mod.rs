@@ -9,7 +9,8 @@
 //!   batches, software RX timestamps, the kernel's drop counters, a filter for frames to other
 //!   hosts, multicast group membership); [`interface_index`].
 //! - [`batch`]: [`send_batch`] / [`recv_batch`], many units per `sendmmsg` / `recvmmsg` on any
-//!   socket, at most [`MAX_BATCH`].
+//!   socket, at most [`MAX_BATCH`]; UDP with segmentation and receive offload
+//!   ([`send_udp_gso_batch`], [`recv_batch_gro`]).
 //! - [`socket`]: options and readiness of any socket: buffer sizes ([`set_socket_buffers`],
 //!   [`set_recv_buffer_force`]), the drop counter ([`socket_drops`]), [`wait_readable`].
 //! - [`cpu`]: [`pin_current_thread`] / [`current_affinity`] / [`current_cpu`] (on this VM a
@@ -44,7 +45,9 @@ pub mod socket;
 pub mod stdio;
 pub mod tap;
 
-pub use batch::{MAX_BATCH, recv_batch, send_batch, send_batch_at};
+pub use batch::{
+    MAX_BATCH, recv_batch, recv_batch_gro, send_batch, send_batch_at, send_udp_gso_batch,
+};
 pub use cpu::{
     MAX_REALTIME_PRIORITY, current_affinity, current_cpu, current_thread_realtime, monotonic_ns,
     pin_current_thread, rusage_self, set_current_thread_realtime,
@@ -59,10 +62,11 @@ pub use packet::{
 pub use process::die_with_parent;
 pub use signal::{TerminationSignals, signal_process, termination_signals};
 pub use socket::{
-    path_mtu, set_recv_buffer_force, set_socket_buffers, socket_drops, wait_readable, wait_writable,
+    path_mtu, set_recv_buffer_force, set_socket_buffers, set_udp_gro, socket_drops, wait_readable,
+    wait_writable,
 };
 pub use stdio::set_aside_stdout;
 pub use tap::{
     link_is_up, link_mac, link_mtu, link_up, read_frame, set_link_mac, set_link_mtu, tap_create,
-    tun_create, write_frame,
+    tun_create, tun_create_offload, write_frame,
 };

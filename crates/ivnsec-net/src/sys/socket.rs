@@ -175,6 +175,13 @@ pub fn set_socket_buffers(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Turns UDP receive offload (`UDP_GRO`) on or off for a UDP socket: with it, one receive may
+/// return several datagrams of one flow back to back (their size in a `UDP_GRO` control
+/// message, [`super::recv_batch_gro`]).
+pub fn set_udp_gro(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    set_option(fd, libc::SOL_UDP, libc::UDP_GRO, &libc::c_int::from(on))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,13 @@ MTU: the TUN gets the largest MTU whose protected packet still fits the path MTU
 for AES-GCM over IPv4: outer header 20, ESP header 8, IV 8, trailer 2, ICV 16). See \
 docs/esp-tunnel.md.
 
+Offload (default; --no-offload turns it off): the TUN is opened with a vnet header and TCP \
+segmentation offload, so the host hands it TCP super-packets of up to 64 KiB; they are cut into \
+MTU-sized segments here, each protected as its own ESP packet, and sent in batches \
+(sendmmsg); received ESP packets are taken in batches (recvmmsg), verified one by one, and \
+consecutive in-order TCP segments of one flow are coalesced into one super-packet for the TUN. \
+Where the kernel refuses TUNSETOFFLOAD the TUN carries ordinary packets (said at start).
+
 Example (hosts 192.0.2.1 and 192.0.2.2; inner addresses 10.9.0.1 and 10.9.0.2):
   ivnsec keygen --profile esp-aes128-gcm --out a2b.toml   # copy both files to both hosts
   ivnsec keygen --profile esp-aes128-gcm --out b2a.toml
@@ -142,6 +149,12 @@ pub struct UpArgs {
     /// Crypto provider: portable, fast, openssl, or auto.
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
+    /// One packet per TUN read and write, no vnet header: without the offload path (TCP
+    /// super-packets read from the TUN and cut into segments here, batched sends and receives,
+    /// received segments coalesced into super-packets for the TUN). The offload path is the
+    /// default and falls back to this by itself where the kernel refuses TUNSETOFFLOAD.
+    #[arg(long)]
+    pub no_offload: bool,
 }
 
 /// A 32-bit SPI in decimal or 0x-hex.
@@ -202,6 +215,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         pcap: a.pcap,
         events: a.events,
         status: a.status,
+        offload: !a.no_offload,
     };
     let keys = lab::check(&cfg)?;
     let stop = stop_on_signal()?;
