@@ -1229,8 +1229,8 @@ fn one_way_experiments_refused_on_unsynchronised_hosts() {
 /// Bad uses of `attack --hosts` stop at once with exit 2 and the reason, before any host is
 /// asked (no root or sshd needed): the attacker named on the receiver's host or on no host, a
 /// plan of one host, options that need the testbed (--mka, --pcap), and `--flood-switch
-/// bench` without hosts. `tdma run --hosts` is refused the same way, and so is a plan with
-/// `[[host]]` and `[[tdma]]` tables, naming the table.
+/// bench` without hosts; `tdma run --hosts` with a plan of one host or with --pcap; and a plan
+/// with `[[host]]` and `[[tdma]]` tables, naming the table.
 #[test]
 fn attack_and_tdma_run_refuse_hosts() {
     let d = TempDir::new("multihost-refuse");
@@ -1270,9 +1270,25 @@ fn attack_and_tdma_run_refuse_hosts() {
         ),
         (
             vec![
-                "tdma", "run", "--hosts", p, "--flows", p, "--bp", "10ms", "--gp", "0ms",
+                "tdma",
+                "run",
+                "--hosts",
+                one.to_str().unwrap(),
+                "--flows",
+                p,
+                "--bp",
+                "10ms",
+                "--gp",
+                "0ms",
             ],
-            "tdma run does not run across hosts",
+            "tdma run across hosts needs two",
+        ),
+        (
+            vec![
+                "tdma", "run", "--hosts", p, "--flows", p, "--bp", "10ms", "--gp", "0ms", "--pcap",
+                "x.pcap",
+            ],
+            "--pcap",
         ),
     ] {
         let o = common::ivnsec(&d, &args);
@@ -1540,4 +1556,131 @@ fn nothing_accepted(code: i32, v: &Value) {
         1 => assert!(legit_lost && v["verdict"] == "fail", "{v}"),
         _ => panic!("exit {code}: {v}"),
     }
+}
+
+/// `ivnsec tdma run --hosts` between two SSH hosts of this machine (one clock, so allowed):
+/// ecu1 on front, ecu2 on rear, a small schedule in both directions for a few base periods
+/// and the capacity steps: it completes, every slot has its send error and one-way delay on
+/// CLOCK_REALTIME, the capacity stays within eq. 9's NF_max, the per-switch forwarding delay
+/// (Table 6 "Diff") is marked not measured with the reason, the clocks were watched; nothing is
+/// left running.
+#[test]
+fn tdma_run_across_ssh_hosts() {
+    require_sshd!();
+    let d = TempDir::new("multihost-tdma");
+    let bench = Bench::up(&d);
+    let plan = d.path("tdma-hosts.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let flows = d.path("flows.toml");
+    std::fs::write(
+        &flows,
+        "[[flow]]\nname = \"steer\"\nfrom = \"ecu1\"\nto = \"ecu2\"\nframe_bytes = 100\n\
+         [[flow]]\nname = \"brake\"\nfrom = \"ecu2\"\nto = \"ecu1\"\nframe_bytes = 100\n",
+    )
+    .unwrap();
+    // A generous slot (BP 4 ms, 1 ms guard per switch): eq. 9 allows 3 frames per BP.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "tdma",
+            "run",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--flows",
+            flows.to_str().unwrap(),
+            "--bp",
+            "4ms",
+            "--gp",
+            "1ms",
+            "--profile",
+            "hmac-sha1",
+            "--periods",
+            "20",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "exit {:?}, {e}: {}{}",
+            o.status.code(),
+            text(&o.stdout),
+            text(&o.stderr)
+        )
+    });
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{v}");
+    assert_eq!(o.status.code() == Some(0), v["schedule_met"] == true, "{v}");
+    assert_eq!(v["hosts"]["ecu1"]["name"], "front", "{v}");
+    assert_eq!(v["hosts"]["ecu2"]["name"], "rear", "{v}");
+    assert!(v["testbed"].as_str().unwrap().contains("over SSH"), "{v}");
+    let clock = v["clock"].as_str().unwrap();
+    assert!(
+        clock.contains("CLOCK_REALTIME") && clock.contains("shared clock: front, rear"),
+        "{clock}"
+    );
+    let why = v["switch_diff_not_measured"].as_str().unwrap();
+    assert!(why.contains("not measured across hosts"), "{why}");
+    assert!(v["switch_diff_us"].as_array().unwrap().is_empty(), "{v}");
+    assert!(v["first_hop_us"].is_null(), "{v}");
+    let slots = v["slots"].as_array().unwrap();
+    assert_eq!(slots.len(), 2, "{v}");
+    for s in slots {
+        assert_eq!(s["sent"], 20, "{s}");
+        assert!(s["arrived"].as_u64().unwrap() > 0, "{s}");
+        assert!(s["switch_diff_us"].as_array().unwrap().is_empty(), "{s}");
+        let owd = s["owd_us"]["p50"].as_f64().unwrap();
+        assert!(owd > 0.0 && owd < 1e6, "one-way delay {owd} µs: {s}");
+        let err = s["send_error_us"]["max"].as_f64().unwrap();
+        assert!((0.0..1e6).contains(&err), "send error {err} µs: {s}");
+    }
+    let c = &v["capacity"];
+    assert_eq!(c["nf_max"], 3, "{c}");
+    assert!(c["nf_no_miss"].as_u64().unwrap() <= 3, "{c}");
+    assert!(!c["steps"].as_array().unwrap().is_empty(), "{c}");
+    assert_eq!(
+        v["clock_during_run"]["hosts"].as_array().unwrap().len(),
+        2,
+        "{v}"
+    );
+    assert_none_left(&bench.dir);
+
+    // The text output says the same.
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "tdma",
+            "run",
+            "--hosts",
+            plan.to_str().unwrap(),
+            "--flows",
+            flows.to_str().unwrap(),
+            "--bp",
+            "4ms",
+            "--gp",
+            "1ms",
+            "--periods",
+            "5",
+            "--no-capacity",
+        ],
+    );
+    let out = text(&o.stdout);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{out}{}",
+        text(&o.stderr)
+    );
+    assert!(out.contains("TDMA run on hosts over SSH"), "{out}");
+    assert!(
+        out.contains("switch forwarding delay (Table 6 Diff): not measured across hosts"),
+        "{out}"
+    );
+    assert_none_left(&bench.dir);
+    bench.close();
 }
