@@ -1229,8 +1229,7 @@ fn one_way_experiments_refused_on_unsynchronised_hosts() {
 /// Bad uses of `attack --hosts` stop at once with exit 2 and the reason, before any host is
 /// asked (no root or sshd needed): the attacker named on the receiver's host or on no host, a
 /// plan of one host, options that need the testbed (--mka, --pcap), and `--flood-switch
-/// bench` without hosts; `tdma run --hosts` with a plan of one host or with --pcap; and a plan
-/// with `[[host]]` and `[[tdma]]` tables, naming the table.
+/// bench` without hosts; `tdma run --hosts` with a plan of one host or with --pcap.
 #[test]
 fn attack_and_tdma_run_refuse_hosts() {
     let d = TempDir::new("multihost-refuse");
@@ -1297,17 +1296,6 @@ fn attack_and_tdma_run_refuse_hosts() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
     }
-    let tdma = d.path("tdma.toml");
-    std::fs::write(
-        &tdma,
-        format!("name = \"t\"\n[[tdma]]\nprofiles = [\"hmac-sha1\"]\nframes = [60]\nswitches = [1]\n{hosts}"),
-    )
-    .unwrap();
-    let o = common::ivnsec(&d, &["run", tdma.to_str().unwrap()]);
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("[[tdma]] does not run across hosts"), "{err}");
-    assert!(err.contains("tdma"), "{err}");
     // Their --help says how to run across hosts, with an example.
     for args in [vec!["attack", "--help"], vec!["tdma", "run", "--help"]] {
         let o = common::ivnsec(&d, &args);
@@ -1681,6 +1669,50 @@ fn tdma_run_across_ssh_hosts() {
         out.contains("switch forwarding delay (Table 6 Diff): not measured across hosts"),
         "{out}"
     );
+    assert_none_left(&bench.dir);
+
+    // A plan's [[tdma]] beside its [[host]] tables runs between the same hosts.
+    let tdma_plan = d.path("tdma-plan.toml");
+    std::fs::write(
+        &tdma_plan,
+        format!(
+            "name = \"tdma-hosts\"\n[[tdma]]\nbp = \"4ms\"\ngp = \"1ms\"\n\
+             profiles = [\"hmac-sha1\"]\nframes = [60]\nswitches = [1]\nperiods = 10\n{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let report = d.path("tdma-report");
+    let o = bench.ivnsec(
+        &d,
+        &[
+            "run",
+            tdma_plan.to_str().unwrap(),
+            "--out",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        text(&o.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("summary.json")).unwrap())
+            .unwrap();
+    let t = &v["experiments"]["tdma"][0];
+    assert!(t["not_measured"].is_null(), "{t}");
+    let m = &t["measured"][0]["run"];
+    assert_eq!(m["hosts"]["ecu1"]["name"], "front", "{m}");
+    assert!(
+        m["switch_diff_not_measured"]
+            .as_str()
+            .unwrap()
+            .contains("not measured across hosts"),
+        "{m}"
+    );
+    assert!(m["slots"][0]["arrived"].as_u64().unwrap() > 0, "{m}");
     assert_none_left(&bench.dir);
     bench.close();
 }
