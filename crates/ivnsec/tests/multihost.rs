@@ -1168,8 +1168,9 @@ fn one_way_experiments_across_hosts_of_this_machine() {
 }
 
 /// A host that is another machine (its own boot id) and runs no ptp4l: the experiments whose
-/// verdict is a one-way delay refuse to run across it, exit 3, naming the host, its clock
-/// state and how to fix it; no node is started.
+/// verdict is a one-way delay (`tdma run` too: its slots and deadlines are on the hosts'
+/// clocks) refuse to run across it, exit 3, naming the host, its clock state and how to fix
+/// it; no node is started.
 #[test]
 fn one_way_experiments_refused_on_unsynchronised_hosts() {
     require_sshd!();
@@ -1185,7 +1186,25 @@ fn one_way_experiments_refused_on_unsynchronised_hosts() {
     std::fs::write(&plan, format!("{STREAMS}{hosts}")).unwrap();
     let p = plan.to_str().unwrap();
     let t = d.path("t.csv");
+    let flows = d.path("flows.toml");
+    std::fs::write(
+        &flows,
+        "[[flow]]\nname = \"steer\"\nfrom = \"ecu1\"\nto = \"ecu2\"\nframe_bytes = 100\n",
+    )
+    .unwrap();
     for args in [
+        vec![
+            "tdma",
+            "run",
+            "--hosts",
+            p,
+            "--flows",
+            flows.to_str().unwrap(),
+            "--bp",
+            "4ms",
+            "--gp",
+            "1ms",
+        ],
         vec!["underload", "--hosts", p, "--seconds", "1"],
         vec!["playback", "--hosts", p, "--timeline", t.to_str().unwrap()],
         vec!["camera", "--hosts", p, "--seconds", "1"],
