@@ -1735,3 +1735,65 @@ fn tdma_run_across_ssh_hosts() {
     assert_none_left(&bench.dir);
     bench.close();
 }
+
+/// The receiver's SSH connection dropped in the middle of an attack across hosts (its sshd
+/// session on rear killed): the run ends with exit 3 naming host rear and the receiver, and no
+/// node is left on either host.
+#[test]
+fn ssh_dropped_mid_attack() {
+    require_sshd!();
+    let d = TempDir::new("multihost-attack-drop");
+    let bench = Bench::up(&d);
+    let p = d.path("hosts.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "{}{}",
+            bench.host_table("front", ""),
+            bench.host_table("rear", "")
+        ),
+    )
+    .unwrap();
+    let mut run = bench.in_cu(BIN);
+    run.args([
+        "attack",
+        "--hosts",
+        p.to_str().unwrap(),
+        "--profile",
+        "aes128-gcm",
+        "--attack",
+        "no-key",
+        "--count",
+        "1000000",
+    ])
+    .env("IVNSEC_STATE_DIR", d.state())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut run = Proc(Some(run.spawn().unwrap()));
+    let t0 = Instant::now();
+    // The receiver and the sender, then the attacker beside the sender.
+    while ours_running(&bench.dir).len() < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the nodes did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let listener = bench.sshd[1].0.as_ref().unwrap().id();
+    let sessions = sshd_sessions(listener);
+    assert!(!sessions.is_empty(), "no sshd session on rear");
+    for pid in sessions {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let o = run.0.take().unwrap().wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("host rear"), "{err}");
+    assert!(err.contains("(receiver)"), "{err}");
+    assert!(err.contains("SSH connection was lost"), "{err}");
+    assert_none_left(&bench.dir);
+    bench.close();
+}

@@ -4,6 +4,9 @@
 
 use std::io::Write;
 use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -34,7 +37,7 @@ const ETH_P_ALL: u16 = 0x0003;
 /// (`NEXT` and its spec, [`crate::process::Control`]) on the same socket, until stdin ends.
 pub fn run() -> Result<()> {
     let mut spec: AttackSpec = read_spec()?;
-    let control = read_control::<AttackSpec>();
+    let (control, stop) = watch_end(read_control::<AttackSpec>());
     let sock = RawSocket::open(&spec.ifname, spec.profile.ethertype())
         .with_context(|| format!("opening a raw socket on {}", spec.ifname))?;
     sock.set_recv_buffer(8 << 20)?;
@@ -54,8 +57,18 @@ pub fn run() -> Result<()> {
     };
     let mut rx = vec![0u8; 65536];
     loop {
-        let (injected, seconds, refused, captured) =
-            attack(&spec, &sock, capture.as_ref().unwrap_or(&sock), &mut rx)?;
+        let (injected, seconds, refused, captured) = attack(
+            &spec,
+            &sock,
+            capture.as_ref().unwrap_or(&sock),
+            &mut rx,
+            &stop,
+        )?;
+        if stop.load(Ordering::Relaxed) {
+            // The orchestrator is gone (its end of stdin closed: it ended, or across hosts the
+            // SSH connection was lost): stop now, whatever the class had left to inject.
+            return Ok(());
+        }
         let out = std::io::stdout();
         let mut out = out.lock();
         writeln!(out, "INJECTED {injected}")?;
@@ -84,13 +97,38 @@ pub fn run() -> Result<()> {
     }
 }
 
-/// Runs one class, injecting on `sock` and capturing the frames to replay on `capture`;
-/// returns (frames injected, seconds it took, frames the switch refuses, frames captured).
+/// Forwards the control messages and raises the flag when the end of stdin (or an `END`, which
+/// the orchestrator sends an attacker only by closing its stdin) comes: the attacker stops in
+/// the middle of a class then.
+fn watch_end(
+    control: Receiver<Control<AttackSpec>>,
+) -> (Receiver<Control<AttackSpec>>, Arc<AtomicBool>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for msg in control {
+            if matches!(msg, Control::End) {
+                flag.store(true, Ordering::Relaxed);
+            }
+            if tx.send(msg).is_err() {
+                return;
+            }
+        }
+        flag.store(true, Ordering::Relaxed);
+    });
+    (rx, stop)
+}
+
+/// Runs one class, injecting on `sock` and capturing the frames to replay on `capture`, until
+/// done or `stop`; returns (frames injected, seconds it took, frames the switch refuses, frames
+/// captured).
 fn attack(
     spec: &AttackSpec,
     sock: &RawSocket,
     capture: &RawSocket,
     rx: &mut [u8],
+    stop: &AtomicBool,
 ) -> Result<(u64, f64, u64, u64)> {
     let provider = spec.provider;
     let family = spec.profile;
@@ -128,7 +166,7 @@ fn attack(
         let mut picker = ReplayPicker::new(spec.attack.replay_window());
         let legit = |f: &[u8]| is_legit_forward(family, &spec.sender, f);
         let mut last_capture = Instant::now();
-        while injected < spec.count {
+        while injected < spec.count && !stop.load(Ordering::Relaxed) {
             // Take every captured frame first, so the choice sees the newest.
             while let Some(m) = capture.try_recv_any(rx)? {
                 if !m.truncated() && legit(&rx[..m.len]) {
@@ -173,7 +211,7 @@ fn attack(
         captured = picker.captured();
     } else if spec.attack == Attack::Flood {
         let until = Duration::from_nanos(spec.flood_ns);
-        while started.elapsed() < until {
+        while started.elapsed() < until && !stop.load(Ordering::Relaxed) {
             for _ in 0..64 {
                 forger.forge(Attack::Flood, injected, &mut frame)?;
                 match sock.send(&frame) {
@@ -188,7 +226,7 @@ fn attack(
             }
         }
     } else {
-        while injected < spec.count {
+        while injected < spec.count && !stop.load(Ordering::Relaxed) {
             forger.forge(spec.attack, injected, &mut frame)?;
             sock.send(&frame).context("injecting")?;
             record(&frame, injected)?;

@@ -46,6 +46,8 @@ const LEGIT_PAUSE: Duration = Duration::from_micros(100);
 const LEGIT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long the receiver may take to accept the legitimate sender's first request.
 const LEGIT_START: Duration = Duration::from_secs(10);
+/// How often the legitimate nodes are checked while the attacker injects.
+const WATCH: Duration = Duration::from_millis(100);
 /// Default receive buffer of the legitimate nodes (MiB, before the kernel doubles it).
 pub const DEFAULT_RCVBUF_MIB: usize = 16;
 
@@ -795,6 +797,18 @@ impl Nodes {
                 self.attacker.insert((child, out))
             }
         };
+        // While the attacker works, a legitimate node that ends (it failed, or across hosts its
+        // SSH connection was lost) ends the class at once.
+        while out.buffer().is_empty() && !wait_readable(out.get_ref().as_fd(), Some(WATCH))? {
+            for (what, c) in [
+                ("receiver", &mut self.receiver),
+                ("sender", &mut self.sender),
+            ] {
+                if let Some(status) = c.try_wait()? {
+                    bail!("the {what} ended ({status}) while the attacker injected");
+                }
+            }
+        }
         read_attacker(out)
     }
 
