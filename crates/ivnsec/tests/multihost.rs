@@ -1738,7 +1738,7 @@ fn tdma_run_across_ssh_hosts() {
 
 /// The receiver's SSH connection dropped in the middle of an attack across hosts (its sshd
 /// session on rear killed): the run ends with exit 3 naming host rear and the receiver, and no
-/// node is left on either host.
+/// node is left on either host. Then Ctrl-C in the middle of another: the same, at once.
 #[test]
 fn ssh_dropped_mid_attack() {
     require_sshd!();
@@ -1754,22 +1754,25 @@ fn ssh_dropped_mid_attack() {
         ),
     )
     .unwrap();
-    let mut run = bench.in_cu(BIN);
-    run.args([
-        "attack",
-        "--hosts",
-        p.to_str().unwrap(),
-        "--profile",
-        "aes128-gcm",
-        "--attack",
-        "no-key",
-        "--count",
-        "1000000",
-    ])
-    .env("IVNSEC_STATE_DIR", d.state())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut run = Proc(Some(run.spawn().unwrap()));
+    let spawn = || {
+        let mut run = bench.in_cu(BIN);
+        run.args([
+            "attack",
+            "--hosts",
+            p.to_str().unwrap(),
+            "--profile",
+            "aes128-gcm",
+            "--attack",
+            "no-key",
+            "--count",
+            "1000000",
+        ])
+        .env("IVNSEC_STATE_DIR", d.state())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        run
+    };
+    let mut run = Proc(Some(spawn().spawn().unwrap()));
     let t0 = Instant::now();
     // The receiver and the sender, then the attacker beside the sender.
     while ours_running(&bench.dir).len() < 3 {
@@ -1794,6 +1797,29 @@ fn ssh_dropped_mid_attack() {
     assert!(err.contains("host rear"), "{err}");
     assert!(err.contains("(receiver)"), "{err}");
     assert!(err.contains("SSH connection was lost"), "{err}");
+    assert_none_left(&bench.dir);
+
+    // Ctrl-C in the middle of the same attack: ivnsec ends at once, and the nodes with it (the
+    // attacker in the middle of its class).
+    let mut run = Proc(Some(spawn().spawn().unwrap()));
+    let t0 = Instant::now();
+    while ours_running(&bench.dir).len() < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the nodes did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = run.0.as_ref().unwrap().id().to_string();
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let t1 = Instant::now();
+    let o = run.0.take().unwrap().wait_with_output().unwrap();
+    assert!(
+        t1.elapsed() < Duration::from_secs(10),
+        "ivnsec went on after SIGINT"
+    );
+    assert!(!o.status.success(), "{}", text(&o.stderr));
     assert_none_left(&bench.dir);
     bench.close();
 }
