@@ -8,6 +8,8 @@
 //! - [`forger`]: the forged frames and the replay choice, without I/O;
 //! - [`node`]: the attacker node process;
 //! - [`run`]: the orchestration (the testbed, its switches, the three nodes, the accounts);
+//! - [`hosts`]: the three nodes on hosts over SSH instead (`ivnsec attack --hosts PLAN`): where
+//!   each runs, and the classes a bench cannot run (reported as not run, with the reason);
 //! - [`mka`] and [`mka_run`]: the MKA classes (`ivnsec attack --mka`): forged, replayed and
 //!   foreign MKPDUs against two members running `ivnsec macsec up --psk`.
 

@@ -3,6 +3,9 @@
 //! family of links, runs every class of every profile on them back to back ([`Nodes`]), and
 //! reads each class's accounts: what was injected, what the receiver accepted and dropped (by
 //! reason), and what happened to the legitimate traffic.
+//!
+//! Across hosts ([`super::hosts`]) the same nodes start over SSH on a plan's hosts: no testbed,
+//! no switch set; the classes a bench cannot run are reported as not run.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -21,6 +21,11 @@
 //! the guard periods a time-triggered switch needs), then bisecting between the last k without
 //! a miss and the first with one. Beside it, eq. 9's NF_max and ⌊BP / Max_TT⌋ with the measured
 //! Max_TT (the worst slot start → arrival of the schedule run), Table 7's "measured" method.
+//!
+//! Across hosts ([`run_hosts`], `tdma run --hosts PLAN`) the two ECU processes run on two hosts
+//! over SSH instead, only on one machine's clock or PTP-synchronised clocks, with every time on
+//! CLOCK_REALTIME; no switch is probed there, so the forwarding delay is reported as not
+//! measured ([`DIFF_NOT_MEASURED`]).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
