@@ -645,7 +645,15 @@ pub struct ReplayPicker {
     ring: VecDeque<Vec<u8>>,
     window: u32,
     captured: u64,
+    /// Hashes of the frames pushed so far (bounded by [`SEEN_LIMIT`]): a legitimate frame never
+    /// repeats (its sequence number / PN / freshness value does not), so a frame seen again is
+    /// a replay coming back, e.g. the attacker's own injection seen by a capture socket of every
+    /// EtherType on its host.
+    seen: std::collections::HashSet<u64>,
 }
+
+/// Most hashes a [`ReplayPicker`] remembers before it forgets them all.
+const SEEN_LIMIT: usize = 1 << 20;
 
 impl ReplayPicker {
     pub fn new(window: u32) -> ReplayPicker {
@@ -653,11 +661,22 @@ impl ReplayPicker {
             ring: VecDeque::with_capacity(window as usize + 8),
             window,
             captured: 0,
+            seen: std::collections::HashSet::new(),
         }
     }
 
-    /// Records a captured legitimate frame (the newest last).
-    pub fn push(&mut self, frame: &[u8]) {
+    /// Records a captured legitimate frame (the newest last), unless it was captured before
+    /// (a replay seen again); returns whether it was recorded.
+    pub fn push(&mut self, frame: &[u8]) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        frame.hash(&mut h);
+        if self.seen.len() >= SEEN_LIMIT {
+            self.seen.clear();
+        }
+        if !self.seen.insert(h.finish()) {
+            return false;
+        }
         if self.ring.len() == self.window as usize + 4 {
             let mut old = self.ring.pop_front().expect("non-empty");
             old.clear();
@@ -667,6 +686,7 @@ impl ReplayPicker {
             self.ring.push_back(frame.to_vec());
         }
         self.captured += 1;
+        true
     }
 
     pub fn captured(&self) -> u64 {
@@ -956,6 +976,22 @@ mod tests {
             "{profile} w{window}: every replay judged: {reasons:?}"
         );
         reasons
+    }
+
+    /// A frame captured again (the attacker's own replay seen by a capture socket of every
+    /// EtherType on its host) is not recorded twice: the newest stays the newest legitimate
+    /// frame and the older pick stays left of the window.
+    #[test]
+    fn picker_ignores_a_frame_seen_again() {
+        let mut p = ReplayPicker::new(1);
+        for i in 0u8..4 {
+            assert!(p.push(&[i; 20]));
+        }
+        assert!(!p.push(&[3; 20]), "the newest again");
+        assert!(!p.push(&[0; 20]), "an old one again");
+        assert_eq!(p.captured(), 4);
+        assert_eq!(p.pick(0), Some(&[3u8; 20][..]));
+        assert_eq!(p.pick(1), Some(&[0u8; 20][..]));
     }
 
     /// Replays picked from a captured stream are refused: duplicates of the newest and frames

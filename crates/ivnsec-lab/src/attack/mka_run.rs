@@ -677,11 +677,14 @@ fn run_class(
         legit_exchanges_lost: sent.saturating_sub(received),
         legit_p50_us: None,
         legit_p999_us: None,
+        legit_rtt_p50_us: None,
+        legit_rtt_p999_us: None,
         switch: "hub",
         receiver_socket_drops: 0,
         initiator_socket_drops: 0,
         mka: Some(account),
         gateway: None,
+        not_run: None,
     })
 }
 

@@ -8,11 +8,14 @@
 //! - [`forger`]: the forged frames and the replay choice, without I/O;
 //! - [`node`]: the attacker node process;
 //! - [`run`]: the orchestration (the testbed, its switches, the three nodes, the accounts);
+//! - [`hosts`]: the three nodes on hosts over SSH instead (`ivnsec attack --hosts PLAN`): where
+//!   each runs, and the classes a bench cannot run (reported as not run, with the reason);
 //! - [`mka`] and [`mka_run`]: the MKA classes (`ivnsec attack --mka`): forged, replayed and
 //!   foreign MKPDUs against two members running `ivnsec macsec up --psk`.
 
 pub mod forger;
 pub mod gateway;
+pub mod hosts;
 pub mod mka;
 pub mod mka_run;
 pub mod node;
@@ -129,7 +132,13 @@ pub struct AttackResult {
     /// Forward one-way delay of the legitimate requests (µs).
     pub legit_p50_us: Option<f64>,
     pub legit_p999_us: Option<f64>,
-    /// How the switch forwarded during the run: `hub` or `static`.
+    /// Round trip of the legitimate exchanges (µs), timed on the sender's clock alone; across
+    /// hosts the legitimate delay is given only as this (`legit_p50_us` and `legit_p999_us` are
+    /// null there: a one-way delay would subtract two machines' clocks).
+    pub legit_rtt_p50_us: Option<f64>,
+    pub legit_rtt_p999_us: Option<f64>,
+    /// How the switch forwarded during the run: `hub` or `static`; across hosts `bench` (the
+    /// bench's own switch, set by nobody but its owner).
     pub switch: &'static str,
     /// Frames the kernel dropped at the receiver's sockets because the receive queue was full
     /// (`PACKET_STATISTICS` / `SO_MEMINFO`): the forged and the legitimate ones.
@@ -143,12 +152,59 @@ pub struct AttackResult {
     /// counted during the class ([`gateway::GatewayAccount`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gateway: Option<gateway::GatewayAccount>,
+    /// Across hosts (`ivnsec attack --hosts`): why this class did not run against this profile
+    /// (its counts are then those of the legitimate traffic only, and it is neither passed nor
+    /// failed). Absent when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
 }
 
 impl AttackResult {
-    /// The receiver accepted a forged or replayed frame, or a legitimate exchange was lost.
+    /// The receiver accepted a forged or replayed frame, or a legitimate exchange was lost (also
+    /// during a class that was not run: its legitimate traffic ran all the same).
     pub fn failed(&self) -> bool {
-        self.accepted > 0 || self.legit_delivered < self.legit_sent || self.legit_exchanges_lost > 0
+        self.accepted > 0 || self.legit_failed()
+    }
+
+    /// The legitimate exchanges of the class lost a request or a reply.
+    fn legit_failed(&self) -> bool {
+        self.legit_delivered < self.legit_sent || self.legit_exchanges_lost > 0
+    }
+
+    /// The class ran (it was not reported as not run).
+    pub fn ran(&self) -> bool {
+        self.not_run.is_none()
+    }
+
+    /// A class that did not run against `profile`, and why.
+    pub fn not_run(
+        profile: &str,
+        attack: Attack,
+        switch: run::SwitchMode,
+        reason: String,
+    ) -> AttackResult {
+        AttackResult {
+            profile: profile.to_string(),
+            attack: attack.name(),
+            injected: 0,
+            accepted: 0,
+            dropped: BTreeMap::new(),
+            not_seen: 0,
+            rate_fps: 0.0,
+            legit_sent: 0,
+            legit_delivered: 0,
+            legit_exchanges_lost: 0,
+            legit_p50_us: None,
+            legit_p999_us: None,
+            legit_rtt_p50_us: None,
+            legit_rtt_p999_us: None,
+            switch: switch.name(),
+            receiver_socket_drops: 0,
+            initiator_socket_drops: 0,
+            mka: None,
+            gateway: None,
+            not_run: Some(reason),
+        }
     }
 }
 
@@ -176,6 +232,11 @@ pub struct AttackSpec {
     /// Record the injected frames here (at most `pcap_limit`).
     pub pcap: Option<PathBuf>,
     pub pcap_limit: u64,
+    /// Across hosts: the replays capture on a second socket of every EtherType in promiscuous
+    /// mode (so an attacker on the sender's host sees that host's own egress too), and a replay
+    /// class that captured nothing reports `CAPTURED 0` instead of failing.
+    #[serde(default)]
+    pub capture_all: bool,
 }
 
 impl NodeSpec for AttackSpec {

@@ -4,6 +4,9 @@
 
 use std::io::Write;
 use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -23,24 +26,55 @@ const BURST_PAUSE: Duration = Duration::from_micros(400);
 /// How long a replay attack waits for legitimate frames to capture.
 const CAPTURE_PATIENCE: Duration = Duration::from_secs(10);
 
+/// `ETH_P_ALL`: a packet socket of this protocol sees every frame of its interface, the frames
+/// its own host sends included (a socket of one EtherType sees only what arrives).
+const ETH_P_ALL: u16 = 0x0003;
+
 /// Runs the attacker whose spec arrives on stdin ([`crate::process`]): per class, prints
 /// `INJECTED <n>`, `SECONDS <s>`, `REFUSED <n>` (injected frames the switch refuses by rule: a
-/// group or zero source address, [`switch_refuses`]) and `END`, then runs the next class
+/// group or zero source address, [`switch_refuses`]), `CAPTURED <n>` (legitimate frames a
+/// replay class captured; 0 for the others) and `END`, then runs the next class
 /// (`NEXT` and its spec, [`crate::process::Control`]) on the same socket, until stdin ends.
 pub fn run() -> Result<()> {
     let mut spec: AttackSpec = read_spec()?;
-    let control = read_control::<AttackSpec>();
+    let (control, stop) = watch_end(read_control::<AttackSpec>());
     let sock = RawSocket::open(&spec.ifname, spec.profile.ethertype())
         .with_context(|| format!("opening a raw socket on {}", spec.ifname))?;
     sock.set_recv_buffer(8 << 20)?;
+    // Across hosts the replays capture on a socket of every EtherType in promiscuous mode: what
+    // reaches the attacker's interface, and, on the sender's host, what that host sends.
+    let capture = if spec.capture_all {
+        let c = RawSocket::open(&spec.ifname, ETH_P_ALL)
+            .with_context(|| format!("opening a capture socket on {}", spec.ifname))?;
+        c.set_recv_buffer(8 << 20)?;
+        c.keep_outgoing()
+            .with_context(|| format!("capturing the egress of {}", spec.ifname))?;
+        c.set_promiscuous()
+            .with_context(|| format!("setting {} promiscuous", spec.ifname))?;
+        Some(c)
+    } else {
+        None
+    };
     let mut rx = vec![0u8; 65536];
     loop {
-        let (injected, seconds, refused) = attack(&spec, &sock, &mut rx)?;
+        let (injected, seconds, refused, captured) = attack(
+            &spec,
+            &sock,
+            capture.as_ref().unwrap_or(&sock),
+            &mut rx,
+            &stop,
+        )?;
+        if stop.load(Ordering::Relaxed) {
+            // The orchestrator is gone (its end of stdin closed: it ended, or across hosts the
+            // SSH connection was lost): stop now, whatever the class had left to inject.
+            return Ok(());
+        }
         let out = std::io::stdout();
         let mut out = out.lock();
         writeln!(out, "INJECTED {injected}")?;
         writeln!(out, "SECONDS {seconds:.6}")?;
         writeln!(out, "REFUSED {refused}")?;
+        writeln!(out, "CAPTURED {captured}")?;
         writeln!(out, "END")?;
         out.flush()?;
         let next = loop {
@@ -54,14 +88,48 @@ pub fn run() -> Result<()> {
             bail!("the next class must keep the interface and the EtherType");
         }
         spec = next;
-        // What the socket captured so far was protected under the keys of earlier classes:
+        // What the sockets captured so far was protected under the keys of earlier classes:
         // never replay it.
         while sock.try_recv(&mut rx)?.is_some() {}
+        if let Some(c) = &capture {
+            while c.try_recv_any(&mut rx)?.is_some() {}
+        }
     }
 }
 
-/// Runs one class; returns (frames injected, seconds it took, frames the switch refuses).
-fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f64, u64)> {
+/// Forwards the control messages and raises the flag when the end of stdin (or an `END`, which
+/// the orchestrator sends an attacker only by closing its stdin) comes: the attacker stops in
+/// the middle of a class then.
+fn watch_end(
+    control: Receiver<Control<AttackSpec>>,
+) -> (Receiver<Control<AttackSpec>>, Arc<AtomicBool>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for msg in control {
+            if matches!(msg, Control::End) {
+                flag.store(true, Ordering::Relaxed);
+            }
+            if tx.send(msg).is_err() {
+                return;
+            }
+        }
+        flag.store(true, Ordering::Relaxed);
+    });
+    (rx, stop)
+}
+
+/// Runs one class, injecting on `sock` and capturing the frames to replay on `capture`, until
+/// done or `stop`; returns (frames injected, seconds it took, frames the switch refuses, frames
+/// captured).
+fn attack(
+    spec: &AttackSpec,
+    sock: &RawSocket,
+    capture: &RawSocket,
+    rx: &mut [u8],
+    stop: &AtomicBool,
+) -> Result<(u64, f64, u64, u64)> {
     let provider = spec.provider;
     let family = spec.profile;
     let mut forger = Forger::new(
@@ -84,6 +152,7 @@ fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f6
     let mut injected = 0u64;
     let mut refused = 0u64;
     let started = Instant::now();
+    let mut captured = 0;
     let mut record = |frame: &[u8], injected: u64| -> Result<()> {
         refused += u64::from(switch_refuses(frame));
         if let Some(w) = pcap.as_mut()
@@ -97,16 +166,17 @@ fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f6
         let mut picker = ReplayPicker::new(spec.attack.replay_window());
         let legit = |f: &[u8]| is_legit_forward(family, &spec.sender, f);
         let mut last_capture = Instant::now();
-        while injected < spec.count {
+        while injected < spec.count && !stop.load(Ordering::Relaxed) {
             // Take every captured frame first, so the choice sees the newest.
-            while let Some(m) = sock.try_recv(rx)? {
+            while let Some(m) = capture.try_recv_any(rx)? {
                 if !m.truncated() && legit(&rx[..m.len]) {
                     if family.is_udp() {
                         // As the wire has it: veth leaves the checksum to the "hardware".
                         fill_udp_checksum(&mut rx[..m.len]);
                     }
-                    picker.push(&rx[..m.len]);
-                    last_capture = Instant::now();
+                    if picker.push(&rx[..m.len]) {
+                        last_capture = Instant::now();
+                    }
                 }
             }
             match picker.pick(injected) {
@@ -119,6 +189,10 @@ fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f6
                     }
                 }
                 None => {
+                    if last_capture.elapsed() > CAPTURE_PATIENCE && spec.capture_all {
+                        // Across hosts: the orchestrator reports the class as not run.
+                        break;
+                    }
                     if last_capture.elapsed() > CAPTURE_PATIENCE {
                         bail!(
                             "no legitimate frames to replay: captured {} in {:?} (the switch \
@@ -127,13 +201,17 @@ fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f6
                             CAPTURE_PATIENCE
                         );
                     }
-                    ivnsec_net::sys::wait_readable(sock.as_fd(), Some(Duration::from_millis(5)))?;
+                    ivnsec_net::sys::wait_readable(
+                        capture.as_fd(),
+                        Some(Duration::from_millis(5)),
+                    )?;
                 }
             }
         }
+        captured = picker.captured();
     } else if spec.attack == Attack::Flood {
         let until = Duration::from_nanos(spec.flood_ns);
-        while started.elapsed() < until {
+        while started.elapsed() < until && !stop.load(Ordering::Relaxed) {
             for _ in 0..64 {
                 forger.forge(Attack::Flood, injected, &mut frame)?;
                 match sock.send(&frame) {
@@ -148,7 +226,7 @@ fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f6
             }
         }
     } else {
-        while injected < spec.count {
+        while injected < spec.count && !stop.load(Ordering::Relaxed) {
             forger.forge(spec.attack, injected, &mut frame)?;
             sock.send(&frame).context("injecting")?;
             record(&frame, injected)?;
@@ -162,5 +240,5 @@ fn attack(spec: &AttackSpec, sock: &RawSocket, rx: &mut [u8]) -> Result<(u64, f6
     if let Some(mut w) = pcap {
         w.flush()?;
     }
-    Ok((injected, seconds, refused))
+    Ok((injected, seconds, refused, captured))
 }

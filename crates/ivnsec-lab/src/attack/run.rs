@@ -3,9 +3,13 @@
 //! family of links, runs every class of every profile on them back to back ([`Nodes`]), and
 //! reads each class's accounts: what was injected, what the receiver accepted and dropped (by
 //! reason), and what happened to the legitimate traffic.
+//!
+//! Across hosts ([`super::hosts`]) the same nodes start over SSH on a plan's hosts: no testbed,
+//! no switch set; the classes a bench cannot run are reported as not run.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::Ipv4Addr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -13,20 +17,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_core::channel::{ChannelOptions, Ends};
-use ivnsec_core::profile::SomeipProfile;
+use ivnsec_core::profile::{Profile, SomeipProfile};
 use ivnsec_crypto::ProviderChoice;
+use ivnsec_net::link::LinkSpec;
 use ivnsec_net::sys::{die_with_parent, wait_readable};
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{self, Topology};
 
-use super::roles::Roles;
+use super::hosts::AttackHosts;
+use super::roles::{Gateways, Roles};
 use super::{Attack, AttackResult, AttackSpec};
 use crate::channel::random_keys;
 use crate::error::{env_error, parse_profile, usage};
 use crate::pingpong::node::{Role, RoleSpec};
 use crate::pingpong::run::{IniLog, ResLog, collect_responder, read_initiator};
-use crate::process::{child_stderr, read_report, send_next, spawn_role, wait_ready};
-use crate::site::{link_spec, net_err, node_addr};
+use crate::process::{Place, child_stderr, read_report, send_next, spawn_role_at, wait_ready};
+use crate::site::{link_spec, link_spec_on, net_err, node_addr};
 
 pub const DEFAULT_PROFILES: [&str; 5] = [
     "aes128-gcm",
@@ -43,6 +49,8 @@ const LEGIT_PAUSE: Duration = Duration::from_micros(100);
 const LEGIT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long the receiver may take to accept the legitimate sender's first request.
 const LEGIT_START: Duration = Duration::from_secs(10);
+/// How often the legitimate nodes are checked while the attacker injects.
+const WATCH: Duration = Duration::from_millis(100);
 /// Default receive buffer of the legitimate nodes (MiB, before the kernel doubles it).
 pub const DEFAULT_RCVBUF_MIB: usize = 16;
 
@@ -72,11 +80,22 @@ pub struct AttackConfig {
     /// gateways in front of two legacy ECUs, `bump` the gateway of a legacy sensor and the
     /// MACsec consumer it talks to ([`super::gateway`]).
     pub topology: Option<Topology>,
+    /// Run on these hosts over SSH instead of a testbed ([`super::hosts`]).
+    pub hosts: Option<AttackHosts>,
 }
 
 impl AttackConfig {
     /// Checks the numbers; an out-of-range one is a usage error naming its option.
     pub fn check(&self) -> Result<()> {
+        self.check_with(self.hosts.is_some())
+    }
+
+    /// [`check`](Self::check) for a run across hosts, before the hosts are opened.
+    pub fn check_for_hosts(&self) -> Result<()> {
+        self.check_with(true)
+    }
+
+    fn check_with(&self, across_hosts: bool) -> Result<()> {
         if self.count == 0 {
             return Err(usage("--count must be at least 1"));
         }
@@ -88,6 +107,27 @@ impl AttackConfig {
         }
         if !(1..=1024).contains(&self.rcvbuf_mib) {
             return Err(usage("--rcvbuf-mib must be 1 to 1024"));
+        }
+        match across_hosts {
+            true if self.testbed.is_some() || self.topology.is_some() => {
+                return Err(usage(
+                    "--hosts runs the attack on the plan's hosts: not with --testbed or \
+                     --topology",
+                ));
+            }
+            true if self.pcap.is_some() => {
+                return Err(usage(
+                    "a capture (--pcap) is not taken across hosts: the attacker runs on another \
+                     machine; capture there (tcpdump -i IFACE -w FILE)",
+                ));
+            }
+            false if self.flood_switch == SwitchMode::Bench => {
+                return Err(usage(
+                    "--flood-switch bench floods through a bench's own switch: only with \
+                     --hosts (on a testbed use static or hub)",
+                ));
+            }
+            _ => {}
         }
         super::gateway::check(
             self.topology.as_ref(),
@@ -151,6 +191,9 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
         parse_profile(p)?;
     }
     let attacks = cfg.classes();
+    if let Some(h) = &cfg.hosts {
+        return run_on_hosts(cfg, h, &attacks, progress);
+    }
     testbed::check_environment().map_err(|e| {
         env_error(format!(
             "{e}; `ivnsec attack` injects frames from a testbed node and needs root \
@@ -199,7 +242,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
             switches.set(mode)?;
             let r = run_one(
                 &mut nodes,
-                &roles,
+                Bench::Testbed(&roles),
                 cfg,
                 profile,
                 attack,
@@ -215,7 +258,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
     }
     progress(Progress::Done);
     if let Some(n) = nodes.take() {
-        n.finish()?;
+        n.finish(Bench::Testbed(&roles))?;
     }
     if let Some(mut w) = pcap {
         w.flush()?;
@@ -229,6 +272,147 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
         results,
         testbed: format!("{} ({})", roles.state.prefix, roles.state.topology),
     })
+}
+
+/// [`run_attacks`] on hosts over SSH: no testbed, no switch set; a flood that needs the
+/// testbed's switch, and a replay class whose attacker captured nothing to replay, are reported
+/// as not run with the reason.
+fn run_on_hosts(
+    cfg: &AttackConfig,
+    hosts: &AttackHosts,
+    attacks: &[Attack],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Outcome> {
+    for p in &cfg.profiles {
+        hosts.check_profile(p, parse_profile(p)?)?;
+    }
+    let mut nodes: Option<Nodes> = None;
+    let mut results = Vec::new();
+    let total = cfg.profiles.len() * attacks.len();
+    for profile in &cfg.profiles {
+        for &attack in attacks {
+            progress(Progress::Start {
+                index: results.len() + 1,
+                total,
+                profile,
+                attack,
+            });
+            if attack == Attack::Flood && cfg.flood_switch != SwitchMode::Bench {
+                results.push(AttackResult::not_run(
+                    profile,
+                    attack,
+                    cfg.flood_switch,
+                    super::hosts::flood_not_run(cfg.flood_switch.name()),
+                ));
+                continue;
+            }
+            let r = run_one(
+                &mut nodes,
+                Bench::Hosts(hosts),
+                cfg,
+                profile,
+                attack,
+                SwitchMode::Bench,
+                None,
+            )
+            .with_context(|| format!("{profile}, {}", attack.name()))?;
+            results.push(r);
+        }
+    }
+    progress(Progress::Done);
+    if let Some(n) = nodes.take() {
+        n.finish(Bench::Hosts(hosts))?;
+    }
+    Ok(Outcome {
+        results,
+        testbed: hosts.describe(),
+    })
+}
+
+/// Where the three nodes of a run are: ECU namespaces of a testbed, or hosts over SSH.
+#[derive(Clone, Copy)]
+enum Bench<'a> {
+    Testbed(&'a Roles),
+    Hosts(&'a AttackHosts),
+}
+
+impl Bench<'_> {
+    fn gateway(&self) -> Option<&Gateways> {
+        match self {
+            Bench::Testbed(r) => r.gateway.as_ref(),
+            Bench::Hosts(_) => None,
+        }
+    }
+
+    /// Where node `role` (`sender`, `receiver`, `attacker`) runs.
+    fn place(&self, role: &str) -> Result<Place<'_>> {
+        Ok(match self {
+            Bench::Testbed(r) => {
+                let name = match role {
+                    "receiver" => &r.receiver,
+                    "attacker" => &r.attacker,
+                    _ => &r.sender,
+                };
+                Place::Namespace(r.state.namespace_of(name).map_err(net_err)?)
+            }
+            Bench::Hosts(h) => Place::Host(match role {
+                "receiver" => &h.receiver,
+                "attacker" => &h.attacker,
+                _ => &h.sender,
+            }),
+        })
+    }
+
+    /// The MAC and IPv4 address of the sender, the receiver and the attacker.
+    #[allow(clippy::type_complexity)]
+    fn addrs(&self) -> Result<[([u8; 6], Ipv4Addr); 3]> {
+        match self {
+            Bench::Testbed(roles) => Ok([
+                node_addr(&roles.state, &roles.sender)?,
+                node_addr(&roles.state, &roles.receiver)?,
+                match &roles.gateway {
+                    Some(g) => g.attacker_addr(),
+                    None => node_addr(&roles.state, &roles.attacker)?,
+                },
+            ]),
+            Bench::Hosts(h) => {
+                let ip = |r: &crate::hosts::Remote| r.ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                Ok([
+                    (h.sender.mac, ip(&h.sender)),
+                    (h.receiver.mac, ip(&h.receiver)),
+                    (h.attacker_mac(), ip(&h.attacker)),
+                ])
+            }
+        }
+    }
+
+    /// The link of the sender's or the receiver's node.
+    fn link(&self, receiver: bool, family: Profile, ends: &Ends) -> LinkSpec {
+        match self {
+            Bench::Testbed(_) => link_spec(true, family, ends, None),
+            Bench::Hosts(h) => {
+                let host = if receiver { &h.receiver } else { &h.sender };
+                link_spec_on(&host.spec.iface, family, ends)
+            }
+        }
+    }
+
+    /// The attacker's interface.
+    fn attacker_if(&self) -> String {
+        match self {
+            Bench::Testbed(r) => r.attacker_if.clone(),
+            Bench::Hosts(h) => h.attacker.spec.iface.clone(),
+        }
+    }
+
+    /// A node error: across hosts, an environment error naming the hosts of the roles that
+    /// ended early.
+    fn node_error(&self, e: anyhow::Error, ended: &[&str]) -> anyhow::Error {
+        match self {
+            Bench::Testbed(_) => e,
+            Bench::Hosts(h) => h.node_error(e, ended),
+        }
+    }
 }
 
 /// The profiles of a run: with `all`, every IVN-AE, MACsec, ESP, SecOC and secured SOME/IP
@@ -343,6 +527,8 @@ pub enum SwitchMode {
     /// port, as an in-vehicle switch configured at design time forwards. A frame reaches only
     /// the port of the address it is sent to, and a spoofed source address moves nothing.
     Static,
+    /// Across hosts: the bench's own switch, as its owner configured it (ivnsec sets nothing).
+    Bench,
 }
 
 impl SwitchMode {
@@ -351,6 +537,7 @@ impl SwitchMode {
         match self {
             SwitchMode::Hub => "hub",
             SwitchMode::Static => "static",
+            SwitchMode::Bench => "bench",
         }
     }
 }
@@ -487,6 +674,7 @@ impl Switches {
             return Ok(());
         }
         match mode {
+            SwitchMode::Bench => bail!("the bench's switch is not set by ivnsec"),
             SwitchMode::Static => {
                 self.mode = SwitchMode::Static;
                 for e in &self.table {
@@ -619,29 +807,37 @@ struct Nodes {
 impl Nodes {
     /// Starts the receiver and the legitimate sender with the first class's specs.
     fn start(
-        roles: &Roles,
+        bench: Bench<'_>,
         links: String,
         receiver_spec: &RoleSpec,
         sender_spec: &RoleSpec,
     ) -> Result<Nodes> {
-        let ns = |n: &str| -> Result<String> {
-            Ok(roles.state.namespace_of(n).map_err(net_err)?.to_string())
-        };
-        let (receiver_ns, sender_ns) = (ns(&roles.receiver)?, ns(&roles.sender)?);
-        let mut receiver = spawn_role(Some(&receiver_ns), "pingpong", receiver_spec, "receiver")?;
+        let mut receiver = spawn_role_at(
+            &bench.place("receiver")?,
+            "pingpong",
+            receiver_spec,
+            "receiver",
+        )
+        .map_err(|e| bench.node_error(e, &["receiver"]))?;
         let mut receiver_out = BufReader::new(receiver.stdout.take().expect("piped"));
         if let Err(e) = wait_ready(&mut receiver_out) {
             let _ = receiver.kill();
             let err = child_stderr(&mut receiver);
             let _ = receiver.wait();
-            return Err(e.context(format!("the receiver did not start: {err}")));
+            return Err(bench.node_error(
+                e.context(format!("the receiver did not start: {err}")),
+                &["receiver"],
+            ));
         }
-        let mut sender = match spawn_role(Some(&sender_ns), "pingpong", sender_spec, "sender") {
+        let sender = bench
+            .place("sender")
+            .and_then(|p| spawn_role_at(&p, "pingpong", sender_spec, "sender"));
+        let mut sender = match sender {
             Ok(c) => c,
             Err(e) => {
                 let _ = receiver.kill();
                 let _ = receiver.wait();
-                return Err(e);
+                return Err(bench.node_error(e, &["sender"]));
             }
         };
         let sender_out = BufReader::new(sender.stdout.take().expect("piped"));
@@ -665,7 +861,7 @@ impl Nodes {
     }
 
     /// Runs the attacker's class: starts it, or hands it the next class.
-    fn attack(&mut self, roles: &Roles, spec: &AttackSpec) -> Result<Injected> {
+    fn attack(&mut self, bench: Bench<'_>, spec: &AttackSpec) -> Result<Injected> {
         let (_, out) = match &mut self.attacker {
             Some(a) => {
                 send_next(a.0.stdin.as_mut().expect("piped"), spec)
@@ -673,12 +869,25 @@ impl Nodes {
                 a
             }
             None => {
-                let ns = roles.state.namespace_of(&roles.attacker).map_err(net_err)?;
-                let mut child = spawn_role(Some(ns), "attack", spec, "attacker")?;
+                let mut child =
+                    spawn_role_at(&bench.place("attacker")?, "attack", spec, "attacker")
+                        .map_err(|e| bench.node_error(e, &["attacker"]))?;
                 let out = BufReader::new(child.stdout.take().expect("piped"));
                 self.attacker.insert((child, out))
             }
         };
+        // While the attacker works, a legitimate node that ends (it failed, or across hosts its
+        // SSH connection was lost) ends the class at once.
+        while out.buffer().is_empty() && !wait_readable(out.get_ref().as_fd(), Some(WATCH))? {
+            for (what, c) in [
+                ("receiver", &mut self.receiver),
+                ("sender", &mut self.sender),
+            ] {
+                if let Some(status) = c.try_wait()? {
+                    bail!("the {what} ended ({status}) while the attacker injected");
+                }
+            }
+        }
         read_attacker(out)
     }
 
@@ -700,9 +909,16 @@ impl Nodes {
         collect_responder(&mut self.receiver_out)
     }
 
-    /// An error of a class, with what the nodes said on stderr (they are stopped for it).
-    fn failed(mut self, e: anyhow::Error) -> anyhow::Error {
+    /// An error of a class, with what the nodes said on stderr (they are stopped for it);
+    /// across hosts an environment error naming the hosts of the nodes that had ended.
+    fn failed(mut self, bench: Bench<'_>, e: anyhow::Error) -> anyhow::Error {
         let mut said = Vec::new();
+        let mut ended = Vec::new();
+        for (what, c) in self.children() {
+            if matches!(c.try_wait(), Ok(Some(_))) {
+                ended.push(what);
+            }
+        }
         for (what, c) in self.children() {
             let _ = c.kill();
             let err = child_stderr(c);
@@ -711,15 +927,16 @@ impl Nodes {
                 said.push(format!("{what}: {err}"));
             }
         }
-        if said.is_empty() {
+        let e = if said.is_empty() {
             e
         } else {
             e.context(said.join("; "))
-        }
+        };
+        bench.node_error(e, &ended)
     }
 
     /// Closes the nodes' stdin (they report nothing more and end) and checks they ended well.
-    fn finish(mut self) -> Result<()> {
+    fn finish(mut self, bench: Bench<'_>) -> Result<()> {
         for (_, c) in self.children() {
             drop(c.stdin.take());
         }
@@ -727,7 +944,9 @@ impl Nodes {
             let err = child_stderr(c);
             let status = c.wait()?;
             if !status.success() {
-                bail!("the {what} failed ({status}): {err}");
+                return Err(
+                    bench.node_error(anyhow!("the {what} failed ({status}): {err}"), &[what])
+                );
             }
         }
         Ok(())
@@ -766,7 +985,7 @@ impl Drop for Nodes {
 /// without a unit.
 fn run_one(
     nodes: &mut Option<Nodes>,
-    roles: &Roles,
+    bench: Bench<'_>,
     cfg: &AttackConfig,
     profile: &str,
     attack: Attack,
@@ -776,18 +995,14 @@ fn run_one(
     // On a bump-in-the-wire testbed the legacy ECUs exchange without protection (the gateways
     // protect), and the attacker forges the gateways' MACsec on the protected side.
     let attack_family = parse_profile(profile)?;
-    let family = match &roles.gateway {
+    let gateway = bench.gateway();
+    let family = match gateway {
         Some(_) => parse_profile("plain")?,
         None => attack_family,
     };
     let forward = random_keys(family)?;
     let backward = random_keys(family)?;
-    let s = node_addr(&roles.state, &roles.sender)?;
-    let r = node_addr(&roles.state, &roles.receiver)?;
-    let x = match &roles.gateway {
-        Some(g) => g.attacker_addr(),
-        None => node_addr(&roles.state, &roles.attacker)?,
-    };
+    let [s, r, x] = bench.addrs()?;
     let sender_ends = Ends {
         local_mac: s.0,
         peer_mac: r.0,
@@ -795,7 +1010,7 @@ fn run_one(
         peer_ip: r.1,
     };
     let recv_ends = sender_ends.reversed();
-    let base = |role, ends: Ends| RoleSpec {
+    let base = |role: Role, ends: Ends| RoleSpec {
         role,
         profile: family,
         provider: cfg.provider,
@@ -806,7 +1021,7 @@ fn run_one(
         timeout_ns: LEGIT_TIMEOUT.as_nanos() as u64,
         busy_poll: false,
         cpu: None,
-        link: link_spec(true, family, &ends, None),
+        link: bench.link(role == Role::Responder, family, &ends),
         ends,
         forward: forward.clone(),
         backward: backward.clone(),
@@ -825,7 +1040,7 @@ fn run_one(
     res_spec.watch_plain = true;
     let mut ini_spec = base(Role::Initiator, sender_ends);
     ini_spec.until_eof = true;
-    let (attack_sender, attack_keys, attacker_mac) = match &roles.gateway {
+    let (attack_sender, attack_keys, attacker_mac) = match gateway {
         Some(g) => (
             g.forged_sender(attack, sender_ends),
             // The attacker does not hold the gateways' key.
@@ -841,7 +1056,7 @@ fn run_one(
         payload: cfg.payload,
         count: cfg.count,
         flood_ns: (cfg.flood_seconds * 1e9) as u64,
-        ifname: roles.attacker_if.clone(),
+        ifname: bench.attacker_if(),
         sender: attack_sender,
         attacker_mac,
         attacker_ip: x.1,
@@ -852,34 +1067,35 @@ fn run_one(
         } else {
             u64::MAX
         },
+        capture_all: matches!(bench, Bench::Hosts(_)),
     };
 
     let links =
         serde_json::to_string(&(&res_spec.link, &ini_spec.link, attack_family.ethertype()))?;
     if let Some(n) = nodes.take_if(|n| n.links != links) {
-        n.finish()?;
+        n.finish(bench)?;
     }
     let fresh = nodes.is_none();
     let n = match nodes {
         Some(n) => n,
-        None => nodes.insert(Nodes::start(roles, links, &res_spec, &ini_spec)?),
+        None => nodes.insert(Nodes::start(bench, links, &res_spec, &ini_spec)?),
     };
     let accounts = (|| -> Result<_> {
         if !fresh {
             n.next(&res_spec, &ini_spec)?;
         }
         wait_first(&mut n.receiver_out, &mut n.sender)?;
-        let before = roles.gateway.as_ref().map(|g| g.counters()).transpose()?;
-        let injected = n.attack(roles, &spec)?;
+        let before = gateway.map(|g| g.counters()).transpose()?;
+        let injected = n.attack(bench, &spec)?;
         let ini = n.stop_sender()?;
         // Behind the gateways, the legacy receiver is sent the legitimate requests only: any
         // forged frame it judges got through a gateway.
-        let forged_expected = match roles.gateway {
+        let forged_expected = match gateway {
             Some(_) => 0,
             None => injected.injected - injected.refused,
         };
         let res = n.stop_receiver(forged_expected + ini.records.len() as u64)?;
-        let account = match (&roles.gateway, before) {
+        let account = match (gateway, before) {
             (Some(g), Some(before)) => Some(g.counters()?.since(&before, &g.victim)),
             _ => None,
         };
@@ -887,14 +1103,17 @@ fn run_one(
     })();
     let (
         Injected {
-            injected, seconds, ..
+            injected,
+            seconds,
+            captured,
+            ..
         },
         ini,
         res,
         account,
     ) = match accounts {
         Ok(a) => a,
-        Err(e) => return Err(nodes.take().expect("started").failed(e)),
+        Err(e) => return Err(nodes.take().expect("started").failed(bench, e)),
     };
 
     // Legitimate exchange ids are `replication << 32 | index`; every other accepted id, and
@@ -927,8 +1146,30 @@ fn run_one(
         dropped = a.victim_drops.clone();
     }
     let judged = accepted + dropped.values().sum::<u64>();
+    // Across hosts a one-way delay would subtract two machines' clocks: the legitimate
+    // requests' delay is then given as their round trip, timed on the sender's clock alone.
+    if matches!(bench, Bench::Hosts(_)) {
+        owd_us.clear();
+    }
     owd_us.sort_by(f64::total_cmp);
     let q = |p: f64| (!owd_us.is_empty()).then(|| crate::stats::quantile_sorted(&owd_us, p));
+    let mut rtt_us: Vec<f64> = ini
+        .records
+        .iter()
+        .filter(|e| !e.lost)
+        .map(|e| e.rtt as f64 / 1e3)
+        .collect();
+    rtt_us.sort_by(f64::total_cmp);
+    let rq = |p: f64| (!rtt_us.is_empty()).then(|| crate::stats::quantile_sorted(&rtt_us, p));
+    // Across hosts, a replay class whose attacker captured too little to replay did not run.
+    // The older replays need a frame `window + 2` behind the newest.
+    let needed = u64::from(attack.replay_window()) + 3;
+    let not_run = match bench {
+        Bench::Hosts(h) if attack.is_replay() && injected == 0 => {
+            Some(super::hosts::replay_not_run(h, captured, needed))
+        }
+        _ => None,
+    };
     Ok(AttackResult {
         profile: profile.to_string(),
         attack: attack.name(),
@@ -946,11 +1187,14 @@ fn run_one(
         legit_exchanges_lost: ini.records.iter().filter(|e| e.lost).count() as u64,
         legit_p50_us: q(0.5),
         legit_p999_us: q(0.999),
+        legit_rtt_p50_us: rq(0.5),
+        legit_rtt_p999_us: rq(0.999),
         switch: mode.name(),
         receiver_socket_drops: res.socket_drops,
         initiator_socket_drops: ini.socket_drops,
         mka: None,
         gateway: account,
+        not_run,
     })
 }
 
@@ -993,16 +1237,19 @@ struct Injected {
     seconds: f64,
     /// Frames of those that the switch refuses ([`super::forger::switch_refuses`]).
     refused: u64,
+    /// Legitimate frames a replay class captured.
+    captured: u64,
 }
 
 /// Reads the attacker's report of one class.
 fn read_attacker(out: &mut BufReader<ChildStdout>) -> Result<Injected> {
-    let (mut injected, mut seconds, mut refused) = (None, 0.0, None);
+    let (mut injected, mut seconds, mut refused, mut captured) = (None, 0.0, None, 0);
     read_report(out, "attacker", |f| {
         match (f[0], f.get(1)) {
             ("INJECTED", Some(n)) => injected = n.parse().ok(),
             ("SECONDS", Some(s)) => seconds = s.parse().unwrap_or(0.0),
             ("REFUSED", Some(n)) => refused = n.parse().ok(),
+            ("CAPTURED", Some(n)) => captured = n.parse().unwrap_or(0),
             _ => return Ok(false),
         }
         Ok(true)
@@ -1012,6 +1259,7 @@ fn read_attacker(out: &mut BufReader<ChildStdout>) -> Result<Injected> {
             injected,
             seconds,
             refused,
+            captured,
         }),
         _ => bail!("the attacker ended its class without its counts"),
     }

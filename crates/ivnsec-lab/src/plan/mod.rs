@@ -464,16 +464,6 @@ pub fn parse_in(
                 ));
             }
         }
-        if !f.tdma.is_empty() {
-            return Err(bad(
-                "tdma",
-                "[[tdma]] does not run across hosts: its runs measure a cascade of the \
-                 testbed's software switches that ivnsec builds and probes itself (the ping-pong, \
-                 [[throughput]], [[underload]], [[playback]], [[camera]] and [[crypto_bench]] \
-                 do run across hosts); move it to a plan without [[host]] tables"
-                    .into(),
-            ));
-        }
         for (i, u) in f.underload.iter().enumerate() {
             if u.topology.is_some() {
                 return Err(bad(
@@ -1303,8 +1293,8 @@ mod tests {
             ))
             .contains("host[3].ssh")
         );
-        // Under load, playback and cameras run across hosts (when the clocks allow it, decided
-        // at run time); TDMA runs and an under-load table through gateways do not.
+        // Under load, playback, cameras and TDMA runs run across hosts (when the clocks allow
+        // it, decided at run time); an under-load table through gateways does not.
         let p = parse(
             "p.toml",
             "p",
@@ -1313,12 +1303,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.camera.len(), 1);
-        assert!(
-            err(&format!(
+        let p = parse(
+            "p.toml",
+            "p",
+            &format!(
                 "{three}[[tdma]]\nprofiles = [\"hmac-sha1\"]\nframes = [60]\nswitches = [1]\n"
-            ))
-            .contains("[[tdma]] does not run across hosts")
-        );
+            ),
+            &o,
+        )
+        .unwrap();
+        assert_eq!(p.tdma.len(), 1);
         assert!(
             err(&format!(
                 "{three}[[underload]]\ntopology = \"bump2\"\nprofiles = [\"plain\"]\n"

@@ -442,12 +442,17 @@ pub fn run_plan(
             sweep.measure_seconds()
         );
         let part = capture.as_ref().map(|c| c.part.clone());
-        let report = crate::tdma::sweep::run(sweep, settings.on, part.as_deref(), &mut |_| {
-            if let Some(c) = capture.as_mut() {
-                c.absorb()?;
-            }
-            Ok(())
-        })
+        let report = match plan.host_pair() {
+            // Across hosts: between the plan's two hosts; no capture there (the ECUs run on
+            // other machines).
+            Some((a, b)) => crate::tdma::sweep::run_across_hosts(sweep, a, b, &mut |_| Ok(())),
+            None => crate::tdma::sweep::run(sweep, settings.on, part.as_deref(), &mut |_| {
+                if let Some(c) = capture.as_mut() {
+                    c.absorb()?;
+                }
+                Ok(())
+            }),
+        }
         .context("tdma")?;
         experiments.tdma.push(report);
     }

@@ -47,6 +47,7 @@ use ivnsec_net::sys::{self, MAX_BATCH, RawSocket, monotonic_ns};
 use serde::{Deserialize, Serialize};
 
 use super::flows::FLOW_HEADER;
+use crate::clock_watch::StampClock;
 use crate::process::{NodeSpec, read_spec, stop_on_stdin_eof};
 
 /// Most frames one role sends or records in a run.
@@ -107,6 +108,15 @@ pub struct EcuSpec {
     /// Record the frames this ECU sends here (classic pcap).
     #[serde(default)]
     pub pcap: Option<PathBuf>,
+    /// The clock of the slot times, the start time and the send and arrival stamps:
+    /// `CLOCK_MONOTONIC` on a testbed (every namespace shares it), `CLOCK_REALTIME` across hosts
+    /// (the clock PTP keeps on the grand master's time).
+    #[serde(default)]
+    pub stamp_clock: StampClock,
+    /// The interface the probe socket watches: the testbed ECU's `eth0` when absent, the
+    /// host's `iface` across hosts.
+    #[serde(default)]
+    pub iface: Option<String>,
 }
 
 /// Everything a switch probe needs.
@@ -340,6 +350,8 @@ struct Receiver {
     /// `(flow, seq, arrival ns, verify ns)`.
     log: Vec<[u64; 4]>,
     drops: DropCounters,
+    /// The clock of the arrival stamps.
+    clock: StampClock,
 }
 
 impl Receiver {
@@ -358,7 +370,7 @@ impl Receiver {
             if n == 0 {
                 return Ok(());
             }
-            let arrival = monotonic_ns();
+            let arrival = self.clock.now_ns();
             for (slot, len) in self
                 .buf
                 .chunks_exact_mut(self.stride)
@@ -408,7 +420,11 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
     )?;
     let mut link = Link::open(&spec.link).context("opening the link")?;
     let probe = if spec.probe {
-        Some(probe_socket(ivnsec_net::topology::ECU_IF)?)
+        Some(probe_socket(
+            spec.iface
+                .as_deref()
+                .unwrap_or(ivnsec_net::topology::ECU_IF),
+        )?)
     } else {
         None
     };
@@ -425,6 +441,7 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
         lens: [None; MAX_BATCH],
         log: Vec::with_capacity(1 << 12),
         drops: DropCounters::default(),
+        clock: spec.stamp_clock,
     };
     let mut payload = vec![0u8; largest.max(FLOW_HEADER)];
     let mut tx = vec![0u8; cap];
@@ -464,7 +481,8 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| anyhow!("expected `START <ns>` on stdin, got {:?}", line.trim()))?;
     let stop = stop_on_stdin_eof();
-    let clock_base = (SystemTime::now(), monotonic_ns());
+    let clock = spec.stamp_clock;
+    let clock_base = (SystemTime::now(), clock.now_ns());
     let spin = spec.spin_ns;
 
     'run: for (i, e) in events.iter().enumerate() {
@@ -474,7 +492,7 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
             if stop.load(Ordering::Relaxed) {
                 break 'run;
             }
-            let now = monotonic_ns();
+            let now = clock.now_ns();
             if now.saturating_add(spin) >= at {
                 break;
             }
@@ -485,7 +503,7 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
         }
         // Spin to the slot start, still taking frames while there is time.
         loop {
-            let now = monotonic_ns();
+            let now = clock.now_ns();
             if now >= at {
                 break;
             }
@@ -494,9 +512,9 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
             }
             std::hint::spin_loop();
         }
-        let t_send = monotonic_ns();
+        let t_send = clock.now_ns();
         link.send(&tx[..n]).context("sending a frame")?;
-        let t_sent = monotonic_ns();
+        let t_sent = clock.now_ns();
         let hash = unit_hash(&tx[..n]);
         sent.push([u64::from(e.flow), e.seq, at, t_send, t_sent, hash]);
         if captured_at.len() < capture_n {
@@ -514,7 +532,7 @@ fn ecu(spec: &EcuSpec) -> Result<()> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let now = monotonic_ns();
+        let now = clock.now_ns();
         if now >= end {
             break;
         }

@@ -21,6 +21,11 @@
 //! the guard periods a time-triggered switch needs), then bisecting between the last k without
 //! a miss and the first with one. Beside it, eq. 9's NF_max and ⌊BP / Max_TT⌋ with the measured
 //! Max_TT (the worst slot start → arrival of the schedule run), Table 7's "measured" method.
+//!
+//! Across hosts ([`run_hosts`], `tdma run --hosts PLAN`) the two ECU processes run on two hosts
+//! over SSH instead, only on one machine's clock or PTP-synchronised clocks, with every time on
+//! CLOCK_REALTIME; no switch is probed there, so the forwarding delay is reported as not
+//! measured ([`DIFF_NOT_MEASURED`]).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -28,7 +33,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use ivnsec_core::channel::{ChannelOptions, Ends};
 use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
@@ -41,9 +46,13 @@ use super::flows::{FLOW_HEADER, fmt_duration, fmt_rate};
 use super::node::{EcuSpec, MAX_EVENTS, ProbeSpec, Spec, TxSlot};
 use super::schedule::{Schedule, cascade, frame_time_ns, nf_max, path};
 use crate::channel::random_keys;
+use crate::clock_watch::StampClock;
 use crate::error::{env_error, usage};
-use crate::process::{Reaper, child_stderr, field_u64, read_report, spawn_role, wait_ready};
-use crate::site::{link_spec, net_err, node_addr};
+use crate::hosts::Remote;
+use crate::process::{
+    Place, Reaper, child_stderr, field_u64, read_report, spawn_role, spawn_role_at, wait_ready,
+};
+use crate::site::{link_spec, link_spec_on, net_err, node_addr};
 use crate::stats;
 
 /// The ECUs of a cascade: index 0 and 1 of every per-ECU array here.
@@ -59,6 +68,14 @@ pub const LINGER_NS: u64 = 100_000_000;
 pub const STEP_LINGER_NS: u64 = 20_000_000;
 /// Most base periods of one run.
 pub const MAX_PERIODS: u32 = 100_000;
+/// Across hosts the run starts this long after the start signal was written: it travels over
+/// each host's SSH channel.
+pub const START_LEAD_HOSTS_NS: u64 = 500_000_000;
+/// Why the per-switch forwarding delay is not measured across hosts.
+pub const DIFF_NOT_MEASURED: &str = "not measured across hosts: seed 001 Table 6's \"Diff\" is \
+     taken from kernel receive timestamps at every switch's ingress ports, by a probe in each \
+     software switch of a cascade testbed; a bench's hardware switch runs no probe of ivnsec's \
+     (a switch with PTP transparent-clock or mirror-port timestamps would be needed)";
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -326,6 +343,53 @@ pub struct RunResult {
     pub capacity: Option<CapacityResult>,
     /// Every frame of the schedule run arrived within its slot.
     pub schedule_met: bool,
+    /// Across hosts: the hosts of ecu1 and ecu2 (name, SSH destination, interface, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<serde_json::Value>,
+    /// Why `switch_diff_us` (seed 001 Table 6 "Diff") is empty, when it was not measured
+    /// (across hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_diff_not_measured: Option<String>,
+    /// Across hosts: the hosts' PTP state watched during the run
+    /// ([`crate::clock_watch::ExperimentWatch`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_during_run: Option<serde_json::Value>,
+    /// Across hosts: `FLAGGED: …` when a host was not synchronised in some sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_flag: Option<String>,
+}
+
+/// Where the two ECUs of a run are: namespaces of a cascade testbed, or two hosts over SSH.
+#[derive(Clone, Copy)]
+enum Site<'a> {
+    Testbed(&'a TestbedState),
+    /// ecu1's host and ecu2's.
+    Hosts(&'a [std::sync::Arc<Remote>; 2]),
+}
+
+impl Site<'_> {
+    /// The MAC and IPv4 address of ECU `i`.
+    fn addr(&self, i: usize) -> Result<([u8; 6], std::net::Ipv4Addr)> {
+        match self {
+            Site::Testbed(state) => node_addr(state, ECUS[i]),
+            Site::Hosts(h) => Ok((h[i].mac, h[i].ip.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED))),
+        }
+    }
+
+    fn clock(&self) -> StampClock {
+        match self {
+            Site::Testbed(_) => StampClock::Monotonic,
+            Site::Hosts(_) => StampClock::Realtime,
+        }
+    }
+
+    /// A node error: across hosts an environment error (exit 3) naming ECU `i`'s host.
+    fn node_error(&self, i: usize, e: anyhow::Error) -> anyhow::Error {
+        match self {
+            Site::Testbed(_) => e,
+            Site::Hosts(h) => h[i].node_error(e),
+        }
+    }
 }
 
 /// One frame as its sender reported it.
@@ -481,7 +545,7 @@ fn run_prepared(cfg: &RunConfig, p: &Prepared, state: &TestbedState) -> Result<R
         None => None,
     };
     let raw = run_slots(
-        state,
+        Site::Testbed(state),
         cfg.profile,
         cfg.provider,
         s.bp_ns,
@@ -505,8 +569,94 @@ fn run_prepared(cfg: &RunConfig, p: &Prepared, state: &TestbedState) -> Result<R
         off,
     );
     if cfg.capacity {
-        result.capacity = Some(capacity(cfg, state, p.switches, &p.payloads)?);
+        result.capacity = Some(capacity(
+            cfg,
+            Site::Testbed(state),
+            p.switches,
+            &p.payloads,
+        )?);
     }
+    Ok(result)
+}
+
+/// Runs `cfg` between two hosts over SSH: ecu1 on `hosts[0]`, ecu2 on `hosts[1]` (probed, ivnsec
+/// found or copied there). Allowed only when the hosts share this machine's clock or are
+/// PTP-synchronised (an environment error, exit 3, otherwise); the slots, the start and every
+/// stamp are on CLOCK_REALTIME, the clocks are watched during the run. No switch is probed:
+/// the per-switch forwarding delay is reported as not measured ([`DIFF_NOT_MEASURED`]); the
+/// schedule's `cascade:N` is the number of switches the bench has between the hosts, as the
+/// user declares it (eq. 9's GP × N_switch).
+pub fn run_hosts(
+    cfg: &RunConfig,
+    a: &crate::hosts::Host,
+    b: &crate::hosts::Host,
+) -> Result<RunResult> {
+    let prepared = prepare(cfg)?;
+    if cfg.pcap.is_some() {
+        return Err(usage(
+            "a capture (--pcap) is not taken across hosts: the ECUs run on other machines; \
+             capture there (tcpdump -i IFACE -w FILE)",
+        ));
+    }
+    let hosts = [
+        std::sync::Arc::new(crate::hosts::prepare(a)?),
+        std::sync::Arc::new(crate::hosts::prepare(b)?),
+    ];
+    if (cfg.profile.is_ip() || cfg.profile.is_udp()) && hosts.iter().any(|h| h.ip.is_none()) {
+        return Err(env_error(format!(
+            "{} needs an IPv4 address on the interfaces of both hosts ({} on {}, {} on {}); add \
+             them (ip addr add ADDRESS/PREFIX dev IFACE)",
+            cfg.profile_name, a.iface, a.name, b.iface, b.name
+        )));
+    }
+    let (clocks, shared) = crate::clock_watch::one_way_clocks(
+        "tdma run",
+        &[a, b],
+        crate::clock::DEFAULT_MAX_OFFSET_NS,
+    )?;
+    let watch = crate::clock_watch::ExperimentWatch::start(&[a, b], shared);
+    let site = Site::Hosts(&hosts);
+    let raw = run_slots(
+        site,
+        cfg.profile,
+        cfg.provider,
+        cfg.schedule.bp_ns,
+        cfg.periods,
+        &prepared.slots,
+        true,
+        None,
+        LINGER_NS,
+    )?;
+    let label = format!(
+        "hosts over SSH: ecu1 on {} ({}, {}), ecu2 on {} ({}, {})",
+        a.name, a.ssh, a.iface, b.name, b.ssh, b.iface
+    );
+    // Every stamp, the kernel's included, is on CLOCK_REALTIME: no offset to apply.
+    let mut result = analyse(
+        cfg,
+        &label,
+        &prepared.topology,
+        &prepared.slots,
+        &prepared.payloads,
+        &raw,
+        0,
+    );
+    result.clock = format!(
+        "{clocks}: slot times, send and arrival on each host's CLOCK_REALTIME; kernel receive \
+         timestamps (CLOCK_REALTIME) at the receiving host's interface"
+    );
+    result.topology = format!("{} (declared: the bench's switches)", prepared.topology);
+    result.switch_diff_not_measured = Some(DIFF_NOT_MEASURED.to_string());
+    result.hosts = Some(serde_json::json!({
+        "ecu1": crate::hosts::describe(&hosts[0]),
+        "ecu2": crate::hosts::describe(&hosts[1]),
+    }));
+    if cfg.capacity {
+        result.capacity = Some(capacity(cfg, site, prepared.switches, &prepared.payloads)?);
+    }
+    let (during, flag) = watch.finish();
+    result.clock_during_run = Some(during);
+    result.clock_flag = flag;
     Ok(result)
 }
 
@@ -514,7 +664,7 @@ fn run_prepared(cfg: &RunConfig, p: &Prepared, state: &TestbedState) -> Result<R
 /// every process reported.
 #[allow(clippy::too_many_arguments)]
 fn run_slots(
-    state: &TestbedState,
+    site: Site<'_>,
     profile: Profile,
     provider: ProviderChoice,
     bp_ns: u64,
@@ -526,8 +676,8 @@ fn run_slots(
 ) -> Result<Raw> {
     let fwd = random_keys(profile)?;
     let bwd = random_keys(profile)?;
-    let a = node_addr(state, ECUS[0])?;
-    let b = node_addr(state, ECUS[1])?;
+    let a = site.addr(0)?;
+    let b = site.addr(1)?;
     let ends1 = Ends {
         local_mac: a.0,
         peer_mac: b.0,
@@ -536,7 +686,7 @@ fn run_slots(
     };
     let mut reaper = Reaper(Vec::new());
     let mut probe_outs: Vec<(String, BufReader<ChildStdout>)> = Vec::new();
-    if probes {
+    if let (true, Site::Testbed(state)) = (probes, site) {
         for n in state.nodes.iter().filter(|n| n.kind == "switch") {
             let ports: Vec<String> = n
                 .interfaces
@@ -565,11 +715,15 @@ fn run_slots(
         } else {
             (bwd.clone(), fwd.clone())
         };
+        let link = match site {
+            Site::Testbed(_) => link_spec(true, profile, &ends, None),
+            Site::Hosts(h) => link_spec_on(&h[i].spec.iface, profile, &ends),
+        };
         let spec = Spec::Ecu(EcuSpec {
             name: name.to_string(),
             profile,
             provider,
-            link: link_spec(true, profile, &ends, None),
+            link,
             ends,
             direction: i,
             tx,
@@ -592,15 +746,28 @@ fn run_slots(
             spin_ns: SPIN_NS,
             probe: probes,
             pcap: pcap.map(|p| p[i].clone()),
+            stamp_clock: site.clock(),
+            iface: match site {
+                Site::Testbed(_) => None,
+                Site::Hosts(h) => Some(h[i].spec.iface.clone()),
+            },
         });
-        let ns = state.namespace_of(name).map_err(net_err)?;
-        let mut c = spawn_role(Some(ns), "tdma", &spec, name)?;
+        let place = match site {
+            Site::Testbed(state) => Place::Namespace(state.namespace_of(name).map_err(net_err)?),
+            Site::Hosts(h) => Place::Host(&h[i]),
+        };
+        let mut c =
+            spawn_role_at(&place, "tdma", &spec, name).map_err(|e| site.node_error(i, e))?;
         let mut out = BufReader::new(c.stdout.take().expect("piped"));
-        ready(&mut c, &mut out, name)?;
+        ready(&mut c, &mut out, name).map_err(|e| site.node_error(i, e))?;
         reaper.0.push(c);
         ecu_outs.push(out);
     }
-    let t0 = monotonic_ns() + START_LEAD_NS;
+    let t0 = site.clock().now_ns()
+        + match site {
+            Site::Testbed(_) => START_LEAD_NS,
+            Site::Hosts(_) => START_LEAD_HOSTS_NS,
+        };
     let n_probes = probe_outs.len();
     for c in reaper.0[n_probes..].iter_mut() {
         use std::io::Write;
@@ -614,7 +781,7 @@ fn run_slots(
         let c = &mut reaper.0[n_probes + i];
         if let Err(e) = r {
             let err = child_stderr(c);
-            return Err(e.context(format!("{}: {err}", ECUS[i])));
+            return Err(site.node_error(i, e.context(format!("{}: {err}", ECUS[i]))));
         }
     }
     // The run is over: the probes print what they saw once their stdin closes.
@@ -638,12 +805,16 @@ fn run_slots(
             return Err(e.context(format!("{name} probe: {err}")));
         }
     }
-    for c in reaper.0.iter_mut() {
+    for (k, c) in reaper.0.iter_mut().enumerate() {
         drop(c.stdin.take());
         let status = c.wait()?;
         if !status.success() {
             let err = child_stderr(c);
-            bail!("a tdma node failed ({status}): {err}");
+            let e = anyhow!("a tdma node failed ({status}): {err}");
+            return Err(match k.checked_sub(n_probes) {
+                Some(i) => site.node_error(i, e),
+                None => e,
+            });
         }
     }
     Ok(raw)
@@ -853,6 +1024,10 @@ fn analyse(
         nf_max_tt: max_tt.filter(|&t| t > 0).map(|t| s.bp_ns / t),
         capacity: None,
         schedule_met: sent > 0 && lost == 0 && misses == 0,
+        hosts: None,
+        switch_diff_not_measured: None,
+        clock_during_run: None,
+        clock_flag: None,
     }
 }
 
@@ -860,7 +1035,7 @@ fn analyse(
 /// to eq. 9's NF_max, then bisection between the last k without a miss and the first with one.
 fn capacity(
     cfg: &RunConfig,
-    state: &TestbedState,
+    site: Site<'_>,
     switches: u16,
     payloads: &[usize],
 ) -> Result<CapacityResult> {
@@ -895,7 +1070,7 @@ fn capacity(
             })
             .collect();
         let raw = run_slots(
-            state,
+            site,
             cfg.profile,
             cfg.provider,
             s.bp_ns,
@@ -1004,7 +1179,8 @@ impl RunResult {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "TDMA run on testbed {} ({}): {}, BP {}, GP {} per switch, {}, {} base periods",
+            "TDMA run on {}{} ({}): {}, BP {}, GP {} per switch, {}, {} base periods",
+            if self.hosts.is_some() { "" } else { "testbed " },
             self.testbed,
             self.topology,
             self.profile,
@@ -1053,7 +1229,11 @@ impl RunResult {
                 r.misses,
                 fmt_spread(&r.send_error_us),
                 fmt_spread(&r.owd_us),
-                diffs.join(", ")
+                if self.switch_diff_not_measured.is_some() {
+                    "not measured".to_string()
+                } else {
+                    diffs.join(", ")
+                }
             );
         }
         let _ = writeln!(
@@ -1061,6 +1241,12 @@ impl RunResult {
             "total: {} sent, {} arrived, {} lost, {} deadline misses",
             self.sent, self.arrived, self.lost, self.misses
         );
+        if let Some(why) = &self.switch_diff_not_measured {
+            let _ = writeln!(o, "switch forwarding delay (Table 6 Diff): {why}");
+        }
+        if let Some(flag) = &self.clock_flag {
+            let _ = writeln!(o, "{flag}");
+        }
         for d in &self.switch_diff_us {
             let _ = writeln!(
                 o,

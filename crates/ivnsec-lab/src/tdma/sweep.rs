@@ -557,6 +557,71 @@ pub fn run(
     Ok(report)
 }
 
+/// Runs a sweep across two hosts of a plan (`[[tdma]]` beside `[[host]]` tables): the
+/// analysis, then (unless `measure = false`) every profile × frame × switch count with ecu1 on
+/// `a` and ecu2 on `b` ([`super::run::run_hosts`]: one clock or PTP-synchronised hosts only,
+/// stamps on CLOCK_REALTIME, no switch probe). `switches` is then the number of switches the
+/// bench has between the hosts, as the plan declares it (eq. 9's GP × N_switch); the bench is
+/// the same for every entry, so give one.
+pub fn run_across_hosts(
+    sweep: &Sweep,
+    a: &crate::hosts::Host,
+    b: &crate::hosts::Host,
+    after_run: &mut dyn FnMut(&MeasuredRun) -> Result<()>,
+) -> Result<TdmaReport> {
+    let mut report = TdmaReport {
+        bp_ms: sweep.bp_ns as f64 / 1e6,
+        gp_ms: sweep.gp_ns as f64 / 1e6,
+        rate_bps: sweep.rate_bps,
+        switches: sweep.switches.clone(),
+        periods: sweep.periods,
+        provider: sweep.provider.to_string(),
+        analysis: sweep.analysis()?,
+        measured: Vec::new(),
+        not_measured: None,
+    };
+    if !sweep.measure {
+        report.not_measured = Some("`measure = false` in the plan: the analysis only".into());
+        return Ok(report);
+    }
+    let total = sweep.runs();
+    let mut done = 0;
+    for &n in &sweep.switches {
+        for c in &sweep.cells {
+            done += 1;
+            eprintln!(
+                "ivnsec run: tdma {done}/{total}: {}, {}-byte frames, {n} switch(es) declared, {} \
+                 base periods of {} between hosts {} and {}",
+                c.profile_name,
+                c.frame_bytes,
+                sweep.periods,
+                fmt_duration(sweep.bp_ns),
+                a.name,
+                b.name
+            );
+            let cfg = RunConfig {
+                schedule: sweep.schedule(c, n)?,
+                profile: c.profile,
+                profile_name: c.profile_name.clone(),
+                provider: sweep.provider,
+                periods: sweep.periods,
+                capacity: sweep.capacity,
+                pcap: None,
+            };
+            let r = super::run::run_hosts(&cfg, a, b).with_context(|| {
+                format!(
+                    "tdma {} with {}-byte frames across hosts {} and {}",
+                    c.profile_name, c.frame_bytes, a.name, b.name
+                )
+            })?;
+            let m = measured(sweep, c, n, r);
+            after_run(&m)?;
+            report.measured.push(m);
+        }
+    }
+    Ok(report)
+}
+
 /// A run with Table 11's figure: eq. 9 with the measured Tx as the frame time.
 fn measured(sweep: &Sweep, c: &Cell, switches: u16, run: RunResult) -> MeasuredRun {
     let tx_max_us = run.first_hop_us.as_ref().map(|h| h.max);

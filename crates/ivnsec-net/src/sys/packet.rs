@@ -518,6 +518,19 @@ impl RawSocket {
         crate::wait::spin(timeout, || self.try_recv(buf))
     }
 
+    /// Lets the socket receive the frames this host sends out of its interface as well
+    /// (`PACKET_IGNORE_OUTGOING` off), for [`RawSocket::try_recv_any`]: a capture of the host's
+    /// own egress, as a tap on its link would see it.
+    pub fn keep_outgoing(&self) -> io::Result<()> {
+        self.setsockopt_int(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 0)
+    }
+
+    /// Receives one frame if one is queued, without blocking, the frames this host sent
+    /// included ([`PacketType::Outgoing`]; see [`RawSocket::keep_outgoing`]).
+    pub fn try_recv_any(&self, buf: &mut [u8]) -> io::Result<Option<RecvMeta>> {
+        self.recvmsg_nonblocking(buf)
+    }
+
     /// Receives one frame if one is queued, without blocking.
     pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<RecvMeta>> {
         loop {

@@ -83,6 +83,20 @@ consumer's standby uplinks hold none), so the attacker's frames cross sw1 and sw
 consumer's forwarding uplink only. Same classes, verdicts, counters and JSON as on sensors:2; \
 with --mka, sensor1 and the consumer are the two members.
 
+Across hosts (--hosts PLAN, docs/multihost.md): the nodes start over SSH on the plan's [[host]] \
+tables, as every experiment across hosts does (settings and keys over the SSH channel, never on \
+a command line): the legitimate sender on the first host, the receiver on the second, the \
+attacker on a third host if the plan has one (or the one --attacker names), else on the sender's \
+host (a compromised ECU on the same link, with an address of its own). ivnsec sets no switch \
+there: the classes run through the bench's switch as it is (`switch` is `bench`); the replays \
+use what the attacker captures on its interface (promiscuous, every EtherType: its own host's \
+egress beside the sender, else what the switch lets reach its port), and a replay class that \
+captured nothing is reported as not run with the reason; the flood runs only with --flood-switch \
+bench (static and hub set the testbed's switch: reported as not run). Not-run classes are \
+listed, never counted as passed. Legitimate delays are round trips there (legit_rtt_*). A lost \
+SSH connection or a failed node ends the run with exit 3 naming the host. Not with --mka, \
+--testbed, --topology or --pcap.
+
 Examples:
   sudo ivnsec attack --profile aes128-gcm --profile macsec-gcm-aes-128 --profile esp-aes128-gcm
   sudo ivnsec attack --profile secoc-cmac-aes128 --profile someip-aes128-gcm/conf --count 1000
@@ -93,7 +107,9 @@ Examples:
   sudo ivnsec attack --mka --mka-attack mka-stale-mn --count 5000
   sudo ivnsec attack --topology production --count 2000 --json > production-attacks.json
   sudo ivnsec attack --topology bump2 --count 2000 --json > gateway-attacks.json
-  sudo ivnsec attack --topology bump --attack bit-flip --attack flood --count 2000")]
+  sudo ivnsec attack --topology bump --attack bit-flip --attack flood --count 2000
+  ivnsec attack --hosts bench.toml --profile aes128-gcm --count 2000 --json
+  ivnsec attack --hosts bench.toml --attacker ecu3 --attack replay-w1 --attack flood --flood-switch bench")]
 pub struct Args {
     /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…
     /// (`ivnsec suites`), someip-SUITE[/auth|/conf] or someip-nosec. Default: aes128-gcm,
@@ -135,7 +151,8 @@ pub struct Args {
     /// How the switch forwards during the flood: `static` (default) by a fixed address table,
     /// as an in-vehicle switch configured at design time does (each ECU's MAC on its port, no
     /// learning, so spoofed source addresses move nothing); `hub` floods every frame to every
-    /// port as for the other classes, so the legitimate sender receives the flood too.
+    /// port as for the other classes, so the legitimate sender receives the flood too; `bench`
+    /// (only with --hosts) floods through the bench's switch as it is configured.
     #[arg(long, value_enum, default_value = "static")]
     pub flood_switch: SwitchArg,
     /// Kernel receive buffer of the legitimate nodes' sockets, in MiB (the kernel doubles it;
@@ -156,10 +173,16 @@ pub struct Args {
     /// first 10,000 of each flood.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
-    /// Not supported: the attack does not run across a plan's `[[host]]` tables; given, it
-    /// stops with exit 2 saying why (it needs the testbed it builds: docs/multihost.md).
-    #[arg(long, value_name = "PLAN")]
+    /// Run across the hosts of this plan's `[[host]]` tables over SSH (docs/multihost.md): the
+    /// sender on the first, the receiver on the second, the attacker on the third (or
+    /// --attacker), else beside the sender.
+    /// Example: ivnsec attack --hosts bench.toml --profile aes128-gcm --count 2000
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["mka", "testbed", "topology", "pcap"])]
     pub hosts: Option<PathBuf>,
+    /// With --hosts: the `[[host]]` (by name) that runs the attacker; the sender's host's name
+    /// puts it beside the sender. Default: the plan's third host, else the sender's.
+    #[arg(long, value_name = "NAME", requires = "hosts")]
+    pub attacker: Option<String>,
     /// Use a running testbed with at least three ECUs (its first is the sender, its second the
     /// receiver, its third the attacker; on a `production` testbed sensor1, the consumer and
     /// sensor2, as with --topology production) instead of building one; its switches are set
@@ -182,6 +205,11 @@ struct Output<'a> {
     results: &'a [AttackResult],
     testbed: String,
     verdict: &'static str,
+    /// Classes reported as not run (each result says why); not part of the verdict.
+    not_run: usize,
+    /// Across hosts: the hosts of the sender, the receiver and the attacker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hosts: Option<serde_json::Value>,
 }
 
 impl Args {
@@ -217,25 +245,15 @@ impl Args {
             pcap: self.pcap.clone(),
             testbed: self.testbed.clone(),
             topology,
+            hosts: None,
         })
     }
 }
 
-/// Why `attack --hosts` is refused.
-pub const NOT_ACROSS_HOSTS: &str = "attack does not run across hosts: it builds a testbed of its \
-     own and works inside it: it sets the software switch per class (flooding every frame to \
-     the attacker's port so that it can capture and replay the legitimate traffic, a static \
-     address table for the flood), injects from an ECU namespace on that switch, and reads the \
-     receiver's and the sender's kernel socket drops there; a bench's switch and hosts give \
-     ivnsec none of that. Run `sudo ivnsec attack` on one machine (docs/multihost.md lists \
-     what runs across hosts)";
-
 pub fn run(a: Args) -> Result<ExitCode> {
-    if a.hosts.is_some() {
-        return Err(crate::error::usage(NOT_ACROSS_HOSTS));
-    }
     let mut doc = Json::claim(a.json)?;
     let json = a.json;
+    let mut cfg_hosts = None;
     let out = if a.mka {
         if a.pcap.is_some() {
             return Err(crate::error::usage(
@@ -267,7 +285,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
             None => eprintln!(),
         })?
     } else {
-        let cfg = a.config()?;
+        let mut cfg = a.config()?;
+        if let Some(plan) = &a.hosts {
+            // The options are checked before any host is asked.
+            cfg.hosts = None;
+            cfg.check_for_hosts()?;
+            cfg.hosts = Some(ivnsec_lab::attack::hosts::open(
+                plan,
+                a.attacker.as_deref(),
+            )?);
+        }
+        cfg_hosts = cfg.hosts.clone();
         run_attacks(&cfg, &mut |p| match p {
             _ if json => {}
             Progress::Start {
@@ -283,23 +311,45 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let failed = out.failed();
     let results = &out.results;
     let where_ = out.testbed.clone();
+    let not_run: Vec<&AttackResult> = results.iter().filter(|r| !r.ran()).collect();
+    let hosts = cfg_hosts.as_ref().map(|h| {
+        serde_json::json!({
+            "sender": ivnsec_lab::hosts::describe(&h.sender),
+            "receiver": ivnsec_lab::hosts::describe(&h.receiver),
+            "attacker": ivnsec_lab::hosts::describe(&h.attacker),
+            "attacker_beside_sender": h.colocated,
+        })
+    });
     if a.json {
         let out = Output {
             results,
             testbed: where_,
             verdict: if failed { "fail" } else { "pass" },
+            not_run: not_run.len(),
+            hosts,
         };
         doc.print(&out)?;
     } else {
         print_table(results);
+        for r in &not_run {
+            println!(
+                "{} {}: {}",
+                r.profile,
+                r.attack,
+                r.not_run.as_deref().unwrap_or_default()
+            );
+        }
         println!(
-            "\n{}: {} forged or replayed frames accepted, {} legitimate requests lost, on testbed {where_}",
+            "\n{}: {} forged or replayed frames accepted, {} legitimate requests lost, {} \
+             class runs not run (not counted), on {}{where_}",
             if failed { "FAIL" } else { "PASS" },
             results.iter().map(|r| r.accepted).sum::<u64>(),
             results
                 .iter()
                 .map(|r| r.legit_sent - r.legit_delivered.min(r.legit_sent))
                 .sum::<u64>(),
+            not_run.len(),
+            if cfg_hosts.is_some() { "" } else { "testbed " },
         );
     }
     Ok(if failed {
@@ -320,6 +370,9 @@ pub enum SwitchArg {
     /// port, as an in-vehicle switch configured at design time forwards. A frame reaches only
     /// the port of the address it is sent to, and a spoofed source address moves nothing.
     Static,
+    /// Only with --hosts: the bench's own switch as its owner configured it (ivnsec sets
+    /// nothing on it).
+    Bench,
 }
 
 impl From<SwitchArg> for SwitchMode {
@@ -327,6 +380,7 @@ impl From<SwitchArg> for SwitchMode {
         match s {
             SwitchArg::Hub => SwitchMode::Hub,
             SwitchArg::Static => SwitchMode::Static,
+            SwitchArg::Bench => SwitchMode::Bench,
         }
     }
 }

@@ -315,13 +315,24 @@ number of evenly spaced frames per base period from ecu1 to ecu2 that all arrive
 slots (k = 1, 2, 4, … up to eq. 9's NF_max, then bisection), beside NF_max and ⌊BP / Max_TT⌋ \
 with the measured Max_TT (seed 001 Table 7, measured). docs/tdma-run.md explains every figure.
 
+Across hosts (--hosts PLAN, docs/multihost.md): ecu1 runs on the plan's first [[host]], ecu2 on \
+its second, started over SSH with their keys on the SSH channel; nothing is built. Allowed only \
+when both hosts share this machine's clock (the same boot id) or are PTP-synchronised (`ivnsec \
+clock check --plan PLAN`), exit 3 otherwise; the slots, the start and every stamp are on each \
+host's CLOCK_REALTIME, and the clocks are watched during the run (clock_during_run, clock_flag). \
+The bench's switches run no probe of ivnsec's: the per-switch forwarding delay (Table 6 \
+\"Diff\") is reported as not measured with the reason; --topology cascade:N declares how many \
+switches lie between the hosts (eq. 9's GP × N_switch). No --pcap there.
+
 Exit codes: 0 every frame arrived within its slot, 1 a miss or a lost frame, 2 bad options or \
-input, 3 not root or no `ip` command.
+input, 3 not root or no `ip` command (across hosts: a host unreachable, its node failed or its \
+SSH connection was lost, or clocks neither shared nor PTP-synchronised).
 
 Examples:
   ivnsec tdma run --flows flows.toml --bp 10ms --gp 0.2ms --topology cascade:2 --profile hmac-sha1
   ivnsec tdma run --schedule s.json --profile aes128-gcm --periods 1000 --json
-  ivnsec tdma run --flows flows.toml --bp 10ms --gp 0ms --pcap tdma.pcap")]
+  ivnsec tdma run --flows flows.toml --bp 10ms --gp 0ms --pcap tdma.pcap
+  ivnsec tdma run --hosts bench.toml --flows flows.toml --bp 10ms --gp 0.2ms --periods 200 --json")]
 pub struct RunArgs {
     /// A schedule written by `tdma schedule --json` (instead of --flows, --bp, --gp,
     /// --topology, --rate).
@@ -346,22 +357,16 @@ pub struct RunArgs {
     /// units with the headers they travel with; read it with tshark).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
-    /// Not supported: `tdma run` does not run across a plan's `[[host]]` tables; given, it
-    /// stops with exit 2 saying why (it needs the cascade testbed it builds: docs/multihost.md).
-    #[arg(long, value_name = "PLAN")]
+    /// Run between the first two hosts of this plan's `[[host]]` tables over SSH (ecu1 on the
+    /// first, ecu2 on the second; docs/multihost.md): only when they share this machine's clock
+    /// or are PTP-synchronised (exit 3 otherwise); no switch probe (Table 6 "Diff" not measured).
+    /// Example: ivnsec tdma run --hosts bench.toml --flows flows.toml --bp 10ms --gp 0.2ms
+    #[arg(long, value_name = "PLAN", conflicts_with = "pcap")]
     pub hosts: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }
-
-/// Why `tdma run --hosts` is refused.
-pub const RUN_NOT_ACROSS_HOSTS: &str = "tdma run does not run across hosts: it builds a \
-     cascade:N testbed of its own, times every slot on the CLOCK_MONOTONIC its namespaces share, \
-     and takes kernel receive timestamps at every switch's bridge ports from a probe in each \
-     switch namespace (seed 001's forwarding delays and deadline misses); a bench's hardware \
-     switches cannot be probed that way and its hosts share no slot clock. Run `sudo ivnsec tdma \
-     run` on one machine (docs/multihost.md lists what runs across hosts)";
 
 /// The schedule of `--flows` with `--bp`, `--gp`, `--topology`, `--rate`: `Ok(Err(_))` when a
 /// flow does not fit.
@@ -425,10 +430,23 @@ fn schedule(a: ScheduleArgs) -> Result<ExitCode> {
 }
 
 fn run_schedule(a: RunArgs) -> Result<ExitCode> {
-    if a.hosts.is_some() {
-        return Err(usage(RUN_NOT_ACROSS_HOSTS));
-    }
     let mut json = Json::claim(a.json)?;
+    // The plan's hosts are read (and a bad plan refused) before the schedule is built.
+    let hosts = match &a.hosts {
+        Some(plan) => {
+            let h = ivnsec_lab::plan::hosts_of(plan)?;
+            if h.len() < 2 {
+                return Err(usage(format!(
+                    "plan {}: {} [[host]] table(s); tdma run across hosts needs two (ecu1 on the \
+                     first, ecu2 on the second)",
+                    plan.display(),
+                    h.len()
+                )));
+            }
+            Some(h)
+        }
+        None => None,
+    };
     let schedule = match (&a.schedule, &a.frame.flows) {
         (Some(p), _) => Schedule::load(p)?,
         (None, Some(p)) => match from_flows(&a.frame, p, a.profile.as_deref(), a.provider)? {
@@ -451,7 +469,10 @@ fn run_schedule(a: RunArgs) -> Result<ExitCode> {
         capacity: !a.no_capacity,
         pcap: a.pcap.clone(),
     };
-    let r = ivnsec_lab::tdma::run::run(&cfg)?;
+    let r = match &hosts {
+        Some(h) => ivnsec_lab::tdma::run::run_hosts(&cfg, &h[0], &h[1])?,
+        None => ivnsec_lab::tdma::run::run(&cfg)?,
+    };
     if a.json {
         json.print(&r)?;
     } else {
