@@ -235,6 +235,14 @@ fn status(d: &TempDir, side: char) -> Value {
 }
 
 /// Waits (up to 5 s) until the status file of `side` satisfies `f`; returns it either way.
+/// Every packet the SA verified has left through the TUN. The status file is written every
+/// 500 ms from counters the receive thread bumps as it goes, so a file written in the middle of
+/// a receive batch (verified, not yet written: the coalescer holds the batch's segments until
+/// its end) shows fewer delivered than verified until the next write.
+fn delivered_all(s: &Value) -> bool {
+    s["packets"]["tun_out"] == s["rx"]["packets"]
+}
+
 fn status_when(d: &TempDir, side: char, f: impl Fn(&Value) -> bool) -> Value {
     let end = Instant::now() + Duration::from_secs(5);
     loop {
@@ -593,8 +601,9 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
     let seen = sniff.take();
     assert!(seen.len() > 100, "{} ESP packets seen", seen.len());
     let sb = status_when(&d, 'b', |s| {
-        s["rx"]["packets"].as_u64().unwrap() + 3
-            >= status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
+        delivered_all(s)
+            && s["rx"]["packets"].as_u64().unwrap() + 3
+                >= status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
     });
     let sa = status(&d, 'a');
     assert_eq!(sb["rx"]["drops"], serde_json::json!({}), "{sb}");
@@ -665,10 +674,13 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
         assert!(iperf3_tcp(&p, 'b', v6) > 1e6);
         std::thread::sleep(Duration::from_millis(300));
     }
-    let sa = status_when(&d, 'a', |s| s["packets"]["gro_out"].as_u64() > Some(0));
+    let sa = status_when(&d, 'a', |s| {
+        delivered_all(s) && s["packets"]["gro_out"].as_u64() > Some(0)
+    });
     let sb = status_when(&d, 'b', |s| {
-        s["rx"]["packets"].as_u64().unwrap() + 3
-            >= status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
+        delivered_all(s)
+            && s["rx"]["packets"].as_u64().unwrap() + 3
+                >= status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
     });
     for s in [&sa, &sb] {
         assert_eq!(s["offload"]["udp_gso"], true, "{s}");
