@@ -38,31 +38,13 @@ pub fn send_batch(fd: BorrowedFd<'_>, buf: &[u8], stride: usize, lens: &[usize])
         msgs[i].msg_hdr.msg_iov = &mut iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
-    let mut done = 0;
-    while done < n {
-        // SAFETY: msgs[done..n] are initialised headers whose single iovec points into `buf`
-        // within its bounds (checked above); `buf`, `iov` and `msgs` outlive the call, and the
-        // kernel only reads the data.
-        let r = unsafe {
-            libc::sendmmsg(
-                fd.as_raw_fd(),
-                msgs[done..].as_mut_ptr(),
-                (n - done) as libc::c_uint,
-                0,
-            )
-        };
-        if r >= 0 {
-            done += r as usize;
-            continue;
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::yield_now(),
-            _ => return Err(e),
-        }
+    // SAFETY: msgs[..n] are initialised headers whose single iovec points into `buf`
+    // within its bounds (checked above); `buf`, `iov` and `msgs` outlive the call, and the
+    // kernel only reads the data.
+    match unsafe { sendmmsg_all(fd, &mut msgs[..n]) } {
+        (_, Some(e)) => Err(e),
+        (_, None) => Ok(()),
     }
-    Ok(())
 }
 
 /// [`send_batch`] for units anywhere in `buf`: unit `i` is `buf[at..at + len]` with
@@ -98,11 +80,29 @@ pub fn send_batch_at(
         msgs[i].msg_hdr.msg_iov = &mut iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
+    // SAFETY: msgs[..n] are initialised headers whose single iovec points into `buf`
+    // within its bounds (checked above); `buf`, `iov` and `msgs` outlive the call, and the
+    // kernel only reads the data.
+    unsafe { sendmmsg_all(fd, &mut msgs[..n]) }
+}
+
+/// Hands every header of `msgs` to the kernel with `sendmmsg`, as many calls as it takes:
+/// `EINTR` is retried at once, `ENOBUFS`/`EAGAIN` (a full device queue, a non-blocking socket)
+/// after a yield. Returns how many the kernel took before any other error (with that error),
+/// or all of them. The one send loop of the batch senders.
+///
+/// # Safety
+/// Every header in `msgs` must be initialised, and its iovecs (and control buffer, if any) must
+/// point at memory that stays valid for reads for the whole call.
+unsafe fn sendmmsg_all(
+    fd: BorrowedFd<'_>,
+    msgs: &mut [libc::mmsghdr],
+) -> (usize, Option<io::Error>) {
+    let n = msgs.len();
     let mut done = 0;
     while done < n {
-        // SAFETY: msgs[done..n] are initialised headers whose single iovec points into `buf`
-        // within its bounds (checked above); `buf`, `iov` and `msgs` outlive the call, and the
-        // kernel only reads the data.
+        // SAFETY: the caller guarantees the headers in msgs[done..] and what they point at;
+        // the slice bounds the count the kernel reads.
         let r = unsafe {
             libc::sendmmsg(
                 fd.as_raw_fd(),
@@ -290,31 +290,10 @@ pub fn send_udp_gso_batch(
             ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
         }
     }
-    let mut done = 0;
-    while done < n {
-        // SAFETY: msgs[done..n] are initialised headers whose iovecs point into `buf` within
-        // its bounds (checked above) and whose control buffers are in `control`; `buf`, `iov`,
-        // `control` and `msgs` outlive the call, and the kernel only reads them.
-        let r = unsafe {
-            libc::sendmmsg(
-                fd.as_raw_fd(),
-                msgs[done..].as_mut_ptr(),
-                (n - done) as libc::c_uint,
-                0,
-            )
-        };
-        if r >= 0 {
-            done += r as usize;
-            continue;
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::yield_now(),
-            _ => return (done, Some(e)),
-        }
-    }
-    (n, None)
+    // SAFETY: msgs[..n] are initialised headers whose iovecs point into `buf` within
+    // its bounds (checked above) and whose control buffers are in `control`; `buf`, `iov`,
+    // `control` and `msgs` outlive the call, and the kernel only reads them.
+    unsafe { sendmmsg_all(fd, &mut msgs[..n]) }
 }
 
 /// [`recv_batch`] on a UDP socket with `UDP_GRO` on ([`super::set_udp_gro`]): a message may be
