@@ -125,6 +125,43 @@ unsafe fn sendmmsg_all(
     (n, None)
 }
 
+/// One `recvmmsg` into every header of `msgs`, with `flags` (which should hold `MSG_DONTWAIT`
+/// on a blocking socket) and no timeout, retried on `EINTR`: how many units arrived, or `None`
+/// when none was queued (`EAGAIN`). The one receive call of the batch receivers.
+///
+/// # Safety
+/// Every header in `msgs` must be initialised, and its iovecs (and name and control buffers, if
+/// any) must point at disjoint, writable memory of the sizes they give that stays valid for the
+/// whole call.
+pub(super) unsafe fn recvmmsg_nowait(
+    fd: BorrowedFd<'_>,
+    msgs: &mut [libc::mmsghdr],
+    flags: libc::c_int,
+) -> io::Result<Option<usize>> {
+    loop {
+        // SAFETY: the caller guarantees the headers and what they point at; the slice bounds
+        // the count the kernel writes; a null timeout is allowed.
+        let r = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                msgs.len() as libc::c_uint,
+                flags,
+                ptr::null_mut(),
+            )
+        };
+        if r >= 0 {
+            return Ok(Some(r as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock => return Ok(None),
+            _ => return Err(e),
+        }
+    }
+}
+
 /// Receives up to `lens.len()` (≤ [`MAX_BATCH`]) units with one non-blocking `recvmmsg`: unit
 /// `i` lands at `buf[i * stride + off..(i + 1) * stride]` and its length in `lens[i]` (0 when it
 /// did not fit: a truncated unit must not be verified). Returns how many arrived (0: none
@@ -182,28 +219,12 @@ pub(super) fn recv_batch_named(
     }
     // With names (AF_PACKET), MSG_TRUNC makes msg_len the frame's full length.
     let flags = libc::MSG_DONTWAIT | if names.is_some() { libc::MSG_TRUNC } else { 0 };
-    let got = loop {
-        // SAFETY: every header points at one iovec describing a disjoint, writable slot of
-        // `buf` and, with names, at one sockaddr_ll of `addrs` with its size; `buf`, `iov`,
-        // `msgs` and `addrs` outlive the call; a null timeout is allowed.
-        let r = unsafe {
-            libc::recvmmsg(
-                fd.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                flags,
-                ptr::null_mut(),
-            )
-        };
-        if r >= 0 {
-            break r as usize;
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::Interrupted => continue,
-            io::ErrorKind::WouldBlock => return Ok(0),
-            _ => return Err(e),
-        }
+    // SAFETY: every header points at one iovec describing a disjoint, writable slot of
+    // `buf` and, with names, at one sockaddr_ll of `addrs` with its size; `buf`, `iov`,
+    // `msgs` and `addrs` outlive the call; a null timeout is allowed.
+    let got = match unsafe { recvmmsg_nowait(fd, &mut msgs[..n], flags) }? {
+        Some(got) => got,
+        None => return Ok(0),
     };
     for i in 0..got {
         let truncated = msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
@@ -335,28 +356,12 @@ pub fn recv_batch_gro(
         msgs[i].msg_hdr.msg_control = control[i].0.as_mut_ptr().cast();
         msgs[i].msg_hdr.msg_controllen = control[i].0.len();
     }
-    let got = loop {
-        // SAFETY: every header points at one iovec describing a disjoint, writable slot of
-        // `buf` and at one control buffer of `control` with its size; all outlive the call; a
-        // null timeout is allowed.
-        let r = unsafe {
-            libc::recvmmsg(
-                fd.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT,
-                ptr::null_mut(),
-            )
-        };
-        if r >= 0 {
-            break r as usize;
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::Interrupted => continue,
-            io::ErrorKind::WouldBlock => return Ok(0),
-            _ => return Err(e),
-        }
+    // SAFETY: every header points at one iovec describing a disjoint, writable slot of
+    // `buf` and at one control buffer of `control` with its size; all outlive the call; a
+    // null timeout is allowed.
+    let got = match unsafe { recvmmsg_nowait(fd, &mut msgs[..n], libc::MSG_DONTWAIT) }? {
+        Some(got) => got,
+        None => return Ok(0),
     };
     for i in 0..got {
         let h = &msgs[i].msg_hdr;

@@ -14,7 +14,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::batch::{MAX_BATCH, recv_batch_named};
+use super::batch::{MAX_BATCH, recv_batch_named, recvmmsg_nowait};
 use super::socket::{get_option, set_option, set_recv_buffer_force, wait_readable};
 
 /// Length of an Ethernet II header (dst, src, EtherType).
@@ -372,28 +372,18 @@ impl RawSocket {
             h.msg_control = control[i].as_mut_ptr().cast();
             h.msg_controllen = mem::size_of_val(&control[i]) as _;
         }
-        let got = loop {
-            // SAFETY: every header points at one iovec describing a disjoint, writable slot of
-            // `buf`, at one sockaddr_ll of `names` and at one control buffer of `control`, each
-            // with its size; all outlive the call; a null timeout is allowed.
-            let r = unsafe {
-                libc::recvmmsg(
-                    self.raw(),
-                    msgs.as_mut_ptr(),
-                    n as libc::c_uint,
-                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                    ptr::null_mut(),
-                )
-            };
-            if r >= 0 {
-                break r as usize;
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => return Ok(0),
-                _ => return Err(e),
-            }
+        // SAFETY: every header points at one iovec describing a disjoint, writable slot of
+        // `buf`, at one sockaddr_ll of `names` and at one control buffer of `control`, each
+        // with its size; all outlive the call; a null timeout is allowed.
+        let got = match unsafe {
+            recvmmsg_nowait(
+                self.as_fd(),
+                &mut msgs[..n],
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+            )
+        }? {
+            Some(got) => got,
+            None => return Ok(0),
         };
         for i in 0..got {
             let wire_len = msgs[i].msg_len as usize;
