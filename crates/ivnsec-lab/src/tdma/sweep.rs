@@ -459,6 +459,21 @@ pub struct TdmaReport {
 }
 
 impl TdmaReport {
+    /// The sweep's parameters and analysis, nothing measured yet: where every run starts.
+    fn analysed(sweep: &Sweep) -> Result<Self> {
+        Ok(TdmaReport {
+            bp_ms: sweep.bp_ns as f64 / 1e6,
+            gp_ms: sweep.gp_ns as f64 / 1e6,
+            rate_bps: sweep.rate_bps,
+            switches: sweep.switches.clone(),
+            periods: sweep.periods,
+            provider: sweep.provider.to_string(),
+            analysis: sweep.analysis()?,
+            measured: Vec::new(),
+            not_measured: None,
+        })
+    }
+
     /// The measured runs that missed a slot or lost a frame.
     pub fn failures(&self) -> impl Iterator<Item = &MeasuredRun> {
         self.measured.iter().filter(|r| !r.passed())
@@ -475,18 +490,7 @@ pub fn run(
     pcap: Option<&std::path::Path>,
     after_run: &mut dyn FnMut(&MeasuredRun) -> Result<()>,
 ) -> Result<TdmaReport> {
-    let analysis = sweep.analysis()?;
-    let mut report = TdmaReport {
-        bp_ms: sweep.bp_ns as f64 / 1e6,
-        gp_ms: sweep.gp_ns as f64 / 1e6,
-        rate_bps: sweep.rate_bps,
-        switches: sweep.switches.clone(),
-        periods: sweep.periods,
-        provider: sweep.provider.to_string(),
-        analysis,
-        measured: Vec::new(),
-        not_measured: None,
-    };
+    let mut report = TdmaReport::analysed(sweep)?;
     let why_not = if !sweep.measure {
         Some("`measure = false` in the plan: the analysis only".to_string())
     } else {
@@ -569,17 +573,7 @@ pub fn run_across_hosts(
     b: &crate::hosts::Host,
     after_run: &mut dyn FnMut(&MeasuredRun) -> Result<()>,
 ) -> Result<TdmaReport> {
-    let mut report = TdmaReport {
-        bp_ms: sweep.bp_ns as f64 / 1e6,
-        gp_ms: sweep.gp_ns as f64 / 1e6,
-        rate_bps: sweep.rate_bps,
-        switches: sweep.switches.clone(),
-        periods: sweep.periods,
-        provider: sweep.provider.to_string(),
-        analysis: sweep.analysis()?,
-        measured: Vec::new(),
-        not_measured: None,
-    };
+    let mut report = TdmaReport::analysed(sweep)?;
     if !sweep.measure {
         report.not_measured = Some("`measure = false` in the plan: the analysis only".into());
         return Ok(report);
