@@ -973,8 +973,8 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
 
     // Forgeries towards gw2: a replay, and a fresh sequence number with a flipped bit.
     let before = g2.status();
-    // IVN-AE gateways are scheduled as MACsec ones: adaptive by default.
-    assert_eq!(before["scheduling"]["mode"], "adaptive", "{before}");
+    // IVN-AE gateways are scheduled as MACsec ones: normal by default.
+    assert_eq!(before["scheduling"]["mode"], "normal", "{before}");
     let replayed = from_gw1[from_gw1.len() / 2].clone();
     let mut flipped = from_gw1[from_gw1.len() - 1].clone();
     flipped[18..26].copy_from_slice(&(last[1] + 1000).to_be_bytes());
@@ -1308,11 +1308,12 @@ fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
     assert_eq!(stop(p2).0, Some(0));
 }
 
-/// The default scheduling is adaptive: idle, every thread runs under the normal policy; a
-/// flood (iperf3 UDP, unlimited rate) backlogs the data-plane threads, which go to SCHED_FIFO
-/// (counted in `frames.backlog_raises`) and back to the normal policy once the flood has
-/// passed. `--scheduling normal` never raises them; `--scheduling normal --realtime N` is a
-/// usage error naming both options, a linger time over 1000 ms one naming `--linger-ms`.
+/// `--scheduling adaptive`: idle, every thread runs under the normal policy; a flood (iperf3
+/// UDP, unlimited rate) backlogs the data-plane threads, which go to SCHED_FIFO (counted in
+/// `frames.backlog_raises`) and back to the normal policy once the flood has passed. The
+/// default, normal scheduling, never raises them; `--scheduling normal --realtime N` is a
+/// usage error naming both options, a linger time over 1000 ms one naming `--linger-ms`, a
+/// raise time over 1 s one naming `--raise-after-us`.
 #[test]
 fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
     require_root!();
@@ -1339,18 +1340,28 @@ fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
         .unwrap();
     assert_eq!(long.status.code(), Some(2), "{}", text(&long.stderr));
     assert!(text(&long.stderr).contains("--linger-ms"));
+    let slow = g1
+        .args(
+            &["--keys", k, "--peer", MAC_GW2_PROT],
+            &["--scheduling", "adaptive", "--raise-after-us", "1000001"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(slow.status.code(), Some(2), "{}", text(&slow.stderr));
+    assert!(text(&slow.stderr).contains("--raise-after-us"));
     assert!(
         err.contains("--scheduling normal") && err.contains("--realtime"),
         "{err}"
     );
-    let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &[]);
-    let p2 = g2.start(
-        &["--keys", k, "--peer", MAC_GW1_PROT],
-        &["--scheduling", "normal"],
+    let p1 = g1.start(
+        &["--keys", k, "--peer", MAC_GW2_PROT],
+        &["--scheduling", "adaptive"],
     );
+    let p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
     let st = g1.status();
     assert_eq!(st["scheduling"]["mode"], "adaptive", "{st}");
     assert_eq!(st["scheduling"]["priority"], 10, "{st}");
+    assert_eq!(st["scheduling"]["raise_after_us"], 1000.0, "{st}");
     assert!(st["realtime"].is_null(), "{st}");
     let pid = st["pid"].as_u64().unwrap();
     assert!(thread_policies(pid).iter().all(|p| *p == (0, 0)));

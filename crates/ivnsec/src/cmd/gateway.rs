@@ -107,15 +107,17 @@ pub struct Args {
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RCVBUF_MIB,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub rcvbuf_mib: u16,
-    /// How the two data-plane threads are scheduled. `adaptive` (the default): the normal
-    /// policy while idle, so a lone frame wakes a thread next to its sender (low latency), and
-    /// SCHED_FIFO from a backlog (a read of 32 or more frames) until its queue has stayed empty
-    /// for --linger-ms, so a flooding sender on the same host cannot take the gateway's CPU
-    /// (goodput).
-    /// `realtime`: SCHED_FIFO throughout (every wake-up then pays a cross-CPU hop). `normal`:
-    /// never SCHED_FIFO. SCHED_FIFO needs root or CAP_SYS_NICE: `realtime` exits 3 without it,
-    /// `adaptive` says so and runs as `normal` (docs/gateway.md, docs/benchmarks.md).
-    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --scheduling normal`
+    /// How the two data-plane threads are scheduled. `normal` (the default): the normal
+    /// policy throughout; a thread woken by a frame runs next to its waker and takes the
+    /// frames queued meanwhile in one batch (the least CPU per frame, and what a gateway with
+    /// CPUs of its own needs). `adaptive`: normal while the thread keeps up, SCHED_FIFO once
+    /// every read has found a full batch queued for --raise-after-us, until no read has found
+    /// one for --linger-ms: for a gateway sharing its host's CPUs with busy programs (a
+    /// testbed on a loaded machine), which could otherwise take the gateway's CPU.
+    /// `realtime`: SCHED_FIFO throughout (every wake-up then pays a cross-CPU hop).
+    /// SCHED_FIFO needs root or CAP_SYS_NICE: `realtime` exits 3 without it, `adaptive` says
+    /// so and runs as `normal` (docs/gateway.md, docs/benchmarks.md).
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --scheduling adaptive`
     #[arg(long, value_enum, value_name = "MODE")]
     pub scheduling: Option<SchedulingMode>,
     /// The SCHED_FIFO priority (1 … 99, default 10) of `--scheduling realtime|adaptive`. Given
@@ -127,13 +129,23 @@ pub struct Args {
           value_parser = clap::value_parser!(u8).range(1..=99))]
     pub realtime: Option<u8>,
     /// `--scheduling adaptive`: how long, in milliseconds (0 … 1000, default 10), a data-plane
-    /// thread that went to SCHED_FIFO on a backlog stays there once its queue is empty, so the
-    /// short gaps of a stream do not hand it back to the normal scheduler (which may then run
-    /// the busy sender first). 0: back to the normal policy as soon as the queue is empty.
+    /// thread that went to SCHED_FIFO on a backlog stays there once no read finds a full batch
+    /// queued, so the short gaps of a flood do not hand it back to the normal scheduler (which
+    /// may then run the busy sender first). 0: back to the normal policy at the first read
+    /// that drains its queue.
     /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --linger-ms 0`
     #[arg(long, value_name = "MS", default_value_t = lab::sched::DEFAULT_LINGER.as_millis() as u16,
           value_parser = clap::value_parser!(u16).range(0..=1000))]
     pub linger_ms: u16,
+    /// `--scheduling adaptive`: how long, in microseconds (0 … 1000000, default 1000), every
+    /// read of a data-plane thread must find a full batch queued before it goes to SCHED_FIFO:
+    /// longer than a sender's bursts the thread keeps up with, shorter than what the socket
+    /// buffer holds. 0: at the first full read.
+    /// Example: `sudo ivnsec gateway --plain eth1 --protected eth0 … --raise-after-us 5000`
+    #[arg(long, value_name = "US",
+          default_value_t = lab::sched::DEFAULT_RAISE_AFTER.as_micros() as u32,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub raise_after_us: u32,
 }
 
 /// `--scheduling`.
@@ -150,12 +162,13 @@ fn scheduling(a: &Args) -> Result<Scheduling> {
     let adaptive = Scheduling::Adaptive {
         priority: prio,
         linger: std::time::Duration::from_millis(u64::from(a.linger_ms)),
+        raise_after: std::time::Duration::from_micros(u64::from(a.raise_after_us)),
     };
     Ok(match (a.scheduling, a.realtime) {
-        (None, None) | (Some(SchedulingMode::Adaptive), _) => adaptive,
+        (Some(SchedulingMode::Adaptive), _) => adaptive,
         (None, Some(p)) => Scheduling::Realtime(p),
         (Some(SchedulingMode::Realtime), _) => Scheduling::Realtime(prio),
-        (Some(SchedulingMode::Normal), None) => Scheduling::Normal,
+        (None, None) | (Some(SchedulingMode::Normal), None) => Scheduling::Normal,
         (Some(SchedulingMode::Normal), Some(p)) => {
             return Err(usage(format!(
                 "--realtime {p} with --scheduling normal: the normal policy has no real-time \
