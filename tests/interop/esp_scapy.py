@@ -177,6 +177,20 @@ def one_scapy_case(binary, rng, profile, klen, auth, ivlen, mode, inner_v, esn):
 NO_PAYLOAD_DISSECTION = ["--disable-protocol", "udp", "--disable-protocol", "tcp"]
 
 
+def tshark_rows(name, pcap, opts, fields, want):
+    """tshark's `fields` (separated by |) for each packet of `pcap`, read with `opts`; checks
+    that it ran and printed `want` rows. None when it did not run."""
+    cmd = ["tshark", "-r", pcap, *opts, "-T", "fields", "-E", "separator=|"]
+    for field in fields:
+        cmd += ["-e", field]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if not check(p.returncode == 0, f"{name}: tshark rc={p.returncode} {p.stderr.strip()}"):
+        return None
+    rows = p.stdout.strip().splitlines()
+    check(len(rows) == want, f"{name}: tshark printed {len(rows)} rows for {want} packets")
+    return rows
+
+
 def tshark_checks(binary, rng, count):
     if subprocess.run(["sh", "-c", "command -v tshark"], capture_output=True).returncode != 0:
         check(False, "tshark: not installed")
@@ -215,38 +229,29 @@ def tshark_checks(binary, rng, count):
                     # The ICV verdict, with the decrypted payload left undissected: the dissector
                     # adds it after the payload's, so a random payload that some heuristic
                     # dissector (RTCP, say) takes for its own and throws on would hide it.
-                    p = subprocess.run(
-                        ["tshark", "-r", pcap, *esp_opts, *NO_PAYLOAD_DISSECTION,
-                         "-T", "fields", "-E", "separator=|", "-e", "esp.icv_good", "-e", "esp.icv_bad"],
-                        capture_output=True, text=True)
-                    if not check(p.returncode == 0, f"{name}: tshark rc={p.returncode} {p.stderr.strip()}"):
+                    icvs = tshark_rows(name, pcap, esp_opts + NO_PAYLOAD_DISSECTION,
+                                       ["esp.icv_good", "esp.icv_bad"], len(pkts))
+                    if icvs is None:
                         continue
-                    icvs = p.stdout.strip().splitlines()
-                    check(len(icvs) == len(pkts), f"{name}: tshark printed {len(icvs)} ICV rows for {len(pkts)} packets")
                     for icv in icvs:
                         f = icv.split("|")
                         good = f[0] in ("1", "True")
                         check(good and f[1] in ("0", "False", ""), f"{name}: ICV not [correct]: {icv}")
                     # The decrypted transport header and payload, dissected.
-                    p = subprocess.run(
-                        ["tshark", "-r", pcap, *esp_opts,
-                         "-T", "fields", "-E", "separator=|", "-e", "esp.icv_good", "-e", "esp.icv_bad",
-                         "-e", "udp.length", "-e", "tcp.seq_raw", "-e", "udp.payload", "-e", "tcp.payload"],
-                        capture_output=True, text=True)
-                    if not check(p.returncode == 0, f"{name}: tshark rc={p.returncode} {p.stderr.strip()}"):
+                    rows = tshark_rows(name, pcap, esp_opts,
+                                       ["udp.length", "tcp.seq_raw", "udp.payload", "tcp.payload"], len(pkts))
+                    if rows is None:
                         continue
-                    rows = p.stdout.strip().splitlines()
-                    check(len(rows) == len(pkts), f"{name}: tshark printed {len(rows)} rows for {len(pkts)} packets")
                     for row, pkt in zip(rows, pkts):
                         f = row.split("|")
                         # The decrypted inner transport header and payload as tshark dissects them.
                         l4 = pkt.payload
                         payload = bytes(l4.payload)
                         if isinstance(l4, UDP):
-                            ok = "," not in f[2] and f[2].split(",")[-1] == str(len(raw(l4)))
+                            ok = "," not in f[0] and f[0].split(",")[-1] == str(len(raw(l4)))
                         else:
-                            ok = f[3].split(",")[-1] == str(l4.seq)
-                        got = f[4] if isinstance(l4, UDP) else f[5]
+                            ok = f[1].split(",")[-1] == str(l4.seq)
+                        got = f[2] if isinstance(l4, UDP) else f[3]
                         ok = ok and got.split(",")[-1].replace(":", "") == payload.hex()
                         check(ok, f"{name}: tshark's decryption differs: {row}")
                     # A flipped ICV bit: tshark must flag it.
