@@ -780,6 +780,19 @@ fn protect(sh: &Shared, buf: &mut [u8], room: usize, len: usize) -> Protected {
     }
 }
 
+/// The outcome `r` of waiting on `what` (the TUN, the outer socket): whether a packet is
+/// queued, `Err` once a failure is recorded (the loop then ends).
+fn ready(sh: &Shared, what: &str, r: std::io::Result<bool>) -> Result<bool, ()> {
+    r.map_err(|e| sh.fail(anyhow::anyhow!("waiting on {what}: {e}")))
+}
+
+/// Reads one packet from the TUN into `buf`: its length, `None` when none is queued, `Err`
+/// once the failure is recorded (the loop then ends).
+fn read_tun(sh: &Shared, tun: &Tap, buf: &mut [u8]) -> Result<Option<usize>, ()> {
+    tun.recv(buf)
+        .map_err(|e| sh.fail(anyhow::anyhow!("reading the TUN: {e}")))
+}
+
 /// TUN → protect → outer socket, one packet per system call (`--no-offload`). Each packet is
 /// read behind the SA's headroom, so it is encrypted where it lies; its sequence number is
 /// reserved on disk before it is used.
@@ -789,22 +802,16 @@ fn tx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     let mut buf = vec![0u8; room + MAX_PACKET + MAX_OVERHEAD];
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match tun.wait_readable(Some(TICK)) {
+        match ready(sh, "the TUN", tun.wait_readable(Some(TICK))) {
             Ok(true) => {}
             Ok(false) => continue,
-            Err(e) => {
-                sh.fail(anyhow::anyhow!("waiting on the TUN: {e}"));
-                return;
-            }
+            Err(()) => return,
         }
         loop {
-            let n = match tun.recv(&mut buf[room..room + MAX_PACKET]) {
+            let n = match read_tun(sh, tun, &mut buf[room..room + MAX_PACKET]) {
                 Ok(Some(n)) => n,
                 Ok(None) => break,
-                Err(e) => {
-                    sh.fail(anyhow::anyhow!("reading the TUN: {e}"));
-                    return;
-                }
+                Err(()) => return,
             };
             add(&sh.packets.tun_in);
             match protect(sh, &mut buf, room, n) {
@@ -849,22 +856,16 @@ fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     let mut n = 0;
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match tun.wait_readable(Some(TICK)) {
+        match ready(sh, "the TUN", tun.wait_readable(Some(TICK))) {
             Ok(true) => {}
             Ok(false) => continue,
-            Err(e) => {
-                sh.fail(anyhow::anyhow!("waiting on the TUN: {e}"));
-                return;
-            }
+            Err(()) => return,
         }
         loop {
-            let m = match tun.recv(&mut stage) {
+            let m = match read_tun(sh, tun, &mut stage) {
                 Ok(Some(m)) => m,
                 Ok(None) => break,
-                Err(e) => {
-                    sh.fail(anyhow::anyhow!("reading the TUN: {e}"));
-                    return;
-                }
+                Err(()) => return,
             };
             add(&sh.packets.tun_in);
             let got = &stage[..m];
@@ -969,13 +970,10 @@ fn rx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     let mut buf = vec![0u8; pre + MAX_PACKET];
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match outer.wait_readable(TICK) {
+        match ready(sh, "the outer socket", outer.wait_readable(TICK)) {
             Ok(true) => {}
             Ok(false) => continue,
-            Err(e) => {
-                sh.fail(anyhow::anyhow!("waiting on the outer socket: {e}"));
-                return;
-            }
+            Err(()) => return,
         }
         loop {
             let n = match outer.recv(&mut buf[pre..]) {
@@ -1072,13 +1070,10 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
     let mut co = Coalescer::new();
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match outer.wait_readable(TICK) {
+        match ready(sh, "the outer socket", outer.wait_readable(TICK)) {
             Ok(true) => {}
             Ok(false) => continue,
-            Err(e) => {
-                sh.fail(anyhow::anyhow!("waiting on the outer socket: {e}"));
-                return;
-            }
+            Err(()) => return,
         }
         loop {
             let got = match outer.recv_batch(&mut slots, stride, pre, &mut lens, &mut segs) {

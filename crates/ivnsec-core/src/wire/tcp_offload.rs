@@ -60,6 +60,12 @@ const PSH: u8 = 0x08;
 const ACK: u8 = 0x10;
 const CWR: u8 = 0x80;
 
+/// The sequence number of the TCP header at `pkt[t..]` (the caller has checked it is whole).
+fn tcp_seq(pkt: &[u8], t: usize) -> u32 {
+    let b = &pkt[t + TCP_SEQ.start..t + TCP_SEQ.end];
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
 /// Why a packet from the TUN cannot be segmented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OffloadError {
@@ -353,13 +359,7 @@ impl Segmenter {
                 }
                 // TCP header.
                 let t = h.ip_len;
-                let seq = u32::from_be_bytes([
-                    pkt[t + TCP_SEQ.start],
-                    pkt[t + TCP_SEQ.start + 1],
-                    pkt[t + TCP_SEQ.start + 2],
-                    pkt[t + TCP_SEQ.start + 3],
-                ])
-                .wrapping_add((i * size) as u32);
+                let seq = tcp_seq(pkt, t).wrapping_add((i * size) as u32);
                 out[t + TCP_SEQ.start..t + TCP_SEQ.end].copy_from_slice(&seq.to_be_bytes());
                 let mut flags = pkt[t + TCP_FLAGS];
                 if !last {
@@ -456,12 +456,7 @@ impl Coalescer {
             return false;
         };
         let t = h.ip_len;
-        let seq = u32::from_be_bytes([
-            pkt[t + TCP_SEQ.start],
-            pkt[t + TCP_SEQ.start + 1],
-            pkt[t + TCP_SEQ.start + 2],
-            pkt[t + TCP_SEQ.start + 3],
-        ]);
+        let seq = tcp_seq(pkt, t);
         let Some(mut f) = self.flow else {
             self.buf[VNET_HDR_LEN..VNET_HDR_LEN + pkt.len()].copy_from_slice(pkt);
             self.len = pkt.len();

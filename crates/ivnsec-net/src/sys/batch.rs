@@ -182,6 +182,31 @@ pub fn recv_batch(
     Ok(got)
 }
 
+/// Points `iov[i]` at the receive slot `buf[i * stride + off..(i + 1) * stride]` for as many
+/// slots as `want`, [`MAX_BATCH`] and `buf` allow, and returns how many: the slots of the
+/// batch receivers, each read `off` bytes into its stride. `off` must be below `stride`.
+pub(super) fn slot_iovecs(
+    buf: &mut [u8],
+    stride: usize,
+    off: usize,
+    want: usize,
+    iov: &mut [libc::iovec; MAX_BATCH],
+) -> io::Result<usize> {
+    if off >= stride {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "offset must be below the stride",
+        ));
+    }
+    let n = want.min(MAX_BATCH).min(buf.len() / stride);
+    for (i, slot) in buf.chunks_exact_mut(stride).take(n).enumerate() {
+        let room = &mut slot[off..];
+        iov[i].iov_base = room.as_mut_ptr().cast();
+        iov[i].iov_len = room.len();
+    }
+    Ok(n)
+}
+
 /// [`recv_batch`] that, with `names`, also keeps each message's AF_PACKET source address and
 /// its length before truncation; `lens[i]` is then the stored length (at most the slot).
 /// Without `names`, a truncated message's `lens[i]` is larger than its slot.
@@ -193,23 +218,12 @@ pub(super) fn recv_batch_named(
     lens: &mut [usize],
     mut names: Option<(&mut [libc::sockaddr_ll; MAX_BATCH], &mut [usize; MAX_BATCH])>,
 ) -> io::Result<usize> {
-    if off >= stride {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "offset must be below the stride",
-        ));
-    }
-    let n = lens.len().min(MAX_BATCH).min(buf.len() / stride);
     // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
     let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
     // SAFETY: as above.
     let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
-    let base = buf.as_mut_ptr();
+    let n = slot_iovecs(buf, stride, off, lens.len(), &mut iov)?;
     for i in 0..n {
-        // SAFETY: (i + 1) * stride ≤ buf.len() because n ≤ buf.len() / stride, and off < stride,
-        // so the slot lies inside `buf`.
-        iov[i].iov_base = unsafe { base.add(i * stride + off) }.cast();
-        iov[i].iov_len = stride - off;
         msgs[i].msg_hdr.msg_iov = &mut iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
         if let Some((addrs, _)) = names.as_mut() {
@@ -329,28 +343,13 @@ pub fn recv_batch_gro(
     lens: &mut [usize],
     segs: &mut [u16],
 ) -> io::Result<usize> {
-    if off >= stride {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "offset must be below the stride",
-        ));
-    }
-    let n = lens
-        .len()
-        .min(segs.len())
-        .min(MAX_BATCH)
-        .min(buf.len() / stride);
     // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
     let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
     // SAFETY: as above.
     let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
     let mut control = [CmsgRoom([0; 32]); MAX_BATCH];
-    let base = buf.as_mut_ptr();
+    let n = slot_iovecs(buf, stride, off, lens.len().min(segs.len()), &mut iov)?;
     for i in 0..n {
-        // SAFETY: (i + 1) * stride ≤ buf.len() because n ≤ buf.len() / stride, and off < stride,
-        // so the slot lies inside `buf`.
-        iov[i].iov_base = unsafe { base.add(i * stride + off) }.cast();
-        iov[i].iov_len = stride - off;
         msgs[i].msg_hdr.msg_iov = &mut iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
         msgs[i].msg_hdr.msg_control = control[i].0.as_mut_ptr().cast();

@@ -14,7 +14,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::batch::{MAX_BATCH, recv_batch_named, recvmmsg_nowait};
+use super::batch::{MAX_BATCH, recv_batch_named, recvmmsg_nowait, slot_iovecs};
 use super::socket::{get_option, set_option, set_recv_buffer_force, wait_readable};
 
 /// Length of an Ethernet II header (dst, src, EtherType).
@@ -344,11 +344,6 @@ impl RawSocket {
             self.auxdata
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let n = metas
-            .len()
-            .min(aux.len())
-            .min(MAX_BATCH)
-            .min(buf.len() / stride);
         // SAFETY: iovec, mmsghdr and sockaddr_ll are plain data; all-zero is valid.
         let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
         // SAFETY: as above.
@@ -358,12 +353,8 @@ impl RawSocket {
         // Room for one tpacket_auxdata control message each (16-byte header + 20 bytes), u64
         // aligned as cmsghdr requires.
         let mut control = [[0u64; 8]; MAX_BATCH];
-        let base = buf.as_mut_ptr();
+        let n = slot_iovecs(buf, stride, off, metas.len().min(aux.len()), &mut iov)?;
         for i in 0..n {
-            // SAFETY: (i + 1) * stride ≤ buf.len() because n ≤ buf.len() / stride, and
-            // off < stride, so the slot lies inside `buf`.
-            iov[i].iov_base = unsafe { base.add(i * stride + off) }.cast();
-            iov[i].iov_len = stride - off;
             let h = &mut msgs[i].msg_hdr;
             h.msg_iov = &mut iov[i];
             h.msg_iovlen = 1;

@@ -1,12 +1,15 @@
 //! `--outage N[@SECONDS]` as `pingpong` and `underload` take it: the checks both share and the
 //! text report of an outage run (`ivnsec_lab::outage`).
 
+use std::process::ExitCode;
+
 use anyhow::Result;
 use ivnsec_lab::outage::run::OutageReport;
 use ivnsec_lab::outage::{Measure, OutageSpec};
 use ivnsec_net::topology::Topology;
 
 use super::lab;
+use crate::output::Json;
 
 /// The outage settings of a run: `--outage` needs `--topology production`; without
 /// `--outage-seed` the seed is random (the report prints it).
@@ -27,6 +30,21 @@ pub fn spec(text: &str, topology: Option<&str>, seed: Option<u64>) -> Result<Out
         }
     };
     OutageSpec::parse(text, seed)
+}
+
+/// Ends an outage run: the report as JSON when stdout was claimed for it, as text otherwise;
+/// exit 1 when a verdict failed.
+pub fn finish(r: &OutageReport, json: &mut Json) -> Result<ExitCode> {
+    if json.claimed() {
+        json.print(r)?;
+    } else {
+        print(r);
+    }
+    Ok(if r.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Prints an outage run per profile, outage and event.

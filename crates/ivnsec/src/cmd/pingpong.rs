@@ -262,14 +262,5 @@ fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode
         scenarios.push(x);
     }
     let report = run_outages(&scenarios, &spec)?;
-    if a.json {
-        json.print(&report)?;
-    } else {
-        super::outage::print(&report);
-    }
-    Ok(if report.passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    super::outage::finish(&report, json)
 }

@@ -208,16 +208,7 @@ fn outage(
     mut json: Json,
 ) -> Result<ExitCode> {
     let report = ivnsec_lab::underload::outage::run_underload_outage(cfg, spec)?;
-    if json.claimed() {
-        json.print(&report)?;
-    } else {
-        super::outage::print(&report);
-    }
-    Ok(if report.passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    super::outage::finish(&report, &mut json)
 }
 
 /// Opens the site of a sensor-stream run: a `sensors:1` testbed (sensor1 → consumer), a
