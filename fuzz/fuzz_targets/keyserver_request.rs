@@ -8,8 +8,8 @@
 //! CAKs of 16 or 32 bytes and CKNs of 1 to 32 bytes.
 #![no_main]
 
-use ivnsec_lab::pki::check_ecu_name;
-use ivnsec_lab::pki::keyserver::{Answer, MAX_LINE, Request, parse_answer, parse_request};
+use ivnsec_node::pki::check_ecu_name;
+use ivnsec_node::pki::keyserver::{Answer, MAX_LINE, Request, parse_answer, parse_request};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -951,7 +951,7 @@ impl TestbedPtp {
     /// cross it only once `ivnsec gateway` runs there). A usage error saying why otherwise.
     pub fn check_shape(state: &ivnsec_net::testbed::TestbedState) -> anyhow::Result<()> {
         if state.nodes.iter().any(|n| n.kind == "gateway") {
-            return Err(crate::error::usage(format!(
+            return Err(ivnsec_node::error::usage(format!(
                 "--ptp does not run on topology {}: its legacy ECUs reach the switch only \
                  through gateways, which pass frames once `ivnsec gateway` runs in them; use \
                  pair, steer-by-wire, sensors:N or cascade:N",
@@ -960,7 +960,7 @@ impl TestbedPtp {
         }
         let ecus = state.ecus().filter(|n| !n.interfaces.is_empty()).count();
         if ecus < 2 {
-            return Err(crate::error::usage(format!(
+            return Err(ivnsec_node::error::usage(format!(
                 "--ptp needs two ECUs or more; topology {} has {ecus}",
                 state.topology
             )));
@@ -975,7 +975,7 @@ impl TestbedPtp {
     ) -> anyhow::Result<TestbedPtp> {
         use anyhow::Context;
         let ptp4l = find_ptp4l().ok_or_else(|| {
-            crate::error::env_error(
+            ivnsec_node::error::env_error(
                 "ptp4l is not installed: install linuxptp (Debian: apt-get install linuxptp; \
                  scripts/setup does it)",
             )
@@ -992,7 +992,7 @@ impl TestbedPtp {
         for (i, n) in ecus.iter().enumerate() {
             let uds = testbed_uds(state_dir, &n.namespace);
             if uds.as_os_str().len() > MAX_UDS_PATH {
-                return Err(crate::error::usage(format!(
+                return Err(ivnsec_node::error::usage(format!(
                     "the ptp4l socket {} is longer than a Unix socket address allows ({} bytes): \
                      use a shorter state directory (IVNSEC_STATE_DIR)",
                     uds.display(),
@@ -1088,7 +1088,7 @@ impl TestbedPtp {
         let start = Instant::now();
         loop {
             if let Some(why) = self.exited() {
-                return Err(crate::error::env_error(why));
+                return Err(ivnsec_node::error::env_error(why));
             }
             let set = self.probe(max_offset_ns);
             if ready(&set) {
@@ -1100,7 +1100,7 @@ impl TestbedPtp {
                     .iter()
                     .map(|h| format!("{}: {} ({})", h.host, h.state.as_str(), h.reason))
                     .collect();
-                return Err(crate::error::env_error(format!(
+                return Err(ivnsec_node::error::env_error(format!(
                     "ptp4l did not reach MASTER/SLAVE within {} s: {}; logs in {}",
                     timeout.as_secs(),
                     states.join("; "),

@@ -375,7 +375,7 @@ pub fn one_way_clocks(
         .map(|h| format!("host {} is {} ({})", h.host, h.state.as_str(), h.reason))
         .collect();
     if !bad.is_empty() {
-        return Err(crate::error::env_error(format!(
+        return Err(ivnsec_node::error::env_error(format!(
             "{what} across hosts takes one-way delays from the sender's clock to the receiver's, \
              which needs one clock or clocks synchronised by PTP: {}. Run ptp4l on every host \
              (and phc2sys with hardware timestamping) until `ivnsec clock check --plan PLAN` says \
@@ -648,7 +648,7 @@ mod tests {
         // Another machine without ptp4l: refused, exit 3, naming it and the fix.
         let c = answering("ecu9", "0b9e6c3a-55f1-4c1e-9a4f-0c0ffee00001".into(), "");
         let e = one_way_clocks("camera", &[&a, &c], 10_000).unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 3);
+        assert_eq!(ivnsec_node::error::exit_code(&e), 3);
         let msg = format!("{e:#}");
         assert!(msg.contains("host ecu9 is"), "{msg}");
         assert!(msg.contains("ptp4l") && msg.contains("phc2sys"), "{msg}");

@@ -312,7 +312,7 @@ mod tests {
     use ivnsec_core::profile::Profile;
     use ivnsec_crypto::ProviderChoice;
 
-    use crate::channel::{open, random_keys};
+    use ivnsec_node::channel::{open, random_keys};
 
     fn ends() -> Ends {
         Ends {

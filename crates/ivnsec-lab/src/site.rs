@@ -12,7 +12,7 @@ use ivnsec_net::link::LinkSpec;
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{self, Topology};
 
-use crate::error::{EnvError, usage};
+use ivnsec_node::error::{EnvError, usage};
 
 /// Where the two nodes run.
 #[derive(Clone, Debug)]
@@ -226,10 +226,10 @@ pub fn start_gateways(tb: &Testbed) -> Result<()> {
     let dir = tb.state_dir().join(format!("{}-gateways", tb.prefix()));
     std::fs::create_dir_all(&dir).map_err(|e| anyhow!("creating {}: {e}", dir.display()))?;
     let profile: Profile = GATEWAY_PROFILE.parse().map_err(|e| anyhow!("{e}"))?;
-    let keys = crate::channel::random_keys(profile)?;
+    let keys = ivnsec_node::channel::random_keys(profile)?;
     let key_file = dir.join("ca.toml");
     let _ = std::fs::remove_file(&key_file);
-    crate::keys::keyfile::write_new(&key_file, GATEWAY_PROFILE, &keys)?;
+    ivnsec_node::keys::keyfile::write_new(&key_file, GATEWAY_PROFILE, &keys)?;
     // Every member of the connectivity association by the MAC of its protected port.
     let all: Vec<(&str, String)> = gws
         .iter()

@@ -451,7 +451,7 @@ fn two_hosts_talk_macsec_through_their_taps() {
 fn forge(keys: &Path, profile: &str, pn: u64) -> Vec<u8> {
     use ivnsec_core::sa::secy::{SaKey, SecY, SecyConfig};
     let k =
-        ivnsec_lab::keys::keyfile::load(keys, profile, ivnsec_lab::keys::keyfile::Role::Receiver)
+        ivnsec_node::keys::keyfile::load(keys, profile, ivnsec_node::keys::keyfile::Role::Receiver)
             .unwrap();
     let mut s = SecY::new(
         ivnsec_crypto::PORTABLE,

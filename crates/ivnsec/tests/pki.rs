@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ivnsec_lab::pki::keyserver::{Answer, Client, SegmentKey, client_tls};
+use ivnsec_node::pki::keyserver::{Answer, Client, SegmentKey, client_tls};
 
 #[allow(unused_macros)]
 mod common;
@@ -416,10 +416,10 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
     ok(&d, &["pki", "issue", "--dir", o, "--ecu", "ecu1"]);
     // An expired certificate of this CA.
     let now = time::OffsetDateTime::now_utc();
-    ivnsec_lab::pki::issue_valid(
+    ivnsec_node::pki::issue_valid(
         &pki,
         "old",
-        ivnsec_lab::pki::Algo::EcdsaP256,
+        ivnsec_node::pki::Algo::EcdsaP256,
         now - time::Duration::days(20),
         now - time::Duration::days(10),
     )

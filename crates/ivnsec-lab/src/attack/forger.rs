@@ -31,7 +31,7 @@ use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
 
 use super::Attack;
-use crate::channel::{open, random_keys};
+use ivnsec_node::channel::{open, random_keys};
 
 /// First sequence number / PN of the intercepted frames (see the module documentation); below
 /// the 32-bit limit of MACsec without XPN and ESP without ESN.

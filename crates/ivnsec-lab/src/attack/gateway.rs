@@ -31,8 +31,8 @@ use serde_json::Value;
 
 use super::Attack;
 use super::roles::{Gateways, Roles};
-use crate::error::usage;
 use crate::site::{GATEWAY_PROFILE, Layout, Where, net_err};
+use ivnsec_node::error::usage;
 
 /// The gateway in front of the legitimate sender: the SCI the forged frames claim.
 const SENDER_GW: &str = "gw1";
@@ -179,9 +179,9 @@ impl Gateways {
     }
 
     /// The gateways' counters now, read from their status files (written every
-    /// [`crate::macsec::STATUS_EVERY`]; this waits one period longer so they are current).
+    /// [`ivnsec_node::macsec::STATUS_EVERY`]; this waits one period longer so they are current).
     pub(crate) fn counters(&self) -> Result<Counters> {
-        std::thread::sleep(crate::macsec::STATUS_EVERY + Duration::from_millis(200));
+        std::thread::sleep(ivnsec_node::macsec::STATUS_EVERY + Duration::from_millis(200));
         let mut out = BTreeMap::new();
         for (name, run_dir) in &self.run_dirs {
             out.insert(name.clone(), read_status(&run_dir.join("macsec"), name)?);

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use anyhow::Result;
 use ivnsec_core::profile::Profile;
 
-use crate::error::{env_error, usage};
 use crate::hosts::Remote;
+use ivnsec_node::error::{env_error, usage};
 
 /// Where the three nodes of an attack across hosts run.
 #[derive(Clone, Debug)]
@@ -162,9 +162,9 @@ impl AttackHosts {
     /// `ended` (the nodes that ended early: their node failed or their SSH connection was
     /// lost), or of every role when none is known. Usage and environment errors pass.
     pub(crate) fn node_error(&self, e: anyhow::Error, ended: &[&str]) -> anyhow::Error {
-        if e.chain()
-            .any(|x| x.is::<crate::error::EnvError>() || x.is::<crate::error::UsageError>())
-        {
+        if e.chain().any(|x| {
+            x.is::<ivnsec_node::error::EnvError>() || x.is::<ivnsec_node::error::UsageError>()
+        }) {
             return e;
         }
         let roles: Vec<&str> = if ended.is_empty() {

@@ -32,11 +32,11 @@ use super::roles::Roles;
 use super::run::{
     Outcome, Switches, TempDir, chosen, ip, open_production, open_testbed, set_bridge,
 };
-use crate::error::{env_error, parse_profile, usage};
-use crate::keys::psk::{self, Psk};
 use crate::process::{child_stderr, read_report, spawn_role};
 use crate::site::{net_err, node_addr};
 use crate::stats::quantile_sorted;
+use ivnsec_node::error::{env_error, parse_profile, usage};
+use ivnsec_node::keys::psk::{self, Psk};
 
 /// The profile of a run that names none.
 pub const DEFAULT_PROFILE: &str = "macsec-gcm-aes-128";
@@ -553,7 +553,7 @@ fn run_class(
     attack: MkaAttack,
     cfg: &MkaAttackConfig,
 ) -> Result<AttackResult> {
-    let now = crate::macsec::status::now_unix();
+    let now = ivnsec_node::macsec::status::now_unix();
     let before: Vec<Value> = members
         .m
         .iter()
@@ -591,7 +591,7 @@ fn run_class(
     std::thread::sleep(SETTLE);
     let (sent, received, rtts) = ping.stop()?;
     let (injected, mi, seconds) = attacker?;
-    let now = crate::macsec::status::now_unix();
+    let now = ivnsec_node::macsec::status::now_unix();
     let after: Vec<Value> = members
         .m
         .iter()

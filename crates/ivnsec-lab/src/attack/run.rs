@@ -27,12 +27,12 @@ use ivnsec_net::topology::{self, Topology};
 use super::hosts::AttackHosts;
 use super::roles::{Gateways, Roles};
 use super::{Attack, AttackResult, AttackSpec};
-use crate::channel::random_keys;
-use crate::error::{env_error, parse_profile, usage};
 use crate::pingpong::node::{Role, RoleSpec};
 use crate::pingpong::run::{IniLog, ResLog, collect_responder, read_initiator};
 use crate::process::{Place, child_stderr, read_report, send_next, spawn_role_at, wait_ready};
 use crate::site::{link_spec, link_spec_on, net_err, node_addr};
+use ivnsec_node::channel::random_keys;
+use ivnsec_node::error::{env_error, parse_profile, usage};
 
 pub const DEFAULT_PROFILES: [&str; 5] = [
     "aes128-gcm",

@@ -33,7 +33,7 @@ use serde::Serialize;
 
 use super::measure::{Batch, timed_rounds};
 use super::{Providers, Timing};
-use crate::error::usage;
+use ivnsec_node::error::usage;
 
 /// What one plan `[[chunk_bench]]` table measured (the `chunks` and `break_even` objects of
 /// `crypto-bench --chunk-sizes --json`), as the report holds it.
@@ -571,7 +571,7 @@ mod tests {
             (vec![], vec![64], Some("sometimes"), "--context"),
         ] {
             let e = settings(&suites, &sizes, ctx, Providers::All, timing()).unwrap_err();
-            assert_eq!(crate::error::exit_code(&e), 2);
+            assert_eq!(ivnsec_node::error::exit_code(&e), 2);
             assert!(format!("{e:#}").contains(needle), "{e:#}");
         }
     }

@@ -63,8 +63,8 @@ use ivnsec_core::wire::esp::HEADER_LEN as ESP_HEADER_LEN;
 use ivnsec_crypto::PROVIDERS;
 use serde::Serialize;
 
-use crate::error::usage;
 use crate::stats::quantile_sorted;
+use ivnsec_node::error::usage;
 use measure::{BareSpec, Extra};
 use openssl::OpensslCache;
 
@@ -619,7 +619,7 @@ fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
+    use ivnsec_node::error::exit_code;
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

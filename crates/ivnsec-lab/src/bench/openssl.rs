@@ -9,7 +9,7 @@ use anyhow::Result;
 use ivnsec_core::suite::{HashFn, IvnAeProfile, Level, Suite};
 
 use super::Row;
-use crate::error::env_error;
+use ivnsec_node::error::env_error;
 
 /// The `openssl speed` arguments equivalent to a profile.
 pub struct Equivalent {

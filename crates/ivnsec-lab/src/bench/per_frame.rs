@@ -11,7 +11,7 @@ use ivnsec_crypto::ProviderChoice;
 use serde::{Deserialize, Serialize};
 
 use super::{Bench, MAX_FRAMES, MAX_SIZE, Providers, Settings};
-use crate::error::KeyError;
+use ivnsec_node::error::KeyError;
 
 /// Most `profiles` and `sizes` each.
 pub const MAX_LIST: usize = 32;
@@ -164,7 +164,7 @@ pub struct PerFrameReport {
 
 /// Measures every profile × size (checked with [`PerFrameConfig::check`] first).
 pub fn run(cfg: &PerFrameConfig) -> Result<PerFrameReport> {
-    let provider: ProviderChoice = cfg.provider.parse().map_err(crate::error::usage)?;
+    let provider: ProviderChoice = cfg.provider.parse().map_err(ivnsec_node::error::usage)?;
     let mut bench = Bench::new(&cfg.settings(provider))?;
     let rows = bench.run(&mut |r| {
         eprintln!(

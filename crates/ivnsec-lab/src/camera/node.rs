@@ -877,7 +877,7 @@ fn l2_message(service: u16, session: u16, image: &[u8], out: &mut [u8]) -> usize
 fn cameras_l2(spec: &CameraSpec) -> Result<()> {
     let l2 = l2_spec(spec)?;
     let n = spec.streams.len();
-    let ch = crate::channel::open(
+    let ch = ivnsec_node::channel::open(
         l2.profile,
         spec.provider,
         &l2.keys,
@@ -937,7 +937,7 @@ fn camera_l2(
 fn consumer_l2(spec: &CameraSpec) -> Result<()> {
     let l2 = l2_spec(spec)?;
     let n = spec.streams.len();
-    let mut ch = crate::channel::open(
+    let mut ch = ivnsec_node::channel::open(
         l2.profile,
         spec.provider,
         &l2.keys,

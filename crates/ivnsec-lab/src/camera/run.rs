@@ -26,12 +26,12 @@ use super::{
     CameraCpu, CameraReport, CameraResult, DEFAULT_DEADLINE_MS, DEFAULT_FPS, DEFAULT_FRAME_BYTES,
     Phase, SEED_CAMERAS, frames_per_camera,
 };
-use crate::channel::random_keys;
 use crate::cpu::{ProcessCpu, SystemSampler};
-use crate::error::{parse_profile, usage};
 use crate::hosts::Remote;
 use crate::process::{Place, Reaper, child_stderr, spawn_role_at};
 use crate::site::{Layout, Site, link_spec, testbed_node};
+use ivnsec_node::channel::random_keys;
+use ivnsec_node::error::{parse_profile, usage};
 
 /// Most cameras one run simulates.
 pub const MAX_CAMERAS: usize = 32;
@@ -271,12 +271,12 @@ impl Ends {
     /// its SSH connection was lost. Errors that already name a host, and usage errors, pass.
     fn node_error(&self, e: anyhow::Error) -> anyhow::Error {
         let Some((c, r)) = &self.hosts else { return e };
-        if e.chain()
-            .any(|x| x.is::<crate::error::EnvError>() || x.is::<crate::error::UsageError>())
-        {
+        if e.chain().any(|x| {
+            x.is::<ivnsec_node::error::EnvError>() || x.is::<ivnsec_node::error::UsageError>()
+        }) {
             return e;
         }
-        crate::error::env_error(format!(
+        ivnsec_node::error::env_error(format!(
             "{} (camera ECU) or {} (consumer): a camera node failed or its SSH connection was \
              lost: {e:#}",
             c.spec.label(),
@@ -343,7 +343,7 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
             ));
         }
         if cfg.transport != Transport::L2 && (c.ip.is_none() || r.ip.is_none()) {
-            return Err(crate::error::env_error(format!(
+            return Err(ivnsec_node::error::env_error(format!(
                 "the {} transport needs an IPv4 address on the interfaces of both hosts ({} on \
                  {}, {} on {}); add them (ip addr add ADDRESS/PREFIX dev IFACE)",
                 cfg.transport.name(),
@@ -729,7 +729,7 @@ fn run_once(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
+    use ivnsec_node::error::exit_code;
 
     #[test]
     fn config_checks_are_usage_errors() {

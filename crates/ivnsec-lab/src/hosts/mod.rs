@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow};
 use serde::Deserialize;
 
-use crate::error::{env_error, usage};
+use ivnsec_node::error::{env_error, usage};
 
 pub mod check;
 pub mod probe;
@@ -65,8 +65,8 @@ const MAX_FIELD: usize = 255;
 
 impl Host {
     /// Checks the table; the error names the key and the problem (the caller adds the file).
-    pub fn check(&self) -> std::result::Result<(), crate::error::KeyError> {
-        use crate::error::KeyError;
+    pub fn check(&self) -> std::result::Result<(), ivnsec_node::error::KeyError> {
+        use ivnsec_node::error::KeyError;
         let name_ok = |s: &str| {
             !s.is_empty()
                 && s.len() <= 64
@@ -301,7 +301,7 @@ impl Remote {
     /// An error of a node on this host (a lost connection, or the node failed there) as an
     /// environment error naming the host.
     pub fn node_error(&self, e: anyhow::Error) -> anyhow::Error {
-        if e.chain().any(|c| c.is::<crate::error::EnvError>()) {
+        if e.chain().any(|c| c.is::<ivnsec_node::error::EnvError>()) {
             return e;
         }
         env_error(format!(

@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{Host, ssh_error, ssh_failed, version_line};
-use crate::error::env_error;
+use ivnsec_node::error::env_error;
 
 /// The script the host runs (`sh -c SCRIPT sh IFACE DIR VERSION`).
 const SCRIPT: &str = r#"IF="$1"; V="$3"; D="${2:-$HOME/.cache/ivnsec}"

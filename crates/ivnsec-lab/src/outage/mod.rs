@@ -25,8 +25,8 @@
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-use crate::error::usage;
 use crate::stats;
+use ivnsec_node::error::usage;
 
 pub mod run;
 

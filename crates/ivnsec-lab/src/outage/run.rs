@@ -21,9 +21,9 @@ use serde_json::Value;
 use super::{
     Event, EventStats, LinkRef, Measure, OutageSpec, RttUs, STP_POLL_MS, Trace, analyse, rtt_before,
 };
-use crate::error::usage;
 use crate::pingpong::run::{Scenario, run_scenario};
 use crate::site::{Site, net_err};
+use ivnsec_node::error::usage;
 
 /// The MACsec profile of the MKA participants the outage run starts.
 pub const MKA_PROFILE: &str = "macsec-gcm-aes-128";
@@ -476,8 +476,8 @@ fn start_mka(tb: &Testbed) -> Result<Vec<Participant>> {
     std::fs::create_dir_all(&dir).map_err(|e| anyhow!("creating {}: {e}", dir.display()))?;
     let psk_path = dir.join("mka.psk");
     let _ = std::fs::remove_file(&psk_path);
-    let psk = crate::keys::psk::Psk::generate(128, None)?;
-    crate::keys::psk::write_new(&psk_path, &psk)?;
+    let psk = ivnsec_node::keys::psk::Psk::generate(128, None)?;
+    ivnsec_node::keys::psk::write_new(&psk_path, &psk)?;
     drop(psk);
     let exe = std::env::current_exe().map_err(|e| anyhow!("locating the ivnsec binary: {e}"))?;
     let mut out = Vec::new();

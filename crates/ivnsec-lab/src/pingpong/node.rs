@@ -124,7 +124,7 @@ impl RoleSpec {
     fn channel(&self) -> Result<Channel> {
         let provider = self.provider;
         match self.role {
-            Role::Initiator => crate::channel::open(
+            Role::Initiator => ivnsec_node::channel::open(
                 self.profile,
                 provider,
                 &self.forward,
@@ -133,7 +133,7 @@ impl RoleSpec {
                 0,
                 self.channel,
             ),
-            Role::Responder => crate::channel::open(
+            Role::Responder => ivnsec_node::channel::open(
                 self.profile,
                 provider,
                 &self.backward,

@@ -17,11 +17,11 @@ use serde_json::{Map, Value, json};
 
 use super::node::{MIN_PAYLOAD, Role, RoleSpec};
 use super::{Exchange, Requirements, Section, SectionStats, Verdicts};
-use crate::channel::{frame_bytes, random_keys};
-use crate::error::usage;
 use crate::hosts::Remote;
 use crate::process::{Place, child_stderr, field_u64, read_report, spawn_role_at, wait_ready};
 use crate::site::{Site, link_spec, link_spec_on, net_err, node_addr};
+use ivnsec_node::channel::{frame_bytes, random_keys};
+use ivnsec_node::error::usage;
 
 /// Receive strategy of both nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -359,7 +359,7 @@ fn host_ip(h: &Remote, profile: Profile) -> Result<Ipv4Addr> {
     match h.ip {
         Some(ip) => Ok(ip),
         None if !profile.is_ip() && !profile.is_udp() => Ok(Ipv4Addr::UNSPECIFIED),
-        None => Err(crate::error::env_error(format!(
+        None => Err(ivnsec_node::error::env_error(format!(
             "{}: interface {} has no IPv4 address, which {profile} needs; add one (ip addr add \
              ADDRESS/PREFIX dev {})",
             h.spec.label(),

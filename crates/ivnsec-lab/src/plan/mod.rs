@@ -42,7 +42,6 @@ use serde::Deserialize;
 
 use crate::bench::per_frame::PerFrameConfig;
 use crate::camera::run::CameraConfig;
-use crate::error::usage;
 use crate::hosts::Host;
 use crate::pingpong::Requirements;
 use crate::pingpong::run::{Mode, Scenario, ms_to_ns};
@@ -50,6 +49,7 @@ use crate::tdma::sweep::{Sweep, SweepConfig};
 use crate::throughput::run as throughput;
 use crate::underload::playback::PlaybackConfig;
 use crate::underload::run::UnderloadConfig;
+use ivnsec_node::error::usage;
 
 pub mod run;
 pub mod seed004_tables;
@@ -916,7 +916,7 @@ fn gateway_topology(t: &str) -> Option<Topology> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
+    use ivnsec_node::error::exit_code;
 
     #[test]
     fn presets_parse_with_the_documented_sizes() {

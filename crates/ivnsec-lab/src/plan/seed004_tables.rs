@@ -11,8 +11,8 @@ use ivnsec_core::crypto::ProviderChoice;
 
 use crate::bench::chunks::{self, ChunkSuite};
 use crate::bench::{Providers, Timing};
-use crate::error::KeyError;
 use crate::tlsbench::{self, Algo, Kx, Outcome};
+use ivnsec_node::error::KeyError;
 
 fn default_suites() -> Vec<String> {
     vec![chunks::DEFAULT_SUITE.into(), "aes128-gcm".into()]

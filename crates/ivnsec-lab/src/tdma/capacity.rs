@@ -25,7 +25,7 @@ use ivnsec_crypto::ProviderChoice;
 use serde::Serialize;
 
 use super::{Duration, Rate, gcd, ratio_f64};
-use crate::error::usage;
+use ivnsec_node::error::usage;
 
 /// Most `--frame` values in one query.
 pub const MAX_FRAMES: usize = 256;
@@ -528,7 +528,7 @@ pub fn suite_overhead(p: Profile, frame: u32) -> Result<u32> {
             ethernet::HEADER_LEN
         )));
     };
-    let protected = crate::channel::frame_bytes(p, ProviderChoice::Auto, payload)?;
+    let protected = ivnsec_node::channel::frame_bytes(p, ProviderChoice::Auto, payload)?;
     protected
         .checked_sub(frame_len)
         .and_then(|n| u32::try_from(n).ok())
@@ -591,7 +591,7 @@ pub fn json(rows: &[Row]) -> impl Serialize + use<> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
+    use ivnsec_node::error::exit_code;
 
     fn dur(s: &str) -> Duration {
         s.parse().unwrap()

@@ -31,7 +31,7 @@ use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
 use serde::{Deserialize, Serialize};
 
-use crate::error::usage;
+use ivnsec_node::error::usage;
 
 /// Largest flows file read (a schedule of [`MAX_FLOWS`] flows is far smaller).
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -171,7 +171,7 @@ pub struct Flow {
 /// Reads and checks a flows file (at most [`MAX_FILE_BYTES`]); errors are usage errors that
 /// name the file, the flow and the key.
 pub fn load(path: &Path) -> Result<Vec<FlowSpec>> {
-    let (text, _) = crate::keys::keyfile::read_secret(
+    let (text, _) = ivnsec_node::keys::keyfile::read_secret(
         path,
         "flows file",
         MAX_FILE_BYTES,
@@ -375,7 +375,7 @@ pub fn resolve(
                         ))
                     })?,
                 };
-                let b = crate::channel::frame_bytes(profile, provider, p as usize)?;
+                let b = ivnsec_node::channel::frame_bytes(profile, provider, p as usize)?;
                 if b > MAX_FRAME_BYTES as usize {
                     return Err(usage(format!(
                         "flows file {file}: flow[{i}] (`{}`) key `payload`: {p} bytes make a \
@@ -406,7 +406,7 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
+    use ivnsec_node::error::exit_code;
 
     #[test]
     fn durations_parse_exactly() {

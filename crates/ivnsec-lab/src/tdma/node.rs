@@ -409,7 +409,7 @@ impl Receiver {
 }
 
 fn ecu(spec: &EcuSpec) -> Result<()> {
-    let mut ch = crate::channel::open(
+    let mut ch = ivnsec_node::channel::open(
         spec.profile,
         spec.provider,
         &spec.tx,

@@ -45,15 +45,15 @@ use serde::{Deserialize, Serialize};
 use super::flows::{FLOW_HEADER, fmt_duration, fmt_rate};
 use super::node::{EcuSpec, MAX_EVENTS, ProbeSpec, Spec, TxSlot};
 use super::schedule::{Schedule, cascade, frame_time_ns, nf_max, path};
-use crate::channel::random_keys;
 use crate::clock_watch::StampClock;
-use crate::error::{env_error, usage};
 use crate::hosts::Remote;
 use crate::process::{
     Place, Reaper, child_stderr, field_u64, read_report, spawn_role, spawn_role_at, wait_ready,
 };
 use crate::site::{link_spec, link_spec_on, net_err, node_addr};
 use crate::stats;
+use ivnsec_node::channel::random_keys;
+use ivnsec_node::error::{env_error, usage};
 
 /// The ECUs of a cascade: index 0 and 1 of every per-ECU array here.
 pub const ECUS: [&str; 2] = ["ecu1", "ecu2"];
@@ -139,7 +139,7 @@ pub fn payloads(
         local_ip: std::net::Ipv4Addr::LOCALHOST,
         peer_ip: std::net::Ipv4Addr::LOCALHOST,
     };
-    let ch = crate::channel::open(
+    let ch = ivnsec_node::channel::open(
         profile,
         provider,
         &k,
@@ -1333,9 +1333,9 @@ impl RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
     use crate::tdma::flows::Flow;
     use crate::tdma::schedule::{Params, build};
+    use ivnsec_node::error::exit_code;
 
     fn flow(name: &str, from: &str, to: &str, bytes: u32, profile: Option<&str>) -> Flow {
         Flow {

@@ -27,7 +27,7 @@ use super::capacity::ExactTime;
 use super::{Duration, Rate};
 
 use super::flows::{Flow, MAX_FLOWS, MAX_FRAME_BYTES, MIN_FRAME_BYTES, fmt_duration, fmt_rate};
-use crate::error::usage;
+use ivnsec_node::error::usage;
 
 /// Longest hyperperiod (least common multiple of the periods), in base periods.
 pub const MAX_HYPERPERIOD: u64 = 1000;
@@ -494,7 +494,7 @@ impl Schedule {
     /// Reads a schedule written by `tdma schedule --json` (at most [`MAX_SCHEDULE_BYTES`]) and
     /// checks it as [`check`](Self::check) does.
     pub fn load(path: &std::path::Path) -> Result<Schedule> {
-        let (text, _) = crate::keys::keyfile::read_secret(
+        let (text, _) = ivnsec_node::keys::keyfile::read_secret(
             path,
             "schedule",
             MAX_SCHEDULE_BYTES,
@@ -720,7 +720,7 @@ fn us(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code;
+    use ivnsec_node::error::exit_code;
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;

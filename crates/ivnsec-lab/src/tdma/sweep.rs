@@ -32,8 +32,8 @@ use super::flows::{FLOW_HEADER, Flow, MAX_FRAME_BYTES, fmt_duration, parse_durat
 use super::run::{LINGER_NS, MAX_PERIODS, RunConfig, RunResult, START_LEAD_NS, run_on};
 use super::schedule::{MAX_BP_NS, Params, Schedule, build, nf_max_frame_time};
 use super::{Duration, Rate};
-use crate::error::{KeyError, env_error, usage};
 use crate::site::{Where, net_err};
+use ivnsec_node::error::{KeyError, env_error, usage};
 
 /// Most entries of `profiles`, `frames` and `switches` each.
 pub const MAX_LIST: usize = 32;
@@ -204,7 +204,7 @@ impl SweepConfig {
             ));
         }
         let plain: Profile = "plain".parse().expect("plain is a profile");
-        let plain_header = crate::channel::frame_bytes(plain, provider, 0)
+        let plain_header = ivnsec_node::channel::frame_bytes(plain, provider, 0)
             .map_err(|e| KeyError::new("provider", format!("{e:#}")))?;
         let smallest = plain_header + FLOW_HEADER;
         for (j, &f) in self.frames.iter().enumerate() {
@@ -238,7 +238,7 @@ impl SweepConfig {
             seen.push(profile);
             for &f in &self.frames {
                 let payload = f as usize - plain_header;
-                let bytes = crate::channel::frame_bytes(profile, provider, payload)
+                let bytes = ivnsec_node::channel::frame_bytes(profile, provider, payload)
                     .map_err(|e| KeyError::new(&key, format!("{e:#}")))?;
                 let frame_bytes = u32::try_from(bytes)
                     .ok()

@@ -112,7 +112,7 @@ pub fn sender_channel(
         spi_offset: spi_offset(index),
         ..ChannelOptions::default()
     };
-    crate::channel::open(
+    ivnsec_node::channel::open(
         profile, provider, &peer.keys, &peer.keys, peer.ends, 0, opts,
     )
 }
@@ -128,7 +128,7 @@ pub(super) fn receiver_channel(
         first_seq: 1,
         spi_offset: spi_offset(index),
     };
-    crate::channel::open(
+    ivnsec_node::channel::open(
         profile,
         provider,
         &peer.keys,

@@ -27,12 +27,12 @@ use super::{
     CpuResult, RoleCpu, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
     wire_bytes,
 };
-use crate::channel::{frame_bytes, random_keys};
 use crate::cpu::{ProcessCpu, SystemSampler};
-use crate::error::{parse_profile, usage};
 use crate::hosts::Remote;
 use crate::process::{Place, Reaper, child_stderr, field_u64, read_report, spawn_role_at};
 use crate::site::{Layout, Site, testbed_node};
+use ivnsec_node::channel::{frame_bytes, random_keys};
+use ivnsec_node::error::{parse_profile, usage};
 
 /// Most senders one run starts.
 pub const MAX_SENDERS: usize = 16;
@@ -453,7 +453,7 @@ fn run_once(
         && (family.is_ip() || family.is_udp())
         && (s.ip.is_none() || r.ip.is_none())
     {
-        return Err(crate::error::env_error(format!(
+        return Err(ivnsec_node::error::env_error(format!(
             "{profile} needs an IPv4 address on the interfaces of both hosts ({} on {}, {} on \
              {}); add them (ip addr add ADDRESS/PREFIX dev IFACE)",
             s.spec.iface, s.spec.name, r.spec.iface, r.spec.name
@@ -1231,7 +1231,7 @@ mod tests {
         // Too big for the MTU, unknown profile: usage errors.
         for (profile, payload) in [("macsec-gcm-aes-128", 1480), ("aes999-gcm", 64)] {
             let e = check_fits(profile, p, payload).unwrap_err();
-            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+            assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{e}");
         }
     }
 
@@ -1271,7 +1271,7 @@ mod tests {
             (0, 5.0, "unlimited", 1, 32, "--payload"),
         ] {
             let e = check_config(payload, seconds, rate, senders, batch, p).unwrap_err();
-            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+            assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{e}");
             assert!(format!("{e}").contains(option), "{option}: {e}");
         }
         let l = layout(3);

@@ -314,16 +314,16 @@ pub(super) fn receiver(spec: &TputSpec) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::random_keys;
     use crate::throughput::node::Peer;
     use ivnsec_core::channel::Ends;
     use ivnsec_crypto::ProviderChoice;
+    use ivnsec_node::channel::random_keys;
     use std::net::Ipv4Addr;
 
     const PAYLOAD: usize = 65_536;
 
     fn profile(p: &str) -> Profile {
-        crate::error::parse_profile(p).unwrap()
+        ivnsec_node::error::parse_profile(p).unwrap()
     }
 
     fn peers(p: Profile, n: usize) -> Vec<Peer> {

@@ -24,8 +24,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::error::usage;
 use certs::{CertSet, TempDir};
+use ivnsec_node::error::usage;
 
 /// A server (and client) certificate algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -519,7 +519,7 @@ mod tests {
             },
         ] {
             let e = bad.check().unwrap_err();
-            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+            assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{e}");
         }
         assert!("rsa-1024".parse::<Algo>().is_err());
         assert_eq!("ed25519".parse::<Algo>().unwrap(), Algo::Ed25519);

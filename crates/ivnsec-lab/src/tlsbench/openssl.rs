@@ -22,8 +22,8 @@ use super::certs::{CertSet, TempDir};
 use super::ours::{RESPONSE, USER_HZ, stat_ticks};
 use super::{Case, Kx, Measured, OpensslOnly, OpensslSide};
 use crate::cpu::CpuTimes;
-use crate::error::env_error;
 use crate::process::Reaper;
+use ivnsec_node::error::env_error;
 
 /// How long a server may take to say `ACCEPT`.
 const START_TIMEOUT: Duration = Duration::from_secs(10);

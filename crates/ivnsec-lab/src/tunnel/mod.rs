@@ -22,7 +22,7 @@ use ivnsec_net::topology::Topology;
 
 use ivnsec_net::sys::die_with_parent;
 
-use crate::error::{KeyError, env_error};
+use ivnsec_node::error::{KeyError, env_error};
 
 /// The inner addresses of the ESP tunnel (TUN `esp0`) on ecu1 and ecu2.
 const ESP_INNER: [&str; 2] = ["10.9.0.1", "10.9.0.2"];
@@ -131,7 +131,7 @@ fn check_paths(paths: &[String]) -> Result<(), KeyError> {
 }
 
 fn check_esp_profile(name: &str) -> Result<(), KeyError> {
-    let ok = name.starts_with("esp-") && crate::error::parse_profile(name).is_ok();
+    let ok = name.starts_with("esp-") && ivnsec_node::error::parse_profile(name).is_ok();
     if !ok {
         return Err(KeyError::new(
             "esp_profile",
@@ -455,14 +455,14 @@ impl Bed {
     }
 
     fn start_esp(&mut self, exe: &str, profile_name: &str) -> Result<()> {
-        let profile = crate::error::parse_profile(profile_name)?;
+        let profile = ivnsec_node::error::parse_profile(profile_name)?;
         let files = [
             self.dir.join("esp-1to2.toml"),
             self.dir.join("esp-2to1.toml"),
         ];
         for f in &files {
-            let keys = crate::channel::random_keys(profile)?;
-            crate::keys::keyfile::write_new(f, profile_name, &keys)?;
+            let keys = ivnsec_node::channel::random_keys(profile)?;
+            ivnsec_node::keys::keyfile::write_new(f, profile_name, &keys)?;
         }
         let spis = ["0x1001", "0x1002"];
         for i in 0..2 {
@@ -495,10 +495,10 @@ impl Bed {
     }
 
     fn start_macsec(&mut self, exe: &str) -> Result<()> {
-        let profile = crate::error::parse_profile(MACSEC_PROFILE)?;
+        let profile = ivnsec_node::error::parse_profile(MACSEC_PROFILE)?;
         let key_file = self.dir.join("macsec-ca.toml");
-        let keys = crate::channel::random_keys(profile)?;
-        crate::keys::keyfile::write_new(&key_file, MACSEC_PROFILE, &keys)?;
+        let keys = ivnsec_node::channel::random_keys(profile)?;
+        ivnsec_node::keys::keyfile::write_new(&key_file, MACSEC_PROFILE, &keys)?;
         let state = self.tb.as_ref().map(|t| t.state().clone());
         let macs: Vec<String> = state
             .iter()

@@ -137,7 +137,7 @@ impl StreamSpec {
             StreamRole::Sensor => (&self.forward, &self.backward, 0),
             StreamRole::Consumer => (&self.backward, &self.forward, 1),
         };
-        crate::channel::open(self.profile, self.provider, tx, rx, self.ends, dir, opts)
+        ivnsec_node::channel::open(self.profile, self.provider, tx, rx, self.ends, dir, opts)
     }
 
     /// Reassembly bounds: messages up to the largest of the schedule, 8 in progress.

@@ -8,9 +8,9 @@
 use anyhow::Result;
 
 use super::run::{UnderloadConfig, run_traced};
-use crate::error::usage;
 use crate::outage::run::{OutageReport, run_with};
 use crate::outage::{Measure, OutageSpec};
+use ivnsec_node::error::usage;
 
 /// The run's profiles in order: `plain` first (the reference every protection is read
 /// against), then the configuration's others.

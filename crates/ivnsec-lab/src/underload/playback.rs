@@ -23,8 +23,8 @@ use super::{
     MAX_ENTRIES, MAX_MESSAGE, MIN_MESSAGE, REQUIREMENT_US, TimelineEntry, UnderloadReport,
     parse_sockperf_csv, to_sockperf_csv,
 };
-use crate::error::usage;
 use crate::site::Site;
+use ivnsec_node::error::usage;
 
 /// The settings of a playback run, as the command line and plan sections give them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -357,7 +357,7 @@ mod tests {
         let f = tmp("bad.csv");
         std::fs::write(&f, "0.1, 100\n0.05, 100\n").unwrap();
         let e = Timeline::load(&f).unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(ivnsec_node::error::exit_code(&e), 2);
         assert!(e.to_string().contains("line 2"), "{e}");
         // A capture cut inside its last record (a writer killed mid-record): the timeline is
         // the whole records before it; cut inside its only record, it has no frames.
@@ -383,13 +383,16 @@ mod tests {
         );
         std::fs::write(&cap, &bytes[..24 + 16 + 90]).unwrap();
         let e = Timeline::load(&cap).unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(ivnsec_node::error::exit_code(&e), 2);
         assert!(e.to_string().contains("no frames"), "{e}");
         let e = Timeline::load(&tmp("missing.csv")).unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(ivnsec_node::error::exit_code(&e), 2);
         // Binary that is no pcap.
         std::fs::write(&f, [0xffu8, 0xfe, 0, 1, 2]).unwrap();
-        assert_eq!(crate::error::exit_code(&Timeline::load(&f).unwrap_err()), 2);
+        assert_eq!(
+            ivnsec_node::error::exit_code(&Timeline::load(&f).unwrap_err()),
+            2
+        );
         let _ = std::fs::remove_file(&f);
         let _ = std::fs::remove_file(&cap);
     }

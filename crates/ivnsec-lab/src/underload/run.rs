@@ -28,9 +28,7 @@ use super::node::{Schedule, StreamRole, StreamSpec};
 use super::{
     MAX_MESSAGE, MIN_MESSAGE, MessageCounts, ProfileRun, REQUIREMENT_US, Replies, UnderloadReport,
 };
-use crate::channel::{open as open_channel, random_keys};
 use crate::cpu::{ProcessCpu, SystemSampler};
-use crate::error::{parse_profile, usage};
 use crate::fragment::FragSender;
 use crate::hosts::Remote;
 use crate::outage::Trace;
@@ -40,6 +38,8 @@ use crate::process::{
 use crate::site::{Layout, Site, link_spec, link_spec_on, testbed_node};
 use crate::sockperf::parse_sockperf;
 use crate::throughput::{CpuResult, system_fields};
+use ivnsec_node::channel::{open as open_channel, random_keys};
+use ivnsec_node::error::{parse_profile, usage};
 
 /// The profiles of seed 002 when none is given: no protection, MACsec GCM-AES-128 and IPsec ESP
 /// with HMAC-SHA256-128 integrity only (§5, Tables 6.1–6.9).
@@ -477,12 +477,12 @@ impl Pair {
     /// SSH connection was lost. Errors that already name a host, and usage errors, pass.
     fn node_error(&self, e: anyhow::Error) -> anyhow::Error {
         let Some((s, c)) = &self.hosts else { return e };
-        if e.chain()
-            .any(|x| x.is::<crate::error::EnvError>() || x.is::<crate::error::UsageError>())
-        {
+        if e.chain().any(|x| {
+            x.is::<ivnsec_node::error::EnvError>() || x.is::<ivnsec_node::error::UsageError>()
+        }) {
             return e;
         }
-        crate::error::env_error(format!(
+        ivnsec_node::error::env_error(format!(
             "{} (sensor) or {} (consumer): a node failed or its SSH connection was lost: {e:#}",
             s.spec.label(),
             c.spec.label()
@@ -639,7 +639,7 @@ fn run_profile(
         && (family.is_ip() || family.is_udp())
         && (s.ip.is_none() || c.ip.is_none())
     {
-        return Err(crate::error::env_error(format!(
+        return Err(ivnsec_node::error::env_error(format!(
             "{profile} needs an IPv4 address on the interfaces of both hosts ({} on {}, {} on \
              {}); add them (ip addr add ADDRESS/PREFIX dev IFACE)",
             s.spec.iface, s.spec.name, c.spec.iface, c.spec.name
@@ -989,7 +989,7 @@ mod tests {
             },
         ] {
             let e = bad.check().unwrap_err();
-            assert_eq!(crate::error::exit_code(&e), 2, "{bad:?}: {e}");
+            assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{bad:?}: {e}");
         }
     }
 }

@@ -1,5 +1,5 @@
 //! `ivnsec esp up`: a userspace IPsec ESP tunnel interface (the tunnel and its data plane are
-//! `ivnsec_lab::esp_tunnel`; docs/esp-tunnel.md).
+//! `ivnsec_node::esp_tunnel`; docs/esp-tunnel.md).
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -9,10 +9,10 @@ use anyhow::Result;
 use clap::Subcommand;
 use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::channel::provider;
-use ivnsec_lab::esp_tunnel::{self as lab, Config};
-use ivnsec_lab::keys::highwater;
 use ivnsec_net::esp_outer::UDP_ENCAP_PORT;
+use ivnsec_node::channel::provider;
+use ivnsec_node::esp_tunnel::{self as lab, Config};
+use ivnsec_node::keys::highwater;
 
 use crate::cmd::send::stop_on_signal;
 use crate::error::{parse_profile, usage};

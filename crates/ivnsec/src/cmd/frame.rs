@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Subcommand;
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::frames::batch;
-use ivnsec_lab::frames::material::{ProtectSettings, SaSettings, VerifySettings};
+use ivnsec_node::frames::batch;
+use ivnsec_node::frames::material::{ProtectSettings, SaSettings, VerifySettings};
 use zeroize::Zeroizing;
 
 #[derive(Subcommand, Debug)]

@@ -1,9 +1,9 @@
 //! The IPsec ESP options of `ivnsec frame protect|verify` and `pcap verify` (RFC 4303); the SA
-//! they make is built in `ivnsec_lab::frames::material`.
+//! they make is built in `ivnsec_node::frames::material`.
 
 use std::net::IpAddr;
 
-use ivnsec_lab::frames::material::{EspModeChoice, EspRxSettings, EspTxSettings};
+use ivnsec_node::frames::material::{EspModeChoice, EspRxSettings, EspTxSettings};
 use zeroize::Zeroizing;
 
 /// Transport or tunnel mode (the lab's [`EspModeChoice`] with clap's names and help).
@@ -84,7 +84,7 @@ impl std::str::FromStr for Addr {
 }
 
 /// A 32-bit SPI in decimal or 0x-hex; which values an SA may take is checked where the SA is
-/// made (`ivnsec_lab::frames::material`).
+/// made (`ivnsec_node::frames::material`).
 fn parse_spi(s: &str) -> Result<u32, String> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16),

@@ -1,8 +1,8 @@
 //! The MACsec options of `ivnsec frame protect|verify` and `pcap verify` (IEEE 802.1AE-2018, XPN
-//! per 802.1AEbw); the SA they make is built in `ivnsec_lab::frames::material`.
+//! per 802.1AEbw); the SA they make is built in `ivnsec_node::frames::material`.
 
 use ivnsec_core::sa::macsec::ValidateFrames;
-use ivnsec_lab::frames::material::{MacsecRxSettings, MacsecTxSettings};
+use ivnsec_node::frames::material::{MacsecRxSettings, MacsecTxSettings};
 
 use crate::error::parse_hex;
 

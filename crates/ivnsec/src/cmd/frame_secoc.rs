@@ -1,7 +1,7 @@
 //! The AUTOSAR SecOC options of `ivnsec frame protect|verify`; the SA they make (the sender's
-//! counter, the receiver's last accepted value) is built in `ivnsec_lab::frames::material`.
+//! counter, the receiver's last accepted value) is built in `ivnsec_node::frames::material`.
 
-use ivnsec_lab::frames::material::{self, SecocRxSettings, SecocTxSettings};
+use ivnsec_node::frames::material::{self, SecocRxSettings, SecocTxSettings};
 
 /// Options of `frame protect` that only secoc profiles take.
 #[derive(clap::Args, Debug, Default)]

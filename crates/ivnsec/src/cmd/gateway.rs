@@ -1,5 +1,5 @@
 //! `ivnsec gateway`: a bump-in-the-wire in front of legacy ECUs that cannot protect themselves
-//! (the SecY, its data plane and the plain port are `ivnsec_lab::macsec`; docs/gateway.md).
+//! (the SecY, its data plane and the plain port are `ivnsec_node::macsec`; docs/gateway.md).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::channel::provider;
-use ivnsec_lab::macsec::{self as lab, HostSide, KeySource, RunSpec, Scheduling};
+use ivnsec_node::channel::provider;
+use ivnsec_node::macsec::{self as lab, HostSide, KeySource, RunSpec, Scheduling};
 
 use crate::cmd::macsec::{KeySourceArgs, mka_source, static_source};
 use crate::cmd::send::stop_on_signal;
@@ -289,7 +289,7 @@ fn run_ivnae(
         })
         .collect::<Result<Vec<_>>>()?;
     let prov = provider(a.provider, Profile::IvnAe(profile))?;
-    let cfg = ivnsec_lab::gateway::IvnAeGatewayConfig {
+    let cfg = ivnsec_node::gateway::IvnAeGatewayConfig {
         plain: a.plain.clone(),
         protected: a.protected.clone(),
         profile,
@@ -311,7 +311,7 @@ fn run_ivnae(
         scheduling: sched,
     };
     let stop = stop_on_signal()?;
-    let summary = ivnsec_lab::gateway::run(&cfg, stop)?;
+    let summary = ivnsec_node::gateway::run(&cfg, stop)?;
     if a.json {
         json.print(&summary.status)?;
     } else {

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use ivnsec_lab::channel::random_keys;
-use ivnsec_lab::keys::{keyfile, psk};
+use ivnsec_node::channel::random_keys;
+use ivnsec_node::keys::{keyfile, psk};
 
 use crate::error::{parse_hex, parse_profile, usage};
 

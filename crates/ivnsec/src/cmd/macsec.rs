@@ -1,5 +1,5 @@
 //! `ivnsec macsec up|status|down`: MACsec on a TAP interface for a host whose kernel has none
-//! (the SecY and its data plane are `ivnsec_lab::macsec`; docs/macsec-tap.md).
+//! (the SecY and its data plane are `ivnsec_node::macsec`; docs/macsec-tap.md).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,11 +11,11 @@ use ivnsec_core::profile::Profile;
 use ivnsec_core::wire::ethernet::MacAddr;
 use ivnsec_core::wire::macsec::Sci;
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::channel::provider;
-use ivnsec_lab::keys::{highwater, psk};
-use ivnsec_lab::macsec::mka::{MkaKeys, MkaSettings};
-use ivnsec_lab::macsec::static_keys::StaticKeys;
-use ivnsec_lab::macsec::{self as lab, KeySource, status};
+use ivnsec_node::channel::provider;
+use ivnsec_node::keys::{highwater, psk};
+use ivnsec_node::macsec::mka::{MkaKeys, MkaSettings};
+use ivnsec_node::macsec::static_keys::StaticKeys;
+use ivnsec_node::macsec::{self as lab, KeySource, status};
 
 use crate::cmd::send::{parse_mac, stop_on_signal};
 use crate::error::{parse_profile, usage};
@@ -387,15 +387,15 @@ fn keyserver_source(
     state_dir: PathBuf,
     sci: Sci,
 ) -> Result<Box<dyn KeySource>> {
-    use ivnsec_lab::macsec::keyserver::{KeyserverKeys, Params, Remote, fetch_initial};
+    use ivnsec_node::macsec::keyserver::{KeyserverKeys, Params, Remote, fetch_initial};
     let (Some(addr), Some(cert), Some(key), Some(ca)) = (&ks.keyserver, &ks.cert, &ks.key, &ks.ca)
     else {
         return Err(usage("--keyserver needs --cert, --key and --ca"));
     };
     if let Some(s) = &ks.segment {
-        ivnsec_lab::pki::check_ecu_name(s).map_err(|e| usage(format!("--segment: {e:#}")))?;
+        ivnsec_node::pki::check_ecu_name(s).map_err(|e| usage(format!("--segment: {e:#}")))?;
     }
-    let tls = ivnsec_lab::pki::keyserver::client_tls(ca, cert, key)?;
+    let tls = ivnsec_node::pki::keyserver::client_tls(ca, cert, key)?;
     let remote = Remote {
         addr: addr.clone(),
         server_name: ks.keyserver_name.clone(),

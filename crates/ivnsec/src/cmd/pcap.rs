@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use crate::output::Json;
 use anyhow::Result;
 use clap::Subcommand;
-use ivnsec_lab::frames::material::VerifySettings;
-use ivnsec_lab::frames::pcap_verify::{CaptureSettings, verify_capture};
+use ivnsec_node::frames::material::VerifySettings;
+use ivnsec_node::frames::pcap_verify::{CaptureSettings, verify_capture};
 
 use super::frame::SaArgs;
 use super::frame_esp::EspVerifyOpts;

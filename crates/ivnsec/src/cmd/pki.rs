@@ -1,12 +1,12 @@
 //! `ivnsec pki`: the vehicle's certificates (a root CA, one device certificate per ECU, the
 //! CRL) and `ivnsec keyserver`, which hands each ECU the CAKs of its network segments after
-//! mutual TLS. The work is in `ivnsec_lab::pki`; docs/keys.md.
+//! mutual TLS. The work is in `ivnsec_node::pki`; docs/keys.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use ivnsec_lab::pki::{self, Algo, keyserver};
+use ivnsec_node::pki::{self, Algo, keyserver};
 
 use crate::output::Json;
 

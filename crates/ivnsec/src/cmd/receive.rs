@@ -18,8 +18,8 @@ use super::send::{
 use crate::error::{EnvError, usage};
 use ivnsec_core::channel::{Channel, ChannelOptions, Ends, REPLAY_WINDOW};
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::channel::open as open_channel;
-use ivnsec_lab::keys::keyfile;
+use ivnsec_node::channel::open as open_channel;
+use ivnsec_node::keys::keyfile;
 
 use crate::error::parse_profile;
 use crate::output::Json;

@@ -19,9 +19,9 @@ use ivnsec_core::channel::{
 };
 use ivnsec_core::profile::Profile;
 use ivnsec_crypto::ProviderChoice;
-use ivnsec_lab::channel::open as open_channel;
-use ivnsec_lab::keys::highwater::{self, HighWater, HwError};
-use ivnsec_lab::keys::keyfile;
+use ivnsec_node::channel::open as open_channel;
+use ivnsec_node::keys::highwater::{self, HighWater, HwError};
+use ivnsec_node::keys::keyfile;
 
 use crate::error::parse_profile;
 use crate::output::Json;

@@ -9,7 +9,7 @@
 //! statistics; `--subscribe N` also subscribes to the service's eventgroup and waits for N events.
 //!
 //! The protocol is the core's (`ivnsec_core::someip`: SD server and client, service core,
-//! events, caller); `ivnsec_lab::someip` configures it and runs the loops that feed it. This
+//! events, caller); `ivnsec_node::someip` configures it and runs the loops that feed it. This
 //! module checks the options, binds the sockets (UDP, TCP, SD with multicast, via
 //! `ivnsec_net::someip`), hands them over and prints.
 
@@ -27,12 +27,12 @@ use ivnsec_core::sa::someip::{Level, OVERHEAD};
 use ivnsec_core::someip::sd::{SdClient, SdServer};
 use ivnsec_core::someip::service::Caller;
 use ivnsec_core::wire::someip::{HEADER_LEN, StreamDeframer};
-use ivnsec_lab::someip::capture::Capture;
-use ivnsec_lab::someip::client::{self, CallResult, Calls, Discovery, EventResult, Transport};
-use ivnsec_lab::someip::config::{self, Config, Service};
-use ivnsec_lab::someip::server::{self, Sockets};
-use ivnsec_lab::someip::{self as lab, Core, NonceOptions, Side};
 use ivnsec_net::someip as net;
+use ivnsec_node::someip::capture::Capture;
+use ivnsec_node::someip::client::{self, CallResult, Calls, Discovery, EventResult, Transport};
+use ivnsec_node::someip::config::{self, Config, Service};
+use ivnsec_node::someip::server::{self, Sockets};
+use ivnsec_node::someip::{self as lab, Core, NonceOptions, Side};
 use serde_json::json;
 
 use crate::error::{EnvError, usage};
@@ -102,7 +102,7 @@ pub struct NonceStateArgs {
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Counters reserved per state write (with --state-dir).
-    #[arg(long, value_name = "N", default_value_t = ivnsec_lab::keys::highwater::DEFAULT_BLOCK)]
+    #[arg(long, value_name = "N", default_value_t = ivnsec_node::keys::highwater::DEFAULT_BLOCK)]
     reserve_block: u64,
 }
 
