@@ -314,10 +314,10 @@ fn lock_briefly(f: &File) -> io::Result<bool> {
     }
 }
 
-struct DirLock(File);
+pub(crate) struct DirLock(File);
 
 impl DirLock {
-    fn take(dir: &File, path: &Path, what: &'static str) -> Result<DirLock, HwError> {
+    pub(crate) fn take(dir: &File, path: &Path, what: &'static str) -> Result<DirLock, HwError> {
         let io_err = |err| HwError::Io {
             path: path.to_path_buf(),
             what,
@@ -418,7 +418,7 @@ fn prepare_dir(dir: &Path) -> Result<File, HwError> {
 }
 
 /// Reads at most `max` bytes of an open file as UTF-8; `Err(why)` when larger or not text.
-fn read_bounded(f: File, max: u64) -> Result<Result<String, String>, io::Error> {
+pub(crate) fn read_bounded(f: File, max: u64) -> Result<Result<String, String>, io::Error> {
     let mut buf = Vec::new();
     f.take(max + 1).read_to_end(&mut buf)?;
     if buf.len() as u64 > max {
@@ -608,6 +608,33 @@ fn find_old_states(
     Ok(out)
 }
 
+/// A record beside a key source (the used-key record, an MKA member's used-SAK record) must be
+/// a regular file of this user that nobody else may write: whoever can write it can erase the
+/// entries that stop a sender from counting from 1 again.
+pub(crate) fn check_record_file(f: &File, path: &Path, what: &str) -> Result<(), HwError> {
+    let m = f.metadata().map_err(|err| HwError::Io {
+        path: path.to_path_buf(),
+        what: "reading the record's owner and mode",
+        err,
+    })?;
+    let why = if !m.is_file() {
+        format!("the {what} is not a regular file")
+    } else if m.uid() != sys::effective_uid() {
+        format!("the {what} belongs to uid {}, not to this user", m.uid())
+    } else if m.mode() & 0o022 != 0 {
+        format!(
+            "the {what} is writable by group or others (mode {:o})",
+            m.mode() & 0o7777
+        )
+    } else {
+        return Ok(());
+    };
+    Err(HwError::Unsafe {
+        path: path.to_path_buf(),
+        why,
+    })
+}
+
 /// The used-key record of one key (`KEYFILE.used`): which SAs (by fingerprint) have sent
 /// under it. Lines: `ivnsec-used-keys 1`, `#` comments, `used <fingerprint> <where>`.
 #[derive(Debug)]
@@ -615,6 +642,8 @@ struct UsedRecord {
     path: PathBuf,
     /// This SA's entry, if listed.
     entry: Option<String>,
+    /// Every entry: (fingerprint, what follows it).
+    all: Vec<(String, String)>,
 }
 
 impl UsedRecord {
@@ -631,30 +660,7 @@ impl UsedRecord {
     }
 
     fn check_file(&self, f: &File) -> Result<(), HwError> {
-        let m = f.metadata().map_err(|err| HwError::Io {
-            path: self.path.clone(),
-            what: "reading the used-key record",
-            err,
-        })?;
-        let why = if !m.is_file() {
-            "the used-key record is not a regular file".to_string()
-        } else if m.uid() != sys::effective_uid() {
-            format!(
-                "the used-key record belongs to uid {}, not to this user",
-                m.uid()
-            )
-        } else if m.mode() & 0o022 != 0 {
-            format!(
-                "the used-key record is writable by group or others (mode {:o})",
-                m.mode() & 0o7777
-            )
-        } else {
-            return Ok(());
-        };
-        Err(HwError::Unsafe {
-            path: self.path.clone(),
-            why,
-        })
+        check_record_file(f, &self.path, "used-key record")
     }
 
     /// Reads the record at `path` (missing: nothing listed) and finds `fp` in it.
@@ -662,6 +668,7 @@ impl UsedRecord {
         let mut r = UsedRecord {
             path: path.to_path_buf(),
             entry: None,
+            all: Vec::new(),
         };
         let (dir, name) = UsedRecord::dir_and_name(path)?;
         let io_err = |what: &'static str| {
@@ -711,8 +718,12 @@ impl UsedRecord {
                 (f.len() == 64 && f.bytes().all(|b| b.is_ascii_hexdigit())).then_some((f, info))
             });
             match ok {
-                Some((f, info)) if f == fp => r.entry = Some(info.to_string()),
-                Some(_) => {}
+                Some((f, info)) => {
+                    if f == fp {
+                        r.entry = Some(info.to_string());
+                    }
+                    r.all.push((f.to_string(), info.to_string()));
+                }
                 None => return Err(corrupt(format!("line {}: `{l}`", i + 1))),
             }
         }
@@ -775,6 +786,14 @@ impl UsedRecord {
     }
 }
 
+/// Every entry of the used-key record at `path` as (fingerprint, what follows it: `domain | SA
+/// | state file`, and a note where the sender added one), read under the record's rules (a
+/// bound, no link, this user's and writable by nobody else, a corrupt record refused). A missing
+/// record has none.
+pub fn used_record_entries(path: &Path) -> Result<Vec<(String, String)>, HwError> {
+    Ok(UsedRecord::read(path, "")?.all)
+}
+
 /// The reservation of one outbound SA; holds the lock while it lives.
 #[derive(Debug)]
 pub struct HighWater {
@@ -796,6 +815,8 @@ pub struct HighWater {
     domain: String,
     sa: String,
     record: Option<UsedRecord>,
+    /// Appended to this SA's entry in the used-key record (`| note`) when it is first written.
+    record_note: Option<String>,
     /// Highest number reserved on disk: every number ≤ it may have been used.
     reserved: u64,
     block: u64,
@@ -985,6 +1006,7 @@ impl HighWater {
             domain: domain.to_string(),
             sa,
             record,
+            record_note: None,
             reserved: on_disk.unwrap_or(0),
             block: opts.block,
             limit,
@@ -1035,6 +1057,12 @@ impl HighWater {
             Some(n) if n <= self.limit => Ok(n),
             _ => Err(self.exhausted()),
         }
+    }
+
+    /// Adds `| note` to this SA's entry in the used-key record when the first reservation
+    /// writes it (e.g. the SCI an XPN SSCI is bound to). No effect once the entry exists.
+    pub fn set_record_note(&mut self, note: &str) {
+        self.record_note = Some(note.replace(['\n', '\r', '|'], " "));
     }
 
     /// The state file.
@@ -1177,12 +1205,16 @@ impl HighWater {
         {
             // Where the state is, as an absolute path: what an operator needs to find it.
             let dir = fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
-            let info = format!(
+            let mut info = format!(
                 "{} | {} | {}",
                 self.domain,
                 self.sa,
                 dir.join(&self.name).display()
             );
+            if let Some(n) = &self.record_note {
+                info.push_str(" | ");
+                info.push_str(n);
+            }
             r.append(&self.fingerprint, &info)?;
         }
         let content = format!("{}reserved {mark}\n", self.header);

@@ -179,6 +179,9 @@ pub struct Params {
     pub state_dir: PathBuf,
     pub reserve_block: u64,
     pub provider: ProviderChoice,
+    /// The used-SAK record of every participant (beside the member's private key:
+    /// `used_sak::record_path(--key)`; docs/mka.md).
+    pub sak_record: PathBuf,
 }
 
 struct Old {
@@ -209,6 +212,7 @@ fn participant(p: &Params, k: &SegmentKey, addr: &str) -> Result<MkaKeys> {
     MkaKeys::new(
         p.profile,
         PathBuf::from(format!("keyserver:{addr}/{}#{}", k.segment, k.key.number)),
+        p.sak_record.clone(),
         &psk,
         &p.iface,
         p.sci,

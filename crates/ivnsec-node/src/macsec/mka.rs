@@ -23,6 +23,17 @@
 //!   state and resumes above every PN it may have used. The states of old SAKs stay in the
 //!   directory (two small files per SAK this member transmitted under; docs/mka.md says when
 //!   they may be removed).
+//! - **A SAK met again without its state**: before its first reservation under a SAK the
+//!   member records the SAK (by fingerprint, with its SCI) in the used-SAK record beside its
+//!   CAK source ([`used_sak`]), which a lost `--state-dir` does not take with it. A SAK listed
+//!   there whose state is missing is never transmitted under: it stays installed for receive,
+//!   the member emits `sak_refused_no_state`, counts it, and announces the SAK as exhausted for
+//!   its transmit (the Lowest Acceptable PN of its SAK Use set at the end of the PN space: the
+//!   key server's PN-exhaustion rekey, 802.1X-2020 9.8) so that a new SAK is distributed; it
+//!   transmits again under that one.
+//! - **The same SAK under a new key identifier** (a key server restarted and distributing its
+//!   SAK again under its new MI): the transmit SA holding that SAK's state is retired first, so
+//!   the new one opens the same state and resumes above it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::AsFd;
@@ -45,6 +56,7 @@ use super::{KeySource, SecyControl, open_err, sci_hex};
 use crate::error::usage;
 use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::psk::Psk;
+use crate::keys::used_sak;
 
 /// MKPDUs handled per poll before timers and transmission get their turn (a flood of MKPDUs
 /// cannot starve the hellos).
@@ -156,6 +168,14 @@ struct RxKey {
     scis: Vec<Sci>,
 }
 
+/// A transmit SA as installed: its key, AN and the fingerprint naming its nonce state.
+#[derive(Debug)]
+struct TxKey {
+    id: KeyId,
+    an: u8,
+    state: String,
+}
+
 /// `mka_icv_failure` events, summed per source and written at most every
 /// [`ICV_EVENT_EVERY`] (a flood of forged MKPDUs must not become a flood of lines).
 #[derive(Debug, Default)]
@@ -215,8 +235,12 @@ pub struct MkaKeys {
     txbuf: Vec<u8>,
     rxbuf: Vec<u8>,
     rx_keys: Vec<RxKey>,
-    tx_keys: Vec<(KeyId, u8)>,
+    tx_keys: Vec<TxKey>,
     states: VecDeque<Value>,
+    /// The used-SAK record (beside the CAK source).
+    sak_record: PathBuf,
+    /// SAKs installed for receive only: listed in the used-SAK record without their state.
+    refused_no_state: u64,
     truncated: u64,
     icv: IcvEvents,
 }
@@ -248,11 +272,13 @@ fn key_json(k: &Option<KeyStatus>) -> Value {
 impl MkaKeys {
     /// Checks what can be checked before anything is created: the settings, a provider with
     /// AES-CMAC and AES Key Wrap for the CAK's size, the participant itself. `sci` is this
-    /// SecY's (the protected interface's MAC ‖ 0001).
+    /// SecY's (the protected interface's MAC ‖ 0001). `sak_record` is the used-SAK record
+    /// ([`used_sak::record_path`] of the CAK source), read and appended to at each transmit SA.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         profile: MacsecProfile,
         psk_file: PathBuf,
+        sak_record: PathBuf,
         psk: &Psk,
         iface: &str,
         sci: Sci,
@@ -305,6 +331,8 @@ impl MkaKeys {
             rx_keys: Vec::new(),
             tx_keys: Vec::new(),
             states: VecDeque::new(),
+            sak_record,
+            refused_no_state: 0,
             truncated: 0,
             icv: IcvEvents::default(),
         })
@@ -409,13 +437,22 @@ impl MkaKeys {
 
     /// The transmit SA of a SAK: its first PN comes from the SAK's nonce state (1 for a fresh
     /// SAK, above every PN reserved before for one met again), and every PN is claimed there
-    /// before a frame carries it.
+    /// before a frame carries it. A SAK the used-SAK record lists for this SCI whose state is
+    /// missing is refused (receive only; see the module documentation).
     fn install_tx(&mut self, now: u64, sa: &SaInstall, ctl: &SecyControl) -> Result<()> {
         let suite = self.profile.suite;
         let ssci = sa.scs.first().and_then(|s| s.1);
         let keys = DirectionKeys::new(sa.sak.as_bytes(), &[], sa.salt.unwrap_or([0u8; 12]));
         let ident = tx_sa_identity(suite, self.sci, ssci);
         let domain = Profile::Macsec(self.profile).nonce_domain();
+        // The same SAK and SA installed under another key identifier (a key server that
+        // restarted hands its SAK out again under its new MI): that SA holds the state's lock
+        // and its PNs; retire it so the new SA opens the state and resumes above them.
+        let state = highwater::fingerprint(&domain, &ident, sa.sak.as_bytes(), &[]);
+        if let Some(i) = self.tx_keys.iter().position(|k| k.state == state) {
+            let k = self.tx_keys.remove(i);
+            let _ = ctl.retire_tx_sa(k.an);
+        }
         let opts = highwater::Options {
             block: self.reserve_block,
             seq_limit: None,
@@ -423,27 +460,73 @@ impl MkaKeys {
             used_record: None,
             confirm_new_key: false,
         };
-        let hw = HighWater::open_agreed(&self.state_dir, &domain, &ident, &keys, opts)
+        let mut hw = HighWater::open_agreed(&self.state_dir, &domain, &ident, &keys, opts)
             .map_err(HwError::into_anyhow)?;
+        let sak_fp = used_sak::fingerprint(&domain, self.sci, sa.sak.as_bytes());
+        let listed = used_sak::lookup(&self.sak_record, &sak_fp).map_err(HwError::into_anyhow)?;
+        if let (true, Some(entry)) = (hw.is_fresh(), &listed) {
+            // Its PNs cannot be proven fresh: never transmit under it. The state was not
+            // written (no reservation), so a later install finds the same situation.
+            let missing = hw.path().display().to_string();
+            drop(hw);
+            self.refused_no_state += 1;
+            eprintln!(
+                "ivnsec: warning: SAK key number {} (key server MI {}) was transmitted under \
+                 by this member before ({} lists it: {entry}), but its nonce state {missing} is \
+                 missing: starting at PN 1 would reuse (SAK, nonce) pairs. It is installed for \
+                 receive only; this member transmits again when the key server distributes a \
+                 new SAK",
+                sa.key.kn,
+                mi_hex(&sa.key.mi),
+                self.sak_record.display()
+            );
+            ctl.shared().emit(
+                "sak_refused_no_state",
+                json!({"key_server_mi": mi_hex(&sa.key.mi), "key_number": sa.key.kn,
+                       "an": sa.an, "ssci": ssci, "record": self.sak_record.display().to_string(),
+                       "entry": entry, "nonce_state": missing}),
+            );
+            // Ask for a new SAK by MKA's own means: this member's transmit PN under the SAK is
+            // announced as exhausted, which makes the key server distribute a new one.
+            self.p.report_tx_pn(now, sa.an, suite.max_pn());
+            return Ok(());
+        }
         let first = hw.first_seq().map_err(HwError::into_anyhow)?;
         let resumed = !hw.is_fresh();
-        let state = hw.path().display().to_string();
+        let state_path = hw.path().display().to_string();
+        if listed.is_none() {
+            let info = format!(
+                "sci {} | {domain} | key-number {} key-server-mi {} an {} ssci {} | {state_path}",
+                sci_hex(self.sci),
+                sa.key.kn,
+                mi_hex(&sa.key.mi),
+                sa.an,
+                ssci.map_or("-".to_string(), |s| s.to_string())
+            );
+            used_sak::record(&self.sak_record, &sak_fp, &info).map_err(HwError::into_anyhow)?;
+        }
+        // The state is on disk before the SA exists: a restart with this state directory
+        // always finds it, whatever the record says.
+        hw.claim(first).map_err(HwError::into_anyhow)?;
         let key = SaKey {
             sak: sa.sak.as_bytes(),
             ssci,
             salt: sa.salt,
             key_number: sa.key.kn,
         };
-        self.tx_keys
-            .retain(|(id, an)| *an != sa.an && *id != sa.key);
+        self.tx_keys.retain(|k| k.an != sa.an && k.id != sa.key);
         ctl.install_tx_sa(sa.an, &key, first, Some(hw))?;
         ctl.enable_tx_sa(sa.an)?;
-        self.tx_keys.push((sa.key, sa.an));
+        self.tx_keys.push(TxKey {
+            id: sa.key,
+            an: sa.an,
+            state,
+        });
         // The participant says in its SAK Use set which PN it transmits from.
         self.p.report_tx_pn(now, sa.an, first);
         let info = json!({"dir": "tx", "key_server_mi": mi_hex(&sa.key.mi),
                           "key_number": sa.key.kn, "an": sa.an, "ssci": ssci,
-                          "first_pn": first, "resumed": resumed, "nonce_state": state});
+                          "first_pn": first, "resumed": resumed, "nonce_state": state_path});
         ctl.shared().emit("sak_installed", info.clone());
         if self.states.len() >= STATES_SHOWN {
             self.states.pop_front();
@@ -471,7 +554,7 @@ impl MkaKeys {
     }
 
     fn retire_tx(&mut self, key: KeyId, an: u8, ctl: &SecyControl) {
-        if let Some(i) = self.tx_keys.iter().position(|k| *k == (key, an)) {
+        if let Some(i) = self.tx_keys.iter().position(|k| (k.id, k.an) == (key, an)) {
             self.tx_keys.remove(i);
             let _ = ctl.retire_tx_sa(an);
         }
@@ -605,7 +688,9 @@ impl KeySource for MkaKeys {
                 "events_dropped": c.events_dropped,
                 "ssci_deferred": c.ssci_deferred,
                 "truncated": self.truncated,
+                "tx_refused": {"no_state": self.refused_no_state},
             },
+            "sak_record": self.sak_record.display().to_string(),
             "state_dir": self.state_dir.display().to_string(),
             "nonce_states": self.states.iter().cloned().collect::<Vec<_>>(),
         })
@@ -633,11 +718,11 @@ impl MkaKeys {
         let latest = self
             .tx_keys
             .last()
-            .map(|(_, an)| *an)
+            .map(|k| k.an)
             .or_else(|| self.rx_keys.last().map(|k| k.an));
         for an in latest
             .into_iter()
-            .chain(self.tx_keys.iter().map(|(_, an)| *an))
+            .chain(self.tx_keys.iter().map(|k| k.an))
             .chain(self.rx_keys.iter().map(|k| k.an))
         {
             if !out.contains(&an) {
@@ -673,9 +758,9 @@ impl MkaKeys {
                 }
             }
         }
-        for (_, an) in std::mem::take(&mut self.tx_keys) {
-            if !newer.tx_keys.iter().any(|(_, a)| *a == an) {
-                let _ = ctl.retire_tx_sa(an);
+        for k in std::mem::take(&mut self.tx_keys) {
+            if !newer.tx_keys.iter().any(|n| n.an == k.an) {
+                let _ = ctl.retire_tx_sa(k.an);
             }
         }
     }

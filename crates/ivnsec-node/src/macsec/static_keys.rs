@@ -3,10 +3,12 @@
 //! receive SA per listed peer use it, under one AN.
 //!
 //! - **Nonce spaces**: GCM-AES's IV is SCI ‖ PN, so every member (its own SCI, `MAC ‖ 0001`)
-//!   has its own. The XPN suites' IV is (SSCI ‖ PN) XOR salt: each member gets an SSCI by the
-//!   ascending order of the SCIs of all members (this one and its `--peer`s), starting at 1
-//!   ([`ssci_by_sci_order`]); every member must list the same set. The salt is the key file's
-//!   `iv`.
+//!   has its own. The XPN suites' IV is (SSCI ‖ PN) XOR salt: each member's SSCI is derived
+//!   from its own SCI alone ([`static_ssci`]), never from the peer list, so adding, removing or
+//!   reordering `--peer`s never moves a member onto an SSCI another one used. Two listed
+//!   members whose SSCIs collide are refused, and the SCI an SSCI was first used by is recorded
+//!   in the key's used-key record: the key from a second SCI under that SSCI is refused. The
+//!   salt is the key file's `iv`.
 //! - **No PN twice across restarts**: the transmit SA's PNs are reserved in the nonce state in
 //!   `--state-dir` exactly as `ivnsec send` does ([`HighWater`], docs/nonce-safety.md): the state
 //!   is keyed by the suite's nonce domain, the SA identity ([`tx_sa_identity`]: the SCI, or the
@@ -21,8 +23,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 use ivnsec_core::channel::DirectionKeys;
+use ivnsec_core::crypto::{MAX_MAC_LEN, MacAlg};
 use ivnsec_core::profile::{MacsecProfile, Profile};
-use ivnsec_core::sa::secy::{SaKey, ssci_by_sci_order, tx_sa_identity};
+use ivnsec_core::sa::secy::{SaKey, tx_sa_identity};
 use ivnsec_core::wire::macsec::Sci;
 use serde_json::{Value, json};
 
@@ -33,6 +36,74 @@ use crate::keys::keyfile;
 
 /// The key number static SAs carry in status and events.
 pub const STATIC_KEY_NUMBER: u32 = 1;
+
+/// The HMAC-SHA256 key of [`static_ssci`] (a fixed label: the derivation is public).
+pub const STATIC_SSCI_LABEL: &[u8] = b"ivnsec macsec static ssci v1";
+
+/// The SSCI of a member under static XPN keys, from its SCI alone (docs/macsec-tap.md):
+///
+/// ```text
+/// SSCI = 0x80000000 OR (the first 4 octets of HMAC-SHA256(key = "ivnsec macsec static ssci v1",
+///                        message = the 8 octets of the SCI), as a big-endian u32)
+/// ```
+///
+/// The top bit is set so that an SSCI is never 0 and never one of the small SSCIs MKA assigns
+/// (1, 2, … by SCI order), `ivnsec send` uses (1 and 2) or the previous version of static keys
+/// assigned (the rank of the SCI): a state or record of those never meets one of these. What is
+/// left is 31 bits: two SCIs collide with probability 2^-31, and a CA whose listed members
+/// collide is refused ([`check_sscis`]).
+pub fn static_ssci(sci: Sci) -> u32 {
+    let mac = ivnsec_crypto::PORTABLE
+        .keys
+        .mac(MacAlg::HmacSha256, STATIC_SSCI_LABEL)
+        .expect("the portable provider has HMAC-SHA256");
+    let mut out = [0u8; MAX_MAC_LEN];
+    mac.compute(&[&sci.0[..]], &mut out);
+    0x8000_0000 | u32::from_be_bytes([out[0], out[1], out[2], out[3]])
+}
+
+/// The SSCIs of the members (sorted by SCI, duplicates removed); a usage error naming both
+/// when two of them derive the same SSCI (they would share (SSCI, PN) nonces under the key).
+pub fn check_sscis(members: &[Sci]) -> Result<Vec<(Sci, u32)>> {
+    let mut scis = members.to_vec();
+    scis.sort_unstable();
+    scis.dedup();
+    let all: Vec<(Sci, u32)> = scis.into_iter().map(|s| (s, static_ssci(s))).collect();
+    for (i, (a, sa)) in all.iter().enumerate() {
+        if let Some((b, _)) = all[i + 1..].iter().find(|(_, sb)| sb == sa) {
+            return Err(usage(format!(
+                "the SCIs {} and {} derive the same XPN SSCI {sa:#010x} (docs/macsec-tap.md: \
+                 the SSCI is a function of the SCI alone); two members under one SSCI would \
+                 reuse (key, nonce) pairs. Give one of them another MAC address, or use MKA \
+                 (--psk), whose key server assigns the SSCIs",
+                sci_hex(*a),
+                sci_hex(*b)
+            )));
+        }
+    }
+    Ok(all)
+}
+
+/// A note of the used-key record entry of a static XPN SA: `static sci <SCI> ssci <N> key
+/// <tag>` (the tag: 32 hex digits of a fingerprint of the key alone, so entries of another key
+/// in a reused file name are not compared).
+fn binding_note(sci: Sci, ssci: u32, key_tag: &str) -> String {
+    format!("static sci {} ssci {ssci} key {key_tag}", sci_hex(sci))
+}
+
+/// (SCI, SSCI, key tag) of a binding note in a used-key record entry.
+fn parse_binding(info: &str) -> Option<(String, u32, String)> {
+    let note = info
+        .split(" | ")
+        .find_map(|f| f.strip_prefix("static sci "))?;
+    let mut w = note.split(' ');
+    let sci = w.next()?;
+    let (Some("ssci"), Some(n), Some("key"), Some(tag)) = (w.next(), w.next(), w.next(), w.next())
+    else {
+        return None;
+    };
+    Some((sci.to_string(), n.parse().ok()?, tag.to_string()))
+}
 
 /// Settings of the static key source.
 #[derive(Debug)]
@@ -87,6 +158,11 @@ impl StaticKeys {
                 sci_hex(sci)
             )));
         }
+        if profile.suite.is_xpn() {
+            let mut all = peers.clone();
+            all.push(sci);
+            check_sscis(&all)?;
+        }
         Ok(StaticKeys {
             profile,
             key_file,
@@ -102,26 +178,62 @@ impl StaticKeys {
         })
     }
 
-    /// The SSCI of every member (XPN only).
+    /// The SSCI of every member, sorted by SCI (XPN only).
     fn sscis(&self) -> Vec<(Sci, u32)> {
-        let mut all = self.peers.clone();
+        let mut all: Vec<Sci> = self.peers.clone();
         all.push(self.sci);
-        ssci_by_sci_order(&all)
+        all.sort_unstable();
+        all.dedup();
+        all.into_iter().map(|s| (s, static_ssci(s))).collect()
     }
 
     fn key_for(&self, sci: Sci) -> SaKey<'_> {
         let xpn = self.profile.suite.is_xpn();
-        let ssci = self
-            .sscis()
-            .into_iter()
-            .find(|(s, _)| *s == sci)
-            .map(|(_, n)| n);
         SaKey {
             sak: self.keys.key(),
-            ssci: if xpn { ssci } else { None },
+            ssci: xpn.then(|| static_ssci(sci)),
             salt: xpn.then(|| *self.keys.iv()),
             key_number: STATIC_KEY_NUMBER,
         }
+    }
+
+    /// XPN: the key's used-key record binds each SSCI to the SCI that first used it. Refused
+    /// (usage): this key under this host's SSCI from another SCI before, or this SCI under
+    /// another SSCI before. Returns the note this host's entry carries.
+    fn check_binding(&self, domain: &str, ssci: u32) -> Result<String> {
+        let record = keyfile::used_record(&self.key_file);
+        let tag = highwater::fingerprint(domain, "macsec static key", self.keys.key(), &[]);
+        let tag = &tag[..32];
+        let own = sci_hex(self.sci);
+        for (_, info) in highwater::used_record_entries(&record).map_err(HwError::into_anyhow)? {
+            let Some((sci, n, t)) = parse_binding(&info) else {
+                continue;
+            };
+            if t != tag {
+                continue;
+            }
+            if n == ssci && sci != own {
+                return Err(usage(format!(
+                    "key file {}: SSCI {ssci} was first used under this key by SCI {sci} ({} \
+                     lists it: {info}); this host's SCI {own} derives the same SSCI, so the two \
+                     would reuse (key, nonce) pairs. Give one of the hosts another MAC address, \
+                     or install a new key (`ivnsec keygen`)",
+                    self.key_file.display(),
+                    record.display()
+                )));
+            }
+            if sci == own && n != ssci {
+                return Err(usage(format!(
+                    "key file {}: this host's SCI {own} first used this key under SSCI {n} ({} \
+                     lists it: {info}), but now derives SSCI {ssci}; an SSCI that moves may land \
+                     on one another member used. Install a new key (`ivnsec keygen`) on every \
+                     member",
+                    self.key_file.display(),
+                    record.display()
+                )));
+            }
+        }
+        Ok(binding_note(self.sci, ssci, tag))
     }
 }
 
@@ -142,8 +254,15 @@ impl KeySource for StaticKeys {
             confirm_new_key: self.confirm_new_key,
         };
         let domain = Profile::Macsec(self.profile).nonce_domain();
-        let hw = HighWater::open(&self.state_dir, &domain, &ident, &self.keys, opts)
+        let note = match own.ssci {
+            Some(ssci) => Some(self.check_binding(&domain, ssci)?),
+            None => None,
+        };
+        let mut hw = HighWater::open(&self.state_dir, &domain, &ident, &self.keys, opts)
             .map_err(HwError::into_anyhow)?;
+        if let Some(n) = &note {
+            hw.set_record_note(n);
+        }
         let first = hw.first_seq().map_err(HwError::into_anyhow)?;
         let state = hw.path().to_path_buf();
         for &peer in &self.peers {
@@ -171,5 +290,163 @@ impl KeySource for StaticKeys {
             "nonce_state": self.started.as_ref().map(|(p, _)| p.display().to_string()),
             "first_pn": self.started.as_ref().map(|(_, f)| *f),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::DirBuilder;
+    use std::os::unix::fs::DirBuilderExt;
+    use std::path::Path;
+
+    fn sci(mac: u64) -> Sci {
+        Sci::from_u64(mac << 16 | 1)
+    }
+
+    /// Known answers from Python's `hmac` module (an independent implementation of the
+    /// documented function): `0x80000000 | int.from_bytes(hmac.new(b"ivnsec macsec static ssci
+    /// v1", sci, "sha256").digest()[:4], "big")`.
+    #[test]
+    fn the_ssci_is_the_documented_function_of_the_sci() {
+        for (mac, want) in [
+            (0x02_00_00_00_00_0a, 0xc3e7_df5a),
+            (0x02_00_00_00_00_0b, 0xfcc0_978f),
+            (0x02_00_00_00_00_03, 0xb750_8b77),
+            (0x00_00_00_00_00_00, 0xec54_6cea),
+        ] {
+            assert_eq!(static_ssci(sci(mac)), want, "{mac:012x}");
+        }
+    }
+
+    /// The SSCI of a member does not depend on who else is listed, nor in which order; two
+    /// members that collide are refused with both SCIs named (the pair found with the Python
+    /// function above by a birthday search).
+    #[test]
+    fn sscis_follow_the_sci_alone_and_collisions_are_refused() {
+        let (a, b, c) = (
+            sci(0x0200_0000_000a),
+            sci(0x0200_0000_000b),
+            sci(0x0200_0000_0003),
+        );
+        let two = check_sscis(&[a, b]).unwrap();
+        let three = check_sscis(&[c, b, a, b]).unwrap();
+        assert_eq!(three.len(), 3);
+        for (s, n) in &two {
+            assert!(three.contains(&(*s, *n)));
+        }
+        let (x, y) = (sci(0x02cc_0000_7f05), sci(0x02cc_0000_fb5e));
+        assert_eq!(static_ssci(x), 0xca1d_7e61);
+        assert_eq!(static_ssci(y), 0xca1d_7e61);
+        let e = check_sscis(&[a, y, x]).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        let m = e.to_string();
+        assert!(
+            m.contains("02cc00007f050001") && m.contains("02cc0000fb5e0001"),
+            "{m}"
+        );
+        assert!(m.contains("0xca1d7e61"), "{m}");
+    }
+
+    fn temp(tag: &str) -> PathBuf {
+        let mut r = [0u8; 6];
+        getrandom::fill(&mut r).unwrap();
+        let p = std::env::temp_dir().join(format!("ivnsec-ssci-{tag}-{}", hex::encode(r)));
+        DirBuilder::new().mode(0o700).create(&p).unwrap();
+        p
+    }
+
+    fn keys_at(dir: &Path, own: Sci, peers: Vec<Sci>) -> StaticKeys {
+        let profile = match "macsec-gcm-aes-xpn-128".parse::<Profile>().unwrap() {
+            Profile::Macsec(m) => m,
+            _ => unreachable!(),
+        };
+        let file = dir.join("ca.toml");
+        if !file.exists() {
+            let k = DirectionKeys::new(&[0x5a; 16], &[], [7; 12]);
+            keyfile::write_new(&file, "macsec-gcm-aes-xpn-128", &k).unwrap();
+        }
+        StaticKeys::new(
+            profile,
+            file,
+            own,
+            peers,
+            0,
+            dir.join("state"),
+            16,
+            None,
+            false,
+        )
+        .unwrap()
+    }
+
+    /// The used-key record binds an SSCI to the SCI that used it first: the key from a second
+    /// SCI under that SSCI, or the SCI under another SSCI, is refused naming the first use;
+    /// entries of the previous version (no binding) and of another key are not compared.
+    #[test]
+    fn the_used_key_record_binds_each_ssci_to_one_sci() {
+        use std::io::Write;
+        let d = temp("bind");
+        let (a, b) = (sci(0x0200_0000_000a), sci(0x0200_0000_000b));
+        let k = keys_at(&d, a, vec![b]);
+        let domain = "macsec-gcm-aes-xpn-128";
+        let ssci_a = static_ssci(a);
+        // No record: fine, and the note names the binding.
+        let note = k.check_binding(domain, ssci_a).unwrap();
+        assert!(note.starts_with(&format!("static sci {} ssci {ssci_a} key ", sci_hex(a))));
+        let tag = note.rsplit(' ').next().unwrap().to_string();
+        let record = keyfile::used_record(&k.key_file);
+        let write = |lines: &[String]| {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&record)
+                .unwrap();
+            writeln!(f, "ivnsec-used-keys 1").unwrap();
+            for l in lines {
+                writeln!(f, "{l}").unwrap();
+            }
+        };
+        use std::os::unix::fs::OpenOptionsExt;
+        let fp = "ab".repeat(32);
+        // The previous version's entry for SSCI 1 and an entry of another key: not compared.
+        write(&[
+            format!("used {fp} {domain} | macsec-xpn ssci 1 | /s/x.hw"),
+            format!(
+                "used {fp} {domain} | macsec-xpn ssci {ssci_a} | /s/y.hw | static sci {} ssci {ssci_a} key {}",
+                sci_hex(b),
+                "0".repeat(32)
+            ),
+            format!("used {fp} {domain} | macsec-xpn ssci {ssci_a} | /s/z.hw | {note}"),
+        ]);
+        assert_eq!(k.check_binding(domain, ssci_a).unwrap(), note);
+        // Another SCI first used this SSCI under this key.
+        let first = format!(
+            "used {fp} {domain} | macsec-xpn ssci {ssci_a} | /s/first.hw | static sci {} ssci {ssci_a} key {tag}",
+            sci_hex(b)
+        );
+        write(std::slice::from_ref(&first));
+        let e = k.check_binding(domain, ssci_a).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        let m = e.to_string();
+        assert!(
+            m.contains("first used under this key by SCI 02000000000b0001"),
+            "{m}"
+        );
+        assert!(
+            m.contains("/s/first.hw"),
+            "the message names the first use: {m}"
+        );
+        // This SCI used the key under another SSCI.
+        write(&[format!(
+            "used {fp} {domain} | macsec-xpn ssci 7 | /s/old.hw | static sci {} ssci 7 key {tag}",
+            sci_hex(a)
+        )]);
+        let m = k.check_binding(domain, ssci_a).unwrap_err().to_string();
+        assert!(m.contains("first used this key under SSCI 7"), "{m}");
+        assert!(m.contains("/s/old.hw"), "{m}");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -366,6 +366,7 @@ pub(crate) fn mka_source(
     Ok(Box::new(MkaKeys::new(
         profile,
         file.to_path_buf(),
+        ivnsec_node::keys::used_sak::record_path(file),
         &key,
         iface,
         Sci::end_station(MacAddr(mac)),
@@ -417,6 +418,7 @@ fn keyserver_source(
         state_dir,
         reserve_block: ks.reserve_block,
         provider,
+        sak_record: ivnsec_node::keys::used_sak::record_path(key),
     };
     Ok(Box::new(KeyserverKeys::new(remote, params, first)?))
 }
