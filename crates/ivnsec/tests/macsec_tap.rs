@@ -120,6 +120,27 @@ fn keygen(d: &TempDir, profile: &str) -> PathBuf {
 /// The arguments of `macsec up` for one side.
 fn up_args(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec<String> {
     let peer = if side == 'a' { MAC_B } else { MAC_A };
+    up_args_peers(d, p, side, profile, keys, &[peer])
+}
+
+/// The arguments of `macsec up` for one side with these `--peer`s, in this order.
+fn up_args_peers(
+    d: &TempDir,
+    p: &Pair,
+    side: char,
+    profile: &str,
+    keys: &Path,
+    peers: &[&str],
+) -> Vec<String> {
+    let mut v: Vec<String> = peers
+        .iter()
+        .flat_map(|m| ["--peer".to_string(), m.to_string()])
+        .collect();
+    v.splice(0..0, up_args_common(d, p, side, profile, keys).into_iter());
+    v
+}
+
+fn up_args_common(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec<String> {
     [
         "macsec",
         "up",
@@ -131,8 +152,6 @@ fn up_args(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec
         profile,
         "--keys",
         keys.to_str().unwrap(),
-        "--peer",
-        peer,
         "--state-dir",
         d.path(&format!("state-{side}")).to_str().unwrap(),
         "--run-dir",
@@ -151,6 +170,27 @@ fn up_args(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec
 /// Starts `macsec up` on one side, waits for its TAP, gives the TAP an address.
 fn start(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Proc {
     start_with(d, p, side, profile, keys, &[])
+}
+
+/// Starts `macsec up` on one side with these `--peer`s, in this order.
+fn start_peers(
+    d: &TempDir,
+    p: &Pair,
+    side: char,
+    profile: &str,
+    keys: &Path,
+    peers: &[&str],
+) -> Proc {
+    let mut c = p.exec(side, BIN);
+    c.args(up_args_peers(d, p, side, profile, keys, peers));
+    let pr = spawn_until_ready(c, "running until", &format!("macsec up ({side})"));
+    let addr = if side == 'a' {
+        "10.99.0.1/24"
+    } else {
+        "10.99.0.2/24"
+    };
+    ip(&["-n", &p.ns(side), "addr", "add", addr, "dev", &p.tap(side)]);
+    pr
 }
 
 fn start_with(
@@ -278,6 +318,12 @@ fn macsec_pns(frames: &[Vec<u8>]) -> Vec<(u64, u32)> {
 
 const SCI_A: u64 = 0x0200_0000_000a_0001;
 const SCI_B: u64 = 0x0200_0000_000b_0001;
+const MAC_C: &str = "02:00:00:00:00:03";
+/// The static XPN SSCIs of A and B, from Python's `hmac` (docs/macsec-tap.md):
+/// `0x80000000 | int.from_bytes(hmac.new(b"ivnsec macsec static ssci v1", sci, "sha256")
+/// .digest()[:4], "big")`.
+const SSCI_A: u64 = 0xc3e7_df5a;
+const SSCI_B: u64 = 0xfcc0_978f;
 
 #[test]
 fn two_hosts_talk_macsec_through_their_taps() {
@@ -517,7 +563,7 @@ fn inject_helper() {
     }
 }
 
-/// XPN under one SAK: the two members' SSCIs follow their SCIs; ping works and the capture
+/// XPN under one SAK: each member's SSCI is the documented function of its SCI; ping works and the capture
 /// shows both directions' frames; an integrity-only profile leaves the payload in clear and
 /// still refuses nothing of the peer's.
 #[test]
@@ -535,8 +581,8 @@ fn xpn_and_integrity_only_profiles_carry_ping() {
         if profile.contains("xpn") {
             let sscis = &st[0]["key_source_state"]["sscis"];
             assert_eq!(sscis[0]["sci"], format!("{SCI_A:016x}"), "{st}");
-            assert_eq!(sscis[0]["ssci"], 1);
-            assert_eq!(sscis[1]["ssci"], 2);
+            assert_eq!(sscis[0]["ssci"], SSCI_A);
+            assert_eq!(sscis[1]["ssci"], SSCI_B);
             assert!(
                 st[0]["tx"]["counters"]["OutPktsEncrypted"]
                     .as_u64()
@@ -559,6 +605,118 @@ fn xpn_and_integrity_only_profiles_carry_ping() {
         }
         std::fs::remove_file(d.path(&format!("{}.toml.used", profile.replace('/', "_")))).unwrap();
     }
+}
+
+/// Static XPN keys: the SSCI of a member is a function of its SCI alone, so restarting both
+/// members with a third `--peer` added, then with the peers in another order, moves no SSCI.
+/// (It used to: with SSCIs by SCI order, A took the SSCI B had used and started at PN 1, 22
+/// nonces twice.) Every frame's nonce input (SSCI of its SCI as the status shows it, AN, PN),
+/// from captures of the three runs, is unique, and each run of A starts above the last. A
+/// host whose SCI derives the SSCI another SCI first used under the key is refused, naming
+/// the first use.
+#[test]
+fn static_xpn_sscis_do_not_follow_the_peer_list() {
+    require_root!();
+    if Command::new("tshark").arg("-v").output().is_err() {
+        eprintln!("SKIPPED: no tshark to capture the veth");
+        return;
+    }
+    let d = TempDir::new("mtapssci");
+    let p = Pair::new();
+    let profile = "macsec-gcm-aes-xpn-128";
+    let keys = keygen(&d, profile);
+    let runs: [(&[&str], &[&str]); 3] = [
+        (&[MAC_B], &[MAC_A]),
+        (&[MAC_B, MAC_C], &[MAC_A, MAC_C]),
+        (&[MAC_C, MAC_B], &[MAC_C, MAC_A]),
+    ];
+    let mut seen = HashSet::new();
+    let mut last_a = 0u32;
+    for (i, (peers_a, peers_b)) in runs.iter().enumerate() {
+        let pcap = d.path(&format!("run{i}.pcap"));
+        let cap = capture(&p, 'b', &pcap);
+        let a = start_peers(&d, &p, 'a', profile, &keys, peers_a);
+        let b = start_peers(&d, &p, 'b', profile, &keys, peers_b);
+        let o = ping(&p, 'a', "10.99.0.2", &[]);
+        assert!(o.status.success(), "run {i}: {}", text(&o.stdout));
+        let (_, st) = status(&d, &p, 'a');
+        let sscis: std::collections::HashMap<String, u64> = st[0]["key_source_state"]["sscis"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["sci"].as_str().unwrap().to_string(),
+                    e["ssci"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(sscis[&format!("{SCI_A:016x}")], SSCI_A, "run {i}: {st}");
+        assert_eq!(sscis[&format!("{SCI_B:016x}")], SSCI_B, "run {i}: {st}");
+        assert_eq!(sscis.len(), 1 + peers_a.len());
+        assert_eq!(stop(a).0, Some(0));
+        assert_eq!(stop(b).0, Some(0));
+        let frames = stop_capture(cap, &pcap);
+        let mut from_a = Vec::new();
+        for (f, (sci, pn)) in frames.iter().zip(macsec_pns(&frames)) {
+            let ssci = sscis[&format!("{sci:016x}")];
+            assert!(
+                seen.insert((ssci, f[14] & 3, pn)),
+                "run {i}: (SSCI {ssci}, AN {}, PN {pn}) repeats under the key",
+                f[14] & 3
+            );
+            if sci == SCI_A {
+                from_a.push(pn);
+            }
+        }
+        assert!(from_a.len() >= 5, "run {i}: {from_a:?}");
+        assert!(
+            from_a.iter().all(|&pn| pn > last_a),
+            "run {i}: A restarted below its earlier PNs: {from_a:?}"
+        );
+        last_a = *from_a.iter().max().unwrap();
+    }
+    // The key's used-key record binds each SSCI to its SCI.
+    let used = keys.with_file_name(format!(
+        "{}.used",
+        keys.file_name().unwrap().to_str().unwrap()
+    ));
+    let record = std::fs::read_to_string(&used).unwrap();
+    for (sci, ssci) in [(SCI_A, SSCI_A), (SCI_B, SSCI_B)] {
+        assert!(
+            record.contains(&format!("static sci {sci:016x} ssci {ssci} key ")),
+            "{record}"
+        );
+    }
+
+    // Two SCIs that derive one SSCI (found with the Python function): the second host under
+    // the key is refused, naming the first use.
+    let set_mac = |mac: &str| {
+        let (ns, dev) = (p.ns('a'), p.veth('a'));
+        ip(&["-n", &ns, "link", "set", &dev, "down"]);
+        ip(&["-n", &ns, "link", "set", &dev, "address", mac]);
+        ip(&["-n", &ns, "link", "set", &dev, "up"]);
+    };
+    set_mac("02:cc:00:00:7f:05");
+    let a = start_peers(&d, &p, 'a', profile, &keys, &[MAC_B]);
+    let _ = ping(&p, 'a', "10.99.0.2", &["-c", "1"]);
+    assert_eq!(stop(a).0, Some(0));
+    set_mac("02:cc:00:00:fb:5e");
+    let o = p
+        .exec('a', BIN)
+        .args(up_args_peers(&d, &p, 'a', profile, &keys, &[MAC_B]))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("SSCI 3390930529 was first used under this key by SCI 02cc00007f050001"),
+        "{err}"
+    );
+    assert!(
+        !p.link_exists('a', &p.tap('a')),
+        "no TAP left after the refusal"
+    );
 }
 
 /// `macsec down` stops a running instance (its TAP goes) and is idempotent; an interface whose
@@ -769,6 +927,30 @@ fn bad_options_exit_2_with_a_reason() {
             text(&o.stderr)
         );
     }
+    // Static XPN: two listed members whose SSCIs collide (a pair found with the Python function
+    // of docs/macsec-tap.md) are refused before anything is created.
+    let xpn = keygen(&d, "macsec-gcm-aes-xpn-128");
+    let o = up(
+        &d,
+        &[
+            "--profile",
+            "macsec-gcm-aes-xpn-128",
+            "--keys",
+            xpn.to_str().unwrap(),
+            "--state-dir",
+            s,
+            "--peer",
+            "02:cc:00:00:7f:05",
+            "--peer",
+            "02:cc:00:00:fb:5e",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("derive the same XPN SSCI 0xca1d7e61"),
+        "{}",
+        text(&o.stderr)
+    );
     // No peer; an interface that does not exist.
     let o = up(
         &d,

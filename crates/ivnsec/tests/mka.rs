@@ -890,3 +890,267 @@ fn attack_mka_accepts_nothing_and_the_ping_flows() {
     }
     assert!(d.leftover_testbeds().is_empty());
 }
+
+/// The independent key server (`tests/interop/mka_fixed_ks.py`) on `ks`'s eth0, handing out
+/// one SAK of the test's choosing; a new process is a new MI (a restarted key server).
+struct FixedKs {
+    proc: Proc,
+    stdin: Option<std::process::ChildStdin>,
+}
+
+impl FixedKs {
+    fn start(py: &str, ks: &Ecu, psk: &Path, sak: &[u8; 16]) -> FixedKs {
+        let (cak, ckn) = psk_fields(psk);
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/mka_fixed_ks.py");
+        let mut c = ks
+            .exec(py)
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let cfg = serde_json::json!({"iface": "eth0", "mac": ks.mac, "cak": cak, "ckn": ckn,
+                                     "sak": hex::encode(sak), "an": 0, "kn": 1});
+        let mut stdin = c.stdin.take().unwrap();
+        writeln!(stdin, "{cfg}").unwrap();
+        FixedKs {
+            proc: Proc(Some(c)),
+            stdin: Some(stdin),
+        }
+    }
+
+    /// Stops it; the (SCI, AN, PN) of every MACsec frame `sci` sent, each checked to verify
+    /// under the SAK (AES-GCM in Python), in the order captured.
+    fn finish(mut self, sci: &str) -> Vec<(u64, u64)> {
+        drop(self.stdin.take());
+        let mut c = self.proc.0.take().unwrap();
+        let mut out = String::new();
+        c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let mut err = String::new();
+        c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert!(c.wait().unwrap().success(), "key server: {err}");
+        let cap: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        assert_eq!(cap["bad_mkpdus"], 0, "{cap}");
+        cap["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f[0] == sci)
+            .map(|f| {
+                assert_eq!(f[3], true, "a frame does not verify under the SAK: {f}");
+                (f[1].as_u64().unwrap(), f[2].as_u64().unwrap())
+            })
+            .collect()
+    }
+}
+
+/// Asserts that no (AN, PN) repeats among frames of one SCI under one SAK.
+fn assert_no_repeat(frames: &[(u64, u64)]) {
+    let mut seen = std::collections::HashSet::new();
+    for f in frames {
+        assert!(
+            seen.insert(*f),
+            "(AN, PN) {f:?} repeats under one SAK: {frames:?}"
+        );
+    }
+}
+
+fn tx_installs(e: &Ecu) -> Vec<Value> {
+    e.events()
+        .into_iter()
+        .filter(|x| x["event"] == "sak_installed" && x["dir"] == "tx")
+        .collect()
+}
+
+/// 20 pings from `e` to `to` (a static neighbour: the requests leave the TAP at once).
+fn send_pings(e: &Ecu, to: &Ecu) {
+    e.ip(&[
+        "neigh",
+        "replace",
+        &to.addr,
+        "lladdr",
+        &to.mac,
+        "dev",
+        TAP,
+        "nud",
+        "permanent",
+    ]);
+    let _ = e.ping(&to.addr, &["-c", "20", "-i", "0.05", "-W", "1"]);
+}
+
+fn kill(p: Proc) {
+    let mut p = p;
+    let c = p.0.as_mut().unwrap();
+    c.kill().unwrap();
+    c.wait().unwrap();
+    p.0 = None;
+}
+
+/// A member whose `--state-dir` was lost is handed its old SAK again by the independent key
+/// server: it installs it for receive only, says so (`sak_refused_no_state`, counted in its
+/// status, its SAK Use announcing the SAK exhausted) and sends nothing under it; the key
+/// server's capture has no (SCI, AN, PN) twice. A new SAK from the key server: it transmits
+/// again, from PN 1, every frame verifying.
+#[test]
+fn a_member_whose_state_dir_was_lost_never_transmits_under_its_old_sak() {
+    require_root!();
+    let Some(py) = python() else {
+        eprintln!("SKIPPED: no Python with the `cryptography` package for the key server");
+        return;
+    };
+    let d = TempDir::new("mkalost");
+    let tb = testbed(&d, 1);
+    let psk = keygen_mka(&d, "ca.psk", &[]);
+    let member = Ecu::new(&tb, &d, "sensor1", "10.96.0.1");
+    let ks = Ecu::new(&tb, &d, "consumer", "10.96.0.2");
+    let mut sak = [0u8; 16];
+    getrandom::fill(&mut sak).unwrap();
+    let server = FixedKs::start(&py, &ks, &psk, &sak);
+
+    let p = member.up(&psk, &[]);
+    wait_for(15, "the member transmits under the SAK", || {
+        !tx_installs(&member).is_empty()
+    });
+    send_pings(&member, &ks);
+    kill(p);
+    wait_for(5, "the TAP removed with the process", || {
+        !member.tap_exists()
+    });
+    let state = member.dir.join("state");
+    let mark = reserved_mark(&state);
+    // The record beside the PSK file names the member, never the SAK.
+    let record = std::fs::read_to_string(d.path("ca.psk.used")).unwrap();
+    assert!(record.starts_with("ivnsec-used-saks 1\n"), "{record}");
+    assert!(record.contains(&format!("sci {}", member.sci)), "{record}");
+    assert!(!record.contains(&hex::encode(sak)), "{record}");
+
+    // The state directory is lost; the key server hands out the same SAK again.
+    std::fs::remove_dir_all(&state).unwrap();
+    let p = member.up(&psk, &[]);
+    wait_for(15, "the member refuses the SAK", || {
+        member
+            .events()
+            .iter()
+            .any(|e| e["event"] == "sak_refused_no_state")
+    });
+    let ev = member.events();
+    let refusal = ev
+        .iter()
+        .find(|e| e["event"] == "sak_refused_no_state")
+        .unwrap();
+    assert_eq!(
+        (refusal["key_number"].as_u64(), refusal["an"].as_u64()),
+        (Some(1), Some(0)),
+        "{refusal}"
+    );
+    assert!(
+        refusal["record"].as_str().unwrap().ends_with("ca.psk.used"),
+        "{refusal}"
+    );
+    assert_eq!(
+        tx_installs(&member).len(),
+        1,
+        "no transmit SA after the restart"
+    );
+    let rx_after = ev
+        .iter()
+        .rev()
+        .take_while(|e| e["event"] != "mka_started")
+        .any(|e| e["event"] == "sak_installed" && e["dir"] == "rx");
+    assert!(rx_after, "the SAK is installed for receive");
+    send_pings(&member, &ks);
+    std::thread::sleep(Duration::from_millis(600));
+    let st = member.status();
+    let mka = &st["key_source_state"];
+    assert_eq!(mka["counters"]["tx_refused"]["no_state"], 1, "{st}");
+    assert!(st["tx"]["encoding_an"].is_null(), "{st}");
+    assert_eq!(mka["latest"]["rx"], true, "{st}");
+    assert_eq!(
+        mka["latest"]["tx_pn"].as_u64(),
+        Some(u64::from(u32::MAX)),
+        "the SAK is announced exhausted (a new SAK is asked for): {st}"
+    );
+    let before = server.finish(&member.sci);
+    assert!(before.len() >= 20, "{} frames", before.len());
+    assert_no_repeat(&before);
+    assert!(
+        before.iter().all(|&(_, pn)| pn <= mark),
+        "nothing was sent after the restart: {before:?}"
+    );
+
+    // A key server with a new SAK: the member transmits again.
+    let mut sak2 = [0u8; 16];
+    getrandom::fill(&mut sak2).unwrap();
+    let server = FixedKs::start(&py, &ks, &psk, &sak2);
+    wait_for(15, "the member transmits under the new SAK", || {
+        tx_installs(&member).len() >= 2
+    });
+    let t = tx_installs(&member)[1].clone();
+    assert_eq!(
+        (t["first_pn"].as_u64(), t["resumed"].as_bool()),
+        (Some(1), Some(false)),
+        "{t}"
+    );
+    send_pings(&member, &ks);
+    let after = server.finish(&member.sci);
+    assert!(after.len() >= 20, "{} frames", after.len());
+    assert_no_repeat(&after);
+
+    let mut p = p;
+    let mut c = p.0.take().unwrap();
+    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
+    assert_eq!(c.wait().unwrap().code(), Some(0));
+    tb.down().unwrap();
+}
+
+/// The key server restarts (a new MI) and distributes the SAK it used before again: the
+/// running member meets the same SAK under a new key identifier, resumes above its PNs (it
+/// used to stop, its own transmit SA holding the state's lock), and the two captures together
+/// have no (SCI, AN, PN) twice.
+#[test]
+fn a_restarted_key_server_handing_out_its_sak_again_never_makes_a_member_repeat_a_pn() {
+    require_root!();
+    let Some(py) = python() else {
+        eprintln!("SKIPPED: no Python with the `cryptography` package for the key server");
+        return;
+    };
+    let d = TempDir::new("mkaksre");
+    let tb = testbed(&d, 1);
+    let psk = keygen_mka(&d, "ca.psk", &[]);
+    let member = Ecu::new(&tb, &d, "sensor1", "10.95.0.1");
+    let ks = Ecu::new(&tb, &d, "consumer", "10.95.0.2");
+    let mut sak = [0u8; 16];
+    getrandom::fill(&mut sak).unwrap();
+    let server = FixedKs::start(&py, &ks, &psk, &sak);
+    let p = member.up(&psk, &[]);
+    wait_for(15, "the member transmits under the SAK", || {
+        !tx_installs(&member).is_empty()
+    });
+    send_pings(&member, &ks);
+    let before = server.finish(&member.sci);
+    assert!(before.len() >= 20, "{} frames", before.len());
+    let max_before = before.iter().map(|f| f.1).max().unwrap();
+
+    let server = FixedKs::start(&py, &ks, &psk, &sak);
+    wait_for(15, "the member transmits under the SAK again", || {
+        tx_installs(&member).len() >= 2
+    });
+    let again = tx_installs(&member)[1].clone();
+    assert_eq!(again["resumed"], true, "{again}");
+    assert!(again["first_pn"].as_u64().unwrap() > max_before, "{again}");
+    send_pings(&member, &ks);
+    let after = server.finish(&member.sci);
+    assert!(after.len() >= 20, "{} frames", after.len());
+    assert!(after.iter().all(|f| f.1 > max_before), "{after:?}");
+    let all: Vec<(u64, u64)> = before.iter().chain(&after).copied().collect();
+    assert_no_repeat(&all);
+    assert_eq!(member.status()["running"], true);
+
+    let mut p = p;
+    let mut c = p.0.take().unwrap();
+    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
+    assert_eq!(c.wait().unwrap().code(), Some(0));
+    tb.down().unwrap();
+}
