@@ -632,6 +632,7 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
     ];
     let mut seen = HashSet::new();
     let mut last_a = 0u32;
+    let mut all_frames = Vec::new();
     for (i, (peers_a, peers_b)) in runs.iter().enumerate() {
         let pcap = d.path(&format!("run{i}.pcap"));
         let cap = capture(&p, 'b', &pcap);
@@ -670,11 +671,51 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
             }
         }
         assert!(from_a.len() >= 5, "run {i}: {from_a:?}");
+        all_frames.extend(frames);
         assert!(
             from_a.iter().all(|&pn| pn > last_a),
             "run {i}: A restarted below its earlier PNs: {from_a:?}"
         );
         last_a = *from_a.iter().max().unwrap();
+    }
+    // On the wire, checked with an independent implementation: every frame verifies under the
+    // key with the nonce built from the SSCI that Python derives from the frame's SCI.
+    match python() {
+        None => eprintln!("NOTE: no Python with `cryptography`: the independent check is skipped"),
+        Some(py) => {
+            let field = |k: &str| {
+                let t = std::fs::read_to_string(&keys).unwrap();
+                t.lines()
+                    .find_map(|l| l.strip_prefix(&format!("{k} = \"")))
+                    .and_then(|r| r.strip_suffix('"'))
+                    .unwrap()
+                    .to_string()
+            };
+            let input = serde_json::json!({"key": field("key"), "salt": field("iv"),
+                "frames": all_frames.iter().map(hex::encode).collect::<Vec<_>>()});
+            let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/interop/macsec_static_xpn.py");
+            let mut c = Command::new(&py)
+                .arg(&script)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = c.stdin.take().unwrap();
+            let input = input.to_string();
+            let writer = std::thread::spawn(move || {
+                use std::io::Write;
+                stdin.write_all(input.as_bytes()).unwrap();
+            });
+            let o = c.wait_with_output().unwrap();
+            writer.join().unwrap();
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(v["failed"], serde_json::json!([]), "{v}");
+            assert_eq!(v["verified"].as_u64().unwrap() as usize, all_frames.len());
+            assert_eq!(v["sscis"][format!("{SCI_A:016x}")], SSCI_A, "{v}");
+        }
     }
     // The key's used-key record binds each SSCI to its SCI.
     let used = keys.with_file_name(format!(
@@ -717,6 +758,21 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
         !p.link_exists('a', &p.tap('a')),
         "no TAP left after the refusal"
     );
+}
+
+/// A Python interpreter with the `cryptography` package (the workspace's `.venv` first).
+fn python() -> Option<String> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    for py in [venv.to_string_lossy().into_owned(), "python3".to_string()] {
+        if let Ok(o) = Command::new(&py)
+            .args(["-c", "import cryptography, sys; print(sys.executable)"])
+            .output()
+            && o.status.success()
+        {
+            return Some(text(&o.stdout).trim().to_string());
+        }
+    }
+    None
 }
 
 /// `macsec down` stops a running instance (its TAP goes) and is idempotent; an interface whose

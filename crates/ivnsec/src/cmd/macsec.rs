@@ -49,9 +49,11 @@ address, not --iface.
 Static keys (--keys): one SAK for the whole connectivity association, from a key file that \
 `ivnsec keygen --profile PROFILE` writes (mode 0600, with a `profile` line of this suite; every \
 member uses the same file). This host's transmit SA and one receive SA per --peer use it under \
---an. XPN suites: the key file's `iv` is the salt, and each member's SSCI is its rank in the \
-ascending order of the SCIs of all members (this host and its --peers), from 1; every member \
-must list the same set. The transmit PN never repeats across restarts: PNs are reserved in \
+--an. XPN suites: the key file's `iv` is the salt, and each member's SSCI is derived from its own \
+SCI alone (0x80000000 | the first 4 bytes of HMAC-SHA256 keyed \"ivnsec macsec static ssci v1\" \
+over the SCI; `macsec status` lists them), so changing or reordering --peers never moves one; \
+members whose SSCIs collide are refused, and KEYFILE.used binds each SSCI to the SCI that used \
+it first. The transmit PN never repeats across restarts: PNs are reserved in \
 --state-dir before use, exactly as `ivnsec send` does (docs/nonce-safety.md); when they run out \
 the TAP stops sending and `up` exits 1: install a new key file.
 
@@ -64,7 +66,10 @@ joins or leaves. Peers are learned: a member is accepted once its MKPDUs verify 
 list this one. A new SAK is installed for receive first, then for transmit, and the old one \
 retired last, so no frame is lost to a rekey. Every transmit SA's PNs are reserved in \
 --state-dir under the SAK (a member restarted and handed the SAK it used before resumes above \
-every PN it may have sent). `--ramp-up-ms` sends the first MKPDUs faster for a quick start.
+every PN it may have sent). Each SAK is also recorded (by fingerprint) in PSK.used beside the PSK \
+file (KEY.used beside --key with --keyserver): a SAK recorded there whose state is missing (a lost \
+--state-dir) is used for receive only, never to transmit, until the key server distributes a new \
+one (event sak_refused_no_state). `--ramp-up-ms` sends the first MKPDUs faster for a quick start.
 
 MKA with the key server (--keyserver ADDR --cert C --key K --ca CA [--segment NAME]): the CAK of \
 this ECU's segment comes from `ivnsec keyserver` over mutual TLS 1.3 instead of a PSK file; a \
