@@ -132,11 +132,12 @@ fn up_args_peers(
     keys: &Path,
     peers: &[&str],
 ) -> Vec<String> {
-    let mut v: Vec<String> = peers
-        .iter()
-        .flat_map(|m| ["--peer".to_string(), m.to_string()])
-        .collect();
-    v.splice(0..0, up_args_common(d, p, side, profile, keys).into_iter());
+    let mut v = up_args_common(d, p, side, profile, keys);
+    v.extend(
+        peers
+            .iter()
+            .flat_map(|m| ["--peer".to_string(), m.to_string()]),
+    );
     v
 }
 
