@@ -1065,6 +1065,17 @@ fn a_member_whose_state_dir_was_lost_never_transmits_under_its_old_sak() {
     let st = member.status();
     let mka = &st["key_source_state"];
     assert_eq!(mka["counters"]["tx_refused"]["no_state"], 1, "{st}");
+    let o = member
+        .exec(BIN)
+        .args(["macsec", "status", "--run-dir"])
+        .arg(member.dir.join("run"))
+        .output()
+        .unwrap();
+    assert!(
+        text(&o.stdout).contains("transmit refused: 1 SAK(s) met again without their nonce state"),
+        "{}",
+        text(&o.stdout)
+    );
     assert!(st["tx"]["encoding_an"].is_null(), "{st}");
     assert_eq!(mka["latest"]["rx"], true, "{st}");
     assert_eq!(

@@ -805,9 +805,11 @@ impl SecY {
     }
 }
 
-/// The SSCI of each SCI when SSCIs are assigned in ascending order of SCI, starting at 1: how
-/// the static-key mode of `ivnsec macsec up` gives every member of a CA its own XPN nonce space
-/// under one SAK. Returns `(sci, ssci)` sorted by SCI; duplicates are removed.
+/// The SSCI of each SCI when SSCIs are assigned in ascending order of SCI, starting at 1 (for
+/// tests that need distinct SSCIs). Not for configured members: an SSCI by rank moves when the
+/// member list changes, onto an SSCI another member used; `ivnsec macsec up --keys` derives
+/// each SSCI from the SCI alone (`ivnsec_node::macsec::static_keys::static_ssci`). Returns
+/// `(sci, ssci)` sorted by SCI; duplicates are removed.
 pub fn ssci_by_sci_order(scis: &[Sci]) -> Vec<(Sci, u32)> {
     let mut v: Vec<Sci> = scis.to_vec();
     v.sort_unstable();

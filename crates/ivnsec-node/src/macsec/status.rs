@@ -531,6 +531,13 @@ fn render_mka(out: &mut String, k: &Value) {
         c["saks_installed"],
         c["saks_retired"]
     ));
+    if let Some(n) = c["tx_refused"]["no_state"].as_u64().filter(|n| *n > 0) {
+        out.push_str(&format!(
+            "    transmit refused: {n} SAK(s) met again without their nonce state (used-SAK \
+             record {}): receive only until a new SAK\n",
+            str_of(&k["sak_record"])
+        ));
+    }
 }
 
 /// What `ivnsec macsec down` did.
