@@ -17,6 +17,7 @@ use super::table::{Table, strs, yes_no};
 use super::{ReportError, Summary, seed002, seed003};
 use crate::bench::per_frame::PerFrameReport;
 use crate::camera::{CameraReport, CameraResult};
+use crate::experiment::Holds;
 use crate::pingpong::Requirements;
 use crate::pingpong::gateways::GatewayPingPong;
 use crate::tdma::sweep::TdmaReport;
@@ -62,6 +63,25 @@ pub struct Experiments {
     /// One outcome per `[[tls_bench]]` table (handshakes per minute, seed 004 Table 5.2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tls_bench: Vec<crate::tlsbench::Outcome>,
+}
+
+/// What an experiment's report section reads: the results of a report and the requirements
+/// they are judged against.
+pub struct Page<'a> {
+    pub experiments: &'a Experiments,
+    pub requirements: &'a Requirements,
+}
+
+impl Holds<crate::tunnel::PingReport> for Page<'_> {
+    fn results(&self) -> &[crate::tunnel::PingReport] {
+        &self.experiments.tunnel_ping
+    }
+}
+
+impl Holds<crate::tunnel::BulkReport> for Page<'_> {
+    fn results(&self) -> &[crate::tunnel::BulkReport] {
+        &self.experiments.tunnel_bulk
+    }
 }
 
 impl Experiments {
