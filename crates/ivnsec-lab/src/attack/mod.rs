@@ -21,6 +21,7 @@ pub mod mka_run;
 pub mod node;
 mod roles;
 pub mod run;
+mod switches;
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;

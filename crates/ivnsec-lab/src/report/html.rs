@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::plots::{self, BoxRow, FitSeries, Row, Series};
 use super::scenarios;
-use super::table::{escape, kv_table};
+use super::table::{escape, kv_table, note};
 use super::{
     LinearFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits, baseline,
     experiments, focus_profile, hmac_name, seed000, tdma,
@@ -41,10 +41,6 @@ fn figure(svg: &str, caption: &str) -> String {
         svg.trim(),
         escape(caption)
     )
-}
-
-fn note(s: &mut String, text: &str) {
-    let _ = writeln!(s, "<p class=\"note\">{}</p>", escape(text));
 }
 
 /// Values of one section in µs, in measurement order.
@@ -601,19 +597,14 @@ fn experiments_html(s: &mut String, summary: &Summary) {
         s.push_str(&experiments::gateway_pingpong_table(&e.pingpong).html());
         note(s, experiments::GATEWAY_PINGPONG_NOTE);
     }
-    if !e.tunnel_ping.is_empty() {
-        s.push_str(
-            "<h2 id=\"tunnel-ping\">Ping through tunnels by packet size (seed 004 §5.2)</h2>\n",
-        );
-        s.push_str(&super::tunnel::ping_table(&e.tunnel_ping).html());
-        note(s, super::tunnel::PING_NOTE);
+    let page = experiments::Page {
+        experiments: e,
+        requirements: &summary.requirements,
+    };
+    for x in crate::experiments::all() {
+        x.html(&page, s);
     }
-    if !e.tunnel_bulk.is_empty() {
-        s.push_str("<h2 id=\"tunnel-bulk\">Bulk transfer through tunnels (seed 004 §5.3)</h2>\n");
-        s.push_str(&super::tunnel::bulk_table(&e.tunnel_bulk).html());
-        note(s, super::tunnel::BULK_NOTE);
-    }
-    for (title, t, notes) in super::tunnel::seed004_bench_tables(e) {
+    for (title, t, notes) in super::benches::seed004_bench_tables(e) {
         let _ = writeln!(s, "<h2>{}</h2>", super::table::escape(&title));
         s.push_str(&t.html());
         for n in notes {

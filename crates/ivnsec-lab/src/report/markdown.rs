@@ -182,17 +182,14 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
         s.push_str(&super::experiments::gateway_pingpong_table(&e.pingpong).markdown());
         let _ = writeln!(s, "\n{}", super::experiments::GATEWAY_PINGPONG_NOTE);
     }
-    if !e.tunnel_ping.is_empty() {
-        s.push_str("\n## Ping through tunnels by packet size (seed 004 §5.2)\n\n");
-        s.push_str(&super::tunnel::ping_table(&e.tunnel_ping).markdown());
-        let _ = writeln!(s, "\n{}", super::tunnel::PING_NOTE);
+    let page = super::experiments::Page {
+        experiments: e,
+        requirements: limits,
+    };
+    for x in crate::experiments::all() {
+        x.markdown(&page, &mut s);
     }
-    if !e.tunnel_bulk.is_empty() {
-        s.push_str("\n## Bulk transfer through tunnels (seed 004 §5.3)\n\n");
-        s.push_str(&super::tunnel::bulk_table(&e.tunnel_bulk).markdown());
-        let _ = writeln!(s, "\n{}", super::tunnel::BULK_NOTE);
-    }
-    for (title, t, notes) in super::tunnel::seed004_bench_tables(e) {
+    for (title, t, notes) in super::benches::seed004_bench_tables(e) {
         let _ = writeln!(s, "\n## {title}\n");
         s.push_str(&t.markdown());
         for n in notes {

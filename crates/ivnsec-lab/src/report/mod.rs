@@ -14,6 +14,7 @@
 //! that set them beside ours (docs/seeds.md lists every const and how garbled text was read).
 
 mod baseline;
+mod benches;
 pub mod csv;
 pub mod experiments;
 pub mod fit;
@@ -26,10 +27,8 @@ pub mod seed001;
 pub mod seed002;
 pub mod seed003;
 pub mod seed004;
-mod table;
 pub mod tdma;
 pub mod tlsbench;
-pub mod tunnel;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -40,9 +39,10 @@ use serde_json::{Map, Value};
 use crate::pingpong::{Exchange, Requirements, Section, SectionStats, Verdicts, efficiency};
 use crate::stats;
 
+use crate::table;
+pub use crate::table::Table;
 pub use experiments::Experiments;
 pub use fit::{LinearFit, least_squares};
-pub use table::Table;
 
 /// File names inside a report directory.
 pub const SAMPLES_CSV: &str = "samples.csv";

@@ -28,6 +28,7 @@ pub mod capacity;
 pub mod flows;
 pub mod node;
 pub mod run;
+mod run_text;
 pub mod schedule;
 pub mod sweep;
 

@@ -9,6 +9,10 @@
 //! directory is removed with the testbed. Every child is spawned with `die_with_parent` and
 //! killed when the experiment ends (also on an error).
 
+pub mod report;
+
+pub use report::TunnelExperiment;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,10 +1,13 @@
-//! Seed 004's tunnel experiments in the report: `[[tunnel_ping]]` (ping round trip by size,
+//! Seed 004's tunnel experiments' report section: `[[tunnel_ping]]` (ping round trip by size,
 //! plain / ESP tunnel / MACsec) and `[[tunnel_bulk]]` (iperf3 TCP and scp), with what seed 004
 //! (Q. Delhaye, ULB 2015, chapters 4 and 5) reports beside them. The seed's latency and
 //! file-transfer results are bar charts (Figures 5.2 to 5.8) whose values the text we hold
 //! does not carry, so the seed column says they are missing instead of inventing figures.
 
-use super::table::Table;
+use std::fmt::Write as _;
+
+use crate::experiment::{Experiment, Holds};
+use crate::table::{Table, note};
 use crate::tunnel::{BulkReport, PingReport};
 
 /// The seed's column for every ping row.
@@ -127,105 +130,48 @@ pub fn bulk_table(reports: &[BulkReport]) -> Table {
     t
 }
 
-/// The `[[chunk_bench]]` and `[[tls_bench]]` tables of a report: (title, table, notes) in
-/// order, each with seed 004's figures beside ours.
-pub fn seed004_bench_tables(
-    e: &super::experiments::Experiments,
-) -> Vec<(String, Table, Vec<String>)> {
-    let mut out = Vec::new();
-    for c in &e.chunk_bench {
-        let f = |v: &serde_json::Value, k: &str| match &v[k] {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Null => "—".to_string(),
-            x => x.to_string(),
-        };
-        let mut chunks = Table {
-            head: [
-                "suite",
-                "provider",
-                "context",
-                "chunk bytes",
-                "ns median",
-                "MB/s",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows: Vec::new(),
-        };
-        for r in c.chunks.as_array().into_iter().flatten() {
-            let num = |k: &str, d: usize| {
-                r[k].as_f64()
-                    .map_or("—".to_string(), |x| format!("{x:.d$}"))
-            };
-            chunks.rows.push(vec![
-                f(r, "suite"),
-                f(r, "provider"),
-                f(r, "context"),
-                f(r, "size"),
-                num("ns_median", 0),
-                num("mbps", 1),
-            ]);
-        }
-        out.push((
-            "AES by chunk size (seed 003 Fig. 8, seed 004 §6.1)".to_string(),
-            chunks,
-            vec![
-                "Median ns per chunk over the timed batches (`ivnsec crypto-bench --chunk-sizes`): \
-                 portable is software, fast (AES-NI/VAES) stands in for the seed's FPGA engine; \
-                 `reuse` keeps one context, `fresh` sets one up per chunk."
-                    .to_string(),
-            ],
-        ));
-        let mut evens = Table {
-            head: [
-                "suite",
-                "kind",
-                "context",
-                "below",
-                "above",
-                "break-even bytes",
-                "ours",
-                "seed 004 (§6.1)",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows: Vec::new(),
-        };
-        for b in c.break_even.as_array().into_iter().flatten() {
-            evens.rows.push(vec![
-                f(b, "suite"),
-                f(b, "kind"),
-                f(b, "context"),
-                f(b, "below"),
-                f(b, "above"),
-                b["size"]
-                    .as_f64()
-                    .map_or("—".to_string(), |x| format!("{x:.0}")),
-                f(b, "text"),
-                "1 MiB as printed (\"around 1024kB\")".to_string(),
-            ]);
-        }
-        out.push((
-            "Offload break-even (seed 004 §6.1)".to_string(),
-            evens,
-            vec![super::seed004::OFFLOAD_BREAK_EVEN_TEXT.to_string()],
-        ));
+/// `[[tunnel_ping]]` and `[[tunnel_bulk]]`: ping by size and bulk transfer through the
+/// tunnels, beside seed 004 §5.2 and §5.3.
+pub struct TunnelExperiment;
+
+impl<P: Holds<PingReport> + Holds<BulkReport>> Experiment<P> for TunnelExperiment {
+    fn tables(&self) -> &'static [&'static str] {
+        &["tunnel_ping", "tunnel_bulk"]
     }
-    for o in &e.tls_bench {
-        out.push((
-            "TLS handshakes (ivnsec tls-bench)".to_string(),
-            super::tlsbench::results(o),
-            Vec::new(),
-        ));
-        out.push((
-            "TLS connections per minute beside seed 004 (Tables 5.1, 5.2)".to_string(),
-            super::tlsbench::beside_seed004(o),
-            super::tlsbench::seed004_notes(o),
-        ));
+
+    fn markdown(&self, page: &P, s: &mut String) {
+        let ping: &[PingReport] = page.results();
+        if !ping.is_empty() {
+            s.push_str("\n## Ping through tunnels by packet size (seed 004 §5.2)\n\n");
+            s.push_str(&ping_table(ping).markdown());
+            let _ = writeln!(s, "\n{PING_NOTE}");
+        }
+        let bulk: &[BulkReport] = page.results();
+        if !bulk.is_empty() {
+            s.push_str("\n## Bulk transfer through tunnels (seed 004 §5.3)\n\n");
+            s.push_str(&bulk_table(bulk).markdown());
+            let _ = writeln!(s, "\n{BULK_NOTE}");
+        }
     }
-    out
+
+    fn html(&self, page: &P, s: &mut String) {
+        let ping: &[PingReport] = page.results();
+        if !ping.is_empty() {
+            s.push_str(
+                "<h2 id=\"tunnel-ping\">Ping through tunnels by packet size (seed 004 §5.2)</h2>\n",
+            );
+            s.push_str(&ping_table(ping).html());
+            note(s, PING_NOTE);
+        }
+        let bulk: &[BulkReport] = page.results();
+        if !bulk.is_empty() {
+            s.push_str(
+                "<h2 id=\"tunnel-bulk\">Bulk transfer through tunnels (seed 004 §5.3)</h2>\n",
+            );
+            s.push_str(&bulk_table(bulk).html());
+            note(s, BULK_NOTE);
+        }
+    }
 }
 
 #[cfg(test)]

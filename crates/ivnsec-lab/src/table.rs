@@ -156,6 +156,11 @@ pub struct SeedSection {
     pub note: String,
 }
 
+/// A note paragraph of `index.html` (under a table or a plot).
+pub fn note(s: &mut String, text: &str) {
+    let _ = writeln!(s, "<p class=\"note\">{}</p>", escape(text));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
