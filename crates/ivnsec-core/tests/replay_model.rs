@@ -1,3 +1,9 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 //! The generic replay window (`sa::replay::ReplayWindow`, used by IVN-AE and ESP) against a
 //! reference model that keeps every accepted number in a set, plus the highest.
 //!

@@ -6,10 +6,13 @@
 //! - `Repr::emit` never panics on a buffer of at least `Repr::buffer_len()` bytes.
 //! - Byte ranges live in a private `field` module, named after the spec's fields.
 
+pub(crate) mod bytes;
 pub mod esp;
 pub mod ethernet;
 pub mod frag;
 pub mod ip;
+// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
+#[allow(clippy::indexing_slicing)]
 pub mod ivnae;
 pub mod macsec;
 pub mod mkpdu;
