@@ -119,18 +119,20 @@ impl Default for DropCounters {
 
 impl DropCounters {
     pub fn bump(&mut self, r: DropReason) {
-        let i = r as usize;
-        self.counts[i] = self.counts[i].saturating_add(1);
+        if let Some(c) = self.counts.get_mut(r as usize) {
+            *c = c.saturating_add(1);
+        }
     }
 
     /// Counts `n` drops for `r` at once.
     pub fn add(&mut self, r: DropReason, n: u64) {
-        let i = r as usize;
-        self.counts[i] = self.counts[i].saturating_add(n);
+        if let Some(c) = self.counts.get_mut(r as usize) {
+            *c = c.saturating_add(n);
+        }
     }
 
     pub fn get(&self, r: DropReason) -> u64 {
-        self.counts[r as usize]
+        self.counts.get(r as usize).copied().unwrap_or(0)
     }
 
     pub fn total(&self) -> u64 {
