@@ -346,7 +346,7 @@ impl Profile {
     /// The primitives a provider must implement to run this profile.
     pub fn primitives(self) -> Vec<Primitive> {
         let from = |(prims, n): ([Option<Primitive>; 2], usize)| -> Vec<Primitive> {
-            prims[..n].iter().flatten().copied().collect()
+            prims.iter().take(n).flatten().copied().collect()
         };
         match self {
             Profile::IvnAe(p) => from(p.suite.primitives()),

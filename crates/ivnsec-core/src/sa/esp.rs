@@ -28,6 +28,7 @@ use crate::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError,
     CryptoProvider, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
 };
+use crate::wire::bytes::{put_byte, range_mut, tail};
 use crate::wire::esp::{self as wire, EspError, HEADER_LEN, TRAILER_LEN};
 use crate::wire::ip::{self, IpError, IpInfo, protocol};
 
@@ -184,7 +185,7 @@ impl EspAlg {
     /// True when `provider` has every primitive of this transform.
     pub fn supported_by(self, provider: &CryptoProvider) -> bool {
         let (p, n) = self.primitives();
-        p[..n].iter().flatten().all(|p| provider.supports(*p))
+        p.iter().take(n).flatten().all(|p| provider.supports(*p))
     }
 }
 
@@ -426,25 +427,29 @@ impl Keys {
         }
         let keys = provider.keys;
         let mut salt = Zeroizing::new([0u8; SALT_LEN]);
-        let split = p.key.len().saturating_sub(SALT_LEN);
+        // key ‖ 4-byte salt; a key shorter than the salt leaves an empty key the provider refuses.
+        let (key, key_salt) = p
+            .key
+            .split_last_chunk::<SALT_LEN>()
+            .unwrap_or((&[], &[0; SALT_LEN]));
         let engine = match alg {
             EspAlg::Aes128Gcm | EspAlg::Aes256Gcm | EspAlg::ChaCha20Poly1305 => {
-                salt.copy_from_slice(&p.key[split..]);
+                *salt = *key_salt;
                 let a = match alg {
                     EspAlg::Aes128Gcm => AeadAlg::Aes128Gcm,
                     EspAlg::Aes256Gcm => AeadAlg::Aes256Gcm,
                     _ => AeadAlg::ChaCha20Poly1305,
                 };
-                Engine::Aead(keys.aead(a, &p.key[..split])?)
+                Engine::Aead(keys.aead(a, key)?)
             }
             EspAlg::Aes128Gmac | EspAlg::Aes256Gmac => {
-                salt.copy_from_slice(&p.key[split..]);
+                *salt = *key_salt;
                 let a = if alg == EspAlg::Aes128Gmac {
                     AeadAlg::Aes128Gcm
                 } else {
                     AeadAlg::Aes256Gcm
                 };
-                Engine::Gmac(keys.aead(a, &p.key[..split])?)
+                Engine::Gmac(keys.aead(a, key)?)
             }
             EspAlg::NullHmacSha256 => Engine::NullHmac(keys.mac(MacAlg::HmacSha256, p.auth_key)?),
             EspAlg::Aes128CbcHmacSha256 | EspAlg::Aes256CbcHmacSha256 => {
@@ -514,20 +519,27 @@ impl Keys {
     ) -> Result<(), DropReason> {
         let iv_len = self.alg.iv_len();
         let data_start = esp + HEADER_LEN + iv_len;
-        let ct_end = icv_end - ICV_LEN;
-        let (head, icv) = buf[..icv_end].split_at_mut(ct_end);
-        let icv: &mut [u8; ICV_LEN] = icv.try_into().map_err(|_| DropReason::Truncated)?;
+        let (head, icv) = buf
+            .get_mut(..icv_end)
+            .and_then(<[u8]>::split_last_chunk_mut::<ICV_LEN>)
+            .ok_or(DropReason::Truncated)?;
+        // The IV field (`data_start` ≤ the end of the data: the callers checked the lengths).
+        let iv_range = esp + HEADER_LEN..data_start;
         match &self.engine {
             Engine::Aead(k) => {
-                let nonce = self.nonce(&head[esp + HEADER_LEN..data_start])?;
+                let nonce = self.nonce(head.get(iv_range).ok_or(DropReason::Truncated)?)?;
                 let esn_aad;
-                let (front, data) = head.split_at_mut(data_start);
+                let (front, data) = head
+                    .split_at_mut_checked(data_start)
+                    .ok_or(DropReason::Truncated)?;
                 let aad = if self.esn {
                     esn_aad = self.aead_aad(seq);
                     &esn_aad[..]
                 } else {
                     // SPI ‖ seq as they are on the wire: the ESP header itself.
-                    &front[esp..esp + HEADER_LEN]
+                    front
+                        .get(esp..esp + HEADER_LEN)
+                        .ok_or(DropReason::Truncated)?
                 };
                 match dir {
                     Dir::Seal => k
@@ -542,31 +554,43 @@ impl Keys {
                 //= https://www.rfc-editor.org/rfc/rfc4543#section-3.2
                 //# the AAD is [...] SPI, (extended) sequence number, IV, payload, padding, pad
                 //# length, next header; the plaintext is empty.
-                let nonce = self.nonce(&head[esp + HEADER_LEN..data_start])?;
+                let nonce = self.nonce(head.get(iv_range).ok_or(DropReason::Truncated)?)?;
                 if self.esn {
                     // SPI ‖ seq high ‖ seq low ‖ IV ‖ data, made contiguous in place.
                     let before = esp.checked_sub(4).ok_or(DropReason::Malformed)?;
-                    let saved: [u8; 4] = head[before..esp]
-                        .try_into()
-                        .map_err(|_| DropReason::Malformed)?;
-                    head[before..esp].copy_from_slice(&self.spi.to_be_bytes());
-                    head[esp..esp + 4].copy_from_slice(&((seq >> 32) as u32).to_be_bytes());
-                    let r = self.gmac(k.as_ref(), &nonce, &head[before..], icv, dir);
-                    head[esp..esp + 4].copy_from_slice(&self.spi.to_be_bytes());
-                    head[before..esp].copy_from_slice(&saved);
+                    let aad = head.get_mut(before..).ok_or(DropReason::Truncated)?;
+                    let (saved, spi) = match aad.first_chunk_mut::<8>() {
+                        Some(w) => (*w, self.spi.to_be_bytes()),
+                        None => return Err(DropReason::Truncated),
+                    };
+                    let [s0, s1, s2, s3] = spi;
+                    let [h0, h1, h2, h3] = ((seq >> 32) as u32).to_be_bytes();
+                    if let Some(w) = aad.first_chunk_mut::<8>() {
+                        *w = [s0, s1, s2, s3, h0, h1, h2, h3];
+                    }
+                    let r = self.gmac(k.as_ref(), &nonce, aad, icv, dir);
+                    // The SPI back in its place and the bytes in front of it as they were.
+                    if let Some(w) = aad.first_chunk_mut::<8>() {
+                        let [b0, b1, b2, b3, ..] = saved;
+                        *w = [b0, b1, b2, b3, s0, s1, s2, s3];
+                    }
                     r
                 } else {
-                    self.gmac(k.as_ref(), &nonce, &head[esp..], icv, dir)
+                    let aad = head.get(esp..).ok_or(DropReason::Truncated)?;
+                    self.gmac(k.as_ref(), &nonce, aad, icv, dir)
                 }
             }
             Engine::NullHmac(mac) | Engine::CbcHmac { mac, .. } => {
                 // RFC 4303 §2.8 / Appendix A: the ICV covers the ESP packet and, with ESN, the high
                 // 32 bits appended after it (never transmitted).
                 let hi = ((seq >> 32) as u32).to_be_bytes();
-                let parts: [&[u8]; 2] = [&head[esp..], &hi];
-                let n = if self.esn { 2 } else { 1 };
+                let packet = head.get(esp..).ok_or(DropReason::Truncated)?;
                 let mut full = [0u8; MAX_MAC_LEN];
-                mac.compute(&parts[..n], &mut full);
+                if self.esn {
+                    mac.compute(&[packet, &hi], &mut full);
+                } else {
+                    mac.compute(&[packet], &mut full);
+                }
                 match dir {
                     Dir::Seal => {
                         icv.copy_from_slice(&full[..ICV_LEN]);
@@ -702,7 +726,15 @@ impl EspTx {
             room if out.len() >= room + len => room,
             _ => 0,
         };
-        out[at..at + len].copy_from_slice(&packet[..len]);
+        match (out.get_mut(at..at + len), packet.get(..len)) {
+            (Some(dst), Some(src)) => dst.copy_from_slice(src),
+            // `len` ≤ `out.len()` (checked above) and ≤ `packet.len()` (`parse` checked it).
+            _ => {
+                return Err(EspProtectError::BufferTooSmall {
+                    needed: self.max_protected_len(len),
+                });
+            }
+        }
         self.protect_in_place_at(out, at, len, iv)
     }
 
@@ -820,12 +852,12 @@ impl EspTx {
                     if at != 0 {
                         buf.copy_within(at..at + hdr_len, 0);
                     }
-                    buf[info.nh_offset] = protocol::ESP;
+                    put_byte(buf, info.nh_offset, protocol::ESP);
                     ip::set_total_len(buf, &info, total);
                 }
                 0
             }
-            EspMode::Tunnel { .. } => ip::traffic_class(&buf[at..], info.version),
+            EspMode::Tunnel { .. } => ip::traffic_class(tail(buf, at), info.version),
         };
         if payload_start != data_start {
             buf.copy_within(payload_start..payload_start + payload_len, data_start);
@@ -837,10 +869,13 @@ impl EspTx {
             spi: self.keys.spi,
             seq: seq as u32,
         };
-        repr.emit(&mut wire::Packet::new_unchecked(
-            &mut buf[esp..esp + HEADER_LEN],
-        ));
-        let iv_field = &mut buf[esp + HEADER_LEN..data_start];
+        repr.emit(&mut wire::Packet::new_unchecked(range_mut(
+            buf,
+            esp..esp + HEADER_LEN,
+        )));
+        // Inside `buf`: `buf.len() ≥ total` was checked above.
+        let too_small = EspProtectError::BufferTooSmall { needed: total };
+        let iv_field = buf.get_mut(esp + HEADER_LEN..data_start).ok_or(too_small)?;
         match iv {
             Some(v) => iv_field.copy_from_slice(v),
             None if alg.random_iv() => self.rng.fill(iv_field)?,
@@ -848,17 +883,24 @@ impl EspTx {
             // number is, and is what most implementations send.
             None => match <&mut [u8; 8]>::try_from(&mut *iv_field) {
                 Ok(field) => *field = seq.to_be_bytes(),
-                Err(_) => iv_field.copy_from_slice(&seq.to_be_bytes()[..iv_len]),
+                Err(_) => iv_field
+                    .iter_mut()
+                    .zip(seq.to_be_bytes())
+                    .for_each(|(b, s)| *b = s),
             },
         }
-        wire::emit_trailer(&mut buf[data_start + payload_len..ct_end], nh);
+        wire::emit_trailer(
+            buf.get_mut(data_start + payload_len..ct_end)
+                .ok_or(too_small)?,
+            nh,
+        );
 
         if let Engine::CbcHmac { cipher, .. } = &self.keys.engine {
             let (head, data) = buf.split_at_mut(data_start);
-            let iv: &[u8; BLOCK_LEN] = (&head[esp + HEADER_LEN..])
+            let iv: &[u8; BLOCK_LEN] = tail(head, esp + HEADER_LEN)
                 .try_into()
                 .map_err(|_| EspProtectError::Crypto(CryptoError::Internal))?;
-            cipher.cbc_encrypt(iv, &mut data[..ct_len])?;
+            cipher.cbc_encrypt(iv, data.get_mut(..ct_len).ok_or(too_small)?)?;
         }
         self.keys
             .icv(buf, esp, total, seq, Dir::Seal)
@@ -920,11 +962,10 @@ impl EspRx {
 
     /// Verifies `packet` into `out` and writes the recovered IP packet to its front.
     pub fn verify(&mut self, packet: &[u8], out: &mut [u8]) -> Result<usize, DropReason> {
-        if out.len() < packet.len() {
+        let Some(buf) = out.get_mut(..packet.len()) else {
             self.counters.drops.bump(DropReason::Oversize);
             return Err(DropReason::Oversize);
-        }
-        let buf = &mut out[..packet.len()];
+        };
         buf.copy_from_slice(packet);
         let r = self.verify_in_place(buf)?;
         out.copy_within(r.clone(), 0);
@@ -978,10 +1019,10 @@ impl EspRx {
         if info.next != protocol::ESP {
             return Err(DropReason::NotEsp);
         }
-        let buf = &mut buf[..info.total_len];
+        let buf = buf.get_mut(..info.total_len).ok_or(DropReason::Truncated)?;
         let esp = info.header_len;
         let repr =
-            wire::Repr::parse(&wire::Packet::new_unchecked(&buf[esp..])).map_err(esp_drop)?;
+            wire::Repr::parse(&wire::Packet::new_unchecked(tail(buf, esp))).map_err(esp_drop)?;
         if repr.spi != self.keys.spi {
             return Err(DropReason::UnknownSa);
         }
@@ -1014,22 +1055,27 @@ impl EspRx {
         let ct_end = data_start + ct_len;
         if let Engine::CbcHmac { cipher, .. } = &self.keys.engine {
             let (head, data) = buf.split_at_mut(data_start);
-            let iv: &[u8; BLOCK_LEN] = (&head[esp + HEADER_LEN..])
+            let iv: &[u8; BLOCK_LEN] = tail(head, esp + HEADER_LEN)
                 .try_into()
                 .map_err(|_| DropReason::Malformed)?;
+            let data = data.get_mut(..ct_len).ok_or(DropReason::Truncated)?;
             cipher
-                .cbc_decrypt(iv, &mut data[..ct_len])
+                .cbc_decrypt(iv, data)
                 .map_err(|_| DropReason::Crypto)?;
         }
-        let (payload_len, nh) = wire::parse_trailer(&buf[data_start..ct_end]).map_err(esp_drop)?;
+        let (payload_len, nh) =
+            wire::parse_trailer(buf.get(data_start..ct_end).ok_or(DropReason::Truncated)?)
+                .map_err(esp_drop)?;
         let payload_end = data_start + payload_len;
         match nh {
             protocol::NO_NEXT_HEADER => Err(DropReason::DummyPacket),
             protocol::IPV4 | protocol::IPV6 => {
                 // Tunnel mode: the inner packet, without any TFC padding after it (§2.7).
                 // Fragments included (RFC 4301 §7): the host reassembles them.
-                let inner = ip::parse_inner(&buf[data_start..payload_end])
-                    .map_err(|_| DropReason::Malformed)?;
+                let inner = buf
+                    .get(data_start..payload_end)
+                    .ok_or(DropReason::Malformed)
+                    .and_then(|b| ip::parse_inner(b).map_err(|_| DropReason::Malformed))?;
                 if (inner.version == 4) != (nh == protocol::IPV4) {
                     return Err(DropReason::Malformed);
                 }
@@ -1044,8 +1090,12 @@ impl EspRx {
                     ip::move_ipv4_header(buf, 0, start, nh, (hdr + payload_len) as u16);
                 } else {
                     buf.copy_within(0..hdr, start);
-                    let restored = &mut buf[start..payload_end];
-                    restored[info.nh_offset] = nh;
+                    let restored = buf
+                        .get_mut(start..payload_end)
+                        .ok_or(DropReason::Malformed)?;
+                    *restored
+                        .get_mut(info.nh_offset)
+                        .ok_or(DropReason::Malformed)? = nh;
                     ip::set_total_len(restored, &info, hdr + payload_len);
                 }
                 Ok(start..payload_end)
@@ -1122,7 +1172,10 @@ pub fn spi_of(buf: &[u8]) -> Result<u32, DropReason> {
     if info.next != protocol::ESP {
         return Err(DropReason::NotEsp);
     }
-    let p = wire::Packet::new_checked(&buf[info.header_len..info.total_len]).map_err(esp_drop)?;
+    let esp = buf
+        .get(info.header_len..info.total_len)
+        .ok_or(DropReason::Truncated)?;
+    let p = wire::Packet::new_checked(esp).map_err(esp_drop)?;
     Ok(p.spi())
 }
 

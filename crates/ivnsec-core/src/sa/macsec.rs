@@ -302,18 +302,11 @@ impl Keys {
         let mut iv = [0u8; AEAD_NONCE_LEN];
         if self.suite.is_xpn() {
             let ssci = u64::from(u32::from_be_bytes(self.ssci));
+            let salt: &[u8; 12] = &self.salt;
             let salt_hi = u64::from_be_bytes([
-                self.salt[0],
-                self.salt[1],
-                self.salt[2],
-                self.salt[3],
-                self.salt[4],
-                self.salt[5],
-                self.salt[6],
-                self.salt[7],
+                salt[0], salt[1], salt[2], salt[3], salt[4], salt[5], salt[6], salt[7],
             ]);
-            let salt_lo =
-                u32::from_be_bytes([self.salt[8], self.salt[9], self.salt[10], self.salt[11]]);
+            let salt_lo = u32::from_be_bytes([salt[8], salt[9], salt[10], salt[11]]);
             iv[..8].copy_from_slice(&(((ssci << 32) | (pn >> 32)) ^ salt_hi).to_be_bytes());
             iv[8..].copy_from_slice(&((pn as u32) ^ salt_lo).to_be_bytes());
         } else {
@@ -435,7 +428,9 @@ impl MacsecTx {
         }
         // Copied once, to where the secure data stays.
         let at = self.headroom();
-        out[at..at + plain.len()].copy_from_slice(plain);
+        out.get_mut(at..at + plain.len())
+            .ok_or(ProtectError::BufferTooSmall { needed })?
+            .copy_from_slice(plain);
         self.protect_in_place_at(out, at, plain.len())
     }
 
@@ -492,14 +487,18 @@ impl MacsecTx {
             pn: pn as u32,
             sci,
         };
-        repr.emit(&mut wire::Frame::new_unchecked(&mut buf[..hdr_len]));
+        let too_small = ProtectError::BufferTooSmall { needed };
+        repr.emit(&mut wire::Frame::new_unchecked(
+            buf.get_mut(..hdr_len).ok_or(too_small)?,
+        ));
 
         let iv = self.keys.iv(pn);
-        let (head, rest) = buf[..needed].split_at_mut(hdr_len + sd_len);
+        let (head, rest) = buf
+            .get_mut(..needed)
+            .and_then(|b| b.split_at_mut_checked(hdr_len + sd_len))
+            .ok_or(too_small)?;
         // The tag goes straight into the frame.
-        let icv: &mut [u8; AEAD_TAG_LEN] = rest
-            .try_into()
-            .map_err(|_| ProtectError::BufferTooSmall { needed })?;
+        let icv: &mut [u8; AEAD_TAG_LEN] = rest.try_into().map_err(|_| too_small)?;
         if self.opts.confidentiality {
             let (aad, data) = head.split_at_mut(hdr_len);
             self.keys.aead.seal_in_place(&iv, aad, data, icv)?;
@@ -649,7 +648,8 @@ impl DupBitmap {
             return false;
         }
         let (w, m) = Self::slot(pn);
-        self.bits[w] & m != 0
+        // `slot` maps every PN into the bitmap; a bit it could not find counts as seen.
+        self.bits.get(w).is_none_or(|b| b & m != 0)
     }
 
     fn insert(&mut self, pn: u64) {
@@ -660,7 +660,9 @@ impl DupBitmap {
             } else {
                 for s in self.highest + 1..=pn {
                     let (w, m) = Self::slot(s);
-                    self.bits[w] &= !m;
+                    if let Some(b) = self.bits.get_mut(w) {
+                        *b &= !m;
+                    }
                 }
             }
             self.highest = pn;
@@ -668,7 +670,9 @@ impl DupBitmap {
             return;
         }
         let (w, m) = Self::slot(pn);
-        self.bits[w] |= m;
+        if let Some(b) = self.bits.get_mut(w) {
+            *b |= m;
+        }
     }
 }
 
@@ -743,11 +747,10 @@ impl MacsecRx {
         frame: &[u8],
         out: &mut [u8],
     ) -> Result<(usize, RxStatus), DropReason> {
-        if out.len() < frame.len() {
+        let Some(buf) = out.get_mut(..frame.len()) else {
             self.counters.drops.bump(DropReason::Oversize);
             return Err(DropReason::Oversize);
-        }
-        let buf = &mut out[..frame.len()];
+        };
         buf.copy_from_slice(frame);
         let d = self.verify_in_place(buf)?;
         out.copy_within(d.range.clone(), 0);

@@ -4,10 +4,14 @@
 
 pub mod any;
 pub mod esp;
+// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
+#[allow(clippy::indexing_slicing)]
 pub mod ivnae;
 pub mod macsec;
 pub mod replay;
 pub mod secoc;
+// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
+#[allow(clippy::indexing_slicing)]
 pub mod secy;
 pub mod someip;
 
@@ -115,18 +119,20 @@ impl Default for DropCounters {
 
 impl DropCounters {
     pub fn bump(&mut self, r: DropReason) {
-        let i = r as usize;
-        self.counts[i] = self.counts[i].saturating_add(1);
+        if let Some(c) = self.counts.get_mut(r as usize) {
+            *c = c.saturating_add(1);
+        }
     }
 
     /// Counts `n` drops for `r` at once.
     pub fn add(&mut self, r: DropReason, n: u64) {
-        let i = r as usize;
-        self.counts[i] = self.counts[i].saturating_add(n);
+        if let Some(c) = self.counts.get_mut(r as usize) {
+            *c = c.saturating_add(n);
+        }
     }
 
     pub fn get(&self, r: DropReason) -> u64 {
-        self.counts[r as usize]
+        self.counts.get(r as usize).copied().unwrap_or(0)
     }
 
     pub fn total(&self) -> u64 {

@@ -112,7 +112,8 @@ impl ReplayWindow {
             return Err(ReplayError::TooOld);
         }
         let (w, m) = self.bit(seq);
-        if self.bitmap[w] & m != 0 {
+        // `bit` maps every number into the bitmap; a bit it could not find counts as seen.
+        if self.bitmap.get(w).is_none_or(|b| b & m != 0) {
             Err(ReplayError::Duplicate)
         } else {
             Ok(())
@@ -131,13 +132,17 @@ impl ReplayWindow {
                 // highest+1 ..= seq.
                 for s in self.highest + 1..=seq {
                     let (w, m) = self.bit(s);
-                    self.bitmap[w] &= !m;
+                    if let Some(b) = self.bitmap.get_mut(w) {
+                        *b &= !m;
+                    }
                 }
             }
             self.highest = seq;
         }
         let (w, m) = self.bit(seq);
-        self.bitmap[w] |= m;
+        if let Some(b) = self.bitmap.get_mut(w) {
+            *b |= m;
+        }
     }
 }
 

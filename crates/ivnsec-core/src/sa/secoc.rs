@@ -40,6 +40,7 @@ use subtle::ConstantTimeEq;
 
 use super::{DropReason, RxCounters, TxCounters};
 use crate::crypto::{CryptoError, CryptoProvider, MAX_MAC_LEN, MacAlg, MacKey, Primitive};
+use crate::wire::bytes::tail;
 use crate::wire::secoc::{
     AuthInfo, AuthLayout, LayoutError, MAX_FV_BITS, MAX_MAC_BYTES, SecuredError, SecuredPdu,
     fv_mask,
@@ -364,15 +365,20 @@ impl Keys {
         let id = self.data_id.to_be_bytes();
         let fv_bytes = fv.to_be_bytes();
         let n = usize::from(self.full_fv_bits).div_ceil(8);
-        let parts: [&[u8]; 3] = [&id, authentic, &fv_bytes[8 - n..]];
+        let parts: [&[u8]; 3] = [&id, authentic, tail(&fv_bytes, 8usize.saturating_sub(n))];
         let mut full = [0u8; MAX_MAC_LEN];
         self.mac.compute(&parts, &mut full);
         let mut t = [0u8; MAX_MAC_BYTES];
         let len = self.layout.mac_len();
-        t[..len].copy_from_slice(&full[..len]);
+        // `len` ≤ MAX_MAC_BYTES ≤ MAX_MAC_LEN: `AuthLayout::new` bounds the MAC bits.
+        if let (Some(dst), Some(src)) = (t.get_mut(..len), full.get(..len)) {
+            dst.copy_from_slice(src);
+        }
         let rem = usize::from(self.layout.mac_bits()) % 8;
-        if rem != 0 {
-            t[len - 1] &= 0xffu8 << (8 - rem);
+        if rem != 0
+            && let Some(last) = len.checked_sub(1).and_then(|i| t.get_mut(i))
+        {
+            *last &= 0xffu8 << (8 - rem);
         }
         t
     }
@@ -452,9 +458,9 @@ impl SecocTx {
         len: usize,
     ) -> Result<usize, SecocProtectError> {
         let total = self.secured_len(len);
-        if buf.len() < total {
+        let Some(buf) = buf.get_mut(..total) else {
             return Err(SecocProtectError::BufferTooSmall { needed: total });
-        }
+        };
         let fv = self.next_fv.ok_or(SecocProtectError::FreshnessExhausted)?;
         // The value is spent whatever happens next: never reuse one.
         self.next_fv = if fv >= self.keys.max_fv() {
@@ -462,13 +468,14 @@ impl SecocTx {
         } else {
             Some(fv + 1)
         };
-        let (authentic, rest) = buf.split_at_mut(len);
+        // `buf` is `len` + the authentication information's length.
+        let (authentic, info_bytes) = buf.split_at_mut(len);
         let info = AuthInfo {
             layout: self.keys.layout,
             fv: self.keys.layout.truncate_fv(fv),
             mac: self.keys.authenticator(authentic, fv),
         };
-        info.emit(&mut rest[..self.keys.layout.len()]);
+        info.emit(info_bytes);
         self.counters.frames += 1;
         self.counters.bytes += total as u64;
         Ok(total)
@@ -585,7 +592,11 @@ impl SecocRx {
         let mut attempt = 0u16;
         loop {
             let want = self.keys.authenticator(authentic, fv as u64);
-            if bool::from(want[..mac_len].ct_eq(&info.mac[..mac_len])) {
+            let matches = match (want.get(..mac_len), info.mac.get(..mac_len)) {
+                (Some(a), Some(b)) => bool::from(a.ct_eq(b)),
+                _ => false,
+            };
+            if matches {
                 self.last = fv as u64;
                 return Ok(Verified {
                     authentic_len: authentic.len(),

@@ -30,6 +30,7 @@ use super::{DropCounters, DropReason, RxCounters, TxCounters};
 use crate::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, CryptoError, CryptoProvider, Primitive,
 };
+use crate::wire::bytes::{be64, byte, put, put_byte};
 use crate::wire::someip::{HEADER_LEN, MessageType, Packet, Repr, SomeIpError};
 
 /// Key id and counter.
@@ -373,8 +374,8 @@ impl ServiceSa {
     fn nonce(&self, sender: Sender, counter: u64) -> [u8; AEAD_NONCE_LEN] {
         let mut n = [0u8; AEAD_NONCE_LEN];
         let p = sender.nonce_prefix();
-        for i in 0..SALT_LEN {
-            n[i] = self.salt[i] ^ p[i];
+        for ((n, s), p) in n.iter_mut().zip(self.salt.iter()).zip(p) {
+            *n = s ^ p;
         }
         n[SALT_LEN..].copy_from_slice(&counter.to_be_bytes());
         n
@@ -403,30 +404,27 @@ impl ServiceSa {
             return Err(SomeipProtectError::TooLong);
         }
         let total = HEADER_LEN + payload_len;
-        if out.len() < total {
-            return Err(SomeipProtectError::BufferTooSmall { needed: total });
-        }
+        let too_small = SomeipProtectError::BufferTooSmall { needed: total };
+        let out = out.get_mut(..total).ok_or(too_small)?;
         let mut r = *header;
         r.payload_len = payload_len;
         r.tp = false;
         r.emit_header(out);
         let Some(key) = &self.key else {
-            out[HEADER_LEN..total].copy_from_slice(body);
+            put(out, HEADER_LEN, body);
             self.count_tx(total);
             return Ok(total);
         };
         let counter = self.next.ok_or(SomeipProtectError::CounterExhausted)?;
         let sender = Sender::of(&r);
         let nonce = self.nonce(sender, counter);
-        out[HEADER_LEN] = self.key_id;
-        out[HEADER_LEN + 1..HEADER_LEN + SEC_HEADER_LEN].copy_from_slice(&counter.to_be_bytes());
+        put_byte(out, HEADER_LEN, self.key_id);
+        put(out, HEADER_LEN + 1, &counter.to_be_bytes());
         let body_at = HEADER_LEN + SEC_HEADER_LEN;
         let body_end = body_at + body.len();
-        out[body_at..body_end].copy_from_slice(body);
-        let (head, tag) = out[..total].split_at_mut(body_end);
-        let tag: &mut [u8; TAG_LEN] = tag
-            .try_into()
-            .map_err(|_| SomeipProtectError::BufferTooSmall { needed: total })?;
+        put(out, body_at, body);
+        let (head, tag) = out.split_at_mut_checked(body_end).ok_or(too_small)?;
+        let tag: &mut [u8; TAG_LEN] = tag.try_into().map_err(|_| too_small)?;
         match self.level {
             Level::Conf => {
                 let (aad, data) = head.split_at_mut(body_at);
@@ -481,12 +479,11 @@ impl ServiceSa {
             // Too short to carry the security fields: a plain message sent to a secured service.
             return Err(DropReason::LevelMismatch);
         }
-        if msg[HEADER_LEN] != self.key_id {
+        // `payload_len ≥ OVERHEAD`: the key id and the counter are inside `msg`.
+        if byte(msg, HEADER_LEN) != self.key_id {
             return Err(DropReason::UnknownSa);
         }
-        let mut c = [0u8; 8];
-        c.copy_from_slice(&msg[HEADER_LEN + 1..HEADER_LEN + SEC_HEADER_LEN]);
-        let counter = u64::from_be_bytes(c);
+        let counter = be64(msg, HEADER_LEN + 1);
         if counter == 0 {
             return Err(DropReason::BadSeq);
         }

@@ -116,7 +116,7 @@ pub fn udp_datagrams<E>(
     let mut seg = Segmenter::new(hdr, packet.payload(), tp_segment);
     let mut buf = alloc::vec![0u8; seg.max_segment_len()];
     while let Some(n) = seg.next_into(&mut buf) {
-        send(&buf[..n], true).map_err(|error| UdpSendError::Send {
+        send(buf.get(..n).unwrap_or_default(), true).map_err(|error| UdpSendError::Send {
             segment: true,
             error,
         })?;

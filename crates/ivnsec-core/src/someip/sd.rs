@@ -285,7 +285,9 @@ impl SdServer {
             return;
         }
         for i in 0..self.cfg.targets.len() {
-            let t = self.cfg.targets[i];
+            let Some(&t) = self.cfg.targets.get(i) else {
+                break;
+            };
             let mut sd = SdRepr::default();
             self.offer_entries(&mut sd, None);
             let tx = self.sessions.emit(&mut sd, t, true);
@@ -666,7 +668,9 @@ impl SdClient {
             f.next = now.saturating_add(FIND_REPEAT);
             let (service, ttl) = (f.service, self.ttl);
             for i in 0..self.targets.len() {
-                let t = self.targets[i];
+                let Some(&t) = self.targets.get(i) else {
+                    break;
+                };
                 let mut sd = SdRepr::default();
                 sd.entries.push(Entry {
                     entry_type: EntryType::FindService,

@@ -370,8 +370,10 @@ pub fn event_body(seq: u64, size: usize, sent_unix_ns: u64) -> Vec<u8> {
     let mut head = [0u8; 16];
     head[..8].copy_from_slice(&seq.to_be_bytes());
     head[8..].copy_from_slice(&sent_unix_ns.to_be_bytes());
-    let n = size.min(16);
-    b[..n].copy_from_slice(&head[..n]);
+    // The first min(size, 16) bytes.
+    for (d, s) in b.iter_mut().zip(head) {
+        *d = s;
+    }
     b
 }
 
@@ -501,8 +503,10 @@ impl Caller {
 /// The body of call `i`: a pattern with `i` (big-endian) in its first eight bytes.
 pub fn request_body(i: u64, size: usize) -> Vec<u8> {
     let mut b: Vec<u8> = (0..size).map(|k| (k as u64 * 29 + i) as u8).collect();
-    let n = size.min(8);
-    b[..n].copy_from_slice(&i.to_be_bytes()[..n]);
+    // The first min(size, 8) bytes.
+    for (d, s) in b.iter_mut().zip(i.to_be_bytes()) {
+        *d = s;
+    }
     b
 }
 

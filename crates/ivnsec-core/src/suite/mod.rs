@@ -173,7 +173,11 @@ impl Suite {
     }
 
     pub const fn default_level(self) -> Level {
-        self.levels()[0]
+        // Every suite has at least one level; its first is the default.
+        match self.levels() {
+            [first, ..] => *first,
+            [] => Level::Auth,
+        }
     }
 
     /// True when the suite has a cipher key (`key`).

@@ -10,6 +10,7 @@
 //! numbers the high 32 bits are never on the wire (RFC 4303 §2.2.1).
 
 use super::Field;
+use super::bytes::{be32, put, tail, tail_mut};
 
 mod field {
     use super::Field;
@@ -63,33 +64,31 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     pub fn spi(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::SPI];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be32(self.buffer.as_ref(), field::SPI.start)
     }
 
     /// The sequence number on the wire (the low 32 bits with ESN).
     pub fn seq(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::SEQ];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be32(self.buffer.as_ref(), field::SEQ.start)
     }
 
     /// Everything after the header: IV, ciphertext (payload and trailer) and ICV.
     pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
+        tail(self.buffer.as_ref(), field::PAYLOAD)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     pub fn set_spi(&mut self, spi: u32) {
-        self.buffer.as_mut()[field::SPI].copy_from_slice(&spi.to_be_bytes());
+        put(self.buffer.as_mut(), field::SPI.start, &spi.to_be_bytes());
     }
 
     pub fn set_seq(&mut self, seq: u32) {
-        self.buffer.as_mut()[field::SEQ].copy_from_slice(&seq.to_be_bytes());
+        put(self.buffer.as_mut(), field::SEQ.start, &seq.to_be_bytes());
     }
 
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
+        tail_mut(self.buffer.as_mut(), field::PAYLOAD)
     }
 }
 
@@ -131,16 +130,14 @@ pub const fn pad_len(payload_len: usize, align: usize) -> usize {
 /// Writes padding 1, 2, 3, … (RFC 4303 §2.4), the pad length and the next header into `tail`,
 /// which must be exactly `pad + 2` bytes with `pad ≤ 255`.
 pub fn emit_trailer(tail: &mut [u8], next_header: u8) {
-    let n = tail.len();
-    if n < TRAILER_LEN {
+    let Some((padding, [pad_len, nh])) = tail.split_last_chunk_mut::<TRAILER_LEN>() else {
         return;
-    }
-    let pad = n - TRAILER_LEN;
-    for (i, b) in tail[..pad].iter_mut().enumerate() {
+    };
+    *pad_len = padding.len() as u8;
+    *nh = next_header;
+    for (i, b) in padding.iter_mut().enumerate() {
         *b = (i + 1) as u8;
     }
-    tail[pad] = pad as u8;
-    tail[pad + 1] = next_header;
 }
 
 /// Parses the trailer at the end of decrypted `data` (payload ‖ padding ‖ pad length ‖ next
@@ -152,16 +149,14 @@ pub fn emit_trailer(tail: &mut [u8], next_header: u8) {
 //# initialized with a series of (unsigned, 1-byte) integer values. [...] the receiver SHOULD
 //# inspect the Padding field.
 pub fn parse_trailer(data: &[u8]) -> Result<(usize, u8), EspError> {
-    let n = data.len();
-    if n < TRAILER_LEN {
-        return Err(EspError::Truncated);
-    }
-    let pad = usize::from(data[n - 2]);
-    let nh = data[n - 1];
-    let payload_len = (n - TRAILER_LEN)
-        .checked_sub(pad)
+    let (body, &[pad, nh]) = data
+        .split_last_chunk::<TRAILER_LEN>()
+        .ok_or(EspError::Truncated)?;
+    let payload_len = body
+        .len()
+        .checked_sub(usize::from(pad))
         .ok_or(EspError::BadPadding)?;
-    let ok = data[payload_len..n - TRAILER_LEN]
+    let ok = tail(body, payload_len)
         .iter()
         .enumerate()
         .all(|(i, &b)| usize::from(b) == i + 1);

@@ -2,6 +2,7 @@
 
 use core::fmt;
 
+use super::bytes::{array, be16, put, range, tail, tail_mut};
 use super::{Field, WireError};
 
 /// A 48-bit MAC address.
@@ -11,11 +12,10 @@ pub struct MacAddr(pub [u8; 6]);
 impl MacAddr {
     pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
 
-    /// The address in the first 6 bytes of `b` (callers pass a checked 6-byte field).
+    /// The address in the first 6 bytes of `b` (callers pass a checked 6-byte field; a shorter
+    /// slice reads as the zero address).
     pub fn from_slice(b: &[u8]) -> MacAddr {
-        let mut a = [0; 6];
-        a.copy_from_slice(&b[..6]);
-        MacAddr(a)
+        MacAddr(array(b, 0))
     }
 
     /// Parses `aa:bb:cc:dd:ee:ff` (also `-` separated).
@@ -80,38 +80,41 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn dst(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::DST])
+        MacAddr::from_slice(range(self.buffer.as_ref(), field::DST))
     }
 
     pub fn src(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::SRC])
+        MacAddr::from_slice(range(self.buffer.as_ref(), field::SRC))
     }
 
     pub fn ethertype(&self) -> u16 {
-        let b = &self.buffer.as_ref()[field::ETHERTYPE];
-        u16::from_be_bytes([b[0], b[1]])
+        be16(self.buffer.as_ref(), field::ETHERTYPE.start)
     }
 
     pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
+        tail(self.buffer.as_ref(), field::PAYLOAD)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     pub fn set_dst(&mut self, a: MacAddr) {
-        self.buffer.as_mut()[field::DST].copy_from_slice(&a.0);
+        put(self.buffer.as_mut(), field::DST.start, &a.0);
     }
 
     pub fn set_src(&mut self, a: MacAddr) {
-        self.buffer.as_mut()[field::SRC].copy_from_slice(&a.0);
+        put(self.buffer.as_mut(), field::SRC.start, &a.0);
     }
 
     pub fn set_ethertype(&mut self, t: u16) {
-        self.buffer.as_mut()[field::ETHERTYPE].copy_from_slice(&t.to_be_bytes());
+        put(
+            self.buffer.as_mut(),
+            field::ETHERTYPE.start,
+            &t.to_be_bytes(),
+        );
     }
 
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
+        tail_mut(self.buffer.as_mut(), field::PAYLOAD)
     }
 }
 

@@ -30,6 +30,7 @@
 //! never overwrites bytes already received. Message buffers are kept and reused, so a steady
 //! stream allocates nothing per message once the first messages have been reassembled.
 
+use super::bytes::{array, byte, head, put, put_byte, tail};
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -54,9 +55,7 @@ mod field {
 }
 
 fn be32(b: &[u8], f: Field) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[f]);
-    u32::from_be_bytes(w)
+    u32::from_be_bytes(array(b, f.start))
 }
 
 /// The header of one fragment.
@@ -77,10 +76,10 @@ impl Repr {
         if unit.len() < HEADER_LEN {
             return Err(FragDrop::Truncated);
         }
-        if unit[field::VERSION] != VERSION {
+        if byte(unit, field::VERSION) != VERSION {
             return Err(FragDrop::BadVersion);
         }
-        if unit[field::RESERVED] != 0 {
+        if byte(unit, field::RESERVED) != 0 {
             return Err(FragDrop::ReservedBits);
         }
         let r = Repr {
@@ -88,7 +87,7 @@ impl Repr {
             total_len: be32(unit, field::TOTAL),
             offset: be32(unit, field::OFFSET),
         };
-        let data = &unit[HEADER_LEN..];
+        let data = tail(unit, HEADER_LEN);
         if data.is_empty() || r.total_len == 0 {
             return Err(FragDrop::Empty);
         }
@@ -109,11 +108,11 @@ impl Repr {
         let Some(h) = b.get_mut(..HEADER_LEN) else {
             return;
         };
-        h[field::VERSION] = VERSION;
-        h[field::RESERVED] = 0;
-        h[field::MSG_ID].copy_from_slice(&self.msg_id.to_be_bytes());
-        h[field::TOTAL].copy_from_slice(&self.total_len.to_be_bytes());
-        h[field::OFFSET].copy_from_slice(&self.offset.to_be_bytes());
+        put_byte(h, field::VERSION, VERSION);
+        put_byte(h, field::RESERVED, 0);
+        put(h, field::MSG_ID.start, &self.msg_id.to_be_bytes());
+        put(h, field::TOTAL.start, &self.total_len.to_be_bytes());
+        put(h, field::OFFSET.start, &self.offset.to_be_bytes());
     }
 }
 
@@ -253,6 +252,7 @@ impl<'a> Fragmenter<'a> {
             return None;
         }
         let out = out.get_mut(..HEADER_LEN + n)?;
+        let data = self.msg.get(self.offset..self.offset + n)?;
         Repr {
             msg_id: self.msg_id,
             // Both fit: checked in `new`.
@@ -260,7 +260,7 @@ impl<'a> Fragmenter<'a> {
             offset: self.offset as u32,
         }
         .emit(out);
-        out[HEADER_LEN..].copy_from_slice(&self.msg[self.offset..self.offset + n]);
+        put(out, HEADER_LEN, data);
         self.offset += n;
         Some(HEADER_LEN + n)
     }
@@ -328,7 +328,7 @@ impl Default for ReassemblyStats {
 impl ReassemblyStats {
     /// Fragments dropped for `r`.
     pub fn dropped(&self, r: FragDrop) -> u64 {
-        self.drops[r as usize]
+        self.drops.get(r as usize).copied().unwrap_or(0)
     }
 
     /// Every fragment dropped.
@@ -350,8 +350,9 @@ impl ReassemblyStats {
     }
 
     fn bump(&mut self, r: FragDrop) {
-        let c = &mut self.drops[r as usize];
-        *c = c.saturating_add(1);
+        if let Some(c) = self.drops.get_mut(r as usize) {
+            *c = c.saturating_add(1);
+        }
     }
 }
 
@@ -440,8 +441,12 @@ impl Reassembler {
     /// for a while to free the messages early.
     pub fn expire(&mut self, now_ns: u64) {
         for i in 0..self.slots.len() {
-            let s = &self.slots[i];
-            if s.active && now_ns.saturating_sub(s.started_ns) > self.limits.timeout_ns {
+            let timeout = self.limits.timeout_ns;
+            if self
+                .slots
+                .get(i)
+                .is_some_and(|s| s.active && now_ns.saturating_sub(s.started_ns) > timeout)
+            {
                 self.give_up(i, Evict::Timeout);
             }
         }
@@ -462,11 +467,11 @@ impl Reassembler {
                 match done {
                     Some(i) => {
                         self.stats.completed += 1;
-                        let s = &self.slots[i];
-                        Ok(Some(Message {
+                        // `take` returned the index of a slot it just filled.
+                        Ok(self.slots.get(i).map(|s| Message {
                             peer: s.peer,
                             msg_id: s.msg_id,
-                            data: &s.data[..s.total],
+                            data: head(&s.data, s.total),
                         }))
                     }
                     None => Ok(None),
@@ -497,7 +502,7 @@ impl Reassembler {
             .position(|s| s.active && s.peer == peer && s.msg_id == h.msg_id)
         {
             Some(i) => {
-                let s = &self.slots[i];
+                let s = self.slots.get(i).ok_or(FragDrop::TooLarge)?;
                 if s.total != total {
                     return Err(FragDrop::TotalMismatch);
                 }
@@ -507,11 +512,14 @@ impl Reassembler {
             None => self.open(peer, h.msg_id, total, now_ns)?,
         };
         let clock = self.clock;
-        let s = &mut self.slots[i];
+        // `position` or `open` returned an index into `slots`.
+        let s = self.slots.get_mut(i).ok_or(FragDrop::TooLarge)?;
         // Checked above for an existing message; a new one has no ranges yet.
         let at = insert_range(&s.ranges, start, end, self.limits.max_ranges)?;
+        // `Repr::parse` checked offset + data ≤ total, and `open` sized the buffer to total.
+        let dst = s.data.get_mut(start..end).ok_or(FragDrop::BadOffset)?;
         apply_range(&mut s.ranges, at, start, end);
-        s.data[start..end].copy_from_slice(data);
+        dst.copy_from_slice(data);
         s.received += data.len();
         s.touched = clock;
         if s.received < s.total {
@@ -566,7 +574,7 @@ impl Reassembler {
         };
         // Memory: this slot's buffer must grow to `total` while every buffer together stays
         // within max_total. Idle buffers are released first, then messages in progress given up.
-        if self.slots[i].data.capacity() < total {
+        if self.slots.get(i).is_some_and(|s| s.data.capacity() < total) {
             loop {
                 let others: usize = self
                     .slots
@@ -584,25 +592,29 @@ impl Reassembler {
                     .enumerate()
                     .position(|(j, s)| j != i && !s.active && s.data.capacity() > 0)
                 {
-                    self.slots[j].data = Vec::new();
+                    if let Some(s) = self.slots.get_mut(j) {
+                        s.data = Vec::new();
+                    }
                     continue;
                 }
                 match self.lru(Some(i)) {
                     Some(j) => {
                         self.give_up(j, Evict::Memory);
-                        self.slots[j].data = Vec::new();
+                        if let Some(s) = self.slots.get_mut(j) {
+                            s.data = Vec::new();
+                        }
                     }
                     // Cannot happen (total ≤ max_total was checked), but never loop forever.
                     None => return Err(FragDrop::TooLarge),
                 }
             }
-            let s = &mut self.slots[i];
+            let s = self.slots.get_mut(i).ok_or(FragDrop::TooLarge)?;
             s.data = Vec::new();
             s.data
                 .try_reserve_exact(total)
                 .map_err(|_| FragDrop::TooLarge)?;
         }
-        let s = &mut self.slots[i];
+        let s = self.slots.get_mut(i).ok_or(FragDrop::TooLarge)?;
         if s.data.len() < total {
             s.data.resize(total, 0);
         }
@@ -628,7 +640,9 @@ impl Reassembler {
     }
 
     fn give_up(&mut self, i: usize, why: Evict) {
-        let s = &mut self.slots[i];
+        let Some(s) = self.slots.get_mut(i) else {
+            return;
+        };
         if !s.active {
             return;
         }
@@ -646,7 +660,9 @@ impl Reassembler {
         if self.recent.len() < RECENT {
             self.recent.push(key);
         } else {
-            self.recent[self.recent_next] = key;
+            if let Some(r) = self.recent.get_mut(self.recent_next) {
+                *r = key;
+            }
         }
         self.recent_next = (self.recent_next + 1) % RECENT;
     }
@@ -661,7 +677,7 @@ fn insert_range(
     max: usize,
 ) -> Result<usize, FragDrop> {
     let at = ranges.partition_point(|&(a, _)| a < start);
-    let before = at.checked_sub(1).map(|k| ranges[k]);
+    let before = at.checked_sub(1).and_then(|k| ranges.get(k)).copied();
     let after = ranges.get(at).copied();
     if before.is_some_and(|(_, e)| e > start) || after.is_some_and(|(a, _)| a < end) {
         return Err(FragDrop::Overlap);
@@ -677,16 +693,19 @@ fn insert_range(
 /// Adds `[start, end)` at `at` (from [`insert_range`]), merging with touching neighbours. Never
 /// grows `ranges` past the capacity `insert_range` allowed.
 fn apply_range(ranges: &mut Vec<(usize, usize)>, at: usize, start: usize, end: usize) {
-    let joins_before = at > 0 && ranges[at - 1].1 == start;
-    let joins_after = ranges.get(at).is_some_and(|&(a, _)| a == end);
-    match (joins_before, joins_after) {
-        (true, true) => {
-            ranges[at - 1].1 = ranges[at].1;
+    let after_end = ranges.get(at).and_then(|&(a, e)| (a == end).then_some(e));
+    match (at.checked_sub(1).and_then(|k| ranges.get_mut(k)), after_end) {
+        (Some(before), Some(e)) if before.1 == start => {
+            before.1 = e;
             ranges.remove(at);
         }
-        (true, false) => ranges[at - 1].1 = end,
-        (false, true) => ranges[at].0 = start,
-        (false, false) => ranges.insert(at, (start, end)),
+        (Some(before), None) if before.1 == start => before.1 = end,
+        (_, Some(_)) => {
+            if let Some(after) = ranges.get_mut(at) {
+                after.0 = start;
+            }
+        }
+        _ => ranges.insert(at, (start, end)),
     }
 }
 

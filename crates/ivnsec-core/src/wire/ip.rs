@@ -15,6 +15,7 @@
 //! leaves destination options open). Fragments are refused: ESP is applied before fragmentation
 //! and verified after reassembly.
 
+use super::bytes::{array, byte, put, put_byte};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::Field;
@@ -140,7 +141,7 @@ pub fn parse_inner(buf: &[u8]) -> Result<IpInfo, IpError> {
 }
 
 fn be16(b: &[u8], f: Field) -> u16 {
-    u16::from_be_bytes([b[f.start], b[f.start + 1]])
+    u16::from_be_bytes(array(b, f.start))
 }
 
 #[inline]
@@ -148,7 +149,7 @@ fn parse_v4(buf: &[u8], fragments: bool) -> Result<IpInfo, IpError> {
     if buf.len() < IPV4_HEADER_LEN {
         return Err(IpError::Truncated);
     }
-    let ihl = usize::from(buf[v4::VER_IHL] & 0x0f) * 4;
+    let ihl = usize::from(byte(buf, v4::VER_IHL) & 0x0f) * 4;
     if ihl < IPV4_HEADER_LEN {
         return Err(IpError::BadHeader);
     }
@@ -168,7 +169,7 @@ fn parse_v4(buf: &[u8], fragments: bool) -> Result<IpInfo, IpError> {
         version: 4,
         header_len: ihl,
         nh_offset: v4::PROTOCOL,
-        next: buf[v4::PROTOCOL],
+        next: byte(buf, v4::PROTOCOL),
         total_len: total,
     })
 }
@@ -186,7 +187,7 @@ fn parse_v6(buf: &[u8], fragments: bool) -> Result<IpInfo, IpError> {
     let mut off = IPV6_HEADER_LEN;
     let mut seen_routing = false;
     loop {
-        let nh = buf[nh_offset];
+        let nh = byte(buf, nh_offset);
         let walk = match nh {
             protocol::HOP_BY_HOP => off == IPV6_HEADER_LEN,
             protocol::ROUTING => {
@@ -212,7 +213,7 @@ fn parse_v6(buf: &[u8], fragments: bool) -> Result<IpInfo, IpError> {
         if off + 2 > total {
             return Err(IpError::Truncated);
         }
-        let len = (usize::from(buf[off + 1]) + 1) * 8;
+        let len = (usize::from(byte(buf, off + 1)) + 1) * 8;
         if off + len > total {
             return Err(IpError::Truncated);
         }
@@ -223,14 +224,16 @@ fn parse_v6(buf: &[u8], fragments: bool) -> Result<IpInfo, IpError> {
 
 /// Sets the length field(s) of the packet at the front of `buf` to `total_len` bytes and, for
 /// IPv4, recomputes the header checksum. `info` describes the packet's header (which must be at
-/// the front of `buf`); panics only if `buf` is shorter than that header.
+/// the front of `buf`); writes nothing where `buf` is shorter than that header.
 pub fn set_total_len(buf: &mut [u8], info: &IpInfo, total_len: usize) {
     if info.version == 4 {
-        buf[v4::LENGTH].copy_from_slice(&(total_len as u16).to_be_bytes());
-        fill_ipv4_checksum(&mut buf[..info.header_len.max(IPV4_HEADER_LEN)]);
+        put(buf, v4::LENGTH.start, &(total_len as u16).to_be_bytes());
+        if let Some(hdr) = buf.get_mut(..info.header_len.max(IPV4_HEADER_LEN)) {
+            fill_ipv4_checksum(hdr);
+        }
     } else {
         let payload = total_len.saturating_sub(IPV6_HEADER_LEN) as u16;
-        buf[v6::PAYLOAD_LEN].copy_from_slice(&payload.to_be_bytes());
+        put(buf, v6::PAYLOAD_LEN.start, &payload.to_be_bytes());
     }
 }
 
@@ -239,14 +242,14 @@ pub fn set_total_len(buf: &mut [u8], info: &IpInfo, total_len: usize) {
 /// the bytes that a move, the protocol byte, [`set_total_len`] and [`fill_ipv4_checksum`] give,
 /// but the header is read once (five 4-byte loads) and written once, and the checksum is summed
 /// in registers. (Writing single fields and then summing them with wide loads stalls on
-/// store-to-load forwarding, per packet.) Panics only if a range is outside `buf`.
+/// store-to-load forwarding, per packet.) Writes nothing if a range is outside `buf`.
 pub fn move_ipv4_header(buf: &mut [u8], from: usize, to: usize, protocol: u8, total_len: u16) {
+    let Some(src) = buf.get(from..from + IPV4_HEADER_LEN) else {
+        return;
+    };
     let mut w = [0u32; 5];
-    for (word, b) in w
-        .iter_mut()
-        .zip(buf[from..from + IPV4_HEADER_LEN].chunks_exact(4))
-    {
-        *word = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    for (word, b) in w.iter_mut().zip(src.chunks_exact(4)) {
+        *word = u32::from_be_bytes(array(b, 0));
     }
     // Word 0: version, IHL, TOS ‖ total length. Word 2: TTL, protocol ‖ checksum (0 to sum).
     w[0] = (w[0] & 0xffff_0000) | u32::from(total_len);
@@ -256,7 +259,10 @@ pub fn move_ipv4_header(buf: &mut [u8], from: usize, to: usize, protocol: u8, to
         sum = (sum & 0xffff) + (sum >> 16);
     }
     w[2] |= u32::from(!(sum as u16));
-    for (b, word) in buf[to..to + IPV4_HEADER_LEN].chunks_exact_mut(4).zip(w) {
+    let Some(dst) = buf.get_mut(to..to + IPV4_HEADER_LEN) else {
+        return;
+    };
+    for (b, word) in dst.chunks_exact_mut(4).zip(w) {
         b.copy_from_slice(&word.to_be_bytes());
     }
 }
@@ -266,7 +272,7 @@ pub fn internet_checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     let mut chunks = data.chunks_exact(2);
     for c in &mut chunks {
-        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
+        sum += u32::from(u16::from_be_bytes(array(c, 0)));
     }
     if let [last] = chunks.remainder() {
         sum += u32::from(*last) << 8;
@@ -286,7 +292,7 @@ pub fn udp_checksum_v4(src: Ipv4Addr, dst: Ipv4Addr, udp: &[u8]) -> u16 {
     let mut add = |b: &[u8]| {
         let mut chunks = b.chunks_exact(2);
         for c in &mut chunks {
-            sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
+            sum += u32::from(u16::from_be_bytes(array(c, 0)));
         }
         if let [last] = chunks.remainder() {
             sum += u32::from(*last) << 8;
@@ -309,15 +315,15 @@ pub fn udp_checksum_v4(src: Ipv4Addr, dst: Ipv4Addr, udp: &[u8]) -> u16 {
 
 /// Recomputes the checksum of the IPv4 header `hdr` (exactly the header, options included).
 pub fn fill_ipv4_checksum(hdr: &mut [u8]) {
-    hdr[v4::CHECKSUM].copy_from_slice(&[0, 0]);
+    put(hdr, v4::CHECKSUM.start, &[0, 0]);
     let c = internet_checksum(hdr);
-    hdr[v4::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+    put(hdr, v4::CHECKSUM.start, &c.to_be_bytes());
 }
 
 /// Traffic class (IPv6) or TOS (IPv4) of the packet at the front of `buf` (parsed before).
 pub fn traffic_class(buf: &[u8], version: u8) -> u8 {
     if version == 4 {
-        buf[v4::TOS]
+        byte(buf, v4::TOS)
     } else {
         ((be16(buf, 0..2) >> 4) & 0xff) as u8
     }
@@ -358,15 +364,17 @@ fn emit_v4(
     protocol: u8,
     total_len: usize,
 ) {
-    let h = &mut buf[..IPV4_HEADER_LEN];
+    let Some(h) = buf.get_mut(..IPV4_HEADER_LEN) else {
+        return;
+    };
     h.fill(0);
-    h[v4::VER_IHL] = 0x45;
-    h[v4::TOS] = tos;
-    h[v4::LENGTH].copy_from_slice(&(total_len as u16).to_be_bytes());
-    h[v4::TTL] = DEFAULT_TTL;
-    h[v4::PROTOCOL] = protocol;
-    h[v4::SRC].copy_from_slice(&src.octets());
-    h[v4::DST].copy_from_slice(&dst.octets());
+    put_byte(h, v4::VER_IHL, 0x45);
+    put_byte(h, v4::TOS, tos);
+    put(h, v4::LENGTH.start, &(total_len as u16).to_be_bytes());
+    put_byte(h, v4::TTL, DEFAULT_TTL);
+    put_byte(h, v4::PROTOCOL, protocol);
+    put(h, v4::SRC.start, &src.octets());
+    put(h, v4::DST.start, &dst.octets());
     fill_ipv4_checksum(h);
 }
 
@@ -378,15 +386,20 @@ fn emit_v6(
     protocol: u8,
     total_len: usize,
 ) {
-    let h = &mut buf[..IPV6_HEADER_LEN];
+    let Some(h) = buf.get_mut(..IPV6_HEADER_LEN) else {
+        return;
+    };
     let vtf: u32 = (6 << 28) | (u32::from(tclass) << 20);
-    h[v6::VER_TC_FL].copy_from_slice(&vtf.to_be_bytes());
-    h[v6::PAYLOAD_LEN]
-        .copy_from_slice(&(total_len.saturating_sub(IPV6_HEADER_LEN) as u16).to_be_bytes());
-    h[v6::NEXT_HEADER] = protocol;
-    h[v6::HOP_LIMIT] = DEFAULT_TTL;
-    h[v6::SRC].copy_from_slice(&src.octets());
-    h[v6::DST].copy_from_slice(&dst.octets());
+    put(h, v6::VER_TC_FL.start, &vtf.to_be_bytes());
+    put(
+        h,
+        v6::PAYLOAD_LEN.start,
+        &(total_len.saturating_sub(IPV6_HEADER_LEN) as u16).to_be_bytes(),
+    );
+    put_byte(h, v6::NEXT_HEADER, protocol);
+    put_byte(h, v6::HOP_LIMIT, DEFAULT_TTL);
+    put(h, v6::SRC.start, &src.octets());
+    put(h, v6::DST.start, &dst.octets());
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! C = 1 refused (reserved combination). A zero PN is refused by the receiver for non-XPN suites
 //! only (XPN carries the low 32 bits of a 64-bit PN, which may be 0).
 
+use super::bytes::{array, be16, be32, byte, put, put_byte, range};
 use super::ethernet::MacAddr;
 use super::{Field, WireError};
 
@@ -101,7 +102,7 @@ impl<T: AsRef<[u8]>> Frame<T> {
 
     /// Length and EtherType only: is this a frame with a SecTAG at all?
     pub fn is_tagged(buffer: &[u8]) -> bool {
-        buffer.len() >= field::ETHERTYPE.end && buffer[field::ETHERTYPE] == ETHERTYPE.to_be_bytes()
+        buffer.get(field::ETHERTYPE) == Some(&ETHERTYPE.to_be_bytes()[..])
     }
 
     pub fn check(&self) -> Result<(), WireError> {
@@ -124,7 +125,7 @@ impl<T: AsRef<[u8]>> Frame<T> {
             // ICV length) that no suite here uses.
             return Err(WireError::ReservedBits);
         }
-        if b[field::SL] & !SL_MASK != 0 {
+        if byte(b, field::SL) & !SL_MASK != 0 {
             return Err(WireError::ReservedBits);
         }
         let hdr = self.header_len();
@@ -148,25 +149,24 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn dst(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::DST])
+        MacAddr(array(self.buffer.as_ref(), field::DST.start))
     }
 
     pub fn src(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::SRC])
+        MacAddr(array(self.buffer.as_ref(), field::SRC.start))
     }
 
     pub fn ethertype(&self) -> u16 {
-        let b = &self.buffer.as_ref()[field::ETHERTYPE];
-        u16::from_be_bytes([b[0], b[1]])
+        be16(self.buffer.as_ref(), field::ETHERTYPE.start)
     }
 
     /// TCI bits (octet 3 of the SecTAG without the AN).
     pub fn tci(&self) -> u8 {
-        self.buffer.as_ref()[field::TCI_AN] & !AN_MASK
+        byte(self.buffer.as_ref(), field::TCI_AN) & !AN_MASK
     }
 
     pub fn an(&self) -> u8 {
-        self.buffer.as_ref()[field::TCI_AN] & AN_MASK
+        byte(self.buffer.as_ref(), field::TCI_AN) & AN_MASK
     }
 
     pub fn es(&self) -> bool {
@@ -190,13 +190,12 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn short_len(&self) -> u8 {
-        self.buffer.as_ref()[field::SL] & SL_MASK
+        byte(self.buffer.as_ref(), field::SL) & SL_MASK
     }
 
     /// The 32-bit PN field.
     pub fn pn(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::PN];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be32(self.buffer.as_ref(), field::PN.start)
     }
 
     /// The SCI carried in the frame (when SC is set).
@@ -204,8 +203,7 @@ impl<T: AsRef<[u8]>> Frame<T> {
         if !self.sc() {
             return None;
         }
-        let mut s = [0; 8];
-        s.copy_from_slice(&self.buffer.as_ref()[field::SCI]);
+        let s: [u8; 8] = array(self.buffer.as_ref(), field::SCI.start);
         Some(Sci(s))
     }
 
@@ -222,36 +220,44 @@ impl<T: AsRef<[u8]>> Frame<T> {
     /// The secure data (checked frames only).
     pub fn secure_data(&self) -> &[u8] {
         let b = self.buffer.as_ref();
-        &b[self.header_len()..b.len() - ICV_LEN]
+        range(b, self.header_len()..b.len().saturating_sub(ICV_LEN))
     }
 
     /// The ICV (checked frames only).
     pub fn icv(&self) -> &[u8] {
         let b = self.buffer.as_ref();
-        &b[b.len() - ICV_LEN..]
+        b.last_chunk::<ICV_LEN>().map_or(&[][..], |c| c.as_slice())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     pub fn set_ethertype(&mut self, t: u16) {
-        self.buffer.as_mut()[field::ETHERTYPE].copy_from_slice(&t.to_be_bytes());
+        put(
+            self.buffer.as_mut(),
+            field::ETHERTYPE.start,
+            &t.to_be_bytes(),
+        );
     }
 
     /// Sets TCI bits and AN together (octet 3).
     pub fn set_tci_an(&mut self, tci: u8, an: u8) {
-        self.buffer.as_mut()[field::TCI_AN] = (tci & !AN_MASK) | (an & AN_MASK);
+        put_byte(
+            self.buffer.as_mut(),
+            field::TCI_AN,
+            (tci & !AN_MASK) | (an & AN_MASK),
+        );
     }
 
     pub fn set_short_len(&mut self, sl: u8) {
-        self.buffer.as_mut()[field::SL] = sl & SL_MASK;
+        put_byte(self.buffer.as_mut(), field::SL, sl & SL_MASK);
     }
 
     pub fn set_pn(&mut self, pn: u32) {
-        self.buffer.as_mut()[field::PN].copy_from_slice(&pn.to_be_bytes());
+        put(self.buffer.as_mut(), field::PN.start, &pn.to_be_bytes());
     }
 
     pub fn set_sci(&mut self, sci: Sci) {
-        self.buffer.as_mut()[field::SCI].copy_from_slice(&sci.0);
+        put(self.buffer.as_mut(), field::SCI.start, &sci.0);
     }
 }
 

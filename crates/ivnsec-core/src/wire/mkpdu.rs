@@ -34,6 +34,7 @@
 //! twice, makes the MKPDU malformed. Parsing borrows from the buffer and never allocates, so its
 //! cost is bounded by the frame; it never panics.
 
+use super::bytes::{array, be64, byte, head, put, put_byte, range, range_mut, tail};
 use core::fmt;
 
 use super::Field;
@@ -146,17 +147,15 @@ impl fmt::Display for MkpduError {
 impl core::error::Error for MkpduError {}
 
 fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
+    u16::from_be_bytes(array(b, 0))
 }
 
 fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    u32::from_be_bytes(array(b, 0))
 }
 
 fn mi_of(b: &[u8]) -> Mi {
-    let mut m = [0u8; MI_LEN];
-    m.copy_from_slice(&b[..MI_LEN]);
-    m
+    array(b, 0)
 }
 
 /// `n` rounded up to a multiple of 4.
@@ -189,13 +188,13 @@ impl<T: AsRef<[u8]>> Frame<T> {
         if b.len() < HEADER_LEN {
             return Err(MkpduError::Truncated);
         }
-        if be16(&b[field::ETHERTYPE]) != ETHERTYPE_EAPOL {
+        if be16(range(b, field::ETHERTYPE)) != ETHERTYPE_EAPOL {
             return Err(MkpduError::WrongEtherType);
         }
-        if b[field::EAPOL_TYPE] != EAPOL_TYPE_MKA {
+        if byte(b, field::EAPOL_TYPE) != EAPOL_TYPE_MKA {
             return Err(MkpduError::NotMka);
         }
-        let n = usize::from(be16(&b[field::EAPOL_LEN]));
+        let n = usize::from(be16(range(b, field::EAPOL_LEN)));
         if n < MIN_BODY_LEN || n % 4 != 0 {
             return Err(MkpduError::BadBodyLength);
         }
@@ -210,50 +209,56 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn dst(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::DST])
+        MacAddr(array(self.buffer.as_ref(), field::DST.start))
     }
 
     pub fn src(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::SRC])
+        MacAddr(array(self.buffer.as_ref(), field::SRC.start))
     }
 
     /// EAPOL Protocol Version.
     pub fn eapol_version(&self) -> u8 {
-        self.buffer.as_ref()[field::EAPOL_VERSION]
+        byte(self.buffer.as_ref(), field::EAPOL_VERSION)
     }
 
     /// EAPOL Packet Body Length.
     pub fn body_len(&self) -> usize {
-        usize::from(be16(&self.buffer.as_ref()[field::EAPOL_LEN]))
+        usize::from(be16(range(self.buffer.as_ref(), field::EAPOL_LEN)))
     }
 
     /// The MKPDU: the packet body, ICV included.
     pub fn body(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::BODY..field::BODY + self.body_len()]
+        range(
+            self.buffer.as_ref(),
+            field::BODY..field::BODY + self.body_len(),
+        )
     }
 
     /// The parameter sets: the packet body without the ICV.
     pub fn params(&self) -> &[u8] {
         let n = self.body_len();
-        &self.buffer.as_ref()[field::BODY..field::BODY + n - ICV_LEN]
+        range(self.buffer.as_ref(), field::BODY..field::BODY + n - ICV_LEN)
     }
 
     /// What the ICV covers (clause 9.4.1): DA ‖ SA ‖ EtherType ‖ EAPOL header ‖ MKPDU up to the
     /// ICV.
     pub fn signed(&self) -> &[u8] {
         let n = self.body_len();
-        &self.buffer.as_ref()[..field::BODY + n - ICV_LEN]
+        head(self.buffer.as_ref(), field::BODY + n - ICV_LEN)
     }
 
     /// The ICV: the last 16 octets of the packet body.
     pub fn icv(&self) -> &[u8] {
         let n = self.body_len();
-        &self.buffer.as_ref()[field::BODY + n - ICV_LEN..field::BODY + n]
+        range(
+            self.buffer.as_ref(),
+            field::BODY + n - ICV_LEN..field::BODY + n,
+        )
     }
 
     /// The whole frame up to the end of the packet body (without Ethernet padding).
     pub fn frame(&self) -> &[u8] {
-        &self.buffer.as_ref()[..field::BODY + self.body_len()]
+        head(self.buffer.as_ref(), field::BODY + self.body_len())
     }
 }
 
@@ -261,18 +266,21 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     /// Writes the Ethernet and EAPOL headers for a packet body of `body_len` octets.
     pub fn emit_header(&mut self, dst: MacAddr, src: MacAddr, body_len: u16) {
         let b = self.buffer.as_mut();
-        b[field::DST].copy_from_slice(&dst.0);
-        b[field::SRC].copy_from_slice(&src.0);
-        b[field::ETHERTYPE].copy_from_slice(&ETHERTYPE_EAPOL.to_be_bytes());
-        b[field::EAPOL_VERSION] = EAPOL_VERSION;
-        b[field::EAPOL_TYPE] = EAPOL_TYPE_MKA;
-        b[field::EAPOL_LEN].copy_from_slice(&body_len.to_be_bytes());
+        put(b, field::DST.start, &dst.0);
+        put(b, field::SRC.start, &src.0);
+        put(b, field::ETHERTYPE.start, &ETHERTYPE_EAPOL.to_be_bytes());
+        put_byte(b, field::EAPOL_VERSION, EAPOL_VERSION);
+        put_byte(b, field::EAPOL_TYPE, EAPOL_TYPE_MKA);
+        put(b, field::EAPOL_LEN.start, &body_len.to_be_bytes());
     }
 
     /// The ICV field (call after [`emit_header`](Self::emit_header) on a checked length).
     pub fn icv_mut(&mut self) -> &mut [u8] {
         let n = self.body_len();
-        &mut self.buffer.as_mut()[field::BODY + n - ICV_LEN..field::BODY + n]
+        range_mut(
+            self.buffer.as_mut(),
+            field::BODY + n - ICV_LEN..field::BODY + n,
+        )
     }
 }
 
@@ -339,7 +347,7 @@ impl<'a> PeerList<'a> {
         wire.chunks_exact(PEER_ENTRY_LEN)
             .map(|c| PeerEntry {
                 mi: mi_of(c),
-                mn: be32(&c[MI_LEN..]),
+                mn: be32(tail(c, MI_LEN)),
             })
             .chain(list.iter().copied())
     }
@@ -459,25 +467,25 @@ impl<'a> Repr<'a> {
         if p.len() < PARAM_HEADER_LEN {
             return Err(MkpduError::BadBasicParameterSet);
         }
-        let blen = usize::from(be16(&p[2..4]) & 0x0FFF);
+        let blen = usize::from(be16(range(p, 2..4)) & 0x0FFF);
         if !(BASIC_FIXED_LEN + 1..=BASIC_FIXED_LEN + MAX_CKN_LEN).contains(&blen)
             || PARAM_HEADER_LEN + blen > p.len()
         {
             return Err(MkpduError::BadBasicParameterSet);
         }
-        let b = &p[PARAM_HEADER_LEN..PARAM_HEADER_LEN + blen];
-        let flags = p[2];
+        let b = range(p, PARAM_HEADER_LEN..PARAM_HEADER_LEN + blen);
+        let flags = byte(p, 2);
         let basic = BasicParamSet {
-            version: p[0],
-            key_server_priority: p[1],
+            version: byte(p, 0),
+            key_server_priority: byte(p, 1),
             key_server: flags & 0x80 != 0,
             macsec_desired: flags & 0x40 != 0,
             macsec_capability: (flags >> 4) & 0x03,
-            sci: Sci([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-            mi: mi_of(&b[8..20]),
-            mn: be32(&b[20..24]),
-            algorithm_agility: be32(&b[24..28]),
-            ckn: &b[BASIC_FIXED_LEN..],
+            sci: Sci(array(b, 0)),
+            mi: mi_of(range(b, 8..20)),
+            mn: be32(range(b, 20..24)),
+            algorithm_agility: be32(range(b, 24..28)),
+            ckn: tail(b, BASIC_FIXED_LEN),
         };
         let mut r = Repr {
             basic,
@@ -493,12 +501,12 @@ impl<'a> Repr<'a> {
         // The padding of the Basic Parameter Set may be cut when nothing follows but the ICV.
         let mut off = (PARAM_HEADER_LEN + padded(blen)).min(p.len());
         while off < p.len() {
-            let rest = &p[off..];
+            let rest = tail(p, off);
             if rest.len() < PARAM_HEADER_LEN {
-                return Err(MkpduError::BadParameterSet(rest[0]));
+                return Err(MkpduError::BadParameterSet(byte(rest, 0)));
             }
-            let kind = rest[0];
-            let len = usize::from(be16(&rest[2..4]) & 0x0FFF);
+            let kind = byte(rest, 0);
+            let len = usize::from(be16(range(rest, 2..4)) & 0x0FFF);
             if kind == param::ICV_INDICATOR {
                 if len != ICV_LEN || rest.len() != PARAM_HEADER_LEN || r.icv_indicator {
                     return Err(MkpduError::BadIcvIndicator);
@@ -509,8 +517,8 @@ impl<'a> Repr<'a> {
             if PARAM_HEADER_LEN + len > rest.len() {
                 return Err(MkpduError::BadParameterSet(kind));
             }
-            let body = &rest[PARAM_HEADER_LEN..PARAM_HEADER_LEN + len];
-            r.parse_set(kind, rest[1], rest[2], body)?;
+            let body = range(rest, PARAM_HEADER_LEN..PARAM_HEADER_LEN + len);
+            r.parse_set(kind, byte(rest, 1), byte(rest, 2), body)?;
             off += (PARAM_HEADER_LEN + padded(len)).min(rest.len());
         }
         Ok(r)
@@ -543,15 +551,15 @@ impl<'a> Repr<'a> {
                     0 => None,
                     SAK_USE_LEN => Some(SakUseKeys {
                         latest: KeyId {
-                            mi: mi_of(&body[0..12]),
-                            kn: be32(&body[12..16]),
+                            mi: mi_of(range(body, 0..12)),
+                            kn: be32(range(body, 12..16)),
                         },
-                        latest_lowest_pn: be32(&body[16..20]),
+                        latest_lowest_pn: be32(range(body, 16..20)),
                         old: KeyId {
-                            mi: mi_of(&body[20..32]),
-                            kn: be32(&body[32..36]),
+                            mi: mi_of(range(body, 20..32)),
+                            kn: be32(range(body, 32..36)),
                         },
-                        old_lowest_pn: be32(&body[36..40]),
+                        old_lowest_pn: be32(range(body, 36..40)),
                     }),
                     _ => return Err(bad),
                 };
@@ -575,17 +583,14 @@ impl<'a> Repr<'a> {
                 let key = match body.len() {
                     0 => None,
                     28 => Some(DistributedKey {
-                        kn: be32(&body[0..4]),
+                        kn: be32(range(body, 0..4)),
                         cipher_suite: None,
-                        wrapped: &body[4..],
+                        wrapped: tail(body, 4),
                     }),
                     36 | 52 => Some(DistributedKey {
-                        kn: be32(&body[0..4]),
-                        cipher_suite: Some(u64::from_be_bytes([
-                            body[4], body[5], body[6], body[7], body[8], body[9], body[10],
-                            body[11],
-                        ])),
-                        wrapped: &body[12..],
+                        kn: be32(range(body, 0..4)),
+                        cipher_suite: Some(be64(body, 4)),
+                        wrapped: tail(body, 12),
                     }),
                     _ => return Err(bad),
                 };
@@ -604,8 +609,8 @@ impl<'a> Repr<'a> {
                 }
                 self.xpn = Some(XpnParams {
                     suspension_time: o2,
-                    latest_lowest_pn_high: be32(&body[0..4]),
-                    old_lowest_pn_high: be32(&body[4..8]),
+                    latest_lowest_pn_high: be32(range(body, 0..4)),
+                    old_lowest_pn_high: be32(range(body, 4..8)),
                 });
             }
             _ => self.skipped = self.skipped.saturating_add(1),
@@ -686,14 +691,11 @@ impl<'a> Repr<'a> {
     pub fn emit(&self, dst: MacAddr, src: MacAddr, buf: &mut [u8]) -> Result<usize, MkpduError> {
         self.check_emit()?;
         let total = self.buffer_len();
-        if buf.len() < total {
-            return Err(MkpduError::Truncated);
-        }
-        let buf = &mut buf[..total];
+        let buf = buf.get_mut(..total).ok_or(MkpduError::Truncated)?;
         buf.fill(0);
         let body_len = (total - HEADER_LEN) as u16;
         Frame::new_unchecked(&mut *buf).emit_header(dst, src, body_len);
-        let p = &mut buf[HEADER_LEN..total - ICV_LEN];
+        let p = range_mut(buf, HEADER_LEN..total - ICV_LEN);
         let mut w = Writer { p, off: 0 };
 
         let b = &self.basic;

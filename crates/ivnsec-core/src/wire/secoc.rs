@@ -34,6 +34,7 @@
 use core::fmt;
 
 use super::Field;
+use super::bytes::{be32, head, put, range, tail};
 
 /// Most freshness value bits (the full FV is at most 64 bits here).
 pub const MAX_FV_BITS: u8 = 64;
@@ -153,11 +154,14 @@ impl fmt::Display for SecuredError {
 impl core::error::Error for SecuredError {}
 
 fn get_bit(buf: &[u8], pos: usize) -> bool {
-    buf[pos / 8] & (0x80 >> (pos % 8)) != 0
+    buf.get(pos / 8)
+        .is_some_and(|b| b & (0x80 >> (pos % 8)) != 0)
 }
 
 fn set_bit(buf: &mut [u8], pos: usize) {
-    buf[pos / 8] |= 0x80 >> (pos % 8);
+    if let Some(b) = buf.get_mut(pos / 8) {
+        *b |= 0x80 >> (pos % 8);
+    }
 }
 
 /// A view of a Secured I-PDU with a given layout.
@@ -187,7 +191,7 @@ impl<T: AsRef<[u8]>> SecuredPdu<T> {
         }
         let pad = self.layout.pad_bits();
         // pad < 8: the low `pad` bits of the last byte.
-        let last = buf[buf.len() - 1];
+        let last = buf.last().copied().unwrap_or(0);
         if pad > 0 && last & ((1u8 << pad) - 1) != 0 {
             return Err(SecuredError::NonZeroPadding);
         }
@@ -209,12 +213,12 @@ impl<T: AsRef<[u8]>> SecuredPdu<T> {
 
     /// The Authentic I-PDU.
     pub fn authentic(&self) -> &[u8] {
-        &self.buffer.as_ref()[..self.authentic_len()]
+        head(self.buffer.as_ref(), self.authentic_len())
     }
 
     /// The authentication information bytes (FV ‖ MAC ‖ padding).
     pub fn auth_info(&self) -> &[u8] {
-        &self.buffer.as_ref()[self.authentic_len()..]
+        tail(self.buffer.as_ref(), self.authentic_len())
     }
 
     /// The truncated freshness value (0 when `fv_bits` is 0).
@@ -375,13 +379,11 @@ impl<T: AsRef<[u8]>> PduPacket<T> {
     }
 
     pub fn id(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::ID];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be32(self.buffer.as_ref(), field::ID.start)
     }
 
     pub fn length(&self) -> u32 {
-        let b = &self.buffer.as_ref()[field::LENGTH];
-        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        be32(self.buffer.as_ref(), field::LENGTH.start)
     }
 
     /// Header plus PDU (where the next PDU starts); on a checked view.
@@ -391,17 +393,21 @@ impl<T: AsRef<[u8]>> PduPacket<T> {
 
     /// The PDU; on a checked view.
     pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..self.total_len()]
+        range(self.buffer.as_ref(), field::PAYLOAD..self.total_len())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> PduPacket<T> {
     pub fn set_id(&mut self, id: u32) {
-        self.buffer.as_mut()[field::ID].copy_from_slice(&id.to_be_bytes());
+        put(self.buffer.as_mut(), field::ID.start, &id.to_be_bytes());
     }
 
     pub fn set_length(&mut self, len: u32) {
-        self.buffer.as_mut()[field::LENGTH].copy_from_slice(&len.to_be_bytes());
+        put(
+            self.buffer.as_mut(),
+            field::LENGTH.start,
+            &len.to_be_bytes(),
+        );
     }
 }
 
@@ -446,8 +452,9 @@ pub fn emit_pdu(buf: &mut [u8], offset: usize, id: u32, pdu: &[u8]) -> Result<us
     let dst = buf
         .get_mut(offset..end)
         .ok_or(PduError::NoRoom { needed: end })?;
-    PduRepr { id, length }.emit(&mut PduPacket::new_unchecked(&mut dst[..PDU_HEADER_LEN]));
-    dst[PDU_HEADER_LEN..].copy_from_slice(pdu);
+    let (header, body) = dst.split_at_mut(PDU_HEADER_LEN);
+    PduRepr { id, length }.emit(&mut PduPacket::new_unchecked(header));
+    body.copy_from_slice(pdu);
     Ok(end)
 }
 
@@ -478,9 +485,9 @@ impl<'a> Iterator for Pdus<'a> {
         match PduPacket::new_checked(self.rest) {
             Ok(p) => {
                 let (id, n) = (p.id(), p.total_len());
-                let (this, rest) = self.rest.split_at(n);
+                let (this, rest) = self.rest.split_at_checked(n).unwrap_or((self.rest, &[]));
                 self.rest = rest;
-                Some(Ok((id, &this[PDU_HEADER_LEN..])))
+                Some(Ok((id, tail(this, PDU_HEADER_LEN))))
             }
             Err(e) => {
                 self.failed = true;

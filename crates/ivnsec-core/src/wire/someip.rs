@@ -14,6 +14,7 @@
 //! [`StreamDeframer`] cuts a TCP byte stream into messages with a bounded buffer and resynchronises
 //! after a corrupt header.
 
+use super::bytes::{array, byte, head, put, put_byte, range, range_mut, tail, tail_mut};
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
@@ -169,11 +170,11 @@ pub struct Packet<T: AsRef<[u8]>> {
 }
 
 fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
+    u16::from_be_bytes(array(b, 0))
 }
 
 fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    u32::from_be_bytes(array(b, 0))
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
@@ -209,44 +210,44 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     pub fn message_id(&self) -> u32 {
-        be32(&self.buffer.as_ref()[0..4])
+        be32(range(self.buffer.as_ref(), 0..4))
     }
 
     pub fn service_id(&self) -> u16 {
-        be16(&self.buffer.as_ref()[field::SERVICE])
+        be16(range(self.buffer.as_ref(), field::SERVICE))
     }
 
     pub fn method_id(&self) -> u16 {
-        be16(&self.buffer.as_ref()[field::METHOD])
+        be16(range(self.buffer.as_ref(), field::METHOD))
     }
 
     pub fn length(&self) -> u32 {
-        be32(&self.buffer.as_ref()[field::LENGTH])
+        be32(range(self.buffer.as_ref(), field::LENGTH))
     }
 
     pub fn request_id(&self) -> u32 {
-        be32(&self.buffer.as_ref()[8..12])
+        be32(range(self.buffer.as_ref(), 8..12))
     }
 
     pub fn client_id(&self) -> u16 {
-        be16(&self.buffer.as_ref()[field::CLIENT])
+        be16(range(self.buffer.as_ref(), field::CLIENT))
     }
 
     pub fn session_id(&self) -> u16 {
-        be16(&self.buffer.as_ref()[field::SESSION])
+        be16(range(self.buffer.as_ref(), field::SESSION))
     }
 
     pub fn protocol_version(&self) -> u8 {
-        self.buffer.as_ref()[field::PROTOCOL_VERSION]
+        byte(self.buffer.as_ref(), field::PROTOCOL_VERSION)
     }
 
     pub fn interface_version(&self) -> u8 {
-        self.buffer.as_ref()[field::INTERFACE_VERSION]
+        byte(self.buffer.as_ref(), field::INTERFACE_VERSION)
     }
 
     /// The message type byte, TP flag included.
     pub fn message_type_raw(&self) -> u8 {
-        self.buffer.as_ref()[field::MESSAGE_TYPE]
+        byte(self.buffer.as_ref(), field::MESSAGE_TYPE)
     }
 
     pub fn tp(&self) -> bool {
@@ -254,7 +255,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     pub fn return_code(&self) -> ReturnCode {
-        ReturnCode(self.buffer.as_ref()[field::RETURN_CODE])
+        ReturnCode(byte(self.buffer.as_ref(), field::RETURN_CODE))
     }
 
     /// Length of the whole message: `8 + length`.
@@ -271,52 +272,52 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// The whole message (header and payload).
     pub fn message(&self) -> &[u8] {
         let end = self.total_len().min(self.buffer.as_ref().len());
-        &self.buffer.as_ref()[..end]
+        head(self.buffer.as_ref(), end)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     pub fn set_service_id(&mut self, v: u16) {
-        self.buffer.as_mut()[field::SERVICE].copy_from_slice(&v.to_be_bytes());
+        put(self.buffer.as_mut(), field::SERVICE.start, &v.to_be_bytes());
     }
 
     pub fn set_method_id(&mut self, v: u16) {
-        self.buffer.as_mut()[field::METHOD].copy_from_slice(&v.to_be_bytes());
+        put(self.buffer.as_mut(), field::METHOD.start, &v.to_be_bytes());
     }
 
     pub fn set_length(&mut self, v: u32) {
-        self.buffer.as_mut()[field::LENGTH].copy_from_slice(&v.to_be_bytes());
+        put(self.buffer.as_mut(), field::LENGTH.start, &v.to_be_bytes());
     }
 
     pub fn set_client_id(&mut self, v: u16) {
-        self.buffer.as_mut()[field::CLIENT].copy_from_slice(&v.to_be_bytes());
+        put(self.buffer.as_mut(), field::CLIENT.start, &v.to_be_bytes());
     }
 
     pub fn set_session_id(&mut self, v: u16) {
-        self.buffer.as_mut()[field::SESSION].copy_from_slice(&v.to_be_bytes());
+        put(self.buffer.as_mut(), field::SESSION.start, &v.to_be_bytes());
     }
 
     pub fn set_protocol_version(&mut self, v: u8) {
-        self.buffer.as_mut()[field::PROTOCOL_VERSION] = v;
+        put_byte(self.buffer.as_mut(), field::PROTOCOL_VERSION, v);
     }
 
     pub fn set_interface_version(&mut self, v: u8) {
-        self.buffer.as_mut()[field::INTERFACE_VERSION] = v;
+        put_byte(self.buffer.as_mut(), field::INTERFACE_VERSION, v);
     }
 
     pub fn set_message_type_raw(&mut self, v: u8) {
-        self.buffer.as_mut()[field::MESSAGE_TYPE] = v;
+        put_byte(self.buffer.as_mut(), field::MESSAGE_TYPE, v);
     }
 
     pub fn set_return_code(&mut self, v: ReturnCode) {
-        self.buffer.as_mut()[field::RETURN_CODE] = v.0;
+        put_byte(self.buffer.as_mut(), field::RETURN_CODE, v.0);
     }
 
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let end = self.total_len().min(self.buffer.as_ref().len());
         let b = self.buffer.as_mut();
         let start = HEADER_LEN.min(end);
-        &mut b[start..end]
+        range_mut(b, start..end)
     }
 }
 
@@ -521,7 +522,7 @@ impl StreamDeframer {
             self.end -= self.start;
             self.start = 0;
         }
-        &mut self.buf[self.end..]
+        tail_mut(&mut self.buf, self.end)
     }
 
     /// Marks `n` bytes of [`space`](Self::space) as filled.
@@ -533,14 +534,16 @@ impl StreamDeframer {
     /// place; empty when that poll returned no message. It stays valid until the next call
     /// of any other method.
     pub fn message_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[self.start..self.start + self.pending]
+        range_mut(&mut self.buf, self.start..self.start + self.pending)
     }
 
     /// Copies as much of `data` as fits; returns how many bytes were taken.
     pub fn push(&mut self, data: &[u8]) -> usize {
         let space = self.space();
         let n = space.len().min(data.len());
-        space[..n].copy_from_slice(&data[..n]);
+        if let (Some(dst), Some(src)) = (space.get_mut(..n), data.get(..n)) {
+            dst.copy_from_slice(src);
+        }
         self.commit(n);
         n
     }
@@ -548,7 +551,7 @@ impl StreamDeframer {
     /// The next message, a resynchronisation, or `NeedMore`.
     pub fn poll(&mut self) -> Deframed<'_> {
         self.consume_pending();
-        let avail = &self.buf[self.start..self.end];
+        let avail = range(&self.buf, self.start..self.end);
         if avail.len() < HEADER_LEN {
             return Deframed::NeedMore;
         }
@@ -558,13 +561,13 @@ impl StreamDeframer {
                 return Deframed::NeedMore;
             }
             self.pending = total;
-            return Deframed::Message(&self.buf[self.start..self.start + total]);
+            return Deframed::Message(range(&self.buf, self.start..self.start + total));
         }
         // Corrupt header: find the next plausible one. Positions with fewer than 16 bytes left
         // cannot be judged yet; keep them.
         let mut skip = 1;
         while skip + HEADER_LEN <= avail.len()
-            && !plausible_header(&avail[skip..], self.max_message)
+            && !plausible_header(tail(avail, skip), self.max_message)
         {
             skip += 1;
         }

@@ -18,6 +18,7 @@
 //! Parsing never panics; the owned form ([`SdRepr::parse`]) allocates at most one entry per 16
 //! input bytes and one option per 3.
 
+use super::bytes::{array, byte, put, put_byte, range, range_mut, tail_mut};
 use alloc::vec::Vec;
 use core::fmt;
 use core::net::Ipv4Addr;
@@ -77,11 +78,11 @@ impl fmt::Display for SdError {
 impl core::error::Error for SdError {}
 
 fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    u32::from_be_bytes(array(b, 0))
 }
 
 fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
+    u16::from_be_bytes(array(b, 0))
 }
 
 /// A view of an SD payload (the bytes after the SOME/IP header).
@@ -107,7 +108,7 @@ impl<T: AsRef<[u8]>> SdPacket<T> {
         if b.len() < 12 {
             return Err(SdError::Truncated);
         }
-        let el = be32(&b[4..8]) as usize;
+        let el = be32(range(b, 4..8)) as usize;
         if el % ENTRY_LEN != 0 {
             return Err(SdError::BadEntriesLength);
         }
@@ -115,7 +116,7 @@ impl<T: AsRef<[u8]>> SdPacket<T> {
         if b.len() < opt_len_at.saturating_add(4) {
             return Err(SdError::Truncated);
         }
-        let ol = be32(&b[opt_len_at..opt_len_at + 4]) as usize;
+        let ol = be32(range(b, opt_len_at..opt_len_at + 4)) as usize;
         if b.len() - (opt_len_at + 4) < ol {
             return Err(SdError::Truncated);
         }
@@ -123,27 +124,27 @@ impl<T: AsRef<[u8]>> SdPacket<T> {
     }
 
     pub fn flags(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        byte(self.buffer.as_ref(), 0)
     }
 
     pub fn entries_bytes(&self) -> &[u8] {
         let b = self.buffer.as_ref();
-        let el = be32(&b[4..8]) as usize;
-        &b[8..8 + el]
+        let el = be32(range(b, 4..8)) as usize;
+        range(b, 8..8 + el)
     }
 
     pub fn options_bytes(&self) -> &[u8] {
         let b = self.buffer.as_ref();
-        let at = 8 + be32(&b[4..8]) as usize;
-        let ol = be32(&b[at..at + 4]) as usize;
-        &b[at + 4..at + 4 + ol]
+        let at = 8 + be32(range(b, 4..8)) as usize;
+        let ol = be32(range(b, at..at + 4)) as usize;
+        range(b, at + 4..at + 4 + ol)
     }
 
     /// Length of the SD payload (may be shorter than the buffer).
     pub fn total_len(&self) -> usize {
         let b = self.buffer.as_ref();
-        let at = 8 + be32(&b[4..8]) as usize;
-        at + 4 + be32(&b[at..at + 4]) as usize
+        let at = 8 + be32(range(b, 4..8)) as usize;
+        at + 4 + be32(range(b, at..at + 4)) as usize
     }
 
     pub fn entries(&self) -> impl Iterator<Item = Result<Entry, SdError>> + '_ {
@@ -232,27 +233,27 @@ impl Entry {
     /// Parses 16 bytes.
     pub fn parse(b: &[u8]) -> Result<Entry, SdError> {
         let b = b.get(..ENTRY_LEN).ok_or(SdError::Truncated)?;
-        let entry_type = EntryType::from_value(b[0]).ok_or(SdError::UnknownEntryType)?;
+        let entry_type = EntryType::from_value(byte(b, 0)).ok_or(SdError::UnknownEntryType)?;
         let body = if entry_type.is_eventgroup() {
             EntryBody::Eventgroup {
-                counter: b[13] & 0x0F,
-                eventgroup_id: be16(&b[14..16]),
+                counter: byte(b, 13) & 0x0F,
+                eventgroup_id: be16(range(b, 14..16)),
             }
         } else {
             EntryBody::Service {
-                minor_version: be32(&b[12..16]),
+                minor_version: be32(range(b, 12..16)),
             }
         };
         Ok(Entry {
             entry_type,
-            index1: b[1],
-            index2: b[2],
-            num1: b[3] >> 4,
-            num2: b[3] & 0x0F,
-            service_id: be16(&b[4..6]),
-            instance_id: be16(&b[6..8]),
-            major_version: b[8],
-            ttl: be32(&b[8..12]) & 0xFF_FFFF,
+            index1: byte(b, 1),
+            index2: byte(b, 2),
+            num1: byte(b, 3) >> 4,
+            num2: byte(b, 3) & 0x0F,
+            service_id: be16(range(b, 4..6)),
+            instance_id: be16(range(b, 6..8)),
+            major_version: byte(b, 8),
+            ttl: be32(range(b, 8..12)) & 0xFF_FFFF,
             body,
         })
     }
@@ -262,25 +263,23 @@ impl Entry {
         let Some(b) = b.get_mut(..ENTRY_LEN) else {
             return;
         };
-        b[0] = self.entry_type.value();
-        b[1] = self.index1;
-        b[2] = self.index2;
-        b[3] = (self.num1 << 4) | (self.num2 & 0x0F);
-        b[4..6].copy_from_slice(&self.service_id.to_be_bytes());
-        b[6..8].copy_from_slice(&self.instance_id.to_be_bytes());
+        put_byte(b, 0, self.entry_type.value());
+        put_byte(b, 1, self.index1);
+        put_byte(b, 2, self.index2);
+        put_byte(b, 3, (self.num1 << 4) | (self.num2 & 0x0F));
+        put(b, 4, &self.service_id.to_be_bytes());
+        put(b, 6, &self.instance_id.to_be_bytes());
         let v = (u32::from(self.major_version) << 24) | (self.ttl & 0xFF_FFFF);
-        b[8..12].copy_from_slice(&v.to_be_bytes());
+        put(b, 8, &v.to_be_bytes());
         match self.body {
-            EntryBody::Service { minor_version } => {
-                b[12..16].copy_from_slice(&minor_version.to_be_bytes())
-            }
+            EntryBody::Service { minor_version } => put(b, 12, &minor_version.to_be_bytes()),
             EntryBody::Eventgroup {
                 counter,
                 eventgroup_id,
             } => {
-                b[12] = 0;
-                b[13] = counter & 0x0F;
-                b[14..16].copy_from_slice(&eventgroup_id.to_be_bytes());
+                put_byte(b, 12, 0);
+                put_byte(b, 13, counter & 0x0F);
+                put(b, 14, &eventgroup_id.to_be_bytes());
             }
         }
     }
@@ -392,18 +391,18 @@ impl SdOption {
                 proto,
                 port,
             } => {
-                b[0..2].copy_from_slice(&9u16.to_be_bytes());
-                b[2] = kind.value();
-                b[3] = 0;
-                b[4..8].copy_from_slice(&addr.octets());
-                b[8] = 0;
-                b[9] = proto;
-                b[10..12].copy_from_slice(&port.to_be_bytes());
+                put(b, 0, &9u16.to_be_bytes());
+                put_byte(b, 2, kind.value());
+                put_byte(b, 3, 0);
+                put(b, 4, &addr.octets());
+                put_byte(b, 8, 0);
+                put_byte(b, 9, proto);
+                put(b, 10, &port.to_be_bytes());
             }
             SdOption::Other { option_type, len } => {
-                b[0..2].copy_from_slice(&len.to_be_bytes());
-                b[2] = option_type;
-                b[3..].fill(0);
+                put(b, 0, &len.to_be_bytes());
+                put_byte(b, 2, option_type);
+                tail_mut(b, 3).fill(0);
             }
         }
     }
@@ -426,7 +425,7 @@ impl Iterator for SdOptions<'_> {
             self.rest = &[];
             return Some(Err(SdError::BadOptionLength));
         }
-        let len = be16(&self.rest[0..2]);
+        let len = be16(self.rest);
         let total = 3 + usize::from(len);
         if total > self.rest.len() {
             self.rest = &[];
@@ -434,7 +433,7 @@ impl Iterator for SdOptions<'_> {
         }
         let (b, rest) = self.rest.split_at(total);
         self.rest = rest;
-        let option_type = b[2];
+        let option_type = byte(b, 2);
         let kind = match option_type {
             0x04 => Some(Ipv4Kind::Endpoint),
             0x14 => Some(Ipv4Kind::Multicast),
@@ -444,9 +443,9 @@ impl Iterator for SdOptions<'_> {
         Some(match kind {
             Some(kind) if len == 9 => Ok(SdOption::Ipv4 {
                 kind,
-                addr: Ipv4Addr::new(b[4], b[5], b[6], b[7]),
-                proto: b[9],
-                port: be16(&b[10..12]),
+                addr: Ipv4Addr::new(byte(b, 4), byte(b, 5), byte(b, 6), byte(b, 7)),
+                proto: byte(b, 9),
+                port: be16(range(b, 10..12)),
             }),
             Some(_) => {
                 self.rest = &[];
@@ -507,18 +506,18 @@ impl SdRepr {
         if b.len() < self.buffer_len() {
             return;
         }
-        b[0] = self.flags;
-        b[1..4].fill(0);
+        put_byte(b, 0, self.flags);
+        range_mut(b, 1..4).fill(0);
         let el = self.entries.len() * ENTRY_LEN;
-        b[4..8].copy_from_slice(&(el as u32).to_be_bytes());
+        put(b, 4, &(el as u32).to_be_bytes());
         for (i, e) in self.entries.iter().enumerate() {
-            e.emit(&mut b[8 + i * ENTRY_LEN..]);
+            e.emit(tail_mut(b, 8 + i * ENTRY_LEN));
         }
         let mut at = 8 + el;
-        b[at..at + 4].copy_from_slice(&(self.options_len() as u32).to_be_bytes());
+        put(b, at, &(self.options_len() as u32).to_be_bytes());
         at += 4;
         for o in &self.options {
-            o.emit(&mut b[at..]);
+            o.emit(tail_mut(b, at));
             at += o.buffer_len();
         }
     }
@@ -530,7 +529,7 @@ impl SdRepr {
         let n = r.buffer_len();
         let out = out.get_mut(..n)?;
         r.emit_header(out);
-        self.emit(&mut out[HEADER_LEN..]);
+        self.emit(tail_mut(out, HEADER_LEN));
         Some(n)
     }
 

@@ -19,6 +19,7 @@
 //! segments are accepted (later bytes overwrite earlier ones: the secured formats authenticate the
 //! reassembled message, so a forged overlap only fails verification).
 
+use super::bytes::{array, be16, put, tail, tail_mut};
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -42,8 +43,7 @@ pub struct TpHeader {
 impl TpHeader {
     /// Parses the first four bytes of a segment's payload. Reserved bits are ignored.
     pub fn parse(b: &[u8]) -> Result<TpHeader, TpError> {
-        let w = b.get(..TP_HEADER_LEN).ok_or(TpError::Truncated)?;
-        let w = u32::from_be_bytes([w[0], w[1], w[2], w[3]]);
+        let w = u32::from_be_bytes(*b.first_chunk::<TP_HEADER_LEN>().ok_or(TpError::Truncated)?);
         Ok(TpHeader {
             offset: w & !0xF,
             more: w & 1 != 0,
@@ -137,15 +137,15 @@ impl<'a> Segmenter<'a> {
         let n = (self.payload.len() - self.offset).min(self.seg_data);
         let total = HEADER_LEN + TP_HEADER_LEN + n;
         let out = out.get_mut(..total)?;
+        let data = self.payload.get(self.offset..self.offset + n)?;
         let offset = u32::try_from(self.offset).ok()?;
         let more = self.offset + n < self.payload.len();
         let mut r = self.repr;
         r.tp = true;
         r.payload_len = TP_HEADER_LEN + n;
         r.emit_header(out);
-        TpHeader { offset, more }.emit(&mut out[HEADER_LEN..]);
-        out[HEADER_LEN + TP_HEADER_LEN..]
-            .copy_from_slice(&self.payload[self.offset..self.offset + n]);
+        TpHeader { offset, more }.emit(tail_mut(out, HEADER_LEN));
+        put(out, HEADER_LEN + TP_HEADER_LEN, data);
         self.offset += n;
         self.done = !more;
         Some(total)
@@ -201,7 +201,7 @@ struct Slot {
 
 impl Slot {
     fn complete(&self) -> bool {
-        matches!(self.total, Some(t) if self.have.len() == 1 && self.have[0] == (0, t))
+        matches!(self.total, Some(t) if self.have == [(0, t)])
     }
 
     fn add_range(&mut self, s: usize, e: usize) {
@@ -286,7 +286,7 @@ impl Reassembler {
         }
         let payload = p.payload();
         let tp = TpHeader::parse(payload)?;
-        let data = &payload[TP_HEADER_LEN..];
+        let data = tail(payload, TP_HEADER_LEN);
         if data.is_empty() || (tp.more && data.len() % 16 != 0) {
             return Err(TpError::BadSegment);
         }
@@ -309,7 +309,14 @@ impl Reassembler {
         };
         self.clock += 1;
         let idx = match self.slots.iter().position(|s| s.key == key) {
-            Some(i) if self.slots[i].session == repr.session_id => i,
+            Some(i)
+                if self
+                    .slots
+                    .get(i)
+                    .is_some_and(|s| s.session == repr.session_id) =>
+            {
+                i
+            }
             Some(i) => {
                 // A new session of the same method: the old message will never complete.
                 self.slots.swap_remove(i);
@@ -318,7 +325,8 @@ impl Reassembler {
             }
             None => self.new_slot(key, repr, segment),
         };
-        let slot = &mut self.slots[idx];
+        // `position` or `new_slot` gave an index into `slots`.
+        let slot = self.slots.get_mut(idx).ok_or(TpError::TooLarge)?;
         if let Some(t) = slot.total {
             if end > t || (!tp.more && end != t) {
                 self.slots.swap_remove(idx);
@@ -342,14 +350,18 @@ impl Reassembler {
             .iter()
             .position(|s| s.key == key)
             .ok_or(TpError::TooLarge)?;
-        let slot = &mut self.slots[idx];
+        let slot = self.slots.get_mut(idx).ok_or(TpError::TooLarge)?;
         if slot.data.len() < end {
             slot.data
                 .try_reserve_exact(end - slot.data.len())
                 .map_err(|_| TpError::TooLarge)?;
             slot.data.resize(end, 0);
         }
-        slot.data[start..end].copy_from_slice(data);
+        // Resized to at least `end` above; `data` is `end - start` bytes.
+        slot.data
+            .get_mut(start..end)
+            .ok_or(TpError::TooLarge)?
+            .copy_from_slice(data);
         slot.add_range(start, end);
         if !slot.complete() {
             return Ok(None);
@@ -372,11 +384,11 @@ impl Reassembler {
         if self.slots.len() >= self.limits.max_pending.max(1) {
             self.evict_oldest(None);
         }
-        let mut header = [0u8; HEADER_LEN];
-        header.copy_from_slice(&segment[..HEADER_LEN]);
+        // `segment` is a checked SOME/IP message: its header is whole.
+        let header: [u8; HEADER_LEN] = array(segment, 0);
         self.slots.push(Slot {
             key,
-            session: u16::from_be_bytes([segment[10], segment[11]]),
+            session: be16(segment, 10),
             header,
             data: Vec::new(),
             have: Vec::new(),
@@ -406,7 +418,7 @@ impl Reassembler {
     }
 
     fn make_room(&mut self, idx: usize, grow: usize) -> Result<(), TpError> {
-        let key = self.slots[idx].key;
+        let key = self.slots.get(idx).ok_or(TpError::TooLarge)?.key;
         loop {
             let used: usize = self.slots.iter().map(|s| s.data.len()).sum();
             if used + grow <= self.limits.max_total {

@@ -21,6 +21,7 @@
 //! bound-checked against the packet ([`Segmenter::new`] refuses what does not fit, never
 //! panics and never allocates). Pure code: the system calls are in `ivnsec-net`.
 
+use super::bytes::{array, be16, byte, head, put, put_byte, range, range_mut, tail};
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -62,8 +63,7 @@ const CWR: u8 = 0x80;
 
 /// The sequence number of the TCP header at `pkt[t..]` (the caller has checked it is whole).
 fn tcp_seq(pkt: &[u8], t: usize) -> u32 {
-    let b = &pkt[t + TCP_SEQ.start..t + TCP_SEQ.end];
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    u32::from_be_bytes(array(pkt, t + TCP_SEQ.start))
 }
 
 /// Why a packet from the TUN cannot be segmented.
@@ -117,10 +117,10 @@ impl VnetHdr {
     /// Reads the header at the front of `buf`.
     pub fn parse(buf: &[u8]) -> Result<VnetHdr, OffloadError> {
         let b = buf.get(..VNET_HDR_LEN).ok_or(OffloadError::Truncated)?;
-        let u = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        let u = |i: usize| u16::from_ne_bytes(array(b, i));
         Ok(VnetHdr {
-            flags: b[0],
-            gso_type: b[1],
+            flags: byte(b, 0),
+            gso_type: byte(b, 1),
             hdr_len: u(2),
             gso_size: u(4),
             csum_start: u(6),
@@ -130,12 +130,12 @@ impl VnetHdr {
 
     /// Writes the header to the front of `buf` (at least [`VNET_HDR_LEN`] bytes).
     pub fn emit(&self, buf: &mut [u8]) {
-        buf[0] = self.flags;
-        buf[1] = self.gso_type;
-        buf[2..4].copy_from_slice(&self.hdr_len.to_ne_bytes());
-        buf[4..6].copy_from_slice(&self.gso_size.to_ne_bytes());
-        buf[6..8].copy_from_slice(&self.csum_start.to_ne_bytes());
-        buf[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
+        put_byte(buf, 0, self.flags);
+        put_byte(buf, 1, self.gso_type);
+        put(buf, 2, &self.hdr_len.to_ne_bytes());
+        put(buf, 4, &self.gso_size.to_ne_bytes());
+        put(buf, 6, &self.csum_start.to_ne_bytes());
+        put(buf, 8, &self.csum_offset.to_ne_bytes());
     }
 }
 
@@ -144,13 +144,15 @@ impl VnetHdr {
 pub fn ones_sum(data: &[u8], mut acc: u64) -> u64 {
     let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        let v = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let v = u64::from_be_bytes(array(c, 0));
         let (s, carry) = acc.overflowing_add(v);
         acc = s + u64::from(carry);
     }
     let rest = chunks.remainder();
     let mut tail = [0u8; 8];
-    tail[..rest.len()].copy_from_slice(rest);
+    for (t, r) in tail.iter_mut().zip(rest) {
+        *t = *r;
+    }
     let v = u64::from_be_bytes(tail);
     let (s, carry) = acc.overflowing_add(v);
     s + u64::from(carry)
@@ -169,7 +171,11 @@ pub fn fold(mut acc: u64) -> u16 {
 /// The one's-complement sum of the TCP pseudo-header of a `tcp_len`-byte segment of the IP
 /// packet whose header is at the front of `pkt` (`v6`: IPv6 with no extension header).
 fn pseudo_sum(pkt: &[u8], v6: bool, tcp_len: usize) -> u64 {
-    let addrs = if v6 { &pkt[8..40] } else { &pkt[12..20] };
+    let addrs = if v6 {
+        range(pkt, 8..40)
+    } else {
+        range(pkt, 12..20)
+    };
     let acc = ones_sum(addrs, 0);
     // protocol and length as two 16-bit words (a 32-bit TCP length for IPv6 has a zero high half
     // here: ≤ 65535).
@@ -203,12 +209,12 @@ fn tcp_headers(pkt: &[u8]) -> Result<TcpHeaders, OffloadError> {
             if ihl < ip::IPV4_HEADER_LEN || pkt.len() < ihl {
                 return Err(OffloadError::BadIp);
             }
-            let total = usize::from(u16::from_be_bytes([pkt[2], pkt[3]]));
+            let total = usize::from(be16(pkt, 2));
             // Not a fragment: MF clear and offset 0.
-            if total != pkt.len() || u16::from_be_bytes([pkt[6], pkt[7]]) & 0x3fff != 0 {
+            if total != pkt.len() || be16(pkt, 6) & 0x3fff != 0 {
                 return Err(OffloadError::BadIp);
             }
-            if pkt[9] != protocol::TCP {
+            if byte(pkt, 9) != protocol::TCP {
                 return Err(OffloadError::BadTcp);
             }
             (false, ihl)
@@ -217,11 +223,11 @@ fn tcp_headers(pkt: &[u8]) -> Result<TcpHeaders, OffloadError> {
             if pkt.len() < ip::IPV6_HEADER_LEN {
                 return Err(OffloadError::BadIp);
             }
-            let payload = usize::from(u16::from_be_bytes([pkt[4], pkt[5]]));
+            let payload = usize::from(be16(pkt, 4));
             if payload + ip::IPV6_HEADER_LEN != pkt.len() {
                 return Err(OffloadError::BadIp);
             }
-            if pkt[6] != protocol::TCP {
+            if byte(pkt, 6) != protocol::TCP {
                 return Err(OffloadError::BadTcp);
             }
             (true, ip::IPV6_HEADER_LEN)
@@ -334,8 +340,8 @@ impl Segmenter {
             Kind::Checksum { start, field } => {
                 let out = dst.get_mut(..pkt.len())?;
                 out.copy_from_slice(pkt);
-                let c = !fold(ones_sum(&out[start..], 0));
-                out[field..field + 2].copy_from_slice(&c.to_be_bytes());
+                let c = !fold(ones_sum(tail(out, start), 0));
+                put(out, field, &c.to_be_bytes());
                 Some(pkt.len())
             }
             Kind::Tcp { h, size, ecn } => {
@@ -344,36 +350,37 @@ impl Segmenter {
                 let to = (from + size).min(pkt.len());
                 let len = hl + (to - from);
                 let out = dst.get_mut(..len)?;
-                out[..hl].copy_from_slice(&pkt[..hl]);
-                out[hl..].copy_from_slice(&pkt[from..to]);
+                let (headers, data) = (pkt.get(..hl)?, pkt.get(from..to)?);
+                put(out, 0, headers);
+                put(out, hl, data);
                 let last = i + 1 == self.count;
                 // IP header.
                 if h.v6 {
                     let pl = (len - ip::IPV6_HEADER_LEN) as u16;
-                    out[4..6].copy_from_slice(&pl.to_be_bytes());
+                    put(out, 4, &pl.to_be_bytes());
                 } else {
-                    out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-                    let id = u16::from_be_bytes([pkt[4], pkt[5]]).wrapping_add(i as u16);
-                    out[4..6].copy_from_slice(&id.to_be_bytes());
-                    ip::fill_ipv4_checksum(&mut out[..h.ip_len]);
+                    put(out, 2, &(len as u16).to_be_bytes());
+                    let id = be16(pkt, 4).wrapping_add(i as u16);
+                    put(out, 4, &id.to_be_bytes());
+                    ip::fill_ipv4_checksum(range_mut(out, 0..h.ip_len));
                 }
                 // TCP header.
                 let t = h.ip_len;
                 let seq = tcp_seq(pkt, t).wrapping_add((i * size) as u32);
-                out[t + TCP_SEQ.start..t + TCP_SEQ.end].copy_from_slice(&seq.to_be_bytes());
-                let mut flags = pkt[t + TCP_FLAGS];
+                put(out, t + TCP_SEQ.start, &seq.to_be_bytes());
+                let mut flags = byte(pkt, t + TCP_FLAGS);
                 if !last {
                     flags &= !(FIN | PSH);
                 }
                 if i > 0 && (ecn || flags & CWR != 0) {
                     flags &= !CWR;
                 }
-                out[t + TCP_FLAGS] = flags;
+                put_byte(out, t + TCP_FLAGS, flags);
                 let tcp_len = len - t;
-                out[t + TCP_CSUM_OFFSET..t + TCP_CSUM_OFFSET + 2].fill(0);
-                let sum = ones_sum(&out[t..], pseudo_sum(out, h.v6, tcp_len));
+                put(out, t + TCP_CSUM_OFFSET, &[0, 0]);
+                let sum = ones_sum(tail(out, t), pseudo_sum(out, h.v6, tcp_len));
                 let c = !fold(sum);
-                out[t + TCP_CSUM_OFFSET..t + TCP_CSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
+                put(out, t + TCP_CSUM_OFFSET, &c.to_be_bytes());
                 Some(len)
             }
         }
@@ -383,7 +390,10 @@ impl Segmenter {
 /// Whether the TCP checksum of the segment `pkt` (headers `h`) is right.
 fn tcp_checksum_ok(pkt: &[u8], h: &TcpHeaders) -> bool {
     let tcp_len = pkt.len() - h.ip_len;
-    fold(ones_sum(&pkt[h.ip_len..], pseudo_sum(pkt, h.v6, tcp_len))) == 0xffff
+    fold(ones_sum(
+        tail(pkt, h.ip_len),
+        pseudo_sum(pkt, h.v6, tcp_len),
+    )) == 0xffff
 }
 
 /// The super-packet being built.
@@ -418,7 +428,7 @@ impl Default for Coalescer {
 /// A TCP segment that may be coalesced: only ACK (and PSH) set, some payload, checksum right.
 fn mergeable(pkt: &[u8]) -> Option<(TcpHeaders, usize, u8)> {
     let h = tcp_headers(pkt).ok()?;
-    let flags = pkt[h.ip_len + TCP_FLAGS];
+    let flags = byte(pkt, h.ip_len + TCP_FLAGS);
     if flags & !(ACK | PSH) != 0 || flags & ACK == 0 || flags & (SYN | RST | FIN) != 0 {
         return None;
     }
@@ -458,7 +468,7 @@ impl Coalescer {
         let t = h.ip_len;
         let seq = tcp_seq(pkt, t);
         let Some(mut f) = self.flow else {
-            self.buf[VNET_HDR_LEN..VNET_HDR_LEN + pkt.len()].copy_from_slice(pkt);
+            put(&mut self.buf, VNET_HDR_LEN, pkt);
             self.len = pkt.len();
             self.flow = Some(Flow {
                 h,
@@ -478,28 +488,27 @@ impl Coalescer {
         {
             return false;
         }
-        let held = &self.buf[VNET_HDR_LEN..VNET_HDR_LEN + h.total()];
+        let held = range(&self.buf, VNET_HDR_LEN..VNET_HDR_LEN + h.total());
+        // Both hold whole headers of the same shape (`h == f.h`): the ranges are inside both.
+        let eq = |r: core::ops::Range<usize>| matches!((held.get(r.clone()), pkt.get(r)), (Some(a), Some(b)) if a == b);
         let same = if h.v6 {
             // Version, traffic class, flow label; next header, hop limit; addresses.
-            held[0..4] == pkt[0..4] && held[6..40] == pkt[6..40]
+            eq(0..4) && eq(6..40)
         } else {
             // Version/IHL and TOS; flags (DF) with offset; TTL and protocol; addresses; options.
-            held[0..2] == pkt[0..2]
-                && held[6..10] == pkt[6..10]
-                && held[12..h.ip_len] == pkt[12..h.ip_len]
+            eq(0..2) && eq(6..10) && eq(12..h.ip_len)
         };
         // Ports; ACK number; data offset; window; urgent pointer; options.
         let same = same
-            && held[t..t + 4] == pkt[t..t + 4]
-            && held[t + TCP_ACK.start..t + TCP_FLAGS] == pkt[t + TCP_ACK.start..t + TCP_FLAGS]
-            && held[t + TCP_WINDOW.start..t + TCP_WINDOW.end]
-                == pkt[t + TCP_WINDOW.start..t + TCP_WINDOW.end]
-            && held[t + 18..t + h.tcp_len] == pkt[t + 18..t + h.tcp_len];
+            && eq(t..t + 4)
+            && eq(t + TCP_ACK.start..t + TCP_FLAGS)
+            && eq(t + TCP_WINDOW.start..t + TCP_WINDOW.end)
+            && eq(t + 18..t + h.tcp_len);
         if !same {
             return false;
         }
         let at = VNET_HDR_LEN + self.len;
-        self.buf[at..at + payload].copy_from_slice(&pkt[h.total()..]);
+        put(&mut self.buf, at, tail(pkt, h.total()));
         self.len += payload;
         f.next_seq = seq.wrapping_add(payload as u32);
         f.segments += 1;
@@ -515,27 +524,28 @@ impl Coalescer {
     pub fn finish(&mut self) -> Option<&[u8]> {
         let f = self.flow.take()?;
         let len = self.len;
-        let pkt = &mut self.buf[VNET_HDR_LEN..VNET_HDR_LEN + len];
+        let pkt = range_mut(&mut self.buf, VNET_HDR_LEN..VNET_HDR_LEN + len);
         let h = f.h;
         let hdr = if f.segments == 1 {
             VnetHdr::default()
         } else {
             if h.v6 {
                 let pl = (len - ip::IPV6_HEADER_LEN) as u16;
-                pkt[4..6].copy_from_slice(&pl.to_be_bytes());
+                put(pkt, 4, &pl.to_be_bytes());
             } else {
-                pkt[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-                ip::fill_ipv4_checksum(&mut pkt[..h.ip_len]);
+                put(pkt, 2, &(len as u16).to_be_bytes());
+                ip::fill_ipv4_checksum(range_mut(pkt, 0..h.ip_len));
             }
             let t = h.ip_len;
             if f.psh {
-                pkt[t + TCP_FLAGS] |= PSH;
+                if let Some(b) = pkt.get_mut(t + TCP_FLAGS) {
+                    *b |= PSH;
+                }
             }
             // The device (here: the kernel) completes the checksum; the field holds the
             // pseudo-header sum, as a virtio device receives it.
             let partial = fold(pseudo_sum(pkt, h.v6, len - t));
-            pkt[t + TCP_CSUM_OFFSET..t + TCP_CSUM_OFFSET + 2]
-                .copy_from_slice(&partial.to_be_bytes());
+            put(pkt, t + TCP_CSUM_OFFSET, &partial.to_be_bytes());
             VnetHdr {
                 flags: F_NEEDS_CSUM,
                 gso_type: if h.v6 { gso::TCPV6 } else { gso::TCPV4 },
@@ -547,7 +557,7 @@ impl Coalescer {
         };
         hdr.emit(&mut self.buf);
         self.len = 0;
-        Some(&self.buf[..VNET_HDR_LEN + len])
+        Some(head(&self.buf, VNET_HDR_LEN + len))
     }
 }
 
