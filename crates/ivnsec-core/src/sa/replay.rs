@@ -252,7 +252,11 @@ mod tests {
             r.insert(1003);
             assert!(r.check(1000).is_err(), "w {w}");
             if w > 2 {
-                assert_eq!(r.check(1002), Ok(()), "w {w}: a gap above the floor stays open");
+                assert_eq!(
+                    r.check(1002),
+                    Ok(()),
+                    "w {w}: a gap above the floor stays open"
+                );
             }
         }
         // Restored below the highest (a window already in use): only up to the mark.

@@ -1256,9 +1256,13 @@ impl HighWater {
                 self.dir.join(&self.lock_name).display()
             )));
         }
-        if let Some(m) =
-            read_state(&self.dir_file, &self.name, &self.path, &self.header, self.kind)?
-            && m > self.reserved
+        if let Some(m) = read_state(
+            &self.dir_file,
+            &self.name,
+            &self.path,
+            &self.header,
+            self.kind,
+        )? && m > self.reserved
         {
             return Err(lost(format!(
                 "another process wrote `reserved {m}` above this sender's {}",

@@ -176,13 +176,13 @@ impl RxMark {
     /// Must be called after a frame carrying `seq` verified and before it is accepted
     /// (delivered, counted): a compare, and a durable move of the mark when `seq` is above it.
     /// On an error the frame must not be accepted (the receiver stops: its state cannot
-    /// promise what it accepted).
+    /// promise what it accepted). `now_ns` (a monotonic clock) is read only when the mark moves.
     #[inline]
-    pub fn accept(&mut self, seq: u64, now_ns: u64) -> Result<(), HwError> {
+    pub fn accept(&mut self, seq: u64, now_ns: impl FnOnce() -> u64) -> Result<(), HwError> {
         if seq <= self.hw.reserved() {
             return Ok(());
         }
-        self.advance(seq, now_ns)
+        self.advance(seq, now_ns())
     }
 
     #[cold]
@@ -304,7 +304,10 @@ mod tests {
         assert!(Checkpoint::new(1, 1).is_ok());
         assert!(Checkpoint::new(MAX_CHECKPOINT_FRAMES, MAX_CHECKPOINT_MS).is_ok());
         let e = Checkpoint::new(0, 1000).unwrap_err();
-        assert!(e.contains("--replay-checkpoint-frames") && e.contains("got 0"), "{e}");
+        assert!(
+            e.contains("--replay-checkpoint-frames") && e.contains("got 0"),
+            "{e}"
+        );
         let e = Checkpoint::new(MAX_CHECKPOINT_FRAMES + 1, 1000).unwrap_err();
         assert!(e.contains("--replay-checkpoint-frames"), "{e}");
         let e = Checkpoint::new(10, 0).unwrap_err();
@@ -342,17 +345,21 @@ mod tests {
         let mut m = open(&d, cp);
         assert_eq!((m.restored(), m.mark(), m.writes()), (0, 0, 0));
         assert!(!m.path().exists(), "nothing written before the first frame");
-        m.accept(1, 0).unwrap();
+        m.accept(1, || 0).unwrap();
         assert_eq!((m.mark(), m.writes()), (1, 1));
         // 1000 frames a second: the next move covers min(100, 1000 × 1 s) = 100.
-        m.accept(2, MS).unwrap();
+        m.accept(2, || MS).unwrap();
         assert_eq!((m.mark(), m.writes()), (101, 2));
         for s in 3..=101 {
-            m.accept(s, MS + s * MS).unwrap();
+            m.accept(s, || MS + s * MS).unwrap();
         }
         assert_eq!(m.writes(), 2, "numbers below the mark cost no write");
         let path = m.path().to_path_buf();
-        assert!(path.to_string_lossy().ends_with(".rx"), "{}", path.display());
+        assert!(
+            path.to_string_lossy().ends_with(".rx"),
+            "{}",
+            path.display()
+        );
         drop(m);
         let text = fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -374,7 +381,7 @@ mod tests {
     fn a_receivers_mark_and_a_senders_state_of_one_sa_are_apart() {
         let d = Dir::new("apart");
         let mut rx = open(&d, Checkpoint::default());
-        rx.accept(50, 0).unwrap();
+        rx.accept(50, || 0).unwrap();
         // A sender of the same SA under the same key in the same directory: its own file,
         // its own lock, its own numbers.
         let mut tx = HighWater::open(
@@ -412,7 +419,7 @@ mod tests {
     fn corrupt_marks_are_refused() {
         let d = Dir::new("corrupt");
         let mut m = open(&d, Checkpoint::default());
-        m.accept(9, 0).unwrap();
+        m.accept(9, || 0).unwrap();
         let path = m.path().to_path_buf();
         drop(m);
         let good = fs::read_to_string(&path).unwrap();
@@ -452,8 +459,8 @@ mod tests {
             Checkpoint::default(),
         )
         .unwrap();
-        m.accept(99, 0).unwrap();
-        m.accept(100, MS).unwrap();
+        m.accept(99, || 0).unwrap();
+        m.accept(100, || MS).unwrap();
         assert_eq!(m.mark(), 100, "never beyond the protocol's largest number");
         drop(m);
         let e = RxMark::open(
@@ -535,7 +542,7 @@ mod tests {
                             continue; // refused before verify
                         }
                         reached = reached.max(seq);
-                        rx.mark.accept(seq, now).unwrap();
+                        rx.mark.accept(seq, || now).unwrap();
                         proptest::prop_assert!(rx.mark.mark() >= seq);
                         rx.window.insert(seq);
                         proptest::prop_assert!(ever.insert(seq), "{} accepted twice", seq);
@@ -556,7 +563,7 @@ mod tests {
                             }
                             _ => {
                                 reached = reached.max(seq);
-                                rx.mark.accept(seq, now).unwrap();
+                                rx.mark.accept(seq, || now).unwrap();
                             }
                         }
                         drop(rx);
