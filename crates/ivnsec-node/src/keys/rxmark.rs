@@ -100,11 +100,10 @@ impl Pacer {
                 let dseq = u128::from(seq.saturating_sub(s0));
                 let dt = u128::from(now_ns.saturating_sub(t0));
                 let cap = u128::from(self.cp.frames);
-                let by_time = if dt == 0 {
-                    cap
-                } else {
-                    dseq * u128::from(self.cp.ms) * 1_000_000 / dt
-                };
+                // No time passed: the cap.
+                let by_time = (dseq * u128::from(self.cp.ms) * 1_000_000)
+                    .checked_div(dt)
+                    .unwrap_or(cap);
                 by_time.min(cap) as u64
             }
         };
