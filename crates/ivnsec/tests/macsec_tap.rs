@@ -277,6 +277,9 @@ fn macsec_pns(frames: &[Vec<u8>]) -> Vec<(u64, u32)> {
 }
 
 const SCI_A: u64 = 0x0200_0000_000a_0001;
+/// A restarted receiver refuses up to one checkpoint of its peer's frames; tests that restart a
+/// member and ping at once keep that checkpoint at one frame.
+const A_CHECKPOINT: &[&str] = &["--replay-checkpoint-ms", "1"];
 const SCI_B: u64 = 0x0200_0000_000b_0001;
 
 #[test]
@@ -292,7 +295,9 @@ fn two_hosts_talk_macsec_through_their_taps() {
     let keys = keygen(&d, profile);
     let pcap = d.path("veth-b.pcap");
     let cap = capture(&p, 'b', &pcap);
-    let a = start(&d, &p, 'a', profile, &keys);
+    // A is killed and restarted below; its acceptance mark of B's SA moves one frame at a time
+    // (--replay-checkpoint-ms 1 at ping rates), so the restart refuses none of B's replies.
+    let a = start_with(&d, &p, 'a', profile, &keys, A_CHECKPOINT);
     let b = start(&d, &p, 'b', profile, &keys);
 
     // The TAPs: MTU of the veth − 32, MAC of the veth.
@@ -357,7 +362,7 @@ fn two_hosts_talk_macsec_through_their_taps() {
     }
 
     // Restart A under the same keys and state: it resumes above the reserved mark.
-    let a = start(&d, &p, 'a', profile, &keys);
+    let a = start_with(&d, &p, 'a', profile, &keys, A_CHECKPOINT);
     let o = ping(&p, 'a', "10.99.0.2", &["-p", pattern]);
     assert!(
         o.status.success(),
