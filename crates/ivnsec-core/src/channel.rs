@@ -754,6 +754,41 @@ impl Channel {
         }
     }
 
+    /// Restores the inbound SA from a receiver's persisted acceptance mark: every number ≤ `m`
+    /// counts as seen and is refused as a replay. IVN-AE, MACsec (`m` below the suite's largest
+    /// PN) and ESP; `false` (nothing done) for the other families.
+    pub fn restore_rx_floor(&mut self, m: u64) -> bool {
+        match &mut self.sas {
+            Sas::IvnAe(_, r) => r.restore_floor(m),
+            Sas::Macsec(_, r) => r.restore_floor(m),
+            Sas::Esp(_, r) => r.restore_floor(m),
+            Sas::Secoc(..) | Sas::Someip(..) => return false,
+        }
+        true
+    }
+
+    /// The highest sequence number / PN the inbound SA accepted (0: none; IVN-AE, MACsec, ESP;
+    /// 0 for the other families).
+    pub fn rx_highest(&self) -> u64 {
+        match &self.sas {
+            Sas::IvnAe(_, r) => r.highest_seq(),
+            Sas::Macsec(_, r) => r.next_pn().saturating_sub(1),
+            Sas::Esp(_, r) => r.highest_seq(),
+            Sas::Secoc(..) | Sas::Someip(..) => 0,
+        }
+    }
+
+    /// Replay refusals of numbers at or below the restored mark
+    /// ([`restore_rx_floor`](Self::restore_rx_floor)).
+    pub fn rx_below_restored(&self) -> u64 {
+        match &self.sas {
+            Sas::IvnAe(_, r) => r.counters().below_restored,
+            Sas::Macsec(_, r) => r.counters().below_restored,
+            Sas::Esp(_, r) => r.counters().below_restored,
+            Sas::Secoc(..) | Sas::Someip(..) => 0,
+        }
+    }
+
     /// Verifies the unit received into `buf[rx_offset()..rx_offset() + len]` in place and
     /// returns the range of the payload in `buf`.
     pub fn verify(&mut self, buf: &mut [u8], len: usize) -> Result<Range<usize>, DropReason> {

@@ -11,6 +11,9 @@
 //!   `--state-dir` through [`HighWater`] before a packet carries them, exactly as `ivnsec send`
 //!   and `macsec up` do (docs/nonce-safety.md): a restart, even after `kill -9`, resumes above
 //!   every number reserved; a used key without its state is refused unless confirmed new.
+//! - **No packet accepted twice across restarts**: the inbound SA keeps an acceptance mark
+//!   ([`RxMark`], on the full 64-bit number with ESN) in the same directory; a restarted tunnel
+//!   treats every number ≤ it as seen.
 //! - Two threads move packets (TUN → protect → outer socket; outer socket → verify → TUN), the
 //!   control loop writes the status file, turns growing drop counters into events and stops on
 //!   a signal or the first fatal error. `--pcap` records the outer packets both ways.
@@ -50,6 +53,7 @@ use serde_json::{Value, json};
 use crate::error::{env_error, usage};
 use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile;
+use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
 use crate::macsec::EventLog;
 
 /// Smallest TUN MTU accepted: the IPv4 minimum (RFC 791).
@@ -167,6 +171,8 @@ pub struct Config {
     /// The offload path (default; `--no-offload` clears it): vnet header and TSO on the TUN,
     /// segmentation here, batched sends and receives, coalescing towards the TUN.
     pub offload: bool,
+    /// How far the inbound SA's acceptance mark moves ahead (`--replay-checkpoint-*`).
+    pub rx_checkpoint: Checkpoint,
 }
 
 /// The key files, loaded and checked before anything is created.
@@ -290,9 +296,15 @@ struct TxState {
     reserve: HighWater,
 }
 
+/// The inbound SA and its acceptance mark.
+struct RxState {
+    sa: EspRx,
+    mark: RxMark,
+}
+
 struct Shared {
     tx: Mutex<TxState>,
-    rx: Mutex<EspRx>,
+    rx: Mutex<RxState>,
     packets: PacketCounters,
     stop: Arc<AtomicBool>,
     fatal: Mutex<Option<anyhow::Error>>,
@@ -437,11 +449,12 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
     }
     {
         let rx = lock(&sh.rx);
-        let c = rx.counters();
-        v["rx"]["highest_seq"] = json!(rx.highest_seq());
+        let c = rx.sa.counters();
+        v["rx"]["highest_seq"] = json!(rx.sa.highest_seq());
         v["rx"]["packets"] = json!(c.ok_frames);
         v["rx"]["bytes"] = json!(c.ok_bytes);
-        v["rx"]["drops"] = drops_json(&rx);
+        v["rx"]["drops"] = drops_json(&rx.sa);
+        v["rx"]["replay_mark"] = rx.mark.json(c.below_restored);
     }
     v["packets"] = sh.packets.json();
     v["packets"]["icmp_errors"] = json!(outer.peer_errors());
@@ -507,8 +520,19 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         auth_key: keys.rx.mac_key(),
         esn: cfg.esn,
     };
-    let rx = EspRx::new(cfg.provider, &rx_params, cfg.replay_window)
+    let mut rx = EspRx::new(cfg.provider, &rx_params, cfg.replay_window)
         .map_err(|e| usage(format!("the inbound SA (--replay-window): {e}")))?;
+    // The inbound SA's acceptance mark (the peer's sender keys its state the same way): every
+    // number ≤ the restored mark counts as seen.
+    let mark = RxMark::open(
+        &cfg.state_dir,
+        &domain,
+        ident,
+        &keys.rx,
+        protocol_max,
+        cfg.rx_checkpoint,
+    )?;
+    rx.restore_floor(mark.restored());
     drop(keys);
 
     let pcap = match &cfg.pcap {
@@ -600,7 +624,7 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
             sa: tx,
             reserve: hw,
         }),
-        rx: Mutex::new(rx),
+        rx: Mutex::new(RxState { sa: rx, mark }),
         packets: PacketCounters::default(),
         stop,
         fatal: Mutex::new(None),
@@ -671,7 +695,7 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);
-            let drops: Vec<(DropReason, u64)> = lock(&sh.rx).counters().drops.iter().collect();
+            let drops: Vec<(DropReason, u64)> = lock(&sh.rx).sa.counters().drops.iter().collect();
             for &(r, n) in &drops {
                 let before = last_drops
                     .iter()
@@ -987,8 +1011,7 @@ fn rx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
             let Some(len) = rx_prepare(sh, outer, &mut buf, pre, n, &mut scratch) else {
                 continue;
             };
-            let r = lock(&sh.rx).verify_in_place(&mut buf[..len]);
-            if let Ok(range) = r {
+            if let Some(range) = verify(sh, &mut buf[..len]) {
                 match tun.send(&buf[range]) {
                     Ok(()) => add(&sh.packets.tun_out),
                     Err(_) => add(&sh.packets.tun_write_errors),
@@ -996,6 +1019,21 @@ fn rx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
             }
         }
     }
+}
+
+/// Verifies the ESP packet in `buf` in place under the inbound SA; a verified packet is
+/// accepted (its range returned) only once the acceptance mark on disk covers its number. A
+/// mark that cannot be written stops the tunnel (the packet is not accepted).
+fn verify(sh: &Shared, buf: &mut [u8]) -> Option<std::ops::Range<usize>> {
+    let mut rx = lock(&sh.rx);
+    let range = rx.sa.verify_in_place(buf).ok()?;
+    let seq = rx.sa.highest_seq();
+    if let Err(e) = rx.mark.accept(seq, sys::monotonic_ns) {
+        drop(rx);
+        sh.fail(rx_error(e));
+        return None;
+    }
+    Some(range)
 }
 
 /// Writes the super-packet `Coalescer` held (vnet header in front) to the TUN and counts it.
@@ -1024,7 +1062,7 @@ fn write_coalesced(sh: &Shared, tun: &Tap, co: &mut Coalescer) {
 /// packet on: into `co` when it continues (or starts) a super-packet, else alone behind a vnet
 /// header saying "no offload" (written over the ESP header and IV in front of it).
 fn deliver(sh: &Shared, tun: &Tap, co: &mut Coalescer, gro: bool, slot: &mut [u8], len: usize) {
-    let Ok(range) = lock(&sh.rx).verify_in_place(&mut slot[..len]) else {
+    let Some(range) = verify(sh, &mut slot[..len]) else {
         return;
     };
     if gro {

@@ -4,7 +4,10 @@
 //! One SA per direction: this gateway transmits under its own key file and key id (`--keys`,
 //! `--key-id`), its sequence numbers reserved in `--state-dir` before use (the high-water
 //! module, SA identity `ivnae key-id N`, as `ivnsec send`); every peer's frames are verified
-//! under the peer's key file, selected by the key id in byte 16 (`--rx-keys ID:FILE`). The plain
+//! under the peer's key file, selected by the key id in byte 16 (`--rx-keys ID:FILE`), each with
+//! an acceptance mark in `--state-dir` ([`RxMark`], the peer's SA identity `ivnae key-id ID`): a
+//! restarted gateway treats every number ≤ the mark as seen, and a frame is delivered only once
+//! the mark on disk covers its number. The plain
 //! port is the [`LinkPort`] of the MACsec gateway (every frame, VLAN tags put back, offloaded
 //! checksums completed); the protected port takes EtherType 0x88B5 only.
 
@@ -25,6 +28,7 @@ use std::os::fd::AsFd;
 use crate::error::usage;
 use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile::{self, Role};
+use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
 use crate::macsec::host::{HostPort, LinkPort, VLAN_TAG_LEN};
 use crate::macsec::sched::{self, Scheduling, ThreadPolicy};
 use crate::macsec::{EventLog, FrameCounters, Summary, TICK, iface_facts_of, status};
@@ -55,6 +59,8 @@ pub struct IvnAeGatewayConfig {
     pub socket_buffer: usize,
     /// How the two data-plane threads are scheduled.
     pub scheduling: Scheduling,
+    /// How far the receive SAs' acceptance marks move ahead (`--replay-checkpoint-*`).
+    pub rx_checkpoint: Checkpoint,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -66,9 +72,15 @@ struct Tx {
     hw: HighWater,
 }
 
+/// The receive SAs and their acceptance marks, by key id.
+struct Rx {
+    receiver: IvnAeReceiver,
+    marks: Vec<(u8, RxMark)>,
+}
+
 struct Shared {
     tx: Mutex<Tx>,
-    rx: Mutex<IvnAeReceiver>,
+    rx: Mutex<Rx>,
     frames: FrameCounters,
     stop: Arc<AtomicBool>,
     fatal: Mutex<Option<anyhow::Error>>,
@@ -153,6 +165,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     )
     .map_err(|e| usage(format!("--keys {}: {e}", cfg.keys.display())))?;
     let mut receiver = IvnAeReceiver::new();
+    let mut marks = Vec::with_capacity(cfg.rx_keys.len());
     for (id, file) in &cfg.rx_keys {
         if *id == cfg.key_id {
             return Err(usage(format!(
@@ -162,13 +175,25 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
             )));
         }
         let k = keyfile::load(file, &name, Role::Receiver)?;
-        let sa = IvnAeRx::new(
+        let mut sa = IvnAeRx::new(
             cfg.provider,
             &params(cfg.profile, &k, *id),
             cfg.replay_window,
         )
         .map_err(|e| usage(format!("--rx-keys {id}:{}: {e}", file.display())))?;
+        // The peer's SA as its sender keys its nonce state: every number ≤ the restored mark
+        // may have been accepted before a restart.
+        let mark = RxMark::open(
+            &cfg.state_dir,
+            &domain,
+            &format!("ivnae key-id {id}"),
+            &k,
+            u64::MAX,
+            cfg.rx_checkpoint,
+        )?;
+        sa.restore_floor(mark.restored());
         receiver.install(sa);
+        marks.push((*id, mark));
     }
     let over = overhead(&tx, 14 + VLAN_TAG_LEN + plain_mtu as usize) as u32;
     let need = plain_mtu + over;
@@ -196,7 +221,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     let prot_buffer = sock.set_recv_buffer_force(cfg.socket_buffer).unwrap_or(0);
     let shared = Shared {
         tx: Mutex::new(Tx { sa: tx, hw }),
-        rx: Mutex::new(receiver),
+        rx: Mutex::new(Rx { receiver, marks }),
         frames: FrameCounters::default(),
         stop,
         fatal: Mutex::new(None),
@@ -282,10 +307,23 @@ fn snapshot(header: &Value, sh: &Shared) -> Value {
     let rx = {
         let r = lock(&sh.rx);
         let mut drops = serde_json::Map::new();
-        for (reason, n) in r.total_drops().iter() {
+        for (reason, n) in r.receiver.total_drops().iter() {
             drops.insert(reason.name().to_string(), json!(n));
         }
-        json!({"drops": drops})
+        let marks: Vec<Value> = r
+            .marks
+            .iter()
+            .map(|(id, m)| {
+                let below = r
+                    .receiver
+                    .sa(*id)
+                    .map_or(0, |s| s.counters().below_restored);
+                let mut v = m.json(below);
+                v["key_id"] = json!(id);
+                v
+            })
+            .collect();
+        json!({"drops": drops, "replay_marks": marks})
     };
     let mut v = header.clone();
     v["updated"] = json!(status::now_unix());
@@ -412,8 +450,10 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, schedu
         full = got == MAX_BATCH;
         policy.after_read(got);
         let mut k = 0;
+        let mut failed = None;
         {
             let mut rx = lock(&sh.rx);
+            let Rx { receiver, marks } = &mut *rx;
             for (i, m) in metas.iter().enumerate().take(got) {
                 if m.packet_type == PacketType::Outgoing {
                     continue;
@@ -424,12 +464,26 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, schedu
                     continue;
                 }
                 let at = i * stride;
-                if let Ok(r) = rx.verify_in_place(&mut buf[at..at + m.len]) {
+                // The key id (byte 16) names the SA; verify reads it from the same place.
+                let key_id = buf.get(at + 16).copied();
+                if let Ok(r) = receiver.verify_in_place(&mut buf[at..at + m.len]) {
+                    // Delivered only once the SA's acceptance mark covers its number.
+                    if let Some(id) = key_id
+                        && let Some((_, mark)) = marks.iter_mut().find(|(i, _)| *i == id)
+                        && let Some(sa) = receiver.sa(id)
+                        && let Err(e) = mark.accept(sa.highest_seq(), sys::monotonic_ns)
+                    {
+                        failed = Some(e);
+                        break;
+                    }
                     deliver[k] = (at + r.start, r.len());
                     k += 1;
                 }
             }
         }
         host.send_frames(&buf, &deliver[..k], &sh.frames);
+        if let Some(e) = failed {
+            return sh.fail(rx_error(e));
+        }
     }
 }

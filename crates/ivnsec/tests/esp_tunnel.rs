@@ -1200,3 +1200,93 @@ fn no_root_exits_3() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("need root"), "{}", text(&o.stderr));
 }
+
+/// The inbound SA's acceptance mark: ESP packets recorded on the path, b killed (-9) and
+/// restarted, the recording injected into it again: not one is accepted (all counted as
+/// replays below the restored mark), while fresh packets after the restart are.
+#[test]
+fn a_restarted_tunnel_accepts_no_replayed_packet() {
+    require_root!();
+    if let Some(why) = require(&["python3"]) {
+        eprintln!("SKIPPED a_restarted_tunnel_accepts_no_replayed_packet: {why}");
+        return;
+    }
+    let d = TempDir::new("esp-tun-rxmark");
+    let p = Pair::new(Outer::V4);
+    let k = keys(&d);
+    let cp = [
+        "--replay-checkpoint-frames",
+        "8",
+        "--replay-checkpoint-ms",
+        "1000",
+    ];
+    let _a = up(&d, &p, &k, 'a', &[]);
+    let b = up(&d, &p, &k, 'b', &cp);
+    let sniff = Sniffer::start(&p, 'b');
+    let o = p.output(
+        'a',
+        "ping",
+        &["-c", "20", "-i", "0.02", "-W", "2", inner4('b')],
+    );
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    let recorded: Vec<Vec<u8>> = sniff
+        .take()
+        .into_iter()
+        .filter(|(src, e)| src == "192.0.2.1" && spi_seq(e).0 == 0x1001)
+        .map(|(_, e)| e)
+        .collect();
+    assert!(recorded.len() >= 20, "{}", recorded.len());
+    let s = status_when(&d, 'b', |s| s["rx"]["packets"].as_u64() >= Some(20));
+    let highest = s["rx"]["highest_seq"].as_u64().unwrap();
+    let mark = &s["rx"]["replay_mark"];
+    assert_eq!(mark["restored_mark"], 0, "{s}");
+    let m = mark["mark"].as_u64().unwrap();
+    assert!(
+        m >= highest && m < highest + 8,
+        "one checkpoint ahead at most: {s}"
+    );
+    drop(b); // SIGKILL
+
+    let _b2 = up(&d, &p, &k, 'b', &cp);
+    let s = status(&d, 'b');
+    assert_eq!(
+        s["rx"]["replay_mark"]["restored_mark"].as_u64(),
+        Some(m),
+        "{s}"
+    );
+    let hexes: Vec<String> = recorded.iter().map(|e| hex(e)).collect();
+    let mut args = vec!["-c", INJECT, "192.0.2.2"];
+    args.extend(hexes.iter().map(String::as_str));
+    let o = p.output('a', "python3", &args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let n = recorded.len() as u64;
+    let s = status_when(&d, 'b', |s| {
+        s["rx"]["replay_mark"]["refused_below_mark"].as_u64() >= Some(n)
+    });
+    let drops = &s["rx"]["drops"];
+    let replays = drops["replay_duplicate"].as_u64().unwrap_or(0)
+        + drops["replay_too_old"].as_u64().unwrap_or(0);
+    assert_eq!(replays, n, "every replayed packet refused as a replay: {s}");
+    assert_eq!(
+        s["rx"]["replay_mark"]["refused_below_mark"].as_u64(),
+        Some(n),
+        "{s}"
+    );
+    assert_eq!(
+        s["rx"]["packets"], 0,
+        "not one replayed packet accepted: {s}"
+    );
+    assert_eq!(s["packets"]["tun_out"], 0, "{s}");
+    // Fresh traffic after the restart passes once above the mark: a's numbers between its
+    // last one and the mark are the checkpoint a restart costs (at most 8 here).
+    let _ = p.output(
+        'a',
+        "ping",
+        &["-c", "16", "-i", "0.05", "-W", "1", inner4('b')],
+    );
+    let s = status_when(&d, 'b', |s| s["rx"]["packets"].as_u64() >= Some(8));
+    assert!(s["rx"]["packets"].as_u64() >= Some(8), "{s}");
+    assert!(s["rx"]["highest_seq"].as_u64() > Some(m), "{s}");
+    let o = ping(&p, 'a', inner4('b'), "2");
+    assert!(o.status.success(), "{}", text(&o.stdout));
+}

@@ -318,6 +318,9 @@ fn macsec_pns(frames: &[Vec<u8>]) -> Vec<(u64, u32)> {
 }
 
 const SCI_A: u64 = 0x0200_0000_000a_0001;
+/// A restarted receiver refuses up to one checkpoint of its peer's frames; tests that restart a
+/// member and ping at once keep that checkpoint at one frame.
+const A_CHECKPOINT: &[&str] = &["--replay-checkpoint-ms", "1"];
 const SCI_B: u64 = 0x0200_0000_000b_0001;
 const MAC_C: &str = "02:00:00:00:00:03";
 /// The static XPN SSCIs of A and B, from Python's `hmac` (docs/macsec-tap.md):
@@ -339,7 +342,9 @@ fn two_hosts_talk_macsec_through_their_taps() {
     let keys = keygen(&d, profile);
     let pcap = d.path("veth-b.pcap");
     let cap = capture(&p, 'b', &pcap);
-    let a = start(&d, &p, 'a', profile, &keys);
+    // A is killed and restarted below; its acceptance mark of B's SA moves one frame at a time
+    // (--replay-checkpoint-ms 1 at ping rates), so the restart refuses none of B's replies.
+    let a = start_with(&d, &p, 'a', profile, &keys, A_CHECKPOINT);
     let b = start(&d, &p, 'b', profile, &keys);
 
     // The TAPs: MTU of the veth − 32, MAC of the veth.
@@ -404,7 +409,7 @@ fn two_hosts_talk_macsec_through_their_taps() {
     }
 
     // Restart A under the same keys and state: it resumes above the reserved mark.
-    let a = start(&d, &p, 'a', profile, &keys);
+    let a = start_with(&d, &p, 'a', profile, &keys, A_CHECKPOINT);
     let o = ping(&p, 'a', "10.99.0.2", &["-p", pattern]);
     assert!(
         o.status.success(),
@@ -1096,5 +1101,83 @@ fn no_root_exits_3() {
         text(&o.stderr).contains("needs root"),
         "{}",
         text(&o.stderr)
+    );
+}
+
+/// Static keys and a restart: a's frames recorded on the veth, b stopped and started again,
+/// the recording injected into b: not one frame is delivered (all late, below the restored
+/// acceptance mark), while a's fresh frames after the restart are.
+#[test]
+fn a_restarted_secy_accepts_no_replayed_frame() {
+    require_root!();
+    if Command::new("tshark").arg("-v").output().is_err() {
+        eprintln!("SKIPPED: no tshark to capture the veth");
+        return;
+    }
+    let d = TempDir::new("mtap-rxmark");
+    let p = Pair::new();
+    let profile = "macsec-gcm-aes-128";
+    let keys = keygen(&d, profile);
+    let cp = [
+        "--replay-checkpoint-frames",
+        "8",
+        "--replay-checkpoint-ms",
+        "1000",
+    ];
+    let _a = start(&d, &p, 'a', profile, &keys);
+    let b = start_with(&d, &p, 'b', profile, &keys, &cp);
+    let pcap = d.path("veth-b.pcap");
+    let cap = capture(&p, 'b', &pcap);
+    let o = ping(&p, 'a', "10.99.0.2", &[]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    let recorded: Vec<Vec<u8>> = stop_capture(cap, &pcap)
+        .into_iter()
+        .filter(|f| f.len() > 28 && f[12..14] == [0x88, 0xE5])
+        .filter(|f| u64::from_be_bytes(f[20..28].try_into().unwrap()) == SCI_A)
+        .collect();
+    assert!(recorded.len() >= 3, "{}", recorded.len());
+    let (_, sb) = status(&d, &p, 'b');
+    let sa = &sb[0]["rx"]["sas"][0];
+    let accepted = sa["next_pn"].as_u64().unwrap() - 1;
+    let mark = sa["replay_mark"]["mark"].as_u64().unwrap();
+    assert_eq!(sa["replay_mark"]["restored_mark"], 0, "{sb}");
+    assert!(
+        mark >= accepted && mark < accepted + 8,
+        "one checkpoint ahead at most: {sb}"
+    );
+    let (code, _) = stop(b);
+    assert_eq!(code, Some(0));
+
+    let _b2 = start_with(&d, &p, 'b', profile, &keys, &cp);
+    let refs: Vec<&[u8]> = recorded.iter().map(Vec::as_slice).collect();
+    inject(&p, 'a', &refs);
+    let (_, sb) = status(&d, &p, 'b');
+    let n = recorded.len() as u64;
+    let sa = &sb[0]["rx"]["sas"][0];
+    assert_eq!(sa["lowest_pn"].as_u64(), Some(mark + 1), "{sb}");
+    assert_eq!(
+        sa["replay_mark"]["restored_mark"].as_u64(),
+        Some(mark),
+        "{sb}"
+    );
+    assert_eq!(
+        sa["replay_mark"]["refused_below_mark"].as_u64(),
+        Some(n),
+        "{sb}"
+    );
+    assert_eq!(sb[0]["rx"]["drops"]["late"].as_u64(), Some(n), "{sb}");
+    assert_eq!(
+        sb[0]["rx"]["counters"]["InPktsOK"], 0,
+        "not one replayed frame: {sb}"
+    );
+    assert_eq!(sb[0]["frames"]["tap_out"], 0, "{sb}");
+    // a's fresh frames pass once above the mark (those up to it are the restart's cost).
+    let _ = ping(&p, 'a', "10.99.0.2", &["-c", "16", "-W", "1"]);
+    let o = ping(&p, 'a', "10.99.0.2", &["-c", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    let (_, sb) = status(&d, &p, 'b');
+    assert!(
+        sb[0]["rx"]["counters"]["InPktsOK"].as_u64() >= Some(2),
+        "{sb}"
     );
 }

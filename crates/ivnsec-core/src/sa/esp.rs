@@ -960,6 +960,13 @@ impl EspRx {
         }
     }
 
+    /// Restores a receiver's persisted acceptance mark: every sequence number ≤ `m` counts as
+    /// seen (refused as a replay, counted in `below_restored` too); with ESN the high half of
+    /// later numbers is inferred from `m`.
+    pub fn restore_floor(&mut self, m: u64) {
+        self.replay.restore_floor(m);
+    }
+
     /// Verifies `packet` into `out` and writes the recovered IP packet to its front.
     pub fn verify(&mut self, packet: &[u8], out: &mut [u8]) -> Result<usize, DropReason> {
         let Some(buf) = out.get_mut(..packet.len()) else {
@@ -1044,10 +1051,15 @@ impl EspRx {
         //# If the received packet falls within the window and is new, or if the packet is to the
         //# right of the window, then the receiver proceeds to ICV verification. [...] The receive
         //# window is updated only if the ICV verification succeeds.
-        self.replay.check(seq).map_err(|e| match e {
-            ReplayError::Duplicate => DropReason::ReplayDuplicate,
-            ReplayError::TooOld => DropReason::ReplayTooOld,
-        })?;
+        if let Err(e) = self.replay.check(seq) {
+            if self.replay.below_floor(seq) {
+                self.counters.below_restored += 1;
+            }
+            return Err(match e {
+                ReplayError::Duplicate => DropReason::ReplayDuplicate,
+                ReplayError::TooOld => DropReason::ReplayTooOld,
+            });
+        }
         let icv_end = buf.len();
         self.keys.icv(buf, esp, icv_end, seq, Dir::Open)?;
         self.replay.insert(seq);

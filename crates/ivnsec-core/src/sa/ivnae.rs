@@ -396,6 +396,12 @@ impl IvnAeRx {
         self.replay.highest()
     }
 
+    /// Restores a receiver's persisted acceptance mark: every sequence number ≤ `m` counts as
+    /// seen (refused as a replay, counted in `below_restored` too).
+    pub fn restore_floor(&mut self, m: u64) {
+        self.replay.restore_floor(m);
+    }
+
     /// Verifies `frame` into `out` and writes the recovered plain frame (dst ‖ src ‖ EtherType
     /// ‖ payload) to the front of `out`. Returns its length.
     pub fn verify(&mut self, frame: &[u8], out: &mut [u8]) -> Result<usize, DropReason> {
@@ -451,10 +457,15 @@ impl IvnAeRx {
         if repr.seq == 0 {
             return Err(DropReason::BadSeq);
         }
-        self.replay.check(repr.seq).map_err(|e| match e {
-            ReplayError::Duplicate => DropReason::ReplayDuplicate,
-            ReplayError::TooOld => DropReason::ReplayTooOld,
-        })?;
+        if let Err(e) = self.replay.check(repr.seq) {
+            if self.replay.below_floor(repr.seq) {
+                self.counters.below_restored += 1;
+            }
+            return Err(match e {
+                ReplayError::Duplicate => DropReason::ReplayDuplicate,
+                ReplayError::TooOld => DropReason::ReplayTooOld,
+            });
+        }
 
         let nonce = keys.nonce(repr.seq);
         let (head, tag) = frame.split_at_mut(body_end);

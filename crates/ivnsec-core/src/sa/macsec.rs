@@ -558,6 +558,11 @@ pub struct RxCounters {
     pub in_pkts_not_using_sa: u64,
     /// InPktsUnusedSA: AN not in use, delivered unvalidated.
     pub in_pkts_unused_sa: u64,
+    /// Not an 802.1AE counter (not in [`named`](Self::named)): frames counted in
+    /// `in_pkts_late` whose PN is below the lowest PN the SA was installed with
+    /// ([`RxOptions::lowest_pn`]). For a receiver that installs its SAs above a persisted
+    /// acceptance mark, these are PNs a previous run may have accepted.
+    pub below_restored: u64,
     /// Every discard, by [`DropReason`] (the duplicate PNs we refuse beyond the standard appear
     /// only here, as `replay_duplicate`).
     pub drops: DropCounters,
@@ -741,6 +746,14 @@ impl MacsecRx {
         )
     }
 
+    /// Restores a receiver's persisted acceptance mark: the lowest acceptable PN is raised
+    /// above `m`, so every PN ≤ `m` is refused as late (counted in `below_restored` too). `m`
+    /// must be below the suite's largest PN (the caller refuses a mark at the end of the space:
+    /// nothing new can arrive under that key).
+    pub fn restore_floor(&mut self, m: u64) {
+        self.opts.lowest_pn = self.opts.lowest_pn.max(m.saturating_add(1));
+    }
+
     /// Verifies `frame` into `out` and writes the delivered plain frame to the front of `out`.
     pub fn verify(
         &mut self,
@@ -863,6 +876,9 @@ impl MacsecRx {
         if self.opts.replay_protect {
             if pn < lowest {
                 self.counters.in_pkts_late += 1;
+                if pn < self.opts.lowest_pn {
+                    self.counters.below_restored += 1;
+                }
                 return Err(DropReason::Late);
             }
             if self.dup.seen(pn) {

@@ -167,6 +167,10 @@ pub struct RxCounters {
     pub ok_frames: u64,
     pub ok_bytes: u64,
     pub drops: DropCounters,
+    /// Replay refusals (also counted in `drops`) of numbers at or below the mark the SA was
+    /// restored with (`restore_floor`): numbers a previous run of the receiver may have
+    /// accepted.
+    pub below_restored: u64,
 }
 
 /// Errors making an SA (configuration errors, not wire errors).

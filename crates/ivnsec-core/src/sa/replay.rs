@@ -58,6 +58,8 @@ pub struct ReplayWindow {
     highest: u64,
     /// Bit `s % bits` is set when `s` (inside the window) was accepted.
     bitmap: Vec<u64>,
+    /// Every number ≤ it counts as accepted ([`restore_floor`](Self::restore_floor)); 0: none.
+    floor: u64,
 }
 
 impl ReplayWindow {
@@ -74,7 +76,42 @@ impl ReplayWindow {
             window: u64::from(w),
             highest: 0,
             bitmap: vec![0; words],
+            floor: 0,
         })
+    }
+
+    /// Treats every sequence number ≤ `m` as accepted: a receiver that restarts under the same
+    /// key restores the mark it persisted ("every number I ever accepted is ≤ m"), so nothing
+    /// it may have accepted before is accepted again. Numbers above `m` are unaffected.
+    pub fn restore_floor(&mut self, m: u64) {
+        if m <= self.floor {
+            return;
+        }
+        self.floor = m;
+        if m >= self.highest {
+            self.highest = m;
+            self.bitmap.iter_mut().for_each(|w| *w = u64::MAX);
+            return;
+        }
+        // Below the highest: the numbers of the window up to `m` become seen.
+        let lowest = self.highest.saturating_sub(self.bits() - 1).max(1);
+        for s in lowest..=m {
+            let (w, bit) = self.bit(s);
+            if let Some(word) = self.bitmap.get_mut(w) {
+                *word |= bit;
+            }
+        }
+    }
+
+    /// The restored mark (0: none).
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// Whether `seq` is at or below the restored mark (a refusal of it is a replay of a number
+    /// a previous run may have accepted).
+    pub fn below_floor(&self, seq: u64) -> bool {
+        seq <= self.floor
     }
 
     pub fn window(&self) -> u64 {
@@ -207,7 +244,56 @@ mod tests {
         assert!(ReplayWindow::new(MAX_WINDOW + 1).is_err());
     }
 
+    #[test]
+    fn a_restored_floor_refuses_everything_at_or_below_it() {
+        for w in [0u32, 1, 64, 100] {
+            let mut r = ReplayWindow::new(w).unwrap();
+            r.restore_floor(1000);
+            assert_eq!(r.floor(), 1000);
+            for s in [1, 500, 936, 999, 1000] {
+                assert!(r.check(s).is_err(), "w {w} seq {s}");
+                assert!(r.below_floor(s));
+            }
+            assert_eq!(r.check(1001), Ok(()));
+            assert!(!r.below_floor(1001));
+            r.insert(1003);
+            assert!(r.check(1000).is_err(), "w {w}");
+            if w > 2 {
+                assert_eq!(
+                    r.check(1002),
+                    Ok(()),
+                    "w {w}: a gap above the floor stays open"
+                );
+            }
+        }
+        // Restored below the highest (a window already in use): only up to the mark.
+        let mut r = ReplayWindow::new(64).unwrap();
+        r.insert(100);
+        r.restore_floor(90);
+        assert_eq!(r.check(90), Err(ReplayError::Duplicate));
+        assert_eq!(r.check(91), Ok(()));
+        assert_eq!(r.highest(), 100);
+    }
+
     proptest::proptest! {
+        /// A restored floor against a model: nothing ≤ the floor, anything new above it.
+        #[test]
+        fn floor_matches_model(w in 0u32..100, floor in 0u64..300, seqs in proptest::collection::vec(1u64..600, 0..200)) {
+            let mut r = ReplayWindow::new(w).unwrap();
+            r.restore_floor(floor);
+            let mut seen = alloc::collections::BTreeSet::new();
+            let mut highest = floor;
+            for s in seqs {
+                let model_ok = s > floor && (s > highest || (w > 0 && highest - s < u64::from(w) && !seen.contains(&s)));
+                proptest::prop_assert_eq!(r.check(s).is_ok(), model_ok, "seq {} highest {}", s, highest);
+                if model_ok {
+                    r.insert(s);
+                    seen.insert(s);
+                    highest = highest.max(s);
+                }
+            }
+        }
+
         /// Against a model: a set of everything accepted and the definition above.
         #[test]
         fn matches_model(w in 0u32..200, seqs in proptest::collection::vec(1u64..600, 0..400)) {

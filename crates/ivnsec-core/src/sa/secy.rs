@@ -509,6 +509,7 @@ fn add_rx(a: &mut RxCounters, b: &RxCounters) {
     a.in_pkts_not_valid += b.in_pkts_not_valid;
     a.in_pkts_not_using_sa += b.in_pkts_not_using_sa;
     a.in_pkts_unused_sa += b.in_pkts_unused_sa;
+    a.below_restored += b.below_restored;
     a.drops.merge(&b.drops);
 }
 

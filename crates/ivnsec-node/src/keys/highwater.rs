@@ -55,6 +55,8 @@ const MAGIC: &str = "ivnsec-highwater 1";
 /// profile) whose mark was moved into the state of its nonce domain: the previous version
 /// refuses it instead of counting from 1 under that spelling again.
 const MOVED_MAGIC: &str = "ivnsec-highwater moved";
+/// First line of every receiver's acceptance mark ([`Kind::Receive`], `keys::rxmark`).
+const RX_MAGIC: &str = "ivnsec-rxmark 1";
 /// First line of a used-key record.
 const RECORD_MAGIC: &str = "ivnsec-used-keys 1";
 /// Key of the HMAC-SHA256 that fingerprints an SA (a fixed label: the fingerprint is a one-way
@@ -70,6 +72,52 @@ const MAX_SCAN: usize = 100_000;
 const DIR_LOCK_WAIT: Duration = Duration::from_secs(10);
 /// The option that confirms a key is new (named in errors of every sender that has it).
 pub const CONFIRM_OPTION: &str = "--i-know-this-key-is-new";
+
+/// What a state file records. One machinery (directory checks, locks, atomic durable writes,
+/// fingerprint naming, refusal of corrupt files) serves both; the files differ in name
+/// (`.hw` / `.rx`), first line and value line, so a sender's and a receiver's state of one SA
+/// (a host that sends and receives under one key file) never meet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A sender's reservation: `reserved N`, every number ≤ N may have been sent.
+    Send,
+    /// A receiver's acceptance mark: `accepted N`, every number this receiver ever accepted
+    /// is ≤ N (`keys::rxmark`).
+    Receive,
+}
+
+impl Kind {
+    fn magic(self) -> &'static str {
+        match self {
+            Kind::Send => MAGIC,
+            Kind::Receive => RX_MAGIC,
+        }
+    }
+
+    /// The value line's key.
+    fn value_key(self) -> &'static str {
+        match self {
+            Kind::Send => "reserved",
+            Kind::Receive => "accepted",
+        }
+    }
+
+    /// File names: (state, temporary, lock) of the stem.
+    fn names(self, stem: &str) -> (String, String, String) {
+        match self {
+            Kind::Send => (
+                format!("{stem}.hw"),
+                format!("{stem}.hw.tmp"),
+                format!("{stem}.lock"),
+            ),
+            Kind::Receive => (
+                format!("{stem}.rx"),
+                format!("{stem}.rx.tmp"),
+                format!("{stem}.rx.lock"),
+            ),
+        }
+    }
+}
 
 /// Settings of a [`HighWater`].
 #[derive(Clone, Debug)]
@@ -428,7 +476,13 @@ pub(crate) fn read_bounded(f: File, max: u64) -> Result<Result<String, String>, 
 }
 
 /// The mark of the state file `name` in `dir`: `None` when there is none. Never follows a link.
-fn read_state(dir: &File, name: &str, path: &Path, header: &str) -> Result<Option<u64>, HwError> {
+fn read_state(
+    dir: &File,
+    name: &str,
+    path: &Path,
+    header: &str,
+    kind: Kind,
+) -> Result<Option<u64>, HwError> {
     let f = match sys::open_at(dir, name, OpenAt::Read, 0) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -464,7 +518,7 @@ fn read_state(dir: &File, name: &str, path: &Path, header: &str) -> Result<Optio
     let text = read_bounded(f, MAX_STATE_FILE)
         .map_err(io_err)?
         .map_err(corrupt)?;
-    parse(&text, header).map(Some).map_err(corrupt)
+    parse(&text, header, kind).map(Some).map_err(corrupt)
 }
 
 /// Writes `content` as the entry `name` of `dir` durably and atomically: the temporary entry
@@ -569,7 +623,7 @@ fn find_old_states(
         }
         let path = dir_path.join(&name);
         let header = format!("{MAGIC}\nprofile {p}\nsa {s}\nfingerprint {fp}\n");
-        let reserved = parse(&text, &header).map_err(|why| HwError::Corrupt {
+        let reserved = parse(&text, &header, Kind::Send).map_err(|why| HwError::Corrupt {
             path: path.clone(),
             why,
         })?;
@@ -811,6 +865,8 @@ pub struct HighWater {
     lock_id: (u64, u64),
     /// The lines of the file other than `reserved` (magic, profile, SA, fingerprint).
     header: String,
+    /// A sender's reservation or a receiver's acceptance mark.
+    kind: Kind,
     fingerprint: String,
     domain: String,
     sa: String,
@@ -841,7 +897,7 @@ impl HighWater {
         keys: &DirectionKeys,
         opts: Options,
     ) -> Result<HighWater, HwError> {
-        Self::open_with(dir, domain, sa_identity, keys, opts, true)
+        Self::open_with(dir, domain, sa_identity, keys, opts, true, Kind::Send)
     }
 
     /// [`open`](Self::open) for a key agreed at run time (an MKA SAK): the same state, locks
@@ -855,7 +911,28 @@ impl HighWater {
         keys: &DirectionKeys,
         opts: Options,
     ) -> Result<HighWater, HwError> {
-        Self::open_with(dir, domain, sa_identity, keys, opts, false)
+        Self::open_with(dir, domain, sa_identity, keys, opts, false, Kind::Send)
+    }
+
+    /// A receiver's acceptance mark of the peer's SA `sa_identity` in nonce domain `domain`
+    /// under `keys` (`keys::rxmark`): the same naming, checks, locks and durable writes as a
+    /// sender's state, in its own files (`.rx`); no used-key record and no migration of older
+    /// files. [`reserved`](Self::reserved) is the mark: every number ever accepted is ≤ it.
+    pub fn open_receiver(
+        dir: &Path,
+        domain: &str,
+        sa_identity: &str,
+        keys: &DirectionKeys,
+        protocol_max: u64,
+    ) -> Result<HighWater, HwError> {
+        let opts = Options {
+            block: 1,
+            seq_limit: None,
+            protocol_max,
+            used_record: None,
+            confirm_new_key: false,
+        };
+        Self::open_with(dir, domain, sa_identity, keys, opts, false, Kind::Receive)
     }
 
     fn open_with(
@@ -865,6 +942,7 @@ impl HighWater {
         keys: &DirectionKeys,
         opts: Options,
         warn_fresh: bool,
+        kind: Kind,
     ) -> Result<HighWater, HwError> {
         if opts.block == 0 || opts.block > MAX_BLOCK {
             return Err(HwError::BadOption(format!(
@@ -893,9 +971,8 @@ impl HighWater {
             err,
         })?;
         let stem = format!("{}-{}", safe_name(domain), &fp[..32]);
-        let name = format!("{stem}.hw");
+        let (name, tmp_name, lock_name) = kind.names(&stem);
         let path = dir.join(&name);
-        let lock_name = format!("{stem}.lock");
         let lock_path = dir.join(&lock_name);
         let guard = DirLock::take(&dir_file, dir, "locking the state directory")?;
 
@@ -940,9 +1017,15 @@ impl HighWater {
         let _ = lock
             .set_len(0)
             .and_then(|_| lock.write_all(format!("{}\n", std::process::id()).as_bytes()));
-        let header = format!("{MAGIC}\nprofile {domain}\nsa {sa}\nfingerprint {fp}\n");
-        let on_disk = read_state(&dir_file, &name, &path, &header)?;
-        let old = find_old_states(&dir_file, dir, &name, domain, &sa, key, mac_key)?;
+        let header = format!(
+            "{}\nprofile {domain}\nsa {sa}\nfingerprint {fp}\n",
+            kind.magic()
+        );
+        let on_disk = read_state(&dir_file, &name, &path, &header, kind)?;
+        let old = match kind {
+            Kind::Send => find_old_states(&dir_file, dir, &name, domain, &sa, key, mac_key)?,
+            Kind::Receive => Vec::new(),
+        };
         let record = match &opts.used_record {
             Some(p) => Some(UsedRecord::read(p, &fp)?),
             None => None,
@@ -997,11 +1080,12 @@ impl HighWater {
             dir_id,
             path,
             name,
-            tmp_name: format!("{stem}.hw.tmp"),
+            tmp_name,
             lock_name,
             lock,
             lock_id,
             header,
+            kind,
             fingerprint: fp,
             domain: domain.to_string(),
             sa,
@@ -1126,6 +1210,20 @@ impl HighWater {
     #[cold]
     fn reserve(&mut self, seq: u64) -> Result<(), HwError> {
         let mark = (seq - 1).saturating_add(self.block).min(self.limit);
+        self.reserve_to(mark)
+    }
+
+    /// Writes the mark `mark` (above the one on disk, at most the limit) under the directory
+    /// lock after checking the state is still ours: a receiver's acceptance mark moves ahead
+    /// by a block of its own choosing (`keys::rxmark`).
+    #[cold]
+    pub fn reserve_to(&mut self, mark: u64) -> Result<(), HwError> {
+        if mark > self.limit {
+            return Err(self.exhausted());
+        }
+        if mark <= self.reserved {
+            return Ok(());
+        }
         let guard = DirLock::take(&self.dir_file, &self.dir, "locking the state directory")?;
         self.check_still_ours()?;
         self.write_mark(mark)?;
@@ -1186,8 +1284,13 @@ impl HighWater {
                 self.dir.join(&self.lock_name).display()
             )));
         }
-        if let Some(m) = read_state(&self.dir_file, &self.name, &self.path, &self.header)?
-            && m > self.reserved
+        if let Some(m) = read_state(
+            &self.dir_file,
+            &self.name,
+            &self.path,
+            &self.header,
+            self.kind,
+        )? && m > self.reserved
         {
             return Err(lost(format!(
                 "another process wrote `reserved {m}` above this sender's {}",
@@ -1217,7 +1320,7 @@ impl HighWater {
             }
             r.append(&self.fingerprint, &info)?;
         }
-        let content = format!("{}reserved {mark}\n", self.header);
+        let content = format!("{}{} {mark}\n", self.header, self.kind.value_key());
         write_atomic(
             &self.dir_file,
             &self.tmp_name,
@@ -1237,14 +1340,21 @@ impl HighWater {
     }
 }
 
-/// The reserved mark of a state file whose other lines must equal `header`.
-fn parse(text: &str, header: &str) -> Result<u64, String> {
+/// The mark of a state file whose other lines must equal `header`.
+fn parse(text: &str, header: &str, kind: Kind) -> Result<u64, String> {
     let Some(rest) = text.strip_prefix(header) else {
         let first = text.lines().next().unwrap_or("");
         return Err(if first == MOVED_MAGIC {
             "its mark was moved to another state file; this file is only a note".to_string()
-        } else if first != MAGIC {
-            format!("not an ivnsec nonce state file (first line `{first}`, expected `{MAGIC}`)")
+        } else if first != kind.magic() {
+            format!(
+                "not an ivnsec {} file (first line `{first}`, expected `{}`)",
+                match kind {
+                    Kind::Send => "nonce state",
+                    Kind::Receive => "acceptance mark",
+                },
+                kind.magic()
+            )
         } else {
             "its profile, SA or key fingerprint does not match the file name".to_string()
         });
@@ -1252,15 +1362,17 @@ fn parse(text: &str, header: &str) -> Result<u64, String> {
     let line = rest
         .strip_suffix('\n')
         .ok_or("truncated (no final newline)")?;
+    let key = kind.value_key();
     let value = line
-        .strip_prefix("reserved ")
-        .ok_or_else(|| format!("expected a `reserved N` line, found `{line}`"))?;
+        .strip_prefix(key)
+        .and_then(|v| v.strip_prefix(' '))
+        .ok_or_else(|| format!("expected a `{key} N` line, found `{line}`"))?;
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("`reserved {value}` is not a number"));
+        return Err(format!("`{key} {value}` is not a number"));
     }
     value
         .parse::<u64>()
-        .map_err(|_| format!("`reserved {value}` is out of range"))
+        .map_err(|_| format!("`{key} {value}` is out of range"))
 }
 
 #[cfg(test)]

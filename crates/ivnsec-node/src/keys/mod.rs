@@ -1,8 +1,10 @@
 //! Long-term keys: key files (bounded, private, one profile each), MKA's pre-shared CAK files,
-//! the nonce high-water mark every sender under such a key keeps on disk
-//! (docs/nonce-safety.md), and an MKA member's used-SAK record (docs/mka.md).
+//! the nonce high-water mark every sender under such a key keeps on disk, the acceptance mark
+//! every receiver under one keeps (docs/nonce-safety.md), and an MKA member's used-SAK record
+//! (docs/mka.md).
 
 pub mod highwater;
 pub mod keyfile;
 pub mod psk;
+pub mod rxmark;
 pub mod used_sak;

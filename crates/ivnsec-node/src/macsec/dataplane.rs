@@ -17,6 +17,7 @@
 
 use std::sync::atomic::Ordering;
 
+use ivnsec_core::sa::macsec::RxStatus;
 use ivnsec_core::sa::secy::TxError;
 use ivnsec_core::wire::macsec::ICV_LEN;
 use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
@@ -25,6 +26,7 @@ use std::os::fd::AsFd;
 use super::host::{HostPort, VLAN_TAG_LEN};
 use super::sched::{Scheduling, ThreadPolicy};
 use super::{MtuPlan, Shared, TICK};
+use crate::keys::rxmark::rx_error;
 
 /// Room for one frame in a batch buffer: the largest frame the protected interface carries
 /// (header + MTU) plus 4 octets for a VLAN tag, rounded up to a cache line.
@@ -213,8 +215,10 @@ pub fn rx_loop(
             sh.record(&buf, &seen[..s]);
         }
         let mut k = 0;
+        let mut failed = None;
         {
             let mut rx = sh.rx();
+            let mut marks = sh.rx_marks();
             for (i, m) in metas.iter().enumerate().take(got) {
                 if m.packet_type == PacketType::Outgoing {
                     continue;
@@ -226,6 +230,16 @@ pub fn rx_loop(
                 }
                 let at = i * stride;
                 if let Ok(r) = rx.verify_in_place(&mut buf[at..at + m.len]) {
+                    // Validated under an SA with an acceptance mark (static keys): delivered
+                    // only once the mark on disk covers its PN.
+                    if matches!(r.status, RxStatus::Ok | RxStatus::Delayed)
+                        && let Some(slot) =
+                            marks.iter_mut().find(|s| s.sci == r.sci && s.an == r.an)
+                        && let Err(e) = slot.mark.accept(r.pn, sys::monotonic_ns)
+                    {
+                        failed = Some(e);
+                        break;
+                    }
                     deliver[k] = (at + r.range.start, r.range.len());
                     k += 1;
                 }
@@ -233,5 +247,8 @@ pub fn rx_loop(
             }
         }
         host.send_frames(&buf, &deliver[..k], &sh.frames);
+        if let Some(e) = failed {
+            return sh.fail(rx_error(e));
+        }
     }
 }

@@ -47,6 +47,7 @@ use serde_json::{Value, json};
 
 use crate::error::{env_error, usage};
 use crate::keys::highwater::{HighWater, HwError};
+use crate::keys::rxmark::RxMark;
 
 pub use sched::Scheduling;
 pub use status::EventLog;
@@ -150,10 +151,20 @@ pub struct TxState {
     pub reserve: [Option<HighWater>; 4],
 }
 
+/// The acceptance mark of one receive SA under a long-term key (static keys): a frame of it is
+/// delivered only once the mark on disk covers its PN.
+pub struct RxMarkSlot {
+    pub sci: Sci,
+    pub an: u8,
+    pub mark: RxMark,
+}
+
 /// What the two paths, the control loop and the key source share.
 pub struct Shared {
     pub tx: Mutex<TxState>,
     pub rx: Mutex<SecyRx>,
+    /// The receive SAs' acceptance marks (static keys; empty under MKA). Locked after `rx`.
+    pub rx_marks: Mutex<Vec<RxMarkSlot>>,
     pub frames: FrameCounters,
     pub events: Mutex<EventLog>,
     /// Set by a signal, a fatal error or the key source: every loop ends.
@@ -176,6 +187,10 @@ impl Shared {
 
     pub fn rx(&self) -> MutexGuard<'_, SecyRx> {
         lock(&self.rx)
+    }
+
+    pub fn rx_marks(&self) -> MutexGuard<'_, Vec<RxMarkSlot>> {
+        lock(&self.rx_marks)
     }
 
     /// Records the first fatal error and stops everything.
@@ -281,6 +296,14 @@ impl SecyControl {
                    "ssci": key.ssci, "lowest_pn": lowest_pn}),
         );
         Ok(())
+    }
+
+    /// Keeps `mark` for the receive SA of `sci` under `an` (installed with its lowest PN above
+    /// the restored mark): its frames are delivered only once the mark covers their PN.
+    pub fn install_rx_mark(&self, sci: Sci, an: u8, mark: RxMark) {
+        let mut marks = self.shared.rx_marks();
+        marks.retain(|m| !(m.sci == sci && m.an == an));
+        marks.push(RxMarkSlot { sci, an, mark });
     }
 
     pub fn retire_rx_sa(&self, sci: Sci, an: u8) -> Result<()> {
@@ -582,6 +605,7 @@ pub fn run_spec(
             reserve: [None, None, None, None],
         }),
         rx: Mutex::new(rx),
+        rx_marks: Mutex::new(Vec::new()),
         frames: FrameCounters::default(),
         events: Mutex::new(events),
         stop,

@@ -14,9 +14,12 @@
 //!   is keyed by the suite's nonce domain, the SA identity ([`tx_sa_identity`]: the SCI, or the
 //!   SSCI for XPN) and the key; a restart resumes above everything reserved, the key's use is
 //!   recorded in `KEYFILE.used`, and a used key without its state is refused.
-//! - **What static keys cannot do**: a restarted receiver accepts PNs from 1 again, so frames
-//!   recorded before its restart can be replayed to it; and when the PNs run out the SecY stops
-//!   until a new key file is installed. Agreed, rotated keys (MKA) are the remedy.
+//! - **No frame accepted twice across restarts**: each receive SA keeps an acceptance mark in
+//!   `--state-dir` ([`RxMark`], keyed by the peer's SA identity); a restarted SecY installs its
+//!   receive SAs with the lowest PN above the mark, and a frame is delivered only once the mark
+//!   on disk covers its PN (docs/nonce-safety.md, "Receivers after a restart").
+//! - **What static keys cannot do**: when the PNs run out the SecY stops until a new key file
+//!   is installed. Agreed, rotated keys (MKA) are the remedy.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -33,6 +36,7 @@ use super::{KeySource, SecyControl, sci_hex};
 use crate::error::usage;
 use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile;
+use crate::keys::rxmark::{Checkpoint, RxMark};
 
 /// The key number static SAs carry in status and events.
 pub const STATIC_KEY_NUMBER: u32 = 1;
@@ -121,6 +125,8 @@ pub struct StaticKeys {
     pub reserve_block: u64,
     pub seq_limit: Option<u64>,
     pub confirm_new_key: bool,
+    /// How far the receive SAs' acceptance marks move ahead (`--replay-checkpoint-*`).
+    pub rx_checkpoint: Checkpoint,
     /// After start: the nonce state file and the first PN.
     started: Option<(PathBuf, u64)>,
 }
@@ -174,6 +180,7 @@ impl StaticKeys {
             reserve_block,
             seq_limit,
             confirm_new_key,
+            rx_checkpoint: Checkpoint::default(),
             started: None,
         })
     }
@@ -266,7 +273,20 @@ impl KeySource for StaticKeys {
         let first = hw.first_seq().map_err(HwError::into_anyhow)?;
         let state = hw.path().to_path_buf();
         for &peer in &self.peers {
-            ctl.install_rx_sa(peer, self.an, &self.key_for(peer), 1)?;
+            // The peer's SA as its sender keys its nonce state; every PN ≤ the restored mark
+            // may have been accepted before a restart: the SA accepts from above it.
+            let key = self.key_for(peer);
+            let peer_ident = tx_sa_identity(suite, peer, key.ssci);
+            let mark = RxMark::open(
+                &self.state_dir,
+                &domain,
+                &peer_ident,
+                &self.keys,
+                suite.max_pn(),
+                self.rx_checkpoint,
+            )?;
+            ctl.install_rx_sa(peer, self.an, &key, mark.restored() + 1)?;
+            ctl.install_rx_mark(peer, self.an, mark);
         }
         ctl.install_tx_sa(self.an, &own, first, Some(hw))?;
         ctl.enable_tx_sa(self.an)?;

@@ -350,13 +350,19 @@ pub fn snapshot(header: &Value, ctl: &SecyControl, source: &dyn KeySource) -> Va
     };
     let rx = {
         let r = sh.rx();
+        let marks = sh.rx_marks();
         let sas: Vec<Value> = r
             .sas()
             .map(|s| {
+                let mark = marks
+                    .iter()
+                    .find(|m| m.sci == s.sci && m.an == s.an)
+                    .map(|m| m.mark.json(s.counters.below_restored));
                 json!({
                     "sci": sci_hex(s.sci), "an": s.an, "key_number": s.key_number,
                     "next_pn": s.next_pn, "lowest_pn": s.lowest_pn,
                     "counters": rx_json(&s.counters), "drops": drops_json(&s.counters),
+                    "replay_mark": mark,
                 })
             })
             .collect();

@@ -14,6 +14,7 @@ use ivnsec_node::channel::provider;
 use ivnsec_node::esp_tunnel::{self as lab, Config};
 use ivnsec_node::keys::highwater;
 
+use crate::cmd::receive::ReplayCheckpointArgs;
 use crate::cmd::send::stop_on_signal;
 use crate::error::{parse_profile, usage};
 
@@ -39,8 +40,13 @@ Keys: one key file per direction, as `ivnsec keygen --profile PROFILE --out FILE
 (mode 0600, a `profile` line of this suite). This host's --tx-keys is the peer's --rx-keys and the \
 other way round; the same for the SPIs. The outbound sequence number never repeats under a key: \
 numbers are reserved in --state-dir before use, exactly as `ivnsec send` does \
-(docs/nonce-safety.md), so a restart, even after kill -9, resumes above everything sent. A \
-restarted receiver accepts sequence numbers from 1 again (static keys have no rekeying).
+(docs/nonce-safety.md), so a restart, even after kill -9, resumes above everything sent. The \
+inbound SA keeps an acceptance mark in --state-dir (on the full 64-bit number with --esn): every \
+number it ever accepted is <= the mark, moved ahead by one checkpoint before a number above it \
+is accepted, so a restarted tunnel refuses every recorded packet it may have accepted before \
+(replay_duplicate/replay_too_old, and rx.replay_mark.refused_below_mark in --status); the cost is \
+at most one checkpoint of legitimate packets refused after a restart \
+(--replay-checkpoint-frames, about --replay-checkpoint-ms of traffic).
 
 MTU: the TUN gets the largest MTU whose protected packet still fits the path MTU towards \
 --remote (the kernel's, or --path-mtu); the difference is the tunnel's cost per packet (54 bytes \
@@ -155,6 +161,8 @@ pub struct UpArgs {
     /// default and falls back to this by itself where the kernel refuses TUNSETOFFLOAD.
     #[arg(long)]
     pub no_offload: bool,
+    #[command(flatten)]
+    pub checkpoint: ReplayCheckpointArgs,
 }
 
 /// A 32-bit SPI in decimal or 0x-hex.
@@ -216,6 +224,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         events: a.events,
         status: a.status,
         offload: !a.no_offload,
+        rx_checkpoint: a.checkpoint.checkpoint()?,
     };
     let keys = lab::check(&cfg)?;
     let stop = stop_on_signal()?;

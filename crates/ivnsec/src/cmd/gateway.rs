@@ -33,7 +33,10 @@ otherwise exits 2 naming the MTU needed. It changes no MTU itself.
 Keys exactly as `ivnsec macsec up` (see its --help and docs/macsec-tap.md): --keys (one static SAK \
 for the CA, --peer per member, PNs reserved in --state-dir across restarts) or --psk (MKA with a \
 pre-shared CAK; SAKs agreed and rotated). The peers are the other gateways and MACsec ECUs, named \
-by the MAC of their protected interface. Status and stopping: `ivnsec macsec status` lists the \
+by the MAC of their protected interface. A restarted gateway with static keys (MACsec or IVN-AE) \
+refuses every recorded frame it may have accepted before its restart: each receive SA keeps an \
+acceptance mark in --state-dir, at the cost of at most one checkpoint of legitimate frames \
+(--replay-checkpoint-frames, --replay-checkpoint-ms; docs/nonce-safety.md). Status and stopping: `ivnsec macsec status` lists the \
 gateway under the name of --plain, `ivnsec macsec down --tap PLAIN` stops it; SIGINT/SIGTERM stop \
 it (exit 0). See docs/gateway.md.
 
@@ -309,6 +312,7 @@ fn run_ivnae(
         events: a.events.clone(),
         socket_buffer: usize::from(a.rcvbuf_mib) << 20,
         scheduling: sched,
+        rx_checkpoint: a.key_source.checkpoint.checkpoint()?,
     };
     let stop = stop_on_signal()?;
     let summary = ivnsec_node::gateway::run(&cfg, stop)?;

@@ -17,6 +17,7 @@ use ivnsec_node::macsec::mka::{MkaKeys, MkaSettings};
 use ivnsec_node::macsec::static_keys::StaticKeys;
 use ivnsec_node::macsec::{self as lab, KeySource, status};
 
+use crate::cmd::receive::ReplayCheckpointArgs;
 use crate::cmd::send::{parse_mac, stop_on_signal};
 use crate::error::{parse_profile, usage};
 use crate::output::Json;
@@ -55,7 +56,13 @@ over the SCI; `macsec status` lists them), so changing or reordering --peers nev
 members whose SSCIs collide are refused, and KEYFILE.used binds each SSCI to the SCI that used \
 it first. The transmit PN never repeats across restarts: PNs are reserved in \
 --state-dir before use, exactly as `ivnsec send` does (docs/nonce-safety.md); when they run out \
-the TAP stops sending and `up` exits 1: install a new key file.
+the TAP stops sending and `up` exits 1: install a new key file. Each receive SA keeps an \
+acceptance mark in --state-dir (every PN it ever accepted is <= the mark, moved ahead by one \
+checkpoint before a PN above it is delivered): a restarted instance installs its receive SAs \
+above the mark, so every recorded frame it may have accepted before is refused (InPktsLate, \
+`late`, and rx.sas[].replay_mark.refused_below_mark in the status). The cost: at most one \
+checkpoint of legitimate frames refused after a restart (--replay-checkpoint-frames, about \
+--replay-checkpoint-ms of traffic). Under MKA a restarted member gets fresh SAKs instead.
 
 MKA (--psk): the members agree and rotate the SAKs themselves (IEEE 802.1X-2020) from a \
 pre-shared CAK that `ivnsec keygen --mka` writes (mode 0600; the same file on every member). \
@@ -226,6 +233,9 @@ pub struct KeySourceArgs {
     /// --state-dir holds no state for it (as `ivnsec send`): only for a key you know is new.
     #[arg(long, conflicts_with_all = ["psk", "keyserver"])]
     pub i_know_this_key_is_new: bool,
+    /// Static keys: how far the receive SAs' acceptance marks in --state-dir move ahead.
+    #[command(flatten)]
+    pub checkpoint: ReplayCheckpointArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -455,7 +465,7 @@ pub(crate) fn static_source(
         .map(|p| parse_mac("--peer", p).map(|m| Sci::end_station(MacAddr(m))))
         .collect::<Result<Vec<_>>>()?;
     let (mac, _) = lab::iface_facts(iface)?;
-    Ok(Box::new(StaticKeys::new(
+    let mut keys = StaticKeys::new(
         profile,
         key_file,
         Sci::end_station(MacAddr(mac)),
@@ -465,7 +475,9 @@ pub(crate) fn static_source(
         ks.reserve_block,
         ks.seq_limit,
         ks.i_know_this_key_is_new,
-    )?))
+    )?;
+    keys.rx_checkpoint = ks.checkpoint.checkpoint()?;
+    Ok(Box::new(keys))
 }
 
 fn show(a: StatusArgs) -> Result<ExitCode> {

@@ -16,10 +16,11 @@ use super::send::{
     UDP_RECEIVER_MAC, UDP_SENDER_MAC, iface_mac, link_err, parse_mac, stop_on_signal,
 };
 use crate::error::{EnvError, usage};
-use ivnsec_core::channel::{Channel, ChannelOptions, Ends, REPLAY_WINDOW};
+use ivnsec_core::channel::{Channel, ChannelOptions, Ends, REPLAY_WINDOW, sa_identity};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_node::channel::open as open_channel;
 use ivnsec_node::keys::keyfile;
+use ivnsec_node::keys::rxmark::{self, Checkpoint, RxMark};
 
 use crate::error::parse_profile;
 use crate::output::Json;
@@ -34,10 +35,21 @@ units received and accepted and every drop by reason (bad_tag, replay_duplicate,
 result. A --udp port already in use (or an address this host does not have) is an environment \
 problem: exit 3 with what to do.
 
+After a restart: with --state-dir (IVN-AE, MACsec, ESP) the receiver keeps an acceptance mark per \
+key and sender SA on disk (every number it ever accepted is <= the mark, moved ahead by one \
+checkpoint before a number above it is accepted), so a restarted receiver refuses every frame it \
+may have accepted before (counted as replay_duplicate/replay_too_old, MACsec late, and as \
+refused_below_mark). The cost: at most one checkpoint of legitimate frames refused after a \
+restart (--replay-checkpoint-frames, about --replay-checkpoint-ms of traffic). Without \
+--state-dir the replay window lives only in memory: a restarted receiver accepts, once, every \
+frame recorded before its restart (a warning says so). See docs/nonce-safety.md.
+
 Examples:
   ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --from 02:00:00:00:00:01
   ivnsec receive --profile esp-aes128-gcm --keys k.toml --iface eth0 --from-ip 10.0.0.1 --to-ip 10.0.0.2
-  ivnsec receive --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap")]
+  ivnsec receive --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap
+  ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --state-dir /var/lib/ivnsec \\
+      --replay-checkpoint-frames 1024 --replay-checkpoint-ms 200")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
@@ -91,6 +103,45 @@ pub struct Args {
     /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
+    /// Directory of the acceptance mark (created if missing; IVN-AE, MACsec and ESP): a
+    /// restarted receiver refuses every frame it may have accepted before. Without it a
+    /// restart accepts recorded frames once more. E.g. `--state-dir /var/lib/ivnsec`.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub checkpoint: ReplayCheckpointArgs,
+}
+
+/// How far a receiver's acceptance mark moves ahead (`receive`, `macsec up`, `esp up`,
+/// `gateway`): the cost bound of a restart (docs/nonce-safety.md, "Receivers after a restart").
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReplayCheckpointArgs {
+    /// With --state-dir: the acceptance mark moves at most N numbers ahead, so a restart
+    /// refuses at most N legitimate frames (1 to 1048576). E.g. `--replay-checkpoint-frames 1024`.
+    #[arg(
+        long,
+        default_value_t = rxmark::DEFAULT_CHECKPOINT_FRAMES,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=rxmark::MAX_CHECKPOINT_FRAMES)
+    )]
+    pub replay_checkpoint_frames: u64,
+    /// With --state-dir: the acceptance mark moves at most as far as the observed rate brings
+    /// in T ms, so a restart refuses about T ms of traffic at most (1 to 60000); the mark is
+    /// written about once per T ms. E.g. `--replay-checkpoint-ms 200`.
+    #[arg(
+        long,
+        default_value_t = rxmark::DEFAULT_CHECKPOINT_MS,
+        value_name = "T",
+        value_parser = clap::value_parser!(u64).range(1..=rxmark::MAX_CHECKPOINT_MS)
+    )]
+    pub replay_checkpoint_ms: u64,
+}
+
+impl ReplayCheckpointArgs {
+    /// The checked checkpoint (clap checked the ranges already).
+    pub fn checkpoint(&self) -> Result<Checkpoint> {
+        Checkpoint::new(self.replay_checkpoint_frames, self.replay_checkpoint_ms).map_err(usage)
+    }
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -167,6 +218,34 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     // Direction 1: the inbound SA is the sender's direction-0 outbound SA.
     let mut ch = open_channel(family, a.provider, &keys, &keys, ends, 1, opts)?;
+    let cp = a.checkpoint.checkpoint()?;
+    // The acceptance mark of the sender's SA (keyed as the sender keys its nonce state: its
+    // ends, direction 0): every number <= the restored mark counts as seen.
+    let mut mark = match &a.state_dir {
+        Some(dir) => {
+            let ident = sa_identity(family, &ends.reversed(), 0);
+            let m = RxMark::open(
+                dir,
+                &family.nonce_domain(),
+                &ident,
+                &keys,
+                family.max_seq(),
+                cp,
+            )?;
+            if !ch.restore_rx_floor(m.restored()) {
+                return Err(usage(format!(
+                    "--state-dir: {} keeps no acceptance mark (IVN-AE, MACsec and ESP do); \
+                     leave --state-dir out",
+                    a.profile
+                )));
+            }
+            Some(m)
+        }
+        None => {
+            rxmark::warn_no_state_dir("receive");
+            None
+        }
+    };
     let mut link = Link::open(&spec).map_err(|e| match (e.kind(), a.udp) {
         (std::io::ErrorKind::AddrInUse, Some(addr)) => anyhow::Error::new(EnvError(format!(
             "receive: udp {addr} is already in use by another process ({e}): stop that process \
@@ -228,7 +307,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
             w.write_frame_now(&frame_buf)?;
         }
         match ch.verify(&mut rx, len) {
-            Ok(_) => accepted += 1,
+            Ok(_) => {
+                // Verified: the mark covers its number on disk before it counts as accepted.
+                if let Some(m) = mark.as_mut() {
+                    m.accept(ch.rx_highest(), monotonic_ns)
+                        .map_err(rxmark::rx_error)?;
+                }
+                accepted += 1;
+            }
             Err(reason) => drops.bump(reason),
         }
     };
@@ -247,6 +333,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "dropped": drops.total(),
             "drops": d,
             "stopped_by": stopped_by,
+            "replay_mark": mark.as_ref().map(|m| m.json(ch.rx_below_restored())),
         });
         json.print(&v)?;
     } else {
@@ -256,6 +343,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         println!("dropped   {}", drops.total());
         for (r, n) in drops.iter() {
             println!("  {:<22}{n}", r.name());
+        }
+        if let Some(m) = &mark {
+            println!(
+                "replay mark restored {}, now {}, {} writes, {} refused below the mark",
+                m.restored(),
+                m.mark(),
+                m.writes(),
+                ch.rx_below_restored()
+            );
         }
         println!("stopped by {stopped_by}");
     }

@@ -1,0 +1,584 @@
+//! Replay safety across restarts: a receiver's persistent acceptance mark (docs/nonce-safety.md,
+//! "Receivers after a restart").
+//!
+//! A receiver under a long-term key keeps its replay window in memory; a restarted one would
+//! start with an empty window and accept, once, every frame recorded before the restart. An
+//! [`RxMark`] keeps, per receive SA, a mark M on disk with the invariant **every sequence
+//! number / PN this receiver ever accepted is ≤ M**:
+//!
+//! - on start M is loaded and every number ≤ M counts as already seen (the SA's
+//!   `restore_floor`: refused with the replay reason it has today, and counted);
+//! - a number above the mark on disk is accepted only after the mark was moved ahead of it on
+//!   disk (temporary file written, fsynced, renamed, directory fsynced: the machinery of
+//!   [`HighWater`], in its own `.rx` file). The tag is verified first (check before verify),
+//!   so forged frames cannot move the mark; the window is marked and the frame delivered only
+//!   after the write returned (mark after).
+//! - The mark moves ahead by a checkpoint ([`Checkpoint`]): min(N frames, the numbers the
+//!   observed rate brings in T ms), at least 1, so the disk is written about once per T ms
+//!   (or once per N frames at high rates), never per frame, and a restart refuses at most one
+//!   checkpoint of legitimate frames: ≤ N frames and about ≤ T ms of traffic (less the time the
+//!   receiver was down, during which the sender's numbers moved on anyway).
+//!
+//! [`RxMark::accept`] is a compare unless the mark must move: no allocation, no I/O per frame.
+
+use std::path::Path;
+
+use ivnsec_core::channel::DirectionKeys;
+use serde_json::{Value, json};
+
+use super::highwater::{self, HighWater, HwError};
+use crate::error::{EnvError, UsageError};
+
+/// Default `--replay-checkpoint-frames`: the sender's default reservation block, so a receiver
+/// writes its mark no more often than its sender writes its reservation.
+pub const DEFAULT_CHECKPOINT_FRAMES: u64 = highwater::DEFAULT_BLOCK;
+/// Largest `--replay-checkpoint-frames` (the sender's largest block).
+pub const MAX_CHECKPOINT_FRAMES: u64 = highwater::MAX_BLOCK;
+/// Default `--replay-checkpoint-ms`: at most about a second of traffic refused after a restart,
+/// at most about one write a second at rates below N frames per second.
+pub const DEFAULT_CHECKPOINT_MS: u64 = 1000;
+/// Largest `--replay-checkpoint-ms` (a minute).
+pub const MAX_CHECKPOINT_MS: u64 = 60_000;
+
+/// How far a receiver's mark moves ahead when it moves: the cost bound of a restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// At most this many numbers ahead (`--replay-checkpoint-frames`, 1..=[`MAX_CHECKPOINT_FRAMES`]).
+    pub frames: u64,
+    /// At most the numbers the observed rate brings in this many ms
+    /// (`--replay-checkpoint-ms`, 1..=[`MAX_CHECKPOINT_MS`]).
+    pub ms: u64,
+}
+
+impl Default for Checkpoint {
+    fn default() -> Checkpoint {
+        Checkpoint {
+            frames: DEFAULT_CHECKPOINT_FRAMES,
+            ms: DEFAULT_CHECKPOINT_MS,
+        }
+    }
+}
+
+impl Checkpoint {
+    /// Checked options; the error names the option and its range.
+    pub fn new(frames: u64, ms: u64) -> Result<Checkpoint, String> {
+        if !(1..=MAX_CHECKPOINT_FRAMES).contains(&frames) {
+            return Err(format!(
+                "--replay-checkpoint-frames must be between 1 and {MAX_CHECKPOINT_FRAMES}, got \
+                 {frames}"
+            ));
+        }
+        if !(1..=MAX_CHECKPOINT_MS).contains(&ms) {
+            return Err(format!(
+                "--replay-checkpoint-ms must be between 1 and {MAX_CHECKPOINT_MS}, got {ms}"
+            ));
+        }
+        Ok(Checkpoint { frames, ms })
+    }
+}
+
+/// How far ahead the next mark goes: no I/O, time passed in (so tests drive a virtual clock).
+#[derive(Clone, Debug)]
+pub struct Pacer {
+    cp: Checkpoint,
+    /// The number and the time of the previous move.
+    last: Option<(u64, u64)>,
+}
+
+impl Pacer {
+    pub fn new(cp: Checkpoint) -> Pacer {
+        Pacer { cp, last: None }
+    }
+
+    /// How many numbers, from `seq` on, the mark moved at `now_ns` must cover:
+    /// min(N, rate × T) with the rate seen since the previous move, at least 1. The first move
+    /// knows no rate and covers `seq` alone.
+    pub fn ahead(&mut self, seq: u64, now_ns: u64) -> u64 {
+        let n = match self.last {
+            None => 1,
+            Some((s0, t0)) => {
+                let dseq = u128::from(seq.saturating_sub(s0));
+                let dt = u128::from(now_ns.saturating_sub(t0));
+                let cap = u128::from(self.cp.frames);
+                // No time passed: the cap.
+                let by_time = (dseq * u128::from(self.cp.ms) * 1_000_000)
+                    .checked_div(dt)
+                    .unwrap_or(cap);
+                by_time.min(cap) as u64
+            }
+        };
+        self.last = Some((seq, now_ns));
+        n.max(1)
+    }
+}
+
+/// The acceptance mark of one receive SA; holds its lock while it lives.
+#[derive(Debug)]
+pub struct RxMark {
+    hw: HighWater,
+    /// The mark found on disk at start: every number ≤ it counts as seen.
+    restored: u64,
+    pacer: Pacer,
+}
+
+impl RxMark {
+    /// Opens (or starts) the mark of the peer's SA `sa_identity` (the identity the peer's
+    /// sender keys its own nonce state by) in nonce domain `domain` under `keys`, in `dir`
+    /// (created if missing), and locks it. `protocol_max`: the largest number the protocol
+    /// carries. A mark at that largest number is refused: nothing new can arrive under the key.
+    pub fn open(
+        dir: &Path,
+        domain: &str,
+        sa_identity: &str,
+        keys: &DirectionKeys,
+        protocol_max: u64,
+        cp: Checkpoint,
+    ) -> anyhow::Result<RxMark> {
+        let hw = HighWater::open_receiver(dir, domain, sa_identity, keys, protocol_max)
+            .map_err(rx_error)?;
+        let restored = hw.reserved();
+        if restored >= protocol_max {
+            return Err(anyhow::Error::new(UsageError(format!(
+                "acceptance mark {}: every number up to {restored} of {domain} SA \
+                 `{sa_identity}` was accepted under this key, so nothing new can arrive under \
+                 it: install a new key (`ivnsec keygen`) on both ends",
+                hw.path().display()
+            ))));
+        }
+        Ok(RxMark {
+            hw,
+            restored,
+            pacer: Pacer::new(cp),
+        })
+    }
+
+    /// The mark found at start (0: none): the SA must treat every number ≤ it as seen.
+    pub fn restored(&self) -> u64 {
+        self.restored
+    }
+
+    /// The mark on disk now.
+    pub fn mark(&self) -> u64 {
+        self.hw.reserved()
+    }
+
+    /// Marks this process wrote.
+    pub fn writes(&self) -> u64 {
+        self.hw.writes()
+    }
+
+    /// The state file.
+    pub fn path(&self) -> &Path {
+        self.hw.path()
+    }
+
+    /// Must be called after a frame carrying `seq` verified and before it is accepted
+    /// (delivered, counted): a compare, and a durable move of the mark when `seq` is above it.
+    /// On an error the frame must not be accepted (the receiver stops: its state cannot
+    /// promise what it accepted). `now_ns` (a monotonic clock) is read only when the mark moves.
+    #[inline]
+    pub fn accept(&mut self, seq: u64, now_ns: impl FnOnce() -> u64) -> Result<(), HwError> {
+        if seq <= self.hw.reserved() {
+            return Ok(());
+        }
+        self.advance(seq, now_ns())
+    }
+
+    #[cold]
+    fn advance(&mut self, seq: u64, now_ns: u64) -> Result<(), HwError> {
+        let ahead = self.pacer.ahead(seq, now_ns);
+        let mark = seq.saturating_add(ahead - 1).min(self.hw.limit()).max(seq);
+        self.hw.reserve_to(mark)
+    }
+
+    /// What a status shows: the state file, the mark found at start and now, the writes, and
+    /// `refused_below_mark` (frames refused as replays at or below the restored mark; the SA
+    /// counts them).
+    pub fn json(&self, refused_below_mark: u64) -> Value {
+        json!({
+            "state": self.path().display().to_string(),
+            "restored_mark": self.restored,
+            "mark": self.mark(),
+            "mark_writes": self.writes(),
+            "refused_below_mark": refused_below_mark,
+        })
+    }
+}
+
+/// A failure of a receiver's mark in a receiver's words, in the exit-code convention of
+/// [`HwError::into_anyhow`] (corrupt, locked, unsafe: 2; I/O, a lost lock: 3).
+pub fn rx_error(e: HwError) -> anyhow::Error {
+    match e {
+        HwError::Corrupt { path, why } => anyhow::Error::new(UsageError(format!(
+            "acceptance mark {}: {why}; refusing to guess which numbers this receiver accepted \
+             before its restart (a wrong guess accepts recorded frames again). Restore the file \
+             from a backup, or install a new key on both ends and remove the file",
+            path.display()
+        ))),
+        HwError::Locked { path } => anyhow::Error::new(UsageError(format!(
+            "acceptance mark {} is locked by another receiver of the same SA under the same \
+             key; two receivers of one mark could each accept a frame once. Stop the other one",
+            path.display()
+        ))),
+        HwError::Unsafe { path, why } => anyhow::Error::new(UsageError(format!(
+            "acceptance mark {}: {why}; refusing to use it",
+            path.display()
+        ))),
+        HwError::Io { path, what, err } => anyhow::Error::new(EnvError(format!(
+            "acceptance mark {}: {what}: {err}; the frame that needed the mark moved was not \
+             accepted and the receiver stopped. Fix the state directory (space, permissions) \
+             and restart",
+            path.display()
+        ))),
+        HwError::LockLost { path, why } => anyhow::Error::new(EnvError(format!(
+            "acceptance mark {}: {why}; another receiver may be using this SA's mark now, so \
+             this one stopped. Make sure one receiver runs per key and SA, then restart",
+            path.display()
+        ))),
+        other => other.into_anyhow(),
+    }
+}
+
+/// The warning of a receiver started without a state directory.
+pub fn warn_no_state_dir(what: &str) {
+    eprintln!(
+        "ivnsec: warning: {what} has no --state-dir: its replay window lives only in memory, so \
+         after a restart it accepts, once, every frame recorded before the restart under the \
+         same key. Give --state-dir DIR to keep an acceptance mark (docs/nonce-safety.md)"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ivnsec_core::sa::replay::ReplayWindow;
+    use std::collections::BTreeSet;
+    use std::fs::{self, DirBuilder};
+    use std::os::unix::fs::DirBuilderExt;
+    use std::path::PathBuf;
+
+    const MS: u64 = 1_000_000;
+
+    struct Dir(PathBuf);
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            let mut r = [0u8; 6];
+            getrandom::fill(&mut r).unwrap();
+            let p = std::env::temp_dir().join(format!("ivnsec-rx-{tag}-{}", hex::encode(r)));
+            DirBuilder::new().mode(0o700).create(&p).unwrap();
+            Dir(p)
+        }
+        fn state(&self) -> PathBuf {
+            self.0.join("state")
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn keys() -> DirectionKeys {
+        DirectionKeys::new(&[7u8; 16], &[], [1u8; 12])
+    }
+
+    fn open(d: &Dir, cp: Checkpoint) -> RxMark {
+        RxMark::open(
+            &d.state(),
+            "aes128-gcm",
+            "ivnae key-id 1",
+            &keys(),
+            u64::MAX,
+            cp,
+        )
+        .unwrap()
+    }
+
+    fn code(e: anyhow::Error) -> u8 {
+        crate::error::exit_code(&e)
+    }
+
+    #[test]
+    fn checkpoint_options_are_checked() {
+        assert!(Checkpoint::new(1, 1).is_ok());
+        assert!(Checkpoint::new(MAX_CHECKPOINT_FRAMES, MAX_CHECKPOINT_MS).is_ok());
+        let e = Checkpoint::new(0, 1000).unwrap_err();
+        assert!(
+            e.contains("--replay-checkpoint-frames") && e.contains("got 0"),
+            "{e}"
+        );
+        let e = Checkpoint::new(MAX_CHECKPOINT_FRAMES + 1, 1000).unwrap_err();
+        assert!(e.contains("--replay-checkpoint-frames"), "{e}");
+        let e = Checkpoint::new(10, 0).unwrap_err();
+        assert!(e.contains("--replay-checkpoint-ms"), "{e}");
+        let e = Checkpoint::new(10, MAX_CHECKPOINT_MS + 1).unwrap_err();
+        assert!(e.contains("--replay-checkpoint-ms"), "{e}");
+    }
+
+    #[test]
+    fn the_pacer_is_bounded_by_frames_and_by_time() {
+        let cp = Checkpoint::new(4096, 1000).unwrap();
+        let mut p = Pacer::new(cp);
+        assert_eq!(p.ahead(1, 0), 1, "no rate known yet: the frame alone");
+        // 100 numbers in 100 ms: 1000/s, so T = 1 s brings 1000.
+        assert_eq!(p.ahead(101, 100 * MS), 1000);
+        // 1 M/s: capped at N.
+        assert_eq!(p.ahead(1_000_101, 1100 * MS), 4096);
+        // Slow: one number in 5 s → less than one per second: at least 1.
+        assert_eq!(p.ahead(1_000_102, 6100 * MS), 1);
+        // The same instant: no time passed, the cap.
+        assert_eq!(p.ahead(1_000_103, 6100 * MS), 4096);
+        let mut p = Pacer::new(Checkpoint::new(1, 1000).unwrap());
+        p.ahead(1, 0);
+        assert_eq!(p.ahead(1000, MS), 1, "N = 1: every frame its own mark");
+        let mut p = Pacer::new(Checkpoint::new(4096, 10).unwrap());
+        p.ahead(1, 0);
+        // 1000/s for T = 10 ms: 10 numbers.
+        assert_eq!(p.ahead(1001, 1000 * MS), 10);
+    }
+
+    #[test]
+    fn the_mark_moves_ahead_and_a_restart_restores_it() {
+        let d = Dir::new("basic");
+        let cp = Checkpoint::new(100, 1000).unwrap();
+        let mut m = open(&d, cp);
+        assert_eq!((m.restored(), m.mark(), m.writes()), (0, 0, 0));
+        assert!(!m.path().exists(), "nothing written before the first frame");
+        m.accept(1, || 0).unwrap();
+        assert_eq!((m.mark(), m.writes()), (1, 1));
+        // 1000 frames a second: the next move covers min(100, 1000 × 1 s) = 100.
+        m.accept(2, || MS).unwrap();
+        assert_eq!((m.mark(), m.writes()), (101, 2));
+        for s in 3..=101 {
+            m.accept(s, || MS + s * MS).unwrap();
+        }
+        assert_eq!(m.writes(), 2, "numbers below the mark cost no write");
+        let path = m.path().to_path_buf();
+        assert!(
+            path.to_string_lossy().ends_with(".rx"),
+            "{}",
+            path.display()
+        );
+        drop(m);
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "ivnsec-rxmark 1");
+        assert_eq!(lines[1], "profile aes128-gcm");
+        assert_eq!(lines[2], "sa ivnae key-id 1");
+        assert!(lines[3].starts_with("fingerprint "));
+        assert_eq!(lines[4], "accepted 101");
+        assert!(!text.contains(&hex::encode([7u8; 16])), "no key on disk");
+        let m = open(&d, cp);
+        assert_eq!((m.restored(), m.mark(), m.writes()), (101, 101, 0));
+        let v = m.json(3);
+        assert_eq!(v["restored_mark"], 101);
+        assert_eq!(v["refused_below_mark"], 3);
+        assert_eq!(v["mark_writes"], 0);
+    }
+
+    #[test]
+    fn a_receivers_mark_and_a_senders_state_of_one_sa_are_apart() {
+        let d = Dir::new("apart");
+        let mut rx = open(&d, Checkpoint::default());
+        rx.accept(50, || 0).unwrap();
+        // A sender of the same SA under the same key in the same directory: its own file,
+        // its own lock, its own numbers.
+        let mut tx = HighWater::open(
+            &d.state(),
+            "aes128-gcm",
+            "ivnae key-id 1",
+            &keys(),
+            highwater::Options::default(),
+        )
+        .unwrap();
+        assert_eq!(tx.first_seq().unwrap(), 1);
+        tx.claim(1).unwrap();
+        assert_ne!(tx.path(), rx.path());
+        assert_eq!(rx.mark(), 50);
+    }
+
+    #[test]
+    fn a_second_receiver_of_one_mark_is_refused() {
+        let d = Dir::new("lock");
+        let _m = open(&d, Checkpoint::default());
+        let e = RxMark::open(
+            &d.state(),
+            "aes128-gcm",
+            "ivnae key-id 1",
+            &keys(),
+            u64::MAX,
+            Checkpoint::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("locked by another receiver"), "{e}");
+        assert_eq!(code(e), 2);
+    }
+
+    #[test]
+    fn corrupt_marks_are_refused() {
+        let d = Dir::new("corrupt");
+        let mut m = open(&d, Checkpoint::default());
+        m.accept(9, || 0).unwrap();
+        let path = m.path().to_path_buf();
+        drop(m);
+        let good = fs::read_to_string(&path).unwrap();
+        for bad in [
+            String::new(),
+            good.replace("accepted 9", "accepted x"),
+            good.replace("accepted 9", "reserved 9"),
+            good.replace("ivnsec-rxmark 1", "ivnsec-highwater 1"),
+            good.trim_end().to_string(),
+            good.replace("accepted 9", "accepted 99999999999999999999999"),
+        ] {
+            fs::write(&path, &bad).unwrap();
+            let e = RxMark::open(
+                &d.state(),
+                "aes128-gcm",
+                "ivnae key-id 1",
+                &keys(),
+                u64::MAX,
+                Checkpoint::default(),
+            )
+            .unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains("refusing to guess"), "{bad:?}: {msg}");
+            assert_eq!(code(e), 2, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_mark_at_the_end_of_the_space_is_refused() {
+        let d = Dir::new("end");
+        let mut m = RxMark::open(
+            &d.state(),
+            "aes128-gcm",
+            "ivnae key-id 1",
+            &keys(),
+            100,
+            Checkpoint::default(),
+        )
+        .unwrap();
+        m.accept(99, || 0).unwrap();
+        m.accept(100, || MS).unwrap();
+        assert_eq!(m.mark(), 100, "never beyond the protocol's largest number");
+        drop(m);
+        let e = RxMark::open(
+            &d.state(),
+            "aes128-gcm",
+            "ivnae key-id 1",
+            &keys(),
+            100,
+            Checkpoint::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("install a new key"), "{e}");
+        assert_eq!(code(e), 2);
+    }
+
+    /// One step of the crash model.
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// A frame carrying this number arrives `dt_ms` after the previous step.
+        Frame { seq: u64, dt_ms: u64 },
+        /// The receiver dies at a point of its handling of the next frame above its mark, then
+        /// restarts: 0 before the mark moves, 1 while it is written (a temporary file left,
+        /// the rename not done), 2 after it moved but before the frame is accepted.
+        CrashOn { seq: u64, at: u8 },
+        /// The receiver dies between frames and restarts.
+        Restart,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            8 => (1u64..400, 0u64..50).prop_map(|(seq, dt_ms)| Op::Frame { seq, dt_ms }),
+            1 => (1u64..400, 0u8..3).prop_map(|(seq, at)| Op::CrashOn { seq, at }),
+            1 => Just(Op::Restart),
+        ]
+    }
+
+    /// A receiver as the data planes run it: an SA window restored from the mark, check before
+    /// verify, the mark moved, then the window marked and the frame accepted.
+    struct Receiver {
+        mark: RxMark,
+        window: ReplayWindow,
+    }
+
+    impl Receiver {
+        fn start(d: &Dir, cp: Checkpoint, w: u32) -> Receiver {
+            let mark = open(d, cp);
+            let mut window = ReplayWindow::new(w).unwrap();
+            window.restore_floor(mark.restored());
+            Receiver { mark, window }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 48, ..Default::default() })]
+        /// Under crashes at every step of the handling of a frame, and between frames: no
+        /// number is ever accepted twice (across every run), every number accepted is ≤ the
+        /// mark on disk, and a restart refuses at most one checkpoint: the restored mark is at
+        /// most N − 1 above the highest number that reached the mark.
+        #[test]
+        fn no_number_is_accepted_twice_across_crashes(
+            frames in 1u64..16,
+            ms in 1u64..200,
+            w in 0u32..80,
+            ops in proptest::collection::vec(op(), 1..80),
+        ) {
+            let d = Dir::new("model");
+            let cp = Checkpoint::new(frames, ms).unwrap();
+            let mut rx = Receiver::start(&d, cp, w);
+            let mut ever: BTreeSet<u64> = BTreeSet::new();
+            // The highest number that was handed to `accept` (the mark may stand above it).
+            let mut reached = 0u64;
+            let mut now = 0u64;
+            for o in ops {
+                match o {
+                    Op::Frame { seq, dt_ms } => {
+                        now += dt_ms * MS;
+                        if rx.window.check(seq).is_err() {
+                            continue; // refused before verify
+                        }
+                        reached = reached.max(seq);
+                        rx.mark.accept(seq, || now).unwrap();
+                        proptest::prop_assert!(rx.mark.mark() >= seq);
+                        rx.window.insert(seq);
+                        proptest::prop_assert!(ever.insert(seq), "{} accepted twice", seq);
+                    }
+                    Op::CrashOn { seq, at } => {
+                        if rx.window.check(seq).is_err() || seq <= rx.mark.mark() {
+                            continue; // no move needed: no crash point of interest
+                        }
+                        match at {
+                            0 => {}
+                            1 => {
+                                // Died inside the write: a temporary file, no rename.
+                                let tmp = rx.mark.path().with_extension("rx.tmp");
+                                drop(rx);
+                                fs::write(&tmp, "ivnsec-rxmark 1\npartial").unwrap();
+                                rx = Receiver::start(&d, cp, w);
+                                continue;
+                            }
+                            _ => {
+                                reached = reached.max(seq);
+                                rx.mark.accept(seq, || now).unwrap();
+                            }
+                        }
+                        drop(rx);
+                        rx = Receiver::start(&d, cp, w);
+                    }
+                    Op::Restart => {
+                        drop(rx);
+                        rx = Receiver::start(&d, cp, w);
+                    }
+                }
+                if let Some(&max) = ever.iter().next_back() {
+                    proptest::prop_assert!(rx.mark.mark() >= max, "accepted {} above the mark {}", max, rx.mark.mark());
+                }
+                proptest::prop_assert!(rx.mark.restored() <= reached + frames.saturating_sub(1),
+                    "restored {} more than a checkpoint above {}", rx.mark.restored(), reached);
+            }
+        }
+    }
+}
