@@ -10,8 +10,6 @@ pub mod ivnae;
 pub mod macsec;
 pub mod replay;
 pub mod secoc;
-// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
-#[allow(clippy::indexing_slicing)]
 pub mod secy;
 pub mod someip;
 

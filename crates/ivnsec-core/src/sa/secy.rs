@@ -240,10 +240,11 @@ impl SecyTx {
             self.opts,
             first_pn,
         )?;
-        if let Some(old) = self.sas[i].take() {
+        let slot = self.sas.get_mut(i).ok_or(SecyError::BadAn(an))?;
+        if let Some(old) = slot.take() {
             add_tx(&mut self.retired, &old.sa.counters());
         }
-        self.sas[i] = Some(TxSa {
+        *slot = Some(TxSa {
             sa,
             key_number: key.key_number,
         });
@@ -253,7 +254,7 @@ impl SecyTx {
     /// Makes the SA under `an` the encoding SA: every frame from now on is protected under it.
     pub fn enable(&mut self, an: u8) -> Result<(), SecyError> {
         let i = check_an(an)?;
-        if self.sas[i].is_none() {
+        if self.sas.get(i).is_none_or(Option::is_none) {
             return Err(SecyError::NoSa { sci: self.sci, an });
         }
         self.encoding = Some(i);
@@ -264,8 +265,10 @@ impl SecyTx {
     /// stops transmission until another is enabled.
     pub fn retire(&mut self, an: u8) -> Result<(), SecyError> {
         let i = check_an(an)?;
-        let old = self.sas[i]
-            .take()
+        let old = self
+            .sas
+            .get_mut(i)
+            .and_then(Option::take)
             .ok_or(SecyError::NoSa { sci: self.sci, an })?;
         add_tx(&mut self.retired, &old.sa.counters());
         if self.encoding == Some(i) {
@@ -282,14 +285,16 @@ impl SecyTx {
     /// The PN the next frame will carry; `None` when no SA is in use or it is exhausted.
     pub fn next_pn(&self) -> Option<u64> {
         self.encoding
-            .and_then(|i| self.sas[i].as_ref())
+            .and_then(|i| self.sas.get(i))
+            .and_then(Option::as_ref)
             .and_then(|s| s.sa.next_pn())
     }
 
     /// True when the encoding SA has used every PN (a new SAK is needed to send again).
     pub fn exhausted(&self) -> bool {
         self.encoding
-            .and_then(|i| self.sas[i].as_ref())
+            .and_then(|i| self.sas.get(i))
+            .and_then(Option::as_ref)
             .is_some_and(|s| s.sa.needs_rekey())
     }
 
@@ -328,7 +333,11 @@ impl SecyTx {
         at: usize,
         plain_len: usize,
     ) -> Result<(usize, u64), TxError> {
-        let Some(sa) = self.encoding.and_then(|i| self.sas[i].as_mut()) else {
+        let Some(sa) = self
+            .encoding
+            .and_then(|i| self.sas.get_mut(i))
+            .and_then(Option::as_mut)
+        else {
             self.discards.no_sa += 1;
             return Err(TxError::NoSa);
         };
@@ -361,7 +370,11 @@ impl SecyTx {
             return Err(TxError::Protect(ProtectError::BufferTooSmall { needed }));
         }
         let at = self.headroom();
-        out[at..at + plain.len()].copy_from_slice(plain);
+        let Some(dst) = out.get_mut(at..at + plain.len()) else {
+            self.discards.bad_frame += 1;
+            return Err(TxError::Protect(ProtectError::BufferTooSmall { needed }));
+        };
+        dst.copy_from_slice(plain);
         self.protect_in_place_at(out, at, plain.len())
     }
 
@@ -581,11 +594,12 @@ impl SecyRx {
         )?;
         self.add_sc(sci)?;
         let sc_i = self.sc_index(sci).ok_or(SecyError::NoSc(sci))?;
-        let sc = &mut self.scs[sc_i];
-        if let Some(old) = sc.sas[i].take() {
+        let sc = self.scs.get_mut(sc_i).ok_or(SecyError::NoSc(sci))?;
+        let slot = sc.sas.get_mut(i).ok_or(SecyError::BadAn(an))?;
+        if let Some(old) = slot.take() {
             add_rx(&mut sc.retired, old.sa.counters());
         }
-        sc.sas[i] = Some(RxSa {
+        *slot = Some(RxSa {
             sa,
             key_number: key.key_number,
         });
@@ -597,8 +611,12 @@ impl SecyRx {
     pub fn retire(&mut self, sci: Sci, an: u8) -> Result<(), SecyError> {
         let i = check_an(an)?;
         let sc_i = self.sc_index(sci).ok_or(SecyError::NoSc(sci))?;
-        let sc = &mut self.scs[sc_i];
-        let old = sc.sas[i].take().ok_or(SecyError::NoSa { sci, an })?;
+        let sc = self.scs.get_mut(sc_i).ok_or(SecyError::NoSc(sci))?;
+        let old = sc
+            .sas
+            .get_mut(i)
+            .and_then(Option::take)
+            .ok_or(SecyError::NoSa { sci, an })?;
         add_rx(&mut sc.retired, old.sa.counters());
         Ok(())
     }
@@ -689,7 +707,7 @@ impl SecyRx {
             Some(s) => Some(s),
             None if f.es() => Some(Sci::end_station(f.src())),
             // Point-to-point: no SCI in the frame, the one peer's.
-            None if self.scs.len() == 1 => Some(self.scs[0].sci),
+            None if self.scs.len() == 1 => self.scs.first().map(|s| s.sci),
             None => None,
         };
         let sc_i = named.and_then(|s| self.sc_index(s));
@@ -712,8 +730,13 @@ impl SecyRx {
                 pn: u64::from(pn32),
             });
         };
-        let sci = self.scs[sc_i].sci;
-        let Some(sa) = self.scs[sc_i].sas[usize::from(an)].as_mut() else {
+        let Some(sc) = self.scs.get_mut(sc_i) else {
+            // sc_index only returns indexes of existing SCs.
+            self.counters.in_pkts_no_sci += 1;
+            return self.drop_here(DropReason::NoSci);
+        };
+        let sci = sc.sci;
+        let Some(sa) = sc.sas.get_mut(usize::from(an)).and_then(Option::as_mut) else {
             if c_bit || strict {
                 self.counters.in_pkts_not_using_sa += 1;
                 self.counters.drops.bump(DropReason::NotUsingSa);
