@@ -8,13 +8,11 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use cli::{Cli, Command};
+use cli::Command;
 use error::exit_code;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -50,6 +48,8 @@ fn main() -> ExitCode {
         Command::Gateway(args) => cmd::gateway::run(*args),
         Command::Pki(args) => cmd::pki::run(args),
         Command::Keyserver(args) => cmd::pki::keyserver(args),
+        Command::Completions(args) => cmd::dist::completions(args),
+        Command::Man(args) => cmd::dist::man(args),
     };
     match result {
         Ok(code) => code,
