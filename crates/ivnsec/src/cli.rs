@@ -147,15 +147,19 @@ pub fn long_version() -> String {
     )
 }
 
-/// Parses the command line (with the build's version texts).
-pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+/// Parses the command line (with the build's version texts), the options of a daemon's
+/// `--config FILE` added where the command line does not give them ([`crate::daemon`]).
+pub fn parse<I, T>(args: I) -> Result<Cli, crate::daemon::ParseError>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    use crate::daemon::ParseError;
     use clap::{CommandFactory, FromArgMatches};
-    let matches = with_version(Cli::command()).try_get_matches_from(args)?;
-    Cli::from_arg_matches(&matches)
+    let cmd = with_version(Cli::command());
+    let argv = crate::daemon::with_config(&cmd, args.into_iter().map(Into::into).collect())?;
+    let matches = cmd.try_get_matches_from(argv).map_err(ParseError::Clap)?;
+    Cli::from_arg_matches(&matches).map_err(ParseError::Clap)
 }
 
 /// The command with the build's version texts.

@@ -3,6 +3,7 @@
 
 mod cli;
 mod cmd;
+mod daemon;
 mod error;
 mod output;
 
@@ -14,9 +15,13 @@ use error::exit_code;
 fn main() -> ExitCode {
     let cli = match cli::parse(std::env::args_os()) {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(daemon::ParseError::Clap(e)) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+        Err(daemon::ParseError::Config(e)) => {
+            eprintln!("ivnsec: {e:#}");
+            return ExitCode::from(exit_code(&e));
         }
     };
     let result = match cli.command {
