@@ -52,6 +52,14 @@ pub struct DaemonArgs {
     pub metrics: Option<SocketAddr>,
 }
 
+/// The subcommand paths that flatten [`DaemonArgs`].
+const DAEMONS: [&[&str]; 4] = [
+    &["gateway"],
+    &["keyserver"],
+    &["macsec", "up"],
+    &["esp", "up"],
+];
+
 /// A command line that failed before any command ran.
 pub enum ParseError {
     /// clap's own (usage, `--help`, `--version`): printed by clap.
@@ -81,6 +89,11 @@ pub fn with_config(cmd: &clap::Command, argv: Vec<OsString>) -> Result<Vec<OsStr
         return Ok(argv);
     };
     let (names, m) = leaf(&first);
+    // Only the daemons' --config ([`DaemonArgs`]); other commands' --config (`someip serve`'s
+    // node file) is theirs.
+    if !DAEMONS.iter().any(|d| *d == names) {
+        return Ok(argv);
+    }
     let Ok(Some(file)) = m.try_get_one::<PathBuf>("config") else {
         return Ok(argv);
     };
@@ -333,10 +346,15 @@ mod tests {
 
     #[test]
     fn a_command_line_without_config_is_left_alone() {
-        let a = argv(&["ivnsec", "suites", "--json"]);
-        let out = with_config(&crate::cli::Cli::command(), a.clone())
-            .ok()
-            .unwrap();
-        assert_eq!(out, a);
+        for a in [
+            argv(&["ivnsec", "suites", "--json"]),
+            // `someip serve --config` is the node file of its own, not a daemon config.
+            argv(&["ivnsec", "someip", "serve", "--config", "/nonexistent.toml"]),
+        ] {
+            let out = with_config(&crate::cli::Cli::command(), a.clone())
+                .ok()
+                .unwrap();
+            assert_eq!(out, a);
+        }
     }
 }
