@@ -279,7 +279,7 @@ fn someip_sec_dissector_takes_apart_secured_messages() {
         assert_eq!(rows.len(), 4, "{service}: requests and responses {rows:?}");
         let mut last_req_counter = 0u64;
         for (i, r) in rows.iter().enumerate() {
-            assert_eq!(r[0], service.replace("0x", "0x"), "{r:?}");
+            assert_eq!(r[0], service, "{r:?}");
             let secured = service != "0x1236";
             assert_eq!(truth(&r[1]), secured, "{service} {r:?}");
             let len: usize = r[6].parse().unwrap();
