@@ -119,6 +119,11 @@ pub static MEASURED: &[Measured] = &[
     },
 ];
 
+/// Which table `auto` reads (see [`crate::auto_table_source`]).
+pub fn table_source() -> String {
+    "built-in (measured on the project's benchmark machine, docs/benchmarks.md)".to_string()
+}
+
 /// Where two cost curves measured at the same sizes cross: the break-even size of two
 /// providers (or of two ways of using one), from which `auto`'s size splits are read.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -102,6 +102,12 @@ pub fn describe_auto_table() -> String {
         .join("; ")
 }
 
+/// Which table `auto` reads, for `--version` and report environments: the built-in measured
+/// one, or a calibration of this machine (`ivnsec suites --calibrate`).
+pub fn auto_table_source() -> String {
+    auto::table_source()
+}
+
 /// Names of the providers that implement every primitive of `needs`.
 pub fn providers_with(needs: &[Primitive]) -> Vec<&'static str> {
     PROVIDERS

@@ -14,5 +14,6 @@ pub mod frames;
 pub mod gateway;
 pub mod keys;
 pub mod macsec;
+pub mod metrics;
 pub mod pki;
 pub mod someip;

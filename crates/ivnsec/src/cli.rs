@@ -98,10 +98,73 @@ pub enum Command {
     /// Bump-in-the-wire: protect every frame of legacy ECUs on --plain as MACsec on --protected,
     /// and hand verified frames back; runs until SIGINT/SIGTERM.
     Gateway(Box<cmd::gateway::Args>),
+    /// Print a shell completion script (bash, zsh, fish, …) generated from these definitions.
+    Completions(cmd::dist::CompletionsArgs),
+    /// Write the man pages (ivnsec(1) and one per subcommand) into a folder.
+    Man(cmd::dist::ManArgs),
     /// Time-triggered (TDMA) networks, seed 001: how many frames fit in a base period
     /// (`capacity`), schedules of periodic flows (`schedule`), slot-timed runs on a cascade (`run`).
     #[command(subcommand)]
     Tdma(cmd::tdma::Args),
+}
+
+/// The version line of `-V`: the package version and the build (`git describe`).
+pub fn short_version() -> String {
+    format!(
+        "{} ({})",
+        env!("CARGO_PKG_VERSION"),
+        env!("IVNSEC_GIT_DESCRIBE")
+    )
+}
+
+/// What `--version` prints after the name: version, build and the crypto providers with the
+/// table `--provider auto` reads.
+pub fn long_version() -> String {
+    let providers = ivnsec_crypto::PROVIDERS
+        .iter()
+        .map(|p| {
+            if p.name == "openssl" {
+                format!(
+                    "{} ({}, {})",
+                    p.name,
+                    p.library,
+                    ivnsec_crypto::openssl_version()
+                )
+            } else {
+                format!("{} ({})", p.name, p.library)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "{}\nbuild: {} ({} profile, {})\nproviders: {providers}\nauto table: {}\n  {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("IVNSEC_GIT_DESCRIBE"),
+        env!("IVNSEC_BUILD_PROFILE"),
+        env!("IVNSEC_BUILD_TARGET"),
+        ivnsec_crypto::auto_table_source(),
+        ivnsec_crypto::describe_auto_table().replace("; ", "\n  "),
+    )
+}
+
+/// Parses the command line (with the build's version texts), the options of a daemon's
+/// `--config FILE` added where the command line does not give them ([`crate::daemon`]).
+pub fn parse<I, T>(args: I) -> Result<Cli, crate::daemon::ParseError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use crate::daemon::ParseError;
+    use clap::{CommandFactory, FromArgMatches};
+    let cmd = with_version(Cli::command());
+    let argv = crate::daemon::with_config(&cmd, args.into_iter().map(Into::into).collect())?;
+    let matches = cmd.try_get_matches_from(argv).map_err(ParseError::Clap)?;
+    Cli::from_arg_matches(&matches).map_err(ParseError::Clap)
+}
+
+/// The command with the build's version texts.
+pub fn with_version(cmd: clap::Command) -> clap::Command {
+    cmd.version(short_version()).long_version(long_version())
 }
 
 #[cfg(test)]
@@ -111,6 +174,6 @@ mod tests {
     #[test]
     fn command_definition_is_consistent() {
         use clap::CommandFactory;
-        Cli::command().debug_assert();
+        with_version(Cli::command()).debug_assert();
     }
 }

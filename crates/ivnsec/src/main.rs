@@ -3,22 +3,25 @@
 
 mod cli;
 mod cmd;
+mod daemon;
 mod error;
 mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use cli::{Cli, Command};
+use cli::Command;
 use error::exit_code;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse(std::env::args_os()) {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(daemon::ParseError::Clap(e)) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+        Err(daemon::ParseError::Config(e)) => {
+            eprintln!("ivnsec: {e:#}");
+            return ExitCode::from(exit_code(&e));
         }
     };
     let result = match cli.command {
@@ -50,6 +53,8 @@ fn main() -> ExitCode {
         Command::Gateway(args) => cmd::gateway::run(*args),
         Command::Pki(args) => cmd::pki::run(args),
         Command::Keyserver(args) => cmd::pki::keyserver(args),
+        Command::Completions(args) => cmd::dist::completions(args),
+        Command::Man(args) => cmd::dist::man(args),
     };
     match result {
         Ok(code) => code,

@@ -298,7 +298,25 @@ fn json_shape() {
     let cap = capture("json", &frames);
     let (rc, out, _) = verify(&IVNAE, &cap, &["--json"]);
     assert_eq!(rc, 1);
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let mut v: Value = serde_json::from_str(&out).unwrap();
+    // IVN-AE frames carry their header fields (read here from the frames' own bytes,
+    // docs/wire-ivnae.md §1: version 14, suite 15, key id 16, flags 17, sequence 18..26, the
+    // 16-byte tag last); other frames none.
+    for (i, frame) in frames.iter().enumerate() {
+        let got = v["frames"][i].as_object_mut().unwrap().remove("ivnae");
+        if i == 2 {
+            assert!(got.is_none(), "{got:?}");
+            continue;
+        }
+        let b = hex::decode(frame).unwrap();
+        let want = serde_json::json!({
+            "version": b[14], "suite_id": b[15], "key_id": b[16], "flags": b[17],
+            "seq": u64::from_be_bytes(b[18..26].try_into().unwrap()),
+            "body_len": b.len() - 26 - 16,
+            "tag": hex::encode(&b[b.len() - 16..]),
+        });
+        assert_eq!(got, Some(want), "frame {}", i + 1);
+    }
     let want = serde_json::json!({
         "frames": [
             {"index": 1, "verdict": "ok", "reason": null},

@@ -341,6 +341,41 @@ struct JsonFrame {
     index: u64,
     verdict: &'static str,
     reason: Option<String>,
+    /// IVN-AE profiles: the frame's header fields as on the wire (docs/wire-ivnae.md §1), for
+    /// tools that decode captures (contrib/wireshark); absent for other frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ivnae: Option<IvnAeFields>,
+}
+
+/// The fields of an IVN-AE frame (EtherType 0x88B5, at least the header and the SA's tag).
+#[derive(Serialize)]
+struct IvnAeFields {
+    version: u8,
+    suite_id: u8,
+    key_id: u8,
+    flags: u8,
+    seq: u64,
+    /// Bytes between the header and the tag (inner EtherType and payload, maybe encrypted).
+    body_len: usize,
+    /// The tag, in hex: the last `tag_len` bytes of the SA's profile.
+    tag: String,
+}
+
+/// The IVN-AE fields of `frame` under an SA whose tag is `tag_len` bytes.
+fn ivnae_fields(frame: &[u8], tag_len: usize) -> Option<IvnAeFields> {
+    if be16(frame, 12)? != ivnae::ETHERTYPE || frame.len() < ivnae::HEADER_LEN + tag_len {
+        return None;
+    }
+    let f = ivnae::Frame::new_unchecked(frame);
+    Some(IvnAeFields {
+        version: f.version(),
+        suite_id: f.suite_id(),
+        key_id: f.key_id(),
+        flags: f.flags(),
+        seq: f.seq(),
+        body_len: frame.len() - ivnae::HEADER_LEN - tag_len,
+        tag: hex::encode(&frame[frame.len() - tag_len..]),
+    })
 }
 
 #[derive(Serialize)]
@@ -450,7 +485,12 @@ enum Sink<W: Write> {
 }
 
 impl<W: Write> Sink<W> {
-    fn frame(&mut self, number: u64, v: &Verdict) -> std::io::Result<()> {
+    fn frame(
+        &mut self,
+        number: u64,
+        v: &Verdict,
+        ivnae: Option<IvnAeFields>,
+    ) -> std::io::Result<()> {
         match self {
             Sink::Text(w) => match v.reason() {
                 None => writeln!(w, "{number} {}", v.name()),
@@ -460,6 +500,7 @@ impl<W: Write> Sink<W> {
                 index: number,
                 verdict: v.name(),
                 reason: v.reason(),
+                ivnae,
             }),
         }
     }
@@ -505,6 +546,14 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
         buf: vec![0u8; MAX_CAPLEN as usize],
         scratch: Vec::with_capacity(usize::from(u16::MAX)),
     };
+    // IVN-AE: the tag length the header fields of --json are read with (the SA's).
+    let json = s.json;
+    let ivnae_tag = match crate::error::parse_profile(&s.rx.sa.profile) {
+        Ok(ivnsec_core::profile::Profile::IvnAe(p)) => {
+            Some(s.rx.sa.tag_len.unwrap_or(p.suite.full_tag_len()))
+        }
+        _ => None,
+    };
     let mut totals = Totals::default();
     let w = std::io::BufWriter::new(out);
     let mut sink = if s.json {
@@ -536,7 +585,10 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
             checker.check(rec.data)
         };
         totals.count(&verdict);
-        sink.frame(rec.number, &verdict)?;
+        let fields = ivnae_tag
+            .filter(|_| json)
+            .and_then(|t| ivnae_fields(rec.data, t));
+        sink.frame(rec.number, &verdict, fields)?;
     }
     // The end of a capture whose writer stopped mid-record.
     if let Some(e) = damage.take_if(|e| s.allow_truncated && e.is_truncation()) {
@@ -555,7 +607,7 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
         };
         let verdict = Verdict::Skip(skip);
         totals.count(&verdict);
-        sink.frame(e.record.unwrap_or(totals.frames), &verdict)?;
+        sink.frame(e.record.unwrap_or(totals.frames), &verdict, None)?;
         writeln!(
             err,
             "pcap verify: {}: {e}: the capture ends inside this record (a writer stopped \
@@ -644,6 +696,7 @@ mod tests {
             index,
             verdict,
             reason: reason.map(str::to_string),
+            ivnae: None,
         }
     }
 

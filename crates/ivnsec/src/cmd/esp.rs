@@ -163,6 +163,8 @@ pub struct UpArgs {
     pub no_offload: bool,
     #[command(flatten)]
     pub checkpoint: ReplayCheckpointArgs,
+    #[command(flatten)]
+    pub daemon: crate::daemon::DaemonArgs,
 }
 
 /// A 32-bit SPI in decimal or 0x-hex.
@@ -172,6 +174,17 @@ fn parse_spi(s: &str) -> Result<u32, String> {
         None => s.parse::<u32>(),
     }
     .map_err(|e| format!("not a 32-bit number: {e}"))
+}
+
+/// The status file `--metrics` and systemd's readiness read when --status is not given:
+/// RUN_DIR/esp/TUN.json (run dir as `macsec up`'s default); none when neither is asked for.
+fn daemon_status(d: &crate::daemon::DaemonArgs, tun: &str) -> Option<PathBuf> {
+    if d.metrics.is_none() && std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return None;
+    }
+    let dir = ivnsec_net::testbed::default_state_dir().join("esp");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join(format!("{tun}.json")))
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -200,6 +213,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
             a.tx_keys.display()
         )));
     };
+    let status = daemon_status(&a.daemon, &a.tun);
     let cfg = Config {
         tun: a.tun,
         local: a.local,
@@ -222,12 +236,29 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         routes: a.route,
         pcap: a.pcap,
         events: a.events,
-        status: a.status,
+        status: a.status.or(status),
         offload: !a.no_offload,
         rx_checkpoint: a.checkpoint.checkpoint()?,
     };
     let keys = lab::check(&cfg)?;
     let stop = stop_on_signal()?;
+    if let Some(status) = &cfg.status {
+        let max = if cfg.esn {
+            u64::MAX
+        } else {
+            u64::from(u32::MAX)
+        };
+        crate::daemon::start_status_daemon(
+            &a.daemon,
+            crate::daemon::status_source(
+                "esp",
+                &cfg.tun,
+                status.clone(),
+                cfg.seq_limit.unwrap_or(u64::MAX).min(max),
+                None,
+            ),
+        )?;
+    }
     let summary = lab::run(&cfg, keys, stop)?;
     let s = &summary.status;
     println!(

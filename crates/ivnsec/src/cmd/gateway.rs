@@ -149,6 +149,8 @@ pub struct Args {
           default_value_t = lab::sched::DEFAULT_RAISE_AFTER.as_micros() as u32,
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub raise_after_us: u32,
+    #[command(flatten)]
+    pub daemon: crate::daemon::DaemonArgs,
 }
 
 /// `--scheduling`.
@@ -229,6 +231,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
         scheduling: sched,
     };
     let stop = stop_on_signal()?;
+    let limit = a
+        .key_source
+        .seq_limit
+        .unwrap_or(u64::MAX)
+        .min(profile.suite.max_pn());
+    crate::daemon::start_status_daemon(
+        &a.daemon,
+        crate::daemon::status_source(
+            "gateway",
+            &a.plain,
+            crate::daemon::macsec_status_path(Some(&spec.run_dir), &a.plain)?,
+            limit,
+            a.key_source.cert.clone(),
+        ),
+    )?;
     let summary = lab::run_spec(&spec, source.as_mut(), stop)?;
     if a.json {
         json.print(&summary.status)?;
@@ -315,6 +332,16 @@ fn run_ivnae(
         rx_checkpoint: a.key_source.checkpoint.checkpoint()?,
     };
     let stop = stop_on_signal()?;
+    crate::daemon::start_status_daemon(
+        &a.daemon,
+        crate::daemon::status_source(
+            "gateway",
+            &a.plain,
+            crate::daemon::macsec_status_path(Some(&cfg.run_dir), &a.plain)?,
+            a.key_source.seq_limit.unwrap_or(u64::MAX),
+            None,
+        ),
+    )?;
     let summary = ivnsec_node::gateway::run(&cfg, stop)?;
     if a.json {
         json.print(&summary.status)?;

@@ -133,6 +133,8 @@ pub struct UpArgs {
     /// Print the final status as JSON when stopping.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub daemon: crate::daemon::DaemonArgs,
 }
 
 /// Where the keys of a SecY come from, and the nonce state (`macsec up`, `gateway`): static
@@ -306,6 +308,21 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         events: a.events.clone(),
     };
     let stop = stop_on_signal()?;
+    let limit = a
+        .key_source
+        .seq_limit
+        .unwrap_or(u64::MAX)
+        .min(profile.suite.max_pn());
+    crate::daemon::start_status_daemon(
+        &a.daemon,
+        crate::daemon::status_source(
+            "macsec",
+            &a.tap,
+            crate::daemon::macsec_status_path(Some(&cfg.run_dir), &a.tap)?,
+            limit,
+            a.key_source.cert.clone(),
+        ),
+    )?;
     let summary = lab::run(&cfg, source.as_mut(), stop)?;
     if a.json {
         json.print(&summary.status)?;

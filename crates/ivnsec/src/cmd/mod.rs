@@ -4,6 +4,7 @@ pub mod attack;
 pub mod camera;
 pub mod clock;
 pub mod crypto_bench;
+pub mod dist;
 pub mod esp;
 pub mod frame;
 pub mod frame_esp;

@@ -248,10 +248,13 @@ pub struct KeyserverArgs {
     /// The server's private key (PEM, mode 0600; default D/ecu/keyserver.key).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub daemon: crate::daemon::DaemonArgs,
 }
 
 pub fn keyserver(a: KeyserverArgs) -> Result<ExitCode> {
     let stop = crate::cmd::send::stop_on_signal()?;
+    let stop_flag = stop.clone();
     let cfg = keyserver::Config {
         pki: a.pki,
         listen: a.listen,
@@ -261,12 +264,50 @@ pub fn keyserver(a: KeyserverArgs) -> Result<ExitCode> {
         key: a.key,
     };
     let server = keyserver::KeyServer::bind(&cfg, stop)?;
+    let listening = server.local_addr()?;
     eprintln!(
-        "keyserver: listening on {} (TLS 1.3, client certificates of {}); until SIGINT/SIGTERM",
-        server.local_addr()?,
+        "keyserver: listening on {listening} (TLS 1.3, client certificates of {}); until \
+         SIGINT/SIGTERM",
         cfg.pki.display()
     );
-    let counters = server.run()?;
+    let counters = std::thread::scope(|s| -> Result<serde_json::Value> {
+        if let Some(addr) = a.daemon.metrics {
+            // The responder renders the latest snapshot, which a thread of this scope
+            // refreshes from the server's counters four times a second while it runs.
+            let latest = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let cert = cfg
+                .cert
+                .clone()
+                .unwrap_or_else(|| pki::Layout::new(&cfg.pki).ecu_pem(pki::KEYSERVER_NAME));
+            let refresh = {
+                let latest = latest.clone();
+                let server = &server;
+                move || {
+                    let text = ivnsec_node::metrics::render_keyserver(
+                        &server.counters(),
+                        &server.numbers(),
+                        Some(&cert),
+                    );
+                    *latest.lock().unwrap_or_else(|e| e.into_inner()) = text;
+                }
+            };
+            refresh();
+            let render = std::sync::Arc::new(move || {
+                latest.lock().unwrap_or_else(|e| e.into_inner()).clone()
+            });
+            let local = ivnsec_node::metrics::serve(addr, render)?;
+            eprintln!("metrics: http://{local}/metrics");
+            let stop = &stop_flag;
+            s.spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                    refresh();
+                }
+            });
+        }
+        crate::daemon::notify_ready(&format!("keyserver listening on {listening}"));
+        server.run()
+    })?;
     eprintln!("keyserver: stopped: {counters}");
     Ok(ExitCode::SUCCESS)
 }
