@@ -63,8 +63,8 @@ pub use packet::{
 pub use process::{die_with_parent, raise_open_files_limit};
 pub use signal::{TerminationSignals, signal_process, termination_signals};
 pub use socket::{
-    PollEntry, path_mtu, poll_many, set_recv_buffer_force, set_socket_buffers, set_udp_gro, socket_drops, wait_readable,
-    wait_writable,
+    PollEntry, path_mtu, poll_many, set_recv_buffer_force, set_socket_buffers, set_udp_gro,
+    socket_drops, wait_readable, wait_writable,
 };
 pub use stdio::set_aside_stdout;
 pub use tap::{

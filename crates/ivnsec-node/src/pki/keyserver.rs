@@ -937,7 +937,9 @@ struct Pending {
     peer: SocketAddr,
     source: std::net::IpAddr,
     since: Instant,
-    /// The client sent a whole ClientHello (the server answered it): evicted after the idle.
+    /// The client sent bytes: evicted after the silent ones.
+    received: bool,
+    /// The client sent a whole ClientHello (the server answered it): evicted last.
     answered: bool,
 }
 
@@ -1017,20 +1019,7 @@ impl Handshakes {
             (entries[0].ready, ready)
         };
         for id in ready {
-            let Some(p) = self.pending.get_mut(&id) else {
-                continue;
-            };
-            match drive(p) {
-                Step::Wait => {}
-                Step::Authenticated => {
-                    let p = self.remove(id).expect("present");
-                    authenticated(sh, p);
-                }
-                Step::Refused(reason, detail) => {
-                    let p = self.remove(id).expect("present");
-                    sh.refuse(p.peer, reason, &detail, None);
-                }
-            }
+            self.step(sh, id);
         }
         if listener_ready {
             self.accept(sh, listener);
@@ -1065,33 +1054,75 @@ impl Handshakes {
         Some(p)
     }
 
-    /// The connection to give up for a newer one: the oldest that has not sent a whole
-    /// ClientHello yet (idle and slow clients), else the oldest; of `source` only, if given.
-    fn victim(&self, source: Option<std::net::IpAddr>) -> Option<u64> {
-        let mine = |p: &Pending| source.is_none_or(|s| p.source == s);
-        self.pending
-            .iter()
-            .find(|(_, p)| mine(p) && !p.answered)
-            .or_else(|| self.pending.iter().find(|(_, p)| mine(p)))
-            .map(|(id, _)| *id)
-    }
-
-    fn evict(&mut self, sh: &Shared, source: Option<std::net::IpAddr>, why: &str) -> bool {
-        let Some(id) = self.victim(source) else {
+    /// Drives one pending connection and acts on the outcome; `true` if it is still pending.
+    fn step(&mut self, sh: &Arc<Shared>, id: u64) -> bool {
+        let Some(p) = self.pending.get_mut(&id) else {
             return false;
         };
-        let p = self.remove(id).expect("present");
+        match drive(p) {
+            Step::Wait => true,
+            Step::Authenticated => {
+                let p = self.remove(id).expect("present");
+                authenticated(sh, p);
+                false
+            }
+            Step::Refused(reason, detail) => {
+                let p = self.remove(id).expect("present");
+                sh.refuse(p.peer, reason, &detail, None);
+                false
+            }
+        }
+    }
+
+    /// Frees one pre-handshake slot (of `source` only, if given) for a newer connection. The
+    /// victim is the oldest connection that has sent nothing (each candidate is read once
+    /// before it is judged silent), else the oldest that has not sent a whole ClientHello,
+    /// else the oldest: idle and slow clients go before an ECU in the middle of its handshake.
+    fn make_room(&mut self, sh: &Arc<Shared>, source: Option<std::net::IpAddr>, why: &str) {
+        let mine: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| source.is_none_or(|s| p.source == s))
+            .map(|(id, _)| *id)
+            .collect();
+        let mut victim = None;
+        for &id in &mine {
+            let silent = self.pending.get(&id).is_some_and(|p| !p.received);
+            if !silent {
+                continue;
+            }
+            if !self.step(sh, id) {
+                return; // done or refused: a slot is free
+            }
+            if self.pending.get(&id).is_some_and(|p| !p.received) {
+                victim = Some(id);
+                break;
+            }
+        }
+        let victim = victim
+            .or_else(|| {
+                mine.iter()
+                    .copied()
+                    .find(|id| self.pending.get(id).is_some_and(|p| !p.answered))
+            })
+            .or_else(|| {
+                mine.iter()
+                    .copied()
+                    .find(|id| self.pending.contains_key(id))
+            });
+        let Some(p) = victim.and_then(|id| self.remove(id)) else {
+            return;
+        };
         let reason = if source.is_some() {
             "address_limit"
         } else {
             "evicted"
         };
         sh.refuse(p.peer, reason, why, None);
-        true
     }
 
     /// Accepts what is waiting (a bounded number per turn, so that handshakes move too).
-    fn accept(&mut self, sh: &Shared, listener: &TcpListener) {
+    fn accept(&mut self, sh: &Arc<Shared>, listener: &TcpListener) {
         for _ in 0..256 {
             let (sock, peer) = match listener.accept() {
                 Ok(x) => x,
@@ -1100,7 +1131,8 @@ impl Handshakes {
                 Err(e) => {
                     // Out of descriptors: a pending connection makes room for the new one.
                     let out_of_fds = matches!(e.raw_os_error(), Some(23 | 24)); // ENFILE, EMFILE
-                    if out_of_fds && self.evict(sh, None, "no descriptor left") {
+                    if out_of_fds && !self.pending.is_empty() {
+                        self.make_room(sh, None, "no descriptor left");
                         continue;
                     }
                     if self
@@ -1120,14 +1152,14 @@ impl Handshakes {
                     "{} pending connections from this source (--max-per-address)",
                     sh.limits.max_per_address
                 );
-                self.evict(sh, Some(source), &why);
+                self.make_room(sh, Some(source), &why);
             }
             if self.pending.len() >= sh.limits.max_pending {
                 let why = format!(
                     "{} pending connections (--max-pending)",
                     sh.limits.max_pending
                 );
-                self.evict(sh, None, &why);
+                self.make_room(sh, None, &why);
             }
             let tls = sh.tls.read().unwrap_or_else(|e| e.into_inner()).clone();
             let conn = match ServerConnection::new(tls) {
@@ -1150,9 +1182,13 @@ impl Handshakes {
                     peer,
                     source,
                     since: Instant::now(),
+                    received: false,
                     answered: false,
                 },
             );
+            // A client sends its ClientHello at once: read it now if it is there, so that the
+            // connection counts as live before the next eviction looks at it.
+            self.step(sh, self.next);
             self.next += 1;
         }
     }
@@ -1169,6 +1205,7 @@ fn drive(p: &mut Pending) -> Step {
                 break;
             }
             Ok(_) => {
+                p.received = true;
                 if let Err(e) = p.conn.process_new_packets() {
                     // The alert rustls queued, if the socket takes it.
                     let _ = p.conn.write_tls(&mut p.sock);

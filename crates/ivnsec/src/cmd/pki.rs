@@ -240,8 +240,10 @@ Protocol (one JSON object per line, at most 4096 bytes): {\"op\":\"get\"} or {\"
 (optionally \"segment\":\"NAME\"); see docs/keys.md. ECUs use it with `ivnsec macsec up \
 --keyserver ADDR --cert C --key K --ca D/ca.pem`.
 
-Examples:
+Example:
   ivnsec keyserver --pki pki --listen 127.0.0.1:8443 --segments segments.toml
+
+Example with the flood limits set (defaults: 2 s, 1024, 8, 64):
   ivnsec keyserver --pki pki --listen 10.0.0.1:8443 --segments segments.toml \\
       --handshake-timeout 1.5 --max-pending 4096 --max-per-address 4 --max-authenticated 256")]
 pub struct KeyserverArgs {
@@ -285,9 +287,7 @@ pub struct KeyserverArgs {
 /// `Limits::check`).
 fn seconds(s: f64) -> Result<std::time::Duration> {
     std::time::Duration::try_from_secs_f64(s).map_err(|_| {
-        crate::error::usage(format!(
-            "--handshake-timeout {s}: choose 0.1 to 60 seconds"
-        ))
+        crate::error::usage(format!("--handshake-timeout {s}: choose 0.1 to 60 seconds"))
     })
 }
 
