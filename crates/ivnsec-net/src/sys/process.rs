@@ -63,9 +63,9 @@ pub fn raise_open_files_limit(want: u64) -> io::Result<u64> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    let target = (want as libc::rlim_t).min(lim.rlim_max);
+    let target = want.min(lim.rlim_max);
     if target <= lim.rlim_cur {
-        return Ok(lim.rlim_cur as u64);
+        return Ok(lim.rlim_cur);
     }
     let new = libc::rlimit {
         rlim_cur: target,
@@ -75,5 +75,5 @@ pub fn raise_open_files_limit(want: u64) -> io::Result<u64> {
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(target as u64)
+    Ok(target)
 }
