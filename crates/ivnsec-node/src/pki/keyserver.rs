@@ -1924,6 +1924,51 @@ mod tests {
     }
 
     #[test]
+    fn limits_are_checked_and_sources_group_an_ipv6_64() {
+        assert!(Limits::default().check().is_ok());
+        for bad in [
+            Limits {
+                handshake_timeout: Duration::from_millis(50),
+                ..Limits::default()
+            },
+            Limits {
+                handshake_timeout: Duration::from_secs(61),
+                ..Limits::default()
+            },
+            Limits {
+                max_pending: 0,
+                ..Limits::default()
+            },
+            Limits {
+                max_per_address: 0,
+                ..Limits::default()
+            },
+            Limits {
+                max_authenticated: 5000,
+                ..Limits::default()
+            },
+        ] {
+            let e = bad.check().unwrap_err();
+            assert!(format!("{e:#}").contains("choose"), "{bad:?}: {e:#}");
+        }
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert_eq!(source_of(ip("10.0.0.7")), ip("10.0.0.7"));
+        assert_eq!(source_of(ip("::ffff:10.0.0.7")), ip("10.0.0.7"));
+        assert_eq!(
+            source_of(ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd")),
+            source_of(ip("2001:db8:1:2::1"))
+        );
+        assert_ne!(
+            source_of(ip("2001:db8:1:2::1")),
+            source_of(ip("2001:db8:1:3::1"))
+        );
+        assert_eq!(
+            lock_path(Path::new("pki/keyserver-state.json")),
+            Path::new("pki/keyserver-state.json.lock")
+        );
+    }
+
+    #[test]
     fn lines_are_read_with_a_bound() {
         let mut buf = Vec::new();
         let mut r: &[u8] = b"{\"op\":\"get\"}\nrest";
