@@ -941,11 +941,16 @@ struct Pending {
     received: bool,
     /// The client sent a whole ClientHello (the server answered it): evicted last.
     answered: bool,
+    /// Refused after its handshake, the answer sent: read until the client closes (or
+    /// [`Limits::handshake_timeout`]), then dropped without a word; evicted first.
+    closing: bool,
 }
 
 /// What a turn of the handshake stage did with one connection.
 enum Step {
     Wait,
+    /// A closing connection is done.
+    Closed,
     Authenticated,
     Refused(&'static str, String),
 }
@@ -1001,7 +1006,7 @@ impl Handshakes {
                 entries.push(ivnsec_net::sys::PollEntry {
                     fd: p.sock.as_fd(),
                     read: true,
-                    write: p.conn.wants_write(),
+                    write: !p.closing && p.conn.wants_write(),
                     ready: false,
                 });
             }
@@ -1031,6 +1036,9 @@ impl Handshakes {
                 break;
             }
             let p = self.remove(id).expect("present");
+            if p.closing {
+                continue; // refused already
+            }
             sh.refuse(
                 p.peer,
                 "handshake_timeout",
@@ -1041,6 +1049,14 @@ impl Handshakes {
                 None,
             );
         }
+    }
+
+    fn insert(&mut self, p: Pending) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        *self.per_source.entry(p.source).or_default() += 1;
+        self.pending.insert(id, p);
+        id
     }
 
     fn remove(&mut self, id: u64) -> Option<Pending> {
@@ -1061,9 +1077,15 @@ impl Handshakes {
         };
         match drive(p) {
             Step::Wait => true,
+            Step::Closed => {
+                self.remove(id);
+                false
+            }
             Step::Authenticated => {
                 let p = self.remove(id).expect("present");
-                authenticated(sh, p);
+                if let Some(p) = authenticated(sh, p) {
+                    self.insert(p);
+                }
                 false
             }
             Step::Refused(reason, detail) => {
@@ -1085,6 +1107,15 @@ impl Handshakes {
             .filter(|(_, p)| source.is_none_or(|s| p.source == s))
             .map(|(id, _)| *id)
             .collect();
+        // A connection already refused goes first, without a word.
+        if let Some(id) = mine
+            .iter()
+            .copied()
+            .find(|id| self.pending.get(id).is_some_and(|p| p.closing))
+        {
+            self.remove(id);
+            return;
+        }
         let mut victim = None;
         for &id in &mine {
             let silent = self.pending.get(&id).is_some_and(|p| !p.received);
@@ -1173,23 +1204,19 @@ impl Handshakes {
                 continue;
             }
             let _ = sock.set_nodelay(true);
-            *self.per_source.entry(source).or_default() += 1;
-            self.pending.insert(
-                self.next,
-                Pending {
-                    sock,
-                    conn,
-                    peer,
-                    source,
-                    since: Instant::now(),
-                    received: false,
-                    answered: false,
-                },
-            );
+            let id = self.insert(Pending {
+                sock,
+                conn,
+                peer,
+                source,
+                since: Instant::now(),
+                received: false,
+                answered: false,
+                closing: false,
+            });
             // A client sends its ClientHello at once: read it now if it is there, so that the
             // connection counts as live before the next eviction looks at it.
-            self.step(sh, self.next);
-            self.next += 1;
+            self.step(sh, id);
         }
     }
 }
@@ -1197,6 +1224,18 @@ impl Handshakes {
 /// Moves one handshake on as far as the socket allows, without blocking.
 fn drive(p: &mut Pending) -> Step {
     use std::io::ErrorKind::{Interrupted, WouldBlock};
+    if p.closing {
+        let mut scratch = [0u8; 4096];
+        loop {
+            match std::io::Read::read(&mut p.sock, &mut scratch) {
+                Ok(0) => return Step::Closed,
+                Ok(_) => {}
+                Err(e) if e.kind() == WouldBlock => return Step::Wait,
+                Err(e) if e.kind() == Interrupted => {}
+                Err(_) => return Step::Closed,
+            }
+        }
+    }
     let mut closed = false;
     while p.conn.is_handshaking() {
         match p.conn.read_tls(&mut p.sock) {
@@ -1238,8 +1277,9 @@ fn drive(p: &mut Pending) -> Step {
 }
 
 /// A connection that completed mutual TLS: its identity checked, then a thread of its own in
-/// an authenticated slot, or refused.
-fn authenticated(sh: &Arc<Shared>, mut p: Pending) {
+/// an authenticated slot, or refused: then it is returned, closing, for the pending stage to
+/// drain until the client closes too.
+fn authenticated(sh: &Arc<Shared>, mut p: Pending) -> Option<Pending> {
     let peer = p.peer;
     // A refusal after the handshake tells the client why, inside TLS, then closes.
     let refuse = |p: &mut Pending, reason: &'static str, detail: &str, ecu: Option<&str>| {
@@ -1250,17 +1290,22 @@ fn authenticated(sh: &Arc<Shared>, mut p: Pending) {
                 break;
             }
         }
+        // No more from us; what the client still sends is read and dropped (a close with
+        // unread input would reset the connection before the client read why).
+        let _ = p.sock.shutdown(std::net::Shutdown::Write);
+        p.closing = true;
+        p.since = Instant::now();
         sh.refuse(peer, reason, detail, ecu);
     };
     let Some(cert) = p.conn.peer_certificates().and_then(|c| c.first()) else {
         refuse(&mut p, "no_certificate", "", None);
-        return;
+        return Some(p);
     };
     let info = match super::cert_info(cert) {
         Ok(i) => i,
         Err(e) => {
             refuse(&mut p, "bad_certificate", &e, None);
-            return;
+            return Some(p);
         }
     };
     let ecu = match info.dns_names.as_slice() {
@@ -1272,7 +1317,7 @@ fn authenticated(sh: &Arc<Shared>, mut p: Pending) {
                 "no dNSName in the certificate",
                 None,
             );
-            return;
+            return Some(p);
         }
         several => {
             // The CA issues one name per certificate: one with several is forged or foreign,
@@ -1283,7 +1328,7 @@ fn authenticated(sh: &Arc<Shared>, mut p: Pending) {
                 several.join(", ")
             );
             refuse(&mut p, "ambiguous_identity", &detail, None);
-            return;
+            return Some(p);
         }
     };
     if check_ecu_name(&ecu).is_err() {
@@ -1293,7 +1338,7 @@ fn authenticated(sh: &Arc<Shared>, mut p: Pending) {
             "its dNSName is no ECU name",
             None,
         );
-        return;
+        return Some(p);
     }
     if sh.conns.load(Ordering::Relaxed) >= sh.limits.max_authenticated {
         let detail = format!(
@@ -1301,7 +1346,7 @@ fn authenticated(sh: &Arc<Shared>, mut p: Pending) {
             sh.limits.max_authenticated
         );
         refuse(&mut p, "too_many_connections", &detail, Some(&ecu));
-        return;
+        return Some(p);
     }
     sh.conns.fetch_add(1, Ordering::Relaxed);
     let sh2 = sh.clone();
@@ -1316,6 +1361,7 @@ fn authenticated(sh: &Arc<Shared>, mut p: Pending) {
         sh.conns.fetch_sub(1, Ordering::Relaxed);
         log("thread_error", json!({"error": e.to_string()}));
     }
+    None
 }
 
 fn counters_json(sh: &Shared) -> serde_json::Value {
