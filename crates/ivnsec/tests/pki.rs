@@ -298,6 +298,11 @@ struct Server {
 
 impl Server {
     fn start(d: &TempDir, pki: &str, segments: &str, state: &str) -> Server {
+        Server::start_with(d, pki, segments, state, &[])
+    }
+
+    /// With more options (`extra`).
+    fn start_with(d: &TempDir, pki: &str, segments: &str, state: &str, extra: &[&str]) -> Server {
         let mut child = d
             .cmd()
             .args([
@@ -311,6 +316,7 @@ impl Server {
                 "--state",
                 state,
             ])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -695,11 +701,28 @@ fn keyserver_refuses_bad_configuration_with_exit_2() {
         ],
         "state file",
     );
+    // The flood limits: out of range, or no number.
+    for (args, says) in [
+        (&["--handshake-timeout", "0"][..], "--handshake-timeout 0"),
+        (&["--handshake-timeout", "61"], "choose 0.1 to 60 seconds"),
+        (&["--handshake-timeout=-1"], "choose 0.1 to 60 seconds"),
+        (&["--handshake-timeout", "inf"], "choose 0.1 to 60 seconds"),
+        (&["--max-pending", "0"], "--max-pending 0"),
+        (&["--max-per-address", "0"], "--max-per-address 0"),
+        (&["--max-authenticated", "0"], "--max-authenticated 0"),
+        (&["--max-authenticated", "99999"], "choose 1 to 4096"),
+        (&["--max-pending", "many"], "invalid value"),
+    ] {
+        let mut a = vec!["--pki", p, "--segments", s];
+        a.extend_from_slice(args);
+        run(&a, says);
+    }
     let o = Command::new(BIN)
         .args(["keyserver", "--help"])
         .output()
         .unwrap();
     assert!(text(&o.stdout).contains("Example:"));
+    assert!(text(&o.stdout).contains("--handshake-timeout 1.5 --max-pending 4096"));
 }
 
 /// Malformed requests over TLS from an authenticated member: random bytes, broken and
@@ -794,4 +817,404 @@ fn keyserver_survives_malformed_requests_over_tls() {
         "{counters}"
     );
     assert!(!log.contains(&hex::encode(&*genuine[0].key.cak)), "{log}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The key server under hostile clients (docs/keys.md "Under a flood")
+
+/// A PKI with the key server's certificate and `ecus`, and a segments file with one segment
+/// `chassis` of those ECUs. Returns (pki dir, segments file, state file).
+fn small_pki(d: &TempDir, ecus: &[&str]) -> (std::path::PathBuf, String, String) {
+    let pki = d.path("pki");
+    let p = pki.to_str().unwrap();
+    ok(d, &["pki", "init", "--dir", p, "--vehicle", VIN]);
+    ok(d, &["pki", "issue", "--dir", p, "--ecu", "keyserver"]);
+    for e in ecus {
+        ok(d, &["pki", "issue", "--dir", p, "--ecu", e]);
+    }
+    let segs = d.path("segments.toml");
+    let list: Vec<String> = ecus.iter().map(|e| format!("\"{e}\"")).collect();
+    std::fs::write(
+        &segs,
+        format!(
+            "[[segment]]\nname = \"chassis\"\necus = [{}]\n",
+            list.join(", ")
+        ),
+    )
+    .unwrap();
+    let state = d.path("ks-state.json");
+    (
+        pki,
+        segs.to_str().unwrap().to_string(),
+        state.to_str().unwrap().to_string(),
+    )
+}
+
+/// The first flight of a real TLS 1.3 client of this PKI (a ClientHello with the
+/// X25519MLKEM768 key share, about 1.3 kB): what a slow client sends one byte at a time.
+fn client_hello(pki: &Path) -> Vec<u8> {
+    let tls = client_tls(
+        &pki.join("ca.pem"),
+        &pki.join("ecu/ecu1.pem"),
+        &pki.join("ecu/ecu1.key"),
+    )
+    .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("keyserver").unwrap();
+    let mut c = rustls::ClientConnection::new(tls, name).unwrap();
+    let mut out = Vec::new();
+    while c.wants_write() {
+        c.write_tls(&mut out).unwrap();
+    }
+    assert!(out.len() > 1000 && out[0] == 0x16, "{} bytes", out.len());
+    out
+}
+
+/// `n` connections to the key server that never authenticate, held open by a thread: idle
+/// (`hello` empty: not a byte sent), or slow (one byte of `hello` per connection every 500 ms).
+/// Each the server closes is opened again at the next round, so `n` stay open.
+struct Flood {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Flood {
+    fn start(addr: &str, n: usize, hello: Vec<u8>) -> Flood {
+        use std::io::{Read, Write};
+        use std::net::TcpStream;
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let addr: std::net::SocketAddr = addr.parse().unwrap();
+        let st = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let open = || {
+                let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+                s.set_nonblocking(true).ok()?;
+                Some(s)
+            };
+            let mut socks: Vec<(Option<TcpStream>, usize)> = (0..n).map(|_| (open(), 0)).collect();
+            let mut opened = socks.iter().filter(|s| s.0.is_some()).count();
+            tx.send(opened).unwrap();
+            let mut buf = [0u8; 4096];
+            while !st.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                for (sock, pos) in socks.iter_mut() {
+                    let alive = match sock.as_mut() {
+                        None => false,
+                        Some(s) => {
+                            let closed = matches!(s.read(&mut buf), Ok(0))
+                                || matches!(s.read(&mut buf), Err(ref e) if e.kind() != std::io::ErrorKind::WouldBlock);
+                            let wrote = hello.is_empty()
+                                || s.write(&hello[*pos % hello.len()..][..1]).is_ok();
+                            *pos += 1;
+                            !closed && wrote
+                        }
+                    };
+                    if !alive {
+                        *sock = open();
+                        *pos = 0;
+                        opened += 1;
+                    }
+                }
+            }
+            opened
+        });
+        let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert_eq!(first, n, "the flood opened {first} of {n} connections");
+        Flood {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Closes every connection; how many it opened in all.
+    fn stop(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The target of issue 32: while 1,000 connections that never authenticate are open (idle, or
+/// sending a ClientHello one byte per 500 ms; from the same loopback address as the ECU), an
+/// ECU is served within 1 s in 100 of 100 tries — with the default limits (8 pre-handshake
+/// connections per source), and with the per-source limit off so that 1,000 pre-handshake
+/// connections are held at once (and with 512 pre-handshake slots, so that the flood is
+/// evicted). The refusals are counted by reason, and the log grows with time, not with
+/// connections.
+#[test]
+fn keyserver_serves_an_ecu_within_a_second_while_1000_clients_never_authenticate() {
+    const FLOOD: usize = 1000;
+    const TRIES: usize = 100;
+    // Our 1,000 sockets (the server raises its own limit).
+    let fds = ivnsec_net::sys::raise_open_files_limit(4096).unwrap();
+    assert!(
+        fds >= FLOOD as u64 + 256,
+        "open-files limit {fds}: raise the hard limit (ulimit -Hn) to 1300 or more"
+    );
+    let d = TempDir::new("ks-flood");
+    let (pki, s, st) = small_pki(&d, &["ecu1"]);
+    let p = pki.to_str().unwrap();
+    let hello = client_hello(&pki);
+    let tls = client_tls(
+        &pki.join("ca.pem"),
+        &pki.join("ecu/ecu1.pem"),
+        &pki.join("ecu/ecu1.key"),
+    )
+    .unwrap();
+    let scenarios: [(&str, &[&str], bool); 4] = [
+        ("idle, default limits", &[], false),
+        ("slow, default limits", &[], true),
+        (
+            "idle, no per-source limit",
+            &["--max-per-address", "65536"],
+            false,
+        ),
+        (
+            "slow, no per-source limit, 512 pre-handshake slots",
+            &["--max-per-address", "65536", "--max-pending", "512"],
+            true,
+        ),
+    ];
+    let mut report = Vec::new();
+    for (name, extra, slow) in scenarios {
+        let srv = Server::start_with(&d, p, &s, &st, extra);
+        let started = Instant::now();
+        let flood = Flood::start(
+            &srv.addr,
+            FLOOD,
+            if slow { hello.clone() } else { Vec::new() },
+        );
+        let mut times = Vec::with_capacity(TRIES);
+        for i in 0..TRIES {
+            let t = Instant::now();
+            let got = Client::connect(tls.clone(), &srv.addr, "keyserver", Duration::from_secs(1))
+                .and_then(|mut c| c.get(None));
+            let took = t.elapsed();
+            let keys = got.unwrap_or_else(|e| {
+                panic!(
+                    "{name}: try {i} failed after {took:?}: {e:#}\n{}",
+                    srv.log.lock().unwrap()
+                )
+            });
+            assert_eq!(summary(&keys), [("chassis".to_string(), 1)]);
+            assert!(
+                took < Duration::from_secs(1),
+                "{name}: try {i} took {took:?}"
+            );
+            times.push(took);
+            // Spread over 5 s: the flood's connections live through two handshake timeouts,
+            // and the slow ones send ten bytes each.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let opened = flood.stop();
+        let lived = started.elapsed();
+        let (code, counters, log) = srv.stop();
+        assert_eq!(code, 0, "{log}");
+        assert_eq!(counters["served"], TRIES, "{name}: {counters}");
+        let r = &counters["refused"];
+        let flood_refusals: u64 = ["address_limit", "evicted", "handshake_timeout", "tls_error"]
+            .iter()
+            .map(|k| r[k].as_u64().unwrap())
+            .sum();
+        // Not one ECU refused, and every refusal a flood connection.
+        for k in [
+            "too_many_connections",
+            "not_a_member",
+            "bad_request",
+            "no_certificate",
+        ] {
+            assert_eq!(r[k], 0, "{name}: {counters}");
+        }
+        // The log: at most 5 refusal lines and one summary a second, whatever the flood.
+        let lines = |ev: &str| {
+            log.lines()
+                .filter(|l| l.contains(&format!("\"event\":\"{ev}\"")))
+                .count()
+        };
+        let secs = lived.as_secs() as usize + 2;
+        assert!(lines("refused") <= 5 * secs, "{name}: {log}");
+        assert!(lines("refused_summary") <= secs, "{name}: {log}");
+        let not_logged = counters["refusals_not_logged"].as_u64().unwrap();
+        assert_eq!(
+            lines("refused") as u64 + not_logged,
+            flood_refusals,
+            "{name}: every refusal logged or summed: {counters}"
+        );
+        times.sort();
+        let ms = |t: Duration| t.as_secs_f64() * 1e3;
+        let line = format!(
+            "{name}: {TRIES}/{TRIES} served; median {:.1} ms, p99 {:.1} ms, max {:.1} ms; flood \
+             connections opened {opened} in {:.1} s; refused {flood_refusals} ({} logged, {} \
+             summary lines); {}",
+            ms(times[TRIES / 2]),
+            ms(times[TRIES * 99 / 100]),
+            ms(times[TRIES - 1]),
+            lived.as_secs_f64(),
+            lines("refused"),
+            lines("refused_summary"),
+            r
+        );
+        println!("{line}");
+        report.push(line);
+        // With the default limits the per-source limit turned the flood away; without it the
+        // flood was held (1,000 fit in 1024 slots) until its handshakes timed out, and with 512
+        // slots evicted too.
+        if extra.is_empty() {
+            assert!(
+                r["address_limit"].as_u64().unwrap() > 0,
+                "{name}: {counters}"
+            );
+        } else {
+            assert!(
+                r["handshake_timeout"].as_u64().unwrap() >= 500,
+                "{name}: {counters}"
+            );
+        }
+        if extra.len() == 4 {
+            assert!(r["evicted"].as_u64().unwrap() > 0, "{name}: {counters}");
+        }
+    }
+    println!("{}", report.join("\n"));
+}
+
+/// Two key servers on one state file would each roll a segment's CAK to the same number with
+/// different keys (issue 32): the second exits 2 naming the first, and leaves the state alone.
+#[test]
+fn a_second_keyserver_on_the_same_state_file_exits_2_naming_the_first() {
+    let d = TempDir::new("ks-lock");
+    let (pki, s, st) = small_pki(&d, &["ecu1"]);
+    let p = pki.to_str().unwrap();
+    let first = Server::start(&d, p, &s, &st);
+    let pid = first.child.as_ref().unwrap().id();
+    let before = std::fs::read(&st).unwrap();
+    let o = d.run(&[
+        "keyserver",
+        "--pki",
+        p,
+        "--listen",
+        "127.0.0.1:0",
+        "--segments",
+        &s,
+        "--state",
+        &st,
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("in use by another key server"), "{err}");
+    assert!(err.contains(&format!("pid {pid}")), "{err}");
+    assert!(
+        err.contains(&format!("listening on {}", first.addr)),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{st}.lock")), "{err}");
+    assert_eq!(std::fs::read(&st).unwrap(), before, "the state was touched");
+    // The default state file (D/keyserver-state.json) is locked the same way.
+    let dflt = [
+        "keyserver",
+        "--pki",
+        p,
+        "--listen",
+        "127.0.0.1:0",
+        "--segments",
+        &s,
+    ];
+    let second = {
+        let mut c = d
+            .cmd()
+            .args(dflt)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait for it to be up (it logs its segments), then the third must fail.
+        let t = Instant::now();
+        while !pki.join("keyserver-state.json").exists() && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let o = d.run(&dflt);
+        let _ = c.kill();
+        let _ = c.wait();
+        o
+    };
+    let err = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(err.contains("keyserver-state.json.lock"), "{err}");
+    // The first serves on; once it stopped, the lock is free again.
+    assert_eq!(get(&pki, "ecu1", &first.addr).unwrap().len(), 1);
+    let (code, _, log) = first.stop();
+    assert_eq!(code, 0, "{log}");
+    let again = Server::start(&d, p, &s, &st);
+    assert_eq!(get(&pki, "ecu1", &again.addr).unwrap().len(), 1);
+    again.stop();
+}
+
+/// A certificate of the vehicle CA with two dNSNames (`brake1` and `doors`, both members) is
+/// refused as `ambiguous_identity`: it never gets the keys of either. The CA never issues one,
+/// so this one is made here with rcgen and the test CA's key.
+#[test]
+fn keyserver_refuses_a_certificate_with_two_ecu_names() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let d = TempDir::new("ks-two-names");
+    let (pki, s, st) = small_pki(&d, &["brake1", "doors"]);
+    let p = pki.to_str().unwrap();
+    let ca = ivnsec_node::pki::load_ca(&ivnsec_node::pki::Layout::new(&pki)).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params =
+        rcgen::CertificateParams::new(vec!["brake1".to_string(), "doors".to_string()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    params.is_ca = rcgen::IsCa::ExplicitNoCa;
+    let cert = params.signed_by(&key, &ca.issuer).unwrap();
+    let cert_path = d.path("two.pem");
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    let key_path = d.path("two.key");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&key_path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, key.serialize_pem().as_bytes()))
+        .unwrap();
+    // OpenSSL agrees it is a certificate of this CA with both names.
+    let (good, out) = openssl(&[
+        "verify",
+        "-CAfile",
+        pki.join("ca.pem").to_str().unwrap(),
+        cert_path.to_str().unwrap(),
+    ]);
+    assert!(good, "{out}");
+    let (_, x) = openssl(&[
+        "x509",
+        "-in",
+        cert_path.to_str().unwrap(),
+        "-noout",
+        "-ext",
+        "subjectAltName",
+    ]);
+    assert!(x.contains("DNS:brake1") && x.contains("DNS:doors"), "{x}");
+
+    let srv = Server::start(&d, p, &s, &st);
+    let tls = client_tls(&pki.join("ca.pem"), &cert_path, &key_path).unwrap();
+    let e = Client::connect(tls, &srv.addr, "keyserver", Duration::from_secs(5))
+        .and_then(|mut c| c.get(None))
+        .unwrap_err();
+    assert!(e.to_string().contains("ambiguous_identity"), "{e:#}");
+    // The real brake1 is served as before.
+    assert_eq!(get(&pki, "brake1", &srv.addr).unwrap().len(), 1);
+    let (code, counters, log) = srv.stop();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(counters["refused"]["ambiguous_identity"], 1, "{counters}");
+    assert_eq!(counters["served"], 1, "{counters}");
+    let refusal = log
+        .lines()
+        .find(|l| l.contains("ambiguous_identity"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(refusal.contains("brake1, doors"), "{refusal}");
+    assert!(!log.contains("\"ecu\":\"doors\""), "{log}");
 }

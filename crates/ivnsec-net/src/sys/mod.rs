@@ -12,7 +12,8 @@
 //!   socket, at most [`MAX_BATCH`]; UDP with segmentation and receive offload
 //!   ([`send_udp_gso_batch`], [`recv_batch_gro`]).
 //! - [`socket`]: options and readiness of any socket: buffer sizes ([`set_socket_buffers`],
-//!   [`set_recv_buffer_force`]), the drop counter ([`socket_drops`]), [`wait_readable`].
+//!   [`set_recv_buffer_force`]), the drop counter ([`socket_drops`]), [`wait_readable`],
+//!   [`poll_many`] (one wait over many sockets: the key server's connections before TLS).
 //! - [`cpu`]: [`pin_current_thread`] / [`current_affinity`] / [`current_cpu`] (on this VM a
 //!   cross-CPU wake-up costs ≈27 µs per hop; latency mode pins and busy-polls), [`rusage_self`],
 //!   [`monotonic_ns`].
@@ -22,7 +23,7 @@
 //!   [`open_at`], [`rename_at`], [`unlink_at`], [`stat_at`]: file operations relative to an open
 //!   directory that never follow a symbolic link (the nonce state directory).
 //! - [`process`]: [`die_with_parent`], a child process that is killed when ivnsec dies, even by
-//!   SIGKILL.
+//!   SIGKILL; [`raise_open_files_limit`].
 //! - [`stdio`]: [`set_aside_stdout`], the real stdout kept for one `--json` document while
 //!   descriptor 1 (what children inherit) goes to stderr.
 //! - [`tap`]: [`tap_create`] (a non-persistent TAP interface, removed by the kernel when its
@@ -59,11 +60,11 @@ pub use fs::{
 pub use packet::{
     ETH_HLEN, FrameAux, PacketStatistics, PacketType, RawSocket, RecvMeta, interface_index,
 };
-pub use process::die_with_parent;
+pub use process::{die_with_parent, raise_open_files_limit};
 pub use signal::{TerminationSignals, signal_process, termination_signals};
 pub use socket::{
-    path_mtu, set_recv_buffer_force, set_socket_buffers, set_udp_gro, socket_drops, wait_readable,
-    wait_writable,
+    PollEntry, path_mtu, poll_many, set_recv_buffer_force, set_socket_buffers, set_udp_gro,
+    socket_drops, wait_readable, wait_writable,
 };
 pub use stdio::set_aside_stdout;
 pub use tap::{

@@ -1,5 +1,5 @@
 //! Child processes: [`die_with_parent`] makes a process ivnsec starts die with it, even when
-//! ivnsec is killed by SIGKILL.
+//! ivnsec is killed by SIGKILL. This process's own limits: [`raise_open_files_limit`].
 
 use std::io;
 
@@ -48,4 +48,32 @@ pub fn die_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Co
             Ok(())
         })
     }
+}
+
+/// Raises this process's soft limit of open descriptors (`RLIMIT_NOFILE`) towards `want`, up to
+/// the hard limit (which an unprivileged process may not pass); never lowers it. Returns the
+/// soft limit in force afterwards. A server that holds many connections calls it at start
+/// (the usual soft limit is 1024).
+pub fn raise_open_files_limit(want: u64) -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: lim is a valid rlimit the kernel writes into; RLIMIT_NOFILE is a valid resource.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let target = want.min(lim.rlim_max);
+    if target <= lim.rlim_cur {
+        return Ok(lim.rlim_cur);
+    }
+    let new = libc::rlimit {
+        rlim_cur: target,
+        rlim_max: lim.rlim_max,
+    };
+    // SAFETY: new is a valid rlimit the kernel only reads; the soft limit is at most the hard.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(target)
 }

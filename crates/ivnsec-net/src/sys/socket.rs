@@ -1,6 +1,7 @@
 //! Options and readiness of any socket (AF_PACKET, UDP, raw IP): typed `setsockopt` /
 //! `getsockopt`, receive and send buffer sizes (forced beyond `rmem_max` where allowed), the
-//! kernel's drop counter, and waiting until a descriptor is readable.
+//! kernel's drop counter, and waiting until a descriptor (or one of many: [`poll_many`]) is
+//! ready.
 
 use std::io;
 use std::mem;
@@ -87,6 +88,63 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
 /// as [`wait_readable`] does for reading.
 pub fn wait_writable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
     poll_one(fd, libc::POLLOUT, timeout)
+}
+
+/// One descriptor of [`poll_many`]: what to wait for, and what came (`ready`: readable,
+/// writable, closed or in error, as asked; a closed or failed descriptor is always ready).
+#[derive(Debug)]
+pub struct PollEntry<'a> {
+    pub fd: BorrowedFd<'a>,
+    pub read: bool,
+    pub write: bool,
+    pub ready: bool,
+}
+
+/// Waits until one of `entries` is ready or `timeout` passes (`None` = forever); sets each
+/// entry's `ready` and returns how many are. One `ppoll` over all of them: many idle sockets
+/// cost nothing while they stay idle. An interrupted wait returns 0.
+pub fn poll_many(entries: &mut [PollEntry<'_>], timeout: Option<Duration>) -> io::Result<usize> {
+    let mut pfds: Vec<libc::pollfd> = entries
+        .iter()
+        .map(|e| libc::pollfd {
+            fd: e.fd.as_raw_fd(),
+            events: if e.read { libc::POLLIN } else { 0 } | if e.write { libc::POLLOUT } else { 0 },
+            revents: 0,
+        })
+        .collect();
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: pfds is a live array of exactly pfds.len() pollfds (the kernel writes only their
+    // revents); ts_ptr is null or points to a timespec alive across the call; a null signal
+    // mask leaves the mask unchanged.
+    let r = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            ts_ptr,
+            ptr::null(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            entries.iter_mut().for_each(|e| e.ready = false);
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    let mut n = 0;
+    for (e, p) in entries.iter_mut().zip(&pfds) {
+        e.ready = p.revents != 0;
+        n += usize::from(e.ready);
+    }
+    Ok(n)
 }
 
 fn poll_one(

@@ -13,8 +13,22 @@
 //!   `{"ping":true}` line every [`PING_EVERY`] otherwise. An answer is
 //!   `{"ok":true,"ecu":"ecu1","keys":[{"segment":"chassis","number":3,"ckn":"…","cak":"…"}]}`
 //!   or `{"ok":false,"error":"…"}`.
-//! - **Refusals** are logged on stderr (one JSON line, never a key) and counted by reason
-//!   ([`REASONS`]).
+//! - **Refusals** are counted by reason ([`REASONS`]) and logged on stderr (one JSON line,
+//!   never a key), at most [`LOG_BURST`] lines a second; the rest of a second's refusals are one
+//!   `refused_summary` line with their counts by reason, so a flood costs log lines in
+//!   proportion to time, not to connections.
+//! - **Connections in two stages** (docs/keys.md "Under a flood"): one thread accepts and
+//!   drives every TLS handshake on non-blocking sockets under one `poll` (pre-handshake slots,
+//!   [`Limits::max_pending`], at most [`Limits::max_per_address`] from one source, each given
+//!   [`Limits::handshake_timeout`]); a connection that completed mutual TLS moves to a thread
+//!   of its own (authenticated slots, [`Limits::max_authenticated`]). When pre-handshake slots
+//!   are full, a new connection evicts the oldest one that has not yet sent a complete
+//!   ClientHello (else the oldest): idle and slow clients cannot keep an ECU out, and they
+//!   never take an authenticated slot.
+//! - **One server per state file**: an exclusive `flock` on `STATE.lock` for the server's life
+//!   (the file names the holder's pid and listen address); a second server exits 2.
+//! - **Identity**: the certificate's one dNSName; a certificate with several is refused
+//!   (`ambiguous_identity`), it never picks one of them.
 //! - **State** (each segment's CAK, CKN, number and members, and the revoked serials already
 //!   acted on) is written atomically with mode 0600 before a new CAK is handed out, and read
 //!   again at start: a restarted server hands out the same CAKs, and a CAK's number only ever
@@ -48,13 +62,22 @@ use crate::keys::keyfile;
 
 /// Longest request or answer line (bytes, newline included).
 pub const MAX_LINE: usize = 4096;
-/// Connections served at once; more are refused (`too_many_connections`).
+/// Default authenticated connections at once ([`Limits::max_authenticated`]); more are
+/// refused (`too_many_connections`).
 pub const MAX_CONNECTIONS: usize = 64;
+/// Default [`Limits::handshake_timeout`].
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default [`Limits::max_pending`].
+pub const MAX_PENDING: usize = 1024;
+/// Default [`Limits::max_per_address`].
+pub const MAX_PER_ADDRESS: usize = 8;
+/// Refusal lines logged in one second at most; the rest are summed in one summary line.
+pub const LOG_BURST: u32 = 5;
 /// A watching connection gets a `{"ping":true}` line this often when nothing changed.
 pub const PING_EVERY: Duration = Duration::from_secs(5);
 /// How often `D/crl.pem` is read for new revocations.
 pub const CRL_POLL: Duration = Duration::from_millis(250);
-/// A handshake or request must arrive within this.
+/// After the handshake: the request must arrive within this, and a write must not block longer.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest segments file and state file.
 pub const MAX_SEGMENTS_FILE: u64 = 64 * 1024;
@@ -64,7 +87,13 @@ pub const CAK_LEN: usize = 16;
 pub const CKN_LEN: usize = 16;
 
 /// The reasons a connection is refused, in the order the counters are shown.
-pub const REASONS: [&str; 10] = [
+///
+/// - `handshake_timeout`: no complete TLS handshake within [`Limits::handshake_timeout`];
+/// - `evicted`: a pre-handshake connection closed to give its slot to a newer one (all
+///   [`Limits::max_pending`] slots taken, or no descriptor left);
+/// - `address_limit`: the same, because its source had [`Limits::max_per_address`] pending;
+/// - `ambiguous_identity`: a certificate with more than one dNSName.
+pub const REASONS: [&str; 14] = [
     "no_certificate",
     "unknown_ca",
     "expired",
@@ -75,6 +104,10 @@ pub const REASONS: [&str; 10] = [
     "bad_request",
     "too_many_connections",
     "tls_error",
+    "handshake_timeout",
+    "evicted",
+    "address_limit",
+    "ambiguous_identity",
 ];
 
 /// The key server's TLS provider: aws-lc-rs, key exchange X25519MLKEM768 then X25519.
@@ -409,10 +442,86 @@ pub struct Config {
     /// The server's certificate and key; default the PKI's ECU named [`KEYSERVER_NAME`].
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+/// What keeps the key server serving its ECUs while others flood it with connections that
+/// never authenticate (docs/keys.md "Under a flood").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// A TLS handshake must complete within this after the connection was accepted
+    /// (`handshake_timeout`).
+    pub handshake_timeout: Duration,
+    /// Pre-handshake slots: connections whose handshake is under way, all sources together.
+    /// A new connection beyond them evicts an older one (`evicted`).
+    pub max_pending: usize,
+    /// Pre-handshake slots one source address may hold (an IPv6 /64 is one source). A new
+    /// connection beyond them evicts an older one of the same source (`address_limit`).
+    pub max_per_address: usize,
+    /// Authenticated slots: connections that completed mutual TLS (a watch holds one while it
+    /// lasts). Beyond them an ECU is refused (`too_many_connections`).
+    pub max_authenticated: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            max_pending: MAX_PENDING,
+            max_per_address: MAX_PER_ADDRESS,
+            max_authenticated: MAX_CONNECTIONS,
+        }
+    }
+}
+
+impl Limits {
+    /// Refuses values that would stop the server from serving anyone.
+    pub fn check(&self) -> Result<()> {
+        let t = self.handshake_timeout;
+        if t < Duration::from_millis(100) || t > Duration::from_secs(60) {
+            return Err(usage(format!(
+                "--handshake-timeout {}: choose 0.1 to 60 seconds (default {})",
+                t.as_secs_f64(),
+                HANDSHAKE_TIMEOUT.as_secs_f64()
+            )));
+        }
+        for (name, v, max, default) in [
+            ("--max-pending", self.max_pending, 65_536, MAX_PENDING),
+            (
+                "--max-per-address",
+                self.max_per_address,
+                65_536,
+                MAX_PER_ADDRESS,
+            ),
+            (
+                "--max-authenticated",
+                self.max_authenticated,
+                4096,
+                MAX_CONNECTIONS,
+            ),
+        ] {
+            if v == 0 || v > max {
+                return Err(usage(format!(
+                    "{name} {v}: choose 1 to {max} (default {default})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Refusal lines of the current second, and what was not logged of it.
+struct RefusalLog {
+    window: Instant,
+    lines: u32,
+    suppressed: BTreeMap<&'static str, u64>,
 }
 
 struct Shared {
     layout: Layout,
+    limits: Limits,
+    refusal_log: Mutex<RefusalLog>,
+    log_suppressed: AtomicUsize,
     state_path: PathBuf,
     ca: CertificateDer<'static>,
     chain: Vec<CertificateDer<'static>>,
@@ -444,6 +553,8 @@ fn log(event: &str, mut fields: serde_json::Value) {
 }
 
 impl Shared {
+    /// Counts a refusal and logs it, unless [`LOG_BURST`] lines were logged this second already:
+    /// then it is summed in the second's `refused_summary` line.
     fn refuse(&self, peer: SocketAddr, reason: &'static str, detail: &str, ecu: Option<&str>) {
         let n = {
             let mut c = lock(&self.counters);
@@ -451,11 +562,42 @@ impl Shared {
             *n += 1;
             *n
         };
-        log(
-            "refused",
-            json!({"peer": peer.to_string(), "reason": reason, "detail": detail, "ecu": ecu,
-                   "count": n}),
-        );
+        let mut l = lock(&self.refusal_log);
+        Self::roll_refusal_window(&mut l, false);
+        if l.lines < LOG_BURST {
+            l.lines += 1;
+            drop(l);
+            log(
+                "refused",
+                json!({"peer": peer.to_string(), "reason": reason, "detail": detail, "ecu": ecu,
+                       "count": n}),
+            );
+        } else {
+            *l.suppressed.entry(reason).or_default() += 1;
+            self.log_suppressed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes the summary of refusals not logged once their second is over (or now, `force`).
+    fn flush_refusal_log(&self, force: bool) {
+        Self::roll_refusal_window(&mut lock(&self.refusal_log), force);
+    }
+
+    fn roll_refusal_window(l: &mut RefusalLog, force: bool) {
+        let elapsed = l.window.elapsed();
+        if elapsed < Duration::from_secs(1) && !force {
+            return;
+        }
+        if !l.suppressed.is_empty() {
+            let total: u64 = l.suppressed.values().sum();
+            log(
+                "refused_summary",
+                json!({"seconds": (elapsed.as_secs_f64() * 1e3).round() / 1e3,
+                       "not_logged": total, "by_reason": std::mem::take(&mut l.suppressed)}),
+            );
+        }
+        l.window = Instant::now();
+        l.lines = 0;
     }
 
     fn keys(&self) -> MutexGuard<'_, Keys> {
@@ -541,13 +683,117 @@ pub fn read_tls_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
 pub struct KeyServer {
     listener: TcpListener,
     shared: Arc<Shared>,
+    /// The lock on the state file, held while the server lives (released when dropped).
+    _state_lock: std::fs::File,
+}
+
+/// The lock file beside the state file: `STATE.lock`.
+pub fn lock_path(state: &Path) -> PathBuf {
+    let mut name = state
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".lock");
+    state.with_file_name(name)
+}
+
+/// Takes the exclusive lock of the state file for this process's life, or says which server
+/// holds it (exit 2: one state file, one key server; two would hand out different CAKs under
+/// the same number and keep only one of them).
+fn lock_state(state: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = lock_path(state);
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| {
+            usage(format!(
+                "key server lock file {} (beside the state file): {e}",
+                path.display()
+            ))
+        })?;
+    let held = ivnsec_net::sys::try_lock_exclusive(&f)
+        .map_err(|e| env_error(format!("locking {}: {e}", path.display())))?;
+    if !held {
+        let mut text = String::new();
+        let _ = (&f).take(4096).read_to_string(&mut text);
+        let holder = serde_json::from_str::<serde_json::Value>(text.trim())
+            .ok()
+            .map(|v| {
+                let mut h = format!("pid {}", v["pid"]);
+                if let Some(l) = v["listen"].as_str() {
+                    h.push_str(&format!(", listening on {l}"));
+                }
+                h
+            })
+            .unwrap_or_else(|| "a process that has not recorded itself yet".to_string());
+        return Err(usage(format!(
+            "key server state file {} is in use by another key server ({holder}; lock {}): two \
+             servers on one state file would hand out different CAKs under one number. Stop \
+             that one, or give this one a state file of its own with --state",
+            state.display(),
+            path.display()
+        )));
+    }
+    write_lock_owner(&mut f, None);
+    Ok(f)
+}
+
+/// Records who holds the lock (pid, and the listen address once bound) in the lock file.
+fn write_lock_owner(f: &mut std::fs::File, listen: Option<SocketAddr>) {
+    use std::io::Seek;
+    let mut v = json!({"pid": std::process::id()});
+    if let Some(l) = listen {
+        v["listen"] = json!(l.to_string());
+    }
+    let _ = f.set_len(0);
+    let _ = f.seek(std::io::SeekFrom::Start(0));
+    let _ = writeln!(f, "{v}");
+}
+
+/// Binds `listen` with a backlog deep enough for a burst of connections (the kernel caps it at
+/// `net.core.somaxconn`), so that an ECU's SYN is not dropped while a flood is accepted.
+fn bind_listener(listen: &str) -> Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let addr = listen
+        .to_socket_addrs()
+        .map_err(|e| usage(format!("--listen {listen}: {e}")))?
+        .next()
+        .ok_or_else(|| usage(format!("--listen {listen}: no address")))?;
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .map_err(|e| env_error(format!("--listen {listen}: socket: {e}")))?;
+    let _ = sock.set_reuse_address(true);
+    sock.bind(&addr.into()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse
+            || e.kind() == std::io::ErrorKind::PermissionDenied
+        {
+            env_error(format!(
+                "--listen {listen}: {e}; choose another address or port"
+            ))
+        } else {
+            usage(format!("--listen {listen}: {e}"))
+        }
+    })?;
+    sock.listen(4096)
+        .map_err(|e| env_error(format!("--listen {listen}: listen: {e}")))?;
+    sock.set_nonblocking(true).context("listening socket")?;
+    Ok(sock.into())
 }
 
 impl KeyServer {
-    /// Reads the PKI, the segments and the state, settles the CAKs (new segments get a fresh
-    /// one; a segment that lost a member or whose member was revoked while the server was down
-    /// gets a new one), writes the state, and binds `listen`.
+    /// Takes the state file's lock, reads the PKI, the segments and the state, settles the
+    /// CAKs (new segments get a fresh one; a segment that lost a member or whose member was
+    /// revoked while the server was down gets a new one), writes the state, and binds `listen`.
     pub fn bind(cfg: &Config, stop: Arc<AtomicBool>) -> Result<KeyServer> {
+        cfg.limits.check()?;
         let l = Layout::new(&cfg.pki);
         if !l.ca_pem().exists() {
             return Err(usage(format!(
@@ -579,21 +825,12 @@ impl KeyServer {
             .state
             .clone()
             .unwrap_or_else(|| cfg.pki.join("keyserver-state.json"));
+        let mut state_lock = lock_state(&state_path)?;
         let keys = settle(load_state(&state_path)?, &segments, &l, &revoked)?;
         save_state(&state_path, &keys)?;
-        let listener = TcpListener::bind(&cfg.listen).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AddrInUse
-                || e.kind() == std::io::ErrorKind::PermissionDenied
-            {
-                env_error(format!(
-                    "--listen {}: {e}; choose another address or port",
-                    cfg.listen
-                ))
-            } else {
-                usage(format!("--listen {}: {e}", cfg.listen))
-            }
-        })?;
-        listener.set_nonblocking(true).context("listening socket")?;
+        let listener = bind_listener(&cfg.listen)?;
+        write_lock_owner(&mut state_lock, listener.local_addr().ok());
+        let limits = fit_descriptors(&cfg.limits);
         for (name, s) in &keys.segments {
             log(
                 "segment",
@@ -603,8 +840,16 @@ impl KeyServer {
         }
         Ok(KeyServer {
             listener,
+            _state_lock: state_lock,
             shared: Arc::new(Shared {
                 layout: l,
+                limits,
+                refusal_log: Mutex::new(RefusalLog {
+                    window: Instant::now(),
+                    lines: 0,
+                    suppressed: BTreeMap::new(),
+                }),
+                log_suppressed: AtomicUsize::new(0),
                 state_path,
                 ca,
                 chain,
@@ -623,6 +868,11 @@ impl KeyServer {
 
     pub fn local_addr(&self) -> Result<SocketAddr> {
         Ok(self.listener.local_addr()?)
+    }
+
+    /// The limits in force (`max_pending` lowered where the descriptor limit is lower).
+    pub fn limits(&self) -> &Limits {
+        &self.shared.limits
     }
 
     /// Refusals so far by reason (every reason of [`REASONS`], zeros included) and the number
@@ -648,34 +898,470 @@ impl KeyServer {
             let sh = sh.clone();
             std::thread::spawn(move || crl_watch(&sh))
         };
+        let mut stage = Handshakes::default();
         while !sh.stop.load(Ordering::Relaxed) {
-            match self.listener.accept() {
-                Ok((sock, peer)) => {
-                    if sh.conns.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                        sh.refuse(peer, "too_many_connections", "", None);
-                        drop(sock);
-                        continue;
-                    }
-                    sh.conns.fetch_add(1, Ordering::Relaxed);
-                    let sh2 = sh.clone();
-                    std::thread::spawn(move || {
-                        serve(&sh2, sock, peer);
-                        sh2.conns.fetch_sub(1, Ordering::Relaxed);
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => {
-                    log("accept_error", json!({"error": e.to_string()}));
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            }
+            stage.turn(&sh, &self.listener);
+            sh.flush_refusal_log(false);
         }
+        drop(stage);
+        sh.flush_refusal_log(true);
         sh.changed.notify_all();
         let _ = watcher.join();
         Ok(counters_json(&sh))
     }
+}
+
+/// Descriptors the server may need: every pre-handshake and authenticated slot, and some for
+/// the listener, the state, the CRL and the standard streams.
+fn fit_descriptors(want: &Limits) -> Limits {
+    const SPARE: usize = 64;
+    let need = (want.max_pending + want.max_authenticated + SPARE) as u64;
+    let have = ivnsec_net::sys::raise_open_files_limit(need).unwrap_or(1024);
+    let mut l = want.clone();
+    if have < need {
+        let room = (have as usize).saturating_sub(want.max_authenticated + SPARE);
+        l.max_pending = room.clamp(16, want.max_pending);
+        log(
+            "limits",
+            json!({"max_pending": l.max_pending, "asked": want.max_pending,
+                   "why": format!("the open-files limit is {have} (ulimit -n); raise it for more")}),
+        );
+    }
+    l
+}
+
+/// One connection whose TLS handshake is under way, on a non-blocking socket.
+struct Pending {
+    sock: TcpStream,
+    conn: ServerConnection,
+    peer: SocketAddr,
+    source: std::net::IpAddr,
+    since: Instant,
+    /// The client sent bytes: evicted after the silent ones.
+    received: bool,
+    /// The client sent a whole ClientHello (the server answered it): evicted last.
+    answered: bool,
+    /// Refused after its handshake, the answer sent: read until the client closes (or
+    /// [`Limits::handshake_timeout`]), then dropped without a word; evicted first.
+    closing: bool,
+}
+
+/// What a turn of the handshake stage did with one connection.
+enum Step {
+    Wait,
+    /// A closing connection is done.
+    Closed,
+    Authenticated,
+    Refused(&'static str, String),
+}
+
+/// The source a connection counts against: its IPv4 address, or the /64 of its IPv6 address.
+fn source_of(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.into(),
+            None => {
+                let mut o = v6.octets();
+                o[8..].fill(0);
+                std::net::Ipv6Addr::from(o).into()
+            }
+        },
+        v4 => v4,
+    }
+}
+
+/// The pre-handshake stage: every connection not yet authenticated, in order of arrival, each
+/// driven without blocking under one `poll`.
+#[derive(Default)]
+struct Handshakes {
+    pending: BTreeMap<u64, Pending>,
+    per_source: std::collections::HashMap<std::net::IpAddr, usize>,
+    next: u64,
+    last_accept_error: Option<Instant>,
+}
+
+impl Handshakes {
+    /// Waits (100 ms at most) for the listener or a pending connection, accepts, drives the
+    /// handshakes that can move, hands authenticated connections to threads of their own and
+    /// closes the ones past their time.
+    fn turn(&mut self, sh: &Arc<Shared>, listener: &TcpListener) {
+        use std::os::fd::AsFd;
+        let now = Instant::now();
+        let timeout = self
+            .pending
+            .values()
+            .next()
+            .map(|p| (p.since + sh.limits.handshake_timeout).saturating_duration_since(now))
+            .unwrap_or(Duration::MAX)
+            .min(Duration::from_millis(100));
+        let (listener_ready, ready) = {
+            let mut entries = Vec::with_capacity(self.pending.len() + 1);
+            entries.push(ivnsec_net::sys::PollEntry {
+                fd: listener.as_fd(),
+                read: true,
+                write: false,
+                ready: false,
+            });
+            for p in self.pending.values() {
+                entries.push(ivnsec_net::sys::PollEntry {
+                    fd: p.sock.as_fd(),
+                    read: true,
+                    write: !p.closing && p.conn.wants_write(),
+                    ready: false,
+                });
+            }
+            if let Err(e) = ivnsec_net::sys::poll_many(&mut entries, Some(timeout)) {
+                log("poll_error", json!({"error": e.to_string()}));
+                std::thread::sleep(Duration::from_millis(50));
+                return;
+            }
+            let ready: Vec<u64> = entries[1..]
+                .iter()
+                .zip(self.pending.keys())
+                .filter(|(e, _)| e.ready)
+                .map(|(_, k)| *k)
+                .collect();
+            (entries[0].ready, ready)
+        };
+        for id in ready {
+            self.step(sh, id);
+        }
+        if listener_ready {
+            self.accept(sh, listener);
+        }
+        // Past their time, oldest first.
+        let now = Instant::now();
+        while let Some((&id, p)) = self.pending.first_key_value() {
+            if now.duration_since(p.since) < sh.limits.handshake_timeout {
+                break;
+            }
+            let p = self.remove(id).expect("present");
+            if p.closing {
+                continue; // refused already
+            }
+            sh.refuse(
+                p.peer,
+                "handshake_timeout",
+                &format!(
+                    "no TLS handshake within {} s",
+                    sh.limits.handshake_timeout.as_secs_f64()
+                ),
+                None,
+            );
+        }
+    }
+
+    fn insert(&mut self, p: Pending) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        *self.per_source.entry(p.source).or_default() += 1;
+        self.pending.insert(id, p);
+        id
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Pending> {
+        let p = self.pending.remove(&id)?;
+        if let Some(n) = self.per_source.get_mut(&p.source) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_source.remove(&p.source);
+            }
+        }
+        Some(p)
+    }
+
+    /// Drives one pending connection and acts on the outcome; `true` if it is still pending.
+    fn step(&mut self, sh: &Arc<Shared>, id: u64) -> bool {
+        let Some(p) = self.pending.get_mut(&id) else {
+            return false;
+        };
+        match drive(p) {
+            Step::Wait => true,
+            Step::Closed => {
+                self.remove(id);
+                false
+            }
+            Step::Authenticated => {
+                let p = self.remove(id).expect("present");
+                if let Some(p) = authenticated(sh, p) {
+                    self.insert(p);
+                }
+                false
+            }
+            Step::Refused(reason, detail) => {
+                let p = self.remove(id).expect("present");
+                sh.refuse(p.peer, reason, &detail, None);
+                false
+            }
+        }
+    }
+
+    /// Frees one pre-handshake slot (of `source` only, if given) for a newer connection. The
+    /// victim is the oldest connection that has sent nothing (each candidate is read once
+    /// before it is judged silent), else the oldest that has not sent a whole ClientHello,
+    /// else the oldest: idle and slow clients go before an ECU in the middle of its handshake.
+    fn make_room(&mut self, sh: &Arc<Shared>, source: Option<std::net::IpAddr>, why: &str) {
+        let mine: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| source.is_none_or(|s| p.source == s))
+            .map(|(id, _)| *id)
+            .collect();
+        // A connection already refused goes first, without a word.
+        if let Some(id) = mine
+            .iter()
+            .copied()
+            .find(|id| self.pending.get(id).is_some_and(|p| p.closing))
+        {
+            self.remove(id);
+            return;
+        }
+        let mut victim = None;
+        for &id in &mine {
+            let silent = self.pending.get(&id).is_some_and(|p| !p.received);
+            if !silent {
+                continue;
+            }
+            if !self.step(sh, id) {
+                return; // done or refused: a slot is free
+            }
+            if self.pending.get(&id).is_some_and(|p| !p.received) {
+                victim = Some(id);
+                break;
+            }
+        }
+        let victim = victim
+            .or_else(|| {
+                mine.iter()
+                    .copied()
+                    .find(|id| self.pending.get(id).is_some_and(|p| !p.answered))
+            })
+            .or_else(|| {
+                mine.iter()
+                    .copied()
+                    .find(|id| self.pending.contains_key(id))
+            });
+        let Some(p) = victim.and_then(|id| self.remove(id)) else {
+            return;
+        };
+        let reason = if source.is_some() {
+            "address_limit"
+        } else {
+            "evicted"
+        };
+        sh.refuse(p.peer, reason, why, None);
+    }
+
+    /// Accepts what is waiting (a bounded number per turn, so that handshakes move too).
+    fn accept(&mut self, sh: &Arc<Shared>, listener: &TcpListener) {
+        for _ in 0..256 {
+            let (sock, peer) = match listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of descriptors: a pending connection makes room for the new one.
+                    let out_of_fds = matches!(e.raw_os_error(), Some(23 | 24)); // ENFILE, EMFILE
+                    if out_of_fds && !self.pending.is_empty() {
+                        self.make_room(sh, None, "no descriptor left");
+                        continue;
+                    }
+                    if self
+                        .last_accept_error
+                        .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+                    {
+                        self.last_accept_error = Some(Instant::now());
+                        log("accept_error", json!({"error": e.to_string()}));
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                    return;
+                }
+            };
+            let source = source_of(peer.ip());
+            if self.per_source.get(&source).copied().unwrap_or(0) >= sh.limits.max_per_address {
+                let why = format!(
+                    "{} pending connections from this source (--max-per-address)",
+                    sh.limits.max_per_address
+                );
+                self.make_room(sh, Some(source), &why);
+            }
+            if self.pending.len() >= sh.limits.max_pending {
+                let why = format!(
+                    "{} pending connections (--max-pending)",
+                    sh.limits.max_pending
+                );
+                self.make_room(sh, None, &why);
+            }
+            let tls = sh.tls.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let conn = match ServerConnection::new(tls) {
+                Ok(c) => c,
+                Err(e) => {
+                    sh.refuse(peer, "tls_error", &e.to_string(), None);
+                    continue;
+                }
+            };
+            if sock.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let _ = sock.set_nodelay(true);
+            let id = self.insert(Pending {
+                sock,
+                conn,
+                peer,
+                source,
+                since: Instant::now(),
+                received: false,
+                answered: false,
+                closing: false,
+            });
+            // A client sends its ClientHello at once: read it now if it is there, so that the
+            // connection counts as live before the next eviction looks at it.
+            self.step(sh, id);
+        }
+    }
+}
+
+/// Moves one handshake on as far as the socket allows, without blocking.
+fn drive(p: &mut Pending) -> Step {
+    use std::io::ErrorKind::{Interrupted, WouldBlock};
+    if p.closing {
+        let mut scratch = [0u8; 4096];
+        loop {
+            match std::io::Read::read(&mut p.sock, &mut scratch) {
+                Ok(0) => return Step::Closed,
+                Ok(_) => {}
+                Err(e) if e.kind() == WouldBlock => return Step::Wait,
+                Err(e) if e.kind() == Interrupted => {}
+                Err(_) => return Step::Closed,
+            }
+        }
+    }
+    let mut closed = false;
+    while p.conn.is_handshaking() {
+        match p.conn.read_tls(&mut p.sock) {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Ok(_) => {
+                p.received = true;
+                if let Err(e) = p.conn.process_new_packets() {
+                    // The alert rustls queued, if the socket takes it.
+                    let _ = p.conn.write_tls(&mut p.sock);
+                    return Step::Refused(classify_tls(&e), e.to_string());
+                }
+            }
+            Err(e) if e.kind() == WouldBlock => break,
+            Err(e) if e.kind() == Interrupted => {}
+            Err(e) => return Step::Refused("tls_error", e.to_string()),
+        }
+    }
+    while p.conn.wants_write() {
+        match p.conn.write_tls(&mut p.sock) {
+            Ok(_) => p.answered = true,
+            Err(e) if e.kind() == WouldBlock => break,
+            Err(e) if e.kind() == Interrupted => {}
+            Err(e) => return Step::Refused("tls_error", e.to_string()),
+        }
+    }
+    if !p.conn.is_handshaking() {
+        Step::Authenticated
+    } else if closed {
+        Step::Refused(
+            "tls_error",
+            "closed before the handshake completed".to_string(),
+        )
+    } else {
+        Step::Wait
+    }
+}
+
+/// A connection that completed mutual TLS: its identity checked, then a thread of its own in
+/// an authenticated slot, or refused: then it is returned, closing, for the pending stage to
+/// drain until the client closes too.
+fn authenticated(sh: &Arc<Shared>, mut p: Pending) -> Option<Pending> {
+    let peer = p.peer;
+    // A refusal after the handshake tells the client why, inside TLS, then closes.
+    let refuse = |p: &mut Pending, reason: &'static str, detail: &str, ecu: Option<&str>| {
+        let _ = p.conn.writer().write_all(error_line(reason).as_bytes());
+        p.conn.send_close_notify();
+        while p.conn.wants_write() {
+            if p.conn.write_tls(&mut p.sock).is_err() {
+                break;
+            }
+        }
+        // No more from us; what the client still sends is read and dropped (a close with
+        // unread input would reset the connection before the client read why).
+        let _ = p.sock.shutdown(std::net::Shutdown::Write);
+        p.closing = true;
+        p.since = Instant::now();
+        sh.refuse(peer, reason, detail, ecu);
+    };
+    let Some(cert) = p.conn.peer_certificates().and_then(|c| c.first()) else {
+        refuse(&mut p, "no_certificate", "", None);
+        return Some(p);
+    };
+    let info = match super::cert_info(cert) {
+        Ok(i) => i,
+        Err(e) => {
+            refuse(&mut p, "bad_certificate", &e, None);
+            return Some(p);
+        }
+    };
+    let ecu = match info.dns_names.as_slice() {
+        [one] => one.clone(),
+        [] => {
+            refuse(
+                &mut p,
+                "bad_certificate",
+                "no dNSName in the certificate",
+                None,
+            );
+            return Some(p);
+        }
+        several => {
+            // The CA issues one name per certificate: one with several is forged or foreign,
+            // and must not choose which ECU it is.
+            let detail = format!(
+                "{} dNSNames in the certificate ({}); an ECU's has one",
+                several.len(),
+                several.join(", ")
+            );
+            refuse(&mut p, "ambiguous_identity", &detail, None);
+            return Some(p);
+        }
+    };
+    if check_ecu_name(&ecu).is_err() {
+        refuse(
+            &mut p,
+            "bad_certificate",
+            "its dNSName is no ECU name",
+            None,
+        );
+        return Some(p);
+    }
+    if sh.conns.load(Ordering::Relaxed) >= sh.limits.max_authenticated {
+        let detail = format!(
+            "{} authenticated connections (--max-authenticated)",
+            sh.limits.max_authenticated
+        );
+        refuse(&mut p, "too_many_connections", &detail, Some(&ecu));
+        return Some(p);
+    }
+    sh.conns.fetch_add(1, Ordering::Relaxed);
+    let sh2 = sh.clone();
+    let serial = info.serial;
+    let spawned = std::thread::Builder::new()
+        .name("keyserver-conn".into())
+        .spawn(move || {
+            serve(&sh2, p.conn, p.sock, peer, &ecu, serial);
+            sh2.conns.fetch_sub(1, Ordering::Relaxed);
+        });
+    if let Err(e) = spawned {
+        sh.conns.fetch_sub(1, Ordering::Relaxed);
+        log("thread_error", json!({"error": e.to_string()}));
+    }
+    None
 }
 
 fn counters_json(sh: &Shared) -> serde_json::Value {
@@ -684,7 +1370,8 @@ fn counters_json(sh: &Shared) -> serde_json::Value {
         .iter()
         .map(|r| (r.to_string(), json!(c.get(r).copied().unwrap_or(0))))
         .collect();
-    json!({"served": sh.served.load(Ordering::Relaxed), "refused": refused})
+    json!({"served": sh.served.load(Ordering::Relaxed), "refused": refused,
+           "refusals_not_logged": sh.log_suppressed.load(Ordering::Relaxed)})
 }
 
 /// The CAKs at start: the state's where the segment is unchanged, fresh ones (number above any
@@ -813,12 +1500,11 @@ fn crl_watch(sh: &Shared) {
 }
 
 /// Why a handshake failed, as a counter name.
-fn classify(e: &std::io::Error) -> (&'static str, String) {
-    let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+fn classify_tls(e: &rustls::Error) -> &'static str {
     use rustls::CertificateError as C;
-    let reason = match inner {
-        Some(rustls::Error::NoCertificatesPresented) => "no_certificate",
-        Some(rustls::Error::InvalidCertificate(c)) => match c {
+    match e {
+        rustls::Error::NoCertificatesPresented => "no_certificate",
+        rustls::Error::InvalidCertificate(c) => match c {
             C::Revoked => "revoked",
             C::Expired | C::ExpiredContext { .. } => "expired",
             C::NotValidYet | C::NotValidYetContext { .. } => "not_yet_valid",
@@ -826,8 +1512,7 @@ fn classify(e: &std::io::Error) -> (&'static str, String) {
             _ => "bad_certificate",
         },
         _ => "tls_error",
-    };
-    (reason, e.to_string())
+    }
 }
 
 fn keys_line(ecu: &str, keys: &Keys, only: Option<&str>, push: bool) -> Zeroizing<String> {
@@ -882,48 +1567,20 @@ fn error_line(error: &str) -> String {
     format!("{}\n", json!({"ok": false, "error": error}))
 }
 
-fn serve(sh: &Shared, sock: TcpStream, peer: SocketAddr) {
+/// An authenticated connection (its own thread): one request, the answer, and for a watch
+/// the pushes until it ends.
+fn serve(
+    sh: &Shared,
+    conn: ServerConnection,
+    sock: TcpStream,
+    peer: SocketAddr,
+    ecu: &str,
+    serial: Vec<u8>,
+) {
     let _ = sock.set_nonblocking(false);
     let _ = sock.set_read_timeout(Some(IO_TIMEOUT));
     let _ = sock.set_write_timeout(Some(IO_TIMEOUT));
-    let _ = sock.set_nodelay(true);
-    let tls = sh.tls.read().unwrap_or_else(|e| e.into_inner()).clone();
-    let mut conn = match ServerConnection::new(tls) {
-        Ok(c) => c,
-        Err(e) => {
-            sh.refuse(peer, "tls_error", &e.to_string(), None);
-            return;
-        }
-    };
-    let mut sock = sock;
-    while conn.is_handshaking() {
-        if let Err(e) = conn.complete_io(&mut sock) {
-            let (reason, detail) = classify(&e);
-            sh.refuse(peer, reason, &detail, None);
-            return;
-        }
-    }
-    let Some(cert) = conn.peer_certificates().and_then(|c| c.first()) else {
-        sh.refuse(peer, "no_certificate", "", None);
-        return;
-    };
-    let info = match super::cert_info(cert) {
-        Ok(i) => i,
-        Err(e) => {
-            sh.refuse(peer, "bad_certificate", &e, None);
-            return;
-        }
-    };
-    let Some(ecu) = info.dns_names.first().cloned() else {
-        sh.refuse(
-            peer,
-            "bad_certificate",
-            "no dNSName in the certificate",
-            None,
-        );
-        return;
-    };
-    let serial = info.serial.clone();
+    let ecu = ecu.to_string();
     let mut stream = StreamOwned::new(conn, sock);
     let is_revoked = |sh: &Shared| {
         sh.revoked
@@ -1309,6 +1966,51 @@ mod tests {
             parse_request(long.as_bytes())
                 .unwrap_err()
                 .contains("longer")
+        );
+    }
+
+    #[test]
+    fn limits_are_checked_and_sources_group_an_ipv6_64() {
+        assert!(Limits::default().check().is_ok());
+        for bad in [
+            Limits {
+                handshake_timeout: Duration::from_millis(50),
+                ..Limits::default()
+            },
+            Limits {
+                handshake_timeout: Duration::from_secs(61),
+                ..Limits::default()
+            },
+            Limits {
+                max_pending: 0,
+                ..Limits::default()
+            },
+            Limits {
+                max_per_address: 0,
+                ..Limits::default()
+            },
+            Limits {
+                max_authenticated: 5000,
+                ..Limits::default()
+            },
+        ] {
+            let e = bad.check().unwrap_err();
+            assert!(format!("{e:#}").contains("choose"), "{bad:?}: {e:#}");
+        }
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert_eq!(source_of(ip("10.0.0.7")), ip("10.0.0.7"));
+        assert_eq!(source_of(ip("::ffff:10.0.0.7")), ip("10.0.0.7"));
+        assert_eq!(
+            source_of(ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd")),
+            source_of(ip("2001:db8:1:2::1"))
+        );
+        assert_ne!(
+            source_of(ip("2001:db8:1:2::1")),
+            source_of(ip("2001:db8:1:3::1"))
+        );
+        assert_eq!(
+            lock_path(Path::new("pki/keyserver-state.json")),
+            Path::new("pki/keyserver-state.json.lock")
         );
     }
 

@@ -203,8 +203,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
 #[command(after_help = "\
 TLS 1.3 only (rustls with aws-lc-rs), key exchange X25519MLKEM768 preferred then X25519. Every \
 client must present a certificate of the PKI's CA that is neither expired nor in D/crl.pem; its \
-dNSName is the ECU, which gets the CAK, CKN and CAK number of each segment it is listed in. \
-Refused connections are logged on stderr (never a key) and counted by reason.
+dNSName is the ECU (a certificate with several dNSNames is refused: ambiguous_identity), which \
+gets the CAK, CKN and CAK number of each segment it is listed in. Refused connections are counted \
+by reason and logged on stderr (never a key), at most 5 lines a second: the rest of a second's \
+refusals are one `refused_summary` line with their counts by reason.
+
+Under a flood (connections that never authenticate): one thread drives every TLS handshake \
+without blocking; a handshake must complete within --handshake-timeout; at most --max-pending \
+connections are in their handshake, at most --max-per-address of them from one source; a new \
+connection beyond either limit evicts the oldest that has not sent a whole ClientHello (else \
+the oldest). Connections that completed mutual TLS hold separate slots (--max-authenticated), so \
+idle or slow clients never keep an ECU out.
+
+One server per state file: the server holds an exclusive lock on STATE.lock (beside the state \
+file) while it runs; a second server on the same state file exits 2 naming the first one's pid \
+and listen address.
 
 The key server's own certificate is by default the PKI's ECU named `keyserver` \
 (D/ecu/keyserver.pem and .key: `ivnsec pki issue --dir D --ecu keyserver`); clients verify it \
@@ -228,7 +241,11 @@ Protocol (one JSON object per line, at most 4096 bytes): {\"op\":\"get\"} or {\"
 --keyserver ADDR --cert C --key K --ca D/ca.pem`.
 
 Example:
-  ivnsec keyserver --pki pki --listen 127.0.0.1:8443 --segments segments.toml")]
+  ivnsec keyserver --pki pki --listen 127.0.0.1:8443 --segments segments.toml
+
+Example with the flood limits set (defaults: 2 s, 1024, 8, 64):
+  ivnsec keyserver --pki pki --listen 10.0.0.1:8443 --segments segments.toml \\
+      --handshake-timeout 1.5 --max-pending 4096 --max-per-address 4 --max-authenticated 256")]
 pub struct KeyserverArgs {
     /// The PKI directory (D/ca.pem, D/crl.pem, D/ecu/).
     #[arg(long, value_name = "DIR")]
@@ -248,8 +265,32 @@ pub struct KeyserverArgs {
     /// The server's private key (PEM, mode 0600; default D/ecu/keyserver.key).
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
+    /// A client must complete its TLS handshake within this many seconds of connecting (0.1 to
+    /// 60), e.g. --handshake-timeout 1.5.
+    #[arg(long, value_name = "SECONDS", default_value_t = keyserver::HANDSHAKE_TIMEOUT.as_secs_f64())]
+    pub handshake_timeout: f64,
+    /// Connections in their TLS handshake at once, all sources together (pre-handshake slots;
+    /// beyond them the oldest is evicted), e.g. --max-pending 4096.
+    #[arg(long, value_name = "N", default_value_t = keyserver::MAX_PENDING)]
+    pub max_pending: usize,
+    /// Of those, at most N from one source address (an IPv6 /64 is one source; beyond them
+    /// the source's oldest is evicted), e.g. --max-per-address 4.
+    #[arg(long, value_name = "N", default_value_t = keyserver::MAX_PER_ADDRESS)]
+    pub max_per_address: usize,
+    /// Connections that completed mutual TLS at once (each watching ECU holds one; beyond
+    /// them an ECU is refused: too_many_connections), e.g. --max-authenticated 256.
+    #[arg(long, value_name = "N", default_value_t = keyserver::MAX_CONNECTIONS)]
+    pub max_authenticated: usize,
     #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
+}
+
+/// `--handshake-timeout` as a duration (a number of seconds; the range is checked by
+/// `Limits::check`).
+fn seconds(s: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+        crate::error::usage(format!("--handshake-timeout {s}: choose 0.1 to 60 seconds"))
+    })
 }
 
 pub fn keyserver(a: KeyserverArgs) -> Result<ExitCode> {
@@ -262,6 +303,12 @@ pub fn keyserver(a: KeyserverArgs) -> Result<ExitCode> {
         state: a.state,
         cert: a.cert,
         key: a.key,
+        limits: keyserver::Limits {
+            handshake_timeout: seconds(a.handshake_timeout)?,
+            max_pending: a.max_pending,
+            max_per_address: a.max_per_address,
+            max_authenticated: a.max_authenticated,
+        },
     };
     let server = keyserver::KeyServer::bind(&cfg, stop)?;
     let listening = server.local_addr()?;
