@@ -13,11 +13,12 @@
 //!   [`HighWater`], in its own `.rx` file). The tag is verified first (check before verify),
 //!   so forged frames cannot move the mark; the window is marked and the frame delivered only
 //!   after the write returned (mark after).
-//! - The mark moves ahead by a checkpoint ([`Checkpoint`]): min(N frames, the numbers the
-//!   observed rate brings in T ms), at least 1, so the disk is written about once per T ms
-//!   (or once per N frames at high rates), never per frame, and a restart refuses at most one
-//!   checkpoint of legitimate frames: ≤ N frames and about ≤ T ms of traffic (less the time the
-//!   receiver was down, during which the sender's numbers moved on anyway).
+//! - The mark moves ahead by a checkpoint ([`Checkpoint`], [`Pacer`]): min(N frames, the numbers
+//!   the observed rate brings in T ms), at least 1, growing by doubling while the rate is not
+//!   known over T, so the disk is written about once per T ms (or once per N frames at high
+//!   rates), never per frame, and a restart refuses at most one checkpoint of legitimate
+//!   frames: ≤ N frames and ≤ twice the frames of the busiest T ms before it (less what the
+//!   sender sent while the receiver was down).
 //!
 //! [`RxMark::accept`] is a compare unless the mark must move: no allocation, no I/O per frame.
 
@@ -29,9 +30,10 @@ use serde_json::{Value, json};
 use super::highwater::{self, HighWater, HwError};
 use crate::error::{EnvError, UsageError};
 
-/// Default `--replay-checkpoint-frames`: the sender's default reservation block, so a receiver
-/// writes its mark no more often than its sender writes its reservation.
-pub const DEFAULT_CHECKPOINT_FRAMES: u64 = highwater::DEFAULT_BLOCK;
+/// Default `--replay-checkpoint-frames`: large enough that the time bound decides at the rates of
+/// a gigabit link (about one write a second up to 65,536 frames a second; each write is two
+/// fsyncs, milliseconds on the data path), small enough to bound a restart's refusals.
+pub const DEFAULT_CHECKPOINT_FRAMES: u64 = 65_536;
 /// Largest `--replay-checkpoint-frames` (the sender's largest block).
 pub const MAX_CHECKPOINT_FRAMES: u64 = highwater::MAX_BLOCK;
 /// Default `--replay-checkpoint-ms`: at most about a second of traffic refused after a restart,
@@ -90,21 +92,31 @@ impl Pacer {
         Pacer { cp, last: None }
     }
 
-    /// How many numbers, from `seq` on, the mark moved at `now_ns` must cover:
-    /// min(N, rate × T) with the rate seen since the previous move, at least 1. The first move
-    /// knows no rate and covers `seq` alone.
+    /// How many numbers, from `seq` on, the mark moved at `now_ns` must cover, at least 1 and
+    /// at most N. The first move knows no rate and covers `seq` alone. After that, with `d`
+    /// numbers accepted in the `dt` since the previous move:
+    ///
+    /// - `dt` ≥ T: `d × T / dt`, the numbers the rate of that interval brings in T;
+    /// - `dt` < T: `2 × d`: the interval was shorter than T, so the rate is not known over T
+    ///   yet and the step grows by doubling (a burst never makes a step larger than twice what
+    ///   it brought itself).
+    ///
+    /// A steady rate r settles at r × T (one write per T); a restart refuses at most
+    /// min(N, twice the numbers of the busiest T before it).
     pub fn ahead(&mut self, seq: u64, now_ns: u64) -> u64 {
+        let cap = u128::from(self.cp.frames);
         let n = match self.last {
             None => 1,
             Some((s0, t0)) => {
-                let dseq = u128::from(seq.saturating_sub(s0));
+                let d = u128::from(seq.saturating_sub(s0));
                 let dt = u128::from(now_ns.saturating_sub(t0));
-                let cap = u128::from(self.cp.frames);
-                // No time passed: the cap.
-                let by_time = (dseq * u128::from(self.cp.ms) * 1_000_000)
-                    .checked_div(dt)
-                    .unwrap_or(cap);
-                by_time.min(cap) as u64
+                let t = u128::from(self.cp.ms) * 1_000_000;
+                let step = if dt >= t {
+                    (d * t).checked_div(dt).unwrap_or(d)
+                } else {
+                    d.saturating_mul(2)
+                };
+                step.min(cap) as u64
             }
         };
         self.last = Some((seq, now_ns));
@@ -320,21 +332,41 @@ mod tests {
         let cp = Checkpoint::new(4096, 1000).unwrap();
         let mut p = Pacer::new(cp);
         assert_eq!(p.ahead(1, 0), 1, "no rate known yet: the frame alone");
-        // 100 numbers in 100 ms: 1000/s, so T = 1 s brings 1000.
-        assert_eq!(p.ahead(101, 100 * MS), 1000);
-        // 1 M/s: capped at N.
-        assert_eq!(p.ahead(1_000_101, 1100 * MS), 4096);
+        // 1 number in 1 ms: shorter than T, the step doubles from what the interval brought.
+        assert_eq!(p.ahead(2, MS), 2);
+        assert_eq!(p.ahead(4, 2 * MS), 4);
+        // 4 numbers, then 2 s of silence: the rate over the interval, 2 per second.
+        assert_eq!(p.ahead(8, 2002 * MS), 2);
+        // 1000 numbers in 1 s: 1000/s, so T = 1 s brings 1000.
+        assert_eq!(p.ahead(1008, 3002 * MS), 1000);
+        // 1 M numbers in 1 s: capped at N.
+        assert_eq!(p.ahead(1_001_008, 4002 * MS), 4096);
         // Slow: one number in 5 s → less than one per second: at least 1.
-        assert_eq!(p.ahead(1_000_102, 6100 * MS), 1);
-        // The same instant: no time passed, the cap.
-        assert_eq!(p.ahead(1_000_103, 6100 * MS), 4096);
+        assert_eq!(p.ahead(1_001_009, 9002 * MS), 1);
+        // The same instant: a burst grows the step by doubling only, never to the cap at once.
+        assert_eq!(p.ahead(1_001_010, 9002 * MS), 2);
         let mut p = Pacer::new(Checkpoint::new(1, 1000).unwrap());
         p.ahead(1, 0);
         assert_eq!(p.ahead(1000, MS), 1, "N = 1: every frame its own mark");
         let mut p = Pacer::new(Checkpoint::new(4096, 10).unwrap());
         p.ahead(1, 0);
-        // 1000/s for T = 10 ms: 10 numbers.
+        // 1000 numbers in 1 s with T = 10 ms: 10 numbers.
         assert_eq!(p.ahead(1001, 1000 * MS), 10);
+    }
+
+    #[test]
+    fn a_steady_rate_settles_at_one_write_per_checkpoint_time() {
+        // 10,000 numbers a second, one every 100 us, T = 1 s: the step settles at 10,000.
+        let mut p = Pacer::new(Checkpoint::new(1 << 20, 1000).unwrap());
+        let (mut seq, mut mark, mut step) = (1u64, 0u64, 0u64);
+        while seq < 200_000 {
+            if seq > mark {
+                step = p.ahead(seq, seq * 100_000);
+                mark = seq + step - 1;
+            }
+            seq += 1;
+        }
+        assert_eq!(step, 10_000);
     }
 
     #[test]
@@ -346,11 +378,11 @@ mod tests {
         assert!(!m.path().exists(), "nothing written before the first frame");
         m.accept(1, || 0).unwrap();
         assert_eq!((m.mark(), m.writes()), (1, 1));
-        // 1000 frames a second: the next move covers min(100, 1000 × 1 s) = 100.
-        m.accept(2, || MS).unwrap();
-        assert_eq!((m.mark(), m.writes()), (101, 2));
-        for s in 3..=101 {
-            m.accept(s, || MS + s * MS).unwrap();
+        // 1000 numbers in 1 s: the next move covers min(100, 1000 × 1 s) = 100.
+        m.accept(1001, || 1000 * MS).unwrap();
+        assert_eq!((m.mark(), m.writes()), (1100, 2));
+        for s in 1002..=1100 {
+            m.accept(s, || 1000 * MS + s * MS).unwrap();
         }
         assert_eq!(m.writes(), 2, "numbers below the mark cost no write");
         let path = m.path().to_path_buf();
@@ -366,12 +398,12 @@ mod tests {
         assert_eq!(lines[1], "profile aes128-gcm");
         assert_eq!(lines[2], "sa ivnae key-id 1");
         assert!(lines[3].starts_with("fingerprint "));
-        assert_eq!(lines[4], "accepted 101");
+        assert_eq!(lines[4], "accepted 1100");
         assert!(!text.contains(&hex::encode([7u8; 16])), "no key on disk");
         let m = open(&d, cp);
-        assert_eq!((m.restored(), m.mark(), m.writes()), (101, 101, 0));
+        assert_eq!((m.restored(), m.mark(), m.writes()), (1100, 1100, 0));
         let v = m.json(3);
-        assert_eq!(v["restored_mark"], 101);
+        assert_eq!(v["restored_mark"], 1100);
         assert_eq!(v["refused_below_mark"], 3);
         assert_eq!(v["mark_writes"], 0);
     }
