@@ -1,9 +1,12 @@
 //! `ivnsec gateway` with an IVN-AE profile (docs/gateway.md#ivn-ae): the bump-in-the-wire of
 //! [`crate::macsec`] with IVN-AE SAs (docs/wire-ivnae.md) instead of a SecY, static keys only.
 //!
-//! One SA per direction: this gateway transmits under its own key file and key id (`--keys`,
+//! One SA per direction: this gateway transmits under its key file and key id (`--keys`,
 //! `--key-id`), its sequence numbers reserved in `--state-dir` before use (the high-water
-//! module, SA identity `ivnae key-id N`, as `ivnsec send`); every peer's frames are verified
+//! module, SA identity `ivnae key-id N`, as `ivnsec send`). The key id is part of the IVN-AE
+//! version 2 nonce, so the state kept per (key, key id) is exactly what the nonce depends on
+//! besides the key and the fixed IV: senders sharing a key file with different key ids never
+//! share a nonce. Every peer's frames are verified
 //! under the peer's key file, selected by the key id in byte 16 (`--rx-keys ID:FILE`). The plain
 //! port is the [`LinkPort`] of the MACsec gateway (every frame, VLAN tags put back, offloaded
 //! checksums completed); the protected port takes EtherType 0x88B5 only.
@@ -44,6 +47,8 @@ pub struct IvnAeGatewayConfig {
     pub key_id: u8,
     /// Each peer's key id and key file.
     pub rx_keys: Vec<(u8, PathBuf)>,
+    /// Also accept IVN-AE version 1 frames from the peers (`--accept-ivnae-v1`).
+    pub accept_v1: bool,
     pub state_dir: PathBuf,
     pub reserve_block: u64,
     pub seq_limit: Option<u64>,
@@ -162,12 +167,13 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
             )));
         }
         let k = keyfile::load(file, &name, Role::Receiver)?;
-        let sa = IvnAeRx::new(
+        let mut sa = IvnAeRx::new(
             cfg.provider,
             &params(cfg.profile, &k, *id),
             cfg.replay_window,
         )
         .map_err(|e| usage(format!("--rx-keys {id}:{}: {e}", file.display())))?;
+        sa.set_accept_v1(cfg.accept_v1);
         receiver.install(sa);
     }
     let over = overhead(&tx, 14 + VLAN_TAG_LEN + plain_mtu as usize) as u32;
@@ -214,6 +220,8 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "mac": ivnsec_core::wire::ethernet::MacAddr(mac).to_string(),
         "key_id": cfg.key_id,
         "rx_key_ids": cfg.rx_keys.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        "ivnae_version": ivnsec_core::wire::ivnae::VERSION,
+        "accept_ivnae_v1": cfg.accept_v1,
         "mtu": {"iface": prot_mtu, "tap": plain_mtu, "overhead": over, "plain": plain_mtu,
                 "protected": prot_mtu},
         "key_source": "static",
