@@ -576,16 +576,25 @@ fn known_answers_of_the_python_reference() {
             let mut rx = IvnAeRx::new(prov, &params, 64).unwrap();
             let mut back = vec![0u8; want.len()];
             if k.version == 1 {
-                assert_eq!(rx.verify(&want, &mut back), Err(DropReason::BadVersion), "{what}");
+                assert_eq!(
+                    rx.verify(&want, &mut back),
+                    Err(DropReason::BadVersion),
+                    "{what}"
+                );
                 assert_eq!(rx.counters().drops.get(DropReason::BadVersion), 1, "{what}");
                 // Through a receiver that selects the SA by key id: counted there too.
                 let mut r = IvnAeReceiver::new();
                 r.install(IvnAeRx::new(prov, &params, 64).unwrap());
-                assert_eq!(r.verify_in_place(&mut want.clone()), Err(DropReason::BadVersion));
+                assert_eq!(
+                    r.verify_in_place(&mut want.clone()),
+                    Err(DropReason::BadVersion)
+                );
                 assert_eq!(r.total_drops().get(DropReason::BadVersion), 1, "{what}");
                 rx.set_accept_v1(true);
             }
-            let n = rx.verify(&want, &mut back).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let n = rx
+                .verify(&want, &mut back)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(&back[..n], &plain[..], "{what}");
             checked[usize::from(k.version - 1)] += 1;
         }
@@ -601,8 +610,14 @@ fn key_ids_under_one_key_have_nonce_spaces_of_their_own() {
     let m = Material::fixed(40);
     for (profile, prov) in cases() {
         let what = label(profile, prov);
-        let p1 = SaParams { key_id: 1, ..m.params(profile) };
-        let p2 = SaParams { key_id: 2, ..m.params(profile) };
+        let p1 = SaParams {
+            key_id: 1,
+            ..m.params(profile)
+        };
+        let p2 = SaParams {
+            key_id: 2,
+            ..m.params(profile)
+        };
         let f1 = protect_one(prov, &p1, m.seq, &m.frame);
         let f2 = protect_one(prov, &p2, m.seq, &m.frame);
         let has_nonce = matches!(profile.suite, Suite::Aead(_) | Suite::EncThenMac { .. });
@@ -612,7 +627,11 @@ fn key_ids_under_one_key_have_nonce_spaces_of_their_own() {
             let (b1, b2) = (&f1[HDR..f1.len() - tag], &f2[HDR..f2.len() - tag]);
             assert_eq!(b1.len(), b2.len());
             let same = b1.iter().zip(b2).filter(|(a, b)| a == b).count();
-            assert!(same < b1.len() / 4, "{what}: {same} of {} body bytes equal", b1.len());
+            assert!(
+                same < b1.len() / 4,
+                "{what}: {same} of {} body bytes equal",
+                b1.len()
+            );
         }
         for (params, frame) in [(&p1, &f1), (&p2, &f2)] {
             let mut rx = IvnAeRx::new(prov, params, 0).unwrap();
