@@ -41,7 +41,8 @@ pub struct SaParams<'a> {
     pub mac_key: &'a [u8],
     /// Per-SA IV mixed into the nonce.
     pub iv: [u8; AEAD_NONCE_LEN],
-    /// Key id carried in byte 16.
+    /// Key id carried in byte 16 and XORed into nonce byte 3: every key id under one key has a
+    /// nonce space of its own.
     pub key_id: u8,
     /// HMAC tag truncation (leftmost bytes); `None` = full length.
     pub tag_len: Option<usize>,
