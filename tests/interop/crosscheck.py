@@ -11,7 +11,13 @@ window, provider) and a batch of random frames (payloads 0..1500 bytes):
       within and beyond the window) get the same verdict from ivnsec as from the reference; every
       tampered frame must be dropped by ivnsec,
   (e) random sequence numbers around the replay-window edges (W = 0 … 1000) get the same verdicts
-      and drop reasons from both.
+      and drop reasons from both,
+  (f) version 1 frames (the previous version: nonce without the key id), mixed with version 2
+      frames of the same SA, are accepted by `ivnsec frame verify --accept-ivnae-v1` exactly where
+      the reference with accept_v1 accepts them, with the same plain frames, and dropped as
+      bad_version without the option,
+  (g) a version 2 frame with its key id byte changed does not verify under an SA of that key id
+      (the key id is part of the nonce / authenticated header).
 
 Usage: crosscheck.py [IVNSEC_BINARY] [--cases N] [--seed S] [-v]
 The binary defaults to $IVNSEC or target/debug/ivnsec. Prints `N passed, M failed`; exits 1 on any
@@ -94,7 +100,7 @@ def sa_args(sa: dict) -> list[str]:
     return a
 
 
-def ref_sa(sa: dict, window: int = 64) -> ref.Sa:
+def ref_sa(sa: dict, window: int = 64, **kw) -> ref.Sa:
     return ref.Sa(
         sa["profile"],
         key=sa["key"],
@@ -103,6 +109,7 @@ def ref_sa(sa: dict, window: int = 64) -> ref.Sa:
         key_id=sa["key_id"] or 0,
         tag_len=sa["tag_len"],
         replay_window=window,
+        **kw,
     )
 
 
@@ -148,7 +155,7 @@ def tamper(rng: random.Random, frame: bytes, suite: ref.Suite, level: str, tag_l
         if field == "ethertype":
             f[12:14] = rng.choice([b"\x08\x00", b"\x88\xe5", b"\x88\xb6"])
         elif field == "version":
-            f[14] = rng.choice([0, 2, 0x81, 0xFF])
+            f[14] = rng.choice([0, 1, 3, 0x81, 0xFF])  # 1: version 1, not accepted by default
         elif field == "suite":
             f[15] = rng.choice([s.id for s in ref.SUITES if s.id != suite.id] + [0x02, 0x15, 0x35, 0x9F, 0xFF])
         elif field == "key_id":
@@ -258,6 +265,55 @@ def check_window(ck: Checker, rng: random.Random, prof: dict, window: int) -> No
             ck.ok()
 
 
+def check_v1(ck: Checker, rng: random.Random, prof: dict) -> None:
+    """(f) Version 1 frames mixed with version 2 frames of one SA, with and without
+    --accept-ivnae-v1; (g) a key id byte changed in a version 2 frame."""
+    sa = rand_sa(rng, prof)
+    suite, _ = ref.parse_profile(sa["profile"])
+    args = sa_args(sa)
+    v1, v2 = ref_sa(sa, version=ref.VERSION_1), ref_sa(sa)
+    base = min(sa["first_seq"], (1 << 64) - 40)
+    frames = []
+    for i in range(rng.randint(4, 10)):
+        plain = rand_plain(rng)
+        tx = v1 if rng.random() < 0.6 else v2
+        frames.append(tx.protect(plain, base + i))
+    # replays across versions: the same number again under the other version
+    frames.append(v2.protect(rand_plain(rng), base + rng.randrange(len(frames))))
+    window = rng.choice([0, 64])
+    for accept in (True, False):
+        model = ref_sa(sa, window, accept_v1=accept)
+        want = []
+        for f in frames:
+            try:
+                want.append(model.verify(f).hex())
+            except ref.Drop as e:
+                want.append("DROP " + e.reason)
+        extra = ["--accept-ivnae-v1"] if accept else []
+        got = ck.run(["frame", "verify", *args, "--replay-window", str(window), *extra, "-"], [f.hex() for f in frames])
+        for f, w, h in zip(frames, want, got):
+            if w != h:
+                ck.fail(f"(f) version {f[14]} accept_v1={accept}: {' '.join(args)} W={window}\n  frame  {f.hex()}\n  python {w}\n  ivnsec {h}")
+            else:
+                ck.ok()
+    # (g): key id byte changed; the receiver has an SA for the new key id under the same key.
+    if suite.kind == "plain":
+        return  # nothing authenticates the key id of a plain frame
+    f = bytearray(v2.protect(rand_plain(rng), base))
+    other = (f[16] + rng.randrange(1, 256)) % 256
+    f[16] = other
+    osa = dict(sa, key_id=other)
+    got = ck.run(["frame", "verify", *sa_args(osa), "-"], [bytes(f).hex()])[0]
+    try:
+        ref_sa(osa).verify(bytes(f))
+        ck.fail(f"(g) reference accepted a frame with its key id changed to {other}")
+    except ref.Drop as e:
+        if got != "DROP bad_tag" or e.reason != "bad_tag":
+            ck.fail(f"(g) key id changed to {other}: python {e.reason}, ivnsec {got}: {' '.join(args)}")
+        else:
+            ck.ok()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary", nargs="?", default=os.environ.get("IVNSEC", "target/debug/ivnsec"))
@@ -309,6 +365,12 @@ def main() -> int:
                     check_window(ck, rng, p, w)
                 except Exception as e:
                     ck.fail(f"[{p['profile']} window {w}] {type(e).__name__}: {e}")
+
+    for p in ivnae:
+        try:
+            check_v1(ck, rng, p)
+        except Exception as e:
+            ck.fail(f"[{p['profile']} version 1] {type(e).__name__}: {e}")
 
     if ck.reason_diffs:
         print("note: drop reasons that differ (both dropped; the spec fixes the order only partly):")

@@ -1,4 +1,4 @@
-"""Independent reference implementation of IVN-AE version 1 (see docs/wire-ivnae.md).
+"""Independent reference implementation of IVN-AE version 2 (see docs/wire-ivnae.md).
 
 Written from the specification (issue 2 / docs/wire-ivnae.md), not from the Rust sources, so that
 the cross-check (crosscheck.py) tests our reading of the specification and not only our code.
@@ -7,10 +7,15 @@ library for HMAC, the hashes and CRC-32.
 
 Layout (offsets in bytes):
 
-    0  dst MAC (6) | 6 src MAC (6) | 12 EtherType 0x88B5 (2) | 14 version 1 | 15 suite id
+    0  dst MAC (6) | 6 src MAC (6) | 12 EtherType 0x88B5 (2) | 14 version 2 | 15 suite id
     16 key id | 17 flags (0x01 = conf) | 18 seq (8, big-endian) | 26 body (n) | 26+n tag (t)
 
 A = bytes 0..26; body = inner EtherType (2) || payload.
+
+Nonce (section 3): version 2  N = iv XOR (00 00 00 || key id || seq as u64 big-endian);
+                   version 1  N = iv XOR (00000000 || seq as u64 big-endian).
+Senders write version 2. A receiver takes version 1 frames only when its SA is configured to
+(accept_v1); otherwise they are dropped as bad_version.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
 
 ETHERTYPE = 0x88B5
-VERSION = 1
+VERSION = 2
+VERSION_1 = 1  # the previous version: same layout, nonce without the key id
 FLAG_CONF = 0x01
 HEADER_LEN = 26
 ETH_HEADER_LEN = 14
@@ -204,6 +210,8 @@ class Sa:
     key_id: int = 0
     tag_len: int | None = None  # HMAC truncation; None = full
     replay_window: int = 64
+    accept_v1: bool = False  # receive: also take version 1 frames (v1 nonce)
+    version: int = VERSION  # transmit: the version written (1 only to model old senders)
     suite: Suite = field(init=False)
     level: str = field(init=False)
     replay: ReplayWindow = field(init=False)
@@ -219,6 +227,10 @@ class Sa:
             raise ValueError(f"{s.name}: needs an HMAC key of at least 1 byte")
         if len(self.iv) != 12:
             raise ValueError("iv must be 12 bytes")
+        if not (0 <= self.key_id <= 255):
+            raise ValueError("key id must be 0..255")
+        if self.version not in (VERSION, VERSION_1):
+            raise ValueError("version must be 1 or 2")
         if self.tag_len is None:
             self.tag_len = s.full_tag_len
         if not (s.min_tag_len <= self.tag_len <= s.full_tag_len):
@@ -227,9 +239,11 @@ class Sa:
 
     # --- building blocks -------------------------------------------------------------------
 
-    def nonce(self, seq: int) -> bytes:
-        """N = iv XOR (00000000 || seq as u64 big-endian)."""
-        s = bytes(4) + seq.to_bytes(8, "big")
+    def nonce(self, seq: int, version: int = VERSION) -> bytes:
+        """Version 2: N = iv XOR (00 00 00 || key id || seq as u64 big-endian).
+        Version 1: N = iv XOR (00000000 || seq as u64 big-endian)."""
+        kid = self.key_id if version == VERSION else 0
+        s = bytes(3) + bytes([kid]) + seq.to_bytes(8, "big")
         return bytes(a ^ b for a, b in zip(self.iv, s))
 
     def header(self, dst_src: bytes, seq: int) -> bytes:
@@ -237,7 +251,7 @@ class Sa:
         return (
             dst_src
             + ETHERTYPE.to_bytes(2, "big")
-            + bytes([VERSION, self.suite.id, self.key_id, flags])
+            + bytes([self.version, self.suite.id, self.key_id, flags])
             + seq.to_bytes(8, "big")
         )
 
@@ -271,7 +285,7 @@ class Sa:
             raise ValueError("seq must be in 1..2^64-1")
         a = self.header(plain[:12], seq)
         body = plain[12:]
-        n = self.nonce(seq)
+        n = self.nonce(seq, self.version)
         s = self.suite
         if s.kind == "plain":
             return a + body
@@ -300,19 +314,23 @@ class Sa:
     def verify(self, frame: bytes) -> bytes:
         """Returns the plain frame, or raises Drop(reason). Updates the replay state.
 
-        Order: parse -> key id -> replay check -> tag check -> mark -> decrypt -> padding."""
+        Order: parse -> key id -> version -> replay check -> tag check -> mark -> decrypt ->
+        padding."""
         s = self.suite
         if len(frame) < HEADER_LEN:
             raise Drop("truncated")
         if int.from_bytes(frame[12:14], "big") != ETHERTYPE:
             raise Drop("wrong_ethertype")
-        if frame[14] != VERSION:
+        version = frame[14]
+        if version not in (VERSION, VERSION_1):
             raise Drop("bad_version")
         flags = frame[17]
         if flags & ~FLAG_CONF & 0xFF:
             raise Drop("reserved_bits")
         if frame[16] != self.key_id:
             raise Drop("unknown_sa")
+        if version == VERSION_1 and not self.accept_v1:
+            raise Drop("bad_version")
         if frame[15] != s.id:
             raise Drop("suite_mismatch" if frame[15] in SUITE_BY_ID else "unknown_suite")
         if bool(flags & FLAG_CONF) != (self.level == "conf"):
@@ -332,7 +350,7 @@ class Sa:
         if s.kind == "etm" and s.mode == "cbc" and len(body) % 16:
             raise Drop("bad_length")
         self.replay.check(seq)
-        n = self.nonce(seq)
+        n = self.nonce(seq, version)
         if s.kind == "plain":
             plain_body = body
         elif s.kind == "crc32":
@@ -398,4 +416,19 @@ if __name__ == "__main__":
                 raise AssertionError(f"{p}: tampered frame accepted")
             except Drop:
                 pass
+    # The key id is part of the version 2 nonce: key ids 1 and 2 under one key, IV and sequence
+    # number give different ciphertext; version 1 frames need accept_v1.
+    key = bytes(range(16))
+    plain = bytes(12) + b"\x08\x00" + bytes(40)
+    f1 = Sa("aes128-gcm", key=key, key_id=1).protect(plain, 7)
+    f2 = Sa("aes128-gcm", key=key, key_id=2).protect(plain, 7)
+    assert f1[26:] != f2[26:]
+    old = Sa("aes128-gcm", key=key, key_id=1, version=VERSION_1).protect(plain, 7)
+    assert old[14] == 1 and old[26:] != f1[26:]
+    assert Sa("aes128-gcm", key=key, key_id=1, accept_v1=True).verify(old) == plain
+    try:
+        Sa("aes128-gcm", key=key, key_id=1).verify(old)
+        raise AssertionError("version 1 frame accepted without accept_v1")
+    except Drop as e:
+        assert e.reason == "bad_version"
     print(f"ivnae_ref self-test: {len(all_profiles())} profiles ok")

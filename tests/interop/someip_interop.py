@@ -130,6 +130,12 @@ KEYS = {s: bytes((i * 7 + 1) & 0xFF for i in range(n)) for s, (_, n) in SUITES.i
 SALT = bytes.fromhex("0a0b0c0d")
 
 
+def service_key(suite, level):
+    """Each service its own key: the SOME/IP nonce has no service ID, so two services of one
+    server under one key and salt would repeat nonces (ivnsec refuses such a configuration)."""
+    return KEYS[suite] if level == "conf" else bytes(b ^ 0x5A for b in KEYS[suite])
+
+
 def secured_loopback(binary, tmp):
     port = free_port()
     services = []
@@ -143,7 +149,7 @@ def secured_loopback(binary, tmp):
         f.write(f'[node]\naddress = "127.0.0.1"\nudp_port = {port}\n[sd]\nenabled = false\n')
         for sid, suite, level in services:
             f.write(f'[[service]]\nid = {sid}\nlevel = "{level}"\nsuite = "{suite}"\n'
-                    f'key = "{KEYS[suite].hex()}"\nkey_id = 5\nsalt = "{SALT.hex()}"\n'
+                    f'key = "{service_key(suite, level).hex()}"\nkey_id = 5\nsalt = "{SALT.hex()}"\n'
                     f'echo_method = 1\nreplay_window = 16\n')
     srv = subprocess.Popen([binary, "someip", "serve", "--config", cfg, "--duration", "8",
                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -165,13 +171,13 @@ def secured_loopback(binary, tmp):
         for sid, suite, level in services:
             counter += 1
             body = f"hello {suite} {level}".encode() * 3
-            req = seal(suite, KEYS[suite], SALT, 5, level, sid, 1, 0x0042, 7, 0x00, counter, body)
+            req = seal(suite, service_key(suite, level), SALT, 5, level, sid, 1, 0x0042, 7, 0x00, counter, body)
             resp = ask(req)
             ok = False
             detail = "no answer"
             if resp is not None:
                 try:
-                    (s, m, c, sess, mt, rc), ctr, rbody = open_msg(suite, KEYS[suite], SALT, 5,
+                    (s, m, c, sess, mt, rc), ctr, rbody = open_msg(suite, service_key(suite, level), SALT, 5,
                                                                    level, resp)
                     ok = (s, m, c, sess, mt, rc) == (sid, 1, 0x0042, 7, 0x80, 0) and rbody == body
                     detail = f"fields {(s, m, c, sess, mt, rc)} body equal {rbody == body}"
@@ -182,7 +188,7 @@ def secured_loopback(binary, tmp):
 
         # Attacks on one conf service.
         sid, suite, level = services[1]
-        key = KEYS[suite]
+        key = service_key(suite, level)
         good = seal(suite, key, SALT, 5, level, sid, 1, 0x0043, 1, 0x00, 50, b"genuine")
         check("genuine request answered", ask(good) is not None)
         check("replayed request not answered", ask(good) is None)
@@ -218,7 +224,7 @@ def secured_loopback(binary, tmp):
 
     # Our client against a Python server that misbehaves.
     sid, suite, level = services[3]  # aes256-gcm conf
-    key = KEYS[suite]
+    key = service_key(suite, level)
     srv_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     srv_sock.bind(("127.0.0.1", 0))
     srv_sock.settimeout(10)

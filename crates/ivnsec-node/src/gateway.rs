@@ -1,13 +1,16 @@
 //! `ivnsec gateway` with an IVN-AE profile (docs/gateway.md#ivn-ae): the bump-in-the-wire of
 //! [`crate::macsec`] with IVN-AE SAs (docs/wire-ivnae.md) instead of a SecY, static keys only.
 //!
-//! One SA per direction: this gateway transmits under its own key file and key id (`--keys`,
+//! One SA per direction: this gateway transmits under its key file and key id (`--keys`,
 //! `--key-id`), its sequence numbers reserved in `--state-dir` before use (the high-water
-//! module, SA identity `ivnae key-id N`, as `ivnsec send`); every peer's frames are verified
-//! under the peer's key file, selected by the key id in byte 16 (`--rx-keys ID:FILE`), each with
-//! an acceptance mark in `--state-dir` ([`RxMark`], the peer's SA identity `ivnae key-id ID`): a
-//! restarted gateway treats every number ≤ the mark as seen, and a frame is delivered only once
-//! the mark on disk covers its number. The plain
+//! module, SA identity `ivnae key-id N`, as `ivnsec send`). The key id is part of the IVN-AE
+//! version 2 nonce, so the state kept per (key, key id) is exactly what the nonce depends on
+//! besides the key and the fixed IV: senders sharing a key file with different key ids never
+//! share a nonce. Every peer's frames are verified under the peer's key file, selected by the
+//! key id in byte 16 (`--rx-keys ID:FILE`), each with an acceptance mark in `--state-dir`
+//! ([`RxMark`], the peer's SA identity `ivnae key-id ID`): a restarted gateway treats every
+//! number ≤ the mark as seen, and a frame is delivered only once the mark on disk covers its
+//! number. The plain
 //! port is the [`LinkPort`] of the MACsec gateway (every frame, VLAN tags put back, offloaded
 //! checksums completed); the protected port takes EtherType 0x88B5 only.
 
@@ -48,6 +51,8 @@ pub struct IvnAeGatewayConfig {
     pub key_id: u8,
     /// Each peer's key id and key file.
     pub rx_keys: Vec<(u8, PathBuf)>,
+    /// Also accept IVN-AE version 1 frames from the peers (`--accept-ivnae-v1`).
+    pub accept_v1: bool,
     pub state_dir: PathBuf,
     pub reserve_block: u64,
     pub seq_limit: Option<u64>,
@@ -192,6 +197,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
             cfg.rx_checkpoint,
         )?;
         sa.restore_floor(mark.restored());
+        sa.set_accept_v1(cfg.accept_v1);
         receiver.install(sa);
         marks.push((*id, mark));
     }
@@ -239,6 +245,8 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "mac": ivnsec_core::wire::ethernet::MacAddr(mac).to_string(),
         "key_id": cfg.key_id,
         "rx_key_ids": cfg.rx_keys.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        "ivnae_version": ivnsec_core::wire::ivnae::VERSION,
+        "accept_ivnae_v1": cfg.accept_v1,
         "mtu": {"iface": prot_mtu, "tap": plain_mtu, "overhead": over, "plain": plain_mtu,
                 "protected": prot_mtu},
         "key_source": "static",

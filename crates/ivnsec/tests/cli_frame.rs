@@ -49,9 +49,9 @@ fn protect(profile: &str, extra: &[&str], seq: &str, frame: &str) -> String {
 fn round_trip_and_wire_layout() {
     let f = protect("aes128-gcm", &["--key", KEY, "--key-id", "7"], "258", PLAIN);
     let b = hex::decode(&f).unwrap();
-    // dst, src kept; EtherType 0x88B5, version 1, suite 0x10, key id 7, conf flag, seq 258.
+    // dst, src kept; EtherType 0x88B5, version 2, suite 0x10, key id 7, conf flag, seq 258.
     assert_eq!(&b[..12], &hex::decode(&PLAIN[..24]).unwrap()[..]);
-    assert_eq!(&b[12..18], &[0x88, 0xb5, 1, 0x10, 7, 1]);
+    assert_eq!(&b[12..18], &[0x88, 0xb5, 2, 0x10, 7, 1]);
     assert_eq!(&b[18..26], &258u64.to_be_bytes());
     // body = inner EtherType ‖ payload (22 bytes), tag 16.
     assert_eq!(b.len(), 26 + PLAIN.len() / 2 - 12 + 16);
@@ -1038,6 +1038,132 @@ fn protect_says_which_iv_it_used() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("fresh random 16-byte IV"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `frame verify` of one frame under `--key-id id` (and `extra`): exit code and stdout.
+fn verify_with(
+    profile: &str,
+    sa: &[&str],
+    key_id: &str,
+    extra: &[&str],
+    frame: &str,
+) -> (i32, String, String) {
+    let mut a = vec!["frame", "verify", "--profile", profile, "--key-id", key_id];
+    a.extend_from_slice(sa);
+    a.extend_from_slice(extra);
+    a.push(frame);
+    let o = run(&a, None);
+    (o.status.code().unwrap(), stdout(&o), stderr(&o))
+}
+
+/// Issue 30: the key id is part of the IVN-AE nonce. The same key, IV, sequence number and frame
+/// under key ids 1 and 2 give different ciphertext (before, identical), each verifies under its
+/// own key id, and a frame whose key id byte was changed fails its tag.
+#[test]
+fn key_ids_1_and_2_under_one_key_give_different_ciphertext() {
+    let sa = ["--key", KEY, "--iv", "0102030405060708090a0b0c"];
+    for profile in [
+        "aes128-gcm",
+        "chacha20-poly1305",
+        "aes128-ctr-hmac-sha256",
+        "aes128-cbc-hmac-sha1",
+    ] {
+        let key32 = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        let mut sa = sa.to_vec();
+        if profile.starts_with("chacha") {
+            sa[1] = key32;
+        }
+        if profile.contains("hmac") {
+            sa.extend(["--mac-key", key32]);
+        }
+        let frame = |id: &str| {
+            let mut extra = sa.clone();
+            extra.extend(["--key-id", id]);
+            hex::decode(protect(profile, &extra, "7", PLAIN)).unwrap()
+        };
+        let (f1, f2) = (frame("1"), frame("2"));
+        assert_eq!((f1[16], f2[16]), (1, 2), "{profile}");
+        assert_eq!(f1.len(), f2.len());
+        // Everything after the header differs (body and tag): not one keystream.
+        let same = f1[26..]
+            .iter()
+            .zip(&f2[26..])
+            .filter(|(a, b)| a == b)
+            .count();
+        assert!(
+            same < (f1.len() - 26) / 4,
+            "{profile}: {same} equal bytes after the header"
+        );
+        for (id, f) in [("1", &f1), ("2", &f2)] {
+            let (rc, out, err) = verify_with(profile, &sa, id, &[], &hex::encode(f));
+            assert_eq!(
+                (rc, out.as_str()),
+                (0, PLAIN),
+                "{profile} key id {id}: {err}"
+            );
+        }
+        // Under the other key id: not its SA.
+        let (rc, out, _) = verify_with(profile, &sa, "2", &[], &hex::encode(&f1));
+        assert_eq!((rc, out.as_str()), (1, ""), "{profile}");
+        // The key id byte changed to 2: the SA of key id 2 finds a bad tag.
+        let mut moved = f1.clone();
+        moved[16] = 2;
+        let (rc, _, err) = verify_with(profile, &sa, "2", &[], &hex::encode(&moved));
+        assert_eq!(rc, 1, "{profile}");
+        assert!(err.contains("bad_tag"), "{profile}: {err}");
+    }
+}
+
+/// Version 1 frames (the previous release; here the independent Python reference's) are `DROP
+/// bad_version` unless `--accept-ivnae-v1`; the option is refused for other families.
+#[test]
+fn version_1_frames_need_accept_ivnae_v1() {
+    use ivnsec_conformance::vectors::ivnae::{KATS, PLAIN as KAT_PLAIN};
+    let mut seen = 0;
+    for k in KATS.iter().filter(|k| k.version == 1) {
+        let profile = k.profile;
+        let mut sa = vec!["--iv", k.iv];
+        if !k.key.is_empty() {
+            sa.extend(["--key", k.key]);
+        }
+        if !k.mac_key.is_empty() {
+            sa.extend(["--mac-key", k.mac_key]);
+        }
+        let tag_len = k.tag_len.map(|t| t.to_string());
+        if let Some(t) = &tag_len {
+            sa.extend(["--tag-len", t.as_str()]);
+        }
+        let (rc, out, err) = verify_with(profile, &sa, "3", &[], k.frame);
+        assert_eq!((rc, out.as_str()), (1, ""), "{}", k.source);
+        assert!(err.contains("bad_version"), "{}: {err}", k.source);
+        let (rc, out, err) = verify_with(profile, &sa, "3", &["--accept-ivnae-v1"], k.frame);
+        assert_eq!((rc, out.as_str()), (0, KAT_PLAIN), "{}: {err}", k.source);
+        seen += 1;
+    }
+    assert!(seen >= 5);
+    let o = run(
+        &[
+            "frame",
+            "verify",
+            "--profile",
+            "macsec-gcm-aes-128",
+            "--key",
+            KEY,
+            "--sci",
+            "0200000000010001",
+            "--an",
+            "0",
+            "--accept-ivnae-v1",
+            "00",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--accept-ivnae-v1 is an IVN-AE option"),
         "{}",
         stderr(&o)
     );

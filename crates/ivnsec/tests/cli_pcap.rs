@@ -241,6 +241,46 @@ fn ivnae_skips_foreign_frames() {
     assert_eq!(out, "counters: frames=0 ok=0 drop=0 skip=0\n");
 }
 
+/// A capture of a sender of the previous release (IVN-AE version 1, frame of the independent
+/// Python reference) next to a version 2 frame: `bad_version` unless `--accept-ivnae-v1`.
+#[test]
+fn ivnae_version_1_frames_need_accept_ivnae_v1() {
+    need_python!("ivnae_version_1_frames_need_accept_ivnae_v1");
+    use ivnsec_conformance::vectors::ivnae::KATS;
+    let kat = |v: u8| {
+        KATS.iter()
+            .find(|k| k.profile == "aes128-gcm/conf" && k.key_id == 3 && k.version == v)
+            .unwrap()
+    };
+    let (v1, v2) = (kat(1), kat(2));
+    let sa = [
+        "--profile",
+        "aes128-gcm",
+        "--key",
+        v1.key,
+        "--iv",
+        v1.iv,
+        "--key-id",
+        "3",
+        "--replay-window",
+        "0",
+    ];
+    // Sequence number 42 as version 1, then the same number as version 2 (a replay either way).
+    let cap = capture("ivnae-v1", &[v1.frame.to_string(), v2.frame.to_string()]);
+    let (rc, out, _) = verify(&sa, &cap, &[]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        out,
+        "1 drop bad_version\n2 ok\ncounters: frames=2 ok=1 drop=1 skip=0 bad_version=1\n"
+    );
+    let (rc, out, _) = verify(&sa, &cap, &["--accept-ivnae-v1"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        out,
+        "1 ok\n2 drop replay_duplicate\ncounters: frames=2 ok=1 drop=1 skip=0 replay_duplicate=1\n"
+    );
+}
+
 #[test]
 fn bad_files_exit_2_naming_file_record_and_offset() {
     need_python!("bad_files_exit_2_naming_file_record_and_offset");

@@ -76,6 +76,8 @@ struct Gw {
     ns: String,
     name: String,
     dir: PathBuf,
+    /// `--state-dir` (its own unless [`sharing_state`](Self::sharing_state)).
+    state: PathBuf,
 }
 
 impl Gw {
@@ -84,6 +86,14 @@ impl Gw {
             ns: ns(tb, name),
             name: name.to_string(),
             dir: d.0.clone(),
+            state: d.0.join(format!("{name}-state")),
+        }
+    }
+    /// The same gateway with `other`'s nonce-state directory.
+    fn sharing_state(self, other: &Gw) -> Gw {
+        Gw {
+            state: other.state.clone(),
+            ..self
         }
     }
     fn path(&self, what: &str) -> PathBuf {
@@ -97,7 +107,7 @@ impl Gw {
         }
         c.args(keys)
             .arg("--state-dir")
-            .arg(self.path("state"))
+            .arg(&self.state)
             .arg("--run-dir")
             .arg(self.path("run"))
             .arg("--events")
@@ -812,6 +822,11 @@ fn bad_options_exit_2_with_a_reason() {
     let (code, err) = run(v);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--rx-keys is for IVN-AE"), "{err}");
+    let mut v = base("plain0", "prot0");
+    v.extend([s, "--accept-ivnae-v1"]);
+    let (code, err) = run(v);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--accept-ivnae-v1 is for IVN-AE"), "{err}");
     // Neither --keys nor --psk: clap's usage error.
     let (code, _) = run(vec![
         "gateway",
@@ -1010,6 +1025,172 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
     let (c1, _) = stop(p1);
     let (c2, _) = stop(p2);
     assert_eq!((c1, c2), (Some(0), Some(0)));
+}
+
+/// Issue 30: IVN-AE key ids under one key file. Two gateways share one key file and one state
+/// directory with key ids 1 and 2, then gateway 1 is restarted under key id 3 (its sequence
+/// numbers start at 1 again: a new SA). From a capture of the protected link, the nonce of every
+/// frame is computed independently from its header and the key file's IV (docs/wire-ivnae.md §3:
+/// `iv XOR (000000 ‖ key id ‖ seq)`), checked by opening the frame with it (AES-128-GCM), and no
+/// (key, nonce) pair appears twice. The sequence numbers themselves do repeat across key ids, so
+/// the version 1 nonce (`iv XOR seq`) would have. Then a version 1 frame is forwarded by the
+/// gateway with `--accept-ivnae-v1` and dropped as `bad_version` by the one without.
+#[test]
+fn ivnae_key_ids_under_one_key_file_never_share_a_nonce() {
+    require_root!();
+    if !have_tshark() {
+        eprintln!("SKIPPED: no tshark to capture");
+        return;
+    }
+    let d = TempDir::new("gwn");
+    let tb = testbed(&d, Topology::Bump2);
+    let keys = keygen(&d, "aes128-gcm");
+    let k = keys.to_str().unwrap();
+    let key_file = std::fs::read_to_string(&keys).unwrap();
+    let field = |name: &str| -> Vec<u8> {
+        key_file
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} = \"")))
+            .and_then(|v| hex::decode(v.trim_end_matches('"')).ok())
+            .unwrap_or_else(|| panic!("no {name} in the key file"))
+    };
+    let iv: [u8; 12] = field("iv").try_into().unwrap();
+    // Only the AEAD primitive (AES-128-GCM), not the SA code that builds nonces.
+    let gcm = ivnsec_crypto_portable::PROVIDER
+        .keys
+        .aead(ivnsec_core::crypto::AeadAlg::Aes128Gcm, &field("key"))
+        .unwrap();
+    let (rx1, rx2, rx3) = (format!("1:{k}"), format!("2:{k}"), format!("3:{k}"));
+    fn gw<'a>(k: &'a str, id: &'a str, rx: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["--profile", "aes128-gcm", "--keys", k, "--key-id", id];
+        for r in rx {
+            a.extend(["--rx-keys", r]);
+        }
+        a
+    }
+    let (e1, sw) = (ns(&tb, "ecu1"), ns(&tb, "sw0"));
+    let g1 = Gw::new(&tb, &d, "gw1");
+    let g2 = Gw::new(&tb, &d, "gw2").sharing_state(&g1);
+    let pcap = d.path("protected.pcap");
+    let cap = capture(&sw, "to-gw1", &pcap);
+    let p2 = g2.start(&gw(k, "2", &[&rx1, &rx3]), &["--accept-ivnae-v1"]);
+    let p1 = g1.start(&gw(k, "1", &[&rx2]), &[]);
+    let pings = ["-c", "20", "-i", "0.02"];
+    let o = ping(&e1, "10.77.0.2", &pings[..]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    let (c1, _) = stop(p1);
+    // The same key file and state directory, another key id.
+    let p1 = g1.start(&gw(k, "3", &[&rx2]), &[]);
+    let o = ping(&e1, "10.77.0.2", &pings[..]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    let frames = stop_capture(cap, &pcap);
+
+    // Every frame's nonce, from its header and the key file's IV alone.
+    let mut nonces: std::collections::HashMap<[u8; 12], &Vec<u8>> = Default::default();
+    let mut seqs: [std::collections::BTreeSet<u64>; 4] = Default::default();
+    for f in &frames {
+        assert_eq!(
+            [f[12], f[13], f[14]],
+            [0x88, 0xB5, 2],
+            "{}",
+            hex::encode(&f[..26])
+        );
+        let (key_id, seq) = (f[16], u64::from_be_bytes(f[18..26].try_into().unwrap()));
+        assert!((1..=3).contains(&key_id), "key id {key_id}");
+        let mut n = iv;
+        n[3] ^= key_id;
+        for (b, s) in n[4..].iter_mut().zip(seq.to_be_bytes()) {
+            *b ^= s;
+        }
+        // The frame really was sealed under this nonce: it opens with it (A = bytes 0..26).
+        let (head, tag) = f.split_at(f.len() - 16);
+        let mut body = head[26..].to_vec();
+        gcm.open_in_place(&n, &head[..26], &mut body, tag.try_into().unwrap())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "key id {key_id} seq {seq}: not sealed under {}: {e}",
+                    hex::encode(n)
+                )
+            });
+        if let Some(prev) = nonces.insert(n, f) {
+            panic!(
+                "nonce {} twice under one key (key id {key_id}, seq {seq}){}",
+                hex::encode(n),
+                if prev == f {
+                    " (the same frame)"
+                } else {
+                    " with different frames"
+                }
+            );
+        }
+        seqs[usize::from(key_id)].insert(seq);
+    }
+    for (id, s) in seqs.iter().enumerate().skip(1) {
+        assert!(s.len() >= 20, "key id {id}: {s:?}");
+    }
+    // Key id 3 (the restart) began again at 1, and key ids 1 and 2 share numbers: all of these
+    // were one nonce each under version 1.
+    assert_eq!(seqs[3].first(), Some(&1), "{:?}", seqs[3]);
+    let shared = |a: usize, b: usize| seqs[a].intersection(&seqs[b]).count();
+    assert!(shared(1, 2) >= 10 && shared(1, 3) >= 10, "{seqs:?}");
+
+    // Version 1 frames (a sender of the previous release: nonce iv XOR seq, no key id), made
+    // from a captured frame of each key id: gw2 (--accept-ivnae-v1) forwards one, gw1 (without)
+    // drops one as bad_version.
+    let v1_of = |key_id: u8| -> Vec<u8> {
+        let f = frames.iter().find(|f| f[16] == key_id).unwrap();
+        let (head, tag) = f.split_at(f.len() - 16);
+        let seq = u64::from_be_bytes(head[18..26].try_into().unwrap());
+        let mut n = iv;
+        n[3] ^= key_id;
+        for (b, s) in n[4..].iter_mut().zip(seq.to_be_bytes()) {
+            *b ^= s;
+        }
+        let mut body = head[26..].to_vec();
+        gcm.open_in_place(&n, &head[..26], &mut body, tag.try_into().unwrap())
+            .unwrap();
+        let mut a = head[..26].to_vec();
+        a[14] = 1;
+        a[18..26].copy_from_slice(&1_000_000u64.to_be_bytes());
+        let mut n1 = iv;
+        for (b, s) in n1[4..].iter_mut().zip(1_000_000u64.to_be_bytes()) {
+            *b ^= s;
+        }
+        let mut tag = [0u8; 16];
+        gcm.seal_in_place(&n1, &a, &mut body, &mut tag).unwrap();
+        [a, body, tag.to_vec()].concat()
+    };
+    let (b1, b2) = (g1.status(), g2.status());
+    assert_eq!(
+        (
+            &b2["accept_ivnae_v1"],
+            &b1["accept_ivnae_v1"],
+            &b2["ivnae_version"]
+        ),
+        (&Value::Bool(true), &Value::Bool(false), &Value::from(2)),
+        "{b2}"
+    );
+    inject(&sw, "to-gw2", &[&v1_of(1)]);
+    inject(&sw, "to-gw1", &[&v1_of(2)]);
+    let (a1, a2) = (g1.status(), g2.status());
+    let total = |s: &Value| -> u64 {
+        s["rx"]["drops"]
+            .as_object()
+            .map(|m| m.values().filter_map(Value::as_u64).sum())
+            .unwrap_or(0)
+    };
+    let out = |s: &Value| s["frames"]["tap_out"].as_u64().unwrap();
+    // (Other frames may cross meanwhile: ARP, IPv6 neighbour discovery.)
+    assert!(out(&a2) > out(&b2), "{a2}");
+    assert_eq!(total(&a2), total(&b2), "gw2 dropped something: {a2}");
+    assert_eq!(
+        drops(&a1, "bad_version") - drops(&b1, "bad_version"),
+        1,
+        "{a1}"
+    );
+    let (c3, _) = stop(p1);
+    let (c2, _) = stop(p2);
+    assert_eq!((c1, c2, c3), (Some(0), Some(0), Some(0)));
 }
 
 /// A plan on topology `bump2`: `ivnsec run` builds the testbed, starts the two gateways itself

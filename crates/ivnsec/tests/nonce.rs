@@ -121,7 +121,8 @@ fn captured_units(pcap: &Path, profile: &str) -> Vec<(u64, Vec<u8>)> {
         let r = r.unwrap();
         let f = &r.data;
         let u = match profile {
-            // IVN-AE: sequence number at bytes 18..26; nonce = iv XOR seq.
+            // IVN-AE: sequence number at bytes 18..26 (one key id per capture here); nonce =
+            // iv XOR (key id ‖ seq).
             p if !p.starts_with("macsec") && !p.starts_with("esp") => {
                 let s = u64::from_be_bytes(f[18..26].try_into().unwrap());
                 (s, f[18..26].to_vec())
@@ -669,7 +670,7 @@ fn udp_unit(profile: &str, u: &[u8]) -> (u64, Vec<u8>) {
         let s = u32::from_be_bytes(u[4..8].try_into().unwrap());
         (u64::from(s), [&u[0..4], &u[8..16]].concat())
     } else {
-        // IVN-AE: key id at 16, sequence number at 18..26; nonce = iv XOR seq.
+        // IVN-AE: key id at 16, sequence number at 18..26; nonce = iv XOR (key id ‖ seq).
         let s = u64::from_be_bytes(u[18..26].try_into().unwrap());
         (s, [&u[16..17], &u[18..26]].concat())
     }

@@ -3,6 +3,7 @@
 //! (`crates/ivnsec/tests/cli_protocols.rs`).
 
 pub mod esp;
+pub mod ivnae;
 pub mod macsec;
 pub mod mka;
 pub mod secoc;

@@ -7,9 +7,10 @@
 //! Case counts are kept modest (32 per property) so the file runs in well under a minute in
 //! debug mode; each case still covers every profile × provider.
 
+use ivnsec_conformance::vectors::ivnae as kat;
 use ivnsec_conformance::{Needs, PROVIDERS, provider, providers};
 use ivnsec_core::crypto::CryptoProvider;
-use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
+use ivnsec_core::sa::ivnae::{IvnAeReceiver, IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::sa::{DropReason, ProtectError, SaError};
 use ivnsec_core::suite::{CipherMode, IvnAeProfile, Level, Suite};
 use proptest::prelude::*;
@@ -139,7 +140,7 @@ proptest! {
             let n = tx.protect(&m.frame, &mut frame).unwrap();
             prop_assert_eq!(n, frame.len(), "{}", what);
             prop_assert_eq!(&frame[..12], &m.frame[..12], "{}: addresses", what);
-            prop_assert_eq!(&frame[12..18], &[0x88, 0xb5, 1, profile.suite.id(), m.key_id,
+            prop_assert_eq!(&frame[12..18], &[0x88, 0xb5, 2, profile.suite.id(), m.key_id,
                 u8::from(profile.level == Level::Conf)][..], "{}: header", what);
             prop_assert_eq!(&frame[18..26], &m.seq.to_be_bytes()[..], "{}: seq", what);
             let body = &m.frame[12..];
@@ -539,4 +540,149 @@ fn coverage_of_the_matrix() {
         assert!(s.met_by(fast), "fast provider lacks {name}");
     }
     assert_eq!(IvnAeProfile::all().count(), 47);
+}
+
+// -------------------------------------------------------------------------------------------
+// (f) IVN-AE version 2: the key id is part of the nonce; version 1 frames only where accepted.
+// -------------------------------------------------------------------------------------------
+
+fn unhex(s: &str) -> Vec<u8> {
+    hex::decode(s).unwrap()
+}
+
+/// The frames of the independent Python reference (`vectors::ivnae`): ours protect to the same
+/// version 2 bytes and verify them; version 1 frames are `bad_version` (counted) unless the SA
+/// accepts version 1, and then recover the plain frame.
+#[test]
+fn known_answers_of_the_python_reference() {
+    let plain = unhex(kat::PLAIN);
+    let mut checked = [0usize; 2];
+    for k in kat::KATS {
+        let profile: IvnAeProfile = k.profile.parse().unwrap();
+        let (key, mac_key) = (unhex(k.key), unhex(k.mac_key));
+        let params = SaParams {
+            iv: unhex(k.iv).try_into().unwrap(),
+            key_id: k.key_id,
+            tag_len: k.tag_len,
+            ..SaParams::new(profile, &key, &mac_key)
+        };
+        let want = unhex(k.frame);
+        assert_eq!(want[14], k.version, "{}", k.source);
+        for prov in providers(profile) {
+            let what = format!("{} on {}", k.source, prov.name);
+            if k.version == 2 {
+                assert_eq!(protect_one(prov, &params, kat::SEQ, &plain), want, "{what}");
+            }
+            let mut rx = IvnAeRx::new(prov, &params, 64).unwrap();
+            let mut back = vec![0u8; want.len()];
+            if k.version == 1 {
+                assert_eq!(
+                    rx.verify(&want, &mut back),
+                    Err(DropReason::BadVersion),
+                    "{what}"
+                );
+                assert_eq!(rx.counters().drops.get(DropReason::BadVersion), 1, "{what}");
+                // Through a receiver that selects the SA by key id: counted there too.
+                let mut r = IvnAeReceiver::new();
+                r.install(IvnAeRx::new(prov, &params, 64).unwrap());
+                assert_eq!(
+                    r.verify_in_place(&mut want.clone()),
+                    Err(DropReason::BadVersion)
+                );
+                assert_eq!(r.total_drops().get(DropReason::BadVersion), 1, "{what}");
+                rx.set_accept_v1(true);
+            }
+            let n = rx
+                .verify(&want, &mut back)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(&back[..n], &plain[..], "{what}");
+            checked[usize::from(k.version - 1)] += 1;
+        }
+    }
+    assert!(checked[0] >= 5 && checked[1] >= 9, "{checked:?}");
+}
+
+/// Key ids 1 and 2 under one key, IV and sequence number give unrelated frames (the ciphertext
+/// of the conf profiles differs: not one keystream), each verifies under its own key id only,
+/// and a frame whose key id byte was changed fails its tag under the SA of the new key id.
+#[test]
+fn key_ids_under_one_key_have_nonce_spaces_of_their_own() {
+    let m = Material::fixed(40);
+    for (profile, prov) in cases() {
+        let what = label(profile, prov);
+        let p1 = SaParams {
+            key_id: 1,
+            ..m.params(profile)
+        };
+        let p2 = SaParams {
+            key_id: 2,
+            ..m.params(profile)
+        };
+        let f1 = protect_one(prov, &p1, m.seq, &m.frame);
+        let f2 = protect_one(prov, &p2, m.seq, &m.frame);
+        let has_nonce = matches!(profile.suite, Suite::Aead(_) | Suite::EncThenMac { .. });
+        if has_nonce && profile.level == Level::Conf {
+            // Bodies of equal plain text: equal only if the keystream (the nonce) were equal.
+            let tag = IvnAeTx::new(prov, &p1, 1).unwrap().tag_len();
+            let (b1, b2) = (&f1[HDR..f1.len() - tag], &f2[HDR..f2.len() - tag]);
+            assert_eq!(b1.len(), b2.len());
+            let same = b1.iter().zip(b2).filter(|(a, b)| a == b).count();
+            assert!(
+                same < b1.len() / 4,
+                "{what}: {same} of {} body bytes equal",
+                b1.len()
+            );
+        }
+        for (params, frame) in [(&p1, &f1), (&p2, &f2)] {
+            let mut rx = IvnAeRx::new(prov, params, 0).unwrap();
+            assert!(rx.verify_in_place(&mut frame.clone()).is_ok(), "{what}");
+        }
+        if profile.suite == Suite::Plain {
+            continue; // nothing authenticates a plain frame
+        }
+        let mut moved = f1.clone();
+        moved[16] = 2;
+        let mut rx2 = IvnAeRx::new(prov, &p2, 0).unwrap();
+        assert_eq!(
+            rx2.verify_in_place(&mut moved),
+            Err(DropReason::BadTag),
+            "{what}: key id 1 frame relabelled 2"
+        );
+    }
+}
+
+/// An SA that accepts version 1 keeps one replay window for both versions: sequence number 42
+/// accepted as version 1 is a duplicate as version 2, and the other way round.
+#[test]
+fn versions_1_and_2_share_the_replay_window() {
+    let find = |version: u8| {
+        kat::KATS
+            .iter()
+            .find(|k| k.profile == "aes128-gcm/conf" && k.key_id == 3 && k.version == version)
+            .unwrap()
+    };
+    let (v1, v2) = (find(1), find(2));
+    let profile: IvnAeProfile = v1.profile.parse().unwrap();
+    let key = unhex(v1.key);
+    let params = SaParams {
+        iv: unhex(v1.iv).try_into().unwrap(),
+        key_id: 3,
+        ..SaParams::new(profile, &key, &[])
+    };
+    for prov in providers(profile) {
+        for (first, second) in [(v1, v2), (v2, v1)] {
+            let mut rx = IvnAeRx::new(prov, &params, 64).unwrap();
+            rx.set_accept_v1(true);
+            assert!(rx.accepts_v1());
+            assert!(rx.verify_in_place(&mut unhex(first.frame)).is_ok());
+            assert_eq!(
+                rx.verify_in_place(&mut unhex(second.frame)),
+                Err(DropReason::ReplayDuplicate),
+                "{} after {} on {}",
+                second.version,
+                first.version,
+                prov.name
+            );
+        }
+    }
 }

@@ -1,10 +1,15 @@
 //! IVN-AE security associations: protect (transmit) and verify (receive).
 //!
-//! One SA protects one direction. Two nodes talking both ways use two SAs with different keys or
-//! different IVs: the nonce is derived from `iv` and the sequence number only.
+//! One SA protects one direction. The nonce (IVN-AE version 2, docs/wire-ivnae.md §3) is
+//! `iv XOR (0x000000 ‖ key id ‖ seq)`: every key id under one key has a nonce space of its own,
+//! so two senders under one key (or one sender restarted under another key id) never share a
+//! nonce as long as their key ids differ. Two nodes talking both ways use two SAs with
+//! different keys, different key ids or different IVs.
 //!
-//! Receive order (docs/wire-ivnae.md): parse → key id → replay check → tag check (constant time)
-//! → mark the sequence number → decrypt → strip and check padding.
+//! Receive order (docs/wire-ivnae.md): parse → key id → version → replay check → tag check
+//! (constant time) → mark the sequence number → decrypt → strip and check padding. A version 1
+//! frame (nonce without the key id, the previous release) is taken only by an SA configured to
+//! ([`IvnAeRx::set_accept_v1`]); otherwise it is dropped as `bad_version`.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -36,7 +41,8 @@ pub struct SaParams<'a> {
     pub mac_key: &'a [u8],
     /// Per-SA IV mixed into the nonce.
     pub iv: [u8; AEAD_NONCE_LEN],
-    /// Key id carried in byte 16.
+    /// Key id carried in byte 16 and XORed into nonce byte 3: every key id under one key has a
+    /// nonce space of its own.
     pub key_id: u8,
     /// HMAC tag truncation (leftmost bytes); `None` = full length.
     pub tag_len: Option<usize>,
@@ -146,9 +152,14 @@ impl Keys {
         })
     }
 
-    /// N = iv XOR (0x00000000 ‖ seq as u64 BE).
-    fn nonce(&self, seq: u64) -> [u8; AEAD_NONCE_LEN] {
+    /// The nonce of the frame with sequence number `seq` under IVN-AE `version`:
+    /// version 2: N = iv XOR (0x00 0x00 0x00 ‖ key id ‖ seq as u64 BE);
+    /// version 1: N = iv XOR (0x00000000 ‖ seq as u64 BE) (receive only).
+    fn nonce(&self, version: u8, seq: u64) -> [u8; AEAD_NONCE_LEN] {
         let mut n = *self.iv;
+        if version != wire::VERSION_1 {
+            n[3] ^= self.key_id;
+        }
         for (b, s) in n[4..].iter_mut().zip(seq.to_be_bytes()) {
             *b ^= s;
         }
@@ -301,6 +312,7 @@ impl IvnAeTx {
         super::make_header_room(buf, at, end, HEADER_LEN);
         let keys = &self.keys;
         let repr = wire::Repr {
+            version: wire::VERSION,
             suite_id: keys.profile.suite.id(),
             key_id: keys.key_id,
             conf: keys.profile.level.conf_flag(),
@@ -308,7 +320,7 @@ impl IvnAeTx {
         };
         repr.emit(&mut wire::Frame::new_unchecked(&mut buf[..HEADER_LEN]));
 
-        let nonce = keys.nonce(seq);
+        let nonce = keys.nonce(wire::VERSION, seq);
         let wire_body = keys.wire_body_len(body_len);
         let body_end = HEADER_LEN + wire_body;
         let (head, rest) = buf[..needed].split_at_mut(body_end);
@@ -363,6 +375,8 @@ pub struct IvnAeRx {
     keys: Keys,
     replay: ReplayWindow,
     counters: RxCounters,
+    /// Take version 1 frames (the previous release's nonce) too.
+    accept_v1: bool,
 }
 
 impl IvnAeRx {
@@ -376,7 +390,22 @@ impl IvnAeRx {
             keys: Keys::new(provider, params)?,
             replay: ReplayWindow::new(replay_window).map_err(SaError::WindowTooLarge)?,
             counters: RxCounters::default(),
+            accept_v1: false,
         })
+    }
+
+    /// Whether this SA also takes IVN-AE version 1 frames (default: no), verified with the
+    /// version 1 nonce `iv XOR (0^4 ‖ seq)`: for a peer that still runs the previous release.
+    /// Version 1 and 2 frames share the SA's replay window. Without it a version 1 frame is
+    /// dropped as [`DropReason::BadVersion`] (and counted). Only the receiver is affected:
+    /// senders always write version 2.
+    pub fn set_accept_v1(&mut self, accept: bool) {
+        self.accept_v1 = accept;
+    }
+
+    /// See [`set_accept_v1`](Self::set_accept_v1).
+    pub fn accepts_v1(&self) -> bool {
+        self.accept_v1
     }
 
     pub fn profile(&self) -> IvnAeProfile {
@@ -436,6 +465,9 @@ impl IvnAeRx {
         if repr.key_id != keys.key_id {
             return Err(DropReason::UnknownSa);
         }
+        if repr.version == wire::VERSION_1 && !self.accept_v1 {
+            return Err(DropReason::BadVersion);
+        }
         check_suite(repr.suite_id, keys.profile.suite)?;
         if repr.conf != keys.profile.level.conf_flag() {
             return Err(DropReason::LevelMismatch);
@@ -467,7 +499,7 @@ impl IvnAeRx {
             });
         }
 
-        let nonce = keys.nonce(repr.seq);
+        let nonce = keys.nonce(repr.version, repr.seq);
         let (head, tag) = frame.split_at_mut(body_end);
         let mut body_len = wire_body_len;
         match &keys.engine {
@@ -643,6 +675,7 @@ impl core::fmt::Debug for IvnAeRx {
             .field("keys", &self.keys)
             .field("highest_seq", &self.replay.highest())
             .field("window", &self.replay.window())
+            .field("accept_v1", &self.accept_v1)
             .field("counters", &self.counters)
             .finish()
     }

@@ -1,4 +1,4 @@
-//! IVN-AE version 1: the authenticated raw-Ethernet frame (docs/wire-ivnae.md).
+//! IVN-AE version 2: the authenticated raw-Ethernet frame (docs/wire-ivnae.md).
 //!
 //! ```text
 //! 0      6      12        14  15    16     17    18            26        26+n
@@ -7,6 +7,10 @@
 //! `A` = bytes 0..26 is authenticated by every suite with a tag. The body is the inner EtherType
 //! followed by the payload (encrypted when flag 0x01 is set). The tag length is not on the wire:
 //! it follows from the suite and the SA's configured truncation.
+//!
+//! The layout of versions 1 and 2 is the same; they differ in the nonce only (version 2 folds
+//! the key id into it, docs/wire-ivnae.md §3). [`Frame::check`] accepts both; whether an SA
+//! takes a version 1 frame is the SA's decision (`sa::ivnae`), not the parser's.
 
 use super::ethernet::MacAddr;
 use super::{Field, WireError};
@@ -26,8 +30,11 @@ mod field {
 
 /// EtherType of IVN-AE (IEEE 802 local experimental EtherType 1).
 pub const ETHERTYPE: u16 = 0x88B5;
-/// The version this module speaks.
-pub const VERSION: u8 = 1;
+/// The version every sender writes (the key id is part of the nonce).
+pub const VERSION: u8 = 2;
+/// The previous version (nonce without the key id): parsed, and accepted only by an SA
+/// configured to (`IvnAeRx::set_accept_v1`).
+pub const VERSION_1: u8 = 1;
 /// Flag: the body is encrypted.
 pub const FLAG_CONF: u8 = 0x01;
 /// Length of the authenticated header `A`.
@@ -46,7 +53,7 @@ impl<T: AsRef<[u8]>> Frame<T> {
         Frame { buffer }
     }
 
-    /// Checks the length, EtherType, version and reserved flag bits.
+    /// Checks the length, EtherType, version (1 or 2) and reserved flag bits.
     pub fn new_checked(buffer: T) -> Result<Frame<T>, WireError> {
         let f = Frame { buffer };
         f.check()?;
@@ -61,7 +68,7 @@ impl<T: AsRef<[u8]>> Frame<T> {
         if self.ethertype() != ETHERTYPE {
             return Err(WireError::WrongEtherType);
         }
-        if self.version() != VERSION {
+        if !matches!(self.version(), VERSION | VERSION_1) {
             return Err(WireError::BadVersion);
         }
         if self.flags() & !FLAG_CONF != 0 {
@@ -153,6 +160,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
 /// The IVN-AE header fields after the MAC addresses (which the frame keeps from the plain frame).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Repr {
+    /// [`VERSION`] for every frame a sender writes; [`VERSION_1`] when parsed from a frame of
+    /// the previous version.
+    pub version: u8,
     pub suite_id: u8,
     pub key_id: u8,
     pub conf: bool,
@@ -163,6 +173,7 @@ impl Repr {
     pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Result<Repr, WireError> {
         frame.check()?;
         Ok(Repr {
+            version: frame.version(),
             suite_id: frame.suite_id(),
             key_id: frame.key_id(),
             conf: frame.conf(),
@@ -177,7 +188,7 @@ impl Repr {
     /// Writes bytes 12..26 (EtherType to sequence number); leaves the MAC addresses alone.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, frame: &mut Frame<T>) {
         frame.set_ethertype(ETHERTYPE);
-        frame.set_version(VERSION);
+        frame.set_version(self.version);
         frame.set_suite_id(self.suite_id);
         frame.set_key_id(self.key_id);
         frame.set_flags(if self.conf { FLAG_CONF } else { 0 });
@@ -193,13 +204,14 @@ mod tests {
     fn parse_rejects_bad_headers() {
         let mut b = [0u8; 26];
         b[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
-        b[14] = 1;
+        b[14] = 2;
         b[17] = 1;
         b[25] = 7;
         let r = Repr::parse(&Frame::new_unchecked(&b[..])).unwrap();
         assert_eq!(
             r,
             Repr {
+                version: VERSION,
                 suite_id: 0,
                 key_id: 0,
                 conf: true,
@@ -210,11 +222,21 @@ mod tests {
             Frame::new_checked(&b[..25]).unwrap_err(),
             WireError::Truncated
         );
-        let mut v = b;
-        v[14] = 2;
+        for version in [0, 3, 0x81, 0xff] {
+            let mut v = b;
+            v[14] = version;
+            assert_eq!(
+                Frame::new_checked(&v[..]).unwrap_err(),
+                WireError::BadVersion,
+                "version {version}"
+            );
+        }
+        // Version 1 parses (the SA decides whether it takes it).
+        let mut v1 = b;
+        v1[14] = VERSION_1;
         assert_eq!(
-            Frame::new_checked(&v[..]).unwrap_err(),
-            WireError::BadVersion
+            Repr::parse(&Frame::new_unchecked(&v1[..])).unwrap().version,
+            VERSION_1
         );
         let mut f = b;
         f[17] = 0x81;
@@ -234,6 +256,7 @@ mod tests {
     fn emit_then_parse() {
         let mut b = [0u8; HEADER_LEN];
         let r = Repr {
+            version: VERSION,
             suite_id: 0x43,
             key_id: 9,
             conf: true,
@@ -243,5 +266,6 @@ mod tests {
         r.emit(&mut f);
         assert_eq!(Repr::parse(&Frame::new_unchecked(&b[..])).unwrap(), r);
         assert_eq!(&b[18..26], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(b[14], 2);
     }
 }

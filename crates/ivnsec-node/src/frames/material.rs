@@ -237,6 +237,9 @@ pub struct VerifySettings {
     pub sa: SaSettings,
     /// Replay window (IVN-AE, MACsec, ESP).
     pub replay_window: u32,
+    /// IVN-AE: also take version 1 frames (`--accept-ivnae-v1`, a peer of the previous
+    /// release); without it they are dropped as `bad_version`.
+    pub accept_ivnae_v1: bool,
     pub macsec: MacsecRxSettings,
     pub esp: EspRxSettings,
     pub secoc: SecocRxSettings,
@@ -375,13 +378,20 @@ pub fn receiver(s: &VerifySettings) -> Result<AnyRx> {
 
 /// The inbound SA of `family` the settings describe.
 pub fn receiver_of(family: Family, s: &VerifySettings) -> Result<AnyRx> {
+    if s.accept_ivnae_v1 && family != Family::IvnAe {
+        return Err(usage(format!(
+            "--accept-ivnae-v1 is an IVN-AE option; --profile {} does not take it",
+            s.sa.profile
+        )));
+    }
     Ok(match family {
         Family::IvnAe => {
             let (profile, m, provider) = ivnae_parts(&s.sa)?;
             let params = ivnae_params(&s.sa, profile, &m);
-            IvnAeRx::new(provider, &params, s.replay_window)
-                .map_err(|e| usage(e.to_string()))?
-                .into()
+            let mut rx = IvnAeRx::new(provider, &params, s.replay_window)
+                .map_err(|e| usage(e.to_string()))?;
+            rx.set_accept_v1(s.accept_ivnae_v1);
+            rx.into()
         }
         Family::Macsec => {
             let o = &s.macsec;
@@ -490,9 +500,9 @@ fn ivnae_sender(s: &ProtectSettings) -> Result<Sender> {
     let mut sender = sender_of(tx);
     if s.sa.iv.is_none() && matches!(profile.suite, Suite::Aead(_) | Suite::EncThenMac { .. }) {
         sender.note = Some(format!(
-            "frame protect: no --iv given: using the all-zero IV {} (nonce = IV XOR sequence \
-             number); the receiver needs the same IV, and another SA under this key needs \
-             another --iv",
+            "frame protect: no --iv given: using the all-zero IV {} (nonce = IV XOR (key id ‖ \
+             sequence number)); the receiver needs the same IV, and another sender under this \
+             key needs another --key-id",
             hex::encode(m.iv)
         ));
     }

@@ -292,8 +292,8 @@ fn is_domain(name: &str, domain: &str) -> bool {
 /// Hex HMAC-SHA256 fingerprint of (nonce domain, SA identity, cipher key, MAC key), over the
 /// decoded key bytes (so `0x…` and `aa:bb…` spellings of one key share one state). Only this
 /// one-way value reaches the disk. The IV / salt is deliberately left out: changing it under the
-/// same key must not restart the counter (for IVN-AE, nonce = iv XOR seq, so two IVs under one
-/// key can still collide; only monotonic numbers are safe).
+/// same key must not restart the counter (for IVN-AE, nonce = iv XOR (key id ‖ seq), so two IVs
+/// under one key can still collide; one counter per key and key id cannot).
 ///
 /// The bytes: HMAC-SHA256(key = `ivnsec highwater fingerprint v1`, message = for each of the
 /// four fields its length as a big-endian u64, then the field). The previous version passed the

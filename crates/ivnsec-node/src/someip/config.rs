@@ -465,6 +465,24 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
             }
             salt.copy_from_slice(&b);
         }
+        // The SOME/IP nonce is (salt XOR sender) ‖ counter: no service ID, no key id. Two
+        // services of one side under one suite, key and salt would count separately in one nonce
+        // space (docs/nonce-safety.md, "the one rule").
+        if level != Level::NoSec
+            && let Some((j, o)) = services.iter().enumerate().find(|(_, o)| {
+                o.level != Level::NoSec && o.suite == suite && o.salt == salt && *o.key == *key
+            })
+        {
+            return Err(err(
+                &k("key"),
+                format!(
+                    "the same suite, key and salt as service[{j}] (0x{:04x}): the SOME/IP nonce \
+                     is (salt XOR sender) ‖ counter, without the service ID, so the two services \
+                     would send the same nonces under this key; give each service its own key",
+                    o.id
+                ),
+            ));
+        }
         if s.replay_window > ivnsec_core::sa::replay::MAX_WINDOW {
             return Err(err(
                 &k("replay_window"),
@@ -610,6 +628,36 @@ event = 0x8001
             msg(&OK.replace("key = ", "salt = \"01\"\nkey = ")),
             "t.toml: service[0].salt: needs 4 bytes, got 1"
         );
+    }
+
+    /// Two secured services under one suite, key and salt would share a nonce space (the nonce
+    /// has no service ID): refused. Another suite, salt or key, or a `nosec` service, is fine.
+    #[test]
+    fn two_services_under_one_key_and_salt_are_refused() {
+        let second = |extra: &str| {
+            format!(
+                "{OK}[[service]]\nid = 0x1235\nlevel = \"auth\"\nsuite = \"aes256-gcm\"\n\
+                 key = \"000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f\"\n{extra}"
+            )
+        };
+        assert_eq!(
+            msg(&second("")),
+            "t.toml: service[1].key: the same suite, key and salt as service[0] (0x1234): the \
+             SOME/IP nonce is (salt XOR sender) ‖ counter, without the service ID, so the two \
+             services would send the same nonces under this key; give each service its own key"
+        );
+        assert_eq!(
+            p(&second("salt = \"00000001\"\n")).unwrap().services.len(),
+            2
+        );
+        let other_suite = second("").replace(
+            "level = \"auth\"\nsuite = \"aes256-gcm\"",
+            "level = \"auth\"\nsuite = \"chacha20-poly1305\"",
+        );
+        assert_eq!(p(&other_suite).unwrap().services.len(), 2);
+        // The first service's key changed (the two key strings are the same text).
+        let other_key = second("").replacen("0e0f\"\n", "0e0e\"\n", 1);
+        assert_eq!(p(&other_key).unwrap().services.len(), 2);
     }
 
     #[test]

@@ -61,6 +61,13 @@ Example:
         /// W of the highest is accepted once. (SecOC: see --acceptance-window.)
         #[arg(long, default_value_t = 64)]
         replay_window: u32,
+        /// IVN-AE: also accept version 1 frames (from a sender of the previous release, whose
+        /// nonce has no key id), verified with the version 1 nonce; without it they are
+        /// `DROP bad_version`. Senders always write version 2. See docs/wire-ivnae.md §6.
+        /// Example: `ivnsec frame verify --profile aes128-gcm --key … --key-id 1
+        /// --accept-ivnae-v1 FRAME`
+        #[arg(long)]
+        accept_ivnae_v1: bool,
         #[command(flatten)]
         macsec: super::frame_macsec::MacsecVerifyOpts,
         #[command(flatten)]
@@ -87,10 +94,13 @@ pub struct SaArgs {
     /// HMAC key in hex, any length ≥ 1 byte (HMAC and AES-CBC/CTR-HMAC suites).
     #[arg(long)]
     pub mac_key: Option<String>,
-    /// IVN-AE: per-SA IV in hex, 12 bytes, XORed with the sequence number to form the nonce.
+    /// IVN-AE: per-SA IV in hex, 12 bytes, XORed with the key id and the sequence number to
+    /// form the nonce (`iv XOR (000000 ‖ key id ‖ seq)`).
     #[arg(long)]
     pub iv: Option<String>,
-    /// Key id carried in the frame (0-255).
+    /// IVN-AE: key id carried in the frame (0-255, default 0). It is part of the nonce, so
+    /// senders under one key need key ids of their own, and a frame verifies only under the
+    /// key id it was protected with. Example: `--key-id 3`
     #[arg(long)]
     pub key_id: Option<u8>,
     /// Truncate HMAC tags to this many bytes (≥ max(10, digest/2)); default full length.
@@ -141,6 +151,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Args::Verify {
             sa,
             replay_window,
+            accept_ivnae_v1,
             macsec,
             esp,
             secoc,
@@ -149,6 +160,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let s = VerifySettings {
                 sa: sa.into(),
                 replay_window,
+                accept_ivnae_v1,
                 macsec: macsec.into(),
                 esp: esp.into(),
                 secoc: secoc.into(),

@@ -52,11 +52,15 @@ Example with MKA:
   sudo ivnsec gateway --plain eth1 --protected eth0 --profile macsec-gcm-aes-128 \\
       --psk ca.psk --state-dir /var/lib/ivnsec
 
-IVN-AE (an IVN-AE profile such as aes128-gcm; static keys only): every sender has its own key \
-file and key id; the gateway transmits under --keys with --key-id and verifies each peer under \
---rx-keys ID:FILE (the peer's key id and key file). Frames go out with EtherType 0x88B5; the \
-protected MTU must leave room for the IVN-AE header and tag (30 bytes with aes128-gcm: 1530 for a \
-legacy side at 1500; the gateway names the exact value). Example, two gateways:
+IVN-AE (an IVN-AE profile such as aes128-gcm; static keys only): the gateway transmits under \
+--keys with --key-id and verifies each peer under --rx-keys ID:FILE (the peer's key id and key \
+file). Every sender of the network has a key id of its own; senders may share one key file, \
+because IVN-AE version 2 puts the key id into the nonce (each key id its own nonce space; \
+sequence numbers reserved in --state-dir per key and key id). Frames go out as IVN-AE version 2 \
+with EtherType 0x88B5; version 1 frames of peers of the previous release are dropped \
+(bad_version) unless --accept-ivnae-v1. The protected MTU must leave room for the IVN-AE header \
+and tag (30 bytes with aes128-gcm: 1530 for a legacy side at 1500; the gateway names the exact \
+value). Example, two gateways:
   ivnsec keygen --profile aes128-gcm --out gw1.toml; ivnsec keygen --profile aes128-gcm --out gw2.toml
   sudo ivnsec gateway --plain eth1 --protected eth0 --profile aes128-gcm --keys gw1.toml \\
       --key-id 1 --rx-keys 2:gw2.toml --state-dir /var/lib/ivnsec     # gw2: the other way round")]
@@ -74,10 +78,19 @@ pub struct Args {
     pub profile: String,
     #[command(flatten)]
     pub key_source: KeySourceArgs,
-    /// IVN-AE: the key id this gateway's frames carry (byte 16), 0..=255; every sender of the
-    /// network needs its own.
+    /// IVN-AE: the key id this gateway's frames carry (byte 16), 0..=255. It is part of the
+    /// nonce (IVN-AE version 2), so every sender under one key file needs a key id of its own:
+    /// two senders with one key and one key id would reuse nonces; with different key ids they
+    /// never do, even sharing the key file and --state-dir. E.g. `--key-id 2`.
     #[arg(long, default_value_t = 1, value_name = "ID", conflicts_with = "psk")]
     pub key_id: u8,
+    /// IVN-AE: also accept version 1 frames from the peers (gateways of the previous release,
+    /// whose nonce has no key id), verified with the version 1 nonce; without it they are
+    /// dropped and counted as `bad_version`. This gateway still sends version 2 only, so the
+    /// peers must be updated before they can read it. Example: `sudo ivnsec gateway … --keys
+    /// gw1.toml --key-id 1 --rx-keys 2:gw2.toml --accept-ivnae-v1`
+    #[arg(long, conflicts_with = "psk")]
+    pub accept_ivnae_v1: bool,
     /// IVN-AE: a peer's key id and the key file it transmits under, as ID:FILE; repeat for
     /// each peer. E.g. `--rx-keys 2:gw2.toml`.
     #[arg(long = "rx-keys", value_name = "ID:FILE", conflicts_with = "psk")]
@@ -205,6 +218,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "--rx-keys is for IVN-AE profiles; MACsec peers share the CA's key (--peer MAC)",
         ));
     }
+    if a.accept_ivnae_v1 {
+        return Err(usage(
+            "--accept-ivnae-v1 is for IVN-AE profiles; a MACsec gateway has no IVN-AE peers",
+        ));
+    }
     // Both ports exist, before any key is loaded (errors name the option).
     lab::iface_facts_of("--protected", &a.protected)?;
     lab::iface_facts_of("--plain", &a.plain)?;
@@ -317,6 +335,7 @@ fn run_ivnae(
         keys,
         key_id: a.key_id,
         rx_keys,
+        accept_v1: a.accept_ivnae_v1,
         state_dir,
         reserve_block: a.key_source.reserve_block,
         seq_limit: a.key_source.seq_limit,

@@ -51,6 +51,11 @@ pub struct VerifyArgs {
     /// W of the highest is accepted once.
     #[arg(long, default_value_t = 64)]
     replay_window: u32,
+    /// IVN-AE: also accept version 1 frames (a capture of a sender of the previous release,
+    /// whose nonce has no key id); without it they are `drop bad_version`.
+    /// Example: `ivnsec pcap verify --profile aes128-gcm --key … --accept-ivnae-v1 old.pcap`
+    #[arg(long)]
+    accept_ivnae_v1: bool,
     /// Print `{"frames": [{"index", "verdict", "reason"}], "counters": {...}}` instead of text
     /// (streamed frame by frame: memory does not grow with the capture).
     #[arg(long)]
@@ -76,6 +81,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 rx: VerifySettings {
                     sa: a.sa.into(),
                     replay_window: a.replay_window,
+                    accept_ivnae_v1: a.accept_ivnae_v1,
                     macsec: a.macsec.into(),
                     esp: a.esp.into(),
                     secoc: Default::default(),
