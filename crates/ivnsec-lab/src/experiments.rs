@@ -3,14 +3,45 @@
 //! lab") join the list as they move into their folders.
 
 use crate::experiment::{Experiment, Holds};
+use crate::gateway_pingpong::{GatewayPingPong, GatewayPingPongExperiment};
+use crate::pingpong::Requirements;
+use crate::throughput::ThroughputResult;
+use crate::throughput::report::ThroughputExperiment;
 use crate::tunnel::{BulkReport, PingReport, TunnelExperiment};
+use crate::underload::UnderloadReport;
+use crate::underload::playback::Playback;
+use crate::underload::report::{PlaybackExperiment, UnderloadExperiment};
 
 /// What a report page must hold for every listed experiment.
-pub trait Page: Holds<PingReport> + Holds<BulkReport> {}
+pub trait Page:
+    AsRef<Requirements>
+    + Holds<ThroughputResult>
+    + Holds<UnderloadReport>
+    + Holds<UnderloadReport, Playback>
+    + Holds<GatewayPingPong>
+    + Holds<PingReport>
+    + Holds<BulkReport>
+{
+}
 
-impl<P: Holds<PingReport> + Holds<BulkReport>> Page for P {}
+impl<P> Page for P where
+    P: AsRef<Requirements>
+        + Holds<ThroughputResult>
+        + Holds<UnderloadReport>
+        + Holds<UnderloadReport, Playback>
+        + Holds<GatewayPingPong>
+        + Holds<PingReport>
+        + Holds<BulkReport>
+{
+}
 
 /// Every listed experiment, in page order.
-pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 1] {
-    [&TunnelExperiment]
+pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 5] {
+    [
+        &ThroughputExperiment,
+        &UnderloadExperiment,
+        &PlaybackExperiment,
+        &GatewayPingPongExperiment,
+        &TunnelExperiment,
+    ]
 }

@@ -14,6 +14,7 @@ pub mod cpu;
 pub mod experiment;
 pub mod experiments;
 pub mod fragment;
+pub mod gateway_pingpong;
 pub mod hosts;
 pub mod outage;
 pub mod pingpong;

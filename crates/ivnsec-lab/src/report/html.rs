@@ -568,35 +568,6 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
 /// The sections of the plan's other experiments (none when it had none).
 fn experiments_html(s: &mut String, summary: &Summary) {
     let e = &summary.experiments;
-    if !e.throughput.is_empty() {
-        s.push_str("<h2 id=\"throughput\">Throughput (seed 002 §5.2.3, §6.1.2)</h2>\n");
-        s.push_str(&experiments::throughput_table(e, &summary.requirements).html());
-        note(s, experiments::THROUGHPUT_NOTE);
-        let roles = experiments::cpu_roles_table(e, &summary.requirements);
-        if !roles.rows.is_empty() {
-            s.push_str("<h3>CPU per role (seed 002 §5.2.2: judged on the consumer)</h3>\n");
-            s.push_str(&roles.html());
-            note(s, experiments::CPU_ROLES_NOTE);
-        }
-    }
-    for (id, title, reports) in [
-        ("underload", "Under load (seed 002 §5.2.1)", &e.underload),
-        ("playback", "Playback (seed 002 §5.2.1)", &e.playback),
-    ] {
-        if !reports.is_empty() {
-            let _ = writeln!(s, "<h2 id=\"{id}\">{title}</h2>");
-            s.push_str(&experiments::stream_table(reports).html());
-            note(s, experiments::STREAM_NOTE);
-        }
-    }
-    if !e.pingpong.is_empty() {
-        s.push_str(
-            "<h2 id=\"pingpong-gateways\">Ping-pong through bump-in-the-wire gateways (seed 002 \
-             §6.4)</h2>\n",
-        );
-        s.push_str(&experiments::gateway_pingpong_table(&e.pingpong).html());
-        note(s, experiments::GATEWAY_PINGPONG_NOTE);
-    }
     let page = experiments::Page {
         experiments: e,
         requirements: &summary.requirements,

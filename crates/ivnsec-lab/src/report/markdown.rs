@@ -8,10 +8,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::Summary;
-use super::experiments::{
-    CAMERA_NOTE, CPU_ROLES_NOTE, Experiments, STREAM_NOTE, THROUGHPUT_NOTE, camera_table,
-    cpu_roles_table, seed_sections, stream_table, throughput_table,
-};
+use super::experiments::{CAMERA_NOTE, Experiments, camera_table, seed_sections};
 use super::scenarios::{
     SEED_NOTE, SEED_SOURCES, appendix_table, coverage, estimate_table, fit_table, poor_fit_note,
     range_table, verdict_rows, wilcoxon_table,
@@ -153,35 +150,9 @@ fn pingpong_sections(s: &mut String, summary: &Summary) {
     }
 }
 
-/// The throughput section of summary.md (empty when there is no throughput run).
+/// The sections of the plan's experiments in summary.md (none when it had none).
 fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
     let mut s = String::new();
-    if !e.throughput.is_empty() {
-        s.push_str("\n## Throughput (seed 002 §5.2.3, §6.1.2)\n\n");
-        s.push_str(&throughput_table(e, limits).markdown());
-        let _ = writeln!(s, "\n{THROUGHPUT_NOTE}");
-        let roles = cpu_roles_table(e, limits);
-        if !roles.rows.is_empty() {
-            s.push_str("\n### CPU per role (seed 002 §5.2.2: judged on the consumer)\n\n");
-            s.push_str(&roles.markdown());
-            let _ = writeln!(s, "\n{CPU_ROLES_NOTE}");
-        }
-    }
-    for (title, reports) in [
-        ("Under load (seed 002 §5.2.1)", &e.underload),
-        ("Playback (seed 002 §5.2.1)", &e.playback),
-    ] {
-        if !reports.is_empty() {
-            let _ = writeln!(s, "\n## {title}\n");
-            s.push_str(&stream_table(reports).markdown());
-            let _ = writeln!(s, "\n{STREAM_NOTE}");
-        }
-    }
-    if !e.pingpong.is_empty() {
-        s.push_str("\n## Ping-pong through bump-in-the-wire gateways (seed 002 §6.4)\n\n");
-        s.push_str(&super::experiments::gateway_pingpong_table(&e.pingpong).markdown());
-        let _ = writeln!(s, "\n{}", super::experiments::GATEWAY_PINGPONG_NOTE);
-    }
     let page = super::experiments::Page {
         experiments: e,
         requirements: limits,

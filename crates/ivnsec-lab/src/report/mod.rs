@@ -268,7 +268,7 @@ pub struct Summary {
 /// The verdicts of the experiments (`experiment_verdicts` of summary.json).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ExperimentVerdicts {
-    pub throughput: Vec<experiments::ThroughputRow>,
+    pub throughput: Vec<crate::throughput::report::ThroughputRow>,
 }
 
 /// Reference measurements on the same path (`baseline` of summary.json).
@@ -292,11 +292,13 @@ impl Summary {
 
     /// Names of the experiment runs whose verdict failed.
     pub fn experiment_failures(&self) -> Vec<String> {
-        self.experiment_verdicts
-            .throughput
-            .iter()
-            .filter(|r| !r.verdict.passed())
-            .map(|r| r.name.clone())
+        let page = experiments::Page {
+            experiments: &self.experiments,
+            requirements: &self.requirements,
+        };
+        crate::experiments::all()
+            .into_iter()
+            .flat_map(|x| x.failures(&page))
             .chain(self.experiments.stream_failures())
             .chain(
                 self.experiments
@@ -454,7 +456,10 @@ impl Report {
             },
             experiments: self.experiments.clone(),
             experiment_verdicts: ExperimentVerdicts {
-                throughput: experiments::throughput_rows(&self.experiments, &self.requirements),
+                throughput: crate::throughput::report::throughput_rows(
+                    &self.experiments.throughput,
+                    &self.requirements,
+                ),
             },
             seed001: tdma::seed001(tdma::Results {
                 tdma: &self.experiments.tdma,
@@ -468,11 +473,14 @@ impl Report {
     pub fn write_dir(&self, dir: &Path) -> Result<Summary, ReportError> {
         std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
         csv::write_samples(&dir.join(SAMPLES_CSV), &self.scenarios)?;
-        if !self.experiments.throughput.is_empty() {
-            experiments::write_throughput_csv(
-                &dir.join(experiments::THROUGHPUT_CSV),
-                &self.experiments,
-            )?;
+        let page = experiments::Page {
+            experiments: &self.experiments,
+            requirements: &self.requirements,
+        };
+        for x in crate::experiments::all() {
+            for (name, text) in x.files(&page) {
+                write_file(&dir.join(name), text.as_bytes())?;
+            }
         }
         self.write_summaries(dir)
     }
