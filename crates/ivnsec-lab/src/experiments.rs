@@ -2,11 +2,15 @@
 //! this order. Experiments that still render from the page itself (docs/architecture.md, "The
 //! lab") join the list as they move into their folders.
 
+use crate::bench::chunks::ChunkBenchReport;
+use crate::bench::report::ChunkBenchExperiment;
 use crate::experiment::{Experiment, Holds};
 use crate::gateway_pingpong::{GatewayPingPong, GatewayPingPongExperiment};
 use crate::pingpong::Requirements;
 use crate::throughput::ThroughputResult;
 use crate::throughput::report::ThroughputExperiment;
+use crate::tlsbench::Outcome;
+use crate::tlsbench::report::TlsBenchExperiment;
 use crate::tunnel::{BulkReport, PingReport, TunnelExperiment};
 use crate::underload::UnderloadReport;
 use crate::underload::playback::Playback;
@@ -21,6 +25,8 @@ pub trait Page:
     + Holds<GatewayPingPong>
     + Holds<PingReport>
     + Holds<BulkReport>
+    + Holds<ChunkBenchReport>
+    + Holds<Outcome>
 {
 }
 
@@ -32,16 +38,20 @@ impl<P> Page for P where
         + Holds<GatewayPingPong>
         + Holds<PingReport>
         + Holds<BulkReport>
+        + Holds<ChunkBenchReport>
+        + Holds<Outcome>
 {
 }
 
 /// Every listed experiment, in page order.
-pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 5] {
+pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 7] {
     [
         &ThroughputExperiment,
         &UnderloadExperiment,
         &PlaybackExperiment,
         &GatewayPingPongExperiment,
         &TunnelExperiment,
+        &ChunkBenchExperiment,
+        &TlsBenchExperiment,
     ]
 }

@@ -21,6 +21,7 @@ pub mod pingpong;
 pub mod plan;
 pub mod process;
 pub mod report;
+pub mod seed004;
 pub mod site;
 pub mod sockperf;
 pub mod stats;

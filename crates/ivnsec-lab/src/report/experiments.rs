@@ -106,6 +106,18 @@ impl Holds<crate::tunnel::BulkReport> for Page<'_> {
     }
 }
 
+impl Holds<crate::bench::chunks::ChunkBenchReport> for Page<'_> {
+    fn results(&self) -> &[crate::bench::chunks::ChunkBenchReport] {
+        &self.experiments.chunk_bench
+    }
+}
+
+impl Holds<crate::tlsbench::Outcome> for Page<'_> {
+    fn results(&self) -> &[crate::tlsbench::Outcome] {
+        &self.experiments.tls_bench
+    }
+}
+
 impl Experiments {
     pub fn is_empty(&self) -> bool {
         self.throughput.is_empty()

@@ -575,13 +575,6 @@ fn experiments_html(s: &mut String, summary: &Summary) {
     for x in crate::experiments::all() {
         x.html(&page, s);
     }
-    for (title, t, notes) in super::benches::seed004_bench_tables(e) {
-        let _ = writeln!(s, "<h2>{}</h2>", super::table::escape(&title));
-        s.push_str(&t.html());
-        for n in notes {
-            note(s, &n);
-        }
-    }
     if !e.camera.is_empty() {
         s.push_str("<h2 id=\"camera\">Cameras (seed 003 §F)</h2>\n");
         s.push_str(&experiments::camera_table(&e.camera).html());

@@ -160,13 +160,6 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
     for x in crate::experiments::all() {
         x.markdown(&page, &mut s);
     }
-    for (title, t, notes) in super::benches::seed004_bench_tables(e) {
-        let _ = writeln!(s, "\n## {title}\n");
-        s.push_str(&t.markdown());
-        for n in notes {
-            let _ = writeln!(s, "\n{n}");
-        }
-    }
     if !e.camera.is_empty() {
         s.push_str("\n## Cameras (seed 003 §F)\n\n");
         s.push_str(&camera_table(&e.camera).markdown());

@@ -1,16 +1,16 @@
-//! Seed 004's benchmarks that run in the plan's own process, in the report: `[[chunk_bench]]`
-//! (AES by chunk size and the offload break-evens) and `[[tls_bench]]` (handshakes per minute),
-//! each with seed 004's figures beside ours.
+//! The report sections of the benchmarks a plan runs in its own process: `[[chunk_bench]]` (AES
+//! by chunk size and the offload break-evens, seed 003 Fig. 8 and seed 004 §6.1, with seed 004's
+//! figure beside ours) and `[[crypto_bench]]` (single-frame protect and verify times).
 
-use super::table::Table;
+use super::chunks::ChunkBenchReport;
+use crate::experiment::{Experiment, Holds};
+use crate::table::{Table, html_section, markdown_section};
 
-/// The `[[chunk_bench]]` and `[[tls_bench]]` tables of a report: (title, table, notes) in
-/// order, each with seed 004's figures beside ours.
-pub fn seed004_bench_tables(
-    e: &super::experiments::Experiments,
-) -> Vec<(String, Table, Vec<String>)> {
+/// The `[[chunk_bench]]` tables of a report: (title, table, notes) in order, each with seed
+/// 004's figures beside ours.
+fn chunk_sections(reports: &[ChunkBenchReport]) -> Vec<(String, Table, Vec<String>)> {
     let mut out = Vec::new();
-    for c in &e.chunk_bench {
+    for c in reports {
         let f = |v: &serde_json::Value, k: &str| match &v[k] {
             serde_json::Value::String(s) => s.clone(),
             serde_json::Value::Null => "—".to_string(),
@@ -87,20 +87,29 @@ pub fn seed004_bench_tables(
         out.push((
             "Offload break-even (seed 004 §6.1)".to_string(),
             evens,
-            vec![super::seed004::OFFLOAD_BREAK_EVEN_TEXT.to_string()],
-        ));
-    }
-    for o in &e.tls_bench {
-        out.push((
-            "TLS handshakes (ivnsec tls-bench)".to_string(),
-            super::tlsbench::results(o),
-            Vec::new(),
-        ));
-        out.push((
-            "TLS connections per minute beside seed 004 (Tables 5.1, 5.2)".to_string(),
-            super::tlsbench::beside_seed004(o),
-            super::tlsbench::seed004_notes(o),
+            vec![crate::seed004::OFFLOAD_BREAK_EVEN_TEXT.to_string()],
         ));
     }
     out
+}
+
+/// `[[chunk_bench]]`: AES by chunk size (`crypto-bench --chunk-sizes`) and the break-evens.
+pub struct ChunkBenchExperiment;
+
+impl<P: Holds<ChunkBenchReport>> Experiment<P> for ChunkBenchExperiment {
+    fn tables(&self) -> &'static [&'static str] {
+        &["chunk_bench"]
+    }
+
+    fn markdown(&self, page: &P, s: &mut String) {
+        for (title, t, notes) in chunk_sections(page.results()) {
+            markdown_section(s, &title, &t, &notes);
+        }
+    }
+
+    fn html(&self, page: &P, s: &mut String) {
+        for (title, t, notes) in chunk_sections(page.results()) {
+            html_section(s, &title, &t, &notes);
+        }
+    }
 }
