@@ -4,6 +4,8 @@
 
 use crate::bench::chunks::ChunkBenchReport;
 use crate::bench::report::ChunkBenchExperiment;
+use crate::camera::CameraReport;
+use crate::camera::report::CameraExperiment;
 use crate::experiment::{Experiment, Holds};
 use crate::gateway_pingpong::{GatewayPingPong, GatewayPingPongExperiment};
 use crate::pingpong::Requirements;
@@ -27,6 +29,7 @@ pub trait Page:
     + Holds<BulkReport>
     + Holds<ChunkBenchReport>
     + Holds<Outcome>
+    + Holds<CameraReport>
 {
 }
 
@@ -40,11 +43,12 @@ impl<P> Page for P where
         + Holds<BulkReport>
         + Holds<ChunkBenchReport>
         + Holds<Outcome>
+        + Holds<CameraReport>
 {
 }
 
 /// Every listed experiment, in page order.
-pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 7] {
+pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 8] {
     [
         &ThroughputExperiment,
         &UnderloadExperiment,
@@ -53,5 +57,6 @@ pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 7] {
         &TunnelExperiment,
         &ChunkBenchExperiment,
         &TlsBenchExperiment,
+        &CameraExperiment,
     ]
 }

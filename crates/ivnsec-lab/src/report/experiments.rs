@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::table::SeedSection;
-use super::table::{Table, yes_no};
+use super::table::Table;
 use super::{Summary, seed002, seed003};
 use crate::bench::per_frame::PerFrameReport;
 use crate::camera::{CameraReport, CameraResult};
@@ -118,6 +118,12 @@ impl Holds<crate::tlsbench::Outcome> for Page<'_> {
     }
 }
 
+impl Holds<CameraReport> for Page<'_> {
+    fn results(&self) -> &[CameraReport] {
+        &self.experiments.camera
+    }
+}
+
 impl Experiments {
     pub fn is_empty(&self) -> bool {
         self.throughput.is_empty()
@@ -132,88 +138,7 @@ impl Experiments {
             && self.chunk_bench.is_empty()
             && self.tls_bench.is_empty()
     }
-
-    /// Names of the camera runs whose verdict failed.
-    pub fn stream_failures(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for r in &self.camera {
-            for c in r.results.iter().filter(|c| !c.passed) {
-                out.push(camera_name(c));
-            }
-        }
-        out
-    }
 }
-
-/// A camera run's name in tables and verdict lists.
-pub fn camera_name(c: &CameraResult) -> String {
-    format!(
-        "camera ×{} {}{} {}",
-        c.cameras,
-        c.level,
-        c.suite
-            .as_deref()
-            .map_or(String::new(), |s| format!(" {s}")),
-        c.transport
-    )
-}
-
-fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or_else(|| "–".to_string(), f)
-}
-
-/// The camera table: one row per camera count × level of every report.
-pub(super) fn camera_table(reports: &[CameraReport]) -> Table {
-    let head = [
-        "run",
-        "frames",
-        "lost",
-        "p1 ms",
-        "p25 ms",
-        "p50 ms",
-        "p75 ms",
-        "p99 ms",
-        "max ms",
-        "past deadline",
-        "goodput Mb/s",
-        "CPU sender %",
-        "CPU receiver %",
-        "verdict",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let ms = |v: Option<f64>| opt(v, |x| format!("{:.2}", x / 1e3));
-    let rows = reports
-        .iter()
-        .flat_map(|r| r.results.iter())
-        .map(|c| {
-            let d = c.delay_us.as_ref();
-            vec![
-                camera_name(c),
-                c.frames_sent.to_string(),
-                c.lost.to_string(),
-                ms(d.map(|d| d.p1)),
-                ms(d.map(|d| d.p25)),
-                ms(d.map(|d| d.p50)),
-                ms(d.map(|d| d.p75)),
-                ms(d.map(|d| d.p99)),
-                ms(d.map(|d| d.max)),
-                c.past_deadline.to_string(),
-                format!("{:.1}", c.goodput_mbps),
-                format!("{:.1}", c.cpu.sender_pct),
-                format!("{:.1}", c.cpu.receiver_pct),
-                yes_no(c.passed).to_string(),
-            ]
-        })
-        .collect();
-    Table { head, rows }
-}
-
-/// The note under the camera table.
-pub(super) const CAMERA_NOTE: &str = "tx→rx delay of every whole camera frame (send time \
-stamped in the frame, receive time after verification, shared clock). A run passes with no \
-frame lost and none past the deadline.";
 
 /// Our throughput run of `profile` in a shaped seed-002 style group (the most senders, then
 /// the first), if any.

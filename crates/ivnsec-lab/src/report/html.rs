@@ -575,11 +575,6 @@ fn experiments_html(s: &mut String, summary: &Summary) {
     for x in crate::experiments::all() {
         x.html(&page, s);
     }
-    if !e.camera.is_empty() {
-        s.push_str("<h2 id=\"camera\">Cameras (seed 003 §F)</h2>\n");
-        s.push_str(&experiments::camera_table(&e.camera).html());
-        note(s, experiments::CAMERA_NOTE);
-    }
     for (i, t) in e.tdma.iter().enumerate() {
         let id = if i == 0 { " id=\"tdma\"" } else { "" };
         let _ = writeln!(

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::Summary;
-use super::experiments::{CAMERA_NOTE, Experiments, camera_table, seed_sections};
+use super::experiments::{Experiments, seed_sections};
 use super::scenarios::{
     SEED_NOTE, SEED_SOURCES, appendix_table, coverage, estimate_table, fit_table, poor_fit_note,
     range_table, verdict_rows, wilcoxon_table,
@@ -159,11 +159,6 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
     };
     for x in crate::experiments::all() {
         x.markdown(&page, &mut s);
-    }
-    if !e.camera.is_empty() {
-        s.push_str("\n## Cameras (seed 003 §F)\n\n");
-        s.push_str(&camera_table(&e.camera).markdown());
-        let _ = writeln!(s, "\n{CAMERA_NOTE}");
     }
     for t in &e.tdma {
         s.push_str("\n## TDMA capacity, analysis (seed 001 eq. 1, 2, 9)\n\n");

@@ -298,7 +298,6 @@ impl Summary {
         crate::experiments::all()
             .into_iter()
             .flat_map(|x| x.failures(&page))
-            .chain(self.experiments.stream_failures())
             .chain(
                 self.experiments
                     .tdma
