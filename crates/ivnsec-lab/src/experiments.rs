@@ -3,12 +3,15 @@
 //! lab") join the list as they move into their folders.
 
 use crate::bench::chunks::ChunkBenchReport;
-use crate::bench::report::ChunkBenchExperiment;
+use crate::bench::per_frame::PerFrameReport;
+use crate::bench::report::{ChunkBenchExperiment, CryptoBenchExperiment};
 use crate::camera::CameraReport;
 use crate::camera::report::CameraExperiment;
 use crate::experiment::{Experiment, Holds};
 use crate::gateway_pingpong::{GatewayPingPong, GatewayPingPongExperiment};
 use crate::pingpong::Requirements;
+use crate::tdma::report::TdmaExperiment;
+use crate::tdma::sweep::TdmaReport;
 use crate::throughput::ThroughputResult;
 use crate::throughput::report::ThroughputExperiment;
 use crate::tlsbench::Outcome;
@@ -30,6 +33,8 @@ pub trait Page:
     + Holds<ChunkBenchReport>
     + Holds<Outcome>
     + Holds<CameraReport>
+    + Holds<TdmaReport>
+    + Holds<PerFrameReport>
 {
 }
 
@@ -44,11 +49,13 @@ impl<P> Page for P where
         + Holds<ChunkBenchReport>
         + Holds<Outcome>
         + Holds<CameraReport>
+        + Holds<TdmaReport>
+        + Holds<PerFrameReport>
 {
 }
 
 /// Every listed experiment, in page order.
-pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 8] {
+pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 10] {
     [
         &ThroughputExperiment,
         &UnderloadExperiment,
@@ -58,5 +65,7 @@ pub fn all<'p, P: Page + 'p>() -> [&'p (dyn Experiment<P> + 'p); 8] {
         &ChunkBenchExperiment,
         &TlsBenchExperiment,
         &CameraExperiment,
+        &TdmaExperiment,
+        &CryptoBenchExperiment,
     ]
 }

@@ -1,10 +1,14 @@
 //! The report sections of the benchmarks a plan runs in its own process: `[[chunk_bench]]` (AES
 //! by chunk size and the offload break-evens, seed 003 Fig. 8 and seed 004 §6.1, with seed 004's
-//! figure beside ours) and `[[crypto_bench]]` (single-frame protect and verify times).
+//! figure beside ours) and `[[crypto_bench]]` (single-frame protect and verify times, which
+//! seed 001's Figure 6 comparison in [`crate::tdma::report`] reads too).
+
+use std::fmt::Write as _;
 
 use super::chunks::ChunkBenchReport;
+use super::per_frame::PerFrameReport;
 use crate::experiment::{Experiment, Holds};
-use crate::table::{Table, html_section, markdown_section};
+use crate::table::{Table, html_section, markdown_section, note, strs};
 
 /// The `[[chunk_bench]]` tables of a report: (title, table, notes) in order, each with seed
 /// 004's figures beside ours.
@@ -110,6 +114,94 @@ impl<P: Holds<ChunkBenchReport>> Experiment<P> for ChunkBenchExperiment {
     fn html(&self, page: &P, s: &mut String) {
         for (title, t, notes) in chunk_sections(page.results()) {
             html_section(s, &title, &t, &notes);
+        }
+    }
+}
+
+/// One row per profile × size of every `[[crypto_bench]]` table.
+pub fn per_frame_table(reports: &[PerFrameReport]) -> Table {
+    let head = strs(&[
+        "profile",
+        "payload bytes",
+        "frame bytes",
+        "provider",
+        "frames",
+        "protect µs min",
+        "protect µs mean",
+        "protect µs max",
+        "verify µs min",
+        "verify µs mean",
+        "verify µs max",
+    ]);
+    let f = |ns: f64| format!("{:.2}", ns / 1e3);
+    let rows = reports
+        .iter()
+        .flat_map(|r| r.rows.iter().map(move |x| (r.frames, x)))
+        .map(|(frames, x)| {
+            vec![
+                x.profile.clone(),
+                x.size.to_string(),
+                x.protected_frame_len.to_string(),
+                x.provider.clone(),
+                frames.to_string(),
+                f(x.protect_frame_ns_min),
+                f(x.protect_frame_ns_mean),
+                f(x.protect_frame_ns_max),
+                f(x.verify_frame_ns_min),
+                f(x.verify_frame_ns_mean),
+                f(x.verify_frame_ns_max),
+            ]
+        })
+        .collect();
+    Table { head, rows }
+}
+
+/// The note under the single-frame table.
+pub fn per_frame_note(reports: &[PerFrameReport]) -> String {
+    let timer = reports
+        .iter()
+        .find_map(|r| r.timer_ns)
+        .map_or(String::new(), |t| {
+            format!(" An empty timing (two clock readings) costs {t:.0} ns here.")
+        });
+    format!(
+        "Protect and verify of one frame at a time (`ivnsec crypto-bench --frames N`): each \
+         figure is one call timed on its own, the clock readings included; the maximum includes \
+         preemption by whatever else runs on this machine.{timer}"
+    )
+}
+
+/// `[[crypto_bench]]`: protect and verify of single frames (`crypto-bench --frames`).
+pub struct CryptoBenchExperiment;
+
+impl<P: Holds<PerFrameReport>> Experiment<P> for CryptoBenchExperiment {
+    fn tables(&self) -> &'static [&'static str] {
+        &["crypto_bench"]
+    }
+
+    fn markdown(&self, page: &P, s: &mut String) {
+        let reports: &[PerFrameReport] = page.results();
+        if !reports.is_empty() {
+            s.push_str("\n## Single-frame protect and verify (crypto-bench --frames)\n\n");
+            s.push_str(&per_frame_table(reports).markdown());
+            let _ = writeln!(s, "\n{}", per_frame_note(reports));
+        }
+    }
+
+    fn html(&self, page: &P, s: &mut String) {
+        let reports: &[PerFrameReport] = page.results();
+        if !reports.is_empty() {
+            s.push_str(
+                "<h2 id=\"crypto-bench\">Single-frame protect and verify (crypto-bench --frames)</h2>\n",
+            );
+            s.push_str(&per_frame_table(reports).html());
+            note(s, &per_frame_note(reports));
+        }
+    }
+
+    fn nav(&self, page: &P, s: &mut String) {
+        if !page.results().is_empty() {
+            s.push_str("<a href=\"#crypto-bench\">single frames</a>");
         }
     }
 }

@@ -124,6 +124,18 @@ impl Holds<CameraReport> for Page<'_> {
     }
 }
 
+impl Holds<TdmaReport> for Page<'_> {
+    fn results(&self) -> &[TdmaReport] {
+        &self.experiments.tdma
+    }
+}
+
+impl Holds<PerFrameReport> for Page<'_> {
+    fn results(&self) -> &[PerFrameReport] {
+        &self.experiments.crypto_bench
+    }
+}
+
 impl Experiments {
     pub fn is_empty(&self) -> bool {
         self.throughput.is_empty()

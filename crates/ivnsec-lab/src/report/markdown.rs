@@ -13,8 +13,8 @@ use super::scenarios::{
     SEED_NOTE, SEED_SOURCES, appendix_table, coverage, estimate_table, fit_table, poor_fit_note,
     range_table, verdict_rows, wilcoxon_table,
 };
+use super::seed000;
 use super::table::kv_table;
-use super::{seed000, tdma};
 use crate::pingpong::Requirements;
 
 pub(super) fn verdict_table(summary: &Summary) -> String {
@@ -159,27 +159,6 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
     };
     for x in crate::experiments::all() {
         x.markdown(&page, &mut s);
-    }
-    for t in &e.tdma {
-        s.push_str("\n## TDMA capacity, analysis (seed 001 eq. 1, 2, 9)\n\n");
-        let _ = writeln!(s, "{}\n", tdma::analysis_params(t));
-        s.push_str(&tdma::analysis_table(t).markdown());
-        let _ = writeln!(s, "\n{}", tdma::ANALYSIS_NOTE);
-        s.push_str("\n## TDMA slot-timed runs (seed 001 §7, Tables 6, 7, 11)\n\n");
-        match &t.not_measured {
-            Some(why) => {
-                let _ = writeln!(s, "Not measured: {why}.");
-            }
-            None => {
-                s.push_str(&tdma::measured_table(t).markdown());
-                let _ = writeln!(s, "\n{}", tdma::MEASURED_NOTE);
-            }
-        }
-    }
-    if !e.crypto_bench.is_empty() {
-        s.push_str("\n## Single-frame protect and verify (crypto-bench --frames)\n\n");
-        s.push_str(&tdma::per_frame_table(&e.crypto_bench).markdown());
-        let _ = writeln!(s, "\n{}", tdma::per_frame_note(&e.crypto_bench));
     }
     s
 }
