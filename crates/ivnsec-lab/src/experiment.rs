@@ -15,10 +15,22 @@ pub trait Experiment<P>: Sync {
     fn markdown(&self, page: &P, s: &mut String);
     /// The same sections in `index.html`.
     fn html(&self, page: &P, s: &mut String);
+    /// Links of its own in `index.html`'s navigation bar, after the page's fixed links (only
+    /// when the page holds its results).
+    fn nav(&self, _page: &P, _s: &mut String) {}
+    /// Names of its runs whose verdict failed, in run order.
+    fn failures(&self, _page: &P) -> Vec<String> {
+        Vec::new()
+    }
+    /// Files of its own in the report directory beside the summaries: (file name, contents).
+    fn files(&self, _page: &P) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// A report page that holds results of kind `T` (one per plan table of the experiment that
-/// owns `T`).
-pub trait Holds<T> {
+/// owns `T`). `Table` tells apart two tables with results of the same kind (`[[underload]]`
+/// and `[[playback]]`); it is `T` itself where one table has them.
+pub trait Holds<T, Table = T> {
     fn results(&self) -> &[T];
 }

@@ -161,6 +161,30 @@ pub fn note(s: &mut String, text: &str) {
     let _ = writeln!(s, "<p class=\"note\">{}</p>", escape(text));
 }
 
+/// A section of summary.md: its heading, its table and a paragraph per note.
+pub fn markdown_section(s: &mut String, title: &str, t: &Table, notes: &[String]) {
+    s.push_str("\n## ");
+    s.push_str(title);
+    s.push_str("\n\n");
+    s.push_str(&t.markdown());
+    for n in notes {
+        s.push('\n');
+        s.push_str(n);
+        s.push('\n');
+    }
+}
+
+/// The same section in index.html.
+pub fn html_section(s: &mut String, title: &str, t: &Table, notes: &[String]) {
+    s.push_str("<h2>");
+    s.push_str(&escape(title));
+    s.push_str("</h2>\n");
+    s.push_str(&t.html());
+    for n in notes {
+        note(s, n);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

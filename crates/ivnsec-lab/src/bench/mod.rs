@@ -49,6 +49,7 @@ pub mod cpu;
 pub mod measure;
 pub mod openssl;
 pub mod per_frame;
+pub mod report;
 
 use std::fmt;
 

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod node;
+pub mod report;
 pub mod run;
 
 use crate::stats::quantile_sorted;

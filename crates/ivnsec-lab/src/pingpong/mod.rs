@@ -13,7 +13,6 @@
 
 use serde::{Deserialize, Serialize};
 
-pub mod gateways;
 pub mod node;
 pub mod run;
 

@@ -328,7 +328,7 @@ pub fn run_plan(
             }
             experiments
                 .pingpong
-                .push(crate::pingpong::gateways::GatewayPingPong::of(
+                .push(crate::gateway_pingpong::GatewayPingPong::of(
                     &state.topology,
                     open.site.transport(),
                     (ini, res),

@@ -1,5 +1,10 @@
 use super::*;
+use crate::gateway_pingpong::report::gateway_pingpong_table;
 use crate::throughput::CpuIncrease;
+use crate::throughput::report::{
+    THROUGHPUT_CSV, ThroughputVerdict, cpu_roles_table, throughput_csv, throughput_rows,
+    throughput_table,
+};
 use serde_json::json;
 
 fn run(profile: &str, goodput: f64, plain: Option<f64>, cpu: Option<f64>) -> ThroughputResult {
@@ -66,7 +71,7 @@ fn table_csv_and_json_carry_every_run() {
         ..Experiments::default()
     };
     let l = Requirements::default();
-    let t = throughput_table(&e, &l);
+    let t = throughput_table(&e.throughput, &l);
     assert_eq!(t.rows.len(), 2);
     assert_eq!(t.rows[0].len(), t.head.len());
     assert_eq!(t.rows[1][0], "macsec-gcm-aes-128@1400 1 Gb/s ×3");
@@ -79,7 +84,7 @@ fn table_csv_and_json_carry_every_run() {
     let dir = std::env::temp_dir().join(format!("ivnsec-exp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(THROUGHPUT_CSV);
-    write_throughput_csv(&p, &e).unwrap();
+    std::fs::write(&p, throughput_csv(&e.throughput)).unwrap();
     let text = std::fs::read_to_string(&p).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -118,7 +123,7 @@ fn cpu_roles_table_judges_the_consumer_only() {
         throughput: vec![esp],
         ..Experiments::default()
     };
-    let t = cpu_roles_table(&e, &Requirements::default());
+    let t = cpu_roles_table(&e.throughput, &Requirements::default());
     assert_eq!(t.rows.len(), 4);
     assert!(t.head[6].contains("consumer"), "{:?}", t.head);
     let name = "esp-null-hmac-sha256@1400 1 Gb/s ×3";
@@ -157,7 +162,7 @@ fn cpu_roles_table_judges_the_consumer_only() {
         ..Experiments::default()
     };
     assert!(
-        cpu_roles_table(&old, &Requirements::default())
+        cpu_roles_table(&old.throughput, &Requirements::default())
             .rows
             .is_empty()
     );
@@ -220,7 +225,7 @@ fn a_run_through_gateways_is_the_bump_in_the_wire_row() {
 /// never stand for the Baseline rows; the plan's `[[pingpong]]` scenarios get a table.
 #[test]
 fn runs_through_gateways_fill_table_6_7() {
-    use crate::pingpong::gateways::Percentiles;
+    use crate::gateway_pingpong::Percentiles;
     use crate::underload::ProfileRun;
     let pp = |payload: usize, p90: f64| GatewayPingPong {
         topology: "bump".into(),
@@ -421,6 +426,6 @@ fn seed_003_tcp_statements_from_tcp_runs() {
     assert_eq!(row("UDP: confidentiality slower than no security")[3], "—");
     assert!(s3.note.contains("transport = \"tcp\""), "{}", s3.note);
     let r = report_of(vec![tcp("someip-nosec", 800.0, 40.0)]);
-    let names = throughput_rows(&r.experiments, &Requirements::default());
+    let names = throughput_rows(&r.experiments.throughput, &Requirements::default());
     assert_eq!(names[0].name, "someip-nosec@65536 1 Gb/s ×1 over TCP");
 }

@@ -16,7 +16,7 @@ use super::scenarios;
 use super::table::{escape, kv_table, note};
 use super::{
     LinearFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits, baseline,
-    experiments, focus_profile, hmac_name, seed000, tdma,
+    experiments, focus_profile, hmac_name, seed000,
 };
 use crate::pingpong::{Exchange, Section};
 
@@ -145,12 +145,13 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
         );
     }
     s.push_str("<nav><a href=\"#environment\">environment</a><a href=\"#verdicts\">verdicts</a><a href=\"#baseline\">sockperf</a><a href=\"#seed\">seed 000</a><a href=\"#scenarios\">per scenario</a><a href=\"#payload\">payload</a><a href=\"#groups\">groups</a><a href=\"#boxes\">box plots</a><a href=\"#dispersion\">dispersion</a><a href=\"#cdf\">CDF</a><a href=\"#throughput\">throughput</a><a href=\"#underload\">under load</a><a href=\"#camera\">cameras</a>");
-    // Only plans with these experiments get their links: other pages stay as they were.
-    if !summary.experiments.tdma.is_empty() {
-        s.push_str("<a href=\"#tdma\">tdma</a>");
-    }
-    if !summary.experiments.crypto_bench.is_empty() {
-        s.push_str("<a href=\"#crypto-bench\">single frames</a>");
+    // Links of the experiments that have their own: only plans with them get them.
+    let page = experiments::Page {
+        experiments: &summary.experiments,
+        requirements: &summary.requirements,
+    };
+    for x in crate::experiments::all() {
+        x.nav(&page, &mut s);
     }
     s.push_str("<a href=\"#method\">method</a></nav>\n");
 
@@ -568,78 +569,12 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
 /// The sections of the plan's other experiments (none when it had none).
 fn experiments_html(s: &mut String, summary: &Summary) {
     let e = &summary.experiments;
-    if !e.throughput.is_empty() {
-        s.push_str("<h2 id=\"throughput\">Throughput (seed 002 §5.2.3, §6.1.2)</h2>\n");
-        s.push_str(&experiments::throughput_table(e, &summary.requirements).html());
-        note(s, experiments::THROUGHPUT_NOTE);
-        let roles = experiments::cpu_roles_table(e, &summary.requirements);
-        if !roles.rows.is_empty() {
-            s.push_str("<h3>CPU per role (seed 002 §5.2.2: judged on the consumer)</h3>\n");
-            s.push_str(&roles.html());
-            note(s, experiments::CPU_ROLES_NOTE);
-        }
-    }
-    for (id, title, reports) in [
-        ("underload", "Under load (seed 002 §5.2.1)", &e.underload),
-        ("playback", "Playback (seed 002 §5.2.1)", &e.playback),
-    ] {
-        if !reports.is_empty() {
-            let _ = writeln!(s, "<h2 id=\"{id}\">{title}</h2>");
-            s.push_str(&experiments::stream_table(reports).html());
-            note(s, experiments::STREAM_NOTE);
-        }
-    }
-    if !e.pingpong.is_empty() {
-        s.push_str(
-            "<h2 id=\"pingpong-gateways\">Ping-pong through bump-in-the-wire gateways (seed 002 \
-             §6.4)</h2>\n",
-        );
-        s.push_str(&experiments::gateway_pingpong_table(&e.pingpong).html());
-        note(s, experiments::GATEWAY_PINGPONG_NOTE);
-    }
     let page = experiments::Page {
         experiments: e,
         requirements: &summary.requirements,
     };
     for x in crate::experiments::all() {
         x.html(&page, s);
-    }
-    for (title, t, notes) in super::benches::seed004_bench_tables(e) {
-        let _ = writeln!(s, "<h2>{}</h2>", super::table::escape(&title));
-        s.push_str(&t.html());
-        for n in notes {
-            note(s, &n);
-        }
-    }
-    if !e.camera.is_empty() {
-        s.push_str("<h2 id=\"camera\">Cameras (seed 003 §F)</h2>\n");
-        s.push_str(&experiments::camera_table(&e.camera).html());
-        note(s, experiments::CAMERA_NOTE);
-    }
-    for (i, t) in e.tdma.iter().enumerate() {
-        let id = if i == 0 { " id=\"tdma\"" } else { "" };
-        let _ = writeln!(
-            s,
-            "<h2{id}>TDMA capacity, analysis (seed 001 eq. 1, 2, 9)</h2>"
-        );
-        note(s, &tdma::analysis_params(t));
-        s.push_str(&tdma::analysis_table(t).html());
-        note(s, tdma::ANALYSIS_NOTE);
-        s.push_str("<h3>TDMA slot-timed runs (seed 001 §7, Tables 6, 7, 11)</h3>\n");
-        match &t.not_measured {
-            Some(why) => note(s, &format!("Not measured: {why}.")),
-            None => {
-                s.push_str(&tdma::measured_table(t).html());
-                note(s, tdma::MEASURED_NOTE);
-            }
-        }
-    }
-    if !e.crypto_bench.is_empty() {
-        s.push_str(
-            "<h2 id=\"crypto-bench\">Single-frame protect and verify (crypto-bench --frames)</h2>\n",
-        );
-        s.push_str(&tdma::per_frame_table(&e.crypto_bench).html());
-        note(s, &tdma::per_frame_note(&e.crypto_bench));
     }
     for sec in experiments::seed_sections(summary) {
         let _ = writeln!(s, "<h2>{}</h2>", escape(&sec.title));

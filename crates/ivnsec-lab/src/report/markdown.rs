@@ -8,16 +8,13 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::Summary;
-use super::experiments::{
-    CAMERA_NOTE, CPU_ROLES_NOTE, Experiments, STREAM_NOTE, THROUGHPUT_NOTE, camera_table,
-    cpu_roles_table, seed_sections, stream_table, throughput_table,
-};
+use super::experiments::{Experiments, seed_sections};
 use super::scenarios::{
     SEED_NOTE, SEED_SOURCES, appendix_table, coverage, estimate_table, fit_table, poor_fit_note,
     range_table, verdict_rows, wilcoxon_table,
 };
+use super::seed000;
 use super::table::kv_table;
-use super::{seed000, tdma};
 use crate::pingpong::Requirements;
 
 pub(super) fn verdict_table(summary: &Summary) -> String {
@@ -153,74 +150,15 @@ fn pingpong_sections(s: &mut String, summary: &Summary) {
     }
 }
 
-/// The throughput section of summary.md (empty when there is no throughput run).
+/// The sections of the plan's experiments in summary.md (none when it had none).
 fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
     let mut s = String::new();
-    if !e.throughput.is_empty() {
-        s.push_str("\n## Throughput (seed 002 §5.2.3, §6.1.2)\n\n");
-        s.push_str(&throughput_table(e, limits).markdown());
-        let _ = writeln!(s, "\n{THROUGHPUT_NOTE}");
-        let roles = cpu_roles_table(e, limits);
-        if !roles.rows.is_empty() {
-            s.push_str("\n### CPU per role (seed 002 §5.2.2: judged on the consumer)\n\n");
-            s.push_str(&roles.markdown());
-            let _ = writeln!(s, "\n{CPU_ROLES_NOTE}");
-        }
-    }
-    for (title, reports) in [
-        ("Under load (seed 002 §5.2.1)", &e.underload),
-        ("Playback (seed 002 §5.2.1)", &e.playback),
-    ] {
-        if !reports.is_empty() {
-            let _ = writeln!(s, "\n## {title}\n");
-            s.push_str(&stream_table(reports).markdown());
-            let _ = writeln!(s, "\n{STREAM_NOTE}");
-        }
-    }
-    if !e.pingpong.is_empty() {
-        s.push_str("\n## Ping-pong through bump-in-the-wire gateways (seed 002 §6.4)\n\n");
-        s.push_str(&super::experiments::gateway_pingpong_table(&e.pingpong).markdown());
-        let _ = writeln!(s, "\n{}", super::experiments::GATEWAY_PINGPONG_NOTE);
-    }
     let page = super::experiments::Page {
         experiments: e,
         requirements: limits,
     };
     for x in crate::experiments::all() {
         x.markdown(&page, &mut s);
-    }
-    for (title, t, notes) in super::benches::seed004_bench_tables(e) {
-        let _ = writeln!(s, "\n## {title}\n");
-        s.push_str(&t.markdown());
-        for n in notes {
-            let _ = writeln!(s, "\n{n}");
-        }
-    }
-    if !e.camera.is_empty() {
-        s.push_str("\n## Cameras (seed 003 §F)\n\n");
-        s.push_str(&camera_table(&e.camera).markdown());
-        let _ = writeln!(s, "\n{CAMERA_NOTE}");
-    }
-    for t in &e.tdma {
-        s.push_str("\n## TDMA capacity, analysis (seed 001 eq. 1, 2, 9)\n\n");
-        let _ = writeln!(s, "{}\n", tdma::analysis_params(t));
-        s.push_str(&tdma::analysis_table(t).markdown());
-        let _ = writeln!(s, "\n{}", tdma::ANALYSIS_NOTE);
-        s.push_str("\n## TDMA slot-timed runs (seed 001 §7, Tables 6, 7, 11)\n\n");
-        match &t.not_measured {
-            Some(why) => {
-                let _ = writeln!(s, "Not measured: {why}.");
-            }
-            None => {
-                s.push_str(&tdma::measured_table(t).markdown());
-                let _ = writeln!(s, "\n{}", tdma::MEASURED_NOTE);
-            }
-        }
-    }
-    if !e.crypto_bench.is_empty() {
-        s.push_str("\n## Single-frame protect and verify (crypto-bench --frames)\n\n");
-        s.push_str(&tdma::per_frame_table(&e.crypto_bench).markdown());
-        let _ = writeln!(s, "\n{}", tdma::per_frame_note(&e.crypto_bench));
     }
     s
 }

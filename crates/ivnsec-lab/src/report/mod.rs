@@ -14,7 +14,6 @@
 //! that set them beside ours (docs/seeds.md lists every const and how garbled text was read).
 
 mod baseline;
-mod benches;
 pub mod csv;
 pub mod experiments;
 pub mod fit;
@@ -23,12 +22,8 @@ mod markdown;
 mod plots;
 mod scenarios;
 pub mod seed000;
-pub mod seed001;
 pub mod seed002;
 pub mod seed003;
-pub mod seed004;
-pub mod tdma;
-pub mod tlsbench;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -41,6 +36,9 @@ use crate::stats;
 
 use crate::table;
 pub use crate::table::Table;
+/// Seed 004's figures and the TLS tables, where they were before they moved below the report.
+pub use crate::tdma::{report as tdma, seed001};
+pub use crate::{seed004, tlsbench::report as tlsbench};
 pub use experiments::Experiments;
 pub use fit::{LinearFit, least_squares};
 
@@ -268,7 +266,7 @@ pub struct Summary {
 /// The verdicts of the experiments (`experiment_verdicts` of summary.json).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ExperimentVerdicts {
-    pub throughput: Vec<experiments::ThroughputRow>,
+    pub throughput: Vec<crate::throughput::report::ThroughputRow>,
 }
 
 /// Reference measurements on the same path (`baseline` of summary.json).
@@ -292,18 +290,13 @@ impl Summary {
 
     /// Names of the experiment runs whose verdict failed.
     pub fn experiment_failures(&self) -> Vec<String> {
-        self.experiment_verdicts
-            .throughput
-            .iter()
-            .filter(|r| !r.verdict.passed())
-            .map(|r| r.name.clone())
-            .chain(self.experiments.stream_failures())
-            .chain(
-                self.experiments
-                    .tdma
-                    .iter()
-                    .flat_map(|t| t.failures().map(|r| r.name())),
-            )
+        let page = experiments::Page {
+            experiments: &self.experiments,
+            requirements: &self.requirements,
+        };
+        crate::experiments::all()
+            .into_iter()
+            .flat_map(|x| x.failures(&page))
             .collect()
     }
 
@@ -454,7 +447,10 @@ impl Report {
             },
             experiments: self.experiments.clone(),
             experiment_verdicts: ExperimentVerdicts {
-                throughput: experiments::throughput_rows(&self.experiments, &self.requirements),
+                throughput: crate::throughput::report::throughput_rows(
+                    &self.experiments.throughput,
+                    &self.requirements,
+                ),
             },
             seed001: tdma::seed001(tdma::Results {
                 tdma: &self.experiments.tdma,
@@ -468,11 +464,14 @@ impl Report {
     pub fn write_dir(&self, dir: &Path) -> Result<Summary, ReportError> {
         std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
         csv::write_samples(&dir.join(SAMPLES_CSV), &self.scenarios)?;
-        if !self.experiments.throughput.is_empty() {
-            experiments::write_throughput_csv(
-                &dir.join(experiments::THROUGHPUT_CSV),
-                &self.experiments,
-            )?;
+        let page = experiments::Page {
+            experiments: &self.experiments,
+            requirements: &self.requirements,
+        };
+        for x in crate::experiments::all() {
+            for (name, text) in x.files(&page) {
+                write_file(&dir.join(name), text.as_bytes())?;
+            }
         }
         self.write_summaries(dir)
     }

@@ -27,9 +27,11 @@ use std::str::FromStr;
 pub mod capacity;
 pub mod flows;
 pub mod node;
+pub mod report;
 pub mod run;
 mod run_text;
 pub mod schedule;
+pub mod seed001;
 pub mod sweep;
 
 /// Longest spelling of a quantity that is parsed at all (longer input is refused unread).

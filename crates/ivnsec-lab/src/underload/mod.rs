@@ -11,6 +11,7 @@ use std::fmt;
 pub mod node;
 pub mod outage;
 pub mod playback;
+pub mod report;
 pub mod run;
 
 use serde::{Deserialize, Serialize};

@@ -308,6 +308,10 @@ pub fn run_playback(
     run_stream(site, &common, &schedule, settings, pcap, &sockperf)
 }
 
+/// Tells a `[[playback]]` table's results from an `[[underload]]` table's: both are
+/// [`UnderloadReport`](super::UnderloadReport)s (see [`crate::experiment::Holds`]).
+pub struct Playback;
+
 #[cfg(test)]
 mod tests {
     use super::*;

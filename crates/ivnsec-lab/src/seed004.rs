@@ -5,7 +5,8 @@
 //! 4.1), TLS with DHE and RSA-1024/2048/4096 (`tls-cipher TLS-DHE-RSA-WITH-AES-256-CBC-SHA`,
 //! the client configuration, listing B.1; the server's `dh dh1024.pem` … `dh4096.pem`, listing
 //! B.2), the data channel aes-256-cbc (Table 5.1's caption).
-//! `ivnsec tls-bench` prints them beside its own figures (docs/tls-bench.md).
+//! `ivnsec tls-bench` prints them beside its own figures (docs/tls-bench.md), and the
+//! `[[tls_bench]]` and `[[chunk_bench]]` report sections beside a plan's.
 //!
 //! The text extraction of Table 5.2 is damaged: the header row reads `F RSA-102 4 RSA-2048
 //! RSA-4096 6` and the hardware row's ratios `X1.14 X2./U X3.09`. The figures themselves are

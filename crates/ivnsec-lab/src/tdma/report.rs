@@ -5,11 +5,13 @@
 
 use serde::Serialize;
 
+use std::fmt::Write as _;
+
 use super::seed001::{self, CapacityTable, Measure};
-use super::table::SeedSection;
-use super::table::{Table, strs, yes_no};
+use super::sweep::{MeasuredRun, TdmaReport};
 use crate::bench::per_frame::PerFrameReport;
-use crate::tdma::sweep::{MeasuredRun, TdmaReport};
+use crate::experiment::{Experiment, Holds};
+use crate::table::{SeedSection, Table, note, strs, yes_no};
 
 /// Milliseconds with up to 6 decimals, trailing zeros cut (0.0064, 0.2064, 0.008889).
 fn ms(v: f64) -> String {
@@ -33,7 +35,7 @@ fn num(v: Option<u64>) -> String {
 
 /// One row per profile × frame: eq. 9 for every switch count, the untagged frame's in brackets
 /// where the tag changes it.
-pub(super) fn analysis_table(r: &TdmaReport) -> Table {
+pub fn analysis_table(r: &TdmaReport) -> Table {
     let mut head = strs(&["profile", "frame bytes", "tag bytes", "Frame_time ms"]);
     head.extend(r.switches.iter().map(|n| format!("NF_max, N_switch = {n}")));
     let mut rows: Vec<Vec<String>> = Vec::new();
@@ -76,7 +78,7 @@ pub(super) fn analysis_table(r: &TdmaReport) -> Table {
 }
 
 /// The parameters line above the analysis table.
-pub(super) fn analysis_params(r: &TdmaReport) -> String {
+pub fn analysis_params(r: &TdmaReport) -> String {
     format!(
         "BP {} ms, GP {} ms per switch, {}; NF_max = ⌊BP / (Frame_time + GP × N_switch)⌋ \
          (seed 001 eq. 1, 9), Frame_time = frame bytes × 8 / rate (eq. 2), computed exactly.",
@@ -86,13 +88,13 @@ pub(super) fn analysis_params(r: &TdmaReport) -> String {
     )
 }
 
-pub(super) const ANALYSIS_NOTE: &str = "Frame bytes: the frame as `plain` sends it (Ethernet \
+pub const ANALYSIS_NOTE: &str = "Frame bytes: the frame as `plain` sends it (Ethernet \
 and IVN-AE headers and the payload) → the frame the profile makes of the same payload (its tag \
 added; seed 001's 60-byte frame with the 20-byte HMAC-SHA1 tag is 80 bytes). In brackets: \
 NF_max of the untagged frame, where the tag costs frames.";
 
 /// One row per measured run.
-pub(super) fn measured_table(r: &TdmaReport) -> Table {
+pub fn measured_table(r: &TdmaReport) -> Table {
     let head = strs(&[
         "run",
         "sent",
@@ -147,7 +149,7 @@ pub(super) fn measured_table(r: &TdmaReport) -> Table {
     Table { head, rows }
 }
 
-pub(super) const MEASURED_NOTE: &str = "One frame per base period from ecu1 to ecu2 across \
+pub const MEASURED_NOTE: &str = "One frame per base period from ecu1 to ecu2 across \
 N_switch Linux bridges (cascade:N testbed), in a slot of eq. 9's length, sent by a software \
 slot timer on the clock every namespace shares (docs/tdma-run.md). Tx = send call → kernel \
 receive at the first switch port (seed 001 Table 6 \"Tx\"); Diff = per-switch forwarding delay \
@@ -157,59 +159,6 @@ the frame time, Table 11's method; 'no miss up to' = the capacity steps (`capaci
 run passes when every frame arrived within its slot. These figures measure a Linux software \
 path, not TTEthernet: the bridges forward at once instead of at scheduled dispatch points, and \
 an arrival includes the receiver's wake-up.";
-
-/// One row per profile × size of every `[[crypto_bench]]` table.
-pub(super) fn per_frame_table(reports: &[PerFrameReport]) -> Table {
-    let head = strs(&[
-        "profile",
-        "payload bytes",
-        "frame bytes",
-        "provider",
-        "frames",
-        "protect µs min",
-        "protect µs mean",
-        "protect µs max",
-        "verify µs min",
-        "verify µs mean",
-        "verify µs max",
-    ]);
-    let f = |ns: f64| format!("{:.2}", ns / 1e3);
-    let rows = reports
-        .iter()
-        .flat_map(|r| r.rows.iter().map(move |x| (r.frames, x)))
-        .map(|(frames, x)| {
-            vec![
-                x.profile.clone(),
-                x.size.to_string(),
-                x.protected_frame_len.to_string(),
-                x.provider.clone(),
-                frames.to_string(),
-                f(x.protect_frame_ns_min),
-                f(x.protect_frame_ns_mean),
-                f(x.protect_frame_ns_max),
-                f(x.verify_frame_ns_min),
-                f(x.verify_frame_ns_mean),
-                f(x.verify_frame_ns_max),
-            ]
-        })
-        .collect();
-    Table { head, rows }
-}
-
-/// The note under the single-frame table.
-pub(super) fn per_frame_note(reports: &[PerFrameReport]) -> String {
-    let timer = reports
-        .iter()
-        .find_map(|r| r.timer_ns)
-        .map_or(String::new(), |t| {
-            format!(" An empty timing (two clock readings) costs {t:.0} ns here.")
-        });
-    format!(
-        "Protect and verify of one frame at a time (`ivnsec crypto-bench --frames N`): each \
-         figure is one call timed on its own, the clock readings included; the maximum includes \
-         preemption by whatever else runs on this machine.{timer}"
-    )
-}
 
 /// One printed figure of Tables 3, 7 and 11 beside ours (`seed001.tables[].figures[]`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -411,7 +360,7 @@ fn hmac_rows(e: &Results<'_>) -> Vec<HmacRow> {
 }
 
 /// The sections of summary.md and index.html: Tables 3, 7, 11 and Figure 6 beside ours.
-pub(super) fn seed_sections(s: &Seed001) -> Vec<SeedSection> {
+pub fn seed_sections(s: &Seed001) -> Vec<SeedSection> {
     let mut out = Vec::new();
     let missing = s.not_measured.as_deref().map_or(String::new(), |why| {
         format!(" Not measured in this run: {why}.")
@@ -519,6 +468,68 @@ pub(super) fn seed_sections(s: &Seed001) -> Vec<SeedSection> {
         });
     }
     out
+}
+
+/// `[[tdma]]`: seed 001's capacity analysis (eq. 1, 2, 9) and its slot-timed runs.
+pub struct TdmaExperiment;
+
+impl<P: Holds<TdmaReport>> Experiment<P> for TdmaExperiment {
+    fn tables(&self) -> &'static [&'static str] {
+        &["tdma"]
+    }
+
+    fn markdown(&self, page: &P, s: &mut String) {
+        for t in page.results() {
+            s.push_str("\n## TDMA capacity, analysis (seed 001 eq. 1, 2, 9)\n\n");
+            let _ = writeln!(s, "{}\n", analysis_params(t));
+            s.push_str(&analysis_table(t).markdown());
+            let _ = writeln!(s, "\n{ANALYSIS_NOTE}");
+            s.push_str("\n## TDMA slot-timed runs (seed 001 §7, Tables 6, 7, 11)\n\n");
+            match &t.not_measured {
+                Some(why) => {
+                    let _ = writeln!(s, "Not measured: {why}.");
+                }
+                None => {
+                    s.push_str(&measured_table(t).markdown());
+                    let _ = writeln!(s, "\n{MEASURED_NOTE}");
+                }
+            }
+        }
+    }
+
+    fn html(&self, page: &P, s: &mut String) {
+        for (i, t) in page.results().iter().enumerate() {
+            let id = if i == 0 { " id=\"tdma\"" } else { "" };
+            let _ = writeln!(
+                s,
+                "<h2{id}>TDMA capacity, analysis (seed 001 eq. 1, 2, 9)</h2>"
+            );
+            note(s, &analysis_params(t));
+            s.push_str(&analysis_table(t).html());
+            note(s, ANALYSIS_NOTE);
+            s.push_str("<h3>TDMA slot-timed runs (seed 001 §7, Tables 6, 7, 11)</h3>\n");
+            match &t.not_measured {
+                Some(why) => note(s, &format!("Not measured: {why}.")),
+                None => {
+                    s.push_str(&measured_table(t).html());
+                    note(s, MEASURED_NOTE);
+                }
+            }
+        }
+    }
+
+    fn nav(&self, page: &P, s: &mut String) {
+        if !page.results().is_empty() {
+            s.push_str("<a href=\"#tdma\">tdma</a>");
+        }
+    }
+
+    fn failures(&self, page: &P) -> Vec<String> {
+        page.results()
+            .iter()
+            .flat_map(|t| t.failures().map(|r| r.name()))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -700,7 +711,7 @@ mod tests {
     /// `crypto_bench` or `seed001` key.
     #[test]
     fn other_reports_have_no_new_keys() {
-        let r = super::super::Report {
+        let r = crate::report::Report {
             environment: serde_json::Map::new(),
             requirements: crate::pingpong::Requirements::default(),
             scenarios: Vec::new(),

@@ -1,8 +1,9 @@
 //! `ivnsec tls-bench`'s tables: every measured case, and the comparison beside seed 004
-//! Table 5.2 (connections per minute and CPU; [`super::seed004`]).
+//! Table 5.2 (connections per minute and CPU; [`crate::seed004`]).
 
-use super::Table;
-use super::seed004;
+use crate::experiment::{Experiment, Holds};
+use crate::seed004;
+use crate::table::{Table, html_section, markdown_section};
 use crate::tlsbench::{Algo, Kx, Outcome, Row};
 
 fn f0(x: f64) -> String {
@@ -177,4 +178,44 @@ bits."
         );
     }
     n
+}
+
+/// The `[[tls_bench]]` tables of a report: (title, table, notes) per outcome, in order.
+fn sections(outcomes: &[Outcome]) -> Vec<(String, Table, Vec<String>)> {
+    let mut out = Vec::new();
+    for o in outcomes {
+        out.push((
+            "TLS handshakes (ivnsec tls-bench)".to_string(),
+            results(o),
+            Vec::new(),
+        ));
+        out.push((
+            "TLS connections per minute beside seed 004 (Tables 5.1, 5.2)".to_string(),
+            beside_seed004(o),
+            seed004_notes(o),
+        ));
+    }
+    out
+}
+
+/// `[[tls_bench]]`: TLS handshakes per minute in the plan's own process, beside seed 004
+/// Tables 5.1 and 5.2.
+pub struct TlsBenchExperiment;
+
+impl<P: Holds<Outcome>> Experiment<P> for TlsBenchExperiment {
+    fn tables(&self) -> &'static [&'static str] {
+        &["tls_bench"]
+    }
+
+    fn markdown(&self, page: &P, s: &mut String) {
+        for (title, t, notes) in sections(page.results()) {
+            markdown_section(s, &title, &t, &notes);
+        }
+    }
+
+    fn html(&self, page: &P, s: &mut String) {
+        for (title, t, notes) in sections(page.results()) {
+            html_section(s, &title, &t, &notes);
+        }
+    }
 }

@@ -1,11 +1,16 @@
 //! Ping-pong through bump-in-the-wire gateways (a plan's `[[pingpong]]` table with a
 //! `topology`, docs/plans.md): the exchanges of one scenario between the legacy ECU and its
 //! peer on a `bump` or `bump2` testbed of their own, kept as the percentiles the reports set
-//! beside seed 002's Bump-in-the-Wire rows (Table 6.7, Ping Pong).
+//! beside seed 002's Bump-in-the-Wire rows (Table 6.7, Ping Pong), and its report section
+//! ([`report`]).
+
+pub mod report;
+
+pub use report::GatewayPingPongExperiment;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Exchange, Section, SectionStats};
+use crate::pingpong::{Exchange, Section, SectionStats};
 
 /// Percentiles of one section, µs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
