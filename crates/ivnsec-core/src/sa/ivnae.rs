@@ -267,7 +267,9 @@ impl IvnAeTx {
         }
         // Copied once, to where the body stays.
         let at = self.headroom();
-        out[at..at + plain.len()].copy_from_slice(plain);
+        out.get_mut(at..at + plain.len())
+            .ok_or(ProtectError::BufferTooSmall { needed })?
+            .copy_from_slice(plain);
         self.protect_in_place_at(out, at, plain.len())
     }
 
@@ -318,13 +320,19 @@ impl IvnAeTx {
             conf: keys.profile.level.conf_flag(),
             seq,
         };
-        repr.emit(&mut wire::Frame::new_unchecked(&mut buf[..HEADER_LEN]));
+        let too_small = ProtectError::BufferTooSmall { needed };
+        repr.emit(&mut wire::Frame::new_unchecked(
+            buf.get_mut(..HEADER_LEN).ok_or(too_small)?,
+        ));
 
         let nonce = keys.nonce(wire::VERSION, seq);
         let wire_body = keys.wire_body_len(body_len);
         let body_end = HEADER_LEN + wire_body;
-        let (head, rest) = buf[..needed].split_at_mut(body_end);
-        let tag_out = &mut rest[..keys.tag_len];
+        // `needed` = `body_end` + the tag length: the tag is everything after the body.
+        let (head, tag_out) = buf
+            .get_mut(..needed)
+            .and_then(|b| b.split_at_mut_checked(body_end))
+            .ok_or(too_small)?;
         match &keys.engine {
             Engine::Plain => {}
             Engine::Crc32 => tag_out.copy_from_slice(&CRC32.checksum(head).to_be_bytes()),
@@ -340,18 +348,14 @@ impl IvnAeTx {
                     aead.seal_in_place(&nonce, head, &mut [], tag)?;
                 }
             }
-            Engine::Hmac(mac) => {
-                let mut full = [0u8; MAX_MAC_LEN];
-                mac.compute(&[head], &mut full);
-                tag_out.copy_from_slice(&full[..keys.tag_len]);
-            }
+            Engine::Hmac(mac) => write_mac(mac.as_ref(), head, tag_out)?,
             Engine::EncThenMac { cipher, mode, mac } => {
-                let body = &mut head[HEADER_LEN..];
+                let body = head.get_mut(HEADER_LEN..).ok_or(too_small)?;
                 match mode {
                     CipherMode::Cbc => {
                         // PKCS#7: 1..=16 bytes of value p.
                         let p = wire_body - body_len;
-                        body[body_len..].fill(p as u8);
+                        body.get_mut(body_len..).ok_or(too_small)?.fill(p as u8);
                         let iv = Keys::cbc_iv(cipher.as_ref(), &nonce).map_err(|_| {
                             ProtectError::Crypto(crate::crypto::CryptoError::Internal)
                         })?;
@@ -359,9 +363,7 @@ impl IvnAeTx {
                     }
                     CipherMode::Ctr => cipher.ctr_apply(&Keys::ctr_block(&nonce), body)?,
                 }
-                let mut full = [0u8; MAX_MAC_LEN];
-                mac.compute(&[head], &mut full);
-                tag_out.copy_from_slice(&full[..keys.tag_len]);
+                write_mac(mac.as_ref(), head, tag_out)?;
             }
         }
         self.counters.frames += 1;
@@ -438,7 +440,10 @@ impl IvnAeRx {
             self.counters.drops.bump(DropReason::Oversize);
             return Err(DropReason::Oversize);
         }
-        let buf = &mut out[..frame.len()];
+        let Some(buf) = out.get_mut(..frame.len()) else {
+            self.counters.drops.bump(DropReason::Oversize);
+            return Err(DropReason::Oversize);
+        };
         buf.copy_from_slice(frame);
         let r = self.verify_in_place(buf)?;
         out.copy_within(r.clone(), 0);
@@ -500,7 +505,9 @@ impl IvnAeRx {
         }
 
         let nonce = keys.nonce(repr.version, repr.seq);
-        let (head, tag) = frame.split_at_mut(body_end);
+        let (head, tag) = frame
+            .split_at_mut_checked(body_end)
+            .ok_or(DropReason::Truncated)?;
         let mut body_len = wire_body_len;
         match &keys.engine {
             Engine::Plain => {}
@@ -528,7 +535,7 @@ impl IvnAeRx {
         self.replay.insert(repr.seq);
 
         if let Engine::EncThenMac { cipher, mode, .. } = &keys.engine {
-            let body = &mut head[HEADER_LEN..];
+            let body = head.get_mut(HEADER_LEN..).ok_or(DropReason::Truncated)?;
             match mode {
                 CipherMode::Cbc => {
                     let iv = Keys::cbc_iv(cipher.as_ref(), &nonce)?;
@@ -562,6 +569,18 @@ fn check_suite(id: u8, expected: Suite) -> Result<(), DropReason> {
     }
 }
 
+/// Writes the leftmost `tag_out.len()` bytes of the MAC of `data` to `tag_out`.
+fn write_mac(mac: &dyn MacKey, data: &[u8], tag_out: &mut [u8]) -> Result<(), ProtectError> {
+    let mut full = [0u8; MAX_MAC_LEN];
+    mac.compute(&[data], &mut full);
+    // The SA's tag length is at most the suite's full MAC length (checked in `Keys::new`).
+    let tag = full
+        .get(..tag_out.len())
+        .ok_or(ProtectError::Crypto(crate::crypto::CryptoError::Internal))?;
+    tag_out.copy_from_slice(tag);
+    Ok(())
+}
+
 /// Compares the leftmost `tag.len()` bytes of the MAC in constant time.
 fn check_mac(mac: &dyn MacKey, data: &[u8], tag: &[u8]) -> Result<(), DropReason> {
     let mut full = [0u8; MAX_MAC_LEN];
@@ -578,10 +597,12 @@ fn strip_pkcs7(body: &[u8]) -> Result<usize, DropReason> {
     if p == 0 || p > BLOCK_LEN || p > body.len() {
         return Err(DropReason::BadPadding);
     }
-    if body[body.len() - p..].iter().any(|&b| b as usize != p) {
+    let unpadded = body.len() - p;
+    let padding = body.get(unpadded..).ok_or(DropReason::BadPadding)?;
+    if padding.iter().any(|&b| b as usize != p) {
         return Err(DropReason::BadPadding);
     }
-    Ok(body.len() - p)
+    Ok(unpadded)
 }
 
 /// A receiver holding the SAs of one link, selected by key id (key roll-over: the old and the

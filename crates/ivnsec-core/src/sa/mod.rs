@@ -4,8 +4,6 @@
 
 pub mod any;
 pub mod esp;
-// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
-#[allow(clippy::indexing_slicing)]
 pub mod ivnae;
 pub mod macsec;
 pub mod replay;

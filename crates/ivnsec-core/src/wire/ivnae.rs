@@ -12,6 +12,7 @@
 //! the key id into it, docs/wire-ivnae.md §3). [`Frame::check`] accepts both; whether an SA
 //! takes a version 1 frame is the SA's decision (`sa::ivnae`), not the parser's.
 
+use super::bytes::{array, be16, be64, byte, head, put, put_byte, tail};
 use super::ethernet::MacAddr;
 use super::{Field, WireError};
 
@@ -82,32 +83,31 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn dst(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::DST])
+        MacAddr(array(self.buffer.as_ref(), field::DST.start))
     }
 
     pub fn src(&self) -> MacAddr {
-        MacAddr::from_slice(&self.buffer.as_ref()[field::SRC])
+        MacAddr(array(self.buffer.as_ref(), field::SRC.start))
     }
 
     pub fn ethertype(&self) -> u16 {
-        let b = &self.buffer.as_ref()[field::ETHERTYPE];
-        u16::from_be_bytes([b[0], b[1]])
+        be16(self.buffer.as_ref(), field::ETHERTYPE.start)
     }
 
     pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[field::VERSION]
+        byte(self.buffer.as_ref(), field::VERSION)
     }
 
     pub fn suite_id(&self) -> u8 {
-        self.buffer.as_ref()[field::SUITE]
+        byte(self.buffer.as_ref(), field::SUITE)
     }
 
     pub fn key_id(&self) -> u8 {
-        self.buffer.as_ref()[field::KEY_ID]
+        byte(self.buffer.as_ref(), field::KEY_ID)
     }
 
     pub fn flags(&self) -> u8 {
-        self.buffer.as_ref()[field::FLAGS]
+        byte(self.buffer.as_ref(), field::FLAGS)
     }
 
     pub fn conf(&self) -> bool {
@@ -115,45 +115,47 @@ impl<T: AsRef<[u8]>> Frame<T> {
     }
 
     pub fn seq(&self) -> u64 {
-        let mut s = [0; 8];
-        s.copy_from_slice(&self.buffer.as_ref()[field::SEQ]);
-        u64::from_be_bytes(s)
+        be64(self.buffer.as_ref(), field::SEQ.start)
     }
 
     /// The authenticated header `A` (bytes 0..26).
     pub fn header(&self) -> &[u8] {
-        &self.buffer.as_ref()[..HEADER_LEN]
+        head(self.buffer.as_ref(), HEADER_LEN)
     }
 
     /// Body and tag together (everything after `A`).
     pub fn rest(&self) -> &[u8] {
-        &self.buffer.as_ref()[HEADER_LEN..]
+        tail(self.buffer.as_ref(), HEADER_LEN)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     pub fn set_ethertype(&mut self, t: u16) {
-        self.buffer.as_mut()[field::ETHERTYPE].copy_from_slice(&t.to_be_bytes());
+        put(
+            self.buffer.as_mut(),
+            field::ETHERTYPE.start,
+            &t.to_be_bytes(),
+        );
     }
 
     pub fn set_version(&mut self, v: u8) {
-        self.buffer.as_mut()[field::VERSION] = v;
+        put_byte(self.buffer.as_mut(), field::VERSION, v);
     }
 
     pub fn set_suite_id(&mut self, v: u8) {
-        self.buffer.as_mut()[field::SUITE] = v;
+        put_byte(self.buffer.as_mut(), field::SUITE, v);
     }
 
     pub fn set_key_id(&mut self, v: u8) {
-        self.buffer.as_mut()[field::KEY_ID] = v;
+        put_byte(self.buffer.as_mut(), field::KEY_ID, v);
     }
 
     pub fn set_flags(&mut self, v: u8) {
-        self.buffer.as_mut()[field::FLAGS] = v;
+        put_byte(self.buffer.as_mut(), field::FLAGS, v);
     }
 
     pub fn set_seq(&mut self, seq: u64) {
-        self.buffer.as_mut()[field::SEQ].copy_from_slice(&seq.to_be_bytes());
+        put(self.buffer.as_mut(), field::SEQ.start, &seq.to_be_bytes());
     }
 }
 

@@ -14,8 +14,6 @@ pub mod esp;
 pub mod ethernet;
 pub mod frag;
 pub mod ip;
-// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
-#[allow(clippy::indexing_slicing)]
 pub mod ivnae;
 pub mod macsec;
 pub mod mkpdu;
