@@ -44,6 +44,7 @@ use crate::sa::macsec::{KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, Val
 use crate::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
 use crate::sa::someip::{self as sip, ServiceParams, ServiceSa};
 use crate::suite::IvnAeProfile;
+use crate::wire::bytes::{array, be16, byte, put, put_byte};
 use crate::wire::ethernet::{self, MacAddr};
 use crate::wire::ip::{fill_ipv4_checksum, protocol};
 use crate::wire::macsec::Sci;
@@ -287,7 +288,7 @@ pub fn sa_identity(profile: Profile, ends: &Ends, direction: usize) -> String {
         // Not the SPI: the ESP nonce (salt ‖ sequence number) has none, so a key keeps one
         // sequence space whatever SPI it is used under.
         Profile::Esp(_) => alloc::string::String::from(ESP_SA_IDENTITY),
-        Profile::Secoc(_) => format!("secoc data-id 0x{:04x}", SECOC_DATA_ID[d]),
+        Profile::Secoc(_) => format!("secoc data-id 0x{:04x}", of_direction(SECOC_DATA_ID, d)),
         Profile::Someip(_) if d == 0 => format!(
             "someip service 0x{SOMEIP_SERVICE:04x} key-id {SOMEIP_KEY_ID} sender client 0x{SOMEIP_CLIENT:04x}"
         ),
@@ -375,6 +376,13 @@ impl fmt::Debug for Channel {
 
 /// SPIs of the two directions (initiator → responder, back); XPN SSCIs likewise.
 const SPI: [u32; 2] = [0x0000_1001, 0x0000_1002];
+
+/// The entry of `pair` for direction `d` (0: initiator → responder, 1: back; only the low bit
+/// counts).
+fn of_direction<T: Copy>(pair: [T; 2], d: usize) -> T {
+    let [forward, back] = pair;
+    if d & 1 == 0 { forward } else { back }
+}
 
 impl Channel {
     /// This node's end: `tx` protects what it sends, `rx` verifies what the peer sends, both
@@ -502,7 +510,7 @@ impl Channel {
                         esn: false,
                     }
                 }
-                let spi = |d: usize| SPI[d].wrapping_add(opts.spi_offset);
+                let spi = |d: usize| of_direction(SPI, d).wrapping_add(opts.spi_offset);
                 let t = EspTx::new(
                     prov,
                     &params(alg, txk, txm, spi(out_dir)),
@@ -515,7 +523,8 @@ impl Channel {
                 Sas::Esp(t, r)
             }
             Profile::Secoc(alg) => {
-                let id = |d: usize| SECOC_DATA_ID[d].wrapping_add(opts.spi_offset as u16);
+                let id =
+                    |d: usize| of_direction(SECOC_DATA_ID, d).wrapping_add(opts.spi_offset as u16);
                 fn params(alg: SecocAlg, key: &[u8], data_id: u16) -> SecocParams<'_> {
                     SecocParams {
                         fv_bits: SECOC_FV_BITS,
@@ -678,13 +687,16 @@ impl Channel {
                 }
                 let at = t.headroom();
                 write_ipv4_header(
-                    &mut out[at..at + IPV4_HLEN],
+                    out.get_mut(at..at + IPV4_HLEN)
+                        .ok_or(ChannelError::BufferTooSmall)?,
                     n,
                     EXPERIMENT_IP_PROTOCOL,
                     self.ends.local_ip,
                     self.ends.peer_ip,
                 );
-                out[at + IPV4_HLEN..at + n].copy_from_slice(payload);
+                out.get_mut(at + IPV4_HLEN..at + n)
+                    .ok_or(ChannelError::BufferTooSmall)?
+                    .copy_from_slice(payload);
                 let len = t
                     .protect_in_place_at(out, at, n, None)
                     .map_err(protect_err)?;
@@ -694,14 +706,14 @@ impl Channel {
             }
             Sas::Secoc(t, _, tx_id, _) => {
                 let n = payload.len();
-                let Some(body) = out.get_mut(PDU_HEADER_LEN..PDU_HEADER_LEN + n) else {
-                    return Err(ChannelError::BufferTooSmall);
-                };
-                body.copy_from_slice(payload);
-                let m = t
-                    .protect_in_place(&mut out[PDU_HEADER_LEN..], n)
-                    .map_err(protect_err)?;
-                let mut h = PduPacket::new_unchecked(&mut out[..PDU_HEADER_LEN]);
+                let (header, unit) = out
+                    .split_at_mut_checked(PDU_HEADER_LEN)
+                    .ok_or(ChannelError::BufferTooSmall)?;
+                unit.get_mut(..n)
+                    .ok_or(ChannelError::BufferTooSmall)?
+                    .copy_from_slice(payload);
+                let m = t.protect_in_place(unit, n).map_err(protect_err)?;
+                let mut h = PduPacket::new_unchecked(header);
                 h.set_id(*tx_id);
                 h.set_length(m as u32);
                 Ok(PDU_HEADER_LEN + m)
@@ -728,20 +740,26 @@ impl Channel {
         if out.len() < ETH + n + crate::sa::esp::MAX_OVERHEAD {
             return Err(ChannelError::BufferTooSmall);
         }
-        out[..6].copy_from_slice(&self.ends.peer_mac);
-        out[6..12].copy_from_slice(&self.ends.local_mac);
-        out[12..ETH].copy_from_slice(&crate::profile::ETHERTYPE_IPV4.to_be_bytes());
+        let (eth, packet) = out
+            .split_at_mut_checked(ETH)
+            .ok_or(ChannelError::BufferTooSmall)?;
+        put(eth, 0, &self.ends.peer_mac);
+        put(eth, 6, &self.ends.local_mac);
+        put(eth, 12, &crate::profile::ETHERTYPE_IPV4.to_be_bytes());
         write_ipv4_header(
-            &mut out[ETH..ETH + IPV4_HLEN],
+            packet
+                .get_mut(..IPV4_HLEN)
+                .ok_or(ChannelError::BufferTooSmall)?,
             n,
             EXPERIMENT_IP_PROTOCOL,
             self.ends.local_ip,
             self.ends.peer_ip,
         );
-        out[ETH + IPV4_HLEN..ETH + n].copy_from_slice(payload);
-        let len = t
-            .protect_in_place(&mut out[ETH..], n, None)
-            .map_err(protect_err)?;
+        packet
+            .get_mut(IPV4_HLEN..n)
+            .ok_or(ChannelError::BufferTooSmall)?
+            .copy_from_slice(payload);
+        let len = t.protect_in_place(packet, n, None).map_err(protect_err)?;
         Ok(ETH + len)
     }
 
@@ -794,27 +812,33 @@ impl Channel {
     pub fn verify(&mut self, buf: &mut [u8], len: usize) -> Result<Range<usize>, DropReason> {
         match &mut self.sas {
             Sas::IvnAe(_, r) => {
-                let range = r.verify_in_place(&mut buf[..len])?;
+                let range = r.verify_in_place(buf.get_mut(..len).ok_or(DropReason::Oversize)?)?;
                 payload_of_frame(buf, range)
             }
             Sas::Macsec(_, r) => {
-                let d = r.verify_in_place(&mut buf[..len])?;
+                let d = r.verify_in_place(buf.get_mut(..len).ok_or(DropReason::Oversize)?)?;
                 payload_of_frame(buf, d.range)
             }
             Sas::Esp(_, r) => {
-                let total = IPV4_HLEN + len;
-                if total > buf.len() {
-                    return Err(DropReason::Oversize);
-                }
+                let packet = IPV4_HLEN
+                    .checked_add(len)
+                    .and_then(|total| buf.get_mut(..total))
+                    .ok_or(DropReason::Oversize)?;
+                let total = packet.len();
+                let (ip, _) = packet
+                    .split_at_mut_checked(IPV4_HLEN)
+                    .ok_or(DropReason::Oversize)?;
                 write_ipv4_header(
-                    &mut buf[..IPV4_HLEN],
+                    ip,
                     total,
                     protocol::ESP,
                     self.ends.peer_ip,
                     self.ends.local_ip,
                 );
-                let range = r.verify_in_place(&mut buf[..total])?;
-                if range.len() < IPV4_HLEN || buf[range.start + 9] != EXPERIMENT_IP_PROTOCOL {
+                let range = r.verify_in_place(packet)?;
+                if range.len() < IPV4_HLEN
+                    || buf.get(range.start + 9) != Some(&EXPERIMENT_IP_PROTOCOL)
+                {
                     return Err(DropReason::Malformed);
                 }
                 Ok(range.start + IPV4_HLEN..range.end)
@@ -832,7 +856,8 @@ impl Channel {
                 if p.id() != *rx_id {
                     return Err(DropReason::UnknownSa);
                 }
-                let v = r.verify(&dgram[PDU_HEADER_LEN..])?;
+                let unit = dgram.get(PDU_HEADER_LEN..).ok_or(DropReason::Truncated)?;
+                let v = r.verify(unit)?;
                 Ok(PDU_HEADER_LEN..PDU_HEADER_LEN + v.authentic_len)
             }
             Sas::Someip(_, r, _) => {
@@ -921,8 +946,12 @@ pub fn write_udp_frame(out: &mut Vec<u8>, src: UdpEnd, dst: UdpEnd, payload: &[u
     out.extend_from_slice(&src.0);
     out.extend_from_slice(&0x0800u16.to_be_bytes());
     out.resize(UDP_AT, 0);
-    out[ethernet::HEADER_LEN + IPV4_HLEN..][..2].copy_from_slice(&src.2.to_be_bytes());
-    out[ethernet::HEADER_LEN + IPV4_HLEN + 2..][..2].copy_from_slice(&dst.2.to_be_bytes());
+    put(out, ethernet::HEADER_LEN + IPV4_HLEN, &src.2.to_be_bytes());
+    put(
+        out,
+        ethernet::HEADER_LEN + IPV4_HLEN + 2,
+        &dst.2.to_be_bytes(),
+    );
     out.extend_from_slice(payload);
     fix_udp_frame(out, src.1, dst.1);
 }
@@ -934,17 +963,15 @@ pub fn fix_udp_frame(frame: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
     if frame.len() < UDP_AT {
         return;
     }
-    let ip_len = frame.len() - ethernet::HEADER_LEN;
-    write_ipv4_header(
-        &mut frame[ethernet::HEADER_LEN..ethernet::HEADER_LEN + IPV4_HLEN],
-        ip_len,
-        protocol::UDP,
-        src,
-        dst,
-    );
-    let udp = &mut frame[ethernet::HEADER_LEN + IPV4_HLEN..];
-    let udp_len = udp.len() as u16;
-    udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    let Some((ip, udp)) = frame
+        .get_mut(ethernet::HEADER_LEN..)
+        .and_then(|packet| packet.split_at_mut_checked(IPV4_HLEN))
+    else {
+        return;
+    };
+    let udp_len = udp.len();
+    write_ipv4_header(ip, IPV4_HLEN + udp_len, protocol::UDP, src, dst);
+    put(udp, 4, &(udp_len as u16).to_be_bytes());
     fill_udp_checksum(frame);
 }
 
@@ -954,29 +981,21 @@ pub fn fix_udp_frame(frame: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
 /// "hardware"); this makes it what a wire carries. Anything else is left alone.
 pub fn fill_udp_checksum(frame: &mut [u8]) {
     let ip = ethernet::HEADER_LEN;
-    if frame.len() < UDP_AT || frame[ip] != 0x45 || frame[ip + 9] != protocol::UDP {
+    if frame.len() < UDP_AT || byte(frame, ip) != 0x45 || byte(frame, ip + 9) != protocol::UDP {
         return;
     }
-    let src = Ipv4Addr::new(
-        frame[ip + 12],
-        frame[ip + 13],
-        frame[ip + 14],
-        frame[ip + 15],
-    );
-    let dst = Ipv4Addr::new(
-        frame[ip + 16],
-        frame[ip + 17],
-        frame[ip + 18],
-        frame[ip + 19],
-    );
-    let udp = &mut frame[ip + IPV4_HLEN..];
-    let len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
-    if len < UDP_HLEN || len > udp.len() {
+    let src = Ipv4Addr::from(array::<4>(frame, ip + 12));
+    let dst = Ipv4Addr::from(array::<4>(frame, ip + 16));
+    let Some(udp) = frame.get_mut(ip + IPV4_HLEN..) else {
         return;
-    }
-    udp[6..8].copy_from_slice(&[0, 0]);
-    let c = crate::wire::ip::udp_checksum_v4(src, dst, &udp[..len]);
-    udp[6..8].copy_from_slice(&c.to_be_bytes());
+    };
+    let len = usize::from(be16(udp, 4));
+    let Some(datagram) = udp.get_mut(..len).filter(|_| len >= UDP_HLEN) else {
+        return;
+    };
+    put(datagram, 6, &[0, 0]);
+    let c = crate::wire::ip::udp_checksum_v4(src, dst, datagram);
+    put(datagram, 6, &c.to_be_bytes());
 }
 
 /// `dst ‖ src ‖ PAYLOAD_ETHERTYPE ‖ payload` into `out`; returns its length.
@@ -992,11 +1011,13 @@ fn write_plain_frame(
     if out.len() < n + 128 || at > 64 {
         return Err(ChannelError::BufferTooSmall);
     }
-    let f = &mut out[at..at + n];
-    f[0..6].copy_from_slice(&ends.peer_mac);
-    f[6..12].copy_from_slice(&ends.local_mac);
-    f[12..14].copy_from_slice(&PAYLOAD_ETHERTYPE.to_be_bytes());
-    f[14..].copy_from_slice(payload);
+    let f = out
+        .get_mut(at..at + n)
+        .ok_or(ChannelError::BufferTooSmall)?;
+    put(f, 0, &ends.peer_mac);
+    put(f, 6, &ends.local_mac);
+    put(f, 12, &PAYLOAD_ETHERTYPE.to_be_bytes());
+    put(f, ethernet::HEADER_LEN, payload);
     Ok(n)
 }
 
@@ -1006,8 +1027,8 @@ fn payload_of_frame(buf: &[u8], range: Range<usize>) -> Result<Range<usize>, Dro
     if range.len() < ethernet::HEADER_LEN {
         return Err(DropReason::Malformed);
     }
-    let et = u16::from_be_bytes([buf[range.start + 12], buf[range.start + 13]]);
-    if et != PAYLOAD_ETHERTYPE {
+    // Outside `buf` the EtherType reads as 0: not ours either.
+    if be16(buf, range.start + 12) != PAYLOAD_ETHERTYPE {
         return Err(DropReason::Malformed);
     }
     Ok(range.start + ethernet::HEADER_LEN..range.end)
@@ -1016,12 +1037,12 @@ fn payload_of_frame(buf: &[u8], range: Range<usize>) -> Result<Range<usize>, Dro
 /// A 20-byte IPv4 header (no options, DF set, TTL 64) with its checksum.
 pub fn write_ipv4_header(h: &mut [u8], total_len: usize, proto: u8, src: Ipv4Addr, dst: Ipv4Addr) {
     h.fill(0);
-    h[0] = 0x45;
-    h[2..4].copy_from_slice(&(total_len as u16).to_be_bytes());
-    h[6] = 0x40;
-    h[8] = 64;
-    h[9] = proto;
-    h[12..16].copy_from_slice(&src.octets());
-    h[16..20].copy_from_slice(&dst.octets());
+    put_byte(h, 0, 0x45);
+    put(h, 2, &(total_len as u16).to_be_bytes());
+    put_byte(h, 6, 0x40);
+    put_byte(h, 8, 64);
+    put_byte(h, 9, proto);
+    put(h, 12, &src.octets());
+    put(h, 16, &dst.octets());
     fill_ipv4_checksum(h);
 }

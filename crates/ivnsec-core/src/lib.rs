@@ -28,8 +28,6 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
-// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
-#[allow(clippy::indexing_slicing)]
 pub mod channel;
 pub mod crypto;
 // TODO(issue 29): indexing still to convert once the work in progress on this module merges.
