@@ -943,8 +943,14 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
     let pcap = d.path("protected.pcap");
     let cap = capture(&sw, "to-gw1", &pcap);
     // gw1 is restarted below: a short checkpoint of its acceptance mark of gw2's SA (a restart
-    // refuses up to one checkpoint of gw2's frames; a warm-up ping passes them).
-    let cp1 = ["--replay-checkpoint-ms", "1"];
+    // refuses up to one checkpoint of gw2's frames, here at most 256; a warm-up ping of 300
+    // echo replies carries gw2's numbers past it).
+    let cp1 = [
+        "--replay-checkpoint-frames",
+        "256",
+        "--replay-checkpoint-ms",
+        "1",
+    ];
     let mut p1 = g1.start(&k1, &cp1);
     let p2 = g2.start(&k2, &[]);
     assert_ping(&e1, "10.77.0.2", &["-s", "1472", "-M", "do"]);
@@ -967,7 +973,7 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
     c.wait().unwrap();
     drop(p1);
     let p1 = g1.start(&k1, &cp1);
-    let _ = ping(&e1, "10.77.0.2", &["-c", "16", "-W", "1"]);
+    let _ = ping(&e1, "10.77.0.2", &["-c", "300", "-i", "0.002", "-W", "1"]);
     assert_ping(&e1, "10.77.0.2", &[]);
     let frames = stop_capture(cap, &pcap);
     let mut last = [0u64; 3];

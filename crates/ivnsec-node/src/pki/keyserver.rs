@@ -445,6 +445,9 @@ pub struct Config {
     pub limits: Limits,
 }
 
+/// How long a pending connection may stay silent before eviction takes it for an idle one.
+const SILENT_GRACE: Duration = Duration::from_millis(200);
+
 /// What keeps the key server serving its ECUs while others flood it with connections that
 /// never authenticate (docs/keys.md "Under a flood").
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1097,9 +1100,10 @@ impl Handshakes {
     }
 
     /// Frees one pre-handshake slot (of `source` only, if given) for a newer connection. The
-    /// victim is the oldest connection that has sent nothing (each candidate is read once
-    /// before it is judged silent), else the oldest that has not sent a whole ClientHello,
-    /// else the oldest: idle and slow clients go before an ECU in the middle of its handshake.
+    /// victim is the oldest connection that has sent nothing for [`SILENT_GRACE`] (each
+    /// candidate is read once before it is judged silent), else the oldest that has not sent a
+    /// whole ClientHello, else the oldest: idle and slow clients go before an ECU in the middle
+    /// of its handshake, and before one that connected a moment ago.
     fn make_room(&mut self, sh: &Arc<Shared>, source: Option<std::net::IpAddr>, why: &str) {
         let mine: Vec<u64> = self
             .pending
@@ -1118,7 +1122,13 @@ impl Handshakes {
         }
         let mut victim = None;
         for &id in &mine {
-            let silent = self.pending.get(&id).is_some_and(|p| !p.received);
+            // A connection just accepted has had no time to speak: silence counts only after
+            // a grace period, or the newest client (an ECU about to send its ClientHello)
+            // would be the first victim of a flood from its own address.
+            let silent = self
+                .pending
+                .get(&id)
+                .is_some_and(|p| !p.received && p.since.elapsed() >= SILENT_GRACE);
             if !silent {
                 continue;
             }
