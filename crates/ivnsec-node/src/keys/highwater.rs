@@ -848,6 +848,16 @@ pub fn used_record_entries(path: &Path) -> Result<Vec<(String, String)>, HwError
     Ok(UsedRecord::read(path, "")?.all)
 }
 
+/// Whether a state file of the SA `sa_identity` in nonce domain `domain` under `keys` exists in
+/// `dir` (nothing is opened, locked or created): lets a sender whose SA identity changed between
+/// versions find the state of its previous identity and continue above it.
+pub fn state_exists(dir: &Path, domain: &str, sa_identity: &str, keys: &DirectionKeys) -> bool {
+    let sa = sa_identity.replace(['\n', '\r'], " ");
+    let fp = fingerprint(domain, &sa, keys.key(), keys.mac_key());
+    let name = format!("{}-{}.hw", safe_name(domain), &fp[..32]);
+    std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_file())
+}
+
 /// The reservation of one outbound SA; holds the lock while it lives.
 #[derive(Debug)]
 pub struct HighWater {

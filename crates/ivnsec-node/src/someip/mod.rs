@@ -118,10 +118,12 @@ pub fn security(
                 Side::Server => "server".to_string(),
                 Side::Client(c) => format!("client 0x{c:04x}"),
             };
-            let ident = format!(
-                "someip service 0x{:04x} key-id {} sender {sender}",
-                s.id, s.key_id
-            );
+            // The nonce is (salt XOR sender) ‖ counter (docs/wire-someip-sec.md): under one
+            // key, the sender alone picks the nonce space, so the state is keyed by the sender
+            // alone. Another service ID or key id under the same key continues the same counter,
+            // and a second process sending as the same sender under the key is refused
+            // (`locked`) instead of counting in the same space.
+            let ident = format!("someip sender {sender}");
             // The salt is not part of the nonce state's fingerprint (as the IV is not).
             let keys = DirectionKeys::new(&s.key, &[], [0; 12]);
             let opts = highwater::Options {
@@ -131,8 +133,34 @@ pub fn security(
                 ..Default::default()
             };
             let profile = format!("someip-{}", s.suite.name());
-            let hw = HighWater::open(dir, &profile, &ident, &keys, opts)
-                .map_err(HwError::into_anyhow)?;
+            // The previous version keyed the state by service and key id too: its state for
+            // this configuration's service is taken over (this state continues above it).
+            let previous = format!(
+                "someip service 0x{:04x} key-id {} sender {sender}",
+                s.id, s.key_id
+            );
+            let old_mark = if highwater::state_exists(dir, &profile, &previous, &keys) {
+                let old = HighWater::open_agreed(dir, &profile, &previous, &keys, opts.clone())
+                    .map_err(HwError::into_anyhow)?;
+                Some(old.reserved())
+            } else {
+                None
+            };
+            let mut hw = match old_mark {
+                Some(_) => HighWater::open_agreed(dir, &profile, &ident, &keys, opts),
+                None => HighWater::open(dir, &profile, &ident, &keys, opts),
+            }
+            .map_err(HwError::into_anyhow)?;
+            if let Some(m) = old_mark.filter(|m| *m > hw.reserved()) {
+                hw.reserve_to(m).map_err(HwError::into_anyhow)?;
+                eprintln!(
+                    "ivnsec: note: the nonce state of service 0x{:04x} key id {} under this key \
+                     was taken over: sender {sender} continues above {m} in {}",
+                    s.id,
+                    s.key_id,
+                    hw.path().display()
+                );
+            }
             first = hw.first_seq().map_err(HwError::into_anyhow)?;
             states.states.push((s.id, hw));
         }
@@ -402,6 +430,79 @@ mod tests {
         let (h, body) = caller.request(5, 8);
         let wire = core.protect(&h, &body).map_err(protect_error).unwrap();
         assert_eq!(u64::from_be_bytes(wire[17..25].try_into().unwrap()), 5);
+        drop(core);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The nonce depends on the key, the salt and the sender only: another service ID or key id
+    /// under the same key continues the sender's counter instead of starting at 1 again, and
+    /// a second process sending as the same sender under the key is refused.
+    #[test]
+    fn another_service_or_key_id_under_one_key_continues_the_senders_counter() {
+        let dir = std::env::temp_dir().join(format!("ivnsec-someip-sender-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let nonce = NonceOptions {
+            state_dir: Some(dir.clone()),
+            reserve_block: 2,
+        };
+        let counter_of = |c: &Config, service: u16| {
+            let mut core = service_core(c, &nonce, Side::Client(0x0101)).unwrap();
+            let mut caller = Caller::new(service, 1, 0x0101, 1);
+            let (h, body) = caller.request(1, 8);
+            let wire = core.protect(&h, &body).map_err(protect_error).unwrap();
+            u64::from_be_bytes(wire[17..25].try_into().unwrap())
+        };
+        let c = cfg("conf", "aes128-gcm", 16);
+        assert_eq!(counter_of(&c, 0x1234), 1);
+        // The same key under another service ID and key id: above the reserved block (2).
+        let mut other = c.clone();
+        other.services[0].id = 0x5678;
+        other.services[0].key_id = 7;
+        assert_eq!(counter_of(&other, 0x5678), 3);
+        // Two processes sending as one sender under one key: the second is refused.
+        let _first = service_core(&c, &nonce, Side::Client(0x0101)).unwrap();
+        let e = service_core(&other, &nonce, Side::Client(0x0101)).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2, "{e:#}");
+        drop(_first);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A state written by the previous version (keyed by service and key id too) is taken
+    /// over: the counter continues above its mark.
+    #[test]
+    fn the_previous_versions_state_of_the_service_is_taken_over() {
+        let dir = std::env::temp_dir().join(format!("ivnsec-someip-prev-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = cfg("conf", "aes128-gcm", 16);
+        let s = &c.services[0];
+        let keys = DirectionKeys::new(&s.key, &[], [0; 12]);
+        let opts = highwater::Options {
+            block: 100,
+            protocol_max: u64::MAX,
+            ..Default::default()
+        };
+        let mut old = HighWater::open(
+            &dir,
+            "someip-aes128-gcm",
+            "someip service 0x1234 key-id 1 sender client 0x0101",
+            &keys,
+            opts,
+        )
+        .unwrap();
+        old.claim(1).unwrap();
+        assert_eq!(old.reserved(), 100);
+        drop(old);
+        let nonce = NonceOptions {
+            state_dir: Some(dir.clone()),
+            reserve_block: 2,
+        };
+        let mut core = service_core(&c, &nonce, Side::Client(0x0101)).unwrap();
+        let mut caller = Caller::new(0x1234, 1, 0x0101, 1);
+        let (h, body) = caller.request(1, 8);
+        let wire = core.protect(&h, &body).map_err(protect_error).unwrap();
+        assert_eq!(u64::from_be_bytes(wire[17..25].try_into().unwrap()), 101);
         drop(core);
         std::fs::remove_dir_all(&dir).unwrap();
     }
