@@ -48,8 +48,8 @@ frame recorded before its restart (a warning says so). See docs/nonce-safety.md.
 
 Examples:
   ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --from 02:00:00:00:00:01
-  ivnsec receive --profile esp-aes128-gcm --keys k.toml --iface eth0 --from-ip 10.0.0.1 --to-ip 10.0.0.2
-  ivnsec receive --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap
+  ivnsec receive --profile esp-aes128-gcm --keys esp.toml --iface eth0 --from-ip 10.0.0.1 --to-ip 10.0.0.2
+  ivnsec receive --profile macsec-gcm-aes-128 --keys macsec.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap
   ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --state-dir /var/lib/ivnsec \\
       --replay-checkpoint-frames 1024 --replay-checkpoint-ms 200")]
 pub struct Args {
