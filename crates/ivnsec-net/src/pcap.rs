@@ -48,6 +48,22 @@ const PCAPNG_SHB: u32 = 0x0a0d_0d0a;
 const VERSION_MAJOR: u16 = 2;
 const VERSION_MINOR: u16 = 4;
 
+/// The compression format whose magic `head` (the first bytes of a file) starts with: gzip
+/// (RFC 1952: 1f 8b), xz (fd 37 7a 58 5a 00), zstd (RFC 8878: 28 b5 2f fd), bzip2 ("BZh" and
+/// the block size digit). None of them is a pcap magic in either byte order.
+fn compression(head: &[u8]) -> Option<&'static str> {
+    const FORMATS: [(&[u8], &str); 4] = [
+        (&[0x1f, 0x8b], "gzip"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0x00], "xz"),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd"),
+        (b"BZh", "bzip2"),
+    ];
+    FORMATS
+        .iter()
+        .find(|(magic, _)| head.starts_with(magic))
+        .map(|&(_, name)| name)
+}
+
 /// Resolution of the record timestamps, as the magic number says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TsResolution {
@@ -269,6 +285,9 @@ pub enum PcapErrorKind {
     BadMagic(u32),
     /// A pcapng file (not supported: convert it with `editcap -F pcap`).
     Pcapng,
+    /// A compressed file (gzip, xz, zstd, bzip2; `tcpdump -w - | gzip`, log rotation): the
+    /// name of the format; decompress it first.
+    Compressed(&'static str),
     /// A major version other than 2.
     UnsupportedVersion { major: u16, minor: u16 },
     /// A link type other than Ethernet.
@@ -314,6 +333,19 @@ impl fmt::Display for PcapError {
             PcapErrorKind::Pcapng => f.write_str(
                 "a pcapng file; only classic pcap is read (convert: editcap -F pcap IN OUT)",
             ),
+            PcapErrorKind::Compressed(format) => {
+                let (cat, tool) = match *format {
+                    "gzip" => ("zcat", "gunzip"),
+                    "xz" => ("xzcat", "unxz"),
+                    "zstd" => ("zstdcat", "unzstd"),
+                    _ => ("bzcat", "bunzip2"),
+                };
+                write!(
+                    f,
+                    "a {format}-compressed file, not a pcap file itself; decompress it first: \
+                     `{cat} IN > capture.pcap` (or `{tool} IN`), then give capture.pcap"
+                )
+            }
             PcapErrorKind::UnsupportedVersion { major, minor } => {
                 write!(f, "unsupported version {major}.{minor} (expected 2.x)")
             }
@@ -438,7 +470,10 @@ impl<R: Read> PcapReader<R> {
         let mut h = [0u8; FILE_HEADER_LEN];
         let got = read_full(&mut input, &mut h).map_err(|e| err(PcapErrorKind::Io(e)))?;
         if got < FILE_HEADER_LEN {
-            // Still say "pcapng" or "bad magic" when the magic alone is wrong.
+            // Still say "compressed", "pcapng" or "bad magic" when the magic alone is wrong.
+            if let Some(format) = compression(&h[..got]) {
+                return Err(err(PcapErrorKind::Compressed(format)));
+            }
             if got >= 4 {
                 let m = u32::from_le_bytes(field4(&h, 0));
                 if m == PCAPNG_SHB {
@@ -452,6 +487,9 @@ impl<R: Read> PcapReader<R> {
                 }
             }
             return Err(err(PcapErrorKind::TruncatedFileHeader { got }));
+        }
+        if let Some(format) = compression(&h) {
+            return Err(err(PcapErrorKind::Compressed(format)));
         }
         let magic = field4(&h, 0);
         let (resolution, big_endian) = match (u32::from_le_bytes(magic), u32::from_be_bytes(magic))
@@ -677,6 +715,43 @@ mod tests {
 
     fn kind(e: PcapError) -> PcapErrorKind {
         e.kind
+    }
+
+    /// Compressed captures are named as such with how to read them: the magics of RFC 1952
+    /// (gzip), the xz file format 1.0.4 (§2.1.1.1), RFC 8878 (zstd) and bzip2, whole files and
+    /// files shorter than a pcap header alike.
+    #[test]
+    fn names_compressed_files() {
+        let files: [(&[u8], &str, &str); 4] = [
+            (
+                &[0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0, 3],
+                "gzip",
+                "zcat IN > capture.pcap",
+            ),
+            (
+                &[0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00, 0x00, 0x04],
+                "xz",
+                "xzcat IN",
+            ),
+            (&[0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x58], "zstd", "zstdcat IN"),
+            (b"BZh91AY&SY", "bzip2", "bzcat IN"),
+        ];
+        for (head, format, how) in files {
+            for len in [head.len(), 40] {
+                let mut f = head.to_vec();
+                f.resize(len.max(head.len()), 0);
+                let e = PcapReader::new(&f[..]).unwrap_err();
+                let text = e.to_string();
+                assert!(
+                    matches!(e.kind, PcapErrorKind::Compressed(n) if n == format),
+                    "{text}"
+                );
+                assert!(
+                    text.contains(&format!("a {format}-compressed file")) && text.contains(how),
+                    "{text}"
+                );
+            }
+        }
     }
 
     #[test]

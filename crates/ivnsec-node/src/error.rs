@@ -69,6 +69,30 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     }
 }
 
+/// The error of binding a listening socket at `addr` (given as `flag ADDR`): every failure of a
+/// well-formed address is the host's, an environment problem (exit 3) with what to do — the
+/// address in use, not an address of this host, or a privileged port. A malformed address never
+/// gets here (the option's parser refuses it: exit 2). The one rule for `keyserver --listen`,
+/// `--metrics`, `receive --udp` and the ESP tunnel's sockets.
+pub fn bind_error(flag: &str, addr: &str, e: &std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let fix = match e.kind() {
+        ErrorKind::AddrInUse => {
+            "another process listens there: stop it (`ss -lpn` shows it) or choose another port"
+        }
+        ErrorKind::AddrNotAvailable => {
+            "that is not an address of this host: give one it has (`ip addr` lists them; \
+             127.0.0.1 for this host only)"
+        }
+        ErrorKind::PermissionDenied => {
+            "a port below 1024 needs root (CAP_NET_BIND_SERVICE): choose a port above 1023 or \
+             run it as root"
+        }
+        _ => "choose another address or port",
+    };
+    env_error(format!("{flag} {addr}: {e}; {fix}"))
+}
+
 /// Parses hex (optionally `0x`-prefixed; `:`, `-`, `_` and whitespace ignored); `what` names
 /// the value in the usage error.
 pub fn parse_hex(what: &str, s: &str) -> anyhow::Result<Vec<u8>> {

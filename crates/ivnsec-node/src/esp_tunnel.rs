@@ -379,10 +379,10 @@ fn open_err(what: &str, e: std::io::Error) -> anyhow::Error {
         std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::InvalidInput => {
             usage(format!("{what}: {e}; choose another --tun name"))
         }
-        std::io::ErrorKind::AddrNotAvailable => usage(format!(
+        std::io::ErrorKind::AddrNotAvailable => env_error(format!(
             "{what}: {e}; --local must be an address of this host (`ip addr` lists them)"
         )),
-        std::io::ErrorKind::AddrInUse => usage(format!(
+        std::io::ErrorKind::AddrInUse => env_error(format!(
             "{what}: {e}; another process uses that UDP port on --local (an IKE daemon, or \
              another tunnel): stop it or give another --udp-port to both ends"
         )),

@@ -33,8 +33,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::error::{env_error, usage};
-
 /// The exposition format's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -453,15 +451,11 @@ pub fn render_keyserver(
 pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// Binds `addr` and answers `GET /metrics` with `render()` from a background thread (one
-/// request at a time: a scraper asks every few seconds). Errors: the address is taken or not
-/// ours (exit 3), a bad address (exit 2).
+/// request at a time: a scraper asks every few seconds). Errors: the address is taken, not
+/// this host's or privileged (exit 3, [`crate::error::bind_error`]).
 pub fn serve(addr: SocketAddr, render: Render) -> Result<SocketAddr> {
-    let l = TcpListener::bind(addr).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied => env_error(format!(
-            "--metrics {addr}: {e}; choose another address or port"
-        )),
-        _ => usage(format!("--metrics {addr}: {e}")),
-    })?;
+    let l = TcpListener::bind(addr)
+        .map_err(|e| crate::error::bind_error("--metrics", &addr.to_string(), &e))?;
     let local = l.local_addr().context("--metrics: the bound address")?;
     std::thread::Builder::new()
         .name("metrics".into())

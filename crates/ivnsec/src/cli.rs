@@ -1,6 +1,7 @@
 //! Command-line definitions and the exit-code convention:
 //! 0 success, 1 a verification or verdict failed, 2 usage or configuration error,
-//! 3 environment problem (missing privilege or tool).
+//! 3 environment problem (missing privilege or tool), 128 + signal when interrupted; the
+//! README's exit-code table is the reference.
 
 use clap::{Parser, Subcommand};
 
@@ -14,7 +15,8 @@ use crate::cmd;
     long_about = "ivnsec protects in-vehicle Ethernet frames (IVN-AE, our authenticated raw-Ethernet \
 format, with every cipher suite of the source studies) and measures what the protection costs.\n\n\
 Exit codes: 0 success, 1 a verification or verdict failed, 2 usage or configuration error, \
-3 environment problem (missing privilege or tool)."
+3 environment problem (missing privilege or tool, an address that cannot be bound), 130/143 \
+interrupted by SIGINT/SIGTERM (128 + the signal). The README's table has the details."
 )]
 pub struct Cli {
     #[command(subcommand)]

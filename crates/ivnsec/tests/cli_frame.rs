@@ -470,7 +470,7 @@ fn usage_errors_exit_2_with_a_clear_message() {
                 "70000",
                 PLAIN,
             ],
-            "exceeds the maximum",
+            "70000 is not in 0..=65536",
         ),
         (
             &["frame", "verify", "--profile", "aes128-gcm", "--key", KEY],

@@ -234,10 +234,10 @@ fn ivnae_skips_foreign_frames() {
          5 skip runt frame of 4 bytes\n6 skip captured 20 of 46 bytes (snaplen)\n\
          counters: frames=6 ok=1 drop=0 skip=5\n"
     );
-    // A capture without frames.
+    // A capture without frames: nothing verified, exit 1 (as when every frame is skipped).
     let cap = capture("empty", &[]);
     let (rc, out, err) = verify(&IVNAE, &cap, &[]);
-    assert_eq!(rc, 0, "{err}");
+    assert_eq!(rc, 1, "{err}");
     assert_eq!(out, "counters: frames=0 ok=0 drop=0 skip=0\n");
 }
 
@@ -638,8 +638,8 @@ fn record_longer_than_the_wire_is_skipped_as_malformed() {
 }
 
 /// Frames read but none checked (a MACsec capture under an IVN-AE profile: all skipped) is no
-/// success: exit 1 and a sentence on stderr. An empty capture keeps exit 0 but says that
-/// nothing was verified.
+/// success: exit 1 and a sentence on stderr. An empty capture (a file header only) is the same:
+/// nothing was verified, exit 1, and stderr says it holds no frames.
 #[test]
 fn a_capture_with_every_frame_skipped_exits_1_and_says_so() {
     need_python!("a_capture_with_every_frame_skipped_exits_1_and_says_so");
@@ -664,9 +664,9 @@ fn a_capture_with_every_frame_skipped_exits_1_and_says_so() {
     assert_eq!(rc, 0, "{err}");
     let cap = capture("nothing", &[]);
     let (rc, _, err) = verify(&IVNAE, &cap, &["--json"]);
-    assert_eq!(rc, 0, "{err}");
+    assert_eq!(rc, 1, "{err}");
     assert!(
-        err.contains("holds no frames: nothing was verified"),
+        err.contains("NOTHING VERIFIED: ") && err.contains("holds no frames"),
         "{err}"
     );
 }

@@ -125,10 +125,12 @@ fn send_through(
     got
 }
 
-fn finish(p: common::Proc) -> serde_json::Value {
+/// Waits for the receiver; `code` is the exit code it must give: 0 when every unit verified,
+/// 1 when one was dropped.
+fn finish(p: common::Proc, code: i32) -> serde_json::Value {
     let mut p = p;
     let o = p.0.take().unwrap().wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    assert_eq!(o.status.code(), Some(code), "{}", text(&o.stdout));
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
@@ -164,7 +166,7 @@ fn a_restarted_receiver_with_a_state_dir_accepts_no_replayed_unit() {
     first.extend(["--count", "300"]);
     let (rx, port) = start_receiver(&d, &keys, &first);
     let capture = send_through(&d, &keys, &tx_state, 300, &rec, port);
-    let v = finish(rx);
+    let v = finish(rx, 0);
     assert_eq!(v["accepted"], 300, "{v}");
     let m = &v["replay_mark"];
     assert_eq!(m["restored_mark"], 0, "{v}");
@@ -188,7 +190,8 @@ fn a_restarted_receiver_with_a_state_dir_accepts_no_replayed_unit() {
     }
     let fresh = send_through(&d, &keys, &tx_state, 50, &rec, port);
     assert_eq!(fresh.len(), 50);
-    let v = finish(rx);
+    // The replayed units failed verification: exit 1.
+    let v = finish(rx, 1);
     assert_eq!(v["accepted"], 50, "only the fresh units: {v}");
     assert_eq!(v["received"], 350, "{v}");
     let replays = v["drops"]["replay_duplicate"].as_u64().unwrap_or(0)

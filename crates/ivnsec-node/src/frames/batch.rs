@@ -239,6 +239,14 @@ pub fn for_each_input(
     mut f: impl FnMut(&str, Input) -> Result<()>,
 ) -> Result<()> {
     if arg != "-" {
+        // An empty argument is no frame at all (an unset shell variable, say): a usage error,
+        // as odd hex is. A blank stdin line is different: one unit of a batch, answered
+        // `DROP truncated` so the answers keep their lines.
+        if arg.trim().is_empty() {
+            return Err(usage(format!(
+                "{name}: empty: give the frame in hex, or `-` to read frames from stdin"
+            )));
+        }
         let bytes = parse_hex(name, arg)?;
         return f(name, sized(bytes, max_bytes));
     }

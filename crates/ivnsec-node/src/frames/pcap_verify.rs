@@ -143,10 +143,10 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// Exit code: 1 when a frame was dropped or not validated, or when frames were read but
-    /// every one was skipped (nothing was verified).
+    /// Exit code: 1 when a frame was dropped or not validated, or when nothing was verified
+    /// (a capture without frames, or every frame skipped): no verdict can be given.
     pub fn exit_code(&self) -> u8 {
-        let nothing_verified = self.frames > 0 && self.skip == self.frames;
+        let nothing_verified = self.skip == self.frames;
         if nothing_verified || self.drop + self.not_validated > 0 {
             1
         } else {
@@ -671,7 +671,7 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
     if totals.frames == 0 {
         writeln!(
             err,
-            "pcap verify: WARNING: {} holds no frames: nothing was verified",
+            "pcap verify: NOTHING VERIFIED: {} holds no frames (a file header only); exit 1",
             s.file.display()
         )?;
     } else if totals.skip == totals.frames {

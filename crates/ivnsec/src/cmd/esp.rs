@@ -113,8 +113,9 @@ pub struct UpArgs {
     /// Extended (64-bit) sequence numbers, RFC 4303 §2.2.1 (both ends must agree).
     #[arg(long)]
     pub esn: bool,
-    /// Replay window in packets (0: strictly increasing only).
-    #[arg(long, value_name = "N", default_value_t = lab::DEFAULT_REPLAY_WINDOW)]
+    /// Replay window in packets (0: strictly increasing only; at most 65536).
+    #[arg(long, value_name = "N", default_value_t = lab::DEFAULT_REPLAY_WINDOW,
+          value_parser = super::replay_window_parser())]
     pub replay_window: u32,
     /// Address to give the TUN, ADDR/PREFIX (repeatable; IPv4 and IPv6), e.g. 10.9.0.1/24.
     #[arg(long, value_name = "ADDR/PREFIX")]

@@ -12,17 +12,26 @@ use zeroize::Zeroizing;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
-    /// Protect a plain Ethernet frame (dst ‖ src ‖ EtherType ‖ payload) as IVN-AE; prints hex.
+    /// Protect one unit under a profile and print it in hex: a plain Ethernet frame (dst ‖ src
+    /// ‖ EtherType ‖ payload) as IVN-AE or MACsec, an IP packet as ESP, an Authentic I-PDU as
+    /// SecOC.
     #[command(
         after_help = "With `-`, each stdin line is answered by the protected frame in hex, or by
 `DROP <reason>` (`malformed`: not hex or not UTF-8; `oversize`: above the largest frame;
 `truncated`: too short, a blank line included) with the line named on stderr, and the batch goes
-on: one answer per line. Lines are read with a bound. The exit code is 2 when any line was refused. Without --iv,
-stderr says which IV was used. See docs/frame.md.
+on: one answer per line. Lines are read with a bound. The exit code is 2 when any line was refused
+(or the frame argument is empty or not hex). Without --iv, stderr says which IV was used.
+Profiles: IVN-AE suites, `macsec-…` (--sci, --an, --pn), `esp-…` (--spi, --seq), `secoc-…`
+(--data-id, --freshness); `ivnsec suites` lists them. See docs/frame.md, docs/macsec.md,
+docs/esp.md, docs/secoc.md.
 
-Example:
+Examples:
   ivnsec frame protect --profile aes128-gcm --key 000102030405060708090a0b0c0d0e0f \\
-      --seq 1 020000000002020000000001080045000014"
+      --seq 1 020000000002020000000001080045000014
+  ivnsec frame protect --profile macsec-gcm-aes-128 --key ad7a2bd03eac835a6f620fdcb506b345 \\
+      --sci 0200000000010001 --an 2 --pn 1 020000000002020000000001080045000014
+  ivnsec frame protect --profile secoc-cmac-aes128 --key 2b7e151628aed2a6abf7158809cf4f3c \\
+      --data-id 0x6bc1 --freshness 7 0102030405"
     )]
     Protect {
         #[command(flatten)]
@@ -41,25 +50,30 @@ Example:
         /// one per line from stdin.
         frame: String,
     },
-    /// Verify an IVN-AE frame; prints the recovered plain frame (exit 0) or the drop reason on
-    /// stderr (exit 1).
+    /// Verify one protected unit (IVN-AE or MACsec frame, ESP packet, SecOC Secured I-PDU);
+    /// prints the recovered plain unit (exit 0) or the drop reason on stderr (exit 1).
     #[command(
         after_help = "With `-`, each stdin line is answered, in order, by the plain frame in hex or by
 `DROP <reason>`; the exit code is 1 when any frame was dropped. A line that is no frame answers
 for itself and the batch goes on: blank `DROP truncated` (a zero-byte frame), not hex or not
 UTF-8 `DROP malformed`, above the largest frame `DROP oversize` (read with a bound, never held
-whole); stderr names the line. See docs/frame.md.
+whole); stderr names the line. A frame argument that is empty or not hex is a usage error (exit
+2). Profiles and their SA options as for `frame protect` (IVN-AE, MACsec, ESP, SecOC). See
+docs/frame.md.
 
-Example:
-  printf '%s\\n' \"$F1\" \"$F2\" | ivnsec frame verify --profile aes128-gcm \\
-      --key 000102030405060708090a0b0c0d0e0f -"
+Example (two frames protected under one key, verified as a batch):
+  K=000102030405060708090a0b0c0d0e0f
+  F1=$(ivnsec frame protect --profile aes128-gcm --key $K --seq 1 020000000002020000000001080045)
+  F2=$(ivnsec frame protect --profile aes128-gcm --key $K --seq 2 020000000002020000000001080046)
+  printf '%s\\n' \"$F1\" \"$F2\" | ivnsec frame verify --profile aes128-gcm --key $K -"
     )]
     Verify {
         #[command(flatten)]
         sa: SaArgs,
         /// Replay window W: 0 accepts only increasing sequence numbers; otherwise a frame within
-        /// W of the highest is accepted once. (SecOC: see --acceptance-window.)
-        #[arg(long, default_value_t = 64)]
+        /// W of the highest is accepted once; at most 65536. (SecOC: see --acceptance-window.)
+        #[arg(long, default_value_t = 64,
+          value_parser = super::replay_window_parser())]
         replay_window: u32,
         /// IVN-AE: also accept version 1 frames (from a sender of the previous release, whose
         /// nonce has no key id), verified with the version 1 nonce; without it they are

@@ -95,8 +95,9 @@ pub struct Args {
     /// each peer. E.g. `--rx-keys 2:gw2.toml`.
     #[arg(long = "rx-keys", value_name = "ID:FILE", conflicts_with = "psk")]
     pub rx_keys: Vec<String>,
-    /// Replay window of the receive SAs (0: only increasing PNs).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// Replay window of the receive SAs (0: only increasing PNs; at most 65536).
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = super::replay_window_parser())]
     pub replay_window: u32,
     /// Append one JSON line per event to FILE (created mode 0600).
     #[arg(long, value_name = "FILE")]

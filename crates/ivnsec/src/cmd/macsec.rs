@@ -117,8 +117,9 @@ pub struct UpArgs {
     pub profile: String,
     #[command(flatten)]
     pub key_source: KeySourceArgs,
-    /// Replay window of the receive SAs (0: only increasing PNs).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// Replay window of the receive SAs (0: only increasing PNs; at most 65536).
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = super::replay_window_parser())]
     pub replay_window: u32,
     /// Append one JSON line per event to FILE (created mode 0600).
     #[arg(long, value_name = "FILE")]

@@ -33,3 +33,9 @@ pub mod throughput;
 pub mod tls_bench;
 pub mod underload;
 pub mod validate;
+
+/// The parser of every `--replay-window`: 0 to the largest window the replay check keeps
+/// ([`ivnsec_core::sa::replay::MAX_WINDOW`]), so an error names the real range.
+pub fn replay_window_parser() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(0..=i64::from(ivnsec_core::sa::replay::MAX_WINDOW))
+}

@@ -48,8 +48,9 @@ pub struct VerifyArgs {
     #[command(flatten)]
     sa: SaArgs,
     /// Replay window W: 0 accepts only increasing sequence numbers; otherwise a frame within
-    /// W of the highest is accepted once.
-    #[arg(long, default_value_t = 64)]
+    /// W of the highest is accepted once; at most 65536.
+    #[arg(long, default_value_t = 64,
+          value_parser = super::replay_window_parser())]
     replay_window: u32,
     /// IVN-AE: also accept version 1 frames (a capture of a sender of the previous release,
     /// whose nonce has no key id); without it they are `drop bad_version`.
@@ -64,7 +65,8 @@ pub struct VerifyArgs {
     /// file (exit 2) instead of reporting that record as skipped and exiting by the verdicts.
     #[arg(long)]
     fail_on_truncated: bool,
-    /// The capture (classic pcap with the Ethernet link type; pcapng: `editcap -F pcap`).
+    /// The capture (classic pcap with the Ethernet link type; pcapng: `editcap -F pcap IN OUT`;
+    /// gzip, xz, zstd: decompress it first, e.g. `zcat car.pcap.gz > car.pcap`).
     file: PathBuf,
     // The protocol option groups last: each sets a help heading for what follows it.
     #[command(flatten)]

@@ -217,7 +217,8 @@ idle or slow clients never keep an ECU out.
 
 One server per state file: the server holds an exclusive lock on STATE.lock (beside the state \
 file) while it runs; a second server on the same state file exits 2 naming the first one's pid \
-and listen address.
+and listen address. A --listen address this host cannot bind (in use, not one of its \
+addresses, a port below 1024 without root) is an environment problem: exit 3 with what to do.
 
 The key server's own certificate is by default the PKI's ECU named `keyserver` \
 (D/ecu/keyserver.pem and .key: `ivnsec pki issue --dir D --ecu keyserver`); clients verify it \

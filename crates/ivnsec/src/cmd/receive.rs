@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ivnsec_core::sa::DropCounters;
+use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_net::sys::monotonic_ns;
 use serde_json::json;
 
@@ -31,9 +31,11 @@ use ivnsec_net::link::{Link, LinkSpec};
 Prints `listening on …` on stderr once the link is open, then verifies every unit (tag, replay \
 window, format). At the end (--count accepted units, --seconds, or SIGINT/SIGTERM) it prints the \
 units received and accepted and every drop by reason (bad_tag, replay_duplicate, replay_too_old, \
-…), as a table or with --json. The exit code is 0 whatever was dropped: the counters are the \
-result. A --udp port already in use (or an address this host does not have) is an environment \
-problem: exit 3 with what to do.
+…), as a table or with --json. Exit codes: 0 every unit received verified (or none came), 1 a \
+unit was dropped because it failed verification (any drop reason but dummy_packet, an ESP \
+dummy packet that verified and is discarded by design; the counters say which), 2 bad options \
+or key file, 3 an environment problem: a --udp port already in use, an address this host does \
+not have, no privilege for --iface (the message says what to do).
 
 After a restart: with --state-dir (IVN-AE, MACsec, ESP) the receiver keeps an acceptance mark per \
 key and sender SA on disk (every number it ever accepted is <= the mark, moved ahead by one \
@@ -46,8 +48,8 @@ frame recorded before its restart (a warning says so). See docs/nonce-safety.md.
 
 Examples:
   ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --from 02:00:00:00:00:01
-  ivnsec receive --profile esp-aes128-gcm --keys k.toml --iface eth0 --from-ip 10.0.0.1 --to-ip 10.0.0.2
-  ivnsec receive --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap
+  ivnsec receive --profile esp-aes128-gcm --keys esp.toml --iface eth0 --from-ip 10.0.0.1 --to-ip 10.0.0.2
+  ivnsec receive --profile macsec-gcm-aes-128 --keys macsec.toml --udp 127.0.0.1:7000 --json --pcap rx.pcap
   ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --state-dir /var/lib/ivnsec \\
       --replay-checkpoint-frames 1024 --replay-checkpoint-ms 200")]
 pub struct Args {
@@ -84,8 +86,9 @@ pub struct Args {
     /// ESP: this node's IPv4 address (default 127.0.0.1 over UDP, 0.0.0.0 on an interface).
     #[arg(long, value_name = "IPV4")]
     pub to_ip: Option<Ipv4Addr>,
-    /// Replay window (0: only strictly increasing sequence numbers are accepted).
-    #[arg(long, default_value_t = REPLAY_WINDOW, value_name = "W")]
+    /// Replay window (0: only strictly increasing sequence numbers are accepted; at most 65536).
+    #[arg(long, default_value_t = REPLAY_WINDOW, value_name = "W",
+          value_parser = super::replay_window_parser())]
     pub replay_window: u32,
     /// Stop after this many accepted units (0: no limit).
     #[arg(long, default_value_t = 0)]
@@ -355,5 +358,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         println!("stopped by {stopped_by}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(exit_code(&drops)))
+}
+
+/// 1 when a unit failed verification: any drop but an ESP dummy packet (RFC 4303 §2.6), which
+/// verified and is discarded by design; 0 otherwise.
+fn exit_code(drops: &DropCounters) -> u8 {
+    let failed = drops
+        .iter()
+        .filter(|(r, _)| *r != DropReason::DummyPacket)
+        .any(|(_, n)| n > 0);
+    u8::from(failed)
 }

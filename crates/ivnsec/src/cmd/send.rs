@@ -61,11 +61,12 @@ exit 3), error (a send failed).
 
 The payload's first 8 bytes carry the unit's index in this run (big-endian), the rest are zero.
 
-Examples:
+Examples (one key file per profile):
   ivnsec keygen --profile aes128-gcm --out k.toml
+  ivnsec keygen --profile macsec-gcm-aes-128 --out macsec.toml
   ivnsec send --profile aes128-gcm --keys k.toml --iface eth0 --to 02:00:00:00:00:02 --state-dir /var/lib/ivnsec
-  ivnsec send --profile esp-aes128-gcm --keys k.toml --iface eth0 --to-ip 10.0.0.2 --from-ip 10.0.0.1 --state-dir st
-  ivnsec send --profile macsec-gcm-aes-128 --keys k.toml --udp 127.0.0.1:7000 --state-dir st --count 1000 --rate 500
+  ivnsec send --profile esp-aes128-gcm --keys esp.toml --iface eth0 --to-ip 10.0.0.2 --from-ip 10.0.0.1 --state-dir st
+  ivnsec send --profile macsec-gcm-aes-128 --keys macsec.toml --udp 127.0.0.1:7000 --state-dir st --count 1000 --rate 500
   # only for a key that is known never to have sent under this SA, whose record says otherwise:
   ivnsec send --profile aes128-gcm --keys k.toml --udp 127.0.0.1:7000 --state-dir st2 --i-know-this-key-is-new")]
 pub struct Args {

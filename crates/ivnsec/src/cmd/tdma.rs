@@ -282,9 +282,10 @@ Flows file (docs/tdma-run.md):
   frame_bytes = 60      # or: payload = 40 with profile = \"hmac-sha1\" (or --profile)
   period = 1            # in base periods
 
-Examples:
-  ivnsec tdma schedule --bp 10ms --gp 0.2ms --flows flows.toml
-  ivnsec tdma schedule --bp 10ms --gp 0.2ms --flows flows.toml --topology cascade:3 --json > s.json")]
+Examples (flows.toml as in docs/tdma-run.md, whose flows give a `payload`: --profile frames it):
+  ivnsec tdma schedule --bp 10ms --gp 0.2ms --flows flows.toml --profile hmac-sha1
+  ivnsec tdma schedule --bp 10ms --gp 0.2ms --flows flows.toml --topology cascade:3 \\
+      --profile hmac-sha1 --json > s.json")]
 pub struct ScheduleArgs {
     #[command(flatten)]
     pub frame: FrameArgs,
@@ -330,9 +331,10 @@ SSH connection was lost, or clocks neither shared nor PTP-synchronised).
 
 Examples:
   ivnsec tdma run --flows flows.toml --bp 10ms --gp 0.2ms --topology cascade:2 --profile hmac-sha1
-  ivnsec tdma run --schedule s.json --profile aes128-gcm --periods 1000 --json
-  ivnsec tdma run --flows flows.toml --bp 10ms --gp 0ms --pcap tdma.pcap
-  ivnsec tdma run --hosts bench.toml --flows flows.toml --bp 10ms --gp 0.2ms --periods 200 --json")]
+  ivnsec tdma run --schedule s.json --profile hmac-sha1 --periods 1000 --json
+  ivnsec tdma run --flows flows.toml --bp 10ms --gp 0ms --profile plain --pcap tdma.pcap
+  ivnsec tdma run --hosts bench.toml --flows flows.toml --bp 10ms --gp 0.2ms --profile hmac-sha1 \\
+      --periods 200 --json")]
 pub struct RunArgs {
     /// A schedule written by `tdma schedule --json` (instead of --flows, --bp, --gp,
     /// --topology, --rate).
