@@ -93,6 +93,12 @@ pub fn run_plan(
     if let Some(open) = &open {
         runs = run_scenarios(plan, open, capture.as_mut(), progress)?;
         environment = crate::pingpong::run::environment(&open.site, &plan.scenarios[0], &plan.name);
+        // What the provider choice picked for every profile of the plan, not only the first
+        // scenario's (often `plain`, which needs no cryptography).
+        match crate::pingpong::run::providers_chosen(&plan.scenarios) {
+            Some(chosen) => environment.insert("provider_chosen".into(), chosen.into()),
+            None => environment.remove("provider_chosen"),
+        };
         if let Some(why) = &open.fallback_reason {
             environment.insert("fallback_reason".into(), serde_json::json!(why));
         }

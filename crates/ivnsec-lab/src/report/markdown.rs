@@ -127,8 +127,14 @@ fn pingpong_sections(s: &mut String, summary: &Summary) {
 
     s.push_str("\n## Latency against payload (seed 000 §4.2.3, Fig. 20–21)\n\n");
     let fits = fit_table(summary);
+    let gaps = super::payload_fit_gaps(summary);
+    for gap in &gaps {
+        let _ = writeln!(s, "{gap}\n");
+    }
     if fits.rows.is_empty() {
-        s.push_str("No profile was measured at two or more payload sizes.\n");
+        if gaps.is_empty() {
+            s.push_str("No profile was measured at two or more payload sizes.\n");
+        }
     } else {
         let _ = writeln!(
             s,
