@@ -119,6 +119,9 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
     s.push_str("<title>ivnsec report</title>\n");
     let _ = writeln!(s, "<style>{STYLE}</style>\n</head>\n<body>");
     s.push_str("<h1>ivnsec report</h1>\n");
+    if summary.interrupted {
+        s.push_str("<p class=\"fail\"><b>Interrupted: this run was stopped (Ctrl-C) before the end of its plan; it holds only the scenarios and experiments that finished before that.</b></p>\n");
+    }
     let n = sc.len();
     if n > 0 {
         let control_ok = n - summary.control_failures().count();

@@ -39,6 +39,9 @@ pub(super) fn render(summary: &Summary) -> String {
     let mut s = String::new();
     let req = &summary.requirements;
     s.push_str("# ivnsec report\n\n");
+    if summary.interrupted {
+        s.push_str("**Interrupted: this run was stopped (Ctrl-C) before the end of its plan; it holds only the scenarios and experiments that finished before that.**\n\n");
+    }
     s.push_str("Files: `samples.csv` (one row per message), `summary.json` (keys in docs/report.md), `index.html` (plots).\n\n");
     s.push_str("## Environment\n\n");
     if summary.environment.is_empty() {

@@ -247,6 +247,10 @@ pub struct PayloadFit {
 /// summary.json.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
+    /// The run was stopped by Ctrl-C (SIGINT, SIGTERM or SIGHUP) and holds only what finished
+    /// before it (from `environment.interrupted`); absent when it ran to the end.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub environment: Map<String, Value>,
     pub statistics_method: String,
     pub requirements: Requirements,
@@ -504,6 +508,7 @@ impl Report {
             .map(|s| ScenarioSummary::of(s, &self.requirements))
             .collect();
         Summary {
+            interrupted: self.environment.get("interrupted") == Some(&Value::Bool(true)),
             environment: self.environment.clone(),
             statistics_method: STATISTICS_METHOD.to_string(),
             requirements: self.requirements,
