@@ -16,6 +16,7 @@ pub mod experiments;
 pub mod fragment;
 pub mod gateway_pingpong;
 pub mod hosts;
+pub mod interrupt;
 pub mod outage;
 pub mod pingpong;
 pub mod plan;

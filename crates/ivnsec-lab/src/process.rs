@@ -79,6 +79,7 @@ pub fn spawn_role_at(
     let mut child = die_with_parent(&mut cmd)
         .spawn()
         .with_context(|| format!("starting the {what} process"))?;
+    crate::interrupt::started(child.id());
     let sent = send_spec(child.stdin.as_mut().expect("piped"), spec);
     if let Err(e) = sent {
         let _ = child.kill();

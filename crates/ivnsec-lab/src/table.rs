@@ -54,12 +54,28 @@ impl Table {
 }
 
 /// Makes text safe inside a Markdown table cell: no column break, no line break, no raw HTML.
+/// It stays readable as plain text (the verdict table goes to the terminal too): only a `<`
+/// that could open a tag and a `&` that could open an entity get a backslash (CommonMark
+/// escapes), so `p99.9 < 2000 µs` stays as it is rather than `&lt;`.
 fn cell(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        match c {
+            '<' if next.is_some_and(|n| n.is_ascii_alphabetic() || "/!?".contains(n)) => {
+                out.push_str("\\<");
+            }
+            '&' if next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '#') => {
+                out.push_str("\\&");
+            }
+            '|' => out.push_str("\\|"),
+            '\\' => out.push_str("\\\\"),
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -200,19 +216,22 @@ mod tests {
             rows: vec![
                 vec!["a|b\nc".into(), "PASS".into()],
                 vec!["<i>\"x\" & 'y'</i>".into(), "FAIL".into()],
+                vec!["p99.9 < 2000 µs, a &amp; b".into(), "PASS".into()],
             ],
         };
         assert_eq!(
             t.markdown(),
             "| name | verdict |\n| --- | --- |\n| a\\|b c | PASS |\n\
-             | &lt;i&gt;\"x\" &amp; 'y'&lt;/i&gt; | FAIL |\n"
+             | \\<i>\"x\" & 'y'\\</i> | FAIL |\n\
+             | p99.9 < 2000 µs, a \\&amp; b | PASS |\n"
         );
         assert_eq!(
             t.html(),
             "<table>\n<tr><th>name</th><th>verdict</th></tr>\n\
              <tr><td>a|b\nc</td><td class=\"pass\">PASS</td></tr>\n\
              <tr><td>&lt;i&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/i&gt;</td>\
-             <td class=\"fail\">FAIL</td></tr>\n</table>\n"
+             <td class=\"fail\">FAIL</td></tr>\n\
+             <tr><td>p99.9 &lt; 2000 µs, a &amp;amp; b</td><td class=\"pass\">PASS</td></tr>\n</table>\n"
         );
     }
 

@@ -210,11 +210,16 @@ impl FromStr for Topology {
             ))
         };
         let count = |what: &str, v: &str, max: u16| -> Result<u16> {
-            let n: u16 = v
-                .parse()
-                .map_err(|_| bad(format!("the {what} count `{v}` is not a number")))?;
+            let out_of_range = || bad(format!("the {what} count must be 1..={max}, got {v}"));
+            if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(format!(
+                    "the {what} count `{v}` is not a number (it must be 1..={max})"
+                )));
+            }
+            // All digits: a number, though perhaps one too large for any integer type.
+            let n: u16 = v.parse().map_err(|_| out_of_range())?;
             if n == 0 || n > max {
-                return Err(bad(format!("the {what} count must be 1..={max}, got {n}")));
+                return Err(out_of_range());
             }
             Ok(n)
         };
@@ -642,6 +647,23 @@ mod tests {
         ] {
             match s.parse::<Topology>() {
                 Err(Error::Usage(m)) => assert!(m.contains("expected"), "{s}: {m}"),
+                other => panic!("{s}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_counts_name_the_range() {
+        for (s, range) in [
+            ("sensors:100000", "1..=254"),
+            ("sensors:99999999999999999999999", "1..=254"),
+            ("cascade:33", "1..=32"),
+        ] {
+            match s.parse::<Topology>() {
+                Err(Error::Usage(m)) => {
+                    assert!(!m.contains("not a number"), "{s}: {m}");
+                    assert!(m.contains(range), "{s}: {m}");
+                }
                 other => panic!("{s}: {other:?}"),
             }
         }

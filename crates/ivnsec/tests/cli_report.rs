@@ -303,3 +303,67 @@ fn help_describes_the_command() {
     let h = text(&o.stdout);
     assert!(h.contains("samples.csv") && h.contains("--out") && h.contains("Exit codes"));
 }
+
+/// Issue 32: Ctrl-C stops `ivnsec run` at once (its node processes too), the report holds the
+/// scenarios that finished before it, marked interrupted, and the exit status is 130. Over UDP
+/// on loopback: no root needed.
+#[test]
+fn run_stops_on_ctrl_c_and_writes_what_it_measured() {
+    let dir = tmpdir("interrupt");
+    let plan = dir.join("long.toml");
+    // One short scenario first (finished within the first seconds), then two of at least 10 s
+    // each (10,000 messages at 1 ms).
+    std::fs::write(
+        &plan,
+        "name = \"long\"\n[run]\ncount = 200\nreplications = 50\npause_ms = 1\n\
+         [[scenario]]\nprofile = \"plain\"\npayload = 32\ncount = 20\nreplications = 2\n\
+         [[scenario]]\nprofile = \"aes128-gcm\"\npayload = 64\n\
+         [[scenario]]\nprofile = \"plain\"\npayload = 64\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ivnsec"))
+        .args(["run", plan.to_str().unwrap(), "--on", "loopback", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(child.try_wait().unwrap().is_none(), "the plan ended early");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("still running 10 s after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let took = t0.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(
+        took.as_millis() < 2_000,
+        "exit {took:?} after SIGINT: {err}"
+    );
+    assert_eq!(status.code(), Some(130), "{err}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["interrupted"], true);
+    let done = summary["scenarios"].as_array().unwrap();
+    assert!(done.len() == 1, "{} scenarios finished", done.len());
+    assert_eq!(done[0]["name"], "plain@32");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("Interrupted"), "{md}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("Interrupted"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

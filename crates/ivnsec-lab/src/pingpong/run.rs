@@ -467,6 +467,27 @@ fn read_trim(path: &str) -> Option<String> {
 }
 
 /// The environment block of reports.
+/// Which provider runs each primitive the scenarios need (`aes128: fast; hmac-sha256: …`), each
+/// primitive once; `None` when none of them needs cryptography (only `plain`, `crc32`): the
+/// environment then leaves `provider_chosen` out rather than saying "none".
+pub fn providers_chosen(scenarios: &[Scenario]) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for s in scenarios {
+        let needs = s.profile.primitives();
+        if needs.is_empty() {
+            continue;
+        }
+        let line = ivnsec_crypto::describe_choice(s.provider, &needs, &s.profile)
+            .unwrap_or_else(|e| e.to_string());
+        for part in line.split("; ") {
+            if !parts.iter().any(|p| p == part) {
+                parts.push(part.to_string());
+            }
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> {
     let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
         c.lines()
@@ -495,14 +516,9 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
     m.insert("provider".into(), json!(provider));
     // Which provider runs each primitive of the profile under that choice (`auto` picks per
     // primitive and size), and `auto`'s whole table, for plans with several profiles.
-    let needs = s.profile.primitives();
-    m.insert(
-        "provider_chosen".into(),
-        json!(
-            ivnsec_crypto::describe_choice(s.provider, &needs, &s.profile)
-                .unwrap_or_else(|e| e.to_string())
-        ),
-    );
+    if let Some(chosen) = providers_chosen(std::slice::from_ref(s)) {
+        m.insert("provider_chosen".into(), json!(chosen));
+    }
     m.insert(
         "provider_auto_table".into(),
         json!(ivnsec_crypto::describe_auto_table()),
@@ -671,6 +687,24 @@ mod tests {
             env["provider_chosen"],
             "aes128: portable; hmac-sha256: portable"
         );
+        // A profile without cryptography names no provider (it used to say "none"); across a
+        // plan's scenarios each primitive is named once.
+        let env = environment(
+            &Site::Loopback,
+            &scenario("plain", ProviderChoice::Auto),
+            "p",
+        );
+        assert!(env.get("provider_chosen").is_none(), "{env:?}");
+        let all = [
+            scenario("plain", ProviderChoice::Auto),
+            scenario("aes128-cbc-hmac-sha256", ProviderChoice::Portable),
+            scenario("hmac-sha256", ProviderChoice::Portable),
+        ];
+        assert_eq!(
+            providers_chosen(&all).as_deref(),
+            Some("aes128: portable; hmac-sha256: portable")
+        );
+        assert_eq!(providers_chosen(&all[..1]), None);
         // A provider that lacks the profile says so instead of naming one.
         let env = environment(
             &Site::Loopback,

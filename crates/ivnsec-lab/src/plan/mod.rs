@@ -301,6 +301,79 @@ impl Plan {
     }
 }
 
+/// The longest plan `name` accepted (it heads every report file).
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// How much of an offending line a TOML error shows, in characters.
+const EXCERPT_CHARS: usize = 120;
+
+/// `s` cut to at most `max` characters, an ellipsis marking each cut end; `at` (a character
+/// index) stays inside the window.
+fn excerpt(s: &str, at: usize, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let start = at.saturating_sub(max / 2).min(n - max);
+    let body: String = s.chars().skip(start).take(max).collect();
+    let head = if start > 0 { "…" } else { "" };
+    let tail = if start + max < n { "…" } else { "" };
+    format!("{head}{body}{tail}")
+}
+
+/// The largest value of an unsigned integer type serde names in "expected u32".
+fn unsigned_range(ty: &str) -> Option<u64> {
+    Some(match ty {
+        "u8" => u8::MAX.into(),
+        "u16" => u16::MAX.into(),
+        "u32" => u32::MAX.into(),
+        "u64" | "usize" => u64::MAX,
+        _ => return None,
+    })
+}
+
+/// A TOML error for a person: where (line and column), what (the allowed range where serde
+/// names only an integer type), and the offending line cut to [`EXCERPT_CHARS`] characters (a
+/// 200 KB line is not echoed whole).
+pub fn toml_error(e: &toml::de::Error, text: &str) -> String {
+    let mut msg = e.message().trim_end().to_string();
+    for ty in ["u8", "u16", "u32", "u64", "usize"] {
+        let from = format!("expected {ty}");
+        if msg.ends_with(&from) {
+            if let Some(max) = unsigned_range(ty) {
+                msg.truncate(msg.len() - from.len());
+                msg.push_str(&format!("expected a whole number in 0..={max}"));
+            }
+        }
+    }
+    // The message quotes the offending value: keep its head and its tail (the expectation).
+    if msg.chars().count() > 2 * EXCERPT_CHARS {
+        let head: String = msg.chars().take(EXCERPT_CHARS).collect();
+        let tail: String = msg
+            .chars()
+            .skip(msg.chars().count() - EXCERPT_CHARS)
+            .collect();
+        msg = format!("{head}…{tail}");
+    }
+    let Some(span) = e.span() else {
+        return msg;
+    };
+    let at = span.start.min(text.len());
+    let before = text.get(..at).unwrap_or("");
+    let line_no = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = text
+        .get(line_start..)
+        .and_then(|l| l.lines().next())
+        .unwrap_or("");
+    let col = text.get(line_start..at).map_or(0, |p| p.chars().count());
+    format!(
+        "line {line_no}, column {}: {msg}\n  | {}",
+        col + 1,
+        excerpt(line, col, EXCERPT_CHARS)
+    )
+}
+
 /// Reads and checks a plan file; errors name the file, the key and the problem.
 pub fn load(path: &Path, overrides: &RunSection) -> Result<Plan> {
     let text = std::fs::read_to_string(path)
@@ -339,7 +412,7 @@ pub fn hosts_of(path: &Path) -> Result<Vec<Host>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| usage(format!("plan {file}: cannot read it: {e}")))?;
     let f: HostsOnly = toml::from_str(&text)
-        .map_err(|e| usage(format!("plan {file}: {}", e.to_string().trim_end())))?;
+        .map_err(|e| usage(format!("plan {file}: {}", toml_error(&e, &text))))?;
     if f.host.is_empty() {
         return Err(usage(format!(
             "plan {file}: no [[host]] tables (name, ssh, iface; docs/multihost.md)"
@@ -401,8 +474,17 @@ pub fn parse_in(
     base: &Base,
 ) -> Result<Plan> {
     let f: PlanFile = toml::from_str(text)
-        .map_err(|e| usage(format!("plan {file}: {}", e.to_string().trim_end())))?;
+        .map_err(|e| usage(format!("plan {file}: {}", toml_error(&e, text))))?;
     let bad = |key: &str, why: String| usage(format!("plan {file}: key `{key}`: {why}"));
+    if let Some(name) = &f.name {
+        let chars = name.chars().count();
+        if chars == 0 || chars > MAX_NAME_CHARS {
+            return Err(bad(
+                "name",
+                format!("must be 1 to {MAX_NAME_CHARS} characters, got {chars}"),
+            ));
+        }
+    }
     let r = &f.run;
     let pick = |o: Option<u32>, p: Option<u32>, d: u32| o.or(p).unwrap_or(d);
     let count = pick(overrides.count, r.count, 120);

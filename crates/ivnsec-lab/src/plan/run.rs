@@ -93,6 +93,12 @@ pub fn run_plan(
     if let Some(open) = &open {
         runs = run_scenarios(plan, open, capture.as_mut(), progress)?;
         environment = crate::pingpong::run::environment(&open.site, &plan.scenarios[0], &plan.name);
+        // What the provider choice picked for every profile of the plan, not only the first
+        // scenario's (often `plain`, which needs no cryptography).
+        match crate::pingpong::run::providers_chosen(&plan.scenarios) {
+            Some(chosen) => environment.insert("provider_chosen".into(), chosen.into()),
+            None => environment.remove("provider_chosen"),
+        };
         if let Some(why) = &open.fallback_reason {
             environment.insert("fallback_reason".into(), serde_json::json!(why));
         }
@@ -157,6 +163,9 @@ pub fn run_plan(
         );
     }
     for (i, job) in groups.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}{}",
             i + 1,
@@ -184,13 +193,16 @@ pub fn run_plan(
             None => crate::site::open_site(settings.on, settings.testbed.as_deref(), &layout)?,
         };
         let part = capture.as_ref().map(|c| c.part.clone());
-        let results = throughput::run_set(
+        let results = match throughput::run_set(
             &site.site,
             &job.config,
             &job.profiles,
             job.baseline,
             part.as_deref(),
-        )?;
+        ) {
+            Err(_) if crate::interrupt::requested() => break,
+            r => r?,
+        };
         drop(site);
         if let Some(c) = capture.as_mut() {
             c.absorb()?;
@@ -202,6 +214,9 @@ pub fn run_plan(
                        layout: crate::site::Layout,
                        run: &mut dyn FnMut(&Site, Option<&Path>) -> Result<()>|
      -> Result<()> {
+        if crate::interrupt::requested() {
+            return Ok(());
+        }
         eprintln!("ivnsec run: {what}");
         // Across hosts: on the plan's two hosts (the first sends, the second receives).
         let site = match &hosts_site {
@@ -216,7 +231,11 @@ pub fn run_plan(
             eprintln!("ivnsec: no testbed ({why}); running over UDP on loopback instead");
         }
         let part = capture.as_ref().map(|c| c.part.clone());
-        run(&site.site, part.as_deref()).with_context(|| what.clone())?;
+        match run(&site.site, part.as_deref()) {
+            // Interrupted: what it measured so far is not kept, the rest of the plan is skipped.
+            Err(_) if crate::interrupt::requested() => return Ok(()),
+            r => r.with_context(|| what.clone())?,
+        }
         drop(site);
         if let Some(c) = capture.as_mut() {
             c.absorb()?;
@@ -420,6 +439,9 @@ pub fn run_plan(
             .push(crate::tunnel::run_ping(cfg).context("tunnel_ping")?);
     }
     for (i, cfg) in plan.tunnel_bulk.iter().take(tunnels).enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: tunnel_bulk {}/{}: {} over {}",
             i + 1,
@@ -432,6 +454,9 @@ pub fn run_plan(
             .push(crate::tunnel::run_bulk(cfg).context("tunnel_bulk")?);
     }
     for (i, sweep) in plan.tdma.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: tdma {}/{}: the analysis, then {} run(s) of {} base periods on \
              cascade testbeds (about {:.0} s) where it can measure",
@@ -452,8 +477,11 @@ pub fn run_plan(
                 }
                 Ok(())
             }),
-        }
-        .context("tdma")?;
+        };
+        let report = match report {
+            Err(_) if crate::interrupt::requested() => break,
+            r => r.context("tdma")?,
+        };
         experiments.tdma.push(report);
     }
     if let Some(mut c) = capture {
@@ -463,6 +491,10 @@ pub fn run_plan(
         "duration_s".into(),
         serde_json::json!(started.elapsed().as_secs_f64()),
     );
+    if crate::interrupt::requested() {
+        // Stopped by Ctrl-C (or SIGTERM/SIGHUP): the report holds what finished before it.
+        environment.insert("interrupted".into(), serde_json::json!(true));
+    }
     Ok(Report {
         environment,
         requirements: plan.requirements,
@@ -492,10 +524,16 @@ fn run_scenarios(
     progress.start(plan.exchanges());
     let mut runs = Vec::with_capacity(plan.scenarios.len());
     for (i, s) in plan.scenarios.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         progress.scenario(&s.name(), i, plan.scenarios.len());
         let part = capture.as_ref().map(|c| c.part.clone());
-        let o = run_scenario(&open.site, s, part.as_deref())
-            .with_context(|| format!("scenario {}", s.name()))?;
+        let o = match run_scenario(&open.site, s, part.as_deref()) {
+            // Its nodes were stopped: the scenario is left out, the finished ones are kept.
+            Err(_) if crate::interrupt::requested() => break,
+            r => r.with_context(|| format!("scenario {}", s.name()))?,
+        };
         if let Some(c) = capture.as_mut() {
             c.absorb()?;
         }

@@ -454,6 +454,62 @@ fn errors_name_file_key_and_problem() {
     assert!(format!("{e:#}").contains("no scenarios"), "{e:#}");
 }
 
+/// Issue 32: a number out of range names the allowed range, a huge line is not echoed whole,
+/// and a plan name is bounded.
+#[test]
+fn errors_name_ranges_and_stay_short() {
+    let o = RunSection::default();
+    let one = "[[scenario]]\nprofile = \"plain\"\npayload = 64\n";
+    let e = parse(
+        "p.toml",
+        "p",
+        &format!("topology = \"sensors:100000\"\n{one}"),
+        &o,
+    )
+    .unwrap_err();
+    let m = format!("{e:#}");
+    assert_eq!(exit_code(&e), 2);
+    assert!(!m.contains("not a number") && m.contains("1..=254"), "{m}");
+
+    let e = parse(
+        "p.toml",
+        "p",
+        &format!("[run]\ncount = 1000000000000\n{one}"),
+        &o,
+    )
+    .unwrap_err();
+    let m = format!("{e:#}");
+    assert_eq!(exit_code(&e), 2);
+    assert!(m.contains("0..=4294967295") && m.contains("line 2"), "{m}");
+    assert!(!m.contains("expected u32"), "{m}");
+
+    // A 200 KB line: the error quotes at most 120 characters of it (and of the value).
+    let long = format!("description = 3{}\n{one}", "x".repeat(200_000));
+    let e = parse("p.toml", "p", &long, &o).unwrap_err();
+    let m = format!("{e:#}");
+    assert_eq!(exit_code(&e), 2);
+    assert!(m.len() < 1_000, "{} bytes: {}", m.len(), &m[..1_000]);
+    assert!(m.contains('…') && m.contains("line 1"), "{m}");
+    let long = format!("name = {}\n{one}", "7".repeat(200_000));
+    let m = format!("{:#}", parse("p.toml", "p", &long, &o).unwrap_err());
+    assert!(m.len() < 1_000, "{} bytes", m.len());
+
+    // Names: 200 characters are fine, 201 (or 20 MB) are refused with the limit.
+    let named = |n: &str| parse("p.toml", "p", &format!("name = \"{n}\"\n{one}"), &o);
+    assert_eq!(named(&"é".repeat(200)).unwrap().name.chars().count(), 200);
+    for n in ["é".repeat(201), "n".repeat(20 << 20), String::new()] {
+        let e = named(&n).unwrap_err();
+        let m = format!("{e:#}");
+        assert_eq!(exit_code(&e), 2);
+        assert!(
+            m.contains("key `name`") && m.contains("1 to 200"),
+            "{}",
+            &m[..m.len().min(300)]
+        );
+        assert!(m.len() < 300, "{} bytes", m.len());
+    }
+}
+
 /// Seed 001: 9 profiles × 2 frames × 5 switch counts of TDMA runs and the HMACs of
 /// Figure 6 at 60 and 80 bytes; no ping-pong, so no testbed is built for scenarios.
 #[test]

@@ -119,6 +119,9 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
     s.push_str("<title>ivnsec report</title>\n");
     let _ = writeln!(s, "<style>{STYLE}</style>\n</head>\n<body>");
     s.push_str("<h1>ivnsec report</h1>\n");
+    if summary.interrupted {
+        s.push_str("<p class=\"fail\"><b>Interrupted: this run was stopped (Ctrl-C) before the end of its plan; it holds only the scenarios and experiments that finished before that.</b></p>\n");
+    }
     let n = sc.len();
     if n > 0 {
         let control_ok = n - summary.control_failures().count();
@@ -144,16 +147,20 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
             }
         );
     }
-    s.push_str("<nav><a href=\"#environment\">environment</a><a href=\"#verdicts\">verdicts</a><a href=\"#baseline\">sockperf</a><a href=\"#seed\">seed 000</a><a href=\"#scenarios\">per scenario</a><a href=\"#payload\">payload</a><a href=\"#groups\">groups</a><a href=\"#boxes\">box plots</a><a href=\"#dispersion\">dispersion</a><a href=\"#cdf\">CDF</a><a href=\"#throughput\">throughput</a><a href=\"#underload\">under load</a><a href=\"#camera\">cameras</a>");
+    let mut nav = String::from(
+        "<nav><a href=\"#environment\">environment</a><a href=\"#verdicts\">verdicts</a><a href=\"#baseline\">sockperf</a><a href=\"#seed\">seed 000</a><a href=\"#scenarios\">per scenario</a><a href=\"#payload\">payload</a><a href=\"#groups\">groups</a><a href=\"#boxes\">box plots</a><a href=\"#dispersion\">dispersion</a><a href=\"#cdf\">CDF</a><a href=\"#throughput\">throughput</a><a href=\"#underload\">under load</a><a href=\"#camera\">cameras</a>",
+    );
     // Links of the experiments that have their own: only plans with them get them.
     let page = experiments::Page {
         experiments: &summary.experiments,
         requirements: &summary.requirements,
     };
     for x in crate::experiments::all() {
-        x.nav(&page, &mut s);
+        x.nav(&page, &mut nav);
     }
-    s.push_str("<a href=\"#method\">method</a></nav>\n");
+    nav.push_str("<a href=\"#method\">method</a></nav>\n");
+    // The page below is built first: the bar links only the sections it has.
+    let nav_at = s.len();
 
     s.push_str("<h2 id=\"environment\">Environment</h2>\n");
     if summary.environment.is_empty() {
@@ -184,7 +191,30 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
         "Rebuild this page from samples.csv with: ivnsec report DIR",
     );
     s.push_str("</body>\n</html>\n");
+    let nav = present_links(&nav, &s[nav_at..]);
+    s.insert_str(nav_at, &nav);
     Ok(s)
+}
+
+/// `nav` (`<nav><a href="#id">…</a>…</nav>`) without the links to an id `body` lacks: a run
+/// without throughput groups, streams or cameras has no such sections to jump to.
+fn present_links(nav: &str, body: &str) -> String {
+    let mut out = String::with_capacity(nav.len());
+    let mut rest = nav;
+    while let Some(start) = rest.find("<a href=\"#") {
+        out.push_str(&rest[..start]);
+        let link = &rest[start..];
+        let Some(end) = link.find("</a>").map(|e| e + "</a>".len()) else {
+            break;
+        };
+        let id = link["<a href=\"#".len()..].split('"').next().unwrap_or("");
+        if body.contains(&format!(" id=\"{id}\"")) {
+            out.push_str(&link[..end]);
+        }
+        rest = &link[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn linear(f: &super::PayloadFit) -> LinearFit {
@@ -378,11 +408,17 @@ fn pingpong_html(s: &mut String, report: &Report, summary: &Summary) -> Result<(
     // Fig. 20–21.
     s.push_str("<h2 id=\"payload\">Latency against payload</h2>\n");
     let fits = scenarios::fit_table(summary);
+    let gaps = super::payload_fit_gaps(summary);
+    for gap in &gaps {
+        note(s, gap);
+    }
     if fits.rows.is_empty() {
-        note(
-            s,
-            "No profile was measured at two or more payload sizes, so no line is fitted.",
-        );
+        if gaps.is_empty() {
+            note(
+                s,
+                "No profile was measured at two or more payload sizes, so no line is fitted.",
+            );
+        }
     } else {
         payload_figures(s, summary)?;
         note(

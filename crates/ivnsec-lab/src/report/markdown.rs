@@ -39,6 +39,9 @@ pub(super) fn render(summary: &Summary) -> String {
     let mut s = String::new();
     let req = &summary.requirements;
     s.push_str("# ivnsec report\n\n");
+    if summary.interrupted {
+        s.push_str("**Interrupted: this run was stopped (Ctrl-C) before the end of its plan; it holds only the scenarios and experiments that finished before that.**\n\n");
+    }
     s.push_str("Files: `samples.csv` (one row per message), `summary.json` (keys in docs/report.md), `index.html` (plots).\n\n");
     s.push_str("## Environment\n\n");
     if summary.environment.is_empty() {
@@ -127,8 +130,14 @@ fn pingpong_sections(s: &mut String, summary: &Summary) {
 
     s.push_str("\n## Latency against payload (seed 000 §4.2.3, Fig. 20–21)\n\n");
     let fits = fit_table(summary);
+    let gaps = super::payload_fit_gaps(summary);
+    for gap in &gaps {
+        let _ = writeln!(s, "{gap}\n");
+    }
     if fits.rows.is_empty() {
-        s.push_str("No profile was measured at two or more payload sizes.\n");
+        if gaps.is_empty() {
+            s.push_str("No profile was measured at two or more payload sizes.\n");
+        }
     } else {
         let _ = writeln!(
             s,

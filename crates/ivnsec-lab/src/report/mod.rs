@@ -247,6 +247,10 @@ pub struct PayloadFit {
 /// summary.json.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
+    /// The run was stopped by Ctrl-C (SIGINT, SIGTERM or SIGHUP) and holds only what finished
+    /// before it (from `environment.interrupted`); absent when it ran to the end.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub environment: Map<String, Value>,
     pub statistics_method: String,
     pub requirements: Requirements,
@@ -306,15 +310,82 @@ impl Summary {
     }
 }
 
-/// Fits of min, mean and max forward OWD against payload for every profile measured at two or
-/// more payload sizes, profiles in order of first appearance.
-pub fn payload_fits(scenarios: &[ScenarioSummary], req: &Requirements) -> Vec<PayloadFit> {
+/// The fewest distinct payload sizes a line is fitted through: a line through two or three
+/// points fits them (nearly) exactly and says nothing about a payload outside them.
+pub const MIN_FIT_PAYLOADS: usize = 4;
+
+/// The profiles of `scenarios` in order of first appearance.
+fn profiles_of(scenarios: &[ScenarioSummary]) -> Vec<&str> {
     let mut profiles: Vec<&str> = Vec::new();
     for s in scenarios {
         if !profiles.contains(&s.profile.as_str()) {
             profiles.push(&s.profile);
         }
     }
+    profiles
+}
+
+/// How many distinct payload sizes a profile's forward OWD was measured at.
+fn payload_sizes(scenarios: &[ScenarioSummary], profile: &str) -> usize {
+    let mut sizes: Vec<usize> = scenarios
+        .iter()
+        .filter(|s| s.profile == profile && s.sections.owd_forward.is_some())
+        .map(|s| s.payload)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes.len()
+}
+
+/// Why profiles measured at several payload sizes have no line (or lack one statistic's), one
+/// sentence each: too few sizes, or a statistic that falls as the payload grows. Empty when
+/// every such profile has all three lines.
+pub fn payload_fit_gaps(summary: &Summary) -> Vec<String> {
+    let mut few = Vec::new();
+    let mut falling = Vec::new();
+    for p in profiles_of(&summary.scenarios) {
+        let n = payload_sizes(&summary.scenarios, p);
+        if n < 2 {
+            continue;
+        }
+        if n < MIN_FIT_PAYLOADS {
+            few.push(format!("{p} ({n})"));
+            continue;
+        }
+        for stat in ["min", "mean", "max"] {
+            if !summary
+                .payload_fits
+                .iter()
+                .any(|f| f.profile == p && f.statistic == stat)
+            {
+                falling.push(format!("{p} {stat}"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if !few.is_empty() {
+        out.push(format!(
+            "Too few points to fit a line (it needs at least {MIN_FIT_PAYLOADS} payload sizes): {}.",
+            few.join(", ")
+        ));
+    }
+    if !falling.is_empty() {
+        out.push(format!(
+            "No line where the latency falls as the payload grows (a negative slope says nothing about a larger payload): {}.",
+            falling.join(", ")
+        ));
+    }
+    out
+}
+
+/// Fits of min, mean and max forward OWD against payload for every profile measured at
+/// [`MIN_FIT_PAYLOADS`] or more payload sizes, profiles in order of first appearance; a
+/// statistic whose line falls with the payload gets none.
+pub fn payload_fits(scenarios: &[ScenarioSummary], req: &Requirements) -> Vec<PayloadFit> {
+    let profiles: Vec<&str> = profiles_of(scenarios)
+        .into_iter()
+        .filter(|p| payload_sizes(scenarios, p) >= MIN_FIT_PAYLOADS)
+        .collect();
     let margin_deadline = req.control_owd_us / (1.0 + req.safety_margin);
     let mut out = Vec::new();
     for p in profiles {
@@ -331,7 +402,7 @@ pub fn payload_fits(scenarios: &[ScenarioSummary], req: &Requirements) -> Vec<Pa
         ];
         for (name, get) in stats {
             let pts: Vec<(f64, f64)> = rows.iter().map(|(x, s)| (*x, get(s))).collect();
-            if let Some(f) = least_squares(&pts) {
+            if let Some(f) = least_squares(&pts).filter(|f| f.slope >= 0.0) {
                 out.push(PayloadFit {
                     profile: p.to_string(),
                     section: Section::OwdForward.name().to_string(),
@@ -437,6 +508,7 @@ impl Report {
             .map(|s| ScenarioSummary::of(s, &self.requirements))
             .collect();
         Summary {
+            interrupted: self.environment.get("interrupted") == Some(&Value::Bool(true)),
             environment: self.environment.clone(),
             statistics_method: STATISTICS_METHOD.to_string(),
             requirements: self.requirements,

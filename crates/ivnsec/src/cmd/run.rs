@@ -127,6 +127,8 @@ impl Overrides {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::load(&a.plan, &a.overrides.run_section())?;
+    // Ctrl-C stops the run between (and inside) measurements; the report is still written.
+    ivnsec_lab::interrupt::watch().context("installing the Ctrl-C handler")?;
     ivnsec_lab::site::ensure_dir(&a.out)?;
     let open = if plan.scenarios.is_empty() {
         None
@@ -219,6 +221,10 @@ pub fn finish(report: &Report, out: &Path) -> Result<ExitCode> {
     let failed =
         summary.control_failures().count() + summary.sensor_failures().count() + experiments.len();
     println!("report: {}", out.join("index.html").display());
+    if summary.interrupted {
+        eprintln!("ivnsec: interrupted; the report holds what finished before it");
+        return Ok(ExitCode::from(ivnsec_lab::interrupt::EXIT_CODE));
+    }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
