@@ -1,3 +1,5 @@
+use super::aead::GCM_P60;
+use super::mac::RFC4231_TC7_DATA;
 use super::*;
 
 /// The tables themselves: hex decodes, fields have the lengths their algorithm needs.
