@@ -5,6 +5,9 @@
 //! SA identities `someip serve|call` use. A new sender (MACsec TAP, gateway, ESP tunnel,
 //! MKA) adds its subjects there.
 
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
+
 use super::*;
 use crate::channel::{open as open_channel, random_keys};
 use ivnsec_core::channel::{ChannelOptions, Ends, sa_identity};

@@ -1,3 +1,4 @@
+use super::handshake::source_of;
 use super::*;
 
 #[test]
