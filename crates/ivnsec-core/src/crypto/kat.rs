@@ -20,17 +20,16 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::{
-    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, BLOCK_LEN, CipherAlg, CryptoProvider, MAX_MAC_LEN,
-    MacAlg, Primitive,
-};
+use super::{AEAD_NONCE_LEN, AEAD_TAG_LEN, BLOCK_LEN, CryptoProvider, MAX_MAC_LEN, Primitive};
 
 mod aead;
 mod cipher;
+mod data;
 mod mac;
 
 use aead::{CCM, CHACHA20_POLY1305, GCM};
 use cipher::{AES_BLOCK, CBC, CTR};
+use data::{AeadVector, BlockVector, MacVector, ModeVector, array};
 use mac::{CMAC, HMAC};
 
 /// A group of vectors, so tests can run and report them separately.
@@ -239,98 +238,6 @@ fn run_into(provider: &CryptoProvider, family: Family, report: &mut KatReport) {
 
 // The tables themselves live in `kat/cipher.rs`, `kat/aead.rs` and `kat/mac.rs`, one file per
 // kind of primitive.
-
-/// Bytes of a vector, written the way the source document writes them.
-#[derive(Clone, Copy, Debug)]
-enum Data {
-    /// Hex digits; whitespace is ignored.
-    Hex(&'static str),
-    /// ASCII text (the RFCs give some messages as strings).
-    Text(&'static str),
-    /// `n` copies of a byte (e.g. RFC 2202's `0xaa` repeated 80 times).
-    Rep(u8, usize),
-    /// `n` bytes counting up from a start value (e.g. `0x01 0x02 ... 0x19`).
-    Count(u8, usize),
-}
-
-impl Data {
-    fn bytes(self) -> Result<Vec<u8>, &'static str> {
-        match self {
-            Data::Hex(s) => hex(s),
-            Data::Text(s) => Ok(s.as_bytes().to_vec()),
-            Data::Rep(b, n) => Ok(alloc::vec![b; n]),
-            Data::Count(start, n) => Ok((0..n).map(|i| start.wrapping_add(i as u8)).collect()),
-        }
-    }
-}
-
-/// A small hex decoder: pairs of hex digits, whitespace ignored.
-fn hex(s: &str) -> Result<Vec<u8>, &'static str> {
-    fn nibble(c: u8) -> Result<u8, &'static str> {
-        match c {
-            b'0'..=b'9' => Ok(c - b'0'),
-            b'a'..=b'f' => Ok(c - b'a' + 10),
-            b'A'..=b'F' => Ok(c - b'A' + 10),
-            _ => Err("vector table: bad hex digit"),
-        }
-    }
-    let digits: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
-        return Err("vector table: odd number of hex digits");
-    }
-    digits
-        .chunks_exact(2)
-        .map(|p| match p {
-            [hi, lo] => Ok(nibble(*hi)? << 4 | nibble(*lo)?),
-            _ => Err("vector table: odd number of hex digits"),
-        })
-        .collect()
-}
-
-fn array<const N: usize>(d: Data) -> Result<[u8; N], &'static str> {
-    d.bytes()?
-        .try_into()
-        .map_err(|_| "vector table: field has the wrong length")
-}
-
-struct BlockVector {
-    name: &'static str,
-    alg: CipherAlg,
-    key: Data,
-    pt: Data,
-    ct: Data,
-}
-
-struct ModeVector {
-    name: &'static str,
-    alg: CipherAlg,
-    key: Data,
-    /// CBC: the IV. CTR: the initial counter block.
-    iv: Data,
-    pt: Data,
-    ct: Data,
-}
-
-struct AeadVector {
-    name: &'static str,
-    alg: AeadAlg,
-    key: Data,
-    nonce: Data,
-    aad: Data,
-    pt: Data,
-    ct: Data,
-    tag: Data,
-}
-
-struct MacVector {
-    name: &'static str,
-    alg: MacAlg,
-    key: Data,
-    msg: Data,
-    /// The expected MAC; when shorter than the full output (a truncated test case), it is
-    /// compared with the leftmost bytes.
-    mac: Data,
-}
 
 // ---------------------------------------------------------------------------------------------
 // Checks

@@ -1,4 +1,5 @@
 use super::aead::GCM_P60;
+use super::data::{Data, hex};
 use super::mac::RFC4231_TC7_DATA;
 use super::*;
 

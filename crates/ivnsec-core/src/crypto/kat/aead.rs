@@ -1,6 +1,7 @@
 //! AEAD vectors: AES-GCM (McGrew–Viega / SP 800-38D), AES-CCM (Wycheproof), ChaCha20-Poly1305 (RFC 8439).
 
-use super::{AeadAlg, AeadVector, Data};
+use super::data::{AeadVector, Data};
+use crate::crypto::AeadAlg;
 
 /// Plaintext of GCM test cases 3, 4, 15, 16 (cases 4 and 16 use its first 60 bytes).
 pub(super) const GCM_P64: Data = Data::Hex(

@@ -1,6 +1,7 @@
 //! AES block (FIPS 197), CBC and CTR (NIST SP 800-38A) vectors.
 
-use super::{BlockVector, CipherAlg, Data, ModeVector};
+use super::data::{BlockVector, Data, ModeVector};
+use crate::crypto::CipherAlg;
 
 /// The plaintext of every SP 800-38A Appendix F example (four blocks).
 pub(super) const SP800_38A_PT: Data = Data::Hex(

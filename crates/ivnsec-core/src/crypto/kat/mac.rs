@@ -1,7 +1,8 @@
 //! MAC vectors: HMAC (RFC 2202, RFC 4231, NIST HMAC-SHA3-256 examples) and AES-CMAC (RFC 4493).
 
 use super::cipher::SP800_38A_PT;
-use super::{Data, MacAlg, MacVector};
+use super::data::{Data, MacVector};
+use crate::crypto::MacAlg;
 
 pub(super) const RFC2202_HASH_KEY_FIRST: Data =
     Data::Text("Test Using Larger Than Block-Size Key - Hash Key First");
