@@ -1,0 +1,314 @@
+//! The inbound side of ESP: one SA ([`EspRx`]), the SAs of a host selected by SPI
+//! ([`EspReceiver`]), and [`spi_of`]. Order of the checks: see the parent module.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::ops::Range;
+
+use super::{Dir, Engine, EspAlg, EspConfigError, EspParams, ICV_LEN, Keys, wire};
+use crate::crypto::{BLOCK_LEN, CryptoProvider};
+use crate::sa::replay::{ReplayError, ReplayWindow};
+use crate::sa::{DropCounters, DropReason, RxCounters};
+use crate::wire::bytes::tail;
+use crate::wire::esp::{EspError, HEADER_LEN, TRAILER_LEN};
+use crate::wire::ip::{self, IpError, IpInfo, protocol};
+
+/// Inbound ESP SA. The mode follows from the next header: 4 (IPv4) or 41 (IPv6) is tunnel mode
+/// and yields the inner packet; anything else is transport mode and yields the original packet.
+pub struct EspRx {
+    keys: Keys,
+    replay: ReplayWindow,
+    counters: RxCounters,
+}
+
+impl EspRx {
+    /// An SA accepting packets with a replay window of `replay_window` sequence numbers
+    /// (0: strictly increasing only).
+    pub fn new(
+        provider: &CryptoProvider,
+        params: &EspParams<'_>,
+        replay_window: u32,
+    ) -> Result<EspRx, EspConfigError> {
+        Ok(EspRx {
+            keys: Keys::new(provider, params)?,
+            replay: ReplayWindow::new(replay_window).map_err(EspConfigError::WindowTooLarge)?,
+            counters: RxCounters::default(),
+        })
+    }
+
+    pub fn alg(&self) -> EspAlg {
+        self.keys.alg
+    }
+
+    pub fn spi(&self) -> u32 {
+        self.keys.spi
+    }
+
+    pub fn counters(&self) -> &RxCounters {
+        &self.counters
+    }
+
+    /// Highest (full) sequence number accepted so far; 0 when none.
+    pub fn highest_seq(&self) -> u64 {
+        self.replay.highest()
+    }
+
+    /// Restores receive state: marks `seq` as accepted, as if a packet carrying it had verified.
+    /// For a receiver resumed from persisted state (with ESN, the high half of later sequence
+    /// numbers is inferred from the highest one seen).
+    pub fn restore_seen(&mut self, seq: u64) {
+        if self.replay.check(seq).is_ok() {
+            self.replay.insert(seq);
+        }
+    }
+
+    /// Restores a receiver's persisted acceptance mark: every sequence number ≤ `m` counts as
+    /// seen (refused as a replay, counted in `below_restored` too); with ESN the high half of
+    /// later numbers is inferred from `m`.
+    pub fn restore_floor(&mut self, m: u64) {
+        self.replay.restore_floor(m);
+    }
+
+    /// Verifies `packet` into `out` and writes the recovered IP packet to its front.
+    pub fn verify(&mut self, packet: &[u8], out: &mut [u8]) -> Result<usize, DropReason> {
+        let Some(buf) = out.get_mut(..packet.len()) else {
+            self.counters.drops.bump(DropReason::Oversize);
+            return Err(DropReason::Oversize);
+        };
+        buf.copy_from_slice(packet);
+        let r = self.verify_in_place(buf)?;
+        out.copy_within(r.clone(), 0);
+        Ok(r.len())
+    }
+
+    /// Verifies the IP packet in `buf` in place. On success the recovered packet is `buf[range]`;
+    /// on failure the buffer's content is unspecified. Every outcome is counted.
+    pub fn verify_in_place(&mut self, buf: &mut [u8]) -> Result<Range<usize>, DropReason> {
+        let r = self.verify_inner(buf);
+        match &r {
+            Ok(range) => {
+                self.counters.ok_frames += 1;
+                self.counters.ok_bytes += range.len() as u64;
+            }
+            Err(reason) => self.counters.drops.bump(*reason),
+        }
+        r
+    }
+
+    /// The full sequence number of a packet carrying `seql`: with ESN, the high half is inferred
+    /// from the window as RFC 4303 Appendix A2.2 specifies. `None` when it would fall below 0.
+    //= https://www.rfc-editor.org/rfc/rfc4303#appendix-A.2.2
+    //# Case A: Tl >= (W - 1). If Seql >= Tl - W + 1 then Seqh = Th, else Seqh = Th + 1.
+    //# Case B: Tl < (W - 1). If Seql >= Tl - W + 1 (mod 2^32) then Seqh = Th - 1, else Seqh = Th.
+    fn full_seq(&self, seql: u32) -> Option<u64> {
+        if !self.keys.esn {
+            return Some(u64::from(seql));
+        }
+        let t = self.replay.highest();
+        let (th, tl) = ((t >> 32) as u32, t as u32);
+        // W = 0 (strictly increasing) behaves as W = 1 for inference.
+        let w1 = (self.replay.window().max(1) - 1) as u32;
+        let bottom = tl.wrapping_sub(w1);
+        let seqh = if tl >= w1 {
+            if seql >= bottom {
+                Some(th)
+            } else {
+                th.checked_add(1)
+            }
+        } else if seql >= bottom {
+            th.checked_sub(1)
+        } else {
+            Some(th)
+        }?;
+        Some((u64::from(seqh) << 32) | u64::from(seql))
+    }
+
+    fn verify_inner(&mut self, buf: &mut [u8]) -> Result<Range<usize>, DropReason> {
+        let info = ip::parse(buf).map_err(ip_drop)?;
+        if info.next != protocol::ESP {
+            return Err(DropReason::NotEsp);
+        }
+        let buf = buf.get_mut(..info.total_len).ok_or(DropReason::Truncated)?;
+        let esp = info.header_len;
+        let repr =
+            wire::Repr::parse(&wire::Packet::new_unchecked(tail(buf, esp))).map_err(esp_drop)?;
+        if repr.spi != self.keys.spi {
+            return Err(DropReason::UnknownSa);
+        }
+        let alg = self.keys.alg;
+        let data_start = esp + HEADER_LEN + alg.iv_len();
+        let ct_len = buf
+            .len()
+            .checked_sub(data_start + ICV_LEN)
+            .filter(|&n| n >= TRAILER_LEN)
+            .ok_or(DropReason::Truncated)?;
+        if alg.align() == BLOCK_LEN && ct_len % BLOCK_LEN != 0 {
+            return Err(DropReason::BadLength);
+        }
+        let seq = self.full_seq(repr.seq).ok_or(DropReason::ReplayTooOld)?;
+        if seq == 0 {
+            return Err(DropReason::BadSeq);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc4303#section-3.4.3
+        //# If the received packet falls within the window and is new, or if the packet is to the
+        //# right of the window, then the receiver proceeds to ICV verification. [...] The receive
+        //# window is updated only if the ICV verification succeeds.
+        if let Err(e) = self.replay.check(seq) {
+            if self.replay.below_floor(seq) {
+                self.counters.below_restored += 1;
+            }
+            return Err(match e {
+                ReplayError::Duplicate => DropReason::ReplayDuplicate,
+                ReplayError::TooOld => DropReason::ReplayTooOld,
+            });
+        }
+        let icv_end = buf.len();
+        self.keys.icv(buf, esp, icv_end, seq, Dir::Open)?;
+        self.replay.insert(seq);
+
+        let ct_end = data_start + ct_len;
+        if let Engine::CbcHmac { cipher, .. } = &self.keys.engine {
+            let (head, data) = buf.split_at_mut(data_start);
+            let iv: &[u8; BLOCK_LEN] = tail(head, esp + HEADER_LEN)
+                .try_into()
+                .map_err(|_| DropReason::Malformed)?;
+            let data = data.get_mut(..ct_len).ok_or(DropReason::Truncated)?;
+            cipher
+                .cbc_decrypt(iv, data)
+                .map_err(|_| DropReason::Crypto)?;
+        }
+        let (payload_len, nh) =
+            wire::parse_trailer(buf.get(data_start..ct_end).ok_or(DropReason::Truncated)?)
+                .map_err(esp_drop)?;
+        let payload_end = data_start + payload_len;
+        match nh {
+            protocol::NO_NEXT_HEADER => Err(DropReason::DummyPacket),
+            protocol::IPV4 | protocol::IPV6 => {
+                // Tunnel mode: the inner packet, without any TFC padding after it (§2.7).
+                // Fragments included (RFC 4301 §7): the host reassembles them.
+                let inner = buf
+                    .get(data_start..payload_end)
+                    .ok_or(DropReason::Malformed)
+                    .and_then(|b| ip::parse_inner(b).map_err(|_| DropReason::Malformed))?;
+                if (inner.version == 4) != (nh == protocol::IPV4) {
+                    return Err(DropReason::Malformed);
+                }
+                Ok(data_start..data_start + inner.total_len)
+            }
+            _ => {
+                // Transport mode: put the IP header back in front of the payload.
+                let hdr = info.header_len;
+                let start = data_start - hdr;
+                if info.version == 4 && hdr == ip::IPV4_HEADER_LEN {
+                    // hdr + payload_len ≤ the packet's total length, a 16-bit field.
+                    ip::move_ipv4_header(buf, 0, start, nh, (hdr + payload_len) as u16);
+                } else {
+                    buf.copy_within(0..hdr, start);
+                    let restored = buf
+                        .get_mut(start..payload_end)
+                        .ok_or(DropReason::Malformed)?;
+                    *restored
+                        .get_mut(info.nh_offset)
+                        .ok_or(DropReason::Malformed)? = nh;
+                    ip::set_total_len(restored, &info, hdr + payload_len);
+                }
+                Ok(start..payload_end)
+            }
+        }
+    }
+}
+
+fn ip_drop(e: IpError) -> DropReason {
+    match e {
+        IpError::Truncated => DropReason::Truncated,
+        IpError::BadVersion => DropReason::BadVersion,
+        IpError::BadHeader => DropReason::Malformed,
+        IpError::Fragment => DropReason::Fragment,
+    }
+}
+
+fn esp_drop(e: EspError) -> DropReason {
+    match e {
+        EspError::Truncated => DropReason::Truncated,
+        EspError::BadPadding => DropReason::BadPadding,
+    }
+}
+
+/// Inbound SAs of one host, selected by SPI.
+#[derive(Default)]
+pub struct EspReceiver {
+    sas: Vec<EspRx>,
+    /// Drops that happened before an SA was selected (malformed IP, not ESP, unknown SPI).
+    unassigned: DropCounters,
+}
+
+impl EspReceiver {
+    pub fn new() -> EspReceiver {
+        EspReceiver::default()
+    }
+
+    /// Installs an SA, replacing any with the same SPI.
+    pub fn install(&mut self, sa: EspRx) {
+        self.sas.retain(|s| s.spi() != sa.spi());
+        self.sas.push(sa);
+    }
+
+    pub fn sa(&self, spi: u32) -> Option<&EspRx> {
+        self.sas.iter().find(|s| s.spi() == spi)
+    }
+
+    pub fn unassigned_drops(&self) -> &DropCounters {
+        &self.unassigned
+    }
+
+    /// Verifies in place, selecting the SA by SPI.
+    pub fn verify_in_place(&mut self, buf: &mut [u8]) -> Result<Range<usize>, DropReason> {
+        let spi = match spi_of(buf) {
+            Ok(spi) => spi,
+            Err(r) => {
+                self.unassigned.bump(r);
+                return Err(r);
+            }
+        };
+        match self.sas.iter_mut().find(|s| s.spi() == spi) {
+            Some(sa) => sa.verify_in_place(buf),
+            None => {
+                self.unassigned.bump(DropReason::UnknownSa);
+                Err(DropReason::UnknownSa)
+            }
+        }
+    }
+}
+
+/// The SPI of an ESP-in-IP packet.
+pub fn spi_of(buf: &[u8]) -> Result<u32, DropReason> {
+    let info: IpInfo = ip::parse(buf).map_err(ip_drop)?;
+    if info.next != protocol::ESP {
+        return Err(DropReason::NotEsp);
+    }
+    let esp = buf
+        .get(info.header_len..info.total_len)
+        .ok_or(DropReason::Truncated)?;
+    let p = wire::Packet::new_checked(esp).map_err(esp_drop)?;
+    Ok(p.spi())
+}
+
+impl fmt::Debug for EspRx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EspRx")
+            .field("keys", &self.keys)
+            .field("highest_seq", &self.replay.highest())
+            .field("window", &self.replay.window())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+impl fmt::Debug for EspReceiver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EspReceiver")
+            .field("sas", &self.sas)
+            .field("unassigned", &self.unassigned)
+            .finish()
+    }
+}
