@@ -949,10 +949,12 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
         "--replay-checkpoint-frames",
         "256",
         "--replay-checkpoint-ms",
-        "1",
+        "100",
     ];
     let mut p1 = g1.start(&k1, &cp1);
     let p2 = g2.start(&k2, &[]);
+    // ARP and the first marks on disk first (each a pair of fsyncs, slow on a loaded disk).
+    let _ = ping(&e1, "10.77.0.2", &[]);
     assert_ping(&e1, "10.77.0.2", &["-s", "1472", "-M", "do"]);
     let udp = iperf3(&e2, &e1, "10.77.0.2", &["-u", "-b", "5M", "-l", "1472"]);
     let sum = &udp["end"]["sum"];

@@ -511,17 +511,8 @@ fn bind_listener(listen: &str) -> Result<TcpListener> {
     )
     .map_err(|e| env_error(format!("--listen {listen}: socket: {e}")))?;
     let _ = sock.set_reuse_address(true);
-    sock.bind(&addr.into()).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AddrInUse
-            || e.kind() == std::io::ErrorKind::PermissionDenied
-        {
-            env_error(format!(
-                "--listen {listen}: {e}; choose another address or port"
-            ))
-        } else {
-            usage(format!("--listen {listen}: {e}"))
-        }
-    })?;
+    sock.bind(&addr.into())
+        .map_err(|e| crate::error::bind_error("--listen", listen, &e))?;
     sock.listen(4096)
         .map_err(|e| env_error(format!("--listen {listen}: listen: {e}")))?;
     sock.set_nonblocking(true).context("listening socket")?;
