@@ -352,6 +352,9 @@ struct MkaModel {
     max_depth: usize,
     max_in_flight: usize,
     horizon_ns: u64,
+    /// A broken data plane for the checker's own test: it transmits under a SAK as soon as it
+    /// is installed for receive, without waiting for `InstallTx`.
+    eager_tx: bool,
     max_rekeys: u8,
     budget: Budget,
 }
@@ -384,7 +387,7 @@ impl State {
         loop {
             let mut more = false;
             while let Some(ev) = self.members[i].p.poll_event() {
-                self.apply(i, ev);
+                self.apply(i, ev, model.eager_tx);
                 more = true;
             }
             while let Some(n) = self.members[i].p.poll_transmit(self.now, &mut buf) {
@@ -430,7 +433,7 @@ impl State {
     }
 
     /// The node driver's reaction to an event of member `i`'s participant.
-    fn apply(&mut self, i: usize, ev: Event) {
+    fn apply(&mut self, i: usize, ev: Event, eager_tx: bool) {
         let now = self.now;
         let m = &mut self.members[i];
         match ev {
@@ -440,6 +443,14 @@ impl State {
             }
             Event::InstallRx(sa) => {
                 let sak = fingerprint(&sa);
+                if eager_tx && m.tx.is_none_or(|t| t.key != sa.key) {
+                    m.tx = Some(TxSa {
+                        key: sa.key,
+                        an: sa.an,
+                        sak,
+                        next_pn: 1,
+                    });
+                }
                 for &(sci, _) in &sa.scs {
                     // The SA of another key under this AN in this SC is replaced.
                     m.rx.retain(|r| !(r.an == sa.an && r.sci == sci && r.key != sa.key));
@@ -476,11 +487,7 @@ impl State {
                 });
                 m.p.report_tx_pn(now, sa.an, first);
             }
-            Event::RetireTx { key, .. } => {
-                if m.tx.is_some_and(|t| t.key == key) {
-                    m.tx = None;
-                }
-            }
+            Event::RetireTx { key, .. } if m.tx.is_some_and(|t| t.key == key) => m.tx = None,
             Event::RetireRx { key, .. } => m.rx.retain(|r| r.key != key),
             _ => {}
         }
@@ -864,6 +871,7 @@ fn mka_cold_start_small_bound() {
         max_in_flight: 4,
         horizon_ns: 4 * SECOND,
         max_rekeys: 3,
+        eager_tx: false,
         budget: FAULTS,
     });
     assert!(out.unique > 1_000, "explored {} states", out.unique);
@@ -879,9 +887,46 @@ fn mka_secured_ca_small_bound() {
         max_in_flight: 4,
         horizon_ns: 4 * SECOND,
         max_rekeys: 3,
+        eager_tx: false,
         budget: FAULTS,
     });
     assert!(out.unique > 10_000, "explored {} states", out.unique);
+}
+
+/// The checker is not blind: a data plane that transmits under a SAK as soon as it is
+/// installed for receive breaks make-before-break, and the explorer finds it at once.
+#[test]
+fn a_data_plane_transmitting_before_install_tx_is_caught() {
+    let model = MkaModel {
+        steady: false,
+        max_depth: 8,
+        max_in_flight: 4,
+        horizon_ns: 0,
+        max_rekeys: 3,
+        eager_tx: true,
+        budget: Budget {
+            drops: 0,
+            dups: 0,
+            reorders: 0,
+            restarts_with_state: 0,
+            restarts_without_state: 0,
+            data: 1,
+        },
+    };
+    let c = model
+        .checker()
+        .threads(1)
+        .target_max_depth(8)
+        .spawn_bfs()
+        .join();
+    let path = c.discovery("make-before-break").expect("a counterexample");
+    let last = path.last_state();
+    assert!(last.unprotected.is_some(), "{last:?}");
+    assert!(
+        path.into_actions()
+            .iter()
+            .any(|a| matches!(a, Action::Data(_)))
+    );
 }
 
 /// Deeper (`scripts/model-check`, release build): more steps and faults.
@@ -900,6 +945,7 @@ fn mka_deep() {
         max_in_flight: 4,
         horizon_ns: 4 * SECOND,
         max_rekeys: 3,
+        eager_tx: false,
         budget: FAULTS,
     });
     check(MkaModel {
@@ -908,6 +954,7 @@ fn mka_deep() {
         max_in_flight: 4,
         horizon_ns: 6 * SECOND,
         max_rekeys: 4,
+        eager_tx: false,
         budget: Budget { data: 3, ..FAULTS },
     });
 }
@@ -934,6 +981,7 @@ fn mka_at_env_bound() {
         max_in_flight: n[0] as usize,
         horizon_ns: n[1] * SECOND,
         max_rekeys: n[2] as u8,
+        eager_tx: false,
         budget: Budget {
             drops: n[3] as u8,
             dups: n[4] as u8,
