@@ -4,9 +4,11 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
+use core::hash::{Hash, Hasher};
 
 use zeroize::Zeroizing;
 
@@ -408,6 +410,7 @@ pub struct Status {
     pub counters: Counters,
 }
 
+#[derive(Clone)]
 struct Peer {
     mi: Mi,
     mn: u32,
@@ -440,6 +443,7 @@ impl Peer {
     }
 }
 
+#[derive(Clone)]
 struct Key {
     id: KeyId,
     an: u8,
@@ -470,6 +474,7 @@ impl Key {
 }
 
 /// The key server's distribution in progress.
+#[derive(Clone)]
 struct Distribution {
     wrapped: Vec<u8>,
     key: KeyId,
@@ -479,7 +484,8 @@ struct Distribution {
 /// One MKA participant (see the module documentation).
 pub struct Participant {
     cfg: Config,
-    keys: CaKeys,
+    /// The CA's keys, fixed at creation (shared by [`Participant::fork`]s).
+    keys: Arc<CaKeys>,
     ckn: Vec<u8>,
     sci: Sci,
     src: MacAddr,
@@ -559,7 +565,7 @@ impl Participant {
         if ckn.is_empty() || ckn.len() > MAX_CKN_LEN {
             return Err(KeyError::BadCknLength(ckn.len()).into());
         }
-        let keys = CaKeys::new(provider, cak, ckn)?;
+        let keys = Arc::new(CaKeys::new(provider, cak, ckn)?);
         let rng: Box<dyn SecureRandom> = Box::new(rng);
         let mi = rand_mi(rng.as_ref())?;
         let mut src = [0u8; 6];
@@ -593,6 +599,93 @@ impl Participant {
     /// This participant's SCI.
     pub fn sci(&self) -> Sci {
         self.sci
+    }
+
+    /// A copy of this participant in its current state that draws its randomness (MIs,
+    /// KS-nonces) from `rng` from now on; the CA's keys are shared. For model checkers and
+    /// simulations that explore several futures of one state (`crates/ivnsec-model`): the copy
+    /// behaves exactly as this one would given the same inputs and the same random bytes.
+    pub fn fork(&self, rng: impl SecureRandom + 'static) -> Participant {
+        Participant {
+            cfg: self.cfg,
+            keys: Arc::clone(&self.keys),
+            ckn: self.ckn.clone(),
+            sci: self.sci,
+            src: self.src,
+            rng: Box::new(rng),
+            mi: self.mi,
+            mn: self.mn,
+            sent: self.sent.clone(),
+            peers: self.peers.clone(),
+            key_server: self.key_server,
+            latest: self.latest.clone(),
+            old: self.old.clone(),
+            next_kn: self.next_kn,
+            first_an: self.first_an,
+            distributing: self.distributing.clone(),
+            retire_at: self.retire_at,
+            next_hello: self.next_hello,
+            ramp_sent: self.ramp_sent,
+            pending_tx: self.pending_tx,
+            events: self.events.clone(),
+            counters: self.counters,
+        }
+    }
+
+    /// Feeds everything that decides this participant's future behaviour into `h`: MI and MN,
+    /// the MNs sent and when, the peer table, the election, the keys (by key identifier, AN,
+    /// flags, PNs and times — never the SAK's bytes; a distribution by its wrapped form, as on
+    /// the wire), timers and queued events. Not the counters, the configuration or the CA's
+    /// keys, which are fixed or do not feed back; not the random source (the caller that
+    /// supplies it accounts for its position). Two participants of one CA with equal digests
+    /// (and equal random sources) behave alike: a model checker's visited set.
+    pub fn state_digest<H: Hasher>(&self, h: &mut H) {
+        self.sci.hash(h);
+        self.mi.hash(h);
+        self.mn.hash(h);
+        self.sent.len().hash(h);
+        for s in &self.sent {
+            s.hash(h);
+        }
+        self.peers.len().hash(h);
+        for p in &self.peers {
+            (
+                p.mi,
+                p.mn,
+                p.sci,
+                p.priority,
+                p.key_server,
+                p.live,
+                p.expires,
+            )
+                .hash(h);
+            (p.version, p.sak_use, p.xpn).hash(h);
+        }
+        self.key_server.hash(h);
+        for k in [&self.latest, &self.old] {
+            k.is_some().hash(h);
+            if let Some(k) = k {
+                (k.id, k.an, k.salt, k.confidentiality_offset).hash(h);
+                k.members.hash(h);
+                k.peer_mis.hash(h);
+                (k.created, k.rx, k.tx, k.tx_pn, k.tx_since).hash(h);
+            }
+        }
+        (self.next_kn, self.first_an).hash(h);
+        self.distributing.is_some().hash(h);
+        if let Some(d) = &self.distributing {
+            (d.key, d.an).hash(h);
+            d.wrapped.hash(h);
+        }
+        (
+            self.retire_at,
+            self.next_hello,
+            self.ramp_sent,
+            self.pending_tx,
+        )
+            .hash(h);
+        // Events are drained by the caller after every call; a queue left full is counted.
+        self.events.len().hash(h);
     }
 
     /// Longest MKPDU this participant can send (a transmit buffer of this size always fits).

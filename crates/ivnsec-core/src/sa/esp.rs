@@ -935,6 +935,32 @@ impl fmt::Debug for EspTx {
     }
 }
 
+/// RFC 4303 Appendix A2.2: the full 64-bit sequence number of a packet carrying the low half
+/// `seql`, given the highest authenticated number `t` and the window `w` (0, strictly
+/// increasing, behaves as 1). Every true number in `t − w + 1 ..= t − w + 2^32` (as far as it
+/// is ≥ 1) is inferred exactly (checked exhaustively near the 32-bit boundaries by
+/// `crates/ivnsec-model`). `None` when the high half would fall below 0 or above 2^32 − 1.
+//= https://www.rfc-editor.org/rfc/rfc4303#appendix-A.2.2
+//# Case A: Tl >= (W - 1). If Seql >= Tl - W + 1 then Seqh = Th, else Seqh = Th + 1.
+//# Case B: Tl < (W - 1). If Seql >= Tl - W + 1 (mod 2^32) then Seqh = Th - 1, else Seqh = Th.
+pub fn esn_full_seq(t: u64, w: u64, seql: u32) -> Option<u64> {
+    let (th, tl) = ((t >> 32) as u32, t as u32);
+    let w1 = (w.max(1) - 1) as u32;
+    let bottom = tl.wrapping_sub(w1);
+    let seqh = if tl >= w1 {
+        if seql >= bottom {
+            Some(th)
+        } else {
+            th.checked_add(1)
+        }
+    } else if seql >= bottom {
+        th.checked_sub(1)
+    } else {
+        Some(th)
+    }?;
+    Some((u64::from(seqh) << 32) | u64::from(seql))
+}
+
 #[cfg(test)]
 #[path = "esp_tests.rs"]
 mod spi_range_tests;

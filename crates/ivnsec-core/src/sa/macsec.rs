@@ -634,6 +634,21 @@ pub struct Delivered {
     pub pn: u64,
 }
 
+/// XPN PN recovery (IEEE 802.1AEbw §10.6.2): the 64-bit PN of a frame carrying the low 32
+/// bits `pn32`, given the receive SA's lowest acceptable PN `lowest`: the high half of
+/// `lowest` when `pn32` is not below its low half, else one more. Every true PN in
+/// `lowest ..= lowest + 2^32 − 1` is recovered exactly (checked exhaustively near the 32-bit
+/// boundaries by `crates/ivnsec-model`). `None`: the PN would lie beyond 2^64 − 1.
+pub fn recover_xpn_pn(lowest: u64, pn32: u32) -> Option<u64> {
+    let (hi, lo) = ((lowest >> 32) as u32, lowest as u32);
+    let hi = if pn32 >= lo {
+        Some(hi)
+    } else {
+        hi.checked_add(1)
+    }?;
+    Some((u64::from(hi) << 32) | u64::from(pn32))
+}
+
 /// Bitmap of validated PNs in `(highest − DUP_BITS, highest]`; no allocation.
 #[derive(Clone, Debug)]
 struct DupBitmap {
@@ -855,14 +870,8 @@ impl MacsecRx {
         // §10.6.2 (802.1AEbw): recover the 64-bit PN from the lowest acceptable PN.
         let lowest = self.lowest_pn();
         let pn = if xpn {
-            let (hi, lo) = ((lowest >> 32) as u32, lowest as u32);
-            let hi = if pn32 >= lo {
-                Some(hi)
-            } else {
-                hi.checked_add(1)
-            };
-            match hi {
-                Some(hi) => (u64::from(hi) << 32) | u64::from(pn32),
+            match recover_xpn_pn(lowest, pn32) {
+                Some(pn) => pn,
                 // Beyond the last PN: nothing from this SA can be valid any more.
                 None => {
                     self.counters.in_pkts_late += 1;

@@ -370,7 +370,7 @@ pub struct KeyId {
 }
 
 /// The MACsec SAK Use parameter set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SakUse {
     pub latest_an: u8,
     /// Latest Key tx: the sender transmits with the latest key.
@@ -388,7 +388,7 @@ pub struct SakUse {
 }
 
 /// The key part of a SAK Use parameter set (body length 40).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SakUseKeys {
     pub latest: KeyId,
     /// Latest Key Lowest Acceptable PN (the 32 least significant bits with XPN).
@@ -428,7 +428,7 @@ impl DistributedSak<'_> {
 }
 
 /// The XPN parameter set: the 32 most significant bits of the lowest acceptable PNs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct XpnParams {
     pub suspension_time: u8,
     pub latest_lowest_pn_high: u32,

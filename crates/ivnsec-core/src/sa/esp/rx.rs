@@ -104,23 +104,7 @@ impl EspRx {
         if !self.keys.esn {
             return Some(u64::from(seql));
         }
-        let t = self.replay.highest();
-        let (th, tl) = ((t >> 32) as u32, t as u32);
-        // W = 0 (strictly increasing) behaves as W = 1 for inference.
-        let w1 = (self.replay.window().max(1) - 1) as u32;
-        let bottom = tl.wrapping_sub(w1);
-        let seqh = if tl >= w1 {
-            if seql >= bottom {
-                Some(th)
-            } else {
-                th.checked_add(1)
-            }
-        } else if seql >= bottom {
-            th.checked_sub(1)
-        } else {
-            Some(th)
-        }?;
-        Some((u64::from(seqh) << 32) | u64::from(seql))
+        super::esn_full_seq(self.replay.highest(), self.replay.window(), seql)
     }
 
     fn verify_inner(&mut self, buf: &mut [u8]) -> Result<Range<usize>, DropReason> {
