@@ -44,7 +44,9 @@ may have accepted before (counted as replay_duplicate/replay_too_old, MACsec lat
 refused_below_mark). The cost: at most one checkpoint of legitimate frames refused after a \
 restart (--replay-checkpoint-frames, about --replay-checkpoint-ms of traffic). Without \
 --state-dir the replay window lives only in memory: a restarted receiver accepts, once, every \
-frame recorded before its restart (a warning says so). See docs/nonce-safety.md.
+frame recorded before its restart (a warning says so). SecOC and SOME/IP profiles keep no mark \
+yet (they refuse --state-dir): a restarted receiver of theirs accepts recorded units once more. \
+See docs/nonce-safety.md.
 
 Examples:
   ivnsec receive --profile aes128-gcm --keys k.toml --iface eth0 --from 02:00:00:00:00:01

@@ -98,7 +98,9 @@ pub struct NonceStateArgs {
     /// Persist each secured service's freshness counter in this directory (reserved ahead in
     /// blocks, fsynced before use; docs/nonce-safety.md), so a restart under the same key never
     /// reuses a counter whatever the clock does. Without it the first counter of a run is the
-    /// Unix time in nanoseconds, which is safe only while the wall clock never goes back.
+    /// Unix time in nanoseconds, which is safe only while the wall clock never goes back. The
+    /// receive side keeps no acceptance mark yet: a restarted `serve` or `call` accepts
+    /// recorded messages of its peers once more (their replay windows live in memory).
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Counters reserved per state write (with --state-dir).
