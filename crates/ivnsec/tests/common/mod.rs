@@ -1,7 +1,7 @@
 //! What the tests that run `ivnsec` and build testbeds share: whether namespaces can be built
 //! here, the `require_root!` guard that skips a test with the reason printed, and a temporary
 //! directory with its own testbed state directory that cleans up after a failed run.
-// Each test crate uses its own part of this module.
+// Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
@@ -66,6 +66,15 @@ pub fn ivnsec(dir: &TempDir, args: &[&str]) -> Output {
     dir.run(args)
 }
 
+/// The libtest name of test `name` in the module `module` (its `module_path!()`): the path
+/// without the binary's crate name, what `--exact` matches when a test re-runs its own binary.
+pub fn test_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, m)) => format!("{m}::{name}"),
+        None => name.to_string(),
+    }
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -94,9 +103,10 @@ pub fn skip_reason() -> Option<String> {
 }
 
 /// Returns from the test, printing why, when namespaces cannot be built here.
+#[allow(unused_macros)]
 macro_rules! require_root {
     () => {
-        if let Some(why) = common::skip_reason() {
+        if let Some(why) = $crate::common::skip_reason() {
             // Straight to stderr: libtest captures eprintln!, and the reason should show.
             let _ = std::io::Write::write_fmt(
                 &mut std::io::stderr(),

@@ -1,0 +1,37 @@
+//! The tests that need no root and build no network namespace: `ivnsec` run as a user runs
+//! it, on files, stdin and loopback. One module per command or topic.
+//!
+//! Run alone: `cargo nextest run -p ivnsec --test cli` (docs/testing.md).
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod camera;
+mod chunk_bench;
+mod clock;
+mod crypto_bench;
+mod docs_links;
+mod examples;
+mod exit_codes;
+mod frame;
+mod json_output;
+mod node_keys;
+mod nonce;
+mod packaging;
+mod pcap;
+mod pingpong;
+mod pki;
+mod protocols;
+mod receive;
+mod report;
+mod seed001;
+mod someip;
+mod someip_tcp;
+mod tdma;
+mod tdma_run;
+mod testbed;
+mod throughput;
+mod tls_bench;
+mod underload;
+mod wireshark;

@@ -1,0 +1,10 @@
+//! Root tests on testbeds of several ECUs on switches (`sensors:N`, `cascade:N`): MKA between
+//! three ECUs, the key server. Each test builds its own testbed and removes it; without root
+//! or `ip netns` they skip with the reason printed.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod keyserver_mka;
+mod mka;

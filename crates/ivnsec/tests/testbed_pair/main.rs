@@ -1,0 +1,13 @@
+//! Root tests on two hosts: the `pair` testbed (the default of `testbed up` and of the commands
+//! that build their own), or two namespaces of the test's own joined by a veth pair. Each test
+//! builds its own and removes it; without root or `ip netns` they skip with the reason printed.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod attack;
+mod esp_tunnel;
+mod macsec_tap;
+mod processes;
+mod seed004;
