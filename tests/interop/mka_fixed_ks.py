@@ -1,6 +1,6 @@
 """A key server that hands out one fixed SAK, written with the independent MKA reference
 (mka_ref.py) and not with ivnsec's code: the other end of the nonce test of `ivnsec macsec up
---psk` (crates/ivnsec/tests/mka.rs). It lets the test do what a real key server may do to a
+--psk` (crates/ivnsec/tests/testbed_ecus/mka.rs). It lets the test do what a real key server may do to a
 member that restarts while the CA still uses the old SAK: hand it that same SAK again.
 
 Run inside a network namespace as root. Reads one JSON line on stdin:

@@ -7,7 +7,7 @@
 //!   provider that has the primitive, through this helper.
 //! - [`vectors`]: the known-answer vectors as data tables, each entry with its citation. The
 //!   tests in `tests/` drive them through the API once per provider;
-//!   `crates/ivnsec/tests/cli_protocols.rs` drives the same tables through the `ivnsec` binary.
+//!   `crates/ivnsec/tests/cli/protocols.rs` drives the same tables through the `ivnsec` binary.
 //! - [`packets`]: the IP packets and payloads the ESP tests wrap.
 //!
 //! The tests themselves are in `tests/conformance/` (one binary: IVN-AE suites, MACsec, ESP,

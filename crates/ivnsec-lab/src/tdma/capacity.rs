@@ -897,7 +897,7 @@ mod tests {
     }
 
     /// `max_tt_ms` is null without a Max_TT and a number with one (the key list is checked
-    /// through the command line, tests/tdma.rs).
+    /// through the command line, crates/ivnsec/tests/cli/tdma.rs).
     #[test]
     fn json_max_tt() {
         let mut q = query("100M", "200us", &[60]);

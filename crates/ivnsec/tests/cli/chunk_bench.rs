@@ -2,25 +2,10 @@
 //! break-evens it derives, the table and usage errors. Timings are not asserted (the machine is
 //! shared); only that they are there, consistent and positive.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ivnsec"))
-        .arg("crypto-bench")
-        .args(args)
-        .output()
-        .expect("run ivnsec")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document on stdout")
-}
+use crate::common::crypto_bench;
+use crate::common::json::with_codes;
 
 /// Every provider that has AES-128-CBC (fast and portable at least), both modes, both sizes;
 /// MB/s is the chunk over the median; a break-even for each pair of providers in each mode and
@@ -28,7 +13,11 @@ fn json(out: &Output) -> serde_json::Value {
 /// seed 004's break-even beside ours.
 #[test]
 fn json_has_every_series_and_the_break_evens() {
-    let v = json(&bench(&["--chunk-sizes", "1024,64", "--quick", "--json"]));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&["--chunk-sizes", "1024,64", "--quick", "--json"]),
+        &[0],
+    );
     let rows = v["chunks"].as_array().unwrap();
     let mut provs: Vec<&str> = rows
         .iter()
@@ -82,7 +71,7 @@ fn json_has_every_series_and_the_break_evens() {
 /// An AEAD in one mode, as a table: the rows, the break-even lines and auto's split for it.
 #[test]
 fn table_for_an_aead_in_one_mode() {
-    let o = bench(&[
+    let o = crypto_bench(&[
         "--chunk-sizes",
         "64,2048",
         "--suite",
@@ -128,12 +117,12 @@ fn bad_chunk_options_are_usage_errors() {
         (&["--chunk-sizes", "64", "--sizes", "64"][..], "--sizes"),
         (&["--chunk-sizes", "64", "--vs-openssl"][..], "--vs-openssl"),
     ] {
-        let o = bench(args);
+        let o = crypto_bench(args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
-    let help = String::from_utf8_lossy(&bench(&["--help"]).stdout).into_owned();
+    let help = String::from_utf8_lossy(&crypto_bench(&["--help"]).stdout).into_owned();
     for s in ["--chunk-sizes", "--context", "Seed 003 Figure 8"] {
         assert!(help.contains(s), "help lacks {s}");
     }
@@ -156,7 +145,7 @@ fn suites_states_the_break_evens() {
     );
     assert!(t.contains("aes128-ccm at 256 B (portable up to it, openssl above)"));
     assert!(t.contains("1024kB"));
-    let v = json(&run(&["suites", "--json"]));
+    let v = with_codes("crypto-bench", &run(&["suites", "--json"]), &[0]);
     let s = v["auto_break_even"].as_array().unwrap();
     assert!(s.iter().any(|x| x["primitive"] == "chacha20-poly1305"
         && x["up_to"] == 2048

@@ -1,25 +1,10 @@
 //! `ivnsec crypto-bench`: the JSON shape, usage errors and provider handling. Timings are not
 //! asserted (the machine is shared); only that the numbers are there and positive.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ivnsec"))
-        .arg("crypto-bench")
-        .args(args)
-        .output()
-        .expect("run ivnsec")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
-}
+use crate::common::crypto_bench;
+use crate::common::json::with_codes;
 
 fn positive(row: &serde_json::Value, field: &str) -> f64 {
     let v = row[field]
@@ -31,7 +16,7 @@ fn positive(row: &serde_json::Value, field: &str) -> f64 {
 
 #[test]
 fn json_has_every_field_for_each_combination() {
-    let out = bench(&[
+    let out = crypto_bench(&[
         "--quick",
         "--batches",
         "3",
@@ -45,7 +30,7 @@ fn json_has_every_field_for_each_combination() {
         "all",
         "--json",
     ]);
-    let v = json(&out);
+    let v = with_codes("crypto-bench", &out, &[0]);
     let rows = v["results"].as_array().expect("results array");
     // aes128-gcm and chacha20-poly1305: fast, openssl and portable each; hmac-sha256: fast and
     // portable (the OpenSSL provider has no MAC); 2 sizes.
@@ -102,7 +87,7 @@ fn unknown_suite_and_bad_sizes_are_usage_errors() {
         &["--sizes", "12,abc"],
         &["--provider", "fastest"],
     ] {
-        let out = bench(&[&["--quick", "--json"], args].concat());
+        let out = crypto_bench(&[&["--quick", "--json"], args].concat());
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -117,7 +102,7 @@ fn unknown_suite_and_bad_sizes_are_usage_errors() {
 /// (not a silent skip); with `--provider all` the suite runs on the providers that have it.
 #[test]
 fn provider_without_the_suite() {
-    let out = bench(&[
+    let out = crypto_bench(&[
         "--quick",
         "--provider",
         "fast",
@@ -130,18 +115,22 @@ fn provider_without_the_suite() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not implement"));
 
-    let v = json(&bench(&[
-        "--quick",
-        "--batches",
-        "2",
-        "--provider",
-        "all",
-        "--suite",
-        "aes128-ccm",
-        "--sizes",
-        "16",
-        "--json",
-    ]));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[
+            "--quick",
+            "--batches",
+            "2",
+            "--provider",
+            "all",
+            "--suite",
+            "aes128-ccm",
+            "--sizes",
+            "16",
+            "--json",
+        ]),
+        &[0],
+    );
     let rows = v["results"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["provider"], "openssl");
@@ -153,18 +142,22 @@ fn provider_without_the_suite() {
 /// which is a usage error when named.
 #[test]
 fn openssl_and_auto_providers() {
-    let v = json(&bench(&[
-        "--quick",
-        "--batches",
-        "2",
-        "--provider",
-        "openssl",
-        "--suite",
-        "chacha20-poly1305,aes128-ccm",
-        "--sizes",
-        "64",
-        "--json",
-    ]));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[
+            "--quick",
+            "--batches",
+            "2",
+            "--provider",
+            "openssl",
+            "--suite",
+            "chacha20-poly1305,aes128-ccm",
+            "--sizes",
+            "64",
+            "--json",
+        ]),
+        &[0],
+    );
     let rows = v["results"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for row in rows {
@@ -172,18 +165,22 @@ fn openssl_and_auto_providers() {
         positive(row, "protect_ns");
         positive(row, "bare_aead_ns");
     }
-    let v = json(&bench(&[
-        "--quick",
-        "--batches",
-        "2",
-        "--provider",
-        "auto",
-        "--suite",
-        "chacha20-poly1305,aes128-gcm",
-        "--sizes",
-        "64",
-        "--json",
-    ]));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[
+            "--quick",
+            "--batches",
+            "2",
+            "--provider",
+            "auto",
+            "--suite",
+            "chacha20-poly1305,aes128-gcm",
+            "--sizes",
+            "64",
+            "--json",
+        ]),
+        &[0],
+    );
     let names: Vec<&str> = v["results"]
         .as_array()
         .unwrap()
@@ -191,7 +188,7 @@ fn openssl_and_auto_providers() {
         .map(|r| r["provider"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["auto", "fast"]);
-    let out = bench(&[
+    let out = crypto_bench(&[
         "--quick",
         "--provider",
         "openssl",
@@ -209,7 +206,7 @@ fn vs_openssl_fills_the_ratio_when_openssl_is_installed() {
         .arg("version")
         .output()
         .is_ok_and(|o| o.status.success());
-    let out = bench(&[
+    let out = crypto_bench(&[
         "--quick",
         "--batches",
         "2",
@@ -226,7 +223,7 @@ fn vs_openssl_fills_the_ratio_when_openssl_is_installed() {
         assert_eq!(out.status.code(), Some(3), "no openssl: environment error");
         return;
     }
-    let v = json(&out);
+    let v = with_codes("crypto-bench", &out, &[0]);
     let rows = v["results"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for row in rows {
@@ -254,14 +251,18 @@ fn vs_openssl_fills_the_ratio_when_openssl_is_installed() {
 /// differences of timings (they may be negative on a noisy machine): only checked to be numbers.
 #[test]
 fn macsec_and_esp_rows_have_the_bare_aead_overhead() {
-    let v = json(&bench(&[
-        "--quick",
-        "--suite",
-        "macsec-gcm-aes-128,esp-aes128-gcm",
-        "--sizes",
-        "64",
-        "--json",
-    ]));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[
+            "--quick",
+            "--suite",
+            "macsec-gcm-aes-128,esp-aes128-gcm",
+            "--sizes",
+            "64",
+            "--json",
+        ]),
+        &[0],
+    );
     let rows = v["results"].as_array().expect("results array");
     let mut protocols: Vec<&str> = rows
         .iter()
@@ -306,7 +307,11 @@ fn macsec_and_esp_rows_have_the_framing_overhead() {
         "--sizes",
         "64,1440",
     ];
-    let v = json(&bench(&[&args[..], &["--json"]].concat()));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[&args[..], &["--json"]].concat()),
+        &[0],
+    );
     let rows = v["results"].as_array().expect("results array");
     assert!(!rows.is_empty());
     for row in rows {
@@ -335,14 +340,18 @@ fn macsec_and_esp_rows_have_the_framing_overhead() {
         }
     }
     // An IVN-AE HMAC row has no AEAD: the new fields are null.
-    let v = json(&bench(&[
-        "--quick",
-        "--suite",
-        "hmac-sha256",
-        "--sizes",
-        "64",
-        "--json",
-    ]));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[
+            "--quick",
+            "--suite",
+            "hmac-sha256",
+            "--sizes",
+            "64",
+            "--json",
+        ]),
+        &[0],
+    );
     for row in v["results"].as_array().unwrap() {
         for f in [
             "encrypted_len",
@@ -355,7 +364,7 @@ fn macsec_and_esp_rows_have_the_framing_overhead() {
             assert!(row[f].is_null(), "{f} in {row}");
         }
     }
-    let out = bench(&args);
+    let out = crypto_bench(&args);
     assert!(out.status.success());
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -384,9 +393,11 @@ fn frames_one_by_one_for_the_seed_001_hmacs() {
         "--sizes",
         "60,80",
     ];
-    let v = json(&bench(
-        &[&common[..], &["--frames", "200", "--json"]].concat(),
-    ));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[&common[..], &["--frames", "200", "--json"]].concat()),
+        &[0],
+    );
     assert_eq!(v["meta"]["frames"], 200);
     assert!(
         v["meta"]["timer_ns"].as_f64().is_some_and(|t| t >= 0.0),
@@ -417,7 +428,11 @@ fn frames_one_by_one_for_the_seed_001_hmacs() {
         }
     }
 
-    let v = json(&bench(&[&common[..], &["--json"]].concat()));
+    let v = with_codes(
+        "crypto-bench",
+        &crypto_bench(&[&common[..], &["--json"]].concat()),
+        &[0],
+    );
     assert_eq!(v["meta"]["frames"], 0);
     assert!(v["meta"]["timer_ns"].is_null());
     for row in v["results"].as_array().unwrap() {
@@ -425,13 +440,13 @@ fn frames_one_by_one_for_the_seed_001_hmacs() {
     }
 
     let table = |extra: &[&str]| {
-        let out = bench(&[&common[..], extra].concat());
+        let out = crypto_bench(&[&common[..], extra].concat());
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert!(table(&["--frames", "50"]).contains("1-frame protect ns"));
     assert!(!table(&[]).contains("1-frame"));
-    let out = bench(&[
+    let out = crypto_bench(&[
         "--quick", "--frames", "1000001", "--sizes", "16", "--suite", "crc32",
     ]);
     assert_eq!(out.status.code(), Some(2));

@@ -4,14 +4,10 @@
 //! plans `ivnsec` accepts.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::common::{BIN, TempDir, text};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::common::cli::{help, subcommands};
+use crate::common::repo;
+use crate::common::{TempDir, text};
 
 /// Every `docs/NAME.md` (NAME of letters, digits, `-`, `_`, `/`) in `s`.
 fn doc_paths(s: &str) -> BTreeSet<String> {
@@ -27,25 +23,6 @@ fn doc_paths(s: &str) -> BTreeSet<String> {
         }
     }
     found
-}
-
-/// The subcommand names listed under `Commands:` in a help text (without `help`).
-fn subcommands(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|l| l.trim() != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| *n != "help")
-        .map(str::to_string)
-        .collect()
-}
-
-/// The long help (`--help`) of `ivnsec PATH…`.
-fn help(path: &[String]) -> String {
-    let o = Command::new(BIN).args(path).arg("--help").output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{path:?}: {}", text(&o.stderr));
-    text(&o.stdout)
 }
 
 #[test]

@@ -32,6 +32,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::common::cli::{help, subcommands};
+use crate::common::frames::pcap;
+use crate::common::repo;
 use crate::common::{BIN, TempDir, text};
 
 /// How long a long-running example may take to fail at its start.
@@ -64,12 +67,12 @@ const SKIP: &[(&str, &str)] = &[
     (
         "macsec status",
         "the MACsec instances of the host's namespace, which other programs may own \
-         (tests/macsec_tap.rs runs it in a testbed)",
+         (testbed_pair/macsec_tap.rs runs it in a testbed)",
     ),
     (
         "macsec down",
         "stops the MACsec instances of the host's namespace, which other programs may own \
-         (tests/macsec_tap.rs runs it in a testbed)",
+         (testbed_pair/macsec_tap.rs runs it in a testbed)",
     ),
     // A testbed an earlier command printed the prefix of.
     (
@@ -97,7 +100,7 @@ const SKIP: &[(&str, &str)] = &[
     ("tcpdump", "captures on a real interface"),
     (
         "someip call",
-        "calls a SOME/IP service found by SD on the vehicle network (tests/cli_someip.rs runs \
+        "calls a SOME/IP service found by SD on the vehicle network (cli/someip.rs runs \
          serve and call on loopback)",
     ),
 ];
@@ -152,42 +155,6 @@ struct Example {
 struct Source {
     name: String,
     examples: Vec<Example>,
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn help(path: &[String]) -> String {
-    let o = Command::new(BIN)
-        .args(path)
-        .arg("--help")
-        .output()
-        .expect("ivnsec --help");
-    assert!(o.status.success(), "{path:?} --help: {}", text(&o.stderr));
-    text(&o.stdout)
-}
-
-/// The subcommands a help text lists under `Commands:` (without `help`).
-fn subcommands(h: &str) -> Vec<String> {
-    let mut out = vec![];
-    let mut inside = false;
-    for l in h.lines() {
-        if l == "Commands:" {
-            inside = true;
-            continue;
-        }
-        if inside {
-            if !l.starts_with("  ") {
-                break;
-            }
-            let name = l.split_whitespace().next().unwrap_or_default();
-            if !name.is_empty() && name != "help" {
-                out.push(name.to_string());
-            }
-        }
-    }
-    out
 }
 
 /// Lines joined across `\` line ends, with comment-only lines dropped.
@@ -372,7 +339,7 @@ fn block_examples(block: &[&str]) -> Vec<Example> {
     commands(block).into_iter().map(|c| one(c, None)).collect()
 }
 
-fn skip_reason(script: &str, root: bool) -> Option<String> {
+fn why_skipped(script: &str, root: bool) -> Option<String> {
     if let Some((_, why)) = SKIP.iter().find(|(p, _)| script.contains(p)) {
         return Some(why.to_string());
     }
@@ -433,25 +400,6 @@ const SOMEIP: &str = "[node]\naddress = \"127.0.0.1\"\nudp_port = 0\ntcp_port = 
                       [[service]]\nid = 0x1234\nlevel = \"conf\"\nsuite = \"aes128-gcm\"\n\
                       key = \"000102030405060708090a0b0c0d0e0f\"\nsalt = \"01020304\"\n\
                       echo_method = 1\n";
-
-/// A classic pcap (Ethernet) of `frames`.
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    f.extend_from_slice(&2u16.to_le_bytes());
-    f.extend_from_slice(&4u16.to_le_bytes());
-    for w in [0u32, 0, 65535, 1] {
-        f.extend_from_slice(&w.to_le_bytes());
-    }
-    for fr in frames {
-        let len = fr.len() as u32;
-        for w in [1u32, 0, len, len] {
-            f.extend_from_slice(&w.to_le_bytes());
-        }
-        f.extend_from_slice(fr);
-    }
-    f
-}
 
 fn ivnsec_ok(dir: &Path, args: &[&str]) -> String {
     let o = Command::new(BIN)
@@ -730,7 +678,7 @@ fn every_example_of_the_help_and_the_docs_runs() {
                     // examples after it, as in the user's shell.
                     let mut prelude = String::new();
                     for e in &src.examples {
-                        let r = match skip_reason(&e.script, root) {
+                        let r = match why_skipped(&e.script, root) {
                             Some(why) => Ok(format!("skipped: {why}")),
                             None => {
                                 let mut run = e.clone();

@@ -9,32 +9,14 @@ use std::net::{TcpListener, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::frames::KEY;
+use crate::common::frames::pcap;
 use crate::common::{BIN, TempDir, text};
 
-const KEY: &str = "000102030405060708090a0b0c0d0e0f";
 /// A plain Ethernet frame: dst, src, EtherType 0x0800, payload.
-const PLAIN: &str = "020000000002020000000001080045000014";
+const SHORT_PLAIN: &str = "020000000002020000000001080045000014";
 /// An address of the documentation range (RFC 5737) that no test host has.
 const NOT_HERE: &str = "192.0.2.1";
-
-/// A classic pcap file (microseconds, little-endian, Ethernet) holding `frames`.
-fn pcap(frames: &[&[u8]]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    f.extend_from_slice(&2u16.to_le_bytes());
-    f.extend_from_slice(&4u16.to_le_bytes());
-    for w in [0u32, 0, 65535, 1] {
-        f.extend_from_slice(&w.to_le_bytes());
-    }
-    for fr in frames {
-        let len = u32::try_from(fr.len()).unwrap();
-        for w in [1u32, 0, len, len] {
-            f.extend_from_slice(&w.to_le_bytes());
-        }
-        f.extend_from_slice(fr);
-    }
-    f
-}
 
 /// One row: what runs, the code it must exit with, and a part of what it must say (stderr, or
 /// stdout for the counters).
@@ -126,13 +108,13 @@ fn every_command_exits_with_the_documented_code() {
     let sa = ["--profile", "aes128-gcm", "--key", KEY];
     let mut a = vec!["frame", "protect", "--seq", "1"];
     a.extend(sa);
-    a.push(PLAIN);
+    a.push(SHORT_PLAIN);
     let good = text(&run(&a).stdout).trim().to_string();
     let mut bad = good.clone();
     let last = bad.pop().unwrap();
     bad.push(if last == '0' { '1' } else { '0' });
     let header_only = p("header-only.pcap");
-    std::fs::write(&header_only, pcap(&[])).unwrap();
+    std::fs::write(&header_only, pcap::<&[u8]>(&[])).unwrap();
     // An ARP frame: skipped under an IVN-AE profile.
     let mut arp = hex::decode("ffffffffffff0200000000010806").unwrap();
     arp.resize(42, 0);

@@ -3,46 +3,24 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
-const KEY: &str = "000102030405060708090a0b0c0d0e0f";
+use crate::common::frames::KEY;
+use crate::common::{BIN, run_with_stdin, stderr, stdout_trimmed};
+
 /// dst 02:00:00:00:00:02, src 02:00:00:00:00:01, EtherType 0x0800, 20-byte payload.
 const PLAIN: &str = "020000000002020000000001080045000014000040004011000ac0a80001c0a8";
-
-fn run(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut c = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ivnsec");
-    if let Some(s) = stdin {
-        c.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-    }
-    drop(c.stdin.take());
-    c.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
 
 fn protect(profile: &str, extra: &[&str], seq: &str, frame: &str) -> String {
     let mut a = vec!["frame", "protect", "--profile", profile, "--seq", seq];
     a.extend_from_slice(extra);
     a.push(frame);
-    let o = run(&a, None);
+    let o = run_with_stdin(&a, None);
     assert_eq!(
         o.status.code(),
         Some(0),
         "protect {profile}: {}",
         stderr(&o)
     );
-    stdout(&o)
+    stdout_trimmed(&o)
 }
 
 #[test]
@@ -55,7 +33,7 @@ fn round_trip_and_wire_layout() {
     assert_eq!(&b[18..26], &258u64.to_be_bytes());
     // body = inner EtherType ‖ payload (22 bytes), tag 16.
     assert_eq!(b.len(), 26 + PLAIN.len() / 2 - 12 + 16);
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "verify",
@@ -70,7 +48,7 @@ fn round_trip_and_wire_layout() {
         None,
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o), PLAIN);
+    assert_eq!(stdout_trimmed(&o), PLAIN);
 }
 
 /// `--provider openssl` (OpenSSL's libcrypto) and `auto` write the same frames as the portable
@@ -89,7 +67,7 @@ fn openssl_provider_frames_match_the_others() {
         assert_eq!(ours, with("portable"), "{profile}");
         assert_eq!(ours, with("auto"), "{profile}");
         for provider in ["portable", "auto", "openssl"] {
-            let o = run(
+            let o = run_with_stdin(
                 &[
                     "frame",
                     "verify",
@@ -109,10 +87,10 @@ fn openssl_provider_frames_match_the_others() {
                 "{profile} on {provider}: {}",
                 stderr(&o)
             );
-            assert_eq!(stdout(&o), PLAIN);
+            assert_eq!(stdout_trimmed(&o), PLAIN);
         }
     }
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "protect",
@@ -134,7 +112,7 @@ fn openssl_provider_frames_match_the_others() {
         "{}",
         stderr(&o)
     );
-    let o = run(&["frame", "protect", "--provider", "libressl", PLAIN], None);
+    let o = run_with_stdin(&["frame", "protect", "--provider", "libressl", PLAIN], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("expected portable, fast, openssl or auto"),
@@ -164,7 +142,7 @@ fn tampered_frame_exits_1_with_reason() {
     let f = protect("hmac-sha256", &["--mac-key", "0b0b0b0b"], "3", PLAIN);
     let mut b = hex::decode(&f).unwrap();
     b[30] ^= 0x01;
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "verify",
@@ -189,7 +167,7 @@ fn downgrade_is_refused() {
         "3",
         PLAIN,
     );
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "verify",
@@ -221,11 +199,11 @@ fn batch_numbers_frames_and_keeps_replay_state() {
         "5",
         "-",
     ];
-    let o = run(&args, Some(&input));
+    let o = run_with_stdin(&args, Some(&input));
     // One answer per input line: the blank one is refused (a zero-byte frame), which makes the
     // batch's exit code 2, and spends no sequence number.
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let mut answers: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    let mut answers: Vec<String> = stdout_trimmed(&o).lines().map(str::to_string).collect();
     assert_eq!(answers.len(), 4, "one answer per line");
     assert_eq!(answers.remove(1), "DROP truncated");
     let frames = answers;
@@ -249,7 +227,7 @@ fn batch_numbers_frames_and_keeps_replay_state() {
         "aa",
         "-",
     ];
-    let o = run(&vargs, Some(&batch));
+    let o = run_with_stdin(&vargs, Some(&batch));
     assert_eq!(
         o.status.code(),
         Some(1),
@@ -275,7 +253,7 @@ fn batch_numbers_frames_and_keeps_replay_state() {
     let mut w0 = vargs.to_vec();
     w0.insert(2, "--replay-window");
     w0.insert(3, "0");
-    let o = run(&w0, Some(&batch));
+    let o = run_with_stdin(&w0, Some(&batch));
     let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
     assert_eq!(
         &lines[1..],
@@ -478,7 +456,7 @@ fn usage_errors_exit_2_with_a_clear_message() {
         ),
     ];
     for (args, needle) in cases {
-        let o = run(args, None);
+        let o = run_with_stdin(args, None);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).contains(needle),
@@ -498,16 +476,16 @@ fn every_subcommand_has_help() {
         &["suites", "--help"],
         &["crypto-bench", "--help"],
     ] {
-        let o = run(args, None);
+        let o = run_with_stdin(args, None);
         assert_eq!(o.status.code(), Some(0), "{args:?}");
-        assert!(stdout(&o).contains("Usage"), "{args:?}");
+        assert!(stdout_trimmed(&o).contains("Usage"), "{args:?}");
     }
 }
 
 #[test]
 fn seq_exhaustion_stops_protecting() {
     let input = format!("{PLAIN}\n{PLAIN}\n");
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "protect",
@@ -521,7 +499,7 @@ fn seq_exhaustion_stops_protecting() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
-        stdout(&o).lines().count(),
+        stdout_trimmed(&o).lines().count(),
         1,
         "the frame with seq 2^64-1 is still sent"
     );
@@ -530,7 +508,7 @@ fn seq_exhaustion_stops_protecting() {
 
 #[test]
 fn suites_lists_every_profile() {
-    let o = run(&["suites", "--json"], None);
+    let o = run_with_stdin(&["suites", "--json"], None);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let profiles = v["profiles"].as_array().unwrap();
@@ -663,12 +641,12 @@ fn verify_batch_answers_every_line_and_goes_on() {
         assert!(err.contains(needle), "expected '{needle}' in: {err}");
     }
     // --help says so.
-    let help = stdout(&run(&["frame", "verify", "--help"], None));
+    let help = stdout_trimmed(&run_with_stdin(&["frame", "verify", "--help"], None));
     assert!(
         help.contains("blank `DROP truncated`") && help.contains("`DROP oversize`"),
         "{help}"
     );
-    let help = stdout(&run(&["frame", "protect", "--help"], None));
+    let help = stdout_trimmed(&run_with_stdin(&["frame", "protect", "--help"], None));
     assert!(
         help.contains("exit code is 2 when any line was refused")
             && help.contains("which IV was used"),
@@ -931,7 +909,7 @@ fn huge_stdin_line_is_answered_without_holding_it() {
 /// the packet after the SPI and sequence number (RFC 4106 §3.1).
 #[test]
 fn protect_says_which_iv_it_used() {
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "protect",
@@ -952,7 +930,7 @@ fn protect_says_which_iv_it_used() {
         "{}",
         stderr(&o)
     );
-    let v = run(
+    let v = run_with_stdin(
         &[
             "frame",
             "verify",
@@ -962,18 +940,18 @@ fn protect_says_which_iv_it_used() {
             KEY,
             "--iv",
             zero,
-            &stdout(&o),
+            &stdout_trimmed(&o),
         ],
         None,
     );
     assert_eq!(v.status.code(), Some(0), "{}", stderr(&v));
-    assert_eq!(stdout(&v), PLAIN);
+    assert_eq!(stdout_trimmed(&v), PLAIN);
     // With --iv, and for a suite without a nonce, nothing to say.
     for extra in [
         &["--profile", "aes128-gcm", "--key", KEY, "--iv", zero][..],
         &["--profile", "hmac-sha256", "--mac-key", "0b0b"],
     ] {
-        let o = run(
+        let o = run_with_stdin(
             &[&["frame", "protect"][..], extra, &["--seq", "1", PLAIN]].concat(),
             None,
         );
@@ -982,7 +960,7 @@ fn protect_says_which_iv_it_used() {
     }
     // ESP AES-GCM: the IV is the sequence number.
     let packet = "4500001e00000000401100000a0000010a00000200000000000000000000";
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "protect",
@@ -1010,14 +988,14 @@ fn protect_says_which_iv_it_used() {
         "{}",
         stderr(&o)
     );
-    let b = hex::decode(stdout(&o)).unwrap();
+    let b = hex::decode(stdout_trimmed(&o)).unwrap();
     assert_eq!(
         hex::encode(&b[28..36]),
         iv,
         "IPv4 header 20, SPI 4, seq 4, IV 8"
     );
     // ESP CBC: a random IV per packet, said so.
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "protect",
@@ -1055,8 +1033,8 @@ fn verify_with(
     a.extend_from_slice(sa);
     a.extend_from_slice(extra);
     a.push(frame);
-    let o = run(&a, None);
-    (o.status.code().unwrap(), stdout(&o), stderr(&o))
+    let o = run_with_stdin(&a, None);
+    (o.status.code().unwrap(), stdout_trimmed(&o), stderr(&o))
 }
 
 /// Issue 30: the key id is part of the IVN-AE nonce. The same key, IV, sequence number and frame
@@ -1144,7 +1122,7 @@ fn version_1_frames_need_accept_ivnae_v1() {
         seen += 1;
     }
     assert!(seen >= 5);
-    let o = run(
+    let o = run_with_stdin(
         &[
             "frame",
             "verify",

@@ -7,15 +7,11 @@
 use crate::common;
 
 use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{BIN, TempDir, text};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::common::{BIN, TempDir, repo, text};
 
 /// man's output without its overstrike (bold as `N\bN`, underline as `_\bx`).
 fn plain(b: &[u8]) -> String {
@@ -28,27 +24,6 @@ fn plain(b: &[u8]) -> String {
         }
     }
     out
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-macro_rules! require_tools {
-    ($($t:expr),+) => {
-        for t in [$($t),+] {
-            if !have(t) {
-                let _ = std::io::Write::write_fmt(
-                    &mut std::io::stderr(),
-                    format_args!("SKIPPED {}: `{t}` is not installed (bash scripts/setup)\n", module_path!()),
-                );
-                return;
-            }
-        }
-    };
 }
 
 /// Builds the package of the test binary into `d` and unpacks it into `d/root`.

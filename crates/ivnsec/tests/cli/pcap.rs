@@ -8,38 +8,17 @@
 //! sender killed with SIGKILL leaves.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
 use crate::common;
-
-fn ivnsec(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ivnsec"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ivnsec");
-    {
-        use std::io::Write;
-        let mut i = child.stdin.take().unwrap();
-        if let Some(s) = stdin {
-            i.write_all(s.as_bytes()).unwrap();
-        }
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::common::{python, run_with_stdin, text};
 
 /// `frame protect` of each plain frame (hex) in one batch, so sequence numbers count up.
-fn protect(sa: &[&str], plains: &[String]) -> Vec<String> {
+fn protect_batch(sa: &[&str], plains: &[String]) -> Vec<String> {
     let input: String = plains.iter().map(|p| format!("{p}\n")).collect();
-    let o = ivnsec(
+    let o = run_with_stdin(
         &[&["frame", "protect"][..], sa, &["-"]].concat(),
         Some(&input),
     );
@@ -69,15 +48,6 @@ impl Drop for Capture {
     }
 }
 
-fn python() -> Option<&'static str> {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    ok.then_some("python3")
-}
-
 fn skip(test: &str, why: &str) {
     // Straight to stderr: libtest captures eprintln!, and the reason should show.
     let _ = std::io::Write::write_fmt(
@@ -86,7 +56,7 @@ fn skip(test: &str, why: &str) {
     );
 }
 
-fn capture(name: &str, frames: &[String]) -> Capture {
+fn python_capture(name: &str, frames: &[String]) -> Capture {
     let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("cli-pcap-{}-{name}.pcap", std::process::id()));
     let input: String = frames.iter().map(|f| format!("{f}\n")).collect();
@@ -111,7 +81,7 @@ fn capture(name: &str, frames: &[String]) -> Capture {
 
 fn verify(sa: &[&str], cap: &Capture, extra: &[&str]) -> (i32, String, String) {
     let file = cap.0.to_str().unwrap();
-    let o = ivnsec(
+    let o = run_with_stdin(
         &[&["pcap", "verify"][..], sa, extra, &[file]].concat(),
         None,
     );
@@ -155,14 +125,14 @@ fn ivnae_frames(n: usize) -> Vec<String> {
     let plains: Vec<String> = (0..n)
         .map(|i| eth_plain(&format!("4500{i:02x}0102030405060708090a0b0c0d0e0f")))
         .collect();
-    protect(&[&IVNAE[..], &["--seq", "1"]].concat(), &plains)
+    protect_batch(&[&IVNAE[..], &["--seq", "1"]].concat(), &plains)
 }
 
 #[test]
 fn ivnae_all_ok() {
     need_python!("ivnae_all_ok");
     let f = ivnae_frames(3);
-    let cap = capture("ivnae-ok", &f);
+    let cap = python_capture("ivnae-ok", &f);
     let (rc, out, err) = verify(&IVNAE, &cap, &[]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(
@@ -184,7 +154,7 @@ fn ivnae_tampered_and_replayed() {
         f[0].clone(),
         f[1].clone(),
     ];
-    let cap = capture("ivnae-attacks", &frames);
+    let cap = python_capture("ivnae-attacks", &frames);
     let (rc, out, _) = verify(&IVNAE, &cap, &[]);
     assert_eq!(rc, 1);
     assert_eq!(
@@ -193,7 +163,7 @@ fn ivnae_tampered_and_replayed() {
          counters: frames=5 ok=3 drop=2 skip=0 replay_duplicate=1 bad_tag=1\n"
     );
     // With a window of 1, frame 2 after frame 3 is too old; the replay state carries over.
-    let cap = capture("ivnae-old", &[f[0].clone(), f[2].clone(), f[1].clone()]);
+    let cap = python_capture("ivnae-old", &[f[0].clone(), f[2].clone(), f[1].clone()]);
     let (rc, out, _) = verify(&IVNAE, &cap, &["--replay-window", "1"]);
     assert_eq!(rc, 1);
     assert_eq!(
@@ -201,7 +171,7 @@ fn ivnae_tampered_and_replayed() {
         "1 ok\n2 ok\n3 drop replay_too_old\ncounters: frames=3 ok=2 drop=1 skip=0 replay_too_old=1\n"
     );
     // A flipped header bit (the sequence number) and a payload bit.
-    let cap = capture("ivnae-flips", &[flip(&f[0], 25), flip(&f[0], 30)]);
+    let cap = python_capture("ivnae-flips", &[flip(&f[0], 25), flip(&f[0], 30)]);
     let (rc, out, _) = verify(&IVNAE, &cap, &[]);
     assert_eq!(rc, 1);
     assert_eq!(
@@ -223,7 +193,7 @@ fn ivnae_skips_foreign_frames() {
         // A record that kept only 20 of the 46 bytes on the wire (cut by a snaplen).
         format!("{}/46", &f[0][..40]),
     ];
-    let cap = capture("ivnae-skip", &frames);
+    let cap = python_capture("ivnae-skip", &frames);
     let (rc, out, err) = verify(&IVNAE, &cap, &[]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(
@@ -233,7 +203,7 @@ fn ivnae_skips_foreign_frames() {
          counters: frames=6 ok=1 drop=0 skip=5\n"
     );
     // A capture without frames: nothing verified, exit 1 (as when every frame is skipped).
-    let cap = capture("empty", &[]);
+    let cap = python_capture("empty", &[]);
     let (rc, out, err) = verify(&IVNAE, &cap, &[]);
     assert_eq!(rc, 1, "{err}");
     assert_eq!(out, "counters: frames=0 ok=0 drop=0 skip=0\n");
@@ -264,7 +234,7 @@ fn ivnae_version_1_frames_need_accept_ivnae_v1() {
         "0",
     ];
     // Sequence number 42 as version 1, then the same number as version 2 (a replay either way).
-    let cap = capture("ivnae-v1", &[v1.frame.to_string(), v2.frame.to_string()]);
+    let cap = python_capture("ivnae-v1", &[v1.frame.to_string(), v2.frame.to_string()]);
     let (rc, out, _) = verify(&sa, &cap, &[]);
     assert_eq!(rc, 1);
     assert_eq!(
@@ -283,7 +253,7 @@ fn ivnae_version_1_frames_need_accept_ivnae_v1() {
 fn bad_files_exit_2_naming_file_record_and_offset() {
     need_python!("bad_files_exit_2_naming_file_record_and_offset");
     let f = ivnae_frames(3);
-    let cap = capture("trunc", &f);
+    let cap = python_capture("trunc", &f);
     let bytes = std::fs::read(&cap.0).unwrap();
     // Cut the last record short by 5 bytes.
     std::fs::write(&cap.0, &bytes[..bytes.len() - 5]).unwrap();
@@ -333,7 +303,7 @@ fn json_shape() {
     need_python!("json_shape");
     let f = ivnae_frames(2);
     let frames = [f[0].clone(), f[0].clone(), eth_plain("00"), f[1].clone()];
-    let cap = capture("json", &frames);
+    let cap = python_capture("json", &frames);
     let (rc, out, _) = verify(&IVNAE, &cap, &["--json"]);
     assert_eq!(rc, 1);
     let mut v: Value = serde_json::from_str(&out).unwrap();
@@ -393,8 +363,8 @@ fn macsec_verdicts_and_counters() {
     let plains: Vec<String> = (0..3)
         .map(|i| eth_plain(&format!("45{i:02x}aabb")))
         .collect();
-    let f = protect(&macsec_sa(&["--pn", "1"]), &plains);
-    let ok = capture("macsec-ok", &f);
+    let f = protect_batch(&macsec_sa(&["--pn", "1"]), &plains);
+    let ok = python_capture("macsec-ok", &f);
     let (rc, out, err) = verify(&macsec_sa(&[]), &ok, &[]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(
@@ -412,7 +382,7 @@ fn macsec_verdicts_and_counters() {
         f[0].clone(),
         ivnae,
     ];
-    let cap = capture("macsec-attacks", &frames);
+    let cap = python_capture("macsec-attacks", &frames);
     let (rc, out, _) = verify(&macsec_sa(&[]), &cap, &[]);
     assert_eq!(rc, 1);
     assert_eq!(
@@ -425,8 +395,8 @@ fn macsec_verdicts_and_counters() {
     assert_eq!(rc, 1);
     assert!(out.contains("4 drop late\n"), "{out}");
     // validateFrames check: an integrity-only frame with a bad ICV is delivered, not validated.
-    let io = protect(&macsec_sa(&["--pn", "1", "--integrity-only"]), &plains[..1]);
-    let cap = capture("macsec-check", &[flip(&io[0], -1)]);
+    let io = protect_batch(&macsec_sa(&["--pn", "1", "--integrity-only"]), &plains[..1]);
+    let cap = python_capture("macsec-check", &[flip(&io[0], -1)]);
     let (rc, out, _) = verify(&macsec_sa(&["--validate", "check"]), &cap, &["--json"]);
     assert_eq!(rc, 1);
     let v: Value = serde_json::from_str(&out).unwrap();
@@ -523,7 +493,7 @@ fn esp_verdicts_with_ipv4_ipv6_udp_encapsulation_and_vlan() {
         hex::encode(ipv4(17, &inner)),
         hex::encode(ipv4(17, &inner)),
     ];
-    let p = protect(&[&ESP_SA[..], &["--seq", "1"]].concat(), &plain);
+    let p = protect_batch(&[&ESP_SA[..], &["--seq", "1"]].concat(), &plain);
     let pkt = |i: usize| hex::decode(&p[i]).unwrap();
     let frames = [
         eth("0800", &pkt(0)),
@@ -547,7 +517,7 @@ fn esp_verdicts_with_ipv4_ipv6_udp_encapsulation_and_vlan() {
         eth("86dd", &ipv6(6, &[0; 20])),
         "ffffffffffff0200000000010806000108000604000102".to_string(),
     ];
-    let cap = capture("esp", &frames);
+    let cap = python_capture("esp", &frames);
     let (rc, out, err) = verify(&ESP_SA, &cap, &[]);
     assert_eq!(rc, 1, "{err}");
     assert_eq!(
@@ -559,7 +529,7 @@ fn esp_verdicts_with_ipv4_ipv6_udp_encapsulation_and_vlan() {
          counters: frames=12 ok=4 drop=3 skip=5 replay_duplicate=2 bad_tag=1\n"
     );
     // The good ones alone: exit 0.
-    let cap = capture("esp-ok", &frames[..4]);
+    let cap = python_capture("esp-ok", &frames[..4]);
     let (rc, out, err) = verify(&ESP_SA, &cap, &[]);
     assert_eq!(rc, 0, "{err}");
     assert!(
@@ -585,11 +555,11 @@ fn esp_spi_52_is_verified_and_spi_0_refused() {
     let sa = [&ESP_SA[..4], &["--spi", "52"]].concat();
     let inner = udp(5000, 5001, b"wheel speed");
     let plain = [hex::encode(ipv4(17, &inner)), hex::encode(ipv6(17, &inner))];
-    let p = protect(&[&sa[..], &["--seq", "1"]].concat(), &plain);
+    let p = protect_batch(&[&sa[..], &["--seq", "1"]].concat(), &plain);
     // SPI 52 on the wire, right after the IPv4 header.
     assert_eq!(&p[0][40..48], "00000034");
     let pkt = |i: usize| hex::decode(&p[i]).unwrap();
-    let cap = capture("esp-spi-52", &[eth("0800", &pkt(0)), eth("86dd", &pkt(1))]);
+    let cap = python_capture("esp-spi-52", &[eth("0800", &pkt(0)), eth("86dd", &pkt(1))]);
     let (rc, out, err) = verify(&sa, &cap, &["--json"]);
     assert_eq!(rc, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
@@ -602,13 +572,13 @@ fn esp_spi_52_is_verified_and_spi_0_refused() {
 #[test]
 fn usage_errors_exit_2() {
     need_python!("usage_errors_exit_2");
-    let cap = capture("usage", &ivnae_frames(1));
+    let cap = python_capture("usage", &ivnae_frames(1));
     let (rc, _, err) = verify(&["--profile", "aes999-gcm"], &cap, &[]);
     assert_eq!(rc, 2, "{err}");
     let (rc, _, err) = verify(&["--profile", "esp-aes128-gcm"], &cap, &[]);
     assert_eq!(rc, 2, "{err}");
     assert!(err.contains("--spi"), "{err}");
-    let o = ivnsec(&["pcap", "verify", "--help"], None);
+    let o = run_with_stdin(&["pcap", "verify", "--help"], None);
     assert!(o.status.success());
     assert!(text(&o.stdout).contains("--replay-window"));
 }
@@ -620,7 +590,7 @@ fn record_longer_than_the_wire_is_skipped_as_malformed() {
     need_python!("record_longer_than_the_wire_is_skipped_as_malformed");
     let f = ivnae_frames(2);
     let len = f[0].len() / 2;
-    let cap = capture(
+    let cap = python_capture(
         "longer",
         &[f[0].clone(), format!("{}/20", f[1]), f[1].clone()],
     );
@@ -644,8 +614,8 @@ fn a_capture_with_every_frame_skipped_exits_1_and_says_so() {
     let plains: Vec<String> = (0..2)
         .map(|i| eth_plain(&format!("45{i:02x}aabb")))
         .collect();
-    let macsec = protect(&macsec_sa(&["--pn", "1"]), &plains);
-    let cap = capture("all-skipped", &macsec);
+    let macsec = protect_batch(&macsec_sa(&["--pn", "1"]), &plains);
+    let cap = python_capture("all-skipped", &macsec);
     let (rc, out, err) = verify(&IVNAE, &cap, &[]);
     assert_eq!(rc, 1, "{err}");
     assert_eq!(
@@ -660,7 +630,7 @@ fn a_capture_with_every_frame_skipped_exits_1_and_says_so() {
     // The right profile checks them.
     let (rc, _, err) = verify(&macsec_sa(&[]), &cap, &[]);
     assert_eq!(rc, 0, "{err}");
-    let cap = capture("nothing", &[]);
+    let cap = python_capture("nothing", &[]);
     let (rc, _, err) = verify(&IVNAE, &cap, &["--json"]);
     assert_eq!(rc, 1, "{err}");
     assert!(
@@ -677,7 +647,7 @@ fn a_capture_with_every_frame_skipped_exits_1_and_says_so() {
 fn truncated_last_record_is_reported_not_fatal() {
     need_python!("truncated_last_record_is_reported_not_fatal");
     let f = ivnae_frames(3);
-    let cap = capture("tail", &f);
+    let cap = python_capture("tail", &f);
     let bytes = std::fs::read(&cap.0).unwrap();
     let len = f[0].len() / 2;
     let third = 24 + 2 * (16 + len);
@@ -727,7 +697,7 @@ fn truncated_last_record_is_reported_not_fatal() {
     );
     assert_eq!(v["counters"]["frames"], 3);
     assert!(v.get("error").is_none());
-    let help = text(&ivnsec(&["pcap", "verify", "--help"], None).stdout);
+    let help = text(&run_with_stdin(&["pcap", "verify", "--help"], None).stdout);
     assert!(
         help.contains("--fail-on-truncated") && help.contains("every one was skipped"),
         "{help}"

@@ -13,9 +13,7 @@ use std::time::{Duration, Instant};
 
 use ivnsec_node::pki::keyserver::{Answer, Client, SegmentKey, client_tls};
 
-use crate::common::{BIN, TempDir, text};
-
-const VIN: &str = "WVWZZZ1JZXW000001";
+use crate::common::{BIN, TempDir, VIN, text};
 
 fn ok(d: &TempDir, args: &[&str]) -> String {
     let o = d.run(args);
@@ -287,19 +285,25 @@ fn bad_input_exits_2_with_a_reason() {
 // The key server
 
 /// A running `ivnsec keyserver`, its stderr collected; SIGTERMed (then killed) on drop.
-struct Server {
+struct KeyServer {
     child: Option<Child>,
     addr: String,
     log: Arc<Mutex<String>>,
 }
 
-impl Server {
-    fn start(d: &TempDir, pki: &str, segments: &str, state: &str) -> Server {
-        Server::start_with(d, pki, segments, state, &[])
+impl KeyServer {
+    fn start(d: &TempDir, pki: &str, segments: &str, state: &str) -> KeyServer {
+        KeyServer::start_with(d, pki, segments, state, &[])
     }
 
     /// With more options (`extra`).
-    fn start_with(d: &TempDir, pki: &str, segments: &str, state: &str, extra: &[&str]) -> Server {
+    fn start_with(
+        d: &TempDir,
+        pki: &str,
+        segments: &str,
+        state: &str,
+        extra: &[&str],
+    ) -> KeyServer {
         let mut child = d
             .cmd()
             .args([
@@ -340,7 +344,7 @@ impl Server {
                 panic!("keyserver did not start: {}", log.lock().unwrap());
             }
         };
-        Server {
+        KeyServer {
             child: Some(child),
             addr,
             log,
@@ -366,7 +370,7 @@ impl Server {
     }
 }
 
-impl Drop for Server {
+impl Drop for KeyServer {
     fn drop(&mut self) {
         if let Some(c) = self.child.as_mut() {
             let _ = c.kill();
@@ -390,11 +394,11 @@ fn client_with_ca(pki: &Path, ca: &Path, ecu: &str, addr: &str) -> anyhow::Resul
 
 /// The keys `ecu` gets, or the error of its attempt (a refusal shows up at the handshake or at
 /// the first read, as TLS 1.3 sends the server's verdict on the client after its Finished).
-fn get(pki: &Path, ecu: &str, addr: &str) -> anyhow::Result<Vec<SegmentKey>> {
+fn fetch_segments(pki: &Path, ecu: &str, addr: &str) -> anyhow::Result<Vec<SegmentKey>> {
     client(pki, ecu, addr)?.get(None)
 }
 
-fn summary(keys: &[SegmentKey]) -> Vec<(String, u64)> {
+fn segment_numbers(keys: &[SegmentKey]) -> Vec<(String, u64)> {
     keys.iter()
         .map(|k| (k.segment.clone(), k.key.number))
         .collect()
@@ -437,21 +441,21 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
     let state = d.path("ks-state.json");
     let (s, st) = (segs.to_str().unwrap(), state.to_str().unwrap());
 
-    let srv = Server::start(&d, p, s, st);
+    let srv = KeyServer::start(&d, p, s, st);
     assert_eq!(mode(&state), 0o600);
     // Post-quantum hybrid key exchange first.
     let mut c1 = client(&pki, "ecu1", &srv.addr).unwrap();
     assert_eq!(c1.kx_group().as_deref(), Some("X25519MLKEM768"));
     let k1 = c1.get(None).unwrap();
-    let k2 = get(&pki, "ecu2", &srv.addr).unwrap();
-    let k3 = get(&pki, "ecu3", &srv.addr).unwrap();
+    let k2 = fetch_segments(&pki, "ecu2", &srv.addr).unwrap();
+    let k3 = fetch_segments(&pki, "ecu3", &srv.addr).unwrap();
     // A member gets exactly its segments, the same CAK as the other members.
-    assert_eq!(summary(&k1), [("chassis".to_string(), 1)]);
+    assert_eq!(segment_numbers(&k1), [("chassis".to_string(), 1)]);
     assert_eq!(
-        summary(&k2),
+        segment_numbers(&k2),
         [("body".to_string(), 1), ("chassis".to_string(), 1)]
     );
-    assert_eq!(summary(&k3), [("body".to_string(), 1)]);
+    assert_eq!(segment_numbers(&k3), [("body".to_string(), 1)]);
     assert_eq!(*k1[0].key.cak, *k2[1].key.cak);
     assert_eq!(k1[0].key.ckn, k2[1].key.ckn);
     assert_eq!(*k3[0].key.cak, *k2[0].key.cak);
@@ -460,7 +464,7 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
     // One segment asked for, and one it is not in.
     let mut c = client(&pki, "ecu2", &srv.addr).unwrap();
     assert_eq!(
-        summary(&c.get(Some("body")).unwrap()),
+        segment_numbers(&c.get(Some("body")).unwrap()),
         [("body".to_string(), 1)]
     );
     let e = client(&pki, "ecu1", &srv.addr)
@@ -477,8 +481,8 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
             .and_then(|mut c| c.get(None))
             .is_err()
     );
-    assert!(get(&pki, "old", &srv.addr).is_err());
-    let e = get(&pki, "outsider", &srv.addr).unwrap_err();
+    assert!(fetch_segments(&pki, "old", &srv.addr).is_err());
+    let e = fetch_segments(&pki, "outsider", &srv.addr).unwrap_err();
     assert!(e.to_string().contains("not_a_member"), "{e:#}");
     // A client without a certificate (OpenSSL), and a request that is no request.
     let (good, out) = s_client(&srv.addr, &pki, None, "");
@@ -507,7 +511,7 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
     let Some(Answer::Keys(first)) = w1.recv().unwrap() else {
         panic!("no keys")
     };
-    assert_eq!(summary(&first), [("chassis".to_string(), 1)]);
+    assert_eq!(segment_numbers(&first), [("chassis".to_string(), 1)]);
     let mut w2 = client(&pki, "ecu2", &srv.addr).unwrap();
     w2.send("{\"op\":\"watch\"}").unwrap();
     assert!(matches!(w2.recv().unwrap(), Some(Answer::Keys(_))));
@@ -520,7 +524,7 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
             None => panic!("no push within 3 s: {}", srv.log.lock().unwrap()),
         }
     };
-    assert_eq!(summary(&pushed), [("chassis".to_string(), 2)]);
+    assert_eq!(segment_numbers(&pushed), [("chassis".to_string(), 2)]);
     assert_ne!(*pushed[0].key.cak, *k1[0].key.cak);
     assert_ne!(pushed[0].key.ckn, k1[0].key.ckn);
     w2.set_timeout(Duration::from_secs(3)).unwrap();
@@ -532,9 +536,9 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
         }
     };
     assert!(end.is_err(), "ecu2's watch got {end:?}");
-    assert!(get(&pki, "ecu2", &srv.addr).is_err());
-    let k3b = get(&pki, "ecu3", &srv.addr).unwrap();
-    assert_eq!(summary(&k3b), [("body".to_string(), 2)]);
+    assert!(fetch_segments(&pki, "ecu2", &srv.addr).is_err());
+    let k3b = fetch_segments(&pki, "ecu3", &srv.addr).unwrap();
+    assert_eq!(segment_numbers(&k3b), [("body".to_string(), 2)]);
 
     let (code, counters, log) = srv.stop();
     assert_eq!(code, 0, "{log}");
@@ -551,9 +555,9 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
     }
 
     // Restart: the same CAKs and numbers; the state file never shows them to others.
-    let srv = Server::start(&d, p, s, st);
-    let again = get(&pki, "ecu1", &srv.addr).unwrap();
-    assert_eq!(summary(&again), [("chassis".to_string(), 2)]);
+    let srv = KeyServer::start(&d, p, s, st);
+    let again = fetch_segments(&pki, "ecu1", &srv.addr).unwrap();
+    assert_eq!(segment_numbers(&again), [("chassis".to_string(), 2)]);
     assert_eq!(*again[0].key.cak, *pushed[0].key.cak);
     srv.stop();
     assert_eq!(mode(&state), 0o600);
@@ -564,9 +568,9 @@ fn keyserver_authenticates_serves_members_refuses_the_rest_and_keeps_its_state()
          [[segment]]\nname = \"body\"\necus = [\"ecu3\"]\n",
     )
     .unwrap();
-    let srv = Server::start(&d, p, s, st);
-    let after = get(&pki, "ecu1", &srv.addr).unwrap();
-    assert_eq!(summary(&after), [("chassis".to_string(), 3)]);
+    let srv = KeyServer::start(&d, p, s, st);
+    let after = fetch_segments(&pki, "ecu1", &srv.addr).unwrap();
+    assert_eq!(segment_numbers(&after), [("chassis".to_string(), 3)]);
     assert_ne!(*after[0].key.cak, *pushed[0].key.cak);
     srv.stop();
 }
@@ -743,8 +747,8 @@ fn keyserver_survives_malformed_requests_over_tls() {
     )
     .unwrap();
     let state = d.path("ks-state.json");
-    let srv = Server::start(&d, p, segs.to_str().unwrap(), state.to_str().unwrap());
-    let genuine = get(&pki, "ecu1", &srv.addr).unwrap();
+    let srv = KeyServer::start(&d, p, segs.to_str().unwrap(), state.to_str().unwrap());
+    let genuine = fetch_segments(&pki, "ecu1", &srv.addr).unwrap();
 
     let mut lines: Vec<Vec<u8>> = [
         "",
@@ -801,10 +805,13 @@ fn keyserver_survives_malformed_requests_over_tls() {
         assert!(e.contains("bad_request"), "line {i}: {e}");
         // Genuine requests are still served.
         if i % 20 == 0 {
-            assert_eq!(get(&pki, "ecu1", &srv.addr).unwrap().len(), genuine.len());
+            assert_eq!(
+                fetch_segments(&pki, "ecu1", &srv.addr).unwrap().len(),
+                genuine.len()
+            );
         }
     }
-    let after = get(&pki, "ecu1", &srv.addr).unwrap();
+    let after = fetch_segments(&pki, "ecu1", &srv.addr).unwrap();
     assert_eq!(*after[0].key.cak, *genuine[0].key.cak);
     let (code, counters, log) = srv.stop();
     assert_eq!(code, 0, "{log}");
@@ -980,7 +987,7 @@ fn keyserver_serves_an_ecu_within_a_second_while_1000_clients_never_authenticate
     ];
     let mut report = Vec::new();
     for (name, extra, slow) in scenarios {
-        let srv = Server::start_with(&d, p, &s, &st, extra);
+        let srv = KeyServer::start_with(&d, p, &s, &st, extra);
         let started = Instant::now();
         let flood = Flood::start(
             &srv.addr,
@@ -999,7 +1006,7 @@ fn keyserver_serves_an_ecu_within_a_second_while_1000_clients_never_authenticate
                     srv.log.lock().unwrap()
                 )
             });
-            assert_eq!(summary(&keys), [("chassis".to_string(), 1)]);
+            assert_eq!(segment_numbers(&keys), [("chassis".to_string(), 1)]);
             assert!(
                 took < Duration::from_secs(1),
                 "{name}: try {i} took {took:?}"
@@ -1087,7 +1094,7 @@ fn a_second_keyserver_on_the_same_state_file_exits_2_naming_the_first() {
     let d = TempDir::new("ks-lock");
     let (pki, s, st) = small_pki(&d, &["ecu1"]);
     let p = pki.to_str().unwrap();
-    let first = Server::start(&d, p, &s, &st);
+    let first = KeyServer::start(&d, p, &s, &st);
     let pid = first.child.as_ref().unwrap().id();
     let before = std::fs::read(&st).unwrap();
     let o = d.run(&[
@@ -1144,11 +1151,11 @@ fn a_second_keyserver_on_the_same_state_file_exits_2_naming_the_first() {
     assert_eq!(second.status.code(), Some(2), "{err}");
     assert!(err.contains("keyserver-state.json.lock"), "{err}");
     // The first serves on; once it stopped, the lock is free again.
-    assert_eq!(get(&pki, "ecu1", &first.addr).unwrap().len(), 1);
+    assert_eq!(fetch_segments(&pki, "ecu1", &first.addr).unwrap().len(), 1);
     let (code, _, log) = first.stop();
     assert_eq!(code, 0, "{log}");
-    let again = Server::start(&d, p, &s, &st);
-    assert_eq!(get(&pki, "ecu1", &again.addr).unwrap().len(), 1);
+    let again = KeyServer::start(&d, p, &s, &st);
+    assert_eq!(fetch_segments(&pki, "ecu1", &again.addr).unwrap().len(), 1);
     again.stop();
 }
 
@@ -1196,14 +1203,14 @@ fn keyserver_refuses_a_certificate_with_two_ecu_names() {
     ]);
     assert!(x.contains("DNS:brake1") && x.contains("DNS:doors"), "{x}");
 
-    let srv = Server::start(&d, p, &s, &st);
+    let srv = KeyServer::start(&d, p, &s, &st);
     let tls = client_tls(&pki.join("ca.pem"), &cert_path, &key_path).unwrap();
     let e = Client::connect(tls, &srv.addr, "keyserver", Duration::from_secs(5))
         .and_then(|mut c| c.get(None))
         .unwrap_err();
     assert!(e.to_string().contains("ambiguous_identity"), "{e:#}");
     // The real brake1 is served as before.
-    assert_eq!(get(&pki, "brake1", &srv.addr).unwrap().len(), 1);
+    assert_eq!(fetch_segments(&pki, "brake1", &srv.addr).unwrap().len(), 1);
     let (code, counters, log) = srv.stop();
     assert_eq!(code, 0, "{log}");
     assert_eq!(counters["refused"]["ambiguous_identity"], 1, "{counters}");

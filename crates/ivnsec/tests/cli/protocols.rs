@@ -6,20 +6,10 @@
 //!
 //! The same vectors run through the API, once per provider, in `crates/ivnsec-conformance`.
 
-use crate::common;
+use crate::common::run_outcome;
 
 use ivnsec_conformance::packets::{ipv4, ipv6, udp_payload};
 use ivnsec_conformance::{providers, unhex};
-
-/// Exit code, standard output and standard error (both trimmed) of `ivnsec ARGS` fed `stdin`.
-fn ivnsec(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
-    let o = common::run_with_stdin(args, stdin);
-    (
-        o.status.code().unwrap_or(-1),
-        common::text(&o.stdout).trim().to_string(),
-        common::text(&o.stderr).trim().to_string(),
-    )
-}
 
 mod macsec {
     use super::*;
@@ -56,7 +46,7 @@ mod macsec {
                 args.push("--es");
             }
             let plain = format!("{}{}", k.addrs, k.user);
-            let (rc, out, err) = ivnsec(&[&args[..], &[plain.as_str()]].concat(), None);
+            let (rc, out, err) = run_outcome(&[&args[..], &[plain.as_str()]].concat(), None);
             assert_eq!(rc, 0, "{}: {err}", k.name);
             assert_eq!(out, hex::encode(k.protected()), "{}", k.name);
 
@@ -78,7 +68,7 @@ mod macsec {
                 vargs.extend(["--ssci", &ssci, "--salt", SALT]);
             }
             let frame = hex::encode(k.protected());
-            let (rc, out, err) = ivnsec(&[&vargs[..], &[frame.as_str()]].concat(), None);
+            let (rc, out, err) = run_outcome(&[&vargs[..], &[frame.as_str()]].concat(), None);
             assert_eq!(rc, 0, "{}: {err}", k.name);
             assert_eq!(out, hex::encode(k.plain()), "{}", k.name);
         }
@@ -101,7 +91,7 @@ mod macsec {
             "0102030405060708090a0b0c",
         ];
         let frames = "0200000000020200000000010800aabbcc\n020000000002020000000001080011\n";
-        let (rc, out, err) = ivnsec(
+        let (rc, out, err) = run_outcome(
             &[
                 &["frame", "protect"][..],
                 &common,
@@ -118,7 +108,7 @@ mod macsec {
             "{}\n{}\n{}\n0200000000020200000000010800\n",
             lines[0], lines[1], lines[0]
         );
-        let (rc, got, err) = ivnsec(
+        let (rc, got, err) = run_outcome(
             &[
                 &["frame", "verify"][..],
                 &common,
@@ -232,7 +222,7 @@ mod macsec {
     #[test]
     fn cli_usage_errors_exit_2() {
         for (why, args) in USAGE_ERRORS {
-            let (rc, _, err) = ivnsec(&[&["frame"][..], args].concat(), None);
+            let (rc, _, err) = run_outcome(&[&["frame"][..], args].concat(), None);
             assert_eq!(rc, 2, "{why}: {err}");
         }
     }
@@ -267,13 +257,13 @@ mod esp {
                 "203.0.113.5",
                 &inner,
             ]);
-            let (rc, out, err) = ivnsec(&args, None);
+            let (rc, out, err) = run_outcome(&args, None);
             assert_eq!(rc, 0, "{err}");
             assert_eq!(&out[40..], hex::encode(unhex(v.packet)), "{provider}");
             let mut args = vec!["frame", "verify", "--provider", provider];
             args.extend(common);
             args.push(&out);
-            let (rc, got, err) = ivnsec(&args, None);
+            let (rc, got, err) = run_outcome(&args, None);
             assert_eq!((rc, got.as_str()), (0, inner.as_str()), "{err}");
             ran += 1;
         }
@@ -290,7 +280,7 @@ mod esp {
         let mut args = vec!["frame", "protect", "--seq", "1"];
         args.extend(sa);
         args.push("-");
-        let (rc, out, err) = ivnsec(&args, Some(&input));
+        let (rc, out, err) = run_outcome(&args, Some(&input));
         assert_eq!(rc, 0, "{err}");
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 2);
@@ -302,7 +292,7 @@ mod esp {
         let mut args = vec!["frame", "verify", "--replay-window", "0"];
         args.extend(sa);
         args.push("-");
-        let (rc, out, err) = ivnsec(&args, Some(&replayed));
+        let (rc, out, err) = run_outcome(&args, Some(&replayed));
         assert_eq!(rc, 1);
         let got: Vec<&str> = out.lines().collect();
         assert_eq!(
@@ -493,11 +483,11 @@ mod esp {
                 args.iter()
                     .map(|&a| if a == PKT { pkt.as_str() } else { a }),
             );
-            let (rc, _, err) = ivnsec(&full, None);
+            let (rc, _, err) = run_outcome(&full, None);
             assert_eq!(rc, 2, "{why}: {full:?}: {err}");
         }
         // A packet that does not verify: exit 1 with the reason.
-        let (rc, _, err) = ivnsec(
+        let (rc, _, err) = run_outcome(
             &[
                 "frame",
                 "verify",
@@ -604,7 +594,7 @@ mod esp_spi_52 {
             for provider in providers(v.alg).map(|p| p.name) {
                 let mut a = args("verify", provider, v, &keys);
                 a.push(&packet);
-                let (rc, out, err) = ivnsec(&a, None);
+                let (rc, out, err) = run_outcome(&a, None);
                 assert_eq!(
                     (rc, out.as_str()),
                     (0, inner.as_str()),
@@ -622,7 +612,7 @@ mod esp_spi_52 {
                     v.tunnel[1],
                     &inner,
                 ]);
-                let (rc, out, err) = ivnsec(&a, None);
+                let (rc, out, err) = run_outcome(&a, None);
                 assert_eq!(rc, 0, "{} {provider}: {err}", v.name);
                 let from = 2 * v.outer_len;
                 assert_eq!(out.get(from..), packet.get(from..), "{} {provider}", v.name);
@@ -646,7 +636,7 @@ mod esp_spi_52 {
         let pkt = hex::encode(ipv4(17, &udp_payload(20)));
         for spi in ["1", "255", "0xff"] {
             let sa = ["--profile", "esp-aes128-gcm", "--key", gcm, "--spi", spi];
-            let (rc, out, err) = ivnsec(
+            let (rc, out, err) = run_outcome(
                 &[&["frame", "protect", "--seq", "1"], &sa[..], &["-"]].concat(),
                 Some(&format!("{pkt}\n{pkt}\n")),
             );
@@ -656,7 +646,7 @@ mod esp_spi_52 {
                 1,
                 "once per run: {err}"
             );
-            let (rc, got, err) = ivnsec(
+            let (rc, got, err) = run_outcome(
                 &[&["frame", "verify"], &sa[..], &["-"]].concat(),
                 Some(&format!("{out}\n")),
             );
@@ -669,7 +659,7 @@ mod esp_spi_52 {
                 a.extend(["--seq", "1"]);
             }
             a.push(&pkt);
-            let (rc, out, err) = ivnsec(&a, None);
+            let (rc, out, err) = run_outcome(&a, None);
             assert_eq!((rc, out.as_str()), (2, ""), "{cmd}: {err}");
             assert!(
                 err.contains("--spi 0 is reserved for local use"),
@@ -721,7 +711,7 @@ mod secoc {
                 ];
                 args.extend(&lengths);
                 args.push(&pdu);
-                let (rc, out, err) = ivnsec(&args, None);
+                let (rc, out, err) = run_outcome(&args, None);
                 assert_eq!(rc, 0, "{}: {err}", v.source);
                 assert_eq!(
                     out,
@@ -747,7 +737,7 @@ mod secoc {
                 ];
                 args.extend(&lengths);
                 args.push(&out);
-                let (rc, got, err) = ivnsec(&args, None);
+                let (rc, got, err) = run_outcome(&args, None);
                 assert_eq!((rc, got.as_str()), (0, pdu.as_str()), "{}: {err}", v.source);
                 assert_eq!(err, format!("freshness {}", v.fv));
                 ran += 1;
@@ -778,7 +768,7 @@ mod secoc {
         let mut args = vec!["frame", "protect", "--freshness", "5"];
         args.extend(sa);
         args.push("-");
-        let (rc, out, err) = ivnsec(&args, Some(&input));
+        let (rc, out, err) = run_outcome(&args, Some(&input));
         assert_eq!(rc, 0, "{err}");
         let secured: Vec<&str> = out.lines().collect();
         assert_eq!(secured.len(), 20);
@@ -804,7 +794,7 @@ mod secoc {
         let mut args = vec!["frame", "verify", "--last-freshness", "4"];
         args.extend(sa);
         args.push("-");
-        let (rc, out, err) = ivnsec(&args, Some(&input));
+        let (rc, out, err) = run_outcome(&args, Some(&input));
         assert_eq!(rc, 1, "{err}");
         let got: Vec<&str> = out.lines().collect();
         assert_eq!(
@@ -832,7 +822,7 @@ mod secoc {
         ];
         args.extend(sa);
         args.push(secured[2]);
-        let (rc, out, err) = ivnsec(&args, None);
+        let (rc, out, err) = run_outcome(&args, None);
         assert_eq!(
             (rc, out.as_str(), err.as_str()),
             (1, "", "DROP freshness_window")
@@ -924,7 +914,7 @@ mod secoc {
             args.extend(extra);
             // Only a batch reads stdin (the others fail before reading: no broken pipe).
             let stdin = extra.contains(&"-").then_some("01\n02\n");
-            ivnsec(&args, stdin)
+            run_outcome(&args, stdin)
         };
         // 2-bit FVs: 3 is the last one; the second line has none left.
         let (rc, _, err) = run(
@@ -1000,14 +990,14 @@ mod secoc {
                 "01",
             ],
         ] {
-            let (rc, _, err) = ivnsec(&args, None);
+            let (rc, _, err) = run_outcome(&args, None);
             assert_eq!(rc, 2, "{args:?}: {err}");
         }
     }
 
     #[test]
     fn cli_suites_list_the_secoc_profiles() {
-        let (rc, out, err) = ivnsec(&["suites", "--json"], None);
+        let (rc, out, err) = run_outcome(&["suites", "--json"], None);
         assert_eq!(rc, 0, "{err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let rows: Vec<&serde_json::Value> = v["profiles"]

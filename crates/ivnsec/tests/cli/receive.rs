@@ -46,7 +46,11 @@ fn udp_port_in_use_exits_3_saying_how_to_fix_it() {
 }
 
 /// Starts `ivnsec receive` on a free loopback port with `extra` options; returns it and its port.
-fn start_receiver(d: &TempDir, keys: &std::path::Path, extra: &[&str]) -> (common::Proc, u16) {
+fn start_loopback_receiver(
+    d: &TempDir,
+    keys: &std::path::Path,
+    extra: &[&str],
+) -> (common::Proc, u16) {
     use std::io::{BufRead, BufReader, Read};
     use std::process::Stdio;
     let mut c = d.cmd();
@@ -162,7 +166,7 @@ fn a_restarted_receiver_with_a_state_dir_accepts_no_replayed_unit() {
 
     let mut first = opts.to_vec();
     first.extend(["--count", "300"]);
-    let (rx, port) = start_receiver(&d, &keys, &first);
+    let (rx, port) = start_loopback_receiver(&d, &keys, &first);
     let capture = send_through(&d, &keys, &tx_state, 300, &rec, port);
     let v = finish(rx, 0);
     assert_eq!(v["accepted"], 300, "{v}");
@@ -178,7 +182,7 @@ fn a_restarted_receiver_with_a_state_dir_accepts_no_replayed_unit() {
     // Restarted: the whole recording again, then fresh units.
     let mut second = opts.to_vec();
     second.extend(["--count", "50"]);
-    let (rx, port) = start_receiver(&d, &keys, &second);
+    let (rx, port) = start_loopback_receiver(&d, &keys, &second);
     for (i, u) in capture.iter().enumerate() {
         rec.send_to(u, ("127.0.0.1", port)).unwrap();
         if i % 25 == 24 {

@@ -4,28 +4,12 @@
 //! rows. Also the exit-2 cases: missing directory, missing samples.csv, a malformed row (the
 //! message names file, line and column), a malformed summary.json.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
-fn ivnsec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ivnsec"))
-        .args(args)
-        .output()
-        .expect("run ivnsec")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ivnsec-cli-report-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use crate::common::{run, text, tmpdir};
 
 const HEADER: &str = "scenario,profile,payload,frame_bytes,replication,index,payload_ns,protect_ns,round_trip_ns,verify_ns,resp_verify_ns,resp_protect_ns,owd_direct_ns,lost";
 
@@ -116,7 +100,7 @@ fn rebuilds_into_another_directory() {
     write_samples(&dir, &sc);
     write_summary(&dir);
     let before = std::fs::read(dir.join("summary.json")).unwrap();
-    let o = ivnsec(&[
+    let o = run(&[
         "report",
         dir.to_str().unwrap(),
         "--out",
@@ -200,7 +184,7 @@ fn rebuilds_in_place_without_summary_json() {
     let sc = scenarios();
     write_samples(&dir, &sc);
     let csv = std::fs::read(dir.join("samples.csv")).unwrap();
-    let o = ivnsec(&["report", dir.to_str().unwrap()]);
+    let o = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stdout).trim(),
@@ -216,7 +200,7 @@ fn rebuilds_in_place_without_summary_json() {
     assert!(s["environment"].as_object().unwrap().is_empty());
     assert!(s["baseline"]["sockperf"].is_null());
     // Rebuilding again from its own output gives the same summary.
-    let o = ivnsec(&["report", dir.to_str().unwrap()]);
+    let o = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0));
     let again: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
@@ -228,13 +212,13 @@ fn rebuilds_in_place_without_summary_json() {
 fn bad_input_exits_2_naming_the_file() {
     // Missing directory.
     let missing = std::env::temp_dir().join("ivnsec-cli-report-does-not-exist");
-    let o = ivnsec(&["report", missing.to_str().unwrap()]);
+    let o = run(&["report", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("ivnsec-cli-report-does-not-exist"));
 
     // Directory without samples.csv.
     let dir = tmpdir("bad");
-    let o = ivnsec(&["report", dir.to_str().unwrap()]);
+    let o = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr).contains("samples.csv"),
@@ -251,7 +235,7 @@ fn bad_input_exits_2_naming_the_file() {
     cells[8] = "forty".into();
     lines[3] = cells.join(",");
     std::fs::write(dir.join("samples.csv"), lines.join("\n")).unwrap();
-    let o = ivnsec(&["report", dir.to_str().unwrap()]);
+    let o = run(&["report", dir.to_str().unwrap()]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("samples.csv"), "{err}");
@@ -268,7 +252,7 @@ fn bad_input_exits_2_naming_the_file() {
         .0
         .to_string();
     std::fs::write(dir.join("samples.csv"), lines.join("\n")).unwrap();
-    let o = ivnsec(&["report", dir.to_str().unwrap()]);
+    let o = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr).contains("line 4, column 14 (lost)"),
@@ -278,27 +262,27 @@ fn bad_input_exits_2_naming_the_file() {
 
     // Header only.
     std::fs::write(dir.join("samples.csv"), format!("{HEADER}\n")).unwrap();
-    let o = ivnsec(&["report", dir.to_str().unwrap()]);
+    let o = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("no samples"));
 
     // Good samples, broken summary.json.
     std::fs::write(dir.join("samples.csv"), &good).unwrap();
     std::fs::write(dir.join("summary.json"), "{\"environment\": {\"host\": }").unwrap();
-    let o = ivnsec(&["report", dir.to_str().unwrap()]);
+    let o = run(&["report", dir.to_str().unwrap()]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("summary.json: line 1"), "{err}");
 
     // Missing DIR argument: clap's usage error.
-    let o = ivnsec(&["report"]);
+    let o = run(&["report"]);
     assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn help_describes_the_command() {
-    let o = ivnsec(&["report", "--help"]);
+    let o = run(&["report", "--help"]);
     assert_eq!(o.status.code(), Some(0));
     let h = text(&o.stdout);
     assert!(h.contains("samples.csv") && h.contains("--out") && h.contains("Exit codes"));

@@ -4,27 +4,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run ivnsec")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ivnsec-cli-someip-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
+use crate::common::{BIN, run, tmpdir, write};
 
 const SERVICES: &str = r#"
 [[service]]
@@ -52,18 +36,18 @@ key = "000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f"
 echo_method = 1
 "#;
 
-struct Server {
+struct SomeipServer {
     child: Child,
     udp: SocketAddr,
     tcp: SocketAddr,
 }
 
-impl Server {
-    fn start(dir: &Path, secs: &str) -> Server {
+impl SomeipServer {
+    fn start(dir: &Path, secs: &str) -> SomeipServer {
         Self::start_with(dir, secs, &[])
     }
 
-    fn start_with(dir: &Path, secs: &str, extra: &[&str]) -> Server {
+    fn start_with(dir: &Path, secs: &str, extra: &[&str]) -> SomeipServer {
         let cfg = write(
             dir,
             "server.toml",
@@ -106,7 +90,7 @@ impl Server {
                 .unwrap()
         };
         let (udp, tcp) = (addr("udp "), addr("tcp "));
-        Server { child, udp, tcp }
+        SomeipServer { child, udp, tcp }
     }
 
     /// Waits for the server to end and returns its JSON counters.
@@ -189,7 +173,7 @@ fn help_everywhere() {
 #[test]
 fn calls_every_level_over_udp_tp_and_tcp() {
     let dir = tmpdir("calls");
-    let srv = Server::start(&dir, "8");
+    let srv = SomeipServer::start(&dir, "8");
     let cfg = client_cfg(&dir);
     let mut expected = 0;
     for service in ["0x1234", "0x1235", "0x1236", "0x1237"] {
@@ -244,7 +228,7 @@ fn calls_every_level_over_udp_tp_and_tcp() {
 #[test]
 fn tcp_resynchronises_after_garbage_and_wrong_key_is_counted() {
     let dir = tmpdir("resync");
-    let srv = Server::start(&dir, "4");
+    let srv = SomeipServer::start(&dir, "4");
     let mut s = TcpStream::connect(srv.tcp).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     // Garbage, then a valid nosec request (service 0x1236, method 1, client 5, session 9).
@@ -404,7 +388,7 @@ fn someip_reserved(dir: &Path, profile: &str) -> Option<u64> {
 #[test]
 fn state_dir_keeps_freshness_counters_across_restarts() {
     let dir = tmpdir("state");
-    let srv = Server::start(&dir, "8");
+    let srv = SomeipServer::start(&dir, "8");
     let cfg = client_cfg(&dir);
     let state = dir.join("nonce-state");
     let st = state.to_string_lossy().into_owned();
@@ -552,7 +536,7 @@ fn pcap_records_what_serve_and_call_send_and_receive() {
         pcap("c2.pcap"),
         pcap("c3.pcap"),
     );
-    let srv = Server::start_with(&dir, "4", &["--pcap", &sp]);
+    let srv = SomeipServer::start_with(&dir, "4", &["--pcap", &sp]);
     let cfg = client_cfg(&dir);
     let (udp, tcp) = (srv.udp, srv.tcp);
     let ok = |(rc, v): (i32, serde_json::Value), n: u64| {

@@ -2,62 +2,13 @@
 //! its own (`IVNSEC_STATE_DIR`), so `down --all` here only sees testbeds these tests made. Tests
 //! that build namespaces skip with a printed reason when not root or without `ip netns`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use crate::common::skip_reason;
-
-const BIN: &str = env!("CARGO_BIN_EXE_ivnsec");
-
-fn run(state: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("IVNSEC_STATE_DIR", state)
-        .output()
-        .expect("spawn ivnsec")
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A state directory of its own; on drop, `down --all` (also after a failed assertion) and
-/// removal of the directory.
-struct StateDir(PathBuf);
-
-impl StateDir {
-    fn new(tag: &str) -> StateDir {
-        let r = ivnsec_net::testbed::random_prefix().unwrap();
-        let p = std::env::temp_dir().join(format!("ivnsec-cli-{tag}-{r}"));
-        std::fs::create_dir_all(&p).unwrap();
-        StateDir(p)
-    }
-}
-
-impl Drop for StateDir {
-    fn drop(&mut self) {
-        let _ = run(&self.0, &["testbed", "down", "--all"]);
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn namespaces_with(prefix: &str) -> Vec<String> {
-    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    out(&o)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&format!("{prefix}-")))
-        .map(str::to_string)
-        .collect()
-}
+use crate::common::{BIN, TempDir, skip_reason, stderr, stdout};
 
 #[test]
 fn every_subcommand_has_help() {
-    let dir = StateDir::new("help");
+    let dir = TempDir::new("help");
     for sub in [
         vec!["testbed"],
         vec!["testbed", "up"],
@@ -67,17 +18,17 @@ fn every_subcommand_has_help() {
     ] {
         let mut args = sub.clone();
         args.push("--help");
-        let o = run(&dir.0, &args);
-        assert_eq!(o.status.code(), Some(0), "{sub:?}: {}", err(&o));
-        assert!(out(&o).contains("Usage:"), "{sub:?}: {}", out(&o));
+        let o = dir.run(&args);
+        assert_eq!(o.status.code(), Some(0), "{sub:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains("Usage:"), "{sub:?}: {}", stdout(&o));
     }
-    let o = run(&dir.0, &["testbed", "up", "--help"]);
-    assert!(out(&o).contains("steer-by-wire") && out(&o).contains("cascade:N"));
+    let o = dir.run(&["testbed", "up", "--help"]);
+    assert!(stdout(&o).contains("steer-by-wire") && stdout(&o).contains("cascade:N"));
 }
 
 #[test]
 fn bad_topologies_are_usage_errors() {
-    let dir = StateDir::new("badtopo");
+    let dir = TempDir::new("badtopo");
     for t in [
         "ring",
         "sensors:0",
@@ -86,62 +37,66 @@ fn bad_topologies_are_usage_errors() {
         "cascade:",
         "",
     ] {
-        let o = run(&dir.0, &["testbed", "up", "--topology", t]);
-        assert_eq!(o.status.code(), Some(2), "{t}: {}", err(&o));
+        let o = dir.run(&["testbed", "up", "--topology", t]);
+        assert_eq!(o.status.code(), Some(2), "{t}: {}", stderr(&o));
         assert!(
-            err(&o).contains("expected pair | steer-by-wire"),
+            stderr(&o).contains("expected pair | steer-by-wire"),
             "{t}: {}",
-            err(&o)
+            stderr(&o)
         );
     }
     // A malformed prefix is a usage error too, before anything is touched.
-    let o = run(&dir.0, &["testbed", "down", "--testbed", "lo"]);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    let o = run(&dir.0, &["testbed", "exec", "ecu1"]);
+    let o = dir.run(&["testbed", "down", "--testbed", "lo"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = dir.run(&["testbed", "exec", "ecu1"]);
     assert_eq!(
         o.status.code(),
         Some(2),
         "exec without a command: {}",
-        err(&o)
+        stderr(&o)
     );
 }
 
 #[test]
 fn status_and_down_with_nothing_recorded() {
-    let dir = StateDir::new("empty");
-    let o = run(&dir.0, &["testbed", "status"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(out(&o).contains("no testbed is recorded"), "{}", out(&o));
-    let o = run(&dir.0, &["testbed", "status", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+    let dir = TempDir::new("empty");
+    let o = dir.run(&["testbed", "status"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("no testbed is recorded"),
+        "{}",
+        stdout(&o)
+    );
+    let o = dir.run(&["testbed", "status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["testbeds"], serde_json::json!([]));
     for args in [
         &["testbed", "down"][..],
         &["testbed", "down", "--all"],
         &["testbed", "down", "--testbed", "ivn-000000"],
     ] {
-        let o = run(&dir.0, args);
-        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", err(&o));
+        let o = dir.run(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
     }
-    let o = run(&dir.0, &["testbed", "exec", "ecu1", "--", "true"]);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    assert!(err(&o).contains("ivnsec testbed up"), "{}", err(&o));
+    let o = dir.run(&["testbed", "exec", "ecu1", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ivnsec testbed up"), "{}", stderr(&o));
 }
 
 #[test]
 fn missing_tool_or_privilege_is_exit_3() {
-    let dir = StateDir::new("env");
+    let dir = TempDir::new("env");
     // No `ip` in PATH.
     let empty = dir.0.join("empty-path");
     std::fs::create_dir_all(&empty).unwrap();
     let o = Command::new(BIN)
         .args(["testbed", "up"])
-        .env("IVNSEC_STATE_DIR", &dir.0)
+        .env("IVNSEC_STATE_DIR", dir.state())
         .env("PATH", &empty)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
-    assert!(err(&o).contains("iproute2"), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("iproute2"), "{}", stderr(&o));
     // Not root: as root, drop to `nobody` with setpriv (util-linux) when it is there.
     if skip_reason().is_none() && Command::new("setpriv").arg("--version").output().is_ok() {
         let o = Command::new("setpriv")
@@ -153,86 +108,10 @@ fn missing_tool_or_privilege_is_exit_3() {
                 "testbed",
                 "up",
             ])
-            .env("IVNSEC_STATE_DIR", &dir.0)
+            .env("IVNSEC_STATE_DIR", dir.state())
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(3), "{}", err(&o));
-        assert!(err(&o).contains("needs root"), "{}", err(&o));
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        assert!(stderr(&o).contains("needs root"), "{}", stderr(&o));
     }
-}
-
-#[test]
-fn up_status_exec_down() {
-    require_root!();
-    let dir = StateDir::new("life");
-    let o = run(&dir.0, &["testbed", "up", "--topology", "pair", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let state: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
-    let prefix = state["prefix"].as_str().unwrap().to_string();
-    assert!(prefix.starts_with("ivn-") && prefix.len() == 10, "{prefix}");
-    assert_eq!(namespaces_with(&prefix).len(), 3);
-
-    let o = run(&dir.0, &["testbed", "status"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let s = out(&o);
-    assert!(
-        s.contains(&prefix) && s.contains("up, 3 of 3 namespaces"),
-        "{s}"
-    );
-    assert!(
-        s.contains("02:49:56:00:00:02") && s.contains("10.77.0.2/16"),
-        "{s}"
-    );
-
-    // exec passes the exit code through and runs inside the node.
-    let o = run(
-        &dir.0,
-        &["testbed", "exec", "ecu2", "--", "sh", "-c", "exit 7"],
-    );
-    assert_eq!(o.status.code(), Some(7), "{}", err(&o));
-    let o = run(
-        &dir.0,
-        &[
-            "testbed",
-            "exec",
-            "ecu1",
-            "--testbed",
-            &prefix,
-            "--",
-            "ip",
-            "-o",
-            "addr",
-            "show",
-            "eth0",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(out(&o).contains("10.77.0.1/16"), "{}", out(&o));
-    let o = run(&dir.0, &["testbed", "exec", "ecu9", "--", "true"]);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    assert!(err(&o).contains("ecu1, ecu2"), "{}", err(&o));
-
-    // A second testbed: now the prefix must be named.
-    let o = run(&dir.0, &["testbed", "up", "--topology", "steer-by-wire"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(out(&o).contains("front") && out(&o).contains("ivnsec testbed down --testbed"));
-    let o = run(&dir.0, &["testbed", "exec", "ecu1", "--", "true"]);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    let o = run(&dir.0, &["testbed", "down"]);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-
-    // Down one, then all; both idempotent.
-    let o = run(&dir.0, &["testbed", "down", "--testbed", &prefix]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(out(&o).contains("removed 3 namespaces"), "{}", out(&o));
-    assert!(namespaces_with(&prefix).is_empty());
-    let o = run(&dir.0, &["testbed", "down", "--testbed", &prefix]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(out(&o).contains("already down"), "{}", out(&o));
-    let o = run(&dir.0, &["testbed", "down", "--all"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(out(&o).contains("removed 4 namespaces"), "{}", out(&o));
-    let o = run(&dir.0, &["testbed", "status", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
-    assert_eq!(v["testbeds"], serde_json::json!([]));
 }

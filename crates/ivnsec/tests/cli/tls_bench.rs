@@ -6,9 +6,7 @@
 
 use std::process::{Command, Output};
 
-use serde_json::Value;
-
-use crate::common::{BIN, TempDir, text};
+use crate::common::{BIN, TempDir, json, text};
 
 fn bench(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -16,24 +14,6 @@ fn bench(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run ivnsec")
-}
-
-fn json(what: &str, o: &Output, code: i32) -> Value {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "{what}: stderr: {}\nstdout: {}",
-        text(&o.stderr),
-        text(&o.stdout)
-    );
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {}", text(&o.stdout)))
-}
-
-fn num(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} missing or not a number in {v}"))
 }
 
 fn has_openssl() -> bool {
@@ -60,7 +40,7 @@ fn short_run_has_the_keys_and_positive_counts() {
         "off",
         "--json",
     ]);
-    let v = json("short run", &o, 0);
+    let v = json::with_codes("short run", &o, &[0]);
     let rows = v["results"].as_array().expect("results");
     assert_eq!(rows.len(), 1, "{v}");
     let r = &rows[0];
@@ -72,17 +52,17 @@ fn short_run_has_the_keys_and_positive_counts() {
     assert!(r["handshakes"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["failures"], 0, "{r}");
     assert_eq!(r["resumed"], 0, "full handshakes only: {r}");
-    let per_s = num(r, "handshakes_per_s");
+    let per_s = json::f64_of(r, "handshakes_per_s");
     assert!(per_s > 0.0);
     // per second = count / wall seconds; per minute = 60 × per second.
-    let expect = r["handshakes"].as_f64().unwrap() / num(r, "seconds");
+    let expect = r["handshakes"].as_f64().unwrap() / json::f64_of(r, "seconds");
     assert!((per_s - expect).abs() < 1e-6 * expect, "{r}");
-    assert!((num(r, "handshakes_per_min") - 60.0 * per_s).abs() < 1e-6 * per_s);
-    let cpu = num(r, "cpu_pct");
+    assert!((json::f64_of(r, "handshakes_per_min") - 60.0 * per_s).abs() < 1e-6 * per_s);
+    let cpu = json::f64_of(r, "cpu_pct");
     assert!(cpu > 0.0 && cpu <= 100.0, "{r}");
-    assert!(num(r, "cpu_us_per_handshake") > 0.0, "{r}");
+    assert!(json::f64_of(r, "cpu_us_per_handshake") > 0.0, "{r}");
     let ossl = &r["openssl"];
-    let ossl_per_s = num(ossl, "handshakes_per_s");
+    let ossl_per_s = json::f64_of(ossl, "handshakes_per_s");
     assert!(ossl_per_s > 0.0, "{ossl}");
     let cmd = ossl["command"].as_str().expect("openssl.command");
     for part in [
@@ -96,7 +76,7 @@ fn short_run_has_the_keys_and_positive_counts() {
     }
     assert!(!cmd.contains("-cert") || cmd.contains("-cert /"), "{cmd}");
     assert_eq!(ossl["measured"]["failures"], 0, "{ossl}");
-    let ratio = num(r, "ratio");
+    let ratio = json::f64_of(r, "ratio");
     assert!(
         (ratio - per_s / ossl_per_s).abs() < 1e-9 * ratio.max(1.0),
         "{r}"
@@ -131,7 +111,7 @@ fn resumption_and_hybrid_key_exchange() {
         "off",
         "--json",
     ]);
-    let v = json("resumption", &o, 0);
+    let v = json::with_codes("resumption", &o, &[0]);
     let r = &v["results"][0];
     assert_eq!(r["kx"], "x25519mlkem768");
     assert_eq!(r["client_auth"], true);
@@ -165,11 +145,11 @@ fn a_client_of_another_ca_is_counted_as_failed() {
         args.extend(["--openssl", "off"]);
     }
     let o = bench(&args);
-    let v = json("foreign client certificate", &o, 1);
+    let v = json::with_codes("foreign client certificate", &o, &[1]);
     let r = &v["results"][0];
     assert_eq!(r["handshakes"], 0, "{r}");
     assert!(r["failures"].as_u64().unwrap() > 0, "{r}");
-    assert_eq!(num(r, "handshakes_per_s"), 0.0);
+    assert_eq!(json::f64_of(r, "handshakes_per_s"), 0.0);
     if openssl {
         let m = &r["openssl"]["measured"];
         assert_eq!(m["handshakes"], 0, "{m}");

@@ -3,90 +3,13 @@
 //! No assertion on how fast anything is: the verdict may pass or fail on a loaded machine, but
 //! the exit code must agree with it and every figure must be consistent with the others.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
-
 use crate::common;
-
+use crate::common::json::u64_at;
+use crate::common::underload::{check_run, report_of};
 use crate::common::{TempDir, ivnsec, text};
-
-/// The report of a run that completed (exit 0: passed, 1: a verdict failed).
-fn report_of(o: &Output) -> Value {
-    let code = o.status.code();
-    assert!(
-        matches!(code, Some(0 | 1)),
-        "exit {code:?}\nstdout: {}\nstderr: {}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    let v: Value =
-        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o.stdout)));
-    assert_eq!(
-        v["passed"].as_bool(),
-        Some(code == Some(0)),
-        "exit code and verdict disagree: {v}"
-    );
-    v
-}
-
-fn f(v: &Value, path: &[&str]) -> f64 {
-    let mut x = v;
-    for p in path {
-        x = &x[*p];
-    }
-    x.as_f64()
-        .unwrap_or_else(|| panic!("{} missing in {v}", path.join(".")))
-}
-
-fn u(v: &Value, path: &[&str]) -> u64 {
-    f(v, path) as u64
-}
-
-/// Every figure of one profile's run is present and consistent.
-fn check_run(r: &Value, requirement_us: f64) {
-    let sent = u(r, &["messages", "sent"]);
-    let received = u(r, &["messages", "received"]);
-    let lost = u(r, &["messages", "lost"]);
-    assert!(sent > 0 && received > 0, "{r}");
-    assert_eq!(sent, received + lost, "sent = received + lost: {r}");
-    // Percentiles in order, all from the received messages.
-    let ow = &r["one_way"];
-    assert_eq!(u(ow, &["count"]), received, "{r}");
-    let keys = ["min_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us"];
-    let vals: Vec<f64> = keys.iter().map(|k| f(ow, &[k])).collect();
-    assert!(vals.windows(2).all(|w| w[0] <= w[1]), "unordered {vals:?}");
-    assert!(vals[0] > 0.0, "a one-way delay of 0: {r}");
-    let mean = f(ow, &["mean_us"]);
-    assert!(vals[0] <= mean && mean <= vals[5], "{r}");
-    // Replies: every reply_every-th message received was answered; the sensor got at most those.
-    let every = u(r, &["replies", "every"]);
-    let replied = u(r, &["replies", "sent"]);
-    assert!(replied <= sent / every, "{r}");
-    assert!(u(r, &["replies", "received"]) <= replied, "{r}");
-    if u(r, &["replies", "received"]) > 0 {
-        let rtt = &r["replies"]["rtt"];
-        let half = &r["replies"]["half_rtt"];
-        assert!(f(rtt, &["p50_us"]) <= f(rtt, &["max_us"]));
-        assert!((f(half, &["max_us"]) - f(rtt, &["max_us"]) / 2.0).abs() < 0.002);
-    }
-    // Units: every message took the same number of fragments of at most unit_payload bytes.
-    assert!(u(r, &["unit_payload"]) <= 1500, "{r}");
-    // The verdict follows from the figures.
-    let v = &r["verdict"];
-    assert_eq!(f(v, &["requirement_us"]), requirement_us);
-    assert_eq!(u(v, &["lost"]), lost);
-    assert_eq!(u(v, &["allowed"]), sent / 1000);
-    let passed = u(v, &["late"]) + lost <= sent / 1000;
-    assert_eq!(v["passed"].as_bool(), Some(passed), "{r}");
-    // CPU figures are shares of the machine.
-    for k in ["sender_pct", "receiver_pct", "system_pct"] {
-        let p = f(r, &["cpu", k]);
-        assert!((0.0..=100.5).contains(&p), "cpu.{k} = {p}");
-    }
-    assert!(f(r, &["cpu", "sender_ns_per_byte"]) > 0.0, "{r}");
-}
 
 #[test]
 fn loopback_underload_reports_consistent_figures() {
@@ -125,13 +48,13 @@ fn loopback_underload_reports_consistent_figures() {
     assert!(v["baseline"].as_object().unwrap().is_empty());
     for (r, p) in runs.iter().zip(["aes128-gcm", "esp-aes128-gcm"]) {
         assert_eq!(r["profile"], p);
-        assert_eq!(u(r, &["messages", "sent"]), 200);
+        assert_eq!(u64_at(r, &["messages", "sent"]), 200);
         check_run(r, 5000.0);
         // 5000 bytes in fragments of at most unit_payload − 14 data bytes.
-        let per = 5000u64.div_ceil(u(r, &["unit_payload"]) - 14);
-        assert_eq!(u(r, &["units_per_message"]), per);
-        assert_eq!(u(r, &["units_sent"]), 200 * per);
-        assert_eq!(u(r, &["bytes_sent"]), 200 * 5000);
+        let per = 5000u64.div_ceil(u64_at(r, &["unit_payload"]) - 14);
+        assert_eq!(u64_at(r, &["units_per_message"]), per);
+        assert_eq!(u64_at(r, &["units_sent"]), 200 * per);
+        assert_eq!(u64_at(r, &["bytes_sent"]), 200 * 5000);
         assert!(r["cpu"]["increase_over_plain"].is_null());
     }
 }
@@ -172,8 +95,8 @@ fn loopback_playback_of_a_csv_and_a_capture() {
     // 30 messages of 14 bytes are sent as 16 (sequence number and send time).
     assert_eq!(s["padded_to_16_bytes"], 30);
     let r = &v["runs"][0];
-    assert_eq!(u(r, &["messages", "sent"]), 60);
-    assert_eq!(u(r, &["bytes_sent"]), 30 * 16 + 30 * 3000);
+    assert_eq!(u64_at(r, &["messages", "sent"]), 60);
+    assert_eq!(u64_at(r, &["bytes_sent"]), 30 * 16 + 30 * 3000);
     check_run(r, 2000.0);
 
     // A capture: frames of 60 and 1514 bytes 2 ms apart; sizes are the frames' lengths.
@@ -207,7 +130,7 @@ fn loopback_playback_of_a_csv_and_a_capture() {
     assert_eq!(s["messages"], 40);
     assert!((s["seconds"].as_f64().unwrap() - 0.078).abs() < 1e-9);
     let r = &v["runs"][0];
-    assert_eq!(u(r, &["bytes_sent"]), 10 * 1514 + 30 * 60);
+    assert_eq!(u64_at(r, &["bytes_sent"]), 10 * 1514 + 30 * 60);
     check_run(r, 2000.0);
 }
 
@@ -302,146 +225,6 @@ fn help_has_examples() {
             "{h}"
         );
     }
-}
-
-/// Reads a capture with our reader: (records, longest frame).
-fn read_capture(p: &std::path::Path) -> (usize, usize) {
-    let mut r = ivnsec_net::pcap::PcapReader::open(p).unwrap();
-    let (mut n, mut longest) = (0, 0);
-    while let Some(rec) = r.next_record() {
-        let rec = rec.unwrap();
-        n += 1;
-        longest = longest.max(rec.data.len());
-    }
-    (n, longest)
-}
-
-#[test]
-fn testbed_run_delivers_every_message_beside_sockperf() {
-    require_root!();
-    let d = TempDir::new("ul-tb");
-    let pcap = d.path("ul.pcap");
-    let o = ivnsec(
-        &d,
-        &[
-            "underload",
-            "--on",
-            "testbed",
-            "--profile",
-            "macsec-gcm-aes-128",
-            "--profile",
-            "esp-null-hmac-sha256",
-            "--seconds",
-            "2",
-            "--mps",
-            "300",
-            "--json",
-            "--pcap",
-            pcap.to_str().unwrap(),
-        ],
-    );
-    let v = report_of(&o);
-    assert!(
-        v["transport"].as_str().unwrap().contains("sensors:1"),
-        "{v}"
-    );
-    let runs = v["runs"].as_array().unwrap();
-    // The plain run of the same invocation comes first.
-    let names: Vec<&str> = runs
-        .iter()
-        .map(|r| r["profile"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        ["plain", "macsec-gcm-aes-128", "esp-null-hmac-sha256"]
-    );
-    for r in runs {
-        check_run(r, 2000.0);
-        // An idle switch between two namespaces: every message arrives, nothing is rejected.
-        assert_eq!(u(r, &["messages", "sent"]), 600, "{r}");
-        assert_eq!(u(r, &["messages", "lost"]), 0, "{r}");
-        assert_eq!(u(r, &["messages", "duplicates"]), 0, "{r}");
-        assert!(r["rejected"].as_object().unwrap().is_empty(), "{r}");
-        assert_eq!(u(r, &["replies", "sent"]), 6, "{r}");
-        // 24,938 bytes take 17 plain units, 18 protected ones (docs/fragmentation.md).
-        let per = if r["profile"] == "plain" { 17 } else { 18 };
-        assert_eq!(u(r, &["units_per_message"]), per, "{r}");
-        assert_eq!(u(r, &["units_sent"]), 600 * per, "{r}");
-        assert_eq!(u(r, &["units_received"]), 600 * per, "{r}");
-        if r["profile"] != "plain" {
-            assert!(
-                r["cpu"]["increase_over_plain"]["system_pct"].is_f64(),
-                "{r}"
-            );
-        }
-        // The capture of this profile: the first 1000 units, each one full frame in the MTU.
-        let name = format!("ul.pcap.{}", r["profile"].as_str().unwrap());
-        let file = d.path(&name);
-        let (n, longest) = read_capture(&file);
-        assert_eq!(n, 1000, "{name}");
-        assert!(longest <= 1514, "{name}: {longest}");
-        if Command::new("tshark").arg("--version").output().is_ok() {
-            let t = Command::new("tshark")
-                .args(["-r", file.to_str().unwrap(), "-c", "5"])
-                .output()
-                .unwrap();
-            assert!(t.status.success(), "tshark: {}", text(&t.stderr));
-            let out = text(&t.stdout);
-            let want = match r["profile"].as_str().unwrap() {
-                "macsec-gcm-aes-128" => "MACSEC",
-                "esp-null-hmac-sha256" => "ESP",
-                _ => "",
-            };
-            assert!(out.lines().count() == 5 && out.contains(want), "{out}");
-        }
-    }
-    if Command::new("sockperf").arg("--version").output().is_ok() {
-        let s = &v["baseline"]["sockperf"];
-        assert!(s["half_rtt_p50_us"].as_f64().unwrap() > 0.0, "{v}");
-        assert!(s["command"].as_str().unwrap().contains("under-load"));
-        assert!(s["ours_plain_half_rtt_p50_us"].as_f64().is_some(), "{s}");
-    }
-    assert!(d.leftover_testbeds().is_empty(), "testbed not removed");
-}
-
-#[test]
-fn testbed_playback_of_the_example_timeline() {
-    require_root!();
-    let d = TempDir::new("pb-tb");
-    let timeline = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../plans/lidar-playback.csv"
-    );
-    let o = ivnsec(
-        &d,
-        &[
-            "playback",
-            "--on",
-            "testbed",
-            "--profile",
-            "aes128-gcm",
-            "--timeline",
-            timeline,
-            "--json",
-        ],
-    );
-    let v = report_of(&o);
-    let s = &v["settings"]["timeline_stats"];
-    assert_eq!(s["messages"], 1940);
-    assert_eq!(s["adjusted_for_sockperf"], 0);
-    let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
-    for r in runs {
-        check_run(r, 2000.0);
-        assert_eq!(u(r, &["messages", "lost"]), 0, "{r}");
-        assert_eq!(u(r, &["bytes_sent"]), 1900 * 24_938 + 40 * 512);
-    }
-    if Command::new("sockperf").arg("--version").output().is_ok() {
-        let s = &v["baseline"]["sockperf"];
-        assert!(s["command"].as_str().unwrap().contains("playback"), "{v}");
-        assert!(s["observations"].as_u64().unwrap() > 0, "{v}");
-    }
-    assert!(d.leftover_testbeds().is_empty(), "testbed not removed");
 }
 
 /// A plan with `[[underload]]`, `[[playback]]` (its timeline beside the plan) and `[[camera]]`

@@ -10,19 +10,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::common::net::have_tshark;
 use crate::common::{BIN, Proc, TempDir, text};
 
 fn lua(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../contrib/wireshark")
         .join(name)
-}
-
-fn have_tshark() -> bool {
-    Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 macro_rules! require_tshark {

@@ -9,142 +9,15 @@
 //!
 //! Needs root (namespaces); skips with a printed reason otherwise.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use ivnsec_net::testbed::{Options, Testbed};
-use ivnsec_net::topology::Topology;
 use serde_json::Value;
 
-use crate::common::{BIN, Proc, TempDir, spawn_until_ready, text};
-
-const TAP: &str = "ks0";
-const VIN: &str = "WVWZZZ1JZXW000001";
-
-struct Ecu {
-    name: String,
-    ns: String,
-    sci: String,
-    addr: String,
-    dir: PathBuf,
-}
-
-impl Ecu {
-    fn new(tb: &Testbed, d: &TempDir, name: &str, addr: &str) -> Ecu {
-        let n = tb.state().node(name).unwrap();
-        let mac = n.interfaces[0].mac.clone();
-        let dir = d.path(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        Ecu {
-            name: name.to_string(),
-            ns: n.namespace.clone(),
-            sci: format!("{}0001", mac.replace(':', "")),
-            addr: addr.to_string(),
-            dir,
-        }
-    }
-    fn exec(&self, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns, program]);
-        c
-    }
-    fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.join("events.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-    fn up(&self, pki: &Path, keyserver: &str, prio: &str, life: &str) -> Proc {
-        let mut c = self.exec(BIN);
-        c.args(["macsec", "up", "--iface", "eth0", "--tap", TAP])
-            .args(["--profile", "macsec-gcm-aes-128", "--keyserver", keyserver])
-            .arg("--cert")
-            .arg(pki.join(format!("ecu/{}.pem", self.name)))
-            .arg("--key")
-            .arg(pki.join(format!("ecu/{}.key", self.name)))
-            .arg("--ca")
-            .arg(pki.join("ca.pem"))
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .arg("--run-dir")
-            .arg(self.dir.join("run"))
-            .arg("--events")
-            .arg(self.dir.join("events.jsonl"))
-            .args(["--hello-seconds", "1", "--life-seconds", life])
-            .args(["--ramp-up-ms", "20", "--priority", prio, "--json"]);
-        let pr = spawn_until_ready(c, "running until", &format!("macsec up in {}", self.ns));
-        let o = Command::new("ip")
-            .args(["-n", &self.ns, "addr", "add", &format!("{}/24", self.addr)])
-            .args(["dev", TAP])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        pr
-    }
-    fn status(&self) -> Value {
-        let o = self
-            .exec(BIN)
-            .args(["macsec", "status", "--json", "--run-dir"])
-            .arg(self.dir.join("run"))
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-        v[0].clone()
-    }
-}
-
-fn ping_counts(o: &Output) -> (u64, u64) {
-    let out = text(&o.stdout);
-    let line = out
-        .lines()
-        .find(|l| l.contains("packets transmitted"))
-        .unwrap_or_else(|| panic!("ping: {out}{}", text(&o.stderr)));
-    let num = |w: &str| -> u64 {
-        line.split(',')
-            .find(|p| p.contains(w))
-            .and_then(|p| p.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{w} in {line}"))
-    };
-    (num("transmitted"), num("received"))
-}
-
-fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn secured(st: &Value, peers: usize) -> bool {
-    !st["tx"]["encoding_an"].is_null()
-        && st["key_source_state"]["peers"]
-            .as_array()
-            .is_some_and(|p| p.iter().filter(|p| p["live"] == true).count() == peers)
-        && st["key_source_state"]["latest"]["tx"] == true
-}
-
-fn diagnose(ecus: &[&Ecu]) -> String {
-    let mut out = String::new();
-    for e in ecus {
-        out.push_str(&format!(
-            "== {} ({})\nstatus: {}\n",
-            e.name,
-            e.sci,
-            e.status()
-        ));
-        for ev in e.events() {
-            out.push_str(&format!("  {ev}\n"));
-        }
-    }
-    out
-}
+use crate::common::mka::{Ecu, diagnose, pae_testbed, secured};
+use crate::common::net::ping_counts;
+use crate::common::proc::wait_for;
+use crate::common::{BIN, TempDir, VIN, spawn_until_ready, text};
 
 /// Whether `st` has a receive SC or SA of `sci`.
 fn receives_from(st: &Value, sci: &str) -> bool {
@@ -160,23 +33,7 @@ fn receives_from(st: &Value, sci: &str) -> bool {
 fn revoking_an_ecu_rolls_the_cak_without_loss_and_shuts_it_out() {
     require_root!();
     let d = TempDir::new("ks-mka");
-    let tb = Testbed::up(
-        &Topology::Sensors(3),
-        &Options {
-            ipv4: true,
-            state_dir: d.state(),
-            prefix: None,
-        },
-    )
-    .unwrap();
-    for sw in tb.state().nodes.iter().filter(|n| n.kind == "switch") {
-        let o = Command::new("ip")
-            .args(["-n", &sw.namespace, "link", "set", "br0", "type", "bridge"])
-            .args(["group_fwd_mask", "8"])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o.stderr));
-    }
+    let tb = pae_testbed(&d, 3, true);
     // The PKI: the key server and three ECUs, one segment.
     let pki = d.path("pki");
     let p = pki.to_str().unwrap();
@@ -204,14 +61,14 @@ fn revoking_an_ecu_rolls_the_cak_without_loss_and_shuts_it_out() {
         .arg(&segs);
     let _ks = spawn_until_ready(c, "listening on", "keyserver");
 
-    let e1 = Ecu::new(&tb, &d, "sensor1", "10.98.0.1");
-    let e2 = Ecu::new(&tb, &d, "sensor2", "10.98.0.2");
-    let e3 = Ecu::new(&tb, &d, "sensor3", "10.98.0.3");
-    let _p1 = e1.up(&pki, &ks_addr, "10", "3");
-    let _p2 = e2.up(&pki, &ks_addr, "20", "3");
+    let e1 = Ecu::new(&tb, &d, "sensor1", "10.98.0.1", "ks0");
+    let e2 = Ecu::new(&tb, &d, "sensor2", "10.98.0.2", "ks0");
+    let e3 = Ecu::new(&tb, &d, "sensor3", "10.98.0.3", "ks0");
+    let _p1 = e1.up_keyserver(&pki, &ks_addr, "10", "3");
+    let _p2 = e2.up_keyserver(&pki, &ks_addr, "20", "3");
     // sensor3 holds on to its peers (and so keeps sending under the old SAK) for 30 s after it
     // last heard them: it plays the revoked ECU that goes on transmitting.
-    let _p3 = e3.up(&pki, &ks_addr, "30", "30");
+    let _p3 = e3.up_keyserver(&pki, &ks_addr, "30", "30");
     let all = [&e1, &e2, &e3];
     wait_for(30, "three members secured on the key server's CAK", || {
         all.iter().all(|e| secured(&e.status(), 2))
@@ -289,7 +146,7 @@ fn revoking_an_ecu_rolls_the_cak_without_loss_and_shuts_it_out() {
     }
     // The events say what happened: a new CAK, then the old one retired.
     for e in [&e1, &e2] {
-        let ev = e.events();
+        let ev = e.events_so_far();
         let changed = ev
             .iter()
             .position(|x| x["event"] == "cak_changed" && x["number"] == 2);

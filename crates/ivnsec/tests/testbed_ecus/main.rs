@@ -8,3 +8,9 @@ mod common;
 
 mod keyserver_mka;
 mod mka;
+mod pingpong;
+mod seed001;
+mod someip_tcp;
+mod tdma_run;
+mod throughput;
+mod underload;

@@ -15,43 +15,18 @@
 //! The namespace tests need root and skip with a printed reason otherwise.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
 
-use ivnsec_net::testbed::{Options, Testbed};
-use ivnsec_net::topology::Topology;
 use serde_json::Value;
 
-use crate::common::{BIN, Proc, TempDir, reserved_mark, spawn_until_ready, text};
+use crate::common::mka::{Ecu, diagnose, keygen_mka, pae_testbed, psk_fields, secured};
+use crate::common::net::ping_counts;
+use crate::common::proc::wait_for;
+use crate::common::{BIN, Proc, TempDir, python_with_cryptography, reserved_mark, text};
 
 const TAP: &str = "mka0";
-
-fn keygen_mka(d: &TempDir, name: &str, extra: &[&str]) -> PathBuf {
-    let p = d.path(name);
-    let o = d
-        .cmd()
-        .args(["keygen", "--mka", "--out"])
-        .arg(&p)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    p
-}
-
-/// (cak, ckn) in hex of a PSK file.
-fn psk_fields(p: &Path) -> (String, String) {
-    let t = std::fs::read_to_string(p).unwrap();
-    let field = |k: &str| {
-        t.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k} = \"")))
-            .and_then(|r| r.strip_suffix('"'))
-            .unwrap_or_else(|| panic!("{k} in {t}"))
-            .to_string()
-    };
-    (field("cak"), field("ckn"))
-}
 
 fn write_private(p: &Path, body: &str) {
     use std::os::unix::fs::OpenOptionsExt;
@@ -64,355 +39,6 @@ fn write_private(p: &Path, body: &str) {
     f.write_all(body.as_bytes()).unwrap();
 }
 
-/// A usage error (exit 2) that says `want`.
-fn refused(o: &Output, args: &dyn std::fmt::Debug, want: &str) {
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-    assert!(
-        text(&o.stderr).contains(want),
-        "{args:?}: {}",
-        text(&o.stderr)
-    );
-}
-
-#[test]
-fn keygen_mka_writes_private_psk_files_and_bad_options_exit_2() {
-    use std::os::unix::fs::PermissionsExt;
-    let d = TempDir::new("mkabad");
-    let psk = keygen_mka(&d, "ca.psk", &[]);
-    assert_eq!(
-        std::fs::metadata(&psk).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    let (cak, ckn) = psk_fields(&psk);
-    assert_eq!((cak.len(), ckn.len()), (32, 32), "128-bit CAK, 16-byte CKN");
-    let o = d
-        .cmd()
-        .args(["keygen", "--mka", "--out"])
-        .arg(&psk)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "never overwrites");
-    assert_eq!(psk_fields(&psk), (cak.clone(), ckn.clone()));
-    let p256 = keygen_mka(&d, "ca256.psk", &["--cak-bits", "256", "--ckn", "0a:0b"]);
-    let (c256, n256) = psk_fields(&p256);
-    assert_eq!((c256.len(), n256.as_str()), (64, "0a0b"));
-    let o = d.run(&["keygen", "--mka"]);
-    assert_eq!(o.status.code(), Some(0));
-    assert!(text(&o.stdout).contains("cak = \""), "{}", text(&o.stdout));
-    for (args, want) in [
-        (&["keygen", "--mka", "--cak-bits", "192"][..], "--cak-bits"),
-        (&["keygen", "--mka", "--ckn", "zz"][..], "--ckn"),
-        (
-            &["keygen", "--mka", "--ckn", &"ab".repeat(33)][..],
-            "1 to 32",
-        ),
-        (
-            &["keygen", "--ckn", "01", "--profile", "aes128-gcm"][..],
-            "--mka",
-        ),
-        (&["keygen"][..], "--profile"),
-    ] {
-        refused(&d.run(args), &args, want);
-    }
-    let o = d.run(&["keygen", "--help"]);
-    assert!(text(&o.stdout).contains("keygen --mka --out"));
-
-    // `macsec up --psk`: every refusal before anything is created (--iface lo exists).
-    let loose = d.path("loose.psk");
-    std::fs::copy(&psk, &loose).unwrap();
-    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let keyfile = d.path("static.toml");
-    let o = d.run(&[
-        "keygen",
-        "--profile",
-        "macsec-gcm-aes-128",
-        "--out",
-        keyfile.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0));
-    let st = d.path("st");
-    let (p, l, k, s) = (
-        psk.to_str().unwrap(),
-        loose.to_str().unwrap(),
-        keyfile.to_str().unwrap(),
-        st.to_str().unwrap(),
-    );
-    let up = ["macsec", "up", "--iface", "lo", "--tap", "ivnmka0"];
-    let prof = ["--profile", "macsec-gcm-aes-128"];
-    let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["--psk", p], "refusing to run MKA without --state-dir"),
-        (
-            vec!["--psk", l, "--state-dir", s],
-            "readable by group or others",
-        ),
-        (
-            vec!["--psk", k, "--state-dir", s],
-            "expected keys: cak, ckn",
-        ),
-        (
-            vec!["--psk", p, "--state-dir", s, "--peer", "02:00:00:00:00:01"],
-            "--peer",
-        ),
-        (
-            vec!["--keys", k, "--state-dir", s, "--priority", "3"],
-            "--priority",
-        ),
-        (vec!["--psk", p, "--state-dir", s, "--an", "1"], "--an"),
-        (
-            vec!["--psk", p, "--state-dir", s, "--life-seconds", "1"],
-            "--life-seconds",
-        ),
-        (
-            vec!["--psk", p, "--state-dir", s, "--hello-seconds", "0"],
-            "--hello-seconds",
-        ),
-        (
-            vec!["--psk", p, "--state-dir", s, "--rekey-seconds", "0"],
-            "--rekey-seconds",
-        ),
-        (
-            vec!["--psk", p, "--state-dir", s, "--pn-threshold", "0"],
-            "--pn-threshold",
-        ),
-        (
-            vec!["--psk", p, "--state-dir", s, "--ramp-up-count", "3"],
-            "--ramp-up-ms",
-        ),
-        (
-            vec![
-                "--psk",
-                p,
-                "--state-dir",
-                s,
-                "--ramp-up-ms",
-                "10",
-                "--ramp-up-count",
-                "0",
-            ],
-            "--ramp-up",
-        ),
-        (
-            vec!["--psk", p, "--state-dir", s, "--priority", "256"],
-            "--priority",
-        ),
-    ];
-    for (args, want) in cases {
-        let o = d.cmd().args(up).args(prof).args(&args).output().unwrap();
-        refused(&o, &args, want);
-    }
-    assert!(!st.exists(), "nothing was reserved by any refusal");
-    let o = d.run(&["macsec", "up", "--help"]);
-    let help = text(&o.stdout);
-    for want in [
-        "keygen --mka --out ca.psk",
-        "--psk ca.psk",
-        "--priority",
-        "--rekey-seconds",
-        "--pn-threshold",
-        "--hello-seconds",
-        "--life-seconds",
-        "--sak-retire-seconds",
-        "--ramp-up-ms",
-    ] {
-        assert!(help.contains(want), "{want}: {help}");
-    }
-
-    // `attack --mka`: bad input is a usage error before any testbed is built.
-    for (args, want) in [
-        (
-            &["attack", "--mka", "--profile", "aes128-gcm"][..],
-            "MACsec",
-        ),
-        (&["attack", "--mka", "--count", "0"][..], "--count"),
-        (&["attack", "--mka-attack", "mka-bad-icv"][..], "--mka"),
-        (&["attack", "--mka", "--attack", "bit-flip"][..], "--attack"),
-        (&["attack", "--mka", "--pcap", "x.pcap"][..], "--pcap"),
-        (
-            &["attack", "--mka", "--mka-attack", "mka-teleport"][..],
-            "mka-teleport",
-        ),
-    ] {
-        refused(&d.run(args), &args, want);
-    }
-    let o = d.run(&["attack", "--help"]);
-    for class in [
-        "mka-bad-icv",
-        "mka-stale-mn",
-        "mka-foreign-ckn",
-        "mka-sak-not-key-server",
-    ] {
-        assert!(text(&o.stdout).contains(class), "{}", text(&o.stdout));
-    }
-}
-
-/// One ECU of the testbed running `macsec up --psk`.
-struct Ecu {
-    ns: String,
-    mac: String,
-    sci: String,
-    addr: String,
-    dir: PathBuf,
-}
-
-impl Ecu {
-    fn new(tb: &Testbed, d: &TempDir, name: &str, addr: &str) -> Ecu {
-        let n = tb.state().node(name).unwrap();
-        let mac = n.interfaces[0].mac.clone();
-        let dir = d.path(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        Ecu {
-            ns: n.namespace.clone(),
-            sci: format!("{}0001", mac.replace(':', "")),
-            mac,
-            addr: addr.to_string(),
-            dir,
-        }
-    }
-    fn exec(&self, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns, program]);
-        c
-    }
-    fn events_file(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
-    }
-    /// Starts `macsec up --psk`, waits for its TAP, gives the TAP its address.
-    fn up(&self, psk: &Path, extra: &[&str]) -> Proc {
-        let mut c = self.exec(BIN);
-        c.args(["macsec", "up", "--iface", "eth0", "--tap", TAP])
-            .args(["--profile", "macsec-gcm-aes-128", "--psk"])
-            .arg(psk)
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .arg("--run-dir")
-            .arg(self.dir.join("run"))
-            .arg("--events")
-            .arg(self.events_file())
-            .args(["--reserve-block", "16", "--json"])
-            .args(extra);
-        let pr = spawn_until_ready(c, "running until", &format!("macsec up in {}", self.ns));
-        self.ip(&["addr", "add", &format!("{}/24", self.addr), "dev", TAP]);
-        pr
-    }
-    fn ip(&self, args: &[&str]) {
-        let o = Command::new("ip")
-            .args(["-n", &self.ns])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "ip {args:?}: {}", text(&o.stderr));
-    }
-    /// `macsec status --json` of its instance (`Value::Null` when there is none).
-    fn status(&self) -> Value {
-        let o = self
-            .exec(BIN)
-            .args(["macsec", "status", "--json", "--run-dir"])
-            .arg(self.dir.join("run"))
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-        v[0].clone()
-    }
-    fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.events_file())
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-    fn tap_exists(&self) -> bool {
-        Command::new("ip")
-            .args(["-n", &self.ns, "link", "show", TAP])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap()
-            .success()
-    }
-    /// `ping` from this ECU; (transmitted, received).
-    fn ping(&self, to: &str, args: &[&str]) -> (u64, u64) {
-        ping_counts(&self.exec("ping").args(args).arg(to).output().unwrap())
-    }
-}
-
-/// (transmitted, received) of a finished ping.
-fn ping_counts(o: &Output) -> (u64, u64) {
-    let out = text(&o.stdout);
-    let line = out
-        .lines()
-        .find(|l| l.contains("packets transmitted"))
-        .unwrap_or_else(|| panic!("ping: {out}{}", text(&o.stderr)));
-    let num = |w: &str| -> u64 {
-        line.split(',')
-            .find(|p| p.contains(w))
-            .and_then(|p| p.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{w} in {line}"))
-    };
-    (num("transmitted"), num("received"))
-}
-
-/// Waits up to `secs` for `cond`.
-fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-/// Transmits under an agreed SAK with `peers` live peers.
-fn secured(st: &Value, peers: usize) -> bool {
-    !st["tx"]["encoding_an"].is_null()
-        && st["key_source_state"]["peers"]
-            .as_array()
-            .is_some_and(|p| p.iter().filter(|p| p["live"] == true).count() == peers)
-        && st["key_source_state"]["latest"]["tx"] == true
-}
-
-/// A testbed of `n` sensors and a consumer on one switch that forwards the PAE group address
-/// (a Linux bridge keeps 01-80-C2-00-00-03 to itself unless `group_fwd_mask` says otherwise).
-fn testbed(d: &TempDir, n: u16) -> Testbed {
-    let tb = Testbed::up(
-        &Topology::Sensors(n),
-        &Options {
-            ipv4: false,
-            state_dir: d.state(),
-            prefix: None,
-        },
-    )
-    .unwrap();
-    for sw in tb.state().nodes.iter().filter(|n| n.kind == "switch") {
-        let o = Command::new("ip")
-            .args(["-n", &sw.namespace, "link", "set", "br0", "type", "bridge"])
-            .args(["group_fwd_mask", "8"])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o.stderr));
-    }
-    tb
-}
-
-/// What a failed check prints: each ECU's status and its events.
-fn diagnose(ecus: &[&Ecu]) -> String {
-    let mut out = String::new();
-    for e in ecus {
-        out.push_str(&format!(
-            "== {} ({})\nstatus: {}\n",
-            e.ns,
-            e.sci,
-            e.status()
-        ));
-        for ev in e.events() {
-            out.push_str(&format!("  {ev}\n"));
-        }
-    }
-    out
-}
-
 fn count(ev: &[Value], f: impl Fn(&Value) -> bool) -> usize {
     ev.iter().filter(|e| f(e)).count()
 }
@@ -421,7 +47,7 @@ fn count(ev: &[Value], f: impl Fn(&Value) -> bool) -> usize {
 fn three_ecus_agree_rekey_fail_over_and_shut_out_a_wrong_cak() {
     require_root!();
     let d = TempDir::new("mka3");
-    let tb = testbed(&d, 3);
+    let tb = pae_testbed(&d, 3, false);
     let psk = keygen_mka(&d, "ca.psk", &[]);
     // Same CKN, another CAK: its MKPDUs name the CA but fail the ICV.
     let (_, ckn) = psk_fields(&psk);
@@ -431,10 +57,10 @@ fn three_ecus_agree_rekey_fail_over_and_shut_out_a_wrong_cak() {
         &wrong_psk,
         &format!("cak = \"{}\"\nckn = \"{ckn}\"\n", psk_fields(&other).0),
     );
-    let e1 = Ecu::new(&tb, &d, "sensor1", "10.98.0.1");
-    let e2 = Ecu::new(&tb, &d, "sensor2", "10.98.0.2");
-    let e3 = Ecu::new(&tb, &d, "sensor3", "10.98.0.3");
-    let bad = Ecu::new(&tb, &d, "consumer", "10.98.0.4");
+    let e1 = Ecu::new(&tb, &d, "sensor1", "10.98.0.1", TAP);
+    let e2 = Ecu::new(&tb, &d, "sensor2", "10.98.0.2", TAP);
+    let e3 = Ecu::new(&tb, &d, "sensor3", "10.98.0.3", TAP);
+    let bad = Ecu::new(&tb, &d, "consumer", "10.98.0.4", TAP);
     let timers = [
         "--rekey-seconds",
         "2",
@@ -450,11 +76,11 @@ fn three_ecus_agree_rekey_fail_over_and_shut_out_a_wrong_cak() {
         v.extend(["--priority", prio]);
         v
     };
-    let p1 = e1.up(&psk, &with("10"));
-    let p2 = e2.up(&psk, &with("20"));
-    let p3 = e3.up(&psk, &with("30"));
+    let p1 = e1.up_psk(&psk, &with("10"));
+    let p2 = e2.up_psk(&psk, &with("20"));
+    let p3 = e3.up_psk(&psk, &with("30"));
     // Priority 0: it would win the election if it were ever accepted.
-    let pbad = bad.up(&wrong_psk, &with("0"));
+    let pbad = bad.up_psk(&wrong_psk, &with("0"));
     let good = [&e1, &e2, &e3];
     wait_for(20, "three members secured", || {
         good.iter().all(|e| secured(&e.status(), 2))
@@ -666,34 +292,19 @@ fn three_ecus_agree_rekey_fail_over_and_shut_out_a_wrong_cak() {
     assert!(d.leftover_testbeds().is_empty());
 }
 
-/// A Python interpreter with the `cryptography` package (the workspace's `.venv` first).
-fn python() -> Option<String> {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    for py in [venv.to_string_lossy().into_owned(), "python3".to_string()] {
-        if let Ok(o) = Command::new(&py)
-            .args(["-c", "import cryptography, sys; print(sys.executable)"])
-            .output()
-            && o.status.success()
-        {
-            return Some(text(&o.stdout).trim().to_string());
-        }
-    }
-    None
-}
-
 #[test]
 fn a_member_handed_its_old_sak_again_resumes_above_its_pns() {
     require_root!();
-    let Some(py) = python() else {
+    let Some(py) = python_with_cryptography() else {
         eprintln!("SKIPPED: no Python with the `cryptography` package for the key server");
         return;
     };
     let d = TempDir::new("mkanonce");
-    let tb = testbed(&d, 1);
+    let tb = pae_testbed(&d, 1, false);
     let psk = keygen_mka(&d, "ca.psk", &[]);
     let (cak, ckn) = psk_fields(&psk);
-    let member = Ecu::new(&tb, &d, "sensor1", "10.97.0.1");
-    let ks = Ecu::new(&tb, &d, "consumer", "10.97.0.2");
+    let member = Ecu::new(&tb, &d, "sensor1", "10.97.0.1", TAP);
+    let ks = Ecu::new(&tb, &d, "consumer", "10.97.0.2", TAP);
 
     // The independent key server, with a SAK of the test's choosing.
     let mut sak = [0u8; 16];
@@ -735,7 +346,7 @@ fn a_member_handed_its_old_sak_again_resumes_above_its_pns() {
         let _ = e.ping(&ks.addr, &["-c", "20", "-i", "0.05", "-W", "1"]);
     };
 
-    let p = member.up(&psk, &[]);
+    let p = member.up_psk(&psk, &[]);
     wait_for(
         15,
         "the member transmits under the key server's SAK",
@@ -768,7 +379,7 @@ fn a_member_handed_its_old_sak_again_resumes_above_its_pns() {
     assert!(mark >= 20, "{mark}");
 
     // Restarted, the member meets the same SAK again and resumes above the mark.
-    let p = member.up(&psk, &[]);
+    let p = member.up_psk(&psk, &[]);
     wait_for(
         15,
         "the restarted member transmits under the SAK again",
@@ -993,20 +604,20 @@ fn kill(p: Proc) {
 #[test]
 fn a_member_whose_state_dir_was_lost_never_transmits_under_its_old_sak() {
     require_root!();
-    let Some(py) = python() else {
+    let Some(py) = python_with_cryptography() else {
         eprintln!("SKIPPED: no Python with the `cryptography` package for the key server");
         return;
     };
     let d = TempDir::new("mkalost");
-    let tb = testbed(&d, 1);
+    let tb = pae_testbed(&d, 1, false);
     let psk = keygen_mka(&d, "ca.psk", &[]);
-    let member = Ecu::new(&tb, &d, "sensor1", "10.96.0.1");
-    let ks = Ecu::new(&tb, &d, "consumer", "10.96.0.2");
+    let member = Ecu::new(&tb, &d, "sensor1", "10.96.0.1", TAP);
+    let ks = Ecu::new(&tb, &d, "consumer", "10.96.0.2", TAP);
     let mut sak = [0u8; 16];
     getrandom::fill(&mut sak).unwrap();
     let server = FixedKs::start(&py, &ks, &psk, &sak);
 
-    let p = member.up(&psk, &[]);
+    let p = member.up_psk(&psk, &[]);
     wait_for(15, "the member transmits under the SAK", || {
         !tx_installs(&member).is_empty()
     });
@@ -1025,7 +636,7 @@ fn a_member_whose_state_dir_was_lost_never_transmits_under_its_old_sak() {
 
     // The state directory is lost; the key server hands out the same SAK again.
     std::fs::remove_dir_all(&state).unwrap();
-    let p = member.up(&psk, &[]);
+    let p = member.up_psk(&psk, &[]);
     wait_for(15, "the member refuses the SAK", || {
         member
             .events()
@@ -1120,19 +731,19 @@ fn a_member_whose_state_dir_was_lost_never_transmits_under_its_old_sak() {
 #[test]
 fn a_restarted_key_server_handing_out_its_sak_again_never_makes_a_member_repeat_a_pn() {
     require_root!();
-    let Some(py) = python() else {
+    let Some(py) = python_with_cryptography() else {
         eprintln!("SKIPPED: no Python with the `cryptography` package for the key server");
         return;
     };
     let d = TempDir::new("mkaksre");
-    let tb = testbed(&d, 1);
+    let tb = pae_testbed(&d, 1, false);
     let psk = keygen_mka(&d, "ca.psk", &[]);
-    let member = Ecu::new(&tb, &d, "sensor1", "10.95.0.1");
-    let ks = Ecu::new(&tb, &d, "consumer", "10.95.0.2");
+    let member = Ecu::new(&tb, &d, "sensor1", "10.95.0.1", TAP);
+    let ks = Ecu::new(&tb, &d, "consumer", "10.95.0.2", TAP);
     let mut sak = [0u8; 16];
     getrandom::fill(&mut sak).unwrap();
     let server = FixedKs::start(&py, &ks, &psk, &sak);
-    let p = member.up(&psk, &[]);
+    let p = member.up_psk(&psk, &[]);
     wait_for(15, "the member transmits under the SAK", || {
         !tx_installs(&member).is_empty()
     });

@@ -15,19 +15,21 @@
 //!
 //! The namespace tests need root and skip with a printed reason otherwise.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use ivnsec_net::testbed::{Options, Testbed};
+use ivnsec_net::testbed::Testbed;
 use ivnsec_net::topology::Topology;
 use serde_json::Value;
 
-use crate::common;
-use crate::common::{BIN, Proc, TempDir, spawn_until_ready, text};
+use crate::common::frames::{ETH_MACSEC, macsec_pns};
+use crate::common::net::{
+    self, assert_ping, capture, exec, have_tshark, inject, ip, ping, stop_capture, testbed,
+};
+use crate::common::proc::wait_for_or;
+use crate::common::{BIN, Proc, TempDir, keygen, spawn_until_ready, text};
 
-const ETH_MACSEC: [u8; 2] = [0x88, 0xE5];
 const ETH_EAPOL: [u8; 2] = [0x88, 0x8E];
 /// SCIs of the gateways' protected ports (`02:49:56:02:K:02` ‖ 0001).
 const SCI_GW1: u64 = 0x0249_5602_0102_0001;
@@ -35,38 +37,8 @@ const SCI_GW2: u64 = 0x0249_5602_0202_0001;
 const MAC_GW1_PROT: &str = "02:49:56:02:01:02";
 const MAC_GW2_PROT: &str = "02:49:56:02:02:02";
 
-fn testbed(d: &TempDir, t: Topology) -> Testbed {
-    Testbed::up(
-        &t,
-        &Options {
-            ipv4: true,
-            state_dir: d.state(),
-            prefix: None,
-        },
-    )
-    .unwrap()
-}
-
 fn ns(tb: &Testbed, node: &str) -> String {
     tb.namespace(node).unwrap().to_string()
-}
-
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().unwrap();
-    assert!(o.status.success(), "ip {args:?}: {}", text(&o.stderr));
-}
-
-fn exec(ns: &str, program: &str) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns, program]);
-    c
-}
-
-fn keygen(d: &TempDir, profile: &str) -> PathBuf {
-    let p = d.path("ca.toml");
-    let o = d.run(&["keygen", "--profile", profile, "--out", p.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    p
 }
 
 /// One gateway node of the testbed and where its files go.
@@ -136,84 +108,6 @@ impl Gw {
     }
 }
 
-/// SIGTERM, then the exit code and the final status `gateway --json` prints.
-fn stop(mut pr: Proc) -> (Option<i32>, Value) {
-    let mut c = pr.0.take().unwrap();
-    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
-    let mut out = String::new();
-    c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let st = c.wait().unwrap();
-    (
-        st.code(),
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: `{out}`")),
-    )
-}
-
-fn ping(ns: &str, to: &str, extra: &[&str]) -> Output {
-    exec(ns, "ping")
-        .args(["-c", "5", "-i", "0.05", "-W", "2"])
-        .args(extra)
-        .arg(to)
-        .output()
-        .unwrap()
-}
-
-fn assert_ping(ns: &str, to: &str, extra: &[&str]) {
-    let o = ping(ns, to, extra);
-    assert!(
-        o.status.success() && text(&o.stdout).contains(" 0% packet loss"),
-        "ping {to} {extra:?}: {}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
-/// A tshark capture of interface `dev` in `ns` into a classic pcap file.
-fn capture(ns: &str, dev: &str, file: &Path) -> Proc {
-    let mut c = exec(ns, "tshark")
-        .args(["-i", dev, "-F", "pcap", "-w"])
-        .arg(file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(c.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "tshark ended before capturing"
-        );
-        if line.contains("Capturing on") {
-            break;
-        }
-    }
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-    });
-    // tshark says so a moment before its socket takes frames.
-    std::thread::sleep(Duration::from_millis(500));
-    Proc(Some(c))
-}
-
-fn stop_capture(mut pr: Proc, file: &Path) -> Vec<Vec<u8>> {
-    std::thread::sleep(Duration::from_millis(300));
-    let mut c = pr.0.take().unwrap();
-    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
-    c.wait().unwrap();
-    let bytes = std::fs::read(file).unwrap();
-    ivnsec_net::pcap::PcapReader::new(&bytes[..])
-        .unwrap()
-        .map(|r| r.unwrap().data)
-        .collect()
-}
-
-fn have_tshark() -> bool {
-    Command::new("tshark").arg("-v").output().is_ok()
-}
-
 /// iperf3 from `client` to `server_ip` (server in `server`), `-J` report.
 fn iperf3(server: &str, client: &str, server_ip: &str, extra: &[&str]) -> Value {
     let mut srv = Proc(Some(
@@ -245,20 +139,6 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// (SCI, PN) of the MACsec frames of a capture in capture order.
-fn macsec_pns(frames: &[Vec<u8>]) -> Vec<(u64, u32)> {
-    frames
-        .iter()
-        .filter(|f| f.len() >= 28 && f[12..14] == ETH_MACSEC)
-        .map(|f| {
-            (
-                u64::from_be_bytes(f[20..28].try_into().unwrap()),
-                u32::from_be_bytes(f[16..20].try_into().unwrap()),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     require_root!();
@@ -267,8 +147,8 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
         return;
     }
     let d = TempDir::new("gw2");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let (e1, e2, sw) = (ns(&tb, "ecu1"), ns(&tb, "ecu2"), ns(&tb, "sw0"));
     // Before the gateways run, nothing crosses them.
@@ -314,7 +194,14 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
         sent.push(f);
     }
     let refs: Vec<&[u8]> = sent.iter().map(Vec::as_slice).collect();
-    inject(&e1, "eth0", &refs);
+    inject(
+        &e1,
+        "eth0",
+        &refs,
+        0x88B5,
+        Duration::from_millis(5),
+        module_path!(),
+    );
     let got = stop_capture(cap2, &pcap2);
     for f in &sent {
         assert!(
@@ -390,8 +277,8 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
             .any(|f| f[..12] == [0x02, 0x49, 0x56, 0, 0, 2, 0x02, 0x49, 0x56, 0, 0, 1])
     );
 
-    let (c1, f1) = stop(p1);
-    let (c2, _) = stop(p2);
+    let (c1, f1) = p1.stop_json();
+    let (c2, _) = p2.stop_json();
     assert_eq!((c1, c2), (Some(0), Some(0)));
     assert!(f1["tx"]["next_pn"].as_u64().unwrap() > 1000, "{f1}");
     // --pcap: gw1 recorded what it sent and received on its protected port, as on the wire.
@@ -412,51 +299,11 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     assert_eq!(got, f1["frames"]["iface_in"].as_u64().unwrap(), "{f1}");
 }
 
-/// Sends raw frames out of interface `dev` in namespace `ns`: this test binary, re-run inside
-/// the namespace, runs `inject_helper` with the frames in its environment.
-fn inject(ns: &str, dev: &str, frames: &[&[u8]]) {
-    let exe = std::env::current_exe().unwrap();
-    let hexes: Vec<String> = frames.iter().map(hex::encode).collect();
-    let o = exec(ns, exe.to_str().unwrap())
-        .args(["--exact", &common::test_name(module_path!(), "inject_helper")])
-        .args(["--ignored", "--nocapture"])
-        .env("IVNSEC_TEST_INJECT_IF", dev)
-        .env("IVNSEC_TEST_INJECT_FRAMES", hexes.join(","))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success() && text(&o.stdout).contains("1 passed"),
-        "inject: {}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
 /// Not a test of its own: the injector `inject` runs inside a namespace.
 #[test]
 #[ignore = "run by the namespace tests inside their namespaces"]
 fn inject_helper() {
-    let ifname = std::env::var("IVNSEC_TEST_INJECT_IF").expect("run by inject()");
-    let frames = std::env::var("IVNSEC_TEST_INJECT_FRAMES").unwrap();
-    let sock = ivnsec_net::sys::RawSocket::open(&ifname, 0x88B5).unwrap();
-    for f in frames.split(',') {
-        let b = hex::decode(f).unwrap();
-        assert_eq!(sock.send(&b).unwrap(), b.len());
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Waits up to `secs` for `f`, panicking with `what` and `diag()` otherwise.
-fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool, diag: impl Fn() -> String) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "not within {secs} s: {what}\n{}",
-            diag()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    net::send_injected_frames();
 }
 
 fn drops(st: &Value, reason: &str) -> u64 {
@@ -471,8 +318,8 @@ fn forged_replayed_and_plain_frames_on_the_protected_side_never_reach_the_legacy
         return;
     }
     let d = TempDir::new("gwf");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let (e1, e2, sw) = (ns(&tb, "ecu1"), ns(&tb, "ecu2"), ns(&tb, "sw0"));
     let g1 = Gw::new(&tb, &d, "gw1");
@@ -524,6 +371,9 @@ fn forged_replayed_and_plain_frames_on_the_protected_side_never_reach_the_legacy
             &plain_arp,
             &plain_ipv4,
         ],
+        0x88B5,
+        Duration::from_millis(5),
+        module_path!(),
     );
     let after = g2.status();
     let seen = stop_capture(cap, &legacy);
@@ -561,8 +411,8 @@ fn a_gateway_killed_and_restarted_never_repeats_a_pn() {
         return;
     }
     let d = TempDir::new("gwk");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let (e1, sw) = (ns(&tb, "ecu1"), ns(&tb, "sw0"));
     let g1 = Gw::new(&tb, &d, "gw1");
@@ -603,7 +453,7 @@ fn a_gateway_killed_and_restarted_never_repeats_a_pn() {
         Some(reserved + 1),
         "reserved {reserved}: {pns:?}"
     );
-    let (code, _) = stop(p1);
+    let (code, _) = p1.stop_json();
     assert_eq!(code, Some(0));
 }
 
@@ -619,7 +469,7 @@ fn mka_between_a_gateway_and_a_macsec_consumer() {
         return;
     }
     let d = TempDir::new("gwm");
-    let tb = testbed(&d, Topology::Bump);
+    let tb = testbed(&d, &Topology::Bump, true);
     let psk = d.path("ca.psk");
     let o = d.run(&["keygen", "--mka", "--out", psk.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -652,7 +502,7 @@ fn mka_between_a_gateway_and_a_macsec_consumer() {
     let g1 = Gw::new(&tb, &d, "gw1");
     let p1 = g1.start(&["--psk", p], &mka);
 
-    wait_for(
+    wait_for_or(
         20,
         "the gateway transmits under an agreed SAK with one live peer",
         || {
@@ -666,7 +516,7 @@ fn mka_between_a_gateway_and_a_macsec_consumer() {
         || format!("{}", g1.status()),
     );
     // The consumer resolves the sensor's address through the gateway (ARP crosses it).
-    wait_for(
+    wait_for_or(
         10,
         "ping sensor → consumer",
         || {
@@ -707,8 +557,8 @@ fn mka_between_a_gateway_and_a_macsec_consumer() {
         }
     }
     assert!(macsec > 700 && eapol > 0, "{macsec} MACsec, {eapol} MKA");
-    let (cg, fg) = stop(p1);
-    let (cc, _) = stop(pc);
+    let (cg, fg) = p1.stop_json();
+    let (cc, _) = pc.stop_json();
     assert_eq!((cg, cc), (Some(0), Some(0)));
     assert_eq!(fg["key_source"], "mka", "{fg}");
 }
@@ -717,8 +567,8 @@ fn mka_between_a_gateway_and_a_macsec_consumer() {
 fn bad_options_exit_2_with_a_reason() {
     require_root!();
     let d = TempDir::new("gwo");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let g1 = Gw::new(&tb, &d, "gw1");
     let run = |args: Vec<&str>| -> (Option<i32>, String) {
@@ -845,7 +695,7 @@ fn bad_options_exit_2_with_a_reason() {
 fn mka_between_two_gateways_carries_ping_and_iperf3() {
     require_root!();
     let d = TempDir::new("gwm2");
-    let tb = testbed(&d, Topology::Bump2);
+    let tb = testbed(&d, &Topology::Bump2, true);
     let psk = d.path("ca.psk");
     let o = d.run(&["keygen", "--mka", "--out", psk.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -856,7 +706,7 @@ fn mka_between_two_gateways_carries_ping_and_iperf3() {
     let g2 = Gw::new(&tb, &d, "gw2");
     let p1 = g1.start(&["--psk", p], &mka);
     let p2 = g2.start(&["--psk", p], &mka);
-    wait_for(
+    wait_for_or(
         20,
         "ping ecu1 → ecu2 once the SAK is agreed",
         || {
@@ -883,8 +733,8 @@ fn mka_between_two_gateways_carries_ping_and_iperf3() {
     let st = g2.status();
     assert_eq!(st["key_source"], "mka", "{st}");
     assert_eq!(st["rx"]["drops"], serde_json::json!({}), "{st}");
-    let (c1, _) = stop(p1);
-    let (c2, _) = stop(p2);
+    let (c1, _) = p1.stop_json();
+    let (c2, _) = p2.stop_json();
     assert_eq!((c1, c2), (Some(0), Some(0)));
 }
 
@@ -900,7 +750,7 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
         return;
     }
     let d = TempDir::new("gwi");
-    let tb = testbed(&d, Topology::Bump2);
+    let tb = testbed(&d, &Topology::Bump2, true);
     let mut files = Vec::new();
     for n in ["gw1", "gw2"] {
         let p = d.path(&format!("{n}.toml"));
@@ -1011,7 +861,14 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
     flipped[n - 1] ^= 0x01;
     let legacy = d.path("ecu2.pcap");
     let cap = capture(&e2, "eth0", &legacy);
-    inject(&sw, "to-gw2", &[&replayed, &flipped]);
+    inject(
+        &sw,
+        "to-gw2",
+        &[&replayed, &flipped],
+        0x88B5,
+        Duration::from_millis(5),
+        module_path!(),
+    );
     let after = g2.status();
     let seen = stop_capture(cap, &legacy);
     assert!(seen.is_empty(), "{} frames reached ecu2", seen.len());
@@ -1029,8 +886,8 @@ fn ivnae_gateways_carry_traffic_and_drop_forgeries() {
         "{after}"
     );
     assert_ping(&e1, "10.77.0.2", &[]);
-    let (c1, _) = stop(p1);
-    let (c2, _) = stop(p2);
+    let (c1, _) = p1.stop_json();
+    let (c2, _) = p2.stop_json();
     assert_eq!((c1, c2), (Some(0), Some(0)));
 }
 
@@ -1050,8 +907,8 @@ fn ivnae_key_ids_under_one_key_file_never_share_a_nonce() {
         return;
     }
     let d = TempDir::new("gwn");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "aes128-gcm");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "aes128-gcm", "ca.toml");
     let k = keys.to_str().unwrap();
     let key_file = std::fs::read_to_string(&keys).unwrap();
     let field = |name: &str| -> Vec<u8> {
@@ -1085,7 +942,7 @@ fn ivnae_key_ids_under_one_key_file_never_share_a_nonce() {
     let pings = ["-c", "20", "-i", "0.02"];
     let o = ping(&e1, "10.77.0.2", &pings[..]);
     assert!(o.status.success(), "{}", text(&o.stdout));
-    let (c1, _) = stop(p1);
+    let (c1, _) = p1.stop_json();
     // The same key file and state directory, another key id.
     let p1 = g1.start(&gw(k, "3", &[&rx2]), &[]);
     let o = ping(&e1, "10.77.0.2", &pings[..]);
@@ -1177,8 +1034,22 @@ fn ivnae_key_ids_under_one_key_file_never_share_a_nonce() {
         (&Value::Bool(true), &Value::Bool(false), &Value::from(2)),
         "{b2}"
     );
-    inject(&sw, "to-gw2", &[&v1_of(1)]);
-    inject(&sw, "to-gw1", &[&v1_of(2)]);
+    inject(
+        &sw,
+        "to-gw2",
+        &[&v1_of(1)],
+        0x88B5,
+        Duration::from_millis(5),
+        module_path!(),
+    );
+    inject(
+        &sw,
+        "to-gw1",
+        &[&v1_of(2)],
+        0x88B5,
+        Duration::from_millis(5),
+        module_path!(),
+    );
     let (a1, a2) = (g1.status(), g2.status());
     let total = |s: &Value| -> u64 {
         s["rx"]["drops"]
@@ -1195,8 +1066,8 @@ fn ivnae_key_ids_under_one_key_file_never_share_a_nonce() {
         1,
         "{a1}"
     );
-    let (c3, _) = stop(p1);
-    let (c2, _) = stop(p2);
+    let (c3, _) = p1.stop_json();
+    let (c2, _) = p2.stop_json();
     assert_eq!((c1, c2, c3), (Some(0), Some(0), Some(0)));
 }
 
@@ -1257,8 +1128,8 @@ fn two_legacy_ecus_behind_one_gateway_keep_their_own_addresses() {
         return;
     }
     let d = TempDir::new("gw3");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let (e1, e2, sw) = (ns(&tb, "ecu1"), ns(&tb, "ecu2"), ns(&tb, "sw0"));
     // A third legacy ECU in a namespace of the testbed's prefix (removed with it), on a bridge
@@ -1312,7 +1183,7 @@ fn two_legacy_ecus_behind_one_gateway_keep_their_own_addresses() {
     let c2 = capture(&e2, "eth0", &at_e2);
     let cl = capture(&sw, "to-gw1", &on_link);
     // ecu3 has no static ARP entries: ARP crosses the gateways both ways.
-    wait_for(
+    wait_for_or(
         10,
         "ping ecu3 → ecu2",
         || {
@@ -1350,47 +1221,6 @@ fn two_legacy_ecus_behind_one_gateway_keep_their_own_addresses() {
     );
 }
 
-/// `--keyserver` takes the same options as `macsec up --keyserver`: without --cert/--key/--ca
-/// clap refuses it, next to a PSK it is refused, and an IVN-AE gateway (static keys only) says
-/// so — all exit 2 before anything is created (no root needed).
-#[test]
-fn keyserver_options_are_checked() {
-    let run = |args: &[&str]| {
-        let o = std::process::Command::new(BIN).args(args).output().unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
-    };
-    let base = [
-        "gateway",
-        "--plain",
-        "nosuch-plain0",
-        "--protected",
-        "nosuch-prot0",
-        "--keyserver",
-        "127.0.0.1:9",
-    ];
-    let (code, err) = run(&[&base[..], &["--profile", "macsec-gcm-aes-128"]].concat());
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--cert") && err.contains("--ca"), "{err}");
-    let full = [
-        &base[..],
-        &["--cert", "c.pem", "--key", "c.key", "--ca", "ca.pem"],
-    ]
-    .concat();
-    let (code, err) = run(&[
-        &full[..],
-        &["--profile", "macsec-gcm-aes-128", "--psk", "p.psk"],
-    ]
-    .concat());
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--psk"), "{err}");
-    let (code, err) = run(&[&full[..], &["--profile", "aes128-gcm"]].concat());
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("static keys"), "{err}");
-}
-
 /// `--rcvbuf-mib` sets both ports' kernel receive buffers: the status reports what the kernel
 /// granted (SO_RCVBUF read back: twice the size asked, its bookkeeping share included), and
 /// frames still cross; out of 1 … 1024 it is a usage error naming the option.
@@ -1398,8 +1228,8 @@ fn keyserver_options_are_checked() {
 fn the_socket_buffers_are_what_rcvbuf_mib_asks_for() {
     require_root!();
     let d = TempDir::new("gwrb");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let (g1, g2) = (Gw::new(&tb, &d, "gw1"), Gw::new(&tb, &d, "gw2"));
     for bad in ["0", "1025", "x"] {
@@ -1429,8 +1259,8 @@ fn the_socket_buffers_are_what_rcvbuf_mib_asks_for() {
     let st = g2.status();
     assert_eq!(st["socket_buffers"]["plain"], 8 << 20, "{st}");
     assert_ping(&ns(&tb, "ecu1"), "10.77.0.2", &["-c", "3"]);
-    assert_eq!(stop(p1).0, Some(0));
-    assert_eq!(stop(p2).0, Some(0));
+    assert_eq!(p1.stop_json().0, Some(0));
+    assert_eq!(p2.stop_json().0, Some(0));
 }
 
 /// The scheduling policy of every thread of process `pid`: (policy, priority) from
@@ -1459,8 +1289,8 @@ fn thread_policies(pid: u64) -> Vec<(u64, u64)> {
 fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
     require_root!();
     let d = TempDir::new("gwrt");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let (g1, g2) = (Gw::new(&tb, &d, "gw1"), Gw::new(&tb, &d, "gw2"));
     for bad in ["0", "100", "x"] {
@@ -1499,8 +1329,8 @@ fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
     let pol2 = thread_policies(st2["pid"].as_u64().unwrap());
     assert!(pol2.iter().all(|p| *p == (0, 0)), "{pol2:?}");
     assert_ping(&ns(&tb, "ecu1"), "10.77.0.2", &["-c", "3"]);
-    assert_eq!(stop(p1).0, Some(0));
-    assert_eq!(stop(p2).0, Some(0));
+    assert_eq!(p1.stop_json().0, Some(0));
+    assert_eq!(p2.stop_json().0, Some(0));
 }
 
 /// `--scheduling adaptive`: idle, every thread runs under the normal policy; a flood (iperf3
@@ -1513,8 +1343,8 @@ fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
 fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
     require_root!();
     let d = TempDir::new("gwad");
-    let tb = testbed(&d, Topology::Bump2);
-    let keys = keygen(&d, "macsec-gcm-aes-128");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
     let k = keys.to_str().unwrap();
     let (g1, g2) = (Gw::new(&tb, &d, "gw1"), Gw::new(&tb, &d, "gw2"));
     // Usage errors (exit 2), each naming the options at fault.
@@ -1560,7 +1390,7 @@ fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
         "the flood crossed gw1: {st}"
     );
     // Idle again: back under the normal policy.
-    wait_for(
+    wait_for_or(
         5,
         "gw1's threads back under the normal policy",
         || thread_policies(pid).iter().all(|p| *p == (0, 0)),
@@ -1571,8 +1401,8 @@ fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
     assert_eq!(st2["frames"]["backlog_raises"], 0, "{st2}");
     assert!(st2["frames"]["tap_out"].as_u64().unwrap() > 1000, "{st2}");
     assert_ping(&e1, "10.77.0.2", &["-c", "3"]);
-    assert_eq!(stop(p1).0, Some(0));
-    assert_eq!(stop(p2).0, Some(0));
+    assert_eq!(p1.stop_json().0, Some(0));
+    assert_eq!(p2.stop_json().0, Some(0));
 }
 
 /// A restarted gateway with static keys (`family`: `macsec` or `ivnae`): gw1's protected
@@ -1581,9 +1411,9 @@ fn adaptive_scheduling_raises_the_data_plane_only_while_backlogged() {
 /// while gw1's fresh frames after the restart do.
 fn restarted_gateway_accepts_no_replayed_frame(family: &str) {
     let d = TempDir::new(&format!("gw-rxmark-{family}"));
-    let tb = testbed(&d, Topology::Bump2);
+    let tb = testbed(&d, &Topology::Bump2, true);
     let (k1, k2): (Vec<String>, Vec<String>) = if family == "macsec" {
-        let k = keygen(&d, "macsec-gcm-aes-128")
+        let k = keygen(&d, "macsec-gcm-aes-128", "ca.toml")
             .to_str()
             .unwrap()
             .to_string();
@@ -1597,7 +1427,7 @@ fn restarted_gateway_accepts_no_replayed_frame(family: &str) {
             vec!["--keys".into(), k, "--peer".into(), MAC_GW1_PROT.into()],
         )
     } else {
-        let f1 = keygen(&d, "aes128-gcm");
+        let f1 = keygen(&d, "aes128-gcm", "ca.toml");
         let f2 = d.path("gw2.toml");
         let o = d.run(&[
             "keygen",
@@ -1668,12 +1498,19 @@ fn restarted_gateway_accepts_no_replayed_frame(family: &str) {
     assert_eq!(m["restored_mark"], 0, "{m}");
     let mark = m["mark"].as_u64().unwrap();
     assert!(mark >= 5, "{m}");
-    let (code, _) = stop(p2);
+    let (code, _) = p2.stop_json();
     assert_eq!(code, Some(0));
 
     let _p2 = g2.start(&k2, &cp);
     let refs: Vec<&[u8]> = recorded.iter().map(Vec::as_slice).collect();
-    inject(&sw, "to-gw2", &refs);
+    inject(
+        &sw,
+        "to-gw2",
+        &refs,
+        0x88B5,
+        Duration::from_millis(5),
+        module_path!(),
+    );
     let s = g2.status();
     let n = recorded.len() as u64;
     let m = mark_of(&s);

@@ -4,89 +4,14 @@
 //! and an independent capture (tshark) on the legacy ECU behind the victim gateway, which must
 //! hold only the legitimate sender's frames.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Proc, TempDir, ivnsec, text};
-
-fn num(r: &Value, k: &str) -> u64 {
-    r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"))
-}
-
-#[test]
-fn bad_gateway_options_are_usage_errors() {
-    let d = TempDir::new("gwausage");
-    for (args, needle) in [
-        (
-            &["attack", "--topology", "pair", "--count", "1"][..],
-            "bump2",
-        ),
-        (
-            &["attack", "--topology", "bump", "--profile", "aes128-gcm"][..],
-            "macsec-gcm-aes-128",
-        ),
-        (&["attack", "--topology", "ring"][..], "ring"),
-        (
-            &["attack", "--topology", "bump2", "--profile", "aes128-gcm"][..],
-            "macsec-gcm-aes-128",
-        ),
-        (
-            &["attack", "--topology", "bump2", "--testbed", "ivn-000000"][..],
-            "--testbed",
-        ),
-        (&["attack", "--topology", "bump2", "--mka"][..], "--mka"),
-    ] {
-        let o = ivnsec(&d, args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(
-            text(&o.stderr).contains(needle),
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
-    }
-    let o = ivnsec(&d, &["attack", "--help"]);
-    assert!(
-        text(&o.stdout).contains("ivnsec attack --topology bump2"),
-        "{}",
-        text(&o.stdout)
-    );
-}
-
-/// tshark on `dev` in `ns` into a classic pcap file; returns once it captures.
-fn capture(ns: &str, dev: &str, file: &Path) -> Proc {
-    let mut c = Command::new("ip")
-        .args(["netns", "exec", ns, "tshark", "-i", dev, "-F", "pcap", "-w"])
-        .arg(file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(c.stderr.take().unwrap());
-    let mut line = String::new();
-    let mut said = String::new();
-    loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "tshark ended before capturing: {said} (exit {:?})",
-            c.wait().ok()
-        );
-        said.push_str(&line);
-        if line.contains("Capturing on") {
-            break;
-        }
-    }
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    Proc(Some(c))
-}
+use crate::common::json::u64_of;
+use crate::common::net::capture;
+use crate::common::{TempDir, text};
 
 /// Every class through two gateways: nothing forged reaches the legacy ECU, the victim gateway
 /// drops every injected MACsec frame and counts it by reason, the legitimate ping-pong loses
@@ -197,12 +122,12 @@ fn attack_through(t: &Through) {
     let doc: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&o.stdout), text(&o.stderr)));
     let rs = doc["results"].as_array().unwrap();
-    // As for the other families (tests/attack.rs): exit 1 only for what the flood did to the
+    // As for the other families (testbed_pair/attack.rs): exit 1 only for what the flood did to the
     // legitimate traffic on this shared machine, which the result reports; nothing else fails.
     let flood_loss = rs.iter().any(|r| {
         r["attack"] == "flood"
-            && (num(r, "legit_delivered") < num(r, "legit_sent")
-                || num(r, "legit_exchanges_lost") > 0)
+            && (u64_of(r, "legit_delivered") < u64_of(r, "legit_sent")
+                || u64_of(r, "legit_exchanges_lost") > 0)
     });
     assert_eq!(
         o.status.code(),
@@ -225,14 +150,18 @@ fn attack_through(t: &Through) {
         let attack = r["attack"].as_str().unwrap();
         let what = format!("{attack}: {r}");
         assert_eq!(r["profile"], "macsec-gcm-aes-128", "{what}");
-        assert_eq!(num(r, "accepted"), 0, "{what}");
-        assert_eq!(num(&r["gateway"], "reached_legacy"), 0, "{what}");
-        assert!(num(r, "legit_sent") > 0, "{what}");
+        assert_eq!(u64_of(r, "accepted"), 0, "{what}");
+        assert_eq!(u64_of(&r["gateway"], "reached_legacy"), 0, "{what}");
+        assert!(u64_of(r, "legit_sent") > 0, "{what}");
         if attack != "flood" {
-            assert_eq!(num(r, "legit_delivered"), num(r, "legit_sent"), "{what}");
-            assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
+            assert_eq!(
+                u64_of(r, "legit_delivered"),
+                u64_of(r, "legit_sent"),
+                "{what}"
+            );
+            assert_eq!(u64_of(r, "legit_exchanges_lost"), 0, "{what}");
         }
-        let injected = num(r, "injected");
+        let injected = u64_of(r, "injected");
         let dropped: u64 = r["dropped"]
             .as_object()
             .unwrap()
@@ -242,7 +171,7 @@ fn attack_through(t: &Through) {
         // Every injected frame is either dropped by the victim's SecY (by reason) or, not
         // being MACsec, refused by its protected port and never counted (downgrade's plain
         // frames); nothing else.
-        assert_eq!(dropped + num(r, "not_seen"), injected, "{what}");
+        assert_eq!(dropped + u64_of(r, "not_seen"), injected, "{what}");
         assert_eq!(r["gateway"]["victim"], t.victim, "{what}");
         let gw2 = &r["gateway"]["drops"][t.victim];
         let expect: &[&str] = match attack {
@@ -262,14 +191,14 @@ fn attack_through(t: &Through) {
             );
         }
         match attack {
-            "downgrade" => assert!(num(r, "not_seen") > 0, "{what}"),
+            "downgrade" => assert!(u64_of(r, "not_seen") > 0, "{what}"),
             // The flood outruns the victim gateway: what the kernel dropped at its full
             // protected-port queue is never judged, and is reported.
             "flood" => assert!(
-                num(r, "not_seen") <= num(&r["gateway"]["queue_drops"], t.victim),
+                u64_of(r, "not_seen") <= u64_of(&r["gateway"]["queue_drops"], t.victim),
                 "{what}"
             ),
-            _ => assert_eq!(num(r, "not_seen"), 0, "{what}"),
+            _ => assert_eq!(u64_of(r, "not_seen"), 0, "{what}"),
         }
         if attack == "flood" {
             assert!(injected > 10_000, "{what}");

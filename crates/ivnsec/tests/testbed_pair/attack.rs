@@ -8,46 +8,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::{BIN, TempDir, ivnsec};
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[test]
-fn bad_input_is_a_usage_error() {
-    let d = TempDir::new("usage");
-    for (args, needle) in [
-        (&["attack", "--profile", "aes512-gcm"][..], "aes512-gcm"),
-        (&["attack", "--profile", "secoc-cmac-aes512"][..], "SecOC"),
-        (&["attack", "--profile", "someip-aes512-gcm"][..], "SOME/IP"),
-        (
-            &["attack", "--profile", "someip-aes128-gcm/none"][..],
-            "SOME/IP",
-        ),
-        (&["attack", "--count", "0"][..], "--count"),
-        (&["attack", "--payload", "4"][..], "--payload"),
-        (&["attack", "--flood-seconds", "0"][..], "--flood-seconds"),
-        (&["attack", "--attack", "teleport"][..], "teleport"),
-        (&["attack", "--all", "--profile", "aes128-gcm"][..], "--all"),
-        (&["attack", "--rcvbuf-mib", "0"][..], "--rcvbuf-mib"),
-        (&["attack", "--flood-switch", "bus"][..], "bus"),
-    ] {
-        let o = ivnsec(&d, args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
-        assert!(err(&o).contains(needle), "{args:?}: {}", err(&o));
-    }
-    let o = ivnsec(&d, &["attack", "--help"]);
-    assert!(o.status.success());
-    let help = String::from_utf8_lossy(&o.stdout);
-    for class in ["replay-w1024", "bit-flip", "downgrade", "flood"] {
-        assert!(help.contains(class), "{help}");
-    }
-    // The default profiles include one SecOC and one secured SOME/IP profile.
-    for p in ["secoc-cmac-aes128", "someip-aes128-gcm/conf"] {
-        assert!(help.contains(p), "{help}");
-    }
-}
+use crate::common::json::u64_of;
+use crate::common::{BIN, TempDir, ivnsec, stderr};
 
 /// Without privileges (root drops to `nobody` with setpriv) the attack cannot inject: exit 3
 /// with a sentence saying what is needed.
@@ -78,8 +40,8 @@ fn without_privileges_exits_3() {
         .env("IVNSEC_STATE_DIR", d.state())
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
-    assert!(err(&o).contains("root"), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("root"), "{}", stderr(&o));
 }
 
 fn results(o: &Output) -> Vec<Value> {
@@ -87,14 +49,10 @@ fn results(o: &Output) -> Vec<Value> {
         panic!(
             "JSON: {e}\n{}\n{}",
             String::from_utf8_lossy(&o.stdout),
-            err(o)
+            stderr(o)
         )
     });
     v["results"].as_array().unwrap().clone()
-}
-
-fn num(r: &Value, k: &str) -> u64 {
-    r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"))
 }
 
 /// One result of a run in which nothing may be accepted, with what every check needs.
@@ -116,12 +74,12 @@ fn judged(r: &Value) -> Judged<'_> {
         r["attack"].as_str().unwrap(),
     );
     let what = format!("{profile} {attack}: {r}");
-    assert_eq!(num(r, "accepted"), 0, "{what}");
+    assert_eq!(u64_of(r, "accepted"), 0, "{what}");
     let dropped = r["dropped"].as_object().unwrap();
     let sum: u64 = dropped.values().map(|v| v.as_u64().unwrap()).sum();
-    let injected = num(r, "injected");
-    assert_eq!(sum + num(r, "not_seen"), injected, "{what}");
-    assert!(num(r, "legit_sent") > 0, "{what}");
+    let injected = u64_of(r, "injected");
+    assert_eq!(sum + u64_of(r, "not_seen"), injected, "{what}");
+    assert!(u64_of(r, "legit_sent") > 0, "{what}");
     Judged {
         profile,
         attack,
@@ -136,14 +94,14 @@ fn judged(r: &Value) -> Judged<'_> {
 fn check_exit_code(o: &Output, rs: &[Value]) {
     let flood_loss = rs.iter().any(|r| {
         r["attack"] == "flood"
-            && (num(r, "legit_delivered") < num(r, "legit_sent")
-                || num(r, "legit_exchanges_lost") > 0)
+            && (u64_of(r, "legit_delivered") < u64_of(r, "legit_sent")
+                || u64_of(r, "legit_exchanges_lost") > 0)
     });
     assert_eq!(
         o.status.code(),
         Some(if flood_loss { 1 } else { 0 }),
         "{}",
-        err(o)
+        stderr(o)
     );
 }
 
@@ -177,7 +135,7 @@ fn nothing_forged_is_accepted() {
         ],
     );
     let rs = results(&o);
-    assert_eq!(rs.len(), 30, "{}", err(&o));
+    assert_eq!(rs.len(), 30, "{}", stderr(&o));
     let mut captured = 0;
     for r in &rs {
         let Judged {
@@ -192,14 +150,14 @@ fn nothing_forged_is_accepted() {
         let has = |k: &str| dropped.contains_key(k);
         // Every frame lost in front of the receiver is one its socket counted (a full queue),
         // or, outside the flood, one the switch refused (a group source address).
-        let undelivered = num(r, "legit_sent") - num(r, "legit_delivered");
-        let rx_qdrops = num(r, "receiver_socket_drops");
-        assert!(rx_qdrops <= num(r, "not_seen") + undelivered, "{what}");
-        let _ = num(r, "initiator_socket_drops");
+        let undelivered = u64_of(r, "legit_sent") - u64_of(r, "legit_delivered");
+        let rx_qdrops = u64_of(r, "receiver_socket_drops");
+        assert!(rx_qdrops <= u64_of(r, "not_seen") + undelivered, "{what}");
+        let _ = u64_of(r, "initiator_socket_drops");
         if attack == "flood" {
             assert!(injected > 0, "{what}");
             assert_eq!(r["switch"], "static", "{what}");
-            assert_eq!(num(r, "not_seen") + undelivered, rx_qdrops, "{what}");
+            assert_eq!(u64_of(r, "not_seen") + undelivered, rx_qdrops, "{what}");
             captured += injected.min(10_000);
             continue;
         }
@@ -207,9 +165,13 @@ fn nothing_forged_is_accepted() {
         captured += injected;
         assert_eq!(injected, count, "{what}");
         // A flipped bit may make the source address a group address, which the switch drops.
-        assert!(num(r, "not_seen") * 100 <= injected, "{what}");
-        assert_eq!(num(r, "legit_delivered"), num(r, "legit_sent"), "{what}");
-        assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
+        assert!(u64_of(r, "not_seen") * 100 <= injected, "{what}");
+        assert_eq!(
+            u64_of(r, "legit_delivered"),
+            u64_of(r, "legit_sent"),
+            "{what}"
+        );
+        assert_eq!(u64_of(r, "legit_exchanges_lost"), 0, "{what}");
         let esp = profile.starts_with("esp-");
         let macsec = profile.starts_with("macsec-");
         match attack {
@@ -276,7 +238,7 @@ fn udp_families_accept_nothing_forged() {
         ],
     );
     let rs = results(&o);
-    assert_eq!(rs.len(), 20, "{}", err(&o));
+    assert_eq!(rs.len(), 20, "{}", stderr(&o));
     for r in &rs {
         let Judged {
             profile,
@@ -291,9 +253,13 @@ fn udp_families_accept_nothing_forged() {
             continue;
         }
         assert_eq!(injected, count, "{what}");
-        assert_eq!(num(r, "not_seen"), 0, "{what}");
-        assert_eq!(num(r, "legit_delivered"), num(r, "legit_sent"), "{what}");
-        assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
+        assert_eq!(u64_of(r, "not_seen"), 0, "{what}");
+        assert_eq!(
+            u64_of(r, "legit_delivered"),
+            u64_of(r, "legit_sent"),
+            "{what}"
+        );
+        assert_eq!(u64_of(r, "legit_exchanges_lost"), 0, "{what}");
         let has = |k: &str| dropped.contains_key(k);
         let only = |ks: &[&str]| dropped.keys().all(|k| ks.contains(&k.as_str()));
         let secoc = profile.starts_with("secoc-");
@@ -387,7 +353,7 @@ fn classes_back_to_back_stay_apart() {
         .into_iter()
         .flat_map(|p| classes.map(|c| (p, c)))
         .collect();
-    assert_eq!(order, expected, "{}", err(&o));
+    assert_eq!(order, expected, "{}", stderr(&o));
     for r in &rs {
         let Judged {
             attack,
@@ -397,10 +363,10 @@ fn classes_back_to_back_stay_apart() {
             injected,
             ..
         } = judged(r);
-        let undelivered = num(r, "legit_sent") - num(r, "legit_delivered");
+        let undelivered = u64_of(r, "legit_sent") - u64_of(r, "legit_delivered");
         assert_eq!(
-            num(r, "not_seen") + undelivered,
-            num(r, "receiver_socket_drops"),
+            u64_of(r, "not_seen") + undelivered,
+            u64_of(r, "receiver_socket_drops"),
             "{what}"
         );
         if attack == "flood" {
@@ -410,7 +376,7 @@ fn classes_back_to_back_stay_apart() {
         assert_eq!(injected, count, "{what}");
         assert_eq!(sum, injected, "{what}");
         assert_eq!(undelivered, 0, "{what}");
-        assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
+        assert_eq!(u64_of(r, "legit_exchanges_lost"), 0, "{what}");
         if attack.starts_with("replay-") {
             let reasons: Vec<&str> = dropped.keys().map(String::as_str).collect();
             assert_eq!(reasons, ["replay_duplicate", "replay_too_old"], "{what}");
@@ -448,16 +414,16 @@ fn profiles_without_a_key_accept_forgeries_and_fail() {
             "--json",
         ],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let rs = results(&o);
     assert_eq!(rs.len(), 6);
     for r in &rs {
         let what = r.to_string();
         // `someip-nosec` has no counter either: its replays get through too.
         if r["attack"] == "no-key" || r["profile"] == "someip-nosec" {
-            assert_eq!(num(r, "accepted"), 100, "{what}");
+            assert_eq!(u64_of(r, "accepted"), 100, "{what}");
         } else {
-            assert_eq!(num(r, "accepted"), 0, "{what}");
+            assert_eq!(u64_of(r, "accepted"), 0, "{what}");
         }
     }
     assert!(d.leftover_testbeds().is_empty());
@@ -491,21 +457,21 @@ fn flood_losses_are_counted_by_the_sockets() {
         ],
     );
     let rs = results(&o);
-    assert_eq!(rs.len(), 2, "{}", err(&o));
+    assert_eq!(rs.len(), 2, "{}", stderr(&o));
     for r in &rs {
         let what = r.to_string();
         assert_eq!(r["switch"], "hub", "{what}");
-        assert_eq!(num(r, "accepted"), 0, "{what}");
-        let undelivered = num(r, "legit_sent") - num(r, "legit_delivered");
+        assert_eq!(u64_of(r, "accepted"), 0, "{what}");
+        let undelivered = u64_of(r, "legit_sent") - u64_of(r, "legit_delivered");
         assert_eq!(
-            num(r, "not_seen") + undelivered,
-            num(r, "receiver_socket_drops"),
+            u64_of(r, "not_seen") + undelivered,
+            u64_of(r, "receiver_socket_drops"),
             "{what}"
         );
         assert_eq!(undelivered, 0, "{what}");
-        assert_eq!(num(r, "legit_exchanges_lost"), 0, "{what}");
-        assert_eq!(num(r, "initiator_socket_drops"), 0, "{what}");
+        assert_eq!(u64_of(r, "legit_exchanges_lost"), 0, "{what}");
+        assert_eq!(u64_of(r, "initiator_socket_drops"), 0, "{what}");
     }
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(d.leftover_testbeds().is_empty());
 }

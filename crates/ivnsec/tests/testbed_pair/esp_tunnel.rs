@@ -10,18 +10,18 @@
 //! need root and skip with a printed reason otherwise.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common;
-
+use crate::common::esp::{Keys, PROFILE, keys};
+use crate::common::net::{VethPair, ip, ping};
 use crate::common::{Proc, TempDir, spawn_until_ready, text};
 
-const PROFILE: &str = "esp-aes128-gcm";
 const SPI_AB: &str = "0x1001";
 const SPI_BA: &str = "0x1002";
 
@@ -61,38 +61,18 @@ fn inner6(side: char) -> &'static str {
     }
 }
 
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().unwrap();
-    assert!(o.status.success(), "ip {args:?}: {}", text(&o.stderr));
-}
-
-/// Two namespaces `<prefix>-a` / `-b` joined by a veth pair `<prefix>a` / `<prefix>b` with the
-/// outer addresses; deleted on drop (after the processes of the test, declared later).
-struct Pair {
-    prefix: String,
+/// The ESP fixture: a [`VethPair`] whose ends carry the outer addresses (IPv4 or IPv6).
+struct EspPair {
+    veth: VethPair,
     outer: Outer,
 }
 
-impl Pair {
-    fn new(outer: Outer) -> Pair {
-        let prefix = ivnsec_net::testbed::random_prefix().unwrap();
-        let p = Pair { prefix, outer };
-        ip(&["netns", "add", &p.ns('a')]);
-        ip(&["netns", "add", &p.ns('b')]);
-        ip(&[
-            "link",
-            "add",
-            &p.veth('a'),
-            "netns",
-            &p.ns('a'),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &p.veth('b'),
-            "netns",
-            &p.ns('b'),
-        ]);
+impl EspPair {
+    fn new(outer: Outer) -> EspPair {
+        let p = EspPair {
+            veth: VethPair::new(),
+            outer,
+        };
         for s in ['a', 'b'] {
             let (ns, dev) = (p.ns(s), p.veth(s));
             let addr = format!("{}{}", outer.addr(s), outer.prefix());
@@ -102,57 +82,15 @@ impl Pair {
             }
             ip(&args);
             ip(&["-n", &ns, "link", "set", &dev, "mtu", "1500", "up"]);
-            ip(&["-n", &ns, "link", "set", "lo", "up"]);
         }
         p
     }
-    fn ns(&self, side: char) -> String {
-        format!("{}-{side}", self.prefix)
-    }
-    fn veth(&self, side: char) -> String {
-        format!("{}{side}", self.prefix)
-    }
-    fn tun(&self, side: char) -> String {
-        format!("{}t{side}", self.prefix)
-    }
-    /// `ip netns exec NS PROGRAM`.
-    fn exec(&self, side: char, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns(side), program]);
-        c
-    }
-    fn output(&self, side: char, program: &str, args: &[&str]) -> Output {
-        self.exec(side, program).args(args).output().unwrap()
-    }
 }
 
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for s in ['a', 'b'] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(s)])
-                .status();
-        }
-    }
-}
-
-fn keygen(d: &TempDir, name: &str) -> PathBuf {
-    let p = d.path(name);
-    let o = d.run(&["keygen", "--profile", PROFILE, "--out", p.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    p
-}
-
-/// The key files of both directions.
-struct Keys {
-    ab: PathBuf,
-    ba: PathBuf,
-}
-
-fn keys(d: &TempDir) -> Keys {
-    Keys {
-        ab: keygen(d, "a2b.toml"),
-        ba: keygen(d, "b2a.toml"),
+impl std::ops::Deref for EspPair {
+    type Target = VethPair;
+    fn deref(&self) -> &VethPair {
+        &self.veth
     }
 }
 
@@ -167,7 +105,7 @@ fn key_hex(file: &Path) -> String {
 }
 
 /// `esp up` on one side; `extra` after the usual options.
-fn up(d: &TempDir, p: &Pair, k: &Keys, side: char, extra: &[&str]) -> Proc {
+fn up(d: &TempDir, p: &EspPair, k: &Keys, side: char, extra: &[&str]) -> Proc {
     let (txs, rxs) = if side == 'a' {
         (SPI_AB, SPI_BA)
     } else {
@@ -179,7 +117,7 @@ fn up(d: &TempDir, p: &Pair, k: &Keys, side: char, extra: &[&str]) -> Proc {
 /// [`up`] with the SPIs given (transmit, receive).
 fn up_spis(
     d: &TempDir,
-    p: &Pair,
+    p: &EspPair,
     k: &Keys,
     side: char,
     (txs, rxs): (&str, &str),
@@ -228,7 +166,7 @@ fn up_spis(
     spawn_until_ready(c, "running until", &format!("esp up ({side})"))
 }
 
-fn status(d: &TempDir, side: char) -> Value {
+fn esp_status(d: &TempDir, side: char) -> Value {
     let p = d.path(&format!("status-{side}.json"));
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
@@ -245,16 +183,12 @@ fn delivered_all(s: &Value) -> bool {
 fn status_when(d: &TempDir, side: char, f: impl Fn(&Value) -> bool) -> Value {
     let end = Instant::now() + Duration::from_secs(5);
     loop {
-        let s = status(d, side);
+        let s = esp_status(d, side);
         if f(&s) || Instant::now() > end {
             return s;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn ping(p: &Pair, from: char, to: &str, count: &str) -> Output {
-    p.output(from, "ping", &["-c", count, "-i", "0.2", "-W", "2", to])
 }
 
 fn require(programs: &[&str]) -> Option<String> {
@@ -305,7 +239,7 @@ struct Sniffer {
 }
 
 impl Sniffer {
-    fn start(p: &Pair, side: char) -> Sniffer {
+    fn start(p: &EspPair, side: char) -> Sniffer {
         let v = match p.outer {
             Outer::V4 => "4",
             Outer::V6 => "6",
@@ -375,14 +309,14 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
         return;
     }
     let d = TempDir::new("esp-tun");
-    let p = Pair::new(Outer::V4);
+    let p = EspPair::new(Outer::V4);
     let k = keys(&d);
     let _a = up(&d, &p, &k, 'a', &[]);
     let _b = up(&d, &p, &k, 'b', &[]);
     let sniff = Sniffer::start(&p, 'b');
 
     // The TUN's MTU: the path's 1500 less 54 (AES-GCM over IPv4: 20 + 8 + 8 + 2 + 16).
-    let s = status(&d, 'a');
+    let s = esp_status(&d, 'a');
     assert_eq!(s["mtu"]["tun"], 1446, "{s}");
     let o = Command::new("ip")
         .args(["-n", &p.ns('a'), "link", "show", "dev", &p.tun('a')])
@@ -396,7 +330,7 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
     );
 
     for to in [inner4('b'), inner6('b')] {
-        let o = ping(&p, 'a', to, "3");
+        let o = ping(&p.ns('a'), to, &["-c", "3", "-i", "0.2"]);
         assert!(o.status.success(), "ping {to}: {}", text(&o.stdout));
     }
     // A ping filling the TUN's MTU exactly, with DF: goes through in one outer packet.
@@ -602,9 +536,9 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
     let sb = status_when(&d, 'b', |s| {
         delivered_all(s)
             && s["rx"]["packets"].as_u64().unwrap() + 3
-                >= status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
+                >= esp_status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
     });
-    let sa = status(&d, 'a');
+    let sa = esp_status(&d, 'a');
     assert_eq!(sb["rx"]["drops"], serde_json::json!({}), "{sb}");
     assert_eq!(sb["packets"]["esp_in"], sb["rx"]["packets"], "{sb}");
     assert_eq!(sb["packets"]["tun_out"], sb["rx"]["packets"], "{sb}");
@@ -631,7 +565,7 @@ fn ping_iperf3_and_scp_run_through_the_tunnel() {
 
 /// iperf3 TCP for 1 s from `from` to the other side's inner IPv4 (or, `v6`, IPv6) address; the
 /// bytes received.
-fn iperf3_tcp(p: &Pair, from: char, v6: bool) -> f64 {
+fn iperf3_tcp(p: &EspPair, from: char, v6: bool) -> f64 {
     let to = if from == 'a' { 'b' } else { 'a' };
     let addr = if v6 { inner6(to) } else { inner4(to) };
     let server = p
@@ -661,11 +595,11 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
         return;
     }
     let d = TempDir::new("esp-udpoff");
-    let p = Pair::new(Outer::V4);
+    let p = EspPair::new(Outer::V4);
     let k = keys(&d);
     let _a = up(&d, &p, &k, 'a', &["--udp-encap"]);
     let _b = up(&d, &p, &k, 'b', &["--udp-encap"]);
-    let o = ping(&p, 'a', inner4('b'), "2");
+    let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "ping: {}", text(&o.stdout));
     for v6 in [false, true] {
         assert!(iperf3_tcp(&p, 'a', v6) > 1e6);
@@ -679,7 +613,7 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
     let sb = status_when(&d, 'b', |s| {
         delivered_all(s)
             && s["rx"]["packets"].as_u64().unwrap() + 3
-                >= status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
+                >= esp_status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
     });
     for s in [&sa, &sb] {
         assert_eq!(s["offload"]["udp_gso"], true, "{s}");
@@ -704,12 +638,12 @@ fn no_offload_interoperates_with_the_offload_path() {
         return;
     }
     let d = TempDir::new("esp-nooff");
-    let p = Pair::new(Outer::V4);
+    let p = EspPair::new(Outer::V4);
     let k = keys(&d);
     let _a = up(&d, &p, &k, 'a', &[]);
     let _b = up(&d, &p, &k, 'b', &["--no-offload"]);
     for to in [inner4('b'), inner6('b')] {
-        let o = ping(&p, 'a', to, "2");
+        let o = ping(&p.ns('a'), to, &["-c", "2", "-i", "0.2"]);
         assert!(o.status.success(), "ping {to}: {}", text(&o.stdout));
     }
     assert!(iperf3_tcp(&p, 'a', false) > 1e6);
@@ -744,7 +678,7 @@ fn ipv6_outer_udp_encap_and_tshark_decrypts_the_capture() {
         return;
     }
     let d = TempDir::new("esp-tun6");
-    let p = Pair::new(Outer::V6);
+    let p = EspPair::new(Outer::V6);
     let k = keys(&d);
     let pcap = d.path("a.pcap");
     let mut a = up(
@@ -756,10 +690,10 @@ fn ipv6_outer_udp_encap_and_tshark_decrypts_the_capture() {
     );
     let _b = up(&d, &p, &k, 'b', &["--udp-encap"]);
     // 1500 − 40 (IPv6) − 8 (UDP) − 8 − 8 − 16, aligned: 1418.
-    assert_eq!(status(&d, 'a')["mtu"]["tun"], 1418);
-    assert_eq!(status(&d, 'a')["encapsulation"], "udp 4500");
+    assert_eq!(esp_status(&d, 'a')["mtu"]["tun"], 1418);
+    assert_eq!(esp_status(&d, 'a')["encapsulation"], "udp 4500");
     for to in [inner4('b'), inner6('b')] {
-        let o = ping(&p, 'a', to, "2");
+        let o = ping(&p.ns('a'), to, &["-c", "2", "-i", "0.2"]);
         assert!(o.status.success(), "ping {to}: {}", text(&o.stdout));
     }
     // SIGTERM: a stops cleanly and flushes the capture.
@@ -835,13 +769,13 @@ fn replayed_and_forged_esp_is_dropped_and_counted_by_reason() {
         return;
     }
     let d = TempDir::new("esp-tun-attack");
-    let p = Pair::new(Outer::V4);
+    let p = EspPair::new(Outer::V4);
     let k = keys(&d);
     let events = d.path("events-b.jsonl");
     let _a = up(&d, &p, &k, 'a', &[]);
     let _b = up(&d, &p, &k, 'b', &["--events", events.to_str().unwrap()]);
     let sniff = Sniffer::start(&p, 'b');
-    let o = ping(&p, 'a', inner4('b'), "2");
+    let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "{}", text(&o.stdout));
     let seen = sniff.take();
     let (_, esp) = seen
@@ -886,7 +820,7 @@ fn replayed_and_forged_esp_is_dropped_and_counted_by_reason() {
     );
     assert_eq!(s["packets"]["tun_out"].as_u64().unwrap(), delivered, "{s}");
     // The tunnel still works, and the drops were logged as events.
-    let o = ping(&p, 'a', inner4('b'), "1");
+    let o = ping(&p.ns('a'), inner4('b'), &["-c", "1", "-i", "0.2"]);
     assert!(o.status.success(), "{}", text(&o.stdout));
     let end = Instant::now() + Duration::from_secs(3);
     let has = |ev: &str, reason: &str| {
@@ -919,30 +853,30 @@ fn kill_9_and_restart_never_repeat_a_sequence_number() {
         return;
     }
     let d = TempDir::new("esp-tun-kill");
-    let p = Pair::new(Outer::V4);
+    let p = EspPair::new(Outer::V4);
     let k = keys(&d);
     let _b = up(&d, &p, &k, 'b', &[]);
     let sniff = Sniffer::start(&p, 'b');
     let mut a = up(&d, &p, &k, 'a', &["--reserve-block", "16"]);
-    let o = ping(&p, 'a', inner4('b'), "5");
+    let o = ping(&p.ns('a'), inner4('b'), &["-c", "5", "-i", "0.2"]);
     assert!(
         o.status.success(),
         "{}\n{}\n{}",
         text(&o.stdout),
-        status(&d, 'a'),
-        status(&d, 'b')
+        esp_status(&d, 'a'),
+        esp_status(&d, 'b')
     );
-    let first_run = status(&d, 'a');
+    let first_run = esp_status(&d, 'a');
     assert_eq!(first_run["tx"]["first_seq"], 1);
     a.0.as_mut().unwrap().kill().unwrap(); // SIGKILL
     let _ = a.0.as_mut().unwrap().wait();
     drop(a);
 
     let _a2 = up(&d, &p, &k, 'a', &["--reserve-block", "16"]);
-    let second = status(&d, 'a');
+    let second = esp_status(&d, 'a');
     let first2 = second["tx"]["first_seq"].as_u64().unwrap();
     assert!(first2 > 5, "restart began at {first2}: {second}");
-    let o = ping(&p, 'a', inner4('b'), "5");
+    let o = ping(&p.ns('a'), inner4('b'), &["-c", "5", "-i", "0.2"]);
     assert!(
         o.status.success(),
         "the peer dropped the restarted sender's packets: {}",
@@ -963,7 +897,7 @@ fn kill_9_and_restart_never_repeat_a_sequence_number() {
         "a sequence number repeated: {seqs:?}"
     );
     assert!(seqs.iter().any(|&s| u64::from(s) >= first2), "{seqs:?}");
-    let sb = status(&d, 'b');
+    let sb = esp_status(&d, 'b');
     assert_eq!(sb["rx"]["drops"], serde_json::json!({}), "{sb}");
 
     // The same key under another SPI: the nonce (salt ‖ sequence number) has no SPI in it, so
@@ -977,103 +911,13 @@ fn kill_9_and_restart_never_repeat_a_sequence_number() {
         ("0x3001", SPI_BA),
         &["--reserve-block", "16"],
     );
-    let third = status(&d, 'a');
+    let third = esp_status(&d, 'a');
     let first3 = third["tx"]["first_seq"].as_u64().unwrap();
     let highest = seqs.iter().copied().max().unwrap_or(0);
     assert!(
         first3 > u64::from(highest),
         "the key under a new SPI began at {first3}, at or below {highest}: {third}"
     );
-}
-
-/// Bad input exits 2 with a sentence naming the problem, before anything is created (no root
-/// needed for these).
-#[test]
-fn bad_input_is_refused_with_a_clear_message() {
-    let d = TempDir::new("esp-tun-bad");
-    let k = keys(&d);
-    let state = d.path("state");
-    let base = |tx: &Path, local: &str, remote: &str, tx_spi: &str| -> Vec<String> {
-        [
-            "esp",
-            "up",
-            "--tun",
-            "ivnbad0",
-            "--local",
-            local,
-            "--remote",
-            remote,
-            "--profile",
-            PROFILE,
-            "--tx-keys",
-            tx.to_str().unwrap(),
-            "--rx-keys",
-            k.ba.to_str().unwrap(),
-            "--tx-spi",
-            tx_spi,
-            "--rx-spi",
-            "0x1002",
-            "--state-dir",
-            state.to_str().unwrap(),
-        ]
-        .map(String::from)
-        .to_vec()
-    };
-    let run = |args: Vec<String>| -> (i32, String) {
-        let o = d.cmd().args(&args).output().unwrap();
-        (o.status.code().unwrap_or(-1), text(&o.stderr))
-    };
-    let v4 = ("192.0.2.1", "192.0.2.2");
-
-    let missing = d.path("missing.toml");
-    let (c, e) = run(base(&missing, v4.0, v4.1, "0x1001"));
-    assert_eq!(c, 2, "{e}");
-    assert!(
-        e.contains("missing.toml") && e.contains("ivnsec keygen"),
-        "{e}"
-    );
-
-    let loose = d.path("loose.toml");
-    std::fs::copy(&k.ab, &loose).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let (c, e) = run(base(&loose, v4.0, v4.1, "0x1001"));
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("chmod 600"), "{e}");
-
-    let (c, e) = run(base(&k.ab, v4.0, v4.1, "0"));
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("--tx-spi 0") && e.contains("RFC 4303"), "{e}");
-
-    let (c, e) = run(base(&k.ab, "192.0.2.1", "2001:db8::2", "0x1001"));
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("IPv4/IPv6 mix"), "{e}");
-
-    // One key for both directions would make both ends reuse each other's nonces.
-    let mut same = base(&k.ab, v4.0, v4.1, "0x1001");
-    let i = same.iter().position(|a| a == "--rx-keys").unwrap();
-    same[i + 1] = k.ab.to_str().unwrap().to_string();
-    let (c, e) = run(same);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("same key"), "{e}");
-
-    let mut no_state = base(&k.ab, v4.0, v4.1, "0x1001");
-    no_state.truncate(no_state.len() - 2);
-    let (c, e) = run(no_state);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("--state-dir"), "{e}");
-
-    let mut wrong = base(&k.ab, v4.0, v4.1, "0x1001");
-    let i = wrong.iter().position(|a| a == "--profile").unwrap();
-    wrong[i + 1] = "macsec-gcm-aes-128".into();
-    let (c, e) = run(wrong);
-    assert_eq!(c, 2, "{e}");
-    assert!(e.contains("esp-"), "{e}");
-
-    // --help has an example.
-    let o = d.run(&["esp", "up", "--help"]);
-    assert!(text(&o.stdout).contains("Example"), "{}", text(&o.stdout));
-    let _ = std::io::stderr().flush();
 }
 
 /// The `send` rules at the edges: with `--seq-limit 5` the tunnel sends sequence numbers 1 to 5
@@ -1084,7 +928,7 @@ fn bad_input_is_refused_with_a_clear_message() {
 fn sequence_limit_stops_with_exit_1_and_a_used_key_without_state_is_refused() {
     require_root!();
     let d = TempDir::new("esp-tun-limit");
-    let p = Pair::new(Outer::V4);
+    let p = EspPair::new(Outer::V4);
     let k = keys(&d);
     let _b = up(&d, &p, &k, 'b', &[]);
     let mut a = up(
@@ -1094,7 +938,7 @@ fn sequence_limit_stops_with_exit_1_and_a_used_key_without_state_is_refused() {
         'a',
         &["--seq-limit", "5", "--reserve-block", "1"],
     );
-    let _ = ping(&p, 'a', inner4('b'), "8");
+    let _ = ping(&p.ns('a'), inner4('b'), &["-c", "8", "-i", "0.2"]);
     let child = a.0.as_mut().unwrap();
     let end = Instant::now() + Duration::from_secs(5);
     let code = loop {
@@ -1105,9 +949,9 @@ fn sequence_limit_stops_with_exit_1_and_a_used_key_without_state_is_refused() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(code, Some(1));
-    let sb = status(&d, 'b');
+    let sb = esp_status(&d, 'b');
     assert_eq!(sb["rx"]["highest_seq"], 5, "{sb}");
-    let sa = status(&d, 'a');
+    let sa = esp_status(&d, 'a');
     assert_eq!(sa["tx"]["packets"], 5, "{sa}");
 
     // The same key, a fresh state directory: refused before anything is created.
@@ -1211,7 +1055,7 @@ fn a_restarted_tunnel_accepts_no_replayed_packet() {
         return;
     }
     let d = TempDir::new("esp-tun-rxmark");
-    let p = Pair::new(Outer::V4);
+    let p = EspPair::new(Outer::V4);
     let k = keys(&d);
     let cp = [
         "--replay-checkpoint-frames",
@@ -1247,7 +1091,7 @@ fn a_restarted_tunnel_accepts_no_replayed_packet() {
     drop(b); // SIGKILL
 
     let _b2 = up(&d, &p, &k, 'b', &cp);
-    let s = status(&d, 'b');
+    let s = esp_status(&d, 'b');
     assert_eq!(
         s["rx"]["replay_mark"]["restored_mark"].as_u64(),
         Some(m),
@@ -1286,6 +1130,6 @@ fn a_restarted_tunnel_accepts_no_replayed_packet() {
     let s = status_when(&d, 'b', |s| s["rx"]["packets"].as_u64() >= Some(8));
     assert!(s["rx"]["packets"].as_u64() >= Some(8), "{s}");
     assert!(s["rx"]["highest_seq"].as_u64() > Some(m), "{s}");
-    let o = ping(&p, 'a', inner4('b'), "2");
+    let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "{}", text(&o.stdout));
 }

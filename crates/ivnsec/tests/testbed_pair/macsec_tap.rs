@@ -7,60 +7,34 @@
 //! 2, no root exits 3. The namespace tests need root and skip with a printed reason otherwise.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common;
+use crate::common::frames::only_macsec_pns;
+use crate::common::macsec::{MAC_A, MAC_B, key_file};
+use crate::common::net::{self, VethPair, capture, inject, ip, ping, stop_capture};
+use crate::common::{
+    BIN, Proc, TempDir, python_with_cryptography, reserved_mark, spawn_until_ready, text,
+};
 
-use crate::common::{BIN, Proc, TempDir, reserved_mark, spawn_until_ready, text};
+/// The MACsec fixture: a [`VethPair`] whose ends have the MACs `MAC_A` and `MAC_B` and no IPv6
+/// (nothing but MACsec should cross the veth; the TAPs would send neighbour discovery at random
+/// times).
+struct TapPair(VethPair);
 
-const MAC_A: &str = "02:00:00:00:00:0a";
-const MAC_B: &str = "02:00:00:00:00:0b";
-
-/// Two namespaces `<prefix>-a` / `-b` and a veth pair `<prefix>a` / `<prefix>b` between them;
-/// deleted on drop (after the processes of the test, which are dropped first).
-struct Pair {
-    prefix: String,
-}
-
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().unwrap();
-    assert!(o.status.success(), "ip {args:?}: {}", text(&o.stderr));
-}
-
-impl Pair {
-    fn new() -> Pair {
-        let prefix = ivnsec_net::testbed::random_prefix().unwrap();
-        let p = Pair { prefix };
-        ip(&["netns", "add", &p.ns('a')]);
-        ip(&["netns", "add", &p.ns('b')]);
-        ip(&[
-            "link",
-            "add",
-            &p.veth('a'),
-            "netns",
-            &p.ns('a'),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &p.veth('b'),
-            "netns",
-            &p.ns('b'),
-        ]);
+impl TapPair {
+    fn new() -> TapPair {
+        let p = TapPair(VethPair::new());
         for (s, mac) in [('a', MAC_A), ('b', MAC_B)] {
             let (ns, dev) = (p.ns(s), p.veth(s));
-            // No IPv6 on the veth: nothing but MACsec should cross it.
             ip(&["-n", &ns, "link", "set", &dev, "addrgenmode", "none"]);
             ip(&[
                 "-n", &ns, "link", "set", &dev, "address", mac, "mtu", "1500", "up",
             ]);
-            ip(&["-n", &ns, "link", "set", "lo", "up"]);
-            // No IPv6 at all (the TAPs would send neighbour discovery at random times).
             let o = Command::new("ip")
                 .args(["netns", "exec", &ns, "sysctl", "-q", "-w"])
                 .args([
@@ -73,51 +47,17 @@ impl Pair {
         }
         p
     }
-    fn ns(&self, side: char) -> String {
-        format!("{}-{side}", self.prefix)
-    }
-    fn veth(&self, side: char) -> String {
-        format!("{}{side}", self.prefix)
-    }
-    fn tap(&self, side: char) -> String {
-        format!("{}t{side}", self.prefix)
-    }
-    /// `ip netns exec NS PROGRAM`.
-    fn exec(&self, side: char, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns(side), program]);
-        c
-    }
-    fn link_exists(&self, side: char, dev: &str) -> bool {
-        Command::new("ip")
-            .args(["-n", &self.ns(side), "link", "show", dev])
-            .stderr(Stdio::null())
-            .stdout(Stdio::null())
-            .status()
-            .unwrap()
-            .success()
-    }
 }
 
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for s in ['a', 'b'] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(s)])
-                .status();
-        }
+impl std::ops::Deref for TapPair {
+    type Target = VethPair;
+    fn deref(&self) -> &VethPair {
+        &self.0
     }
-}
-
-fn keygen(d: &TempDir, profile: &str) -> PathBuf {
-    let p = d.path(&format!("{}.toml", profile.replace('/', "_")));
-    let o = d.run(&["keygen", "--profile", profile, "--out", p.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    p
 }
 
 /// The arguments of `macsec up` for one side.
-fn up_args(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec<String> {
+fn up_args(d: &TempDir, p: &TapPair, side: char, profile: &str, keys: &Path) -> Vec<String> {
     let peer = if side == 'a' { MAC_B } else { MAC_A };
     up_args_peers(d, p, side, profile, keys, &[peer])
 }
@@ -125,7 +65,7 @@ fn up_args(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec
 /// The arguments of `macsec up` for one side with these `--peer`s, in this order.
 fn up_args_peers(
     d: &TempDir,
-    p: &Pair,
+    p: &TapPair,
     side: char,
     profile: &str,
     keys: &Path,
@@ -140,7 +80,7 @@ fn up_args_peers(
     v
 }
 
-fn up_args_common(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Vec<String> {
+fn up_args_common(d: &TempDir, p: &TapPair, side: char, profile: &str, keys: &Path) -> Vec<String> {
     [
         "macsec",
         "up",
@@ -168,14 +108,14 @@ fn up_args_common(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path)
 }
 
 /// Starts `macsec up` on one side, waits for its TAP, gives the TAP an address.
-fn start(d: &TempDir, p: &Pair, side: char, profile: &str, keys: &Path) -> Proc {
+fn start(d: &TempDir, p: &TapPair, side: char, profile: &str, keys: &Path) -> Proc {
     start_with(d, p, side, profile, keys, &[])
 }
 
 /// Starts `macsec up` on one side with these `--peer`s, in this order.
 fn start_peers(
     d: &TempDir,
-    p: &Pair,
+    p: &TapPair,
     side: char,
     profile: &str,
     keys: &Path,
@@ -195,7 +135,7 @@ fn start_peers(
 
 fn start_with(
     d: &TempDir,
-    p: &Pair,
+    p: &TapPair,
     side: char,
     profile: &str,
     keys: &Path,
@@ -213,71 +153,8 @@ fn start_with(
     pr
 }
 
-/// SIGTERM, then the exit status and the final JSON status `up --json` prints.
-fn stop(mut pr: Proc) -> (Option<i32>, Value) {
-    let mut c = pr.0.take().unwrap();
-    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
-    let mut out = String::new();
-    c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let st = c.wait().unwrap();
-    (
-        st.code(),
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: `{out}`")),
-    )
-}
-
-fn ping(p: &Pair, from: char, to: &str, extra: &[&str]) -> Output {
-    p.exec(from, "ping")
-        .args(["-c", "5", "-i", "0.05", "-W", "2"])
-        .args(extra)
-        .arg(to)
-        .output()
-        .unwrap()
-}
-
-/// A tshark capture on one veth end into a classic pcap file.
-fn capture(p: &Pair, side: char, file: &Path) -> Proc {
-    let mut c = p
-        .exec(side, "tshark")
-        .args(["-i", &p.veth(side), "-F", "pcap", "-w"])
-        .arg(file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(c.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "tshark ended before capturing"
-        );
-        if line.contains("Capturing on") {
-            break;
-        }
-    }
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-    });
-    Proc(Some(c))
-}
-
-fn stop_capture(mut pr: Proc, file: &Path) -> Vec<Vec<u8>> {
-    std::thread::sleep(Duration::from_millis(300));
-    let mut c = pr.0.take().unwrap();
-    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
-    c.wait().unwrap();
-    let bytes = std::fs::read(file).unwrap();
-    ivnsec_net::pcap::PcapReader::new(&bytes[..])
-        .unwrap()
-        .map(|r| r.unwrap().data)
-        .collect()
-}
-
 /// `macsec status --json` after the next status write (every 500 ms).
-fn status(d: &TempDir, p: &Pair, side: char) -> (Option<i32>, Value) {
+fn tap_status(d: &TempDir, p: &TapPair, side: char) -> (Option<i32>, Value) {
     std::thread::sleep(Duration::from_millis(600));
     let o = p
         .exec(side, BIN)
@@ -293,26 +170,6 @@ fn events(d: &TempDir, side: char) -> Vec<Value> {
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// (SCI, 32-bit PN) of every MACsec frame; panics on any other EtherType.
-fn macsec_pns(frames: &[Vec<u8>]) -> Vec<(u64, u32)> {
-    frames
-        .iter()
-        .map(|f| {
-            assert_eq!(
-                &f[12..14],
-                &[0x88, 0xE5],
-                "a frame that is not MACsec crossed the veth: {}",
-                hex::encode(&f[..f.len().min(64)])
-            );
-            assert_eq!(f[14] & 0x20, 0x20, "SC bit: the SCI is in the SecTAG");
-            (
-                u64::from_be_bytes(f[20..28].try_into().unwrap()),
-                u32::from_be_bytes(f[16..20].try_into().unwrap()),
-            )
-        })
         .collect()
 }
 
@@ -336,11 +193,11 @@ fn two_hosts_talk_macsec_through_their_taps() {
         return;
     }
     let d = TempDir::new("mtap");
-    let p = Pair::new();
+    let p = TapPair::new();
     let profile = "macsec-gcm-aes-128";
-    let keys = keygen(&d, profile);
+    let keys = key_file(&d, profile);
     let pcap = d.path("veth-b.pcap");
-    let cap = capture(&p, 'b', &pcap);
+    let cap = capture(&p.ns('b'), &p.veth('b'), &pcap);
     // A is killed and restarted below; its acceptance mark of B's SA moves one frame at a time
     // (--replay-checkpoint-ms 1 at ping rates), so the restart refuses none of B's replies.
     let a = start_with(&d, &p, 'a', profile, &keys, A_CHECKPOINT);
@@ -359,16 +216,19 @@ fn two_hosts_talk_macsec_through_their_taps() {
     // Ping with a payload pattern that must never be seen on the veth; the largest unfragmented
     // ping the TAP MTU allows (1468 − 28) goes through as well.
     let pattern = "c0ffee5a";
-    let o = ping(&p, 'a', "10.99.0.2", &["-p", pattern]);
+    let o = ping(&p.ns('a'), "10.99.0.2", &["-p", pattern]);
     assert!(o.status.success(), "ping: {}", text(&o.stdout));
     let o = ping(
-        &p,
-        'b',
+        &p.ns('b'),
         "10.99.0.1",
         &["-s", "1440", "-M", "do", "-p", pattern],
     );
     assert!(o.status.success(), "large ping: {}", text(&o.stdout));
-    let o = ping(&p, 'a', "10.99.0.2", &["-s", "1441", "-M", "do", "-c", "1"]);
+    let o = ping(
+        &p.ns('a'),
+        "10.99.0.2",
+        &["-s", "1441", "-M", "do", "-c", "1"],
+    );
     assert!(
         !o.status.success(),
         "a ping above the TAP MTU went out unfragmented"
@@ -379,7 +239,7 @@ fn two_hosts_talk_macsec_through_their_taps() {
     {
         let mut a = a;
         let pre = {
-            let (code, st) = status(&d, &p, 'a');
+            let (code, st) = tap_status(&d, &p, 'a');
             assert_eq!(code, Some(0), "{st}");
             assert_eq!(st[0]["running"], true);
             st[0]["tx"]["next_pn"].as_u64().unwrap()
@@ -397,7 +257,7 @@ fn two_hosts_talk_macsec_through_their_taps() {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let (code, st) = status(&d, &p, 'a');
+        let (code, st) = tap_status(&d, &p, 'a');
         assert_eq!(
             code,
             Some(1),
@@ -409,7 +269,7 @@ fn two_hosts_talk_macsec_through_their_taps() {
 
     // Restart A under the same keys and state: it resumes above the reserved mark.
     let a = start_with(&d, &p, 'a', profile, &keys, A_CHECKPOINT);
-    let o = ping(&p, 'a', "10.99.0.2", &["-p", pattern]);
+    let o = ping(&p.ns('a'), "10.99.0.2", &["-p", pattern]);
     assert!(
         o.status.success(),
         "ping after restart: {}",
@@ -418,14 +278,28 @@ fn two_hosts_talk_macsec_through_their_taps() {
 
     // A frame under A's SA with a fresh PN and one flipped bit: B counts it and does not
     // deliver it; the same frame unflipped is delivered (the injection path works).
-    let before = status(&d, &p, 'b').1[0].clone();
+    let before = tap_status(&d, &p, 'b').1[0].clone();
     let forged = forge(&keys, profile, 0x00F0_0000);
     let mut flipped = forged.clone();
     let n = flipped.len();
     flipped[n - 20] ^= 0x01;
-    inject(&p, 'a', &[&flipped]);
-    inject(&p, 'a', &[&forge(&keys, profile, 0x00F0_0001)]);
-    let after = status(&d, &p, 'b').1[0].clone();
+    inject(
+        &p.ns('a'),
+        &p.veth('a'),
+        &[&flipped],
+        0x88E5,
+        Duration::ZERO,
+        module_path!(),
+    );
+    inject(
+        &p.ns('a'),
+        &p.veth('a'),
+        &[&forge(&keys, profile, 0x00F0_0001)],
+        0x88E5,
+        Duration::ZERO,
+        module_path!(),
+    );
+    let after = tap_status(&d, &p, 'b').1[0].clone();
     assert_eq!(
         after["rx"]["drops"]["bad_tag"].as_u64().unwrap_or(0),
         before["rx"]["drops"]["bad_tag"].as_u64().unwrap_or(0) + 1,
@@ -444,10 +318,10 @@ fn two_hosts_talk_macsec_through_their_taps() {
     );
 
     // SIGTERM: the TAPs are removed, the status files too, the final status is printed.
-    let (code, fin) = stop(b);
+    let (code, fin) = b.stop_json();
     assert_eq!(code, Some(0), "{fin}");
     assert!(fin["rx"]["counters"]["InPktsOK"].as_u64().unwrap() >= 15);
-    let (code, _) = stop(a);
+    let (code, _) = a.stop_json();
     assert_eq!(code, Some(0));
     for s in ['a', 'b'] {
         assert!(
@@ -456,12 +330,12 @@ fn two_hosts_talk_macsec_through_their_taps() {
         );
         assert!(events(&d, s).iter().any(|e| e["event"] == "stopped"));
     }
-    assert_eq!(status(&d, &p, 'b').0, Some(1), "no instance left in b");
+    assert_eq!(tap_status(&d, &p, 'b').0, Some(1), "no instance left in b");
 
     // The capture: nothing but MACsec crossed the veth, the payload never in clear, and no PN
     // of A repeats across the kill and restart.
     let frames = stop_capture(cap, &pcap);
-    let pns = macsec_pns(&frames);
+    let pns = only_macsec_pns(&frames);
     let pat = hex::decode(pattern.repeat(4)).unwrap();
     for f in &frames {
         assert!(
@@ -535,38 +409,11 @@ fn forge(keys: &Path, profile: &str, pn: u64) -> Vec<u8> {
     out
 }
 
-/// Sends raw frames out of the veth end of `side`: this test binary, re-run inside the
-/// namespace, runs `inject_helper` with the frames in its environment.
-fn inject(p: &Pair, side: char, frames: &[&[u8]]) {
-    let exe = std::env::current_exe().unwrap();
-    let hexes: Vec<String> = frames.iter().map(hex::encode).collect();
-    let o = p
-        .exec(side, exe.to_str().unwrap())
-        .args(["--exact", &common::test_name(module_path!(), "inject_helper")])
-        .args(["--ignored", "--nocapture"])
-        .env("IVNSEC_TEST_INJECT_IF", p.veth(side))
-        .env("IVNSEC_TEST_INJECT_FRAMES", hexes.join(","))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success() && text(&o.stdout).contains("1 passed"),
-        "inject: {}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
 /// Not a test of its own: the injector `inject` runs inside a namespace.
 #[test]
 #[ignore = "run by the namespace tests inside their namespaces"]
 fn inject_helper() {
-    let ifname = std::env::var("IVNSEC_TEST_INJECT_IF").expect("run by inject()");
-    let frames = std::env::var("IVNSEC_TEST_INJECT_FRAMES").unwrap();
-    let sock = ivnsec_net::sys::RawSocket::open(&ifname, 0x88E5).unwrap();
-    for f in frames.split(',') {
-        let b = hex::decode(f).unwrap();
-        assert_eq!(sock.send(&b).unwrap(), b.len());
-    }
+    net::send_injected_frames();
 }
 
 /// XPN under one SAK: each member's SSCI is the documented function of its SCI; ping works and the capture
@@ -577,13 +424,13 @@ fn xpn_and_integrity_only_profiles_carry_ping() {
     require_root!();
     let d = TempDir::new("mtapx");
     for profile in ["macsec-gcm-aes-xpn-256", "macsec-gcm-aes-256/auth"] {
-        let p = Pair::new();
-        let keys = keygen(&d, profile);
+        let p = TapPair::new();
+        let keys = key_file(&d, profile);
         let a = start(&d, &p, 'a', profile, &keys);
         let b = start(&d, &p, 'b', profile, &keys);
-        let o = ping(&p, 'a', "10.99.0.2", &[]);
+        let o = ping(&p.ns('a'), "10.99.0.2", &[]);
         assert!(o.status.success(), "{profile}: {}", text(&o.stdout));
-        let (_, st) = status(&d, &p, 'a');
+        let (_, st) = tap_status(&d, &p, 'a');
         if profile.contains("xpn") {
             let sscis = &st[0]["key_source_state"]["sscis"];
             assert_eq!(sscis[0]["sci"], format!("{SCI_A:016x}"), "{st}");
@@ -604,8 +451,8 @@ fn xpn_and_integrity_only_profiles_carry_ping() {
             );
             assert_eq!(st[0]["tx"]["counters"]["OutPktsEncrypted"], 0);
         }
-        assert_eq!(stop(a).0, Some(0));
-        assert_eq!(stop(b).0, Some(0));
+        assert_eq!(a.stop_json().0, Some(0));
+        assert_eq!(b.stop_json().0, Some(0));
         for s in ['a', 'b'] {
             std::fs::remove_dir_all(d.path(&format!("state-{s}"))).unwrap();
         }
@@ -628,9 +475,9 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
         return;
     }
     let d = TempDir::new("mtapssci");
-    let p = Pair::new();
+    let p = TapPair::new();
     let profile = "macsec-gcm-aes-xpn-128";
-    let keys = keygen(&d, profile);
+    let keys = key_file(&d, profile);
     let runs: [(&[&str], &[&str]); 3] = [
         (&[MAC_B], &[MAC_A]),
         (&[MAC_B, MAC_C], &[MAC_A, MAC_C]),
@@ -641,12 +488,12 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
     let mut all_frames = Vec::new();
     for (i, (peers_a, peers_b)) in runs.iter().enumerate() {
         let pcap = d.path(&format!("run{i}.pcap"));
-        let cap = capture(&p, 'b', &pcap);
+        let cap = capture(&p.ns('b'), &p.veth('b'), &pcap);
         let a = start_peers(&d, &p, 'a', profile, &keys, peers_a);
         let b = start_peers(&d, &p, 'b', profile, &keys, peers_b);
-        let o = ping(&p, 'a', "10.99.0.2", &[]);
+        let o = ping(&p.ns('a'), "10.99.0.2", &[]);
         assert!(o.status.success(), "run {i}: {}", text(&o.stdout));
-        let (_, st) = status(&d, &p, 'a');
+        let (_, st) = tap_status(&d, &p, 'a');
         let sscis: std::collections::HashMap<String, u64> = st[0]["key_source_state"]["sscis"]
             .as_array()
             .unwrap()
@@ -661,11 +508,11 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
         assert_eq!(sscis[&format!("{SCI_A:016x}")], SSCI_A, "run {i}: {st}");
         assert_eq!(sscis[&format!("{SCI_B:016x}")], SSCI_B, "run {i}: {st}");
         assert_eq!(sscis.len(), 1 + peers_a.len());
-        assert_eq!(stop(a).0, Some(0));
-        assert_eq!(stop(b).0, Some(0));
+        assert_eq!(a.stop_json().0, Some(0));
+        assert_eq!(b.stop_json().0, Some(0));
         let frames = stop_capture(cap, &pcap);
         let mut from_a = Vec::new();
-        for (f, (sci, pn)) in frames.iter().zip(macsec_pns(&frames)) {
+        for (f, (sci, pn)) in frames.iter().zip(only_macsec_pns(&frames)) {
             let ssci = sscis[&format!("{sci:016x}")];
             assert!(
                 seen.insert((ssci, f[14] & 3, pn)),
@@ -686,7 +533,7 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
     }
     // On the wire, checked with an independent implementation: every frame verifies under the
     // key with the nonce built from the SSCI that Python derives from the frame's SCI.
-    match python() {
+    match python_with_cryptography() {
         None => eprintln!("NOTE: no Python with `cryptography`: the independent check is skipped"),
         Some(py) => {
             let field = |k: &str| {
@@ -746,8 +593,8 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
     };
     set_mac("02:cc:00:00:7f:05");
     let a = start_peers(&d, &p, 'a', profile, &keys, &[MAC_B]);
-    let _ = ping(&p, 'a', "10.99.0.2", &["-c", "1"]);
-    assert_eq!(stop(a).0, Some(0));
+    let _ = ping(&p.ns('a'), "10.99.0.2", &["-c", "1"]);
+    assert_eq!(a.stop_json().0, Some(0));
     set_mac("02:cc:00:00:fb:5e");
     let o = p
         .exec('a', BIN)
@@ -766,30 +613,15 @@ fn static_xpn_sscis_do_not_follow_the_peer_list() {
     );
 }
 
-/// A Python interpreter with the `cryptography` package (the workspace's `.venv` first).
-fn python() -> Option<String> {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    for py in [venv.to_string_lossy().into_owned(), "python3".to_string()] {
-        if let Ok(o) = Command::new(&py)
-            .args(["-c", "import cryptography, sys; print(sys.executable)"])
-            .output()
-            && o.status.success()
-        {
-            return Some(text(&o.stdout).trim().to_string());
-        }
-    }
-    None
-}
-
 /// `macsec down` stops a running instance (its TAP goes) and is idempotent; an interface whose
 /// MTU leaves no room is refused before anything is created.
 #[test]
 fn down_stops_instances_and_small_mtus_are_refused() {
     require_root!();
     let d = TempDir::new("mtapd");
-    let p = Pair::new();
+    let p = TapPair::new();
     let profile = "macsec-gcm-aes-128";
-    let keys = keygen(&d, profile);
+    let keys = key_file(&d, profile);
     let _a = start(&d, &p, 'a', profile, &keys);
     let run = d.path("run-a");
     let down = || {
@@ -843,9 +675,9 @@ fn down_stops_instances_and_small_mtus_are_refused() {
 fn seq_limit_stops_sending_with_exit_1() {
     require_root!();
     let d = TempDir::new("mtapl");
-    let p = Pair::new();
+    let p = TapPair::new();
     let profile = "macsec-gcm-aes-128";
-    let keys = keygen(&d, profile);
+    let keys = key_file(&d, profile);
     let mut a = start_with(&d, &p, 'a', profile, &keys, &["--seq-limit", "12"]);
     let _b = start(&d, &p, 'b', profile, &keys);
     let _ = p
@@ -871,7 +703,7 @@ fn seq_limit_stops_sending_with_exit_1() {
         "{ev:?}"
     );
     // B received PNs 1..=12 from A at most.
-    let (_, sb) = status(&d, &p, 'b');
+    let (_, sb) = tap_status(&d, &p, 'b');
     assert!(
         sb[0]["rx"]["sas"][0]["next_pn"].as_u64().unwrap() <= 13,
         "{sb}"
@@ -889,171 +721,6 @@ fn seq_limit_stops_sending_with_exit_1() {
         "{err}"
     );
     assert!(!p.link_exists('a', &p.tap('a')));
-}
-
-fn up(d: &TempDir, extra: &[&str]) -> Output {
-    let mut c = d.cmd();
-    c.args(["macsec", "up", "--iface", "lo", "--tap", "ivntest0"])
-        .args(extra);
-    c.output().unwrap()
-}
-
-#[test]
-fn bad_options_exit_2_with_a_reason() {
-    let d = TempDir::new("mtapbad");
-    let keys = keygen(&d, "macsec-gcm-aes-128");
-    let k = keys.to_str().unwrap();
-    let st = d.path("st");
-    let s = st.to_str().unwrap();
-    let cases: [(&[&str], &str); 9] = [
-        (
-            &["--profile", "aes128-gcm", "--keys", k, "--state-dir", s],
-            "macsec-gcm-aes-128",
-        ),
-        (
-            &["--profile", "macsec-nope", "--keys", k, "--state-dir", s],
-            "macsec",
-        ),
-        (
-            &["--profile", "macsec-gcm-aes-128", "--psk", k],
-            "refusing to run MKA without --state-dir",
-        ),
-        (
-            &["--profile", "macsec-gcm-aes-128", "--keys", k],
-            "--state-dir",
-        ),
-        (&["--profile", "macsec-gcm-aes-128"], "--keys"),
-        (
-            &[
-                "--profile",
-                "macsec-gcm-aes-128",
-                "--keys",
-                k,
-                "--state-dir",
-                s,
-                "--peer",
-                "02:00",
-            ],
-            "not a MAC address",
-        ),
-        (
-            &[
-                "--profile",
-                "macsec-gcm-aes-128",
-                "--keys",
-                k,
-                "--state-dir",
-                s,
-                "--an",
-                "4",
-                "--peer",
-                MAC_B,
-            ],
-            "--an",
-        ),
-        (
-            &[
-                "--profile",
-                "macsec-gcm-aes-256",
-                "--keys",
-                k,
-                "--state-dir",
-                s,
-                "--peer",
-                MAC_B,
-            ],
-            "one key serves one suite",
-        ),
-        (
-            &[
-                "--profile",
-                "macsec-gcm-aes-128",
-                "--keys",
-                k,
-                "--state-dir",
-                s,
-                "--reserve-block",
-                "0",
-                "--peer",
-                MAC_B,
-            ],
-            "reserve-block",
-        ),
-    ];
-    for (args, want) in cases {
-        let o = up(&d, args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(
-            text(&o.stderr).contains(want),
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
-    }
-    // Static XPN: two listed members whose SSCIs collide (a pair found with the Python function
-    // of docs/macsec-tap.md) are refused before anything is created.
-    let xpn = keygen(&d, "macsec-gcm-aes-xpn-128");
-    let o = up(
-        &d,
-        &[
-            "--profile",
-            "macsec-gcm-aes-xpn-128",
-            "--keys",
-            xpn.to_str().unwrap(),
-            "--state-dir",
-            s,
-            "--peer",
-            "02:cc:00:00:7f:05",
-            "--peer",
-            "02:cc:00:00:fb:5e",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(
-        text(&o.stderr).contains("derive the same XPN SSCI 0xca1d7e61"),
-        "{}",
-        text(&o.stderr)
-    );
-    // No peer; an interface that does not exist.
-    let o = up(
-        &d,
-        &[
-            "--profile",
-            "macsec-gcm-aes-128",
-            "--keys",
-            k,
-            "--state-dir",
-            s,
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("--peer"), "{}", text(&o.stderr));
-    let o = d
-        .cmd()
-        .args(["macsec", "up", "--iface", "ivn-nosuchif", "--tap", "t0"])
-        .args([
-            "--profile",
-            "macsec-gcm-aes-128",
-            "--keys",
-            k,
-            "--state-dir",
-            s,
-        ])
-        .args(["--peer", MAC_B])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("no such interface"),
-        "{}",
-        text(&o.stderr)
-    );
-    // Nothing was reserved by any refusal.
-    assert!(!st.exists());
-    // --help has the example.
-    let o = d.run(&["macsec", "up", "--help"]);
-    assert!(text(&o.stdout).contains("Example"));
-    let o = d.run(&["macsec", "status", "--tap", "ivn-none", "--run-dir", s]);
-    assert_eq!(o.status.code(), Some(1));
 }
 
 /// Without privileges (root drops to `nobody` with setpriv) no TAP can be made: exit 3 with a
@@ -1115,9 +782,9 @@ fn a_restarted_secy_accepts_no_replayed_frame() {
         return;
     }
     let d = TempDir::new("mtap-rxmark");
-    let p = Pair::new();
+    let p = TapPair::new();
     let profile = "macsec-gcm-aes-128";
-    let keys = keygen(&d, profile);
+    let keys = key_file(&d, profile);
     let cp = [
         "--replay-checkpoint-frames",
         "8",
@@ -1127,8 +794,8 @@ fn a_restarted_secy_accepts_no_replayed_frame() {
     let _a = start(&d, &p, 'a', profile, &keys);
     let b = start_with(&d, &p, 'b', profile, &keys, &cp);
     let pcap = d.path("veth-b.pcap");
-    let cap = capture(&p, 'b', &pcap);
-    let o = ping(&p, 'a', "10.99.0.2", &[]);
+    let cap = capture(&p.ns('b'), &p.veth('b'), &pcap);
+    let o = ping(&p.ns('a'), "10.99.0.2", &[]);
     assert!(o.status.success(), "{}", text(&o.stdout));
     let recorded: Vec<Vec<u8>> = stop_capture(cap, &pcap)
         .into_iter()
@@ -1136,7 +803,7 @@ fn a_restarted_secy_accepts_no_replayed_frame() {
         .filter(|f| u64::from_be_bytes(f[20..28].try_into().unwrap()) == SCI_A)
         .collect();
     assert!(recorded.len() >= 3, "{}", recorded.len());
-    let (_, sb) = status(&d, &p, 'b');
+    let (_, sb) = tap_status(&d, &p, 'b');
     let sa = &sb[0]["rx"]["sas"][0];
     let accepted = sa["next_pn"].as_u64().unwrap() - 1;
     let mark = sa["replay_mark"]["mark"].as_u64().unwrap();
@@ -1145,13 +812,20 @@ fn a_restarted_secy_accepts_no_replayed_frame() {
         mark >= accepted && mark < accepted + 8,
         "one checkpoint ahead at most: {sb}"
     );
-    let (code, _) = stop(b);
+    let (code, _) = b.stop_json();
     assert_eq!(code, Some(0));
 
     let _b2 = start_with(&d, &p, 'b', profile, &keys, &cp);
     let refs: Vec<&[u8]> = recorded.iter().map(Vec::as_slice).collect();
-    inject(&p, 'a', &refs);
-    let (_, sb) = status(&d, &p, 'b');
+    inject(
+        &p.ns('a'),
+        &p.veth('a'),
+        &refs,
+        0x88E5,
+        Duration::ZERO,
+        module_path!(),
+    );
+    let (_, sb) = tap_status(&d, &p, 'b');
     let n = recorded.len() as u64;
     let sa = &sb[0]["rx"]["sas"][0];
     assert_eq!(sa["lowest_pn"].as_u64(), Some(mark + 1), "{sb}");
@@ -1172,10 +846,10 @@ fn a_restarted_secy_accepts_no_replayed_frame() {
     );
     assert_eq!(sb[0]["frames"]["tap_out"], 0, "{sb}");
     // a's fresh frames pass once above the mark (those up to it are the restart's cost).
-    let _ = ping(&p, 'a', "10.99.0.2", &["-c", "16", "-W", "1"]);
-    let o = ping(&p, 'a', "10.99.0.2", &["-c", "2"]);
+    let _ = ping(&p.ns('a'), "10.99.0.2", &["-c", "16", "-W", "1"]);
+    let o = ping(&p.ns('a'), "10.99.0.2", &["-c", "2"]);
     assert!(o.status.success(), "{}", text(&o.stdout));
-    let (_, sb) = status(&d, &p, 'b');
+    let (_, sb) = tap_status(&d, &p, 'b');
     assert!(
         sb[0]["rx"]["counters"]["InPktsOK"].as_u64() >= Some(2),
         "{sb}"

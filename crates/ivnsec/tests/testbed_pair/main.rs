@@ -7,7 +7,13 @@
 mod common;
 
 mod attack;
+mod camera;
+mod clock;
 mod esp_tunnel;
+mod json_output;
 mod macsec_tap;
+mod nonce;
+mod pingpong;
 mod processes;
 mod seed004;
+mod testbed;

@@ -6,22 +6,13 @@
 //! state directory, and its guards kill what it started and take its testbed down on failure.
 
 use std::collections::BTreeSet;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{TempDir, ivnsec, text};
-
-/// Kills (SIGKILL) and reaps a child on drop, so a failed assertion leaves nothing running.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::common::proc::poll;
+use crate::common::{Proc, TempDir, ivnsec, text};
 
 /// Whether `pid` runs (a zombie waiting to be reaped counts as gone).
 fn alive(pid: u32) -> bool {
@@ -103,20 +94,6 @@ fn pids_in_testbed(prefix: &str) -> BTreeSet<u32> {
     pids
 }
 
-/// Polls `f` every 20 ms until it returns `Some`, for at most `limit`.
-fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let t = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if t.elapsed() > limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Starts `ivnsec ARGS` with `dir`'s state, waits until `ready` holds for the processes in its
 /// testbed (pid, program name), kills it with SIGKILL, and checks that within 5 s none of its
 /// children and no process in its testbed is left; then that `testbed down` finds nothing to
@@ -134,10 +111,10 @@ fn kill_9_leaves_nothing(
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn ivnsec");
-    let mut run = KillOnDrop(run);
-    let parent = run.0.id();
-    let found = wait_for(Duration::from_secs(60), || {
-        if let Ok(Some(status)) = run.0.try_wait() {
+    let mut run = Proc(Some(run));
+    let parent = run.id();
+    let found = poll(Duration::from_secs(60), || {
+        if let Ok(Some(status)) = run.child().try_wait() {
             panic!("ivnsec {args:?} ended ({status}) before its processes were seen");
         }
         let prefix = recorded_prefix(dir)?;
@@ -158,8 +135,8 @@ fn kill_9_leaves_nothing(
         );
     }
 
-    run.0.kill().unwrap(); // SIGKILL: no destructor, no signal handler runs.
-    run.0.wait().unwrap();
+    run.child().kill().unwrap(); // SIGKILL: no destructor, no signal handler runs.
+    run.child().wait().unwrap();
     let running = || -> BTreeSet<(u32, String)> {
         let mut pids = pids_in_testbed(&prefix);
         pids.extend(children.iter().copied());
@@ -168,7 +145,7 @@ fn kill_9_leaves_nothing(
             .map(|p| (p, comm(p)))
             .collect()
     };
-    if wait_for(Duration::from_secs(5), || {
+    if poll(Duration::from_secs(5), || {
         running().is_empty().then_some(())
     })
     .is_none()
@@ -271,7 +248,7 @@ fn kill_9_of_validate_leaves_no_sockperf_or_node_running() {
 
 /// `ivnsec testbed exec NODE -- sh -c SCRIPT`, left running (exec all the way down: its pid is
 /// the shell's in the namespace).
-fn run_in(dir: &TempDir, node: &str, script: &str) -> KillOnDrop {
+fn run_in(dir: &TempDir, node: &str, script: &str) -> Proc {
     let c = dir
         .cmd()
         .args(["testbed", "exec", node, "--", "sh", "-c", script])
@@ -280,7 +257,7 @@ fn run_in(dir: &TempDir, node: &str, script: &str) -> KillOnDrop {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    KillOnDrop(c)
+    Proc(Some(c))
 }
 
 #[test]
@@ -296,9 +273,9 @@ fn down_reports_what_it_stopped_and_removed() {
         // starts: an ignored signal stays ignored across exec) and needs SIGKILL.
         let polite = run_in(&dir, "ecu2", "exec sleep 30");
         let stubborn = run_in(&dir, "ecu1", "trap '' TERM; sleep 30; true");
-        let (polite_pid, stubborn_pid) = (polite.0.id(), stubborn.0.id());
+        let (polite_pid, stubborn_pid) = (polite.id(), stubborn.id());
         // Both have exec'd into the namespace (sh, and under it the stubborn one's sleep).
-        let procs = wait_for(Duration::from_secs(10), || {
+        let procs = poll(Duration::from_secs(10), || {
             let p = pids_in_testbed(&prefix);
             (p.contains(&polite_pid)
                 && p.contains(&stubborn_pid)
@@ -444,53 +421,4 @@ fn down_reports_what_it_stopped_and_removed() {
         assert!(!alive(polite_pid) && !alive(stubborn_pid) && !alive(stubborn_sleep));
         drop((polite, stubborn));
     }
-}
-
-/// Every place the workspace starts a process (`.spawn()`, `.output()`, `.status()` of a
-/// `Command`) goes through `die_with_parent` in the same statement, so a new spawn site cannot
-/// quietly bring back processes that outlive ivnsec. Thread spawns take a closure and so never
-/// match `.spawn()`; `#[cfg(test)]` code and `testbed exec` (`exec()`: no child) are not spawn
-/// sites of a run.
-#[test]
-fn every_spawn_site_uses_die_with_parent() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut files = Vec::new();
-    let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("crates"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("src"))
-        .filter(|p| p.is_dir())
-        .collect();
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                files.push(p);
-            }
-        }
-    }
-    assert!(files.len() > 20, "found only {files:?}");
-    let mut sites = 0;
-    let mut missing = Vec::new();
-    for f in &files {
-        let src = std::fs::read_to_string(f).unwrap();
-        let code = src.split("#[cfg(test)]").next().unwrap();
-        for call in [".spawn()", ".output()", ".status()"] {
-            for (at, _) in code.match_indices(call) {
-                sites += 1;
-                let stmt_start = code[..at].rfind(';').map_or(0, |i| i + 1);
-                if !code[stmt_start..at].contains("die_with_parent") {
-                    let line = code[..at].lines().count();
-                    missing.push(format!("{}:{line}", f.display()));
-                }
-            }
-        }
-    }
-    assert!(sites >= 10, "found only {sites} spawn sites");
-    assert!(
-        missing.is_empty(),
-        "process spawns without ivnsec_net::sys::die_with_parent: {missing:?}"
-    );
 }

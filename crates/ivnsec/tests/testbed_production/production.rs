@@ -22,7 +22,6 @@
 //!
 //! The namespace tests need root and skip with a printed reason otherwise.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -30,50 +29,12 @@ use std::time::{Duration, Instant};
 use ivnsec_net::testbed;
 use serde_json::Value;
 
+use crate::common::net::{assert_ping, exec, ping};
+use crate::common::proc::wait_for;
 use crate::common::{BIN, Proc, TempDir, spawn_until_ready, text};
 
-fn exec(ns: &str, program: &str) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns, program]);
-    c
-}
-
-fn ping(ns: &str, to: &str) -> Output {
-    exec(ns, "ping")
-        .args(["-c", "3", "-i", "0.1", "-W", "2", to])
-        .output()
-        .unwrap()
-}
-
-fn assert_ping(ns: &str, to: &str) {
-    let o = ping(ns, to);
-    assert!(
-        o.status.success() && text(&o.stdout).contains(" 0% packet loss"),
-        "ping {to} from {ns}: {}{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
-fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "not within {secs} s: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// SIGTERM, then the exit code and what it printed on stdout.
-fn stop(mut pr: Proc) -> (Option<i32>, String) {
-    let mut c = pr.0.take().unwrap();
-    ivnsec_net::sys::signal_process(c.id(), false).unwrap();
-    let mut out = String::new();
-    c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    (c.wait().unwrap().code(), out)
-}
+/// The pings of this topology: three, 100 ms apart.
+const PING3: [&str; 4] = ["-c", "3", "-i", "0.1"];
 
 /// `ivnsec macsec up` (the consumer) or `ivnsec gateway` in `ns`, MKA on `psk`.
 fn mka_node(ns: &str, d: &TempDir, name: &str, psk: &str, gateway: bool) -> Proc {
@@ -134,8 +95,12 @@ fn production_testbed_converges_and_every_sensor_reaches_the_consumer() {
     let ns = |n: &str| state.namespace_of(n).unwrap().to_string();
     // The sensors that protect themselves: plain IP both ways across two switches.
     for s in ["sensor1", "sensor2"] {
-        assert_ping(&ns(s), "10.77.0.1");
-        assert_ping(&ns("consumer"), &state.ipv4_of(s).unwrap().to_string());
+        assert_ping(&ns(s), "10.77.0.1", &PING3);
+        assert_ping(
+            &ns("consumer"),
+            &state.ipv4_of(s).unwrap().to_string(),
+            &PING3,
+        );
     }
     // The legacy sensors: through their gateways, MACsec with MKA to the consumer, whose
     // address moves from its link to its TAP.
@@ -163,13 +128,13 @@ fn production_testbed_converges_and_every_sensor_reaches_the_consumer() {
     let g4 = mka_node(&ns("gw4"), &d, "gw4", p, true);
     for s in ["sensor3", "sensor4"] {
         wait_for(20, &format!("ping {s} → consumer"), || {
-            ping(&ns(s), "10.77.0.1").status.success()
+            ping(&ns(s), "10.77.0.1", &PING3).status.success()
         });
-        assert_ping(&ns(s), "10.77.0.1");
-        assert_ping(&consumer, &state.ipv4_of(s).unwrap().to_string());
+        assert_ping(&ns(s), "10.77.0.1", &PING3);
+        assert_ping(&consumer, &state.ipv4_of(s).unwrap().to_string(), &PING3);
     }
     for pr in [g3, g4, pc] {
-        let (code, out) = stop(pr);
+        let (code, out) = pr.finish(true);
         assert_eq!(code, Some(0), "{out}");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["key_source"], "mka", "{v}");
@@ -178,99 +143,6 @@ fn production_testbed_converges_and_every_sensor_reaches_the_consumer() {
     let o = d.run(&["testbed", "down", "--testbed", &prefix]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(testbed::live_namespaces(&prefix).unwrap().is_empty());
-    assert!(d.leftover_testbeds().is_empty());
-}
-
-/// `pingpong --outage`: bad use exits 2 with a reason, before any testbed is built.
-#[test]
-fn outage_option_errors_exit_2() {
-    let d = TempDir::new("prodo");
-    for (args, why) in [
-        (vec!["--outage", "1"], "needs --topology production"),
-        (
-            vec!["--outage", "1", "--topology", "bump2"],
-            "needs --topology production",
-        ),
-        (
-            vec!["--outage", "0", "--topology", "production"],
-            "N is out of range",
-        ),
-        (
-            vec!["--outage", "2@5", "--topology", "production"],
-            "SECONDS must exceed",
-        ),
-        (
-            vec!["--outage", "x", "--topology", "production"],
-            "expected N[@SECONDS]",
-        ),
-        (
-            vec![
-                "--outage",
-                "1",
-                "--topology",
-                "production",
-                "--also-profile",
-                "nope",
-            ],
-            "nope",
-        ),
-        (vec!["--also-profile", "aes128-gcm"], "--outage"),
-    ] {
-        let mut all = vec!["pingpong", "--profile", "plain", "--payload", "64"];
-        all.extend(&args);
-        let o = d.run(&all);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(
-            text(&o.stderr).contains(why),
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
-    }
-    // underload takes the same --outage (and sets --seconds from it).
-    for (args, why) in [
-        (vec!["--outage", "1"], "needs --topology production"),
-        (
-            vec!["--outage", "1", "--topology", "bump"],
-            "needs --topology production",
-        ),
-        (
-            vec!["--outage", "21", "--topology", "production"],
-            "N is out of range",
-        ),
-        (
-            vec![
-                "--outage",
-                "1",
-                "--topology",
-                "production",
-                "--seconds",
-                "5",
-            ],
-            "--seconds",
-        ),
-        (vec!["--outage-seed", "3"], "--outage"),
-        (
-            vec![
-                "--outage",
-                "1",
-                "--topology",
-                "production",
-                "--profile",
-                "nope",
-            ],
-            "nope",
-        ),
-    ] {
-        let mut all = vec!["underload"];
-        all.extend(&args);
-        let o = d.run(&all);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(
-            text(&o.stderr).contains(why),
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
-    }
     assert!(d.leftover_testbeds().is_empty());
 }
 
@@ -813,9 +685,9 @@ fn segments_isolate_and_a_group_ca_serves_two_sensors() {
     ];
     for (from, to) in within {
         wait_for(15, &format!("ping {from} → {to}"), || {
-            ping(&ns(from), to).status.success()
+            ping(&ns(from), to, &PING3).status.success()
         });
-        assert_ping(&ns(from), to);
+        assert_ping(&ns(from), to, &PING3);
     }
     // Across segments: nothing, either way (each direction is one sender of one segment and
     // one receiver of the other).
@@ -832,7 +704,7 @@ fn segments_isolate_and_a_group_ca_serves_two_sensors() {
         ("sensor1", "10.98.0.4"),
         ("sensor3", "10.98.0.12"),
     ] {
-        let o = ping(&ns(from), to);
+        let o = ping(&ns(from), to, &PING3);
         assert!(
             text(&o.stdout).contains(" 0 received"),
             "{from} → {to} crossed segments: {}",
@@ -860,7 +732,7 @@ fn segments_isolate_and_a_group_ca_serves_two_sensors() {
         }
     }
     for pr in procs {
-        let (code, out) = stop(pr);
+        let (code, out) = pr.finish(true);
         assert_eq!(code, Some(0), "{out}");
     }
     let o = d.run(&["testbed", "down", "--all"]);
