@@ -1,6 +1,6 @@
 //! `ivnsec camera` as a user runs it: bad input (exit 2), short runs on loopback over TCP and
-//! SOME/IP-TP (no root), and a run on a `pair` testbed of its own with a capture (root; skipped
-//! with a reason otherwise). Nothing here asserts a time: the delays are checked for internal
+//! SOME/IP-TP (no root); the run on a `pair` testbed with a capture is in
+//! `testbed_pair/camera.rs`. Nothing here asserts a time: the delays are checked for internal
 //! consistency only (ordered percentiles, counts that add up, the verdict matching the counts).
 
 use crate::common::camera::check_report;

@@ -1,6 +1,7 @@
 //! `ivnsec clock check` (and `testbed up --ptp`): the PTP state of hosts as linuxptp's pmc reports
 //! it. Tests that need linuxptp skip with the reason when it is not installed (`scripts/setup`
-//! installs it); tests that build namespaces skip when not root.
+//! installs it). The tests against namespaces and `testbed up --ptp` (root) are in
+//! `testbed_pair/clock.rs`.
 
 use crate::common;
 use crate::common::{TempDir, have_linuxptp, json, text};

@@ -7,8 +7,8 @@
 //! (`ip`, `iperf3`, `sockperf`, `openssl`): each wrapper writes stray lines straight into its
 //! parent's standard output (`/proc/$PPID/fd/1`, whatever its own stdout is) and then runs the
 //! real program. Stdout must still parse as one document with nothing after it, and the stray
-//! lines must show up on stderr (so the wrappers did run). Commands that need namespaces run
-//! as root only (skipped with the reason otherwise).
+//! lines must show up on stderr (so the wrappers did run). The commands that need namespaces
+//! run as root in `testbed_pair/json_output.rs`.
 
 use std::collections::BTreeSet;
 use std::process::Command;

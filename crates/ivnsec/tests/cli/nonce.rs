@@ -1,10 +1,10 @@
 //! Nonce safety as a user meets it: `ivnsec send` killed with SIGKILL mid-stream and restarted
 //! under the same key and `--state-dir` never repeats a sequence number (hence no (key, nonce)
-//! pair), proven from the receiver's capture; over UDP on loopback (no root) and on a testbed of
-//! its own (root; skipped with a reason otherwise). Also: refusal without a state directory,
+//! pair), proven from the receiver's capture; over UDP on loopback (no root; on a testbed and
+//! with a full state disk, as root: `testbed_pair/nonce.rs`). Also: refusal without a state directory,
 //! exhaustion at `--seq-limit`, lock contention, bad key files, `keygen`; and the holes of
 //! issue 15 (one key under several spellings of its suite, a deleted lock, a used key without
-//! its state, links in the state directory, a full disk, bounds), each proven from the units
+//! its state, links in the state directory, bounds), each proven from the units
 //! the senders actually sent.
 
 use std::path::Path;

@@ -1,5 +1,6 @@
 //! `ivnsec pingpong`, `ivnsec run` and `ivnsec validate` as a user runs them: over UDP on
-//! loopback (no root), and on a testbed of their own (root; skipped with a reason otherwise).
+//! loopback (no root); on testbeds of their own as root in `testbed_pair/pingpong.rs` and
+//! `testbed_ecus/pingpong.rs`.
 //! Every run uses its own state directory (`IVNSEC_STATE_DIR`) and temporary output directory,
 //! so tests never see each other's testbeds, and each checks that its testbed is gone after.
 

@@ -1,8 +1,8 @@
 //! Seed 001 as a plan (`plans/seed001.toml`, `[[tdma]]` and `[[crypto_bench]]` tables) run the
 //! way a user runs it: the preset on loopback (the analysis and the HMAC table, seed 001's
 //! Tables 3, 7, 11 and Figure 6 beside them), a plan without root (the measurement says it
-//! needs root), bad tables (exit 2 naming the file and the key), and a tiny measurement on a
-//! `cascade:1` testbed of its own (root; skipped with a reason otherwise).
+//! needs root) and bad tables (exit 2 naming the file and the key). The tiny measurement on a
+//! `cascade:1` testbed (root) is in `testbed_ecus/seed001.rs`.
 
 use std::process::Command;
 

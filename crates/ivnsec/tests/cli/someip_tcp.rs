@@ -1,6 +1,6 @@
 //! `ivnsec throughput --tcp`: secured SOME/IP with 64 KiB payloads on TCP (seed 003 Fig. 5c and
-//! 6), over loopback (no root), on a testbed of its own beside iperf3 TCP (root; skipped with a
-//! reason otherwise), and bad input.
+//! 6), over loopback (no root) and bad input. On a testbed beside iperf3 TCP (root):
+//! `testbed_ecus/someip_tcp.rs`.
 
 use crate::common::throughput::check_tcp_run;
 use crate::common::{TempDir, ivnsec, json, text};

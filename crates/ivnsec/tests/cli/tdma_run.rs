@@ -1,7 +1,7 @@
 //! `ivnsec tdma schedule` and `ivnsec tdma run` as a user runs them: schedules that fit and
 //! that do not (slot arithmetic by hand, seed 001 eq. 9), bad flows files and options (exit 2,
-//! naming the file and the key), no root (exit 3), and a small schedule on a `cascade:2` testbed
-//! of its own (root; skipped with a reason otherwise).
+//! naming the file and the key) and no root (exit 3). A small schedule on a `cascade:2` testbed
+//! (root) is in `testbed_ecus/tdma_run.rs`.
 
 use std::process::Command;
 

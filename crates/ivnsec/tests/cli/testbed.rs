@@ -1,6 +1,6 @@
 //! `ivnsec testbed up|status|exec|down` as a user runs them. Every run uses a state directory of
-//! its own (`IVNSEC_STATE_DIR`), so `down --all` here only sees testbeds these tests made. Tests
-//! that build namespaces skip with a printed reason when not root or without `ip netns`.
+//! its own (`IVNSEC_STATE_DIR`), so `down --all` here only sees testbeds these tests made. The
+//! test that builds testbeds (root) is in `testbed_pair/testbed.rs`.
 
 use std::process::Command;
 

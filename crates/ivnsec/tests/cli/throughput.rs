@@ -1,5 +1,5 @@
-//! `ivnsec throughput` as a user runs it: over UDP on loopback (no root), on a `sensors:3`
-//! testbed of its own with a shaped link (root; skipped with a reason otherwise), and bad input.
+//! `ivnsec throughput` as a user runs it: over UDP on loopback (no root) and bad input. On
+//! `sensors:N` testbeds (root): `testbed_ecus/throughput.rs`.
 
 use crate::common;
 use crate::common::throughput::check_common;

@@ -1,5 +1,5 @@
-//! `ivnsec underload` and `ivnsec playback` as a user runs them: over UDP on loopback (no root),
-//! on a `sensors:1` testbed of their own (root; skipped with a reason otherwise), and bad input.
+//! `ivnsec underload` and `ivnsec playback` as a user runs them: over UDP on loopback (no root)
+//! and bad input; on a `sensors:1` testbed (root) in `testbed_ecus/underload.rs`.
 //! No assertion on how fast anything is: the verdict may pass or fail on a loaded machine, but
 //! the exit code must agree with it and every figure must be consistent with the others.
 

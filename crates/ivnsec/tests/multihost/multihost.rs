@@ -1,4 +1,5 @@
-//! Experiments across hosts reached by SSH (docs/multihost.md). The "hosts" are ECU namespaces
+//! Experiments across hosts reached by SSH (docs/multihost.md); what needs no host (option
+//! errors, the plan of the docs, commands that refuse hosts) is in `cli/multihost.rs`. The "hosts" are ECU namespaces
 //! of a testbed (steer-by-wire: `cu`, `front`, `rear`), `front` and `rear` each running its own
 //! OpenSSH server (Debian's openssh-server) on its testbed address with a throwaway host key;
 //! ivnsec runs in `cu` and reaches them with a throwaway client key, known hosts in a file of

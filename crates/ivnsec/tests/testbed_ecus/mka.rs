@@ -1,7 +1,7 @@
 //! `ivnsec macsec up --psk` (MKA over the userspace SecY, docs/mka.md), `ivnsec keygen --mka`
 //! and `ivnsec attack --mka`, as a user runs them:
 //!
-//! - bad PSK files and options exit 2 with a reason, before anything is created;
+//! - bad PSK files and options exit 2 with a reason, before anything is created (`cli/mka.rs`);
 //! - on a testbed of the test's own (random prefix, own state directory, removed afterwards),
 //!   three ECUs on one CAK elect one key server, ping each other through their TAPs, rekey every
 //!   2 s under a continuous ping that loses nothing, elect another key server when the first is

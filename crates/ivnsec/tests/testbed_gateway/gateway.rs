@@ -13,7 +13,8 @@
 //! - kill -9 of a gateway and a restart never repeat a PN under the key (from a capture);
 //! - bad options exit 2 with a reason (the MTU the protected link needs named exactly).
 //!
-//! The namespace tests need root and skip with a printed reason otherwise.
+//! The tests need root and skip with a printed reason otherwise; the `--keyserver` options are
+//! checked without root in `cli/gateway.rs`.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! bump-in-the-wire gateways (started by the run on a fresh testbed of its own, random prefix,
 //! own state directory). Judged three ways: the command's own accounts, the gateways' counters,
 //! and an independent capture (tshark) on the legacy ECU behind the victim gateway, which must
-//! hold only the legitimate sender's frames.
+//! hold only the legitimate sender's frames. Bad gateway options: `cli/gateway_attack.rs`.
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

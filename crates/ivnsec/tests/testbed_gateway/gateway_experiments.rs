@@ -1,7 +1,8 @@
 //! The experiments that build their own testbed, on `--topology bump2`: the legacy ECUs
 //! exchange through two gateways the run starts, unchanged, and throughput reports the
 //! gateways' CPU as roles. Each run builds a testbed of its own (random prefix, own state
-//! directory) and removes it.
+//! directory) and removes it. The `--topology` options checked without root:
+//! `cli/gateway_experiments.rs`.
 
 use serde_json::Value;
 

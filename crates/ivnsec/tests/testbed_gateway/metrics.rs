@@ -1,7 +1,7 @@
-//! `--metrics ADDR`: what the daemons serve passes `promtool check metrics`, and a real
-//! Prometheus, started in a network namespace of the test's own, scrapes a gateway and a key
+//! `--metrics ADDR` (root): a real Prometheus, started in a network namespace of the test's own, scrapes a gateway and a key
 //! server there and returns our series from its HTTP API. Tools missing here make the tests skip
-//! with the reason printed (scripts/setup installs them: prometheus, curl).
+//! with the reason printed (scripts/setup installs them: prometheus, curl). The key server's
+//! metrics on loopback through `promtool check metrics`: `cli/metrics.rs`.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -1,8 +1,7 @@
-//! `ivnsec attack` as a user runs it: bad input (exit 2), no privileges (exit 3), and, as root
-//! on a testbed of its own (random prefix, own state directory, removed afterwards), every
+//! `ivnsec attack` as a user runs it: no privileges (exit 3) and, as root on a testbed of its own (random prefix, own state directory, removed afterwards), every
 //! class against one profile of each family (IVN-AE, MACsec, ESP, SecOC, secured SOME/IP) —
 //! nothing forged is accepted — and the negative control: profiles without a key accept what
-//! the attacker forges, and the command says so.
+//! the attacker forges, and the command says so. Bad input (exit 2): `cli/attack.rs`.
 
 use std::process::{Command, Output};
 

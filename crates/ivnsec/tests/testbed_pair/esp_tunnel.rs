@@ -6,8 +6,8 @@
 //! never repeats a sequence number (every ESP packet on the outer path is recorded by a Python
 //! raw socket); tshark decrypts the `--pcap` of the tunnel with the key files (an independent
 //! implementation). Pings larger than the TUN's MTU cross as fragments. `--seq-limit` stops the
-//! tunnel with exit 1; a used key without its state is refused. Bad input is refused with exit code 2 and a sentence. The namespace tests
-//! need root and skip with a printed reason otherwise.
+//! tunnel with exit 1; a used key without its state is refused. The tests
+//! need root and skip with a printed reason otherwise; bad input (exit 2): `cli/esp_tunnel.rs`.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};

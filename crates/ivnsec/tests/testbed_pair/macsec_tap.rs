@@ -3,8 +3,9 @@
 //! goes through the TAPs; what crosses the veth (captured with tshark) is MACsec only, the ping
 //! payload never in clear; a frame with a flipped bit never reaches the TAP and is counted; a
 //! restart after SIGKILL never repeats a PN (from the capture); the TAP goes away on SIGTERM
-//! and on SIGKILL, and `macsec down` clears what a killed instance left. Also: bad options exit
-//! 2, no root exits 3. The namespace tests need root and skip with a printed reason otherwise.
+//! and on SIGKILL, and `macsec down` clears what a killed instance left. Also: no root exits 3.
+//! The tests need root and skip with a printed reason otherwise; bad options (exit 2):
+//! `cli/macsec_tap.rs`.
 
 use std::collections::HashSet;
 use std::path::Path;

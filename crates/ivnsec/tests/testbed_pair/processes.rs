@@ -1,7 +1,8 @@
 //! No process of a run outlives `ivnsec`: after `kill -9` of `ivnsec pingpong` or `ivnsec
 //! validate` on a testbed of their own, the node roles and the sockperf server and client are
 //! gone within seconds (they are spawned with the kernel's parent-death signal), and `ivnsec
-//! testbed down` then finds nothing to stop. Also what `down` reports, in text and JSON.
+//! testbed down` then finds nothing to stop. Also what `down` reports, in text and JSON. That
+//! every spawn site asks for that signal is checked in `cli/processes.rs`.
 //! Root tests: without root or `ip netns` they print why and pass as skipped. Each uses its own
 //! state directory, and its guards kill what it started and take its testbed down on failure.
 

@@ -1,8 +1,8 @@
 //! Seed 004 as a plan (`plans/seed004.toml`: `[[tunnel_ping]]`, `[[tunnel_bulk]]`,
 //! `[[crypto_bench]]`): a short plan of that shape run as root on testbeds of its own measures
 //! ping by size plain / through `esp up` / through `macsec up` and iperf3 and scp plain and
-//! through the tunnel, and the report puts seed 004's (missing) figures beside them; the preset
-//! on loopback says the tunnel tables need a testbed; bad tables exit 2 naming the key.
+//! through the tunnel, and the report puts seed 004's (missing) figures beside them; a kill -9
+//! mid-tunnel leaves no keys. The preset on loopback and bad tables: `cli/seed004.rs`.
 
 use crate::common::{TempDir, ivnsec, json, text};
 

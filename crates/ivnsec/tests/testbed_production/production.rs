@@ -11,9 +11,10 @@
 //!   the consumer's `ivnsec macsec up`); `testbed down` removes every namespace.
 //! - `pingpong --outage 1` (docs/experiments.md): the consumer's forwarding link goes down and
 //!   comes back; plain and MACsec exchanges recover after STP's listening and learning, and the
-//!   MKA participants end with every peer live. Bad `--outage` values exit 2.
+//!   MKA participants end with every peer live. Bad `--outage` values exit 2
+//!   (`cli/production.rs`).
 //! - `underload --outage 1`: the same for the sensor stream (messages and one-way delays);
-//!   bad `--outage` values of `underload` exit 2 too.
+//!   bad `--outage` values of `underload` exit 2 too (`cli/production.rs`).
 //! - `attack --topology production`: the frame classes from sensor2 on sw1 against sensor1 →
 //!   consumer across the tree (the flood through the switches' static address table along the
 //!   spanning tree), and an MKA class against sensor1 and the consumer as members.
