@@ -1,8 +1,8 @@
 //! The exit-code table of the README, checked: every command on the inputs the table names, one
 //! row each, with the code and a part of the message the table promises. 0 success, 1 a
 //! verification or verdict failed, 2 usage or configuration error, 3 environment problem.
-//! 130/143 (interrupted by SIGINT/SIGTERM) is not checked here: it needs a command holding a
-//! testbed, and the Ctrl-C handling of the long commands is still to come (issue 32).
+//! 130/143 (interrupted by SIGINT/SIGTERM) is not checked here: it needs a long command holding
+//! a testbed; tests/interrupt.rs checks it for each long command (and cli_report.rs for `run`).
 
 // This file needs no root: `require_root!` goes unused.
 #[allow(unused_macros)]

@@ -139,12 +139,26 @@ pub fn run_mka_attacks(
     psk::write_new(&psk_file, &key)?;
     let total = profiles.len() * classes.len();
     let mut results = Vec::new();
-    for profile in &profiles {
-        let mut members = Members::start(&roles, &tmp.0, &psk_file, profile, cfg.provider)?;
+    // Interrupted (crate::interrupt): the classes that finished are returned, the one in
+    // progress is left out; the members are killed (on drop).
+    let stopped = crate::interrupt::requested;
+    'profiles: for profile in &profiles {
+        if stopped() {
+            break;
+        }
+        let mut members = match Members::start(&roles, &tmp.0, &psk_file, profile, cfg.provider) {
+            Err(_) if stopped() => break,
+            m => m?,
+        };
         for &attack in &classes {
+            if stopped() {
+                break 'profiles;
+            }
             progress(Some((results.len() + 1, total, profile, attack)));
-            let r = run_class(&roles, &mut members, &key, profile, attack, cfg)
-                .with_context(|| format!("{profile}, {}", attack.name()))?;
+            let r = match run_class(&roles, &mut members, &key, profile, attack, cfg) {
+                Err(_) if stopped() => break 'profiles,
+                r => r.with_context(|| format!("{profile}, {}", attack.name()))?,
+            };
             results.push(r);
         }
         members.stop()?;
@@ -244,8 +258,7 @@ impl Member {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-        let mut child = die_with_parent(&mut cmd)
-            .spawn()
+        let mut child = crate::interrupt::spawn(die_with_parent(&mut cmd))
             .context("starting `ivnsec macsec up`")?;
         let err = child.stderr.take().expect("piped");
         let (tx, rx) = mpsc::channel();
@@ -398,6 +411,9 @@ impl Members {
             }
             if all {
                 break;
+            }
+            if crate::interrupt::requested() {
+                bail!("interrupted");
             }
             if t0.elapsed() > SECURE_WITHIN {
                 let st: Vec<String> =

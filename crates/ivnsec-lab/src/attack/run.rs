@@ -228,8 +228,14 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
     let mut nodes: Option<Nodes> = None;
     let mut results = Vec::new();
     let total = cfg.profiles.len() * attacks.len();
-    for profile in &cfg.profiles {
+    // Interrupted (crate::interrupt): the classes that finished are returned, the one in
+    // progress is left out; the nodes are killed (on drop), the testbed removed.
+    let stopped = crate::interrupt::requested;
+    'profiles: for profile in &cfg.profiles {
         for &attack in &attacks {
+            if stopped() {
+                break 'profiles;
+            }
             progress(Progress::Start {
                 index: results.len() + 1,
                 total,
@@ -243,7 +249,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
                 SwitchMode::Hub
             };
             switches.set(mode)?;
-            let r = run_one(
+            let r = match run_one(
                 &mut nodes,
                 Bench::Testbed(&roles),
                 cfg,
@@ -251,8 +257,10 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
                 attack,
                 mode,
                 pcap.is_some().then_some(&part),
-            )
-            .with_context(|| format!("{profile}, {}", attack.name()))?;
+            ) {
+                Err(_) if stopped() => break 'profiles,
+                r => r.with_context(|| format!("{profile}, {}", attack.name()))?,
+            };
             if let Some(w) = pcap.as_mut() {
                 crate::site::append_pcap(w, &part)?;
             }
@@ -260,7 +268,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
         }
     }
     progress(Progress::Done);
-    if let Some(n) = nodes.take() {
+    if let Some(n) = nodes.take().filter(|_| !stopped()) {
         n.finish(Bench::Testbed(&roles))?;
     }
     if let Some(mut w) = pcap {
@@ -292,8 +300,12 @@ fn run_on_hosts(
     let mut nodes: Option<Nodes> = None;
     let mut results = Vec::new();
     let total = cfg.profiles.len() * attacks.len();
-    for profile in &cfg.profiles {
+    let stopped = crate::interrupt::requested;
+    'profiles: for profile in &cfg.profiles {
         for &attack in attacks {
+            if stopped() {
+                break 'profiles;
+            }
             progress(Progress::Start {
                 index: results.len() + 1,
                 total,
@@ -309,7 +321,7 @@ fn run_on_hosts(
                 ));
                 continue;
             }
-            let r = run_one(
+            let r = match run_one(
                 &mut nodes,
                 Bench::Hosts(hosts),
                 cfg,
@@ -317,13 +329,15 @@ fn run_on_hosts(
                 attack,
                 SwitchMode::Bench,
                 None,
-            )
-            .with_context(|| format!("{profile}, {}", attack.name()))?;
+            ) {
+                Err(_) if stopped() => break 'profiles,
+                r => r.with_context(|| format!("{profile}, {}", attack.name()))?,
+            };
             results.push(r);
         }
     }
     progress(Progress::Done);
-    if let Some(n) = nodes.take() {
+    if let Some(n) = nodes.take().filter(|_| !stopped()) {
         n.finish(Bench::Hosts(hosts))?;
     }
     Ok(Outcome {
@@ -483,7 +497,7 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
         return Ok((None, roles));
     }
     let tb = Testbed::up(&Topology::Sensors(2), &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let roles = Roles {
         state: tb.state().clone(),
         sender: "sensor1".into(),
@@ -499,7 +513,7 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
 /// spanning tree has converged) with [`production_roles`].
 pub(crate) fn open_production() -> Result<(Option<Testbed>, Roles)> {
     let tb = Testbed::up(&Topology::Production, &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let roles = production_roles(tb.state().clone());
     Ok((Some(tb), roles))
 }

@@ -374,11 +374,19 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
         _ => None,
     };
     let mut results = Vec::new();
-    for &n in &cfg.cameras {
+    // Interrupted (crate::interrupt): the runs that finished are reported, the one in progress
+    // is left out, and nothing more runs.
+    let stopped = crate::interrupt::requested;
+    'counts: for &n in &cfg.cameras {
         let mut nosec_cpu: Option<CameraCpu> = None;
         for &level in &levels {
-            let mut r =
-                run_once(&ends, cfg, n, level, part.as_deref()).map_err(|e| ends.node_error(e))?;
+            if stopped() {
+                break 'counts;
+            }
+            let mut r = match run_once(&ends, cfg, n, level, part.as_deref()) {
+                Err(_) if stopped() => break 'counts,
+                r => r.map_err(|e| ends.node_error(e))?,
+            };
             if let (Some(w), Some(p)) = (writer.as_mut(), &part) {
                 crate::site::append_pcap(w, p)?;
             }

@@ -435,7 +435,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunResult> {
         other => net_err(other),
     })?;
     let tb = Testbed::up(&topo, &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let result = run_prepared(cfg, &prepared, tb.state())?;
     tb.down().map_err(net_err)?;
     Ok(result)
@@ -1103,29 +1103,45 @@ fn capacity(
         steps.push(st);
         Ok(ok)
     };
+    // Interrupted (crate::interrupt): the steps that finished are kept (the search ends
+    // there), the one in progress is left out.
+    let stopped = crate::interrupt::requested;
     let (mut good, mut bad) = (0u64, None::<u64>);
     let mut k = 1u64;
-    while k <= most {
-        if step(k)? {
-            good = k;
-            if k == most {
+    'search: {
+        while k <= most {
+            if stopped() {
+                break 'search;
+            }
+            let ok = match step(k) {
+                Err(_) if stopped() => break 'search,
+                r => r?,
+            };
+            if ok {
+                good = k;
+                if k == most {
+                    break;
+                }
+                k = (k * 2).min(most);
+            } else {
+                bad = Some(k);
                 break;
             }
-            k = (k * 2).min(most);
-        } else {
-            bad = Some(k);
-            break;
         }
-    }
-    while let Some(b) = bad {
-        if b - good <= 1 {
-            break;
-        }
-        let m = good + (b - good) / 2;
-        if step(m)? {
-            good = m;
-        } else {
-            bad = Some(m);
+        while let Some(b) = bad {
+            if b - good <= 1 || stopped() {
+                break;
+            }
+            let m = good + (b - good) / 2;
+            let ok = match step(m) {
+                Err(_) if stopped() => break 'search,
+                r => r?,
+            };
+            if ok {
+                good = m;
+            } else {
+                bad = Some(m);
+            }
         }
     }
     Ok(CapacityResult {

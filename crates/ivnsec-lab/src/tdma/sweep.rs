@@ -527,7 +527,7 @@ pub fn run(
     for &n in &sweep.switches {
         let topo = Topology::Cascade(n);
         let tb = Testbed::up(&topo, &Options::default()).map_err(net_err)?;
-        tb.down_on_termination_signal().map_err(net_err)?;
+        crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
         for c in &sweep.cells {
             done += 1;
             eprintln!(

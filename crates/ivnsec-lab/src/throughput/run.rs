@@ -197,23 +197,42 @@ pub fn run_set(
     };
     // Over TCP the unprotected reference is `someip-nosec` (listed in the group) and iperf3
     // TCP: `plain` frames have no TCP form.
+    // Interrupted (crate::interrupt): the runs that finished are returned, the one in progress
+    // is left out, and nothing more runs.
+    let stopped = crate::interrupt::requested;
     let needs_plain = baseline && !cfg.tcp && profiles.iter().any(|p| p != "plain");
-    let plain = if needs_plain {
+    let plain = if needs_plain && !stopped() {
         eprintln!("ivnsec throughput: baseline run with `plain` first");
-        Some(run("plain")?)
+        match run("plain") {
+            Err(_) if stopped() => None,
+            r => Some(r?),
+        }
     } else {
         None
     };
     let mut results = Vec::with_capacity(profiles.len());
     for p in profiles {
+        if stopped() {
+            break;
+        }
         let r = match &plain {
             Some(plain) if p == "plain" => plain.clone(),
-            _ => run(p)?,
+            _ => match run(p) {
+                Err(_) if stopped() => break,
+                r => r?,
+            },
         };
         results.push(r);
     }
     if let Some((mut w, _)) = capture {
         w.flush()?;
+    }
+    if stopped() {
+        // What was measured: the plain baseline run too when it was not one of `profiles`.
+        if let Some(plain) = plain.filter(|_| !profiles.iter().any(|p| p == "plain")) {
+            results.insert(0, plain);
+        }
+        return Ok(results);
     }
     let iperf3 = if baseline {
         iperf3_baseline(site, &nodes, cfg)
@@ -866,6 +885,7 @@ fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
                 }
                 m.insert(key.into(), v);
             }
+            Err(_) if crate::interrupt::requested() => return None,
             Err(e) => {
                 eprintln!("ivnsec throughput: iperf3 ({key}): {e:#}; no baseline for it");
             }
@@ -911,6 +931,7 @@ fn iperf3_tcp_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value
                 }
                 m.insert(key.into(), v);
             }
+            Err(_) if crate::interrupt::requested() => return None,
             Err(e) => {
                 eprintln!("ivnsec throughput: iperf3 TCP ({key}): {e:#}; no baseline for it");
             }
@@ -1013,12 +1034,13 @@ fn iperf3_streams(
     };
     let mut reaper = Reaper(Vec::new());
     for port in &ports {
-        let server = die_with_parent(&mut cmd(rx_ns))
-            .args(["-s", "-1", "-B", &server_ip, "-p", port])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting an iperf3 server")?;
+        let server = crate::interrupt::spawn(
+            die_with_parent(&mut cmd(rx_ns))
+                .args(["-s", "-1", "-B", &server_ip, "-p", port])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .context("starting an iperf3 server")?;
         reaper.0.push(server);
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -1039,12 +1061,13 @@ fn iperf3_streams(
         .iter()
         .zip(&ports)
         .map(|((ns, _, _), port)| {
-            die_with_parent(&mut cmd(ns))
-                .args(args(port))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .context("starting an iperf3 client")
+            crate::interrupt::spawn(
+                die_with_parent(&mut cmd(ns))
+                    .args(args(port))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
+            .context("starting an iperf3 client")
         })
         .collect::<Result<Vec<Child>>>()?;
     let mut streams = Vec::new();

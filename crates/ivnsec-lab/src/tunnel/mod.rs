@@ -403,8 +403,7 @@ impl Bed {
             ))
         })?;
         let tb = Testbed::up(&Topology::Pair, &Options::default()).map_err(|e| anyhow!("{e}"))?;
-        tb.down_on_termination_signal()
-            .map_err(|e| anyhow!("{e}"))?;
+        crate::interrupt::remove_on_signal(&tb).map_err(|e| anyhow!("{e}"))?;
         let state = tb.state().clone();
         let ecus: Vec<_> = state.ecus().map(|n| n.name.clone()).collect();
         if ecus.len() != 2 {
@@ -566,13 +565,13 @@ impl Bed {
 
     /// Pings from ecu1; the round trips in µs.
     fn ping(&self, target: &str, size: usize, count: u32, interval_ms: f64) -> Result<Vec<f64>> {
-        let o = die_with_parent(&mut netns(&self.ns[0], "ping"))
-            .args(["-n", "-c", &count.to_string()])
-            .args(["-i", &format!("{:.3}", interval_ms / 1000.0)])
-            .args(["-W", "1", "-s", &size.to_string(), target])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| anyhow!("running ping: {e}"))?;
+        let o = crate::interrupt::output(
+            die_with_parent(&mut netns(&self.ns[0], "ping"))
+                .args(["-n", "-c", &count.to_string()])
+                .args(["-i", &format!("{:.3}", interval_ms / 1000.0)])
+                .args(["-W", "1", "-s", &size.to_string(), target]),
+        )
+        .map_err(|e| anyhow!("running ping: {e}"))?;
         let mut v = parse_ping(&String::from_utf8_lossy(&o.stdout));
         v.sort_by(f64::total_cmp);
         Ok(v)
@@ -601,9 +600,16 @@ pub fn run_ping(cfg: &PingConfig) -> Result<PingReport> {
         bed.check_path(p)?;
     }
     let mut rows = Vec::new();
-    for &size in &cfg.sizes {
+    // Interrupted (crate::interrupt): the rows that finished.
+    'sizes: for &size in &cfg.sizes {
         for p in &cfg.paths {
+            if crate::interrupt::requested() {
+                break 'sizes;
+            }
             let v = bed.ping(&bed.target(p), size, cfg.count, cfg.interval_ms)?;
+            if crate::interrupt::requested() {
+                break 'sizes;
+            }
             rows.push(PingRow {
                 path: p.clone(),
                 size,
@@ -649,14 +655,20 @@ pub fn run_bulk(cfg: &BulkConfig) -> Result<BulkReport> {
         bed.children.push(server);
         std::thread::sleep(Duration::from_millis(300));
         for p in &cfg.paths {
+            if crate::interrupt::requested() {
+                break;
+            }
             let cpu = crate::cpu::SystemSampler::start(Duration::from_millis(500));
             let t0 = Instant::now();
-            let o = die_with_parent(&mut netns(&bed.ns[0], "iperf3"))
-                .args(["-c", &bed.target(p), "-p", "5299", "-J"])
-                .args(["-t", &format!("{}", cfg.seconds)])
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| anyhow!("running iperf3: {e}"))?;
+            let o = crate::interrupt::output(
+                die_with_parent(&mut netns(&bed.ns[0], "iperf3"))
+                    .args(["-c", &bed.target(p), "-p", "5299", "-J"])
+                    .args(["-t", &format!("{}", cfg.seconds)]),
+            )
+            .map_err(|e| anyhow!("running iperf3: {e}"))?;
+            if crate::interrupt::requested() {
+                break;
+            }
             let secs = t0.elapsed().as_secs_f64();
             let cpu = cpu.stop();
             let j: serde_json::Value =
@@ -675,7 +687,7 @@ pub fn run_bulk(cfg: &BulkConfig) -> Result<BulkReport> {
             });
         }
     }
-    if cfg.tools.iter().any(|t| t == "scp") {
+    if cfg.tools.iter().any(|t| t == "scp") && !crate::interrupt::requested() {
         rows.extend(scp_rows(&mut bed, cfg)?);
     }
     drop(bed);
@@ -746,23 +758,29 @@ fn scp_rows(bed: &mut Bed, cfg: &BulkConfig) -> Result<Vec<BulkRow>> {
     std::thread::sleep(Duration::from_millis(500));
     let mut rows = Vec::new();
     for p in &cfg.paths {
+        if crate::interrupt::requested() {
+            break;
+        }
         let cpu = crate::cpu::SystemSampler::start(Duration::from_millis(500));
         let t0 = Instant::now();
-        let o = die_with_parent(&mut netns(&bed.ns[0], "scp"))
-            .args(["-O", "-q", "-P", "2222", "-i"])
-            .arg(d.join("client"))
-            .args([
-                "-o",
-                "StrictHostKeyChecking=no",
-                "-o",
-                "UserKnownHostsFile=/dev/null",
-            ])
-            .args(["-o", "BatchMode=yes"])
-            .arg(&file)
-            .arg(format!("root@{}:/dev/null", bed.target(p)))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| anyhow!("running scp: {e}"))?;
+        let o = crate::interrupt::output(
+            die_with_parent(&mut netns(&bed.ns[0], "scp"))
+                .args(["-O", "-q", "-P", "2222", "-i"])
+                .arg(d.join("client"))
+                .args([
+                    "-o",
+                    "StrictHostKeyChecking=no",
+                    "-o",
+                    "UserKnownHostsFile=/dev/null",
+                ])
+                .args(["-o", "BatchMode=yes"])
+                .arg(&file)
+                .arg(format!("root@{}:/dev/null", bed.target(p))),
+        )
+        .map_err(|e| anyhow!("running scp: {e}"))?;
+        if crate::interrupt::requested() {
+            break;
+        }
         let secs = t0.elapsed().as_secs_f64();
         let cpu = cpu.stop();
         if !o.status.success() {

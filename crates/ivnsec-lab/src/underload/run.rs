@@ -361,7 +361,13 @@ pub(crate) fn run_stream(
         profiles.insert(0, "plain".into());
     }
     let mut runs: Vec<ProfileRun> = Vec::new();
+    // Interrupted (crate::interrupt): the profiles that finished are reported, the one in
+    // progress is left out, and nothing more runs.
+    let stopped = crate::interrupt::requested;
     for (i, p) in profiles.iter().enumerate() {
+        if stopped() {
+            break;
+        }
         eprintln!(
             "ivnsec {}: {p} ({} of {})",
             common.experiment,
@@ -377,8 +383,10 @@ pub(crate) fn run_stream(
                 PathBuf::from(name)
             }
         });
-        let r = run_profile(site, &pair, p, schedule, common, file.as_deref(), None)
-            .map_err(|e| pair.node_error(e))?;
+        let r = match run_profile(site, &pair, p, schedule, common, file.as_deref(), None) {
+            Err(_) if stopped() => break,
+            r => r.map_err(|e| pair.node_error(e))?,
+        };
         if let Some(f) = &file {
             eprintln!("capture: {} (the first units {p} sent)", f.display());
         }
@@ -395,8 +403,8 @@ pub(crate) fn run_stream(
             "ivnsec {}: no sockperf baseline across hosts (it would run on this machine)",
             common.experiment
         );
-    } else if common.baseline {
-        if let Some(mut v) = sockperf(&pair) {
+    } else if common.baseline && !stopped() {
+        if let Some(mut v) = sockperf(&pair).filter(|_| !stopped()) {
             if let (Value::Object(m), Some(plain)) =
                 (&mut v, runs.iter().find(|r| r.profile == "plain"))
             {
@@ -860,11 +868,12 @@ pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Op
         Site::Loopback => "127.0.0.1".to_string(),
     };
     let port = SOCKPERF_PORT.to_string();
-    let server = die_with_parent(&mut cmd(&pair.consumer.0))
-        .args(["server", "-i", &ip, "-p", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
+    let server = crate::interrupt::spawn(
+        die_with_parent(&mut cmd(&pair.consumer.0))
+            .args(["server", "-i", &ip, "-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     let server = match server {
         Ok(s) => s,
         Err(e) => {
@@ -877,9 +886,7 @@ pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Op
     let mut full: Vec<String> = args.to_vec();
     full.extend(["-i".into(), ip.clone(), "-p".into(), port.clone()]);
     eprintln!("ivnsec: baseline: sockperf {}", full.join(" "));
-    let out = die_with_parent(&mut cmd(&pair.sensor.0))
-        .args(&full)
-        .output();
+    let out = crate::interrupt::output(die_with_parent(&mut cmd(&pair.sensor.0)).args(&full));
     if let Some(s) = reaper.0.first_mut() {
         let _ = s.kill();
     }

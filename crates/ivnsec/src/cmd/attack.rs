@@ -43,6 +43,11 @@ run, so every lost frame is accounted for.
 Exit 1 if the receiver accepted any forged or replayed frame, or a legitimate exchange was lost; \
 exit 3 without root (raw sockets and namespaces are needed).
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes, the MKA members \
+and the testbed go; the switches are set back): the table (or JSON) holds the classes that \
+finished before it, the one in progress left out, marked `\"interrupted\": true` in JSON and \
+by a last line `interrupted: …` in text; exit 130 (128 + the signal).
+
 SecOC and SOME/IP profiles travel in UDP datagrams between the two ECUs' addresses; the \
 attacker injects whole Ethernet/IPv4/UDP frames with correct checksums, and its garbage goes to \
 the protocol's UDP port (docs/attacks.md).
@@ -210,6 +215,9 @@ struct Output<'a> {
     /// Across hosts: the hosts of the sender, the receiver and the attacker.
     #[serde(skip_serializing_if = "Option::is_none")]
     hosts: Option<serde_json::Value>,
+    /// Stopped by a signal: `results` holds the classes that finished before it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    interrupted: bool,
 }
 
 impl Args {
@@ -253,6 +261,8 @@ impl Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut doc = Json::claim(a.json)?;
     let json = a.json;
+    // Ctrl-C: the classes that finished are printed, marked interrupted.
+    crate::interrupted::watch()?;
     let mut cfg_hosts = None;
     let out = if a.mka {
         if a.pcap.is_some() {
@@ -308,6 +318,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         })?
     };
 
+    let interrupted = crate::interrupted::requested();
     let failed = out.failed();
     let results = &out.results;
     let where_ = out.testbed.clone();
@@ -327,6 +338,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             verdict: if failed { "fail" } else { "pass" },
             not_run: not_run.len(),
             hosts,
+            interrupted,
         };
         doc.print(&out)?;
     } else {
@@ -351,6 +363,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
             not_run.len(),
             if cfg_hosts.is_some() { "" } else { "testbed " },
         );
+        if interrupted {
+            println!(
+                "{}",
+                crate::interrupted::line(
+                    "the class in progress and those after it did not run (not counted)"
+                )
+            );
+        }
+    }
+    if interrupted {
+        return Ok(crate::interrupted::code());
     }
     Ok(if failed {
         ExitCode::from(1)

@@ -325,9 +325,15 @@ The bench's switches run no probe of ivnsec's: the per-switch forwarding delay (
 \"Diff\") is reported as not measured with the reason; --topology cascade:N declares how many \
 switches lie between the hosts (eq. 9's GP × N_switch). No --pcap there.
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its ECUs, probes and the \
+testbed go). If the schedule run had finished, its result is printed with the capacity steps \
+that finished, marked `\"interrupted\": true` in JSON and by a last line `interrupted: …` in \
+text; else {\"interrupted\": true, \"profile\": …} (text: that line alone).
+
 Exit codes: 0 every frame arrived within its slot, 1 a miss or a lost frame, 2 bad options or \
 input, 3 not root or no `ip` command (across hosts: a host unreachable, its node failed or its \
-SSH connection was lost, or clocks neither shared nor PTP-synchronised).
+SSH connection was lost, or clocks neither shared nor PTP-synchronised), 130 interrupted by \
+Ctrl-C (128 + the signal).
 
 Examples:
   ivnsec tdma run --flows flows.toml --bp 10ms --gp 0.2ms --topology cascade:2 --profile hmac-sha1
@@ -471,10 +477,32 @@ fn run_schedule(a: RunArgs) -> Result<ExitCode> {
         capacity: !a.no_capacity,
         pcap: a.pcap.clone(),
     };
+    // Ctrl-C: what finished is printed, marked interrupted.
+    crate::interrupted::watch()?;
     let r = match &hosts {
-        Some(h) => ivnsec_lab::tdma::run::run_hosts(&cfg, &h[0], &h[1])?,
-        None => ivnsec_lab::tdma::run::run(&cfg)?,
+        Some(h) => ivnsec_lab::tdma::run::run_hosts(&cfg, &h[0], &h[1]),
+        None => ivnsec_lab::tdma::run::run(&cfg),
     };
+    if crate::interrupted::requested() {
+        let what = "the measurement in progress is left out";
+        match r {
+            Ok(r) if a.json => json.print(&crate::interrupted::marked(&r))?,
+            Ok(r) => {
+                print!("{}", r.to_text());
+                println!("{}", crate::interrupted::line(what));
+            }
+            Err(_) if a.json => json.print(&serde_json::json!({
+                "interrupted": true,
+                "profile": cfg.profile_name,
+            }))?,
+            Err(_) => println!(
+                "{}",
+                crate::interrupted::line("the schedule run did not finish: nothing measured")
+            ),
+        }
+        return Ok(crate::interrupted::code());
+    }
+    let r = r?;
     if a.json {
         json.print(&r)?;
     } else {

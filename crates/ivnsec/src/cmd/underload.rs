@@ -50,8 +50,13 @@ docs/gateway.md); --topology production from sensor1 to the consumer across seed
 testbench 3 (switches with redundant links under STP; docs/testbed.md), where --outage takes \
 links down and up during the run (docs/experiments.md).
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes, sockperf and \
+the testbed go): the report holds the profiles that finished before it, marked \
+`\"interrupted\": true` in JSON and by a last line `interrupted: …` in text. Not with --outage \
+(that stops and removes its testbed, exit 130, without a report).
+
 Exit codes: 0 every profile met the requirement, 1 one did not, 2 usage error, 3 a missing \
-privilege or tool for the requested site.
+privilege or tool for the requested site, 130 interrupted by Ctrl-C (128 + the signal).
 
 Examples:
   ivnsec underload
@@ -155,6 +160,8 @@ impl StreamArgs {
         mut json: Json,
         f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
     ) -> Result<ExitCode> {
+        // Ctrl-C: the profiles that finished are printed, marked interrupted.
+        crate::interrupted::watch()?;
         let open = match &self.hosts {
             Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
             None => {
@@ -225,8 +232,23 @@ fn open(
     Ok(open)
 }
 
-/// Prints the report (text or JSON) and maps the verdict to the exit code.
+/// Prints the report (text or JSON) and maps the verdict to the exit code; interrupted, the
+/// report (of the profiles that finished) is marked so and the exit code is 128 + signal.
 fn finish(r: &UnderloadReport, json: &mut Json) -> Result<ExitCode> {
+    if crate::interrupted::requested() {
+        if json.claimed() {
+            json.print(&crate::interrupted::marked(r))?;
+        } else {
+            print_report(r);
+            println!(
+                "{}",
+                crate::interrupted::line(
+                    "the profile in progress and the sockperf baseline are left out"
+                )
+            );
+        }
+        return Ok(crate::interrupted::code());
+    }
     if json.claimed() {
         json.print(r)?;
     } else {
