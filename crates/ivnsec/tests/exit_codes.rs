@@ -297,6 +297,23 @@ fn every_command_exits_with_the_documented_code() {
             2,
             "editcap -F pcap",
         ),
+        row(
+            "suites --calibrate: --seconds out of range",
+            &["suites", "--calibrate", "--seconds", "0"],
+            2,
+            "0.1..=600",
+        ),
+        with(
+            "suites --calibrate: a cache path that is a directory",
+            vec![
+                "suites".into(),
+                "--calibrate".into(),
+                "--cache".into(),
+                p(""),
+            ],
+            2,
+            "is a directory",
+        ),
         with(
             "receive: a missing key file",
             {
@@ -319,6 +336,17 @@ fn every_command_exits_with_the_documented_code() {
             keyserver(&tcp_in_use),
             3,
             "another process listens there",
+        ),
+        with(
+            "suites --calibrate: a cache that cannot be written",
+            vec![
+                "suites".into(),
+                "--calibrate".into(),
+                "--cache".into(),
+                p("k.toml/auto-table.toml"),
+            ],
+            3,
+            "cannot write the calibration",
         ),
         with(
             "receive --udp: not an address of this host",

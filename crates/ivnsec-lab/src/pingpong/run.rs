@@ -523,6 +523,12 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
         "provider_auto_table".into(),
         json!(ivnsec_crypto::describe_auto_table()),
     );
+    // Which table that is: the built-in one, or this machine's calibration (`ivnsec suites
+    // --calibrate`), with its path, date and CPU.
+    m.insert(
+        "provider_auto_table_source".into(),
+        json!(ivnsec_crypto::auto_table_source()),
+    );
     m.insert(
         "openssl_library".into(),
         json!(ivnsec_crypto::openssl_version()),
@@ -671,6 +677,18 @@ mod tests {
         );
         let table = env["provider_auto_table"].as_str().unwrap();
         assert!(table.contains("hmac-sha256: portable"), "{table}");
+        // Tests run with IVNSEC_AUTO_TABLE=builtin (.cargo/config.toml).
+        assert_eq!(
+            env["provider_auto_table_source"],
+            ivnsec_crypto::auto_table_source()
+        );
+        assert!(
+            env["provider_auto_table_source"]
+                .as_str()
+                .unwrap()
+                .starts_with("built-in"),
+            "{env:?}"
+        );
         assert!(
             env["openssl_library"]
                 .as_str()
