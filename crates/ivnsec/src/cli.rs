@@ -238,9 +238,12 @@ mod tests {
     #[test]
     fn a_bad_profile_comes_after_clap_s_own_errors() {
         assert_eq!(
-            profile_error_of(&["ivnsec", "frame", "protect", "--profile=aes129-gcm", "00"])
-                .as_deref(),
-            Some("--profile aes129-gcm: unknown suite (see `ivnsec suites`)")
+            profile_error_of(&["ivnsec", "keygen", "--profile", "nope"]).as_deref(),
+            Some("profile `nope`: unknown suite (see `ivnsec suites`)")
+        );
+        assert_eq!(
+            profile_error_of(&["ivnsec", "keygen", "--profile=aes129-gcm"]).as_deref(),
+            Some("profile `aes129-gcm`: unknown suite (see `ivnsec suites`)")
         );
         assert_eq!(
             profile_error_of(&["ivnsec", "frame", "protect", "--profile", "secoc-x", "00"])
@@ -255,10 +258,19 @@ mod tests {
                 .as_deref(),
             Some("--profile secoc-x: unknown suite (see `ivnsec suites`)")
         );
-        // A missing argument, and --help, are clap's, as before.
+        // A missing option, and --help, are clap's, as before.
         for args in [
-            &["ivnsec", "frame", "protect", "--profile", "nope"][..],
-            &["ivnsec", "frame", "protect", "--profile", "nope", "--help"],
+            &["ivnsec", "send", "--profile", "nope"][..],
+            &["ivnsec", "send", "--profile", "nope", "--help"],
+            &[
+                "ivnsec",
+                "underload",
+                "--profile",
+                "nope",
+                "--profile",
+                "x",
+                "--bogus",
+            ],
         ] {
             assert!(
                 matches!(
@@ -268,6 +280,12 @@ mod tests {
                 "{args:?}"
             );
         }
+        // Two bad names: the first is the one reported.
+        assert_eq!(
+            profile_error_of(&["ivnsec", "underload", "--profile", "x1", "--profile", "x2"])
+                .as_deref(),
+            Some("profile `x1`: unknown suite (see `ivnsec suites`)")
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! One module per subcommand, each with a `run()`.
 
-use ivnsec_core::profile::NamedProfile;
+use ivnsec_core::profile::{NamedProfile, ProfileError};
 
 pub mod attack;
 pub mod camera;
@@ -49,8 +49,16 @@ impl std::fmt::Display for ProfileArgError {
 
 impl std::error::Error for ProfileArgError {}
 
-/// The parser of `frame protect|verify --profile`: the typed profile, parsed here at the edge,
-/// with the name as given; a name that is no profile worded as the frame tools word each family's
+/// The parser of every profile argument: the typed profile, parsed here at the edge, with the
+/// name as given (reports echo it); a name that is no profile is a usage error in the words of
+/// [`ProfileError`](ivnsec_core::profile::ProfileError).
+pub fn profile_arg(name: &str) -> Result<NamedProfile, ProfileArgError> {
+    name.parse()
+        .map_err(|e: ProfileError| ProfileArgError(e.to_string()))
+}
+
+/// The parser of `frame protect|verify --profile`: as [`profile_arg`], a name that is no
+/// profile worded as the frame tools word each family's
 /// ([`ivnsec_node::frames::material::profile_error`]).
 pub fn frame_profile_arg(name: &str) -> Result<NamedProfile, ProfileArgError> {
     name.parse()

@@ -61,8 +61,8 @@ Examples:
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: ivnsec_core::profile::NamedProfile,
     /// Payload bytes per frame (≥ 1; the frame must fit the 1500-byte MTU).
     #[arg(long)]
     pub payload: usize,
