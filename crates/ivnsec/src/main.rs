@@ -20,7 +20,7 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
-        Err(daemon::ParseError::Config(e)) => {
+        Err(daemon::ParseError::Config(e) | daemon::ParseError::Profile(e)) => {
             eprintln!("ivnsec: {e:#}");
             return ExitCode::from(exit_code(&e));
         }

@@ -31,7 +31,7 @@ use crate::hosts::Remote;
 use crate::process::{Place, Reaper, child_stderr, spawn_role_at};
 use crate::site::{Layout, Site, link_spec, testbed_node};
 use ivnsec_node::channel::random_keys;
-use ivnsec_node::error::{parse_profile, usage};
+use ivnsec_node::error::usage;
 
 /// Most cameras one run simulates.
 pub const MAX_CAMERAS: usize = 32;
@@ -543,7 +543,7 @@ fn run_once(
     // l2: one IVN-AE channel (fresh keys) from the camera ECU to the consumer.
     let l2 = match cfg.transport {
         Transport::L2 => {
-            let profile = parse_profile(&l2_profile(level, alg))?;
+            let profile = l2_profile(level, alg);
             let family = profile;
             let testbed = ends.camera.0.is_some();
             let ch_ends = ChannelEnds {

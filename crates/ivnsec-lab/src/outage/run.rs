@@ -23,6 +23,7 @@ use super::{
 };
 use crate::pingpong::run::{Scenario, run_scenario};
 use crate::site::{Site, net_err};
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_node::error::usage;
 
 /// The MACsec profile of the MKA participants the outage run starts.
@@ -171,7 +172,7 @@ pub fn candidate_links(state: &TestbedState) -> Vec<LinkRef> {
 /// Runs ping-pong `scenarios` (the caller puts plain first) on a fresh `production` testbed
 /// with the outages of `spec`: `sensor1` initiates, the consumer responds.
 pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
-    let profiles: Vec<String> = scenarios.iter().map(|s| s.profile_name.clone()).collect();
+    let profiles: Vec<NamedProfile> = scenarios.iter().map(|s| s.profile.clone()).collect();
     run_with("pingpong", &profiles, spec, Measure::Rtt, &|site, k| {
         let outcome = run_scenario(site, &scenarios[k], None)?;
         Ok(Trace {
@@ -195,7 +196,7 @@ pub type Work<'a> = dyn Fn(&Site, usize) -> Result<Trace> + Sync + 'a;
 /// and `measure` name what the report holds.
 pub fn run_with(
     experiment: &str,
-    profiles: &[String],
+    profiles: &[NamedProfile],
     spec: &OutageSpec,
     measure: Measure,
     work: &Work<'_>,
@@ -253,7 +254,7 @@ pub fn run_with(
             });
         }
         runs.push(ProfileRun {
-            profile: profile.clone(),
+            profile: profile.to_string(),
             units: rtt.len(),
             lost: rtt.iter().filter(|r| r.is_none()).count(),
             latency_before_us: rtt_before(&trace.starts_ns, rtt, first),

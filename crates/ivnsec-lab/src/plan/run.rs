@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use ivnsec_core::profile::NamedProfile;
 use serde_json::{Value, json};
 
 use super::Plan;
@@ -170,7 +171,7 @@ pub fn run_plan(
             "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}{}",
             i + 1,
             groups.len(),
-            job.profiles.join(", "),
+            NamedProfile::join(&job.profiles, ", "),
             job.config.payload,
             job.config.senders,
             job.config
@@ -252,7 +253,7 @@ pub fn run_plan(
             "under load {}/{}: {}{}",
             i + 1,
             underloads.len(),
-            cfg.profiles.join(", "),
+            NamedProfile::join(&cfg.profiles, ", "),
             cfg.topology
                 .as_ref()
                 .map_or(String::new(), |t| format!(", on {t} through its gateways"))
@@ -283,7 +284,7 @@ pub fn run_plan(
             "playback {}/{}: {} from {}",
             i + 1,
             plan.playback.len(),
-            cfg.profiles.join(", "),
+            NamedProfile::join(&cfg.profiles, ", "),
             cfg.timeline.display()
         );
         let layout = match cfg.topology.as_deref() {
@@ -364,7 +365,7 @@ pub fn run_plan(
                     &state.topology,
                     open.site.transport(),
                     (ini, res),
-                    &s.profile_name,
+                    s.profile.name(),
                     s.payload,
                     &o.exchanges,
                 ));
@@ -574,7 +575,7 @@ fn run_scenarios(
         progress.advance(u64::from(s.count) * u64::from(s.replications));
         runs.push(ScenarioRun {
             name: s.name(),
-            profile: s.profile_name.clone(),
+            profile: s.profile.to_string(),
             payload: s.payload,
             frame_bytes: o.frame_bytes,
             exchanges: o.exchanges,

@@ -11,6 +11,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::output::Json;
+use ivnsec_core::profile::{MacsecProfile, NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::attack::mka::MkaAttack;
 use ivnsec_lab::attack::mka_run::{self, MkaAttackConfig, run_mka_attacks};
@@ -119,8 +120,9 @@ pub struct Args {
     /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…
     /// (`ivnsec suites`), someip-SUITE[/auth|/conf] or someip-nosec. Default: aes128-gcm,
     /// macsec-gcm-aes-128, esp-aes128-gcm, secoc-cmac-aes128, someip-aes128-gcm/conf.
-    #[arg(long = "profile", value_name = "P", conflicts_with = "all")]
-    pub profiles: Vec<String>,
+    #[arg(long = "profile", value_name = "P", conflicts_with = "all",
+          value_parser = super::profile_arg)]
+    pub profiles: Vec<NamedProfile>,
     /// Every IVN-AE, MACsec, ESP, SecOC and secured SOME/IP profile with a key (not `plain`,
     /// `crc32` or `someip-nosec`, which protect nothing: name them with --profile to see them
     /// fail). With --mka: the four MACsec profiles.
@@ -237,9 +239,13 @@ impl Args {
         let topology = self.topology()?;
         let through_gateways = matches!(topology, Some(Topology::Bump | Topology::Bump2));
         let profiles = if through_gateways && self.profiles.is_empty() && !self.all {
-            vec![ivnsec_lab::site::GATEWAY_PROFILE.to_string()]
+            vec![
+                ivnsec_lab::site::GATEWAY_PROFILE
+                    .parse()
+                    .expect("the gateways' profile is a profile"),
+            ]
         } else {
-            profiles(self.all, &self.profiles)?
+            profiles(self.all, &self.profiles)
         };
         Ok(AttackConfig {
             profiles,
@@ -274,7 +280,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let profiles = if a.all {
             ivnsec_core::sa::macsec::CipherSuite::ALL
                 .iter()
-                .map(|s| s.profile().to_string())
+                .map(|&suite| {
+                    NamedProfile::from(Profile::Macsec(MacsecProfile {
+                        suite,
+                        confidentiality: true,
+                    }))
+                })
                 .collect()
         } else {
             a.profiles.clone()

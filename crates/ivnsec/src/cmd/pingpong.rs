@@ -13,8 +13,8 @@ use ivnsec_lab::pingpong::run::{Scenario, environment, judge, ms_to_ns, run_scen
 use ivnsec_lab::site::{Layout, ensure_dir, open_site};
 
 use super::lab::{self, ModeArg, WhereArg};
-use crate::error::parse_profile;
 use crate::output::Json;
+use ivnsec_core::profile::{NamedProfile, Profile};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -45,8 +45,8 @@ Examples:
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: NamedProfile,
     /// Payload bytes per message (≥ 8; the frame must fit the 1500-byte MTU).
     #[arg(long)]
     pub payload: usize,
@@ -91,8 +91,8 @@ pub struct Args {
     pub outage_seed: Option<u64>,
     /// With --outage: another protection to run with the same outages after --profile; repeat
     /// for each (e.g. `--also-profile esp-aes128-gcm --also-profile aes128-gcm`).
-    #[arg(long, value_name = "PROFILE", requires = "outage")]
-    pub also_profile: Vec<String>,
+    #[arg(long, value_name = "PROFILE", requires = "outage", value_parser = super::profile_arg)]
+    pub also_profile: Vec<NamedProfile>,
 }
 
 /// Run settings shared by `pingpong`, `run` (as overrides of the plan) and `validate`.
@@ -131,8 +131,7 @@ pub struct RunOpts {
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let s = Scenario {
-        profile: parse_profile(&a.profile)?,
-        profile_name: a.profile.clone(),
+        profile: a.profile.clone(),
         payload: a.payload,
         count: a.run.count,
         replications: a.run.replications,
@@ -188,7 +187,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         requirements: req,
         scenarios: vec![ScenarioRun {
             name: s.name(),
-            profile: s.profile_name.clone(),
+            profile: s.profile.to_string(),
             payload: s.payload,
             frame_bytes: outcome.frame_bytes,
             exchanges: outcome.exchanges.clone(),
@@ -245,16 +244,17 @@ fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode
         )));
     }
     let mut scenarios = Vec::new();
-    let names = ["plain", a.profile.as_str()]
-        .into_iter()
-        .chain(a.also_profile.iter().map(String::as_str));
+    let plain = NamedProfile::from(Profile::PLAIN);
+    let names = [&plain, &a.profile].into_iter().chain(&a.also_profile);
     for name in names {
-        if scenarios.iter().any(|x: &Scenario| x.profile_name == name) {
+        if scenarios
+            .iter()
+            .any(|x: &Scenario| x.profile.name() == name.name())
+        {
             continue;
         }
         let mut x = s.clone();
-        x.profile = parse_profile(name)?;
-        x.profile_name = name.to_string();
+        x.profile = name.clone();
         x.count = count as u32;
         x.replications = 1;
         x.pause_ns = ms_to_ns("--pause-ms", pause_ms, false)?;

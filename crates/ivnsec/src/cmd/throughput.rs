@@ -67,8 +67,8 @@ Examples:
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: ivnsec_core::profile::NamedProfile,
     /// Payload bytes per frame (≥ 1; the frame must fit the 1500-byte MTU).
     #[arg(long)]
     pub payload: usize,
@@ -186,7 +186,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // The testbed goes first (also when interrupted: before anything is printed).
     drop(open);
     if crate::interrupted::requested() {
-        return interrupted(&a.profile, results, &mut json);
+        return interrupted(a.profile.name(), results, &mut json);
     }
     let r = results.pop().expect("one profile, one result");
     if let Some(p) = &a.pcap {

@@ -105,8 +105,8 @@ pub struct Args {
 pub struct StreamArgs {
     /// Profile to run (repeat for several; `ivnsec suites` lists them). Default: plain,
     /// macsec-gcm-aes-128, esp-null-hmac-sha256 (seed 002's three configurations).
-    #[arg(long = "profile", value_name = "PROFILE")]
-    pub profiles: Vec<String>,
+    #[arg(long = "profile", value_name = "PROFILE", value_parser = super::profile_arg)]
+    pub profiles: Vec<ivnsec_core::profile::NamedProfile>,
     /// Reply to every N-th message (sockperf's --reply-every).
     #[arg(long, default_value_t = 100)]
     pub reply_every: u64,
