@@ -1,5 +1,6 @@
-//! Ctrl-C of the long commands (`run`, `validate`, `attack`, `throughput`, `underload`,
-//! `playback`, `camera`, `tdma run`; issue 32). Each calls [`watch`] before it builds anything;
+//! Ctrl-C of the long commands (`run`, `validate`, `attack`, `throughput`, `underload` (also
+//! `--outage`), `pingpong` (also `--outage`), `playback`, `camera`, `tdma run`; issue 32). Each
+//! calls [`watch`] before it builds anything;
 //! a SIGINT, SIGTERM or SIGHUP then stops the nodes it started at once
 //! (`ivnsec_lab::interrupt`), its loops end before the next measurement, and it writes its
 //! usual output with what finished before the signal, marked: `"interrupted": true` in JSON, a

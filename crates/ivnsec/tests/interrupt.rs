@@ -485,6 +485,123 @@ fn tdma_run_prints_the_schedule_run_when_the_capacity_steps_did_not_finish() {
     assert_removed(&d, &prefix, &r);
 }
 
+#[test]
+fn pingpong_leaves_out_the_scenario_in_progress() {
+    require_root!();
+    let d = TempDir::new("int-pingpong");
+    let out = d.path("report");
+    // 100,000 exchanges 1 ms apart: far longer than the test.
+    let mut r = Running::start(
+        &d,
+        "pingpong",
+        &[
+            "pingpong",
+            "--on",
+            "testbed",
+            "--profile",
+            "aes128-gcm",
+            "--payload",
+            "64",
+            "--count",
+            "100000",
+            "--replications",
+            "1",
+            "--pause-ms",
+            "1",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let prefix = wait_testbed(&d, &mut r);
+    r.wait_measurement(1);
+    std::thread::sleep(Duration::from_millis(500));
+    let (st, _) = r.interrupt("INT");
+    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    let v = r.json();
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert_eq!(v["name"], "aes128-gcm@64", "{v}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["interrupted"], true);
+    assert_removed(&d, &prefix, &r);
+}
+
+/// `pingpong --outage`: plain's whole schedule (about 23 s) finished, the profile after it is
+/// left out.
+#[test]
+fn pingpong_outage_reports_the_profiles_that_finished() {
+    require_root!();
+    let d = TempDir::new("int-ppoutage");
+    let mut r = Running::start(
+        &d,
+        "pingpong --outage",
+        &[
+            "pingpong",
+            "--topology",
+            "production",
+            "--profile",
+            "aes128-gcm",
+            "--payload",
+            "64",
+            "--pause-ms",
+            "20",
+            "--outage",
+            "1",
+            "--outage-seed",
+            "6",
+            "--json",
+        ],
+    );
+    let prefix = wait_testbed(&d, &mut r);
+    r.wait_measurement(2);
+    std::thread::sleep(Duration::from_millis(500));
+    let (st, _) = r.interrupt("INT");
+    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    let v = r.json();
+    assert_eq!(v["interrupted"], true, "{v}");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{v}");
+    assert_eq!(runs[0]["profile"], "plain");
+    assert_removed(&d, &prefix, &r);
+}
+
+/// `underload --outage`, text: plain's report, then the `interrupted:` line.
+#[test]
+fn underload_outage_reports_the_profiles_that_finished() {
+    require_root!();
+    let d = TempDir::new("int-uloutage");
+    let mut r = Running::start(
+        &d,
+        "underload --outage",
+        &[
+            "underload",
+            "--topology",
+            "production",
+            "--profile",
+            "aes128-gcm",
+            "--size",
+            "3000",
+            "--mps",
+            "200",
+            "--outage",
+            "1",
+            "--outage-seed",
+            "6",
+        ],
+    );
+    let prefix = wait_testbed(&d, &mut r);
+    r.wait_measurement(2);
+    std::thread::sleep(Duration::from_millis(500));
+    let (st, _) = r.interrupt("INT");
+    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    let out = r.stdout();
+    assert!(last_line(&out).starts_with("interrupted:"), "{out}");
+    assert!(out.contains("\nplain: "), "{out}");
+    assert!(!out.contains("\naes128-gcm: "), "{out}");
+    assert_removed(&d, &prefix, &r);
+}
+
 /// SIGTERM: the same stop, exit 143 (128 + 15). `ivnsec run` over loopback (no root).
 #[test]
 fn run_exits_143_on_sigterm() {

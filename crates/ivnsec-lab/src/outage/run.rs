@@ -203,7 +203,9 @@ pub fn run_with(
 ) -> Result<OutageReport> {
     let topology = Topology::Production;
     let tb = Testbed::up(&topology, &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    // Interrupted (crate::interrupt): the profiles that finished are reported, the one in
+    // progress is left out, nothing more runs, and the testbed goes when this returns.
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let state = tb.state().clone();
     let mka = start_mka(&tb)?;
     let n_expected = mka.len().saturating_sub(1);
@@ -224,17 +226,26 @@ pub fn run_with(
     };
 
     let mut runs = Vec::new();
+    let stopped = crate::interrupt::requested;
     for (k, profile) in profiles.iter().enumerate() {
+        if stopped() {
+            break;
+        }
         wait_converged(&state, Duration::from_secs(30))?;
         let t_start = monotonic_ns();
-        let (done, trace) = std::thread::scope(|scope| -> Result<(Vec<Done>, Trace)> {
+        let run = std::thread::scope(|scope| -> Result<(Vec<Done>, Trace)> {
             let worker = scope.spawn(|| work(&site, k));
             let done = run_outages(&state, spec, &chosen, t_start, &mka);
             let trace = worker
                 .join()
                 .map_err(|_| anyhow!("the {experiment} thread panicked"))??;
             Ok((done?, trace))
-        })?;
+        });
+        // The profile in progress when the signal came is left out (its nodes were killed).
+        if stopped() {
+            break;
+        }
+        let (done, trace) = run?;
         let rtt = &trace.latency_ns;
         let events: Vec<Event> = done.iter().flat_map(|o| o.events.clone()).collect();
         let stats = analyse(&trace.starts_ns, rtt, &events, measure);
@@ -274,6 +285,10 @@ pub fn run_with(
             }
         })
         .collect();
+    // All asked to stop at once (each Drop then waits for its own).
+    for p in &mka {
+        let _ = ivnsec_net::sys::signal_process(p.child.id(), false);
+    }
     drop(mka);
     let report = OutageReport {
         experiment: experiment.to_string(),
@@ -328,7 +343,7 @@ fn run_outages(
     let mut unix_downs = Vec::new();
     let at = |s: f64| t_start + (s * 1e9) as u64;
     for (k, link) in chosen.iter().enumerate() {
-        sleep_until(at(spec.down_at_s(k as u32)));
+        sleep_until(at(spec.down_at_s(k as u32)))?;
         let view = testbed::converged(state).map_err(net_err)?;
         let port = |n: &str, i: &str| {
             let name = format!("{n}/{i}");
@@ -346,7 +361,7 @@ fn run_outages(
         set_link(state, link, false)?;
         let up_at = t_down + (spec.down_s * 1e9) as u64;
         let settled_down = watch_settled(state, up_at, false)?;
-        sleep_until(up_at);
+        sleep_until(up_at)?;
         let t_up = monotonic_ns();
         set_link(state, link, true)?;
         let next = if k + 1 < chosen.len() {
@@ -402,10 +417,18 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn sleep_until(mono: u64) {
-    let now = monotonic_ns();
-    if mono > now {
-        std::thread::sleep(Duration::from_nanos(mono - now));
+/// Sleeps until `mono` (CLOCK_MONOTONIC ns); an interrupt ends the wait (and the run) within
+/// a tenth of a second.
+fn sleep_until(mono: u64) -> Result<()> {
+    loop {
+        if crate::interrupt::requested() {
+            return Err(anyhow!("interrupted"));
+        }
+        let now = monotonic_ns();
+        if mono <= now {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_nanos((mono - now).min(100_000_000)));
     }
 }
 
@@ -448,6 +471,9 @@ fn watch_settled(state: &TestbedState, until: u64, all_up: bool) -> Result<Optio
         if now >= until {
             return Ok(None);
         }
+        if crate::interrupt::requested() {
+            return Err(anyhow!("interrupted"));
+        }
         std::thread::sleep(Duration::from_millis(STP_POLL_MS));
     }
 }
@@ -456,7 +482,8 @@ fn wait_converged(state: &TestbedState, timeout: Duration) -> Result<()> {
     let t0 = Instant::now();
     loop {
         let v = testbed::converged(state).map_err(net_err)?;
-        if v.is_converged() {
+        // Interrupted: the caller's loop ends at once.
+        if v.is_converged() || crate::interrupt::requested() {
             return Ok(());
         }
         if t0.elapsed() > timeout {
@@ -555,7 +582,8 @@ fn wait_mka_live(mka: &[Participant], expected: usize) -> Result<()> {
                 missing.push(p.name.clone());
             }
         }
-        if missing.is_empty() {
+        // Interrupted: no profile runs; the report holds none.
+        if missing.is_empty() || crate::interrupt::requested() {
             return Ok(());
         }
         if t0.elapsed() > MKA_START_TIMEOUT {

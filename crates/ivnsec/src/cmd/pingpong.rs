@@ -34,6 +34,12 @@ and a MACsec consumer responds, its `ivnsec macsec up` started by the run with t
 the kernel's spanning tree, the consumer on three links): the exchanges run between sensor1 and \
 the consumer across two switches.
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes and the testbed \
+go), exit 130 (128 + the signal). The scenario in progress is left out: the output (and --out's \
+summary.json) says `\"interrupted\": true` in JSON and ends with a line `interrupted: …` in \
+text. With --outage: the report holds the profiles whose whole outage schedule finished, marked \
+the same way.
+
 Examples:
   ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
@@ -142,6 +148,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         provider: a.run.provider,
     };
     s.check()?;
+    // Ctrl-C: what finished is written, marked interrupted.
+    crate::interrupted::watch()?;
     if let Some(spec) = &a.outage {
         return outage(&a, spec, s, &mut json);
     }
@@ -171,7 +179,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
         ])),
         _ => None,
     };
-    let outcome = run_scenario(&open.site, &s, a.pcap.as_deref())?;
+    let outcome = match run_scenario(&open.site, &s, a.pcap.as_deref()) {
+        Err(_) if crate::interrupted::requested() => {
+            let environment = environment(&open.site, &s, "pingpong");
+            drop(open);
+            return interrupted(&a, &s, environment, &mut json);
+        }
+        r => r?,
+    };
+    if crate::interrupted::requested() {
+        // The signal came as the scenario ended: left out all the same.
+        let environment = environment(&open.site, &s, "pingpong");
+        drop(open);
+        return interrupted(&a, &s, environment, &mut json);
+    }
     let mut environment = environment(&open.site, &s, "pingpong");
     if let Some(w) = watch {
         ivnsec_lab::clock_watch::record(&mut environment, &w.finish());
@@ -224,6 +245,46 @@ pub fn run(a: Args) -> Result<ExitCode> {
             ExitCode::from(1)
         },
     )
+}
+
+/// Interrupted: the one scenario was in progress, so nothing is kept; the usual output says
+/// so, marked interrupted (--out: a report without scenarios, `"interrupted": true`).
+fn interrupted(
+    a: &Args,
+    s: &Scenario,
+    mut environment: serde_json::Map<String, serde_json::Value>,
+    json: &mut Json,
+) -> Result<ExitCode> {
+    let what = "the scenario was in progress: no exchange is kept";
+    if a.json {
+        json.print(&serde_json::json!({
+            "name": s.name(),
+            "profile": s.profile.to_string(),
+            "payload": s.payload,
+            "interrupted": true,
+        }))?;
+    } else {
+        println!("transport: {}", environment["transport"]);
+        println!(
+            "mode: {}{}",
+            s.mode.as_str(),
+            if s.pin { ", pinned" } else { "" }
+        );
+        println!("{}", crate::interrupted::line(what));
+    }
+    if let Some(dir) = &a.out {
+        environment.insert("interrupted".into(), serde_json::json!(true));
+        let report = Report {
+            experiments: Default::default(),
+            environment,
+            requirements: Requirements::default(),
+            scenarios: Vec::new(),
+            baseline_sockperf: None,
+        };
+        report.write_dir(dir)?;
+        eprintln!("report: {}", dir.join("index.html").display());
+    }
+    Ok(crate::interrupted::code())
 }
 
 /// `pingpong --outage`: plain, then the profile, on a fresh `production` testbed with the same

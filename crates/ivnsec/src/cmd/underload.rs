@@ -52,8 +52,8 @@ links down and up during the run (docs/experiments.md).
 
 Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes, sockperf and \
 the testbed go): the report holds the profiles that finished before it, marked \
-`\"interrupted\": true` in JSON and by a last line `interrupted: …` in text. Not with --outage \
-(that stops and removes its testbed, exit 130, without a report).
+`\"interrupted\": true` in JSON and by a last line `interrupted: …` in text (with --outage: \
+the profiles whose whole outage schedule finished).
 
 Exit codes: 0 every profile met the requirement, 1 one did not, 2 usage error, 3 a missing \
 privilege or tool for the requested site, 130 interrupted by Ctrl-C (128 + the signal).
@@ -214,6 +214,8 @@ fn outage(
     spec: &ivnsec_lab::outage::OutageSpec,
     mut json: Json,
 ) -> Result<ExitCode> {
+    // Ctrl-C: the profiles that finished are printed, marked interrupted.
+    crate::interrupted::watch()?;
     let report = ivnsec_lab::underload::outage::run_underload_outage(cfg, spec)?;
     super::outage::finish(&report, &mut json)
 }
