@@ -74,15 +74,16 @@ pub fn remove_on_signal(tb: &ivnsec_net::testbed::Testbed) -> ivnsec_net::Result
     tb.down_on_termination_signal()
 }
 
-/// `cmd.spawn()`, the process recorded with [`started`] (killed at once on an interrupt).
+/// Spawns `cmd` (dying with this process, as every spawn site does), the process recorded with
+/// [`started`] (killed at once on an interrupt).
 pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
-    let child = cmd.spawn()?;
+    let child = ivnsec_net::sys::die_with_parent(cmd).spawn()?;
     started(child.id());
     Ok(child)
 }
 
-/// `cmd.output()` (stdin from /dev/null, stdout and stderr captured), the process recorded
-/// with [`started`]: an interrupt ends it at once.
+/// Runs `cmd` to its end like `Command::output` (stdin from /dev/null, stdout and stderr
+/// captured), through [`spawn`] (so it dies with this process and an interrupt ends it at once).
 pub fn output(cmd: &mut Command) -> std::io::Result<Output> {
     let child = spawn(
         cmd.stdin(Stdio::null())
