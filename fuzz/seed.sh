@@ -259,7 +259,7 @@ macsec_dir=fuzz/corpus/macsec_verify
 mkdir -p "$macsec_dir"
 macsec_suites="macsec-gcm-aes-128 macsec-gcm-aes-256 macsec-gcm-aes-xpn-128 macsec-gcm-aes-xpn-256"
 macsec_validate=(strict check disabled)
-macsec_windows=(0 1 64 100000)
+macsec_windows=(0 1 64 65536)
 # src MAC 02:00:00:00:00:01, the MAC of the SCI, so that ES frames (SCI = src ‖ 0001) belong to it.
 macsec_payloads=("" "0800$(udp4 $v4a $v4b 18)" "0800$(udp4 $v4a $v4b 100)" "86dd$(udp6 $v6a $v6b 1452)")
 macsec_count=0

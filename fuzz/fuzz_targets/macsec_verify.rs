@@ -20,7 +20,7 @@ const SCI: u64 = 0x0200_0000_0001_0001;
 const SALT: [u8; 12] = [
     0xe6, 0x30, 0xe8, 0x1a, 0x48, 0xde, 0x86, 0xa2, 0x1c, 0x66, 0xfa, 0x6d,
 ];
-const WINDOWS: [u32; 4] = [0, 1, 64, 100_000];
+const WINDOWS: [u32; 4] = [0, 1, 64, 65_536];
 const KEY: [u8; 32] = [0x5a; 32];
 
 fn keys(suite: CipherSuite) -> KeyParams<'static> {

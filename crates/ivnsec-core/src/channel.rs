@@ -36,14 +36,14 @@ use core::ops::Range;
 use zeroize::Zeroizing;
 
 use crate::crypto::{AEAD_NONCE_LEN, CryptoProvider, SecureRandom};
-use crate::profile::{MacsecProfile, Profile, SomeipProfile};
+use crate::profile::{Profile, SomeipProfile};
 use crate::sa::DropReason;
-use crate::sa::esp::{EspAlg, EspMode, EspParams, EspRx, EspTx};
-use crate::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
-use crate::sa::macsec::{KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, ValidateFrames};
-use crate::sa::secoc::{SecocAlg, SecocParams, SecocRx, SecocRxOptions, SecocTx};
+use crate::sa::any::{
+    AnyRx, AnyTx, EspOptions, IvnAeOptions, MacsecOptions, SaKeys, SaOptions, SecocOptions,
+};
+use crate::sa::esp::EspMode;
+use crate::sa::secoc::SecocRxOptions;
 use crate::sa::someip::{self as sip, ServiceParams, ServiceSa};
-use crate::suite::IvnAeProfile;
 use crate::wire::bytes::{array, be16, byte, put, put_byte};
 use crate::wire::ethernet::{self, MacAddr};
 use crate::wire::ip::{fill_ipv4_checksum, protocol};
@@ -205,6 +205,15 @@ impl DirectionKeys {
         &self.iv
     }
 
+    /// The keys as the SA factory takes them ([`AnyTx::new`], [`AnyRx::new`]).
+    pub fn sa_keys(&self) -> SaKeys<'_> {
+        SaKeys {
+            key: &self.key,
+            mac_key: &self.mac_key,
+            iv: *self.iv,
+        }
+    }
+
     /// Checks the lengths against `profile`: the error names the part and both lengths.
     pub fn check(&self, profile: Profile) -> Result<(), ChannelError> {
         let (key_len, mac_len) = profile.key_lengths();
@@ -322,14 +331,13 @@ impl Ends {
     }
 }
 
+/// The SAs of a channel: the outbound and the inbound SA the core factory makes
+/// ([`AnyTx::new`], [`AnyRx::new`]) for IVN-AE, MACsec, ESP and SecOC; SOME/IP's two service
+/// SAs and the header this end sends with.
 // One per node process: the size does not matter, an indirection on every frame would.
 #[allow(clippy::large_enum_variant)]
 enum Sas {
-    IvnAe(IvnAeTx, IvnAeRx),
-    Macsec(MacsecTx, MacsecRx),
-    Esp(EspTx, EspRx),
-    /// Outbound and inbound SA, and the PDU ids (= Data IDs) of the two directions.
-    Secoc(SecocTx, SecocRx, u32, u32),
+    Units(AnyTx, AnyRx),
     Someip(ServiceSa, ServiceSa, SomeipHeader),
 }
 
@@ -363,6 +371,8 @@ pub struct Channel {
     sas: Sas,
     profile: Profile,
     ends: Ends,
+    /// SecOC: the PDU ids (= Data IDs) of the outbound and the inbound direction.
+    pdu_ids: [u32; 2],
 }
 
 impl fmt::Debug for Channel {
@@ -382,6 +392,46 @@ const SPI: [u32; 2] = [0x0000_1001, 0x0000_1002];
 fn of_direction<T: Copy>(pair: [T; 2], d: usize) -> T {
     let [forward, back] = pair;
     if d & 1 == 0 { forward } else { back }
+}
+
+/// The two service SAs of a SOME/IP channel and the header this end sends with (`out_dir` 0:
+/// requests from the initiator's client, 1: responses).
+#[allow(clippy::too_many_arguments)]
+fn someip_sas(
+    prov: &'static CryptoProvider,
+    sp: SomeipProfile,
+    tx: &DirectionKeys,
+    rx: &DirectionKeys,
+    window: u32,
+    first: u64,
+    out_dir: usize,
+    spi_offset: u32,
+) -> Result<Sas, ChannelError> {
+    fn params(sp: SomeipProfile, key: &[u8], window: u32, first_counter: u64) -> ServiceParams<'_> {
+        ServiceParams {
+            service_id: SOMEIP_SERVICE,
+            level: sp.level,
+            alg: sp.alg,
+            key_id: SOMEIP_KEY_ID,
+            key,
+            salt: [0; sip::SALT_LEN],
+            replay_window: window,
+            max_senders: sip::DEFAULT_MAX_SENDERS,
+            first_counter,
+        }
+    }
+    let t = ServiceSa::new(prov, &params(sp, tx.key(), window, first)).map_err(config)?;
+    let r = ServiceSa::new(prov, &params(sp, rx.key(), window, 1)).map_err(config)?;
+    let header = SomeipHeader {
+        client: SOMEIP_CLIENT.wrapping_add(spi_offset as u16),
+        message_type: if out_dir == 0 {
+            MessageType::Request
+        } else {
+            MessageType::Response
+        },
+        session: 1,
+    };
+    Ok(Sas::Someip(t, r, header))
 }
 
 impl Channel {
@@ -421,164 +471,71 @@ impl Channel {
         let (window, first) = (opts.replay_window, opts.first_seq);
         tx.check(profile)?;
         rx.check(profile)?;
-        let (txk, txm, txiv) = (tx.key(), tx.mac_key(), *tx.iv());
-        let (rxk, rxm, rxiv) = (rx.key(), rx.mac_key(), *rx.iv());
         let (out_dir, in_dir) = (direction & 1, (direction + 1) & 1);
-        let sas = match profile {
-            Profile::IvnAe(p) => {
-                fn params<'a>(
-                    profile: IvnAeProfile,
-                    key: &'a [u8],
-                    mac_key: &'a [u8],
-                    iv: [u8; AEAD_NONCE_LEN],
-                    dir: usize,
-                ) -> SaParams<'a> {
-                    SaParams {
-                        profile,
-                        key,
-                        mac_key,
-                        iv,
-                        key_id: dir as u8 + 1,
-                        tag_len: None,
-                    }
-                }
-                let t = IvnAeTx::new(prov, &params(p, txk, txm, txiv, out_dir), first)
-                    .map_err(config)?;
-                let r = IvnAeRx::new(prov, &params(p, rxk, rxm, rxiv, in_dir), window)
-                    .map_err(config)?;
-                Sas::IvnAe(t, r)
-            }
-            Profile::Macsec(MacsecProfile {
-                suite,
-                confidentiality,
-            }) => {
+        let pdu_id = |d: usize| of_direction(SECOC_DATA_ID, d).wrapping_add(opts.spi_offset as u16);
+        let pdu_ids = [u32::from(pdu_id(out_dir)), u32::from(pdu_id(in_dir))];
+        if let Profile::Someip(sp) = profile {
+            return Ok(Channel {
+                sas: someip_sas(prov, sp, tx, rx, window, first, out_dir, opts.spi_offset)?,
+                profile,
+                ends,
+                pdu_ids,
+            });
+        }
+        // The options of each direction's SA, for every family: the factory reads those of the
+        // profile's. Key ids, SCIs / SSCIs, SPIs and Data IDs tell the two directions apart.
+        let xpn = matches!(profile, Profile::Macsec(m) if m.suite.is_xpn());
+        let sa_opts = |d: usize, mac: [u8; 6], keys: &DirectionKeys| SaOptions {
+            ivnae: IvnAeOptions {
+                key_id: d as u8 + 1,
+                tag_len: None,
+                accept_v1: false,
+            },
+            macsec: MacsecOptions {
+                sci: Sci::end_station(MacAddr(mac)),
+                an: 0,
+                ssci: xpn.then_some(d as u32 + 1),
                 // XPN: the per-direction IV material serves as the 12-byte salt.
-                let txsalt = suite.is_xpn().then_some(txiv);
-                let rxsalt = suite.is_xpn().then_some(rxiv);
-                let ssci = |d: usize| suite.is_xpn().then_some(d as u32 + 1);
-                let t = MacsecTx::new(
-                    prov,
-                    &KeyParams {
-                        suite,
-                        key: txk,
-                        sci: Sci::end_station(MacAddr(ends.local_mac)),
-                        an: 0,
-                        ssci: ssci(out_dir),
-                        salt: txsalt,
-                    },
-                    TxOptions {
-                        confidentiality,
-                        include_sci: true,
-                        es: false,
-                        scb: false,
-                    },
-                    first,
-                )
-                .map_err(config)?;
-                let r = MacsecRx::new(
-                    prov,
-                    &KeyParams {
-                        suite,
-                        key: rxk,
-                        sci: Sci::end_station(MacAddr(ends.peer_mac)),
-                        an: 0,
-                        ssci: ssci(in_dir),
-                        salt: rxsalt,
-                    },
-                    RxOptions {
-                        validate: ValidateFrames::Strict,
-                        replay_protect: true,
-                        replay_window: window,
-                        lowest_pn: 1,
-                    },
-                )
-                .map_err(config)?;
-                Sas::Macsec(t, r)
-            }
-            Profile::Esp(alg) => {
-                fn params<'a>(
-                    alg: EspAlg,
-                    key: &'a [u8],
-                    auth: &'a [u8],
-                    spi: u32,
-                ) -> EspParams<'a> {
-                    EspParams {
-                        alg,
-                        spi,
-                        key,
-                        auth_key: auth,
-                        esn: false,
-                    }
-                }
-                let spi = |d: usize| of_direction(SPI, d).wrapping_add(opts.spi_offset);
-                let t = EspTx::new(
-                    prov,
-                    &params(alg, txk, txm, spi(out_dir)),
-                    EspMode::Transport,
-                    first,
-                )
-                .map_err(config)?;
-                let r = EspRx::new(prov, &params(alg, rxk, rxm, spi(in_dir)), window)
-                    .map_err(config)?;
-                Sas::Esp(t, r)
-            }
-            Profile::Secoc(alg) => {
-                let id =
-                    |d: usize| of_direction(SECOC_DATA_ID, d).wrapping_add(opts.spi_offset as u16);
-                fn params(alg: SecocAlg, key: &[u8], data_id: u16) -> SecocParams<'_> {
-                    SecocParams {
-                        fv_bits: SECOC_FV_BITS,
-                        mac_bits: SECOC_MAC_BITS,
-                        full_fv_bits: SECOC_FULL_FV_BITS,
-                        ..SecocParams::new(alg, key, data_id)
-                    }
-                }
-                let t =
-                    SecocTx::new(prov, &params(alg, txk, id(out_dir)), first).map_err(config)?;
-                // SecOC has no replay window: the counter model accepts only freshness values
-                // above the last accepted one, up to the default acceptance window (2^32).
-                let r = SecocRx::new(
-                    prov,
-                    &params(alg, rxk, id(in_dir)),
-                    SecocRxOptions::default(),
-                )
-                .map_err(config)?;
-                Sas::Secoc(t, r, u32::from(id(out_dir)), u32::from(id(in_dir)))
-            }
-            Profile::Someip(sp) => {
-                fn params(
-                    sp: SomeipProfile,
-                    key: &[u8],
-                    window: u32,
-                    first_counter: u64,
-                ) -> ServiceParams<'_> {
-                    ServiceParams {
-                        service_id: SOMEIP_SERVICE,
-                        level: sp.level,
-                        alg: sp.alg,
-                        key_id: SOMEIP_KEY_ID,
-                        key,
-                        salt: [0; sip::SALT_LEN],
-                        replay_window: window,
-                        max_senders: sip::DEFAULT_MAX_SENDERS,
-                        first_counter,
-                    }
-                }
-                let t = ServiceSa::new(prov, &params(sp, txk, window, first)).map_err(config)?;
-                let r = ServiceSa::new(prov, &params(sp, rxk, window, 1)).map_err(config)?;
-                let header = SomeipHeader {
-                    client: SOMEIP_CLIENT.wrapping_add(opts.spi_offset as u16),
-                    message_type: if out_dir == 0 {
-                        MessageType::Request
-                    } else {
-                        MessageType::Response
-                    },
-                    session: 1,
-                };
-                Sas::Someip(t, r, header)
-            }
+                salt: xpn.then_some(*keys.iv()),
+                ..MacsecOptions::default()
+            },
+            esp: EspOptions {
+                spi: of_direction(SPI, d).wrapping_add(opts.spi_offset),
+                esn: false,
+                mode: EspMode::Transport,
+            },
+            // SecOC has no replay window: the counter model accepts only freshness values
+            // above the last accepted one, up to the default acceptance window (2^32).
+            secoc: SecocOptions {
+                data_id: pdu_id(d),
+                fv_bits: SECOC_FV_BITS,
+                mac_bits: SECOC_MAC_BITS,
+                full_fv_bits: SECOC_FULL_FV_BITS,
+                rx: SecocRxOptions::default(),
+            },
         };
-        Ok(Channel { sas, profile, ends })
+        let t = AnyTx::new(
+            prov,
+            profile,
+            tx.sa_keys(),
+            &sa_opts(out_dir, ends.local_mac, tx),
+            first,
+        )
+        .map_err(config)?;
+        let r = AnyRx::new(
+            prov,
+            profile,
+            rx.sa_keys(),
+            &sa_opts(in_dir, ends.peer_mac, rx),
+            window,
+        )
+        .map_err(config)?;
+        Ok(Channel {
+            sas: Sas::Units(t, r),
+            profile,
+            ends,
+            pdu_ids,
+        })
     }
 
     /// The channel's profile.
@@ -589,10 +546,7 @@ impl Channel {
     /// The sequence number / PN the next protected unit will carry; `None` once exhausted.
     pub fn next_seq(&self) -> Option<u64> {
         match &self.sas {
-            Sas::IvnAe(t, _) => t.next_seq(),
-            Sas::Macsec(t, _) => t.next_pn(),
-            Sas::Esp(t, _) => t.next_seq(),
-            Sas::Secoc(t, ..) => t.next_freshness(),
+            Sas::Units(t, _) => t.next_seq(),
             Sas::Someip(t, ..) => t.next_counter(),
         }
     }
@@ -605,10 +559,10 @@ impl Channel {
     /// Length of the tag / ICV at the end of every protected unit.
     pub fn tag_len(&self) -> usize {
         match &self.sas {
-            Sas::IvnAe(t, _) => t.tag_len(),
-            Sas::Macsec(..) => crate::wire::macsec::ICV_LEN,
-            Sas::Esp(..) => crate::sa::esp::ICV_LEN,
-            Sas::Secoc(t, ..) => t.layout().mac_len(),
+            Sas::Units(AnyTx::IvnAe(t), _) => t.tag_len(),
+            Sas::Units(AnyTx::Macsec(_), _) => crate::wire::macsec::ICV_LEN,
+            Sas::Units(AnyTx::Esp(_), _) => crate::sa::esp::ICV_LEN,
+            Sas::Units(AnyTx::Secoc(t), _) => t.layout().mac_len(),
             Sas::Someip(t, ..) if t.level() == sip::Level::NoSec => 0,
             Sas::Someip(..) => sip::TAG_LEN,
         }
@@ -656,10 +610,12 @@ impl Channel {
     pub fn frame_bytes(&self, payload: usize) -> usize {
         let plain_frame = ethernet::HEADER_LEN + payload;
         match &self.sas {
-            Sas::IvnAe(t, _) => t.protected_len(plain_frame),
-            Sas::Macsec(t, _) => t.protected_len(plain_frame),
-            Sas::Esp(t, _) => ethernet::HEADER_LEN + IPV4_HLEN + t.alg().esp_len(payload),
-            Sas::Secoc(t, ..) => UDP_AT + PDU_HEADER_LEN + t.secured_len(payload),
+            Sas::Units(AnyTx::IvnAe(t), _) => t.protected_len(plain_frame),
+            Sas::Units(AnyTx::Macsec(t), _) => t.protected_len(plain_frame),
+            Sas::Units(AnyTx::Esp(t), _) => {
+                ethernet::HEADER_LEN + IPV4_HLEN + t.alg().esp_len(payload)
+            }
+            Sas::Units(AnyTx::Secoc(t), _) => UDP_AT + PDU_HEADER_LEN + t.secured_len(payload),
             Sas::Someip(t, ..) => UDP_AT + sipw::HEADER_LEN + payload + t.overhead(),
         }
     }
@@ -670,17 +626,17 @@ impl Channel {
         match &mut self.sas {
             // The plain unit is written behind the SA's headroom, so protect encrypts the
             // payload where it lies.
-            Sas::IvnAe(t, _) => {
+            Sas::Units(AnyTx::IvnAe(t), _) => {
                 let at = t.headroom();
                 let n = write_plain_frame(out, at, &self.ends, payload)?;
                 t.protect_in_place_at(out, at, n).map_err(protect_err)
             }
-            Sas::Macsec(t, _) => {
+            Sas::Units(AnyTx::Macsec(t), _) => {
                 let at = t.headroom();
                 let n = write_plain_frame(out, at, &self.ends, payload)?;
                 t.protect_in_place_at(out, at, n).map_err(protect_err)
             }
-            Sas::Esp(t, _) => {
+            Sas::Units(AnyTx::Esp(t), _) => {
                 let n = IPV4_HLEN + payload.len();
                 if out.len() < n + crate::sa::esp::MAX_OVERHEAD {
                     return Err(ChannelError::BufferTooSmall);
@@ -704,7 +660,8 @@ impl Channel {
                 out.copy_within(IPV4_HLEN..len, 0);
                 Ok(len - IPV4_HLEN)
             }
-            Sas::Secoc(t, _, tx_id, _) => {
+            Sas::Units(AnyTx::Secoc(t), _) => {
+                let [tx_id, _] = self.pdu_ids;
                 let n = payload.len();
                 let (header, unit) = out
                     .split_at_mut_checked(PDU_HEADER_LEN)
@@ -714,7 +671,7 @@ impl Channel {
                     .copy_from_slice(payload);
                 let m = t.protect_in_place(unit, n).map_err(protect_err)?;
                 let mut h = PduPacket::new_unchecked(header);
-                h.set_id(*tx_id);
+                h.set_id(tx_id);
                 h.set_length(m as u32);
                 Ok(PDU_HEADER_LEN + m)
             }
@@ -732,7 +689,7 @@ impl Channel {
     /// no byte moves after protection — and every other family's unit is what `protect` gives
     /// (IVN-AE and MACsec units already are frames). Returns the bytes to send: `out[..n]`.
     pub fn protect_frame(&mut self, payload: &[u8], out: &mut [u8]) -> Result<usize, ChannelError> {
-        let Sas::Esp(t, _) = &mut self.sas else {
+        let Sas::Units(AnyTx::Esp(t), _) = &mut self.sas else {
             return self.protect(payload, out);
         };
         const ETH: usize = ethernet::HEADER_LEN;
@@ -777,10 +734,10 @@ impl Channel {
     /// PN) and ESP; `false` (nothing done) for the other families.
     pub fn restore_rx_floor(&mut self, m: u64) -> bool {
         match &mut self.sas {
-            Sas::IvnAe(_, r) => r.restore_floor(m),
-            Sas::Macsec(_, r) => r.restore_floor(m),
-            Sas::Esp(_, r) => r.restore_floor(m),
-            Sas::Secoc(..) | Sas::Someip(..) => return false,
+            Sas::Units(_, AnyRx::IvnAe(r)) => r.restore_floor(m),
+            Sas::Units(_, AnyRx::Macsec(r)) => r.restore_floor(m),
+            Sas::Units(_, AnyRx::Esp(r)) => r.restore_floor(m),
+            Sas::Units(_, AnyRx::Secoc(_)) | Sas::Someip(..) => return false,
         }
         true
     }
@@ -789,10 +746,8 @@ impl Channel {
     /// 0 for the other families).
     pub fn rx_highest(&self) -> u64 {
         match &self.sas {
-            Sas::IvnAe(_, r) => r.highest_seq(),
-            Sas::Macsec(_, r) => r.next_pn().saturating_sub(1),
-            Sas::Esp(_, r) => r.highest_seq(),
-            Sas::Secoc(..) | Sas::Someip(..) => 0,
+            Sas::Units(_, AnyRx::Secoc(_)) | Sas::Someip(..) => 0,
+            Sas::Units(_, r) => r.highest_seq(),
         }
     }
 
@@ -800,10 +755,10 @@ impl Channel {
     /// ([`restore_rx_floor`](Self::restore_rx_floor)).
     pub fn rx_below_restored(&self) -> u64 {
         match &self.sas {
-            Sas::IvnAe(_, r) => r.counters().below_restored,
-            Sas::Macsec(_, r) => r.counters().below_restored,
-            Sas::Esp(_, r) => r.counters().below_restored,
-            Sas::Secoc(..) | Sas::Someip(..) => 0,
+            Sas::Units(_, AnyRx::IvnAe(r)) => r.counters().below_restored,
+            Sas::Units(_, AnyRx::Macsec(r)) => r.counters().below_restored,
+            Sas::Units(_, AnyRx::Esp(r)) => r.counters().below_restored,
+            Sas::Units(_, AnyRx::Secoc(_)) | Sas::Someip(..) => 0,
         }
     }
 
@@ -811,15 +766,15 @@ impl Channel {
     /// returns the range of the payload in `buf`.
     pub fn verify(&mut self, buf: &mut [u8], len: usize) -> Result<Range<usize>, DropReason> {
         match &mut self.sas {
-            Sas::IvnAe(_, r) => {
+            Sas::Units(_, AnyRx::IvnAe(r)) => {
                 let range = r.verify_in_place(buf.get_mut(..len).ok_or(DropReason::Oversize)?)?;
                 payload_of_frame(buf, range)
             }
-            Sas::Macsec(_, r) => {
+            Sas::Units(_, AnyRx::Macsec(r)) => {
                 let d = r.verify_in_place(buf.get_mut(..len).ok_or(DropReason::Oversize)?)?;
                 payload_of_frame(buf, d.range)
             }
-            Sas::Esp(_, r) => {
+            Sas::Units(_, AnyRx::Esp(r)) => {
                 let packet = IPV4_HLEN
                     .checked_add(len)
                     .and_then(|total| buf.get_mut(..total))
@@ -843,7 +798,8 @@ impl Channel {
                 }
                 Ok(range.start + IPV4_HLEN..range.end)
             }
-            Sas::Secoc(_, r, _, rx_id) => {
+            Sas::Units(_, AnyRx::Secoc(r)) => {
+                let [_, rx_id] = self.pdu_ids;
                 // One PDU per datagram: the length field must cover exactly the rest.
                 let dgram = buf.get(..len).ok_or(DropReason::Oversize)?;
                 let p = PduPacket::new_checked(dgram).map_err(|e| match e {
@@ -853,7 +809,7 @@ impl Channel {
                 if p.total_len() != len {
                     return Err(DropReason::BadLength);
                 }
-                if p.id() != *rx_id {
+                if p.id() != rx_id {
                     return Err(DropReason::UnknownSa);
                 }
                 let unit = dgram.get(PDU_HEADER_LEN..).ok_or(DropReason::Truncated)?;
@@ -921,7 +877,8 @@ impl Channel {
     fn plain_unit(&self, payload: &[u8], out: &mut Vec<u8>) {
         out.clear();
         match &self.sas {
-            Sas::Secoc(_, _, tx_id, _) => {
+            Sas::Units(AnyTx::Secoc(_), _) => {
+                let [tx_id, _] = self.pdu_ids;
                 out.extend_from_slice(&tx_id.to_be_bytes());
                 out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
             }

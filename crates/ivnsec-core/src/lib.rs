@@ -30,8 +30,6 @@ extern crate std;
 
 pub mod channel;
 pub mod crypto;
-// TODO(issue 29): indexing still to convert once the work in progress on this module merges.
-#[allow(clippy::indexing_slicing)]
 pub mod mka;
 pub mod profile;
 pub mod sa;

@@ -26,7 +26,7 @@ use crate::sa::esp::EspAlg;
 use crate::sa::macsec::CipherSuite;
 use crate::sa::secoc::SecocAlg;
 use crate::sa::someip::{self as sip};
-use crate::suite::{IvnAeProfile, Level};
+use crate::suite::{IvnAeProfile, Level, Suite};
 
 /// EtherType of MACsec frames (IEEE 802.1AE).
 pub const ETHERTYPE_MACSEC: u16 = 0x88E5;
@@ -94,6 +94,43 @@ impl fmt::Display for SomeipProfile {
     }
 }
 
+/// The protocol family of a [`Profile`]: the one family enum, derived from the profile
+/// ([`Profile::family`]), that every dispatch on the family uses (the SA factory of
+/// [`crate::sa::any`], the [`crate::channel::Channel`], the frame tools of the node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// IVN-AE, our raw-Ethernet format (docs/wire-ivnae.md).
+    IvnAe,
+    /// MACsec (IEEE 802.1AE).
+    Macsec,
+    /// IPsec ESP (RFC 4303).
+    Esp,
+    /// AUTOSAR SecOC.
+    Secoc,
+    /// Secured SOME/IP (docs/wire-someip-sec.md).
+    Someip,
+}
+
+impl Family {
+    /// The family's name, for tables and messages (`IVN-AE`, `MACsec`, `ESP`, `SecOC`,
+    /// `SOME/IP`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::IvnAe => "IVN-AE",
+            Family::Macsec => "MACsec",
+            Family::Esp => "ESP",
+            Family::Secoc => "SecOC",
+            Family::Someip => "SOME/IP",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A profile of any family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Profile {
@@ -130,7 +167,7 @@ pub struct ProfileError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum ProfileErrorKind {
     /// A `secoc-`, `esp-` or `macsec-` name that is not one of the family's.
-    Unknown(&'static str),
+    Unknown(Family),
     /// A `someip-` name that is not one of SOME/IP's.
     UnknownSomeip,
     /// An IVN-AE name that did not parse.
@@ -141,6 +178,24 @@ impl ProfileError {
     /// The name that did not parse.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The family whose names the name was read as (by its prefix: `macsec-`, `esp-`,
+    /// `secoc-`, `someip-`; any other name is read as IVN-AE).
+    pub fn family(&self) -> Family {
+        match &self.kind {
+            ProfileErrorKind::Unknown(family) => *family,
+            ProfileErrorKind::UnknownSomeip => Family::Someip,
+            ProfileErrorKind::IvnAe(_) => Family::IvnAe,
+        }
+    }
+
+    /// What the IVN-AE parser said, for a name read as IVN-AE.
+    pub fn ivnae(&self) -> Option<&crate::suite::ProfileError> {
+        match &self.kind {
+            ProfileErrorKind::IvnAe(e) => Some(e),
+            _ => None,
+        }
     }
 }
 
@@ -178,7 +233,7 @@ impl FromStr for Profile {
         if profile.starts_with("secoc-") {
             return SecocAlg::from_name(profile)
                 .map(Profile::Secoc)
-                .ok_or_else(|| err(ProfileErrorKind::Unknown("SecOC")));
+                .ok_or_else(|| err(ProfileErrorKind::Unknown(Family::Secoc)));
         }
         if profile.starts_with("someip-") {
             return SomeipProfile::parse(profile)
@@ -188,14 +243,14 @@ impl FromStr for Profile {
         if profile.starts_with("esp-") {
             return EspAlg::from_name(profile)
                 .map(Profile::Esp)
-                .ok_or_else(|| err(ProfileErrorKind::Unknown("ESP")));
+                .ok_or_else(|| err(ProfileErrorKind::Unknown(Family::Esp)));
         }
         if profile.starts_with("macsec-") {
             let (suite, confidentiality) = match profile.rsplit_once('/') {
                 None => (profile, true),
                 Some((s, "conf")) => (s, true),
                 Some((s, "auth")) => (s, false),
-                Some(_) => return Err(err(ProfileErrorKind::Unknown("MACsec"))),
+                Some(_) => return Err(err(ProfileErrorKind::Unknown(Family::Macsec))),
             };
             return CipherSuite::from_profile(suite)
                 .map(|suite| {
@@ -204,7 +259,7 @@ impl FromStr for Profile {
                         confidentiality,
                     })
                 })
-                .ok_or_else(|| err(ProfileErrorKind::Unknown("MACsec")));
+                .ok_or_else(|| err(ProfileErrorKind::Unknown(Family::Macsec)));
         }
         profile
             .parse::<IvnAeProfile>()
@@ -232,6 +287,12 @@ impl fmt::Display for Profile {
 }
 
 impl Profile {
+    /// `plain`: no protection, the baseline of every experiment.
+    pub const PLAIN: Profile = Profile::IvnAe(IvnAeProfile {
+        suite: Suite::Plain,
+        level: Level::None,
+    });
+
     /// Every profile of every family, each once (canonical spelling).
     pub fn all() -> impl Iterator<Item = Profile> {
         IvnAeProfile::all()
@@ -249,15 +310,20 @@ impl Profile {
             .chain(SomeipProfile::all().map(Profile::Someip))
     }
 
+    /// The profile's family.
+    pub fn family(self) -> Family {
+        match self {
+            Profile::IvnAe(_) => Family::IvnAe,
+            Profile::Macsec(_) => Family::Macsec,
+            Profile::Esp(_) => Family::Esp,
+            Profile::Secoc(_) => Family::Secoc,
+            Profile::Someip(_) => Family::Someip,
+        }
+    }
+
     /// The family's name, for tables (`IVN-AE`, `MACsec`, `ESP`, `SecOC`, `SOME/IP`).
     pub fn family_name(self) -> &'static str {
-        match self {
-            Profile::IvnAe(_) => "IVN-AE",
-            Profile::Macsec(_) => "MACsec",
-            Profile::Esp(_) => "ESP",
-            Profile::Secoc(_) => "SecOC",
-            Profile::Someip(_) => "SOME/IP",
-        }
+        self.family().name()
     }
 
     /// How the units travel.
@@ -379,6 +445,105 @@ impl Profile {
     }
 }
 
+/// A [`Profile`] and the name it was given by at the edge (command line, plan, key file).
+///
+/// One profile has several spellings (`aes128-gcm` = `aes128-gcm/conf`, `macsec-gcm-aes-128`
+/// = `macsec-gcm-aes-128/conf`, `plain` = `plain/none`), and what the reports, tables and
+/// messages print is the name as the user gave it, not [`Profile`]'s canonical `Display`
+/// (which spells the level of every AEAD suite: `aes128-gcm/conf`). So settings hold this:
+/// the typed profile, parsed once, and the name to echo. Its `Display` is the name; two values
+/// are equal when profile and name are. [`From<Profile>`] names a profile canonically.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NamedProfile {
+    profile: Profile,
+    name: String,
+}
+
+impl NamedProfile {
+    /// The typed profile.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The name as given (what reports print).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The profile's family.
+    pub fn family(&self) -> Family {
+        self.profile.family()
+    }
+
+    /// The names of `profiles`, joined by `sep` (`plain, aes128-gcm`).
+    pub fn join(profiles: &[NamedProfile], sep: &str) -> String {
+        let mut s = String::new();
+        for (i, p) in profiles.iter().enumerate() {
+            if i > 0 {
+                s.push_str(sep);
+            }
+            s.push_str(&p.name);
+        }
+        s
+    }
+}
+
+impl From<Profile> for NamedProfile {
+    fn from(profile: Profile) -> NamedProfile {
+        use alloc::string::ToString;
+        NamedProfile {
+            profile,
+            name: profile.to_string(),
+        }
+    }
+}
+
+impl FromStr for NamedProfile {
+    type Err = ProfileError;
+
+    fn from_str(name: &str) -> Result<NamedProfile, ProfileError> {
+        Ok(NamedProfile {
+            profile: name.parse()?,
+            name: name.into(),
+        })
+    }
+}
+
+impl fmt::Display for NamedProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Compares the name as given (`profiles.iter().any(|p| p == "plain")`).
+impl PartialEq<str> for NamedProfile {
+    fn eq(&self, other: &str) -> bool {
+        self.name == other
+    }
+}
+
+/// Compares the name as given.
+impl PartialEq<&str> for NamedProfile {
+    fn eq(&self, other: &&str) -> bool {
+        self.name == *other
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for NamedProfile {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for NamedProfile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NamedProfile, D::Error> {
+        let s = <alloc::string::String as serde::Deserialize>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(feature = "serde")]
 impl serde::Serialize for Profile {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -466,6 +631,45 @@ mod tests {
     }
 
     #[test]
+    fn a_named_profile_keeps_the_name_it_was_given() {
+        let p = |s: &str| s.parse::<NamedProfile>().unwrap();
+        assert_eq!(p("aes128-gcm").profile(), p("aes128-gcm/conf").profile());
+        assert_ne!(p("aes128-gcm"), p("aes128-gcm/conf"));
+        assert_eq!(p("aes128-gcm").to_string(), "aes128-gcm");
+        assert_eq!(p("aes128-gcm/conf").to_string(), "aes128-gcm/conf");
+        assert_eq!(p("aes128-gcm").profile().to_string(), "aes128-gcm/conf");
+        assert!(p("plain") == "plain");
+        assert_eq!(
+            NamedProfile::from(p("macsec-gcm-aes-128/conf").profile()).name(),
+            "macsec-gcm-aes-128"
+        );
+        assert_eq!(p("esp-aes128-gcm").family(), Family::Esp);
+        let e = "aes512-gcm".parse::<NamedProfile>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "profile `aes512-gcm`: unknown suite (see `ivnsec suites`)"
+        );
+    }
+
+    #[test]
+    fn errors_say_which_family_the_name_was_read_as() {
+        let e = |s: &str| s.parse::<Profile>().unwrap_err();
+        assert_eq!(e("macsec-x").family(), Family::Macsec);
+        assert_eq!(e("esp-x").family(), Family::Esp);
+        assert_eq!(e("secoc-x").family(), Family::Secoc);
+        assert_eq!(e("someip-x").family(), Family::Someip);
+        assert_eq!(e("aes512-gcm").family(), Family::IvnAe);
+        assert_eq!(
+            e("aes128-gcm/x").ivnae(),
+            Some(&crate::suite::ProfileError::UnknownLevel)
+        );
+        assert_eq!(e("esp-x").ivnae(), None);
+        for p in Profile::all() {
+            assert_eq!(p.family().name(), p.family_name());
+        }
+    }
+
+    #[test]
     fn facts_per_family() {
         let p = |s: &str| s.parse::<Profile>().unwrap();
         assert_eq!(p("macsec-gcm-aes-128").max_seq(), u64::from(u32::MAX));
@@ -480,5 +684,7 @@ mod tests {
         assert_eq!(p("plain").ethertype(), 0x88B5);
         assert!(p("someip-nosec").primitives().is_empty());
         assert!(!p("crc32").is_cryptographic());
+        assert_eq!(p("plain"), Profile::PLAIN);
+        assert_eq!(Profile::PLAIN.to_string(), "plain");
     }
 }

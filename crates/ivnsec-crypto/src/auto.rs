@@ -1,5 +1,6 @@
 //! `--provider auto`: the fastest provider per primitive, and per size where the measured
-//! break-even differs, from [`MEASURED`].
+//! break-even differs, from the active [`table`]: the built-in [`MEASURED`], or the calibration
+//! of this machine that `ivnsec suites --calibrate` wrote ([`crate::cache`]).
 //!
 //! For a profile whose every primitive goes to one provider at every size, `auto` is simply
 //! that provider (its name shows in reports). Otherwise it is [`AUTO`], a provider that makes
@@ -13,6 +14,8 @@ use ivnsec_core::crypto::{
     CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, NoProvider, Primitive,
     ProviderChoice, SecureRandom,
 };
+
+use std::sync::OnceLock;
 
 use crate::PROVIDERS;
 
@@ -31,10 +34,11 @@ pub struct Measured {
     pub picks: &'static [Pick],
 }
 
-const ALL: usize = usize::MAX;
+/// The `up_to` of a primitive's last pick: every larger size.
+pub const ALL: usize = usize::MAX;
 
 /// One provider at every size.
-const fn only(provider: &'static str) -> Pick {
+pub const fn only(provider: &'static str) -> Pick {
     Pick {
         up_to: ALL,
         provider,
@@ -50,8 +54,10 @@ const CCM: &[Pick] = &[
     only("openssl"),
 ];
 
-/// What `auto` runs, per primitive and size. Measured on the project's benchmark machine
-/// (docs/benchmarks.md, "`--provider auto`": machine, date, the figures of both runs) with
+/// What `auto` runs, per primitive and size, unless this machine was calibrated (`ivnsec suites
+/// --calibrate`, [`crate::calibrate`]; its table then replaces this one whole, see [`table`]).
+/// Measured on the project's benchmark machine (docs/benchmarks.md, "`--provider auto`":
+/// machine, date, the figures of both runs) with
 ///
 /// ```text
 /// cargo build --release
@@ -119,9 +125,126 @@ pub static MEASURED: &[Measured] = &[
     },
 ];
 
+/// What the built-in table's source says of it.
+pub const BUILTIN_SOURCE: &str =
+    "built-in (measured on the project's benchmark machine, docs/benchmarks.md)";
+
+/// One primitive's picks in the table `auto` reads, smallest sizes first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub primitive: Primitive,
+    pub picks: Vec<Pick>,
+}
+
+/// The table `auto` reads: the built-in [`MEASURED`], or a calibration of this machine.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub entries: Vec<Entry>,
+    /// Where it comes from, for `--version`, `ivnsec suites` and report environments.
+    pub source: String,
+    /// True for a calibration of this machine, false for the built-in table.
+    pub calibrated: bool,
+}
+
+impl Table {
+    /// The built-in [`MEASURED`] table; `note` (why no calibration is read, when that is worth
+    /// saying) goes into its source.
+    pub fn builtin(note: Option<&str>) -> Table {
+        Table {
+            entries: MEASURED
+                .iter()
+                .map(|m| Entry {
+                    primitive: m.primitive,
+                    picks: m.picks.to_vec(),
+                })
+                .collect(),
+            source: match note {
+                Some(n) => format!("{BUILTIN_SOURCE}; {n}"),
+                None => BUILTIN_SOURCE.to_string(),
+            },
+            calibrated: false,
+        }
+    }
+
+    /// The picks of `primitive`, if the table names it.
+    pub fn picks_of(&self, primitive: Primitive) -> Option<&[Pick]> {
+        self.entries
+            .iter()
+            .find(|e| e.primitive == primitive)
+            .map(|e| e.picks.as_slice())
+    }
+}
+
+/// The table `auto` reads in this process, loaded once: the calibration at
+/// [`crate::cache::location`] when there is a valid one for this CPU, else the built-in one
+/// (with one warning on stderr when a calibration was there but could not be used). Unit tests
+/// of this crate always read the built-in table.
+pub fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        if cfg!(test) {
+            Table::builtin(None)
+        } else {
+            crate::cache::load_active()
+        }
+    })
+}
+
 /// Which table `auto` reads (see [`crate::auto_table_source`]).
 pub fn table_source() -> String {
-    "built-in (measured on the project's benchmark machine, docs/benchmarks.md)".to_string()
+    table().source.clone()
+}
+
+/// The primitives a table must name: those of [`MEASURED`], the ones calibrated.
+pub fn tabled_primitives() -> impl Iterator<Item = Primitive> {
+    MEASURED.iter().map(|m| m.primitive)
+}
+
+/// Why `entries` cannot be `auto`'s table, if it cannot: a primitive missing, unknown to the
+/// built-in table or listed twice, a provider unknown or without the primitive, sizes that do not
+/// grow, two neighbouring picks with one provider, or a last pick that does not cover every size.
+pub fn check_table(entries: &[Entry]) -> Result<(), String> {
+    for (i, e) in entries.iter().enumerate() {
+        let name = primitive_name(e.primitive);
+        if !tabled_primitives().any(|p| p == e.primitive) {
+            return Err(format!("{name}: not a primitive auto's table holds"));
+        }
+        if entries[i + 1..].iter().any(|o| o.primitive == e.primitive) {
+            return Err(format!("{name} is listed twice"));
+        }
+        let Some(last) = e.picks.last() else {
+            return Err(format!("{name}: no pick"));
+        };
+        if last.up_to != ALL {
+            return Err(format!(
+                "{name}: the last pick must cover every larger size (no up_to)"
+            ));
+        }
+        for w in e.picks.windows(2) {
+            if w[0].up_to >= w[1].up_to {
+                return Err(format!("{name}: the sizes of the picks must grow"));
+            }
+            if w[0].provider == w[1].provider {
+                return Err(format!(
+                    "{name}: two neighbouring picks name {}",
+                    w[0].provider
+                ));
+            }
+        }
+        for pk in &e.picks {
+            match by_name(pk.provider) {
+                None => return Err(format!("{name}: unknown provider {:?}", pk.provider)),
+                Some(p) if !p.supports(e.primitive) => {
+                    return Err(format!("{name}: provider {} does not implement it", p.name));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    if let Some(p) = tabled_primitives().find(|p| entries.iter().all(|e| e.primitive != *p)) {
+        return Err(format!("{} is missing", primitive_name(p)));
+    }
+    Ok(())
 }
 
 /// Where two cost curves measured at the same sizes cross: the break-even size of two
@@ -211,16 +334,20 @@ pub fn break_even(sizes: &[usize], first: &[f64], second: &[f64]) -> Option<Brea
 }
 
 /// The provider called `name` in [`PROVIDERS`].
-fn by_name(name: &str) -> Option<&'static CryptoProvider> {
+pub fn by_name(name: &str) -> Option<&'static CryptoProvider> {
     PROVIDERS.iter().copied().find(|p| p.name == name)
 }
 
 /// Where `auto` sends `primitive`: (up to this many bytes, provider), smallest first; empty when
 /// no provider has it.
 pub fn picks(primitive: Primitive) -> Vec<(usize, &'static CryptoProvider)> {
-    if let Some(m) = MEASURED.iter().find(|m| m.primitive == primitive) {
+    picks_in(table(), primitive)
+}
+
+/// [`picks`] from `table`.
+pub fn picks_in(table: &Table, primitive: Primitive) -> Vec<(usize, &'static CryptoProvider)> {
+    if let Some(m) = table.picks_of(primitive) {
         let v: Vec<(usize, &'static CryptoProvider)> = m
-            .picks
             .iter()
             .filter_map(|pk| by_name(pk.provider).map(|p| (pk.up_to, p)))
             .filter(|(_, p)| p.supports(primitive))
@@ -282,9 +409,10 @@ pub struct Split {
     pub above: &'static str,
 }
 
-/// Every size split of [`MEASURED`], in table order.
+/// Every size split of the active [`table`], in table order.
 pub fn splits() -> Vec<Split> {
-    MEASURED
+    table()
+        .entries
         .iter()
         .flat_map(|m| {
             m.picks.windows(2).map(|w| Split {
@@ -311,22 +439,38 @@ pub fn primitive_name(p: Primitive) -> String {
 /// What runs each primitive under `auto`, e.g. `chacha20-poly1305: openssl` or
 /// `aes128-gcm: fast up to 256 B, openssl above`.
 pub fn describe_picks(primitive: Primitive) -> String {
-    let picks = picks(primitive);
+    describe_picks_in(table(), primitive)
+}
+
+/// [`describe_picks`] from `table`.
+pub fn describe_picks_in(table: &Table, primitive: Primitive) -> String {
+    let picks: Vec<Pick> = picks_in(table, primitive)
+        .into_iter()
+        .map(|(up_to, p)| Pick {
+            up_to,
+            provider: p.name,
+        })
+        .collect();
+    describe_pick_list(primitive, &picks)
+}
+
+/// [`describe_picks`] of a given pick list.
+pub fn describe_pick_list(primitive: Primitive, picks: &[Pick]) -> String {
     let mut s = format!("{}: ", primitive_name(primitive));
-    match picks.as_slice() {
+    match picks {
         [] => s.push_str("none"),
-        [(_, p)] => s.push_str(p.name),
+        [p] => s.push_str(p.provider),
         many => {
             let mut lo = 0;
-            for (i, (up_to, p)) in many.iter().enumerate() {
+            for (i, p) in many.iter().enumerate() {
                 if i > 0 {
                     s.push_str(", ");
                 }
-                if *up_to == ALL {
-                    s.push_str(&format!("{} above {lo} B", p.name));
+                if p.up_to == ALL {
+                    s.push_str(&format!("{} above {lo} B", p.provider));
                 } else {
-                    s.push_str(&format!("{} up to {up_to} B", p.name));
-                    lo = *up_to;
+                    s.push_str(&format!("{} up to {} B", p.provider, p.up_to));
+                    lo = p.up_to;
                 }
             }
         }
@@ -338,7 +482,7 @@ pub fn describe_picks(primitive: Primitive) -> String {
 /// providers.
 pub static AUTO: CryptoProvider = CryptoProvider {
     name: "auto",
-    library: "per primitive and size (ivnsec-crypto MEASURED table)",
+    library: "per primitive and size (the table `ivnsec suites` shows)",
     keys: &AutoKeys,
     rng: &AutoRandom,
 };

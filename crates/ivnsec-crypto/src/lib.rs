@@ -3,12 +3,15 @@
 //! [`PROVIDERS`] lists them; [`select`] picks one for a profile under a `--provider` choice.
 //! A named choice (`portable`, `fast`, `openssl`) is that provider, if it has every primitive of
 //! the profile. `auto` (the default) is the fastest provider per primitive, and per size where
-//! the break-even differs, from the measured table [`auto::MEASURED`]; see [`auto`]. The rule for
-//! named choices is [`ivnsec_core::crypto::select`]; this crate supplies the list and the table,
-//! so core stays free of any crypto library.
+//! the break-even differs, from the measured table [`auto::MEASURED`] or, where `ivnsec suites
+//! --calibrate` measured this machine, from its calibration ([`cache`], [`calibrate`]); see
+//! [`auto`]. The rule for named choices is [`ivnsec_core::crypto::select`]; this crate supplies
+//! the list and the table, so core stays free of any crypto library.
 #![forbid(unsafe_code)]
 
 pub mod auto;
+pub mod cache;
+pub mod calibrate;
 
 use ivnsec_core::crypto::{self, CryptoProvider, NoProvider, Primitive};
 use ivnsec_core::profile::Profile;
@@ -95,7 +98,8 @@ pub fn describe_choice(
 
 /// The whole `auto` table as one line (`aes128-gcm: fast; …`), for report environments.
 pub fn describe_auto_table() -> String {
-    auto::MEASURED
+    auto::table()
+        .entries
         .iter()
         .map(|m| auto::describe_picks(m.primitive))
         .collect::<Vec<_>>()
@@ -199,6 +203,8 @@ mod tests {
     /// (whose keys are not split) have a single pick.
     #[test]
     fn the_measured_table_is_consistent() {
+        // The rule a calibration's table is checked with holds for the built-in one.
+        auto::check_table(&auto::Table::builtin(None).entries).unwrap();
         for (i, m) in auto::MEASURED.iter().enumerate() {
             assert!(!m.picks.is_empty(), "{:?}", m.primitive);
             assert_eq!(

@@ -1,12 +1,18 @@
-//! Ctrl-C for long runs: [`watch`] turns SIGINT, SIGTERM and SIGHUP into a stop flag the plan
-//! loop checks between scenarios and experiments, and stops the node processes this process
-//! started (so a measurement in progress ends at once). The run then writes what it measured,
-//! marked as interrupted, and the command exits with [`EXIT_CODE`].
+//! Ctrl-C for long runs: [`watch`] turns SIGINT, SIGTERM and SIGHUP into a stop flag the
+//! experiment loops check between their measurements, and stops the node processes (and the
+//! tools: sockperf, iperf3) this process started (so a measurement in progress ends at once).
+//! The command then writes what it measured, marked as interrupted, removes the testbed it
+//! built, and exits with [`exit_code`] (128 + the signal: 130 for SIGINT).
+//!
+//! What finished before the signal is kept; the measurement in progress when it came is left
+//! out (its nodes were killed, their reports are lost).
 
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The exit status of a run stopped by a signal (128 + SIGINT, as a shell reports it).
+/// The exit status of a run stopped by SIGINT (128 + 2, as a shell reports it); see
+/// [`exit_code`] for the other signals.
 pub const EXIT_CODE: u8 = 130;
 
 static WATCHING: AtomicBool = AtomicBool::new(false);
@@ -39,9 +45,52 @@ pub fn watching() -> bool {
     WATCHING.load(Ordering::SeqCst)
 }
 
-/// Whether a termination signal arrived since [`watch`].
+/// Whether a termination signal arrived since [`watch`] (known from the moment it is
+/// delivered: a node that died of the same Ctrl-C is never taken for a failure).
 pub fn requested() -> bool {
-    STOP.load(Ordering::SeqCst)
+    STOP.load(Ordering::SeqCst) || (watching() && signal().is_some())
+}
+
+/// The termination signal that stopped the run, if one did.
+pub fn signal() -> Option<i32> {
+    ivnsec_net::sys::termination_signal_received()
+}
+
+/// The exit status of an interrupted command: 128 + the signal (130 SIGINT, 143 SIGTERM, 129
+/// SIGHUP), as a shell reports a process killed by it.
+pub fn exit_code() -> u8 {
+    signal()
+        .and_then(|s| u8::try_from(128 + s).ok())
+        .unwrap_or(EXIT_CODE)
+}
+
+/// Removes the testbed `tb` and exits 128 + signal on a termination signal — unless [`watch`]
+/// is installed: then the run stops itself and removes the testbed on return (two waiters
+/// would race for the one signal).
+pub fn remove_on_signal(tb: &ivnsec_net::testbed::Testbed) -> ivnsec_net::Result<()> {
+    if watching() {
+        return Ok(());
+    }
+    tb.down_on_termination_signal()
+}
+
+/// Spawns `cmd` (dying with this process, as every spawn site does), the process recorded with
+/// [`started`] (killed at once on an interrupt).
+pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    let child = ivnsec_net::sys::die_with_parent(cmd).spawn()?;
+    started(child.id());
+    Ok(child)
+}
+
+/// Runs `cmd` to its end like `Command::output` (stdin from /dev/null, stdout and stderr
+/// captured), through [`spawn`] (so it dies with this process and an interrupt ends it at once).
+pub fn output(cmd: &mut Command) -> std::io::Result<Output> {
+    let child = spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )?;
+    child.wait_with_output()
 }
 
 /// Records a node process this process started; after an interrupt it is killed at once.

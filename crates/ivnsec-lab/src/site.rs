@@ -187,9 +187,7 @@ pub fn open_site(choice: Where, existing: Option<&str>, layout: &Layout) -> Resu
         (_, Ok(())) => {
             let tb = Testbed::up(&layout.topology, &Options::default()).map_err(net_err)?;
             // A run that watches for Ctrl-C stops itself and removes the testbed on return.
-            if !crate::interrupt::watching() {
-                tb.down_on_termination_signal().map_err(net_err)?;
-            }
+            crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
             start_gateways(&tb)?;
             Ok(OpenSite {
                 site: Site::Testbed {

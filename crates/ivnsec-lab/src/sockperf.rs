@@ -141,12 +141,13 @@ pub fn pingpong_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<V
         ),
     };
     let port = SOCKPERF_PORT.to_string();
-    let mut srv = die_with_parent(&mut server)
-        .args(["server", "-i", &server_ip, "-p", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
+    let mut srv = crate::interrupt::spawn(
+        die_with_parent(&mut server)
+            .args(["server", "-i", &server_ip, "-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .ok()?;
     std::thread::sleep(Duration::from_millis(300));
     // Same pacing as our exchanges: at most one message per pause.
     let mps = 1_000_000_000u64
@@ -170,7 +171,7 @@ pub fn pingpong_baseline(open: &OpenSite, mode: Mode, pause_ns: u64) -> Option<V
     if mode == Mode::BusyPoll {
         args.push("--nonblocked".into());
     }
-    let out = die_with_parent(&mut client).args(&args).output();
+    let out = crate::interrupt::output(die_with_parent(&mut client).args(&args));
     let _ = srv.kill();
     let _ = srv.wait();
     let out = match out {

@@ -114,8 +114,9 @@ pub fn parse_hex(what: &str, s: &str) -> anyhow::Result<Vec<u8>> {
     hex::decode(&clean).map_err(|e| usage(format!("{what}: not hex: {e}")))
 }
 
-/// A profile name parsed at the edge; an unknown name is a usage error.
-pub fn parse_profile(name: &str) -> anyhow::Result<ivnsec_core::profile::Profile> {
+/// A profile name parsed at the edge (a plan table, a key file), with the name as given; an
+/// unknown name is a usage error in the words of [`ivnsec_core::profile::ProfileError`].
+pub fn parse_profile(name: &str) -> anyhow::Result<ivnsec_core::profile::NamedProfile> {
     name.parse()
         .map_err(|e: ivnsec_core::profile::ProfileError| usage(e.to_string()))
 }

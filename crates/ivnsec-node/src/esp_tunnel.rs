@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use ivnsec_core::channel::DirectionKeys;
 use ivnsec_core::crypto::CryptoProvider;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::esp::{
     EspAlg, EspMode, EspParams, EspProtectError, EspRx, EspTx, MAX_OVERHEAD, SpiRange,
@@ -215,8 +215,9 @@ pub fn check(cfg: &Config) -> Result<Keys> {
     check_spi("--tx-spi", cfg.tx_spi)?;
     check_spi("--rx-spi", cfg.rx_spi)?;
     let name = cfg.alg.name();
-    let tx = keyfile::load(&cfg.tx_keys, name, keyfile::Role::Sender)?;
-    let rx = keyfile::load(&cfg.rx_keys, name, keyfile::Role::Sender)?;
+    let profile = NamedProfile::from(Profile::Esp(cfg.alg));
+    let tx = keyfile::load(&cfg.tx_keys, &profile, keyfile::Role::Sender)?;
+    let rx = keyfile::load(&cfg.rx_keys, &profile, keyfile::Role::Sender)?;
     if tx.key() == rx.key() && tx.mac_key() == rx.mac_key() {
         return Err(usage(format!(
             "--tx-keys {} and --rx-keys {} hold the same key: both ends would send under one \

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use ivnsec_core::crypto::CryptoProvider;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_core::sa::ivnae::{IvnAeReceiver, IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::suite::IvnAeProfile;
 use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
@@ -124,7 +124,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     let (mac, prot_mtu) = iface_facts_of("--protected", &cfg.protected)?;
     let (_, plain_mtu) = iface_facts_of("--plain", &cfg.plain)?;
     let profile = Profile::IvnAe(cfg.profile);
-    let name = profile.to_string();
+    let name = NamedProfile::from(profile);
     let domain = profile.nonce_domain();
     if cfg.rx_keys.is_empty() {
         return Err(usage(
@@ -241,7 +241,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "iface": cfg.protected,
         "plain": cfg.plain,
         "protected": cfg.protected,
-        "profile": name,
+        "profile": name.name(),
         "mac": ivnsec_core::wire::ethernet::MacAddr(mac).to_string(),
         "key_id": cfg.key_id,
         "rx_key_ids": cfg.rx_keys.iter().map(|(i, _)| *i).collect::<Vec<_>>(),

@@ -160,8 +160,61 @@ where
     use clap::{CommandFactory, FromArgMatches};
     let cmd = with_version(Cli::command());
     let argv = crate::daemon::with_config(&cmd, args.into_iter().map(Into::into).collect())?;
-    let matches = cmd.try_get_matches_from(argv).map_err(ParseError::Clap)?;
+    let matches = match cmd.clone().try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => return Err(profile_or_clap(&cmd, argv, e)),
+    };
     Cli::from_arg_matches(&matches).map_err(ParseError::Clap)
+}
+
+/// The sentence of a profile argument that is no profile ([`crate::cmd::ProfileArgError`]).
+fn profile_error(e: &clap::Error) -> Option<String> {
+    use std::error::Error;
+    if e.kind() != clap::error::ErrorKind::ValueValidation {
+        return None;
+    }
+    e.source()
+        .and_then(|s| s.downcast_ref::<crate::cmd::ProfileArgError>())
+        .map(|p| p.0.clone())
+}
+
+/// clap's error, or, for a profile argument that is no profile, the command's own sentence
+/// (printed as `ivnsec: …`, exit 2, as every other usage error the command finds). Anything
+/// else clap finds wrong with the command line (a missing option, `--help`) comes first, as it
+/// did when profiles were strings checked after clap: the command line is tried again with a
+/// profile in place of each name that is none.
+fn profile_or_clap(
+    cmd: &clap::Command,
+    mut argv: Vec<std::ffi::OsString>,
+    e: clap::Error,
+) -> crate::daemon::ParseError {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(first) = profile_error(&e) else {
+        return crate::daemon::ParseError::Clap(e);
+    };
+    let mut e = e;
+    // Each round replaces one bad name; a command line has few.
+    for _ in 0..argv.len() {
+        let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidValue).cloned() else {
+            break;
+        };
+        for a in argv.iter_mut() {
+            if *a == *bad {
+                *a = "plain".into();
+            } else if let Some(opt) = a.to_str().and_then(|s| s.strip_suffix(bad.as_str()))
+                && opt.starts_with("--")
+                && opt.ends_with('=')
+            {
+                *a = format!("{opt}plain").into();
+            }
+        }
+        match cmd.clone().try_get_matches_from(&argv) {
+            Ok(_) => break,
+            Err(next) if profile_error(&next).is_some() => e = next,
+            Err(other) => return crate::daemon::ParseError::Clap(other),
+        }
+    }
+    crate::daemon::ParseError::Profile(crate::error::usage(first))
 }
 
 /// The command with the build's version texts.
@@ -172,6 +225,68 @@ pub fn with_version(cmd: clap::Command) -> clap::Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn profile_error_of(args: &[&str]) -> Option<String> {
+        match parse(args.iter().copied()) {
+            Err(crate::daemon::ParseError::Profile(e)) => Some(format!("{e:#}")),
+            _ => None,
+        }
+    }
+
+    /// A profile name is parsed by clap, but is reported after anything else clap finds wrong
+    /// (as when it was a string checked by the command), in the command's own words.
+    #[test]
+    fn a_bad_profile_comes_after_clap_s_own_errors() {
+        assert_eq!(
+            profile_error_of(&["ivnsec", "keygen", "--profile", "nope"]).as_deref(),
+            Some("profile `nope`: unknown suite (see `ivnsec suites`)")
+        );
+        assert_eq!(
+            profile_error_of(&["ivnsec", "keygen", "--profile=aes129-gcm"]).as_deref(),
+            Some("profile `aes129-gcm`: unknown suite (see `ivnsec suites`)")
+        );
+        assert_eq!(
+            profile_error_of(&["ivnsec", "frame", "protect", "--profile", "secoc-x", "00"])
+                .as_deref(),
+            Some(
+                "--profile secoc-x: unknown SecOC profile (one of secoc-cmac-aes128, \
+                 secoc-hmac-sha256)"
+            )
+        );
+        assert_eq!(
+            profile_error_of(&["ivnsec", "pcap", "verify", "--profile", "secoc-x", "f.pcap"])
+                .as_deref(),
+            Some("--profile secoc-x: unknown suite (see `ivnsec suites`)")
+        );
+        // A missing option, and --help, are clap's, as before.
+        for args in [
+            &["ivnsec", "send", "--profile", "nope"][..],
+            &["ivnsec", "send", "--profile", "nope", "--help"],
+            &[
+                "ivnsec",
+                "underload",
+                "--profile",
+                "nope",
+                "--profile",
+                "x",
+                "--bogus",
+            ],
+        ] {
+            assert!(
+                matches!(
+                    parse(args.iter().copied()),
+                    Err(crate::daemon::ParseError::Clap(_))
+                ),
+                "{args:?}"
+            );
+        }
+        // Two bad names: the first is the one reported.
+        assert_eq!(
+            profile_error_of(&["ivnsec", "underload", "--profile", "x1", "--profile", "x2"])
+                .as_deref(),
+            Some("profile `x1`: unknown suite (see `ivnsec suites`)")
+        );
+    }
 
     #[test]
     fn command_definition_is_consistent() {

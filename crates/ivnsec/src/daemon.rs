@@ -66,6 +66,9 @@ pub enum ParseError {
     Clap(clap::Error),
     /// A `--config` file that could not be read or holds a bad key (exit 2).
     Config(anyhow::Error),
+    /// An argument that is no profile (exit 2), in the command's words
+    /// ([`crate::cmd::ProfileArgError`]).
+    Profile(anyhow::Error),
 }
 
 /// Where the flags of a subcommand are: the names of its subcommand path (`["gateway"]`,
@@ -296,7 +299,7 @@ mod tests {
         a.push("--config".into());
         a.push(f.clone().into());
         let r = with_config(&crate::cli::Cli::command(), a).map_err(|e| match e {
-            ParseError::Config(e) => format!("{e:#}"),
+            ParseError::Config(e) | ParseError::Profile(e) => format!("{e:#}"),
             ParseError::Clap(e) => e.to_string(),
         });
         let _ = std::fs::remove_file(&f);

@@ -5,6 +5,7 @@ mod cli;
 mod cmd;
 mod daemon;
 mod error;
+mod interrupted;
 mod output;
 
 use std::process::ExitCode;
@@ -19,7 +20,7 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
-        Err(daemon::ParseError::Config(e)) => {
+        Err(daemon::ParseError::Config(e) | daemon::ParseError::Profile(e)) => {
             eprintln!("ivnsec: {e:#}");
             return ExitCode::from(exit_code(&e));
         }
@@ -58,6 +59,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // Stopped by a signal before it could write what it measured: still 128 + signal.
+        Err(e) if interrupted::requested() => {
+            eprintln!("ivnsec: {e:#}");
+            ExitCode::from(ivnsec_lab::interrupt::exit_code())
+        }
         Err(e) => {
             eprintln!("ivnsec: {e:#}");
             ExitCode::from(exit_code(&e))

@@ -199,6 +199,7 @@ fn pair(family: Family, p: &'static CryptoProvider) -> (AnyTx, AnyRx, Vec<u8>) {
             let rx = SecocRx::new(p, &params, SecocRxOptions::default()).unwrap();
             (tx.into(), rx.into(), frame()[14..].to_vec())
         }
+        Family::Someip => unreachable!("SOME/IP has no unit SA"),
     }
 }
 
@@ -313,6 +314,7 @@ fn a_short_unit_is_refused_without_a_panic() {
             }
             // An Authentic I-PDU may be of any length.
             Family::Secoc => assert!(short.is_ok()),
+            Family::Someip => unreachable!("SOME/IP has no unit SA"),
         }
     }
 }
@@ -370,4 +372,81 @@ fn macsec_check_mode_delivers_unvalidated_frames_and_says_so() {
         assert_eq!(&buf[d.range], &frame()[..]);
         assert_eq!(rx.macsec_counters().unwrap().in_pkts_invalid, 1);
     }
+}
+
+/// The factory ([`AnyTx::new`], [`AnyRx::new`]) makes, from a typed profile and the options of
+/// its family, the SA each family's own constructor makes: the same units byte for byte, and
+/// each verifies on the other's receiver. SOME/IP has no unit SA.
+#[test]
+fn the_factory_makes_each_familys_own_sa() {
+    use ivnsec_core::profile::{MacsecProfile, Profile};
+    use ivnsec_core::sa::any::{
+        EspOptions, IvnAeOptions, MacsecOptions, SaBuildError, SaKeys, SaOptions, SecocOptions,
+    };
+    let esp_key = [0x4c; 20];
+    for (family, p) in cases() {
+        let (mut tx, mut rx, plain) = pair(family, p);
+        let (profile, key): (Profile, &[u8]) = match family {
+            Family::IvnAe => ("aes128-gcm".parse().unwrap(), &KEY),
+            Family::Macsec => (
+                Profile::Macsec(MacsecProfile {
+                    suite: CipherSuite::GcmAes128,
+                    confidentiality: true,
+                }),
+                &KEY,
+            ),
+            Family::Esp => (Profile::Esp(EspAlg::Aes128Gcm), &esp_key),
+            Family::Secoc => (Profile::Secoc(SecocAlg::CmacAes128), &KEY),
+            Family::Someip => unreachable!(),
+        };
+        assert_eq!(profile.family(), family);
+        let keys = SaKeys {
+            key,
+            mac_key: &[],
+            iv: [0; 12],
+        };
+        let opts = SaOptions {
+            ivnae: IvnAeOptions::default(),
+            macsec: MacsecOptions {
+                sci: Sci::from_u64(0x0200_0000_0001_0001),
+                ..MacsecOptions::default()
+            },
+            esp: EspOptions {
+                spi: 0x1001,
+                ..EspOptions::default()
+            },
+            secoc: SecocOptions {
+                data_id: 0x0a01,
+                fv_bits: 8,
+                mac_bits: 64,
+                ..SecocOptions::default()
+            },
+        };
+        let mut ftx = AnyTx::new(p, profile, keys, &opts, 1).unwrap();
+        let mut frx = AnyRx::new(p, profile, keys, &opts, 64).unwrap();
+        assert_eq!((ftx.family(), frx.family()), (family, family));
+        let theirs = protect(&mut tx, &plain, None);
+        let ours = protect(&mut ftx, &plain, None);
+        assert_eq!(ours, theirs, "{family} on {}", p.name);
+        assert_eq!(verify(&mut rx, &ours).unwrap(), plain, "{family}");
+        assert_eq!(verify(&mut frx, &theirs).unwrap(), plain, "{family}");
+    }
+    let someip: Profile = "someip-aes128-gcm".parse().unwrap();
+    let keys = SaKeys {
+        key: &KEY,
+        mac_key: &[],
+        iv: [0; 12],
+    };
+    let e = AnyTx::new(PROVIDERS[0], someip, keys, &SaOptions::default(), 1).unwrap_err();
+    assert_eq!(e, SaBuildError::NoUnitSa(Family::Someip));
+    // A family's own configuration error comes through with its own text.
+    let e = AnyTx::new(
+        PROVIDERS[0],
+        "aes128-gcm".parse().unwrap(),
+        keys,
+        &SaOptions::default(),
+        0,
+    )
+    .unwrap_err();
+    assert!(matches!(e, SaBuildError::IvnAe(_)), "{e:?}");
 }

@@ -130,7 +130,10 @@ fn kdf_with(
         if n != 16 {
             return Err(KeyError::Crypto(CryptoError::Internal));
         }
-        chunk.copy_from_slice(&block[..chunk.len()]);
+        let src = block
+            .get(..chunk.len())
+            .ok_or(KeyError::Crypto(CryptoError::Internal))?;
+        chunk.copy_from_slice(src);
     }
     Ok(())
 }
@@ -153,8 +156,9 @@ pub fn ckn_context(ckn: &[u8]) -> Result<[u8; 16], KeyError> {
         return Err(KeyError::BadCknLength(ckn.len()));
     }
     let mut c = [0u8; 16];
-    let n = ckn.len().min(16);
-    c[..n].copy_from_slice(&ckn[..n]);
+    for (d, s) in c.iter_mut().zip(ckn) {
+        *d = *s;
+    }
     Ok(c)
 }
 

@@ -1,6 +1,12 @@
 //! One security association of any frame family — IVN-AE, MACsec, ESP, SecOC — behind one
 //! protect and one verify, so a caller that handles several families (`frame protect|verify`,
-//! `pcap verify`) dispatches once, here, instead of once per operation.
+//! `pcap verify`, the experiments' [`crate::channel::Channel`]) dispatches once, here, instead
+//! of once per operation.
+//!
+//! [`AnyTx::new`] and [`AnyRx::new`] are the one factory of these SAs: a typed
+//! [`Profile`](crate::profile::Profile), its keys ([`SaKeys`]) and the options of its family
+//! ([`SaOptions`]) make the SA of the profile's family ([`Family`], from
+//! [`Profile::family`](crate::profile::Profile::family)).
 //!
 //! [`AnyTx::protect_in_place`] protects the plain unit in `buf[..len]` in place and returns the
 //! protected length; [`AnyRx::verify_in_place`] verifies a protected unit in place and returns
@@ -10,46 +16,335 @@
 //! Nothing here allocates per unit, and no input panics: every refusal is a [`DropReason`]
 //! (receive) or an [`AnyProtectError`] (send), counted by the SA as its family counts it.
 
-use alloc::boxed::Box;
 use core::fmt;
 use core::ops::Range;
 
-use super::esp::{EspProtectError, EspRx, EspTx};
-use super::ivnae::{IvnAeRx, IvnAeTx};
-use super::macsec::{self, MacsecRx, MacsecTx, RxStatus};
-use super::secoc::{SecocProtectError, SecocRx, SecocTx};
-use super::{DropCounters, DropReason, ProtectError};
+use super::esp::{EspConfigError, EspMode, EspParams, EspProtectError, EspRx, EspTx};
+use super::ivnae::{IvnAeRx, IvnAeTx, SaParams};
+use super::macsec::{
+    self, KeyParams, MacsecError, MacsecRx, MacsecTx, RxOptions, RxStatus, TxOptions,
+    ValidateFrames,
+};
+use super::secoc::{
+    DEFAULT_FULL_FV_BITS, DEFAULT_FV_BITS, DEFAULT_MAC_BITS, SecocConfigError, SecocParams,
+    SecocProtectError, SecocRx, SecocRxOptions, SecocTx,
+};
+use super::{DropCounters, DropReason, ProtectError, SaError};
+use crate::crypto::{AEAD_NONCE_LEN, CryptoProvider};
+pub use crate::profile::Family;
+use crate::profile::Profile;
+use crate::wire::macsec::Sci;
 
-/// The frame families an [`AnyTx`] / [`AnyRx`] can hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// IVN-AE, our raw-Ethernet format (docs/wire-ivnae.md).
-    IvnAe,
-    /// MACsec (IEEE 802.1AE).
-    Macsec,
-    /// IPsec ESP (RFC 4303).
-    Esp,
-    /// AUTOSAR SecOC.
-    Secoc,
+// ---- The SA factory -------------------------------------------------------------------------
+
+/// The keys of one SA, borrowed: the SA keeps only its scheduled keys. Its `Debug` shows
+/// lengths only.
+#[derive(Clone, Copy)]
+pub struct SaKeys<'a> {
+    /// Cipher key: IVN-AE AEAD/AES key, MACsec SAK, ESP key (‖ salt), SecOC MAC key.
+    pub key: &'a [u8],
+    /// HMAC key: IVN-AE HMAC suites, ESP HMAC transforms (the ESP authentication key); empty
+    /// otherwise.
+    pub mac_key: &'a [u8],
+    /// IVN-AE per-SA IV (zeros where unused; the MACsec XPN salt is in [`MacsecOptions`]).
+    pub iv: [u8; AEAD_NONCE_LEN],
 }
 
-impl Family {
-    /// The family's name, as [`crate::profile::Profile::family_name`] spells it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Family::IvnAe => "IVN-AE",
-            Family::Macsec => "MACsec",
-            Family::Esp => "ESP",
-            Family::Secoc => "SecOC",
+impl fmt::Debug for SaKeys<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SaKeys")
+            .field("key", &format_args!("<{} bytes>", self.key.len()))
+            .field("mac_key", &format_args!("<{} bytes>", self.mac_key.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+/// IVN-AE options of an SA.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IvnAeOptions {
+    /// Key id carried in the frame and mixed into the nonce.
+    pub key_id: u8,
+    /// HMAC tag truncation; `None`: full length.
+    pub tag_len: Option<usize>,
+    /// Inbound: also take version 1 frames (see [`IvnAeRx::set_accept_v1`]).
+    pub accept_v1: bool,
+}
+
+/// MACsec options of an SA. Confidentiality (E = C = 1 or integrity only) is the profile's
+/// ([`crate::profile::MacsecProfile::confidentiality`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MacsecOptions {
+    /// SCI of the transmitting SC: this SC's own on transmit, the peer's on receive.
+    pub sci: Sci,
+    /// Association number 0..=3.
+    pub an: u8,
+    /// XPN: short SCI.
+    pub ssci: Option<u32>,
+    /// XPN: 12-octet salt.
+    pub salt: Option<[u8; 12]>,
+    /// Outbound: put the SCI in the SecTAG (off with `es` or `scb`).
+    pub include_sci: bool,
+    /// Outbound: ES = 1.
+    pub es: bool,
+    /// Outbound: SCB = 1.
+    pub scb: bool,
+    /// Inbound: validateFrames.
+    pub validate: ValidateFrames,
+    /// Inbound: lowest acceptable PN (≥ 1).
+    pub lowest_pn: u64,
+}
+
+impl Default for MacsecOptions {
+    fn default() -> Self {
+        MacsecOptions {
+            sci: Sci::default(),
+            an: 0,
+            ssci: None,
+            salt: None,
+            include_sci: true,
+            es: false,
+            scb: false,
+            validate: ValidateFrames::Strict,
+            lowest_pn: 1,
         }
     }
 }
 
-impl fmt::Display for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// ESP options of an SA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EspOptions {
+    pub spi: u32,
+    /// Extended sequence numbers (RFC 4303 §2.2.1).
+    pub esn: bool,
+    /// Outbound: transport or tunnel mode.
+    pub mode: EspMode,
+}
+
+impl Default for EspOptions {
+    fn default() -> Self {
+        EspOptions {
+            spi: 0,
+            esn: false,
+            mode: EspMode::Transport,
+        }
     }
 }
+
+/// SecOC options of an SA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SecocOptions {
+    /// Data ID of the PDU.
+    pub data_id: u16,
+    /// Truncated freshness value bits on the wire.
+    pub fv_bits: u8,
+    /// Truncated authenticator bits on the wire.
+    pub mac_bits: u16,
+    /// Full freshness value bits.
+    pub full_fv_bits: u8,
+    /// Inbound: the freshness value model.
+    pub rx: SecocRxOptions,
+}
+
+impl Default for SecocOptions {
+    fn default() -> Self {
+        SecocOptions {
+            data_id: 0,
+            fv_bits: DEFAULT_FV_BITS,
+            mac_bits: DEFAULT_MAC_BITS,
+            full_fv_bits: DEFAULT_FULL_FV_BITS,
+            rx: SecocRxOptions::default(),
+        }
+    }
+}
+
+/// Everything an SA is made of beyond its profile and keys, family by family: the SA of a
+/// profile reads its family's options and ignores the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SaOptions {
+    pub ivnae: IvnAeOptions,
+    pub macsec: MacsecOptions,
+    pub esp: EspOptions,
+    pub secoc: SecocOptions,
+}
+
+/// Why the factory made no SA: the family's own configuration error, unchanged (its text is
+/// what users see), or a profile whose family has no SA of this kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SaBuildError {
+    IvnAe(SaError),
+    Macsec(MacsecError),
+    Esp(EspConfigError),
+    Secoc(SecocConfigError),
+    /// SOME/IP protects messages of a service ([`crate::sa::someip::ServiceSa`]), not units.
+    NoUnitSa(Family),
+}
+
+impl fmt::Display for SaBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaBuildError::IvnAe(e) => write!(f, "{e}"),
+            SaBuildError::Macsec(e) => write!(f, "{e}"),
+            SaBuildError::Esp(e) => write!(f, "{e}"),
+            SaBuildError::Secoc(e) => write!(f, "{e}"),
+            SaBuildError::NoUnitSa(family) => {
+                write!(
+                    f,
+                    "{family} has no unit SA (its SAs protect service messages)"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for SaBuildError {}
+
+fn ivnae_params<'a>(
+    p: crate::suite::IvnAeProfile,
+    keys: &SaKeys<'a>,
+    o: &IvnAeOptions,
+) -> SaParams<'a> {
+    SaParams {
+        profile: p,
+        key: keys.key,
+        mac_key: keys.mac_key,
+        iv: keys.iv,
+        key_id: o.key_id,
+        tag_len: o.tag_len,
+    }
+}
+
+fn macsec_keys<'a>(
+    suite: macsec::CipherSuite,
+    keys: &SaKeys<'a>,
+    o: &MacsecOptions,
+) -> KeyParams<'a> {
+    KeyParams {
+        suite,
+        key: keys.key,
+        sci: o.sci,
+        an: o.an,
+        ssci: o.ssci,
+        salt: o.salt,
+    }
+}
+
+fn esp_params<'a>(alg: super::esp::EspAlg, keys: &SaKeys<'a>, o: &EspOptions) -> EspParams<'a> {
+    EspParams {
+        alg,
+        spi: o.spi,
+        key: keys.key,
+        auth_key: keys.mac_key,
+        esn: o.esn,
+    }
+}
+
+fn secoc_params<'a>(
+    alg: super::secoc::SecocAlg,
+    keys: &SaKeys<'a>,
+    o: &SecocOptions,
+) -> SecocParams<'a> {
+    SecocParams {
+        fv_bits: o.fv_bits,
+        mac_bits: o.mac_bits,
+        full_fv_bits: o.full_fv_bits,
+        ..SecocParams::new(alg, keys.key, o.data_id)
+    }
+}
+
+impl AnyTx {
+    /// The outbound SA of `profile`, the one factory of every family's outbound SA: the keys,
+    /// the options of the profile's family, and the first sequence number / PN / full
+    /// freshness value (≥ 1) of the first unit.
+    pub fn new(
+        provider: &CryptoProvider,
+        profile: Profile,
+        keys: SaKeys<'_>,
+        opts: &SaOptions,
+        first: u64,
+    ) -> Result<AnyTx, SaBuildError> {
+        Ok(match profile {
+            Profile::IvnAe(p) => {
+                IvnAeTx::new(provider, &ivnae_params(p, &keys, &opts.ivnae), first)
+                    .map_err(SaBuildError::IvnAe)?
+                    .into()
+            }
+            Profile::Macsec(m) => {
+                let o = &opts.macsec;
+                let tx_opts = TxOptions {
+                    confidentiality: m.confidentiality,
+                    include_sci: o.include_sci,
+                    es: o.es,
+                    scb: o.scb,
+                };
+                MacsecTx::new(provider, &macsec_keys(m.suite, &keys, o), tx_opts, first)
+                    .map_err(SaBuildError::Macsec)?
+                    .into()
+            }
+            Profile::Esp(alg) => {
+                let o = &opts.esp;
+                EspTx::new(provider, &esp_params(alg, &keys, o), o.mode, first)
+                    .map_err(SaBuildError::Esp)?
+                    .into()
+            }
+            Profile::Secoc(alg) => {
+                SecocTx::new(provider, &secoc_params(alg, &keys, &opts.secoc), first)
+                    .map_err(SaBuildError::Secoc)?
+                    .into()
+            }
+            Profile::Someip(_) => return Err(SaBuildError::NoUnitSa(Family::Someip)),
+        })
+    }
+}
+
+impl AnyRx {
+    /// The inbound SA of `profile`, the one factory of every family's inbound SA: the keys,
+    /// the options of the profile's family, and the replay window (IVN-AE, MACsec, ESP; SecOC
+    /// has its acceptance window in [`SecocOptions::rx`]).
+    pub fn new(
+        provider: &CryptoProvider,
+        profile: Profile,
+        keys: SaKeys<'_>,
+        opts: &SaOptions,
+        replay_window: u32,
+    ) -> Result<AnyRx, SaBuildError> {
+        Ok(match profile {
+            Profile::IvnAe(p) => {
+                let o = &opts.ivnae;
+                let mut rx = IvnAeRx::new(provider, &ivnae_params(p, &keys, o), replay_window)
+                    .map_err(SaBuildError::IvnAe)?;
+                rx.set_accept_v1(o.accept_v1);
+                rx.into()
+            }
+            Profile::Macsec(m) => {
+                let o = &opts.macsec;
+                let rx_opts = RxOptions {
+                    validate: o.validate,
+                    replay_protect: true,
+                    replay_window,
+                    lowest_pn: o.lowest_pn,
+                };
+                MacsecRx::new(provider, &macsec_keys(m.suite, &keys, o), rx_opts)
+                    .map_err(SaBuildError::Macsec)?
+                    .into()
+            }
+            Profile::Esp(alg) => {
+                EspRx::new(provider, &esp_params(alg, &keys, &opts.esp), replay_window)
+                    .map_err(SaBuildError::Esp)?
+                    .into()
+            }
+            Profile::Secoc(alg) => {
+                let o = &opts.secoc;
+                SecocRx::new(provider, &secoc_params(alg, &keys, o), o.rx)
+                    .map_err(SaBuildError::Secoc)?
+                    .into()
+            }
+            Profile::Someip(_) => return Err(SaBuildError::NoUnitSa(Family::Someip)),
+        })
+    }
+}
+
+// ---- One protect, one verify ----------------------------------------------------------------
 
 /// Why [`AnyTx`] did not protect a unit: the family SA's own error, unchanged (its text is what
 /// users see), or a misuse of the common API.
@@ -254,11 +549,13 @@ pub struct Delivered {
     pub status: RxStatus,
 }
 
-/// The inbound SA of one family (MACsec's on the heap: it keeps its duplicate bitmap inline).
+/// The inbound SA of one family. MACsec's keeps its 256-byte duplicate bitmap inline, as the
+/// [`crate::channel::Channel`] holds it: one SA per node, verified on every frame.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum AnyRx {
     IvnAe(IvnAeRx),
-    Macsec(Box<MacsecRx>),
+    Macsec(MacsecRx),
     Esp(EspRx),
     Secoc(SecocRx),
 }
@@ -341,7 +638,7 @@ impl From<IvnAeRx> for AnyRx {
 
 impl From<MacsecRx> for AnyRx {
     fn from(r: MacsecRx) -> Self {
-        AnyRx::Macsec(Box::new(r))
+        AnyRx::Macsec(r)
     }
 }
 
@@ -363,6 +660,7 @@ mod tests {
     //! primitive at all. Every family on the real providers, with published known answers, is
     //! in `crates/ivnsec-conformance/tests/conformance/any.rs`.
 
+    use alloc::boxed::Box;
     use alloc::string::ToString;
     use alloc::vec;
     use alloc::vec::Vec;

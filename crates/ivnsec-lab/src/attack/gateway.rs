@@ -47,7 +47,7 @@ const MAX_STATUS: u64 = 1 << 20;
 pub fn check(
     topology: Option<&Topology>,
     testbed: Option<&str>,
-    profiles: &[String],
+    profiles: &[ivnsec_core::profile::NamedProfile],
 ) -> Result<()> {
     match topology {
         None => Ok(()),
@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn only_bump_topologies_without_a_testbed_and_with_the_gateway_profile() {
         let cfg = |t: Option<Topology>, tb: Option<&str>, p: &str| {
-            check(t.as_ref(), tb, &[p.to_string()])
+            check(t.as_ref(), tb, &[p.parse().unwrap()])
         };
         assert!((cfg(Some(Topology::Bump2), None, GATEWAY_PROFILE)).is_ok());
         assert!((cfg(None, None, "aes128-gcm")).is_ok());

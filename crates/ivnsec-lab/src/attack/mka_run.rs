@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_core::channel::DirectionKeys;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::{self, netns_command};
@@ -35,7 +35,7 @@ use super::run::{
 use crate::process::{child_stderr, read_report, spawn_role};
 use crate::site::{net_err, node_addr};
 use crate::stats::quantile_sorted;
-use ivnsec_node::error::{env_error, parse_profile, usage};
+use ivnsec_node::error::{env_error, usage};
 use ivnsec_node::keys::psk::{self, Psk};
 
 /// The profile of a run that names none.
@@ -58,8 +58,8 @@ const MAX_FILE: u64 = 64 << 20;
 /// The settings of one `ivnsec attack --mka` run.
 #[derive(Clone, Debug)]
 pub struct MkaAttackConfig {
-    /// MACsec profiles as the user spelled them.
-    pub profiles: Vec<String>,
+    /// MACsec profiles, with the names the user gave them.
+    pub profiles: Vec<NamedProfile>,
     /// The classes (empty: all four), run in the order of [`MkaAttack::ALL`].
     pub attacks: Vec<MkaAttack>,
     /// MKPDUs injected per class and profile.
@@ -74,17 +74,21 @@ pub struct MkaAttackConfig {
 
 impl MkaAttackConfig {
     /// The profiles (default [`DEFAULT_PROFILE`]): MACsec ones only, a usage error otherwise.
-    pub fn checked_profiles(&self) -> Result<Vec<String>> {
+    pub fn checked_profiles(&self) -> Result<Vec<NamedProfile>> {
         if !(1..=1_000_000).contains(&self.count) {
             return Err(usage("--count must be 1 to 1000000 with --mka"));
         }
         let list = if self.profiles.is_empty() {
-            vec![DEFAULT_PROFILE.to_string()]
+            vec![
+                DEFAULT_PROFILE
+                    .parse()
+                    .expect("the default profile is a profile"),
+            ]
         } else {
             self.profiles.clone()
         };
         for p in &list {
-            if !matches!(parse_profile(p)?, Profile::Macsec(_)) {
+            if !matches!(p.profile(), Profile::Macsec(_)) {
                 return Err(usage(format!(
                     "--profile {p}: the MKA classes attack MACsec key agreement; give \
                      macsec-gcm-aes-128, macsec-gcm-aes-256, macsec-gcm-aes-xpn-128 or \
@@ -139,12 +143,27 @@ pub fn run_mka_attacks(
     psk::write_new(&psk_file, &key)?;
     let total = profiles.len() * classes.len();
     let mut results = Vec::new();
-    for profile in &profiles {
-        let mut members = Members::start(&roles, &tmp.0, &psk_file, profile, cfg.provider)?;
+    // Interrupted (crate::interrupt): the classes that finished are returned, the one in
+    // progress is left out; the members are killed (on drop).
+    let stopped = crate::interrupt::requested;
+    'profiles: for profile in &profiles {
+        if stopped() {
+            break;
+        }
+        let mut members =
+            match Members::start(&roles, &tmp.0, &psk_file, profile.name(), cfg.provider) {
+                Err(_) if stopped() => break,
+                m => m?,
+            };
         for &attack in &classes {
-            progress(Some((results.len() + 1, total, profile, attack)));
-            let r = run_class(&roles, &mut members, &key, profile, attack, cfg)
-                .with_context(|| format!("{profile}, {}", attack.name()))?;
+            if stopped() {
+                break 'profiles;
+            }
+            progress(Some((results.len() + 1, total, profile.name(), attack)));
+            let r = match run_class(&roles, &mut members, &key, profile, attack, cfg) {
+                Err(_) if stopped() => break 'profiles,
+                r => r.with_context(|| format!("{profile}, {}", attack.name()))?,
+            };
             results.push(r);
         }
         members.stop()?;
@@ -244,8 +263,7 @@ impl Member {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-        let mut child = die_with_parent(&mut cmd)
-            .spawn()
+        let mut child = crate::interrupt::spawn(die_with_parent(&mut cmd))
             .context("starting `ivnsec macsec up`")?;
         let err = child.stderr.take().expect("piped");
         let (tx, rx) = mpsc::channel();
@@ -399,6 +417,9 @@ impl Members {
             if all {
                 break;
             }
+            if crate::interrupt::requested() {
+                bail!("interrupted");
+            }
             if t0.elapsed() > SECURE_WITHIN {
                 let st: Vec<String> =
                     ms.m.iter()
@@ -549,7 +570,7 @@ fn run_class(
     roles: &Roles,
     members: &mut Members,
     key: &Psk,
-    profile: &str,
+    profile: &NamedProfile,
     attack: MkaAttack,
     cfg: &MkaAttackConfig,
 ) -> Result<AttackResult> {
@@ -574,7 +595,7 @@ fn run_class(
     let (x_mac, _) = node_addr(&roles.state, &roles.attacker)?;
     let spec = MkaAttackSpec {
         attack,
-        profile: parse_profile(profile)?,
+        profile: profile.profile(),
         provider: cfg.provider,
         count: cfg.count,
         ifname: topology::ECU_IF.to_string(),

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_core::channel::{ChannelOptions, Ends};
-use ivnsec_core::profile::{Profile, SomeipProfile};
+use ivnsec_core::profile::{NamedProfile, Profile, SomeipProfile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::link::LinkSpec;
 use ivnsec_net::sys::wait_readable;
@@ -35,7 +35,7 @@ use crate::pingpong::run::{IniLog, ResLog, collect_responder, read_initiator};
 use crate::process::{Place, child_stderr, read_report, send_next, spawn_role_at, wait_ready};
 use crate::site::{link_spec, link_spec_on, net_err, node_addr};
 use ivnsec_node::channel::random_keys;
-use ivnsec_node::error::{env_error, parse_profile, usage};
+use ivnsec_node::error::{env_error, usage};
 
 pub const DEFAULT_PROFILES: [&str; 5] = [
     "aes128-gcm",
@@ -60,8 +60,8 @@ pub const DEFAULT_RCVBUF_MIB: usize = 16;
 /// The settings of one `ivnsec attack` run.
 #[derive(Clone, Debug)]
 pub struct AttackConfig {
-    /// Profile names as the user spelled them (the results keep them): see [`profiles`].
-    pub profiles: Vec<String>,
+    /// Profiles, with the names the user gave them (the results keep them): see [`profiles`].
+    pub profiles: Vec<NamedProfile>,
     /// The classes to run (empty: all ten); they run in the order of [`Attack::ALL`].
     pub attacks: Vec<Attack>,
     /// Frames injected per class and profile (the flood runs for `flood_seconds` instead).
@@ -190,9 +190,6 @@ impl Outcome {
 /// namespaces: an environment error without).
 pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Outcome> {
     cfg.check()?;
-    for p in &cfg.profiles {
-        parse_profile(p)?;
-    }
     let attacks = cfg.classes();
     if let Some(h) = &cfg.hosts {
         return run_on_hosts(cfg, h, &attacks, progress);
@@ -228,12 +225,18 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
     let mut nodes: Option<Nodes> = None;
     let mut results = Vec::new();
     let total = cfg.profiles.len() * attacks.len();
-    for profile in &cfg.profiles {
+    // Interrupted (crate::interrupt): the classes that finished are returned, the one in
+    // progress is left out; the nodes are killed (on drop), the testbed removed.
+    let stopped = crate::interrupt::requested;
+    'profiles: for profile in &cfg.profiles {
         for &attack in &attacks {
+            if stopped() {
+                break 'profiles;
+            }
             progress(Progress::Start {
                 index: results.len() + 1,
                 total,
-                profile,
+                profile: profile.name(),
                 attack,
             });
             let part = tmp.0.join(format!("part-{}.pcap", results.len()));
@@ -243,7 +246,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
                 SwitchMode::Hub
             };
             switches.set(mode)?;
-            let r = run_one(
+            let r = match run_one(
                 &mut nodes,
                 Bench::Testbed(&roles),
                 cfg,
@@ -251,8 +254,10 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
                 attack,
                 mode,
                 pcap.is_some().then_some(&part),
-            )
-            .with_context(|| format!("{profile}, {}", attack.name()))?;
+            ) {
+                Err(_) if stopped() => break 'profiles,
+                r => r.with_context(|| format!("{profile}, {}", attack.name()))?,
+            };
             if let Some(w) = pcap.as_mut() {
                 crate::site::append_pcap(w, &part)?;
             }
@@ -260,7 +265,7 @@ pub fn run_attacks(cfg: &AttackConfig, progress: &mut dyn FnMut(Progress<'_>)) -
         }
     }
     progress(Progress::Done);
-    if let Some(n) = nodes.take() {
+    if let Some(n) = nodes.take().filter(|_| !stopped()) {
         n.finish(Bench::Testbed(&roles))?;
     }
     if let Some(mut w) = pcap {
@@ -287,29 +292,33 @@ fn run_on_hosts(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
     for p in &cfg.profiles {
-        hosts.check_profile(p, parse_profile(p)?)?;
+        hosts.check_profile(p.name(), p.profile())?;
     }
     let mut nodes: Option<Nodes> = None;
     let mut results = Vec::new();
     let total = cfg.profiles.len() * attacks.len();
-    for profile in &cfg.profiles {
+    let stopped = crate::interrupt::requested;
+    'profiles: for profile in &cfg.profiles {
         for &attack in attacks {
+            if stopped() {
+                break 'profiles;
+            }
             progress(Progress::Start {
                 index: results.len() + 1,
                 total,
-                profile,
+                profile: profile.name(),
                 attack,
             });
             if attack == Attack::Flood && cfg.flood_switch != SwitchMode::Bench {
                 results.push(AttackResult::not_run(
-                    profile,
+                    profile.name(),
                     attack,
                     cfg.flood_switch,
                     super::hosts::flood_not_run(cfg.flood_switch.name()),
                 ));
                 continue;
             }
-            let r = run_one(
+            let r = match run_one(
                 &mut nodes,
                 Bench::Hosts(hosts),
                 cfg,
@@ -317,13 +326,15 @@ fn run_on_hosts(
                 attack,
                 SwitchMode::Bench,
                 None,
-            )
-            .with_context(|| format!("{profile}, {}", attack.name()))?;
+            ) {
+                Err(_) if stopped() => break 'profiles,
+                r => r.with_context(|| format!("{profile}, {}", attack.name()))?,
+            };
             results.push(r);
         }
     }
     progress(Progress::Done);
-    if let Some(n) = nodes.take() {
+    if let Some(n) = nodes.take().filter(|_| !stopped()) {
         n.finish(Bench::Hosts(hosts))?;
     }
     Ok(Outcome {
@@ -419,43 +430,40 @@ impl Bench<'_> {
 }
 
 /// The profiles of a run: with `all`, every IVN-AE, MACsec, ESP, SecOC and secured SOME/IP
-/// profile with a key; else those `given`, or [`DEFAULT_PROFILES`] when none is. Each name is
-/// checked (an unknown one is a usage error).
-pub fn profiles(all: bool, given: &[String]) -> Result<Vec<String>> {
-    let list: Vec<String> = if all {
+/// profile with a key (each named canonically); else those `given`, or [`DEFAULT_PROFILES`] when
+/// none is.
+pub fn profiles(all: bool, given: &[NamedProfile]) -> Vec<NamedProfile> {
+    if all {
         ivnsec_core::suite::IvnAeProfile::all()
-            .map(|p| p.to_string())
-            .filter(|p| p != "plain" && p != "crc32")
+            .map(Profile::IvnAe)
+            .filter(|p| p.is_cryptographic())
             .chain(
                 ivnsec_core::sa::macsec::CipherSuite::ALL
                     .iter()
-                    .map(|s| s.profile().to_string()),
+                    .map(|&suite| {
+                        Profile::Macsec(ivnsec_core::profile::MacsecProfile {
+                            suite,
+                            confidentiality: true,
+                        })
+                    }),
             )
-            .chain(
-                ivnsec_core::sa::esp::EspAlg::ALL
-                    .iter()
-                    .map(|e| e.name().to_string()),
-            )
-            .chain(
-                ivnsec_core::sa::secoc::SecocAlg::ALL
-                    .iter()
-                    .map(|a| a.name().to_string()),
-            )
+            .chain(ivnsec_core::sa::esp::EspAlg::ALL.map(Profile::Esp))
+            .chain(ivnsec_core::sa::secoc::SecocAlg::ALL.map(Profile::Secoc))
             .chain(
                 SomeipProfile::all()
                     .filter(|p| p.level != ivnsec_core::sa::someip::Level::NoSec)
-                    .map(|p| p.to_string()),
+                    .map(Profile::Someip),
             )
+            .map(NamedProfile::from)
             .collect()
     } else if given.is_empty() {
-        DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect()
+        DEFAULT_PROFILES
+            .iter()
+            .map(|s| s.parse().expect("the default profiles are profiles"))
+            .collect()
     } else {
         given.to_vec()
-    };
-    for p in &list {
-        parse_profile(p)?;
     }
-    Ok(list)
 }
 
 pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, Roles)> {
@@ -483,7 +491,7 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
         return Ok((None, roles));
     }
     let tb = Testbed::up(&Topology::Sensors(2), &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let roles = Roles {
         state: tb.state().clone(),
         sender: "sensor1".into(),
@@ -499,7 +507,7 @@ pub(crate) fn open_testbed(existing: Option<&str>) -> Result<(Option<Testbed>, R
 /// spanning tree has converged) with [`production_roles`].
 pub(crate) fn open_production() -> Result<(Option<Testbed>, Roles)> {
     let tb = Testbed::up(&Topology::Production, &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let roles = production_roles(tb.state().clone());
     Ok((Some(tb), roles))
 }
@@ -737,17 +745,17 @@ fn run_one(
     nodes: &mut Option<Nodes>,
     bench: Bench<'_>,
     cfg: &AttackConfig,
-    profile: &str,
+    profile: &NamedProfile,
     attack: Attack,
     mode: SwitchMode,
     pcap: Option<&PathBuf>,
 ) -> Result<AttackResult> {
     // On a bump-in-the-wire testbed the legacy ECUs exchange without protection (the gateways
     // protect), and the attacker forges the gateways' MACsec on the protected side.
-    let attack_family = parse_profile(profile)?;
+    let attack_family = profile.profile();
     let gateway = bench.gateway();
     let family = match gateway {
-        Some(_) => parse_profile("plain")?,
+        Some(_) => Profile::PLAIN,
         None => attack_family,
     };
     let forward = random_keys(family)?;

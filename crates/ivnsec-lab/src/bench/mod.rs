@@ -232,6 +232,9 @@ pub struct Meta {
     pub frames: usize,
     /// What an empty timing (two clock readings) costs, ns (median); null without `frames`.
     pub timer_ns: Option<f64>,
+    /// Which table `--provider auto` read: the built-in one or this machine's calibration
+    /// (`ivnsec suites --calibrate`).
+    pub auto_table_source: String,
 }
 
 /// A checked benchmark, ready to run: the targets with their providers, the sizes, the timing
@@ -296,6 +299,7 @@ impl Bench {
                 mbps_counts: "payload bytes per second / 1e6 (as openssl speed -bytes N)",
                 frames: timing.frames,
                 timer_ns: (timing.frames > 0).then(|| measure::timer_ns(timing.frames)),
+                auto_table_source: ivnsec_crypto::auto_table_source(),
             },
         })
     }

@@ -177,11 +177,17 @@ pub struct L2Spec {
 }
 
 /// The IVN-AE profile carrying a level: `plain` for nosec, else the suite at `/auth` or `/conf`.
-pub fn l2_profile(level: Level, suite: AeadAlg) -> String {
+pub fn l2_profile(level: Level, suite: AeadAlg) -> Profile {
+    let at = |level| {
+        Profile::IvnAe(ivnsec_core::suite::IvnAeProfile {
+            suite: ivnsec_core::suite::Suite::Aead(suite),
+            level,
+        })
+    };
     match level {
-        Level::NoSec => "plain".to_string(),
-        Level::Auth => format!("{}/auth", suite.name()),
-        Level::Conf => format!("{}/conf", suite.name()),
+        Level::NoSec => Profile::PLAIN,
+        Level::Auth => at(ivnsec_core::suite::Level::Auth),
+        Level::Conf => at(ivnsec_core::suite::Level::Conf),
     }
 }
 

@@ -171,18 +171,22 @@ fn capture_checksums_verify() {
 #[test]
 fn l2_profiles_and_message() {
     use ivnsec_core::sa::someip::Level;
-    assert_eq!(l2_profile(Level::NoSec, AeadAlg::Aes128Gcm), "plain");
     assert_eq!(
-        l2_profile(Level::Auth, AeadAlg::ChaCha20Poly1305),
+        l2_profile(Level::NoSec, AeadAlg::Aes128Gcm).to_string(),
+        "plain"
+    );
+    assert_eq!(
+        l2_profile(Level::Auth, AeadAlg::ChaCha20Poly1305).to_string(),
         "chacha20-poly1305/auth"
     );
     assert_eq!(
-        l2_profile(Level::Conf, AeadAlg::Aes256Ccm),
+        l2_profile(Level::Conf, AeadAlg::Aes256Ccm).to_string(),
         "aes256-ccm/conf"
     );
     for l in Level::ALL {
         for a in AeadAlg::ALL {
-            l2_profile(l, a).parse::<Profile>().unwrap();
+            let p = l2_profile(l, a);
+            assert_eq!(p.to_string().parse::<Profile>().unwrap(), p);
         }
     }
     let image = [9u8; 100];

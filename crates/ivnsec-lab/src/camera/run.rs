@@ -31,7 +31,7 @@ use crate::hosts::Remote;
 use crate::process::{Place, Reaper, child_stderr, spawn_role_at};
 use crate::site::{Layout, Site, link_spec, testbed_node};
 use ivnsec_node::channel::random_keys;
-use ivnsec_node::error::{parse_profile, usage};
+use ivnsec_node::error::usage;
 
 /// Most cameras one run simulates.
 pub const MAX_CAMERAS: usize = 32;
@@ -374,11 +374,19 @@ pub fn run_camera(site: &Site, cfg: &CameraConfig, pcap: Option<&Path>) -> Resul
         _ => None,
     };
     let mut results = Vec::new();
-    for &n in &cfg.cameras {
+    // Interrupted (crate::interrupt): the runs that finished are reported, the one in progress
+    // is left out, and nothing more runs.
+    let stopped = crate::interrupt::requested;
+    'counts: for &n in &cfg.cameras {
         let mut nosec_cpu: Option<CameraCpu> = None;
         for &level in &levels {
-            let mut r =
-                run_once(&ends, cfg, n, level, part.as_deref()).map_err(|e| ends.node_error(e))?;
+            if stopped() {
+                break 'counts;
+            }
+            let mut r = match run_once(&ends, cfg, n, level, part.as_deref()) {
+                Err(_) if stopped() => break 'counts,
+                r => r.map_err(|e| ends.node_error(e))?,
+            };
             if let (Some(w), Some(p)) = (writer.as_mut(), &part) {
                 crate::site::append_pcap(w, p)?;
             }
@@ -535,7 +543,7 @@ fn run_once(
     // l2: one IVN-AE channel (fresh keys) from the camera ECU to the consumer.
     let l2 = match cfg.transport {
         Transport::L2 => {
-            let profile = parse_profile(&l2_profile(level, alg))?;
+            let profile = l2_profile(level, alg);
             let family = profile;
             let testbed = ends.camera.0.is_some();
             let ch_ends = ChannelEnds {

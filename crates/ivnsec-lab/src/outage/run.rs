@@ -23,6 +23,7 @@ use super::{
 };
 use crate::pingpong::run::{Scenario, run_scenario};
 use crate::site::{Site, net_err};
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_node::error::usage;
 
 /// The MACsec profile of the MKA participants the outage run starts.
@@ -171,7 +172,7 @@ pub fn candidate_links(state: &TestbedState) -> Vec<LinkRef> {
 /// Runs ping-pong `scenarios` (the caller puts plain first) on a fresh `production` testbed
 /// with the outages of `spec`: `sensor1` initiates, the consumer responds.
 pub fn run(scenarios: &[Scenario], spec: &OutageSpec) -> Result<OutageReport> {
-    let profiles: Vec<String> = scenarios.iter().map(|s| s.profile_name.clone()).collect();
+    let profiles: Vec<NamedProfile> = scenarios.iter().map(|s| s.profile.clone()).collect();
     run_with("pingpong", &profiles, spec, Measure::Rtt, &|site, k| {
         let outcome = run_scenario(site, &scenarios[k], None)?;
         Ok(Trace {
@@ -195,14 +196,16 @@ pub type Work<'a> = dyn Fn(&Site, usize) -> Result<Trace> + Sync + 'a;
 /// and `measure` name what the report holds.
 pub fn run_with(
     experiment: &str,
-    profiles: &[String],
+    profiles: &[NamedProfile],
     spec: &OutageSpec,
     measure: Measure,
     work: &Work<'_>,
 ) -> Result<OutageReport> {
     let topology = Topology::Production;
     let tb = Testbed::up(&topology, &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    // Interrupted (crate::interrupt): the profiles that finished are reported, the one in
+    // progress is left out, nothing more runs, and the testbed goes when this returns.
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let state = tb.state().clone();
     let mka = start_mka(&tb)?;
     let n_expected = mka.len().saturating_sub(1);
@@ -223,17 +226,26 @@ pub fn run_with(
     };
 
     let mut runs = Vec::new();
+    let stopped = crate::interrupt::requested;
     for (k, profile) in profiles.iter().enumerate() {
+        if stopped() {
+            break;
+        }
         wait_converged(&state, Duration::from_secs(30))?;
         let t_start = monotonic_ns();
-        let (done, trace) = std::thread::scope(|scope| -> Result<(Vec<Done>, Trace)> {
+        let run = std::thread::scope(|scope| -> Result<(Vec<Done>, Trace)> {
             let worker = scope.spawn(|| work(&site, k));
             let done = run_outages(&state, spec, &chosen, t_start, &mka);
             let trace = worker
                 .join()
                 .map_err(|_| anyhow!("the {experiment} thread panicked"))??;
             Ok((done?, trace))
-        })?;
+        });
+        // The profile in progress when the signal came is left out (its nodes were killed).
+        if stopped() {
+            break;
+        }
+        let (done, trace) = run?;
         let rtt = &trace.latency_ns;
         let events: Vec<Event> = done.iter().flat_map(|o| o.events.clone()).collect();
         let stats = analyse(&trace.starts_ns, rtt, &events, measure);
@@ -253,7 +265,7 @@ pub fn run_with(
             });
         }
         runs.push(ProfileRun {
-            profile: profile.clone(),
+            profile: profile.to_string(),
             units: rtt.len(),
             lost: rtt.iter().filter(|r| r.is_none()).count(),
             latency_before_us: rtt_before(&trace.starts_ns, rtt, first),
@@ -273,6 +285,10 @@ pub fn run_with(
             }
         })
         .collect();
+    // All asked to stop at once (each Drop then waits for its own).
+    for p in &mka {
+        let _ = ivnsec_net::sys::signal_process(p.child.id(), false);
+    }
     drop(mka);
     let report = OutageReport {
         experiment: experiment.to_string(),
@@ -327,7 +343,7 @@ fn run_outages(
     let mut unix_downs = Vec::new();
     let at = |s: f64| t_start + (s * 1e9) as u64;
     for (k, link) in chosen.iter().enumerate() {
-        sleep_until(at(spec.down_at_s(k as u32)));
+        sleep_until(at(spec.down_at_s(k as u32)))?;
         let view = testbed::converged(state).map_err(net_err)?;
         let port = |n: &str, i: &str| {
             let name = format!("{n}/{i}");
@@ -345,7 +361,7 @@ fn run_outages(
         set_link(state, link, false)?;
         let up_at = t_down + (spec.down_s * 1e9) as u64;
         let settled_down = watch_settled(state, up_at, false)?;
-        sleep_until(up_at);
+        sleep_until(up_at)?;
         let t_up = monotonic_ns();
         set_link(state, link, true)?;
         let next = if k + 1 < chosen.len() {
@@ -401,10 +417,18 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn sleep_until(mono: u64) {
-    let now = monotonic_ns();
-    if mono > now {
-        std::thread::sleep(Duration::from_nanos(mono - now));
+/// Sleeps until `mono` (CLOCK_MONOTONIC ns); an interrupt ends the wait (and the run) within
+/// a tenth of a second.
+fn sleep_until(mono: u64) -> Result<()> {
+    loop {
+        if crate::interrupt::requested() {
+            return Err(anyhow!("interrupted"));
+        }
+        let now = monotonic_ns();
+        if mono <= now {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_nanos((mono - now).min(100_000_000)));
     }
 }
 
@@ -447,6 +471,9 @@ fn watch_settled(state: &TestbedState, until: u64, all_up: bool) -> Result<Optio
         if now >= until {
             return Ok(None);
         }
+        if crate::interrupt::requested() {
+            return Err(anyhow!("interrupted"));
+        }
         std::thread::sleep(Duration::from_millis(STP_POLL_MS));
     }
 }
@@ -455,7 +482,8 @@ fn wait_converged(state: &TestbedState, timeout: Duration) -> Result<()> {
     let t0 = Instant::now();
     loop {
         let v = testbed::converged(state).map_err(net_err)?;
-        if v.is_converged() {
+        // Interrupted: the caller's loop ends at once.
+        if v.is_converged() || crate::interrupt::requested() {
             return Ok(());
         }
         if t0.elapsed() > timeout {
@@ -554,7 +582,8 @@ fn wait_mka_live(mka: &[Participant], expected: usize) -> Result<()> {
                 missing.push(p.name.clone());
             }
         }
-        if missing.is_empty() {
+        // Interrupted: no profile runs; the report holds none.
+        if missing.is_empty() || crate::interrupt::requested() {
             return Ok(());
         }
         if t0.elapsed() > MKA_START_TIMEOUT {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use ivnsec_core::channel::Ends;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology;
 use serde_json::{Map, Value, json};
@@ -45,9 +45,8 @@ impl Mode {
 /// One scenario's settings.
 #[derive(Clone, Debug)]
 pub struct Scenario {
-    pub profile: Profile,
-    /// The profile as the plan or command line spelled it (report labels keep it).
-    pub profile_name: String,
+    /// The profile, with the name the plan or command line gave it (report labels keep it).
+    pub profile: NamedProfile,
     pub payload: usize,
     pub count: u32,
     pub replications: u32,
@@ -61,7 +60,7 @@ pub struct Scenario {
 impl Scenario {
     /// The scenario's name in reports: `profile@payload`.
     pub fn name(&self) -> String {
-        format!("{}@{}", self.profile_name, self.payload)
+        format!("{}@{}", self.profile, self.payload)
     }
 
     /// Checks the profile and that the frame fits the 1500-byte MTU; returns the frame length.
@@ -78,14 +77,14 @@ impl Scenario {
                 self.name()
             )));
         }
-        let frame = frame_bytes(self.profile, self.provider, self.payload)?;
+        let frame = frame_bytes(self.profile.profile(), self.provider, self.payload)?;
         let l2_payload = frame - 14;
         if l2_payload > topology::MTU as usize {
             return Err(usage(format!(
                 "scenario {}: the {} frame carries {l2_payload} bytes after the Ethernet header, \
                  more than the {}-byte MTU; use a payload of at most {} bytes",
                 self.name(),
-                self.profile_name,
+                self.profile,
                 topology::MTU,
                 self.payload - (l2_payload - topology::MTU as usize)
             )));
@@ -134,7 +133,7 @@ impl Outcome {
 /// Runs `s` at `site`; with `pcap`, the initiator records the frames it sends and receives.
 pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -> Result<Outcome> {
     let frame_bytes = s.check()?;
-    let profile = s.profile;
+    let profile = s.profile.profile();
     let forward = random_keys(profile)?;
     let backward = random_keys(profile)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -473,11 +472,11 @@ fn read_trim(path: &str) -> Option<String> {
 pub fn providers_chosen(scenarios: &[Scenario]) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     for s in scenarios {
-        let needs = s.profile.primitives();
+        let needs = s.profile.profile().primitives();
         if needs.is_empty() {
             continue;
         }
-        let line = ivnsec_crypto::describe_choice(s.provider, &needs, &s.profile)
+        let line = ivnsec_crypto::describe_choice(s.provider, &needs, &s.profile.profile())
             .unwrap_or_else(|e| e.to_string());
         for part in line.split("; ") {
             if !parts.iter().any(|p| p == part) {
@@ -522,6 +521,12 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
     m.insert(
         "provider_auto_table".into(),
         json!(ivnsec_crypto::describe_auto_table()),
+    );
+    // Which table that is: the built-in one, or this machine's calibration (`ivnsec suites
+    // --calibrate`), with its path, date and CPU.
+    m.insert(
+        "provider_auto_table_source".into(),
+        json!(ivnsec_crypto::auto_table_source()),
     );
     m.insert(
         "openssl_library".into(),
@@ -643,7 +648,6 @@ mod tests {
     fn scenario(profile: &str, provider: ProviderChoice) -> Scenario {
         Scenario {
             profile: profile.parse().unwrap(),
-            profile_name: profile.into(),
             payload: 64,
             count: 1,
             replications: 1,
@@ -671,6 +675,18 @@ mod tests {
         );
         let table = env["provider_auto_table"].as_str().unwrap();
         assert!(table.contains("hmac-sha256: portable"), "{table}");
+        // Tests run with IVNSEC_AUTO_TABLE=builtin (.cargo/config.toml).
+        assert_eq!(
+            env["provider_auto_table_source"],
+            ivnsec_crypto::auto_table_source()
+        );
+        assert!(
+            env["provider_auto_table_source"]
+                .as_str()
+                .unwrap()
+                .starts_with("built-in"),
+            "{env:?}"
+        );
         assert!(
             env["openssl_library"]
                 .as_str()

@@ -49,7 +49,8 @@ use crate::tdma::sweep::{Sweep, SweepConfig};
 use crate::throughput::run as throughput;
 use crate::underload::playback::PlaybackConfig;
 use crate::underload::run::UnderloadConfig;
-use ivnsec_node::error::usage;
+use ivnsec_core::profile::NamedProfile;
+use ivnsec_node::error::{parse_profile, usage};
 
 pub mod run;
 pub mod seed004_tables;
@@ -84,9 +85,9 @@ struct PlanFile {
     #[serde(default)]
     throughput: Vec<ThroughputEntry>,
     #[serde(default)]
-    underload: Vec<UnderloadConfig>,
+    underload: Vec<UnderloadConfig<String>>,
     #[serde(default)]
-    playback: Vec<PlaybackConfig>,
+    playback: Vec<PlaybackConfig<String>>,
     #[serde(default)]
     camera: Vec<CameraConfig>,
     #[serde(default)]
@@ -100,10 +101,10 @@ struct PlanFile {
     pingpong: Vec<PingPongEntry>,
     /// `[[tunnel_ping]]` tables (seed 004: ping by size through ESP and MACsec tunnels).
     #[serde(default)]
-    tunnel_ping: Vec<crate::tunnel::PingConfig>,
+    tunnel_ping: Vec<crate::tunnel::PingConfig<String>>,
     /// `[[tunnel_bulk]]` tables (seed 004: iperf3 and scp through the ESP tunnel).
     #[serde(default)]
-    tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
+    tunnel_bulk: Vec<crate::tunnel::BulkConfig<String>>,
     /// `[[chunk_bench]]` tables (`crypto-bench --chunk-sizes`, seed 003 Fig. 8, seed 004 §6.1).
     #[serde(default)]
     chunk_bench: Vec<seed004_tables::ChunkBenchConfig>,
@@ -219,7 +220,7 @@ struct ThroughputEntry {
 /// One group of throughput runs: the profiles share a testbed, the `plain` run and iperf3.
 #[derive(Debug, Clone)]
 pub struct ThroughputJob {
-    pub profiles: Vec<String>,
+    pub profiles: Vec<NamedProfile>,
     pub config: throughput::Config,
     /// Run `plain` first and iperf3 after, on the same path.
     pub baseline: bool,
@@ -666,7 +667,6 @@ pub fn parse_in(
                 profile: profile
                     .parse()
                     .map_err(|e: ivnsec_core::profile::ProfileError| bad(&key, e.to_string()))?,
-                profile_name: profile.to_string(),
                 payload,
                 count: c,
                 replications: reps,
@@ -781,13 +781,16 @@ pub fn parse_in(
                 )
                 .map_err(|e| bad(&format!("throughput[{i}]"), format!("{e:#}")))?;
                 config.tcp = tcp;
+                let mut profiles = Vec::with_capacity(t.profiles.len());
                 for (j, p) in t.profiles.iter().enumerate() {
-                    throughput::check_profile(p, &config).map_err(|e| {
-                        bad(&format!("throughput[{i}].profiles[{j}]"), format!("{e:#}"))
-                    })?;
+                    let key = format!("throughput[{i}].profiles[{j}]");
+                    let p = parse_profile(p).map_err(|e| bad(&key, format!("{e:#}")))?;
+                    throughput::check_profile(&p, &config)
+                        .map_err(|e| bad(&key, format!("{e:#}")))?;
+                    profiles.push(p);
                 }
                 let job = ThroughputJob {
-                    profiles: t.profiles.clone(),
+                    profiles,
                     config,
                     baseline: t.baseline.unwrap_or(true),
                     topology,
@@ -800,8 +803,11 @@ pub fn parse_in(
             }
         }
     }
-    for (i, u) in f.underload.iter().enumerate() {
-        u.check()
+    let mut underloads = Vec::with_capacity(f.underload.len());
+    for (i, u) in f.underload.into_iter().enumerate() {
+        let u = u
+            .parse()
+            .and_then(|u| u.check().map(|_| u))
             .map_err(|e| bad(&format!("underload[{i}]"), format!("{e:#}")))?;
         if let Some(t) = u
             .topology
@@ -817,6 +823,7 @@ pub fn parse_in(
                 ),
             ));
         }
+        underloads.push(u);
     }
     let mut pingpong_gateways = Vec::with_capacity(f.pingpong.len());
     for (i, e) in f.pingpong.iter().enumerate() {
@@ -875,11 +882,11 @@ pub fn parse_in(
         }
     }
     let (underload_gateways, underload): (Vec<_>, Vec<_>) =
-        f.underload.into_iter().partition(|u| u.topology.is_some());
+        underloads.into_iter().partition(|u| u.topology.is_some());
     let mut playback = Vec::new();
     for (i, p) in f.playback.iter().enumerate() {
         let key = format!("playback[{i}]");
-        let mut config = p.clone();
+        let mut config = p.clone().parse().map_err(|e| bad(&key, format!("{e:#}")))?;
         let mut embedded = None;
         if config.timeline.is_relative() {
             match base {
@@ -916,13 +923,19 @@ pub fn parse_in(
         c.check()
             .map_err(|e| bad(&format!("crypto_bench[{i}].{}", e.key), e.why))?;
     }
+    let mut tunnel_ping = Vec::with_capacity(f.tunnel_ping.len());
     for (i, c) in f.tunnel_ping.iter().enumerate() {
-        c.check()
-            .map_err(|e| bad(&format!("tunnel_ping[{i}].{}", e.key), e.why))?;
+        tunnel_ping.push(
+            c.check()
+                .map_err(|e| bad(&format!("tunnel_ping[{i}].{}", e.key), e.why))?,
+        );
     }
+    let mut tunnel_bulk = Vec::with_capacity(f.tunnel_bulk.len());
     for (i, c) in f.tunnel_bulk.iter().enumerate() {
-        c.check()
-            .map_err(|e| bad(&format!("tunnel_bulk[{i}].{}", e.key), e.why))?;
+        tunnel_bulk.push(
+            c.check()
+                .map_err(|e| bad(&format!("tunnel_bulk[{i}].{}", e.key), e.why))?,
+        );
     }
     for (i, c) in f.chunk_bench.iter().enumerate() {
         c.check()
@@ -942,8 +955,8 @@ pub fn parse_in(
         && f.camera.is_empty()
         && tdma.is_empty()
         && f.crypto_bench.is_empty()
-        && f.tunnel_ping.is_empty()
-        && f.tunnel_bulk.is_empty()
+        && tunnel_ping.is_empty()
+        && tunnel_bulk.is_empty()
         && f.chunk_bench.is_empty()
         && f.tls_bench.is_empty()
     {
@@ -977,8 +990,8 @@ pub fn parse_in(
         camera: f.camera,
         tdma,
         crypto_bench: f.crypto_bench,
-        tunnel_ping: f.tunnel_ping,
-        tunnel_bulk: f.tunnel_bulk,
+        tunnel_ping,
+        tunnel_bulk,
         chunk_bench: f.chunk_bench,
         tls_bench: f.tls_bench,
         requirements,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use ivnsec_core::profile::NamedProfile;
 use serde_json::{Value, json};
 
 use super::Plan;
@@ -170,7 +171,7 @@ pub fn run_plan(
             "ivnsec run: throughput group {}/{}: {} at {} B, {} sender(s), {}{}",
             i + 1,
             groups.len(),
-            job.profiles.join(", "),
+            NamedProfile::join(&job.profiles, ", "),
             job.config.payload,
             job.config.senders,
             job.config
@@ -252,7 +253,7 @@ pub fn run_plan(
             "under load {}/{}: {}{}",
             i + 1,
             underloads.len(),
-            cfg.profiles.join(", "),
+            NamedProfile::join(&cfg.profiles, ", "),
             cfg.topology
                 .as_ref()
                 .map_or(String::new(), |t| format!(", on {t} through its gateways"))
@@ -263,9 +264,11 @@ pub fn run_plan(
             None => underload::layout(),
         };
         on_site(what, layout, &mut |site, part| {
-            experiments
-                .underload
-                .push(underload::run_underload(site, cfg, part)?);
+            // Interrupted, it returns the profiles that finished (none: left out).
+            let r = underload::run_underload(site, cfg, part)?;
+            if !r.runs.is_empty() {
+                experiments.underload.push(r);
+            }
             Ok(())
         })?;
     }
@@ -281,7 +284,7 @@ pub fn run_plan(
             "playback {}/{}: {} from {}",
             i + 1,
             plan.playback.len(),
-            cfg.profiles.join(", "),
+            NamedProfile::join(&cfg.profiles, ", "),
             cfg.timeline.display()
         );
         let layout = match cfg.topology.as_deref() {
@@ -290,9 +293,10 @@ pub fn run_plan(
             None => underload::layout(),
         };
         on_site(what, layout, &mut |site, part| {
-            experiments
-                .playback
-                .push(playback::run_playback(site, &cfg, part)?);
+            let r = playback::run_playback(site, &cfg, part)?;
+            if !r.runs.is_empty() {
+                experiments.playback.push(r);
+            }
             Ok(())
         })?;
     }
@@ -306,13 +310,18 @@ pub fn run_plan(
             cfg.transport
         );
         on_site(what, camera::layout(), &mut |site, part| {
-            experiments
-                .camera
-                .push(camera::run_camera(site, cfg, part)?);
+            // Interrupted, it returns the runs that finished (none: left out).
+            let r = camera::run_camera(site, cfg, part)?;
+            if !r.results.is_empty() {
+                experiments.camera.push(r);
+            }
             Ok(())
         })?;
     }
     for (i, job) in plan.pingpong_gateways.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: ping-pong through gateways {}/{}: {} scenario(s) on {}",
             i + 1,
@@ -339,9 +348,14 @@ pub fn run_plan(
             }
         };
         for s in &job.scenarios {
+            if crate::interrupt::requested() {
+                break;
+            }
             let part = capture.as_ref().map(|c| c.part.clone());
-            let o = run_scenario(&open.site, s, part.as_deref())
-                .with_context(|| format!("ping-pong {} on {}", s.name(), job.topology))?;
+            let o = match run_scenario(&open.site, s, part.as_deref()) {
+                Err(_) if crate::interrupt::requested() => break,
+                r => r.with_context(|| format!("ping-pong {} on {}", s.name(), job.topology))?,
+            };
             if let Some(c) = capture.as_mut() {
                 c.absorb()?;
             }
@@ -351,7 +365,7 @@ pub fn run_plan(
                     &state.topology,
                     open.site.transport(),
                     (ini, res),
-                    &s.profile_name,
+                    s.profile.name(),
                     s.payload,
                     &o.exchanges,
                 ));
@@ -363,6 +377,9 @@ pub fn run_plan(
     }
     // Single-frame crypto times first, in this process, before any testbed is built.
     for (i, cfg) in plan.crypto_bench.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: crypto-bench {}/{}: {} at {:?} bytes, {} frames one by one",
             i + 1,
@@ -377,6 +394,9 @@ pub fn run_plan(
     }
     // Seed 004's benchmarks in this process: AES by chunk size and the TLS handshakes.
     for (i, cfg) in plan.chunk_bench.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: chunk_bench {}/{}: {} at {:?} bytes, context {}",
             i + 1,
@@ -390,6 +410,9 @@ pub fn run_plan(
             .push(crate::plan::seed004_tables::run_chunk_bench(cfg).context("chunk_bench")?);
     }
     for (i, cfg) in plan.tls_bench.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: tls_bench {}/{}: {} with {} clients, {} s each",
             i + 1,
@@ -426,6 +449,9 @@ pub fn run_plan(
         usize::MAX
     };
     for (i, cfg) in plan.tunnel_ping.iter().take(tunnels).enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
         eprintln!(
             "ivnsec run: tunnel_ping {}/{}: {} ping(s) at {:?} bytes over {}",
             i + 1,
@@ -434,9 +460,14 @@ pub fn run_plan(
             cfg.sizes,
             cfg.paths.join(", ")
         );
-        experiments
-            .tunnel_ping
-            .push(crate::tunnel::run_ping(cfg).context("tunnel_ping")?);
+        // Interrupted, it returns the rows that finished (none: left out).
+        let r = match crate::tunnel::run_ping(cfg) {
+            Err(_) if crate::interrupt::requested() => break,
+            r => r.context("tunnel_ping")?,
+        };
+        if !r.rows.is_empty() {
+            experiments.tunnel_ping.push(r);
+        }
     }
     for (i, cfg) in plan.tunnel_bulk.iter().take(tunnels).enumerate() {
         if crate::interrupt::requested() {
@@ -449,9 +480,13 @@ pub fn run_plan(
             cfg.tools.join(", "),
             cfg.paths.join(", ")
         );
-        experiments
-            .tunnel_bulk
-            .push(crate::tunnel::run_bulk(cfg).context("tunnel_bulk")?);
+        let r = match crate::tunnel::run_bulk(cfg) {
+            Err(_) if crate::interrupt::requested() => break,
+            r => r.context("tunnel_bulk")?,
+        };
+        if !r.rows.is_empty() {
+            experiments.tunnel_bulk.push(r);
+        }
     }
     for (i, sweep) in plan.tdma.iter().enumerate() {
         if crate::interrupt::requested() {
@@ -540,7 +575,7 @@ fn run_scenarios(
         progress.advance(u64::from(s.count) * u64::from(s.replications));
         runs.push(ScenarioRun {
             name: s.name(),
-            profile: s.profile_name.clone(),
+            profile: s.profile.to_string(),
             payload: s.payload,
             frame_bytes: o.frame_bytes,
             exchanges: o.exchanges,

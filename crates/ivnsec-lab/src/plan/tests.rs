@@ -529,7 +529,7 @@ fn the_seed001_preset() {
     let sha1 = t
         .cells
         .iter()
-        .find(|c| c.profile_name == "hmac-sha1" && c.plain_frame_bytes == 60)
+        .find(|c| c.profile == "hmac-sha1" && c.plain_frame_bytes == 60)
         .unwrap();
     assert_eq!(sha1.frame_bytes, 80);
     assert!(!t.capacity && t.measure && t.periods == 200);

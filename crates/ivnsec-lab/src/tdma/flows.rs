@@ -27,7 +27,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use serde::{Deserialize, Serialize};
 
@@ -143,8 +143,8 @@ pub struct FlowSpec {
     pub from: String,
     pub to: String,
     pub size: Size,
-    /// The flow's own profile (by the name the file spells), if any.
-    pub profile: Option<String>,
+    /// The flow's own profile (with the name the file spells), if any.
+    pub profile: Option<NamedProfile>,
     /// Every `period` base periods.
     pub period: u32,
 }
@@ -322,11 +322,12 @@ fn parse_flow(file: &str, i: usize, v: &toml::Value) -> Result<FlowSpec> {
             ));
         }
     };
-    let profile = string("profile")?;
-    if let Some(p) = &profile {
-        p.parse::<Profile>()
-            .map_err(|e| bad("profile", e.to_string()))?;
-    }
+    let profile = string("profile")?
+        .map(|p| {
+            p.parse::<NamedProfile>()
+                .map_err(|e| bad("profile", e.to_string()))
+        })
+        .transpose()?;
     let period = number("period", 1, u64::from(MAX_PERIOD))?.unwrap_or(1) as u32;
     Ok(FlowSpec {
         name,
@@ -366,7 +367,7 @@ pub fn resolve(
             Size::FrameBytes(b) => b,
             Size::Payload(p) => {
                 let profile = match &s.profile {
-                    Some(name) => name.parse::<Profile>().map_err(|e| usage(e.to_string()))?,
+                    Some(p) => p.profile(),
                     None => default_profile.ok_or_else(|| {
                         usage(format!(
                             "flows file {file}: flow[{i}] (`{}`) key `payload`: needs a profile \
@@ -381,7 +382,9 @@ pub fn resolve(
                         "flows file {file}: flow[{i}] (`{}`) key `payload`: {p} bytes make a \
                          {b}-byte frame under {}, more than {MAX_FRAME_BYTES} (the 1500-byte MTU)",
                         s.name,
-                        s.profile.as_deref().unwrap_or("the --profile")
+                        s.profile
+                            .as_ref()
+                            .map_or("the --profile", NamedProfile::name)
                     )));
                 }
                 b as u32
@@ -393,7 +396,7 @@ pub fn resolve(
             to: s.to.clone(),
             frame_bytes,
             period: s.period,
-            profile: s.profile.clone(),
+            profile: s.profile.as_ref().map(NamedProfile::to_string),
             payload: match s.size {
                 Size::Payload(p) => Some(p),
                 Size::FrameBytes(_) => None,
@@ -489,7 +492,10 @@ period = 2
         assert_eq!(f[0].size, Size::FrameBytes(60));
         assert_eq!(f[0].period, 1, "period defaults to 1");
         assert_eq!(f[1].size, Size::Payload(46));
-        assert_eq!(f[1].profile.as_deref(), Some("hmac-sha1"));
+        assert_eq!(
+            f[1].profile.as_ref().map(NamedProfile::name),
+            Some("hmac-sha1")
+        );
         assert_eq!(f[1].period, 2);
     }
 

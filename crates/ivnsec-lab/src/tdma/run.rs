@@ -34,7 +34,7 @@ use std::process::{Child, ChildStdout};
 
 use anyhow::{Context, Result, anyhow};
 use ivnsec_core::channel::{ChannelOptions, Ends};
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::sys::monotonic_ns;
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
@@ -52,7 +52,7 @@ use crate::process::{
 use crate::site::{link_spec, link_spec_on, net_err, node_addr};
 use crate::stats;
 use ivnsec_node::channel::random_keys;
-use ivnsec_node::error::{env_error, usage};
+use ivnsec_node::error::{env_error, parse_profile, usage};
 
 /// The ECUs of a cascade: index 0 and 1 of every per-ECU array here.
 pub const ECUS: [&str; 2] = ["ecu1", "ecu2"];
@@ -80,9 +80,8 @@ pub const DIFF_NOT_MEASURED: &str = "not measured across hosts: seed 001 Table 6
 #[derive(Clone, Debug)]
 pub struct RunConfig {
     pub schedule: Schedule,
-    pub profile: Profile,
-    /// The profile as the user spelled it.
-    pub profile_name: String,
+    /// The profile, with the name the user gave it.
+    pub profile: NamedProfile,
     pub provider: ProviderChoice,
     /// Base periods to run the schedule (and each capacity step) for.
     pub periods: u32,
@@ -93,34 +92,35 @@ pub struct RunConfig {
 }
 
 /// The profile a run protects every flow with: `--profile` if given (every flow that names a
-/// profile must name the same), else the one profile the flows name, else `plain`.
-pub fn run_profile(schedule: &Schedule, given: Option<&str>) -> Result<(Profile, String)> {
-    let parse = |n: &str| n.parse::<Profile>().map_err(|e| usage(e.to_string()));
+/// profile must name the same), else the one profile the flows name, else `plain`. The flows'
+/// names are parsed here: a schedule file is an edge (`tdma schedule --json` writes the names
+/// as the flows file spelled them).
+pub fn run_profile(schedule: &Schedule, given: Option<&NamedProfile>) -> Result<NamedProfile> {
     let named: Vec<(&str, &str)> = schedule
         .flows
         .iter()
         .filter_map(|f| f.profile.as_deref().map(|p| (f.name.as_str(), p)))
         .collect();
     let of_flow = |flow: &str, p: &str| {
-        parse(p).map_err(|e| usage(format!("flow `{flow}` key `profile`: {e}")))
+        parse_profile(p).map_err(|e| usage(format!("flow `{flow}` key `profile`: {e}")))
     };
-    let (profile, name) = match given {
-        Some(g) => (parse(g)?, g.to_string()),
+    let profile = match given {
+        Some(g) => g.clone(),
         None => match named.first() {
-            Some((f, p)) => (of_flow(f, p)?, p.to_string()),
-            None => (parse("plain")?, "plain".to_string()),
+            Some((f, p)) => of_flow(f, p)?,
+            None => NamedProfile::from(Profile::PLAIN),
         },
     };
     for (flow, p) in named {
-        if of_flow(flow, p)? != profile {
+        if of_flow(flow, p)?.profile() != profile.profile() {
             return Err(usage(format!(
                 "flow `{flow}` names profile `{p}` but the run protects every flow with \
-                 `{name}` (tdma run uses one profile): run with --profile {p}, or give the \
+                 `{profile}` (tdma run uses one profile): run with --profile {p}, or give the \
                  flow frame_bytes instead of profile and payload"
             )));
         }
     }
-    Ok((profile, name))
+    Ok(profile)
 }
 
 /// The payload of every flow under `profile`: the one whose frame is exactly the flow's
@@ -435,7 +435,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunResult> {
         other => net_err(other),
     })?;
     let tb = Testbed::up(&topo, &Options::default()).map_err(net_err)?;
-    tb.down_on_termination_signal().map_err(net_err)?;
+    crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
     let result = run_prepared(cfg, &prepared, tb.state())?;
     tb.down().map_err(net_err)?;
     Ok(result)
@@ -471,7 +471,7 @@ fn prepare(cfg: &RunConfig) -> Result<Prepared> {
             cfg.periods
         )));
     }
-    let pay = payloads(s, cfg.profile, cfg.provider)?;
+    let pay = payloads(s, cfg.profile.profile(), cfg.provider)?;
     let slots: Vec<RunSlot> = s
         .slots
         .iter()
@@ -545,7 +545,7 @@ fn run_prepared(cfg: &RunConfig, p: &Prepared, state: &TestbedState) -> Result<R
     };
     let raw = run_slots(
         Site::Testbed(state),
-        cfg.profile,
+        cfg.profile.profile(),
         cfg.provider,
         s.bp_ns,
         cfg.periods,
@@ -601,11 +601,12 @@ pub fn run_hosts(
         std::sync::Arc::new(crate::hosts::prepare(a)?),
         std::sync::Arc::new(crate::hosts::prepare(b)?),
     ];
-    if (cfg.profile.is_ip() || cfg.profile.is_udp()) && hosts.iter().any(|h| h.ip.is_none()) {
+    let family = cfg.profile.profile();
+    if (family.is_ip() || family.is_udp()) && hosts.iter().any(|h| h.ip.is_none()) {
         return Err(env_error(format!(
             "{} needs an IPv4 address on the interfaces of both hosts ({} on {}, {} on {}); add \
              them (ip addr add ADDRESS/PREFIX dev IFACE)",
-            cfg.profile_name, a.iface, a.name, b.iface, b.name
+            cfg.profile, a.iface, a.name, b.iface, b.name
         )));
     }
     let (clocks, shared) = crate::clock_watch::one_way_clocks(
@@ -617,7 +618,7 @@ pub fn run_hosts(
     let site = Site::Hosts(&hosts);
     let raw = run_slots(
         site,
-        cfg.profile,
+        cfg.profile.profile(),
         cfg.provider,
         cfg.schedule.bp_ns,
         cfg.periods,
@@ -999,7 +1000,7 @@ fn analyse(
         testbed: testbed.to_string(),
         topology: topo.to_string(),
         switches,
-        profile: cfg.profile_name.clone(),
+        profile: cfg.profile.to_string(),
         provider: cfg.provider.to_string(),
         bp_ms: s.bp_ns as f64 / 1e6,
         gp_ms: s.gp_ns as f64 / 1e6,
@@ -1070,7 +1071,7 @@ fn capacity(
             .collect();
         let raw = run_slots(
             site,
-            cfg.profile,
+            cfg.profile.profile(),
             cfg.provider,
             s.bp_ns,
             cfg.periods,
@@ -1103,29 +1104,45 @@ fn capacity(
         steps.push(st);
         Ok(ok)
     };
+    // Interrupted (crate::interrupt): the steps that finished are kept (the search ends
+    // there), the one in progress is left out.
+    let stopped = crate::interrupt::requested;
     let (mut good, mut bad) = (0u64, None::<u64>);
     let mut k = 1u64;
-    while k <= most {
-        if step(k)? {
-            good = k;
-            if k == most {
+    'search: {
+        while k <= most {
+            if stopped() {
+                break 'search;
+            }
+            let ok = match step(k) {
+                Err(_) if stopped() => break 'search,
+                r => r?,
+            };
+            if ok {
+                good = k;
+                if k == most {
+                    break;
+                }
+                k = (k * 2).min(most);
+            } else {
+                bad = Some(k);
                 break;
             }
-            k = (k * 2).min(most);
-        } else {
-            bad = Some(k);
-            break;
         }
-    }
-    while let Some(b) = bad {
-        if b - good <= 1 {
-            break;
-        }
-        let m = good + (b - good) / 2;
-        if step(m)? {
-            good = m;
-        } else {
-            bad = Some(m);
+        while let Some(b) = bad {
+            if b - good <= 1 || stopped() {
+                break;
+            }
+            let m = good + (b - good) / 2;
+            let ok = match step(m) {
+                Err(_) if stopped() => break 'search,
+                r => r?,
+            };
+            if ok {
+                good = m;
+            } else {
+                bad = Some(m);
+            }
         }
     }
     Ok(CapacityResult {

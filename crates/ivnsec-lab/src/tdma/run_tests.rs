@@ -26,20 +26,23 @@ fn schedule(flows: Vec<Flow>) -> Schedule {
 
 #[test]
 fn one_profile_per_run() {
+    let np = |s: &str| s.parse::<ivnsec_core::profile::NamedProfile>().unwrap();
     let none = schedule(vec![flow("a", "ecu1", "ecu2", 125, None)]);
-    assert_eq!(run_profile(&none, None).unwrap().1, "plain");
+    assert_eq!(run_profile(&none, None).unwrap(), "plain");
     assert_eq!(
-        run_profile(&none, Some("hmac-sha1")).unwrap().0,
+        run_profile(&none, Some(&np("hmac-sha1")))
+            .unwrap()
+            .profile(),
         "hmac-sha1".parse().unwrap()
     );
     let named = schedule(vec![
         flow("a", "ecu1", "ecu2", 125, Some("hmac-sha1")),
         flow("b", "ecu2", "ecu1", 125, None),
     ]);
-    assert_eq!(run_profile(&named, None).unwrap().1, "hmac-sha1");
+    assert_eq!(run_profile(&named, None).unwrap(), "hmac-sha1");
     // The same profile spelled differently is the same profile.
-    run_profile(&named, Some("hmac-sha1")).unwrap();
-    let e = run_profile(&named, Some("aes128-gcm")).unwrap_err();
+    run_profile(&named, Some(&np("hmac-sha1"))).unwrap();
+    let e = run_profile(&named, Some(&np("aes128-gcm"))).unwrap_err();
     assert_eq!(exit_code(&e), 2);
     assert!(
         e.to_string().contains(
@@ -52,7 +55,11 @@ fn one_profile_per_run() {
         flow("b", "ecu2", "ecu1", 125, Some("hmac-sha256")),
     ]);
     assert!(run_profile(&two, None).is_err());
-    assert_eq!(exit_code(&run_profile(&none, Some("nope")).unwrap_err()), 2);
+    // An unknown --profile is refused where it is parsed, at the command line.
+    assert_eq!(
+        exit_code(&ivnsec_node::error::parse_profile("nope").unwrap_err()),
+        2
+    );
     let bad = schedule(vec![flow("a", "ecu1", "ecu2", 125, Some("aes999-gcm"))]);
     let e = run_profile(&bad, None).unwrap_err();
     assert_eq!(exit_code(&e), 2);
@@ -157,7 +164,6 @@ fn reports_join_into_slot_figures() {
     let cfg = RunConfig {
         schedule: s,
         profile: "plain".parse().unwrap(),
-        profile_name: "plain".into(),
         provider: ProviderChoice::Auto,
         periods: 2,
         capacity: false,

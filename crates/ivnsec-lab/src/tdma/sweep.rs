@@ -21,7 +21,7 @@
 //! report says why the measurement did not.
 
 use anyhow::{Context, Result};
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::testbed::{self, Options, Testbed};
 use ivnsec_net::topology::{MAX_SWITCHES, Topology};
@@ -122,9 +122,8 @@ impl Default for SweepConfig {
 /// One profile × frame of a sweep: what is sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
-    /// The profile as the plan spells it.
-    pub profile_name: String,
-    pub profile: Profile,
+    /// The profile, with the name the plan gives it.
+    pub profile: NamedProfile,
     /// The frame under `plain` (a `frames` entry).
     pub plain_frame_bytes: u32,
     /// The payload both carry.
@@ -227,11 +226,12 @@ impl SweepConfig {
         let mut seen: Vec<Profile> = Vec::new();
         for (j, name) in self.profiles.iter().enumerate() {
             let key = format!("profiles[{j}]");
-            let profile: Profile =
+            let named: NamedProfile =
                 name.parse()
                     .map_err(|e: ivnsec_core::profile::ProfileError| {
                         KeyError::new(&key, format!("{e} (`ivnsec suites` lists the profiles)"))
                     })?;
+            let profile = named.profile();
             if seen.contains(&profile) {
                 return Err(KeyError::new(key, format!("`{name}` is listed twice")));
             }
@@ -254,8 +254,7 @@ impl SweepConfig {
                         )
                     })?;
                 cells.push(Cell {
-                    profile_name: name.clone(),
-                    profile,
+                    profile: named.clone(),
                     plain_frame_bytes: f,
                     payload,
                     frame_bytes,
@@ -326,14 +325,14 @@ impl Sweep {
             to: "ecu2".into(),
             frame_bytes: c.frame_bytes,
             period: 1,
-            profile: Some(c.profile_name.clone()),
+            profile: Some(c.profile.to_string()),
             payload: u32::try_from(c.payload).ok(),
         };
         match build("[[tdma]]", &p, &format!("cascade:{switches}"), vec![flow])? {
             Ok(s) => Ok(s),
             Err(no) => Err(usage(format!(
                 "{} frames of {} bytes on cascade:{switches}: {}",
-                c.profile_name,
+                c.profile,
                 c.frame_bytes,
                 no.reason(self.bp_ns, switches)
             ))),
@@ -365,7 +364,7 @@ impl Sweep {
                     .next()
                     .ok_or_else(|| anyhow::anyhow!("no analysis row"))?;
                 rows.push(AnalysisRow {
-                    profile: c.profile_name.clone(),
+                    profile: c.profile.to_string(),
                     plain_frame_bytes: c.plain_frame_bytes,
                     frame_bytes: c.frame_bytes,
                     tag_bytes: tag,
@@ -527,20 +526,19 @@ pub fn run(
     for &n in &sweep.switches {
         let topo = Topology::Cascade(n);
         let tb = Testbed::up(&topo, &Options::default()).map_err(net_err)?;
-        tb.down_on_termination_signal().map_err(net_err)?;
+        crate::interrupt::remove_on_signal(&tb).map_err(net_err)?;
         for c in &sweep.cells {
             done += 1;
             eprintln!(
                 "ivnsec run: tdma {done}/{total}: {}, {}-byte frames, {topo}, {} base periods of {}",
-                c.profile_name,
+                c.profile,
                 c.frame_bytes,
                 sweep.periods,
                 fmt_duration(sweep.bp_ns)
             );
             let cfg = RunConfig {
                 schedule: sweep.schedule(c, n)?,
-                profile: c.profile,
-                profile_name: c.profile_name.clone(),
+                profile: c.profile.clone(),
                 provider: sweep.provider,
                 periods: sweep.periods,
                 capacity: sweep.capacity,
@@ -549,7 +547,7 @@ pub fn run(
             let r = run_on(&cfg, tb.state()).with_context(|| {
                 format!(
                     "tdma {} with {}-byte frames on {topo}",
-                    c.profile_name, c.frame_bytes
+                    c.profile, c.frame_bytes
                 )
             })?;
             let m = measured(sweep, c, n, r);
@@ -586,7 +584,7 @@ pub fn run_across_hosts(
             eprintln!(
                 "ivnsec run: tdma {done}/{total}: {}, {}-byte frames, {n} switch(es) declared, {} \
                  base periods of {} between hosts {} and {}",
-                c.profile_name,
+                c.profile,
                 c.frame_bytes,
                 sweep.periods,
                 fmt_duration(sweep.bp_ns),
@@ -595,8 +593,7 @@ pub fn run_across_hosts(
             );
             let cfg = RunConfig {
                 schedule: sweep.schedule(c, n)?,
-                profile: c.profile,
-                profile_name: c.profile_name.clone(),
+                profile: c.profile.clone(),
                 provider: sweep.provider,
                 periods: sweep.periods,
                 capacity: sweep.capacity,
@@ -605,7 +602,7 @@ pub fn run_across_hosts(
             let r = super::run::run_hosts(&cfg, a, b).with_context(|| {
                 format!(
                     "tdma {} with {}-byte frames across hosts {} and {}",
-                    c.profile_name, c.frame_bytes, a.name, b.name
+                    c.profile, c.frame_bytes, a.name, b.name
                 )
             })?;
             let m = measured(sweep, c, n, r);
@@ -637,7 +634,7 @@ fn measured(sweep: &Sweep, c: &Cell, switches: u16, run: RunResult) -> MeasuredR
         )
     });
     MeasuredRun {
-        profile: c.profile_name.clone(),
+        profile: c.profile.to_string(),
         plain_frame_bytes: c.plain_frame_bytes,
         frame_bytes: c.frame_bytes,
         switches,
@@ -673,7 +670,7 @@ mod tests {
             .iter()
             .map(|c| {
                 (
-                    c.profile_name.as_str(),
+                    c.profile.name(),
                     c.plain_frame_bytes,
                     c.payload,
                     c.frame_bytes,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_core::channel::Ends;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::link::LinkSpec;
 use ivnsec_net::sys::die_with_parent;
@@ -32,7 +32,7 @@ use crate::hosts::Remote;
 use crate::process::{Place, Reaper, child_stderr, field_u64, read_report, spawn_role_at};
 use crate::site::{Layout, Site, testbed_node};
 use ivnsec_node::channel::{frame_bytes, random_keys};
-use ivnsec_node::error::{parse_profile, usage};
+use ivnsec_node::error::usage;
 
 /// Most senders one run starts.
 pub const MAX_SENDERS: usize = 16;
@@ -97,8 +97,12 @@ pub fn check_config(
 }
 
 /// Checks the profile and that its frame fits the MTU; returns the frame length.
-pub fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
-    let frame = frame_bytes(parse_profile(profile)?, provider, payload)?;
+pub fn check_fits(
+    profile: &NamedProfile,
+    provider: ProviderChoice,
+    payload: usize,
+) -> Result<usize> {
+    let frame = frame_bytes(profile.profile(), provider, payload)?;
     let l2 = frame - 14;
     let mtu = topology::MTU as usize;
     if l2 > mtu {
@@ -114,8 +118,12 @@ pub fn check_fits(profile: &str, provider: ProviderChoice, payload: usize) -> Re
 /// Checks that `profile` can run over TCP (a secured SOME/IP profile, `someip-…`) with
 /// `payload`-byte payloads (at most [`MAX_TCP_PAYLOAD`]); returns the protected message length.
 /// No MTU applies: the kernel cuts the stream into segments.
-pub fn check_tcp(profile: &str, provider: ProviderChoice, payload: usize) -> Result<usize> {
-    let family = parse_profile(profile)?;
+pub fn check_tcp(
+    profile: &NamedProfile,
+    provider: ProviderChoice,
+    payload: usize,
+) -> Result<usize> {
+    let family = profile.profile();
     if !matches!(family, Profile::Someip(_)) {
         return Err(usage(format!(
             "--tcp carries secured SOME/IP messages: {profile} is not a someip-… profile \
@@ -131,7 +139,7 @@ pub fn check_tcp(profile: &str, provider: ProviderChoice, payload: usize) -> Res
 }
 
 /// [`check_tcp`] for TCP runs, [`check_fits`] for the others.
-pub fn check_profile(profile: &str, cfg: &Config) -> Result<usize> {
+pub fn check_profile(profile: &NamedProfile, cfg: &Config) -> Result<usize> {
     if cfg.tcp {
         check_tcp(profile, cfg.provider, cfg.payload)
     } else {
@@ -155,7 +163,7 @@ pub fn layout(senders: usize) -> Layout {
 pub fn run_set(
     site: &Site,
     cfg: &Config,
-    profiles: &[String],
+    profiles: &[NamedProfile],
     baseline: bool,
     pcap: Option<&Path>,
 ) -> Result<Vec<ThroughputResult>> {
@@ -183,7 +191,7 @@ pub fn run_set(
         )),
         _ => None,
     };
-    let mut run = |profile: &str| -> Result<ThroughputResult> {
+    let mut run = |profile: &NamedProfile| -> Result<ThroughputResult> {
         let part = match &capture {
             Some((_, part)) => Some(part.as_path()),
             None => pcap,
@@ -197,23 +205,42 @@ pub fn run_set(
     };
     // Over TCP the unprotected reference is `someip-nosec` (listed in the group) and iperf3
     // TCP: `plain` frames have no TCP form.
+    // Interrupted (crate::interrupt): the runs that finished are returned, the one in progress
+    // is left out, and nothing more runs.
+    let stopped = crate::interrupt::requested;
     let needs_plain = baseline && !cfg.tcp && profiles.iter().any(|p| p != "plain");
-    let plain = if needs_plain {
+    let plain = if needs_plain && !stopped() {
         eprintln!("ivnsec throughput: baseline run with `plain` first");
-        Some(run("plain")?)
+        match run(&NamedProfile::from(Profile::PLAIN)) {
+            Err(_) if stopped() => None,
+            r => Some(r?),
+        }
     } else {
         None
     };
     let mut results = Vec::with_capacity(profiles.len());
     for p in profiles {
+        if stopped() {
+            break;
+        }
         let r = match &plain {
             Some(plain) if p == "plain" => plain.clone(),
-            _ => run(p)?,
+            _ => match run(p) {
+                Err(_) if stopped() => break,
+                r => r?,
+            },
         };
         results.push(r);
     }
     if let Some((mut w, _)) = capture {
         w.flush()?;
+    }
+    if stopped() {
+        // What was measured: the plain baseline run too when it was not one of `profiles`.
+        if let Some(plain) = plain.filter(|_| !profiles.iter().any(|p| p == "plain")) {
+            results.insert(0, plain);
+        }
+        return Ok(results);
     }
     let iperf3 = if baseline {
         iperf3_baseline(site, &nodes, cfg)
@@ -436,12 +463,12 @@ fn read_receiver(out: &mut BufReader<ChildStdout>, n: usize) -> Result<RecvLog> 
 fn run_once(
     site: &Site,
     nodes: &Nodes,
-    profile: &str,
+    profile: &NamedProfile,
     cfg: &Config,
     pcap: Option<&std::path::Path>,
 ) -> Result<ThroughputResult> {
     let frame = check_profile(profile, cfg)?;
-    let family = parse_profile(profile)?;
+    let family = profile.profile();
     let testbed = matches!(site, Site::Testbed { .. } | Site::Hosts { .. });
     if nodes.hosts.is_some() && pcap.is_some() {
         return Err(usage(
@@ -866,6 +893,7 @@ fn iperf3_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value> {
                 }
                 m.insert(key.into(), v);
             }
+            Err(_) if crate::interrupt::requested() => return None,
             Err(e) => {
                 eprintln!("ivnsec throughput: iperf3 ({key}): {e:#}; no baseline for it");
             }
@@ -911,6 +939,7 @@ fn iperf3_tcp_baseline(site: &Site, nodes: &Nodes, cfg: &Config) -> Option<Value
                 }
                 m.insert(key.into(), v);
             }
+            Err(_) if crate::interrupt::requested() => return None,
             Err(e) => {
                 eprintln!("ivnsec throughput: iperf3 TCP ({key}): {e:#}; no baseline for it");
             }
@@ -1013,12 +1042,13 @@ fn iperf3_streams(
     };
     let mut reaper = Reaper(Vec::new());
     for port in &ports {
-        let server = die_with_parent(&mut cmd(rx_ns))
-            .args(["-s", "-1", "-B", &server_ip, "-p", port])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting an iperf3 server")?;
+        let server = crate::interrupt::spawn(
+            die_with_parent(&mut cmd(rx_ns))
+                .args(["-s", "-1", "-B", &server_ip, "-p", port])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .context("starting an iperf3 server")?;
         reaper.0.push(server);
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -1039,12 +1069,13 @@ fn iperf3_streams(
         .iter()
         .zip(&ports)
         .map(|((ns, _, _), port)| {
-            die_with_parent(&mut cmd(ns))
-                .args(args(port))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .context("starting an iperf3 client")
+            crate::interrupt::spawn(
+                die_with_parent(&mut cmd(ns))
+                    .args(args(port))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
+            .context("starting an iperf3 client")
         })
         .collect::<Result<Vec<Child>>>()?;
     let mut streams = Vec::new();

@@ -98,23 +98,26 @@ fn cpu_by_role_adds_up_to_the_machine() {
 fn theoretical_maxima_of_our_frames() {
     let g = 1_000_000_000;
     let p = ProviderChoice::Auto;
+    let np = |s: &str| s.parse::<ivnsec_core::profile::NamedProfile>().unwrap();
     for (profile, payload, wire) in [
         ("plain", 1440, 26 + 2 + 1440 + 24),
         ("aes128-gcm", 1440, 26 + 2 + 1440 + 16 + 24),
         ("macsec-gcm-aes-128", 1440, 12 + 16 + 2 + 1440 + 16 + 24),
         ("esp-aes128-gcm", 1400, 14 + 20 + 16 + 1404 + 16 + 24),
     ] {
-        let frame = check_fits(profile, p, payload).unwrap();
+        let frame = check_fits(&np(profile), p, payload).unwrap();
         assert_eq!(wire_bytes(frame), wire, "{profile}");
         let t = theoretical_bps(payload, frame, g) / 1e6;
         assert!((t - payload as f64 / wire as f64 * 1000.0).abs() < 1e-9);
     }
     // aes128-gcm at 1440 bytes on 1000BASE-T1: 1440 / 1508 × 1000 = 954.9 Mb/s.
-    let f = check_fits("aes128-gcm", p, 1440).unwrap();
+    let f = check_fits(&np("aes128-gcm"), p, 1440).unwrap();
     assert!((theoretical_bps(1440, f, g) / 1e6 - 954.91).abs() < 0.01);
-    // Too big for the MTU, unknown profile: usage errors.
-    for (profile, payload) in [("macsec-gcm-aes-128", 1480), ("aes999-gcm", 64)] {
-        let e = check_fits(profile, p, payload).unwrap_err();
+    // Too big for the MTU, unknown profile (refused where it is parsed): usage errors.
+    for e in [
+        check_fits(&np("macsec-gcm-aes-128"), p, 1480).unwrap_err(),
+        ivnsec_node::error::parse_profile("aes999-gcm").unwrap_err(),
+    ] {
         assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{e}");
     }
 }

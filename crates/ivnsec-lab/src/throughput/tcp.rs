@@ -323,7 +323,7 @@ mod tests {
     const PAYLOAD: usize = 65_536;
 
     fn profile(p: &str) -> Profile {
-        ivnsec_node::error::parse_profile(p).unwrap()
+        p.parse().unwrap()
     }
 
     fn peers(p: Profile, n: usize) -> Vec<Peer> {

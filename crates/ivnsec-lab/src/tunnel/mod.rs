@@ -16,9 +16,12 @@ pub use report::TunnelExperiment;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
+use ivnsec_core::profile::{Family, MacsecProfile, NamedProfile, Profile};
+use ivnsec_core::sa::macsec::CipherSuite;
 use serde::{Deserialize, Serialize};
 
 use ivnsec_net::testbed::{self, Options, Testbed};
@@ -34,7 +37,11 @@ const ESP_INNER: [&str; 2] = ["10.9.0.1", "10.9.0.2"];
 const MACSEC_INNER: [&str; 2] = ["10.10.0.1", "10.10.0.2"];
 const ESP_TUN: &str = "esp0";
 const MACSEC_TAP: &str = "mac0";
-const MACSEC_PROFILE: &str = "macsec-gcm-aes-128";
+/// The profile of the MACsec path.
+const MACSEC: Profile = Profile::Macsec(MacsecProfile {
+    suite: CipherSuite::GcmAes128,
+    confidentiality: true,
+});
 /// Largest ICMP payload `ping -s` takes over IPv4.
 const MAX_PING_SIZE: usize = 65507;
 
@@ -50,8 +57,12 @@ fn default_count() -> u32 {
 fn default_interval_ms() -> f64 {
     2.0
 }
-fn default_esp_profile() -> String {
-    "esp-aes128-gcm".into()
+/// `esp-aes128-gcm`, as either form of the tables holds it.
+fn default_esp_profile<P: FromStr>() -> P
+where
+    P::Err: std::fmt::Debug,
+{
+    "esp-aes128-gcm".parse().expect("a profile")
 }
 fn default_ping_paths() -> Vec<String> {
     PATHS.iter().map(|s| s.to_string()).collect()
@@ -69,10 +80,14 @@ fn default_file_mib() -> u32 {
     128
 }
 
-/// One `[[tunnel_ping]]` table.
+/// One `[[tunnel_ping]]` table. `P` is how its profile is held: as the plan file spells it
+/// (`String`) until [`PingConfig::check`] parses it, typed after that (the default).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PingConfig {
+#[serde(
+    deny_unknown_fields,
+    bound(deserialize = "P: Deserialize<'de> + FromStr, <P as FromStr>::Err: std::fmt::Debug")
+)]
+pub struct PingConfig<P = NamedProfile> {
     /// ICMP payload bytes (`ping -s`), 1 … 65507; above the path MTU they fragment.
     #[serde(default = "default_sizes")]
     pub sizes: Vec<usize>,
@@ -84,16 +99,19 @@ pub struct PingConfig {
     pub interval_ms: f64,
     /// The ESP profile of the tunnel.
     #[serde(default = "default_esp_profile")]
-    pub esp_profile: String,
+    pub esp_profile: P,
     /// Which of `plain`, `esp`, `macsec`, in order.
     #[serde(default = "default_ping_paths")]
     pub paths: Vec<String>,
 }
 
-/// One `[[tunnel_bulk]]` table.
+/// One `[[tunnel_bulk]]` table; `P` as for [`PingConfig`].
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct BulkConfig {
+#[serde(
+    deny_unknown_fields,
+    bound(deserialize = "P: Deserialize<'de> + FromStr, <P as FromStr>::Err: std::fmt::Debug")
+)]
+pub struct BulkConfig<P = NamedProfile> {
     /// iperf3 seconds per run.
     #[serde(default = "default_seconds")]
     pub seconds: f64,
@@ -101,7 +119,7 @@ pub struct BulkConfig {
     #[serde(default = "default_file_mib")]
     pub file_mib: u32,
     #[serde(default = "default_esp_profile")]
-    pub esp_profile: String,
+    pub esp_profile: P,
     /// Which of `plain`, `esp`, `macsec`.
     #[serde(default = "default_bulk_paths")]
     pub paths: Vec<String>,
@@ -134,19 +152,23 @@ fn check_paths(paths: &[String]) -> Result<(), KeyError> {
     Ok(())
 }
 
-fn check_esp_profile(name: &str) -> Result<(), KeyError> {
-    let ok = name.starts_with("esp-") && ivnsec_node::error::parse_profile(name).is_ok();
-    if !ok {
-        return Err(KeyError::new(
-            "esp_profile",
-            format!("`{name}` is not an ESP profile (e.g. esp-aes128-gcm; `ivnsec suites`)"),
-        ));
-    }
-    Ok(())
+/// The table's `esp_profile`, parsed (the plan file's edge).
+fn check_esp_profile(name: &str) -> Result<NamedProfile, KeyError> {
+    name.parse::<NamedProfile>()
+        .ok()
+        .filter(|p| p.family() == Family::Esp)
+        .ok_or_else(|| {
+            KeyError::new(
+                "esp_profile",
+                format!("`{name}` is not an ESP profile (e.g. esp-aes128-gcm; `ivnsec suites`)"),
+            )
+        })
 }
 
-impl PingConfig {
-    pub fn check(&self) -> Result<(), KeyError> {
+impl PingConfig<String> {
+    /// Checks every key of the table as the plan file wrote it, and returns it with its
+    /// profile parsed; the error names the key.
+    pub fn check(&self) -> Result<PingConfig, KeyError> {
         if self.sizes.is_empty() || self.sizes.len() > 32 {
             return Err(KeyError::new("sizes", "give 1 to 32 sizes"));
         }
@@ -173,13 +195,22 @@ impl PingConfig {
                 ),
             ));
         }
-        check_esp_profile(&self.esp_profile)?;
-        check_paths(&self.paths)
+        let esp_profile = check_esp_profile(&self.esp_profile)?;
+        check_paths(&self.paths)?;
+        Ok(PingConfig {
+            sizes: self.sizes.clone(),
+            count: self.count,
+            interval_ms: self.interval_ms,
+            esp_profile,
+            paths: self.paths.clone(),
+        })
     }
 }
 
-impl BulkConfig {
-    pub fn check(&self) -> Result<(), KeyError> {
+impl BulkConfig<String> {
+    /// Checks every key of the table as the plan file wrote it, and returns it with its
+    /// profile parsed; the error names the key.
+    pub fn check(&self) -> Result<BulkConfig, KeyError> {
         if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
             return Err(KeyError::new(
                 "seconds",
@@ -195,7 +226,7 @@ impl BulkConfig {
                 format!("file_mib must be 1 to 4096, got {}", self.file_mib),
             ));
         }
-        check_esp_profile(&self.esp_profile)?;
+        let esp_profile = check_esp_profile(&self.esp_profile)?;
         check_paths(&self.paths)?;
         if self.tools.is_empty() {
             return Err(KeyError::new("tools", "give at least one of iperf3, scp"));
@@ -214,7 +245,13 @@ impl BulkConfig {
                 ));
             }
         }
-        Ok(())
+        Ok(BulkConfig {
+            seconds: self.seconds,
+            file_mib: self.file_mib,
+            esp_profile,
+            paths: self.paths.clone(),
+            tools: self.tools.clone(),
+        })
     }
 }
 
@@ -396,15 +433,14 @@ fn wait_dir_json(child: &mut Child, dir: &Path, what: &str) -> Result<()> {
 }
 
 impl Bed {
-    fn up(esp_profile: &str, paths: &[String]) -> Result<Bed> {
+    fn up(esp_profile: &NamedProfile, paths: &[String]) -> Result<Bed> {
         testbed::check_environment().map_err(|e| {
             env_error(format!(
                 "the tunnel experiments need a testbed (root, namespaces, TUN/TAP): {e}"
             ))
         })?;
         let tb = Testbed::up(&Topology::Pair, &Options::default()).map_err(|e| anyhow!("{e}"))?;
-        tb.down_on_termination_signal()
-            .map_err(|e| anyhow!("{e}"))?;
+        crate::interrupt::remove_on_signal(&tb).map_err(|e| anyhow!("{e}"))?;
         let state = tb.state().clone();
         let ecus: Vec<_> = state.ecus().map(|n| n.name.clone()).collect();
         if ecus.len() != 2 {
@@ -458,14 +494,14 @@ impl Bed {
         Ok(bed)
     }
 
-    fn start_esp(&mut self, exe: &str, profile_name: &str) -> Result<()> {
-        let profile = ivnsec_node::error::parse_profile(profile_name)?;
+    fn start_esp(&mut self, exe: &str, profile: &NamedProfile) -> Result<()> {
+        let profile_name = profile.name();
         let files = [
             self.dir.join("esp-1to2.toml"),
             self.dir.join("esp-2to1.toml"),
         ];
         for f in &files {
-            let keys = ivnsec_node::channel::random_keys(profile)?;
+            let keys = ivnsec_node::channel::random_keys(profile.profile())?;
             ivnsec_node::keys::keyfile::write_new(f, profile_name, &keys)?;
         }
         let spis = ["0x1001", "0x1002"];
@@ -499,10 +535,10 @@ impl Bed {
     }
 
     fn start_macsec(&mut self, exe: &str) -> Result<()> {
-        let profile = ivnsec_node::error::parse_profile(MACSEC_PROFILE)?;
+        let profile = NamedProfile::from(MACSEC);
         let key_file = self.dir.join("macsec-ca.toml");
-        let keys = ivnsec_node::channel::random_keys(profile)?;
-        ivnsec_node::keys::keyfile::write_new(&key_file, MACSEC_PROFILE, &keys)?;
+        let keys = ivnsec_node::channel::random_keys(MACSEC)?;
+        ivnsec_node::keys::keyfile::write_new(&key_file, profile.name(), &keys)?;
         let state = self.tb.as_ref().map(|t| t.state().clone());
         let macs: Vec<String> = state
             .iter()
@@ -524,7 +560,7 @@ impl Bed {
             let run_dir = self.dir.join(format!("macsec-run-{i}"));
             let mut cmd = netns(&self.ns[i], exe);
             cmd.args(["macsec", "up", "--iface", "eth0", "--tap", MACSEC_TAP])
-                .args(["--profile", MACSEC_PROFILE, "--keys"])
+                .args(["--profile", profile.name(), "--keys"])
                 .arg(&key_file)
                 .arg("--state-dir")
                 .arg(self.dir.join(format!("macsec-state-{i}")))
@@ -566,13 +602,13 @@ impl Bed {
 
     /// Pings from ecu1; the round trips in µs.
     fn ping(&self, target: &str, size: usize, count: u32, interval_ms: f64) -> Result<Vec<f64>> {
-        let o = die_with_parent(&mut netns(&self.ns[0], "ping"))
-            .args(["-n", "-c", &count.to_string()])
-            .args(["-i", &format!("{:.3}", interval_ms / 1000.0)])
-            .args(["-W", "1", "-s", &size.to_string(), target])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| anyhow!("running ping: {e}"))?;
+        let o = crate::interrupt::output(
+            die_with_parent(&mut netns(&self.ns[0], "ping"))
+                .args(["-n", "-c", &count.to_string()])
+                .args(["-i", &format!("{:.3}", interval_ms / 1000.0)])
+                .args(["-W", "1", "-s", &size.to_string(), target]),
+        )
+        .map_err(|e| anyhow!("running ping: {e}"))?;
         let mut v = parse_ping(&String::from_utf8_lossy(&o.stdout));
         v.sort_by(f64::total_cmp);
         Ok(v)
@@ -601,9 +637,16 @@ pub fn run_ping(cfg: &PingConfig) -> Result<PingReport> {
         bed.check_path(p)?;
     }
     let mut rows = Vec::new();
-    for &size in &cfg.sizes {
+    // Interrupted (crate::interrupt): the rows that finished.
+    'sizes: for &size in &cfg.sizes {
         for p in &cfg.paths {
+            if crate::interrupt::requested() {
+                break 'sizes;
+            }
             let v = bed.ping(&bed.target(p), size, cfg.count, cfg.interval_ms)?;
+            if crate::interrupt::requested() {
+                break 'sizes;
+            }
             rows.push(PingRow {
                 path: p.clone(),
                 size,
@@ -649,14 +692,20 @@ pub fn run_bulk(cfg: &BulkConfig) -> Result<BulkReport> {
         bed.children.push(server);
         std::thread::sleep(Duration::from_millis(300));
         for p in &cfg.paths {
+            if crate::interrupt::requested() {
+                break;
+            }
             let cpu = crate::cpu::SystemSampler::start(Duration::from_millis(500));
             let t0 = Instant::now();
-            let o = die_with_parent(&mut netns(&bed.ns[0], "iperf3"))
-                .args(["-c", &bed.target(p), "-p", "5299", "-J"])
-                .args(["-t", &format!("{}", cfg.seconds)])
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| anyhow!("running iperf3: {e}"))?;
+            let o = crate::interrupt::output(
+                die_with_parent(&mut netns(&bed.ns[0], "iperf3"))
+                    .args(["-c", &bed.target(p), "-p", "5299", "-J"])
+                    .args(["-t", &format!("{}", cfg.seconds)]),
+            )
+            .map_err(|e| anyhow!("running iperf3: {e}"))?;
+            if crate::interrupt::requested() {
+                break;
+            }
             let secs = t0.elapsed().as_secs_f64();
             let cpu = cpu.stop();
             let j: serde_json::Value =
@@ -675,7 +724,7 @@ pub fn run_bulk(cfg: &BulkConfig) -> Result<BulkReport> {
             });
         }
     }
-    if cfg.tools.iter().any(|t| t == "scp") {
+    if cfg.tools.iter().any(|t| t == "scp") && !crate::interrupt::requested() {
         rows.extend(scp_rows(&mut bed, cfg)?);
     }
     drop(bed);
@@ -746,23 +795,29 @@ fn scp_rows(bed: &mut Bed, cfg: &BulkConfig) -> Result<Vec<BulkRow>> {
     std::thread::sleep(Duration::from_millis(500));
     let mut rows = Vec::new();
     for p in &cfg.paths {
+        if crate::interrupt::requested() {
+            break;
+        }
         let cpu = crate::cpu::SystemSampler::start(Duration::from_millis(500));
         let t0 = Instant::now();
-        let o = die_with_parent(&mut netns(&bed.ns[0], "scp"))
-            .args(["-O", "-q", "-P", "2222", "-i"])
-            .arg(d.join("client"))
-            .args([
-                "-o",
-                "StrictHostKeyChecking=no",
-                "-o",
-                "UserKnownHostsFile=/dev/null",
-            ])
-            .args(["-o", "BatchMode=yes"])
-            .arg(&file)
-            .arg(format!("root@{}:/dev/null", bed.target(p)))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| anyhow!("running scp: {e}"))?;
+        let o = crate::interrupt::output(
+            die_with_parent(&mut netns(&bed.ns[0], "scp"))
+                .args(["-O", "-q", "-P", "2222", "-i"])
+                .arg(d.join("client"))
+                .args([
+                    "-o",
+                    "StrictHostKeyChecking=no",
+                    "-o",
+                    "UserKnownHostsFile=/dev/null",
+                ])
+                .args(["-o", "BatchMode=yes"])
+                .arg(&file)
+                .arg(format!("root@{}:/dev/null", bed.target(p))),
+        )
+        .map_err(|e| anyhow!("running scp: {e}"))?;
+        if crate::interrupt::requested() {
+            break;
+        }
         let secs = t0.elapsed().as_secs_f64();
         let cpu = cpu.stop();
         if !o.status.success() {
@@ -806,18 +861,19 @@ mod tests {
 
     #[test]
     fn bad_tables_name_the_key() {
-        let ping: PingConfig = toml::from_str("sizes = [64, 0]").unwrap();
+        let ping: PingConfig<String> = toml::from_str("sizes = [64, 0]").unwrap();
         assert_eq!(ping.check().unwrap_err().key, "sizes[1]");
-        let ping: PingConfig = toml::from_str("paths = [\"plain\", \"wireguard\"]").unwrap();
+        let ping: PingConfig<String> =
+            toml::from_str("paths = [\"plain\", \"wireguard\"]").unwrap();
         assert_eq!(ping.check().unwrap_err().key, "paths[1]");
-        let ping: PingConfig = toml::from_str("esp_profile = \"aes128-gcm\"").unwrap();
+        let ping: PingConfig<String> = toml::from_str("esp_profile = \"aes128-gcm\"").unwrap();
         assert_eq!(ping.check().unwrap_err().key, "esp_profile");
-        let bulk: BulkConfig = toml::from_str("tools = [\"ftp\"]").unwrap();
+        let bulk: BulkConfig<String> = toml::from_str("tools = [\"ftp\"]").unwrap();
         assert_eq!(bulk.check().unwrap_err().key, "tools[0]");
-        let bulk: BulkConfig = toml::from_str("seconds = 0").unwrap();
+        let bulk: BulkConfig<String> = toml::from_str("seconds = 0").unwrap();
         assert_eq!(bulk.check().unwrap_err().key, "seconds");
-        assert!(toml::from_str::<BulkConfig>("cout = 3").is_err());
-        let d: PingConfig = toml::from_str("").unwrap();
+        assert!(toml::from_str::<BulkConfig<String>>("cout = 3").is_err());
+        let d: PingConfig<String> = toml::from_str("").unwrap();
         d.check().unwrap();
         assert_eq!(d.paths, ["plain", "esp", "macsec"]);
     }

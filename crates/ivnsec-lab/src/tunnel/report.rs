@@ -72,7 +72,7 @@ pub fn ping_table(reports: &[PingReport]) -> Table {
         for row in &r.rows {
             t.rows.push(vec![
                 row.size.to_string(),
-                path_label(&row.path, &r.config.esp_profile),
+                path_label(&row.path, r.config.esp_profile.name()),
                 row.sent.to_string(),
                 row.received.to_string(),
                 format!("{:.1}", row.p50_us),
@@ -117,7 +117,7 @@ pub fn bulk_table(reports: &[BulkReport]) -> Table {
             };
             t.rows.push(vec![
                 row.tool.clone(),
-                path_label(&row.path, &r.config.esp_profile),
+                path_label(&row.path, r.config.esp_profile.name()),
                 format!("{:.1}", row.goodput_mbps),
                 ratio,
                 format!("{:.1}", row.cpu_pct),

@@ -10,12 +10,13 @@ use anyhow::Result;
 use super::run::{UnderloadConfig, run_traced};
 use crate::outage::run::{OutageReport, run_with};
 use crate::outage::{Measure, OutageSpec};
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_node::error::usage;
 
 /// The run's profiles in order: `plain` first (the reference every protection is read
 /// against), then the configuration's others.
-pub fn profiles(cfg: &UnderloadConfig) -> Vec<String> {
-    let mut v = vec!["plain".to_string()];
+pub fn profiles(cfg: &UnderloadConfig) -> Vec<NamedProfile> {
+    let mut v = vec![NamedProfile::from(Profile::PLAIN)];
     v.extend(cfg.profiles.iter().filter(|p| *p != "plain").cloned());
     v
 }
@@ -49,7 +50,7 @@ mod tests {
     #[test]
     fn plain_comes_first_once() {
         let cfg = |p: &[&str]| UnderloadConfig {
-            profiles: p.iter().map(|s| s.to_string()).collect(),
+            profiles: p.iter().map(|s| s.parse().unwrap()).collect(),
             ..UnderloadConfig::default()
         };
         assert_eq!(profiles(&cfg(&["aes128-gcm"])), ["plain", "aes128-gcm"]);

@@ -9,6 +9,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use anyhow::{Result, anyhow};
 use ivnsec_net::pcap::{PcapError, PcapErrorKind, PcapReader};
@@ -17,22 +18,29 @@ use serde_json::json;
 
 use super::node::Schedule;
 use super::run::{
-    Common, DEFAULT_PROFILES, MAX_COUNT, check_common, run_stream, sockperf_baseline,
+    Common, DEFAULT_PROFILES, MAX_COUNT, check_common, parse_profiles, run_stream,
+    sockperf_baseline,
 };
 use super::{
     MAX_ENTRIES, MAX_MESSAGE, MIN_MESSAGE, REQUIREMENT_US, TimelineEntry, UnderloadReport,
     parse_sockperf_csv, to_sockperf_csv,
 };
 use crate::site::Site;
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_node::error::usage;
 
-/// The settings of a playback run, as the command line and plan sections give them.
+/// The settings of a playback run, as the command line and plan sections give them. `P` is how
+/// a profile is held: as a plan table spells it (`String`) until [`PlaybackConfig::parse`]
+/// parses it, typed after that (the default; the command line parses its own).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlaybackConfig {
+#[serde(
+    deny_unknown_fields,
+    bound(deserialize = "P: Deserialize<'de> + FromStr, <P as FromStr>::Err: std::fmt::Debug")
+)]
+pub struct PlaybackConfig<P = NamedProfile> {
     /// Profiles, run in this order (`plain` first is added when missing and `baseline` is on).
     #[serde(default = "default_profiles")]
-    pub profiles: Vec<String>,
+    pub profiles: Vec<P>,
     /// The timeline file: sockperf playback CSV or classic pcap.
     pub timeline: PathBuf,
     /// Reply to every n-th message.
@@ -53,8 +61,15 @@ pub struct PlaybackConfig {
     pub topology: Option<String>,
 }
 
-fn default_profiles() -> Vec<String> {
-    DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect()
+/// [`DEFAULT_PROFILES`] as either form of [`PlaybackConfig`] holds them.
+fn default_profiles<P: FromStr>() -> Vec<P>
+where
+    P::Err: std::fmt::Debug,
+{
+    DEFAULT_PROFILES
+        .iter()
+        .map(|s| s.parse().expect("the default profiles are profiles"))
+        .collect()
 }
 fn default_reply_every() -> u64 {
     100
@@ -67,6 +82,21 @@ fn default_provider() -> String {
 }
 fn default_true() -> bool {
     true
+}
+
+impl PlaybackConfig<String> {
+    /// The table as a plan file wrote it, its profiles parsed.
+    pub fn parse(self) -> Result<PlaybackConfig> {
+        Ok(PlaybackConfig {
+            profiles: parse_profiles(&self.profiles)?,
+            timeline: self.timeline,
+            reply_every: self.reply_every,
+            requirement_us: self.requirement_us,
+            provider: self.provider,
+            baseline: self.baseline,
+            topology: self.topology,
+        })
+    }
 }
 
 impl PlaybackConfig {

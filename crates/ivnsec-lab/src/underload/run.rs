@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use ivnsec_core::channel::Ends;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::link::LinkSpec;
 use ivnsec_net::sys::die_with_parent;
@@ -41,6 +41,22 @@ use crate::throughput::{CpuResult, system_fields};
 use ivnsec_node::channel::{open as open_channel, random_keys};
 use ivnsec_node::error::{parse_profile, usage};
 
+/// The profiles of a plan table as written, parsed (the table's [`UnderloadConfig::parse`],
+/// [`super::playback::PlaybackConfig::parse`]): a name that is no profile is a usage error in
+/// the words of [`ivnsec_core::profile::ProfileError`]. Checks the count first, as the checks
+/// of the parsed settings do.
+pub(crate) fn parse_profiles(names: &[String]) -> Result<Vec<NamedProfile>> {
+    check_count(names.len())?;
+    names.iter().map(|n| parse_profile(n)).collect()
+}
+
+fn check_count(n: usize) -> Result<()> {
+    if n == 0 || n > MAX_PROFILES {
+        return Err(usage(format!("give 1 to {MAX_PROFILES} profiles, got {n}")));
+    }
+    Ok(())
+}
+
 /// The profiles of seed 002 when none is given: no protection, MACsec GCM-AES-128 and IPsec ESP
 /// with HMAC-SHA256-128 integrity only (§5, Tables 6.1–6.9).
 pub const DEFAULT_PROFILES: [&str; 3] = ["plain", "macsec-gcm-aes-128", "esp-null-hmac-sha256"];
@@ -55,12 +71,18 @@ const DRAIN_NS: u64 = 300_000_000;
 /// Port of the sockperf server.
 const SOCKPERF_PORT: u16 = 11112;
 
-/// The settings of an under-load run, as the command line and plan sections give them.
+/// The settings of an under-load run, as the command line and plan sections give them. `P` is
+/// how a profile is held: as a plan table spells it (`String`) until [`UnderloadConfig::parse`]
+/// parses it, typed after that (the default; the command line parses its own).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct UnderloadConfig {
+#[serde(
+    deny_unknown_fields,
+    default,
+    bound(deserialize = "P: Deserialize<'de>, UnderloadConfig<P>: Default")
+)]
+pub struct UnderloadConfig<P = NamedProfile> {
     /// Profiles, run in this order (`plain` first is added when missing and `baseline` is on).
-    pub profiles: Vec<String>,
+    pub profiles: Vec<P>,
     /// Message size, bytes.
     pub size: usize,
     /// Messages per second.
@@ -81,10 +103,52 @@ pub struct UnderloadConfig {
     pub topology: Option<String>,
 }
 
+/// [`DEFAULT_PROFILES`], typed.
+pub fn default_profiles() -> Vec<NamedProfile> {
+    DEFAULT_PROFILES
+        .iter()
+        .map(|s| s.parse().expect("the default profiles are profiles"))
+        .collect()
+}
+
+impl Default for UnderloadConfig<String> {
+    fn default() -> Self {
+        let d = UnderloadConfig::<NamedProfile>::default();
+        UnderloadConfig {
+            profiles: DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect(),
+            size: d.size,
+            mps: d.mps,
+            reply_every: d.reply_every,
+            seconds: d.seconds,
+            requirement_us: d.requirement_us,
+            provider: d.provider,
+            baseline: d.baseline,
+            topology: d.topology,
+        }
+    }
+}
+
+impl UnderloadConfig<String> {
+    /// The table as a plan file wrote it, its profiles parsed.
+    pub fn parse(self) -> Result<UnderloadConfig> {
+        Ok(UnderloadConfig {
+            profiles: parse_profiles(&self.profiles)?,
+            size: self.size,
+            mps: self.mps,
+            reply_every: self.reply_every,
+            seconds: self.seconds,
+            requirement_us: self.requirement_us,
+            provider: self.provider,
+            baseline: self.baseline,
+            topology: self.topology,
+        })
+    }
+}
+
 impl Default for UnderloadConfig {
     fn default() -> Self {
         UnderloadConfig {
-            profiles: DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect(),
+            profiles: default_profiles(),
             size: 24_938,
             mps: 950.0,
             reply_every: 100,
@@ -161,19 +225,13 @@ impl UnderloadConfig {
 
 /// The checks under-load and playback share.
 pub(crate) fn check_common(
-    profiles: &[String],
+    profiles: &[NamedProfile],
     reply_every: u64,
     requirement_us: f64,
     provider: &str,
 ) -> Result<()> {
-    if profiles.is_empty() || profiles.len() > MAX_PROFILES {
-        return Err(usage(format!(
-            "give 1 to {MAX_PROFILES} profiles, got {}",
-            profiles.len()
-        )));
-    }
+    check_count(profiles.len())?;
     for (i, p) in profiles.iter().enumerate() {
-        parse_profile(p)?;
         if profiles[..i].contains(p) {
             return Err(usage(format!("profile `{p}` is given twice")));
         }
@@ -191,7 +249,7 @@ pub(crate) fn check_common(
     let provider: ProviderChoice = provider.parse().map_err(usage)?;
     // Every profile must have a provider and room for fragment data in the MTU.
     for p in profiles {
-        let profile = parse_profile(p)?;
+        let profile = p.profile();
         let k = random_keys(profile)?;
         let ch = open_channel(
             profile,
@@ -257,7 +315,7 @@ pub fn layout() -> Layout {
 /// What a run needs besides its schedule.
 pub(crate) struct Common {
     pub experiment: &'static str,
-    pub profiles: Vec<String>,
+    pub profiles: Vec<NamedProfile>,
     pub reply_every: u64,
     pub requirement_us: f64,
     pub provider: ProviderChoice,
@@ -358,10 +416,16 @@ pub(crate) fn run_stream(
     }
     let mut profiles = common.profiles.clone();
     if common.baseline && !profiles.iter().any(|p| p == "plain") {
-        profiles.insert(0, "plain".into());
+        profiles.insert(0, NamedProfile::from(Profile::PLAIN));
     }
     let mut runs: Vec<ProfileRun> = Vec::new();
+    // Interrupted (crate::interrupt): the profiles that finished are reported, the one in
+    // progress is left out, and nothing more runs.
+    let stopped = crate::interrupt::requested;
     for (i, p) in profiles.iter().enumerate() {
+        if stopped() {
+            break;
+        }
         eprintln!(
             "ivnsec {}: {p} ({} of {})",
             common.experiment,
@@ -373,12 +437,14 @@ pub(crate) fn run_stream(
                 f.to_path_buf()
             } else {
                 let mut name = f.as_os_str().to_os_string();
-                name.push(format!(".{}", p.replace('/', "-")));
+                name.push(format!(".{}", p.name().replace('/', "-")));
                 PathBuf::from(name)
             }
         });
-        let r = run_profile(site, &pair, p, schedule, common, file.as_deref(), None)
-            .map_err(|e| pair.node_error(e))?;
+        let r = match run_profile(site, &pair, p, schedule, common, file.as_deref(), None) {
+            Err(_) if stopped() => break,
+            r => r.map_err(|e| pair.node_error(e))?,
+        };
         if let Some(f) = &file {
             eprintln!("capture: {} (the first units {p} sent)", f.display());
         }
@@ -395,8 +461,8 @@ pub(crate) fn run_stream(
             "ivnsec {}: no sockperf baseline across hosts (it would run on this machine)",
             common.experiment
         );
-    } else if common.baseline {
-        if let Some(mut v) = sockperf(&pair) {
+    } else if common.baseline && !stopped() {
+        if let Some(mut v) = sockperf(&pair).filter(|_| !stopped()) {
             if let (Value::Object(m), Some(plain)) =
                 (&mut v, runs.iter().find(|r| r.profile == "plain"))
             {
@@ -627,13 +693,13 @@ fn read_consumer(out: impl BufRead, keep_seqs: bool) -> Result<ConsumerLog> {
 fn run_profile(
     site: &Site,
     pair: &Pair,
-    profile: &str,
+    profile: &NamedProfile,
     schedule: &Schedule,
     common: &Common,
     pcap: Option<&Path>,
     trace: Option<&mut Trace>,
 ) -> Result<ProfileRun> {
-    let family = parse_profile(profile)?;
+    let family = profile.profile();
     let testbed = matches!(site, Site::Testbed { .. });
     if let Some((s, c)) = &pair.hosts
         && (family.is_ip() || family.is_udp())
@@ -827,7 +893,7 @@ fn trace_of(schedule: &Schedule, s: &SensorLog, c: &ConsumerLog) -> Result<Trace
 pub(crate) fn run_traced(
     site: &Site,
     cfg: &UnderloadConfig,
-    profile: &str,
+    profile: &NamedProfile,
 ) -> Result<(ProfileRun, Trace)> {
     let pair = Pair::of(site, "underload")?;
     let mut trace = Trace::default();
@@ -860,11 +926,12 @@ pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Op
         Site::Loopback => "127.0.0.1".to_string(),
     };
     let port = SOCKPERF_PORT.to_string();
-    let server = die_with_parent(&mut cmd(&pair.consumer.0))
-        .args(["server", "-i", &ip, "-p", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
+    let server = crate::interrupt::spawn(
+        die_with_parent(&mut cmd(&pair.consumer.0))
+            .args(["server", "-i", &ip, "-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     let server = match server {
         Ok(s) => s,
         Err(e) => {
@@ -877,9 +944,7 @@ pub(crate) fn sockperf_baseline(site: &Site, pair: &Pair, args: &[String]) -> Op
     let mut full: Vec<String> = args.to_vec();
     full.extend(["-i".into(), ip.clone(), "-p".into(), port.clone()]);
     eprintln!("ivnsec: baseline: sockperf {}", full.join(" "));
-    let out = die_with_parent(&mut cmd(&pair.sensor.0))
-        .args(&full)
-        .output();
+    let out = crate::interrupt::output(die_with_parent(&mut cmd(&pair.sensor.0)).args(&full));
     if let Some(s) = reaper.0.first_mut() {
         let _ = s.kill();
     }
@@ -942,9 +1007,11 @@ mod tests {
 
     #[test]
     fn config_defaults_and_checks() {
-        let c = UnderloadConfig::default();
-        c.check().unwrap();
-        assert_eq!(c.count(), 9500);
+        UnderloadConfig::default().check().unwrap();
+        assert_eq!(UnderloadConfig::default().count(), 9500);
+        // As a plan table writes it: the profiles are parsed, then everything is checked.
+        let c = UnderloadConfig::<String>::default();
+        assert_eq!(c.clone().parse().unwrap(), UnderloadConfig::default());
         // From TOML with only some keys; unknown keys are refused.
         let t: UnderloadConfig = toml::from_str("size = 1400\nmps = 100\nseconds = 2").unwrap();
         assert_eq!((t.size, t.count(), t.reply_every), (1400, 200, 100));
@@ -988,7 +1055,7 @@ mod tests {
                 ..c.clone()
             },
         ] {
-            let e = bad.check().unwrap_err();
+            let e = bad.clone().parse().and_then(|u| u.check()).unwrap_err();
             assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{bad:?}: {e}");
         }
     }

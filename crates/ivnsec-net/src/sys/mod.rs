@@ -61,7 +61,9 @@ pub use packet::{
     ETH_HLEN, FrameAux, PacketStatistics, PacketType, RawSocket, RecvMeta, interface_index,
 };
 pub use process::{die_with_parent, raise_open_files_limit};
-pub use signal::{TerminationSignals, signal_process, termination_signals};
+pub use signal::{
+    TerminationSignals, signal_process, termination_signal_received, termination_signals,
+};
 pub use socket::{
     PollEntry, path_mtu, poll_many, set_recv_buffer_force, set_socket_buffers, set_udp_gro,
     socket_drops, wait_readable, wait_writable,

@@ -13,8 +13,13 @@ use std::sync::atomic::{AtomicI32, Ordering};
 static SIGNAL_PIPE_WR: AtomicI32 = AtomicI32::new(-1);
 /// Read end of that pipe, created once per process.
 static SIGNAL_PIPE_RD: OnceLock<RawFd> = OnceLock::new();
+/// The first termination signal caught (0: none yet).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_termination_signal(sig: libc::c_int) {
+    // An atomic store is async-signal-safe: the signal is known at once, before any thread
+    // reads the pipe.
+    let _ = RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     let fd = SIGNAL_PIPE_WR.load(Ordering::Relaxed);
     if fd >= 0 {
         let b = sig as u8;
@@ -99,6 +104,16 @@ pub fn termination_signals() -> io::Result<TerminationSignals> {
         }
     }
     Ok(TerminationSignals { rd })
+}
+
+/// The first termination signal the handler of [`termination_signals`] caught, if any: known as
+/// soon as the signal is delivered, before a thread waiting in [`TerminationSignals::wait`] has
+/// run.
+pub fn termination_signal_received() -> Option<i32> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
 }
 
 /// Signals a process: `SIGTERM`, or `SIGKILL` when `force`. A process that no longer exists is

@@ -11,7 +11,7 @@ use ivnsec_core::sa::any::Family;
 use ivnsec_core::sa::macsec::RxStatus;
 use ivnsec_core::sa::{DropCounters, DropReason};
 
-use super::material::{self, Limits, ProtectSettings, Refusal, VerifySettings, family_of};
+use super::material::{self, Limits, ProtectSettings, Refusal, VerifySettings};
 use crate::error::{parse_hex, usage};
 
 /// What a protect run did.
@@ -132,8 +132,8 @@ pub fn verify(
     out: impl Write,
     err: &mut dyn Write,
 ) -> Result<VerifyTotals> {
-    let family = family_of(&s.sa.profile);
-    let mut rx = material::receiver_of(family, s)?;
+    let family = s.sa.profile.family();
+    let mut rx = material::receiver(s)?;
     let limits = Limits::of(family);
     let batch = arg == "-";
     let mut t = VerifyTotals::default();
@@ -478,9 +478,8 @@ mod tests {
 
     fn sa(profile: &str) -> SaSettings {
         SaSettings {
-            profile: profile.into(),
             key: Some(Zeroizing::new(KEY.into())),
-            ..SaSettings::default()
+            ..SaSettings::new(profile.parse().unwrap())
         }
     }
 
@@ -500,9 +499,8 @@ mod tests {
     #[test]
     fn a_batch_answers_every_line_in_order() {
         let p = ProtectSettings {
-            sa: sa("aes128-gcm"),
             seq: Some(1),
-            ..ProtectSettings::default()
+            ..ProtectSettings::new(sa("aes128-gcm"))
         };
         let (o, frames, err) = run(&format!("{PLAIN}\n\n{PLAIN}\nzz\n"), |i, out, err| {
             protect(&p, "-", i, out, err)
@@ -518,9 +516,8 @@ mod tests {
         assert_eq!(frames[3], "DROP malformed");
 
         let v = VerifySettings {
-            sa: sa("aes128-gcm"),
             replay_window: 64,
-            ..VerifySettings::default()
+            ..VerifySettings::new(sa("aes128-gcm"))
         };
         let huge = "a".repeat(line_limit(9216 + 128) + 1);
         let input = [frames[0], "", "zz", frames[0], &huge, frames[2]].join("\n");
@@ -552,23 +549,21 @@ mod tests {
     #[test]
     fn single_units_and_what_each_family_adds() {
         let p = ProtectSettings {
-            sa: sa("secoc-cmac-aes128"),
             secoc: SecocTxSettings {
                 data_id: Some(1),
                 freshness: Some(5),
                 ..SecocTxSettings::default()
             },
-            ..ProtectSettings::default()
+            ..ProtectSettings::new(sa("secoc-cmac-aes128"))
         };
         let (_, pdus, _) = run("0102\n0304\n", |i, out, err| protect(&p, "-", i, out, err));
         let pdus: Vec<&str> = pdus.lines().collect();
         let v = VerifySettings {
-            sa: sa("secoc-cmac-aes128"),
             secoc: SecocRxSettings {
                 data_id: Some(1),
                 ..SecocRxSettings::default()
             },
-            ..VerifySettings::default()
+            ..VerifySettings::new(sa("secoc-cmac-aes128"))
         };
         let (t, out, err) = run("", |i, out, err| verify(&v, pdus[0], i, out, err));
         assert_eq!(
@@ -580,9 +575,8 @@ mod tests {
         assert_eq!(err, "verified 2 dropped 0\nlast freshness 6\n");
 
         let p = ProtectSettings {
-            sa: sa("aes128-gcm"),
             seq: Some(1),
-            ..ProtectSettings::default()
+            ..ProtectSettings::new(sa("aes128-gcm"))
         };
         let mut out = Vec::new();
         let e = protect(&p, "0011", &b""[..], &mut out, &mut Vec::new()).unwrap_err();

@@ -1,24 +1,24 @@
 //! The security association of `frame protect|verify` and `pcap verify`, built from its options:
-//! the options every family shares ([`SaSettings`]: profile, keys in hex, provider), the options
-//! of one family (MACsec, ESP, SecOC), their checks and messages, and the one [`AnyTx`] /
-//! [`AnyRx`] they make. Keys are parsed into zeroizing buffers and live there only until the SA
-//! has scheduled them.
+//! the options every family shares ([`SaSettings`]: the typed profile, keys in hex, provider),
+//! the options of one family (MACsec, ESP, SecOC), their checks and messages, and the one
+//! [`AnyTx`] / [`AnyRx`] the core's SA factory makes of them ([`AnyTx::new`],
+//! [`AnyRx::new`]). The family is the profile's ([`Profile::family`]); keys are parsed into
+//! zeroizing buffers and live there only until the SA has scheduled them.
 
 use std::net::IpAddr;
 
 use anyhow::Result;
 use ivnsec_core::crypto::{AEAD_NONCE_LEN, CryptoProvider};
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{Family, MacsecProfile, NamedProfile, Profile, ProfileError};
 use ivnsec_core::sa::DropReason;
-use ivnsec_core::sa::any::{AnyProtectError, AnyRx, AnyTx, Family};
-use ivnsec_core::sa::esp::{self, EspAlg, EspMode, EspParams, EspRx, EspTx, SpiRange};
-use ivnsec_core::sa::ivnae::{IvnAeRx, IvnAeTx, SaParams};
-use ivnsec_core::sa::macsec::{
-    CipherSuite, KeyParams, MacsecRx, MacsecTx, RxOptions, TxOptions, ValidateFrames,
+use ivnsec_core::sa::any::{
+    AnyProtectError, AnyRx, AnyTx, EspOptions, IvnAeOptions, MacsecOptions, SaKeys, SaOptions,
+    SecocOptions,
 };
+use ivnsec_core::sa::esp::{self, EspAlg, EspMode, SpiRange};
+use ivnsec_core::sa::macsec::{CipherSuite, ValidateFrames};
 use ivnsec_core::sa::secoc::{
-    DEFAULT_FULL_FV_BITS, DEFAULT_FV_BITS, DEFAULT_MAC_BITS, SecocAlg, SecocParams, SecocRx,
-    SecocRxOptions, SecocTx,
+    DEFAULT_FULL_FV_BITS, DEFAULT_FV_BITS, DEFAULT_MAC_BITS, SecocAlg, SecocRxOptions,
 };
 use ivnsec_core::suite::{IvnAeProfile, Suite};
 use ivnsec_core::wire::ethernet::MacAddr;
@@ -28,18 +28,47 @@ use zeroize::Zeroizing;
 
 use crate::error::{parse_hex, usage};
 
-/// The family of a profile name, by its prefix (`macsec-`, `esp-`, `secoc-`); any other name is
-/// read as IVN-AE, whose parser says what is wrong with it.
-pub fn family_of(profile: &str) -> Family {
-    if profile.starts_with("macsec-") {
-        Family::Macsec
-    } else if profile.starts_with("esp-") {
-        Family::Esp
-    } else if profile.starts_with("secoc-") {
-        Family::Secoc
-    } else {
-        Family::IvnAe
+/// What `frame protect|verify` (`takes_secoc`) and `pcap verify` say of a `--profile` name
+/// that is no profile, in the words of the family its prefix names
+/// ([`ProfileError::family`]): the MACsec, ESP and SecOC names each family takes, or what the
+/// IVN-AE parser says of any other name (`pcap verify` takes no SecOC and reads a `secoc-`
+/// name as IVN-AE; no frame tool takes SOME/IP).
+pub fn profile_error(e: &ProfileError, takes_secoc: bool) -> String {
+    let name = e.name();
+    match e.family() {
+        Family::Macsec => unknown_macsec(name),
+        Family::Esp => {
+            let names: Vec<&str> = EspAlg::ALL.iter().map(|a| a.name()).collect();
+            format!(
+                "--profile {name}: unknown ESP profile (one of {})",
+                names.join(", ")
+            )
+        }
+        Family::Secoc if takes_secoc => {
+            let names: Vec<&str> = SecocAlg::ALL.iter().map(|a| a.name()).collect();
+            format!(
+                "--profile {name}: unknown SecOC profile (one of {})",
+                names.join(", ")
+            )
+        }
+        Family::IvnAe => match e.ivnae() {
+            Some(why) => format!("--profile {name}: {why} (see `ivnsec suites`)"),
+            None => no_frame_suite(name),
+        },
+        Family::Secoc | Family::Someip => no_frame_suite(name),
     }
+}
+
+/// A MACsec name other than a suite's bare name.
+fn unknown_macsec(name: &str) -> String {
+    format!(
+        "--profile {name}: unknown MACsec profile (macsec-gcm-aes-128, macsec-gcm-aes-256, macsec-gcm-aes-xpn-128, macsec-gcm-aes-xpn-256)"
+    )
+}
+
+/// A profile the frame tools take no SA of, read as an IVN-AE name (which it is not).
+pub(crate) fn no_frame_suite(name: &str) -> String {
+    format!("--profile {name}: unknown suite (see `ivnsec suites`)")
 }
 
 /// What one input of a family may be.
@@ -55,7 +84,8 @@ pub struct Limits {
 
 impl Limits {
     /// The limits of `family`: a jumbo frame for IVN-AE and MACsec, the IPv4 total length
-    /// limit for ESP packets and SecOC PDUs (SecOC over TP carries large PDUs).
+    /// limit for ESP packets and SecOC PDUs (SecOC over TP carries large PDUs); SOME/IP, which
+    /// no frame tool takes, that of a UDP datagram.
     pub const fn of(family: Family) -> Limits {
         match family {
             // 12 header bytes, up to 16 of CBC padding, a tag of at most 32 (room to spare).
@@ -80,6 +110,12 @@ impl Limits {
                 unit: "PDU",
                 max_plain: 65535,
                 max_overhead: 40,
+            },
+            // The SOME/IP header, freshness and tag.
+            Family::Someip => Limits {
+                unit: "MESSAGE",
+                max_plain: 65535,
+                max_overhead: 64,
             },
         }
     }
@@ -108,10 +144,10 @@ impl Refusal {
 
 /// The SA options every family shares, as given (`--profile`, `--key`, …). Key text is held in
 /// zeroizing buffers; there is no `Debug`.
-#[derive(Default)]
 pub struct SaSettings {
-    /// IVN-AE suite (with `/auth` or `/conf`), or a `macsec-…`, `esp-…`, `secoc-…` profile.
-    pub profile: String,
+    /// IVN-AE suite (with `/auth` or `/conf`), or a `macsec-…`, `esp-…`, `secoc-…` profile, as
+    /// named (messages echo the name).
+    pub profile: NamedProfile,
     /// Cipher key in hex.
     pub key: Option<Zeroizing<String>>,
     /// HMAC key in hex (IVN-AE).
@@ -123,6 +159,21 @@ pub struct SaSettings {
     /// IVN-AE truncated HMAC tag length.
     pub tag_len: Option<usize>,
     pub provider: ProviderChoice,
+}
+
+impl SaSettings {
+    /// Settings of `profile` with nothing else given.
+    pub fn new(profile: NamedProfile) -> SaSettings {
+        SaSettings {
+            profile,
+            key: None,
+            mac_key: None,
+            iv: None,
+            key_id: None,
+            tag_len: None,
+            provider: ProviderChoice::default(),
+        }
+    }
 }
 
 /// MACsec options of a transmit SA.
@@ -221,7 +272,6 @@ pub struct SecocRxSettings {
 }
 
 /// Everything an outbound SA of any family is made from; each family reads its own options.
-#[derive(Default)]
 pub struct ProtectSettings {
     pub sa: SaSettings,
     /// First sequence number (IVN-AE, ESP).
@@ -231,8 +281,20 @@ pub struct ProtectSettings {
     pub secoc: SecocTxSettings,
 }
 
+impl ProtectSettings {
+    /// Settings of the SA `sa` with no family options given.
+    pub fn new(sa: SaSettings) -> ProtectSettings {
+        ProtectSettings {
+            sa,
+            seq: None,
+            macsec: MacsecTxSettings::default(),
+            esp: EspTxSettings::default(),
+            secoc: SecocTxSettings::default(),
+        }
+    }
+}
+
 /// Everything an inbound SA of any family is made from; each family reads its own options.
-#[derive(Default)]
 pub struct VerifySettings {
     pub sa: SaSettings,
     /// Replay window (IVN-AE, MACsec, ESP).
@@ -243,6 +305,20 @@ pub struct VerifySettings {
     pub macsec: MacsecRxSettings,
     pub esp: EspRxSettings,
     pub secoc: SecocRxSettings,
+}
+
+impl VerifySettings {
+    /// Settings of the SA `sa` with no family options given (replay window 0).
+    pub fn new(sa: SaSettings) -> VerifySettings {
+        VerifySettings {
+            sa,
+            replay_window: 0,
+            accept_ivnae_v1: false,
+            macsec: MacsecRxSettings::default(),
+            esp: EspRxSettings::default(),
+            secoc: SecocRxSettings::default(),
+        }
+    }
 }
 
 fn hex_key(name: &str, hex: Option<&Zeroizing<String>>) -> Result<Zeroizing<Vec<u8>>> {
@@ -363,79 +439,97 @@ fn increment(mut v: Vec<u8>) -> Vec<u8> {
 /// The outbound SA the settings describe, for the family of its profile. Each family checks
 /// its own options, in the order and with the messages of `ivnsec frame protect`.
 pub fn sender(s: &ProtectSettings) -> Result<Sender> {
-    match family_of(&s.sa.profile) {
-        Family::IvnAe => ivnae_sender(s),
-        Family::Macsec => macsec_sender(s),
-        Family::Esp => esp_sender(s),
-        Family::Secoc => secoc_sender(s),
+    match s.sa.profile.profile() {
+        // SOME/IP is no frame profile: it is refused as the IVN-AE name it is not.
+        Profile::IvnAe(_) | Profile::Someip(_) => ivnae_sender(s),
+        Profile::Macsec(m) => macsec_sender(s, m),
+        Profile::Esp(alg) => esp_sender(s, alg),
+        Profile::Secoc(alg) => secoc_sender(s, alg),
     }
 }
 
 /// The inbound SA the settings describe, for the family of its profile.
 pub fn receiver(s: &VerifySettings) -> Result<AnyRx> {
-    receiver_of(family_of(&s.sa.profile), s)
-}
-
-/// The inbound SA of `family` the settings describe.
-pub fn receiver_of(family: Family, s: &VerifySettings) -> Result<AnyRx> {
-    if s.accept_ivnae_v1 && family != Family::IvnAe {
+    let profile = s.sa.profile.profile();
+    if s.accept_ivnae_v1 && !matches!(profile, Profile::IvnAe(_) | Profile::Someip(_)) {
         return Err(usage(format!(
             "--accept-ivnae-v1 is an IVN-AE option; --profile {} does not take it",
             s.sa.profile
         )));
     }
-    Ok(match family {
-        Family::IvnAe => {
+    let refused = |e: ivnsec_core::sa::any::SaBuildError| usage(e.to_string());
+    match profile {
+        Profile::IvnAe(_) | Profile::Someip(_) => {
             let (profile, m, provider) = ivnae_parts(&s.sa)?;
-            let params = ivnae_params(&s.sa, profile, &m);
-            let mut rx = IvnAeRx::new(provider, &params, s.replay_window)
-                .map_err(|e| usage(e.to_string()))?;
-            rx.set_accept_v1(s.accept_ivnae_v1);
-            rx.into()
-        }
-        Family::Macsec => {
-            let o = &s.macsec;
-            let m = macsec_material(&s.sa, o.sci, o.an, o.ssci, o.salt)?;
-            let rx_opts = RxOptions {
-                validate: o.validate,
-                replay_protect: true,
-                replay_window: s.replay_window,
-                lowest_pn: o.lowest_pn,
+            let opts = SaOptions {
+                ivnae: IvnAeOptions {
+                    accept_v1: s.accept_ivnae_v1,
+                    ..ivnae_options(&s.sa)
+                },
+                ..SaOptions::default()
             };
-            MacsecRx::new(m.provider, &m.keys(), rx_opts)
-                .map_err(|e| usage(e.to_string()))?
-                .into()
+            AnyRx::new(
+                provider,
+                Profile::IvnAe(profile),
+                m.keys(),
+                &opts,
+                s.replay_window,
+            )
+            .map_err(refused)
         }
-        Family::Esp => {
-            let m = esp_material(&s.sa, s.esp.auth_key.as_ref())?;
+        Profile::Macsec(mp) => {
+            let o = &s.macsec;
+            let m = macsec_material(&s.sa, mp, o.sci, o.an, o.ssci, o.salt)?;
+            let opts = SaOptions {
+                macsec: MacsecOptions {
+                    validate: o.validate,
+                    lowest_pn: o.lowest_pn,
+                    ..m.options()
+                },
+                ..SaOptions::default()
+            };
+            AnyRx::new(m.provider, profile, m.keys(), &opts, s.replay_window).map_err(refused)
+        }
+        Profile::Esp(alg) => {
+            let m = esp_material(&s.sa, alg, s.esp.auth_key.as_ref())?;
             if s.sa.iv.is_some() {
                 return Err(usage(
                     "--iv is for protect; ESP carries the IV in each packet",
                 ));
             }
-            let params = m.params(spi(s.esp.spi)?, s.esp.esn);
-            EspRx::new(m.provider, &params, s.replay_window)
-                .map_err(|e| usage(e.to_string()))?
-                .into()
+            let opts = SaOptions {
+                esp: EspOptions {
+                    spi: spi(s.esp.spi)?,
+                    esn: s.esp.esn,
+                    mode: EspMode::Transport,
+                },
+                ..SaOptions::default()
+            };
+            AnyRx::new(m.provider, profile, m.keys(), &opts, s.replay_window).map_err(refused)
         }
-        Family::Secoc => {
+        Profile::Secoc(alg) => {
             let o = &s.secoc;
-            let m = secoc_material(&s.sa, o.data_id)?;
-            let rx_opts = SecocRxOptions {
+            let m = secoc_material(&s.sa, alg, o.data_id)?;
+            let rx = SecocRxOptions {
                 last_freshness: o.last_freshness.unwrap_or(0),
                 acceptance_window: o.acceptance_window,
                 verify_attempts: o.verify_attempts.unwrap_or(0),
             };
-            SecocRx::new(m.provider, &m.params(o.lengths), rx_opts)
-                .map_err(|e| usage(e.to_string()))?
-                .into()
+            let opts = SaOptions {
+                secoc: SecocOptions {
+                    rx,
+                    ..m.options(o.lengths)
+                },
+                ..SaOptions::default()
+            };
+            AnyRx::new(m.provider, profile, m.keys(), &opts, s.replay_window).map_err(refused)
         }
-    })
+    }
 }
 
-fn sender_of(tx: impl Into<AnyTx>) -> Sender {
+fn sender_of(tx: AnyTx) -> Sender {
     Sender {
-        tx: tx.into(),
+        tx,
         iv: None,
         random_iv: false,
         es_sci: None,
@@ -452,14 +546,21 @@ struct IvnAeMaterial {
     iv: [u8; AEAD_NONCE_LEN],
 }
 
+impl IvnAeMaterial {
+    fn keys(&self) -> SaKeys<'_> {
+        SaKeys {
+            key: &self.key,
+            mac_key: &self.mac_key,
+            iv: self.iv,
+        }
+    }
+}
+
 /// Profile, keys and provider of an IVN-AE SA.
 fn ivnae_parts(sa: &SaSettings) -> Result<(IvnAeProfile, IvnAeMaterial, &'static CryptoProvider)> {
-    let profile: IvnAeProfile = sa.profile.parse().map_err(|e| {
-        usage(format!(
-            "--profile {}: {e} (see `ivnsec suites`)",
-            sa.profile
-        ))
-    })?;
+    let Profile::IvnAe(profile) = sa.profile.profile() else {
+        return Err(usage(no_frame_suite(sa.profile.name())));
+    };
     let key = hex_key("--key", sa.key.as_ref())?;
     let mac_key = hex_key("--mac-key", sa.mac_key.as_ref())?;
     let iv = match &sa.iv {
@@ -479,14 +580,11 @@ fn ivnae_parts(sa: &SaSettings) -> Result<(IvnAeProfile, IvnAeMaterial, &'static
     Ok((profile, IvnAeMaterial { key, mac_key, iv }, provider))
 }
 
-fn ivnae_params<'a>(sa: &SaSettings, profile: IvnAeProfile, m: &'a IvnAeMaterial) -> SaParams<'a> {
-    SaParams {
-        profile,
-        key: &m.key,
-        mac_key: &m.mac_key,
-        iv: m.iv,
+fn ivnae_options(sa: &SaSettings) -> IvnAeOptions {
+    IvnAeOptions {
         key_id: sa.key_id.unwrap_or(0),
         tag_len: sa.tag_len,
+        accept_v1: false,
     }
 }
 
@@ -495,7 +593,11 @@ fn ivnae_sender(s: &ProtectSettings) -> Result<Sender> {
         .seq
         .ok_or_else(|| usage("--seq is required for IVN-AE profiles"))?;
     let (profile, m, provider) = ivnae_parts(&s.sa)?;
-    let tx = IvnAeTx::new(provider, &ivnae_params(&s.sa, profile, &m), seq)
+    let opts = SaOptions {
+        ivnae: ivnae_options(&s.sa),
+        ..SaOptions::default()
+    };
+    let tx = AnyTx::new(provider, Profile::IvnAe(profile), m.keys(), &opts, seq)
         .map_err(|e| usage(e.to_string()))?;
     let mut sender = sender_of(tx);
     if s.sa.iv.is_none() && matches!(profile.suite, Suite::Aead(_) | Suite::EncThenMac { .. }) {
@@ -522,31 +624,38 @@ struct MacsecMaterial {
 }
 
 impl MacsecMaterial {
-    fn keys(&self) -> KeyParams<'_> {
-        KeyParams {
-            suite: self.suite,
+    fn keys(&self) -> SaKeys<'_> {
+        SaKeys {
             key: &self.key,
+            mac_key: &[],
+            iv: [0; AEAD_NONCE_LEN],
+        }
+    }
+
+    fn options(&self) -> MacsecOptions {
+        MacsecOptions {
             sci: self.sci,
             an: self.an,
             ssci: self.ssci,
             salt: self.salt,
+            ..MacsecOptions::default()
         }
     }
 }
 
 fn macsec_material(
     sa: &SaSettings,
+    profile: MacsecProfile,
     sci: Option<[u8; 8]>,
     an: Option<u8>,
     ssci: Option<[u8; 4]>,
     salt: Option<[u8; 12]>,
 ) -> Result<MacsecMaterial> {
-    let suite = CipherSuite::from_profile(&sa.profile).ok_or_else(|| {
-        usage(format!(
-            "--profile {}: unknown MACsec profile (macsec-gcm-aes-128, macsec-gcm-aes-256, macsec-gcm-aes-xpn-128, macsec-gcm-aes-xpn-256)",
-            sa.profile
-        ))
-    })?;
+    // The frame tools take the suite's bare name (integrity only is --integrity-only).
+    let suite: CipherSuite = profile.suite;
+    if sa.profile.name() != suite.profile() {
+        return Err(usage(unknown_macsec(sa.profile.name())));
+    }
     for (given, name) in [
         (sa.mac_key.is_some(), "--mac-key"),
         (sa.iv.is_some(), "--iv"),
@@ -587,18 +696,26 @@ fn macsec_material(
     })
 }
 
-fn macsec_sender(s: &ProtectSettings) -> Result<Sender> {
+fn macsec_sender(s: &ProtectSettings, profile: MacsecProfile) -> Result<Sender> {
     let o = &s.macsec;
-    let m = macsec_material(&s.sa, o.sci, o.an, o.ssci, o.salt)?;
+    let m = macsec_material(&s.sa, profile, o.sci, o.an, o.ssci, o.salt)?;
     let pn =
         o.pn.ok_or_else(|| usage("MACsec protect needs --pn (≥ 1)"))?;
-    let tx_opts = TxOptions {
+    let profile = Profile::Macsec(MacsecProfile {
+        suite: m.suite,
         confidentiality: !o.integrity_only,
-        include_sci: !(o.no_sci || o.es || o.scb),
-        es: o.es,
-        scb: o.scb,
+    });
+    let opts = SaOptions {
+        macsec: MacsecOptions {
+            include_sci: !(o.no_sci || o.es || o.scb),
+            es: o.es,
+            scb: o.scb,
+            ..m.options()
+        },
+        ..SaOptions::default()
     };
-    let tx = MacsecTx::new(m.provider, &m.keys(), tx_opts, pn).map_err(|e| usage(e.to_string()))?;
+    let tx =
+        AnyTx::new(m.provider, profile, m.keys(), &opts, pn).map_err(|e| usage(e.to_string()))?;
     let mut sender = sender_of(tx);
     sender.es_sci = o.es.then_some(m.sci);
     Ok(sender)
@@ -614,26 +731,20 @@ struct EspMaterial {
 }
 
 impl EspMaterial {
-    fn params(&self, spi: u32, esn: bool) -> EspParams<'_> {
-        EspParams {
-            alg: self.alg,
-            spi,
+    fn keys(&self) -> SaKeys<'_> {
+        SaKeys {
             key: &self.key,
-            auth_key: &self.auth_key,
-            esn,
+            mac_key: &self.auth_key,
+            iv: [0; AEAD_NONCE_LEN],
         }
     }
 }
 
-fn esp_material(sa: &SaSettings, auth_key: Option<&Zeroizing<String>>) -> Result<EspMaterial> {
-    let alg = EspAlg::from_name(&sa.profile).ok_or_else(|| {
-        let names: Vec<&str> = EspAlg::ALL.iter().map(|a| a.name()).collect();
-        usage(format!(
-            "--profile {}: unknown ESP profile (one of {})",
-            sa.profile,
-            names.join(", ")
-        ))
-    })?;
+fn esp_material(
+    sa: &SaSettings,
+    alg: EspAlg,
+    auth_key: Option<&Zeroizing<String>>,
+) -> Result<EspMaterial> {
     for (given, opt) in [
         (sa.mac_key.is_some(), "--mac-key (ESP takes --auth-key)"),
         (sa.key_id.is_some(), "--key-id"),
@@ -679,9 +790,9 @@ fn spi_warning(spi: u32) -> Option<String> {
     })
 }
 
-fn esp_sender(s: &ProtectSettings) -> Result<Sender> {
+fn esp_sender(s: &ProtectSettings, alg: EspAlg) -> Result<Sender> {
     let o = &s.esp;
-    let m = esp_material(&s.sa, o.auth_key.as_ref())?;
+    let m = esp_material(&s.sa, alg, o.auth_key.as_ref())?;
     let seq = s.seq.ok_or_else(|| {
         usage("--seq is required for ESP profiles (the first sequence number, ≥ 1)")
     })?;
@@ -696,8 +807,16 @@ fn esp_sender(s: &ProtectSettings) -> Result<Sender> {
         }
     };
     let spi = spi(o.spi)?;
-    let params = m.params(spi, o.esn);
-    let tx = EspTx::new(m.provider, &params, mode, seq).map_err(|e| usage(e.to_string()))?;
+    let opts = SaOptions {
+        esp: EspOptions {
+            spi,
+            esn: o.esn,
+            mode,
+        },
+        ..SaOptions::default()
+    };
+    let tx = AnyTx::new(m.provider, Profile::Esp(alg), m.keys(), &opts, seq)
+        .map_err(|e| usage(e.to_string()))?;
     // --iv is the IV of the first packet; the AEADs count up from it (a unique IV per packet),
     // CBC uses fresh random IVs after the first (CBC IVs must be unpredictable).
     let iv =
@@ -740,32 +859,32 @@ fn esp_sender(s: &ProtectSettings) -> Result<Sender> {
 // ---- SecOC --------------------------------------------------------------------------------
 
 struct SecocMaterial {
-    alg: SecocAlg,
     key: Zeroizing<Vec<u8>>,
     data_id: u16,
     provider: &'static CryptoProvider,
 }
 
 impl SecocMaterial {
-    fn params(&self, l: SecocLengths) -> SecocParams<'_> {
-        SecocParams {
+    fn keys(&self) -> SaKeys<'_> {
+        SaKeys {
+            key: &self.key,
+            mac_key: &[],
+            iv: [0; AEAD_NONCE_LEN],
+        }
+    }
+
+    fn options(&self, l: SecocLengths) -> SecocOptions {
+        SecocOptions {
+            data_id: self.data_id,
             fv_bits: l.fv_bits.unwrap_or(DEFAULT_FV_BITS),
             mac_bits: l.mac_bits.unwrap_or(DEFAULT_MAC_BITS),
             full_fv_bits: l.full_fv_bits.unwrap_or(DEFAULT_FULL_FV_BITS),
-            ..SecocParams::new(self.alg, &self.key, self.data_id)
+            rx: SecocRxOptions::default(),
         }
     }
 }
 
-fn secoc_material(sa: &SaSettings, data_id: Option<u16>) -> Result<SecocMaterial> {
-    let alg = SecocAlg::from_name(&sa.profile).ok_or_else(|| {
-        let names: Vec<&str> = SecocAlg::ALL.iter().map(|a| a.name()).collect();
-        usage(format!(
-            "--profile {}: unknown SecOC profile (one of {})",
-            sa.profile,
-            names.join(", ")
-        ))
-    })?;
+fn secoc_material(sa: &SaSettings, alg: SecocAlg, data_id: Option<u16>) -> Result<SecocMaterial> {
     for (given, opt) in [
         (
             sa.mac_key.is_some(),
@@ -789,26 +908,29 @@ fn secoc_material(sa: &SaSettings, data_id: Option<u16>) -> Result<SecocMaterial
     let provider = ivnsec_crypto::select(sa.provider, Profile::Secoc(alg))
         .map_err(|e| usage(e.to_string()))?;
     Ok(SecocMaterial {
-        alg,
         key,
         data_id,
         provider,
     })
 }
 
-fn secoc_sender(s: &ProtectSettings) -> Result<Sender> {
+fn secoc_sender(s: &ProtectSettings, alg: SecocAlg) -> Result<Sender> {
     if s.seq.is_some() {
         return Err(usage(
             "SecOC profiles take --freshness (the full freshness value), not --seq",
         ));
     }
     let o = &s.secoc;
-    let m = secoc_material(&s.sa, o.data_id)?;
+    let m = secoc_material(&s.sa, alg, o.data_id)?;
     let first = o.freshness.ok_or_else(|| {
         usage("SecOC protect needs --freshness (the full freshness value of the first PDU, ≥ 1)")
     })?;
-    let tx =
-        SecocTx::new(m.provider, &m.params(o.lengths), first).map_err(|e| usage(e.to_string()))?;
+    let opts = SaOptions {
+        secoc: m.options(o.lengths),
+        ..SaOptions::default()
+    };
+    let tx = AnyTx::new(m.provider, Profile::Secoc(alg), m.keys(), &opts, first)
+        .map_err(|e| usage(e.to_string()))?;
     Ok(sender_of(tx))
 }
 
@@ -822,17 +944,15 @@ mod tests {
 
     fn sa(profile: &str, key: Option<&str>) -> SaSettings {
         SaSettings {
-            profile: profile.into(),
             key: key.map(|k| Zeroizing::new(k.to_string())),
-            ..SaSettings::default()
+            ..SaSettings::new(profile.parse().unwrap())
         }
     }
 
     fn with(sa: SaSettings, seq: Option<u64>) -> ProtectSettings {
         ProtectSettings {
-            sa,
             seq,
-            ..ProtectSettings::default()
+            ..ProtectSettings::new(sa)
         }
     }
 
@@ -889,17 +1009,51 @@ mod tests {
     }
 
     #[test]
-    fn the_family_is_read_from_the_prefix() {
-        assert_eq!(family_of("aes128-gcm/auth"), Family::IvnAe);
-        assert_eq!(family_of("macsec-gcm-aes-128"), Family::Macsec);
-        assert_eq!(family_of("esp-null-hmac-sha256"), Family::Esp);
-        assert_eq!(family_of("secoc-cmac-aes128"), Family::Secoc);
-        // Not a frame family: the IVN-AE parser refuses it by name.
-        assert_eq!(family_of("someip-nosec"), Family::IvnAe);
+    fn the_family_is_the_profiles() {
+        let family = |p: &str| sa(p, None).profile.family();
+        assert_eq!(family("aes128-gcm/auth"), Family::IvnAe);
+        assert_eq!(family("macsec-gcm-aes-128"), Family::Macsec);
+        assert_eq!(family("esp-null-hmac-sha256"), Family::Esp);
+        assert_eq!(family("secoc-cmac-aes128"), Family::Secoc);
+        // Not a frame family: refused as the IVN-AE name it is not.
+        assert_eq!(family("someip-nosec"), Family::Someip);
         assert_eq!(
             err_text(sender(&with(sa("someip-nosec", None), Some(1)))),
             "--profile someip-nosec: unknown suite (see `ivnsec suites`)"
         );
+        // MACsec: the suite's bare name only (integrity only is --integrity-only).
+        let mut s = macsec(1, false);
+        s.sa.profile = "macsec-gcm-aes-128/conf".parse().unwrap();
+        assert!(
+            err_text(sender(&s))
+                .starts_with("--profile macsec-gcm-aes-128/conf: unknown MACsec profile")
+        );
+        // A name that is no profile, as `frame` and `pcap verify` word it.
+        let e = |name: &str, takes_secoc| {
+            profile_error(&name.parse::<Profile>().unwrap_err(), takes_secoc)
+        };
+        assert_eq!(
+            e("aes129-gcm", true),
+            "--profile aes129-gcm: unknown suite (see `ivnsec suites`)"
+        );
+        assert_eq!(
+            e("aes128-gcm/x", true),
+            "--profile aes128-gcm/x: unknown level (expected auth or conf) (see `ivnsec suites`)"
+        );
+        assert!(e("esp-x", true).starts_with("--profile esp-x: unknown ESP profile (one of "));
+        assert_eq!(
+            e("secoc-x", true),
+            "--profile secoc-x: unknown SecOC profile (one of secoc-cmac-aes128, secoc-hmac-sha256)"
+        );
+        assert_eq!(
+            e("secoc-x", false),
+            "--profile secoc-x: unknown suite (see `ivnsec suites`)"
+        );
+        assert_eq!(
+            e("someip-x", true),
+            "--profile someip-x: unknown suite (see `ivnsec suites`)"
+        );
+        assert!(e("macsec-x", true).starts_with("--profile macsec-x: unknown MACsec profile ("));
         assert_eq!(
             Limits::of(Family::Esp).max_protected(),
             65535 + esp::MAX_OVERHEAD
@@ -929,13 +1083,10 @@ mod tests {
             err_text(sender(&s)),
             "--tag-len is an IVN-AE option; MACsec profiles do not take it"
         );
-        let v = VerifySettings {
-            sa: SaSettings {
-                iv: Some("00".into()),
-                ..sa("esp-aes128-gcm", Some(ESP_KEY))
-            },
-            ..VerifySettings::default()
-        };
+        let v = VerifySettings::new(SaSettings {
+            iv: Some("00".into()),
+            ..sa("esp-aes128-gcm", Some(ESP_KEY))
+        });
         assert_eq!(
             err_text(receiver(&v)),
             "--iv is for protect; ESP carries the IV in each packet"
@@ -1004,12 +1155,11 @@ mod tests {
             s
         };
         let verify_spi = |spi: u32| VerifySettings {
-            sa: sa("esp-aes128-gcm", Some(ESP_KEY)),
             esp: EspRxSettings {
                 spi: Some(spi),
                 ..EspRxSettings::default()
             },
-            ..VerifySettings::default()
+            ..VerifySettings::new(sa("esp-aes128-gcm", Some(ESP_KEY)))
         };
         assert!(err_text(sender(&with_spi(0))).starts_with("--spi 0 is reserved for local use"));
         assert!(

@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use ivnsec_core::profile::Profile;
 use ivnsec_core::sa::any::{AnyRx, Delivered, Family};
 use ivnsec_core::sa::macsec::RxStatus;
 use ivnsec_core::sa::{DropCounters, DropReason};
@@ -20,11 +21,10 @@ use ivnsec_net::pcap::{MAX_CAPLEN, PcapReader};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
-use super::material::{VerifySettings, family_of, receiver_of};
+use super::material::{VerifySettings, no_frame_suite, receiver};
 use crate::error::usage;
 
 /// What `pcap verify` checks and how it reports.
-#[derive(Default)]
 pub struct CaptureSettings {
     /// The receive SA (its SecOC options are not used: SecOC PDUs do not travel in frames of
     /// their own).
@@ -207,7 +207,7 @@ impl Checker {
         let want = match self.rx.family() {
             Family::Esp => return self.check_esp(frame, ethertype),
             Family::Macsec => macsec::ETHERTYPE,
-            Family::IvnAe | Family::Secoc => ivnae::ETHERTYPE,
+            Family::IvnAe | Family::Secoc | Family::Someip => ivnae::ETHERTYPE,
         };
         if ethertype != want {
             return Verdict::Skip(Skip::EtherType(ethertype));
@@ -530,13 +530,12 @@ fn counters_line(t: &Totals) -> String {
 /// usage error naming the file, the record and its byte offset (after the frames before it were
 /// reported); otherwise the [`Totals`], whose [`exit_code`](Totals::exit_code) is the verdict.
 pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write) -> Result<Totals> {
-    // SecOC PDUs travel in UDP datagrams, not frames of their own: a `secoc-` name is read as
-    // IVN-AE, whose parser refuses it by name.
-    let family = match family_of(&s.rx.sa.profile) {
-        Family::Secoc => Family::IvnAe,
-        f => f,
-    };
-    let rx = receiver_of(family, &s.rx)?;
+    // SecOC PDUs travel in UDP datagrams, not frames of their own: a `secoc-` name is refused
+    // as the IVN-AE name it is not.
+    if let Profile::Secoc(_) = s.rx.sa.profile.profile() {
+        return Err(usage(no_frame_suite(s.rx.sa.profile.name())));
+    }
+    let rx = receiver(&s.rx)?;
     let mut reader = PcapReader::open(&s.file).map_err(|e| match &e.kind {
         ivnsec_net::pcap::PcapErrorKind::Io(io) => bad_file(&s.file, io),
         _ => bad_file(&s.file, e),
@@ -548,10 +547,8 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
     };
     // IVN-AE: the tag length the header fields of --json are read with (the SA's).
     let json = s.json;
-    let ivnae_tag = match crate::error::parse_profile(&s.rx.sa.profile) {
-        Ok(ivnsec_core::profile::Profile::IvnAe(p)) => {
-            Some(s.rx.sa.tag_len.unwrap_or(p.suite.full_tag_len()))
-        }
+    let ivnae_tag = match s.rx.sa.profile.profile() {
+        Profile::IvnAe(p) => Some(s.rx.sa.tag_len.unwrap_or(p.suite.full_tag_len())),
         _ => None,
     };
     let mut totals = Totals::default();

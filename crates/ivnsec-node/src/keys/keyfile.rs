@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ivnsec_core::crypto::AEAD_NONCE_LEN;
+use ivnsec_core::profile::NamedProfile;
 use serde::Deserialize;
 use zeroize::{Zeroize, Zeroizing};
 
@@ -100,10 +101,11 @@ pub fn read_secret(
     Ok((text, meta.mode() & 0o7777))
 }
 
-/// Reads and checks the key file `path` for `profile`. Every problem is a usage error (exit 2)
-/// naming the file, the key and what is wrong.
-pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
-    let family = parse_profile(profile)?;
+/// Reads and checks the key file `path` for `profile` (messages name it as it was given).
+/// Every problem is a usage error (exit 2) naming the file, the key and what is wrong. The
+/// file's own `profile` line is parsed here, at its edge.
+pub fn load(path: &Path, profile: &NamedProfile, role: Role) -> Result<DirectionKeys> {
+    let family = profile.profile();
     let domain = family.nonce_domain();
     let file = path.display();
     let hint = format!(
@@ -127,7 +129,7 @@ pub fn load(path: &Path, profile: &str, role: Role) -> Result<DirectionKeys> {
     if let Some(p) = &raw.profile {
         let theirs = parse_profile(p)
             .map_err(|e| usage(format!("key file {file}: key `profile`: `{p}`: {e:#}")))?;
-        let their_domain = theirs.nonce_domain();
+        let their_domain = theirs.profile().nonce_domain();
         if their_domain != domain {
             return Err(usage(format!(
                 "key file {file}: key `profile`: the file is for `{p}`, but --profile is \
@@ -296,6 +298,10 @@ pub(crate) mod tests {
     const KEY: &str = "00112233445566778899aabbccddeeff";
     const IV: &str = "0102030405060708090a0b0c";
 
+    fn np(name: &str) -> NamedProfile {
+        name.parse().unwrap()
+    }
+
     fn err(r: Result<DirectionKeys>) -> (u8, String) {
         let e = r.unwrap_err();
         (crate::error::exit_code(&e), format!("{e:#}"))
@@ -318,7 +324,7 @@ pub(crate) mod tests {
             let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
             for role in [Role::Sender, Role::Receiver] {
-                let l = load(&p, profile, role).unwrap();
+                let l = load(&p, &np(profile), role).unwrap();
                 assert_eq!((l.key(), l.mac_key()), (k.key(), k.mac_key()), "{profile}");
             }
             assert!(write_new(&p, profile, &k).is_err(), "no overwrite");
@@ -344,7 +350,7 @@ pub(crate) mod tests {
             (big.as_path(), "more than the 16384"),
         ] {
             for role in [Role::Sender, Role::Receiver] {
-                let (code, msg) = err(load(p, "aes128-gcm", role));
+                let (code, msg) = err(load(p, &np("aes128-gcm"), role));
                 assert_eq!(code, 2, "{msg}");
                 assert!(
                     msg.contains(want) && msg.contains(&p.display().to_string()),
@@ -359,26 +365,26 @@ pub(crate) mod tests {
         let d = Dir::new("sender");
         let body = format!("profile = \"aes128-gcm\"\nkey = \"{KEY}\"\niv = \"{IV}\"\n");
         let open = d.file("open.toml", &body, 0o644);
-        let (code, msg) = err(load(&open, "aes128-gcm", Role::Sender));
+        let (code, msg) = err(load(&open, &np("aes128-gcm"), Role::Sender));
         assert_eq!(code, 2);
         assert!(
             msg.contains("readable by group or others") && msg.contains("chmod 600"),
             "{msg}"
         );
         // A receiver only warns.
-        load(&open, "aes128-gcm", Role::Receiver).unwrap();
+        load(&open, &np("aes128-gcm"), Role::Receiver).unwrap();
         let bare = d.file(
             "bare.toml",
             &format!("key = \"{KEY}\"\niv = \"{IV}\"\n"),
             0o600,
         );
-        let (code, msg) = err(load(&bare, "aes128-gcm", Role::Sender));
+        let (code, msg) = err(load(&bare, &np("aes128-gcm"), Role::Sender));
         assert_eq!(code, 2);
         assert!(
             msg.contains("no `profile` line") && msg.contains("profile = \"aes128-gcm\""),
             "{msg}"
         );
-        load(&bare, "aes128-gcm", Role::Receiver).unwrap();
+        load(&bare, &np("aes128-gcm"), Role::Receiver).unwrap();
     }
 
     /// `--profile` may name another level of the file's suite, never another suite or family.
@@ -396,7 +402,7 @@ pub(crate) mod tests {
             "aes128-gcm/conf",
             " aes128-gcm",
         ] {
-            load(&f, ok, Role::Sender).unwrap_or_else(|e| panic!("{ok}: {e:#}"));
+            load(&f, &np(ok), Role::Sender).unwrap_or_else(|e| panic!("{ok}: {e:#}"));
         }
         for bad in [
             "aes128-ccm",
@@ -404,7 +410,7 @@ pub(crate) mod tests {
             "esp-aes128-gcm",
             "someip-aes128-gcm",
         ] {
-            let (code, msg) = err(load(&f, bad, Role::Sender));
+            let (code, msg) = err(load(&f, &np(bad), Role::Sender));
             assert_eq!(code, 2, "{bad}: {msg}");
             assert!(
                 msg.contains("`profile`") && msg.contains("one key serves one suite"),
@@ -416,14 +422,14 @@ pub(crate) mod tests {
             &format!("profile = \"macsec-gcm-aes-128/auth\"\nkey = \"{KEY}\"\n"),
             0o600,
         );
-        load(&m, "macsec-gcm-aes-128", Role::Sender).unwrap();
-        load(&m, "macsec-gcm-aes-128/conf", Role::Receiver).unwrap();
+        load(&m, &np("macsec-gcm-aes-128"), Role::Sender).unwrap();
+        load(&m, &np("macsec-gcm-aes-128/conf"), Role::Receiver).unwrap();
         let u = d.file(
             "u.toml",
             &format!("profile = \"nope\"\nkey = \"{KEY}\"\n"),
             0o600,
         );
-        let (code, msg) = err(load(&u, "aes128-gcm", Role::Receiver));
+        let (code, msg) = err(load(&u, &np("aes128-gcm"), Role::Receiver));
         assert_eq!(code, 2);
         assert!(msg.contains("`profile`") && msg.contains("nope"), "{msg}");
     }
@@ -455,7 +461,7 @@ pub(crate) mod tests {
         for (profile, body, name) in cases {
             let f = d.file("z.toml", &format!("profile = \"{profile}\"\n{body}"), 0o600);
             for role in [Role::Sender, Role::Receiver] {
-                let (code, msg) = err(load(&f, profile, role));
+                let (code, msg) = err(load(&f, &np(profile), role));
                 assert_eq!(code, 2, "{profile}: {msg}");
                 assert!(
                     msg.contains(name) && msg.contains("all zeros"),
@@ -472,7 +478,7 @@ pub(crate) mod tests {
             ),
             0o600,
         );
-        load(&f, "aes128-gcm", Role::Sender).unwrap();
+        load(&f, &np("aes128-gcm"), Role::Sender).unwrap();
     }
 
     #[test]

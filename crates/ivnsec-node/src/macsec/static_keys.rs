@@ -27,7 +27,7 @@ use std::time::Instant;
 use anyhow::Result;
 use ivnsec_core::channel::DirectionKeys;
 use ivnsec_core::crypto::{MAX_MAC_LEN, MacAlg};
-use ivnsec_core::profile::{MacsecProfile, Profile};
+use ivnsec_core::profile::{MacsecProfile, NamedProfile, Profile};
 use ivnsec_core::sa::secy::{SaKey, tx_sa_identity};
 use ivnsec_core::wire::macsec::Sci;
 use serde_json::{Value, json};
@@ -146,7 +146,7 @@ impl StaticKeys {
         seq_limit: Option<u64>,
         confirm_new_key: bool,
     ) -> Result<StaticKeys> {
-        let name = Profile::Macsec(profile).to_string();
+        let name = NamedProfile::from(Profile::Macsec(profile));
         let keys = keyfile::load(&key_file, &name, keyfile::Role::Sender)?;
         if an > 3 {
             return Err(usage(format!("--an must be 0, 1, 2 or 3, got {an}")));

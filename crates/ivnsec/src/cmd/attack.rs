@@ -11,6 +11,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::output::Json;
+use ivnsec_core::profile::{MacsecProfile, NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::attack::mka::MkaAttack;
 use ivnsec_lab::attack::mka_run::{self, MkaAttackConfig, run_mka_attacks};
@@ -42,6 +43,11 @@ run, so every lost frame is accounted for.
 
 Exit 1 if the receiver accepted any forged or replayed frame, or a legitimate exchange was lost; \
 exit 3 without root (raw sockets and namespaces are needed).
+
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes, the MKA members \
+and the testbed go; the switches are set back): the table (or JSON) holds the classes that \
+finished before it, the one in progress left out, marked `\"interrupted\": true` in JSON and \
+by a last line `interrupted: …` in text; exit 130 (128 + the signal).
 
 SecOC and SOME/IP profiles travel in UDP datagrams between the two ECUs' addresses; the \
 attacker injects whole Ethernet/IPv4/UDP frames with correct checksums, and its garbage goes to \
@@ -114,8 +120,9 @@ pub struct Args {
     /// Profile to attack (repeatable): an IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…
     /// (`ivnsec suites`), someip-SUITE[/auth|/conf] or someip-nosec. Default: aes128-gcm,
     /// macsec-gcm-aes-128, esp-aes128-gcm, secoc-cmac-aes128, someip-aes128-gcm/conf.
-    #[arg(long = "profile", value_name = "P", conflicts_with = "all")]
-    pub profiles: Vec<String>,
+    #[arg(long = "profile", value_name = "P", conflicts_with = "all",
+          value_parser = super::profile_arg)]
+    pub profiles: Vec<NamedProfile>,
     /// Every IVN-AE, MACsec, ESP, SecOC and secured SOME/IP profile with a key (not `plain`,
     /// `crc32` or `someip-nosec`, which protect nothing: name them with --profile to see them
     /// fail). With --mka: the four MACsec profiles.
@@ -210,6 +217,9 @@ struct Output<'a> {
     /// Across hosts: the hosts of the sender, the receiver and the attacker.
     #[serde(skip_serializing_if = "Option::is_none")]
     hosts: Option<serde_json::Value>,
+    /// Stopped by a signal: `results` holds the classes that finished before it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    interrupted: bool,
 }
 
 impl Args {
@@ -229,9 +239,13 @@ impl Args {
         let topology = self.topology()?;
         let through_gateways = matches!(topology, Some(Topology::Bump | Topology::Bump2));
         let profiles = if through_gateways && self.profiles.is_empty() && !self.all {
-            vec![ivnsec_lab::site::GATEWAY_PROFILE.to_string()]
+            vec![
+                ivnsec_lab::site::GATEWAY_PROFILE
+                    .parse()
+                    .expect("the gateways' profile is a profile"),
+            ]
         } else {
-            profiles(self.all, &self.profiles)?
+            profiles(self.all, &self.profiles)
         };
         Ok(AttackConfig {
             profiles,
@@ -253,6 +267,8 @@ impl Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut doc = Json::claim(a.json)?;
     let json = a.json;
+    // Ctrl-C: the classes that finished are printed, marked interrupted.
+    crate::interrupted::watch()?;
     let mut cfg_hosts = None;
     let out = if a.mka {
         if a.pcap.is_some() {
@@ -264,7 +280,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let profiles = if a.all {
             ivnsec_core::sa::macsec::CipherSuite::ALL
                 .iter()
-                .map(|s| s.profile().to_string())
+                .map(|&suite| {
+                    NamedProfile::from(Profile::Macsec(MacsecProfile {
+                        suite,
+                        confidentiality: true,
+                    }))
+                })
                 .collect()
         } else {
             a.profiles.clone()
@@ -308,6 +329,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         })?
     };
 
+    let interrupted = crate::interrupted::requested();
     let failed = out.failed();
     let results = &out.results;
     let where_ = out.testbed.clone();
@@ -327,6 +349,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             verdict: if failed { "fail" } else { "pass" },
             not_run: not_run.len(),
             hosts,
+            interrupted,
         };
         doc.print(&out)?;
     } else {
@@ -351,6 +374,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
             not_run.len(),
             if cfg_hosts.is_some() { "" } else { "testbed " },
         );
+        if interrupted {
+            println!(
+                "{}",
+                crate::interrupted::line(
+                    "the class in progress and those after it did not run (not counted)"
+                )
+            );
+        }
+    }
+    if interrupted {
+        return Ok(crate::interrupted::code());
     }
     Ok(if failed {
         ExitCode::from(1)

@@ -37,6 +37,11 @@ was, goodput, CPU of the camera ECU, the consumer and the machine (% of all core
 increase over the nosec run of the same camera count (when --level includes nosec). Exit 1 when \
 a frame was lost or late.
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes and the testbed \
+go): the report holds the runs (camera count and level) that finished before it, marked \
+`\"interrupted\": true` in JSON and by a last line `interrupted: …` in text; exit 130 (128 + \
+the signal).
+
 As root a `pair` testbed is built and removed afterwards (or --testbed PREFIX uses a running \
 one); otherwise both ECUs run on loopback, which the output says. --topology bump|bump2 builds a \
 bump-in-the-wire testbed instead, the frames going through gateways the run starts (seed 002 \
@@ -172,6 +177,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let cfg = CameraConfig::from(&a);
     cfg.check()?;
+    // Ctrl-C: the runs that finished are printed, marked interrupted.
+    crate::interrupted::watch()?;
     let open = match &a.hosts {
         Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
         None => {
@@ -194,6 +201,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
             p.display(),
             ivnsec_lab::camera::node::CAPTURE_FRAMES
         );
+    }
+    if crate::interrupted::requested() {
+        if a.json {
+            json.print(&crate::interrupted::marked(&report))?;
+        } else {
+            print_report(&report);
+            println!(
+                "{}",
+                crate::interrupted::line("the run in progress and those after it are left out")
+            );
+        }
+        return Ok(crate::interrupted::code());
     }
     if a.json {
         json.print(&report)?;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::esp_outer::UDP_ENCAP_PORT;
 use ivnsec_node::channel::provider;
@@ -16,7 +16,7 @@ use ivnsec_node::keys::highwater;
 
 use crate::cmd::receive::ReplayCheckpointArgs;
 use crate::cmd::send::stop_on_signal;
-use crate::error::{parse_profile, usage};
+use crate::error::usage;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
@@ -85,8 +85,8 @@ pub struct UpArgs {
     /// ESP profile: esp-aes128-gcm, esp-aes256-gcm, esp-chacha20-poly1305, esp-aes128-gmac,
     /// esp-aes256-gmac, esp-null-hmac-sha256, esp-aes128-cbc-hmac-sha256,
     /// esp-aes256-cbc-hmac-sha256.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: NamedProfile,
     /// Key file of the outbound SA (mode 0600, as `ivnsec keygen` writes it).
     #[arg(long, value_name = "FILE")]
     pub tx_keys: PathBuf,
@@ -195,7 +195,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 fn up(a: UpArgs) -> Result<ExitCode> {
-    let alg = match parse_profile(&a.profile)? {
+    let alg = match a.profile.profile() {
         Profile::Esp(alg) => alg,
         p => {
             return Err(usage(format!(

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_node::frames::batch;
 use ivnsec_node::frames::material::{ProtectSettings, SaSettings, VerifySettings};
@@ -34,6 +35,8 @@ Examples:
       --data-id 0x6bc1 --freshness 7 0102030405"
     )]
     Protect {
+        #[command(flatten)]
+        profile: FrameProfileArg,
         #[command(flatten)]
         sa: SaArgs,
         /// Sequence number of the (first) frame, ≥ 1 (IVN-AE, ESP). With `-`, frames are numbered
@@ -69,6 +72,8 @@ Example (two frames protected under one key, verified as a batch):
     )]
     Verify {
         #[command(flatten)]
+        profile: FrameProfileArg,
+        #[command(flatten)]
         sa: SaArgs,
         /// Replay window W: 0 accepts only increasing sequence numbers; otherwise a frame within
         /// W of the highest is accepted once; at most 65536. (SecOC: see --acceptance-window.)
@@ -94,14 +99,20 @@ Example (two frames protected under one key, verified as a batch):
     },
 }
 
-/// The security association, as given on the command line.
+/// The profile of `frame protect|verify`, parsed here (a name that is no profile is worded as
+/// the frame tools word each family's).
 #[derive(clap::Args, Debug)]
-pub struct SaArgs {
+pub struct FrameProfileArg {
     /// Profile: an IVN-AE suite name, with `/auth` or `/conf` for AEAD suites (default conf);
     /// or a standard protocol profile (`macsec-…`, `esp-…`, `secoc-…`). `ivnsec suites` lists
     /// them.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::frame_profile_arg)]
+    pub profile: NamedProfile,
+}
+
+/// The security association beyond its profile, as given on the command line.
+#[derive(clap::Args, Debug)]
+pub struct SaArgs {
     /// Cipher key in hex (AEAD and AES-CBC/CTR suites).
     #[arg(long)]
     pub key: Option<String>,
@@ -125,10 +136,12 @@ pub struct SaArgs {
     pub provider: ProviderChoice,
 }
 
-impl From<SaArgs> for SaSettings {
-    fn from(a: SaArgs) -> SaSettings {
+impl SaArgs {
+    /// The settings of the SA of `profile`.
+    pub fn settings(self, profile: NamedProfile) -> SaSettings {
+        let a = self;
         SaSettings {
-            profile: a.profile,
+            profile,
             key: a.key.map(Zeroizing::new),
             mac_key: a.mac_key.map(Zeroizing::new),
             iv: a.iv,
@@ -145,6 +158,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut stderr = std::io::stderr();
     match args {
         Args::Protect {
+            profile,
             sa,
             seq,
             macsec,
@@ -153,7 +167,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             frame,
         } => {
             let s = ProtectSettings {
-                sa: sa.into(),
+                sa: sa.settings(profile.profile),
                 seq,
                 macsec: macsec.into(),
                 esp: esp.into(),
@@ -163,6 +177,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok(ExitCode::from(o.exit_code()))
         }
         Args::Verify {
+            profile,
             sa,
             replay_window,
             accept_ivnae_v1,
@@ -172,7 +187,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             frame,
         } => {
             let s = VerifySettings {
-                sa: sa.into(),
+                sa: sa.settings(profile.profile),
                 replay_window,
                 accept_ivnae_v1,
                 macsec: macsec.into(),

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_node::channel::provider;
 use ivnsec_node::macsec::{self as lab, HostSide, KeySource, RunSpec, Scheduling};
 
 use crate::cmd::macsec::{KeySourceArgs, mka_source, static_source};
 use crate::cmd::send::stop_on_signal;
-use crate::error::{parse_profile, usage};
+use crate::error::usage;
 use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
@@ -74,8 +74,8 @@ pub struct Args {
     pub protected: String,
     /// macsec-gcm-aes-128 | macsec-gcm-aes-256 | macsec-gcm-aes-xpn-128 |
     /// macsec-gcm-aes-xpn-256; `/auth` for integrity only (user data in clear).
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: NamedProfile,
     #[command(flatten)]
     pub key_source: KeySourceArgs,
     /// IVN-AE: the key id this gateway's frames carry (byte 16), 0..=255. It is part of the
@@ -203,7 +203,7 @@ pub const DEFAULT_RCVBUF_MIB: u16 = 4;
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let sched = scheduling(&a)?;
-    let profile = match parse_profile(&a.profile)? {
+    let profile = match a.profile.profile() {
         Profile::Macsec(m) => m,
         Profile::IvnAe(p) => return run_ivnae(a, json, p, sched),
         p => {

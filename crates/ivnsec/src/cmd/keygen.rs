@@ -10,7 +10,8 @@ use anyhow::Result;
 use ivnsec_node::channel::random_keys;
 use ivnsec_node::keys::{keyfile, psk};
 
-use crate::error::{parse_hex, parse_profile, usage};
+use crate::error::{parse_hex, usage};
+use ivnsec_core::profile::NamedProfile;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -40,8 +41,9 @@ Examples:
   ivnsec keygen --mka --cak-bits 256 --ckn 0102030405060708 --out ca256.psk")]
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): the key lengths follow from it.
-    #[arg(long, required_unless_present = "mka", conflicts_with = "mka")]
-    pub profile: Option<String>,
+    #[arg(long, required_unless_present = "mka", conflicts_with = "mka",
+          value_parser = super::profile_arg)]
+    pub profile: Option<NamedProfile>,
     /// Write an MKA pre-shared key (CAK and CKN) for `ivnsec macsec up --psk` instead.
     #[arg(long)]
     pub mka: bool,
@@ -65,16 +67,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "--ckn and --cak-bits describe an MKA pre-shared key: add --mka (and no --profile)",
         ));
     }
-    let Some(profile) = a.profile.as_deref() else {
+    let Some(profile) = &a.profile else {
         return Err(usage("give --profile PROFILE (or --mka)"));
     };
-    let keys = random_keys(parse_profile(profile)?)?;
+    let keys = random_keys(profile.profile())?;
     match &a.out {
         Some(p) => {
-            keyfile::write_new(p, profile, &keys)?;
+            keyfile::write_new(p, profile.name(), &keys)?;
             eprintln!("keys for {profile} written to {} (mode 0600)", p.display());
         }
-        None => print!("{}", *keyfile::render(profile, &keys)),
+        None => print!("{}", *keyfile::render(profile.name(), &keys)),
     }
     Ok(ExitCode::SUCCESS)
 }

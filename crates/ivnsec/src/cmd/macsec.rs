@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_core::wire::ethernet::MacAddr;
 use ivnsec_core::wire::macsec::Sci;
 use ivnsec_crypto::ProviderChoice;
@@ -19,7 +19,7 @@ use ivnsec_node::macsec::{self as lab, KeySource, status};
 
 use crate::cmd::receive::ReplayCheckpointArgs;
 use crate::cmd::send::{parse_mac, stop_on_signal};
-use crate::error::{parse_profile, usage};
+use crate::error::usage;
 use crate::output::Json;
 
 #[derive(Subcommand, Debug)]
@@ -113,8 +113,8 @@ pub struct UpArgs {
     pub tap: String,
     /// macsec-gcm-aes-128 | macsec-gcm-aes-256 | macsec-gcm-aes-xpn-128 |
     /// macsec-gcm-aes-xpn-256; `/auth` for integrity only (user data in clear).
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: NamedProfile,
     #[command(flatten)]
     pub key_source: KeySourceArgs,
     /// Replay window of the receive SAs (0: only increasing PNs; at most 65536).
@@ -284,7 +284,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
 fn up(a: UpArgs) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
-    let profile = match parse_profile(&a.profile)? {
+    let profile = match a.profile.profile() {
         Profile::Macsec(m) => m,
         p => {
             return Err(usage(format!(

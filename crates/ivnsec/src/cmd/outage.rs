@@ -33,8 +33,21 @@ pub fn spec(text: &str, topology: Option<&str>, seed: Option<u64>) -> Result<Out
 }
 
 /// Ends an outage run: the report as JSON when stdout was claimed for it, as text otherwise;
-/// exit 1 when a verdict failed.
+/// exit 1 when a verdict failed. Interrupted, the report (of the profiles that finished) is
+/// marked so and the exit code is 128 + signal.
 pub fn finish(r: &OutageReport, json: &mut Json) -> Result<ExitCode> {
+    if crate::interrupted::requested() {
+        if json.claimed() {
+            json.print(&crate::interrupted::marked(r))?;
+        } else {
+            print(r);
+            println!(
+                "{}",
+                crate::interrupted::line("the profile in progress is left out")
+            );
+        }
+        return Ok(crate::interrupted::code());
+    }
     if json.claimed() {
         json.print(r)?;
     } else {

@@ -14,6 +14,7 @@ use ivnsec_node::frames::pcap_verify::{CaptureSettings, verify_capture};
 use super::frame::SaArgs;
 use super::frame_esp::EspVerifyOpts;
 use super::frame_macsec::MacsecVerifyOpts;
+use ivnsec_core::profile::NamedProfile;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
@@ -45,6 +46,11 @@ Examples:
 
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
+    /// Profile: an IVN-AE suite name, with `/auth` or `/conf` for AEAD suites (default conf);
+    /// or a standard protocol profile (`macsec-…`, `esp-…`, `secoc-…`). `ivnsec suites` lists
+    /// them.
+    #[arg(long, value_parser = super::capture_profile_arg)]
+    profile: NamedProfile,
     #[command(flatten)]
     sa: SaArgs,
     /// Replay window W: 0 accepts only increasing sequence numbers; otherwise a frame within
@@ -81,7 +87,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let a = *a;
             let s = CaptureSettings {
                 rx: VerifySettings {
-                    sa: a.sa.into(),
+                    sa: a.sa.settings(a.profile),
                     replay_window: a.replay_window,
                     accept_ivnae_v1: a.accept_ivnae_v1,
                     macsec: a.macsec.into(),

@@ -13,8 +13,8 @@ use ivnsec_lab::pingpong::run::{Scenario, environment, judge, ms_to_ns, run_scen
 use ivnsec_lab::site::{Layout, ensure_dir, open_site};
 
 use super::lab::{self, ModeArg, WhereArg};
-use crate::error::parse_profile;
 use crate::output::Json;
+use ivnsec_core::profile::{NamedProfile, Profile};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -34,6 +34,12 @@ and a MACsec consumer responds, its `ivnsec macsec up` started by the run with t
 the kernel's spanning tree, the consumer on three links): the exchanges run between sensor1 and \
 the consumer across two switches.
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes and the testbed \
+go), exit 130 (128 + the signal). The scenario in progress is left out: the output (and --out's \
+summary.json) says `\"interrupted\": true` in JSON and ends with a line `interrupted: …` in \
+text. With --outage: the report holds the profiles whose whole outage schedule finished, marked \
+the same way.
+
 Examples:
   ivnsec pingpong --profile aes128-gcm --payload 64 --count 120 --replications 30
   ivnsec pingpong --profile macsec-gcm-aes-128 --payload 1440 --mode busy-poll --pin --json
@@ -45,8 +51,8 @@ Examples:
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: NamedProfile,
     /// Payload bytes per message (≥ 8; the frame must fit the 1500-byte MTU).
     #[arg(long)]
     pub payload: usize,
@@ -91,8 +97,8 @@ pub struct Args {
     pub outage_seed: Option<u64>,
     /// With --outage: another protection to run with the same outages after --profile; repeat
     /// for each (e.g. `--also-profile esp-aes128-gcm --also-profile aes128-gcm`).
-    #[arg(long, value_name = "PROFILE", requires = "outage")]
-    pub also_profile: Vec<String>,
+    #[arg(long, value_name = "PROFILE", requires = "outage", value_parser = super::profile_arg)]
+    pub also_profile: Vec<NamedProfile>,
 }
 
 /// Run settings shared by `pingpong`, `run` (as overrides of the plan) and `validate`.
@@ -131,8 +137,7 @@ pub struct RunOpts {
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let s = Scenario {
-        profile: parse_profile(&a.profile)?,
-        profile_name: a.profile.clone(),
+        profile: a.profile.clone(),
         payload: a.payload,
         count: a.run.count,
         replications: a.run.replications,
@@ -143,6 +148,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         provider: a.run.provider,
     };
     s.check()?;
+    // Ctrl-C: what finished is written, marked interrupted.
+    crate::interrupted::watch()?;
     if let Some(spec) = &a.outage {
         return outage(&a, spec, s, &mut json);
     }
@@ -172,7 +179,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
         ])),
         _ => None,
     };
-    let outcome = run_scenario(&open.site, &s, a.pcap.as_deref())?;
+    let outcome = match run_scenario(&open.site, &s, a.pcap.as_deref()) {
+        Err(_) if crate::interrupted::requested() => {
+            let environment = environment(&open.site, &s, "pingpong");
+            drop(open);
+            return interrupted(&a, &s, environment, &mut json);
+        }
+        r => r?,
+    };
+    if crate::interrupted::requested() {
+        // The signal came as the scenario ended: left out all the same.
+        let environment = environment(&open.site, &s, "pingpong");
+        drop(open);
+        return interrupted(&a, &s, environment, &mut json);
+    }
     let mut environment = environment(&open.site, &s, "pingpong");
     if let Some(w) = watch {
         ivnsec_lab::clock_watch::record(&mut environment, &w.finish());
@@ -188,7 +208,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         requirements: req,
         scenarios: vec![ScenarioRun {
             name: s.name(),
-            profile: s.profile_name.clone(),
+            profile: s.profile.to_string(),
             payload: s.payload,
             frame_bytes: outcome.frame_bytes,
             exchanges: outcome.exchanges.clone(),
@@ -227,6 +247,46 @@ pub fn run(a: Args) -> Result<ExitCode> {
     )
 }
 
+/// Interrupted: the one scenario was in progress, so nothing is kept; the usual output says
+/// so, marked interrupted (--out: a report without scenarios, `"interrupted": true`).
+fn interrupted(
+    a: &Args,
+    s: &Scenario,
+    mut environment: serde_json::Map<String, serde_json::Value>,
+    json: &mut Json,
+) -> Result<ExitCode> {
+    let what = "the scenario was in progress: no exchange is kept";
+    if a.json {
+        json.print(&serde_json::json!({
+            "name": s.name(),
+            "profile": s.profile.to_string(),
+            "payload": s.payload,
+            "interrupted": true,
+        }))?;
+    } else {
+        println!("transport: {}", environment["transport"]);
+        println!(
+            "mode: {}{}",
+            s.mode.as_str(),
+            if s.pin { ", pinned" } else { "" }
+        );
+        println!("{}", crate::interrupted::line(what));
+    }
+    if let Some(dir) = &a.out {
+        environment.insert("interrupted".into(), serde_json::json!(true));
+        let report = Report {
+            experiments: Default::default(),
+            environment,
+            requirements: Requirements::default(),
+            scenarios: Vec::new(),
+            baseline_sockperf: None,
+        };
+        report.write_dir(dir)?;
+        eprintln!("report: {}", dir.join("index.html").display());
+    }
+    Ok(crate::interrupted::code())
+}
+
 /// `pingpong --outage`: plain, then the profile, on a fresh `production` testbed with the same
 /// seeded link outages (ivnsec_lab::outage).
 fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode> {
@@ -245,16 +305,17 @@ fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode
         )));
     }
     let mut scenarios = Vec::new();
-    let names = ["plain", a.profile.as_str()]
-        .into_iter()
-        .chain(a.also_profile.iter().map(String::as_str));
+    let plain = NamedProfile::from(Profile::PLAIN);
+    let names = [&plain, &a.profile].into_iter().chain(&a.also_profile);
     for name in names {
-        if scenarios.iter().any(|x: &Scenario| x.profile_name == name) {
+        if scenarios
+            .iter()
+            .any(|x: &Scenario| x.profile.name() == name.name())
+        {
             continue;
         }
         let mut x = s.clone();
-        x.profile = parse_profile(name)?;
-        x.profile_name = name.to_string();
+        x.profile = name.clone();
         x.count = count as u32;
         x.replications = 1;
         x.pause_ns = ms_to_ns("--pause-ms", pause_ms, false)?;

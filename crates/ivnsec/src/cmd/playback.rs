@@ -34,7 +34,9 @@ For the sockperf baseline the capture is written as a playback CSV (times that d
 are moved 1 ns on, sizes clamped to 14..=64000, and the report says how many).
 Messages smaller than 16 bytes (the sequence number and send time) are sent as 16 bytes.
 
-A bad timeline is an error naming the line (CSV) or the record (pcap), exit 2.
+A bad timeline is an error naming the line (CSV) or the record (pcap), exit 2. Ctrl-C \
+(SIGINT; also SIGTERM, SIGHUP) stops the run within a second: the report holds the profiles \
+that finished, marked interrupted as `ivnsec underload`'s, exit 130 (128 + the signal).
 
 As root a `sensors:1` testbed is built (sensor1 → consumer); --topology bump|bump2 runs through \
 bump-in-the-wire gateways the run starts instead (seed 002 testbench 2; docs/gateway.md), \

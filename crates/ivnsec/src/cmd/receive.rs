@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_net::sys::monotonic_ns;
 use serde_json::json;
@@ -22,7 +23,6 @@ use ivnsec_node::channel::open as open_channel;
 use ivnsec_node::keys::keyfile;
 use ivnsec_node::keys::rxmark::{self, Checkpoint, RxMark};
 
-use crate::error::parse_profile;
 use crate::output::Json;
 use ivnsec_net::link::{Link, LinkSpec};
 
@@ -57,8 +57,8 @@ Examples:
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: NamedProfile,
     /// Key file of the sender's direction (TOML with hex `key`, `mac_key`, `iv`; at most 16 KiB;
     /// an all-zero key is refused, a file others may read only warned about).
     #[arg(long, value_name = "FILE")]
@@ -151,7 +151,7 @@ impl ReplayCheckpointArgs {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
-    let family = parse_profile(&a.profile)?;
+    let family = a.profile.profile();
     let keys = keyfile::load(&a.keys, &a.profile, keyfile::Role::Receiver)?;
     let deadline_ns = match a.seconds {
         Some(s) if !s.is_finite() || s <= 0.0 || s > 1e7 => {
@@ -332,7 +332,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .map(|(r, n)| (r.name().to_string(), json!(n)))
             .collect();
         let v = json!({
-            "profile": a.profile,
+            "profile": a.profile.name(),
             "received": received,
             "accepted": accepted,
             "dropped": drops.total(),

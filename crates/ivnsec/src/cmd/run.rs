@@ -23,8 +23,13 @@ With [[host]] tables (name, ssh, iface, optional ssh_options) the ping-pong and 
 between two hosts over SSH instead of on a testbed (docs/multihost.md); `ivnsec hosts check PLAN` \
 checks the hosts first.
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second: its nodes are stopped, \
+the testbed is removed, and the report holds the scenarios and experiments that finished \
+before it, marked interrupted (summary.json \"interrupted\": true).
+
 Exit codes: 0 every verdict passed, 1 a verdict failed (the report is written first), 2 a plan \
-or usage error, 3 a missing privilege or tool.
+or usage error, 3 a missing privilege or tool, 130 interrupted by Ctrl-C (128 + the signal: \
+143 for SIGTERM).
 
 Examples:
   ivnsec run plans/seed000.toml --out seed000-report/
@@ -128,7 +133,7 @@ impl Overrides {
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::load(&a.plan, &a.overrides.run_section())?;
     // Ctrl-C stops the run between (and inside) measurements; the report is still written.
-    ivnsec_lab::interrupt::watch().context("installing the Ctrl-C handler")?;
+    crate::interrupted::watch()?;
     ivnsec_lab::site::ensure_dir(&a.out)?;
     let open = if plan.scenarios.is_empty() {
         None
@@ -223,7 +228,7 @@ pub fn finish(report: &Report, out: &Path) -> Result<ExitCode> {
     println!("report: {}", out.join("index.html").display());
     if summary.interrupted {
         eprintln!("ivnsec: interrupted; the report holds what finished before it");
-        return Ok(ExitCode::from(ivnsec_lab::interrupt::EXIT_CODE));
+        return Ok(ExitCode::from(ivnsec_lab::interrupt::exit_code()));
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

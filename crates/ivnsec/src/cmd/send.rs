@@ -17,13 +17,12 @@ use crate::error::{EnvError, usage};
 use ivnsec_core::channel::{
     Channel, ChannelOptions, DirectionKeys, Ends, REPLAY_WINDOW, UDP_AT, sa_identity,
 };
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_node::channel::open as open_channel;
 use ivnsec_node::keys::highwater::{self, HighWater, HwError};
 use ivnsec_node::keys::keyfile;
 
-use crate::error::parse_profile;
 use crate::output::Json;
 use ivnsec_net::link::{Link, LinkSpec};
 
@@ -72,8 +71,8 @@ Examples (one key file per profile):
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: NamedProfile,
     /// Key file (TOML with `profile` and hex `key`, `mac_key`, `iv`; `ivnsec keygen` writes
     /// one). Must be mode 0600 (no group/other access) and name --profile's suite.
     #[arg(long, value_name = "FILE")]
@@ -203,7 +202,7 @@ pub fn stop_on_signal() -> Result<Arc<AtomicBool>> {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
-    let family = parse_profile(&a.profile)?;
+    let family = a.profile.profile();
     let Some(state_dir) = a.state_dir.clone() else {
         return Err(usage(format!(
             "refusing to send under the long-term key in {} without --state-dir: every nonce is \
@@ -434,7 +433,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         w.flush()?;
     }
     let summary = json!({
-        "profile": a.profile,
+        "profile": a.profile.name(),
         "sent": sent,
         "first_seq": first_sent,
         "last_seq": last_sent,

@@ -17,8 +17,9 @@ use ivnsec_lab::tdma::run::{RunConfig, run_profile};
 use ivnsec_lab::tdma::schedule::{NoFit, Params, Schedule, build};
 use ivnsec_lab::tdma::{Duration, Rate};
 
-use crate::error::{parse_profile, usage};
+use crate::error::usage;
 use crate::output::Json;
+use ivnsec_core::profile::NamedProfile;
 
 /// The `tdma` subcommands.
 #[derive(Subcommand, Debug)]
@@ -107,8 +108,8 @@ pub struct CapacityArgs {
     tag_bytes: Option<u32>,
     /// Add what an IVN-AE or MACsec profile adds to each plain Ethernet frame (header, tag,
     /// padding; `ivnsec suites` lists them), e.g. hmac-sha1, aes128-gcm, macsec-gcm-aes-128.
-    #[arg(long, value_name = "PROFILE")]
-    suite: Option<String>,
+    #[arg(long, value_name = "PROFILE", value_parser = super::profile_arg)]
+    suite: Option<NamedProfile>,
     /// Print {"rows": [{frame_bytes, rate_bps, bp_ms, gp_ms, switches, frame_time_ms,
     /// max_tt_ms, nf_max}]} instead of a table (max_tt_ms null without a Max_TT).
     #[arg(long)]
@@ -119,7 +120,7 @@ impl CapacityArgs {
     /// The lab's query for these options.
     fn query(&self) -> Result<Query> {
         let tag = match (&self.suite, self.tag_bytes) {
-            (Some(name), _) => Tag::Suite(parse_profile(name)?),
+            (Some(p), _) => Tag::Suite(p.profile()),
             (None, Some(n)) => Tag::Bytes(n),
             (None, None) => Tag::None,
         };
@@ -290,8 +291,8 @@ pub struct ScheduleArgs {
     #[command(flatten)]
     pub frame: FrameArgs,
     /// Profile that frames the flows given with a payload (a flow's own `profile` wins).
-    #[arg(long)]
-    pub profile: Option<String>,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: Option<NamedProfile>,
     /// Crypto provider (for frame sizes): portable, fast, openssl, or auto.
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
@@ -325,9 +326,15 @@ The bench's switches run no probe of ivnsec's: the per-switch forwarding delay (
 \"Diff\") is reported as not measured with the reason; --topology cascade:N declares how many \
 switches lie between the hosts (eq. 9's GP × N_switch). No --pcap there.
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its ECUs, probes and the \
+testbed go). If the schedule run had finished, its result is printed with the capacity steps \
+that finished, marked `\"interrupted\": true` in JSON and by a last line `interrupted: …` in \
+text; else {\"interrupted\": true, \"profile\": …} (text: that line alone).
+
 Exit codes: 0 every frame arrived within its slot, 1 a miss or a lost frame, 2 bad options or \
 input, 3 not root or no `ip` command (across hosts: a host unreachable, its node failed or its \
-SSH connection was lost, or clocks neither shared nor PTP-synchronised).
+SSH connection was lost, or clocks neither shared nor PTP-synchronised), 130 interrupted by \
+Ctrl-C (128 + the signal).
 
 Examples:
   ivnsec tdma run --flows flows.toml --bp 10ms --gp 0.2ms --topology cascade:2 --profile hmac-sha1
@@ -344,8 +351,8 @@ pub struct RunArgs {
     pub frame: FrameArgs,
     /// Profile of every frame (`ivnsec suites` lists them). Default: the profile the flows
     /// name, else plain.
-    #[arg(long)]
-    pub profile: Option<String>,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: Option<NamedProfile>,
     /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
@@ -375,7 +382,7 @@ pub struct RunArgs {
 fn from_flows(
     f: &FrameArgs,
     flows_path: &Path,
-    profile: Option<&str>,
+    profile: Option<&NamedProfile>,
     provider: ProviderChoice,
 ) -> Result<std::result::Result<Schedule, (NoFit, u64, u16)>> {
     let need = |v: &Option<String>, opt: &str| {
@@ -391,7 +398,7 @@ fn from_flows(
     let topology = f.topology.as_deref().unwrap_or("cascade:1");
     let switches = ivnsec_lab::tdma::schedule::cascade(topology)?.1;
     let specs = flows::load(flows_path)?;
-    let profile = profile.map(parse_profile).transpose()?;
+    let profile = profile.map(NamedProfile::profile);
     let path = flows_path.display().to_string();
     let resolved = flows::resolve(&path, &specs, profile, provider)?;
     let file = format!("flows file {path}");
@@ -405,7 +412,7 @@ fn schedule(a: ScheduleArgs) -> Result<ExitCode> {
             "--flows FILE is needed (docs/tdma-run.md describes the file)",
         ));
     };
-    match from_flows(&a.frame, path, a.profile.as_deref(), a.provider)? {
+    match from_flows(&a.frame, path, a.profile.as_ref(), a.provider)? {
         Ok(s) => {
             if a.json {
                 let mut v = serde_json::to_value(&s)?;
@@ -451,7 +458,7 @@ fn run_schedule(a: RunArgs) -> Result<ExitCode> {
     };
     let schedule = match (&a.schedule, &a.frame.flows) {
         (Some(p), _) => Schedule::load(p)?,
-        (None, Some(p)) => match from_flows(&a.frame, p, a.profile.as_deref(), a.provider)? {
+        (None, Some(p)) => match from_flows(&a.frame, p, a.profile.as_ref(), a.provider)? {
             Ok(s) => s,
             Err((no, bp, switches)) => return Err(usage(no.reason(bp, switches))),
         },
@@ -461,20 +468,41 @@ fn run_schedule(a: RunArgs) -> Result<ExitCode> {
             ));
         }
     };
-    let (profile, profile_name) = run_profile(&schedule, a.profile.as_deref())?;
+    let profile = run_profile(&schedule, a.profile.as_ref())?;
     let cfg = RunConfig {
         schedule,
         profile,
-        profile_name,
         provider: a.provider,
         periods: a.periods,
         capacity: !a.no_capacity,
         pcap: a.pcap.clone(),
     };
+    // Ctrl-C: what finished is printed, marked interrupted.
+    crate::interrupted::watch()?;
     let r = match &hosts {
-        Some(h) => ivnsec_lab::tdma::run::run_hosts(&cfg, &h[0], &h[1])?,
-        None => ivnsec_lab::tdma::run::run(&cfg)?,
+        Some(h) => ivnsec_lab::tdma::run::run_hosts(&cfg, &h[0], &h[1]),
+        None => ivnsec_lab::tdma::run::run(&cfg),
     };
+    if crate::interrupted::requested() {
+        let what = "the measurement in progress is left out";
+        match r {
+            Ok(r) if a.json => json.print(&crate::interrupted::marked(&r))?,
+            Ok(r) => {
+                print!("{}", r.to_text());
+                println!("{}", crate::interrupted::line(what));
+            }
+            Err(_) if a.json => json.print(&serde_json::json!({
+                "interrupted": true,
+                "profile": cfg.profile.name(),
+            }))?,
+            Err(_) => println!(
+                "{}",
+                crate::interrupted::line("the schedule run did not finish: nothing measured")
+            ),
+        }
+        return Ok(crate::interrupted::code());
+    }
+    let r = r?;
     if a.json {
         json.print(&r)?;
     } else {

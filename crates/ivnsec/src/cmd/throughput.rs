@@ -50,6 +50,12 @@ share is what is left after them). --topology bump is seed 002's testbench 2: th
 sends through its gateway gw1 to a MACsec consumer whose `ivnsec macsec up` the run starts with \
 the gateway's key (roles gw1 and consumer-macsec).
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes, iperf3 and the \
+testbed go): the runs that finished are printed (the `plain` baseline run among them), the one \
+in progress is left out, marked `\"interrupted\": true` in JSON (with nothing of --profile \
+finished: {\"interrupted\": true, \"profile\": …, \"finished\": [runs]}) and by a last line \
+`interrupted: …` in text; exit 130 (128 + the signal).
+
 Examples:
   ivnsec throughput --profile macsec-gcm-aes-128 --payload 1440
   ivnsec throughput --profile aes128-gcm --payload 1440 --rate 1G --json
@@ -61,8 +67,8 @@ Examples:
 pub struct Args {
     /// Profile (`ivnsec suites` lists them): IVN-AE suite[/auth|/conf], macsec-…, esp-…, secoc-…;
     /// or someip-SUITE[/auth|/conf], someip-nosec.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, value_parser = super::profile_arg)]
+    pub profile: ivnsec_core::profile::NamedProfile,
     /// Payload bytes per frame (≥ 1; the frame must fit the 1500-byte MTU).
     #[arg(long)]
     pub payload: usize,
@@ -162,6 +168,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => layout(cfg.senders),
     };
     let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
+    crate::interrupted::watch()?;
     let open = match &a.hosts {
         Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
         None => ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?,
@@ -176,7 +183,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         !a.no_baseline,
         a.pcap.as_deref(),
     )?;
+    // The testbed goes first (also when interrupted: before anything is printed).
     drop(open);
+    if crate::interrupted::requested() {
+        return interrupted(a.profile.name(), results, &mut json);
+    }
     let r = results.pop().expect("one profile, one result");
     if let Some(p) = &a.pcap {
         eprintln!("capture: {} (the first frames of sender 1)", p.display());
@@ -187,6 +198,32 @@ pub fn run(a: Args) -> Result<ExitCode> {
         print_result(&r);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The output of a run stopped by a signal: the result of `profile` marked interrupted when
+/// its run finished, else what did finish (the `plain` baseline run) under `finished`.
+fn interrupted(profile: &str, results: Vec<ThroughputResult>, json: &mut Json) -> Result<ExitCode> {
+    let ours = results.iter().position(|r| r.profile == profile);
+    if json.claimed() {
+        match ours {
+            Some(i) => json.print(&crate::interrupted::marked(&results[i]))?,
+            None => json.print(&serde_json::json!({
+                "interrupted": true,
+                "profile": profile,
+                "finished": results,
+            }))?,
+        }
+    } else {
+        for r in &results {
+            print_result(r);
+        }
+        let what = match ours {
+            Some(_) => "the same-run baselines that had not run are missing".to_string(),
+            None => format!("the {profile} run did not finish (not shown)"),
+        };
+        println!("{}", crate::interrupted::line(&what));
+    }
+    Ok(crate::interrupted::code())
 }
 
 fn print_result(r: &ThroughputResult) {

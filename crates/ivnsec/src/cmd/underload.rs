@@ -50,8 +50,13 @@ docs/gateway.md); --topology production from sensor1 to the consumer across seed
 testbench 3 (switches with redundant links under STP; docs/testbed.md), where --outage takes \
 links down and up during the run (docs/experiments.md).
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second (its nodes, sockperf and \
+the testbed go): the report holds the profiles that finished before it, marked \
+`\"interrupted\": true` in JSON and by a last line `interrupted: …` in text (with --outage: \
+the profiles whose whole outage schedule finished).
+
 Exit codes: 0 every profile met the requirement, 1 one did not, 2 usage error, 3 a missing \
-privilege or tool for the requested site.
+privilege or tool for the requested site, 130 interrupted by Ctrl-C (128 + the signal).
 
 Examples:
   ivnsec underload
@@ -100,8 +105,8 @@ pub struct Args {
 pub struct StreamArgs {
     /// Profile to run (repeat for several; `ivnsec suites` lists them). Default: plain,
     /// macsec-gcm-aes-128, esp-null-hmac-sha256 (seed 002's three configurations).
-    #[arg(long = "profile", value_name = "PROFILE")]
-    pub profiles: Vec<String>,
+    #[arg(long = "profile", value_name = "PROFILE", value_parser = super::profile_arg)]
+    pub profiles: Vec<ivnsec_core::profile::NamedProfile>,
     /// Reply to every N-th message (sockperf's --reply-every).
     #[arg(long, default_value_t = 100)]
     pub reply_every: u64,
@@ -155,6 +160,8 @@ impl StreamArgs {
         mut json: Json,
         f: impl FnOnce(&Site, Option<&Path>) -> Result<UnderloadReport>,
     ) -> Result<ExitCode> {
+        // Ctrl-C: the profiles that finished are printed, marked interrupted.
+        crate::interrupted::watch()?;
         let open = match &self.hosts {
             Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
             None => {
@@ -207,6 +214,8 @@ fn outage(
     spec: &ivnsec_lab::outage::OutageSpec,
     mut json: Json,
 ) -> Result<ExitCode> {
+    // Ctrl-C: the profiles that finished are printed, marked interrupted.
+    crate::interrupted::watch()?;
     let report = ivnsec_lab::underload::outage::run_underload_outage(cfg, spec)?;
     super::outage::finish(&report, &mut json)
 }
@@ -225,8 +234,23 @@ fn open(
     Ok(open)
 }
 
-/// Prints the report (text or JSON) and maps the verdict to the exit code.
+/// Prints the report (text or JSON) and maps the verdict to the exit code; interrupted, the
+/// report (of the profiles that finished) is marked so and the exit code is 128 + signal.
 fn finish(r: &UnderloadReport, json: &mut Json) -> Result<ExitCode> {
+    if crate::interrupted::requested() {
+        if json.claimed() {
+            json.print(&crate::interrupted::marked(r))?;
+        } else {
+            print_report(r);
+            println!(
+                "{}",
+                crate::interrupted::line(
+                    "the profile in progress and the sockperf baseline are left out"
+                )
+            );
+        }
+        return Ok(crate::interrupted::code());
+    }
     if json.claimed() {
         json.print(r)?;
     } else {

@@ -39,8 +39,13 @@ a pair testbed of its own; AES by chunk size and the offload break-evens; TLS ha
 Tables 5.1 and 5.2; ESP protect/verify cost per size). Throughput verdicts are seed 002's cost rules: \
 < 5 % goodput and < 5 points of CPU over the same run's plain.
 
+Ctrl-C (SIGINT; also SIGTERM, SIGHUP) stops the run within a second: its nodes are stopped, \
+the testbed is removed, and the report holds the scenarios and experiments that finished \
+before it, marked interrupted (summary.json \"interrupted\": true).
+
 Exit codes: 0 every verdict passed, 1 a verdict failed (after writing the report), 2 usage \
-error, 3 a missing privilege or tool for the requested site.
+error, 3 a missing privilege or tool for the requested site, 130 interrupted by Ctrl-C (128 + \
+the signal: 143 for SIGTERM).
 
 Examples:
   sudo ivnsec validate
@@ -64,6 +69,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let plan = plan::preset(&a.preset, &a.overrides.run_section())?;
+    // Ctrl-C stops the run between (and inside) measurements; the report is still written.
+    crate::interrupted::watch()?;
     ivnsec_lab::site::ensure_dir(&a.out)?;
     let open = if plan.scenarios.is_empty() {
         None

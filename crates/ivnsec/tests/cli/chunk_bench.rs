@@ -153,3 +153,160 @@ fn suites_states_the_break_evens() {
         && x["above"] == "openssl"));
     assert!(v["profiles"].as_array().unwrap().len() > 10);
 }
+
+/// `ivnsec suites --calibrate --cache FILE` measures the providers here, writes a table `auto`
+/// reads (every primitive, picks that follow from its figures), and with IVNSEC_AUTO_TABLE=FILE
+/// `suites`, `--version` and `suites --json` say the table is this calibration and show its
+/// picks; a corrupt file gives the built-in table with one warning; IVNSEC_AUTO_TABLE=builtin
+/// the built-in table.
+#[test]
+fn calibrate_writes_the_table_auto_reads() {
+    let dir = std::env::temp_dir().join(format!("ivnsec-test-calibrate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("sub").join("auto-table.toml");
+    let ivnsec = |args: &[&str], table: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ivnsec"))
+            .args(args)
+            .env("IVNSEC_AUTO_TABLE", table)
+            .output()
+            .expect("run ivnsec")
+    };
+    let f = file.to_str().unwrap();
+    let o = ivnsec(
+        &[
+            "suites",
+            "--calibrate",
+            "--seconds",
+            "1",
+            "--cache",
+            f,
+            "--json",
+        ],
+        "builtin",
+    );
+    let v = json(&o);
+    assert_eq!(v["cache"], f);
+    // IVNSEC_AUTO_TABLE=builtin: written, but not what auto reads, and it says so.
+    assert_eq!(v["auto_reads_it"], false);
+    assert!(
+        v["note"]
+            .as_str()
+            .unwrap()
+            .contains("IVNSEC_AUTO_TABLE=builtin")
+    );
+    let prims = v["primitives"].as_array().unwrap();
+    assert_eq!(prims.len(), 8, "{v}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let t: toml::Table = text.parse().unwrap();
+    assert_eq!(t["version"].as_integer(), Some(1));
+    assert_eq!(t["sizes"].as_array().unwrap().len(), 8);
+    let file_prims = t["primitive"].as_array().unwrap();
+    assert_eq!(file_prims.len(), 8);
+    // The JSON's picks are the file's, and every provider measured has a positive figure at
+    // every size.
+    let mut want = Vec::new();
+    for (p, fp) in prims.iter().zip(file_prims) {
+        assert_eq!(p["primitive"].as_str(), fp["name"].as_str());
+        let picks = p["picks"].as_array().unwrap();
+        let fpicks = fp["picks"].as_array().unwrap();
+        assert!((1..=2).contains(&picks.len()), "{p}");
+        assert_eq!(picks.len(), fpicks.len());
+        for (a, b) in picks.iter().zip(fpicks) {
+            assert_eq!(a["provider"].as_str(), b["provider"].as_str());
+            assert_eq!(
+                a["up_to"].as_i64(),
+                b.get("up_to").and_then(|x| x.as_integer())
+            );
+        }
+        for (prov, ns) in p["ns"].as_object().unwrap() {
+            let ns = ns.as_array().unwrap();
+            assert_eq!(ns.len(), 8, "{prov}");
+            assert!(
+                ns.iter().all(|x| x.as_f64().unwrap() > 0.0),
+                "{prov}: {ns:?}"
+            );
+        }
+        want.push(p["auto"].as_str().unwrap().to_string());
+    }
+
+    // Read back: `suites` says the table is calibrated and prints its picks.
+    let o = ivnsec(&["suites"], f);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("auto table: calibrated on this machine ("),
+        "{out}"
+    );
+    assert!(out.contains(f), "{out}");
+    for w in &want {
+        assert!(out.contains(&format!("\n  {w}\n")), "{w} not in {out}");
+    }
+    assert!(String::from_utf8_lossy(&o.stderr).is_empty());
+    let v = json(&ivnsec(&["suites", "--json"], f));
+    assert_eq!(v["auto_table_calibrated"], true);
+    assert!(
+        v["auto_table_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("calibrated on this machine")
+    );
+    let o = ivnsec(&["--version"], f);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("auto table: calibrated on this machine ("),
+        "{out}"
+    );
+    assert!(out.contains(&want[0]), "{out}");
+
+    // The built-in table, forced.
+    let o = ivnsec(&["suites"], "builtin");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("auto table: built-in"), "{out}");
+    assert!(out.contains("IVNSEC_AUTO_TABLE=builtin"), "{out}");
+
+    // A corrupt file: the built-in table, one warning, exit 0.
+    std::fs::write(&file, text.replace("version = 1", "version = 7")).unwrap();
+    let o = ivnsec(&["suites"], f);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("warning").count(), 1, "{err}");
+    assert!(err.contains("version 7"), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("auto table: built-in"), "{out}");
+    assert!(out.contains("chacha20-poly1305 at 2048 B (fast up to it, openssl above)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The options of `--calibrate` need it; --seconds out of range and a cache path that is a
+/// directory are usage errors (2); a cache that cannot be written is an environment problem (3),
+/// found before anything is measured.
+#[test]
+fn calibrate_refuses_bad_input() {
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_ivnsec"))
+            .arg("suites")
+            .args(args)
+            .output()
+            .expect("run ivnsec");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--seconds", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--calibrate"), "{err}");
+    let (code, err) = run(&["--calibrate", "--seconds", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("0.1..=600"), "{err}");
+    let dir = std::env::temp_dir();
+    let (code, err) = run(&["--calibrate", "--cache", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+    // Under a regular file: no directory can be made there (also as root).
+    let exe = env!("CARGO_BIN_EXE_ivnsec");
+    let (code, err) = run(&["--calibrate", "--cache", &format!("{exe}/auto-table.toml")]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("cannot write the calibration"), "{err}");
+    assert!(!err.contains("measuring"), "it measured first: {err}");
+}

@@ -1,8 +1,8 @@
 //! The exit-code table of the README, checked: every command on the inputs the table names, one
 //! row each, with the code and a part of the message the table promises. 0 success, 1 a
 //! verification or verdict failed, 2 usage or configuration error, 3 environment problem.
-//! 130/143 (interrupted by SIGINT/SIGTERM) is not checked here: it needs a command holding a
-//! testbed, and the Ctrl-C handling of the long commands is still to come (issue 32).
+//! 130/143 (interrupted by SIGINT/SIGTERM) is not checked here: it needs a long command holding
+//! a testbed; tests/interrupt.rs checks it for each long command (and cli_report.rs for `run`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};
@@ -275,6 +275,23 @@ fn every_command_exits_with_the_documented_code() {
             2,
             "editcap -F pcap",
         ),
+        row(
+            "suites --calibrate: --seconds out of range",
+            &["suites", "--calibrate", "--seconds", "0"],
+            2,
+            "0.1..=600",
+        ),
+        with(
+            "suites --calibrate: a cache path that is a directory",
+            vec![
+                "suites".into(),
+                "--calibrate".into(),
+                "--cache".into(),
+                p(""),
+            ],
+            2,
+            "is a directory",
+        ),
         with(
             "receive: a missing key file",
             {
@@ -297,6 +314,17 @@ fn every_command_exits_with_the_documented_code() {
             keyserver(&tcp_in_use),
             3,
             "another process listens there",
+        ),
+        with(
+            "suites --calibrate: a cache that cannot be written",
+            vec![
+                "suites".into(),
+                "--calibrate".into(),
+                "--cache".into(),
+                p("k.toml/auto-table.toml"),
+            ],
+            3,
+            "cannot write the calibration",
         ),
         with(
             "receive --udp: not an address of this host",

@@ -376,9 +376,12 @@ fn two_hosts_talk_macsec_through_their_taps() {
 /// SecY and the portable provider, as an attacker holding the key could).
 fn forge(keys: &Path, profile: &str, pn: u64) -> Vec<u8> {
     use ivnsec_core::sa::secy::{SaKey, SecY, SecyConfig};
-    let k =
-        ivnsec_node::keys::keyfile::load(keys, profile, ivnsec_node::keys::keyfile::Role::Receiver)
-            .unwrap();
+    let k = ivnsec_node::keys::keyfile::load(
+        keys,
+        &profile.parse().unwrap(),
+        ivnsec_node::keys::keyfile::Role::Receiver,
+    )
+    .unwrap();
     let mut s = SecY::new(
         ivnsec_crypto::PORTABLE,
         &SecyConfig {
