@@ -184,7 +184,7 @@ fn calibrate_writes_the_table_auto_reads() {
         ],
         "builtin",
     );
-    let v = json(&o);
+    let v = with_codes("suites --calibrate", &o, &[0]);
     assert_eq!(v["cache"], f);
     // IVNSEC_AUTO_TABLE=builtin: written, but not what auto reads, and it says so.
     assert_eq!(v["auto_reads_it"], false);
@@ -242,7 +242,7 @@ fn calibrate_writes_the_table_auto_reads() {
         assert!(out.contains(&format!("\n  {w}\n")), "{w} not in {out}");
     }
     assert!(String::from_utf8_lossy(&o.stderr).is_empty());
-    let v = json(&ivnsec(&["suites", "--json"], f));
+    let v = with_codes("suites", &ivnsec(&["suites", "--json"], f), &[0]);
     assert_eq!(v["auto_table_calibrated"], true);
     assert!(
         v["auto_table_source"]

@@ -2,7 +2,7 @@
 //! row each, with the code and a part of the message the table promises. 0 success, 1 a
 //! verification or verdict failed, 2 usage or configuration error, 3 environment problem.
 //! 130/143 (interrupted by SIGINT/SIGTERM) is not checked here: it needs a long command holding
-//! a testbed; tests/interrupt.rs checks it for each long command (and cli_report.rs for `run`).
+//! a testbed; testbed_pair/interrupt.rs checks it for each long command (and cli/report.rs for `run`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};

@@ -12,6 +12,7 @@ mod attack;
 mod camera;
 mod clock;
 mod esp_tunnel;
+mod interrupt;
 mod json_output;
 mod macsec_tap;
 mod nonce;

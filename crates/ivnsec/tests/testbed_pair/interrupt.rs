@@ -3,13 +3,10 @@
 //! something (a progress line, or the node processes of its next measurement), sends SIGINT and
 //! checks that it exits 130 within [`STOP_BOUND`], that its output holds what finished, marked
 //! interrupted, and that its testbed is gone (no namespace of its prefix, no state file).
-//! `ivnsec run` over loopback (no root) is checked in cli_report.rs; here its SIGTERM exit.
+//! `ivnsec run` over loopback (no root) is checked in cli/report.rs; here its SIGTERM exit.
 //!
 //! The design target is one second from the signal to the exit; the bound here is wider for a
 //! loaded CI machine, and each test prints the time it measured.
-
-#[macro_use]
-mod common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -18,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::{TempDir, text};
+use crate::common::{TempDir, text};
 
 /// The most a command may take to exit after the signal in these tests.
 const STOP_BOUND: Duration = Duration::from_secs(5);
