@@ -110,45 +110,6 @@ pub enum Command {
     Tdma(cmd::tdma::Args),
 }
 
-/// The version line of `-V`: the package version and the build (`git describe`).
-pub fn short_version() -> String {
-    format!(
-        "{} ({})",
-        env!("CARGO_PKG_VERSION"),
-        env!("IVNSEC_GIT_DESCRIBE")
-    )
-}
-
-/// What `--version` prints after the name: version, build and the crypto providers with the
-/// table `--provider auto` reads.
-pub fn long_version() -> String {
-    let providers = ivnsec_crypto::PROVIDERS
-        .iter()
-        .map(|p| {
-            if p.name == "openssl" {
-                format!(
-                    "{} ({}, {})",
-                    p.name,
-                    p.library,
-                    ivnsec_crypto::openssl_version()
-                )
-            } else {
-                format!("{} ({})", p.name, p.library)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "{}\nbuild: {} ({} profile, {})\nproviders: {providers}\nauto table: {}\n  {}",
-        env!("CARGO_PKG_VERSION"),
-        env!("IVNSEC_GIT_DESCRIBE"),
-        env!("IVNSEC_BUILD_PROFILE"),
-        env!("IVNSEC_BUILD_TARGET"),
-        ivnsec_crypto::auto_table_source(),
-        ivnsec_crypto::describe_auto_table().replace("; ", "\n  "),
-    )
-}
-
 /// Parses the command line (with the build's version texts), the options of a daemon's
 /// `--config FILE` added where the command line does not give them ([`crate::daemon`]).
 pub fn parse<I, T>(args: I) -> Result<Cli, crate::daemon::ParseError>
@@ -157,8 +118,8 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     use crate::daemon::ParseError;
-    use clap::{CommandFactory, FromArgMatches};
-    let cmd = with_version(Cli::command());
+    use clap::FromArgMatches;
+    let cmd = full_command();
     let argv = crate::daemon::with_config(&cmd, args.into_iter().map(Into::into).collect())?;
     let matches = match cmd.clone().try_get_matches_from(&argv) {
         Ok(m) => m,
@@ -217,9 +178,9 @@ fn profile_or_clap(
     crate::daemon::ParseError::Profile(crate::error::usage(first))
 }
 
-/// The command with the build's version texts.
-pub fn with_version(cmd: clap::Command) -> clap::Command {
-    cmd.version(short_version()).long_version(long_version())
+/// The whole command with the build's version texts, as the man pages and completions show it.
+pub fn full_command() -> clap::Command {
+    crate::version::with_version(<Cli as clap::CommandFactory>::command())
 }
 
 #[cfg(test)]
@@ -291,6 +252,6 @@ mod tests {
     #[test]
     fn command_definition_is_consistent() {
         use clap::CommandFactory;
-        with_version(Cli::command()).debug_assert();
+        crate::version::with_version(Cli::command()).debug_assert();
     }
 }

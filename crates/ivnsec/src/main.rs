@@ -7,6 +7,7 @@ mod daemon;
 mod error;
 mod interrupted;
 mod output;
+mod version;
 
 use std::process::ExitCode;
 
@@ -54,8 +55,8 @@ fn main() -> ExitCode {
         Command::Gateway(args) => cmd::gateway::run(*args),
         Command::Pki(args) => cmd::pki::run(args),
         Command::Keyserver(args) => cmd::pki::keyserver(args),
-        Command::Completions(args) => cmd::dist::completions(args),
-        Command::Man(args) => cmd::dist::man(args),
+        Command::Completions(args) => cmd::dist::completions(args, cli::full_command()),
+        Command::Man(args) => cmd::dist::man(args, cli::full_command()),
     };
     match result {
         Ok(code) => code,

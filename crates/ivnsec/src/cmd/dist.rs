@@ -6,10 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
 use crate::error::usage;
 
 #[derive(clap::Args, Debug)]
@@ -39,18 +37,14 @@ pub struct ManArgs {
     pub out: PathBuf,
 }
 
-/// The command as the pages and completions show it: with the long version.
-fn command() -> clap::Command {
-    crate::cli::with_version(Cli::command())
-}
-
-pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
-    let mut cmd = command();
+/// `cmd`: the whole command as the completions show it (with the long version).
+pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> Result<ExitCode> {
     clap_complete::generate(a.shell, &mut cmd, "ivnsec", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn man(a: ManArgs) -> Result<ExitCode> {
+/// `cmd`: the whole command as the pages show it (with the long version).
+pub fn man(a: ManArgs, cmd: clap::Command) -> Result<ExitCode> {
     if a.out.exists() && !a.out.is_dir() {
         return Err(usage(format!(
             "--out {}: exists and is not a folder; give a folder (created if missing)",
@@ -59,7 +53,7 @@ pub fn man(a: ManArgs) -> Result<ExitCode> {
     }
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("--out {}: creating the folder", a.out.display()))?;
-    clap_mangen::generate_to(command(), &a.out)
+    clap_mangen::generate_to(cmd, &a.out)
         .with_context(|| format!("--out {}: writing the man pages", a.out.display()))?;
     let n = std::fs::read_dir(&a.out)?
         .filter_map(|e| e.ok())

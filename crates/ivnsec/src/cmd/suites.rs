@@ -347,7 +347,7 @@ fn calibrate(args: &Args) -> Result<ExitCode> {
     );
     let cal = calibrate::measure(args.seconds, &calibrate::SIZES, &mut |_| {});
     let facts = cache::Facts {
-        ivnsec: crate::cli::short_version(),
+        ivnsec: crate::version::short_version(),
         date: cache::now_unix(),
         cpu: cpu.clone(),
     };
