@@ -116,6 +116,13 @@ impl Running {
     }
 
     /// SIGINT (or `sig`), then the exit status and how long the command took to exit.
+    /// Lets the command run `settle` longer, sends SIGINT and checks it exits 130 (Ctrl-C).
+    fn ctrl_c_after(&mut self, settle: Duration) {
+        std::thread::sleep(settle);
+        let (st, _) = self.interrupt("INT");
+        assert_eq!(st.code(), Some(130), "{}", self.stderr());
+    }
+
     fn interrupt(&mut self, sig: &str) -> (ExitStatus, Duration) {
         assert!(
             self.child.try_wait().unwrap().is_none(),
@@ -273,9 +280,7 @@ fn validate_writes_the_scenarios_that_finished() {
     );
     let prefix = wait_testbed(&d, &mut r);
     r.wait_until("the testbed up", |r| r.stderr().contains("up ("));
-    std::thread::sleep(Duration::from_secs(7));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_secs(7));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["interrupted"], true);
@@ -317,9 +322,7 @@ fn attack_prints_the_classes_that_finished() {
     );
     let prefix = wait_testbed(&d, &mut r);
     r.wait_until("the second class", |r| r.stderr().contains("attack 2/2"));
-    std::thread::sleep(Duration::from_millis(500));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(500));
     let out = r.stdout();
     assert!(out.contains("foreign-source"), "{out}");
     assert!(!out.contains(" flood"), "{out}");
@@ -351,9 +354,7 @@ fn throughput_prints_the_plain_run_when_the_profile_did_not_finish() {
     let prefix = wait_testbed(&d, &mut r);
     // The nodes of the aes128-gcm run: the plain run has finished.
     r.wait_measurement(2);
-    std::thread::sleep(Duration::from_millis(300));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(300));
     let v = r.json();
     assert_eq!(v["interrupted"], true, "{v}");
     assert_eq!(v["profile"], "aes128-gcm", "{v}");
@@ -389,9 +390,7 @@ fn underload_reports_the_profiles_that_finished() {
     );
     let prefix = wait_testbed(&d, &mut r);
     r.wait_until("the second profile", |r| r.stderr().contains("(2 of 2)"));
-    std::thread::sleep(Duration::from_millis(500));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(500));
     let v = r.json();
     assert_eq!(v["interrupted"], true, "{v}");
     let runs = v["runs"].as_array().unwrap();
@@ -428,9 +427,7 @@ fn camera_reports_the_runs_that_finished() {
     );
     let prefix = wait_testbed(&d, &mut r);
     r.wait_measurement(2);
-    std::thread::sleep(Duration::from_millis(300));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(300));
     let v = r.json();
     assert_eq!(v["interrupted"], true, "{v}");
     assert_eq!(v["results"].as_array().unwrap().len(), 1, "{v}");
@@ -472,9 +469,7 @@ fn tdma_run_prints_the_schedule_run_when_the_capacity_steps_did_not_finish() {
     let prefix = wait_testbed(&d, &mut r);
     // The ECUs of the first capacity step: the schedule run has finished.
     r.wait_measurement(2);
-    std::thread::sleep(Duration::from_millis(300));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(300));
     let v = r.json();
     assert_eq!(v["interrupted"], true, "{v}");
     assert!(v["sent"].as_u64().unwrap() >= 300, "{v}");
@@ -512,9 +507,7 @@ fn pingpong_leaves_out_the_scenario_in_progress() {
     );
     let prefix = wait_testbed(&d, &mut r);
     r.wait_measurement(1);
-    std::thread::sleep(Duration::from_millis(500));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(500));
     let v = r.json();
     assert_eq!(v["interrupted"], true, "{v}");
     assert_eq!(v["name"], "aes128-gcm@64", "{v}");
@@ -552,9 +545,7 @@ fn pingpong_outage_reports_the_profiles_that_finished() {
     );
     let prefix = wait_testbed(&d, &mut r);
     r.wait_measurement(2);
-    std::thread::sleep(Duration::from_millis(500));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(500));
     let v = r.json();
     assert_eq!(v["interrupted"], true, "{v}");
     let runs = v["runs"].as_array().unwrap();
@@ -589,9 +580,7 @@ fn underload_outage_reports_the_profiles_that_finished() {
     );
     let prefix = wait_testbed(&d, &mut r);
     r.wait_measurement(2);
-    std::thread::sleep(Duration::from_millis(500));
-    let (st, _) = r.interrupt("INT");
-    assert_eq!(st.code(), Some(130), "{}", r.stderr());
+    r.ctrl_c_after(Duration::from_millis(500));
     let out = r.stdout();
     assert!(last_line(&out).starts_with("interrupted:"), "{out}");
     assert!(out.contains("\nplain: "), "{out}");
