@@ -17,7 +17,7 @@
 //! is no calibration (the built-in table). A file that cannot be read, is too long, is no valid
 //! TOML, has another version, was made on another CPU (model or flags) or by another kind of
 //! build, or names an unknown primitive or provider, or picks that do not make a table
-//! ([`crate::auto::check_table`]) is not used: `auto` runs the built-in table and one warning says why on stderr. It never
+//! ([`crate::table::check_table`]) is not used: `auto` runs the built-in table and one warning says why on stderr. It never
 //! panics and never runs a provider the file names wrongly.
 
 use std::ffi::OsString;
@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::PROVIDERS;
-use crate::auto::{ALL, Entry, Pick, Table, by_name, primitive_name, tabled_primitives};
 use crate::calibrate::Calibration;
+use crate::providers::PROVIDERS;
+use crate::table::{ALL, Entry, Pick, Table, by_name, primitive_name, tabled_primitives};
 
 /// The version of the file format this build reads and writes.
 pub const VERSION: i64 = 1;
@@ -235,7 +235,7 @@ pub fn provider_libraries() -> Vec<(&'static str, String)> {
         .iter()
         .map(|p| {
             let lib = if p.name == "openssl" {
-                format!("{}, {}", p.library, crate::openssl_version())
+                format!("{}, {}", p.library, crate::providers::openssl_version())
             } else {
                 p.library.to_string()
             };
@@ -389,7 +389,7 @@ pub fn parse(text: &str, cpu: &Cpu) -> Result<Loaded, String> {
         }
         entries.push(Entry { primitive, picks });
     }
-    crate::auto::check_table(&entries)?;
+    crate::table::check_table(&entries)?;
     Ok(Loaded {
         entries,
         date: f.date,
@@ -534,8 +534,8 @@ impl Drop for PendingWrite {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auto::only;
     use crate::calibrate::{Curve, Figures};
+    use crate::table::only;
     use ivnsec_core::crypto::{AeadAlg, Primitive};
 
     fn cpu() -> Cpu {
@@ -548,7 +548,7 @@ mod tests {
     /// A calibration with the built-in table's picks, except ChaCha20-Poly1305 on portable at
     /// every size and AES-128-GCM split fast → openssl at 1440 B.
     fn calibration() -> Calibration {
-        let figures = crate::auto::MEASURED
+        let figures = crate::table::MEASURED
             .iter()
             .map(|m| {
                 let picks = match m.primitive {
@@ -616,7 +616,7 @@ mod tests {
             calibrated: true,
         };
         assert_eq!(
-            crate::auto::describe_picks_in(&t, Primitive::Aead(AeadAlg::ChaCha20Poly1305)),
+            crate::table::describe_picks_in(&t, Primitive::Aead(AeadAlg::ChaCha20Poly1305)),
             "chacha20-poly1305: portable"
         );
         assert_eq!(date_string(1_764_288_000), "2025-11-28");
@@ -721,7 +721,7 @@ mod tests {
         };
         let (t, w) = load_at(&at(false), &cpu());
         assert!(!t.calibrated && w.is_none());
-        assert_eq!(t.source, crate::auto::BUILTIN_SOURCE);
+        assert_eq!(t.source, crate::table::BUILTIN_SOURCE);
         let (t, w) = load_at(&at(true), &cpu());
         assert!(!t.calibrated && w.unwrap().contains("no such file"));
 
@@ -742,7 +742,7 @@ mod tests {
             "{}",
             t.source
         );
-        let picks = crate::auto::picks_in(&t, Primitive::Aead(AeadAlg::ChaCha20Poly1305));
+        let picks = crate::table::picks_in(&t, Primitive::Aead(AeadAlg::ChaCha20Poly1305));
         assert_eq!(picks.len(), 1);
         assert_eq!(picks[0].1.name, "portable");
         // No temporary file is left beside it.
@@ -759,7 +759,7 @@ mod tests {
         let (t, w) = load_at(&at(false), &other);
         assert!(!t.calibrated);
         assert!(w.unwrap().contains("made on another CPU"));
-        assert!(t.source.starts_with(crate::auto::BUILTIN_SOURCE));
+        assert!(t.source.starts_with(crate::table::BUILTIN_SOURCE));
         assert!(
             t.source.contains("is not used: made on another CPU"),
             "{}",

@@ -1,7 +1,7 @@
 //! `ivnsec suites --calibrate`: the providers measured on this machine, and `auto`'s picks
 //! derived from the figures with the rule of the built-in table.
 //!
-//! What is timed: for each primitive of the built-in table ([`crate::auto::MEASURED`]:
+//! What is timed: for each primitive of the built-in table ([`crate::table::MEASURED`]:
 //! AES-128/256-GCM, AES-128/256-CCM, ChaCha20-Poly1305, HMAC-SHA-1/224/256) and each provider
 //! that has it, at each size of [`SIZES`]: an AEAD seal in place (12 bytes of AAD, as an IVN-AE
 //! frame at the conf level) followed by the open of what it sealed, or a MAC computed twice (the
@@ -22,8 +22,8 @@ use ivnsec_core::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadKey, CryptoError, MAX_MAC_LEN, MacKey, Primitive,
 };
 
-use crate::PROVIDERS;
-use crate::auto::{BreakEven, Pick, break_even, only, tabled_primitives};
+use crate::providers::PROVIDERS;
+use crate::table::{BreakEven, Pick, break_even, only, tabled_primitives};
 
 /// The payload sizes measured (bytes): small control frames, a CAN-FD-over-Ethernet-sized
 /// frame, full Ethernet frames, and the chunks of larger messages.
@@ -491,12 +491,12 @@ mod tests {
             for cv in &f.curves {
                 assert!(cv.ns.iter().all(|x| *x > 0.0 && x.is_finite()), "{cv:?}");
             }
-            entries.push(crate::auto::Entry {
+            entries.push(crate::table::Entry {
                 primitive: f.primitive,
                 picks: f.picks.clone().unwrap(),
             });
         }
-        crate::auto::check_table(&entries).unwrap();
+        crate::table::check_table(&entries).unwrap();
         assert!(c.seconds < 30.0, "{}", c.seconds);
     }
 }

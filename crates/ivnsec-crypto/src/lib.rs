@@ -3,7 +3,7 @@
 //! [`PROVIDERS`] lists them; [`select`] picks one for a profile under a `--provider` choice.
 //! A named choice (`portable`, `fast`, `openssl`) is that provider, if it has every primitive of
 //! the profile. `auto` (the default) is the fastest provider per primitive, and per size where
-//! the break-even differs, from the measured table [`auto::MEASURED`] or, where `ivnsec suites
+//! the break-even differs, from the measured table [`table::MEASURED`] or, where `ivnsec suites
 //! --calibrate` measured this machine, from its calibration ([`cache`], [`calibrate`]); see
 //! [`auto`]. The rule for named choices is [`ivnsec_core::crypto::select`]; this crate supplies
 //! the list and the table, so core stays free of any crypto library.
@@ -12,6 +12,8 @@
 pub mod auto;
 pub mod cache;
 pub mod calibrate;
+pub mod providers;
+pub mod table;
 
 use ivnsec_core::crypto::{self, CryptoProvider, NoProvider, Primitive};
 use ivnsec_core::profile::Profile;
@@ -19,22 +21,7 @@ use ivnsec_core::suite::Suite;
 
 pub use auto::AUTO;
 pub use ivnsec_core::crypto::ProviderChoice;
-
-/// Every provider, in the order `auto` falls back on for a primitive its table does not name.
-pub static PROVIDERS: [&CryptoProvider; 3] = [
-    &ivnsec_crypto_fast::PROVIDER,
-    &ivnsec_crypto_openssl::PROVIDER,
-    &ivnsec_crypto_portable::PROVIDER,
-];
-
-/// The portable provider (every primitive): for work that must not depend on a choice, such as
-/// fingerprints and random keys.
-pub static PORTABLE: &CryptoProvider = &ivnsec_crypto_portable::PROVIDER;
-
-/// The version of the OpenSSL libcrypto the `openssl` provider runs on.
-pub fn openssl_version() -> &'static str {
-    ivnsec_crypto_openssl::version()
-}
+pub use providers::{PORTABLE, PROVIDERS, openssl_version};
 
 /// The provider that runs `profile` under `choice`.
 pub fn select(
@@ -90,7 +77,7 @@ pub fn describe_choice(
         .iter()
         .map(|&p| match choice {
             ProviderChoice::Auto => auto::describe_picks(p),
-            _ => format!("{}: {}", auto::primitive_name(p), picked.name),
+            _ => format!("{}: {}", table::primitive_name(p), picked.name),
         })
         .collect::<Vec<_>>()
         .join("; "))
@@ -204,8 +191,8 @@ mod tests {
     #[test]
     fn the_measured_table_is_consistent() {
         // The rule a calibration's table is checked with holds for the built-in one.
-        auto::check_table(&auto::Table::builtin(None).entries).unwrap();
-        for (i, m) in auto::MEASURED.iter().enumerate() {
+        table::check_table(&table::Table::builtin(None).entries).unwrap();
+        for (i, m) in table::MEASURED.iter().enumerate() {
             assert!(!m.picks.is_empty(), "{:?}", m.primitive);
             assert_eq!(
                 m.picks.last().unwrap().up_to,
@@ -230,7 +217,7 @@ mod tests {
                 );
             }
             assert!(
-                auto::MEASURED[i + 1..]
+                table::MEASURED[i + 1..]
                     .iter()
                     .all(|n| n.primitive != m.primitive),
                 "{:?} twice",

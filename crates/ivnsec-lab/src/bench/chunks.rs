@@ -14,7 +14,7 @@
 //! both modes. Timing as the rest of the benchmark ([`super::measure`]): calibrated batches,
 //! every series of one chunk size timed in the same rounds, median ns per chunk.
 //!
-//! From the medians, the break-even chunk sizes ([`ivnsec_crypto::auto::break_even`], the rule
+//! From the medians, the break-even chunk sizes ([`ivnsec_crypto::table::break_even`], the rule
 //! `auto`'s size splits are read with): between each two providers in each context mode, and
 //! per provider between the modes, where the per-chunk context setup (fresh − reuse) costs as
 //! much as encrypting the chunk (reuse): below that size setting up the context costs more
@@ -28,7 +28,7 @@ use ivnsec_core::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, BLOCK_LEN, CipherAlg, CryptoProvider, Primitive,
 };
 use ivnsec_crypto::PROVIDERS;
-use ivnsec_crypto::auto::{BreakEven, break_even};
+use ivnsec_crypto::table::{BreakEven, break_even};
 use serde::Serialize;
 
 use super::measure::{Batch, timed_rounds};

@@ -201,7 +201,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .iter()
             .map(|s| {
                 serde_json::json!({
-                    "primitive": ivnsec_crypto::auto::primitive_name(s.primitive),
+                    "primitive": ivnsec_crypto::table::primitive_name(s.primitive),
                     "up_to": s.up_to,
                     "below": s.below,
                     "above": s.above,
@@ -271,7 +271,7 @@ its size (docs/benchmarks.md); the JSON's \"auto\" says it per profile:"
         .map(|s| {
             format!(
                 "{} at {} B ({} up to it, {} above)",
-                ivnsec_crypto::auto::primitive_name(s.primitive),
+                ivnsec_crypto::table::primitive_name(s.primitive),
                 s.up_to,
                 s.below,
                 s.above
@@ -380,17 +380,17 @@ fn calibrate(args: &Args) -> Result<ExitCode> {
                     .collect();
                 let picks = f.picks.clone().unwrap_or_default();
                 serde_json::json!({
-                    "primitive": ivnsec_crypto::auto::primitive_name(f.primitive),
+                    "primitive": ivnsec_crypto::table::primitive_name(f.primitive),
                     "ns": ns,
                     "failed": failed,
                     "picks": picks
                         .iter()
                         .map(|p| serde_json::json!({
                             "provider": p.provider,
-                            "up_to": (p.up_to != ivnsec_crypto::auto::ALL).then_some(p.up_to),
+                            "up_to": (p.up_to != ivnsec_crypto::table::ALL).then_some(p.up_to),
                         }))
                         .collect::<Vec<_>>(),
-                    "auto": ivnsec_crypto::auto::describe_pick_list(f.primitive, &picks),
+                    "auto": ivnsec_crypto::table::describe_pick_list(f.primitive, &picks),
                 })
             })
             .collect();
@@ -420,7 +420,7 @@ fn calibrate(args: &Args) -> Result<ExitCode> {
     }
     println!("{head}");
     for f in &cal.figures {
-        let name = ivnsec_crypto::auto::primitive_name(f.primitive);
+        let name = ivnsec_crypto::table::primitive_name(f.primitive);
         for (i, c) in f.curves.iter().enumerate() {
             let mut row = format!(
                 "{:<18} {:<9}",
@@ -438,7 +438,7 @@ fn calibrate(args: &Args) -> Result<ExitCode> {
         let picks = f.picks.clone().unwrap_or_default();
         println!(
             "  auto: {}",
-            ivnsec_crypto::auto::describe_pick_list(f.primitive, &picks)
+            ivnsec_crypto::table::describe_pick_list(f.primitive, &picks)
         );
     }
     println!("\nwritten to {}", target.display());
