@@ -21,6 +21,7 @@ mod gateway;
 mod gateway_attack;
 mod gateway_experiments;
 mod json_output;
+mod keyserver;
 mod macsec_tap;
 mod metrics;
 mod mka;

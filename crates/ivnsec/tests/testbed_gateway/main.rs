@@ -9,4 +9,6 @@ mod common;
 mod gateway;
 mod gateway_attack;
 mod gateway_experiments;
+mod gateway_replay;
+mod gateway_sched;
 mod metrics;
