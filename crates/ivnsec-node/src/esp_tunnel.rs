@@ -481,6 +481,113 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     let emit = |e: &str, f: Value| lock(&events).emit(e, f);
 
     // The nonce state first: a refusal (used key without state) creates nothing.
+    let sas = open_sas(cfg, keys)?;
+    let first = sas.first;
+    let pcap = match &cfg.pcap {
+        Some(path) => Some(Mutex::new(PcapWriter::create(path).map_err(|e| {
+            usage(format!(
+                "--pcap {}: {e}; give a file in a writable directory",
+                path.display()
+            ))
+        })?)),
+        None => None,
+    };
+    let outer = OuterSocket::open(cfg.local, cfg.remote, cfg.udp_port).map_err(|e| {
+        open_err(
+            &format!(
+                "opening the outer socket {} → {}{}",
+                cfg.local,
+                cfg.remote,
+                match cfg.udp_port {
+                    Some(p) => format!(" (UDP port {p})"),
+                    None => " (ESP, IP protocol 50)".into(),
+                }
+            ),
+            e,
+        )
+    })?;
+    let path_mtu = match cfg.path_mtu {
+        Some(m) => m,
+        None => outer.path_mtu().map_err(|e| {
+            usage(format!(
+                "finding the path MTU towards --remote {}: {e}; is there a route to it (`ip \
+                 route get {}`)? Or give --path-mtu",
+                cfg.remote, cfg.remote
+            ))
+        })?,
+    };
+    let plan = mtu_plan(alg, v6, cfg.udp_port.is_some(), path_mtu)?;
+    if plan.tun < IPV6_MIN_MTU {
+        eprintln!(
+            "ivnsec: warning: TUN MTU {} is below 1280: the kernel carries no IPv6 on it",
+            plan.tun
+        );
+    }
+
+    let (tun, offload) = open_tun(cfg, &plan)?;
+    let gro = offload["gro"] == true;
+
+    let nonce_state = sas.hw.path().display().to_string();
+    let fresh = sas.hw.is_fresh();
+    let shared = Shared {
+        tx: Mutex::new(TxState {
+            sa: sas.tx,
+            reserve: sas.hw,
+        }),
+        rx: Mutex::new(RxState {
+            sa: sas.rx,
+            mark: sas.mark,
+        }),
+        packets: PacketCounters::default(),
+        stop,
+        fatal: Mutex::new(None),
+        pcap,
+        local: cfg.local,
+        remote: cfg.remote,
+        udp_port: cfg.udp_port,
+    };
+    let header = header(cfg, &plan, first, &nonce_state, fresh, offload);
+    emit("started", header.clone());
+    if let Some(p) = &cfg.status {
+        status_write(p, &snapshot(&header, &shared, &outer, "running"))?;
+    }
+    banner(cfg, &plan, first, &tun, gro);
+    supervise(cfg, &shared, &tun, &outer, &header, gro, &emit);
+    let final_status = snapshot(&header, &shared, &outer, "stopped");
+    if let Some(p) = &shared.pcap {
+        let _ = lock(p).flush();
+    }
+    if let Some(p) = &cfg.status
+        && let Err(e) = status_write(p, &final_status)
+    {
+        eprintln!("ivnsec: warning: --status: {e:#}");
+    }
+    drop(tun);
+    let fatal = lock(&shared.fatal).take();
+    emit(
+        "stopped",
+        json!({"reason": match &fatal { Some(e) => format!("{e:#}"), None => "signal".to_string() }}),
+    );
+    match fatal {
+        Some(e) => Err(e),
+        None => Ok(Summary {
+            status: final_status,
+        }),
+    }
+}
+
+/// The SAs of both directions and their nonce state: the outbound sequence numbers reserved
+/// through the high-water module, the inbound acceptance mark restored.
+struct Sas {
+    tx: EspTx,
+    hw: HighWater,
+    first: u64,
+    rx: EspRx,
+    mark: RxMark,
+}
+
+fn open_sas(cfg: &Config, keys: Keys) -> Result<Sas> {
+    let alg = cfg.alg;
     // One sequence space per key, whatever the SPI: the ESP nonce (salt ‖ sequence number)
     // does not contain the SPI, so the same key under another SPI must go on above the numbers
     // it already used, never start again from 1 (docs/esp-tunnel.md, "SPIs").
@@ -536,47 +643,17 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     rx.restore_floor(mark.restored());
     drop(keys);
 
-    let pcap = match &cfg.pcap {
-        Some(path) => Some(Mutex::new(PcapWriter::create(path).map_err(|e| {
-            usage(format!(
-                "--pcap {}: {e}; give a file in a writable directory",
-                path.display()
-            ))
-        })?)),
-        None => None,
-    };
-    let outer = OuterSocket::open(cfg.local, cfg.remote, cfg.udp_port).map_err(|e| {
-        open_err(
-            &format!(
-                "opening the outer socket {} → {}{}",
-                cfg.local,
-                cfg.remote,
-                match cfg.udp_port {
-                    Some(p) => format!(" (UDP port {p})"),
-                    None => " (ESP, IP protocol 50)".into(),
-                }
-            ),
-            e,
-        )
-    })?;
-    let path_mtu = match cfg.path_mtu {
-        Some(m) => m,
-        None => outer.path_mtu().map_err(|e| {
-            usage(format!(
-                "finding the path MTU towards --remote {}: {e}; is there a route to it (`ip \
-                 route get {}`)? Or give --path-mtu",
-                cfg.remote, cfg.remote
-            ))
-        })?,
-    };
-    let plan = mtu_plan(alg, v6, cfg.udp_port.is_some(), path_mtu)?;
-    if plan.tun < IPV6_MIN_MTU {
-        eprintln!(
-            "ivnsec: warning: TUN MTU {} is below 1280: the kernel carries no IPv6 on it",
-            plan.tun
-        );
-    }
+    Ok(Sas {
+        tx,
+        hw,
+        first,
+        rx,
+        mark,
+    })
+}
 
+/// The TUN, its MTU, addresses and routes; the offload state as the status reports it.
+fn open_tun(cfg: &Config, plan: &MtuPlan) -> Result<(Tap, Value)> {
     let tun_err = |e| open_err(&format!("--tun {}", cfg.tun), e);
     // The offload path: vnet header and TSO; where the kernel refuses TUNSETOFFLOAD the TUN
     // keeps its vnet header and carries ordinary packets (no super-packets either way).
@@ -601,7 +678,6 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
             json!({"enabled": false, "tso": false, "gro": false, "batch": false}),
         )
     };
-    let gro = offload["gro"] == true;
     tun.set_mtu(plan.tun)
         .map_err(|e| open_err(&format!("setting the MTU of --tun {}", cfg.tun), e))?;
     for a in &cfg.addrs {
@@ -617,24 +693,20 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     for r in &cfg.routes {
         ip_cmd(&["route", "add", r.as_str(), "dev", cfg.tun.as_str()])?;
     }
+    Ok((tun, offload))
+}
 
-    let nonce_state = hw.path().display().to_string();
-    let fresh = hw.is_fresh();
-    let shared = Shared {
-        tx: Mutex::new(TxState {
-            sa: tx,
-            reserve: hw,
-        }),
-        rx: Mutex::new(RxState { sa: rx, mark }),
-        packets: PacketCounters::default(),
-        stop,
-        fatal: Mutex::new(None),
-        pcap,
-        local: cfg.local,
-        remote: cfg.remote,
-        udp_port: cfg.udp_port,
-    };
-    let header = json!({
+/// The `started` event's and the status file's head: what runs, how it is configured.
+fn header(
+    cfg: &Config,
+    plan: &MtuPlan,
+    first: u64,
+    nonce_state: &str,
+    fresh: bool,
+    offload: Value,
+) -> Value {
+    let alg = cfg.alg;
+    json!({
         "pid": std::process::id(),
         "tun": cfg.tun,
         "local": cfg.local.to_string(),
@@ -650,11 +722,12 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         "tx": {"spi": cfg.tx_spi, "first_seq": first, "nonce_state": nonce_state, "fresh_key": fresh},
         "rx": {"spi": cfg.rx_spi},
         "offload": offload,
-    });
-    emit("started", header.clone());
-    if let Some(p) = &cfg.status {
-        status_write(p, &snapshot(&header, &shared, &outer, "running"))?;
-    }
+    })
+}
+
+/// The line on stderr that says the tunnel runs.
+fn banner(cfg: &Config, plan: &MtuPlan, first: u64, tun: &Tap, gro: bool) {
+    let alg = cfg.alg;
     eprintln!(
         "esp: {} ⇄ {} → {} ({}, {}), SPI out {:#010x} in {:#010x}, first sequence number {}, \
          TUN MTU {} (= path MTU {} − {} tunnel overhead), offload {}; running until \
@@ -681,11 +754,23 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
             "off"
         }
     );
+}
 
+/// Runs the two data-plane threads until a signal or a fatal error, and meanwhile reports new
+/// drops as events and writes the status file.
+fn supervise(
+    cfg: &Config,
+    shared: &Shared,
+    tun: &Tap,
+    outer: &OuterSocket,
+    header: &Value,
+    gro: bool,
+    emit: &dyn Fn(&str, Value),
+) {
     let mut last_drops: Vec<(DropReason, u64)> = Vec::new();
     std::thread::scope(|s| {
-        let sh = &shared;
-        let (t, o) = (&tun, &outer);
+        let sh = shared;
+        let (t, o) = (tun, outer);
         if t.vnet_hdr() {
             s.spawn(move || tx_loop_offload(sh, t, o));
             s.spawn(move || rx_loop_offload(sh, t, o, gro));
@@ -714,34 +799,13 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
             if now >= next_status {
                 next_status = now + STATUS_EVERY;
                 if let Some(p) = &cfg.status
-                    && let Err(e) = status_write(p, &snapshot(&header, sh, &outer, "running"))
+                    && let Err(e) = status_write(p, &snapshot(header, sh, outer, "running"))
                 {
                     eprintln!("ivnsec: warning: --status: {e:#}");
                 }
             }
         }
     });
-    let final_status = snapshot(&header, &shared, &outer, "stopped");
-    if let Some(p) = &shared.pcap {
-        let _ = lock(p).flush();
-    }
-    if let Some(p) = &cfg.status
-        && let Err(e) = status_write(p, &final_status)
-    {
-        eprintln!("ivnsec: warning: --status: {e:#}");
-    }
-    drop(tun);
-    let fatal = lock(&shared.fatal).take();
-    emit(
-        "stopped",
-        json!({"reason": match &fatal { Some(e) => format!("{e:#}"), None => "signal".to_string() }}),
-    );
-    match fatal {
-        Some(e) => Err(e),
-        None => Ok(Summary {
-            status: final_status,
-        }),
-    }
 }
 
 /// What became of one packet handed to the outbound SA.

@@ -113,30 +113,23 @@ pub fn overhead(sa: &IvnAeTx, max_plain: usize) -> usize {
         .unwrap_or(0)
 }
 
-/// Runs the IVN-AE gateway until `stop` is set (a signal) or something fatal happens.
-pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
-    if cfg.plain == cfg.protected {
-        return Err(usage(format!(
-            "--plain and --protected are both {}: a gateway needs two interfaces",
-            cfg.plain
-        )));
-    }
-    let (mac, prot_mtu) = iface_facts_of("--protected", &cfg.protected)?;
-    let (_, plain_mtu) = iface_facts_of("--plain", &cfg.plain)?;
-    let profile = Profile::IvnAe(cfg.profile);
-    let name = NamedProfile::from(profile);
-    let domain = profile.nonce_domain();
-    if cfg.rx_keys.is_empty() {
-        return Err(usage(
-            "give --rx-keys ID:FILE for each peer (the key id and key file it transmits under)",
-        ));
-    }
+/// The transmit SA with its sequence numbers reserved through the high-water module, and a
+/// receive SA per `--rx-keys` peer with its acceptance mark restored.
+struct Sas {
+    tx: IvnAeTx,
+    hw: HighWater,
+    first: u64,
+    receiver: IvnAeReceiver,
+    marks: Vec<(u8, RxMark)>,
+}
+
+fn open_sas(cfg: &IvnAeGatewayConfig, name: &NamedProfile, domain: &str) -> Result<Sas> {
     // Transmit SA: its own key, its sequence numbers reserved before use.
-    let tx_keys = keyfile::load(&cfg.keys, &name, Role::Sender)?;
+    let tx_keys = keyfile::load(&cfg.keys, name, Role::Sender)?;
     let ident = format!("ivnae key-id {}", cfg.key_id);
     let hw = HighWater::open(
         &cfg.state_dir,
-        &domain,
+        domain,
         &ident,
         &tx_keys,
         highwater::Options {
@@ -179,7 +172,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
                 file.display()
             )));
         }
-        let k = keyfile::load(file, &name, Role::Receiver)?;
+        let k = keyfile::load(file, name, Role::Receiver)?;
         let mut sa = IvnAeRx::new(
             cfg.provider,
             &params(cfg.profile, &k, *id),
@@ -190,7 +183,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         // may have been accepted before a restart.
         let mark = RxMark::open(
             &cfg.state_dir,
-            &domain,
+            domain,
             &format!("ivnae key-id {id}"),
             &k,
             u64::MAX,
@@ -201,6 +194,40 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         receiver.install(sa);
         marks.push((*id, mark));
     }
+    Ok(Sas {
+        tx,
+        hw,
+        first,
+        receiver,
+        marks,
+    })
+}
+
+/// Runs the IVN-AE gateway until `stop` is set (a signal) or something fatal happens.
+pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
+    if cfg.plain == cfg.protected {
+        return Err(usage(format!(
+            "--plain and --protected are both {}: a gateway needs two interfaces",
+            cfg.plain
+        )));
+    }
+    let (mac, prot_mtu) = iface_facts_of("--protected", &cfg.protected)?;
+    let (_, plain_mtu) = iface_facts_of("--plain", &cfg.plain)?;
+    let profile = Profile::IvnAe(cfg.profile);
+    let name = NamedProfile::from(profile);
+    let domain = profile.nonce_domain();
+    if cfg.rx_keys.is_empty() {
+        return Err(usage(
+            "give --rx-keys ID:FILE for each peer (the key id and key file it transmits under)",
+        ));
+    }
+    let Sas {
+        tx,
+        hw,
+        first,
+        receiver,
+        marks,
+    } = open_sas(cfg, &name, &domain)?;
     let over = overhead(&tx, 14 + VLAN_TAG_LEN + plain_mtu as usize) as u32;
     let need = plain_mtu + over;
     if prot_mtu < need {

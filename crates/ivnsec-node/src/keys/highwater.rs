@@ -341,6 +341,129 @@ fn safe_name(s: &str) -> String {
         .collect()
 }
 
+/// The options' own bounds, and a domain that is a suite's canonical name.
+fn check_options(opts: &Options, domain: &str) -> Result<(), HwError> {
+    if opts.block == 0 || opts.block > MAX_BLOCK {
+        return Err(HwError::BadOption(format!(
+            "--reserve-block must be between 1 and {MAX_BLOCK}, got {}",
+            opts.block
+        )));
+    }
+    if opts.seq_limit == Some(0) {
+        return Err(HwError::BadOption(
+            "--seq-limit must be at least 1 (sequence numbers start at 1)".to_string(),
+        ));
+    }
+    if !is_domain(domain, domain) {
+        return Err(HwError::BadOption(format!(
+            "`{domain}` is not a nonce domain (the suite's canonical name, e.g. \
+             `aes128-gcm`): nonce state must not be keyed by a spelling of a profile"
+        )));
+    }
+    Ok(())
+}
+
+/// The state's lock file in the state directory (never through a symbolic link), locked
+/// (another process holding it: [`HwError::Locked`] naming the state `path`), with this pid in it.
+fn open_lock(
+    dir_file: &File,
+    lock_path: &Path,
+    lock_name: &str,
+    path: &Path,
+) -> Result<File, HwError> {
+    let mut lock =
+        sys::open_at(dir_file, lock_name, OpenAt::ReadWriteCreate, 0o600).map_err(|e| {
+            if sys::is_symlink_error(&e) {
+                HwError::Unsafe {
+                    path: lock_path.to_path_buf(),
+                    why: "the lock file is a symbolic link".to_string(),
+                }
+            } else {
+                HwError::Io {
+                    path: lock_path.to_path_buf(),
+                    what: "opening the lock file",
+                    err: e,
+                }
+            }
+        })?;
+    let lock_meta = lock.metadata().map_err(|err| HwError::Io {
+        path: lock_path.to_path_buf(),
+        what: "reading the lock file",
+        err,
+    })?;
+    if !lock_meta.is_file() {
+        return Err(HwError::Unsafe {
+            path: lock_path.to_path_buf(),
+            why: "the lock file is not a regular file".to_string(),
+        });
+    }
+    match lock_briefly(&lock) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(HwError::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(err) => {
+            return Err(HwError::Io {
+                path: lock_path.to_path_buf(),
+                what: "locking",
+                err,
+            });
+        }
+    }
+    // For people looking: who holds it (informational; the flock is what counts).
+    let _ = lock
+        .set_len(0)
+        .and_then(|_| lock.write_all(format!("{}\n", std::process::id()).as_bytes()));
+    Ok(lock)
+}
+
+/// A fresh state (no file, no earlier spelling): refused where the used-key record says the key
+/// has sent (unless confirmed), else a warning that numbering starts at 1.
+fn warn_fresh_start(
+    record: &Option<UsedRecord>,
+    opts: &Options,
+    warn_fresh: bool,
+    dir: &Path,
+    path: &Path,
+    domain: &str,
+    sa: &str,
+) -> Result<(), HwError> {
+    match record {
+        Some(r) if r.entry.is_some() && !opts.confirm_new_key => {
+            return Err(HwError::UsedKeyNoState {
+                state: path.to_path_buf(),
+                record: r.path.clone(),
+                entry: r.entry.clone().unwrap_or_default(),
+            });
+        }
+        Some(r) if r.entry.is_some() => eprintln!(
+            "ivnsec: warning: {} says this key has sent under {domain} SA `{sa}` ({}), \
+             but its nonce state {} is missing; starting at sequence number 1 anyway \
+             because {CONFIRM_OPTION} was given. If the key did send, every (key, \
+             nonce) pair from 1 up is being reused now",
+            r.path.display(),
+            r.entry.as_deref().unwrap_or(""),
+            path.display()
+        ),
+        _ if !warn_fresh => {}
+        _ => eprintln!(
+            "ivnsec: warning: no nonce state for {domain} SA `{sa}` under this key in \
+             {}: starting at sequence number 1, as for a key that has never sent. If \
+             this key has sent under this SA before (another --state-dir, a deleted \
+             state file), every (key, nonce) pair from 1 up is reused: stop now and \
+             give the old --state-dir, or install a new key{}",
+            dir.display(),
+            match record {
+                Some(r) => format!(" ({} lists no earlier use)", r.path.display()),
+                None => " (no used-key record to check against)".to_string(),
+            }
+        ),
+    }
+    Ok(())
+}
+
 /// A state file of the previous version for this SA under another spelling of its profile.
 struct OldState {
     name: String,
@@ -555,23 +678,7 @@ impl HighWater {
         warn_fresh: bool,
         kind: Kind,
     ) -> Result<HighWater, HwError> {
-        if opts.block == 0 || opts.block > MAX_BLOCK {
-            return Err(HwError::BadOption(format!(
-                "--reserve-block must be between 1 and {MAX_BLOCK}, got {}",
-                opts.block
-            )));
-        }
-        if opts.seq_limit == Some(0) {
-            return Err(HwError::BadOption(
-                "--seq-limit must be at least 1 (sequence numbers start at 1)".to_string(),
-            ));
-        }
-        if !is_domain(domain, domain) {
-            return Err(HwError::BadOption(format!(
-                "`{domain}` is not a nonce domain (the suite's canonical name, e.g. \
-                 `aes128-gcm`): nonce state must not be keyed by a spelling of a profile"
-            )));
-        }
+        check_options(&opts, domain)?;
         let (key, mac_key) = (keys.key(), keys.mac_key());
         let sa = sa_identity.replace(['\n', '\r'], " ");
         let fp = fingerprint(domain, &sa, key, mac_key);
@@ -587,47 +694,7 @@ impl HighWater {
         let lock_path = dir.join(&lock_name);
         let guard = DirLock::take(&dir_file, dir, "locking the state directory")?;
 
-        let mut lock = sys::open_at(&dir_file, &lock_name, OpenAt::ReadWriteCreate, 0o600)
-            .map_err(|e| {
-                if sys::is_symlink_error(&e) {
-                    HwError::Unsafe {
-                        path: lock_path.clone(),
-                        why: "the lock file is a symbolic link".to_string(),
-                    }
-                } else {
-                    HwError::Io {
-                        path: lock_path.clone(),
-                        what: "opening the lock file",
-                        err: e,
-                    }
-                }
-            })?;
-        let lock_meta = lock.metadata().map_err(|err| HwError::Io {
-            path: lock_path.clone(),
-            what: "reading the lock file",
-            err,
-        })?;
-        if !lock_meta.is_file() {
-            return Err(HwError::Unsafe {
-                path: lock_path,
-                why: "the lock file is not a regular file".to_string(),
-            });
-        }
-        match lock_briefly(&lock) {
-            Ok(true) => {}
-            Ok(false) => return Err(HwError::Locked { path }),
-            Err(err) => {
-                return Err(HwError::Io {
-                    path: lock_path,
-                    what: "locking",
-                    err,
-                });
-            }
-        }
-        // For people looking: who holds it (informational; the flock is what counts).
-        let _ = lock
-            .set_len(0)
-            .and_then(|_| lock.write_all(format!("{}\n", std::process::id()).as_bytes()));
+        let lock = open_lock(&dir_file, &lock_path, &lock_name, &path)?;
         let header = format!(
             "{}\nprofile {domain}\nsa {sa}\nfingerprint {fp}\n",
             kind.magic()
@@ -644,37 +711,7 @@ impl HighWater {
         let old_max = old.iter().map(|o| o.reserved).max();
         let fresh = on_disk.is_none() && old.is_empty();
         if fresh {
-            match &record {
-                Some(r) if r.entry.is_some() && !opts.confirm_new_key => {
-                    return Err(HwError::UsedKeyNoState {
-                        state: path,
-                        record: r.path.clone(),
-                        entry: r.entry.clone().unwrap_or_default(),
-                    });
-                }
-                Some(r) if r.entry.is_some() => eprintln!(
-                    "ivnsec: warning: {} says this key has sent under {domain} SA `{sa}` ({}), \
-                     but its nonce state {} is missing; starting at sequence number 1 anyway \
-                     because {CONFIRM_OPTION} was given. If the key did send, every (key, \
-                     nonce) pair from 1 up is being reused now",
-                    r.path.display(),
-                    r.entry.as_deref().unwrap_or(""),
-                    path.display()
-                ),
-                _ if !warn_fresh => {}
-                _ => eprintln!(
-                    "ivnsec: warning: no nonce state for {domain} SA `{sa}` under this key in \
-                     {}: starting at sequence number 1, as for a key that has never sent. If \
-                     this key has sent under this SA before (another --state-dir, a deleted \
-                     state file), every (key, nonce) pair from 1 up is reused: stop now and \
-                     give the old --state-dir, or install a new key{}",
-                    dir.display(),
-                    match &record {
-                        Some(r) => format!(" ({} lists no earlier use)", r.path.display()),
-                        None => " (no used-key record to check against)".to_string(),
-                    }
-                ),
-            }
+            warn_fresh_start(&record, &opts, warn_fresh, dir, &path, domain, &sa)?;
         }
         let (limit, configured_limit) = match opts.seq_limit {
             Some(l) if l < opts.protocol_max => (l, true),
@@ -711,38 +748,45 @@ impl HighWater {
             migrated: Vec::new(),
         };
         if let Some(m) = old_max {
-            // The previous version's marks under other spellings: this state continues above
-            // the highest, and their files become `moved` notes the previous version refuses.
-            let mark = m.max(hw.reserved);
-            if mark > hw.reserved || on_disk.is_none() {
-                hw.write_mark(mark)?;
-                hw.reserved = mark;
-            }
-            for o in &old {
-                let stem = o.name.trim_end_matches(".hw");
-                let note = format!("{MOVED_MAGIC}\nto {}\nreserved {}\n", hw.name, o.reserved);
-                write_atomic(
-                    &hw.dir_file,
-                    &format!("{stem}.hw.tmp"),
-                    &o.name,
-                    &note,
-                    &hw.dir,
-                )?;
-            }
-            hw.sync_dir()?;
-            hw.migrated = old.iter().map(|o| o.name.clone()).collect();
-            eprintln!(
-                "ivnsec: note: nonce state of {domain} SA `{}` taken over from {} (written \
-                 under another spelling of the profile by an earlier version); it continues \
-                 above {mark} in {}",
-                hw.sa,
-                hw.migrated.join(", "),
-                hw.path.display()
-            );
+            hw.take_over(&old, m, on_disk.is_none())?;
         }
         drop(old);
         drop(guard);
         Ok(hw)
+    }
+
+    /// Takes over the previous version's marks under other spellings (`old`, the highest `m`):
+    /// this state continues above the highest, and their files become `moved` notes the
+    /// previous version refuses.
+    fn take_over(&mut self, old: &[OldState], m: u64, none_on_disk: bool) -> Result<(), HwError> {
+        let mark = m.max(self.reserved);
+        if mark > self.reserved || none_on_disk {
+            self.write_mark(mark)?;
+            self.reserved = mark;
+        }
+        for o in old {
+            let stem = o.name.trim_end_matches(".hw");
+            let note = format!("{MOVED_MAGIC}\nto {}\nreserved {}\n", self.name, o.reserved);
+            write_atomic(
+                &self.dir_file,
+                &format!("{stem}.hw.tmp"),
+                &o.name,
+                &note,
+                &self.dir,
+            )?;
+        }
+        self.sync_dir()?;
+        self.migrated = old.iter().map(|o| o.name.clone()).collect();
+        eprintln!(
+            "ivnsec: note: nonce state of {} SA `{}` taken over from {} (written \
+             under another spelling of the profile by an earlier version); it continues \
+             above {mark} in {}",
+            self.domain,
+            self.sa,
+            self.migrated.join(", "),
+            self.path.display()
+        );
+        Ok(())
     }
 
     /// The number the SA must start at: one above everything reserved before. An error when no

@@ -280,7 +280,9 @@ mod tests {
             n.after_read(MAX_BATCH);
             assert!(!n.is_raised());
             let tick = Duration::from_millis(100);
-            let raise_after = Duration::from_millis(5);
+            // Times far above a loaded machine's scheduling delays: a sleep meant to stay under the
+            // raise time (or the linger) must not overrun it.
+            let raise_after = Duration::from_millis(100);
             let mut a = ThreadPolicy::enter(
                 Scheduling::Adaptive {
                     priority: 5,
@@ -323,7 +325,7 @@ mod tests {
                 assert_eq!(policy(), None);
                 // With a linger time the thread stays raised while no read has found a backlog
                 // for less, waiting at most the rest of it; a backlog restarts it.
-                let linger = Duration::from_millis(50);
+                let linger = Duration::from_millis(500);
                 let mut l = ThreadPolicy::enter(
                     Scheduling::Adaptive {
                         priority: 5,
@@ -336,7 +338,7 @@ mod tests {
                 assert!(l.is_raised());
                 assert_eq!(raises.load(Ordering::Relaxed), 2);
                 assert!(l.before_sleep(tick) <= linger);
-                std::thread::sleep(Duration::from_millis(30));
+                std::thread::sleep(Duration::from_millis(100));
                 l.after_read(1);
                 assert!(l.is_raised());
                 l.after_read(MAX_BATCH);
