@@ -869,13 +869,7 @@ fn serve(
     let _ = sock.set_write_timeout(Some(IO_TIMEOUT));
     let ecu = ecu.to_string();
     let mut stream = StreamOwned::new(conn, sock);
-    let is_revoked = |sh: &Shared| {
-        sh.revoked
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&serial)
-    };
-    if is_revoked(sh) {
+    if is_revoked(sh, &serial) {
         sh.refuse(
             peer,
             "revoked",
@@ -921,7 +915,7 @@ fn serve(
         sh.refuse(peer, "not_a_member", "in no segment", Some(&ecu));
         return;
     }
-    let (line, mut last, mut generation) = {
+    let (line, last, generation) = {
         let keys = sh.keys();
         if let Some(o) = &only
             && keys
@@ -964,6 +958,40 @@ fn serve(
         let _ = stream.flush();
         return;
     }
+    push_changes(
+        sh,
+        &mut stream,
+        peer,
+        &ecu,
+        &serial,
+        only.as_deref(),
+        last,
+        generation,
+    );
+}
+
+/// Whether the certificate with `serial` is revoked now.
+fn is_revoked(sh: &Shared, serial: &[u8]) -> bool {
+    sh.revoked
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(serial)
+}
+
+/// A watch after its first answer: the ECU's keys again whenever their numbers change, a ping
+/// when nothing was sent for [`PING_EVERY`]; it ends on stop, on revocation (the connection
+/// closed without a word) or when the ECU is gone.
+#[allow(clippy::too_many_arguments)]
+fn push_changes(
+    sh: &Shared,
+    stream: &mut StreamOwned<ServerConnection, TcpStream>,
+    peer: SocketAddr,
+    ecu: &str,
+    serial: &[u8],
+    only: Option<&str>,
+    mut last: Vec<(String, u64)>,
+    mut generation: u64,
+) {
     let mut next_ping = Instant::now() + PING_EVERY;
     loop {
         let keys = sh.keys();
@@ -979,7 +1007,7 @@ fn serve(
             let _ = stream.flush();
             return;
         }
-        if is_revoked(sh) {
+        if is_revoked(sh, serial) {
             drop(keys);
             // Nothing more for it: the connection ends without a word.
             let _ = stream.sock.shutdown(std::net::Shutdown::Both);
@@ -987,17 +1015,17 @@ fn serve(
                 peer,
                 "revoked",
                 "connection closed on revocation",
-                Some(&ecu),
+                Some(ecu),
             );
             return;
         }
         let mut out: Option<Zeroizing<String>> = None;
         if keys.generation != generation {
             generation = keys.generation;
-            let now = numbers_of(&ecu, &keys, only.as_deref());
+            let now = numbers_of(ecu, &keys, only);
             if now != last {
                 last = now;
-                out = Some(keys_line(&ecu, &keys, only.as_deref(), true));
+                out = Some(keys_line(ecu, &keys, only, true));
             }
         }
         drop(keys);

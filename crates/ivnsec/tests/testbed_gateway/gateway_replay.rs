@@ -627,9 +627,19 @@ fn restarted_gateway_accepts_no_replayed_frame(family: &str) {
         drops(&s, "replay_duplicate") + drops(&s, "replay_too_old")
     };
     assert_eq!(replays, n, "{s}");
-    // Fresh frames pass once above the mark (those up to it are the restart's cost).
+    // Fresh frames pass once above the mark (those up to it, at most the 8 checkpoint frames,
+    // are the restart's cost): 16 pings use them up, then a round of 5 crosses whole. On a
+    // loaded machine one reply in a round may come late; three rounds are allowed.
     let _ = ping(&e1, "10.77.0.2", &["-c", "16", "-W", "1"]);
-    assert_ping(&e1, "10.77.0.2", &[]);
+    let rounds: Vec<String> = (0..3)
+        .map(|_| text(&ping(&e1, "10.77.0.2", &[]).stdout))
+        .take_while(|o| !o.contains(" 0% packet loss"))
+        .collect();
+    assert!(
+        rounds.len() < 3,
+        "no whole round: {rounds:?}\n{}",
+        g2.status()
+    );
 }
 
 #[test]
