@@ -503,8 +503,149 @@ fn run_once(
             })
         })
         .collect::<Result<_>>()?;
+    let link = |to: Option<u16>| link_spec(family, testbed, (rx_if, tx_if), rx_ip, to);
+    let spec = |role, link, pcap: Option<PathBuf>| TputSpec {
+        role,
+        profile: family,
+        provider: cfg.provider,
+        payload: cfg.payload,
+        seconds_ns: cfg.seconds_ns,
+        rate_bps: cfg.rate_bps,
+        batch: cfg.batch,
+        link,
+        peers: peers.clone(),
+        pcap,
+        tcp: cfg.tcp,
+    };
+    let mut reaper = Reaper(Vec::new());
+    let rx_place = nodes.rx_place();
+    let (receiver, mut rx_out, port) = start_receiver(
+        nodes,
+        &rx_place,
+        &spec(TputRole::Receiver, link(None), None),
+    )?;
+    reaper.0.push(receiver);
+    let pcap = pcap.map(std::path::absolute).transpose()?;
+    let mut outs = Vec::new();
+    for i in 0..nodes.senders.len() {
+        let s = spec(
+            TputRole::Sender { index: i },
+            link(Some(port)),
+            if i == 0 { pcap.clone() } else { None },
+        );
+        let place = nodes.tx_place(i);
+        let mut c = spawn(&place, &s).map_err(|e| nodes.on_host(&place, e))?;
+        outs.push(c.stdout.take().expect("piped"));
+        reaper.0.push(c);
+    }
+    // Give every sender time to open its socket, then start them together.
+    std::thread::sleep(Duration::from_millis(100));
+    let sampler = SystemSampler::start(Duration::from_secs(1));
+    // Bump-in-the-wire gateways on the path: their CPU over the same window.
+    let gateways = GatewayCpu::start(site);
+    for c in reaper.0.iter_mut().skip(1) {
+        if let Some(stdin) = c.stdin.as_mut() {
+            let _ = stdin.write_all(b"GO\n").and_then(|_| stdin.flush());
+        }
+    }
+    let readers: Vec<_> = outs
+        .into_iter()
+        .map(|o| std::thread::spawn(move || read_sender(o)))
+        .collect();
+    let mut sent_lines = Vec::new();
+    let mut failure = None;
+    for (i, h) in readers.into_iter().enumerate() {
+        match h.join().map_err(|_| anyhow!("reader thread panicked"))? {
+            Ok(s) => sent_lines.push(s),
+            Err(e) => {
+                let err = child_stderr(&mut reaper.0[i + 1]);
+                let e = e.context(format!("sender {}: {err}", i + 1));
+                failure.get_or_insert(nodes.on_host(&nodes.tx_place(i), e));
+            }
+        }
+    }
+    let system = sampler.stop();
+    let gateway_cpu = gateways.stop();
+    // Frames still in flight (socket buffers, the bridge) get a moment to arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(reaper.0[0].stdin.take());
+    let recv = read_receiver(&mut rx_out, peers.len());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let recv = match recv {
+        Ok(r) => r,
+        Err(e) => {
+            let err = child_stderr(&mut reaper.0[0]);
+            return Err(nodes.on_host(&rx_place, e.context(format!("receiver: {err}"))));
+        }
+    };
+    for c in &mut reaper.0 {
+        let err = child_stderr(c);
+        let st = c.wait()?;
+        if !st.success() {
+            if let Some((s, _)) = &nodes.hosts {
+                return Err(s.node_error(anyhow!("a throughput node failed ({st}): {err}")));
+            }
+            bail!("a throughput node failed ({st}): {err}");
+        }
+    }
+
+    Ok(result_of(
+        site,
+        nodes,
+        profile,
+        cfg,
+        frame,
+        peers.len(),
+        Measured {
+            sent_lines,
+            recv,
+            system,
+            on_gateways: !gateways.gateways.is_empty(),
+            gateway_cpu,
+        },
+    ))
+}
+
+/// Starts the receiver at `place` and waits for its `READY PORT` line: the receiver, its
+/// output, the port the senders send to.
+fn start_receiver(
+    nodes: &Nodes,
+    place: &Place,
+    spec: &TputSpec,
+) -> Result<(Child, BufReader<ChildStdout>, u16)> {
+    let mut receiver = spawn(place, spec).map_err(|e| nodes.on_host(place, e))?;
+    let mut rx_out = BufReader::new(receiver.stdout.take().expect("piped"));
+    let mut line = String::new();
+    rx_out.read_line(&mut line)?;
+    let port: u16 = match line
+        .trim()
+        .strip_prefix("READY ")
+        .and_then(|p| p.parse().ok())
+    {
+        Some(p) => p,
+        None => {
+            let _ = receiver.kill();
+            let err = child_stderr(&mut receiver);
+            let _ = receiver.wait();
+            return Err(nodes.on_host(place, anyhow!("the receiver did not start: {err}")));
+        }
+    };
+    Ok((receiver, rx_out, port))
+}
+
+/// The link a throughput node of `family` uses: the receiver's (`to` = None) or a sender's
+/// towards the receiver's port `to`.
+fn link_spec(
+    family: Profile,
+    testbed: bool,
+    (rx_if, tx_if): (&str, &str),
+    rx_ip: Ipv4Addr,
+    to: Option<u16>,
+) -> LinkSpec {
     let port = family.udp_port();
-    let link = |to: Option<u16>| match (testbed, family.is_ip()) {
+    match (testbed, family.is_ip()) {
         // UDP families on a testbed: every sender to the receiver's address and port.
         (true, _) if family.is_udp() => LinkSpec::Udp {
             local: SocketAddr::new(
@@ -535,130 +676,84 @@ fn run_once(
             local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             peer: to.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p)),
         },
-    };
-    let spec = |role, link, pcap: Option<PathBuf>| TputSpec {
-        role,
-        profile: family,
-        provider: cfg.provider,
-        payload: cfg.payload,
-        seconds_ns: cfg.seconds_ns,
-        rate_bps: cfg.rate_bps,
-        batch: cfg.batch,
-        link,
-        peers: peers.clone(),
-        pcap,
-        tcp: cfg.tcp,
-    };
-    let mut reaper = Reaper(Vec::new());
-    let rx_place = nodes.rx_place();
-    let mut receiver = spawn(&rx_place, &spec(TputRole::Receiver, link(None), None))
-        .map_err(|e| nodes.on_host(&rx_place, e))?;
-    let mut rx_out = BufReader::new(receiver.stdout.take().expect("piped"));
-    let mut line = String::new();
-    rx_out.read_line(&mut line)?;
-    let port: u16 = match line
-        .trim()
-        .strip_prefix("READY ")
-        .and_then(|p| p.parse().ok())
-    {
-        Some(p) => p,
-        None => {
-            let _ = receiver.kill();
-            let err = child_stderr(&mut receiver);
-            let _ = receiver.wait();
-            return Err(nodes.on_host(&rx_place, anyhow!("the receiver did not start: {err}")));
-        }
-    };
-    reaper.0.push(receiver);
-    let pcap = pcap.map(std::path::absolute).transpose()?;
-    let mut outs = Vec::new();
-    for i in 0..nodes.senders.len() {
-        let s = spec(
-            TputRole::Sender { index: i },
-            link(Some(port)),
-            if i == 0 { pcap.clone() } else { None },
-        );
-        let place = nodes.tx_place(i);
-        let mut c = spawn(&place, &s).map_err(|e| nodes.on_host(&place, e))?;
-        outs.push(c.stdout.take().expect("piped"));
-        reaper.0.push(c);
     }
-    // Give every sender time to open its socket, then start them together.
-    std::thread::sleep(Duration::from_millis(100));
-    let sampler = SystemSampler::start(Duration::from_secs(1));
-    // Bump-in-the-wire gateways on the path: their CPU over the same window.
-    let gateways = match site {
-        Site::Testbed { state, .. } => crate::site::gateway_pids(state),
-        Site::Loopback | Site::Hosts { .. } => Vec::new(),
-    };
-    let gw_start = std::time::Instant::now();
-    let gw_before: Vec<Option<u64>> = gateways
-        .iter()
-        .map(|(_, pid)| crate::site::process_cpu_ns(*pid))
-        .collect();
-    for c in reaper.0.iter_mut().skip(1) {
-        if let Some(stdin) = c.stdin.as_mut() {
-            let _ = stdin.write_all(b"GO\n").and_then(|_| stdin.flush());
-        }
-    }
-    let readers: Vec<_> = outs
-        .into_iter()
-        .map(|o| std::thread::spawn(move || read_sender(o)))
-        .collect();
-    let mut sent_lines = Vec::new();
-    let mut failure = None;
-    for (i, h) in readers.into_iter().enumerate() {
-        match h.join().map_err(|_| anyhow!("reader thread panicked"))? {
-            Ok(s) => sent_lines.push(s),
-            Err(e) => {
-                let err = child_stderr(&mut reaper.0[i + 1]);
-                let e = e.context(format!("sender {}: {err}", i + 1));
-                failure.get_or_insert(nodes.on_host(&nodes.tx_place(i), e));
-            }
-        }
-    }
-    let system = sampler.stop();
-    let gw_wall = gw_start.elapsed().as_nanos() as u64;
-    let gateway_cpu: Vec<(String, ProcessCpu)> = gateways
-        .iter()
-        .zip(&gw_before)
-        .filter_map(|((name, pid), before)| {
-            let used = crate::site::process_cpu_ns(*pid)?.saturating_sub((*before)?);
-            Some((
-                name.clone(),
-                ProcessCpu {
-                    user_ns: used,
-                    sys_ns: 0,
-                    wall_ns: gw_wall,
-                },
-            ))
-        })
-        .collect();
-    // Frames still in flight (socket buffers, the bridge) get a moment to arrive.
-    std::thread::sleep(Duration::from_millis(300));
-    drop(reaper.0[0].stdin.take());
-    let recv = read_receiver(&mut rx_out, peers.len());
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let recv = match recv {
-        Ok(r) => r,
-        Err(e) => {
-            let err = child_stderr(&mut reaper.0[0]);
-            return Err(nodes.on_host(&rx_place, e.context(format!("receiver: {err}"))));
-        }
-    };
-    for c in &mut reaper.0 {
-        let err = child_stderr(c);
-        let st = c.wait()?;
-        if !st.success() {
-            if let Some((s, _)) = &nodes.hosts {
-                return Err(s.node_error(anyhow!("a throughput node failed ({st}): {err}")));
-            }
-            bail!("a throughput node failed ({st}): {err}");
+}
+
+/// The CPU the bump-in-the-wire gateways of a testbed use over a run's window.
+struct GatewayCpu {
+    gateways: Vec<(String, u32)>,
+    start: std::time::Instant,
+    before: Vec<Option<u64>>,
+}
+
+impl GatewayCpu {
+    fn start(site: &Site) -> GatewayCpu {
+        let gateways = match site {
+            Site::Testbed { state, .. } => crate::site::gateway_pids(state),
+            Site::Loopback | Site::Hosts { .. } => Vec::new(),
+        };
+        let before = gateways
+            .iter()
+            .map(|(_, pid)| crate::site::process_cpu_ns(*pid))
+            .collect();
+        GatewayCpu {
+            gateways,
+            start: std::time::Instant::now(),
+            before,
         }
     }
 
+    /// Each gateway's CPU since [`GatewayCpu::start`] (those whose times could not be read
+    /// are left out).
+    fn stop(&self) -> Vec<(String, ProcessCpu)> {
+        let wall = self.start.elapsed().as_nanos() as u64;
+        self.gateways
+            .iter()
+            .zip(&self.before)
+            .filter_map(|((name, pid), before)| {
+                let used = crate::site::process_cpu_ns(*pid)?.saturating_sub((*before)?);
+                Some((
+                    name.clone(),
+                    ProcessCpu {
+                        user_ns: used,
+                        sys_ns: 0,
+                        wall_ns: wall,
+                    },
+                ))
+            })
+            .collect()
+    }
+}
+
+/// What the nodes of one run reported, and the CPU seen meanwhile.
+struct Measured {
+    sent_lines: Vec<SentLine>,
+    recv: RecvLog,
+    system: crate::cpu::SystemCpu,
+    /// The path crosses bump-in-the-wire gateways (their CPU is in `gateway_cpu` where it
+    /// could be read).
+    on_gateways: bool,
+    gateway_cpu: Vec<(String, ProcessCpu)>,
+}
+
+/// One run's result from what was measured.
+fn result_of(
+    site: &Site,
+    nodes: &Nodes,
+    profile: &NamedProfile,
+    cfg: &Config,
+    frame: usize,
+    senders: usize,
+    m: Measured,
+) -> ThroughputResult {
+    let Measured {
+        sent_lines,
+        recv,
+        system,
+        on_gateways,
+        gateway_cpu,
+    } = m;
+    let family = profile.profile();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let start = sent_lines.iter().map(|s| s.start).min().unwrap_or(0);
     let last = sent_lines.iter().map(|s| s.last).max().unwrap_or(start);
@@ -706,7 +801,7 @@ fn run_once(
         profile: profile.to_string(),
         payload: cfg.payload,
         frame_bytes: frame,
-        senders: peers.len(),
+        senders,
         rate_bps: cfg.rate_bps,
         seconds: window as f64 / 1e9,
         transport: if cfg.tcp {
@@ -720,7 +815,7 @@ fn run_once(
         rejected: recv.drops,
         per_sender,
         cpu,
-        gateways: (!gateways.is_empty()).then(|| match site {
+        gateways: on_gateways.then(|| match site {
             Site::Testbed { state, .. } => state.topology.to_string(),
             Site::Loopback | Site::Hosts { .. } => String::new(),
         }),
@@ -738,7 +833,7 @@ fn run_once(
     with_gateways(&mut r.cpu.roles, &gateway_cpu, cores, r.goodput_mbps / 1e3);
     r.cpu.system_pct_per_gbps =
         (r.goodput_mbps > 0.0).then(|| r.cpu.system_pct / (r.goodput_mbps / 1e3));
-    Ok(r)
+    r
 }
 
 /// CPU by role over the sending window (every process's CPU over the same window, so the
