@@ -251,6 +251,26 @@ fn parse_expect(line: &[u8]) -> Option<u64> {
 /// failed half-way leaves none behind).
 pub struct Reaper(pub Vec<Child>);
 
+impl Reaper {
+    /// `e` after a failed run: every node killed, what they wrote on stderr added to it.
+    pub fn fail(&mut self, e: anyhow::Error) -> anyhow::Error {
+        for c in &mut self.0 {
+            let _ = c.kill();
+        }
+        let errs: Vec<String> = self
+            .0
+            .iter_mut()
+            .map(child_stderr)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if errs.is_empty() {
+            e
+        } else {
+            e.context(errs.join("; "))
+        }
+    }
+}
+
 impl Drop for Reaper {
     fn drop(&mut self) {
         for c in &mut self.0 {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use ivnsec_core::channel::{DirectionKeys, Ends as ChannelEnds};
-use ivnsec_core::crypto::Primitive;
+use ivnsec_core::crypto::{AeadAlg, Primitive};
 use ivnsec_core::sa::someip::{Level, suite_from_name};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology::{self, Topology};
@@ -542,32 +542,12 @@ fn run_once(
     };
     // l2: one IVN-AE channel (fresh keys) from the camera ECU to the consumer.
     let l2 = match cfg.transport {
-        Transport::L2 => {
-            let profile = l2_profile(level, alg);
-            let family = profile;
-            let testbed = ends.camera.0.is_some();
-            let ch_ends = ChannelEnds {
-                local_mac: ends.camera.1,
-                peer_mac: ends.consumer.1,
-                local_ip: ends.camera.2,
-                peer_ip: ends.consumer.2,
-            };
-            Some((
-                L2Spec {
-                    keys: random_keys(profile)?,
-                    link: ends.link(family, &ch_ends.reversed(), None, false),
-                    profile,
-                    ends: ch_ends,
-                },
-                family,
-                testbed,
-            ))
-        }
+        Transport::L2 => Some(l2_spec(ends, level, alg)?),
         _ => None,
     };
     let mut reaper = Reaper(Vec::new());
     let mut rx_spec = spec(CameraRole::Consumer, ends.consumer.2);
-    rx_spec.l2 = l2.as_ref().map(|(s, _, _)| s.clone());
+    rx_spec.l2 = l2.clone();
     let (cam_place, rx_place) = (ends.camera_place(), ends.consumer_place());
     let mut consumer = spawn(&rx_place, &rx_spec)?;
     let rx_lines = lines(consumer.stdout.take().expect("piped"));
@@ -585,8 +565,8 @@ fn run_once(
         .map(|p| p.parse().map_err(|_| anyhow!("consumer: bad port {p:?}")))
         .collect::<Result<_>>()?;
     let mut cam_spec = spec(CameraRole::Cameras, ends.camera.2);
-    cam_spec.l2 = l2.map(|(s, family, _)| L2Spec {
-        link: ends.link(family, &s.ends, ports.first().copied(), true),
+    cam_spec.l2 = l2.map(|s| L2Spec {
+        link: ends.link(s.profile, &s.ends, ports.first().copied(), true),
         ..s
     });
     cam_spec.ports = ports;
@@ -598,29 +578,13 @@ fn run_once(
     let mut cams = spawn(&cam_place, &cam_spec)?;
     let tx_lines = lines(cams.stdout.take().expect("piped"));
     reaper.0.push(cams);
-    let fail = |reaper: &mut Reaper, e: anyhow::Error| -> anyhow::Error {
-        for c in &mut reaper.0 {
-            let _ = c.kill();
-        }
-        let errs: Vec<String> = reaper
-            .0
-            .iter_mut()
-            .map(child_stderr)
-            .filter(|s| !s.is_empty())
-            .collect();
-        if errs.is_empty() {
-            e
-        } else {
-            e.context(errs.join("; "))
-        }
-    };
     if let Err(e) = expect_line(
         &tx_lines,
         "READY",
         Duration::from_secs(15),
         "the camera ECU",
     ) {
-        return Err(fail(&mut reaper, e));
+        return Err(reaper.fail(e));
     }
     let sampler = SystemSampler::start(Duration::from_secs(1));
     if let Some(stdin) = reaper.0[1].stdin.as_mut() {
@@ -634,41 +598,10 @@ fn run_once(
             .and_then(|l| serde_json::from_str(&l).context("the camera ECU's report"))
         {
             Ok(r) => r,
-            Err(e) => return Err(fail(&mut reaper, e)),
+            Err(e) => return Err(reaper.fail(e)),
         };
-    // Frames in flight get the deadline and a second to arrive; then the consumer is told to
-    // stop (a TCP consumer ends by itself at the end of each stream, a UDP one when every
-    // frame is in).
-    let grace = Duration::from_secs_f64(cfg.deadline_ms / 1e3) + Duration::from_secs(1);
-    let rx_report = match rx_lines.recv_timeout(grace) {
-        Ok(l) => Some(l),
-        Err(mpsc::RecvTimeoutError::Timeout) => None,
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            return Err(fail(
-                &mut reaper,
-                anyhow!("the consumer ended without REPORT"),
-            ));
-        }
-    };
-    let line = match rx_report {
-        Some(Ok(l)) => l,
-        Some(Err(e)) => return Err(fail(&mut reaper, e.into())),
-        None => {
-            drop(reaper.0[0].stdin.take());
-            match expect_line(&rx_lines, "", Duration::from_secs(10), "the consumer") {
-                Ok(l) => l,
-                Err(e) => return Err(fail(&mut reaper, e)),
-            }
-        }
-    };
+    let rx = consumer_report(&mut reaper, &rx_lines, cfg)?;
     let system = sampler.stop();
-    let Some(json) = line.trim().strip_prefix("REPORT") else {
-        return Err(fail(
-            &mut reaper,
-            anyhow!("consumer: unexpected line {line:?}"),
-        ));
-    };
-    let rx: ConsumerReport = serde_json::from_str(json.trim()).context("the consumer's report")?;
     drop(reaper.0[0].stdin.take());
     for c in &mut reaper.0 {
         let err = child_stderr(c);
@@ -685,6 +618,81 @@ fn run_once(
         );
     }
 
+    Ok(result_of(
+        cfg,
+        n,
+        level,
+        alg,
+        &streams,
+        &cam_report,
+        &rx,
+        system,
+    ))
+}
+
+/// The consumer's report: frames in flight get the deadline and a second to arrive; then the
+/// consumer is told to stop (a TCP consumer ends by itself at the end of each stream, a UDP one
+/// when every frame is in).
+fn consumer_report(
+    reaper: &mut Reaper,
+    rx_lines: &mpsc::Receiver<std::io::Result<String>>,
+    cfg: &CameraConfig,
+) -> Result<ConsumerReport> {
+    let grace = Duration::from_secs_f64(cfg.deadline_ms / 1e3) + Duration::from_secs(1);
+    let rx_report = match rx_lines.recv_timeout(grace) {
+        Ok(l) => Some(l),
+        Err(mpsc::RecvTimeoutError::Timeout) => None,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            return Err(reaper.fail(anyhow!("the consumer ended without REPORT")));
+        }
+    };
+    let line = match rx_report {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => return Err(reaper.fail(e.into())),
+        None => {
+            drop(reaper.0[0].stdin.take());
+            match expect_line(rx_lines, "", Duration::from_secs(10), "the consumer") {
+                Ok(l) => l,
+                Err(e) => return Err(reaper.fail(e)),
+            }
+        }
+    };
+    let Some(json) = line.trim().strip_prefix("REPORT") else {
+        return Err(reaper.fail(anyhow!("consumer: unexpected line {line:?}")));
+    };
+    serde_json::from_str(json.trim()).context("the consumer's report")
+}
+
+/// The IVN-AE channel (fresh keys) of `--transport l2` from the camera ECU to the consumer, its
+/// link the consumer's (the cameras' is set once the consumer's port is known).
+fn l2_spec(ends: &Ends, level: Level, alg: AeadAlg) -> Result<L2Spec> {
+    let profile = l2_profile(level, alg);
+    let ch_ends = ChannelEnds {
+        local_mac: ends.camera.1,
+        peer_mac: ends.consumer.1,
+        local_ip: ends.camera.2,
+        peer_ip: ends.consumer.2,
+    };
+    Ok(L2Spec {
+        keys: random_keys(profile)?,
+        link: ends.link(profile, &ch_ends.reversed(), None, false),
+        profile,
+        ends: ch_ends,
+    })
+}
+
+/// One run's result from the two nodes' reports and the CPU seen meanwhile.
+#[allow(clippy::too_many_arguments)]
+fn result_of(
+    cfg: &CameraConfig,
+    n: usize,
+    level: Level,
+    alg: AeadAlg,
+    streams: &[Stream],
+    cam_report: &CameraEcuReport,
+    rx: &ConsumerReport,
+    system: crate::cpu::SystemCpu,
+) -> CameraResult {
     let mut r = CameraResult {
         cameras: n,
         level: level.name().to_string(),
@@ -731,7 +739,7 @@ fn run_once(
         system_per_second_pct: system.per_interval_pct,
         increase_over_nosec: None,
     };
-    Ok(r)
+    r
 }
 
 #[cfg(test)]
