@@ -18,7 +18,7 @@ use crate::seeds::seed000;
 use crate::table::{escape, note};
 
 /// Runs of consecutive messages per dispersion series (two points each).
-pub(crate) const DISPERSION_BUCKETS: usize = 150;
+const DISPERSION_BUCKETS: usize = 150;
 
 /// An inline SVG without its (unneeded in HTML) namespace attribute, in a figure.
 fn figure(svg: &str, caption: &str) -> String {
