@@ -14,6 +14,8 @@
 use serde::{Deserialize, Serialize};
 
 pub mod node;
+pub(crate) mod report;
+pub(crate) mod report_html;
 pub mod run;
 
 use crate::stats::{self, Summary};

@@ -188,19 +188,7 @@ fn records(path: &Path, text: &str) -> Result<Vec<Vec<Field>>, ReportError> {
 
 /// Parses the bytes of a samples file; `path` is only used in errors.
 pub fn parse_samples(path: &Path, bytes: &[u8]) -> Result<Vec<ScenarioRun>, ReportError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let upto = &bytes[..e.valid_up_to()];
-        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = upto.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        let column = upto[line_start..].iter().filter(|&&b| b == b',').count() + 1;
-        ReportError::Csv {
-            path: path.to_path_buf(),
-            line,
-            column,
-            field: HEADER.get(column - 1).copied(),
-            message: "not valid UTF-8".into(),
-        }
-    })?;
+    let text = utf8(path, bytes)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let recs = records(path, text)?;
     let mut it = recs.into_iter();
@@ -213,6 +201,34 @@ pub fn parse_samples(path: &Path, bytes: &[u8]) -> Result<Vec<ScenarioRun>, Repo
             message: format!("empty file; expected the header {}", HEADER.join(",")),
         });
     };
+    check_header(path, &header)?;
+    let mut scenarios = Scenarios::default();
+    for rec in it {
+        let row = parse_row(path, &rec)?;
+        scenarios.add(path, &rec, row)?;
+    }
+    Ok(scenarios.runs)
+}
+
+/// The text of a samples file, or where it stops being UTF-8.
+fn utf8<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str, ReportError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let upto = &bytes[..e.valid_up_to()];
+        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = upto.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let column = upto[line_start..].iter().filter(|&&b| b == b',').count() + 1;
+        ReportError::Csv {
+            path: path.to_path_buf(),
+            line,
+            column,
+            field: HEADER.get(column - 1).copied(),
+            message: "not valid UTF-8".into(),
+        }
+    })
+}
+
+/// Checks that the header record is [`HEADER`], column by column.
+fn check_header(path: &Path, header: &[Field]) -> Result<(), ReportError> {
     for (i, name) in HEADER.iter().enumerate() {
         match header.get(i) {
             Some(f) if f.text.trim() == *name => {}
@@ -245,94 +261,132 @@ pub fn parse_samples(path: &Path, bytes: &[u8]) -> Result<Vec<ScenarioRun>, Repo
             message: format!("unexpected extra header column {:?}", extra.text),
         });
     }
+    Ok(())
+}
 
-    let mut runs: Vec<ScenarioRun> = Vec::new();
-    // Line of each scenario's first row, for consistency errors.
-    let mut first_line: Vec<usize> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for rec in it {
-        let row_line = rec.first().map_or(0, |f| f.line);
-        if rec.len() != HEADER.len() {
-            let column = rec.len().min(HEADER.len()) + 1;
-            return Err(ReportError::Csv {
-                path: path.to_path_buf(),
-                line: rec.last().map_or(row_line, |f| f.line),
-                column,
-                field: HEADER.get(column - 1).copied(),
-                message: format!("expected {} columns, found {}", HEADER.len(), rec.len()),
-            });
-        }
-        let fail = |col: usize, message: String| ReportError::Csv {
+/// A problem in field `col` of the record `rec`.
+fn field_error(path: &Path, rec: &[Field], col: usize, message: String) -> ReportError {
+    ReportError::Csv {
+        path: path.to_path_buf(),
+        line: rec[col].line,
+        column: col + 1,
+        field: Some(HEADER[col]),
+        message,
+    }
+}
+
+/// One row of samples.csv: the scenario it belongs to and its exchange.
+struct Row<'a> {
+    name: &'a String,
+    profile: &'a String,
+    payload: usize,
+    frame_bytes: usize,
+    exchange: Exchange,
+}
+
+/// Digits only: no sign, no spaces, no exponent.
+fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Parses one record after the header, every field checked.
+fn parse_row<'a>(path: &Path, rec: &'a [Field]) -> Result<Row<'a>, ReportError> {
+    let row_line = rec.first().map_or(0, |f| f.line);
+    if rec.len() != HEADER.len() {
+        let column = rec.len().min(HEADER.len()) + 1;
+        return Err(ReportError::Csv {
             path: path.to_path_buf(),
-            line: rec[col].line,
-            column: col + 1,
-            field: Some(HEADER[col]),
-            message,
-        };
-        fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
-            // Digits only: no sign, no spaces, no exponent.
-            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            s.parse().ok()
-        }
-        let uint = |col: usize| -> Result<u64, ReportError> {
-            num::<u64>(&rec[col].text).ok_or_else(|| {
-                fail(
-                    col,
-                    format!("{:?} is not a whole number of 0 to 2^64-1", rec[col].text),
-                )
-            })
-        };
-        let u32f = |col: usize| -> Result<u32, ReportError> {
-            num::<u32>(&rec[col].text).ok_or_else(|| {
-                fail(
-                    col,
-                    format!("{:?} is not a whole number of 0 to 2^32-1", rec[col].text),
-                )
-            })
-        };
-        let usizef = |col: usize| -> Result<usize, ReportError> {
-            num::<usize>(&rec[col].text)
-                .ok_or_else(|| fail(col, format!("{:?} is not a byte count", rec[col].text)))
-        };
-        let name = &rec[0].text;
-        if name.is_empty() {
-            return Err(fail(0, "empty scenario name".into()));
-        }
-        let profile = &rec[1].text;
-        if profile.is_empty() {
-            return Err(fail(1, "empty profile".into()));
-        }
-        let payload = usizef(2)?;
-        let frame_bytes = usizef(3)?;
-        let owd_direct_ns = if rec[12].text.is_empty() {
-            None
-        } else {
-            Some(uint(12)?)
-        };
-        let lost = match rec[13].text.as_str() {
-            "0" => false,
-            "1" => true,
-            other => return Err(fail(13, format!("{other:?} is not 0 or 1"))),
-        };
-        let exchange = Exchange {
-            replication: u32f(4)?,
-            index: u32f(5)?,
-            payload_ns: uint(6)?,
-            protect_ns: uint(7)?,
-            round_trip_ns: uint(8)?,
-            verify_ns: uint(9)?,
-            resp_verify_ns: uint(10)?,
-            resp_protect_ns: uint(11)?,
-            owd_direct_ns,
-            lost,
-        };
-        let i = match index.get(name) {
+            line: rec.last().map_or(row_line, |f| f.line),
+            column,
+            field: HEADER.get(column - 1).copied(),
+            message: format!("expected {} columns, found {}", HEADER.len(), rec.len()),
+        });
+    }
+    let fail = |col: usize, message: String| field_error(path, rec, col, message);
+    let uint = |col: usize| -> Result<u64, ReportError> {
+        num::<u64>(&rec[col].text).ok_or_else(|| {
+            fail(
+                col,
+                format!("{:?} is not a whole number of 0 to 2^64-1", rec[col].text),
+            )
+        })
+    };
+    let u32f = |col: usize| -> Result<u32, ReportError> {
+        num::<u32>(&rec[col].text).ok_or_else(|| {
+            fail(
+                col,
+                format!("{:?} is not a whole number of 0 to 2^32-1", rec[col].text),
+            )
+        })
+    };
+    let usizef = |col: usize| -> Result<usize, ReportError> {
+        num::<usize>(&rec[col].text)
+            .ok_or_else(|| fail(col, format!("{:?} is not a byte count", rec[col].text)))
+    };
+    let name = &rec[0].text;
+    if name.is_empty() {
+        return Err(fail(0, "empty scenario name".into()));
+    }
+    let profile = &rec[1].text;
+    if profile.is_empty() {
+        return Err(fail(1, "empty profile".into()));
+    }
+    let payload = usizef(2)?;
+    let frame_bytes = usizef(3)?;
+    let owd_direct_ns = if rec[12].text.is_empty() {
+        None
+    } else {
+        Some(uint(12)?)
+    };
+    let lost = match rec[13].text.as_str() {
+        "0" => false,
+        "1" => true,
+        other => return Err(fail(13, format!("{other:?} is not 0 or 1"))),
+    };
+    let exchange = Exchange {
+        replication: u32f(4)?,
+        index: u32f(5)?,
+        payload_ns: uint(6)?,
+        protect_ns: uint(7)?,
+        round_trip_ns: uint(8)?,
+        verify_ns: uint(9)?,
+        resp_verify_ns: uint(10)?,
+        resp_protect_ns: uint(11)?,
+        owd_direct_ns,
+        lost,
+    };
+    Ok(Row {
+        name,
+        profile,
+        payload,
+        frame_bytes,
+        exchange,
+    })
+}
+
+/// The scenarios read so far, in order of first appearance.
+#[derive(Default)]
+struct Scenarios {
+    runs: Vec<ScenarioRun>,
+    /// Line of each scenario's first row, for consistency errors.
+    first_line: Vec<usize>,
+    index: std::collections::HashMap<String, usize>,
+}
+
+impl Scenarios {
+    /// Adds the row of record `rec` to its scenario, which must keep the profile, payload and
+    /// frame size of its first row.
+    fn add(&mut self, path: &Path, rec: &[Field], row: Row<'_>) -> Result<(), ReportError> {
+        let fail = |col: usize, message: String| field_error(path, rec, col, message);
+        let name = row.name;
+        let i = match self.index.get(name) {
             Some(&i) => {
-                let run = &runs[i];
-                let first = first_line[i];
-                if run.profile != *profile {
+                let run = &self.runs[i];
+                let first = self.first_line[i];
+                if run.profile != *row.profile {
                     return Err(fail(
                         1,
                         format!(
@@ -341,7 +395,7 @@ pub fn parse_samples(path: &Path, bytes: &[u8]) -> Result<Vec<ScenarioRun>, Repo
                         ),
                     ));
                 }
-                if run.payload != payload {
+                if run.payload != row.payload {
                     return Err(fail(
                         2,
                         format!(
@@ -350,7 +404,7 @@ pub fn parse_samples(path: &Path, bytes: &[u8]) -> Result<Vec<ScenarioRun>, Repo
                         ),
                     ));
                 }
-                if run.frame_bytes != frame_bytes {
+                if run.frame_bytes != row.frame_bytes {
                     return Err(fail(
                         3,
                         format!(
@@ -362,21 +416,21 @@ pub fn parse_samples(path: &Path, bytes: &[u8]) -> Result<Vec<ScenarioRun>, Repo
                 i
             }
             None => {
-                index.insert(name.clone(), runs.len());
-                first_line.push(row_line);
-                runs.push(ScenarioRun {
+                self.index.insert(name.clone(), self.runs.len());
+                self.first_line.push(rec.first().map_or(0, |f| f.line));
+                self.runs.push(ScenarioRun {
                     name: name.clone(),
-                    profile: profile.clone(),
-                    payload,
-                    frame_bytes,
+                    profile: row.profile.clone(),
+                    payload: row.payload,
+                    frame_bytes: row.frame_bytes,
                     exchanges: Vec::new(),
                 });
-                runs.len() - 1
+                self.runs.len() - 1
             }
         };
-        runs[i].exchanges.push(exchange);
+        self.runs[i].exchanges.push(row.exchange);
+        Ok(())
     }
-    Ok(runs)
 }
 
 #[cfg(test)]

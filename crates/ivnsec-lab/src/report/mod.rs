@@ -10,8 +10,9 @@
 //! `samples.csv` (plus environment, requirements and baseline from `summary.json` when present),
 //! which is what `ivnsec report DIR` rebuilds from.
 //!
-//! [`seed000`], [`seed002`] and [`seed003`] hold the figures the seeds publish, with the tables
-//! that set them beside ours (docs/seeds.md lists every const and how garbled text was read).
+//! The page names no experiment but the ping-pong, whose scenarios are its own: their sections
+//! are in `pingpong/report.rs` and `pingpong/report_html.rs`, the comparisons with the seeds in
+//! `seeds/`, every other experiment's section in its folder (`experiments::all()`).
 
 mod baseline;
 pub mod csv;
@@ -19,11 +20,7 @@ pub mod experiments;
 pub mod fit;
 mod html;
 mod markdown;
-mod plots;
-mod scenarios;
-pub mod seed000;
-pub mod seed002;
-pub mod seed003;
+pub(crate) mod plots;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -34,11 +31,10 @@ use serde_json::{Map, Value};
 use crate::pingpong::{Exchange, Requirements, Section, SectionStats, Verdicts, efficiency};
 use crate::stats;
 
+use crate::seeds::seed000;
 use crate::table;
 pub use crate::table::Table;
-/// Seed 004's figures and the TLS tables, where they were before they moved below the report.
-pub use crate::tdma::{report as tdma, seed001};
-pub use crate::{seed004, tlsbench::report as tlsbench};
+use crate::tdma::report as tdma;
 pub use experiments::Experiments;
 pub use fit::{LinearFit, least_squares};
 
@@ -306,7 +302,7 @@ impl Summary {
 
     /// The verdict table as Markdown (also fine on a terminal).
     pub fn verdict_table(&self) -> String {
-        markdown::verdict_table(self)
+        crate::pingpong::report::verdict_table(self)
     }
 }
 

@@ -38,7 +38,7 @@ const PALETTE: [RGBColor; 14] = [
     RGBColor(255, 152, 150),
 ];
 
-pub(super) fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -128,7 +128,7 @@ fn axis_end(max_value: f64, deadline: Option<f64>, reach: f64) -> (f64, bool) {
 }
 
 /// A row of a horizontal mean/worst chart: a group heading or one scenario.
-pub(super) enum Row {
+pub(crate) enum Row {
     Header(String),
     Bars {
         label: String,
@@ -139,7 +139,7 @@ pub(super) enum Row {
 
 /// Horizontal mean and worst-case bars per scenario (seed 000 Fig. 17–19, 22–26), first row at
 /// the top, with the deadline as a vertical line when it is within reach of the data.
-pub(super) fn mean_worst(
+pub(crate) fn mean_worst(
     title: &str,
     x_desc: &str,
     rows: &[Row],
@@ -280,7 +280,7 @@ pub(super) fn mean_worst(
 }
 
 /// One profile statistic against payload, with its fitted line.
-pub(super) struct FitSeries {
+pub(crate) struct FitSeries {
     pub label: String,
     pub color: usize,
     /// (payload bytes, µs)
@@ -290,7 +290,7 @@ pub(super) struct FitSeries {
 
 /// Latency against payload with least-squares lines and where they reach the deadline
 /// (seed 000 Fig. 20–21). The x axis extends to a crossing up to 4× the largest payload.
-pub(super) fn payload_fit(
+pub(crate) fn payload_fit(
     title: &str,
     series: &[FitSeries],
     deadline: f64,
@@ -411,7 +411,7 @@ pub(super) fn payload_fit(
 }
 
 /// One box of a box plot: a label and the samples in µs, sorted ascending.
-pub(super) struct BoxRow {
+pub(crate) struct BoxRow {
     pub label: String,
     pub sorted: Vec<f64>,
 }
@@ -429,7 +429,7 @@ fn spread_pick(v: &[f64], max: usize) -> Vec<f64> {
 
 /// Tukey box: quartiles (type 7), whiskers at the most extreme samples within 1.5·IQR of the
 /// box, the samples beyond them as outliers.
-pub(super) struct Tukey {
+pub(crate) struct Tukey {
     pub q1: f64,
     pub median: f64,
     pub q3: f64,
@@ -439,7 +439,7 @@ pub(super) struct Tukey {
     pub high_outliers: usize,
 }
 
-pub(super) fn tukey(sorted: &[f64]) -> Option<Tukey> {
+pub(crate) fn tukey(sorted: &[f64]) -> Option<Tukey> {
     if sorted.is_empty() {
         return None;
     }
@@ -463,7 +463,7 @@ pub(super) fn tukey(sorted: &[f64]) -> Option<Tukey> {
 /// Horizontal box plots, first row at the top (seed 000 Fig. 27–30). The latency axis is
 /// logarithmic when the samples span more than a factor of 5 (outliers far from tight boxes),
 /// linear otherwise.
-pub(super) fn box_plots(
+pub(crate) fn box_plots(
     title: &str,
     x_desc: &str,
     rows: &[BoxRow],
@@ -603,7 +603,7 @@ impl BoxFrame<'_, '_> {
 }
 
 /// A named line or point set.
-pub(super) struct Series {
+pub(crate) struct Series {
     pub label: String,
     pub color: usize,
     pub points: Vec<(f64, f64)>,
@@ -611,7 +611,7 @@ pub(super) struct Series {
 
 /// For each of at most `buckets` runs of consecutive samples, the smallest and the largest
 /// (x = message number, 0-based): keeps every peak a scatter plot of all points would show.
-pub(super) fn decimate_min_max(values: &[f64], buckets: usize) -> Vec<(f64, f64)> {
+pub(crate) fn decimate_min_max(values: &[f64], buckets: usize) -> Vec<(f64, f64)> {
     if values.len() <= 2 * buckets.max(1) {
         return values
             .iter()
@@ -646,7 +646,7 @@ pub(super) fn decimate_min_max(values: &[f64], buckets: usize) -> Vec<(f64, f64)
 }
 
 /// Latency against message number (seed 000 Fig. 31–33), points.
-pub(super) fn dispersion(
+pub(crate) fn dispersion(
     title: &str,
     y_desc: &str,
     series: &[Series],
@@ -705,7 +705,7 @@ pub(super) fn dispersion(
 }
 
 /// Empirical CDFs on a logarithmic latency axis.
-pub(super) fn cdf(title: &str, x_desc: &str, series: &[Series]) -> Result<String, ReportError> {
+pub(crate) fn cdf(title: &str, x_desc: &str, series: &[Series]) -> Result<String, ReportError> {
     let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let lo = xs().filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min);
     let hi = xs().fold(0.0, f64::max);
@@ -766,7 +766,7 @@ pub(super) fn cdf(title: &str, x_desc: &str, series: &[Series]) -> Result<String
 
 /// Points of an empirical CDF from sorted samples: 100 evenly spaced probabilities, a finer
 /// tail (p99.1 … p99.9, p99.95, p99.99) and the maximum.
-pub(super) fn cdf_points(sorted: &[f64]) -> Vec<(f64, f64)> {
+pub(crate) fn cdf_points(sorted: &[f64]) -> Vec<(f64, f64)> {
     if sorted.is_empty() {
         return Vec::new();
     }
@@ -779,7 +779,7 @@ pub(super) fn cdf_points(sorted: &[f64]) -> Vec<(f64, f64)> {
 }
 
 /// Exceedance P(latency > x) on logarithmic axes: the tail a deadline cares about.
-pub(super) fn exceedance(
+pub(crate) fn exceedance(
     title: &str,
     x_desc: &str,
     series: &[Series],

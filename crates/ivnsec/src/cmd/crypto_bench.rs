@@ -197,7 +197,7 @@ fn run_chunks(args: Args) -> Result<ExitCode> {
             )
         })
         .collect();
-    let seed004 = ivnsec_lab::report::seed004::OFFLOAD_BREAK_EVEN_TEXT;
+    let seed004 = ivnsec_lab::seed004::OFFLOAD_BREAK_EVEN_TEXT;
     if args.json {
         json.print(&serde_json::json!({
             "meta": {

@@ -213,7 +213,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "auto_break_even": splits,
             "auto_table_source": ivnsec_crypto::auto_table_source(),
             "auto_table_calibrated": ivnsec_crypto::auto::table().calibrated,
-            "seed004_break_even": ivnsec_lab::report::seed004::OFFLOAD_BREAK_EVEN_TEXT,
+            "seed004_break_even": ivnsec_lab::seed004::OFFLOAD_BREAK_EVEN_TEXT,
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -285,7 +285,7 @@ them on this machine): {}; every other primitive has one provider at every size.
     );
     println!(
         "beside {}.",
-        ivnsec_lab::report::seed004::OFFLOAD_BREAK_EVEN_TEXT
+        ivnsec_lab::seed004::OFFLOAD_BREAK_EVEN_TEXT
     );
     Ok(ExitCode::SUCCESS)
 }

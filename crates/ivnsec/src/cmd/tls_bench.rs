@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use ivnsec_lab::report::tlsbench::{beside_seed004, results, seed004_notes};
+use ivnsec_lab::tlsbench::report::{beside_seed004, results, seed004_notes};
 use ivnsec_lab::tlsbench::{self, Algo, Kx, Outcome, Row, Settings};
 
 use crate::output::Json;

@@ -1,12 +1,12 @@
 //! `ivnsec tdma capacity` against seed 001 (Sensors 2016): Tables 3, 5, 7 (theoretical and
-//! measured), 10 and 11 value by value from the seed's text (`ivnsec_lab::report::seed001`),
+//! measured), 10 and 11 value by value from the seed's text (`ivnsec_lab::tdma::seed001`),
 //! through the command line; the `--json` shape; bad input (exit 2); the examples of `--help`.
 //! Where the seed's own arithmetic differs from its equations, the seed's figure is printed
 //! beside ours with the reason, and ours must be the exact value.
 
 use std::process::{Command, Output};
 
-use ivnsec_lab::report::seed001::{self, CapacityTable, Figure, Inputs, Measure};
+use ivnsec_lab::tdma::seed001::{self, CapacityTable, Figure, Inputs, Measure};
 use serde_json::{Value, json};
 
 use crate::common::{BIN, text};

@@ -1,11 +1,18 @@
-//! The tables of the ping-pong scenarios, as plain data ([`Table`]) that `summary.md` and
-//! `index.html` both render: the verdicts, seed 000 Tables 4–5, Appendix A and §4.3 beside our
-//! figures, the payload fits and seed 000's OWD estimate against the measured OWD.
+//! The ping-pong scenarios' sections of a report (seed 000). Their tables come as plain data
+//! ([`Table`]) that `summary.md` and `index.html` both render: the verdicts, seed 000 Tables
+//! 4–5, Appendix A and §4.3 beside our figures, the payload fits and seed 000's OWD estimate
+//! against the measured OWD. [`markdown`] writes them into `summary.md`; `index.html`'s, with
+//! the plots, are in [`super::report_html`].
+//!
+//! They read the scenarios of summary.json ([`Summary`]): unlike the other experiments', whose
+//! results the page holds, the ping-pong scenarios are the report's own.
 
-use super::seed000::{self, RangeRow};
-use super::table::{Table, opt_us, ratio, strs, us, yes_no};
-use super::{ScenarioSummary, Summary};
-use crate::pingpong::SectionStats;
+use std::fmt::Write as _;
+
+use super::SectionStats;
+use crate::report::{ScenarioSummary, Summary, payload_fit_gaps};
+use crate::seeds::seed000::{self, RangeRow};
+use crate::table::{Table, opt_us, ratio, strs, us, yes_no};
 
 /// The verdict table.
 pub(super) fn verdict_rows(summary: &Summary) -> Table {
@@ -308,3 +315,103 @@ for all 56 scenarios; §4.3 gives Wilcoxon bounds for AES-256 / HMAC-SHA-256 onl
 profile and payload: 'no crypto' = plain, 'crc32' = crc32, 'K/shaH' = aesK-cbc-hmac-shaH \
 ('shamd5' = md5). Our OWD is the forward OWD 1+2+5+4 and RTT the complete iteration 1+2+3+4, as \
 in the seed's Fig. 16.";
+
+/// The verdict table as Markdown (also fine on a terminal), with the pWCET note and how many
+/// scenarios meet each bound.
+pub(crate) fn verdict_table(summary: &Summary) -> String {
+    let mut s = verdict_rows(summary).markdown();
+    if let Some(n) = poor_fit_note(summary) {
+        let _ = writeln!(s, "\n{n}");
+    }
+    let n = summary.scenarios.len();
+    let c = summary.control_failures().count();
+    let p = summary.sensor_failures().count();
+    let _ = writeln!(
+        s,
+        "\n{} of {n} scenarios meet the control-data deadline, {} of {n} the sensor-data p99.9 bound.",
+        n - c,
+        n - p
+    );
+    s
+}
+
+/// The ping-pong sections of summary.md: verdicts, seed 000, payload fits, OWD estimate.
+pub(crate) fn markdown(s: &mut String, summary: &Summary) {
+    s.push_str("## Verdicts\n\n");
+    s.push_str(&verdict_table(summary));
+    s.push('\n');
+    seed000_markdown(s, summary);
+    payload_markdown(s, summary);
+    let est = estimate_table(summary);
+    if !est.rows.is_empty() {
+        s.push_str("\n## Seed 000's OWD estimate against the measured OWD\n\n");
+        s.push_str("Estimate (1 + 2 + (3 − responder) / 2 + responder 4) minus the forward OWD measured on the shared clock, per message.\n\n");
+        if let Some(flag) = crate::clock::owd_flag(&summary.environment) {
+            s.push_str(&format!("**{flag}**\n\n"));
+        }
+        s.push_str(&est.markdown());
+    }
+}
+
+/// "Beside seed 000" of summary.md: Tables 4 and 5, Appendix A and the Wilcoxon bounds.
+fn seed000_markdown(s: &mut String, summary: &Summary) {
+    s.push_str("## Beside seed 000\n\n");
+    let _ = writeln!(s, "{SEED_NOTE}\n\n{SEED_SOURCES}\n");
+    s.push_str("### One-way delay across AE scenarios (seed 000 Table 4), µs\n\n");
+    s.push_str(
+        &range_table(summary, &seed000::TABLE_4_OWD, |s| {
+            s.sections.owd_forward.as_ref()
+        })
+        .markdown(),
+    );
+    s.push_str("\n### Complete iteration across AE scenarios (seed 000 Table 5), µs\n\n");
+    s.push_str(
+        &range_table(summary, &seed000::TABLE_5_RTT, |s| s.sections.rtt.as_ref()).markdown(),
+    );
+    s.push_str("\n### Per scenario (seed 000 Appendix A), µs\n\n");
+    let app = appendix_table(summary);
+    if app.rows.is_empty() {
+        s.push_str("None of our scenarios is one the seed measured.\n");
+    } else {
+        s.push_str(&app.markdown());
+    }
+    let (without, unmeasured) = coverage(summary);
+    if !without.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nNo seed figure for: {} (seed 000 measured only plain, CRC32 and AES-128/192/256-CBC with HMAC-MD5/SHA-1/SHA-224/SHA-256 at 64, 128, 736 and 1440 bytes).",
+            without.join(", ")
+        );
+    }
+    if unmeasured > 0 {
+        let _ = writeln!(
+            s,
+            "\n{unmeasured} of the seed's 56 scenarios were not measured in this run."
+        );
+    }
+    s.push_str("\n### Wilcoxon median bound at 99 % (seed 000 §4.3), forward OWD of aes256-cbc-hmac-sha256, µs\n\n");
+    s.push_str(&wilcoxon_table(summary).markdown());
+}
+
+/// "Latency against payload" of summary.md: why a profile has no line, and the lines.
+fn payload_markdown(s: &mut String, summary: &Summary) {
+    s.push_str("\n## Latency against payload (seed 000 §4.2.3, Fig. 20–21)\n\n");
+    let fits = fit_table(summary);
+    let gaps = payload_fit_gaps(summary);
+    for gap in &gaps {
+        let _ = writeln!(s, "{gap}\n");
+    }
+    if fits.rows.is_empty() {
+        if gaps.is_empty() {
+            s.push_str("No profile was measured at two or more payload sizes.\n");
+        }
+    } else {
+        let _ = writeln!(
+            s,
+            "Least-squares lines of each profile's per-scenario min, mean and max forward OWD against payload, and the payload at which each line reaches the deadline ({} µs) and the deadline less the margin. Seed 000 read a crossing above {} bytes off Fig. 20. Frames above 1500 bytes of payload would need fragmentation or jumbo frames; a crossing there is an extrapolation.\n",
+            summary.requirements.control_owd_us,
+            seed000::FIG20_CROSSING_ABOVE_BYTES
+        );
+        s.push_str(&fits.markdown());
+    }
+}

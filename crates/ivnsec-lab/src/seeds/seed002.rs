@@ -37,7 +37,7 @@
 //! The tables' "maximum latency" is sockperf's percentile of its latency figure, which for
 //! ping-pong and under-load is half the measured round trip.
 
-use super::table::{Table, opt_num, ratio, strs};
+use crate::table::{Table, opt_num, ratio, strs};
 
 /// One of the seed's four network configurations (§5.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -32,8 +32,8 @@
 //! The seed distinguishes "vanilla" vsomeip from its own version at the no-security level;
 //! we have one SOME/IP implementation, so both map to our `nosec`.
 
-use super::table::{Table, opt_num, strs};
 use crate::camera::CameraFigures;
+use crate::table::{Table, opt_num, strs};
 use Level::{Auth, Conf, Nosec};
 use Transport::{Tcp, Udp};
 
