@@ -166,61 +166,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         segments: false,
     };
 
-    // The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,
-    // the two namespaces; across hosts, the two hosts.
-    let mut hosts: Option<(&Remote, &Remote)> = None;
-    let (ini_ends, ns) = match site {
-        Site::Testbed {
-            state,
-            initiator,
-            responder,
-        } => {
-            let a = node_addr(state, initiator)?;
-            let b = node_addr(state, responder)?;
-            (
-                Ends {
-                    local_mac: a.0,
-                    peer_mac: b.0,
-                    local_ip: a.1,
-                    peer_ip: b.1,
-                },
-                Some((
-                    state.namespace_of(initiator).map_err(net_err)?.to_string(),
-                    state.namespace_of(responder).map_err(net_err)?.to_string(),
-                )),
-            )
-        }
-        Site::Loopback => (
-            Ends {
-                local_mac: topology::ecu_mac(0, 1),
-                peer_mac: topology::ecu_mac(0, 2),
-                local_ip: Ipv4Addr::LOCALHOST,
-                peer_ip: Ipv4Addr::LOCALHOST,
-            },
-            None,
-        ),
-        Site::Hosts {
-            initiator,
-            responder,
-        } => {
-            if pcap.is_some() {
-                return Err(usage(
-                    "a capture (--pcap) is not taken across hosts: the initiator runs on \
-                     another machine; capture there (tcpdump -i IFACE -w FILE)",
-                ));
-            }
-            hosts = Some((initiator, responder));
-            (
-                Ends {
-                    local_mac: initiator.mac,
-                    peer_mac: responder.mac,
-                    local_ip: host_ip(initiator, profile)?,
-                    peer_ip: host_ip(responder, profile)?,
-                },
-                None,
-            )
-        }
-    };
+    let (ini_ends, ns, hosts) = ends_of(site, profile, pcap)?;
     let res_ends = ini_ends.reversed();
     let (ini_place, res_place) = match (&ns, hosts) {
         (Some((a, b)), _) => (Place::Namespace(a), Place::Namespace(b)),
@@ -300,14 +246,99 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
         bail!("the responder failed ({status}): {res_err}");
     }
 
-    let by_id: HashMap<u64, (u64, u64, u64)> = res
-        .log
+    let starts_ns = ini.records.iter().map(|r| r.start).collect();
+    let exchanges = exchanges_of(ini.records, res.log, hosts.is_some());
+    Ok(Outcome {
+        exchanges,
+        frame_bytes,
+        rejected: ini.rejects,
+        responder_drops: res.drops,
+        stale: ini.stale,
+        starts_ns,
+    })
+}
+
+/// The initiator's view of the two ends (the responder's is the reverse) and, on a testbed,
+/// the two namespaces; across hosts, the two hosts.
+#[allow(clippy::type_complexity)]
+fn ends_of<'s>(
+    site: &'s Site,
+    profile: Profile,
+    pcap: Option<&std::path::Path>,
+) -> Result<(
+    Ends,
+    Option<(String, String)>,
+    Option<(&'s Remote, &'s Remote)>,
+)> {
+    let mut hosts: Option<(&Remote, &Remote)> = None;
+    let (ini_ends, ns) = match site {
+        Site::Testbed {
+            state,
+            initiator,
+            responder,
+        } => {
+            let a = node_addr(state, initiator)?;
+            let b = node_addr(state, responder)?;
+            (
+                Ends {
+                    local_mac: a.0,
+                    peer_mac: b.0,
+                    local_ip: a.1,
+                    peer_ip: b.1,
+                },
+                Some((
+                    state.namespace_of(initiator).map_err(net_err)?.to_string(),
+                    state.namespace_of(responder).map_err(net_err)?.to_string(),
+                )),
+            )
+        }
+        Site::Loopback => (
+            Ends {
+                local_mac: topology::ecu_mac(0, 1),
+                peer_mac: topology::ecu_mac(0, 2),
+                local_ip: Ipv4Addr::LOCALHOST,
+                peer_ip: Ipv4Addr::LOCALHOST,
+            },
+            None,
+        ),
+        Site::Hosts {
+            initiator,
+            responder,
+        } => {
+            if pcap.is_some() {
+                return Err(usage(
+                    "a capture (--pcap) is not taken across hosts: the initiator runs on \
+                     another machine; capture there (tcpdump -i IFACE -w FILE)",
+                ));
+            }
+            hosts = Some((initiator, responder));
+            (
+                Ends {
+                    local_mac: initiator.mac,
+                    peer_mac: responder.mac,
+                    local_ip: host_ip(initiator, profile)?,
+                    peer_ip: host_ip(responder, profile)?,
+                },
+                None,
+            )
+        }
+    };
+    Ok((ini_ends, ns, hosts))
+}
+
+/// The exchanges of a scenario: the initiator's records joined with the responder's log by
+/// (replication, index); one missing from the log is lost. `across_hosts`: two monotonic
+/// clocks, no direct one-way delay.
+fn exchanges_of(
+    records: Vec<IniRecord>,
+    log: Vec<(u64, u64, u64, u64)>,
+    across_hosts: bool,
+) -> Vec<Exchange> {
+    let by_id: HashMap<u64, (u64, u64, u64)> = log
         .into_iter()
         .map(|(id, v, p, at)| (id, (v, p, at)))
         .collect();
-    let starts_ns = ini.records.iter().map(|r| r.start).collect();
-    let exchanges = ini
-        .records
+    records
         .into_iter()
         .map(|r| {
             let id = (u64::from(r.rep) << 32) | u64::from(r.idx);
@@ -326,7 +357,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
                     e.resp_verify_ns = v;
                     e.resp_protect_ns = p;
                     // Two hosts' monotonic clocks are not one clock: no direct one-way delay.
-                    e.owd_direct_ns = if hosts.is_some() {
+                    e.owd_direct_ns = if across_hosts {
                         None
                     } else {
                         at.checked_sub(r.start)
@@ -337,15 +368,7 @@ pub fn run_scenario(site: &Site, s: &Scenario, pcap: Option<&std::path::Path>) -
             }
             e
         })
-        .collect();
-    Ok(Outcome {
-        exchanges,
-        frame_bytes,
-        rejected: ini.rejects,
-        responder_drops: res.drops,
-        stale: ini.stale,
-        starts_ns,
-    })
+        .collect()
 }
 
 fn spawn(place: &Place<'_>, spec: &RoleSpec) -> Result<Child> {

@@ -283,10 +283,7 @@ its size (docs/benchmarks.md); the JSON's \"auto\" says it per profile:"
 them on this machine): {}; every other primitive has one provider at every size.",
         text.join("; ")
     );
-    println!(
-        "beside {}.",
-        ivnsec_lab::seed004::OFFLOAD_BREAK_EVEN_TEXT
-    );
+    println!("beside {}.", ivnsec_lab::seed004::OFFLOAD_BREAK_EVEN_TEXT);
     Ok(ExitCode::SUCCESS)
 }
 
