@@ -750,6 +750,115 @@ fn run_one(
     mode: SwitchMode,
     pcap: Option<&PathBuf>,
 ) -> Result<AttackResult> {
+    let gateway = bench.gateway();
+    let (res_spec, ini_spec, spec) = specs(bench, cfg, profile, attack, pcap)?;
+    let links = serde_json::to_string(&(
+        &res_spec.link,
+        &ini_spec.link,
+        profile.profile().ethertype(),
+    ))?;
+    if let Some(n) = nodes.take_if(|n| n.links != links) {
+        n.finish(bench)?;
+    }
+    let fresh = nodes.is_none();
+    let n = match nodes {
+        Some(n) => n,
+        None => nodes.insert(Nodes::start(bench, links, &res_spec, &ini_spec)?),
+    };
+    let accounts = (|| -> Result<_> {
+        if !fresh {
+            n.next(&res_spec, &ini_spec)?;
+        }
+        wait_first(&mut n.receiver_out, &mut n.sender)?;
+        let before = gateway.map(|g| g.counters()).transpose()?;
+        let injected = n.attack(bench, &spec)?;
+        let ini = n.stop_sender()?;
+        // Behind the gateways, the legacy receiver is sent the legitimate requests only: any
+        // forged frame it judges got through a gateway.
+        let forged_expected = match gateway {
+            Some(_) => 0,
+            None => injected.injected - injected.refused,
+        };
+        let res = n.stop_receiver(forged_expected + ini.records.len() as u64)?;
+        let account = match (gateway, before) {
+            (Some(g), Some(before)) => Some(g.counters()?.since(&before, &g.victim)),
+            _ => None,
+        };
+        Ok((injected, ini, res, account))
+    })();
+    let (
+        Injected {
+            injected,
+            seconds,
+            captured,
+            ..
+        },
+        ini,
+        res,
+        account,
+    ) = match accounts {
+        Ok(a) => a,
+        Err(e) => return Err(nodes.take().expect("started").failed(bench, e)),
+    };
+
+    let (legit, mut accepted) = Legit::of(&ini, &res.log, matches!(bench, Bench::Hosts(_)));
+    let mut dropped: BTreeMap<String, u64> = res.drops.into_iter().collect();
+    let mut account = account;
+    if let Some(a) = &mut account {
+        // Behind the gateways, whatever the legacy receiver judged beyond the legitimate
+        // requests reached it: a forged unit of its own profile (counted above), or a frame
+        // of the forged MACsec's inner EtherType (its plain watch counts those) — a forgery
+        // that got through. The victim's gateway judged (dropped) the rest.
+        a.reached_legacy = accepted + dropped.values().sum::<u64>();
+        accepted = a.reached_legacy;
+        dropped = a.victim_drops.clone();
+    }
+    let judged = accepted + dropped.values().sum::<u64>();
+    // Across hosts, a replay class whose attacker captured too little to replay did not run.
+    // The older replays need a frame `window + 2` behind the newest.
+    let needed = u64::from(attack.replay_window()) + 3;
+    let not_run = match bench {
+        Bench::Hosts(h) if attack.is_replay() && injected == 0 => {
+            Some(super::hosts::replay_not_run(h, captured, needed))
+        }
+        _ => None,
+    };
+    Ok(AttackResult {
+        profile: profile.to_string(),
+        attack: attack.name(),
+        injected,
+        accepted,
+        dropped,
+        not_seen: injected.saturating_sub(judged),
+        rate_fps: if seconds > 0.0 {
+            injected as f64 / seconds
+        } else {
+            0.0
+        },
+        legit_sent: legit.sent,
+        legit_delivered: legit.delivered,
+        legit_exchanges_lost: legit.lost,
+        legit_p50_us: legit.p50_us,
+        legit_p999_us: legit.p999_us,
+        legit_rtt_p50_us: legit.rtt_p50_us,
+        legit_rtt_p999_us: legit.rtt_p999_us,
+        switch: mode.name(),
+        receiver_socket_drops: res.socket_drops,
+        initiator_socket_drops: ini.socket_drops,
+        mka: None,
+        gateway: account,
+        not_run,
+    })
+}
+
+/// The legitimate receiver's and sender's roles and the attacker's spec of one class.
+fn specs(
+    bench: Bench<'_>,
+    cfg: &AttackConfig,
+    profile: &NamedProfile,
+    attack: Attack,
+    pcap: Option<&PathBuf>,
+) -> Result<(RoleSpec, RoleSpec, AttackSpec)> {
     // On a bump-in-the-wire testbed the legacy ECUs exchange without protection (the gateways
     // protect), and the attacker forges the gateways' MACsec on the protected side.
     let attack_family = profile.profile();
@@ -828,132 +937,69 @@ fn run_one(
         capture_all: matches!(bench, Bench::Hosts(_)),
     };
 
-    let links =
-        serde_json::to_string(&(&res_spec.link, &ini_spec.link, attack_family.ethertype()))?;
-    if let Some(n) = nodes.take_if(|n| n.links != links) {
-        n.finish(bench)?;
-    }
-    let fresh = nodes.is_none();
-    let n = match nodes {
-        Some(n) => n,
-        None => nodes.insert(Nodes::start(bench, links, &res_spec, &ini_spec)?),
-    };
-    let accounts = (|| -> Result<_> {
-        if !fresh {
-            n.next(&res_spec, &ini_spec)?;
-        }
-        wait_first(&mut n.receiver_out, &mut n.sender)?;
-        let before = gateway.map(|g| g.counters()).transpose()?;
-        let injected = n.attack(bench, &spec)?;
-        let ini = n.stop_sender()?;
-        // Behind the gateways, the legacy receiver is sent the legitimate requests only: any
-        // forged frame it judges got through a gateway.
-        let forged_expected = match gateway {
-            Some(_) => 0,
-            None => injected.injected - injected.refused,
-        };
-        let res = n.stop_receiver(forged_expected + ini.records.len() as u64)?;
-        let account = match (gateway, before) {
-            (Some(g), Some(before)) => Some(g.counters()?.since(&before, &g.victim)),
-            _ => None,
-        };
-        Ok((injected, ini, res, account))
-    })();
-    let (
-        Injected {
-            injected,
-            seconds,
-            captured,
-            ..
-        },
-        ini,
-        res,
-        account,
-    ) = match accounts {
-        Ok(a) => a,
-        Err(e) => return Err(nodes.take().expect("started").failed(bench, e)),
-    };
+    Ok((res_spec, ini_spec, spec))
+}
 
-    // Legitimate exchange ids are `replication << 32 | index`; every other accepted id, and
-    // every legitimate id accepted more than once, is a forgery or a replay that got through.
-    let sent: HashMap<u64, u64> = ini
-        .records
-        .iter()
-        .map(|e| ((u64::from(e.rep) << 32) | u64::from(e.idx), e.start))
-        .collect();
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut accepted = 0u64;
-    let mut owd_us = Vec::with_capacity(sent.len());
-    for &(id, _, _, at) in &res.log {
-        match sent.get(&id) {
-            Some(&start) if seen.insert(id) => {
-                owd_us.push(at.saturating_sub(start) as f64 / 1e3);
+/// The legitimate exchanges of one class: how many were sent, delivered and lost, their
+/// one-way delay and round trip.
+struct Legit {
+    sent: u64,
+    delivered: u64,
+    lost: u64,
+    p50_us: Option<f64>,
+    p999_us: Option<f64>,
+    rtt_p50_us: Option<f64>,
+    rtt_p999_us: Option<f64>,
+}
+
+impl Legit {
+    /// From the sender's records and the receiver's log; also the number of units accepted
+    /// that were not a legitimate exchange's first delivery.
+    fn of(ini: &IniLog, log: &[(u64, u64, u64, u64)], across_hosts: bool) -> (Legit, u64) {
+        // Legitimate exchange ids are `replication << 32 | index`; every other accepted id, and
+        // every legitimate id accepted more than once, is a forgery or a replay that got through.
+        let sent: HashMap<u64, u64> = ini
+            .records
+            .iter()
+            .map(|e| ((u64::from(e.rep) << 32) | u64::from(e.idx), e.start))
+            .collect();
+        let mut seen: HashSet<u64> = HashSet::new();
+        let mut accepted = 0u64;
+        let mut owd_us = Vec::with_capacity(sent.len());
+        for &(id, _, _, at) in log {
+            match sent.get(&id) {
+                Some(&start) if seen.insert(id) => {
+                    owd_us.push(at.saturating_sub(start) as f64 / 1e3);
+                }
+                _ => accepted += 1,
             }
-            _ => accepted += 1,
         }
-    }
-    let mut dropped: BTreeMap<String, u64> = res.drops.into_iter().collect();
-    let mut account = account;
-    if let Some(a) = &mut account {
-        // Behind the gateways, whatever the legacy receiver judged beyond the legitimate
-        // requests reached it: a forged unit of its own profile (counted above), or a frame
-        // of the forged MACsec's inner EtherType (its plain watch counts those) — a forgery
-        // that got through. The victim's gateway judged (dropped) the rest.
-        a.reached_legacy = accepted + dropped.values().sum::<u64>();
-        accepted = a.reached_legacy;
-        dropped = a.victim_drops.clone();
-    }
-    let judged = accepted + dropped.values().sum::<u64>();
-    // Across hosts a one-way delay would subtract two machines' clocks: the legitimate
-    // requests' delay is then given as their round trip, timed on the sender's clock alone.
-    if matches!(bench, Bench::Hosts(_)) {
-        owd_us.clear();
-    }
-    owd_us.sort_by(f64::total_cmp);
-    let q = |p: f64| (!owd_us.is_empty()).then(|| crate::stats::quantile_sorted(&owd_us, p));
-    let mut rtt_us: Vec<f64> = ini
-        .records
-        .iter()
-        .filter(|e| !e.lost)
-        .map(|e| e.rtt as f64 / 1e3)
-        .collect();
-    rtt_us.sort_by(f64::total_cmp);
-    let rq = |p: f64| (!rtt_us.is_empty()).then(|| crate::stats::quantile_sorted(&rtt_us, p));
-    // Across hosts, a replay class whose attacker captured too little to replay did not run.
-    // The older replays need a frame `window + 2` behind the newest.
-    let needed = u64::from(attack.replay_window()) + 3;
-    let not_run = match bench {
-        Bench::Hosts(h) if attack.is_replay() && injected == 0 => {
-            Some(super::hosts::replay_not_run(h, captured, needed))
+        // Across hosts a one-way delay would subtract two machines' clocks: the legitimate
+        // requests' delay is then given as their round trip, timed on the sender's clock alone.
+        if across_hosts {
+            owd_us.clear();
         }
-        _ => None,
-    };
-    Ok(AttackResult {
-        profile: profile.to_string(),
-        attack: attack.name(),
-        injected,
-        accepted,
-        dropped,
-        not_seen: injected.saturating_sub(judged),
-        rate_fps: if seconds > 0.0 {
-            injected as f64 / seconds
-        } else {
-            0.0
-        },
-        legit_sent: sent.len() as u64,
-        legit_delivered: seen.len() as u64,
-        legit_exchanges_lost: ini.records.iter().filter(|e| e.lost).count() as u64,
-        legit_p50_us: q(0.5),
-        legit_p999_us: q(0.999),
-        legit_rtt_p50_us: rq(0.5),
-        legit_rtt_p999_us: rq(0.999),
-        switch: mode.name(),
-        receiver_socket_drops: res.socket_drops,
-        initiator_socket_drops: ini.socket_drops,
-        mka: None,
-        gateway: account,
-        not_run,
-    })
+        owd_us.sort_by(f64::total_cmp);
+        let q = |p: f64| (!owd_us.is_empty()).then(|| crate::stats::quantile_sorted(&owd_us, p));
+        let mut rtt_us: Vec<f64> = ini
+            .records
+            .iter()
+            .filter(|e| !e.lost)
+            .map(|e| e.rtt as f64 / 1e3)
+            .collect();
+        rtt_us.sort_by(f64::total_cmp);
+        let rq = |p: f64| (!rtt_us.is_empty()).then(|| crate::stats::quantile_sorted(&rtt_us, p));
+        let legit = Legit {
+            sent: sent.len() as u64,
+            delivered: seen.len() as u64,
+            lost: ini.records.iter().filter(|e| e.lost).count() as u64,
+            p50_us: q(0.5),
+            p999_us: q(0.999),
+            rtt_p50_us: rq(0.5),
+            rtt_p999_us: rq(0.999),
+        };
+        (legit, accepted)
+    }
 }
 
 /// Waits for the receiver's `FIRST` line (it accepted the class's first legitimate request);
