@@ -799,6 +799,20 @@ fn run_profile(
     if let Some(t) = trace {
         *t = trace_of(schedule, &s, &c)?;
     }
+    result_of(profile, schedule, common, s_ends, s, c, &system)
+}
+
+/// One profile's result from the sensor's and the consumer's logs and the CPU seen meanwhile.
+fn result_of(
+    profile: &NamedProfile,
+    schedule: &Schedule,
+    common: &Common,
+    s_ends: Ends,
+    s: SensorLog,
+    c: ConsumerLog,
+    system: &crate::cpu::SystemCpu,
+) -> Result<ProfileRun> {
+    let family = profile.profile();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let window = s.last.saturating_sub(s.start);
     let sender = ProcessCpu {
@@ -823,7 +837,7 @@ fn run_profile(
         receiver_ns_per_byte: receiver.ns_per_byte(c.bytes),
         ..CpuResult::default()
     };
-    system_fields(&mut cpu, &system);
+    system_fields(&mut cpu, system);
     let k = random_keys(family)?;
     let ch = open_channel(
         family,
