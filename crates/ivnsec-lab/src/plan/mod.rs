@@ -49,7 +49,7 @@ use crate::bench::per_frame::PerFrameConfig;
 use crate::bench::plan::ChunkBenchConfig;
 use crate::camera::run::CameraConfig;
 use crate::experiment::text::{ScenarioDefaults, key_error, toml_error_at};
-use crate::experiment::{Gateways, Jobs, PlanText, Tables};
+use crate::experiment::{Gateways, Jobs, PlanText};
 use crate::hosts::Host;
 use crate::pingpong::Requirements;
 use crate::pingpong::run::{Mode, Scenario, ms_to_ns};
