@@ -3,7 +3,7 @@
 //! context mode, and the break-evens, beside seed 004 §6.1's offload break-even) and
 //! `[[crypto_bench]]` (single-frame protect/verify times, [`super::per_frame`]).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use ivnsec_core::crypto::ProviderChoice;
@@ -12,6 +12,7 @@ use super::chunks::{self, ChunkBenchReport, ChunkSuite};
 use super::per_frame::{PerFrameConfig, PerFrameReport};
 use super::report::{ChunkBenchExperiment, CryptoBenchExperiment};
 use super::{Providers, Timing};
+use crate::experiment::context::in_process;
 use crate::experiment::{Gathers, Jobs, PlanTables, PlanText, RunContext};
 use ivnsec_node::error::KeyError;
 
@@ -153,10 +154,7 @@ where
 {
     fn parse(&self, t: &PlanText, plan: &mut Pl) -> Result<()> {
         let f: ChunkTables = t.tables()?;
-        for (i, c) in f.chunk_bench.iter().enumerate() {
-            c.check()
-                .map_err(|e| t.bad(&format!("chunk_bench[{i}].{}", e.key), e.why))?;
-        }
+        t.checked("chunk_bench", &f.chunk_bench, ChunkBenchConfig::check)?;
         *plan.jobs_mut() = f.chunk_bench;
         Ok(())
     }
@@ -171,22 +169,20 @@ where
 
     fn run(&self, plan: &Pl, _cx: &mut RunContext, results: &mut R) -> Result<()> {
         // Seed 004's benchmarks in this process: AES by chunk size (and the TLS handshakes).
-        let jobs = plan.jobs();
-        for (i, cfg) in jobs.iter().enumerate() {
-            if crate::interrupt::requested() {
-                break;
-            }
-            eprintln!(
-                "ivnsec run: chunk_bench {}/{}: {} at {:?} bytes, context {}",
-                i + 1,
-                jobs.len(),
-                cfg.suites.join(", "),
-                cfg.sizes,
-                cfg.context
-            );
-            results.gather(run_chunk_bench(cfg).context("chunk_bench")?);
-        }
-        Ok(())
+        in_process(
+            "chunk_bench",
+            plan.jobs(),
+            |c| {
+                format!(
+                    "{} at {:?} bytes, context {}",
+                    c.suites.join(", "),
+                    c.sizes,
+                    c.context
+                )
+            },
+            run_chunk_bench,
+            |r| results.gather(r),
+        )
     }
 }
 
@@ -203,10 +199,7 @@ where
 {
     fn parse(&self, t: &PlanText, plan: &mut Pl) -> Result<()> {
         let f: FrameTables = t.tables()?;
-        for (i, c) in f.crypto_bench.iter().enumerate() {
-            c.check()
-                .map_err(|e| t.bad(&format!("crypto_bench[{i}].{}", e.key), e.why))?;
-        }
+        t.checked("crypto_bench", &f.crypto_bench, PerFrameConfig::check)?;
         *plan.jobs_mut() = f.crypto_bench;
         Ok(())
     }
@@ -221,22 +214,20 @@ where
 
     fn run(&self, plan: &Pl, _cx: &mut RunContext, results: &mut R) -> Result<()> {
         // Single-frame crypto times first, in this process, before any testbed is built.
-        let jobs = plan.jobs();
-        for (i, cfg) in jobs.iter().enumerate() {
-            if crate::interrupt::requested() {
-                break;
-            }
-            eprintln!(
-                "ivnsec run: crypto-bench {}/{}: {} at {:?} bytes, {} frames one by one",
-                i + 1,
-                jobs.len(),
-                cfg.profiles.join(", "),
-                cfg.sizes,
-                cfg.frames
-            );
-            results.gather(super::per_frame::run(cfg).context("crypto-bench")?);
-        }
-        Ok(())
+        in_process(
+            "crypto-bench",
+            plan.jobs(),
+            |c| {
+                format!(
+                    "{} at {:?} bytes, {} frames one by one",
+                    c.profiles.join(", "),
+                    c.sizes,
+                    c.frames
+                )
+            },
+            super::per_frame::run,
+            |r| results.gather(r),
+        )
     }
 }
 

@@ -109,3 +109,27 @@ impl RunContext<'_> {
         self.absorb()
     }
 }
+
+/// Runs each of the jobs `name` in this process, announced with `describe`, and gathers their
+/// results; interrupted, it stops before the next job.
+pub fn in_process<T, U>(
+    name: &'static str,
+    jobs: &[T],
+    describe: impl Fn(&T) -> String,
+    run: impl Fn(&T) -> Result<U>,
+    mut gather: impl FnMut(U),
+) -> Result<()> {
+    for (i, job) in jobs.iter().enumerate() {
+        if crate::interrupt::requested() {
+            break;
+        }
+        eprintln!(
+            "ivnsec run: {name} {}/{}: {}",
+            i + 1,
+            jobs.len(),
+            describe(job)
+        );
+        gather(run(job).context(name)?);
+    }
+    Ok(())
+}

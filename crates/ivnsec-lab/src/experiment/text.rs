@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology::Topology;
-use ivnsec_node::error::usage;
+use ivnsec_node::error::{KeyError, usage};
 use serde::de::DeserializeOwned;
 
 use crate::pingpong::run::{Mode, Scenario};
@@ -69,6 +69,21 @@ impl PlanText<'_> {
     pub fn tables<T: DeserializeOwned>(&self) -> Result<T> {
         toml::from_str(self.text)
             .map_err(|e| usage(format!("plan {}: {}", self.file, toml_error(&e, self.text))))
+    }
+
+    /// Each of the tables `table` checked by `check`; an error names the table's index and
+    /// the key `check` gives (`tdma[0].switches[1]`).
+    pub fn checked<T, U>(
+        &self,
+        table: &str,
+        tables: &[T],
+        check: impl Fn(&T) -> Result<U, KeyError>,
+    ) -> Result<Vec<U>> {
+        tables
+            .iter()
+            .enumerate()
+            .map(|(i, c)| check(c).map_err(|e| self.bad(&format!("{table}[{i}].{}", e.key), e.why)))
+            .collect()
     }
 
     /// A table's own `count` and `replications`: the command line's, the table's, the plan's.

@@ -92,7 +92,13 @@ pub fn run_plan(
         }
         (Some(_), _) => None,
     };
-    record_hosts(&mut environment, hosts_site.as_ref());
+    if let Some(Site::Hosts {
+        initiator,
+        responder,
+    }) = &hosts_site
+    {
+        crate::pingpong::run::record_hosts(&mut environment, initiator, responder);
+    }
     if let Some(tb) = open.and_then(|o| o.testbed) {
         let prefix = tb.prefix().to_string();
         match tb.down() {
@@ -156,31 +162,6 @@ fn scenarios_environment(plan: &Plan, open: &OpenSite) -> serde_json::Map<String
         environment.insert("fallback_reason".into(), serde_json::json!(why));
     }
     environment
-}
-
-/// Across hosts: the two hosts and each one's PTP state (two machines, two clocks), read with
-/// pmc over the same SSH.
-fn record_hosts(environment: &mut serde_json::Map<String, Value>, site: Option<&Site>) {
-    let Some(Site::Hosts {
-        initiator,
-        responder,
-    }) = site
-    else {
-        return;
-    };
-    environment.insert(
-        "hosts".into(),
-        serde_json::json!([
-            crate::hosts::describe(initiator),
-            crate::hosts::describe(responder)
-        ]),
-    );
-    let set = crate::clock::ClockSet::probe(
-        &[&initiator.spec, &responder.spec],
-        |_| crate::clock::DEFAULT_UDS.to_string(),
-        crate::clock::DEFAULT_MAX_OFFSET_NS,
-    );
-    crate::clock::record_environment(environment, &set);
 }
 
 /// The results of a run by kind, for the listed experiments to add to.

@@ -22,12 +22,7 @@ where
 {
     fn parse(&self, t: &PlanText, plan: &mut Pl) -> Result<()> {
         let f: Tables = t.tables()?;
-        for (i, c) in f.tdma.iter().enumerate() {
-            let sweep = c
-                .check()
-                .map_err(|e| t.bad(&format!("tdma[{i}].{}", e.key), e.why))?;
-            plan.jobs_mut().push(sweep);
-        }
+        *plan.jobs_mut() = t.checked("tdma", &f.tdma, SweepConfig::check)?;
         Ok(())
     }
 

@@ -1,11 +1,12 @@
 //! `[[tls_bench]]` in a plan, run in the plan's own process (`ivnsec tls-bench`: handshakes
 //! per minute and CPU, beside seed 004 Tables 5.1 and 5.2).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::report::TlsBenchExperiment;
 use super::{Algo, Kx, Outcome};
+use crate::experiment::context::in_process;
 use crate::experiment::{Gathers, Jobs, PlanTables, PlanText, RunContext};
 use crate::tlsbench;
 use ivnsec_node::error::KeyError;
@@ -121,10 +122,7 @@ where
 {
     fn parse(&self, t: &PlanText, plan: &mut Pl) -> Result<()> {
         let f: Tables = t.tables()?;
-        for (i, c) in f.tls_bench.iter().enumerate() {
-            c.check()
-                .map_err(|e| t.bad(&format!("tls_bench[{i}].{}", e.key), e.why))?;
-        }
+        t.checked("tls_bench", &f.tls_bench, TlsBenchConfig::check)?;
         *plan.jobs_mut() = f.tls_bench;
         Ok(())
     }
@@ -138,22 +136,20 @@ where
     }
 
     fn run(&self, plan: &Pl, _cx: &mut RunContext, results: &mut R) -> Result<()> {
-        let jobs = plan.jobs();
-        for (i, cfg) in jobs.iter().enumerate() {
-            if crate::interrupt::requested() {
-                break;
-            }
-            eprintln!(
-                "ivnsec run: tls_bench {}/{}: {} with {} clients, {} s each",
-                i + 1,
-                jobs.len(),
-                cfg.algos.join(", "),
-                cfg.concurrency,
-                cfg.seconds
-            );
-            results.gather(run_tls_bench(cfg).context("tls_bench")?);
-        }
-        Ok(())
+        in_process(
+            "tls_bench",
+            plan.jobs(),
+            |c| {
+                format!(
+                    "{} with {} clients, {} s each",
+                    c.algos.join(", "),
+                    c.concurrency,
+                    c.seconds
+                )
+            },
+            run_tls_bench,
+            |r| results.gather(r),
+        )
     }
 }
 

@@ -54,18 +54,10 @@ where
                 }
             }
         }
-        for (i, c) in f.tunnel_ping.iter().enumerate() {
-            let c = c
-                .check()
-                .map_err(|e| t.bad(&format!("tunnel_ping[{i}].{}", e.key), e.why))?;
-            Jobs::<PingConfig>::jobs_mut(plan).push(c);
-        }
-        for (i, c) in f.tunnel_bulk.iter().enumerate() {
-            let c = c
-                .check()
-                .map_err(|e| t.bad(&format!("tunnel_bulk[{i}].{}", e.key), e.why))?;
-            Jobs::<BulkConfig>::jobs_mut(plan).push(c);
-        }
+        *Jobs::<PingConfig>::jobs_mut(plan) =
+            t.checked("tunnel_ping", &f.tunnel_ping, PingConfig::<String>::check)?;
+        *Jobs::<BulkConfig>::jobs_mut(plan) =
+            t.checked("tunnel_bulk", &f.tunnel_bulk, BulkConfig::<String>::check)?;
         Ok(())
     }
 
