@@ -49,6 +49,7 @@ pub mod cpu;
 pub mod measure;
 pub mod openssl;
 pub mod per_frame;
+pub mod plan;
 pub mod report;
 
 use std::fmt;

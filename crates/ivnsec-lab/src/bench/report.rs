@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::chunks::ChunkBenchReport;
 use super::per_frame::PerFrameReport;
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::table::{Table, html_section, markdown_section, note, strs};
 
 /// The `[[chunk_bench]]` tables of a report: (title, table, notes) in order, each with seed
@@ -100,11 +100,13 @@ fn chunk_sections(reports: &[ChunkBenchReport]) -> Vec<(String, Table, Vec<Strin
 /// `[[chunk_bench]]`: AES by chunk size (`crypto-bench --chunk-sizes`) and the break-evens.
 pub struct ChunkBenchExperiment;
 
-impl<P: Holds<ChunkBenchReport>> Experiment<P> for ChunkBenchExperiment {
+impl Tables for ChunkBenchExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["chunk_bench"]
     }
+}
 
+impl<P: Holds<ChunkBenchReport>> Experiment<P> for ChunkBenchExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         for (title, t, notes) in chunk_sections(page.results()) {
             markdown_section(s, &title, &t, &notes);
@@ -174,11 +176,13 @@ pub fn per_frame_note(reports: &[PerFrameReport]) -> String {
 /// `[[crypto_bench]]`: protect and verify of single frames (`crypto-bench --frames`).
 pub struct CryptoBenchExperiment;
 
-impl<P: Holds<PerFrameReport>> Experiment<P> for CryptoBenchExperiment {
+impl Tables for CryptoBenchExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["crypto_bench"]
     }
+}
 
+impl<P: Holds<PerFrameReport>> Experiment<P> for CryptoBenchExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         let reports: &[PerFrameReport] = page.results();
         if !reports.is_empty() {

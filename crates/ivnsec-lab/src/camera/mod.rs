@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod node;
+pub mod plan;
 pub mod report;
 pub mod run;
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{CameraReport, CameraResult};
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::table::{Table, note, yes_no};
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -80,11 +80,13 @@ frame lost and none past the deadline.";
 /// `[[camera]]`: camera frames at 60 fps, per camera count × level (seed 003 §F).
 pub struct CameraExperiment;
 
-impl<P: Holds<CameraReport>> Experiment<P> for CameraExperiment {
+impl Tables for CameraExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["camera"]
     }
+}
 
+impl<P: Holds<CameraReport>> Experiment<P> for CameraExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         let reports: &[CameraReport] = page.results();
         if !reports.is_empty() {

@@ -4,6 +4,7 @@
 //! beside seed 002's Bump-in-the-Wire rows (Table 6.7, Ping Pong), and its report section
 //! ([`report`]).
 
+pub mod plan;
 pub mod report;
 
 pub use report::GatewayPingPongExperiment;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::GatewayPingPong;
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::table::{Table, note, strs};
 
 fn stat(v: Option<f64>) -> String {
@@ -66,11 +66,13 @@ pub const GATEWAY_PINGPONG_NOTE: &str = "Ping-pong between the legacy ECU and it
 /// their own.
 pub struct GatewayPingPongExperiment;
 
-impl<P: Holds<GatewayPingPong>> Experiment<P> for GatewayPingPongExperiment {
+impl Tables for GatewayPingPongExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["pingpong"]
     }
+}
 
+impl<P: Holds<GatewayPingPong>> Experiment<P> for GatewayPingPongExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         let runs: &[GatewayPingPong] = page.results();
         if runs.is_empty() {

@@ -593,24 +593,31 @@ pub fn environment(site: &Site, s: &Scenario, plan: &str) -> Map<String, Value> 
         Site::Hosts {
             initiator,
             responder,
-        } => {
-            m.insert(
-                "hosts".into(),
-                json!([
-                    crate::hosts::describe(initiator),
-                    crate::hosts::describe(responder)
-                ]),
-            );
-            // Each host's PTP state, read with pmc over the same SSH.
-            let set = crate::clock::ClockSet::probe(
-                &[&initiator.spec, &responder.spec],
-                |_| crate::clock::DEFAULT_UDS.to_string(),
-                crate::clock::DEFAULT_MAX_OFFSET_NS,
-            );
-            crate::clock::record_environment(&mut m, &set);
-        }
+        } => record_hosts(&mut m, initiator, responder),
     }
     m
+}
+
+/// The two hosts of a run across hosts in its environment, and each one's PTP state (two
+/// machines, two clocks), read with pmc over the same SSH.
+pub fn record_hosts(
+    m: &mut Map<String, Value>,
+    initiator: &crate::hosts::Remote,
+    responder: &crate::hosts::Remote,
+) {
+    m.insert(
+        "hosts".into(),
+        json!([
+            crate::hosts::describe(initiator),
+            crate::hosts::describe(responder)
+        ]),
+    );
+    let set = crate::clock::ClockSet::probe(
+        &[&initiator.spec, &responder.spec],
+        |_| crate::clock::DEFAULT_UDS.to_string(),
+        crate::clock::DEFAULT_MAX_OFFSET_NS,
+    );
+    crate::clock::record_environment(m, &set);
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` now.

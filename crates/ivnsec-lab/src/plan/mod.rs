@@ -31,29 +31,42 @@
 //! Experiment tables beside them: `[[throughput]]`, `[[underload]]`, `[[playback]]`,
 //! `[[camera]]`, `[[tdma]]` (seed 001's analysis and slot-timed runs), `[[crypto_bench]]`
 //! (single-frame protect/verify times) and `[[pingpong]]` (ping-pong scenarios through the
-//! gateways of a `bump`/`bump2` testbed of their own); docs/plans.md lists their keys.
+//! gateways of a `bump`/`bump2` testbed of their own); docs/plans.md lists their keys. The plan
+//! reads only its frame (the keys above, `[[host]]`); each experiment of
+//! [`crate::experiments::planned`] reads and checks its own tables (`parse` in its folder's
+//! `plan.rs`), and a key that neither the frame nor a listed experiment reads is refused.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology::Topology;
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 use crate::bench::per_frame::PerFrameConfig;
+use crate::bench::plan::ChunkBenchConfig;
 use crate::camera::run::CameraConfig;
+use crate::experiment::text::{ScenarioDefaults, key_error, toml_error_at};
+use crate::experiment::{Gateways, Jobs, PlanText};
 use crate::hosts::Host;
 use crate::pingpong::Requirements;
 use crate::pingpong::run::{Mode, Scenario, ms_to_ns};
-use crate::tdma::sweep::{Sweep, SweepConfig};
-use crate::throughput::run as throughput;
-use crate::underload::playback::PlaybackConfig;
+use crate::report::Experiments;
+use crate::tdma::sweep::Sweep;
+use crate::tlsbench::plan::TlsBenchConfig;
+use crate::tunnel::{BulkConfig, PingConfig};
 use crate::underload::run::UnderloadConfig;
-use ivnsec_core::profile::NamedProfile;
-use ivnsec_node::error::{parse_profile, usage};
+use ivnsec_node::error::usage;
+
+pub use crate::experiment::text::Base;
+use crate::experiment::text::toml_error;
+use crate::gateway_pingpong::plan::PingPongJob;
+use crate::throughput::plan::ThroughputJob;
+use crate::underload::plan::PlaybackJob;
 
 pub mod run;
-pub mod seed004_tables;
 
 /// The presets shipped with ivnsec (the files in `plans/`).
 pub const PRESETS: [(&str, &str); 6] = [
@@ -65,8 +78,9 @@ pub const PRESETS: [(&str, &str); 6] = [
     ("seed004", include_str!("../../../../plans/seed004.toml")),
 ];
 
+/// The plan's frame: the keys it reads itself ([`FRAME_KEYS`]); every other key is an
+/// experiment's table, read by the experiment.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct PlanFile {
     name: Option<String>,
     #[allow(dead_code)]
@@ -82,80 +96,24 @@ struct PlanFile {
     matrix: Vec<MatrixEntry>,
     #[serde(default)]
     scenario: Vec<ScenarioEntry>,
-    #[serde(default)]
-    throughput: Vec<ThroughputEntry>,
-    #[serde(default)]
-    underload: Vec<UnderloadConfig<String>>,
-    #[serde(default)]
-    playback: Vec<PlaybackConfig<String>>,
-    #[serde(default)]
-    camera: Vec<CameraConfig>,
-    #[serde(default)]
-    tdma: Vec<SweepConfig>,
-    #[serde(default)]
-    crypto_bench: Vec<PerFrameConfig>,
     /// `[[host]]` tables: the nodes run on these hosts over SSH (docs/multihost.md).
     #[serde(default)]
     host: Vec<Host>,
-    #[serde(default)]
-    pingpong: Vec<PingPongEntry>,
-    /// `[[tunnel_ping]]` tables (seed 004: ping by size through ESP and MACsec tunnels).
-    #[serde(default)]
-    tunnel_ping: Vec<crate::tunnel::PingConfig<String>>,
-    /// `[[tunnel_bulk]]` tables (seed 004: iperf3 and scp through the ESP tunnel).
-    #[serde(default)]
-    tunnel_bulk: Vec<crate::tunnel::BulkConfig<String>>,
-    /// `[[chunk_bench]]` tables (`crypto-bench --chunk-sizes`, seed 003 Fig. 8, seed 004 §6.1).
-    #[serde(default)]
-    chunk_bench: Vec<seed004_tables::ChunkBenchConfig>,
-    /// `[[tls_bench]]` tables (`tls-bench`, seed 004 Tables 5.1 and 5.2).
-    #[serde(default)]
-    tls_bench: Vec<seed004_tables::TlsBenchConfig>,
 }
 
-/// `[[pingpong]]`: ping-pong scenarios (every profile × payload) on a bump-in-the-wire testbed
-/// of their own, through the gateways the run starts.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PingPongEntry {
-    /// `bump` or `bump2`.
-    topology: String,
-    profiles: Vec<String>,
-    payloads: Vec<usize>,
-    count: Option<u32>,
-    replications: Option<u32>,
-}
-
-/// One `[[pingpong]]` table: its scenarios run between the legacy ECU and its peer of
-/// `topology` (`bump`: sensor1 → consumer, `bump2`: ecu1 → ecu2).
-#[derive(Debug, Clone)]
-pub struct PingPongJob {
-    pub topology: Topology,
-    pub scenarios: Vec<Scenario>,
-}
-
-/// Files the presets name (timelines), built into the binary: a preset runs from any directory.
-pub const PRESET_FILES: [(&str, &str); 1] = [(
-    "lidar-playback.csv",
-    include_str!("../../../../plans/lidar-playback.csv"),
-)];
-
-/// Where a plan's relative file names (playback timelines) are found.
-#[derive(Clone, Debug)]
-pub enum Base {
-    /// Beside the plan file.
-    Dir(std::path::PathBuf),
-    /// A preset: the files of [`PRESET_FILES`].
-    Preset,
-}
-
-/// One `[[playback]]` table, its timeline resolved.
-#[derive(Debug, Clone)]
-pub struct PlaybackJob {
-    pub config: PlaybackConfig,
-    /// A preset's timeline, built in: written into the report directory before the run.
-    pub embedded: Option<(&'static str, &'static str)>,
-}
+/// The top-level keys of [`PlanFile`].
+const FRAME_KEYS: [&str; 10] = [
+    "name",
+    "description",
+    "topology",
+    "initiator",
+    "responder",
+    "run",
+    "requirements",
+    "matrix",
+    "scenario",
+    "host",
+];
 
 /// `[run]`: every key optional; also the shape of command-line overrides.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -197,35 +155,9 @@ struct ScenarioEntry {
     replications: Option<u32>,
 }
 
-/// `[[throughput]]`: every profile × payload × rate, each with the same senders and duration.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ThroughputEntry {
-    profiles: Vec<String>,
-    payloads: Vec<usize>,
-    rates: Option<Vec<String>>,
-    senders: Option<usize>,
-    seconds: Option<f64>,
-    batch: Option<usize>,
-    baseline: Option<bool>,
-    /// `bump2`: the group runs on a testbed of its own with two legacy ECUs behind
-    /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`); `bump`: the
-    /// legacy `sensor1` behind its gateway sends to a MACsec `consumer`.
-    topology: Option<String>,
-    /// `tcp`: secured SOME/IP on one TCP connection per sender (`ivnsec throughput --tcp`);
-    /// `datagram` (default): each profile's own datagrams or frames.
-    transport: Option<String>,
-}
-
-/// One group of throughput runs: the profiles share a testbed, the `plain` run and iperf3.
-#[derive(Debug, Clone)]
-pub struct ThroughputJob {
-    pub profiles: Vec<NamedProfile>,
-    pub config: throughput::Config,
-    /// Run `plain` first and iperf3 after, on the same path.
-    pub baseline: bool,
-    /// The group's own testbed topology (`bump`, `bump2`), instead of `sensors:N`.
-    pub topology: Option<Topology>,
+/// The list of experiments the plan reads and runs.
+fn planned() -> [&'static dyn crate::experiment::PlanTables<Plan, Experiments>; 10] {
+    crate::experiments::planned()
 }
 
 /// A checked plan.
@@ -255,15 +187,45 @@ pub struct Plan {
     pub crypto_bench: Vec<PerFrameConfig>,
     /// `[[tunnel_ping]]` and `[[tunnel_bulk]]` tables, checked (each on a `pair` testbed of
     /// its own).
-    pub tunnel_ping: Vec<crate::tunnel::PingConfig>,
-    pub tunnel_bulk: Vec<crate::tunnel::BulkConfig>,
+    pub tunnel_ping: Vec<PingConfig>,
+    pub tunnel_bulk: Vec<BulkConfig>,
     /// `[[chunk_bench]]` and `[[tls_bench]]` tables, checked (run in the plan's own process).
-    pub chunk_bench: Vec<seed004_tables::ChunkBenchConfig>,
-    pub tls_bench: Vec<seed004_tables::TlsBenchConfig>,
+    pub chunk_bench: Vec<ChunkBenchConfig>,
+    pub tls_bench: Vec<TlsBenchConfig>,
     pub requirements: Requirements,
     /// `[[host]]` tables: with them, `initiator` and `responder` name two of these hosts and
     /// the ping-pong and throughput run between them over SSH instead of on a testbed.
     pub hosts: Vec<Host>,
+}
+
+/// Checked jobs by kind: what the listed experiments read and run.
+macro_rules! jobs {
+    ($($t:ty $(, $table:ty)? => $field:ident;)*) => {$(
+        impl Jobs<$t $(, $table)?> for Plan {
+            fn jobs(&self) -> &[$t] {
+                &self.$field
+            }
+            fn jobs_mut(&mut self) -> &mut Vec<$t> {
+                &mut self.$field
+            }
+        }
+    )*};
+}
+
+jobs! {
+    ThroughputJob => throughput;
+    ThroughputJob, Gateways => throughput_gateways;
+    UnderloadConfig => underload;
+    UnderloadConfig, Gateways => underload_gateways;
+    PingPongJob => pingpong_gateways;
+    PlaybackJob => playback;
+    CameraConfig => camera;
+    Sweep => tdma;
+    PerFrameConfig => crypto_bench;
+    PingConfig => tunnel_ping;
+    BulkConfig => tunnel_bulk;
+    ChunkBenchConfig => chunk_bench;
+    TlsBenchConfig => tls_bench;
 }
 
 impl Plan {
@@ -285,95 +247,12 @@ impl Plan {
 
     /// Seconds the throughput runs send, baselines included (iperf3 twice when shaped).
     pub fn throughput_seconds(&self) -> f64 {
-        self.throughput
-            .iter()
-            .chain(&self.throughput_gateways)
-            .map(|j| {
-                let s = j.config.seconds_ns as f64 / 1e9;
-                let plain = j.baseline && !j.config.tcp && !j.profiles.iter().any(|p| p == "plain");
-                let iperf = match (j.baseline, j.config.rate_bps) {
-                    (false, _) => 0.0,
-                    (true, None) => s.ceil(),
-                    (true, Some(_)) => 2.0 * s.ceil(),
-                };
-                s * (j.profiles.len() + usize::from(plain)) as f64 + iperf
-            })
-            .sum()
+        crate::throughput::plan::seconds(self.throughput.iter().chain(&self.throughput_gateways))
     }
 }
 
 /// The longest plan `name` accepted (it heads every report file).
 pub const MAX_NAME_CHARS: usize = 200;
-
-/// How much of an offending line a TOML error shows, in characters.
-const EXCERPT_CHARS: usize = 120;
-
-/// `s` cut to at most `max` characters, an ellipsis marking each cut end; `at` (a character
-/// index) stays inside the window.
-fn excerpt(s: &str, at: usize, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let start = at.saturating_sub(max / 2).min(n - max);
-    let body: String = s.chars().skip(start).take(max).collect();
-    let head = if start > 0 { "…" } else { "" };
-    let tail = if start + max < n { "…" } else { "" };
-    format!("{head}{body}{tail}")
-}
-
-/// The largest value of an unsigned integer type serde names in "expected u32".
-fn unsigned_range(ty: &str) -> Option<u64> {
-    Some(match ty {
-        "u8" => u8::MAX.into(),
-        "u16" => u16::MAX.into(),
-        "u32" => u32::MAX.into(),
-        "u64" | "usize" => u64::MAX,
-        _ => return None,
-    })
-}
-
-/// A TOML error for a person: where (line and column), what (the allowed range where serde
-/// names only an integer type), and the offending line cut to [`EXCERPT_CHARS`] characters (a
-/// 200 KB line is not echoed whole).
-pub fn toml_error(e: &toml::de::Error, text: &str) -> String {
-    let mut msg = e.message().trim_end().to_string();
-    for ty in ["u8", "u16", "u32", "u64", "usize"] {
-        let from = format!("expected {ty}");
-        if msg.ends_with(&from) {
-            if let Some(max) = unsigned_range(ty) {
-                msg.truncate(msg.len() - from.len());
-                msg.push_str(&format!("expected a whole number in 0..={max}"));
-            }
-        }
-    }
-    // The message quotes the offending value: keep its head and its tail (the expectation).
-    if msg.chars().count() > 2 * EXCERPT_CHARS {
-        let head: String = msg.chars().take(EXCERPT_CHARS).collect();
-        let tail: String = msg
-            .chars()
-            .skip(msg.chars().count() - EXCERPT_CHARS)
-            .collect();
-        msg = format!("{head}…{tail}");
-    }
-    let Some(span) = e.span() else {
-        return msg;
-    };
-    let at = span.start.min(text.len());
-    let before = text.get(..at).unwrap_or("");
-    let line_no = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let line = text
-        .get(line_start..)
-        .and_then(|l| l.lines().next())
-        .unwrap_or("");
-    let col = text.get(line_start..at).map_or(0, |p| p.chars().count());
-    format!(
-        "line {line_no}, column {}: {msg}\n  | {}",
-        col + 1,
-        excerpt(line, col, EXCERPT_CHARS)
-    )
-}
 
 /// Reads and checks a plan file; errors name the file, the key and the problem.
 pub fn load(path: &Path, overrides: &RunSection) -> Result<Plan> {
@@ -466,7 +345,8 @@ pub fn parse(file: &str, default_name: &str, text: &str, overrides: &RunSection)
     parse_in(file, default_name, text, overrides, &Base::Dir(".".into()))
 }
 
-/// Parses plan text; `file` names it in errors, `base` resolves relative file names.
+/// Parses plan text; `file` names it in errors, `base` resolves relative file names: the
+/// plan's frame, then each listed experiment's tables.
 pub fn parse_in(
     file: &str,
     default_name: &str,
@@ -474,9 +354,15 @@ pub fn parse_in(
     overrides: &RunSection,
     base: &Base,
 ) -> Result<Plan> {
+    let list = planned();
+    check_keys(
+        file,
+        text,
+        list.iter().flat_map(|x| x.tables().iter().copied()),
+    )?;
     let f: PlanFile = toml::from_str(text)
         .map_err(|e| usage(format!("plan {file}: {}", toml_error(&e, text))))?;
-    let bad = |key: &str, why: String| usage(format!("plan {file}: key `{key}`: {why}"));
+    let bad = |key: &str, why: String| key_error(file, key, why);
     if let Some(name) = &f.name {
         let chars = name.chars().count();
         if chars == 0 || chars > MAX_NAME_CHARS {
@@ -486,18 +372,104 @@ pub fn parse_in(
             ));
         }
     }
-    let r = &f.run;
+    let scenarios = run_settings(&f.run, overrides, &bad)?;
+    check_hosts(&f, &bad)?;
+    let (topology, initiator, responder) = endpoints(&f, &bad)?;
+    let t = PlanText {
+        file,
+        text,
+        base,
+        across_hosts: !f.host.is_empty(),
+        provider: scenarios.provider,
+        scenarios,
+    };
+    let mut plan = Plan {
+        name: f.name.clone().unwrap_or_else(|| default_name.to_string()),
+        topology,
+        initiator,
+        responder,
+        requirements: requirements(&f.requirements, &bad)?,
+        scenarios: frame_scenarios(&f, &t)?,
+        throughput: Vec::new(),
+        throughput_gateways: Vec::new(),
+        underload: Vec::new(),
+        underload_gateways: Vec::new(),
+        pingpong_gateways: Vec::new(),
+        playback: Vec::new(),
+        camera: Vec::new(),
+        tdma: Vec::new(),
+        crypto_bench: Vec::new(),
+        tunnel_ping: Vec::new(),
+        tunnel_bulk: Vec::new(),
+        chunk_bench: Vec::new(),
+        tls_bench: Vec::new(),
+        hosts: f.host,
+    };
+    for x in list {
+        x.parse(&t, &mut plan)?;
+    }
+    if plan.scenarios.is_empty() && list.iter().all(|x| x.is_empty(&plan)) {
+        let tables: Vec<String> = ["matrix", "scenario"]
+            .into_iter()
+            .chain(list.iter().flat_map(|x| x.tables().iter().copied()))
+            .map(|t| format!("[[{t}]]"))
+            .collect();
+        let (last, rest) = tables.split_last().expect("the frame's tables");
+        return Err(usage(format!(
+            "plan {file}: no scenarios (add a {} or {last} table)",
+            rest.join(", ")
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for s in &plan.scenarios {
+        if !seen.insert(s.name()) {
+            return Err(usage(format!(
+                "plan {file}: scenario {} appears twice",
+                s.name()
+            )));
+        }
+    }
+    Ok(plan)
+}
+
+/// Refuses a top-level key that neither the frame nor a listed experiment (`tables`) reads,
+/// the first in the file, as serde would have.
+fn check_keys<'a>(file: &str, text: &str, tables: impl Iterator<Item = &'a str>) -> Result<()> {
+    let keys: BTreeMap<toml::Spanned<String>, IgnoredAny> = toml::from_str(text)
+        .map_err(|e| usage(format!("plan {file}: {}", toml_error(&e, text))))?;
+    let known: Vec<&str> = FRAME_KEYS.into_iter().chain(tables).collect();
+    let Some(unknown) = keys
+        .keys()
+        .filter(|k| !known.contains(&k.get_ref().as_str()))
+        .min_by_key(|k| k.span().start)
+    else {
+        return Ok(());
+    };
+    let expected: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    let msg = format!(
+        "unknown field `{}`, expected one of {}",
+        unknown.get_ref(),
+        expected.join(", ")
+    );
+    Err(usage(format!(
+        "plan {file}: {}",
+        toml_error_at(msg, Some(unknown.span()), text)
+    )))
+}
+
+/// `[run]` with the command line's overrides: the settings of every ping-pong scenario.
+fn run_settings(
+    r: &RunSection,
+    overrides: &RunSection,
+    bad: &dyn Fn(&str, String) -> anyhow::Error,
+) -> Result<ScenarioDefaults> {
     let pick = |o: Option<u32>, p: Option<u32>, d: u32| o.or(p).unwrap_or(d);
-    let count = pick(overrides.count, r.count, 120);
-    let replications = pick(overrides.replications, r.replications, 30);
     let pause_ms = overrides.pause_ms.or(r.pause_ms).unwrap_or(0.0);
     let timeout_ms = overrides.timeout_ms.or(r.timeout_ms).unwrap_or(200.0);
     let pause_ns =
         ms_to_ns("pause_ms", pause_ms, true).map_err(|e| bad("run.pause_ms", format!("{e:#}")))?;
     let timeout_ns = ms_to_ns("timeout_ms", timeout_ms, false)
         .map_err(|e| bad("run.timeout_ms", format!("{e:#}")))?;
-    let mode = overrides.mode.or(r.mode).unwrap_or(Mode::Blocking);
-    let pin = overrides.pin.or(r.pin).unwrap_or(false);
     let provider: ProviderChoice = overrides
         .provider
         .as_deref()
@@ -505,7 +477,21 @@ pub fn parse_in(
         .unwrap_or("auto")
         .parse()
         .map_err(|e: String| bad("run.provider", e))?;
+    Ok(ScenarioDefaults {
+        count: pick(overrides.count, r.count, 120),
+        replications: pick(overrides.replications, r.replications, 30),
+        count_override: overrides.count,
+        replications_override: overrides.replications,
+        pause_ns,
+        timeout_ns,
+        mode: overrides.mode.or(r.mode).unwrap_or(Mode::Blocking),
+        pin: overrides.pin.or(r.pin).unwrap_or(false),
+        provider,
+    })
+}
 
+/// `[[host]]` tables: each checked, two at least, no testbed topology beside them.
+fn check_hosts(f: &PlanFile, bad: &dyn Fn(&str, String) -> anyhow::Error) -> Result<()> {
     for (i, h) in f.host.iter().enumerate() {
         h.check()
             .map_err(|e| bad(&format!("host[{i}].{}", e.key), e.why))?;
@@ -516,58 +502,31 @@ pub fn parse_in(
             ));
         }
     }
-    if !f.host.is_empty() {
-        if f.host.len() < 2 {
-            return Err(bad(
-                "host",
-                "one [[host]] table; an experiment needs two (the initiator and the responder)"
-                    .into(),
-            ));
-        }
-        if f.topology.is_some() {
-            return Err(bad(
-                "topology",
-                "a plan with [[host]] tables runs on those hosts, not on a testbed; remove \
-                 topology (or the [[host]] tables)"
-                    .into(),
-            ));
-        }
-        for (table, n) in [
-            ("tunnel_ping", f.tunnel_ping.len()),
-            ("tunnel_bulk", f.tunnel_bulk.len()),
-        ] {
-            if n > 0 {
-                return Err(bad(
-                    table,
-                    format!(
-                        "[[{table}]] does not run across hosts: it builds a `pair` testbed of its \
-                         own and starts the tunnels in its namespaces; move it to a plan without \
-                         [[host]] tables"
-                    ),
-                ));
-            }
-        }
-        for (i, u) in f.underload.iter().enumerate() {
-            if u.topology.is_some() {
-                return Err(bad(
-                    &format!("underload[{i}].topology"),
-                    "across hosts an under-load table runs from the initiator host to the \
-                     responder host, not through a testbed's gateways; remove topology"
-                        .into(),
-                ));
-            }
-        }
-        for (i, t) in f.throughput.iter().enumerate() {
-            if t.senders.unwrap_or(1) != 1 || t.topology.is_some() {
-                return Err(bad(
-                    &format!("throughput[{i}]"),
-                    "across hosts a throughput group has one sender (the initiator host) and \
-                     no topology"
-                        .into(),
-                ));
-            }
-        }
+    if f.host.is_empty() {
+        return Ok(());
     }
+    if f.host.len() < 2 {
+        return Err(bad(
+            "host",
+            "one [[host]] table; an experiment needs two (the initiator and the responder)".into(),
+        ));
+    }
+    if f.topology.is_some() {
+        return Err(bad(
+            "topology",
+            "a plan with [[host]] tables runs on those hosts, not on a testbed; remove \
+             topology (or the [[host]] tables)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The plan's topology and the two ECUs (or hosts) that exchange.
+fn endpoints(
+    f: &PlanFile,
+    bad: &dyn Fn(&str, String) -> anyhow::Error,
+) -> Result<(Topology, String, String)> {
     let topology: Topology = f
         .topology
         .as_deref()
@@ -624,9 +583,15 @@ pub fn parse_in(
             format!("must differ from the initiator `{initiator}`"),
         ));
     }
+    Ok((topology, initiator, responder))
+}
 
+/// `[requirements]`: the verdict thresholds, the defaults where not given.
+fn requirements(
+    q: &ReqSection,
+    bad: &dyn Fn(&str, String) -> anyhow::Error,
+) -> Result<Requirements> {
     let d = Requirements::default();
-    let q = &f.requirements;
     let requirements = Requirements {
         control_owd_us: q.control_owd_us.unwrap_or(d.control_owd_us),
         control_rtt_us: q.control_rtt_us.unwrap_or(d.control_rtt_us),
@@ -660,352 +625,44 @@ pub fn parse_in(
             ),
         ));
     }
+    Ok(requirements)
+}
 
-    let make =
-        |key: String, profile: &str, payload: usize, c: u32, reps: u32| -> Result<Scenario> {
-            let s = Scenario {
-                profile: profile
-                    .parse()
-                    .map_err(|e: ivnsec_core::profile::ProfileError| bad(&key, e.to_string()))?,
-                payload,
-                count: c,
-                replications: reps,
-                pause_ns,
-                timeout_ns,
-                mode,
-                pin,
-                provider,
-            };
-            s.check().map_err(|e| bad(&key, format!("{e:#}")))?;
-            Ok(s)
-        };
+/// The plan's own ping-pong scenarios: every `[[matrix]]` profile × payload, then each
+/// `[[scenario]]`.
+fn frame_scenarios(f: &PlanFile, t: &PlanText) -> Result<Vec<Scenario>> {
+    let d = &t.scenarios;
     let mut scenarios = Vec::new();
     for (i, m) in f.matrix.iter().enumerate() {
         if m.profiles.is_empty() || m.payloads.is_empty() {
-            return Err(bad(
+            return Err(t.bad(
                 &format!("matrix[{i}]"),
                 "needs at least one profile and one payload".into(),
             ));
         }
         for (j, p) in m.profiles.iter().enumerate() {
             for &n in &m.payloads {
-                scenarios.push(make(
-                    format!("matrix[{i}].profiles[{j}] ({p} at {n} bytes)"),
+                scenarios.push(t.scenario(
+                    &format!("matrix[{i}].profiles[{j}] ({p} at {n} bytes)"),
                     p,
                     n,
-                    count,
-                    replications,
+                    d.count,
+                    d.replications,
                 )?);
             }
         }
     }
     for (i, e) in f.scenario.iter().enumerate() {
-        scenarios.push(make(
-            format!("scenario[{i}]"),
+        let (count, replications) = t.counts(e.count, e.replications);
+        scenarios.push(t.scenario(
+            &format!("scenario[{i}]"),
             &e.profile,
             e.payload,
-            overrides.count.or(e.count).unwrap_or(count),
-            overrides
-                .replications
-                .or(e.replications)
-                .unwrap_or(replications),
+            count,
+            replications,
         )?);
     }
-    let mut jobs = Vec::new();
-    let mut gateway_jobs = Vec::new();
-    for (i, t) in f.throughput.iter().enumerate() {
-        let key = |k: &str| format!("throughput[{i}].{k}");
-        if t.profiles.is_empty() || t.payloads.is_empty() {
-            return Err(bad(
-                &format!("throughput[{i}]"),
-                "needs at least one profile and one payload".into(),
-            ));
-        }
-        let rates = t
-            .rates
-            .clone()
-            .unwrap_or_else(|| vec!["unlimited".to_string()]);
-        if rates.is_empty() {
-            return Err(bad(&key("rates"), "needs at least one rate".into()));
-        }
-        let topology = match t.topology.as_deref() {
-            None => None,
-            Some(name @ ("bump" | "bump2")) => {
-                let topology = if name == "bump" {
-                    Topology::Bump
-                } else {
-                    Topology::Bump2
-                };
-                if t.senders.unwrap_or(1) != 1 {
-                    let l = crate::site::Layout::of(topology);
-                    return Err(bad(
-                        &key("senders"),
-                        format!(
-                            "topology {name} has one sender ({} → {}): senders = 1",
-                            l.initiator, l.responder
-                        ),
-                    ));
-                }
-                Some(topology)
-            }
-            Some(other) => {
-                return Err(bad(
-                    &key("topology"),
-                    format!(
-                        "`{other}`: a throughput group builds sensors:N itself; topology takes \
-                         bump2 (legacy ECUs behind gateways) or bump (a legacy sensor behind a \
-                         gateway, a MACsec consumer)"
-                    ),
-                ));
-            }
-        };
-        let tcp = match t.transport.as_deref() {
-            None | Some("datagram") => false,
-            Some("tcp") => true,
-            Some(other) => {
-                return Err(bad(
-                    &key("transport"),
-                    format!("`{other}`: takes tcp (SOME/IP over TCP) or datagram (the default)"),
-                ));
-            }
-        };
-        for &payload in &t.payloads {
-            for rate in &rates {
-                let mut config = throughput::check_config(
-                    payload,
-                    t.seconds.unwrap_or(5.0),
-                    rate,
-                    t.senders.unwrap_or(1),
-                    t.batch.unwrap_or(32),
-                    provider,
-                )
-                .map_err(|e| bad(&format!("throughput[{i}]"), format!("{e:#}")))?;
-                config.tcp = tcp;
-                let mut profiles = Vec::with_capacity(t.profiles.len());
-                for (j, p) in t.profiles.iter().enumerate() {
-                    let key = format!("throughput[{i}].profiles[{j}]");
-                    let p = parse_profile(p).map_err(|e| bad(&key, format!("{e:#}")))?;
-                    throughput::check_profile(&p, &config)
-                        .map_err(|e| bad(&key, format!("{e:#}")))?;
-                    profiles.push(p);
-                }
-                let job = ThroughputJob {
-                    profiles,
-                    config,
-                    baseline: t.baseline.unwrap_or(true),
-                    topology,
-                };
-                if topology.is_some() {
-                    gateway_jobs.push(job);
-                } else {
-                    jobs.push(job);
-                }
-            }
-        }
-    }
-    let mut underloads = Vec::with_capacity(f.underload.len());
-    for (i, u) in f.underload.into_iter().enumerate() {
-        let u = u
-            .parse()
-            .and_then(|u| u.check().map(|_| u))
-            .map_err(|e| bad(&format!("underload[{i}]"), format!("{e:#}")))?;
-        if let Some(t) = u
-            .topology
-            .as_deref()
-            .filter(|t| !matches!(*t, "bump" | "bump2"))
-        {
-            return Err(bad(
-                &format!("underload[{i}].topology"),
-                format!(
-                    "`{t}`: under load builds sensors:1 itself; topology takes bump2 (the \
-                     sensor and the consumer as legacy ECUs behind gateways) or bump (the \
-                     legacy sensor behind a gateway, a MACsec consumer)"
-                ),
-            ));
-        }
-        underloads.push(u);
-    }
-    let mut pingpong_gateways = Vec::with_capacity(f.pingpong.len());
-    for (i, e) in f.pingpong.iter().enumerate() {
-        let topology = gateway_topology(&e.topology).ok_or_else(|| {
-            bad(
-                &format!("pingpong[{i}].topology"),
-                format!(
-                    "`{}`: [[pingpong]] runs through bump-in-the-wire gateways: bump (the legacy \
-                     sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs \
-                     behind gateways); scenarios on the plan's own topology go in [[matrix]] \
-                     or [[scenario]]",
-                    e.topology
-                ),
-            )
-        })?;
-        if e.profiles.is_empty() || e.payloads.is_empty() {
-            return Err(bad(
-                &format!("pingpong[{i}]"),
-                "needs at least one profile and one payload".into(),
-            ));
-        }
-        let mut scenarios = Vec::new();
-        for (j, p) in e.profiles.iter().enumerate() {
-            for &n in &e.payloads {
-                scenarios.push(make(
-                    format!("pingpong[{i}].profiles[{j}] ({p} at {n} bytes)"),
-                    p,
-                    n,
-                    overrides.count.or(e.count).unwrap_or(count),
-                    overrides
-                        .replications
-                        .or(e.replications)
-                        .unwrap_or(replications),
-                )?);
-            }
-        }
-        pingpong_gateways.push(PingPongJob {
-            topology,
-            scenarios,
-        });
-    }
-    for (i, p) in f.playback.iter().enumerate() {
-        if let Some(t) = p
-            .topology
-            .as_deref()
-            .filter(|t| gateway_topology(t).is_none())
-        {
-            return Err(bad(
-                &format!("playback[{i}].topology"),
-                format!(
-                    "`{t}`: playback builds sensors:1 itself; topology takes bump (the legacy \
-                     sensor1 behind a gateway, a MACsec consumer) or bump2 (two legacy ECUs \
-                     behind gateways)"
-                ),
-            ));
-        }
-    }
-    let (underload_gateways, underload): (Vec<_>, Vec<_>) =
-        underloads.into_iter().partition(|u| u.topology.is_some());
-    let mut playback = Vec::new();
-    for (i, p) in f.playback.iter().enumerate() {
-        let key = format!("playback[{i}]");
-        let mut config = p.clone().parse().map_err(|e| bad(&key, format!("{e:#}")))?;
-        let mut embedded = None;
-        if config.timeline.is_relative() {
-            match base {
-                Base::Dir(d) => config.timeline = d.join(&config.timeline),
-                Base::Preset => {
-                    let name = config.timeline.to_string_lossy();
-                    embedded = Some(
-                        PRESET_FILES
-                            .iter()
-                            .copied()
-                            .find(|(n, _)| *n == name)
-                            .ok_or_else(|| bad(&key, format!("no built-in file `{name}`")))?,
-                    );
-                }
-            }
-        }
-        if embedded.is_none() {
-            config.check().map_err(|e| bad(&key, format!("{e:#}")))?;
-        }
-        playback.push(PlaybackJob { config, embedded });
-    }
-    for (i, c) in f.camera.iter().enumerate() {
-        c.check()
-            .map_err(|e| bad(&format!("camera[{i}]"), format!("{e:#}")))?;
-    }
-    let mut tdma = Vec::with_capacity(f.tdma.len());
-    for (i, t) in f.tdma.iter().enumerate() {
-        tdma.push(
-            t.check()
-                .map_err(|e| bad(&format!("tdma[{i}].{}", e.key), e.why))?,
-        );
-    }
-    for (i, c) in f.crypto_bench.iter().enumerate() {
-        c.check()
-            .map_err(|e| bad(&format!("crypto_bench[{i}].{}", e.key), e.why))?;
-    }
-    let mut tunnel_ping = Vec::with_capacity(f.tunnel_ping.len());
-    for (i, c) in f.tunnel_ping.iter().enumerate() {
-        tunnel_ping.push(
-            c.check()
-                .map_err(|e| bad(&format!("tunnel_ping[{i}].{}", e.key), e.why))?,
-        );
-    }
-    let mut tunnel_bulk = Vec::with_capacity(f.tunnel_bulk.len());
-    for (i, c) in f.tunnel_bulk.iter().enumerate() {
-        tunnel_bulk.push(
-            c.check()
-                .map_err(|e| bad(&format!("tunnel_bulk[{i}].{}", e.key), e.why))?,
-        );
-    }
-    for (i, c) in f.chunk_bench.iter().enumerate() {
-        c.check()
-            .map_err(|e| bad(&format!("chunk_bench[{i}].{}", e.key), e.why))?;
-    }
-    for (i, c) in f.tls_bench.iter().enumerate() {
-        c.check()
-            .map_err(|e| bad(&format!("tls_bench[{i}].{}", e.key), e.why))?;
-    }
-    if scenarios.is_empty()
-        && jobs.is_empty()
-        && gateway_jobs.is_empty()
-        && underload.is_empty()
-        && underload_gateways.is_empty()
-        && pingpong_gateways.is_empty()
-        && playback.is_empty()
-        && f.camera.is_empty()
-        && tdma.is_empty()
-        && f.crypto_bench.is_empty()
-        && tunnel_ping.is_empty()
-        && tunnel_bulk.is_empty()
-        && f.chunk_bench.is_empty()
-        && f.tls_bench.is_empty()
-    {
-        return Err(usage(format!(
-            "plan {file}: no scenarios (add a [[matrix]], [[scenario]], [[throughput]], \
-             [[underload]], [[playback]], [[camera]], [[tdma]], [[crypto_bench]], [[pingpong]], [[tunnel_ping]], \
-             [[tunnel_bulk]], [[chunk_bench]] or [[tls_bench]] table)"
-        )));
-    }
-    let mut seen = std::collections::HashSet::new();
-    for s in &scenarios {
-        if !seen.insert(s.name()) {
-            return Err(usage(format!(
-                "plan {file}: scenario {} appears twice",
-                s.name()
-            )));
-        }
-    }
-    Ok(Plan {
-        name: f.name.unwrap_or_else(|| default_name.to_string()),
-        topology,
-        initiator,
-        responder,
-        scenarios,
-        throughput: jobs,
-        throughput_gateways: gateway_jobs,
-        underload,
-        underload_gateways,
-        pingpong_gateways,
-        playback,
-        camera: f.camera,
-        tdma,
-        crypto_bench: f.crypto_bench,
-        tunnel_ping,
-        tunnel_bulk,
-        chunk_bench: f.chunk_bench,
-        tls_bench: f.tls_bench,
-        requirements,
-        hosts: f.host,
-    })
-}
-
-/// The bump-in-the-wire topology a table's `topology` names (`bump`, `bump2`), if it does.
-fn gateway_topology(t: &str) -> Option<Topology> {
-    match t {
-        "bump" => Some(Topology::Bump),
-        "bump2" => Some(Topology::Bump2),
-        _ => None,
-    }
+    Ok(scenarios)
 }
 
 #[cfg(test)]

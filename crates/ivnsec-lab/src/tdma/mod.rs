@@ -27,6 +27,7 @@ use std::str::FromStr;
 pub mod capacity;
 pub mod flows;
 pub mod node;
+pub mod plan;
 pub mod report;
 pub mod run;
 mod run_text;

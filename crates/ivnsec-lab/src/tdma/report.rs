@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::seed001::{self, CapacityTable, Measure};
 use super::sweep::{MeasuredRun, TdmaReport};
 use crate::bench::per_frame::PerFrameReport;
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::table::{SeedSection, Table, note, strs, yes_no};
 
 /// Milliseconds with up to 6 decimals, trailing zeros cut (0.0064, 0.2064, 0.008889).
@@ -473,11 +473,13 @@ pub fn seed_sections(s: &Seed001) -> Vec<SeedSection> {
 /// `[[tdma]]`: seed 001's capacity analysis (eq. 1, 2, 9) and its slot-timed runs.
 pub struct TdmaExperiment;
 
-impl<P: Holds<TdmaReport>> Experiment<P> for TdmaExperiment {
+impl Tables for TdmaExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["tdma"]
     }
+}
 
+impl<P: Holds<TdmaReport>> Experiment<P> for TdmaExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         for t in page.results() {
             s.push_str("\n## TDMA capacity, analysis (seed 001 eq. 1, 2, 9)\n\n");

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpu::SystemCpu;
 
 pub mod node;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod tcp;

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::pingpong::Requirements;
 use crate::table::{Table, note, strs, yes_no};
 use crate::throughput::{CpuResult, ThroughputResult};
@@ -328,11 +328,13 @@ pub fn throughput_csv(runs: &[ThroughputResult]) -> String {
 /// run (seed 002 §5.2.3, §6.1.2).
 pub struct ThroughputExperiment;
 
-impl<P: Holds<ThroughputResult> + AsRef<Requirements>> Experiment<P> for ThroughputExperiment {
+impl Tables for ThroughputExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["throughput"]
     }
+}
 
+impl<P: Holds<ThroughputResult> + AsRef<Requirements>> Experiment<P> for ThroughputExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         let runs: &[ThroughputResult] = page.results();
         if runs.is_empty() {

@@ -16,6 +16,7 @@
 pub mod certs;
 pub mod openssl;
 pub mod ours;
+pub mod plan;
 pub mod report;
 
 use std::fmt;

@@ -1,7 +1,7 @@
 //! `ivnsec tls-bench`'s tables: every measured case, and the comparison beside seed 004
 //! Table 5.2 (connections per minute and CPU; [`crate::seed004`]).
 
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::seed004;
 use crate::table::{Table, html_section, markdown_section};
 use crate::tlsbench::{Algo, Kx, Outcome, Row};
@@ -202,11 +202,13 @@ fn sections(outcomes: &[Outcome]) -> Vec<(String, Table, Vec<String>)> {
 /// Tables 5.1 and 5.2.
 pub struct TlsBenchExperiment;
 
-impl<P: Holds<Outcome>> Experiment<P> for TlsBenchExperiment {
+impl Tables for TlsBenchExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["tls_bench"]
     }
+}
 
+impl<P: Holds<Outcome>> Experiment<P> for TlsBenchExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         for (title, t, notes) in sections(page.results()) {
             markdown_section(s, &title, &t, &notes);

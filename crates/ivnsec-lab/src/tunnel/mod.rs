@@ -9,6 +9,7 @@
 //! directory is removed with the testbed. Every child is spawned with `die_with_parent` and
 //! killed when the experiment ends (also on an error).
 
+pub mod plan;
 pub mod report;
 
 pub use report::TunnelExperiment;

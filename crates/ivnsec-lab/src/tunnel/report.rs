@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::table::{Table, note};
 use crate::tunnel::{BulkReport, PingReport};
 
@@ -134,11 +134,13 @@ pub fn bulk_table(reports: &[BulkReport]) -> Table {
 /// tunnels, beside seed 004 §5.2 and §5.3.
 pub struct TunnelExperiment;
 
-impl<P: Holds<PingReport> + Holds<BulkReport>> Experiment<P> for TunnelExperiment {
+impl Tables for TunnelExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["tunnel_ping", "tunnel_bulk"]
     }
+}
 
+impl<P: Holds<PingReport> + Holds<BulkReport>> Experiment<P> for TunnelExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         let ping: &[PingReport] = page.results();
         if !ping.is_empty() {

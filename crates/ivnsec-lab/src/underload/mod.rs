@@ -10,6 +10,7 @@ use std::fmt;
 
 pub mod node;
 pub mod outage;
+pub mod plan;
 pub mod playback;
 pub mod report;
 pub mod run;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::UnderloadReport;
 use super::playback::Playback;
-use crate::experiment::{Experiment, Holds};
+use crate::experiment::{Experiment, Holds, Tables};
 use crate::table::{Table, note, yes_no};
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -125,11 +125,13 @@ const PLAYBACK: Stream = Stream {
 /// `[[underload]]`: sensor messages at a steady rate with a request every n-th.
 pub struct UnderloadExperiment;
 
-impl<P: Holds<UnderloadReport>> Experiment<P> for UnderloadExperiment {
+impl Tables for UnderloadExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["underload"]
     }
+}
 
+impl<P: Holds<UnderloadReport>> Experiment<P> for UnderloadExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         UNDERLOAD.markdown(page.results(), s);
     }
@@ -146,11 +148,13 @@ impl<P: Holds<UnderloadReport>> Experiment<P> for UnderloadExperiment {
 /// `[[playback]]`: a recorded timeline of sensor messages played back.
 pub struct PlaybackExperiment;
 
-impl<P: Holds<UnderloadReport, Playback>> Experiment<P> for PlaybackExperiment {
+impl Tables for PlaybackExperiment {
     fn tables(&self) -> &'static [&'static str] {
         &["playback"]
     }
+}
 
+impl<P: Holds<UnderloadReport, Playback>> Experiment<P> for PlaybackExperiment {
     fn markdown(&self, page: &P, s: &mut String) {
         PLAYBACK.markdown(page.results(), s);
     }

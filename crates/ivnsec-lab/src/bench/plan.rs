@@ -1,17 +1,19 @@
-//! The plan tables of seed 004's benchmarks that run in the plan's own process:
+//! `[[chunk_bench]]` and `[[crypto_bench]]` in a plan, run in the plan's own process:
 //! `[[chunk_bench]]` (`ivnsec crypto-bench --chunk-sizes`: time per chunk by provider and
 //! context mode, and the break-evens, beside seed 004 §6.1's offload break-even) and
-//! `[[tls_bench]]` (`ivnsec tls-bench`: handshakes per minute and CPU, beside seed 004 Tables
-//! 5.1 and 5.2).
+//! `[[crypto_bench]]` (single-frame protect/verify times, [`super::per_frame`]).
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use ivnsec_core::crypto::ProviderChoice;
 
-use crate::bench::chunks::{self, ChunkSuite};
-use crate::bench::{Providers, Timing};
-use crate::tlsbench::{self, Algo, Kx, Outcome};
+use super::chunks::{self, ChunkBenchReport, ChunkSuite};
+use super::per_frame::{PerFrameConfig, PerFrameReport};
+use super::report::{ChunkBenchExperiment, CryptoBenchExperiment};
+use super::{Providers, Timing};
+use crate::experiment::context::in_process;
+use crate::experiment::{Gathers, Jobs, PlanTables, PlanText, RunContext};
 use ivnsec_node::error::KeyError;
 
 fn default_suites() -> Vec<String> {
@@ -121,8 +123,6 @@ impl ChunkBenchConfig {
     }
 }
 
-pub use crate::bench::chunks::ChunkBenchReport;
-
 /// Runs one checked `[[chunk_bench]]` table.
 pub fn run_chunk_bench(c: &ChunkBenchConfig) -> Result<ChunkBenchReport> {
     let providers = c
@@ -141,102 +141,94 @@ pub fn run_chunk_bench(c: &ChunkBenchConfig) -> Result<ChunkBenchReport> {
     })
 }
 
-fn default_algos() -> Vec<String> {
-    vec!["rsa-2048".into(), "rsa-4096".into()]
-}
-fn default_true() -> bool {
-    true
-}
-fn default_concurrency() -> usize {
-    10
-}
-fn default_tls_seconds() -> u32 {
-    5
+#[derive(Deserialize)]
+struct ChunkTables {
+    #[serde(default)]
+    chunk_bench: Vec<ChunkBenchConfig>,
 }
 
-/// One `[[tls_bench]]` table (`ivnsec tls-bench`, docs/tls-bench.md).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TlsBenchConfig {
-    /// Certificate algorithms: `ecdsa-p256`, `ed25519`, `rsa-2048`, `rsa-3072`, `rsa-4096`.
-    #[serde(default = "default_algos")]
-    pub algos: Vec<String>,
-    /// Clients present a certificate (mutual TLS, as seed 004's OpenVPN clients did).
-    #[serde(default = "default_true")]
-    pub client_auth: bool,
-    /// Parallel clients (seed 004: ten).
-    #[serde(default = "default_concurrency")]
-    pub concurrency: usize,
-    /// Whole seconds per measurement.
-    #[serde(default = "default_tls_seconds")]
-    pub seconds: u32,
-    /// Measure OpenSSL beside ours.
-    #[serde(default = "default_true")]
-    pub openssl: bool,
-    /// Also seed 004's TLS 1.2 DHE-RSA configuration with OpenSSL.
-    #[serde(default = "default_true")]
-    pub dhe: bool,
-}
+impl<Pl, R> PlanTables<Pl, R> for ChunkBenchExperiment
+where
+    Pl: Jobs<ChunkBenchConfig>,
+    R: Gathers<ChunkBenchReport>,
+{
+    fn parse(&self, t: &PlanText, plan: &mut Pl) -> Result<()> {
+        let f: ChunkTables = t.tables()?;
+        t.checked("chunk_bench", &f.chunk_bench, ChunkBenchConfig::check)?;
+        *plan.jobs_mut() = f.chunk_bench;
+        Ok(())
+    }
 
-impl TlsBenchConfig {
-    fn settings(&self) -> Result<tlsbench::Settings, KeyError> {
-        if self.algos.is_empty() {
-            return Err(KeyError::new("algos", "give at least one algorithm"));
-        }
-        let mut algos = Vec::new();
-        for (i, a) in self.algos.iter().enumerate() {
-            let algo: Algo = a.parse().map_err(|_| {
-                KeyError::new(
-                    format!("algos[{i}]"),
-                    format!("`{a}`: ecdsa-p256, ed25519, rsa-2048, rsa-3072 or rsa-4096"),
+    fn is_empty(&self, plan: &Pl) -> bool {
+        plan.jobs().is_empty()
+    }
+
+    fn run_rank(&self) -> u8 {
+        120
+    }
+
+    fn run(&self, plan: &Pl, _cx: &mut RunContext, results: &mut R) -> Result<()> {
+        // Seed 004's benchmarks in this process: AES by chunk size (and the TLS handshakes).
+        in_process(
+            "chunk_bench",
+            plan.jobs(),
+            |c| {
+                format!(
+                    "{} at {:?} bytes, context {}",
+                    c.suites.join(", "),
+                    c.sizes,
+                    c.context
                 )
-            })?;
-            algos.push(algo);
-        }
-        if self.concurrency == 0 || self.concurrency > tlsbench::MAX_CONCURRENCY {
-            return Err(KeyError::new(
-                "concurrency",
-                format!(
-                    "1 to {}, got {}",
-                    tlsbench::MAX_CONCURRENCY,
-                    self.concurrency
-                ),
-            ));
-        }
-        if self.seconds == 0 || self.seconds > tlsbench::MAX_SECONDS {
-            return Err(KeyError::new(
-                "seconds",
-                format!(
-                    "1 to {} whole seconds, got {}",
-                    tlsbench::MAX_SECONDS,
-                    self.seconds
-                ),
-            ));
-        }
-        Ok(tlsbench::Settings {
-            algos,
-            client_auth: vec![self.client_auth],
-            resumption: vec![false],
-            kx: vec![Kx::X25519],
-            concurrency: self.concurrency,
-            seconds: self.seconds,
-            openssl: self.openssl,
-            dhe: self.dhe,
-            foreign_client_cert: false,
-        })
-    }
-
-    pub fn check(&self) -> Result<(), KeyError> {
-        self.settings().map(|_| ())
+            },
+            run_chunk_bench,
+            |r| results.gather(r),
+        )
     }
 }
 
-/// Runs one checked `[[tls_bench]]` table.
-pub fn run_tls_bench(c: &TlsBenchConfig) -> Result<Outcome> {
-    let s = c
-        .settings()
-        .map_err(|e| anyhow::anyhow!("{}: {}", e.key, e.why))?;
-    tlsbench::run(&s, &mut |_| {})
+#[derive(Deserialize)]
+struct FrameTables {
+    #[serde(default)]
+    crypto_bench: Vec<PerFrameConfig>,
+}
+
+impl<Pl, R> PlanTables<Pl, R> for CryptoBenchExperiment
+where
+    Pl: Jobs<PerFrameConfig>,
+    R: Gathers<PerFrameReport>,
+{
+    fn parse(&self, t: &PlanText, plan: &mut Pl) -> Result<()> {
+        let f: FrameTables = t.tables()?;
+        t.checked("crypto_bench", &f.crypto_bench, PerFrameConfig::check)?;
+        *plan.jobs_mut() = f.crypto_bench;
+        Ok(())
+    }
+
+    fn is_empty(&self, plan: &Pl) -> bool {
+        plan.jobs().is_empty()
+    }
+
+    fn run_rank(&self) -> u8 {
+        110
+    }
+
+    fn run(&self, plan: &Pl, _cx: &mut RunContext, results: &mut R) -> Result<()> {
+        // Single-frame crypto times first, in this process, before any testbed is built.
+        in_process(
+            "crypto-bench",
+            plan.jobs(),
+            |c| {
+                format!(
+                    "{} at {:?} bytes, {} frames one by one",
+                    c.profiles.join(", "),
+                    c.sizes,
+                    c.frames
+                )
+            },
+            super::per_frame::run,
+            |r| results.gather(r),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -254,14 +246,6 @@ mod tests {
         let c: ChunkBenchConfig = toml::from_str("provider = \"fpga\"").unwrap();
         assert_eq!(c.check().unwrap_err().key, "provider");
         toml::from_str::<ChunkBenchConfig>("")
-            .unwrap()
-            .check()
-            .unwrap();
-        let t: TlsBenchConfig = toml::from_str("algos = [\"rsa-1024\"]").unwrap();
-        assert_eq!(t.check().unwrap_err().key, "algos[0]");
-        let t: TlsBenchConfig = toml::from_str("seconds = 0").unwrap();
-        assert_eq!(t.check().unwrap_err().key, "seconds");
-        toml::from_str::<TlsBenchConfig>("")
             .unwrap()
             .check()
             .unwrap();
