@@ -5,6 +5,7 @@ use ivnsec_core::profile::{NamedProfile, ProfileError};
 pub mod attack;
 pub mod camera;
 pub mod clock;
+pub mod common;
 pub mod crypto_bench;
 pub mod dist;
 pub mod esp;
