@@ -13,7 +13,12 @@ use ivnsec_node::traffic::On;
 
 use crate::error::{parse_mac, usage};
 
+pub mod frame;
 pub mod key_source;
+pub mod lab;
+pub mod outage;
+pub mod plan;
+pub mod stream;
 
 pub use key_source::KeySourceArgs;
 
