@@ -80,3 +80,86 @@ fn create_pcap(path: Option<&Path>) -> anyhow::Result<Option<Pcap>> {
     })
     .transpose()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, SocketAddr};
+    use std::path::PathBuf;
+
+    use ivnsec_core::sa::{DropCounters, DropReason};
+
+    use super::On;
+    use super::receive::ReceiveReport;
+    use super::send::{SendSettings, Sender};
+    use crate::error::exit_code;
+
+    fn settings() -> SendSettings {
+        SendSettings {
+            profile: "aes128-gcm".parse().unwrap(),
+            keys: PathBuf::from("/nonexistent/k.toml"),
+            on: On::Udp(SocketAddr::from((Ipv4Addr::LOCALHOST, 9))),
+            to: None,
+            mac: None,
+            to_ip: None,
+            from_ip: None,
+            payload: 64,
+            count: 1,
+            rate: 0.0,
+            state_dir: Some(PathBuf::from("/nonexistent/state")),
+            reserve_block: 16,
+            seq_limit: None,
+            confirm_new_key: false,
+            pcap: None,
+            provider: Default::default(),
+        }
+    }
+
+    fn refusal(s: &SendSettings) -> anyhow::Error {
+        match Sender::open(s) {
+            Ok(_) => panic!("opened"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_sender_is_refused_before_its_key_is_read() {
+        let mut s = settings();
+        s.state_dir = None;
+        let e = refusal(&s);
+        assert_eq!(exit_code(&e), 2);
+        assert!(e.to_string().contains("without --state-dir"), "{e}");
+
+        let mut s = settings();
+        s.rate = -1.0;
+        assert!(refusal(&s).to_string().contains("--rate"));
+
+        let mut s = settings();
+        s.payload = 70_000;
+        assert!(refusal(&s).to_string().contains("--payload 70000"));
+    }
+
+    fn report(reasons: &[DropReason]) -> ReceiveReport {
+        let mut drops = DropCounters::default();
+        for r in reasons {
+            drops.bump(*r);
+        }
+        ReceiveReport {
+            received: reasons.len() as u64,
+            accepted: 0,
+            drops,
+            stopped_by: "count",
+            mark: None,
+            refused_below_mark: 0,
+        }
+    }
+
+    #[test]
+    fn only_a_failed_verification_makes_exit_1() {
+        assert_eq!(report(&[]).exit_code(), 0);
+        assert_eq!(report(&[DropReason::DummyPacket]).exit_code(), 0);
+        assert_eq!(
+            report(&[DropReason::DummyPacket, DropReason::BadTag]).exit_code(),
+            1
+        );
+    }
+}
