@@ -411,6 +411,14 @@ impl Shared {
     fn keys(&self) -> MutexGuard<'_, Keys> {
         lock(&self.keys)
     }
+
+    /// Whether the certificate of this serial is revoked now.
+    fn is_revoked(&self, serial: &[u8]) -> bool {
+        self.revoked
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(serial)
+    }
 }
 
 /// The TLS server configuration: TLS 1.3, client certificates required against `ca` and `crl`.
@@ -869,13 +877,7 @@ fn serve(
     let _ = sock.set_write_timeout(Some(IO_TIMEOUT));
     let ecu = ecu.to_string();
     let mut stream = StreamOwned::new(conn, sock);
-    let is_revoked = |sh: &Shared| {
-        sh.revoked
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&serial)
-    };
-    if is_revoked(sh) {
+    if sh.is_revoked(&serial) {
         sh.refuse(
             peer,
             "revoked",
@@ -921,7 +923,7 @@ fn serve(
         sh.refuse(peer, "not_a_member", "in no segment", Some(&ecu));
         return;
     }
-    let (line, mut last, mut generation) = {
+    let (line, last, generation) = {
         let keys = sh.keys();
         if let Some(o) = &only
             && keys
@@ -964,6 +966,33 @@ fn serve(
         let _ = stream.flush();
         return;
     }
+    let who = Peer {
+        addr: peer,
+        ecu: &ecu,
+        serial: &serial,
+    };
+    push_changes(sh, &mut stream, &who, only.as_deref(), last, generation);
+}
+
+/// Who is at the other end of an authenticated connection.
+struct Peer<'a> {
+    addr: SocketAddr,
+    ecu: &'a str,
+    serial: &'a [u8],
+}
+
+/// A watch after its first answer: the keys again whenever this ECU's numbers change (`last`
+/// at `generation` so far), a ping every [`PING_EVERY`] otherwise, until the server stops, the
+/// ECU is revoked or a write fails.
+fn push_changes(
+    sh: &Shared,
+    stream: &mut StreamOwned<ServerConnection, TcpStream>,
+    who: &Peer<'_>,
+    only: Option<&str>,
+    mut last: Vec<(String, u64)>,
+    mut generation: u64,
+) {
+    let (peer, ecu) = (who.addr, who.ecu);
     let mut next_ping = Instant::now() + PING_EVERY;
     loop {
         let keys = sh.keys();
@@ -979,7 +1008,7 @@ fn serve(
             let _ = stream.flush();
             return;
         }
-        if is_revoked(sh) {
+        if sh.is_revoked(who.serial) {
             drop(keys);
             // Nothing more for it: the connection ends without a word.
             let _ = stream.sock.shutdown(std::net::Shutdown::Both);
@@ -987,17 +1016,17 @@ fn serve(
                 peer,
                 "revoked",
                 "connection closed on revocation",
-                Some(&ecu),
+                Some(ecu),
             );
             return;
         }
         let mut out: Option<Zeroizing<String>> = None;
         if keys.generation != generation {
             generation = keys.generation;
-            let now = numbers_of(&ecu, &keys, only.as_deref());
+            let now = numbers_of(ecu, &keys, only);
             if now != last {
                 last = now;
-                out = Some(keys_line(&ecu, &keys, only.as_deref(), true));
+                out = Some(keys_line(ecu, &keys, only, true));
             }
         }
         drop(keys);
