@@ -1144,6 +1144,61 @@ fn log_tail(path: &std::path::Path) -> String {
     lines[lines.len().saturating_sub(3)..].join(" | ")
 }
 
+/// How ptp4l held in the foreground ([`TestbedPtp::hold`]) ended; every instance is stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PtpEnd {
+    /// A termination signal arrived (its number).
+    Signal(i32),
+    /// The testbed went down (`testbed down` stops the processes, then deletes the namespaces).
+    TestbedDown,
+    /// A ptp4l ended while the testbed stayed: why, with the end of its log.
+    Failed(String),
+}
+
+impl TestbedPtp {
+    /// Holds ptp4l in the foreground until a termination signal arrives on `signals` (installed
+    /// before [`TestbedPtp::start`]) or an instance ends; then stops every instance. An ended
+    /// ptp4l is the testbed going down when its namespaces are gone within 10 s.
+    pub fn hold(
+        mut self,
+        prefix: &str,
+        signals: ivnsec_net::sys::TerminationSignals,
+    ) -> anyhow::Result<PtpEnd> {
+        use std::sync::mpsc::{RecvTimeoutError, channel};
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            if let Ok(sig) = signals.wait() {
+                let _ = tx.send(sig);
+            }
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(250)) {
+                Ok(sig) => return Ok(PtpEnd::Signal(sig)),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(anyhow::anyhow!("the signal watcher ended"));
+                }
+            }
+            if let Some(why) = self.exited() {
+                drop(self);
+                // `testbed down` stops the processes first and then deletes the namespaces:
+                // give it a moment before calling this a failure of ptp4l.
+                let since = Instant::now();
+                while since.elapsed() < Duration::from_secs(10) {
+                    if ivnsec_net::testbed::live_namespaces(prefix)
+                        .map_err(crate::site::net_err)?
+                        .is_empty()
+                    {
+                        return Ok(PtpEnd::TestbedDown);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                return Ok(PtpEnd::Failed(why));
+            }
+        }
+    }
+}
+
 impl Drop for TestbedPtp {
     fn drop(&mut self) {
         for n in &mut self.nodes {

@@ -171,6 +171,20 @@ impl TestbedState {
         }
     }
 
+    /// How the testbed stands with `live` of its namespaces existing: `up`, `partly gone`,
+    /// `gone`, or `incomplete (build interrupted)`.
+    pub fn health(&self, live: usize) -> &'static str {
+        if !self.complete {
+            "incomplete (build interrupted)"
+        } else if live == self.nodes.len() {
+            "up"
+        } else if live == 0 {
+            "gone"
+        } else {
+            "partly gone"
+        }
+    }
+
     /// The state a testbed of `topology` under `prefix` records, with IPv4 addresses, without
     /// creating anything (for code that works on the recorded shape of a network).
     pub fn planned(prefix: &str, topology: &Topology) -> Self {
@@ -543,6 +557,31 @@ pub fn load(state_dir: &Path, prefix: &str) -> Result<TestbedState> {
         });
     }
     Ok(state)
+}
+
+/// The testbed `wanted` names, or the only one recorded in `state_dir` (a usage error when
+/// none or several are).
+pub fn pick(state_dir: &Path, wanted: Option<&str>) -> Result<TestbedState> {
+    if let Some(p) = wanted {
+        return load(state_dir, p);
+    }
+    let mut found = list(state_dir)?.testbeds;
+    match found.len() {
+        0 => Err(Error::Usage(format!(
+            "no testbed is recorded in {}; start one with `ivnsec testbed up`",
+            state_dir.display()
+        ))),
+        1 => Ok(found.remove(0)),
+        _ => Err(Error::Usage(format!(
+            "{} testbeds are up ({}); choose one with --testbed PREFIX",
+            found.len(),
+            found
+                .iter()
+                .map(|s| s.prefix.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// Namespaces that exist now and are named `<prefix>-…`.

@@ -55,3 +55,26 @@ fn down_rejects_foreign_names() {
         assert!(matches!(down(p, &dir), Err(Error::Usage(_))), "{p}");
     }
 }
+
+#[test]
+fn health_follows_the_live_namespaces() {
+    let t = Topology::Pair;
+    let mut s = TestbedState::from_plan("ivn-abc123", &t, &t.plan(), true);
+    assert_eq!(s.health(0), "incomplete (build interrupted)");
+    s.complete = true;
+    assert_eq!(s.health(s.nodes.len()), "up");
+    assert_eq!(s.health(1), "partly gone");
+    assert_eq!(s.health(0), "gone");
+}
+
+#[test]
+fn pick_needs_a_recorded_testbed() {
+    let dir = std::env::temp_dir().join(format!("ivnsec-pick-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let e = pick(&dir, None).unwrap_err();
+    assert!(
+        matches!(&e, Error::Usage(m) if m.contains("no testbed is recorded")),
+        "{e}"
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}

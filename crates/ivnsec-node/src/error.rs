@@ -114,6 +114,16 @@ pub fn parse_hex(what: &str, s: &str) -> anyhow::Result<Vec<u8>> {
     hex::decode(&clean).map_err(|e| usage(format!("{what}: not hex: {e}")))
 }
 
+/// Parses a MAC address `aa:bb:cc:dd:ee:ff` (surrounding whitespace ignored); `what` names the
+/// option in the usage error.
+pub fn parse_mac(what: &str, s: &str) -> anyhow::Result<[u8; 6]> {
+    ivnsec_net::topology::parse_mac(s.trim()).ok_or_else(|| {
+        usage(format!(
+            "{what}: `{s}` is not a MAC address (write aa:bb:cc:dd:ee:ff)"
+        ))
+    })
+}
+
 /// A profile name parsed at the edge (a plan table, a key file), with the name as given; an
 /// unknown name is a usage error in the words of [`ivnsec_core::profile::ProfileError`].
 pub fn parse_profile(name: &str) -> anyhow::Result<ivnsec_core::profile::NamedProfile> {

@@ -3,7 +3,8 @@
 //! (`macsec`), the ESP tunnel (`esp_tunnel`), the bump-in-the-wire gateway (`gateway`), SOME/IP
 //! services (`someip`), the nonce high-water module and key files every sender goes through
 //! (`keys`), frame batches and offline capture checks (`frames`), the vehicle PKI and key server
-//! (`pki`), and the secured channel as a node opens it (`channel`). Protocol logic lives in the
+//! (`pki`), the secured channel as a node opens it (`channel`), and the streams of `send` and
+//! `receive` on a link (`traffic`). Protocol logic lives in the
 //! core crate and raw I/O in the net crate; this crate drives them.
 #![forbid(unsafe_code)]
 
@@ -17,3 +18,4 @@ pub mod macsec;
 pub mod metrics;
 pub mod pki;
 pub mod someip;
+pub mod traffic;

@@ -17,7 +17,7 @@ use ivnsec_core::sa::macsec::RxStatus;
 use ivnsec_core::sa::{DropCounters, DropReason};
 use ivnsec_core::wire::ip::{self, IpError, protocol};
 use ivnsec_core::wire::{ivnae, macsec};
-use ivnsec_net::pcap::{MAX_CAPLEN, PcapReader};
+use ivnsec_net::pcap::{MAX_CAPLEN, PcapError, PcapReader};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
@@ -506,6 +506,71 @@ impl<W: Write> Sink<W> {
     }
 }
 
+/// The skip of a record a writer stopped inside (one of the two truncations).
+fn truncated_tail(e: &PcapError) -> Skip {
+    match e.kind {
+        ivnsec_net::pcap::PcapErrorKind::TruncatedRecordHeader { got } => Skip::Truncated {
+            header: true,
+            got,
+            want: ivnsec_net::pcap::RECORD_HEADER_LEN as u32,
+        },
+        ivnsec_net::pcap::PcapErrorKind::TruncatedRecord { caplen, got } => Skip::Truncated {
+            header: false,
+            got,
+            want: caplen,
+        },
+        _ => unreachable!("is_truncation() covers the two truncations"),
+    }
+}
+
+/// The words on `err` after the frames: the account of a damaged file (then its error), or
+/// that nothing was verified.
+fn closing_words(
+    s: &CaptureSettings,
+    totals: &Totals,
+    damage: Option<PcapError>,
+    err: &mut dyn Write,
+) -> Result<()> {
+    if let Some(e) = damage {
+        if e.is_truncation() {
+            writeln!(
+                err,
+                "pcap verify: the capture ends inside record {} (a writer stopped mid-record?); \
+                 the {} records before it were checked ({}); without --fail-on-truncated it \
+                 is reported as skipped and the exit code follows the verdicts",
+                e.record.unwrap_or(0),
+                totals.frames,
+                counters_line(totals)
+            )?;
+        } else {
+            writeln!(
+                err,
+                "pcap verify: {} records checked before the damage ({})",
+                totals.frames,
+                counters_line(totals)
+            )?;
+        }
+        return Err(bad_file(&s.file, e));
+    }
+    if totals.frames == 0 {
+        writeln!(
+            err,
+            "pcap verify: NOTHING VERIFIED: {} holds no frames (a file header only); exit 1",
+            s.file.display()
+        )?;
+    } else if totals.skip == totals.frames {
+        writeln!(
+            err,
+            "pcap verify: NOTHING VERIFIED: all {} frames of {} were skipped, none was checked \
+             under --profile {} (see the skip reasons: is it the capture's protocol?); exit 1",
+            totals.frames,
+            s.file.display(),
+            s.rx.sa.profile
+        )?;
+    }
+    Ok(())
+}
+
 fn bad_file(path: &Path, e: impl fmt::Display) -> anyhow::Error {
     usage(format!("{}: {e}", path.display()))
 }
@@ -589,20 +654,7 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
     }
     // The end of a capture whose writer stopped mid-record.
     if let Some(e) = damage.take_if(|e| s.allow_truncated && e.is_truncation()) {
-        let skip = match e.kind {
-            ivnsec_net::pcap::PcapErrorKind::TruncatedRecordHeader { got } => Skip::Truncated {
-                header: true,
-                got,
-                want: ivnsec_net::pcap::RECORD_HEADER_LEN as u32,
-            },
-            ivnsec_net::pcap::PcapErrorKind::TruncatedRecord { caplen, got } => Skip::Truncated {
-                header: false,
-                got,
-                want: caplen,
-            },
-            _ => unreachable!("is_truncation() covers the two truncations"),
-        };
-        let verdict = Verdict::Skip(skip);
+        let verdict = Verdict::Skip(truncated_tail(&e));
         totals.count(&verdict);
         sink.frame(e.record.unwrap_or(totals.frames), &verdict, None)?;
         writeln!(
@@ -644,43 +696,7 @@ pub fn verify_capture(s: &CaptureSettings, out: impl Write, err: &mut dyn Write)
             w.flush()?;
         }
     }
-    if let Some(e) = damage {
-        if e.is_truncation() {
-            writeln!(
-                err,
-                "pcap verify: the capture ends inside record {} (a writer stopped mid-record?); \
-                 the {} records before it were checked ({}); without --fail-on-truncated it \
-                 is reported as skipped and the exit code follows the verdicts",
-                e.record.unwrap_or(0),
-                totals.frames,
-                counters_line(&totals)
-            )?;
-        } else {
-            writeln!(
-                err,
-                "pcap verify: {} records checked before the damage ({})",
-                totals.frames,
-                counters_line(&totals)
-            )?;
-        }
-        return Err(bad_file(&s.file, e));
-    }
-    if totals.frames == 0 {
-        writeln!(
-            err,
-            "pcap verify: NOTHING VERIFIED: {} holds no frames (a file header only); exit 1",
-            s.file.display()
-        )?;
-    } else if totals.skip == totals.frames {
-        writeln!(
-            err,
-            "pcap verify: NOTHING VERIFIED: all {} frames of {} were skipped, none was checked \
-             under --profile {} (see the skip reasons: is it the capture's protocol?); exit 1",
-            totals.frames,
-            s.file.display(),
-            s.rx.sa.profile
-        )?;
-    }
+    closing_words(s, &totals, damage, err)?;
     Ok(totals)
 }
 

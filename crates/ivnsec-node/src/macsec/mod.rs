@@ -23,6 +23,7 @@ pub mod host;
 pub mod keyserver;
 pub mod mka;
 pub mod sched;
+pub mod source;
 pub mod static_keys;
 pub mod status;
 

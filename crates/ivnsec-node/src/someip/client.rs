@@ -1,6 +1,6 @@
 //! The loops of `ivnsec someip call`: finding a service with the core's SD client, calling a
-//! method over the UDP or TCP binding, and subscribing to an eventgroup, on sockets the command
-//! bound. Each loop feeds the core's state machines with what arrived and the time, and sends
+//! method over the UDP or TCP binding, and subscribing to an eventgroup ([`run`] binds the
+//! sockets and runs them in turn from [`CallSettings`]). Each loop feeds the core's state machines with what arrived and the time, and sends
 //! what they return.
 
 use std::io::Write;
@@ -9,9 +9,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
+use ivnsec_core::sa::someip::OVERHEAD;
 use ivnsec_core::someip::sd::{Found, SdClient, SubscriptionState};
 use ivnsec_core::someip::service::{Caller, EventTally, Message, Reply};
-use ivnsec_core::wire::someip::StreamDeframer;
+use ivnsec_core::wire::someip::{HEADER_LEN, StreamDeframer};
 use ivnsec_net::someip as net;
 
 use super::capture::{Capture, TcpFlow};
@@ -274,5 +275,164 @@ pub fn subscribe(
         wanted: want,
         acked,
         tally,
+    })
+}
+
+/// What `ivnsec someip call` is asked to do (its options, parsed).
+#[derive(Clone, Debug)]
+pub struct CallSettings {
+    /// The service's ID and the method's.
+    pub service: u16,
+    pub method: u16,
+    /// The calls (count, payload size, timeout, interval, echo check).
+    pub calls: Calls,
+    /// The service's endpoint; without it the service is found via SOME/IP-SD.
+    pub endpoint: Option<SocketAddrV4>,
+    /// The TCP binding instead of UDP.
+    pub tcp: bool,
+    /// After the calls, subscribe to the eventgroup and wait for this many events.
+    pub subscribe: Option<usize>,
+    /// Record every datagram and TCP payload.
+    pub pcap: Option<std::path::PathBuf>,
+    pub nonce: super::NonceOptions,
+}
+
+/// What the calls (and the subscription) brought, and where they went.
+pub struct CallOutcome {
+    pub service: Service,
+    pub target: SocketAddr,
+    pub core: Core,
+    pub calls: CallResult,
+    pub events: Option<EventResult>,
+}
+
+/// Checks the settings against the configuration, finds the service (via SD unless an
+/// endpoint is given), calls the method, subscribes when asked, and closes the capture.
+pub fn run(cfg: &Config, s: &CallSettings) -> Result<CallOutcome> {
+    let svc = check(cfg, s)?;
+    let client_id = cfg.node.client_id;
+    let mut core = super::service_core(cfg, &s.nonce, super::Side::Client(client_id))?;
+    let cap = super::sockets::capture(s.pcap.as_deref(), cfg)?;
+
+    // Find the service.
+    let sd_sock = if s.endpoint.is_none() || s.subscribe.is_some() {
+        if !cfg.sd.enabled && s.endpoint.is_none() {
+            return Err(usage(format!(
+                "{}: sd.enabled is false and no --endpoint was given",
+                cfg.path.display()
+            )));
+        }
+        Some(super::sockets::bind_sd(cfg)?)
+    } else {
+        None
+    };
+    let mut sd = sd_sock.as_ref().map(|sock| Discovery {
+        client: SdClient::new(super::sd_own(cfg), super::sd_targets(cfg), cfg.sd.ttl),
+        sock,
+        epoch: Instant::now(),
+    });
+    let found = match (s.endpoint, &mut sd) {
+        (Some(_), _) if s.subscribe.is_none() => None,
+        (_, Some(sd)) => Some(find(cfg, &svc, sd, &cap)?),
+        _ => None,
+    };
+    let target = target(s, &svc, found.as_ref())?;
+
+    let udp = super::sockets::bind_udp(cfg, 20)?;
+    let mut transport = connect(cfg, s, &udp, target, &cap)?;
+    let mut caller = Caller::new(svc.id, s.method, client_id, svc.major);
+    let calls = call(cfg, &mut core, &mut caller, &mut transport, &s.calls, &cap)?;
+
+    // Events.
+    let mut events = None;
+    if let Some(want) = s.subscribe {
+        let (Some(sd), Some(f)) = (&mut sd, &found) else {
+            return Err(usage(
+                "--subscribe needs SOME/IP-SD (sd.enabled) to reach the server",
+            ));
+        };
+        let timeout = s.calls.timeout;
+        let r = subscribe(cfg, &svc, &mut core, sd, &udp, f, want, timeout, &cap)?;
+        events = Some(r);
+    }
+    cap.finish()?;
+    Ok(CallOutcome {
+        service: svc,
+        target,
+        core,
+        calls,
+        events,
+    })
+}
+
+/// The configured service the settings name, with the method, payload and timeout checked.
+fn check(cfg: &Config, s: &CallSettings) -> Result<Service> {
+    let svc = cfg
+        .service(s.service)
+        .ok_or_else(|| {
+            usage(format!(
+                "--service 0x{:04x}: no [[service]] with this id in {} (its level, suite and key are needed)",
+                s.service,
+                cfg.path.display()
+            ))
+        })?
+        .clone();
+    if s.method & 0x8000 != 0 {
+        return Err(usage(format!(
+            "--method 0x{:04x}: method IDs are below 0x8000",
+            s.method
+        )));
+    }
+    if s.calls.payload_size + HEADER_LEN + OVERHEAD > cfg.node.max_message {
+        return Err(usage(format!(
+            "--payload-size {}: larger than node.max_message ({}) allows",
+            s.calls.payload_size, cfg.node.max_message
+        )));
+    }
+    if s.calls.timeout.is_zero() {
+        return Err(usage("--timeout-ms must be at least 1"));
+    }
+    Ok(svc)
+}
+
+/// Where the requests go: the endpoint given, else the offer's endpoint of the transport.
+fn target(s: &CallSettings, svc: &Service, found: Option<&Found>) -> Result<SocketAddr> {
+    match (s.endpoint, found) {
+        (Some(e), _) => Ok(SocketAddr::V4(e)),
+        (None, Some(f)) => {
+            let t = if s.tcp { f.tcp } else { f.udp };
+            t.ok_or_else(|| {
+                anyhow!(
+                    "service 0x{:04x} offers no {} endpoint",
+                    svc.id,
+                    if s.tcp { "TCP" } else { "UDP" }
+                )
+            })
+        }
+        (None, None) => Err(anyhow!("no endpoint given and the service was not found")),
+    }
+}
+
+/// The transport to `target`: the UDP socket, or a TCP connection.
+fn connect<'a>(
+    cfg: &Config,
+    s: &CallSettings,
+    udp: &'a UdpSocket,
+    target: SocketAddr,
+    cap: &Capture,
+) -> Result<Transport<'a>> {
+    if !s.tcp {
+        return Ok(Transport::Udp { sock: udp, target });
+    }
+    let stream = net::connect_tcp(target, s.calls.timeout)
+        .map_err(|e| anyhow!("cannot connect to {target}: {e}"))?;
+    stream.set_read_timeout(Some(Duration::from_millis(20)))?;
+    let flow = cap.tcp(stream.local_addr()?, target);
+    let deframer = StreamDeframer::new(cfg.node.max_message);
+    Ok(Transport::Tcp {
+        stream,
+        target,
+        deframer,
+        flow,
     })
 }

@@ -1,7 +1,7 @@
 //! `ivnsec someip serve|call` around the sans-I/O SOME/IP logic of the core
 //! (`ivnsec_core::someip`): the TOML configuration ([`config`]), the `--pcap` capture
-//! ([`capture`]), the server's threads ([`server`]) and the client's loops ([`client`]) that
-//! feed the core's state machines from the sockets the command bound, and here the glue — the
+//! ([`capture`]), the sockets bound from it ([`sockets`]), the server's threads ([`server`])
+//! and the client's loops ([`client`]) that feed the core's state machines, and here the glue — the
 //! services' SAs with their freshness counters reserved in the persistent nonce state
 //! ([`NonceStates`]), the core's configurations made from a [`Config`], and sending.
 
@@ -9,6 +9,7 @@ pub mod capture;
 pub mod client;
 pub mod config;
 pub mod server;
+pub mod sockets;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;

@@ -58,6 +58,18 @@ pub struct Stopped {
     shared: Shared,
 }
 
+/// Reads the configuration of a server: it must offer a service.
+pub fn load(path: &std::path::Path) -> Result<Config> {
+    let cfg = super::config::load(path)?;
+    if cfg.services.is_empty() {
+        return Err(crate::error::usage(format!(
+            "{}: service: no [[service]] to offer",
+            cfg.path.display()
+        )));
+    }
+    Ok(cfg)
+}
+
 /// Starts the threads on `sockets`.
 pub fn start(cfg: Arc<Config>, core: Core, sockets: Sockets, cap: Capture) -> Result<Running> {
     let epoch = Instant::now();

@@ -16,7 +16,7 @@ use ivnsec_lab::camera::{
     CameraReport, DEFAULT_DEADLINE_MS, DEFAULT_FPS, DEFAULT_FRAME_BYTES, Phase,
 };
 
-use super::lab::{self, WhereArg};
+use super::common::lab::{self, WhereArg};
 use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
@@ -183,10 +183,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,
         None => {
             let layout = match &a.topology {
-                Some(t) => super::lab::bump_layout("camera", t, "pair")?,
+                Some(t) => super::common::lab::bump_layout("camera", t, "pair")?,
                 None => layout(),
             };
-            let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
+            let on = super::common::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
             ivnsec_lab::site::open_site(on, a.testbed.as_deref(), &layout)?
         }
     };

@@ -14,8 +14,8 @@ use ivnsec_node::channel::provider;
 use ivnsec_node::esp_tunnel::{self as lab, Config};
 use ivnsec_node::keys::highwater;
 
-use crate::cmd::receive::ReplayCheckpointArgs;
-use crate::cmd::send::stop_on_signal;
+use super::common::ReplayCheckpointArgs;
+use super::common::stop_on_signal;
 use crate::error::usage;
 
 #[derive(Subcommand, Debug)]

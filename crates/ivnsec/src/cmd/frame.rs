@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Subcommand;
 use ivnsec_core::profile::NamedProfile;
-use ivnsec_crypto::ProviderChoice;
 use ivnsec_node::frames::batch;
-use ivnsec_node::frames::material::{ProtectSettings, SaSettings, VerifySettings};
-use zeroize::Zeroizing;
+use ivnsec_node::frames::material::{ProtectSettings, VerifySettings};
+
+use super::common::frame::SaArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum Args {
@@ -44,11 +44,11 @@ Examples:
         #[arg(long)]
         seq: Option<u64>,
         #[command(flatten)]
-        macsec: super::frame_macsec::MacsecProtectOpts,
+        macsec: super::common::frame::macsec::MacsecProtectOpts,
         #[command(flatten)]
-        esp: super::frame_esp::EspProtectOpts,
+        esp: super::common::frame::esp::EspProtectOpts,
         #[command(flatten)]
-        secoc: super::frame_secoc::SecocProtectOpts,
+        secoc: super::common::frame::secoc::SecocProtectOpts,
         /// Hex of the plain frame (IP packet for ESP, Authentic I-PDU for SecOC), or `-` to read
         /// one per line from stdin.
         frame: String,
@@ -88,11 +88,11 @@ Example (two frames protected under one key, verified as a batch):
         #[arg(long)]
         accept_ivnae_v1: bool,
         #[command(flatten)]
-        macsec: super::frame_macsec::MacsecVerifyOpts,
+        macsec: super::common::frame::macsec::MacsecVerifyOpts,
         #[command(flatten)]
-        esp: super::frame_esp::EspVerifyOpts,
+        esp: super::common::frame::esp::EspVerifyOpts,
         #[command(flatten)]
-        secoc: super::frame_secoc::SecocVerifyOpts,
+        secoc: super::common::frame::secoc::SecocVerifyOpts,
         /// Hex of the protected frame (ESP packet for ESP, Secured I-PDU for SecOC), or `-` to
         /// read one per line from stdin.
         frame: String,
@@ -108,48 +108,6 @@ pub struct FrameProfileArg {
     /// them.
     #[arg(long, value_parser = super::frame_profile_arg)]
     pub profile: NamedProfile,
-}
-
-/// The security association beyond its profile, as given on the command line.
-#[derive(clap::Args, Debug)]
-pub struct SaArgs {
-    /// Cipher key in hex (AEAD and AES-CBC/CTR suites).
-    #[arg(long)]
-    pub key: Option<String>,
-    /// HMAC key in hex, any length ≥ 1 byte (HMAC and AES-CBC/CTR-HMAC suites).
-    #[arg(long)]
-    pub mac_key: Option<String>,
-    /// IVN-AE: per-SA IV in hex, 12 bytes, XORed with the key id and the sequence number to
-    /// form the nonce (`iv XOR (000000 ‖ key id ‖ seq)`).
-    #[arg(long)]
-    pub iv: Option<String>,
-    /// IVN-AE: key id carried in the frame (0-255, default 0). It is part of the nonce, so
-    /// senders under one key need key ids of their own, and a frame verifies only under the
-    /// key id it was protected with. Example: `--key-id 3`
-    #[arg(long)]
-    pub key_id: Option<u8>,
-    /// Truncate HMAC tags to this many bytes (≥ max(10, digest/2)); default full length.
-    #[arg(long)]
-    pub tag_len: Option<usize>,
-    /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
-    #[arg(long, default_value = "auto")]
-    pub provider: ProviderChoice,
-}
-
-impl SaArgs {
-    /// The settings of the SA of `profile`.
-    pub fn settings(self, profile: NamedProfile) -> SaSettings {
-        let a = self;
-        SaSettings {
-            profile,
-            key: a.key.map(Zeroizing::new),
-            mac_key: a.mac_key.map(Zeroizing::new),
-            iv: a.iv,
-            key_id: a.key_id,
-            tag_len: a.tag_len,
-            provider: a.provider,
-        }
-    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {

@@ -8,10 +8,9 @@ use anyhow::Result;
 use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_node::channel::provider;
-use ivnsec_node::macsec::{self as lab, HostSide, KeySource, RunSpec, Scheduling};
+use ivnsec_node::macsec::{self as lab, HostSide, RunSpec, Scheduling, source};
 
-use crate::cmd::macsec::{KeySourceArgs, mka_source, static_source};
-use crate::cmd::send::stop_on_signal;
+use super::common::{KeySourceArgs, stop_on_signal};
 use crate::error::usage;
 use crate::output::Json;
 
@@ -228,12 +227,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     lab::iface_facts_of("--protected", &a.protected)?;
     lab::iface_facts_of("--plain", &a.plain)?;
     let prov = provider(a.provider, Profile::Macsec(profile))?;
-    let (ks, port) = (&a.key_source, a.protected.as_str());
-    let mut source: Box<dyn KeySource> = match (&ks.psk, &ks.keyserver) {
-        (Some(file), _) => mka_source(ks, port, a.provider, profile, Some(file))?,
-        (None, Some(_)) => mka_source(ks, port, a.provider, profile, None)?,
-        (None, None) => static_source(ks, port, profile)?,
-    };
+    let mut source = source::open(&a.key_source.settings()?, &a.protected, a.provider, profile)?;
     let spec = RunSpec {
         iface: a.protected.clone(),
         host: HostSide::Plain(a.plain.clone()),

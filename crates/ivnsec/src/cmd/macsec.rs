@@ -1,24 +1,18 @@
 //! `ivnsec macsec up|status|down`: MACsec on a TAP interface for a host whose kernel has none
 //! (the SecY and its data plane are `ivnsec_node::macsec`; docs/macsec-tap.md).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
 use ivnsec_core::profile::{NamedProfile, Profile};
-use ivnsec_core::wire::ethernet::MacAddr;
-use ivnsec_core::wire::macsec::Sci;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_node::channel::provider;
-use ivnsec_node::keys::{highwater, psk};
-use ivnsec_node::macsec::mka::{MkaKeys, MkaSettings};
-use ivnsec_node::macsec::static_keys::StaticKeys;
-use ivnsec_node::macsec::{self as lab, KeySource, status};
+use ivnsec_node::macsec::{self as lab, source, status};
 
-use crate::cmd::receive::ReplayCheckpointArgs;
-use crate::cmd::send::{parse_mac, stop_on_signal};
+use super::common::{KeySourceArgs, stop_on_signal};
 use crate::error::usage;
 use crate::output::Json;
 
@@ -138,109 +132,6 @@ pub struct UpArgs {
     pub daemon: crate::daemon::DaemonArgs,
 }
 
-/// Where the keys of a SecY come from, and the nonce state (`macsec up`, `gateway`): static
-/// keys, MKA on a PSK, or MKA on the key server's CAK.
-#[derive(clap::Args, Debug)]
-pub struct KeySourceArgs {
-    /// Static keys: the CA's SAK as a key file (`ivnsec keygen --profile PROFILE --out FILE`).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present_any = ["psk", "keyserver"],
-        conflicts_with_all = ["psk", "keyserver"]
-    )]
-    pub keys: Option<PathBuf>,
-    /// MKA with a pre-shared CAK: TOML with `cak` and `ckn` in hex, mode 0600 (`ivnsec keygen
-    /// --mka --out FILE`). The SAKs are agreed and rotated; peers are learned.
-    #[arg(long, value_name = "FILE")]
-    pub psk: Option<PathBuf>,
-    /// MKA with the CAK from the vehicle's key server (`ivnsec keyserver`) at ADDR (host:port),
-    /// over mutual TLS 1.3 with --cert, --key and --ca; fetched again when the key server
-    /// pushes a new one (docs/keys.md).
-    #[arg(long, value_name = "ADDR", conflicts_with = "psk", requires_all = ["cert", "key", "ca"])]
-    pub keyserver: Option<String>,
-    /// With --keyserver: this member's certificate (`ivnsec pki issue`: D/ecu/NAME.pem).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
-    pub cert: Option<PathBuf>,
-    /// With --keyserver: this member's private key (D/ecu/NAME.key, mode 0600).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
-    pub key: Option<PathBuf>,
-    /// With --keyserver: the vehicle CA that issued the key server's certificate (D/ca.pem).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
-    pub ca: Option<PathBuf>,
-    /// With --keyserver: the segment whose CAK MKA runs on (needed when the member is in several).
-    #[arg(long, value_name = "NAME", requires = "keyserver")]
-    pub segment: Option<String>,
-    /// With --keyserver: the name the key server's certificate must carry.
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "keyserver",
-        requires = "keyserver"
-    )]
-    pub keyserver_name: String,
-    /// A peer of the CA by the MAC of its protected interface (its SCI is MAC ‖ 0001); repeat
-    /// for each. Frames from SCIs not listed are discarded (unknown SCI). Static keys only.
-    #[arg(long = "peer", value_name = "MAC", conflicts_with_all = ["psk", "keyserver"])]
-    pub peers: Vec<String>,
-    /// Association number of the static SAs (0..=3).
-    #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with_all = ["psk", "keyserver"])]
-    pub an: u8,
-    /// MKA: Key Server Priority, 0 to 255. The member with the lowest value (then the lowest
-    /// SCI) is key server; 255 never is.
-    #[arg(long, default_value_t = 16, value_name = "N", conflicts_with = "keys")]
-    pub priority: u8,
-    /// MKA: the key server distributes a new SAK every S seconds (default: only when needed:
-    /// at election, membership change and the PN threshold). E.g. 3600.
-    #[arg(long, value_name = "S", conflicts_with = "keys")]
-    pub rekey_seconds: Option<f64>,
-    /// MKA: the key server rekeys when a transmit PN of the current SAK reaches N (default 75 %
-    /// of the PN space: 3221225472, or 2^63 + 2^62 with XPN).
-    #[arg(long, value_name = "N", conflicts_with = "keys")]
-    pub pn_threshold: Option<u64>,
-    /// MKA Hello Time: an MKPDU every S seconds (the standard's 2).
-    #[arg(long, default_value_t = 2.0, value_name = "S", conflicts_with = "keys")]
-    pub hello_seconds: f64,
-    /// MKA Life Time: a peer not heard from for S seconds is lost (the standard's 6).
-    #[arg(long, default_value_t = 6.0, value_name = "S", conflicts_with = "keys")]
-    pub life_seconds: f64,
-    /// MKA SAK Retire Time: the old SAK stays installed for receive S seconds after every
-    /// peer transmits with the new one (the standard's 3).
-    #[arg(long, default_value_t = 3.0, value_name = "S", conflicts_with = "keys")]
-    pub sak_retire_seconds: f64,
-    /// MKA start-up ramp-up: the first MKPDUs after MS milliseconds, doubling each time
-    /// (--ramp-up-count of them, never slower than the hello time), for a fast link start.
-    /// E.g. 20. Default: none (the standard's behaviour).
-    #[arg(long, value_name = "MS", conflicts_with = "keys")]
-    pub ramp_up_ms: Option<u64>,
-    /// MKA: how many MKPDUs the ramp-up speeds up (1 to 32).
-    #[arg(long, default_value_t = 5, value_name = "N", requires = "ramp_up_ms")]
-    pub ramp_up_count: u32,
-    /// Directory of the persistent nonce state (required with --keys: without it a restart
-    /// would reuse PNs under the same key). Created if missing.
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// PNs reserved per state write, 1 to 1048576 (as `ivnsec send --reserve-block`).
-    #[arg(
-        long,
-        default_value_t = highwater::DEFAULT_BLOCK,
-        value_name = "N",
-        value_parser = clap::value_parser!(u64).range(1..=highwater::MAX_BLOCK)
-    )]
-    pub reserve_block: u64,
-    /// Highest PN this key may carry (below the suite's own limit); sending stops when it is
-    /// used and the command exits 1. Static keys only.
-    #[arg(long, value_name = "N", conflicts_with_all = ["psk", "keyserver"])]
-    pub seq_limit: Option<u64>,
-    /// Start at PN 1 although KEYFILE.used says this key has sent under this SA and
-    /// --state-dir holds no state for it (as `ivnsec send`): only for a key you know is new.
-    #[arg(long, conflicts_with_all = ["psk", "keyserver"])]
-    pub i_know_this_key_is_new: bool,
-    /// Static keys: how far the receive SAs' acceptance marks in --state-dir move ahead.
-    #[command(flatten)]
-    pub checkpoint: ReplayCheckpointArgs,
-}
-
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Exit code 0 when every instance shown is running, 1 when one is not (a stale status file of a \
@@ -294,11 +185,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         }
     };
     let prov = provider(a.provider, Profile::Macsec(profile))?;
-    let mut source: Box<dyn KeySource> = match (&a.key_source.psk, &a.key_source.keyserver) {
-        (Some(file), _) => mka_source(&a.key_source, &a.iface, a.provider, profile, Some(file))?,
-        (None, Some(_)) => mka_source(&a.key_source, &a.iface, a.provider, profile, None)?,
-        (None, None) => static_source(&a.key_source, &a.iface, profile)?,
-    };
+    let mut source = source::open(&a.key_source.settings()?, &a.iface, a.provider, profile)?;
     let cfg = lab::Config {
         iface: a.iface.clone(),
         tap: a.tap.clone(),
@@ -340,162 +227,6 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Seconds of an MKA timer option as a duration (positive, at most a day).
-fn seconds(option: &str, s: f64) -> Result<Duration> {
-    if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
-        return Err(usage(format!(
-            "{option} must be a number of seconds above 0 and at most 86400, got {s}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(s))
-}
-
-/// MKA (`--psk FILE`, or the CAK from `--keyserver` when `file` is `None`): the PSK file or
-/// the key server's first CAK and the settings checked before anything is created.
-pub(crate) fn mka_source(
-    ks: &KeySourceArgs,
-    iface: &str,
-    provider: ProviderChoice,
-    profile: ivnsec_core::profile::MacsecProfile,
-    file: Option<&Path>,
-) -> Result<Box<dyn KeySource>> {
-    let Some(state_dir) = ks.state_dir.clone() else {
-        return Err(usage(
-            "refusing to run MKA without --state-dir: a member restarted while the CA still \
-             uses the SAK it transmitted under may be handed that SAK again, and counting PNs \
-             from 1 would reuse (key, nonce) pairs, which breaks GCM. Give --state-dir DIR (a \
-             persistent directory for the reserved PNs of every SAK)",
-        ));
-    };
-    let settings = MkaSettings {
-        priority: ks.priority,
-        hello: seconds("--hello-seconds", ks.hello_seconds)?,
-        life: seconds("--life-seconds", ks.life_seconds)?,
-        sak_retire: seconds("--sak-retire-seconds", ks.sak_retire_seconds)?,
-        rekey: ks
-            .rekey_seconds
-            .map(|s| seconds("--rekey-seconds", s))
-            .transpose()?,
-        pn_threshold: ks.pn_threshold,
-        ramp_up: ks
-            .ramp_up_ms
-            .map(|ms| (Duration::from_millis(ms), ks.ramp_up_count)),
-    };
-    let (mac, _) = lab::iface_facts(iface)?;
-    let Some(file) = file else {
-        return keyserver_source(
-            ks,
-            iface,
-            provider,
-            profile,
-            settings,
-            state_dir,
-            Sci::end_station(MacAddr(mac)),
-        );
-    };
-    let key = psk::load(file)?;
-    Ok(Box::new(MkaKeys::new(
-        profile,
-        file.to_path_buf(),
-        ivnsec_node::keys::used_sak::record_path(file),
-        &key,
-        iface,
-        Sci::end_station(MacAddr(mac)),
-        settings,
-        state_dir,
-        ks.reserve_block,
-        provider,
-    )?))
-}
-
-/// MKA on the CAK of the key server (`--keyserver`): fetched once now (refusals and an
-/// unreachable server stop here), then watched.
-fn keyserver_source(
-    ks: &KeySourceArgs,
-    iface: &str,
-    provider: ProviderChoice,
-    profile: ivnsec_core::profile::MacsecProfile,
-    settings: MkaSettings,
-    state_dir: PathBuf,
-    sci: Sci,
-) -> Result<Box<dyn KeySource>> {
-    use ivnsec_node::macsec::keyserver::{KeyserverKeys, Params, Remote, fetch_initial};
-    let (Some(addr), Some(cert), Some(key), Some(ca)) = (&ks.keyserver, &ks.cert, &ks.key, &ks.ca)
-    else {
-        return Err(usage("--keyserver needs --cert, --key and --ca"));
-    };
-    if let Some(s) = &ks.segment {
-        ivnsec_node::pki::check_ecu_name(s).map_err(|e| usage(format!("--segment: {e:#}")))?;
-    }
-    let tls = ivnsec_node::pki::keyserver::client_tls(ca, cert, key)?;
-    let remote = Remote {
-        addr: addr.clone(),
-        server_name: ks.keyserver_name.clone(),
-        tls,
-        segment: ks.segment.clone(),
-    };
-    let first = fetch_initial(&remote)?;
-    eprintln!(
-        "macsec: CAK number {} of segment {} (CKN {}) from the key server {addr}",
-        first.key.number,
-        first.segment,
-        hex::encode(&first.key.ckn)
-    );
-    let params = Params {
-        profile,
-        iface: iface.to_string(),
-        sci,
-        settings,
-        state_dir,
-        reserve_block: ks.reserve_block,
-        provider,
-        sak_record: ivnsec_node::keys::used_sak::record_path(key),
-    };
-    Ok(Box::new(KeyserverKeys::new(remote, params, first)?))
-}
-
-/// Static keys (`--keys`).
-pub(crate) fn static_source(
-    ks: &KeySourceArgs,
-    iface: &str,
-    profile: ivnsec_core::profile::MacsecProfile,
-) -> Result<Box<dyn KeySource>> {
-    let Some(key_file) = ks.keys.clone() else {
-        return Err(usage("give --keys FILE (static keys) or --psk FILE (MKA)"));
-    };
-    let Some(state_dir) = ks.state_dir.clone() else {
-        return Err(usage(format!(
-            "refusing to send under the long-term key in {} without --state-dir: the MACsec \
-             nonce is derived from the PN, and an instance that restarts (crash, reboot, kill) \
-             would count from 1 again and reuse (key, nonce) pairs, which breaks GCM. Give \
-             --state-dir DIR (a persistent directory for the reserved PNs)",
-            key_file.display()
-        )));
-    };
-    if ks.an > 3 {
-        return Err(usage(format!("--an must be 0, 1, 2 or 3, got {}", ks.an)));
-    }
-    let peers = ks
-        .peers
-        .iter()
-        .map(|p| parse_mac("--peer", p).map(|m| Sci::end_station(MacAddr(m))))
-        .collect::<Result<Vec<_>>>()?;
-    let (mac, _) = lab::iface_facts(iface)?;
-    let mut keys = StaticKeys::new(
-        profile,
-        key_file,
-        Sci::end_station(MacAddr(mac)),
-        peers,
-        ks.an,
-        state_dir,
-        ks.reserve_block,
-        ks.seq_limit,
-        ks.i_know_this_key_is_new,
-    )?;
-    keys.rx_checkpoint = ks.checkpoint.checkpoint()?;
-    Ok(Box::new(keys))
 }
 
 fn show(a: StatusArgs) -> Result<ExitCode> {

@@ -1,24 +1,22 @@
-//! One module per subcommand, each with a `run()`.
+//! One module per subcommand, each with a `run()`; what several of them share (option groups,
+//! the stop flag, shared printing) is [`common`], the one module a command module imports from
+//! beside this one.
 
 use ivnsec_core::profile::{NamedProfile, ProfileError};
 
 pub mod attack;
 pub mod camera;
 pub mod clock;
+pub mod common;
 pub mod crypto_bench;
 pub mod dist;
 pub mod esp;
 pub mod frame;
-pub mod frame_esp;
-pub mod frame_macsec;
-pub mod frame_secoc;
 pub mod gateway;
 pub mod hosts;
 pub mod keygen;
-pub mod lab;
 pub mod macsec;
 pub mod node;
-pub mod outage;
 pub mod pcap;
 pub mod pingpong;
 pub mod pki;

@@ -11,9 +11,9 @@ use clap::Subcommand;
 use ivnsec_node::frames::material::VerifySettings;
 use ivnsec_node::frames::pcap_verify::{CaptureSettings, verify_capture};
 
-use super::frame::SaArgs;
-use super::frame_esp::EspVerifyOpts;
-use super::frame_macsec::MacsecVerifyOpts;
+use super::common::frame::SaArgs;
+use super::common::frame::esp::EspVerifyOpts;
+use super::common::frame::macsec::MacsecVerifyOpts;
 use ivnsec_core::profile::NamedProfile;
 
 #[derive(Subcommand, Debug)]

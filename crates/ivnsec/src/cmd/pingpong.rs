@@ -12,7 +12,7 @@ use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::pingpong::run::{Scenario, environment, judge, ms_to_ns, run_scenario};
 use ivnsec_lab::site::{Layout, ensure_dir, open_site};
 
-use super::lab::{self, ModeArg, WhereArg};
+use super::common::lab::{self, ModeArg, WhereArg};
 use crate::output::Json;
 use ivnsec_core::profile::{NamedProfile, Profile};
 
@@ -291,7 +291,7 @@ fn interrupted(
 /// seeded link outages (ivnsec_lab::outage).
 fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode> {
     use ivnsec_lab::outage::run::run as run_outages;
-    let spec = super::outage::spec(spec, a.topology.as_deref(), a.outage_seed)?;
+    let spec = super::common::outage::spec(spec, a.topology.as_deref(), a.outage_seed)?;
     let pause_ms = if a.run.pause_ms > 0.0 {
         a.run.pause_ms
     } else {
@@ -323,5 +323,5 @@ fn outage(a: &Args, spec: &str, s: Scenario, json: &mut Json) -> Result<ExitCode
         scenarios.push(x);
     }
     let report = run_outages(&scenarios, &spec)?;
-    super::outage::finish(&report, json)
+    super::common::outage::finish(&report, json)
 }

@@ -295,7 +295,7 @@ fn seconds(s: f64) -> Result<std::time::Duration> {
 }
 
 pub fn keyserver(a: KeyserverArgs) -> Result<ExitCode> {
-    let stop = crate::cmd::send::stop_on_signal()?;
+    let stop = super::common::stop_on_signal()?;
     let stop_flag = stop.clone();
     let cfg = keyserver::Config {
         pki: a.pki,

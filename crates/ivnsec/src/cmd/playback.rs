@@ -3,7 +3,7 @@
 //! roles, fragments, one-way delays, replies, verdict, CPU, baselines) is `ivnsec underload`'s.
 //!
 //! The command line; timelines and the run are `ivnsec_lab::underload::playback`, the printing
-//! is `ivnsec underload`'s.
+//! is `ivnsec underload`'s (`cmd::common::stream`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use ivnsec_lab::underload::playback::{PlaybackConfig, run_playback};
 
-use super::underload::StreamArgs;
+use super::common::stream::StreamArgs;
 use crate::output::Json;
 
 #[derive(clap::Args, Debug)]

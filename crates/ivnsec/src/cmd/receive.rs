@@ -4,27 +4,17 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use ivnsec_core::channel::REPLAY_WINDOW;
 use ivnsec_core::profile::NamedProfile;
-use ivnsec_core::sa::{DropCounters, DropReason};
-use ivnsec_net::sys::monotonic_ns;
+use ivnsec_crypto::ProviderChoice;
+use ivnsec_node::traffic::On;
+use ivnsec_node::traffic::receive::{ReceiveReport, ReceiveSettings, Receiver};
 use serde_json::json;
 
-use super::send::{
-    UDP_RECEIVER_MAC, UDP_SENDER_MAC, iface_mac, link_err, parse_mac, stop_on_signal,
-};
-use crate::error::{EnvError, usage};
-use ivnsec_core::channel::{Channel, ChannelOptions, Ends, REPLAY_WINDOW, sa_identity};
-use ivnsec_crypto::ProviderChoice;
-use ivnsec_node::channel::open as open_channel;
-use ivnsec_node::keys::keyfile;
-use ivnsec_node::keys::rxmark::{self, Checkpoint, RxMark};
-
+use super::common::{ReplayCheckpointArgs, mac_opt, on, stop_on_signal};
 use crate::output::Json;
-use ivnsec_net::link::{Link, LinkSpec};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -117,258 +107,83 @@ pub struct Args {
     pub checkpoint: ReplayCheckpointArgs,
 }
 
-/// How far a receiver's acceptance mark moves ahead (`receive`, `macsec up`, `esp up`,
-/// `gateway`): the cost bound of a restart (docs/nonce-safety.md, "Receivers after a restart").
-#[derive(clap::Args, Debug, Clone)]
-pub struct ReplayCheckpointArgs {
-    /// With --state-dir: the acceptance mark moves at most N numbers ahead, so a restart
-    /// refuses at most N legitimate frames (1 to 1048576). E.g. `--replay-checkpoint-frames 1024`.
-    #[arg(
-        long,
-        default_value_t = rxmark::DEFAULT_CHECKPOINT_FRAMES,
-        value_name = "N",
-        value_parser = clap::value_parser!(u64).range(1..=rxmark::MAX_CHECKPOINT_FRAMES)
-    )]
-    pub replay_checkpoint_frames: u64,
-    /// With --state-dir: the acceptance mark moves at most as far as the observed rate brings
-    /// in T ms, so a restart refuses about T ms of traffic at most (1 to 60000); the mark is
-    /// written about once per T ms. E.g. `--replay-checkpoint-ms 200`.
-    #[arg(
-        long,
-        default_value_t = rxmark::DEFAULT_CHECKPOINT_MS,
-        value_name = "T",
-        value_parser = clap::value_parser!(u64).range(1..=rxmark::MAX_CHECKPOINT_MS)
-    )]
-    pub replay_checkpoint_ms: u64,
-}
-
-impl ReplayCheckpointArgs {
-    /// The checked checkpoint (clap checked the ranges already).
-    pub fn checkpoint(&self) -> Result<Checkpoint> {
-        Checkpoint::new(self.replay_checkpoint_frames, self.replay_checkpoint_ms).map_err(usage)
-    }
+/// The library's settings from the options.
+fn settings(a: Args) -> Result<ReceiveSettings> {
+    Ok(ReceiveSettings {
+        from: mac_opt("--from", a.from.as_deref())?,
+        mac: mac_opt("--mac", a.mac.as_deref())?,
+        on: on(a.iface, a.udp)?,
+        checkpoint: a.checkpoint.checkpoint()?,
+        profile: a.profile,
+        keys: a.keys,
+        from_ip: a.from_ip,
+        to_ip: a.to_ip,
+        replay_window: a.replay_window,
+        count: a.count,
+        seconds: a.seconds,
+        pcap: a.pcap,
+        provider: a.provider,
+        state_dir: a.state_dir,
+    })
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
-    let family = a.profile.profile();
-    let keys = keyfile::load(&a.keys, &a.profile, keyfile::Role::Receiver)?;
-    let deadline_ns = match a.seconds {
-        Some(s) if !s.is_finite() || s <= 0.0 || s > 1e7 => {
-            return Err(usage(format!(
-                "--seconds must be a number of seconds above 0, got {s}"
-            )));
-        }
-        Some(s) => Some(monotonic_ns() + (s * 1e9) as u64),
-        None => None,
-    };
-    let mac = |what: &str, v: &Option<String>| v.as_deref().map(|s| parse_mac(what, s)).transpose();
-    let peer_mac = mac("--from", &a.from)?.unwrap_or(UDP_SENDER_MAC);
-    let (local_mac, local_ip, peer_ip, spec) = match (&a.iface, a.udp) {
-        (Some(_), _) if family.is_udp() => {
-            return Err(usage(format!(
-                "{} travels in UDP datagrams, not raw frames: use --udp ADDR:PORT",
-                a.profile
-            )));
-        }
-        (Some(ifname), _) => {
-            let local = match mac("--mac", &a.mac)? {
-                Some(m) => m,
-                None => iface_mac(ifname)?,
-            };
-            let spec = if family.is_ip() {
-                let Some(from) = a.from_ip else {
-                    return Err(usage(
-                        "ESP on an interface needs --from-ip (the sender's IPv4 address)",
-                    ));
-                };
-                LinkSpec::RawIp {
-                    protocol: 50,
-                    peer: from,
-                }
-            } else {
-                LinkSpec::Raw {
-                    ifname: ifname.clone(),
-                    ethertype: family.ethertype(),
-                }
-            };
-            (
-                local,
-                a.to_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
-                a.from_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
-                spec,
-            )
-        }
-        (None, Some(addr)) => (
-            mac("--mac", &a.mac)?.unwrap_or(UDP_RECEIVER_MAC),
-            a.to_ip.unwrap_or(Ipv4Addr::LOCALHOST),
-            a.from_ip.unwrap_or(Ipv4Addr::LOCALHOST),
-            LinkSpec::Udp {
-                local: addr,
-                peer: None,
-            },
-        ),
-        (None, None) => return Err(usage("give --iface IF or --udp ADDR:PORT")),
-    };
-    let ends = Ends {
-        local_mac,
-        peer_mac,
-        local_ip,
-        peer_ip,
-    };
-    let opts = ChannelOptions {
-        replay_window: a.replay_window,
-        first_seq: 1,
-        spi_offset: 0,
-    };
-    // Direction 1: the inbound SA is the sender's direction-0 outbound SA.
-    let mut ch = open_channel(family, a.provider, &keys, &keys, ends, 1, opts)?;
-    let cp = a.checkpoint.checkpoint()?;
-    // The acceptance mark of the sender's SA (keyed as the sender keys its nonce state: its
-    // ends, direction 0): every number <= the restored mark counts as seen.
-    let mut mark = match &a.state_dir {
-        Some(dir) => {
-            let ident = sa_identity(family, &ends.reversed(), 0);
-            let m = RxMark::open(
-                dir,
-                &family.nonce_domain(),
-                &ident,
-                &keys,
-                family.max_seq(),
-                cp,
-            )?;
-            if !ch.restore_rx_floor(m.restored()) {
-                return Err(usage(format!(
-                    "--state-dir: {} keeps no acceptance mark (IVN-AE, MACsec and ESP do); \
-                     leave --state-dir out",
-                    a.profile
-                )));
-            }
-            Some(m)
-        }
-        None => {
-            rxmark::warn_no_state_dir("receive");
-            None
-        }
-    };
-    let mut link = Link::open(&spec).map_err(|e| match (e.kind(), a.udp) {
-        (std::io::ErrorKind::AddrInUse, Some(addr)) => anyhow::Error::new(EnvError(format!(
-            "receive: udp {addr} is already in use by another process ({e}): stop that process \
-             (`ss -ulpn 'sport = :{port}'` shows it) or give another port (--udp {ip}:0 picks a \
-             free one)",
-            port = addr.port(),
-            ip = addr.ip()
-        ))),
-        (std::io::ErrorKind::AddrNotAvailable, Some(addr)) => {
-            anyhow::Error::new(EnvError(format!(
-                "receive: cannot bind udp {addr} ({e}): {} is not an address of this host; give \
-                 one it has (e.g. 127.0.0.1)",
-                addr.ip()
-            )))
-        }
-        _ => link_err(e, "opening the link"),
-    })?;
+    let as_json = a.json;
+    let s = settings(a)?;
+    let receiver = Receiver::open(&s)?;
     let stop = stop_on_signal()?;
-    let mut pcap = match &a.pcap {
-        Some(p) => Some(
-            ivnsec_net::pcap::PcapWriter::create(p)
-                .with_context(|| format!("creating {}", p.display()))?,
-        ),
-        None => None,
-    };
-    match (&a.iface, a.udp) {
-        (Some(i), _) => eprintln!("receive: listening on {i} ({})", a.profile),
-        (None, Some(addr)) => eprintln!(
+    match &s.on {
+        On::Iface(i) => eprintln!("receive: listening on {i} ({})", s.profile),
+        On::Udp(addr) => eprintln!(
             "receive: listening on udp {}:{} ({})",
             addr.ip(),
-            link.local_port(),
-            a.profile
+            receiver.local_port(),
+            s.profile
         ),
-        _ => {}
     }
-    let cap = Channel::buffer_len(9000);
-    let mut rx = vec![0u8; cap];
-    let mut frame_buf: Vec<u8> = Vec::with_capacity(if pcap.is_some() { cap + 64 } else { 0 });
-    let off = ch.rx_offset();
-    let (mut received, mut accepted) = (0u64, 0u64);
-    let mut drops = DropCounters::default();
-    let slice = Duration::from_millis(50);
-    let stopped_by = loop {
-        if stop.load(Ordering::Relaxed) {
-            break "signal";
-        }
-        if a.count != 0 && accepted >= a.count {
-            break "count";
-        }
-        if deadline_ns.is_some_and(|d| monotonic_ns() >= d) {
-            break "seconds";
-        }
-        let Some(len) = link.recv(&mut rx, off, slice, false).context("receiving")? else {
-            continue;
-        };
-        received += 1;
-        if let Some(w) = pcap.as_mut() {
-            ch.capture_frame(&rx[off..off + len], false, &mut frame_buf);
-            w.write_frame_now(&frame_buf)?;
-        }
-        match ch.verify(&mut rx, len) {
-            Ok(_) => {
-                // Verified: the mark covers its number on disk before it counts as accepted.
-                if let Some(m) = mark.as_mut() {
-                    m.accept(ch.rx_highest(), monotonic_ns)
-                        .map_err(rxmark::rx_error)?;
-                }
-                accepted += 1;
-            }
-            Err(reason) => drops.bump(reason),
-        }
-    };
-    if let Some(mut w) = pcap {
-        w.flush()?;
-    }
-    if a.json {
-        let d: serde_json::Map<String, serde_json::Value> = drops
-            .iter()
-            .map(|(r, n)| (r.name().to_string(), json!(n)))
-            .collect();
-        let v = json!({
-            "profile": a.profile.name(),
-            "received": received,
-            "accepted": accepted,
-            "dropped": drops.total(),
-            "drops": d,
-            "stopped_by": stopped_by,
-            "replay_mark": mark.as_ref().map(|m| m.json(ch.rx_below_restored())),
-        });
-        json.print(&v)?;
+    let r = receiver.run(&stop)?;
+    if as_json {
+        print_json(&s, &r, &mut json)?;
     } else {
-        println!("profile   {}", a.profile);
-        println!("received  {received}");
-        println!("accepted  {accepted}");
-        println!("dropped   {}", drops.total());
-        for (r, n) in drops.iter() {
-            println!("  {:<22}{n}", r.name());
-        }
-        if let Some(m) = &mark {
-            println!(
-                "replay mark restored {}, now {}, {} writes, {} refused below the mark",
-                m.restored(),
-                m.mark(),
-                m.writes(),
-                ch.rx_below_restored()
-            );
-        }
-        println!("stopped by {stopped_by}");
+        print_text(&s, &r);
     }
-    Ok(ExitCode::from(exit_code(&drops)))
+    Ok(ExitCode::from(r.exit_code()))
 }
 
-/// 1 when a unit failed verification: any drop but an ESP dummy packet (RFC 4303 §2.6), which
-/// verified and is discarded by design; 0 otherwise.
-fn exit_code(drops: &DropCounters) -> u8 {
-    let failed = drops
+fn print_json(s: &ReceiveSettings, r: &ReceiveReport, json: &mut Json) -> Result<()> {
+    let d: serde_json::Map<String, serde_json::Value> = r
+        .drops
         .iter()
-        .filter(|(r, _)| *r != DropReason::DummyPacket)
-        .any(|(_, n)| n > 0);
-    u8::from(failed)
+        .map(|(r, n)| (r.name().to_string(), json!(n)))
+        .collect();
+    json.print(&json!({
+        "profile": s.profile.name(),
+        "received": r.received,
+        "accepted": r.accepted,
+        "dropped": r.drops.total(),
+        "drops": d,
+        "stopped_by": r.stopped_by,
+        "replay_mark": r.mark.as_ref().map(|m| m.json(r.refused_below_mark)),
+    }))
+}
+
+fn print_text(s: &ReceiveSettings, r: &ReceiveReport) {
+    println!("profile   {}", s.profile);
+    println!("received  {}", r.received);
+    println!("accepted  {}", r.accepted);
+    println!("dropped   {}", r.drops.total());
+    for (reason, n) in r.drops.iter() {
+        println!("  {:<22}{n}", reason.name());
+    }
+    if let Some(m) = &r.mark {
+        println!(
+            "replay mark restored {}, now {}, {} writes, {} refused below the mark",
+            m.restored(),
+            m.mark(),
+            m.writes(),
+            r.refused_below_mark
+        );
+    }
+    println!("stopped by {}", r.stopped_by);
 }

@@ -9,33 +9,29 @@
 //! statistics; `--subscribe N` also subscribes to the service's eventgroup and waits for N events.
 //!
 //! The protocol is the core's (`ivnsec_core::someip`: SD server and client, service core,
-//! events, caller); `ivnsec_node::someip` configures it and runs the loops that feed it. This
-//! module checks the options, binds the sockets (UDP, TCP, SD with multicast, via
-//! `ivnsec_net::someip`), hands them over and prints.
+//! events, caller); `ivnsec_node::someip` configures it, binds the sockets (`sockets`) and runs
+//! the loops that feed it (`server`, `client`). This module turns the options into its settings
+//! and prints.
 
 use std::io::Write;
-use std::net::{SocketAddr, SocketAddrV4, TcpListener, UdpSocket};
+use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use clap::Subcommand;
 use ivnsec_core::sa::DropCounters;
-use ivnsec_core::sa::someip::{Level, OVERHEAD};
-use ivnsec_core::someip::sd::{SdClient, SdServer};
-use ivnsec_core::someip::service::Caller;
-use ivnsec_core::wire::someip::{HEADER_LEN, StreamDeframer};
-use ivnsec_net::someip as net;
-use ivnsec_node::someip::capture::Capture;
-use ivnsec_node::someip::client::{self, CallResult, Calls, Discovery, EventResult, Transport};
-use ivnsec_node::someip::config::{self, Config, Service};
+use ivnsec_core::sa::someip::Level;
+use ivnsec_core::someip::sd::SdServer;
+use ivnsec_node::someip::client::{self, CallOutcome, CallSettings, Calls};
+use ivnsec_node::someip::config::{self, Service};
 use ivnsec_node::someip::server::{self, Sockets};
-use ivnsec_node::someip::{self as lab, Core, NonceOptions, Side};
+use ivnsec_node::someip::{self as lab, Core, NonceOptions, Side, sockets};
 use serde_json::json;
 
-use crate::error::{EnvError, usage};
+use crate::error::usage;
 use crate::output::Json;
 
 #[derive(Subcommand, Debug)]
@@ -173,35 +169,6 @@ impl NonceStateArgs {
     }
 }
 
-fn bind_err(what: &str, addr: impl std::fmt::Display, e: std::io::Error) -> anyhow::Error {
-    anyhow::Error::new(EnvError(format!(
-        "cannot bind the {what} socket to {addr}: {e} (is the address on this host / in this namespace, and the port free?)"
-    )))
-}
-
-fn bind_udp(cfg: &Config, read_timeout_ms: u64) -> Result<UdpSocket> {
-    let addr = SocketAddrV4::new(cfg.node.address, cfg.node.udp_port);
-    net::bind_udp(addr, Duration::from_millis(read_timeout_ms))
-        .map_err(|e| bind_err("UDP", addr, e))
-}
-
-fn bind_sd(cfg: &Config) -> Result<UdpSocket> {
-    net::bind_sd(
-        cfg.node.address,
-        cfg.sd.port,
-        cfg.sd.multicast,
-        Duration::from_millis(50),
-    )
-    .map_err(|e| bind_err("SOME/IP-SD", format!("0.0.0.0:{}", cfg.sd.port), e))
-}
-
-fn capture(pcap: &Option<PathBuf>, cfg: &Config) -> Result<Capture> {
-    match pcap {
-        Some(p) => Capture::create(p, cfg.node.address),
-        None => Ok(Capture::off()),
-    }
-}
-
 fn drops_json(d: &DropCounters) -> serde_json::Value {
     serde_json::Value::Object(
         d.iter()
@@ -228,54 +195,17 @@ fn suite_of(s: &Service) -> Option<&'static str> {
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
-    let cfg = Arc::new(config::load(&a.config)?);
-    if cfg.services.is_empty() {
-        return Err(usage(format!(
-            "{}: service: no [[service]] to offer",
-            cfg.path.display()
-        )));
-    }
+    let cfg = Arc::new(server::load(&a.config)?);
     if let Some(d) = a.duration
         && !(d > 0.0 && d.is_finite())
     {
         return Err(usage("--duration must be a positive number of seconds"));
     }
     let core = lab::service_core(&cfg, &a.nonce.options(), Side::Server)?;
-    let cap = capture(&a.pcap, &cfg)?;
-    let udp = bind_udp(&cfg, 100)?;
-    let tcp = match cfg.node.tcp_port {
-        Some(port) => {
-            let addr = SocketAddrV4::new(cfg.node.address, port);
-            let l = TcpListener::bind(addr).map_err(|e| bind_err("TCP", addr, e))?;
-            l.set_nonblocking(true)?;
-            Some(l)
-        }
-        None => None,
-    };
-    let sd = if cfg.sd.enabled {
-        Some(bind_sd(&cfg)?)
-    } else {
-        None
-    };
-    let mut line = format!("ivnsec someip serve: udp {}", udp.local_addr()?);
-    if let Some(t) = &tcp {
-        line += &format!(", tcp {}", t.local_addr()?);
-    }
-    match (&sd, cfg.sd.multicast) {
-        (Some(s), Some(g)) => line += &format!(", sd {} multicast {g}", s.local_addr()?),
-        (Some(s), None) => line += &format!(", sd {}", s.local_addr()?),
-        _ => {}
-    }
-    for s in &cfg.services {
-        let suite = suite_of(s).map(|n| format!(" {n}"));
-        line += &format!(
-            "; service 0x{:04x} {}{}",
-            s.id,
-            s.level,
-            suite.unwrap_or_default()
-        );
-    }
-    let running = server::start(cfg, core, Sockets { udp, tcp, sd }, cap.clone())?;
+    let cap = sockets::capture(a.pcap.as_deref(), &cfg)?;
+    let bound = sockets::bind_server(&cfg)?;
+    let line = serving_line(&cfg, &bound)?;
+    let running = server::start(cfg, core, bound, cap.clone())?;
     // With --json, stdout carries the document alone: the line goes to stderr.
     if a.json {
         eprintln!("{line}");
@@ -294,6 +224,29 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         &stopped.core(),
         stopped.sd().as_deref(),
     )
+}
+
+/// `ivnsec someip serve: udp ADDR, tcp ADDR, sd ADDR multicast GROUP; service 0xID LEVEL SUITE…`
+fn serving_line(cfg: &config::Config, bound: &Sockets) -> Result<String> {
+    let mut line = format!("ivnsec someip serve: udp {}", bound.udp.local_addr()?);
+    if let Some(t) = &bound.tcp {
+        line += &format!(", tcp {}", t.local_addr()?);
+    }
+    match (&bound.sd, cfg.sd.multicast) {
+        (Some(s), Some(g)) => line += &format!(", sd {} multicast {g}", s.local_addr()?),
+        (Some(s), None) => line += &format!(", sd {}", s.local_addr()?),
+        _ => {}
+    }
+    for s in &cfg.services {
+        let suite = suite_of(s).map(|n| format!(" {n}"));
+        line += &format!(
+            "; service 0x{:04x} {}{}",
+            s.id,
+            s.level,
+            suite.unwrap_or_default()
+        );
+    }
+    Ok(line)
 }
 
 fn print_served(
@@ -361,123 +314,29 @@ fn print_served(
 fn call(a: CallArgs) -> Result<ExitCode> {
     let mut json = Json::claim(a.json)?;
     let cfg = config::load(&a.config)?;
-    let svc = cfg
-        .service(a.service)
-        .ok_or_else(|| {
-            usage(format!(
-                "--service 0x{:04x}: no [[service]] with this id in {} (its level, suite and key are needed)",
-                a.service,
-                cfg.path.display()
-            ))
-        })?
-        .clone();
-    if a.method & 0x8000 != 0 {
-        return Err(usage(format!(
-            "--method 0x{:04x}: method IDs are below 0x8000",
-            a.method
-        )));
-    }
-    if a.payload_size + HEADER_LEN + OVERHEAD > cfg.node.max_message {
-        return Err(usage(format!(
-            "--payload-size {}: larger than node.max_message ({}) allows",
-            a.payload_size, cfg.node.max_message
-        )));
-    }
-    if a.timeout_ms == 0 {
-        return Err(usage("--timeout-ms must be at least 1"));
-    }
-    let client_id = cfg.node.client_id;
-    let mut core = lab::service_core(&cfg, &a.nonce.options(), Side::Client(client_id))?;
-    let cap = capture(&a.pcap, &cfg)?;
-
-    // Find the service.
-    let sd_sock = if a.endpoint.is_none() || a.subscribe.is_some() {
-        if !cfg.sd.enabled && a.endpoint.is_none() {
-            return Err(usage(format!(
-                "{}: sd.enabled is false and no --endpoint was given",
-                cfg.path.display()
-            )));
-        }
-        Some(bind_sd(&cfg)?)
-    } else {
-        None
+    let settings = CallSettings {
+        service: a.service,
+        method: a.method,
+        calls: Calls {
+            count: a.count,
+            payload_size: a.payload_size,
+            timeout: Duration::from_millis(a.timeout_ms),
+            interval: Duration::from_millis(a.interval_ms),
+            echo_check: !a.no_echo_check,
+        },
+        endpoint: a.endpoint,
+        tcp: a.tcp,
+        subscribe: a.subscribe,
+        pcap: a.pcap.clone(),
+        nonce: a.nonce.options(),
     };
-    let mut sd = sd_sock.as_ref().map(|sock| Discovery {
-        client: SdClient::new(lab::sd_own(&cfg), lab::sd_targets(&cfg), cfg.sd.ttl),
-        sock,
-        epoch: Instant::now(),
-    });
-    let found = match (a.endpoint, &mut sd) {
-        (Some(_), _) if a.subscribe.is_none() => None,
-        (_, Some(sd)) => Some(client::find(&cfg, &svc, sd, &cap)?),
-        _ => None,
-    };
-    let target: SocketAddr = match (a.endpoint, &found) {
-        (Some(e), _) => SocketAddr::V4(e),
-        (None, Some(f)) => {
-            let t = if a.tcp { f.tcp } else { f.udp };
-            t.ok_or_else(|| {
-                anyhow!(
-                    "service 0x{:04x} offers no {} endpoint",
-                    svc.id,
-                    if a.tcp { "TCP" } else { "UDP" }
-                )
-            })?
-        }
-        (None, None) => unreachable!("found is Some without --endpoint"),
-    };
-
-    let udp = bind_udp(&cfg, 20)?;
-    let timeout = Duration::from_millis(a.timeout_ms);
-    let mut transport = if a.tcp {
-        let stream = net::connect_tcp(target, timeout)
-            .map_err(|e| anyhow!("cannot connect to {target}: {e}"))?;
-        stream.set_read_timeout(Some(Duration::from_millis(20)))?;
-        let flow = cap.tcp(stream.local_addr()?, target);
-        let deframer = StreamDeframer::new(cfg.node.max_message);
-        Transport::Tcp {
-            stream,
-            target,
-            deframer,
-            flow,
-        }
-    } else {
-        Transport::Udp { sock: &udp, target }
-    };
-    let calls = Calls {
-        count: a.count,
-        payload_size: a.payload_size,
-        timeout,
-        interval: Duration::from_millis(a.interval_ms),
-        echo_check: !a.no_echo_check,
-    };
-    let mut caller = Caller::new(svc.id, a.method, client_id, svc.major);
-    let res = client::call(&cfg, &mut core, &mut caller, &mut transport, &calls, &cap)?;
-
-    // Events.
-    let mut events = None;
-    if let Some(want) = a.subscribe {
-        let (Some(sd), Some(f)) = (&mut sd, &found) else {
-            return Err(usage(
-                "--subscribe needs SOME/IP-SD (sd.enabled) to reach the server",
-            ));
-        };
-        let r = client::subscribe(&cfg, &svc, &mut core, sd, &udp, f, want, timeout, &cap)?;
-        events = Some(r);
-    }
-    cap.finish()?;
-    print_calls(&a, &mut json, &svc, target, &core, &res, events.as_ref())
+    let out = client::run(&cfg, &settings)?;
+    print_calls(&a, &mut json, &out)
 }
 
-fn print_calls(
-    a: &CallArgs,
-    json: &mut Json,
-    svc: &Service,
-    target: SocketAddr,
-    core: &Core,
-    res: &CallResult,
-    events: Option<&EventResult>,
-) -> Result<ExitCode> {
+fn print_calls(a: &CallArgs, json: &mut Json, out: &CallOutcome) -> Result<ExitCode> {
+    let (svc, target, core, res) = (&out.service, out.target, &out.core, &out.calls);
+    let events = out.events.as_ref();
     let drops = core.drops();
     let summary = ivnsec_lab::stats::summarize(&res.rtt_us);
     let transport = if a.tcp { "tcp" } else { "udp" };

@@ -361,51 +361,74 @@ fn calibrate(args: &Args) -> Result<ExitCode> {
     })?;
     let note = reads_it(&loc, &target);
     if json.claimed() {
-        let primitives: Vec<serde_json::Value> = cal
-            .figures
-            .iter()
-            .map(|f| {
-                let ns: serde_json::Map<String, serde_json::Value> = f
-                    .curves
-                    .iter()
-                    .map(|c| (c.provider.to_string(), serde_json::json!(c.ns)))
-                    .collect();
-                let failed: serde_json::Map<String, serde_json::Value> = f
-                    .failed
-                    .iter()
-                    .map(|(p, why)| (p.to_string(), serde_json::json!(why)))
-                    .collect();
-                let picks = f.picks.clone().unwrap_or_default();
-                serde_json::json!({
-                    "primitive": ivnsec_crypto::table::primitive_name(f.primitive),
-                    "ns": ns,
-                    "failed": failed,
-                    "picks": picks
-                        .iter()
-                        .map(|p| serde_json::json!({
-                            "provider": p.provider,
-                            "up_to": (p.up_to != ivnsec_crypto::table::ALL).then_some(p.up_to),
-                        }))
-                        .collect::<Vec<_>>(),
-                    "auto": ivnsec_crypto::table::describe_pick_list(f.primitive, &picks),
-                })
-            })
-            .collect();
-        json.print(&serde_json::json!({
-            "cache": target,
-            "auto_reads_it": note.is_none(),
-            "note": note,
-            "cpu": cpu.model,
-            "cpu_flags": cpu.flags,
-            "seconds": cal.seconds,
-            "batches": cal.batches,
-            "sizes": cal.sizes,
-            "ns_counts": "ns per AEAD seal + open, or per MAC computed twice and compared; the \
-                          fastest of the batches",
-            "primitives": primitives,
-        }))?;
-        return Ok(ExitCode::SUCCESS);
+        print_calibration_json(&mut json, &cal, &cpu, &target, note)?;
+    } else {
+        print_calibration_text(&cal, &cpu, &target, note);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The calibration as one JSON document.
+fn print_calibration_json(
+    json: &mut Json,
+    cal: &calibrate::Calibration,
+    cpu: &cache::Cpu,
+    target: &Path,
+    note: Option<String>,
+) -> Result<()> {
+    let primitives: Vec<serde_json::Value> = cal
+        .figures
+        .iter()
+        .map(|f| {
+            let ns: serde_json::Map<String, serde_json::Value> = f
+                .curves
+                .iter()
+                .map(|c| (c.provider.to_string(), serde_json::json!(c.ns)))
+                .collect();
+            let failed: serde_json::Map<String, serde_json::Value> = f
+                .failed
+                .iter()
+                .map(|(p, why)| (p.to_string(), serde_json::json!(why)))
+                .collect();
+            let picks = f.picks.clone().unwrap_or_default();
+            serde_json::json!({
+                "primitive": ivnsec_crypto::table::primitive_name(f.primitive),
+                "ns": ns,
+                "failed": failed,
+                "picks": picks
+                    .iter()
+                    .map(|p| serde_json::json!({
+                        "provider": p.provider,
+                        "up_to": (p.up_to != ivnsec_crypto::table::ALL).then_some(p.up_to),
+                    }))
+                    .collect::<Vec<_>>(),
+                "auto": ivnsec_crypto::table::describe_pick_list(f.primitive, &picks),
+            })
+        })
+        .collect();
+    json.print(&serde_json::json!({
+        "cache": target,
+        "auto_reads_it": note.is_none(),
+        "note": note,
+        "cpu": cpu.model,
+        "cpu_flags": cpu.flags,
+        "seconds": cal.seconds,
+        "batches": cal.batches,
+        "sizes": cal.sizes,
+        "ns_counts": "ns per AEAD seal + open, or per MAC computed twice and compared; the \
+                      fastest of the batches",
+        "primitives": primitives,
+    }))?;
+    Ok(())
+}
+
+/// The calibration as a table per primitive, with what `auto` picks and where it was written.
+fn print_calibration_text(
+    cal: &calibrate::Calibration,
+    cpu: &cache::Cpu,
+    target: &Path,
+    note: Option<String>,
+) {
     println!(
         "ns per AEAD seal + open (12 B AAD) or per MAC computed twice and compared, the fastest \
          of {} batches, on {} [{}] ({:.1} s):",
@@ -445,7 +468,6 @@ fn calibrate(args: &Args) -> Result<ExitCode> {
         ),
         Some(n) => println!("{n}"),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `None` when `auto` reads `written` from `loc`; otherwise what to do so that it does.

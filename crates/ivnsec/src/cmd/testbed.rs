@@ -190,14 +190,8 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
 /// `up --ptp`: ptp4l on the ECUs of the testbed just built, in the foreground until a
 /// termination signal or until every ptp4l has ended (`testbed down` stops them).
 fn up_ptp(a: &UpArgs, state: &TestbedState, state_dir: &Path, mut json: Json) -> Result<ExitCode> {
-    use ivnsec_lab::clock::{DEFAULT_MAX_OFFSET_NS, PTP_READY_TIMEOUT, TestbedPtp};
+    use ivnsec_lab::clock::{DEFAULT_MAX_OFFSET_NS, PTP_READY_TIMEOUT, PtpEnd, TestbedPtp};
     let signals = ivnsec_net::sys::termination_signals()?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        if let Ok(sig) = signals.wait() {
-            let _ = tx.send(sig);
-        }
-    });
     let remove_hint = format!(
         "the testbed stays: `ivnsec testbed down --testbed {}` removes it",
         state.prefix
@@ -245,37 +239,18 @@ fn up_ptp(a: &UpArgs, state: &TestbedState, state_dir: &Path, mut json: Json) ->
         println!("stop PTP:          Ctrl-C (the testbed stays until `ivnsec testbed down`)");
     }
     eprintln!("ptp: ready; Ctrl-C stops ptp4l");
-    loop {
-        match rx.recv_timeout(std::time::Duration::from_millis(250)) {
-            Ok(sig) => {
-                drop(ptp);
-                eprintln!("ptp: stopped ptp4l (signal {sig}); {remove_hint}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(anyhow!("the signal watcher ended"));
-            }
+    match ptp.hold(&state.prefix, signals)? {
+        PtpEnd::Signal(sig) => {
+            eprintln!("ptp: stopped ptp4l (signal {sig}); {remove_hint}");
+            Ok(ExitCode::SUCCESS)
         }
-        if let Some(why) = ptp.exited() {
-            drop(ptp);
-            // `testbed down` stops the processes first and then deletes the namespaces: give it
-            // a moment before calling this a failure of ptp4l.
-            let since = std::time::Instant::now();
-            while since.elapsed() < std::time::Duration::from_secs(10) {
-                if testbed::live_namespaces(&state.prefix)
-                    .map_err(net_err)?
-                    .is_empty()
-                {
-                    eprintln!("ptp: the testbed is down, ptp4l stopped with it");
-                    return Ok(ExitCode::SUCCESS);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            return Err(anyhow::Error::new(EnvError(format!(
-                "{why}; stopped the other ptp4l instances; {remove_hint}"
-            ))));
+        PtpEnd::TestbedDown => {
+            eprintln!("ptp: the testbed is down, ptp4l stopped with it");
+            Ok(ExitCode::SUCCESS)
         }
+        PtpEnd::Failed(why) => Err(anyhow::Error::new(EnvError(format!(
+            "{why}; stopped the other ptp4l instances; {remove_hint}"
+        )))),
     }
 }
 
@@ -315,7 +290,7 @@ fn status(a: StatusArgs, state_dir: &Path) -> Result<ExitCode> {
         let testbeds: Vec<serde_json::Value> = found
             .iter()
             .zip(&live)
-            .map(|(s, &n)| serde_json::json!({ "state": s, "live_namespaces": n, "health": health(s, n) }))
+            .map(|(s, &n)| serde_json::json!({ "state": s, "live_namespaces": n, "health": s.health(n) }))
             .collect();
         let bad: Vec<serde_json::Value> = bad
             .iter()
@@ -341,7 +316,7 @@ fn status(a: StatusArgs, state_dir: &Path) -> Result<ExitCode> {
             "testbed {}: topology {}, {}, {} of {} namespaces exist, created {} s ago by pid {}",
             s.prefix,
             s.topology,
-            health(s, n),
+            s.health(n),
             n,
             s.nodes.len(),
             now.saturating_sub(s.created_unix),
@@ -365,44 +340,8 @@ fn status(a: StatusArgs, state_dir: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn health(s: &TestbedState, live: usize) -> &'static str {
-    if !s.complete {
-        "incomplete (build interrupted)"
-    } else if live == s.nodes.len() {
-        "up"
-    } else if live == 0 {
-        "gone"
-    } else {
-        "partly gone"
-    }
-}
-
-/// The testbed named by `--testbed`, or the only one recorded.
-fn pick(state_dir: &Path, wanted: Option<&str>) -> Result<TestbedState> {
-    if let Some(p) = wanted {
-        return testbed::load(state_dir, p).map_err(net_err);
-    }
-    let found = testbed::list(state_dir).map_err(net_err)?.testbeds;
-    match found.len() {
-        0 => Err(usage(format!(
-            "no testbed is recorded in {}; start one with `ivnsec testbed up`",
-            state_dir.display()
-        ))),
-        1 => Ok(found.into_iter().next().expect("one")),
-        _ => Err(usage(format!(
-            "{} testbeds are up ({}); choose one with --testbed PREFIX",
-            found.len(),
-            found
-                .iter()
-                .map(|s| s.prefix.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
-}
-
 fn exec(a: ExecArgs, state_dir: &Path) -> Result<ExitCode> {
-    let state = pick(state_dir, a.testbed.as_deref())?;
+    let state = testbed::pick(state_dir, a.testbed.as_deref()).map_err(net_err)?;
     let ns = state.namespace_of(&a.node).map_err(net_err)?.to_string();
     testbed::check_environment().map_err(net_err)?;
     let live = testbed::live_namespaces(&state.prefix).map_err(net_err)?;

@@ -13,7 +13,7 @@ use ivnsec_lab::throughput::ThroughputResult;
 use ivnsec_lab::throughput::run::{check_config, check_profile, layout, run_set};
 use serde_json::Value;
 
-use super::lab::WhereArg;
+use super::common::lab::WhereArg;
 use crate::output::Json;
 
 #[derive(clap::Args, Debug)]
@@ -139,7 +139,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let layout = match &a.topology {
         Some(t) => {
-            let topology = super::lab::parse_topology(t)?;
+            let topology = super::common::lab::parse_topology(t)?;
             use ivnsec_net::topology::Topology;
             if topology == Topology::Production {
                 // The consumer receives; the sensors that protect themselves send.
@@ -167,7 +167,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         None => layout(cfg.senders),
     };
-    let on = super::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
+    let on = super::common::lab::where_for_topology(a.on.into(), a.topology.as_deref())?;
     crate::interrupted::watch()?;
     let open = match &a.hosts {
         Some(plan) => ivnsec_lab::plan::open_hosts_of(plan)?,

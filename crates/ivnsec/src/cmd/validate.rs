@@ -10,7 +10,7 @@ use ivnsec_lab::plan::run::{compare_with_baseline, run_plan};
 use ivnsec_lab::site::Site;
 use ivnsec_lab::sockperf::pingpong_baseline;
 
-use super::run::{Bar, Overrides, finish};
+use super::common::plan::{Bar, Overrides, finish};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
