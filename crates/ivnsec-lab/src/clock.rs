@@ -1186,7 +1186,7 @@ impl TestbedPtp {
                 let since = Instant::now();
                 while since.elapsed() < Duration::from_secs(10) {
                     if ivnsec_net::testbed::live_namespaces(prefix)
-                        .map_err(crate::site::net_err)?
+                        .map_err(ivnsec_node::error::net_err)?
                         .is_empty()
                     {
                         return Ok(PtpEnd::TestbedDown);

@@ -23,7 +23,6 @@ pub mod plan;
 pub mod process;
 pub mod report;
 pub mod seed004;
-pub mod seeds;
 pub mod site;
 pub mod sockperf;
 pub mod stats;

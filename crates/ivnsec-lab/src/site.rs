@@ -12,7 +12,8 @@ use ivnsec_net::link::LinkSpec;
 use ivnsec_net::testbed::{self, Options, Testbed, TestbedState};
 use ivnsec_net::topology::{self, Topology};
 
-use ivnsec_node::error::{EnvError, usage};
+pub use ivnsec_node::error::net_err;
+use ivnsec_node::error::usage;
 
 /// Where the two nodes run.
 #[derive(Clone, Debug)]
@@ -439,15 +440,6 @@ pub fn process_cpu_ns(pid: u32) -> Option<u64> {
             .unwrap_or(0);
     }
     Some(sum)
-}
-
-/// The net crate's error with its exit-code class kept (environment 3, usage 2).
-pub fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
-    match e {
-        ivnsec_net::Error::Env(m) => anyhow::Error::new(EnvError(m)),
-        ivnsec_net::Error::Usage(m) => usage(m),
-        other => anyhow!("{other}"),
-    }
 }
 
 /// The link of a node with `ends`: raw Ethernet (IVN-AE, MACsec), raw IPv4 (ESP) or UDP between

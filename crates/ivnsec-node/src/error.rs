@@ -58,6 +58,16 @@ pub fn env_error(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(EnvError(msg.into()))
 }
 
+/// The net crate's error with its exit-code class kept (environment 3, usage 2); any other by
+/// its message.
+pub fn net_err(e: ivnsec_net::Error) -> anyhow::Error {
+    match e {
+        ivnsec_net::Error::Env(m) => env_error(m),
+        ivnsec_net::Error::Usage(m) => usage(m),
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
 /// Exit code of an error: 2 for usage, 3 for environment, 1 otherwise.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
     if e.chain().any(|c| c.is::<UsageError>()) {

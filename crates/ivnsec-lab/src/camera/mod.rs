@@ -259,7 +259,7 @@ pub struct PerCamera {
 }
 
 /// The figures of one camera count and level that reports set beside seed 003 §F (the camera
-/// table of `seeds::seed003`); [`CameraResult::figures`] gives them for a run.
+/// table of `report::seeds::seed003`); [`CameraResult::figures`] gives them for a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CameraFigures {
     pub median_ms: Option<f64>,
@@ -319,7 +319,7 @@ pub struct CameraResult {
 
 impl CameraResult {
     /// This run's figures for the seed 003 camera table of reports
-    /// (`seeds::seed003::camera_table`): median and p99 tx→rx delay in ms, deadline
+    /// (`report::seeds::seed003::camera_table`): median and p99 tx→rx delay in ms, deadline
     /// misses (late or lost frames), frames sent, and the CPU of the two ECU processes.
     pub fn figures(&self) -> CameraFigures {
         CameraFigures {

@@ -14,8 +14,6 @@
 use serde::{Deserialize, Serialize};
 
 pub mod node;
-pub(crate) mod report;
-pub(crate) mod report_html;
 pub mod run;
 
 use crate::stats::{self, Summary};

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::table::{Table, figure, opt_num, opt_us};
+use crate::table::{Table, figure, opt_num, opt_us};
 
 /// The percentiles of the table: label and key suffix.
 const PERCENTILES: [(&str, &str); 4] = [

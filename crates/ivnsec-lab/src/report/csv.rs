@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use super::{ReportError, ScenarioRun};
+use super::summary::{ReportError, ScenarioRun};
 use crate::pingpong::Exchange;
 
 /// The header, in column order.

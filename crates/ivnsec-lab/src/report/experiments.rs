@@ -1,7 +1,7 @@
 //! The experiments of a plan beside its ping-pong scenarios (issue 7): every experiment's
 //! results as summary.json holds them ([`Experiments`]) and the page its report sections read
 //! them from ([`Page`], one [`Holds`] per result kind). Each experiment's own section lives in
-//! its folder, the comparisons with the seeds in `seeds/` (docs/architecture.md, "The lab").
+//! its folder, the comparisons with the seeds in `report/seeds/` (docs/architecture.md, "The lab").
 
 use serde::{Deserialize, Serialize};
 

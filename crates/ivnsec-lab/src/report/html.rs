@@ -1,16 +1,17 @@
 //! `index.html`: one self-contained page (inline CSS and SVG; no script, font, stylesheet or
 //! image is fetched) with the environment, the ping-pong scenarios' sections and plots (seed
-//! 000 Fig. 17–33 plus a latency CDF, `pingpong/report_html.rs`), the sockperf baseline, the
+//! 000 Fig. 17–33 plus a latency CDF, `report/scenarios_html.rs`), the sockperf baseline, the
 //! sections of the plan's other experiments in the order of `experiments::all()` and the
-//! comparisons with the seeds (`seeds/`).
+//! comparisons with the seeds (`report/seeds/`).
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::table::{escape, kv_table, note};
-use super::{Report, ReportError, Summary, baseline, experiments};
-use crate::pingpong::report_html;
+use super::scenarios_html;
+use super::summary::{Report, ReportError, Summary};
+use super::{baseline, experiments};
+use crate::table::{escape, kv_table, note};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ccc}\
@@ -86,9 +87,9 @@ pub(super) fn render(report: &Report, summary: &Summary) -> Result<String, Repor
         s.push_str("<h2 id=\"verdicts\">Ping-pong</h2>\n");
         note(&mut s, "This plan has no ping-pong scenarios.");
     } else {
-        report_html::verdicts(&mut s, summary);
+        scenarios_html::verdicts(&mut s, summary);
         baseline_html(&mut s, summary);
-        report_html::sections(&mut s, report, summary)?;
+        scenarios_html::sections(&mut s, report, summary)?;
     }
     experiments_html(&mut s, summary);
 
@@ -160,7 +161,7 @@ fn experiments_html(s: &mut String, summary: &Summary) {
     for x in crate::experiments::all() {
         x.html(&page, s);
     }
-    for sec in crate::seeds::sections(summary) {
+    for sec in crate::report::seeds::sections(summary) {
         let _ = writeln!(s, "<h2>{}</h2>", escape(&sec.title));
         s.push_str(&sec.table.html());
         note(s, &sec.note);

@@ -1,16 +1,16 @@
 //! `summary.md`: the environment, the requirements, the ping-pong scenarios' sections
-//! (`pingpong/report.rs`), the sockperf baseline, the sections of the plan's other experiments
-//! in the order of `experiments::all()` and the comparisons with the seeds (`seeds/`). The
+//! (`report/scenarios.rs`), the sockperf baseline, the sections of the plan's other experiments
+//! in the order of `experiments::all()` and the comparisons with the seeds (`report/seeds/`). The
 //! tables come as plain data ([`Table`](super::Table)), so the HTML page shows the same rows.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::Summary;
 use super::experiments::Experiments;
-use super::table::kv_table;
+use super::summary::Summary;
 use crate::pingpong::Requirements;
+use crate::table::kv_table;
 
 /// summary.md.
 pub(super) fn render(summary: &Summary) -> String {
@@ -41,7 +41,7 @@ pub(super) fn render(summary: &Summary) -> String {
     if summary.scenarios.is_empty() {
         s.push_str("## Ping-pong\n\nThis plan has no ping-pong scenarios.\n");
     } else {
-        crate::pingpong::report::markdown(&mut s, summary);
+        super::scenarios::markdown(&mut s, summary);
     }
     s.push_str("\n## sockperf baseline\n\n");
     match &summary.baseline.sockperf {
@@ -78,7 +78,7 @@ fn experiments_markdown(e: &Experiments, limits: &Requirements) -> String {
 /// The seed comparison sections of summary.md.
 fn seed_markdown(summary: &Summary) -> String {
     let mut s = String::new();
-    for sec in crate::seeds::sections(summary) {
+    for sec in crate::report::seeds::sections(summary) {
         let _ = write!(
             s,
             "\n## {}\n\n{}\n{}\n",

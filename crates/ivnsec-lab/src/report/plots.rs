@@ -13,8 +13,8 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::ReportError;
 use super::fit::LinearFit;
+use super::summary::ReportError;
 use crate::stats::quantile_sorted;
 
 const WIDTH: u32 = 900;

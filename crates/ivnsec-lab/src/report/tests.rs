@@ -1,4 +1,7 @@
 use super::*;
+use crate::pingpong::{Exchange, Section};
+use crate::report::seeds::seed000;
+use std::path::PathBuf;
 
 /// A small deterministic generator (xorshift64*), so tests need no RNG crate.
 struct Gen(u64);

@@ -12,7 +12,8 @@ pub mod seed002;
 pub mod seed003;
 
 use crate::camera::CameraResult;
-use crate::report::{Experiments, Summary};
+use crate::report::experiments::Experiments;
+use crate::report::summary::Summary;
 use crate::table::{SeedSection, Table};
 use crate::throughput::ThroughputResult;
 use crate::underload::UnderloadReport;

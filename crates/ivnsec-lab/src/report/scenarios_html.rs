@@ -1,20 +1,21 @@
 //! The ping-pong scenarios' sections of `index.html`: the verdicts, seed 000 beside our
 //! figures and the plots of seed 000 Fig. 17–33 plus a latency CDF (the tables are those of
-//! [`super::report`]).
+//! [`super::scenarios`]).
 //!
 //! Size: the bar, box and CDF plots hold one element per scenario or a fixed number of points
 //! per line; the dispersion plots keep the smallest and largest sample of each of
 //! [`DISPERSION_BUCKETS`] runs of consecutive messages, so a 56 × 3,600-message run stays well
 //! under 2 MB.
 
-use super::report as tables;
-use super::{Exchange, Section, SectionStats};
-use crate::report::plots::{self, BoxRow, FitSeries, Row, Series};
-use crate::report::{
-    LinearFit, PayloadFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary,
-    aes_key_bits, focus_profile, hmac_name, payload_fit_gaps,
+use super::fit::LinearFit;
+use super::plots::{self, BoxRow, FitSeries, Row, Series};
+use super::scenarios as tables;
+use super::summary::{
+    PayloadFit, Report, ReportError, ScenarioRun, ScenarioSummary, Summary, aes_key_bits,
+    focus_profile, hmac_name, payload_fit_gaps,
 };
-use crate::seeds::seed000;
+use crate::pingpong::{Exchange, Section, SectionStats};
+use crate::report::seeds::seed000;
 use crate::table::{escape, note};
 
 /// Runs of consecutive messages per dispersion series (two points each).

@@ -2,16 +2,16 @@
 //! ([`Table`]) that `summary.md` and `index.html` both render: the verdicts, seed 000 Tables
 //! 4–5, Appendix A and §4.3 beside our figures, the payload fits and seed 000's OWD estimate
 //! against the measured OWD. [`markdown`] writes them into `summary.md`; `index.html`'s, with
-//! the plots, are in [`super::report_html`].
+//! the plots, are in [`super::scenarios_html`].
 //!
 //! They read the scenarios of summary.json ([`Summary`]): unlike the other experiments', whose
 //! results the page holds, the ping-pong scenarios are the report's own.
 
 use std::fmt::Write as _;
 
-use super::SectionStats;
-use crate::report::{ScenarioSummary, Summary, payload_fit_gaps};
-use crate::seeds::seed000::{self, RangeRow};
+use super::summary::{ScenarioSummary, Summary, payload_fit_gaps};
+use crate::pingpong::SectionStats;
+use crate::report::seeds::seed000::{self, RangeRow};
 use crate::table::{Table, opt_us, ratio, strs, us, yes_no};
 
 /// The verdict table.
