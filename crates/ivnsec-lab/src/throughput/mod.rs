@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu::SystemCpu;
 
+mod config;
 pub mod node;
 pub mod plan;
 pub mod report;
+mod result;
 pub mod run;
 pub mod tcp;
 

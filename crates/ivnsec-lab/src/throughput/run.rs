@@ -3,7 +3,6 @@
 //! theoretical maximum of the profile on the shaped link (002 §6.1.2) and, in the same run, the
 //! `plain` profile and iperf3 UDP on the same path. `ivnsec throughput` and plans call it.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -21,80 +20,22 @@ use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::{self, Topology};
 use serde_json::{Map, Value, json};
 
+pub use super::config::{Config, MAX_SENDERS, check_config};
 use super::node::{Peer, TputRole, TputSpec};
+use super::result::{GatewayCpu, Measured, read_receiver, read_sender, result_of};
 use super::tcp::MAX_TCP_PAYLOAD;
-use super::{
-    CpuResult, RoleCpu, SenderResult, ThroughputResult, parse_rate, system_fields, theoretical_bps,
-    wire_bytes,
-};
-use crate::cpu::{ProcessCpu, SystemSampler};
+use super::{ThroughputResult, theoretical_bps, wire_bytes};
+use crate::cpu::SystemSampler;
 use crate::hosts::Remote;
-use crate::process::{Place, Reaper, child_stderr, field_u64, read_report, spawn_role_at};
+use crate::process::{Place, Reaper, child_stderr, spawn_role_at};
 use crate::site::{Layout, Site, testbed_node};
 use ivnsec_node::channel::{frame_bytes, random_keys};
 use ivnsec_node::error::usage;
 
-/// Most senders one run starts.
-pub const MAX_SENDERS: usize = 16;
 /// The iperf3 baseline's UDP payload: 1500 − 20 (IPv4) − 8 (UDP), as seed 002 §6.1.2.
 const IPERF3_LEN: usize = 1472;
 /// Port of the iperf3 server.
 const IPERF3_PORT: u16 = 5201;
-
-/// The settings of one run, checked.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub payload: usize,
-    pub seconds_ns: u64,
-    pub rate_bps: Option<u64>,
-    pub senders: usize,
-    pub batch: usize,
-    pub provider: ProviderChoice,
-    /// SOME/IP over TCP (one connection per sender) instead of datagrams; `check_config` leaves
-    /// it off, callers set it.
-    pub tcp: bool,
-}
-
-/// Checks the settings shared by the command line and plans; errors are usage errors naming the
-/// option as the command line spells it.
-pub fn check_config(
-    payload: usize,
-    seconds: f64,
-    rate: &str,
-    senders: usize,
-    batch: usize,
-    provider: ProviderChoice,
-) -> Result<Config> {
-    if senders == 0 || senders > MAX_SENDERS {
-        return Err(usage(format!(
-            "--senders must be from 1 to {MAX_SENDERS}, got {senders}"
-        )));
-    }
-    if !(1..=ivnsec_net::sys::MAX_BATCH).contains(&batch) {
-        return Err(usage(format!(
-            "--batch must be from 1 to {}, got {batch}",
-            ivnsec_net::sys::MAX_BATCH,
-        )));
-    }
-    if !seconds.is_finite() || seconds <= 0.0 || seconds > 3600.0 {
-        return Err(usage(format!(
-            "--seconds must be above 0 and at most 3600, got {seconds}"
-        )));
-    }
-    let rate_bps = parse_rate(rate).map_err(usage)?;
-    if payload == 0 {
-        return Err(usage("--payload must be at least 1 byte"));
-    }
-    Ok(Config {
-        payload,
-        seconds_ns: (seconds * 1e9).round() as u64,
-        rate_bps,
-        senders,
-        batch,
-        provider,
-        tcp: false,
-    })
-}
 
 /// Checks the profile and that its frame fits the MTU; returns the frame length.
 pub fn check_fits(
@@ -382,82 +323,6 @@ fn spawn(place: &Place<'_>, spec: &TputSpec) -> Result<Child> {
     spawn_role_at(place, "throughput", spec, "throughput node")
 }
 
-struct SentLine {
-    sent: u64,
-    start: u64,
-    last: u64,
-    /// Protecting and sending (the pacing spin taken out).
-    cpu: ProcessCpu,
-    /// CPU ns spent spinning to hold the link's rate.
-    pacing_ns: u64,
-}
-
-fn read_sender(out: ChildStdout) -> Result<SentLine> {
-    let mut r = None;
-    read_report(BufReader::new(out), "sender", |f| {
-        if f[0] != "SENT" {
-            return Ok(false);
-        }
-        let num = |i| field_u64(f, i);
-        let (start, last) = (num(2)?, num(3)?);
-        // The spin is user time; what is left of it is protecting and sending.
-        let pacing_ns = num(6)?;
-        let (user, sys) = (num(4)?, num(5)?);
-        let over = pacing_ns.saturating_sub(user);
-        r = Some(SentLine {
-            sent: num(1)?,
-            start,
-            last,
-            cpu: ProcessCpu {
-                user_ns: user.saturating_sub(pacing_ns),
-                sys_ns: sys.saturating_sub(over),
-                wall_ns: last.saturating_sub(start),
-            },
-            pacing_ns,
-        });
-        Ok(true)
-    })?;
-    r.ok_or_else(|| anyhow!("the sender ended without its report"))
-}
-
-struct RecvLog {
-    delivered: Vec<u64>,
-    drops: BTreeMap<String, u64>,
-    user_ns: u64,
-    sys_ns: u64,
-}
-
-fn read_receiver(out: &mut BufReader<ChildStdout>, n: usize) -> Result<RecvLog> {
-    let mut r = RecvLog {
-        delivered: vec![0; n],
-        drops: BTreeMap::new(),
-        user_ns: 0,
-        sys_ns: 0,
-    };
-    read_report(out, "receiver", |f| {
-        let num = |i| field_u64(f, i);
-        match f[0] {
-            "RECV" => {
-                let i = num(1)? as usize;
-                *r.delivered
-                    .get_mut(i)
-                    .ok_or_else(|| anyhow!("bad sender {i}"))? = num(2)?;
-            }
-            "DROP" => {
-                r.drops
-                    .insert(f.get(1).unwrap_or(&"?").to_string(), num(2)?);
-            }
-            "CPU" => {
-                r.user_ns = num(1)?;
-                r.sys_ns = num(2)?;
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?;
-    Ok(r)
-}
-
 /// One run of `profile`: starts the receiver, then every sender, starts them together, and
 /// joins their reports.
 fn run_once(
@@ -593,7 +458,7 @@ fn run_once(
 
     Ok(result_of(
         site,
-        nodes,
+        &nodes.names,
         profile,
         cfg,
         frame,
@@ -676,274 +541,6 @@ fn link_spec(
             local: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             peer: to.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p)),
         },
-    }
-}
-
-/// The CPU the bump-in-the-wire gateways of a testbed use over a run's window.
-struct GatewayCpu {
-    gateways: Vec<(String, u32)>,
-    start: std::time::Instant,
-    before: Vec<Option<u64>>,
-}
-
-impl GatewayCpu {
-    fn start(site: &Site) -> GatewayCpu {
-        let gateways = match site {
-            Site::Testbed { state, .. } => crate::site::gateway_pids(state),
-            Site::Loopback | Site::Hosts { .. } => Vec::new(),
-        };
-        let before = gateways
-            .iter()
-            .map(|(_, pid)| crate::site::process_cpu_ns(*pid))
-            .collect();
-        GatewayCpu {
-            gateways,
-            start: std::time::Instant::now(),
-            before,
-        }
-    }
-
-    /// Each gateway's CPU since [`GatewayCpu::start`] (those whose times could not be read
-    /// are left out).
-    fn stop(&self) -> Vec<(String, ProcessCpu)> {
-        let wall = self.start.elapsed().as_nanos() as u64;
-        self.gateways
-            .iter()
-            .zip(&self.before)
-            .filter_map(|((name, pid), before)| {
-                let used = crate::site::process_cpu_ns(*pid)?.saturating_sub((*before)?);
-                Some((
-                    name.clone(),
-                    ProcessCpu {
-                        user_ns: used,
-                        sys_ns: 0,
-                        wall_ns: wall,
-                    },
-                ))
-            })
-            .collect()
-    }
-}
-
-/// What the nodes of one run reported, and the CPU seen meanwhile.
-struct Measured {
-    sent_lines: Vec<SentLine>,
-    recv: RecvLog,
-    system: crate::cpu::SystemCpu,
-    /// The path crosses bump-in-the-wire gateways (their CPU is in `gateway_cpu` where it
-    /// could be read).
-    on_gateways: bool,
-    gateway_cpu: Vec<(String, ProcessCpu)>,
-}
-
-/// One run's result from what was measured.
-fn result_of(
-    site: &Site,
-    nodes: &Nodes,
-    profile: &NamedProfile,
-    cfg: &Config,
-    frame: usize,
-    senders: usize,
-    m: Measured,
-) -> ThroughputResult {
-    let Measured {
-        sent_lines,
-        recv,
-        system,
-        on_gateways,
-        gateway_cpu,
-    } = m;
-    let family = profile.profile();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let start = sent_lines.iter().map(|s| s.start).min().unwrap_or(0);
-    let last = sent_lines.iter().map(|s| s.last).max().unwrap_or(start);
-    let window = last.saturating_sub(start);
-    let senders_cpu = ProcessCpu::sum(sent_lines.iter().map(|s| &s.cpu));
-    let senders_cpu = ProcessCpu {
-        wall_ns: window,
-        ..senders_cpu
-    };
-    let receiver_cpu = ProcessCpu {
-        user_ns: recv.user_ns,
-        sys_ns: recv.sys_ns,
-        wall_ns: window,
-    };
-    let sent: u64 = sent_lines.iter().map(|s| s.sent).sum();
-    let delivered: u64 = recv.delivered.iter().sum();
-    let payload_bytes = |n: u64| n * cfg.payload as u64;
-    let mut cpu = CpuResult {
-        sender_pct: senders_cpu.pct_of_machine(cores),
-        receiver_pct: receiver_cpu.pct_of_machine(cores),
-        cores,
-        sender_user_ns: senders_cpu.user_ns,
-        sender_sys_ns: senders_cpu.sys_ns,
-        receiver_user_ns: receiver_cpu.user_ns,
-        receiver_sys_ns: receiver_cpu.sys_ns,
-        sender_ns_per_byte: senders_cpu.ns_per_byte(payload_bytes(sent)),
-        receiver_ns_per_byte: receiver_cpu.ns_per_byte(payload_bytes(delivered)),
-        sender_pacing_ns: sent_lines.iter().map(|s| s.pacing_ns).sum(),
-        ..CpuResult::default()
-    };
-    system_fields(&mut cpu, &system);
-    let per_sender = sent_lines
-        .iter()
-        .zip(&recv.delivered)
-        .zip(&nodes.names)
-        .map(|((s, &d), name)| SenderResult {
-            name: name.clone(),
-            sent: s.sent,
-            delivered: d,
-            seconds: s.last.saturating_sub(s.start) as f64 / 1e9,
-            ..SenderResult::default()
-        })
-        .collect();
-    let mut r = ThroughputResult {
-        profile: profile.to_string(),
-        payload: cfg.payload,
-        frame_bytes: frame,
-        senders,
-        rate_bps: cfg.rate_bps,
-        seconds: window as f64 / 1e9,
-        transport: if cfg.tcp {
-            transport_tcp(site)
-        } else {
-            transport(site, family)
-        },
-        tcp: cfg.tcp,
-        sent,
-        delivered,
-        rejected: recv.drops,
-        per_sender,
-        cpu,
-        gateways: on_gateways.then(|| match site {
-            Site::Testbed { state, .. } => state.topology.to_string(),
-            Site::Loopback | Site::Hosts { .. } => String::new(),
-        }),
-        ..ThroughputResult::default()
-    };
-    r.derive();
-    let sensors: Vec<ProcessCpu> = sent_lines
-        .iter()
-        .map(|s| ProcessCpu {
-            wall_ns: window,
-            ..s.cpu
-        })
-        .collect();
-    r.cpu.roles = roles(&r, receiver_cpu, &sensors);
-    with_gateways(&mut r.cpu.roles, &gateway_cpu, cores, r.goodput_mbps / 1e3);
-    r.cpu.system_pct_per_gbps =
-        (r.goodput_mbps > 0.0).then(|| r.cpu.system_pct / (r.goodput_mbps / 1e3));
-    r
-}
-
-/// CPU by role over the sending window (every process's CPU over the same window, so the
-/// shares add up): the consumer, each sensor (in `r.per_sender` order; protecting and sending),
-/// the sensors' pacing (`r.cpu.sender_pacing_ns`: spinning to hold the link's rate), and the
-/// switch as the machine's busy share less all of these (never below 0). Each per Gb/s of the
-/// goodput through it.
-fn roles(r: &ThroughputResult, consumer: ProcessCpu, sensors: &[ProcessCpu]) -> Vec<RoleCpu> {
-    let cores = r.cpu.cores;
-    let gbps = r.goodput_mbps / 1e3;
-    let mut out = vec![RoleCpu::new(
-        "consumer",
-        consumer.pct_of_machine(cores),
-        gbps,
-    )];
-    for (s, c) in r.per_sender.iter().zip(sensors) {
-        out.push(RoleCpu::new(
-            s.name.clone(),
-            c.pct_of_machine(cores),
-            s.goodput_mbps / 1e3,
-        ));
-    }
-    let window = consumer.wall_ns;
-    let pacing = ProcessCpu {
-        user_ns: r.cpu.sender_pacing_ns,
-        sys_ns: 0,
-        wall_ns: window,
-    };
-    out.push(RoleCpu::new("pacing", pacing.pct_of_machine(cores), gbps));
-    let processes: f64 = out.iter().map(|c| c.pct).sum();
-    out.push(RoleCpu::new(
-        "switch",
-        (r.cpu.system_pct - processes).max(0.0),
-        gbps,
-    ));
-    out
-}
-
-/// Adds the gateways on the path (bump-in-the-wire topologies) as roles before the switch,
-/// whose share (the machine's busy share less every process) shrinks by theirs.
-fn with_gateways(
-    roles: &mut Vec<RoleCpu>,
-    gateways: &[(String, ProcessCpu)],
-    cores: usize,
-    gbps: f64,
-) {
-    let Some(switch) = roles.pop() else { return };
-    let mut left = switch.pct;
-    for (name, c) in gateways {
-        let pct = c.pct_of_machine(cores);
-        left -= pct;
-        roles.push(RoleCpu::new(name.clone(), pct, gbps));
-    }
-    roles.push(RoleCpu::new(switch.role, left.max(0.0), gbps));
-}
-
-fn transport_tcp(site: &Site) -> String {
-    match site {
-        Site::Hosts { .. } => format!(
-            "{}; SOME/IP messages on one TCP connection per sender between the hosts' \
-             addresses (the kernel segments them)",
-            site.transport()
-        ),
-        Site::Testbed { state, .. } => format!(
-            "testbed {} ({}): senders → switch → consumer, SOME/IP messages on one TCP \
-             connection per sender between the ECUs' addresses (the kernel segments them), over \
-             veth and a Linux bridge",
-            state.prefix, state.topology
-        ),
-        Site::Loopback => "TCP on loopback (no testbed: not root), one connection per sender; \
-                           not a vehicle-network path"
-            .to_string(),
-    }
-}
-
-fn transport(site: &Site, family: Profile) -> String {
-    match site {
-        Site::Hosts { .. } => format!(
-            "{}; CPU shares are each node's process on its host over this host's core count, \
-             the system and switch shares this host's",
-            site.transport()
-        ),
-        Site::Testbed { state, .. } => format!(
-            "testbed {} ({}): senders → {}switch → consumer, {} over veth and a Linux bridge",
-            state.prefix,
-            state.topology,
-            if state.topology == ivnsec_net::topology::Topology::Production.to_string() {
-                // The senders protect themselves; the gateways there front other sensors.
-                "switch sw1 → spanning tree → "
-            } else if state
-                .nodes
-                .iter()
-                .any(|n| n.kind == ivnsec_net::topology::NodeKind::Gateway.as_str())
-            {
-                "bump-in-the-wire gateway (MACsec) → "
-            } else {
-                ""
-            },
-            if family.is_ip() {
-                "ESP as IPv4 protocol 50, the senders writing whole frames (raw Ethernet), the \
-                 consumer receiving through its IP layer (raw IP socket)"
-            } else if family.is_udp() {
-                "UDP datagrams between the ECUs' addresses"
-            } else {
-                "raw Ethernet (AF_PACKET)"
-            }
-        ),
-        Site::Loopback => "UDP on loopback (no testbed: not root), one frame per datagram; \
-                           not a vehicle-network path"
-            .to_string(),
     }
 }
 

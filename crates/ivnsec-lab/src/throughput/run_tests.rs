@@ -1,4 +1,7 @@
 use super::*;
+use crate::cpu::ProcessCpu;
+use crate::throughput::result::{roles, with_gateways};
+use crate::throughput::{RoleCpu, SenderResult};
 
 /// Two cores, a 2 s window, the machine 80 % busy: the consumer used 0.8 s of CPU (20 %),
 /// the sensors 0.4 s and 0.2 s (10 %, 5 %) protecting and sending and 0.2 s together

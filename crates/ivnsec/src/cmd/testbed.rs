@@ -137,7 +137,7 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
         }
         None => a.topology.parse().map_err(net_err)?,
     };
-    if a.ptp && ivnsec_lab::clock::find_ptp4l().is_none() {
+    if a.ptp && ivnsec_lab::clock::testbed_ptp::find_ptp4l().is_none() {
         return Err(anyhow::Error::new(EnvError(
             "--ptp needs linuxptp's ptp4l, which is not installed: install linuxptp (Debian: \
              apt-get install linuxptp; scripts/setup does it)"
@@ -145,7 +145,7 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
         )));
     }
     if a.ptp {
-        ivnsec_lab::clock::TestbedPtp::check_shape(&TestbedState::planned(
+        ivnsec_lab::clock::testbed_ptp::TestbedPtp::check_shape(&TestbedState::planned(
             "ivn-000000",
             &topology,
         ))?;
@@ -190,7 +190,8 @@ fn up(a: UpArgs, state_dir: &Path) -> Result<ExitCode> {
 /// `up --ptp`: ptp4l on the ECUs of the testbed just built, in the foreground until a
 /// termination signal or until every ptp4l has ended (`testbed down` stops them).
 fn up_ptp(a: &UpArgs, state: &TestbedState, state_dir: &Path, mut json: Json) -> Result<ExitCode> {
-    use ivnsec_lab::clock::{DEFAULT_MAX_OFFSET_NS, PTP_READY_TIMEOUT, PtpEnd, TestbedPtp};
+    use ivnsec_lab::clock::DEFAULT_MAX_OFFSET_NS;
+    use ivnsec_lab::clock::testbed_ptp::{PTP_READY_TIMEOUT, PtpEnd, TestbedPtp};
     let signals = ivnsec_net::sys::termination_signals()?;
     let remove_hint = format!(
         "the testbed stays: `ivnsec testbed down --testbed {}` removes it",

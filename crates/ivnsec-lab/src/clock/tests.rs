@@ -2,10 +2,10 @@ use super::*;
 
 // Real output of linuxptp 3.1.1's pmc (Debian bookworm), captured on the project's test
 // machine against ptp4l -2 -S on a veth pair between two namespaces.
-const MASTER: &str = include_str!("clock_testdata/pmc-master.txt");
-const FREE_SLAVE: &str = include_str!("clock_testdata/pmc-free-running-slave.txt");
-const LISTENING: &str = include_str!("clock_testdata/pmc-listening.txt");
-const NO_PTP4L: &str = include_str!("clock_testdata/pmc-no-ptp4l.txt");
+const MASTER: &str = include_str!("testdata/pmc-master.txt");
+const FREE_SLAVE: &str = include_str!("testdata/pmc-free-running-slave.txt");
+const LISTENING: &str = include_str!("testdata/pmc-listening.txt");
+const NO_PTP4L: &str = include_str!("testdata/pmc-no-ptp4l.txt");
 
 #[test]
 fn parses_the_grand_master() {
