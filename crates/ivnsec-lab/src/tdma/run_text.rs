@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::flows::{fmt_duration, fmt_rate};
 use super::node::MAX_EVENTS;
-use super::run::{RunResult, Spread};
+use super::run::{CapacityResult, RunResult, Spread};
 
 fn fmt_spread(s: &Option<Spread>) -> String {
     match s {
@@ -125,41 +125,7 @@ impl RunResult {
             );
         }
         if let Some(c) = &self.capacity {
-            let _ = writeln!(
-                o,
-                "capacity for {}-byte frames ({} µs frame time): no miss up to {} frames per base \
-                 period{}; eq. 9 NF_max = {}",
-                c.frame_bytes,
-                c.frame_time_us,
-                c.nf_no_miss,
-                match c.first_miss_at {
-                    Some(k) => format!(" (misses at {k})"),
-                    None => String::new(),
-                },
-                c.nf_max
-            );
-            if c.most_tried < c.nf_max {
-                let _ = writeln!(
-                    o,
-                    "  (the steps stop at {} frames per base period: with --periods {} more would \
-                     exceed {MAX_EVENTS} frames per run)",
-                    c.most_tried, self.periods
-                );
-            }
-            for st in &c.steps {
-                let _ = writeln!(
-                    o,
-                    "  {:>5} frames per base period, slot {:.1} µs: {} sent, {} arrived, {} misses, {} lost, worst {}",
-                    st.frames_per_bp,
-                    st.slot_us,
-                    st.sent,
-                    st.arrived,
-                    st.misses,
-                    st.lost,
-                    st.max_tt_us
-                        .map_or("-".to_string(), |t| format!("{t:.1} µs"))
-                );
-            }
+            self.capacity_text(&mut o, c);
         }
         let _ = writeln!(
             o,
@@ -167,5 +133,44 @@ impl RunResult {
             if self.schedule_met { "PASS" } else { "FAIL" }
         );
         o
+    }
+
+    /// The capacity steps' lines (`--capacity`).
+    fn capacity_text(&self, o: &mut String, c: &CapacityResult) {
+        let _ = writeln!(
+            o,
+            "capacity for {}-byte frames ({} µs frame time): no miss up to {} frames per base \
+             period{}; eq. 9 NF_max = {}",
+            c.frame_bytes,
+            c.frame_time_us,
+            c.nf_no_miss,
+            match c.first_miss_at {
+                Some(k) => format!(" (misses at {k})"),
+                None => String::new(),
+            },
+            c.nf_max
+        );
+        if c.most_tried < c.nf_max {
+            let _ = writeln!(
+                o,
+                "  (the steps stop at {} frames per base period: with --periods {} more would \
+                 exceed {MAX_EVENTS} frames per run)",
+                c.most_tried, self.periods
+            );
+        }
+        for st in &c.steps {
+            let _ = writeln!(
+                o,
+                "  {:>5} frames per base period, slot {:.1} µs: {} sent, {} arrived, {} misses, {} lost, worst {}",
+                st.frames_per_bp,
+                st.slot_us,
+                st.sent,
+                st.arrived,
+                st.misses,
+                st.lost,
+                st.max_tt_us
+                    .map_or("-".to_string(), |t| format!("{t:.1} µs"))
+            );
+        }
     }
 }
