@@ -244,6 +244,18 @@ impl Bench {
     }
 
     /// The `[[host]]` table of `name` (front or rear; cu on a bench of three) with extra lines.
+    /// A plan file `file` in `d`: `head`, then the `[[host]]` tables of `front` and `rear`.
+    pub(crate) fn hosts_plan(&self, d: &TempDir, file: &str, head: &str) -> PathBuf {
+        let plan = d.path(file);
+        let text = format!(
+            "{head}{}{}",
+            self.host_table("front", ""),
+            self.host_table("rear", "")
+        );
+        std::fs::write(&plan, text).unwrap();
+        plan
+    }
+
     pub(crate) fn host_table(&self, name: &str, extra: &str) -> String {
         let ip = &self.nodes.iter().find(|n| n.0 == name).unwrap().2;
         let opts: Vec<String> = self

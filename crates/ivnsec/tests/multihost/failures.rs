@@ -275,16 +275,7 @@ fn ssh_dropped_mid_underload() {
     require_sshd!();
     let d = TempDir::new("multihost-ul-drop");
     let bench = Bench::up(&d);
-    let p = d.path("hosts.toml");
-    std::fs::write(
-        &p,
-        format!(
-            "{}{}",
-            bench.host_table("front", ""),
-            bench.host_table("rear", "")
-        ),
-    )
-    .unwrap();
+    let p = bench.hosts_plan(&d, "hosts.toml", "");
     let mut run = bench.in_cu(BIN);
     run.args([
         "underload",

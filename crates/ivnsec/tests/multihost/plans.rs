@@ -14,16 +14,7 @@ fn plan_across_ssh_hosts() {
     require_sshd!();
     let d = TempDir::new("multihost");
     let bench = Bench::up(&d);
-    let plan = d.path("hosts.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            "{PLAN}{}{}",
-            bench.host_table("front", ""),
-            bench.host_table("rear", "")
-        ),
-    )
-    .unwrap();
+    let plan = bench.hosts_plan(&d, "hosts.toml", PLAN);
     let out = d.path("report-hosts");
     let o = bench.ivnsec(
         &d,
@@ -222,16 +213,7 @@ fn clocks_watched_during_a_run_across_hosts() {
     require_sshd!();
     let d = TempDir::new("multihost-watch");
     let bench = Bench::up(&d);
-    let plan = d.path("hosts.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            "{}{}",
-            bench.host_table("front", ""),
-            bench.host_table("rear", "")
-        ),
-    )
-    .unwrap();
+    let plan = bench.hosts_plan(&d, "hosts.toml", "");
     let out = d.path("report");
     // About 6 s of exchanges (60 × 100 ms pauses): rounds at 0 s and 5 s, and one at the end.
     let o = bench.ivnsec(
@@ -458,16 +440,7 @@ fn tdma_run_across_ssh_hosts() {
     require_sshd!();
     let d = TempDir::new("multihost-tdma");
     let bench = Bench::up(&d);
-    let plan = d.path("tdma-hosts.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            "{}{}",
-            bench.host_table("front", ""),
-            bench.host_table("rear", "")
-        ),
-    )
-    .unwrap();
+    let plan = bench.hosts_plan(&d, "tdma-hosts.toml", "");
     let flows = d.path("flows.toml");
     std::fs::write(
         &flows,
