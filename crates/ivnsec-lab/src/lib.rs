@@ -1,8 +1,9 @@
-//! The experiments of ivnsec, one folder each (its data model, its node role, its
-//! orchestration), the plans that list them, the sites they run on, the node processes they
-//! start, statistics and reports. What runs in the vehicle (the data planes, keys, the key
-//! server) is the node crate's; the lab starts and measures it.
-//! Reports import experiment data, never the reverse.
+//! The experiments of ivnsec, one folder each (its data model, node role, orchestration, plan
+//! tables and report section, behind the traits of [`experiment`], listed once in
+//! [`experiments`]), the plans that run them, the sites they run on (testbeds, loopback, hosts
+//! over SSH), the node processes they start, statistics and the report page. What runs in the
+//! vehicle (the data planes, keys, the key server) is the node crate's; the lab starts and
+//! measures it. Reports import experiment data, never the reverse.
 #![forbid(unsafe_code)]
 
 pub mod attack;
