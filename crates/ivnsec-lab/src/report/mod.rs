@@ -11,7 +11,7 @@
 //! which is what `ivnsec report DIR` rebuilds from.
 //!
 //! The page names no experiment but the ping-pong, whose scenarios are its own: their sections
-//! are in [`scenarios`] (tables, summary.md) and [`scenarios_html`] (index.html, plots), the
+//! are in `scenarios.rs` (tables, summary.md) and `scenarios_html.rs` (index.html, plots), the
 //! comparisons with the seeds in [`seeds`], every other experiment's section in its folder
 //! (`experiments::all()`). The data they all read, summary.json's, is in [`summary`].
 
