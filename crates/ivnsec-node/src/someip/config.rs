@@ -301,7 +301,26 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
     })?;
     let err = |key: &str, problem: String| usage(format!("{file}: {key}: {problem}"));
 
-    let n = raw.node;
+    let node = parse_node(raw.node, &err)?;
+    let sd = parse_sd(raw.sd, &err)?;
+    let mut services = Vec::new();
+    for (i, s) in raw.services.into_iter().enumerate() {
+        let service = parse_service(i, s, &services, &node, &file, &err)?;
+        services.push(service);
+    }
+    Ok(Config {
+        path: path.to_path_buf(),
+        node,
+        sd,
+        services,
+    })
+}
+
+/// How `parse` words a problem: the file, the key, the problem (a usage error).
+type KeyErr<'a> = dyn Fn(&str, String) -> anyhow::Error + 'a;
+
+/// `[node]`, checked.
+fn parse_node(n: RawNode, err: &KeyErr<'_>) -> Result<Node> {
     let address: Ipv4Addr = n.address.parse().map_err(|_| {
         err(
             "node.address",
@@ -330,7 +349,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
         None => ProviderChoice::Auto,
         Some(p) => p.parse().map_err(|e: String| err("node.provider", e))?,
     };
-    let node = Node {
+    Ok(Node {
         address,
         udp_port: n.udp_port,
         tcp_port: n.tcp_port,
@@ -339,9 +358,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
         tp_segment: n.tp_segment,
         udp_max_payload: n.udp_max_payload,
         provider,
-    };
+    })
+}
 
-    let sd = match raw.sd {
+/// `[sd]`, checked (the defaults without one).
+fn parse_sd(sd: Option<RawSd>, err: &KeyErr<'_>) -> Result<Sd> {
+    Ok(match sd {
         None => Sd::default(),
         Some(s) => {
             let multicast = match &s.multicast {
@@ -391,163 +413,182 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
                 find_timeout_ms: s.find_timeout_ms,
             }
         }
-    };
+    })
+}
 
-    let mut services = Vec::new();
-    for (i, s) in raw.services.into_iter().enumerate() {
-        let k = |f: &str| format!("service[{i}].{f}");
-        if services.iter().any(|o: &Service| o.id == s.id) {
-            return Err(err(
-                &k("id"),
-                format!("service 0x{:04x} is configured twice", s.id),
-            ));
-        }
-        if s.id == 0xFFFF || s.id == 0 {
-            return Err(err(&k("id"), format!("0x{:04x} is reserved", s.id)));
-        }
-        let level = Level::from_name(&s.level).ok_or_else(|| {
-            err(
-                &k("level"),
-                format!("unknown level '{}' (expected nosec, auth or conf)", s.level),
-            )
-        })?;
-        let suite = match &s.suite {
-            None => AeadAlg::Aes128Gcm,
-            Some(name) => suite_from_name(name).ok_or_else(|| {
-                err(
-                    &k("suite"),
-                    format!(
-                        "unknown suite '{name}' (expected aes128-gcm, aes256-gcm, aes128-ccm, aes256-ccm or chacha20-poly1305)"
-                    ),
-                )
-            })?,
-        };
-        let key_hex = s.key.map(Zeroizing::new);
-        let key = match (&key_hex, level) {
-            (None, Level::NoSec) => Zeroizing::new(Vec::new()),
-            (Some(_), Level::NoSec) => {
-                return Err(err(&k("key"), "level nosec takes no key".into()));
-            }
-            (None, _) => {
-                return Err(err(
-                    &k("key"),
-                    format!(
-                        "level {level} needs a {}-byte key (hex) for {}",
-                        suite.key_len(),
-                        suite.name()
-                    ),
-                ));
-            }
-            (Some(h), _) => {
-                let key = hex_bytes(&file, &k("key"), h)?;
-                if key.len() != suite.key_len() {
-                    return Err(err(
-                        &k("key"),
-                        format!(
-                            "{} needs a {}-byte key, got {} bytes",
-                            suite.name(),
-                            suite.key_len(),
-                            key.len()
-                        ),
-                    ));
-                }
-                key
-            }
-        };
-        let mut salt = [0u8; SALT_LEN];
-        if let Some(h) = &s.salt {
-            let b = hex_bytes(&file, &k("salt"), h)?;
-            if b.len() != SALT_LEN {
-                return Err(err(
-                    &k("salt"),
-                    format!("needs {SALT_LEN} bytes, got {}", b.len()),
-                ));
-            }
-            salt.copy_from_slice(&b);
-        }
-        // The SOME/IP nonce is (salt XOR sender) ‖ counter: no service ID, no key id. Two
-        // services of one side under one suite, key and salt would count separately in one nonce
-        // space (docs/nonce-safety.md, "the one rule").
-        if level != Level::NoSec
-            && let Some((j, o)) = services.iter().enumerate().find(|(_, o)| {
-                o.level != Level::NoSec && o.suite == suite && o.salt == salt && *o.key == *key
-            })
-        {
-            return Err(err(
-                &k("key"),
-                format!(
-                    "the same suite, key and salt as service[{j}] (0x{:04x}): the SOME/IP nonce \
-                     is (salt XOR sender) ‖ counter, without the service ID, so the two services \
-                     would send the same nonces under this key; give each service its own key",
-                    o.id
-                ),
-            ));
-        }
-        if s.replay_window > ivnsec_core::sa::replay::MAX_WINDOW {
-            return Err(err(
-                &k("replay_window"),
-                format!(
-                    "{} exceeds {}",
-                    s.replay_window,
-                    ivnsec_core::sa::replay::MAX_WINDOW
-                ),
-            ));
-        }
-        if s.max_senders == 0 {
-            return Err(err(&k("max_senders"), "must be at least 1".into()));
-        }
-        if s.event_period_ms == 0 {
-            return Err(err(&k("event_period_ms"), "must be at least 1".into()));
-        }
-        if s.event_payload_size > node.max_message.saturating_sub(64) {
-            return Err(err(
-                &k("event_payload_size"),
-                format!(
-                    "{} exceeds node.max_message minus headers",
-                    s.event_payload_size
-                ),
-            ));
-        }
-        if let Some(e) = s.event
-            && e & 0x8000 == 0
-        {
-            return Err(err(
-                &k("event"),
-                format!("event IDs have the top bit set (0x8000..), got 0x{e:04x}"),
-            ));
-        }
-        if let Some(m) = s.echo_method
-            && m & 0x8000 != 0
-        {
-            return Err(err(
-                &k("echo_method"),
-                format!("method IDs are below 0x8000, got 0x{m:04x}"),
-            ));
-        }
-        services.push(Service {
-            id: s.id,
-            instance: s.instance,
-            major: s.major,
-            minor: s.minor,
-            level,
-            suite,
-            key,
-            key_id: s.key_id,
-            salt,
-            replay_window: s.replay_window,
-            max_senders: s.max_senders,
-            echo_method: s.echo_method,
-            event: s.event,
-            eventgroup: s.eventgroup,
-            event_period_ms: s.event_period_ms,
-            event_payload_size: s.event_payload_size,
-        });
+/// `[[service]]` number `i`, checked against the services before it (`before`) and the node.
+fn parse_service(
+    i: usize,
+    s: RawService,
+    before: &[Service],
+    node: &Node,
+    file: &str,
+    err: &KeyErr<'_>,
+) -> Result<Service> {
+    let k = |f: &str| format!("service[{i}].{f}");
+    if before.iter().any(|o: &Service| o.id == s.id) {
+        return Err(err(
+            &k("id"),
+            format!("service 0x{:04x} is configured twice", s.id),
+        ));
     }
-    Ok(Config {
-        path: path.to_path_buf(),
-        node,
-        sd,
-        services,
+    if s.id == 0xFFFF || s.id == 0 {
+        return Err(err(&k("id"), format!("0x{:04x} is reserved", s.id)));
+    }
+    let level = Level::from_name(&s.level).ok_or_else(|| {
+        err(
+            &k("level"),
+            format!("unknown level '{}' (expected nosec, auth or conf)", s.level),
+        )
+    })?;
+    let suite = match &s.suite {
+        None => AeadAlg::Aes128Gcm,
+        Some(name) => suite_from_name(name).ok_or_else(|| {
+            err(
+                &k("suite"),
+                format!(
+                    "unknown suite '{name}' (expected aes128-gcm, aes256-gcm, aes128-ccm, aes256-ccm or chacha20-poly1305)"
+                ),
+            )
+        })?,
+    };
+    let key = service_key(
+        s.key.map(Zeroizing::new),
+        level,
+        suite,
+        file,
+        &k("key"),
+        err,
+    )?;
+    let mut salt = [0u8; SALT_LEN];
+    if let Some(h) = &s.salt {
+        let b = hex_bytes(file, &k("salt"), h)?;
+        if b.len() != SALT_LEN {
+            return Err(err(
+                &k("salt"),
+                format!("needs {SALT_LEN} bytes, got {}", b.len()),
+            ));
+        }
+        salt.copy_from_slice(&b);
+    }
+    // The SOME/IP nonce is (salt XOR sender) ‖ counter: no service ID, no key id. Two
+    // services of one side under one suite, key and salt would count separately in one nonce
+    // space (docs/nonce-safety.md, "the one rule").
+    if level != Level::NoSec
+        && let Some((j, o)) = before.iter().enumerate().find(|(_, o)| {
+            o.level != Level::NoSec && o.suite == suite && o.salt == salt && *o.key == *key
+        })
+    {
+        return Err(err(
+            &k("key"),
+            format!(
+                "the same suite, key and salt as service[{j}] (0x{:04x}): the SOME/IP nonce \
+                 is (salt XOR sender) ‖ counter, without the service ID, so the two services \
+                 would send the same nonces under this key; give each service its own key",
+                o.id
+            ),
+        ));
+    }
+    if s.replay_window > ivnsec_core::sa::replay::MAX_WINDOW {
+        return Err(err(
+            &k("replay_window"),
+            format!(
+                "{} exceeds {}",
+                s.replay_window,
+                ivnsec_core::sa::replay::MAX_WINDOW
+            ),
+        ));
+    }
+    if s.max_senders == 0 {
+        return Err(err(&k("max_senders"), "must be at least 1".into()));
+    }
+    if s.event_period_ms == 0 {
+        return Err(err(&k("event_period_ms"), "must be at least 1".into()));
+    }
+    if s.event_payload_size > node.max_message.saturating_sub(64) {
+        return Err(err(
+            &k("event_payload_size"),
+            format!(
+                "{} exceeds node.max_message minus headers",
+                s.event_payload_size
+            ),
+        ));
+    }
+    if let Some(e) = s.event
+        && e & 0x8000 == 0
+    {
+        return Err(err(
+            &k("event"),
+            format!("event IDs have the top bit set (0x8000..), got 0x{e:04x}"),
+        ));
+    }
+    if let Some(m) = s.echo_method
+        && m & 0x8000 != 0
+    {
+        return Err(err(
+            &k("echo_method"),
+            format!("method IDs are below 0x8000, got 0x{m:04x}"),
+        ));
+    }
+    Ok(Service {
+        id: s.id,
+        instance: s.instance,
+        major: s.major,
+        minor: s.minor,
+        level,
+        suite,
+        key,
+        key_id: s.key_id,
+        salt,
+        replay_window: s.replay_window,
+        max_senders: s.max_senders,
+        echo_method: s.echo_method,
+        event: s.event,
+        eventgroup: s.eventgroup,
+        event_period_ms: s.event_period_ms,
+        event_payload_size: s.event_payload_size,
+    })
+}
+
+/// A service's key: none for `nosec`, else hex of exactly the suite's key length.
+fn service_key(
+    key_hex: Option<Zeroizing<String>>,
+    level: Level,
+    suite: AeadAlg,
+    file: &str,
+    key_name: &str,
+    err: &KeyErr<'_>,
+) -> Result<Zeroizing<Vec<u8>>> {
+    Ok(match (&key_hex, level) {
+        (None, Level::NoSec) => Zeroizing::new(Vec::new()),
+        (Some(_), Level::NoSec) => {
+            return Err(err(key_name, "level nosec takes no key".into()));
+        }
+        (None, _) => {
+            return Err(err(
+                key_name,
+                format!(
+                    "level {level} needs a {}-byte key (hex) for {}",
+                    suite.key_len(),
+                    suite.name()
+                ),
+            ));
+        }
+        (Some(h), _) => {
+            let key = hex_bytes(file, key_name, h)?;
+            if key.len() != suite.key_len() {
+                return Err(err(
+                    key_name,
+                    format!(
+                        "{} needs a {}-byte key, got {} bytes",
+                        suite.name(),
+                        suite.key_len(),
+                        key.len()
+                    ),
+                ));
+            }
+            key
+        }
     })
 }
 
