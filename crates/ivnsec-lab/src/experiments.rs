@@ -46,25 +46,19 @@ macro_rules! listed {
     };
 }
 
-/// What a report page must hold for every listed experiment.
-pub trait Page:
-    AsRef<Requirements>
-    + Holds<ThroughputResult>
-    + Holds<UnderloadReport>
-    + Holds<UnderloadReport, Playback>
-    + Holds<GatewayPingPong>
-    + Holds<PingReport>
-    + Holds<BulkReport>
-    + Holds<ChunkBenchReport>
-    + Holds<Outcome>
-    + Holds<CameraReport>
-    + Holds<TdmaReport>
-    + Holds<PerFrameReport>
-{
+/// A trait that only names its bounds, and its blanket impl: every type with the bounds has it.
+macro_rules! bounds {
+    ($(#[$doc:meta])* $name:ident: $($bound:tt)+) => {
+        $(#[$doc])*
+        pub trait $name: $($bound)+ {}
+        impl<T> $name for T where T: $($bound)+ {}
+    };
 }
 
-impl<P> Page for P where
-    P: AsRef<Requirements>
+bounds! {
+    /// What a report page must hold for every listed experiment.
+    Page:
+        AsRef<Requirements>
         + Holds<ThroughputResult>
         + Holds<UnderloadReport>
         + Holds<UnderloadReport, Playback>
@@ -76,29 +70,12 @@ impl<P> Page for P where
         + Holds<CameraReport>
         + Holds<TdmaReport>
         + Holds<PerFrameReport>
-{
 }
 
-/// What a plan must hold for every listed experiment: its checked jobs.
-pub trait PlanJobs:
-    Jobs<ThroughputJob>
-    + Jobs<ThroughputJob, Gateways>
-    + Jobs<UnderloadConfig>
-    + Jobs<UnderloadConfig, Gateways>
-    + Jobs<PlaybackJob>
-    + Jobs<PingPongJob>
-    + Jobs<PingConfig>
-    + Jobs<BulkConfig>
-    + Jobs<ChunkBenchConfig>
-    + Jobs<TlsBenchConfig>
-    + Jobs<CameraConfig>
-    + Jobs<Sweep>
-    + Jobs<PerFrameConfig>
-{
-}
-
-impl<Pl> PlanJobs for Pl where
-    Pl: Jobs<ThroughputJob>
+bounds! {
+    /// What a plan must hold for every listed experiment: its checked jobs.
+    PlanJobs:
+        Jobs<ThroughputJob>
         + Jobs<ThroughputJob, Gateways>
         + Jobs<UnderloadConfig>
         + Jobs<UnderloadConfig, Gateways>
@@ -111,27 +88,12 @@ impl<Pl> PlanJobs for Pl where
         + Jobs<CameraConfig>
         + Jobs<Sweep>
         + Jobs<PerFrameConfig>
-{
 }
 
-/// What a run's results must gather for every listed experiment.
-pub trait Results:
-    Gathers<ThroughputResult>
-    + Gathers<UnderloadReport>
-    + Gathers<UnderloadReport, Playback>
-    + Gathers<GatewayPingPong>
-    + Gathers<PingReport>
-    + Gathers<BulkReport>
-    + Gathers<ChunkBenchReport>
-    + Gathers<Outcome>
-    + Gathers<CameraReport>
-    + Gathers<TdmaReport>
-    + Gathers<PerFrameReport>
-{
-}
-
-impl<R> Results for R where
-    R: Gathers<ThroughputResult>
+bounds! {
+    /// What a run's results must gather for every listed experiment.
+    Results:
+        Gathers<ThroughputResult>
         + Gathers<UnderloadReport>
         + Gathers<UnderloadReport, Playback>
         + Gathers<GatewayPingPong>
@@ -142,7 +104,6 @@ impl<R> Results for R where
         + Gathers<CameraReport>
         + Gathers<TdmaReport>
         + Gathers<PerFrameReport>
-{
 }
 
 /// Every listed experiment, in page order.
