@@ -31,6 +31,7 @@ extern crate std;
 pub mod channel;
 pub mod crypto;
 pub mod mka;
+pub mod pae;
 pub mod profile;
 pub mod sa;
 pub mod someip;
