@@ -8,8 +8,8 @@
 //! core crate and raw I/O in the net crate; this crate drives them.
 #![forbid(unsafe_code)]
 
-pub mod dot1x;
 pub mod channel;
+pub mod dot1x;
 pub mod error;
 pub mod esp_tunnel;
 pub mod frames;

@@ -15,4 +15,7 @@
 
 pub mod tls;
 
-pub use tls::{EAP_TYPE_TLS, EapKeys, TlsEngine, TlsFailure, TlsVersion};
+pub use tls::{
+    CLIENT_HELLO, EAP_TYPE_TLS, EapKeys, SERVER_HELLO, TlsEngine, TlsFailure, TlsVersion,
+    hello_random, tls12_session_id,
+};

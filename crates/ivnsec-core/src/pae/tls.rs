@@ -90,3 +90,70 @@ pub trait TlsEngine: Send {
     /// The EAP key material; [`TlsFailure::NotFinished`] before [`is_finished`](Self::is_finished).
     fn keys(&mut self) -> Result<EapKeys, TlsFailure>;
 }
+
+/// TLS handshake message type of a ClientHello.
+pub const CLIENT_HELLO: u8 = 1;
+/// TLS handshake message type of a ServerHello.
+pub const SERVER_HELLO: u8 = 2;
+
+/// The 32-octet random of the first handshake message of `records` if it is of type
+/// `msg_type` ([`CLIENT_HELLO`] or [`SERVER_HELLO`]): what the TLS 1.2 EAP Session-Id is made of
+/// (`0x0D ‖ client.random ‖ server.random`, RFC 5216 2.3). `records` are TLS records as they
+/// travel in a reassembled EAP-TLS message; the hellos are never encrypted. `None` for anything
+/// else, including a record too short to hold the random.
+pub fn hello_random(records: &[u8], msg_type: u8) -> Option<[u8; 32]> {
+    // Record header: type 22 (handshake), version (2), length (2).
+    let (&content_type, rest) = records.split_first()?;
+    if content_type != 22 {
+        return None;
+    }
+    let len = usize::from(u16::from_be_bytes([*rest.get(2)?, *rest.get(3)?]));
+    let fragment = rest.get(4..)?.get(..len)?;
+    // Handshake header: type (1), length (3); then legacy_version (2) and the random (32).
+    if *fragment.first()? != msg_type {
+        return None;
+    }
+    let random = fragment.get(6..38)?;
+    let mut out = [0u8; 32];
+    out.copy_from_slice(random);
+    Some(out)
+}
+
+/// The TLS 1.2 EAP-TLS Session-Id: `0x0D ‖ client.random ‖ server.random` (RFC 5216 2.3).
+pub fn tls12_session_id(client_random: &[u8; 32], server_random: &[u8; 32]) -> Vec<u8> {
+    let mut id = Vec::with_capacity(65);
+    id.push(EAP_TYPE_TLS);
+    id.extend_from_slice(client_random);
+    id.extend_from_slice(server_random);
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_random_reads_the_random_of_the_first_handshake_message_only() {
+        let mut rec = alloc::vec![22, 3, 1, 0, 0];
+        let mut hs = alloc::vec![CLIENT_HELLO, 0, 0, 40, 3, 3];
+        hs.extend((0..32u8).map(|i| i + 1));
+        hs.extend([0u8; 4]);
+        rec[3] = 0;
+        rec[4] = hs.len() as u8;
+        rec.extend(&hs);
+        let r = hello_random(&rec, CLIENT_HELLO).unwrap();
+        assert_eq!(r[0], 1);
+        assert_eq!(r[31], 32);
+        assert_eq!(hello_random(&rec, SERVER_HELLO), None);
+        // Application data, truncated records and empty input give nothing.
+        let mut app = rec.clone();
+        app[0] = 23;
+        assert_eq!(hello_random(&app, CLIENT_HELLO), None);
+        for n in 0..rec.len() - 4 {
+            assert_eq!(hello_random(&rec[..n], CLIENT_HELLO), None, "{n}");
+        }
+        let id = tls12_session_id(&r, &[9; 32]);
+        assert_eq!(id.len(), 65);
+        assert_eq!(id[0], 13);
+    }
+}
