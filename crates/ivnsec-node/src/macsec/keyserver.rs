@@ -16,24 +16,21 @@
 //!   (revoked) cannot reach any TAP.
 //!
 //! - **ANs**: the new participant's first SAK (when it is the key server) takes an AN two
-//!   ahead of the old CAK's latest SAK ([`MkaKeys::prefer_first_an`]), so the receive SAs of
+//!   ahead of the old CAK's latest SAK ([`super::mka::MkaKeys::prefer_first_an`]), so the receive SAs of
 //!   both CAKs are installed side by side and no peer's frames are dropped while it switches.
 //!   Every member uses the same priorities, so the key server of the new CAK is the one of the
 //!   old, and it knows the old ANs.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use ivnsec_core::profile::MacsecProfile;
-use ivnsec_core::wire::macsec::Sci;
-use ivnsec_crypto::ProviderChoice;
 use serde_json::{Value, json};
 
-use super::mka::{MkaKeys, MkaSettings};
+pub use super::chain::Params;
+use super::chain::{CaChain, Stack, participant};
 use super::{KeySource, SecyControl};
 use crate::error::{env_error, usage};
 use crate::keys::psk::Psk;
@@ -41,8 +38,7 @@ use crate::pki::keyserver::{Answer, Client, SegmentKey};
 
 /// A watch connection that said nothing (not even a ping) for this long is opened again.
 pub const SILENT: Duration = Duration::from_secs(15);
-/// The old CAK's SAs are retired at the latest this long after a new CAK arrived.
-pub const HANDOVER_LIMIT: Duration = Duration::from_secs(30);
+pub use super::chain::HANDOVER_LIMIT;
 
 /// Where the key server is and who this ECU is.
 #[derive(Clone)]
@@ -170,114 +166,65 @@ fn watch(
     }
 }
 
-/// How to make a participant on a CAK.
-pub struct Params {
-    pub profile: MacsecProfile,
-    pub iface: String,
-    pub sci: Sci,
-    pub settings: MkaSettings,
-    pub state_dir: PathBuf,
-    pub reserve_block: u64,
-    pub provider: ProviderChoice,
-    /// The used-SAK record of every participant (beside the member's private key:
-    /// `used_sak::record_path(--key)`; docs/mka.md).
-    pub sak_record: PathBuf,
-}
-
-struct Old {
-    mka: MkaKeys,
-    number: u64,
-    since: Instant,
-    /// When the new participant was first seen transmitting under its own SAK.
-    new_tx: Option<Instant>,
-}
-
 /// The key source of `macsec up --keyserver`.
 pub struct KeyserverKeys {
     remote: Remote,
-    params: Params,
     number: u64,
     segment: String,
-    ckn: Vec<u8>,
-    current: MkaKeys,
-    old: Option<Old>,
+    chain: CaChain,
     rx: Receiver<SegmentKey>,
     stop: Arc<AtomicBool>,
     fails: Arc<AtomicU64>,
-    changes: u64,
 }
 
-fn participant(p: &Params, k: &SegmentKey, addr: &str) -> Result<MkaKeys> {
-    let psk = Psk::new(&k.key.cak, &k.key.ckn, &format!("key server {addr}"))?;
-    MkaKeys::new(
-        p.profile,
-        PathBuf::from(format!("keyserver:{addr}/{}#{}", k.segment, k.key.number)),
-        p.sak_record.clone(),
-        &psk,
-        &p.iface,
-        p.sci,
-        p.settings,
-        p.state_dir.clone(),
-        p.reserve_block,
-        p.provider,
-    )
+fn psk_of(k: &SegmentKey, addr: &str) -> Result<Psk> {
+    Psk::new(&k.key.cak, &k.key.ckn, &format!("key server {addr}"))
+}
+
+/// The label of a key server CAK in the chain (its number).
+fn label(number: u64) -> String {
+    number.to_string()
+}
+
+fn source_name(addr: &str, k: &SegmentKey) -> String {
+    format!("keyserver:{addr}/{}#{}", k.segment, k.key.number)
 }
 
 impl KeyserverKeys {
     /// MKA on `first` (from [`fetch_initial`]); the watch thread starts with [`KeySource::start`].
     pub fn new(remote: Remote, params: Params, first: SegmentKey) -> Result<KeyserverKeys> {
-        let current = participant(&params, &first, &remote.addr)?;
+        let psk = psk_of(&first, &remote.addr)?;
+        let mka = participant(&params, &psk, &source_name(&remote.addr, &first))?;
+        let chain = CaChain::with(
+            params,
+            Stack::Retire,
+            mka,
+            &label(first.key.number),
+            &first.key.ckn,
+        );
         let (_tx, rx) = channel();
         Ok(KeyserverKeys {
             number: first.key.number,
             segment: first.segment.clone(),
-            ckn: first.key.ckn.clone(),
             remote,
-            params,
-            current,
-            old: None,
+            chain,
             rx,
             stop: Arc::new(AtomicBool::new(false)),
             fails: Arc::new(AtomicU64::new(0)),
-            changes: 0,
         })
     }
 
     fn switch(&mut self, k: SegmentKey, ctl: &SecyControl) -> Result<()> {
-        let mut next = participant(&self.params, &k, &self.remote.addr)?;
-        // The new CAK's first SAK on an AN the old one's SAKs do not use (two ahead of its
-        // latest: the next free after it is where the old one would rekey to), so the old SAs
-        // stay whole until they are retired.
-        let used = self.current.ans_in_use();
-        let first = match used.first() {
-            Some(&latest) => (0..4)
-                .map(|i| (latest + 2 + i) % 4)
-                .find(|a| !used.contains(a))
-                .unwrap_or(0),
-            None => 0,
-        };
-        next.prefer_first_an(first);
-        next.start(ctl)?;
-        let mut prev = std::mem::replace(&mut self.current, next);
-        prev.close();
-        // A CAK replaced before the previous handover ended: that one's SAs go now.
-        if let Some(mut o) = self.old.take() {
-            o.mka.retire_superseded(ctl, &self.current);
-        }
+        let psk = psk_of(&k, &self.remote.addr)?;
+        let source = source_name(&self.remote.addr, &k);
+        self.chain
+            .switch(&psk, &label(k.key.number), &source, ctl)?;
         ctl.shared().emit(
             "cak_changed",
             json!({"segment": k.segment, "number": k.key.number, "ckn": hex::encode(&k.key.ckn),
                    "previous": self.number}),
         );
-        self.old = Some(Old {
-            mka: prev,
-            number: self.number,
-            since: Instant::now(),
-            new_tx: None,
-        });
         self.number = k.key.number;
-        self.ckn = k.key.ckn.clone();
-        self.changes += 1;
         Ok(())
     }
 }
@@ -309,9 +256,9 @@ impl KeySource for KeyserverKeys {
         ctl.shared().emit(
             "cak_fetched",
             json!({"keyserver": self.remote.addr, "segment": self.segment,
-                   "number": self.number, "ckn": hex::encode(&self.ckn)}),
+                   "number": self.number, "ckn": self.chain.ckn().map(hex::encode)}),
         );
-        self.current.start(ctl)
+        self.chain.start(ctl)
     }
 
     fn poll(&mut self, now: Instant, ctl: &SecyControl) -> Result<()> {
@@ -322,35 +269,28 @@ impl KeySource for KeyserverKeys {
                 Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
             }
         }
-        self.current.poll(now, ctl)?;
-        let retire_after = self.params.settings.sak_retire;
-        let done = match self.old.as_mut() {
-            None => false,
-            Some(o) => {
-                if o.new_tx.is_none() && self.current.tx_in_use() {
-                    o.new_tx = Some(now);
-                }
-                o.new_tx
-                    .is_some_and(|t| now.duration_since(t) >= retire_after)
-                    || now.duration_since(o.since) >= HANDOVER_LIMIT
-            }
-        };
-        if done && let Some(mut o) = self.old.take() {
-            o.mka.retire_superseded(ctl, &self.current);
+        for old in self.chain.poll(now, ctl)? {
             ctl.shared().emit(
                 "cak_retired",
-                json!({"segment": self.segment, "number": o.number}),
+                json!({"segment": self.segment, "number": old.parse::<u64>().unwrap_or(0)}),
             );
         }
         Ok(())
     }
 
     fn wait(&mut self, max: Duration) {
-        self.current.wait(max)
+        self.chain.wait(max)
     }
 
     fn describe(&self, ctl: &SecyControl) -> Value {
-        let mut v = self.current.describe(ctl);
+        let mut v = self.chain.describe(ctl);
+        let handover = v
+            .get("ca")
+            .and_then(|c| c.get("handover"))
+            .and_then(|h| h.as_array())
+            .and_then(|h| h.first())
+            .and_then(|l| l.as_str())
+            .and_then(|l| l.parse::<u64>().ok());
         if let Some(o) = v.as_object_mut() {
             o.insert(
                 "keyserver".into(),
@@ -358,9 +298,9 @@ impl KeySource for KeyserverKeys {
                     "addr": self.remote.addr,
                     "segment": self.segment,
                     "cak_number": self.number,
-                    "ckn": hex::encode(&self.ckn),
-                    "cak_changes": self.changes,
-                    "handover": self.old.as_ref().map(|o| json!({"from": o.number})),
+                    "ckn": self.chain.ckn().map(hex::encode),
+                    "cak_changes": self.chain.changes(),
+                    "handover": handover.map(|n| json!({"from": n})),
                     "connection_failures": self.fails.load(Ordering::Relaxed),
                 }),
             );

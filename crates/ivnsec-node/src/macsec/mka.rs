@@ -740,11 +740,21 @@ impl MkaKeys {
     /// Retires every SA this (closed) participant installed that `newer` has not installed in
     /// its place (the same AN in the same SC), so that no SA of the old CAK stays.
     pub fn retire_superseded(&mut self, ctl: &SecyControl, newer: &MkaKeys) {
+        self.retire_except(ctl, Some(newer));
+    }
+
+    /// Retires every SA this participant installed (its CAK ends with no successor).
+    pub fn retire_all(&mut self, ctl: &SecyControl) {
+        self.retire_except(ctl, None);
+    }
+
+    fn retire_except(&mut self, ctl: &SecyControl, newer: Option<&MkaKeys>) {
         let newer_rx = |sci: Sci, an: u8| {
-            newer
-                .rx_keys
-                .iter()
-                .any(|k| k.an == an && k.scis.contains(&sci))
+            newer.is_some_and(|n| {
+                n.rx_keys
+                    .iter()
+                    .any(|k| k.an == an && k.scis.contains(&sci))
+            })
         };
         for k in std::mem::take(&mut self.rx_keys) {
             for sci in k.scis {
@@ -759,7 +769,7 @@ impl MkaKeys {
             }
         }
         for k in std::mem::take(&mut self.tx_keys) {
-            if !newer.tx_keys.iter().any(|n| n.an == k.an) {
+            if !newer.is_some_and(|n| n.tx_keys.iter().any(|t| t.an == k.an)) {
                 let _ = ctl.retire_tx_sa(k.an);
             }
         }

@@ -18,6 +18,7 @@
 //! interface's MTU minus 32 ([`mtu_plan`]); [`run`] sets it, and refuses a protected interface
 //! whose MTU leaves less than [`MIN_TAP_MTU`] for the TAP.
 
+pub mod chain;
 pub mod dataplane;
 pub mod host;
 pub mod keyserver;
