@@ -362,14 +362,10 @@ impl Participant {
     }
 
     fn drop_pdu(&mut self, d: MkaDrop) -> Result<(), MkaDrop> {
-        self.count_drop(d);
-        Err(d)
-    }
-
-    fn count_drop(&mut self, d: MkaDrop) {
         if let Some(c) = self.counters.drops.get_mut(d.index()) {
             *c += 1;
         }
+        Err(d)
     }
 
     /// The lowest MN this participant sent within the life time (a peer listing an MN below
@@ -505,14 +501,8 @@ impl Participant {
             Some(c) if live => self.accept_cak(&r, c),
             _ => Ok(()),
         };
-        let result = match (result, cak_result) {
-            (Err(sak), Err(cak)) => {
-                // Both refused: the SAK's reason is returned, the CAK's counted here.
-                self.count_drop(cak);
-                Err(sak)
-            }
-            (sak, cak) => sak.and(cak),
-        };
+        // One counted drop per MKPDU: when both are refused, the SAK's reason.
+        let result = result.and(cak_result);
         self.progress(now);
         match result {
             Err(d) => self.drop_pdu(d),
