@@ -31,7 +31,7 @@
 //! [`Counters::drops`] (names in [`MkaDrop::ALL`]): malformed, not for us, unsupported version
 //! or algorithm, unknown CKN, bad ICV (also an [`Event::IcvFailure`]), our own PDU, stale MN,
 //! too many peers, a Distributed SAK not from the elected key server, a SAK that does not
-//! unwrap, a Distributed CAK not from the elected key server, a CAK that does not unwrap. [`Participant::status`] is the snapshot `macsec status` prints.
+//! unwrap, a Distributed CAK not from the elected key server, a CAK that does not unwrap. [`Participant::snapshot`] is the snapshot `macsec status` prints.
 //!
 //! # Events: what the data plane does
 //!

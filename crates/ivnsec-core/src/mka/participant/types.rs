@@ -135,7 +135,7 @@ impl Config {
     }
 }
 
-/// Errors of [`Participant::new`].
+/// Errors of [`Participant::new`](super::Participant::new).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MkaError {
@@ -436,8 +436,8 @@ pub struct Status {
     pub peers: Vec<PeerStatus>,
     pub latest: Option<KeyStatus>,
     pub old: Option<KeyStatus>,
-    /// The CKN of the CAK [`Participant::distribute_cak`] was given (sent while this
-    /// participant is the key server), if any.
+    /// The CKN of the CAK [`distribute_cak`](super::Participant::distribute_cak) was given
+    /// (sent while this participant is the key server), if any.
     pub distributing_cak: Option<Vec<u8>>,
     /// The CKN of the last CAK the key server distributed to this participant, if any.
     pub received_cak: Option<Vec<u8>>,
