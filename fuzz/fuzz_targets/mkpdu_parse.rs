@@ -38,6 +38,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(back.sak_use, r.sak_use);
     assert_eq!(back.xpn, r.xpn);
     assert_eq!(back.distributed_sak, r.distributed_sak);
+    assert_eq!(back.distributed_cak, r.distributed_cak);
     assert_eq!(back.icv_indicator, r.icv_indicator);
     assert_eq!(back.skipped, 0);
     for (a, b) in [(back.live_peers, r.live_peers), (back.potential_peers, r.potential_peers)] {

@@ -16,6 +16,11 @@ crypto provider):
     its own KEK and checks it equals the SAK the Rust member installed; checks the salt, the SSCIs
     and the key server SSCI octet, reports the SAK installed and checks that the Rust member then
     transmits with it.
+  Distributed CAK: the key server of the two (either side) distributes a random group CAK of
+    either size with a random CKN; the other side must unwrap exactly it (the reference with
+    its own KEK, the Rust member announcing it once as cak_distributed); one from the member
+    that is not key server is refused (dcak_not_from_key_server), one under another KEK too
+    (dcak_unwrap).
   Both: a replayed MKPDU is dropped as stale_mn, a bit flip as bad_icv, another CKN as
   unknown_ckn.
 
@@ -179,6 +184,20 @@ def case(binary: str, rng: random.Random, suite: str, cak_len: int, provider: st
             check(m is not None and m.sak_use is not None and m.sak_use.ltx and m.sak_use.lrx,
                   f"{name}: Rust reports transmitting {m and m.sak_use}")
             check(m is not None and (m.xpn is not None) == xpn, f"{name}: XPN parameter set {m and m.xpn}")
+            # The reference (key server) distributes a group CAK; repeated, it is announced once.
+            gcak, gckn = rng.randbytes(rng.choice((16, 32))), rng.randbytes(rng.randint(1, 32))
+            body = ref.dcak_body(kek, gcak, gckn)
+            for _ in range(2):
+                r = send(ref.Mkpdu(key_server=True, live=[(m.mi, m.mn)], sak_use=use, dcak=body,
+                                   xpn=(0, 0) if xpn else None, **base))
+                check(r == "ok", f"{name}: distributed CAK: {r}")
+            got = [e for e in rust.events if e[0] == "cak_distributed"]
+            check(got == [["cak_distributed", gcak.hex(), gckn.hex()]],
+                  f"{name}: Rust got {got}, want CAK {gcak.hex()} CKN {gckn.hex()}")
+            other_kek = ref.kek(bytes(cak_len), ckn)
+            r = send(ref.Mkpdu(key_server=True, live=[(m.mi, m.mn)], sak_use=use,
+                               dcak=ref.dcak_body(other_kek, gcak, gckn), xpn=(0, 0) if xpn else None, **base))
+            check(r == "drop dcak_unwrap", f"{name}: CAK under another KEK: {r}")
         else:
             d = m.dsak
             if not check(d is not None, f"{name}: Rust key server distributes a SAK"):
@@ -208,6 +227,25 @@ def case(binary: str, rng: random.Random, suite: str, cak_len: int, provider: st
             m2 = last_rust()
             check(m2 is not None and m2.sak_use is not None and m2.sak_use.ltx and m2.dsak is None,
                   f"{name}: key server transmits and stops distributing {m2}")
+            # The Rust key server distributes a group CAK; the reference unwraps it with its KEK.
+            gcak, gckn = rng.randbytes(rng.choice((16, 32))), rng.randbytes(rng.randint(1, 32))
+            rust.cmd(f"dcak {t} {gcak.hex()} {gckn.hex()}")
+            m3 = last_rust()
+            if check(m3 is not None and m3.dcak is not None, f"{name}: Rust key server sends the CAK {m3}"):
+                try:
+                    got = ref.unwrap_dcak(kek, m3.dcak)
+                except ValueError as e:
+                    got = (b"", str(e).encode())
+                check(got == (gcak, gckn), f"{name}: reference unwrapped {got}, want {gcak.hex()} {gckn.hex()}")
+            # From the reference, not key server: refused.
+            r = send(ref.Mkpdu(live=[(m.mi, m.mn)], sak_use=use, dcak=ref.dcak_body(kek, gcak, gckn),
+                               xpn=(0, 0) if xpn else None, **base))
+            check(r == "drop dcak_not_from_key_server", f"{name}: CAK from a member: {r}")
+            rust.cmd(f"nodcak {t}")
+            t += 3 * SECOND
+            rust.cmd(f"tick {t}")
+            m3 = last_rust()
+            check(m3 is not None and m3.dcak is None, f"{name}: stopped distributing the CAK")
 
         # Hostile input: a replay, a flipped bit, another CKN.
         frame = ref.encode(ref.Mkpdu(live=[(m.mi, m.mn)], mn=py_mn, **base), py_mac, ick)

@@ -8,6 +8,8 @@ standard and not only our code. Crypto from the `cryptography` package (AES-CMAC
     KEK = KDF(CAK, "IEEE8021 KEK", CKN[:16] zero-padded, |CAK|)
     SAK = KDF(CAK, "IEEE8021 SAK", KS-nonce | MI list | KN, |SAK|)
     ICV = CMAC(ICK, DA | SA | EtherType | EAPOL header | MKPDU without the ICV)
+    Distributed CAK (type 5, Figure 11-13) body = AES-KW(KEK, CAK) | CKN (the wrap 24 octets for a
+    128-bit CAK, 40 for a 256-bit one; which one is not encoded, the wrap's check decides)
 
 Run it directly for its self-test against IEEE 802.1X-2020 Annex G and RFC 3394 section 4.
 """
@@ -119,6 +121,7 @@ class Mkpdu:
     sak_use: SakUse | None = None
     dsak: tuple[int, int, int, int | None, bytes] | None = None  # an, co, kn, suite, wrapped
     xpn: tuple[int, int] | None = None  # latest, old lowest PN high 32 bits
+    dcak: bytes | None = None  # Distributed CAK body: AES-KW(KEK, CAK) | CKN
     skipped: list[int] = field(default_factory=list)
 
 
@@ -140,6 +143,8 @@ def encode(m: Mkpdu, src: bytes, ick_key: bytes, dst: bytes = GROUP) -> bytes:
         an, co, kn, suite, wrapped = m.dsak
         b = struct.pack(">I", kn) + (struct.pack(">Q", suite) if suite is not None else b"") + wrapped
         body += pset(4, an << 6 | co << 4, 0, b)
+    if m.dcak is not None:
+        body += pset(5, 0, 0, m.dcak)
     if m.xpn is not None:
         body += pset(8, 0, 0, struct.pack(">II", *m.xpn))
     signed = dst + src + struct.pack(">HBBH", ETHERTYPE, 3, 5, len(body) + 16) + body
@@ -207,6 +212,11 @@ def decode(frame: bytes, ick_key: bytes) -> Mkpdu:
                 m.dsak = (o2 >> 6, (o2 >> 4) & 3, kn, suite, body[12:])
             else:
                 raise Malformed("distributed SAK length")
+        elif t == 5:
+            # A wrapped 128-bit CAK (24 octets) or 256-bit CAK (40) and a CKN of 1..32 octets.
+            if not 24 + 1 <= ln <= 40 + 32:
+                raise Malformed("distributed CAK length")
+            m.dcak = body
         elif t == 8:
             if ln != 8:
                 raise Malformed("XPN length")
@@ -226,6 +236,21 @@ def wrap(kek_key: bytes, key: bytes) -> bytes:
 
 def unwrap(kek_key: bytes, wrapped: bytes) -> bytes:
     return aes_key_unwrap(kek_key, wrapped)
+
+
+def dcak_body(kek_key: bytes, cak: bytes, ckn: bytes) -> bytes:
+    return wrap(kek_key, cak) + ckn
+
+
+def unwrap_dcak(kek_key: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """(CAK, CKN) of a Distributed CAK body; raises ValueError when no reading unwraps."""
+    for n in (24, 40):
+        if 1 <= len(body) - n <= 32:
+            try:
+                return unwrap(kek_key, body[:n]), body[n:]
+            except Exception:  # InvalidUnwrap: the other reading, or not under this KEK
+                pass
+    raise ValueError("distributed CAK does not unwrap")
 
 
 def self_test() -> int:

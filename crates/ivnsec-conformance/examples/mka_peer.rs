@@ -1,6 +1,7 @@
 //! A line-driven MKA participant for the cross-check against the independent Python
 //! implementation (`tests/interop/mka_crosscheck.py`). Test tool only: it prints the SAKs it
-//! installs (the test's random keys) so the reference can compare them.
+//! installs and the CAKs distributed to it (the test's random keys) so the reference can compare
+//! them.
 //!
 //! Usage: mka_peer --cak HEX --ckn HEX --suite PROFILE --sci HEX16 [--priority N]
 //!                 [--provider portable|fast]
@@ -15,10 +16,13 @@
 //!   rx T HEX        hand a received frame to the participant; prints `ok` or `drop REASON`
 //!   tick T          advance the clock
 //!   pn T AN PN      the data plane's next transmit PN
+//!   dcak T CAK CKN  distribute this CAK (hex) named CKN (hex) while key server
+//!   nodcak T        stop distributing it
 //! After the start and after each command it prints the frames due (`tx HEX`), the events
 //! (`install_rx KS_MI KN AN SAK SALT SCI:SSCI,…`, `install_tx KS_MI KN AN SSCI`, `retire_rx …`,
 //! `retire_tx …`, `peer_live SCI MI`, `peer_lost SCI MI`, `key_server SCI self|peer|none`,
-//! `sak_distributed KS_MI KN AN REASON`, `icv_failure SRC`) and `done`.
+//! `sak_distributed KS_MI KN AN REASON`, `icv_failure SRC`, `cak_distributed CAK CKN`) and
+//! `done`.
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,6 +127,12 @@ fn print_events(p: &mut Participant, out: &mut impl Write) -> std::io::Result<()
                 reason.name()
             )?,
             Event::IcvFailure { src } => writeln!(out, "icv_failure {src}")?,
+            Event::CakDistributed { cak, ckn } => writeln!(
+                out,
+                "cak_distributed {} {}",
+                hexs(cak.as_bytes()),
+                hexs(&ckn)
+            )?,
             other => writeln!(out, "other {other:?}")?,
         }
     }
@@ -232,6 +242,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
             "tick" => p.handle_timeout(now),
             "pn" => p.report_tx_pn(now, w[2].parse()?, w[3].parse()?),
+            "dcak" => {
+                let hex_arg = |i: usize| hex::decode(w.get(i).copied().unwrap_or_default());
+                p.distribute_cak(now, &hex_arg(2)?, &hex_arg(3)?)
+                    .map_err(|e| e.to_string())?
+            }
+            "nodcak" => p.stop_distributing_cak(),
             other => return Err(format!("unknown command {other}").into()),
         }
         flush(&mut p, now, &mut out)?;

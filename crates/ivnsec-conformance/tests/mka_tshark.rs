@@ -1,13 +1,15 @@
 //! Wireshark dissects the MKPDUs of `ivnsec_core::mka` as EAPOL-MKA with no malformed or
 //! undecoded marks, and reads back the fields we meant: three members agree on a key server,
 //! distribute a SAK (GCM-AES-128 without, XPN-256 with the cipher suite field and the XPN
-//! parameter set) and report it in use; the frames go to a pcap through `ivnsec_net::pcap` and
-//! tshark reads them. Skips with a printed reason when tshark is not installed.
+//! parameter set) and report it in use; with GCM-AES-128 the key server also distributes a
+//! 128-bit group CAK (Wireshark reads the Distributed CAK with a 24-octet key wrap only); the
+//! frames go to a pcap through `ivnsec_net::pcap` and tshark reads them. Skips with a printed reason when tshark is not installed.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ivnsec_core::crypto::{CryptoError, SecureRandom};
+use ivnsec_core::mka::kdf::CaKeys;
 use ivnsec_core::mka::participant::SECOND;
 use ivnsec_core::mka::{Config, Participant};
 use ivnsec_core::sa::macsec::CipherSuite;
@@ -32,9 +34,12 @@ impl SecureRandom for Rng {
 }
 
 const CKN: &[u8] = b"ivnsec tshark ckn";
+const GROUP_CAK: [u8; 16] = [0x77; 16];
+const GROUP_CKN: &[u8] = b"ivnsec group ckn";
 
-/// Runs three members for 5 s of virtual time; returns every frame sent.
-fn session(suite: CipherSuite) -> Vec<Vec<u8>> {
+/// Runs three members for 5 s of virtual time (member 0, the key server, distributing the group
+/// CAK when `dcak`); returns every frame sent.
+fn session(suite: CipherSuite, dcak: bool) -> Vec<Vec<u8>> {
     let p = ivnsec_conformance::provider("portable");
     let mut m: Vec<Participant> = (0..3u8)
         .map(|i| {
@@ -51,6 +56,9 @@ fn session(suite: CipherSuite) -> Vec<Vec<u8>> {
             .unwrap()
         })
         .collect();
+    if dcak {
+        m[0].distribute_cak(0, &GROUP_CAK, GROUP_CKN).unwrap();
+    }
     let mut wire = Vec::new();
     let mut buf = vec![0u8; 2048];
     let mut now = 0;
@@ -108,7 +116,8 @@ fn tshark_dissects_our_mkpdus_without_complaint() {
     let dir = std::env::temp_dir().join(format!("ivnsec-mka-tshark-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for suite in [CipherSuite::GcmAes128, CipherSuite::GcmAesXpn256] {
-        let frames = session(suite);
+        let dcak = suite == CipherSuite::GcmAes128;
+        let frames = session(suite, dcak);
         let path = dir.join(format!("{suite}.pcap"));
         let mut w = PcapWriter::create(&path).unwrap();
         for f in &frames {
@@ -136,6 +145,8 @@ fn tshark_dissects_our_mkpdus_without_complaint() {
             "mka.xpn_set",
             "-e",
             "mka.latest_key_tx",
+            "-e",
+            "mka.aes_key_wrap_cak",
         ])
         .expect("tshark ran above");
         let rows: Vec<Vec<&str>> = fields.lines().map(|l| l.split('|').collect()).collect();
@@ -145,10 +156,26 @@ fn tshark_dissects_our_mkpdus_without_complaint() {
             rows.iter().all(|r| r[0].starts_with("eth:ethertype:eapol")),
             "{suite}: {rows:?}"
         );
+        // The CKN of the Basic Parameter Set, then that of a Distributed CAK.
         assert!(
-            rows.iter().all(|r| r[1] == hex::encode(CKN)),
+            rows.iter()
+                .all(|r| r[1].split(',').next() == Some(&hex::encode(CKN)[..])),
             "{suite}: {rows:?}"
         );
+        let with_cak: Vec<&Vec<&str>> = rows.iter().filter(|r| !r[6].is_empty()).collect();
+        assert_eq!(with_cak.is_empty(), !dcak, "{suite}: {rows:?}");
+        let p = ivnsec_conformance::provider("portable");
+        let wrapped = CaKeys::new(p, &[0x5a; 16], CKN)
+            .unwrap()
+            .wrap_sak(&GROUP_CAK)
+            .unwrap();
+        for r in &with_cak {
+            assert_eq!(r[6], hex::encode(&wrapped), "{suite}: {r:?}");
+            assert_eq!(
+                r[1],
+                format!("{},{}", hex::encode(CKN), hex::encode(GROUP_CKN))
+            );
+        }
         // A distributed key, the cipher suite field only for the non-default suite.
         let dist: Vec<&Vec<&str>> = rows.iter().filter(|r| !r[2].is_empty()).collect();
         assert!(!dist.is_empty(), "{suite}: no Distributed SAK dissected");

@@ -25,7 +25,7 @@ use ivnsec_core::sa::macsec::CipherSuite;
 use ivnsec_core::wire::ethernet::MacAddr;
 use ivnsec_core::wire::macsec::Sci;
 use ivnsec_core::wire::mkpdu::{
-    self, DistributedKey, DistributedSak, Frame, KeyId, PAE_GROUP_ADDR, Repr,
+    self, DistributedCak, DistributedKey, DistributedSak, Frame, KeyId, PAE_GROUP_ADDR, Repr,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1126,5 +1126,303 @@ fn a_preferred_first_an_is_the_first_saks() {
             assert_eq!((latest.key.kn, latest.an), (1, 2), "{} member {i}", p.name);
         }
         assert!(net.violations.is_empty(), "{:#?}", net.violations);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Distributed CAK (clause 9.8): a group CAK from the key server of a pairwise CA
+// ---------------------------------------------------------------------------------------------
+
+/// The CAKs member `i` was given with `Event::CakDistributed`, in order.
+fn caks_received(net: &Net, i: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    net.m[i]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CakDistributed { cak, ckn } => {
+                let dbg = format!("{e:?}");
+                assert!(
+                    !dbg.contains(&format!("{:?}", cak.as_bytes())),
+                    "Debug shows the CAK: {dbg}"
+                );
+                Some((cak.as_bytes().to_vec(), ckn.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The Distributed CAK bodies in member `i`'s MKPDUs on the wire from index `from` on.
+fn dcaks_sent(net: &Net, i: usize, from: usize) -> Vec<Vec<u8>> {
+    net.wire[from..]
+        .iter()
+        .filter(|(s, _)| *s == i)
+        .filter_map(|(_, f)| {
+            let f = Frame::new_checked(&f[..]).unwrap();
+            let r = Repr::parse(&f).unwrap();
+            r.distributed_cak.map(|c| c.body.to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn the_key_server_distributes_a_cak_to_every_live_peer_once() {
+    // The pairwise CA's CAK size × the group CAK's size × CKN lengths: a body of 44 and one of
+    // 48 octets read both ways on the wire; the key wrap's integrity check decides.
+    let cases: [(usize, usize, usize); 5] = [
+        (16, 16, 20),
+        (16, 32, 8),
+        (32, 16, 32),
+        (32, 32, 32),
+        (32, 32, 1),
+    ];
+    for (ca_len, group_len, ckn_len) in cases {
+        for p in providers(kdf::primitives(ca_len).unwrap()) {
+            let ca_cak = vec![0x5au8; ca_len];
+            let mut net = Net::with_caks(p, &[cfg(), cfg(), cfg()], &[&ca_cak[..]; 3]);
+            net.run_until(4 * SECOND);
+            net.assert_secured();
+            let group: Vec<u8> = (0..group_len as u8).map(|b| b ^ 0xc3).collect();
+            let ckn: Vec<u8> = (0..ckn_len as u8).map(|b| b'a' + b % 26).collect();
+            let from = net.wire.len();
+            let now = net.now;
+            net.m[0].p.distribute_cak(now, &group, &ckn).unwrap();
+            // News now: the key server sends it without waiting for the hello time.
+            net.settle();
+            assert!(!dcaks_sent(&net, 0, from).is_empty());
+            for i in 1..3 {
+                assert_eq!(
+                    caks_received(&net, i),
+                    [(group.clone(), ckn.clone())],
+                    "{} {ca_len}/{group_len}/{ckn_len} member {i}",
+                    p.name
+                );
+            }
+            // Repeated in every MKPDU, announced once; the key server gets none itself.
+            net.run_until(net.now + 10 * SECOND);
+            let bodies = dcaks_sent(&net, 0, from);
+            assert!(bodies.len() >= 5, "{}", bodies.len());
+            assert!(bodies.iter().all(|b| b.len() == group_len + 8 + ckn_len));
+            assert!(bodies.windows(2).all(|w| w[0] == w[1]));
+            for i in 1..3 {
+                assert_eq!(caks_received(&net, i).len(), 1);
+                assert!(dcaks_sent(&net, i, from).is_empty());
+                let s = net.m[i].p.snapshot();
+                assert_eq!(s.received_cak.as_deref(), Some(&ckn[..]));
+                assert_eq!(s.distributing_cak, None);
+                assert_eq!(s.counters.total_drops(), 0, "{:?}", s.counters);
+            }
+            assert!(caks_received(&net, 0).is_empty());
+            let s = net.m[0].p.snapshot();
+            assert_eq!(s.distributing_cak.as_deref(), Some(&ckn[..]));
+            assert_eq!(s.received_cak, None);
+            net.assert_secured();
+            assert!(net.violations.is_empty(), "{:#?}", net.violations);
+
+            // Stopped: MKPDUs carry it no more.
+            net.m[0].p.stop_distributing_cak();
+            let from = net.wire.len();
+            net.run_until(net.now + 5 * SECOND);
+            assert!(dcaks_sent(&net, 0, from).is_empty());
+            assert_eq!(net.m[0].p.snapshot().distributing_cak, None);
+
+            // Another CAK replaces it, and is announced once more.
+            let now = net.now;
+            let group2 = vec![0x11u8; group_len];
+            net.m[0].p.distribute_cak(now, &group2, b"second").unwrap();
+            net.run_until(net.now + 5 * SECOND);
+            for i in 1..3 {
+                assert_eq!(
+                    caks_received(&net, i),
+                    [
+                        (group.clone(), ckn.clone()),
+                        (group2.clone(), b"second".to_vec())
+                    ]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn distribute_cak_refuses_bad_lengths() {
+    let p = providers(kdf::primitives(16).unwrap()).next().unwrap();
+    let mut net = Net::new(p, &[cfg(), cfg()]);
+    let a = &mut net.m[0].p;
+    assert!(a.distribute_cak(0, &[1; 24], b"x").is_err());
+    assert!(a.distribute_cak(0, &[1; 16], b"").is_err());
+    assert!(a.distribute_cak(0, &[1; 16], &[b'x'; 33]).is_err());
+    assert_eq!(a.snapshot().distributing_cak, None);
+}
+
+#[test]
+fn a_member_that_is_not_key_server_sends_its_cak_only_once_elected() {
+    for p in providers(kdf::primitives(16).unwrap()) {
+        let mut net = Net::new(p, &[cfg(), cfg(), cfg()]);
+        net.run_until(4 * SECOND);
+        let from = net.wire.len();
+        let now = net.now;
+        net.m[1]
+            .p
+            .distribute_cak(now, &[0x21; 16], b"later")
+            .unwrap();
+        net.run_until(net.now + 6 * SECOND);
+        assert!(dcaks_sent(&net, 1, from).is_empty(), "{}", p.name);
+        assert!(dcaks_sent(&net, 0, from).is_empty());
+        for i in 0..3 {
+            assert!(caks_received(&net, i).is_empty());
+        }
+        assert_eq!(
+            net.m[1].p.snapshot().distributing_cak.as_deref(),
+            Some(&b"later"[..])
+        );
+        // The key server leaves; member 1 (next lowest SCI) is elected and sends it.
+        net.m[0].alive = false;
+        net.run_until(net.now + 10 * SECOND);
+        assert!(net.m[1].p.snapshot().is_key_server);
+        assert!(!dcaks_sent(&net, 1, from).is_empty());
+        assert_eq!(
+            caks_received(&net, 2),
+            [(vec![0x21; 16], b"later".to_vec())]
+        );
+        assert!(caks_received(&net, 1).is_empty());
+    }
+}
+
+#[test]
+fn a_forged_or_foreign_dcak_is_dropped_and_counted() {
+    for p in providers(kdf::primitives(16).unwrap()) {
+        let mut net = Net::new(p, &[cfg(), cfg(), cfg()]);
+        net.run_until(4 * SECOND);
+        let keys = CaKeys::new(p, &CAK, CKN).unwrap();
+        let mut body = keys.wrap_sak(&[0x66; 16]).unwrap();
+        body.extend_from_slice(b"forged");
+        // Member 2 (a member of the CA, not its key server) claims the role and sends a CAK.
+        let last2 = net
+            .wire
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == 2)
+            .unwrap()
+            .1
+            .clone();
+        let f = Frame::new_checked(&last2[..]).unwrap();
+        let mut r = Repr::parse(&f).unwrap();
+        r.basic.mn += 1;
+        r.basic.key_server = true;
+        r.distributed_cak = Some(DistributedCak { body: &body });
+        let forged = forge(p, &r, mac(2));
+        let t = net.now;
+        for i in 0..2 {
+            assert_eq!(
+                net.m[i].p.handle_pdu(t, &forged),
+                Err(MkaDrop::DcakNotFromKeyServer),
+                "{} member {i}",
+                p.name
+            );
+            let named: BTreeMap<&str, u64> = net.m[i].p.counters().named_drops().collect();
+            assert_eq!(named["dcak_not_from_key_server"], 1);
+            assert!(
+                std::iter::from_fn(|| net.m[i].p.poll_event())
+                    .all(|e| !matches!(e, Event::CakDistributed { .. }))
+            );
+            assert_eq!(net.m[i].p.snapshot().received_cak, None);
+        }
+        // From the real key server, but wrapped under another CA's KEK: does not unwrap.
+        let last0 = net
+            .wire
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == 0)
+            .unwrap()
+            .1
+            .clone();
+        let f = Frame::new_checked(&last0[..]).unwrap();
+        let mut r = Repr::parse(&f).unwrap();
+        r.basic.mn += 50;
+        let mut other = CaKeys::new(p, &[0x77; 16], CKN)
+            .unwrap()
+            .wrap_sak(&[0x66; 32])
+            .unwrap();
+        other.extend_from_slice(b"other-ca");
+        r.distributed_cak = Some(DistributedCak { body: &other });
+        let forged = forge(p, &r, mac(0));
+        assert_eq!(net.m[1].p.handle_pdu(t, &forged), Err(MkaDrop::DcakUnwrap));
+        let named: BTreeMap<&str, u64> = net.m[1].p.counters().named_drops().collect();
+        assert_eq!(named["dcak_unwrap"], 1);
+        assert!(
+            std::iter::from_fn(|| net.m[1].p.poll_event())
+                .all(|e| !matches!(e, Event::CakDistributed { .. }))
+        );
+        // A flipped bit in a genuine one: does not unwrap either.
+        let mut good = keys.wrap_sak(&[0x66; 16]).unwrap();
+        good[5] ^= 1;
+        good.extend_from_slice(b"flipped");
+        r.basic.mn += 1;
+        r.distributed_cak = Some(DistributedCak { body: &good });
+        let forged = forge(p, &r, mac(0));
+        assert_eq!(net.m[1].p.handle_pdu(t, &forged), Err(MkaDrop::DcakUnwrap));
+        // The genuine one from the key server is accepted, once.
+        let mut good = keys.wrap_sak(&[0x66; 16]).unwrap();
+        good.extend_from_slice(b"genuine");
+        for _ in 0..2 {
+            r.basic.mn += 1;
+            r.distributed_cak = Some(DistributedCak { body: &good });
+            let forged = forge(p, &r, mac(0));
+            assert_eq!(net.m[1].p.handle_pdu(t, &forged), Ok(()));
+        }
+        let got: Vec<_> = std::iter::from_fn(|| net.m[1].p.poll_event())
+            .filter_map(|e| match e {
+                Event::CakDistributed { cak, ckn } => Some((cak.as_bytes().to_vec(), ckn)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, [(vec![0x66; 16], b"genuine".to_vec())]);
+        // Nothing of it disturbed the CA.
+        net.run_until(t + 5 * SECOND);
+        net.assert_secured();
+    }
+}
+
+#[test]
+fn an_mkpdu_with_a_dcak_still_fits_max_frame_len() {
+    let suite = CipherSuite::GcmAesXpn256;
+    for p in providers(kdf::primitives(32).unwrap()) {
+        let mut c = Config::new(suite);
+        c.max_peers = 2;
+        let cak = [0x42u8; 32];
+        let mut net = Net::with_caks(p, &[c, c, c], &[&cak, &cak, &cak]);
+        // Given before anything is live: sent with the first SAK, the longest MKPDU there is
+        // (a 256-bit SAK with its cipher suite, a 256-bit CAK with a 32-octet CKN, XPN).
+        net.m[0]
+            .p
+            .distribute_cak(0, &[0x99; 32], &[b'k'; 32])
+            .unwrap();
+        net.run_until(6 * SECOND);
+        net.assert_secured();
+        let max = net.m[0].p.max_frame_len();
+        let mut both = 0;
+        for (_, f) in &net.wire {
+            assert!(f.len() <= max, "{} > {max} on {}", f.len(), p.name);
+            let f = Frame::new_checked(&f[..]).unwrap();
+            let r = Repr::parse(&f).unwrap();
+            if r.distributed_cak.is_some() && r.distributed_sak.is_some() {
+                both += 1;
+            }
+        }
+        assert!(both > 0);
+        for m in &net.m {
+            assert_eq!(m.p.counters().tx_buffer_too_small, 0);
+        }
+        // And into a buffer of exactly max_frame_len.
+        let mut buf = vec![0u8; max];
+        net.m[0].p.handle_timeout(net.now + 2 * SECOND);
+        assert!(
+            net.m[0]
+                .p
+                .poll_transmit(net.now + 2 * SECOND, &mut buf)
+                .is_some()
+        );
+        assert_eq!(caks_received(&net, 1), [(vec![0x99; 32], vec![b'k'; 32])]);
     }
 }

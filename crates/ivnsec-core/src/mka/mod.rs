@@ -31,7 +31,7 @@
 //! [`Counters::drops`] (names in [`MkaDrop::ALL`]): malformed, not for us, unsupported version
 //! or algorithm, unknown CKN, bad ICV (also an [`Event::IcvFailure`]), our own PDU, stale MN,
 //! too many peers, a Distributed SAK not from the elected key server, a SAK that does not
-//! unwrap. [`Participant::status`] is the snapshot `macsec status` prints.
+//! unwrap, a Distributed CAK not from the elected key server, a CAK that does not unwrap. [`Participant::snapshot`] is the snapshot `macsec status` prints.
 //!
 //! # Events: what the data plane does
 //!
@@ -44,6 +44,8 @@
 //! - [`Event::RetireRx`] / [`Event::RetireTx`]: delete the SAs of that key and zero it.
 //! - [`Event::PeerLive`], [`Event::PeerLost`], [`Event::KeyServerElected`],
 //!   [`Event::SakDistributed`], [`Event::IcvFailure`]: for the log (`--events`) and status.
+//! - [`Event::CakDistributed`]: the key server distributed a group CAK; start a participant
+//!   for its CA (`cak`, `ckn`) next to this one.
 //!
 //! Report the transmit SA's next PN with [`Participant::report_tx_pn`] (every few thousand
 //! frames is plenty): the key server rekeys at [`Config::pn_threshold`] (75 % of the PN space by
@@ -86,11 +88,26 @@
 //! or the Lowest Acceptable PN a peer reports in its SAK Use set (with the XPN set's high 32
 //! bits) — reaches [`Config::pn_threshold`]. A member that joins while a SAK is being
 //! distributed makes the key server distribute a fresh one to all.
+//!
+//! **Distributed CAK (9.8).** The key server of a pairwise CA (an authenticator and one
+//! supplicant, its CAK from EAP) hands the live members a group CAK, so that the supplicants
+//! behind one authenticator port and the authenticator share one CA and one SAK.
+//! [`Participant::distribute_cak`] wraps the CAK under this CA's KEK (24 octets for a 128-bit
+//! CAK, 40 for a 256-bit one) and puts it, followed by its CKN, in a Distributed CAK parameter
+//! set (Figure 11-13) of every MKPDU while this participant is the elected key server (a
+//! participant not elected yet keeps it until it is), until
+//! [`Participant::stop_distributing_cak`]; a new call replaces it. The standard has no
+//! acknowledgement for it, hence the repetition. A member accepts it only from the elected key
+//! server (else `dcak_not_from_key_server`) once that one is live, unwraps it under the KEK
+//! (else `dcak_unwrap`; the length of the wrapped CAK is not encoded, so a body that reads
+//! both ways is decided by the key wrap's integrity check) and announces it as
+//! [`Event::CakDistributed`] once, not again while the key server repeats it. The CAK is kept
+//! only in that event's zeroizing [`Cak`]; the participant holds its wrapped form.
 
 pub mod kdf;
 pub mod participant;
 
 pub use participant::{
-    Config, Counters, Event, KeyStatus, MkaDrop, MkaError, Participant, PeerStatus, RampUp,
+    Cak, Config, Counters, Event, KeyStatus, MkaDrop, MkaError, Participant, PeerStatus, RampUp,
     RekeyReason, SaInstall, Sak, Status,
 };

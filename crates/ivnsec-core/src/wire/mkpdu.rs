@@ -21,9 +21,15 @@
 //!
 //! The other sets are `type | octet 2 | len (12 bits) | body`: Live Peer List (1, octet 2 the Key
 //! Server SSCI with an XPN SAK), Potential Peer List (2), MACsec SAK Use (3), Distributed SAK (4),
-//! XPN (8) and the ICV Indicator (255, a header only: the ICV follows). Distributed CAK (5), KMD
+//! Distributed CAK (5), XPN (8) and the ICV Indicator (255, a header only: the ICV follows). KMD
 //! (6), Announcement (7) and types this implementation does not know are skipped, as
 //! clause 11.11.3 requires ("parameter sets with an unrecognized type are ignored").
+//!
+//! The Distributed CAK parameter set (Figure 11-13) has octet 2 reserved and a body of the AES
+//! Key Wrap of the CAK (24 octets for a 128-bit CAK, 40 for a 256-bit one) followed by the CAK's
+//! name (CKN, 1..=32 octets) to the end of the body. The split is not encoded: a body of 41 to
+//! 56 octets can be either, and the receiver tells them apart by the key wrap's integrity check
+//! ([`DistributedCak::splits`]).
 //!
 //! The ICV is always the last 16 octets of the packet body; the ICV Indicator is optional with
 //! the default ICV length, and this implementation does not send it (like wpa_supplicant).
@@ -73,6 +79,12 @@ pub const PEER_ENTRY_LEN: usize = 16;
 pub const SAK_USE_LEN: usize = 40;
 /// Body length of the XPN parameter set.
 pub const XPN_LEN: usize = 8;
+/// AES Key Wrap of a 128-bit and of a 256-bit CAK in a Distributed CAK parameter set.
+pub const WRAPPED_CAK_LENS: [usize; 2] = [24, 40];
+/// Shortest Distributed CAK body: a wrapped 128-bit CAK and a 1-octet CKN.
+pub const MIN_DISTRIBUTED_CAK_LEN: usize = 24 + 1;
+/// Longest Distributed CAK body: a wrapped 256-bit CAK and a 32-octet CKN.
+pub const MAX_DISTRIBUTED_CAK_LEN: usize = 40 + MAX_CKN_LEN;
 /// The largest parameter set body the 12-bit length field can carry.
 pub const MAX_PARAM_LEN: usize = 0x0FFF;
 
@@ -427,6 +439,40 @@ impl DistributedSak<'_> {
     }
 }
 
+/// The Distributed CAK parameter set (Figure 11-13): its body, the AES Key Wrap of the CAK
+/// followed by the CAK's name (CKN), as on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DistributedCak<'a> {
+    /// AES Key Wrap of the CAK ‖ CKN: 25..=72 octets once parsed or checked for emitting.
+    pub body: &'a [u8],
+}
+
+impl<'a> DistributedCak<'a> {
+    /// The body as `(wrapped CAK, CKN)` for a wrapped CAK of `wrapped_len` octets, when the
+    /// CKN that leaves is 1..=32 octets.
+    pub fn split(&self, wrapped_len: usize) -> Option<(&'a [u8], &'a [u8])> {
+        let body = self.body;
+        let ckn_len = body.len().checked_sub(wrapped_len)?;
+        if !(1..=MAX_CKN_LEN).contains(&ckn_len) {
+            return None;
+        }
+        Some((body.get(..wrapped_len)?, body.get(wrapped_len..)?))
+    }
+
+    /// The possible `(wrapped CAK, CKN)` readings of the body, a 128-bit CAK's first: one, or
+    /// two for a body of 41 to 56 octets (the key wrap's integrity check decides).
+    pub fn splits(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        let this = *self;
+        WRAPPED_CAK_LENS
+            .into_iter()
+            .filter_map(move |n| this.split(n))
+    }
+
+    fn is_valid(&self) -> bool {
+        (MIN_DISTRIBUTED_CAK_LEN..=MAX_DISTRIBUTED_CAK_LEN).contains(&self.body.len())
+    }
+}
+
 /// The XPN parameter set: the 32 most significant bits of the lowest acceptable PNs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct XpnParams {
@@ -447,6 +493,7 @@ pub struct Repr<'a> {
     pub potential_peers: Option<PeerList<'a>>,
     pub sak_use: Option<SakUse>,
     pub distributed_sak: Option<DistributedSak<'a>>,
+    pub distributed_cak: Option<DistributedCak<'a>>,
     pub xpn: Option<XpnParams>,
     /// Send (or received) an ICV Indicator in front of the ICV.
     pub icv_indicator: bool,
@@ -494,6 +541,7 @@ impl<'a> Repr<'a> {
             potential_peers: None,
             sak_use: None,
             distributed_sak: None,
+            distributed_cak: None,
             xpn: None,
             icv_indicator: false,
             skipped: 0,
@@ -600,6 +648,16 @@ impl<'a> Repr<'a> {
                     key,
                 });
             }
+            param::DISTRIBUTED_CAK => {
+                if self.distributed_cak.is_some() {
+                    return Err(dup);
+                }
+                let d = DistributedCak { body };
+                if !d.is_valid() {
+                    return Err(bad);
+                }
+                self.distributed_cak = Some(d);
+            }
             param::XPN => {
                 if self.xpn.is_some() {
                     return Err(dup);
@@ -633,6 +691,9 @@ impl<'a> Repr<'a> {
         if let Some(d) = &self.distributed_sak {
             n += PARAM_HEADER_LEN + padded(d.body_len());
         }
+        if let Some(c) = &self.distributed_cak {
+            n += PARAM_HEADER_LEN + padded(c.body.len());
+        }
         if self.xpn.is_some() {
             n += PARAM_HEADER_LEN + XPN_LEN;
         }
@@ -648,7 +709,8 @@ impl<'a> Repr<'a> {
     }
 
     /// Checks what `emit` cannot write: a CKN of 1..=32 octets, lengths the 12-bit fields hold,
-    /// a wrapped key of 24 or 40 octets, 2-bit ANs and offsets.
+    /// a wrapped key of 24 or 40 octets, a Distributed CAK body of 25..=72 octets, 2-bit ANs and
+    /// offsets.
     pub fn check_emit(&self) -> Result<(), MkpduError> {
         if self.basic.ckn.is_empty() || self.basic.ckn.len() > MAX_CKN_LEN {
             return Err(MkpduError::BadBasicParameterSet);
@@ -671,6 +733,9 @@ impl<'a> Repr<'a> {
             if d.an > 3 || d.confidentiality_offset > 3 || !ok_key {
                 return Err(MkpduError::BadParameterSet(param::DISTRIBUTED_SAK));
             }
+        }
+        if self.distributed_cak.is_some_and(|c| !c.is_valid()) {
+            return Err(MkpduError::BadParameterSet(param::DISTRIBUTED_CAK));
         }
         if self
             .sak_use
@@ -755,6 +820,11 @@ impl<'a> Repr<'a> {
             }
             w.align();
         }
+        if let Some(c) = &self.distributed_cak {
+            w.header(param::DISTRIBUTED_CAK, 0, 0, c.body.len());
+            w.put(c.body);
+            w.align();
+        }
         if let Some(x) = &self.xpn {
             w.header(param::XPN, x.suspension_time, 0, XPN_LEN);
             w.put(&x.latest_lowest_pn_high.to_be_bytes());
@@ -824,6 +894,7 @@ mod tests {
             potential_peers: None,
             sak_use: None,
             distributed_sak: None,
+            distributed_cak: None,
             xpn: None,
             icv_indicator: false,
             skipped: 0,
@@ -981,6 +1052,148 @@ mod tests {
         c[icv_at..icv_at + 16].copy_from_slice(&[2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         let f = Frame::new_checked(&c[..]).unwrap();
         assert_eq!(Repr::parse(&f), Err(MkpduError::DuplicateParameterSet(2)));
+    }
+
+    fn with_dcak(body: &[u8]) -> Repr<'_> {
+        Repr {
+            distributed_cak: Some(DistributedCak { body }),
+            ..bare()
+        }
+    }
+
+    /// The Distributed CAK parameter set as Figure 11-13 draws it: type 5, octet 2 reserved,
+    /// the body length, the AES Key Wrap of the CAK, the CKN, padding.
+    #[test]
+    fn distributed_cak_layout() {
+        let mut body = vec![0xa5u8; 24];
+        body.extend_from_slice(b"group");
+        let b = emit(&with_dcak(&body));
+        assert_eq!(b.len(), 18 + 40 + 4 + 32 + 16);
+        assert_eq!(&b[58..62], &[5, 0, 0, 29]);
+        assert_eq!(&b[62..86], &[0xa5; 24]);
+        assert_eq!(&b[86..91], b"group");
+        assert_eq!(&b[91..94], &[0, 0, 0]);
+        let f = Frame::new_checked(&b[..]).unwrap();
+        let r = Repr::parse(&f).unwrap();
+        assert_eq!(r.skipped, 0);
+        let d = r.distributed_cak.unwrap();
+        assert_eq!(d.body, &body[..]);
+        assert_eq!(d.split(24), Some((&body[..24], &b"group"[..])));
+        assert_eq!(d.splits().count(), 1);
+        assert_eq!(d.split(40), None);
+    }
+
+    #[test]
+    fn distributed_cak_round_trips_for_both_cak_sizes() {
+        for (wrapped_len, ckn_len) in [(24usize, 1usize), (24, 32), (40, 1), (40, 16), (40, 32)] {
+            let mut body = vec![0x3cu8; wrapped_len];
+            body.extend((0..ckn_len).map(|i| i as u8));
+            let r = Repr {
+                distributed_sak: Some(DistributedSak {
+                    an: 1,
+                    confidentiality_offset: 1,
+                    key: Some(DistributedKey {
+                        kn: 2,
+                        cipher_suite: Some(0x0080_C200_0100_0002),
+                        wrapped: &[0x77; 40],
+                    }),
+                }),
+                ..with_dcak(&body)
+            };
+            let b = emit(&r);
+            let f = Frame::new_checked(&b[..]).unwrap();
+            let p = Repr::parse(&f).unwrap();
+            assert_eq!(p.distributed_cak, r.distributed_cak);
+            assert_eq!(p.distributed_sak, r.distributed_sak);
+            let d = p.distributed_cak.unwrap();
+            let want = (&body[..wrapped_len], &body[wrapped_len..]);
+            assert!(d.splits().any(|s| s == want), "{wrapped_len}/{ckn_len}");
+            // 41..=56 octets read both ways; the key wrap's integrity check decides.
+            let n = body.len();
+            assert_eq!(
+                d.splits().count(),
+                if (41..=56).contains(&n) { 2 } else { 1 }
+            );
+        }
+    }
+
+    #[test]
+    fn distributed_cak_bad_lengths_and_duplicates_are_refused() {
+        for n in [0usize, 1, 24, 73, 100] {
+            let body = vec![1u8; n];
+            let r = with_dcak(&body);
+            assert_eq!(
+                r.check_emit(),
+                Err(MkpduError::BadParameterSet(param::DISTRIBUTED_CAK)),
+                "{n}"
+            );
+            let mut buf = [0u8; 256];
+            assert!(r.emit(PAE_GROUP_ADDR, PAE_GROUP_ADDR, &mut buf).is_err());
+            // Spliced in by hand: malformed.
+            let mut b = emit(&bare());
+            let icv_at = b.len() - ICV_LEN;
+            let mut set = vec![5u8, 0, (n >> 8) as u8, n as u8];
+            set.extend(vec![1u8; padded(n)]);
+            b.splice(icv_at..icv_at, set);
+            let len = (b.len() - HEADER_LEN) as u16;
+            b[16..18].copy_from_slice(&len.to_be_bytes());
+            let f = Frame::new_checked(&b[..]).unwrap();
+            assert_eq!(
+                Repr::parse(&f),
+                Err(MkpduError::BadParameterSet(param::DISTRIBUTED_CAK)),
+                "{n}"
+            );
+        }
+        let body = [2u8; 28];
+        let mut b = emit(&with_dcak(&body));
+        let icv_at = b.len() - ICV_LEN;
+        let set = b[58..90].to_vec();
+        b.splice(icv_at..icv_at, set);
+        let len = (b.len() - HEADER_LEN) as u16;
+        b[16..18].copy_from_slice(&len.to_be_bytes());
+        let f = Frame::new_checked(&b[..]).unwrap();
+        assert_eq!(
+            Repr::parse(&f),
+            Err(MkpduError::DuplicateParameterSet(param::DISTRIBUTED_CAK))
+        );
+    }
+
+    proptest::proptest! {
+        /// Any Distributed CAK body (and any octets after it) parses or is refused, never
+        /// panics; a body that parses emits and parses back to itself.
+        #[test]
+        fn distributed_cak_never_panics_and_round_trips(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..120),
+            any_len in 0u16..0x1000,
+            true_len in proptest::bool::ANY,
+            o2 in proptest::num::u8::ANY,
+            tail_bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..12),
+        ) {
+            // Half the cases give the body's own length, so the valid ones are common.
+            let len_field = if true_len { body.len() as u16 } else { any_len };
+            let mut b = emit(&bare());
+            let icv_at = b.len() - ICV_LEN;
+            let mut set = vec![5u8, o2, (len_field >> 8) as u8, len_field as u8];
+            set.extend_from_slice(&body);
+            set.extend_from_slice(&tail_bytes);
+            while set.len() % 4 != 0 {
+                set.push(0);
+            }
+            b.splice(icv_at..icv_at, set);
+            let len = (b.len() - HEADER_LEN) as u16;
+            b[16..18].copy_from_slice(&len.to_be_bytes());
+            let Ok(f) = Frame::new_checked(&b[..]) else { return Ok(()) };
+            let Ok(r) = Repr::parse(&f) else { return Ok(()) };
+            if let Some(d) = r.distributed_cak {
+                proptest::prop_assert!((25..=72).contains(&d.body.len()));
+                proptest::prop_assert!(d.splits().count() >= 1);
+                let again = emit(&with_dcak(d.body));
+                let g = Frame::new_checked(&again[..]).unwrap();
+                proptest::prop_assert_eq!(Repr::parse(&g).unwrap().distributed_cak, Some(d));
+            }
+            // And the same octets as a whole parameter area.
+            let _ = Repr::parse_params(&b[HEADER_LEN..b.len() - ICV_LEN]);
+        }
     }
 
     #[test]

@@ -337,6 +337,7 @@ impl MkaForger {
                     wrapped: &wrapped,
                 }),
             }),
+            distributed_cak: None,
             xpn: None,
             icv_indicator: false,
             skipped: 0,

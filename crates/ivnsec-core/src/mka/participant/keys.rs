@@ -6,11 +6,11 @@ use alloc::vec::Vec;
 
 use zeroize::Zeroizing;
 
-use super::{Distribution, Key, Participant, Peer, assign_sscis, xpn_salt};
-use super::{Event, MkaDrop, NEVER_KEY_SERVER, RekeyReason, SaInstall, Sak};
+use super::{Cak, Event, MkaDrop, NEVER_KEY_SERVER, RekeyReason, SaInstall, Sak};
+use super::{CakBody, Distribution, Key, Participant, Peer, assign_sscis, xpn_salt};
 use crate::sa::macsec::CipherSuite;
 use crate::wire::macsec::Sci;
-use crate::wire::mkpdu::{DistributedSak, KeyId, Mi, Repr};
+use crate::wire::mkpdu::{DistributedCak, DistributedSak, KeyId, Mi, Repr};
 
 impl Participant {
     /// Key server election (clause 9.5): among this participant and its live peers whose
@@ -163,6 +163,41 @@ impl Participant {
         };
         self.set_latest(now, key);
         Ok(())
+    }
+
+    /// A Distributed CAK from a live peer: only the elected key server's is accepted. The body
+    /// reads as a wrapped 128-bit CAK and, for 41 to 56 octets, also as a wrapped 256-bit one;
+    /// the reading that passes the key wrap's integrity check is the CAK. A repeat of the last
+    /// one accepted (the key server sends it in every MKPDU) is not announced again.
+    pub(super) fn accept_cak(
+        &mut self,
+        r: &Repr<'_>,
+        c: DistributedCak<'_>,
+    ) -> Result<(), MkaDrop> {
+        if self.key_server_mi() != Some(r.basic.mi) || !r.basic.key_server {
+            return Err(MkaDrop::DcakNotFromKeyServer);
+        }
+        if self.cak_in.as_ref().is_some_and(|i| i.body == c.body) {
+            return Ok(());
+        }
+        for (wrapped, ckn) in c.splits() {
+            let Ok(cak) = self.keys.unwrap_sak(wrapped) else {
+                continue;
+            };
+            if cak.len() != 16 && cak.len() != 32 {
+                continue;
+            }
+            self.cak_in = Some(CakBody {
+                body: c.body.to_vec(),
+                wrapped_len: wrapped.len(),
+            });
+            self.push_event(Event::CakDistributed {
+                cak: Cak(cak),
+                ckn: ckn.to_vec(),
+            });
+            return Ok(());
+        }
+        Err(MkaDrop::DcakUnwrap)
     }
 
     /// Makes `key` the latest key (receive installed). The key this participant transmits

@@ -18,8 +18,8 @@ use crate::sa::macsec::CipherSuite;
 use crate::wire::ethernet::MacAddr;
 use crate::wire::macsec::Sci;
 use crate::wire::mkpdu::{
-    self, ALGORITHM_AGILITY, BasicParamSet, DistributedKey, DistributedSak, Frame, KeyId,
-    MAX_CKN_LEN, MKA_VERSION, Mi, PeerEntry, PeerList, Repr, SakUse, SakUseKeys, XpnParams,
+    self, ALGORITHM_AGILITY, BasicParamSet, DistributedCak, DistributedKey, DistributedSak, Frame,
+    KeyId, MAX_CKN_LEN, MKA_VERSION, Mi, PeerEntry, PeerList, Repr, SakUse, SakUseKeys, XpnParams,
 };
 
 /// Sent MNs remembered for the freshness check.
@@ -102,6 +102,23 @@ struct Distribution {
     an: u8,
 }
 
+/// A Distributed CAK parameter set body, as on the wire: the AES Key Wrap of the CAK under this
+/// CA's KEK followed by the CKN. Never the CAK's bytes.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct CakBody {
+    body: Vec<u8>,
+    wrapped_len: usize,
+}
+
+impl CakBody {
+    fn ckn(&self) -> Vec<u8> {
+        self.body
+            .get(self.wrapped_len..)
+            .unwrap_or_default()
+            .to_vec()
+    }
+}
+
 /// One MKA participant (see the module documentation).
 pub struct Participant {
     cfg: Config,
@@ -124,6 +141,10 @@ pub struct Participant {
     /// ([`Participant::prefer_first_an`]; 0 by default).
     first_an: u8,
     distributing: Option<Distribution>,
+    /// The CAK to distribute while this participant is the key server.
+    cak_out: Option<CakBody>,
+    /// The last Distributed CAK accepted from the key server.
+    cak_in: Option<CakBody>,
     retire_at: Option<u64>,
     next_hello: u64,
     ramp_sent: u32,
@@ -208,6 +229,8 @@ impl Participant {
             next_kn: 1,
             first_an: 0,
             distributing: None,
+            cak_out: None,
+            cak_in: None,
             retire_at: None,
             next_hello: now,
             ramp_sent: 0,
@@ -244,6 +267,8 @@ impl Participant {
             next_kn: self.next_kn,
             first_an: self.first_an,
             distributing: self.distributing.clone(),
+            cak_out: self.cak_out.clone(),
+            cak_in: self.cak_in.clone(),
             retire_at: self.retire_at,
             next_hello: self.next_hello,
             ramp_sent: self.ramp_sent,
@@ -298,6 +323,8 @@ impl Participant {
             (d.key, d.an).hash(h);
             d.wrapped.hash(h);
         }
+        // The Distributed CAKs by their wrapped form, as on the wire.
+        (&self.cak_out, &self.cak_in).hash(h);
         (
             self.retire_at,
             self.next_hello,
@@ -319,6 +346,8 @@ impl Participant {
             + mkpdu::SAK_USE_LEN
             + 4
             + 52
+            + 4
+            + mkpdu::padded(mkpdu::MAX_DISTRIBUTED_CAK_LEN)
             + 4
             + mkpdu::XPN_LEN
             + mkpdu::ICV_LEN
@@ -466,6 +495,14 @@ impl Participant {
             Some(d) if live => self.accept_sak(now, &r, d),
             _ => Ok(()),
         };
+        // Like a Distributed SAK, a Distributed CAK counts once its sender is live: the key
+        // server repeats it in every MKPDU.
+        let cak_result = match r.distributed_cak {
+            Some(c) if live => self.accept_cak(&r, c),
+            _ => Ok(()),
+        };
+        // One counted drop per MKPDU: when both are refused, the SAK's reason.
+        let result = result.and(cak_result);
         self.progress(now);
         match result {
             Err(d) => self.drop_pdu(d),
@@ -643,6 +680,11 @@ impl Participant {
                 wrapped: &d.wrapped,
             }),
         });
+        let distributed_cak = self
+            .cak_out
+            .as_ref()
+            .filter(|_| self.is_key_server())
+            .map(|c| DistributedCak { body: &c.body });
         let key_server_ssci = match (suite.is_xpn(), dist, self.latest.as_ref()) {
             (true, Some(_), Some(l)) => Self::own_ssci(l, self.sci).map_or(0, |s| s as u8),
             _ => 0,
@@ -665,6 +707,7 @@ impl Participant {
             potential_peers: (!potential.is_empty()).then_some(PeerList::Entries(&potential)),
             sak_use,
             distributed_sak,
+            distributed_cak,
             xpn,
             icv_indicator: false,
             skipped: 0,
@@ -729,6 +772,37 @@ impl Participant {
         self.first_an = an & 3;
     }
 
+    /// Distributes the CAK `cak` (16 or 32 octets) named `ckn` (1..=32 octets) to the live
+    /// peers of this CA (clause 9.8, a group CA's CAK from the key server of pairwise CAs): it
+    /// is wrapped under this CA's KEK and repeated in every MKPDU while this participant is the
+    /// elected key server, from the next one on (sent at once if it is). A participant that is
+    /// not the key server (yet) keeps it and sends it once it is elected. A new call replaces
+    /// the previous CAK; [`stop_distributing_cak`](Self::stop_distributing_cak) ends it. The
+    /// caller keeps the CAK; this participant holds only its wrapped form.
+    pub fn distribute_cak(&mut self, now: u64, cak: &[u8], ckn: &[u8]) -> Result<(), MkaError> {
+        if cak.len() != 16 && cak.len() != 32 {
+            return Err(KeyError::BadCakLength(cak.len()).into());
+        }
+        if ckn.is_empty() || ckn.len() > MAX_CKN_LEN {
+            return Err(KeyError::BadCknLength(ckn.len()).into());
+        }
+        let mut body = self.keys.wrap_sak(cak)?;
+        let wrapped_len = body.len();
+        body.extend_from_slice(ckn);
+        self.cak_out = Some(CakBody { body, wrapped_len });
+        if self.is_key_server() {
+            self.pending_tx = true;
+        }
+        self.progress(now);
+        Ok(())
+    }
+
+    /// Stops distributing the CAK of [`distribute_cak`](Self::distribute_cak) (MKPDUs carry
+    /// it no more).
+    pub fn stop_distributing_cak(&mut self) {
+        self.cak_out = None;
+    }
+
     /// The data plane reports the next PN of the transmit SA with association number `an`.
     /// The key server rekeys when it reaches the threshold; the others report it in their SAK
     /// Use parameter set so the key server does.
@@ -774,6 +848,8 @@ impl Participant {
                 .collect(),
             latest: self.latest.as_ref().map(Key::status),
             old: self.old.as_ref().map(Key::status),
+            distributing_cak: self.cak_out.as_ref().map(CakBody::ckn),
+            received_cak: self.cak_in.as_ref().map(CakBody::ckn),
             counters: self.counters,
         }
     }

@@ -135,7 +135,7 @@ impl Config {
     }
 }
 
-/// Errors of [`Participant::new`].
+/// Errors of [`Participant::new`](super::Participant::new).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MkaError {
@@ -188,11 +188,17 @@ pub enum MkaDrop {
     /// A Distributed SAK that does not unwrap under the KEK, has the wrong length, or names
     /// another cipher suite (the rest of the MKPDU was used).
     BadSak,
+    /// A Distributed CAK from a live member that is not the elected key server (the rest of
+    /// the MKPDU was used).
+    DcakNotFromKeyServer,
+    /// A Distributed CAK that does not unwrap under the KEK to a 128- or 256-bit CAK (the
+    /// rest of the MKPDU was used).
+    DcakUnwrap,
 }
 
 impl MkaDrop {
     /// Every reason, in counter order.
-    pub const ALL: [&'static str; 10] = [
+    pub const ALL: [&'static str; 12] = [
         "malformed",
         "not_for_us",
         "unsupported",
@@ -203,6 +209,8 @@ impl MkaDrop {
         "too_many_peers",
         "sak_not_from_key_server",
         "bad_sak",
+        "dcak_not_from_key_server",
+        "dcak_unwrap",
     ];
 
     /// Stable name (used as a counter and JSON key).
@@ -222,6 +230,8 @@ impl MkaDrop {
             MkaDrop::TooManyPeers => 7,
             MkaDrop::SakNotFromKeyServer => 8,
             MkaDrop::BadSak => 9,
+            MkaDrop::DcakNotFromKeyServer => 10,
+            MkaDrop::DcakUnwrap => 11,
         }
     }
 }
@@ -253,6 +263,37 @@ impl Clone for Sak {
 impl fmt::Debug for Sak {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Sak(<{} bytes>)", self.0.len())
+    }
+}
+
+/// A distributed CAK's bytes, zeroed on drop; `Debug` never prints them.
+pub struct Cak(pub(super) SecretBytes);
+
+impl Cak {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Clone for Cak {
+    fn clone(&self) -> Self {
+        Cak(Zeroizing::new(self.0.to_vec()))
+    }
+}
+
+impl PartialEq for Cak {
+    /// In constant time.
+    fn eq(&self, other: &Self) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.len() == other.0.len() && bool::from(self.0.ct_eq(&other.0))
+    }
+}
+
+impl Eq for Cak {}
+
+impl fmt::Debug for Cak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Cak(<{} bytes>)", self.0.len())
     }
 }
 
@@ -325,6 +366,9 @@ pub enum Event {
     RetireTx { key: KeyId, an: u8 },
     /// An MKPDU with this CA's CKN failed its ICV (from this source address).
     IcvFailure { src: MacAddr },
+    /// The elected key server of this CA distributed a CAK (clause 9.8): join the CA of `cak`
+    /// and `ckn` as well (the group CA). Once per distinct CAK and CKN in a row.
+    CakDistributed { cak: Cak, ckn: Vec<u8> },
 }
 
 /// Counters for `macsec status`.
@@ -333,7 +377,7 @@ pub struct Counters {
     pub pdus_sent: u64,
     pub pdus_accepted: u64,
     /// Per [`MkaDrop::ALL`] entry.
-    pub drops: [u64; 10],
+    pub drops: [u64; 12],
     pub saks_distributed: u64,
     pub saks_installed: u64,
     pub saks_retired: u64,
@@ -392,5 +436,10 @@ pub struct Status {
     pub peers: Vec<PeerStatus>,
     pub latest: Option<KeyStatus>,
     pub old: Option<KeyStatus>,
+    /// The CKN of the CAK [`distribute_cak`](super::Participant::distribute_cak) was given
+    /// (sent while this participant is the key server), if any.
+    pub distributing_cak: Option<Vec<u8>>,
+    /// The CKN of the last CAK the key server distributed to this participant, if any.
+    pub received_cak: Option<Vec<u8>>,
     pub counters: Counters,
 }
