@@ -1426,3 +1426,38 @@ fn an_mkpdu_with_a_dcak_still_fits_max_frame_len() {
         assert_eq!(caks_received(&net, 1), [(vec![0x99; 32], vec![b'k'; 32])]);
     }
 }
+
+#[test]
+fn a_key_server_that_distributes_no_sak_still_hands_out_the_cak() {
+    // An 802.1X authenticator's pairwise CA under a group CA: elected key server (priority 0),
+    // `distribute_sak` false: no SAK in this CA ever, yet the peer gets the group CAK.
+    for p in providers(kdf::primitives(16).unwrap()) {
+        let mut ks = cfg();
+        ks.key_server_priority = 0;
+        ks.distribute_sak = false;
+        let mut net = Net::new(p, &[ks, cfg()]);
+        net.run_until(4 * SECOND);
+        let now = net.now;
+        let group = [0x42u8; 16];
+        net.m[0].p.distribute_cak(now, &group, b"group-ca").unwrap();
+        net.run_until(net.now + 4 * SECOND);
+        assert_eq!(
+            caks_received(&net, 1),
+            [(group.to_vec(), b"group-ca".to_vec())],
+            "{}",
+            p.name
+        );
+        for m in &net.m {
+            let s = m.p.snapshot();
+            assert!(
+                s.latest.is_none(),
+                "{}: a SAK exists: {:?}",
+                p.name,
+                s.latest
+            );
+            assert_eq!(s.counters.saks_distributed, 0);
+        }
+        assert!(net.m[0].p.snapshot().is_key_server, "{}", p.name);
+        assert!(net.violations.is_empty(), "{:#?}", net.violations);
+    }
+}

@@ -263,6 +263,9 @@ impl Participant {
 
     /// The key server generates and distributes a SAK (clause 9.8).
     pub(super) fn distribute(&mut self, now: u64, reason: RekeyReason) {
+        if !self.cfg.distribute_sak {
+            return;
+        }
         let suite = self.cfg.suite;
         let mut nonce = Zeroizing::new(vec![0u8; suite.key_len()]);
         if self.rng.fill(&mut nonce).is_err() {

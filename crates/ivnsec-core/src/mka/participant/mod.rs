@@ -797,6 +797,11 @@ impl Participant {
         Ok(())
     }
 
+    /// Whether this participant, as key server, distributes SAKs ([`Config::distribute_sak`]).
+    pub fn set_distribute_sak(&mut self, on: bool) {
+        self.cfg.distribute_sak = on;
+    }
+
     /// Stops distributing the CAK of [`distribute_cak`](Self::distribute_cak) (MKPDUs carry
     /// it no more).
     pub fn stop_distributing_cak(&mut self) {

@@ -72,6 +72,10 @@ pub struct Config {
     pub destination: MacAddr,
     /// Bound of the peer table.
     pub max_peers: usize,
+    /// The key server distributes SAKs (default true). False for a CA that only carries a
+    /// Distributed CAK: an 802.1X authenticator's pairwise CAs under a group CA, whose SAKs
+    /// come from the group CA alone.
+    pub distribute_sak: bool,
 }
 
 impl Config {
@@ -92,6 +96,7 @@ impl Config {
             ramp_up: None,
             destination: PAE_GROUP_ADDR,
             max_peers: DEFAULT_MAX_PEERS,
+            distribute_sak: true,
         }
     }
 
