@@ -41,6 +41,31 @@ use crate::wire::ethernet::MacAddr;
 pub const MAX_EAP_LEN: usize = 1496;
 /// The largest TLS record (16 KiB plaintext) and its header: what the sniffer keeps.
 const MAX_SNIFF: usize = 16 * 1024 + 5;
+/// The ServerHello at the start of `records` selects TLS 1.3 (a supported_versions extension,
+/// type 43, with 0x0304, RFC 8446 4.2.1). Bounded; `false` for anything it cannot read.
+fn server_hello_is_tls13(records: &[u8]) -> bool {
+    fn inner(records: &[u8]) -> Option<bool> {
+        // Record header (5), handshake header (4), legacy_version (2), random (32).
+        let body = records.get(5 + 4 + 2 + 32..)?;
+        let (&sid_len, rest) = body.split_first()?;
+        // Session id, cipher suite (2), compression (1).
+        let rest = rest.get(usize::from(sid_len) + 3..)?;
+        let (len, mut exts) = rest.split_first_chunk::<2>()?;
+        exts = exts.get(..usize::from(u16::from_be_bytes(*len)))?;
+        while let Some((hdr, tail)) = exts.split_first_chunk::<4>() {
+            let ty = u16::from_be_bytes([hdr[0], hdr[1]]);
+            let n = usize::from(u16::from_be_bytes([hdr[2], hdr[3]]));
+            let data = tail.get(..n)?;
+            if ty == 43 {
+                return Some(data == [3, 4]);
+            }
+            exts = tail.get(n..)?;
+        }
+        Some(false)
+    }
+    inner(records).unwrap_or(false)
+}
+
 /// Longest identity kept.
 const MAX_IDENTITY: usize = 253;
 
@@ -90,6 +115,9 @@ pub enum AuthenticatorEvent {
         eap: Vec<u8>,
         identity: Vec<u8>,
     },
+    /// The server accepted. `session_id` is the server's EAP-Key-Name, else the TLS 1.2
+    /// Session-Id made of the hellos seen passing, else empty (TLS 1.3 without EAP-Key-Name:
+    /// its Session-Id is an exporter value only the ends know).
     Authenticated {
         supplicant: [u8; 6],
         msk: Zeroizing<[u8; 64]>,
@@ -477,7 +505,9 @@ impl Authenticator {
                         } else {
                             if e.eap_type == Some(eap_type::TLS) {
                                 if let Some(b) = s.sniff_srv.push(e.data) {
-                                    s.server_random = hello_random(b, SERVER_HELLO);
+                                    // The hellos make the Session-Id of TLS 1.2 only.
+                                    s.server_random = hello_random(b, SERVER_HELLO)
+                                        .filter(|_| !server_hello_is_tls13(b));
                                 }
                             }
                             s.id = e.identifier;
@@ -663,6 +693,35 @@ impl Authenticator {
         match f.to_vec() {
             Ok(v) if self.tx.len() < 4 * self.cfg.max_sessions + 16 => self.tx.push_back(v),
             _ => self.counters.tx_dropped += 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn tls13_server_hello_is_recognised() {
+        let mut hs = vec![SERVER_HELLO, 0, 0, 0, 3, 3];
+        hs.extend([7u8; 32]);
+        hs.push(0); // session id
+        hs.extend([0x13, 0x01, 0]);
+        let exts_13: &[u8] = &[0, 43, 0, 2, 3, 4];
+        let exts_12: &[u8] = &[0, 23, 0, 0];
+        for (exts, want) in [(exts_13, true), (exts_12, false)] {
+            let mut h = hs.clone();
+            h.extend((exts.len() as u16).to_be_bytes());
+            h.extend(exts);
+            let mut rec = vec![22, 3, 3];
+            rec.extend((h.len() as u16).to_be_bytes());
+            rec.extend(&h);
+            assert_eq!(server_hello_is_tls13(&rec), want);
+            assert!(hello_random(&rec, SERVER_HELLO).is_some());
+            for n in 0..rec.len() {
+                let _ = server_hello_is_tls13(&rec[..n]);
+            }
         }
     }
 }

@@ -325,8 +325,11 @@ impl Supplicant {
 
     fn on_request(&mut self, now: u64, src: [u8; 6], e: &eap::Repr<'_>) -> Result<(), PaeDrop> {
         let t = e.eap_type.ok_or(PaeDrop::Malformed)?;
-        // A retransmitted Request: the same Response again.
+        // A retransmitted Request: the same Response again (nothing after a TLS failure).
         if let Some(c) = &self.conv {
+            if c.tls_failed {
+                return Err(PaeDrop::Unexpected);
+            }
             if let Some((id, resp)) = &c.last {
                 if *id == e.identifier {
                     let resp = resp.clone();
@@ -335,9 +338,6 @@ impl Supplicant {
                     self.deadline = Some(now.saturating_add(self.cfg.auth_period_ns));
                     return Ok(());
                 }
-            }
-            if c.tls_failed {
-                return Err(PaeDrop::Unexpected);
             }
         }
         if t == eap_type::IDENTITY || self.conv.is_none() {
