@@ -33,7 +33,7 @@ use super::supplicant::SECOND;
 use super::tls::{CLIENT_HELLO, SERVER_HELLO, hello_random, tls12_session_id};
 use super::types::{AuthFailure, PaeCounters, PaeDrop};
 use crate::wire::eap::{self, TlsRepr, code, eap_type};
-use crate::wire::eapol::{FrameRepr, PAE_GROUP_ADDR, Repr as EapolRepr, packet_type};
+use crate::wire::eapol::{FrameRepr, PAE_GROUP_ADDR, Repr as EapolRepr, packet_types};
 use crate::wire::ethernet::MacAddr;
 
 /// Longest EAP packet sent to a supplicant (an Ethernet payload of 1500 octets less the EAPOL
@@ -399,8 +399,8 @@ impl Authenticator {
         let ptype = f.eapol.packet_type;
         let Some(mut s) = self.sessions.remove(&mac) else {
             match ptype {
-                packet_type::START | packet_type::EAP_PACKET => {}
-                packet_type::LOGOFF => return Err(PaeDrop::Unexpected),
+                packet_types::START | packet_types::EAP_PACKET => {}
+                packet_types::LOGOFF => return Err(PaeDrop::Unexpected),
                 _ => return Err(PaeDrop::UnsupportedType),
             }
             if self.sessions.len() >= self.cfg.max_sessions {
@@ -429,7 +429,7 @@ impl Authenticator {
         body: &[u8],
     ) -> Result<Option<()>, PaeDrop> {
         match ptype {
-            packet_type::START => {
+            packet_types::START => {
                 if s.phase == SessionPhase::Quiet {
                     return Err(PaeDrop::Quiet);
                 }
@@ -440,11 +440,11 @@ impl Authenticator {
                 self.request_identity(now, mac, s);
                 Ok(None)
             }
-            packet_type::LOGOFF => {
+            packet_types::LOGOFF => {
                 self.event(AuthenticatorEvent::LoggedOff { supplicant: mac });
                 Ok(Some(()))
             }
-            packet_type::EAP_PACKET => {
+            packet_types::EAP_PACKET => {
                 if s.phase == SessionPhase::Quiet {
                     return Err(PaeDrop::Quiet);
                 }
@@ -688,7 +688,7 @@ impl Authenticator {
         let f = FrameRepr {
             dst: MacAddr(dst),
             src: MacAddr(self.cfg.own_mac),
-            eapol: EapolRepr::new(packet_type::EAP_PACKET, eap),
+            eapol: EapolRepr::new(packet_types::EAP_PACKET, eap),
         };
         match f.to_vec() {
             Ok(v) if self.tx.len() < 4 * self.cfg.max_sessions + 16 => self.tx.push_back(v),

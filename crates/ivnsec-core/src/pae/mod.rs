@@ -11,7 +11,7 @@
 //!
 //! Both machines take the whole Ethernet frame (`handle_frame(now, frame)`), send whole frames
 //! (`poll_transmit(now, buf)`), and are driven by `poll_timeout()` / `handle_timeout(now)` and
-//! `poll_event()`. A driver hands EAPOL-MKA frames ([`crate::wire::eapol::packet_type`] 5) to
+//! `poll_event()`. A driver hands EAPOL-MKA frames ([`crate::wire::eapol::packet_type`] = 5) to
 //! the MKA participant and the rest to the PAE. Every dropped frame is an `Err(PaeDrop)` and
 //! counted in [`PaeCounters::drops`] (names in [`PaeDrop::ALL`]).
 //!

@@ -28,7 +28,7 @@ use super::eap_tls::{self, DEFAULT_FRAGMENT_LEN, Fragmenter, Reassembled, Reasse
 use super::tls::{EapKeys, TlsEngine, TlsFailure};
 use super::types::{AuthFailure, PaeCounters, PaeDrop};
 use crate::wire::eap::{self, TlsRepr, code, eap_type};
-use crate::wire::eapol::{FrameRepr, PAE_GROUP_ADDR, Repr as EapolRepr, packet_type};
+use crate::wire::eapol::{FrameRepr, PAE_GROUP_ADDR, Repr as EapolRepr, packet_types};
 use crate::wire::ethernet::MacAddr;
 
 /// One second in nanoseconds.
@@ -235,7 +235,7 @@ impl Supplicant {
 
     /// Queues an EAPOL-Logoff and stops until [`restart`](Self::restart).
     pub fn logoff(&mut self, _now: u64) {
-        self.queue(PAE_GROUP_ADDR.0, packet_type::LOGOFF, &[]);
+        self.queue(PAE_GROUP_ADDR.0, packet_types::LOGOFF, &[]);
         self.conv = None;
         self.session = None;
         self.state = SupplicantState::LoggedOff;
@@ -302,7 +302,7 @@ impl Supplicant {
         if (f.dst.0 != self.cfg.own_mac && f.dst != PAE_GROUP_ADDR) || f.src.0 == self.cfg.own_mac {
             return Err(PaeDrop::NotForUs);
         }
-        if f.eapol.packet_type != packet_type::EAP_PACKET {
+        if f.eapol.packet_type != packet_types::EAP_PACKET {
             return Err(PaeDrop::UnsupportedType);
         }
         if self.state == SupplicantState::LoggedOff {
@@ -528,12 +528,12 @@ impl Supplicant {
             return;
         }
         self.starts += 1;
-        self.queue(PAE_GROUP_ADDR.0, packet_type::START, &[]);
+        self.queue(PAE_GROUP_ADDR.0, packet_types::START, &[]);
         self.event(SupplicantEvent::Restarted);
     }
 
     fn send_eap(&mut self, dst: [u8; 6], eap: &[u8]) {
-        self.queue(dst, packet_type::EAP_PACKET, eap);
+        self.queue(dst, packet_types::EAP_PACKET, eap);
     }
 
     fn queue(&mut self, dst: [u8; 6], ptype: u8, body: &[u8]) {

@@ -12,7 +12,7 @@ use super::eap_tls::{Fragmenter, Reassembled, Reassembler};
 use super::supplicant::SECOND;
 use super::*;
 use crate::wire::eap::{self, TlsRepr, code, eap_type, tls_flags};
-use crate::wire::eapol::{FrameRepr, PAE_GROUP_ADDR, Repr as EapolRepr, packet_type};
+use crate::wire::eapol::{FrameRepr, PAE_GROUP_ADDR, Repr as EapolRepr, packet_types};
 use crate::wire::ethernet::MacAddr;
 
 const SUP: [u8; 6] = [2, 0, 0, 0, 0, 0x11];
@@ -346,7 +346,7 @@ fn eap_frame(src: [u8; 6], dst: [u8; 6], e: &eap::Repr<'_>) -> Vec<u8> {
     FrameRepr {
         dst: MacAddr(dst),
         src: MacAddr(src),
-        eapol: EapolRepr::new(packet_type::EAP_PACKET, &body),
+        eapol: EapolRepr::new(packet_types::EAP_PACKET, &body),
     }
     .to_vec()
     .unwrap()
@@ -437,7 +437,7 @@ fn reject_fails_both_then_held_then_start_again() {
     net.auth
         .handle_frame(
             net.now,
-            &eapol_frame(SUP, PAE_GROUP_ADDR.0, packet_type::START),
+            &eapol_frame(SUP, PAE_GROUP_ADDR.0, packet_types::START),
         )
         .unwrap_err();
     assert_eq!(net.auth.counters().dropped(PaeDrop::Quiet), before + 1);
@@ -508,7 +508,7 @@ fn starts_then_quiet_then_starts_again_without_an_authenticator() {
     net.cut_to_auth = false;
     net.auth.reauthenticate(net.now, SUP); // no session: nothing
     net.auth
-        .handle_frame(net.now, &eapol_frame(SUP, AUTH, packet_type::START))
+        .handle_frame(net.now, &eapol_frame(SUP, AUTH, packet_types::START))
         .unwrap();
     net.pump();
     assert_eq!(net.sup_authenticated(), 1);
@@ -517,7 +517,7 @@ fn starts_then_quiet_then_starts_again_without_an_authenticator() {
 #[test]
 fn authenticator_retransmits_identity_then_forgets_a_silent_supplicant() {
     let mut a = Authenticator::new(AuthenticatorConfig::new(AUTH), 0);
-    a.handle_frame(0, &eapol_frame(SUP, PAE_GROUP_ADDR.0, packet_type::START))
+    a.handle_frame(0, &eapol_frame(SUP, PAE_GROUP_ADDR.0, packet_types::START))
         .unwrap();
     let mut buf = [0u8; 1600];
     let mut ids = Vec::new();
@@ -674,7 +674,7 @@ fn spoofed_failure_and_logoff_change_nothing() {
     assert_eq!(net.sup.status().state, SupplicantState::Authenticated);
     assert!(net.sup.poll_event().is_none());
     // A Logoff from another MAC at the authenticator ends nothing.
-    let logoff = eapol_frame(EVIL, PAE_GROUP_ADDR.0, packet_type::LOGOFF);
+    let logoff = eapol_frame(EVIL, PAE_GROUP_ADDR.0, packet_types::LOGOFF);
     assert_eq!(
         net.auth.handle_frame(net.now, &logoff),
         Err(PaeDrop::Unexpected)
@@ -756,7 +756,7 @@ fn start_flood_stays_bounded() {
         let mac = [2, 0x77, b[0], b[1], b[2], b[3]];
         let _ = a.handle_frame(
             u64::from(i),
-            &eapol_frame(mac, PAE_GROUP_ADDR.0, packet_type::START),
+            &eapol_frame(mac, PAE_GROUP_ADDR.0, packet_types::START),
         );
         while a.poll_transmit(0, &mut buf).is_some() {}
         assert!(a.sessions().len() <= 64);
@@ -765,7 +765,7 @@ fn start_flood_stays_bounded() {
     assert_eq!(a.counters().dropped(PaeDrop::TooManySessions), 10_000 - 64);
     // A repeated Start from a MAC with a session is rate limited.
     let mac = [2, 0x77, 0, 0, 0, 1];
-    let start = eapol_frame(mac, PAE_GROUP_ADDR.0, packet_type::START);
+    let start = eapol_frame(mac, PAE_GROUP_ADDR.0, packet_types::START);
     assert_eq!(a.handle_frame(500, &start), Err(PaeDrop::RateLimited));
     assert!(a.handle_frame(2 * SECOND, &start).is_ok());
     // The silent sessions go away after the retries.
@@ -782,7 +782,7 @@ fn start_flood_stays_bounded() {
 #[test]
 fn bad_identifier_and_wrong_direction_at_the_authenticator() {
     let mut a = Authenticator::new(AuthenticatorConfig::new(AUTH), 0);
-    a.handle_frame(0, &eapol_frame(SUP, PAE_GROUP_ADDR.0, packet_type::START))
+    a.handle_frame(0, &eapol_frame(SUP, PAE_GROUP_ADDR.0, packet_types::START))
         .unwrap();
     let mut buf = [0u8; 1600];
     let n = a.poll_transmit(0, &mut buf).unwrap();
@@ -825,7 +825,7 @@ fn bad_identifier_and_wrong_direction_at_the_authenticator() {
     // An answer for a MAC without a pending request.
     a.server_answer(1, EVIL, ServerAnswer::Unreachable);
     assert_eq!(a.counters().dropped(PaeDrop::Unexpected), 3);
-    let mka = eapol_frame(SUP, AUTH, packet_type::MKA);
+    let mka = eapol_frame(SUP, AUTH, packet_types::MKA);
     assert_eq!(a.handle_frame(1, &mka), Err(PaeDrop::UnsupportedType));
 }
 

@@ -18,7 +18,7 @@ use super::{Field, WireError};
 pub use super::mkpdu::{EAPOL_VERSION, ETHERTYPE_EAPOL, PAE_GROUP_ADDR};
 
 /// EAPOL packet types (IEEE 802.1X-2020 Table 11-3).
-pub mod packet_type {
+pub mod packet_types {
     pub const EAP_PACKET: u8 = 0;
     pub const START: u8 = 1;
     pub const LOGOFF: u8 = 2;
@@ -230,7 +230,7 @@ mod tests {
         let f = FrameRepr {
             dst: PAE_GROUP_ADDR,
             src: A,
-            eapol: Repr::new(packet_type::EAP_PACKET, &body),
+            eapol: Repr::new(packet_types::EAP_PACKET, &body),
         };
         let mut v = f.to_vec().unwrap();
         assert_eq!(v.len(), 18 + 5);
@@ -247,11 +247,11 @@ mod tests {
         let start = FrameRepr {
             dst: PAE_GROUP_ADDR,
             src: A,
-            eapol: Repr::new(packet_type::START, &[]),
+            eapol: Repr::new(packet_types::START, &[]),
         };
         let s = start.to_vec().unwrap();
         assert_eq!(s.len(), 18);
-        assert_eq!(packet_type(&s), Some(packet_type::START));
+        assert_eq!(packet_type(&s), Some(packet_types::START));
         let mut short = [0u8; 3];
         assert_eq!(start.emit(&mut short), Err(WireError::Truncated));
     }
