@@ -863,3 +863,45 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn supplicant_refuses_oversized_tls_messages() {
+    let mut s = Supplicant::new(
+        SupplicantConfig::new(SUP, b"id".to_vec()),
+        factory(Fail::None),
+        0,
+    );
+    let req = |id: u8, td: &[u8]| {
+        eap_frame(
+            AUTH,
+            SUP,
+            &eap::Repr {
+                code: code::REQUEST,
+                identifier: id,
+                eap_type: Some(eap_type::TLS),
+                data: td,
+            },
+        )
+    };
+    s.handle_frame(1, &req(1, &[tls_flags::S])).unwrap();
+    let mut big = vec![tls_flags::L | tls_flags::M];
+    big.extend(70_000u32.to_be_bytes());
+    big.extend([0u8; 100]);
+    assert_eq!(s.handle_frame(2, &req(2, &big)), Err(PaeDrop::TooLong));
+    // Announced 150, sent 200.
+    let mut first = vec![tls_flags::L | tls_flags::M];
+    first.extend(150u32.to_be_bytes());
+    first.extend([0u8; 100]);
+    s.handle_frame(3, &req(3, &first)).unwrap();
+    let mut second = vec![0u8];
+    second.extend([0u8; 100]);
+    assert_eq!(s.handle_frame(4, &req(4, &second)), Err(PaeDrop::TooLong));
+    assert_eq!(s.counters().dropped(PaeDrop::TooLong), 2);
+    // An EAP-TLS Request without a Start in this conversation is unexpected.
+    let mut t = Supplicant::new(
+        SupplicantConfig::new(SUP, b"id".to_vec()),
+        factory(Fail::None),
+        0,
+    );
+    assert_eq!(t.handle_frame(1, &req(1, &[0])), Err(PaeDrop::Unexpected));
+}
