@@ -4,6 +4,8 @@
 //! - [`suite`]: cipher suites and protection levels.
 //! - [`crypto`]: the provider traits; providers live in their own crates.
 //! - [`mka`]: the MACsec Key Agreement participant (802.1X-2020), time passed in.
+//! - [`pae`]: the 802.1X PAE (supplicant, pass-through authenticator, EAP-TLS framing, CAK/CKN
+//!   from EAP), time passed in.
 //! - [`sa`]: security associations: protect and verify into caller buffers, replay windows,
 //!   sequence numbers, counters and drop reasons.
 //!

@@ -1461,3 +1461,47 @@ fn a_key_server_that_distributes_no_sak_still_hands_out_the_cak() {
         assert!(net.violations.is_empty(), "{:#?}", net.violations);
     }
 }
+
+// CAK and CKN from EAP (802.1X-2020 6.2.2)
+// ---------------------------------------------------------------------------------------------
+
+/// Vectors printed by `tests/interop/pae_cak_ref.py` (an independent implementation written from
+/// 802.1X-2020 6.2.2): MSK 00 01 … 3f, Session-Id 0x0D ‖ C1×32 ‖ 5E×32, supplicant
+/// 02:00:00:00:00:11, authenticator 02:00:00:00:00:aa.
+#[test]
+fn eap_cak_and_ckn_known_answers() {
+    use ivnsec_core::pae::cak;
+    let msk: [u8; 64] = core::array::from_fn(|i| i as u8);
+    let mut sid = vec![0x0D];
+    sid.extend([0xC1; 32]);
+    sid.extend([0x5E; 32]);
+    let sup = [2, 0, 0, 0, 0, 0x11];
+    let auth = [2, 0, 0, 0, 0, 0xaa];
+    let vectors = [
+        (
+            16,
+            "f6676b8e16c5db73104d5698bfd44690",
+            "e087eef2c5aa158c272114834d7db714",
+        ),
+        (
+            32,
+            "80e4c59559d009f008c7ed3aba84c631b5f1843f4d14962fbadd0c48af356160",
+            "3f1d68e305d8390bf840b23cdcb0e023",
+        ),
+    ];
+    let mut ran = 0;
+    for (len, want_cak, want_ckn) in vectors {
+        for p in providers(Primitive::Mac(kdf::cmac_alg(len).unwrap())) {
+            let (c, n) = cak::derive(p, &msk, &sid, sup, auth, len).unwrap();
+            assert_eq!(&c[..], &h(want_cak)[..], "CAK/{len} on {}", p.name);
+            assert_eq!(n, h(want_ckn), "CKN/{len} on {}", p.name);
+            // Either side derives the same.
+            let (c2, n2) = cak::derive(p, &msk, &sid, auth, sup, len).unwrap();
+            assert_eq!((&c2[..], &n2), (&c[..], &n));
+            ran += 1;
+        }
+    }
+    assert!(ran >= 2);
+    let p = PROVIDERS[0];
+    assert!(cak::derive(p, &msk, &sid, sup, auth, 24).is_err());
+}

@@ -95,6 +95,7 @@ impl From<WireError> for DropReason {
             WireError::WrongEtherType => DropReason::WrongEtherType,
             WireError::BadVersion => DropReason::BadVersion,
             WireError::ReservedBits => DropReason::ReservedBits,
+            WireError::Malformed => DropReason::Malformed,
         }
     }
 }

@@ -10,6 +10,8 @@
 //!   `get(..).ok_or(error)?` and checked splits.
 
 pub(crate) mod bytes;
+pub mod eap;
+pub mod eapol;
 pub mod esp;
 pub mod ethernet;
 pub mod frag;
@@ -40,6 +42,8 @@ pub enum WireError {
     BadVersion,
     /// Reserved bits set.
     ReservedBits,
+    /// A length or code field that contradicts the format.
+    Malformed,
 }
 
 impl core::fmt::Display for WireError {
@@ -49,6 +53,7 @@ impl core::fmt::Display for WireError {
             WireError::WrongEtherType => "wrong EtherType",
             WireError::BadVersion => "unsupported version",
             WireError::ReservedBits => "reserved bits set",
+            WireError::Malformed => "malformed",
         })
     }
 }
