@@ -3,4 +3,5 @@
 //! EAP-TLS.
 
 pub mod radius;
+pub mod source;
 pub mod tls;

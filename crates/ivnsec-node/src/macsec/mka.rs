@@ -243,6 +243,8 @@ pub struct MkaKeys {
     refused_no_state: u64,
     truncated: u64,
     icv: IcvEvents,
+    /// The last CAK the key server distributed (802.1X group CA), until taken.
+    distributed: Option<Psk>,
 }
 
 impl std::fmt::Debug for MkaKeys {
@@ -335,6 +337,7 @@ impl MkaKeys {
             refused_no_state: 0,
             truncated: 0,
             icv: IcvEvents::default(),
+            distributed: None,
         })
     }
 
@@ -386,6 +389,13 @@ impl MkaKeys {
             Event::RetireRx { key, an } => self.retire_rx(key, an, ctl),
             Event::RetireTx { key, an } => self.retire_tx(key, an, ctl),
             Event::IcvFailure { src } => self.icv.note(src.0),
+            Event::CakDistributed { cak, ckn } => {
+                sh.emit("cak_distributed", json!({"ckn": hex::encode(&ckn)}));
+                match Psk::new(cak.as_bytes(), &ckn, "the distributed CAK") {
+                    Ok(p) => self.distributed = Some(p),
+                    Err(e) => sh.emit("cak_refused", json!({"reason": format!("{e:#}")})),
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -703,6 +713,26 @@ impl MkaKeys {
     /// participant, `macsec up --keyserver`).
     pub fn close(&mut self) {
         self.sock = None;
+    }
+
+    /// This participant never distributes a SAK of its own, even as key server: it only carries
+    /// a Distributed CAK ([`MkaKeys::distribute_cak`]; an 802.1X authenticator's pairwise CAs
+    /// under a group CA).
+    pub fn distribute_only(&mut self) {
+        self.p.set_distribute_sak(false);
+    }
+
+    /// Hands `cak` (named `ckn`) to the live peers of this CA while this participant is the
+    /// key server (802.1X-2020 9.8: the group CA).
+    pub fn distribute_cak(&mut self, cak: &[u8], ckn: &[u8]) -> Result<()> {
+        self.p
+            .distribute_cak(sys::monotonic_ns(), cak, ckn)
+            .map_err(|e| anyhow::anyhow!("distributing the group CAK: {e}"))
+    }
+
+    /// The CAK the key server distributed since the last call, if any.
+    pub fn take_distributed_cak(&mut self) -> Option<Psk> {
+        self.distributed.take()
     }
 
     /// The first SAK this participant distributes as key server takes AN `an`

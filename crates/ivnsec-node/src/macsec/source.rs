@@ -15,6 +15,7 @@ use super::KeySource;
 use super::keyserver::{KeyserverKeys, Params, Remote, fetch_initial};
 use super::mka::{MkaKeys, MkaSettings};
 use super::static_keys::StaticKeys;
+use crate::dot1x::source::{Dot1xKeys, Dot1xSettings, Role};
 use crate::error::usage;
 use crate::keys::rxmark::Checkpoint;
 use crate::keys::{psk, used_sak};
@@ -39,6 +40,11 @@ pub enum KeyOrigin {
     /// MKA with the CAK of the key server (`--keyserver`).
     Keyserver {
         server: KeyserverSettings,
+        mka: MkaSettings,
+    },
+    /// MKA with the CAKs of 802.1X (`--eap-tls`, `--authenticator`).
+    Dot1x {
+        dot1x: Dot1xSettings,
         mka: MkaSettings,
     },
 }
@@ -110,6 +116,25 @@ pub fn open(
                 sak_record: used_sak::record_path(&server.key),
             };
             keyserver_source(server, params)
+        }
+        KeyOrigin::Dot1x { dot1x, mka } => {
+            let state_dir = mka_state_dir(s)?;
+            let (mac, _) = super::iface_facts(iface)?;
+            let record_beside = match &dot1x.role {
+                Role::Supplicant(sup) => sup.tls.key.clone(),
+                Role::Authenticator(a) => a.secret.clone(),
+            };
+            let params = Params {
+                profile,
+                iface: iface.to_string(),
+                sci: Sci::end_station(MacAddr(mac)),
+                settings: *mka,
+                state_dir,
+                reserve_block: s.reserve_block,
+                provider,
+                sak_record: used_sak::record_path(&record_beside),
+            };
+            Ok(Box::new(Dot1xKeys::new(dot1x, params, mac)?))
         }
     }
 }

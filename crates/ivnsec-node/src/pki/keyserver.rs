@@ -448,7 +448,7 @@ fn read_crl_der(l: &Layout) -> Result<(CertificateRevocationListDer<'static>, BT
     Ok((der, entries.into_iter().map(|r| r.serial).collect()))
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+pub(crate) fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let pem = read_pem(path, "certificate")?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<std::result::Result<_, _>>()

@@ -31,7 +31,10 @@ otherwise exits 2 naming the MTU needed. It changes no MTU itself.
 
 Keys exactly as `ivnsec macsec up` (see its --help and docs/macsec-tap.md): --keys (one static SAK \
 for the CA, --peer per member, PNs reserved in --state-dir across restarts) or --psk (MKA with a \
-pre-shared CAK; SAKs agreed and rotated). The peers are the other gateways and MACsec ECUs, named \
+pre-shared CAK; SAKs agreed and rotated), --keyserver, or 802.1X: with --eap-tls --cert C --key K \
+--ca CA the gateway authenticates the legacy sensor's port with the gateway's own certificate over \
+EAP-TLS, and MKA runs on the CAK derived from EAP (--fallback-psk keeps it protected while EAP \
+fails; docs/8021x.md). The peers are the other gateways and MACsec ECUs, named \
 by the MAC of their protected interface. A restarted gateway with static keys (MACsec or IVN-AE) \
 refuses every recorded frame it may have accepted before its restart: each receive SA keeps an \
 acceptance mark in --state-dir, at the cost of at most one checkpoint of legitimate frames \
@@ -50,6 +53,11 @@ Example with MKA:
   ivnsec keygen --mka --out ca.psk
   sudo ivnsec gateway --plain eth1 --protected eth0 --profile macsec-gcm-aes-128 \\
       --psk ca.psk --state-dir /var/lib/ivnsec
+
+Example with 802.1X (the consumer runs `macsec up --authenticator`):
+  sudo ivnsec gateway --plain eth1 --protected eth0 --profile macsec-gcm-aes-128 \\
+      --eap-tls --cert pki/ecu/bump1.pem --key pki/ecu/bump1.key --ca pki/ca.pem \\
+      --state-dir /var/lib/ivnsec
 
 IVN-AE (an IVN-AE profile such as aes128-gcm; static keys only): the gateway transmits under \
 --keys with --key-id and verifies each peer under --rx-keys ID:FILE (the peer's key id and key \

@@ -77,6 +77,15 @@ this ECU's segment comes from `ivnsec keyserver` over mutual TLS 1.3 instead of 
 watch connection gets every new CAK pushed (e.g. after `ivnsec pki revoke` of another member), \
 and MKA moves to it make-before-break. See docs/keys.md.
 
+802.1X (--eap-tls on a supplicant, --authenticator on the other end; IEEE 802.1X-2020): the \
+supplicant authenticates with its certificate over EAP-TLS to the authenticator, which passes \
+EAP to a RADIUS server (FreeRADIUS: `ivnsec pki freeradius` writes its EAP-TLS configuration); \
+both derive the CAK and CKN from the EAP keys (6.2.2) and run MKA on it. --group-ca hands one \
+group CAK to every supplicant on the port (MKA Distributed CAK). --fallback-psk keeps the link \
+protected while EAP fails or the RADIUS server is unreachable; --reauth-seconds renews the CAK. \
+A failure without a fallback leaves no CAK: no data frame passes (events eap_failure, \
+cak_removed; counts in the status). See docs/8021x.md.
+
 The status file is DIR/macsec/TAP.NETNS.json in --run-dir; --events appends one JSON line per \
 event (started, sa_installed, sa_enabled, sa_retired, icv_failure, unknown_sci, pn_exhausted, \
 tx_stopped, stopped). If the process is killed (even with SIGKILL) the kernel removes the TAP \
@@ -97,7 +106,15 @@ Example with MKA (every member the same way, no --peer):
 Example with the key server (`ivnsec pki`, `ivnsec keyserver`):
   sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
       --keyserver 10.0.0.1:8443 --cert brake1.pem --key brake1.key --ca ca.pem \\
-      --state-dir /var/lib/ivnsec")]
+      --state-dir /var/lib/ivnsec
+
+Example with 802.1X (the authenticator reaches FreeRADIUS at 10.0.0.9):
+  sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
+      --authenticator --radius 10.0.0.9 --radius-secret radius.secret --priority 0 \\
+      --fallback-psk fallback.psk --state-dir /var/lib/ivnsec
+  sudo ivnsec macsec up --iface eth0 --tap macsec0 --profile macsec-gcm-aes-128 \\
+      --eap-tls --cert pki/ecu/lidar1.pem --key pki/ecu/lidar1.key --ca pki/ca.pem \\
+      --fallback-psk fallback.psk --state-dir /var/lib/ivnsec")]
 pub struct UpArgs {
     /// The protected interface: MACsec frames go out and come in here. Needs root.
     #[arg(long, value_name = "IF")]

@@ -156,6 +156,13 @@ impl Ecu {
             .args(["--ramp-up-ms", "20", "--priority", prio, "--json"]);
         self.started(c)
     }
+    /// Starts `macsec up EXTRA` (802.1X and other key sources the caller spells out), waits
+    /// for its TAP, gives the TAP its address.
+    pub fn up_with(&self, extra: &[&str]) -> Proc {
+        let mut c = self.macsec_up();
+        c.args(["--reserve-block", "16", "--json"]).args(extra);
+        self.started(c)
+    }
     pub fn ip(&self, args: &[&str]) {
         let o = Command::new("ip")
             .args(["-n", &self.ns])

@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
+use ivnsec_node::dot1x::source::{
+    AuthenticatorSettings, Dot1xSettings, PaeTimers, Role, SupplicantSettings,
+};
+use ivnsec_node::dot1x::tls::{EapTlsSettings, Versions};
 use ivnsec_node::keys::highwater;
 use ivnsec_node::macsec::mka::MkaSettings;
 use ivnsec_node::macsec::source::{
@@ -23,8 +27,8 @@ pub struct KeySourceArgs {
     #[arg(
         long,
         value_name = "FILE",
-        required_unless_present_any = ["psk", "keyserver"],
-        conflicts_with_all = ["psk", "keyserver"]
+        required_unless_present_any = ["psk", "keyserver", "eap_tls", "authenticator"],
+        conflicts_with_all = ["psk", "keyserver", "eap_tls", "authenticator"]
     )]
     pub keys: Option<PathBuf>,
     /// MKA with a pre-shared CAK: TOML with `cak` and `ckn` in hex, mode 0600 (`ivnsec keygen
@@ -34,17 +38,100 @@ pub struct KeySourceArgs {
     /// MKA with the CAK from the vehicle's key server (`ivnsec keyserver`) at ADDR (host:port),
     /// over mutual TLS 1.3 with --cert, --key and --ca; fetched again when the key server
     /// pushes a new one (docs/keys.md).
-    #[arg(long, value_name = "ADDR", conflicts_with = "psk", requires_all = ["cert", "key", "ca"])]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with_all = ["psk", "eap_tls", "authenticator"],
+        requires_all = ["cert", "key", "ca"]
+    )]
     pub keyserver: Option<String>,
-    /// With --keyserver: this member's certificate (`ivnsec pki issue`: D/ecu/NAME.pem).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    /// With --keyserver or --eap-tls: this member's certificate (`ivnsec pki issue`:
+    /// D/ecu/NAME.pem).
+    #[arg(long, value_name = "FILE")]
     pub cert: Option<PathBuf>,
-    /// With --keyserver: this member's private key (D/ecu/NAME.key, mode 0600).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    /// With --keyserver or --eap-tls: this member's private key (D/ecu/NAME.key, mode 0600).
+    #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
-    /// With --keyserver: the vehicle CA that issued the key server's certificate (D/ca.pem).
-    #[arg(long, value_name = "FILE", requires = "keyserver")]
+    /// With --keyserver or --eap-tls: the vehicle CA that issued the server's certificate
+    /// (D/ca.pem).
+    #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
+    /// 802.1X supplicant: authenticate this port to the authenticator on the link with
+    /// EAP-TLS (--cert, --key, --ca); MKA runs on the CAK derived from EAP (IEEE 802.1X-2020
+    /// 6.2.2), or on the group CAK the authenticator hands out (docs/8021x.md).
+    #[arg(
+        long,
+        conflicts_with_all = ["psk", "keyserver", "authenticator"],
+        requires_all = ["cert", "key", "ca"]
+    )]
+    pub eap_tls: bool,
+    /// With --eap-tls: the EAP identity (default: the name of the --cert file without its
+    /// extension, the ECU name of `ivnsec pki`).
+    #[arg(long, value_name = "NAME", requires = "eap_tls")]
+    pub identity: Option<String>,
+    /// With --eap-tls: the name the EAP server's (RADIUS server's) certificate must carry.
+    /// Default: its chain to --ca is checked, not its name.
+    #[arg(long, value_name = "NAME", requires = "eap_tls")]
+    pub eap_server_name: Option<String>,
+    /// With --eap-tls: the CRL of --ca the EAP server's certificate is checked against
+    /// (D/crl.pem).
+    #[arg(long, value_name = "FILE", requires = "eap_tls")]
+    pub crl: Option<PathBuf>,
+    /// 802.1X authenticator: authenticate the supplicants on the link with EAP through the
+    /// RADIUS server at --radius; MKA runs with each on the CAK derived from EAP. This end is
+    /// normally the key server (give it the lowest --priority).
+    #[arg(
+        long,
+        conflicts_with_all = ["psk", "keyserver", "eap_tls"],
+        requires_all = ["radius", "radius_secret"]
+    )]
+    pub authenticator: bool,
+    /// With --authenticator: the RADIUS server, HOST[:PORT] (port 1812 when omitted).
+    #[arg(long, value_name = "ADDR", requires = "authenticator")]
+    pub radius: Option<String>,
+    /// With --authenticator: the file holding the RADIUS shared secret of this client (its
+    /// entry in the server's clients.conf), mode 0600.
+    #[arg(long, value_name = "FILE", requires = "authenticator")]
+    pub radius_secret: Option<PathBuf>,
+    /// With --authenticator: one group CA for every supplicant on this port: a random group
+    /// CAK handed to each authenticated supplicant by MKA's Distributed CAK (IEEE 802.1X-2020
+    /// 9.8), so that all of them reach each other. Without it the port keeps one pairwise CA:
+    /// the supplicant authenticated last.
+    #[arg(long, requires = "authenticator")]
+    pub group_ca: bool,
+    /// With --authenticator: supplicants served at once on this port (1 to 1024).
+    #[arg(long, default_value_t = 16, value_name = "N", requires = "authenticator",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub max_supplicants: u16,
+    /// With --authenticator: re-authenticate every supplicant every S seconds (each success
+    /// gives a new CAK, handed over without loss). Default: never.
+    #[arg(long, value_name = "S", requires = "authenticator")]
+    pub reauth_seconds: Option<f64>,
+    /// With --authenticator: RADIUS retransmission timeout in seconds.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "S",
+        requires = "authenticator"
+    )]
+    pub radius_timeout_seconds: f64,
+    /// With --authenticator: RADIUS tries per request before the server counts as unreachable.
+    #[arg(long, default_value_t = 3, value_name = "N", requires = "authenticator",
+          value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub radius_tries: u32,
+    /// 802.1X: the fallback CAK (a PSK file as --psk takes, the same on every member): MKA
+    /// runs on it from the start and whenever EAP fails or the RADIUS server is unreachable,
+    /// so the link stays protected; EAP-derived CAKs replace it without loss.
+    #[arg(long, value_name = "FILE")]
+    pub fallback_psk: Option<PathBuf>,
+    /// 802.1X: supplicant: EAPOL-Start every S seconds until an authenticator answers (the
+    /// standard's 30).
+    #[arg(long, default_value_t = 30.0, value_name = "S")]
+    pub eap_start_seconds: f64,
+    /// 802.1X: after a failure the supplicant stays quiet, and the authenticator ignores that
+    /// supplicant, for S seconds (the standard's 60).
+    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    pub eap_held_seconds: f64,
     /// With --keyserver: the segment whose CAK MKA runs on (needed when the member is in several).
     #[arg(long, value_name = "NAME", requires = "keyserver")]
     pub segment: Option<String>,
@@ -58,10 +145,10 @@ pub struct KeySourceArgs {
     pub keyserver_name: String,
     /// A peer of the CA by the MAC of its protected interface (its SCI is MAC ‖ 0001); repeat
     /// for each. Frames from SCIs not listed are discarded (unknown SCI). Static keys only.
-    #[arg(long = "peer", value_name = "MAC", conflicts_with_all = ["psk", "keyserver"])]
+    #[arg(long = "peer", value_name = "MAC", conflicts_with_all = ["psk", "keyserver", "eap_tls", "authenticator"])]
     pub peers: Vec<String>,
     /// Association number of the static SAs (0..=3).
-    #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with_all = ["psk", "keyserver"])]
+    #[arg(long, default_value_t = 0, value_name = "AN", conflicts_with_all = ["psk", "keyserver", "eap_tls", "authenticator"])]
     pub an: u8,
     /// MKA: Key Server Priority, 0 to 255. The member with the lowest value (then the lowest
     /// SCI) is key server; 255 never is.
@@ -107,11 +194,11 @@ pub struct KeySourceArgs {
     pub reserve_block: u64,
     /// Highest PN this key may carry (below the suite's own limit); sending stops when it is
     /// used and the command exits 1. Static keys only.
-    #[arg(long, value_name = "N", conflicts_with_all = ["psk", "keyserver"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["psk", "keyserver", "eap_tls", "authenticator"])]
     pub seq_limit: Option<u64>,
     /// Start at PN 1 although KEYFILE.used says this key has sent under this SA and
     /// --state-dir holds no state for it (as `ivnsec send`): only for a key you know is new.
-    #[arg(long, conflicts_with_all = ["psk", "keyserver"])]
+    #[arg(long, conflicts_with_all = ["psk", "keyserver", "eap_tls", "authenticator"])]
     pub i_know_this_key_is_new: bool,
     /// Static keys: how far the receive SAs' acceptance marks in --state-dir move ahead.
     #[command(flatten)]
@@ -130,8 +217,18 @@ impl KeySourceArgs {
                 server: self.keyserver_settings(addr)?,
                 mka: self.mka_settings()?,
             },
+            (None, None) if self.eap_tls || self.authenticator => KeyOrigin::Dot1x {
+                dot1x: self.dot1x_settings()?,
+                mka: self.mka_settings()?,
+            },
             (None, None) => KeyOrigin::Static(self.static_settings()?),
         };
+        if self.fallback_psk.is_some() && !(self.eap_tls || self.authenticator) {
+            return Err(usage(
+                "--fallback-psk is the fallback CAK of 802.1X: give it with --eap-tls or \
+                 --authenticator (for MKA on a PSK alone, --psk FILE)",
+            ));
+        }
         Ok(KeySourceSettings {
             origin,
             state_dir: self.state_dir.clone(),
@@ -153,6 +250,50 @@ impl KeySourceArgs {
             ramp_up: self
                 .ramp_up_ms
                 .map(|ms| (Duration::from_millis(ms), self.ramp_up_count)),
+        })
+    }
+
+    fn dot1x_settings(&self) -> Result<Dot1xSettings> {
+        let role = if self.authenticator {
+            let (Some(radius), Some(secret)) = (&self.radius, &self.radius_secret) else {
+                return Err(usage("--authenticator needs --radius and --radius-secret"));
+            };
+            Role::Authenticator(AuthenticatorSettings {
+                radius: radius.clone(),
+                secret: secret.clone(),
+                group_ca: self.group_ca,
+                max_supplicants: usize::from(self.max_supplicants),
+                radius_timeout: seconds("--radius-timeout-seconds", self.radius_timeout_seconds)?,
+                radius_tries: self.radius_tries,
+            })
+        } else {
+            let (Some(cert), Some(key), Some(ca)) = (&self.cert, &self.key, &self.ca) else {
+                return Err(usage("--eap-tls needs --cert, --key and --ca"));
+            };
+            Role::Supplicant(SupplicantSettings {
+                tls: EapTlsSettings {
+                    ca: ca.clone(),
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    crl: self.crl.clone(),
+                    server_name: self.eap_server_name.clone(),
+                    versions: Versions::default(),
+                },
+                identity: self.identity.clone(),
+            })
+        };
+        Ok(Dot1xSettings {
+            role,
+            fallback: self.fallback_psk.clone(),
+            timers: PaeTimers {
+                start: seconds("--eap-start-seconds", self.eap_start_seconds)?,
+                held: seconds("--eap-held-seconds", self.eap_held_seconds)?,
+                auth: PaeTimers::default().auth,
+                reauth: self
+                    .reauth_seconds
+                    .map(|s| seconds("--reauth-seconds", s))
+                    .transpose()?,
+            },
         })
     }
 
