@@ -22,6 +22,7 @@ pub mod outage;
 pub mod pingpong;
 pub mod plan;
 pub mod process;
+pub mod radius;
 pub mod report;
 pub mod seed004;
 pub mod site;
