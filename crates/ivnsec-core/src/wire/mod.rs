@@ -17,6 +17,7 @@ pub mod ip;
 pub mod ivnae;
 pub mod macsec;
 pub mod mkpdu;
+pub mod radius;
 pub mod secoc;
 pub mod someip;
 pub mod someip_sd;
