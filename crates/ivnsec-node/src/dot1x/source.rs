@@ -228,7 +228,8 @@ impl Dot1xKeys {
                     secret,
                     nas_identifier: format!("ivnsec-{}", params.iface),
                     timeout: a.radius_timeout,
-                    retries: a.radius_tries,
+                    // The client's retries are retransmissions after the first send.
+                    retries: a.radius_tries.saturating_sub(1),
                     framed_mtu: 1400,
                 })
                 .with_context(|| format!("--radius {}", a.radius))?;
