@@ -17,7 +17,7 @@ use crate::common::mka::{Ecu, diagnose, keygen_mka, pae_testbed, secured};
 use crate::common::net::ping_counts;
 use crate::common::proc::wait_for_or;
 use crate::common::radius::FreeRadius;
-use crate::common::{Proc, TempDir, VIN, have, spawn_until_ready, text};
+use crate::common::{Proc, TempDir, VIN, have, text};
 
 const SECRET: &str = "testing-radius-secret-0123";
 
@@ -276,7 +276,11 @@ fn two_supplicants_on_one_port_share_the_group_ca_and_reach_each_other() {
             let g = group();
             all.iter().all(|e| {
                 let s = e.status();
-                secured(&s, 2) && s["key_source_state"]["ca"]["ckn"].as_str() == g.as_deref()
+                secured(&s, 2)
+                    && s["key_source_state"]["ca"]["ckn"].as_str() == g.as_deref()
+                    && s["key_source_state"]["ca"]["handover"]
+                        .as_array()
+                        .is_some_and(|h| h.is_empty())
             })
         },
         || format!("{}\n{}", diagnose(&all), radius.log()),
@@ -431,7 +435,16 @@ fn revoked_and_foreign_certificates_get_eap_failure_no_cak_and_no_data() {
         assert!(s["tx"]["encoding_an"].is_null(), "{}: {s}", e.name);
         assert!(events_named(e, "eap_success").is_empty(), "{}", e.name);
     }
-    assert!(s1.status()["key_source_state"]["dot1x"]["eap_failures"].as_u64() >= Some(1));
+    wait_for_or(
+        10,
+        "the supplicants count their failures",
+        || {
+            [&s1, &s2].iter().all(|e| {
+                e.status()["key_source_state"]["dot1x"]["eap_failures"].as_u64() >= Some(1)
+            })
+        },
+        || diagnose(&all),
+    );
     for e in [&s1, &s2] {
         let o = e
             .exec("ping")
@@ -493,7 +506,35 @@ fn hostapd(f: &Fixture, ns: &str, radius: &str) -> Proc {
     .unwrap();
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns, "hostapd", "-dd"]).arg(&conf);
-    spawn_until_ready(c, "eth0: interface state", "hostapd")
+    logged(
+        c,
+        &f.d.path("hostapd.log"),
+        "eth0: interface state",
+        "hostapd",
+    )
+}
+
+/// Starts `c` with its output into `log`, and waits (20 s at most) until `ready` is in it.
+fn logged(mut c: Command, log: &Path, ready: &str, what: &str) -> Proc {
+    let out = std::fs::File::create(log).unwrap();
+    c.stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .stdin(Stdio::null());
+    let mut p = Proc(Some(c.spawn().unwrap()));
+    wait_for_or(
+        20,
+        &format!("{what} ready"),
+        || {
+            assert!(
+                p.child().try_wait().unwrap().is_none(),
+                "{what} ended: {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+            std::fs::read_to_string(log).is_ok_and(|t| t.contains(ready))
+        },
+        || std::fs::read_to_string(log).unwrap_or_default(),
+    );
+    p
 }
 
 #[test]
@@ -569,12 +610,12 @@ fn wpa_supplicant_through_the_ivnsec_authenticator_to_freeradius_succeeds() {
     ])
     .arg(&conf)
     .arg("-dd");
-    let (mut w, _, _) = Proc::start(c, "CTRL-EVENT-EAP-SUCCESS");
+    let log = f.d.path("wpas.log");
+    let _w = logged(c, &log, "CTRL-EVENT-EAP-SUCCESS", "wpa_supplicant");
     wait_for_or(
         20,
         "the ivnsec authenticator reports the EAP success",
         || !events_named(&auth, "eap_success").is_empty(),
         || format!("{}\n{}", diagnose(&[&auth]), radius.log()),
     );
-    let _ = w.child().kill();
 }
