@@ -465,6 +465,8 @@ impl Dot1xKeys {
                 self.session_gone(supplicant, &text, ctl)?;
             }
             AuthenticatorEvent::LoggedOff { supplicant } => {
+                ctl.shared()
+                    .emit("eap_logoff", json!({"peer": mac_hex(supplicant)}));
                 self.session_gone(supplicant, "logoff", ctl)?
             }
             AuthenticatorEvent::SessionEnded { supplicant } => {
@@ -812,6 +814,18 @@ impl KeySource for Dot1xKeys {
             );
         }
         v
+    }
+}
+
+impl Drop for Dot1xKeys {
+    /// A supplicant that stops says so: EAPOL-Logoff to its authenticator (802.1X-2020 8.x),
+    /// which then ends its session at once instead of at the next failed re-authentication.
+    fn drop(&mut self) {
+        if let Pae::Supplicant { pae, .. } = &mut self.pae {
+            let now = sys::monotonic_ns();
+            pae.logoff(now);
+            let _ = self.transmit(now);
+        }
     }
 }
 

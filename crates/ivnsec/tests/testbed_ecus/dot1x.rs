@@ -262,7 +262,7 @@ fn two_supplicants_on_one_port_share_the_group_ca_and_reach_each_other() {
         &["--group-ca"],
     )));
     let _p1 = s1.up_with(&strs(&supplicant_args(&f, "sensor1")));
-    let _p2 = s2.up_with(&strs(&supplicant_args(&f, "sensor2")));
+    let p2 = s2.up_with(&strs(&supplicant_args(&f, "sensor2")));
     let all = [&auth, &s1, &s2];
     let group = || {
         auth.status()["key_source_state"]["dot1x"]["pae"]["group_ckn"]
@@ -302,6 +302,29 @@ fn two_supplicants_on_one_port_share_the_group_ca_and_reach_each_other() {
             diagnose(&all)
         );
     }
+    // A supplicant that stops logs off: the authenticator ends its session at once.
+    let (code, _) = p2.finish(true);
+    assert_eq!(code, Some(0));
+    wait_for_or(
+        5,
+        "the authenticator hears sensor2's EAPOL-Logoff",
+        || {
+            events_named(&auth, "eap_logoff")
+                .iter()
+                .any(|x| x["peer"] == s2.mac.to_lowercase())
+        },
+        || diagnose(&all),
+    );
+    wait_for_or(
+        5,
+        "sensor2 no longer authenticated",
+        || {
+            !auth.status()["key_source_state"]["dot1x"]["pae"]["authenticated"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|m| m == &Value::from(s2.mac.to_lowercase())))
+        },
+        || diagnose(&all),
+    );
 }
 
 #[test]
