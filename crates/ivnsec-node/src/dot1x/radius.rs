@@ -491,6 +491,11 @@ impl RadiusClient {
         self.cfg.server
     }
 
+    /// This client's own address: the port the server's answers come to.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
+    }
+
     fn alloc_id(&mut self) -> Option<u8> {
         for _ in 0..=u8::MAX {
             let id = self.next_id;

@@ -780,7 +780,10 @@ impl KeySource for Dot1xKeys {
             Pae::Supplicant { pae, side } => {
                 let st = pae.status();
                 json!({
-                    "status": format!("{st:?}"),
+                    "state": st.state.name(),
+                    "authenticator": st.authenticator.map(mac_hex),
+                    "authenticated": st.authenticated,
+                    "last_failure": st.last_failure.map(|f| f.to_string()),
                     "drops": drops(pae.counters()),
                     "pairwise_beside_group": side.is_some(),
                 })
@@ -791,13 +794,35 @@ impl KeySource for Dot1xKeys {
                 radius_addr,
                 group,
                 sessions,
-            } => json!({
-                "sessions": pae.sessions().iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
-                "authenticated": sessions.keys().map(|m| mac_hex(*m)).collect::<Vec<_>>(),
-                "drops": drops(pae.counters()),
-                "radius": {"server": radius_addr.to_string(), "counters": format!("{:?}", radius.counters())},
-                "group_ckn": group.as_ref().map(|g| hex::encode(g.ckn())),
-            }),
+            } => {
+                let c = radius.counters();
+                json!({
+                    "sessions": pae.sessions().iter().map(|s| json!({
+                        "supplicant": mac_hex(s.supplicant),
+                        "phase": s.phase.name(),
+                        "authenticated": s.authenticated,
+                        "identity": String::from_utf8_lossy(&s.identity),
+                    })).collect::<Vec<_>>(),
+                    "authenticated": sessions.keys().map(|m| mac_hex(*m)).collect::<Vec<_>>(),
+                    "drops": drops(pae.counters()),
+                    "radius": {
+                        "server": radius_addr.to_string(),
+                        "local": radius.local_addr().map(|a| a.to_string()),
+                        "sent": c.sent, "retransmitted": c.retransmitted,
+                        "timeouts": c.timeouts, "accepts": c.accepts, "rejects": c.rejects,
+                        "challenges": c.challenges,
+                        "drops": {
+                            "malformed": c.malformed, "unknown_id": c.unknown_id,
+                            "wrong_source": c.wrong_source,
+                            "bad_response_authenticator": c.bad_response_authenticator,
+                            "bad_message_authenticator": c.bad_message_authenticator,
+                            "missing_message_authenticator": c.missing_message_authenticator,
+                            "bad_mppe_key": c.bad_mppe_key,
+                        },
+                    },
+                    "group_ckn": group.as_ref().map(|g| hex::encode(g.ckn())),
+                })
+            }
         };
         if let Some(o) = v.as_object_mut() {
             o.insert(
