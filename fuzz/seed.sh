@@ -493,6 +493,26 @@ for line in '{"op":"get"}' '{"op":"watch"}' '{"op":"get","segment":"chassis"}' \
     put "$ks_dir" "$(printf '%s\n' "$line" | od -An -v -tx1 | tr -d ' \n')"
 done
 
+# eapol_pae: length-prefixed EAPOL frames between supplicant 02:00:00:00:00:11 and authenticator
+# 02:00:00:00:00:aa (an EAPOL-Start, Request/Identity, EAP-TLS Start, Success, Failure, Logoff).
+pae_dir=fuzz/corpus/eapol_pae
+mkdir -p "$pae_dir"
+start=120180c2000003020000000011888e02010000
+req_id=170200000000110200000000aa888e020000050101000501
+tls_start=180200000000110200000000aa888e02000006010200060d20
+success=160200000000110200000000aa888e0200000403030004
+failure=160200000000110200000000aa888e0200000404030004
+logoff=120200000000aa020000000011888e02020000
+put "$pae_dir" "$start$req_id$tls_start$success"
+put "$pae_dir" "$start$req_id$failure$logoff"
+put "$pae_dir" "$req_id$tls_start$tls_start$success$logoff"
+# radius_parse: RFC 2865 7.1's Access-Request and Access-Accept
+# (secret "xyzzy5461").
+radius_dir=fuzz/corpus/radius_parse
+mkdir -p "$radius_dir"
+put "$radius_dir" 0200002686fe220e7624ba2a1005f6bf9b55e0b20606000000010f06000000000e06c0a80103
+put "$radius_dir" 010000380f403f9473978057bd83d5cb98f4227a01066e656d6f02120dbe708d93d413ce3196e43f782a0aee0406c0a80110050600000003
+
 echo "seed.sh: $macsec_count MACsec frames -> $macsec_dir ($(ls "$macsec_dir" | wc -l) files), $esp_count ESP packets -> $esp_dir ($(ls "$esp_dir" | wc -l) files), $((macsec_bad + esp_bad)) not accepted"
 echo "seed.sh: $count frames -> $verify_dir ($(ls "$verify_dir" | wc -l) files), $parse_dir ($(ls "$parse_dir" | wc -l) files), $pcap_dir ($(ls "$pcap_dir" | wc -l) files); $secoc_count SecOC PDUs -> $secoc_dir ($(ls "$secoc_dir" | wc -l) files); someip: $(ls "$someip_parse_dir" | wc -l) parse, $(ls "$someip_verify_dir" | wc -l) verify seeds, $(ls "$someip_sd_dir" | wc -l) SD streams; frag: $(ls "$frag_dir" | wc -l) streams; mka: $(ls "$mkpdu_dir" | wc -l) MKPDUs, $(ls "$mka_dir" | wc -l) sessions; keyserver: $(ls "$ks_dir" | wc -l) lines"
 if [ $((macsec_bad + esp_bad)) != 0 ]; then
