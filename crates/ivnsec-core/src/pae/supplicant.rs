@@ -196,7 +196,7 @@ impl Supplicant {
         &self.counters
     }
 
-    pub fn status(&self) -> SupplicantStatus {
+    pub fn snapshot(&self) -> SupplicantStatus {
         SupplicantStatus {
             state: self.state,
             authenticator: self.authenticator(),

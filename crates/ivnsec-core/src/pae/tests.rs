@@ -387,7 +387,7 @@ fn full_exchange_session_id_from_sniffed_hellos_equals_the_supplicants() {
     assert_eq!(got[0].1.len(), 65);
     assert_eq!(got[0].1, keys.session_id);
     assert_eq!(net.server.identities, vec![b"ecu-17".to_vec()]);
-    let st = net.sup.status();
+    let st = net.sup.snapshot();
     assert_eq!(st.state, SupplicantState::Authenticated);
     assert_eq!(st.authenticator, Some(AUTH));
     assert_eq!(st.successes, 1);
@@ -430,8 +430,8 @@ fn reject_fails_both_then_held_then_start_again() {
             ..
         }
     )));
-    assert_eq!(net.sup.status().state, SupplicantState::Held);
-    assert_eq!(net.sup.status().last_failure, Some(AuthFailure::EapFailure));
+    assert_eq!(net.sup.snapshot().state, SupplicantState::Held);
+    assert_eq!(net.sup.snapshot().last_failure, Some(AuthFailure::EapFailure));
     // A Start during the quiet period is refused by the authenticator.
     let before = net.auth.counters().dropped(PaeDrop::Quiet);
     net.auth
@@ -549,7 +549,7 @@ fn supplicant_times_out_a_silent_conversation_and_starts_again() {
     // Failure is lost.
     net.pump();
     net.cut_to_sup = true;
-    assert_eq!(net.sup.status().state, SupplicantState::Authenticating);
+    assert_eq!(net.sup.snapshot().state, SupplicantState::Authenticating);
     let sent = net.sent_by_sup;
     net.run_until(30 * SECOND + 1);
     assert!(net.sup_events.iter().any(|e| matches!(
@@ -560,7 +560,7 @@ fn supplicant_times_out_a_silent_conversation_and_starts_again() {
         }
     )));
     assert!(net.sent_by_sup > sent, "an EAPOL-Start went out");
-    assert_eq!(net.sup.status().state, SupplicantState::Connecting);
+    assert_eq!(net.sup.snapshot().state, SupplicantState::Connecting);
 }
 
 #[test]
@@ -649,15 +649,15 @@ fn reauthentication_keeps_the_session_until_it_fails() {
         |e| matches!(e, AuthenticatorEvent::SessionEnded { supplicant } if *supplicant == SUP)
     ));
     assert!(!net.auth.sessions()[0].authenticated);
-    assert_eq!(net.sup.status().state, SupplicantState::Held);
-    assert!(!net.sup.status().authenticated);
+    assert_eq!(net.sup.snapshot().state, SupplicantState::Held);
+    assert!(!net.sup.snapshot().authenticated);
 }
 
 #[test]
 fn spoofed_failure_and_logoff_change_nothing() {
     let mut net = Net::new(ServerMode::Accept, Fail::None);
     net.pump();
-    assert_eq!(net.sup.status().state, SupplicantState::Authenticated);
+    assert_eq!(net.sup.snapshot().state, SupplicantState::Authenticated);
     // A Failure from another MAC.
     let spoof = eap_frame(EVIL, SUP, &eap::Repr::failure(0));
     assert_eq!(
@@ -671,7 +671,7 @@ fn spoofed_failure_and_logoff_change_nothing() {
     }
     let s = eap_frame(AUTH, SUP, &eap::Repr::success(1));
     assert_eq!(net.sup.handle_frame(net.now, &s), Err(PaeDrop::Unexpected));
-    assert_eq!(net.sup.status().state, SupplicantState::Authenticated);
+    assert_eq!(net.sup.snapshot().state, SupplicantState::Authenticated);
     assert!(net.sup.poll_event().is_none());
     // A Logoff from another MAC at the authenticator ends nothing.
     let logoff = eapol_frame(EVIL, PAE_GROUP_ADDR.0, packet_types::LOGOFF);
@@ -694,7 +694,7 @@ fn spoofed_failure_and_logoff_change_nothing() {
             .iter()
             .any(|e| matches!(e, SupplicantEvent::LoggedOff))
     );
-    assert_eq!(net.sup.status().state, SupplicantState::LoggedOff);
+    assert_eq!(net.sup.snapshot().state, SupplicantState::LoggedOff);
     net.sup.restart(net.now);
     net.pump();
     assert_eq!(net.sup_authenticated(), 2);

@@ -1,7 +1,6 @@
-//! 802.1X for the MACsec TAP and the gateway (docs/8021x.md): the drivers of the core's PAE
-//! ([`ivnsec_core::pae`]), the RADIUS client of the authenticator, and the TLS engine of
-//! EAP-TLS.
+//! 802.1X for the MACsec TAP and the gateway (docs/8021x.md): the RADIUS client of the
+//! authenticator and the TLS engine of EAP-TLS. The key source that drives the core's PAE
+//! ([`ivnsec_core::pae`]) with them is [`crate::macsec::dot1x`], beside the other key sources.
 
 pub mod radius;
-pub mod source;
 pub mod tls;

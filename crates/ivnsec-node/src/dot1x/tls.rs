@@ -310,25 +310,10 @@ impl RustlsEngine {
             Conn::Client(c) => c.peer_certificates(),
             Conn::Server(c) => c.peer_certificates(),
         };
-        let Some(ee) = certs.and_then(|c| c.first()) else {
-            return Vec::new();
-        };
-        let Ok((_, cert)) = x509_parser::parse_x509_certificate(ee.as_ref()) else {
-            return Vec::new();
-        };
-        cert.subject_alternative_name()
-            .ok()
-            .flatten()
-            .map(|san| {
-                san.value
-                    .general_names
-                    .iter()
-                    .filter_map(|n| match n {
-                        x509_parser::extensions::GeneralName::DNSName(d) => Some(d.to_string()),
-                        _ => None,
-                    })
-                    .collect()
-            })
+        certs
+            .and_then(|c| c.first())
+            .and_then(|ee| crate::pki::cert_info(ee.as_ref()).ok())
+            .map(|i| i.dns_names)
             .unwrap_or_default()
     }
 

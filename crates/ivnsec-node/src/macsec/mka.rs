@@ -575,22 +575,27 @@ impl MkaKeys {
     }
 }
 
+/// An AF_PACKET socket on `iface` for EtherType 0x888E (EAPOL: MKPDUs and 802.1X), member of
+/// the PAE group address, frames to other hosts filtered out, with room for a burst (a flood
+/// is judged, not lost in the queue).
+pub fn open_eapol(iface: &str) -> Result<RawSocket> {
+    let what = format!("EAPOL socket on --iface {iface}");
+    let sock = RawSocket::open(iface, mkpdu::ETHERTYPE_EAPOL).map_err(|e| open_err(&what, e))?;
+    sock.join_multicast(mkpdu::PAE_GROUP_ADDR.0)
+        .with_context(|| format!("{what}: joining 01-80-C2-00-00-03"))?;
+    sock.drop_other_host()
+        .with_context(|| format!("{what}: filtering frames to other hosts"))?;
+    let _ = sock.set_recv_buffer_force(1 << 20);
+    Ok(sock)
+}
+
 impl KeySource for MkaKeys {
     fn kind(&self) -> &'static str {
         "mka"
     }
 
     fn start(&mut self, ctl: &SecyControl) -> Result<()> {
-        let what = format!("EAPOL socket on --iface {}", self.iface);
-        let sock =
-            RawSocket::open(&self.iface, mkpdu::ETHERTYPE_EAPOL).map_err(|e| open_err(&what, e))?;
-        sock.join_multicast(mkpdu::PAE_GROUP_ADDR.0)
-            .with_context(|| format!("{what}: joining 01-80-C2-00-00-03"))?;
-        sock.drop_other_host()
-            .with_context(|| format!("{what}: filtering frames to other hosts"))?;
-        // Room for a burst of MKPDUs (a flood is judged, not lost in the queue).
-        let _ = sock.set_recv_buffer_force(1 << 20);
-        self.sock = Some(sock);
+        self.sock = Some(open_eapol(&self.iface)?);
         let st = self.p.snapshot();
         ctl.shared().emit(
             "mka_started",

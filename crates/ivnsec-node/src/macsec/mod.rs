@@ -20,6 +20,7 @@
 
 pub mod chain;
 pub mod dataplane;
+pub mod dot1x;
 pub mod host;
 pub mod keyserver;
 pub mod mka;

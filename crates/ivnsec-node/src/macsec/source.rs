@@ -12,10 +12,10 @@ use ivnsec_core::wire::macsec::Sci;
 use ivnsec_crypto::ProviderChoice;
 
 use super::KeySource;
+use super::dot1x::{Dot1xKeys, Dot1xSettings, Role};
 use super::keyserver::{KeyserverKeys, Params, Remote, fetch_initial};
 use super::mka::{MkaKeys, MkaSettings};
 use super::static_keys::StaticKeys;
-use crate::dot1x::source::{Dot1xKeys, Dot1xSettings, Role};
 use crate::error::usage;
 use crate::keys::rxmark::Checkpoint;
 use crate::keys::{psk, used_sak};

@@ -218,8 +218,15 @@ fn every_unit_passes_systemd_analyze_verify() {
         .args(&files)
         .output()
         .unwrap();
+    // Only what it says about our units counts: it also loads the host's units that ours
+    // order against, and warns about those (e.g. a distribution's FreeRADIUS unit).
+    let ours: Vec<&str> = std::str::from_utf8(&o.stderr)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !(l.starts_with("/lib/systemd/") || l.starts_with("/usr/lib/systemd/")))
+        .collect();
     assert!(
-        o.status.success() && o.stderr.is_empty(),
+        o.status.success() && ours.is_empty(),
         "systemd-analyze verify: {}{}",
         text(&o.stdout),
         text(&o.stderr)

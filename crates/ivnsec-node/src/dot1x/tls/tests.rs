@@ -6,6 +6,8 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use ivnsec_net::sys::die_with_parent;
+
 use super::*;
 use crate::pki::{self, Algo, Layout};
 
@@ -186,7 +188,7 @@ fn foreign_revoked_and_misnamed_certificates_are_refused() {
 }
 
 fn openssl() -> bool {
-    Command::new("openssl")
+    die_with_parent(&mut Command::new("openssl"))
         .arg("version")
         .output()
         .is_ok_and(|o| o.status.success())
@@ -216,7 +218,7 @@ fn key_material_equals_openssls_exporter() {
             let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             s.local_addr().unwrap().port()
         };
-        let mut srv = Command::new("openssl")
+        let mut srv = die_with_parent(&mut Command::new("openssl"))
             .args([
                 "s_server",
                 "-accept",

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
-use ivnsec_node::dot1x::source::{
-    AuthenticatorSettings, Dot1xSettings, PaeTimers, Role, SupplicantSettings,
-};
 use ivnsec_node::dot1x::tls::{EapTlsSettings, Versions};
 use ivnsec_node::keys::highwater;
+use ivnsec_node::macsec::dot1x::{
+    AuthenticatorSettings, Dot1xSettings, PaeTimers, Role, SupplicantSettings,
+};
 use ivnsec_node::macsec::mka::MkaSettings;
 use ivnsec_node::macsec::source::{
     KeyOrigin, KeySourceSettings, KeyserverSettings, StaticSettings,

@@ -36,13 +36,13 @@ use ivnsec_core::wire::eapol;
 use ivnsec_net::sys::{self, PollEntry, RawSocket};
 use serde_json::{Value, json};
 
-use super::radius::{AccessRequest, RadiusAnswer, RadiusClient, RadiusConfig, read_secret};
-use super::tls::{EapTlsSettings, client_config, factory};
+use super::chain::{CaChain, Params, Stack, participant};
+use super::mka::MkaKeys;
+use super::{KeySource, SecyControl};
+use crate::dot1x::radius::{AccessRequest, RadiusAnswer, RadiusClient, RadiusConfig, read_secret};
+use crate::dot1x::tls::{EapTlsSettings, client_config, factory};
 use crate::error::usage;
 use crate::keys::psk::{self, Psk};
-use crate::macsec::chain::{CaChain, Params, Stack, participant};
-use crate::macsec::mka::MkaKeys;
-use crate::macsec::{KeySource, SecyControl, open_err};
 
 /// Frames handled per poll before timers get their turn.
 const MAX_RX_PER_POLL: usize = 256;
@@ -708,15 +708,7 @@ impl KeySource for Dot1xKeys {
     }
 
     fn start(&mut self, ctl: &SecyControl) -> Result<()> {
-        let what = format!("EAPOL socket on --iface {}", self.iface);
-        let sock =
-            RawSocket::open(&self.iface, eapol::ETHERTYPE_EAPOL).map_err(|e| open_err(&what, e))?;
-        sock.join_multicast(eapol::PAE_GROUP_ADDR.0)
-            .with_context(|| format!("{what}: joining 01-80-C2-00-00-03"))?;
-        sock.drop_other_host()
-            .with_context(|| format!("{what}: filtering frames to other hosts"))?;
-        let _ = sock.set_recv_buffer_force(1 << 20);
-        self.sock = Some(sock);
+        self.sock = Some(super::mka::open_eapol(&self.iface)?);
         if let Pae::Authenticator { radius_addr, .. } = &self.pae {
             ctl.shared()
                 .emit("radius_client", json!({"server": radius_addr.to_string()}));
@@ -778,7 +770,7 @@ impl KeySource for Dot1xKeys {
         let mut v = self.chain.describe(ctl);
         let pae = match &self.pae {
             Pae::Supplicant { pae, side } => {
-                let st = pae.status();
+                let st = pae.snapshot();
                 json!({
                     "state": st.state.name(),
                     "authenticator": st.authenticator.map(mac_hex),
