@@ -792,7 +792,7 @@ impl KeySource for Dot1xKeys {
                 "sessions": pae.sessions().iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
                 "authenticated": sessions.keys().map(|m| mac_hex(*m)).collect::<Vec<_>>(),
                 "drops": drops(pae.counters()),
-                "radius": {"server": radius_addr.to_string(), "counters": format!("{:?}", radius.counters())},
+                "radius": {"server": radius_addr.to_string(), "counters": radius.counters().json()},
                 "group_ckn": group.as_ref().map(|g| hex::encode(g.ckn())),
             }),
         };
