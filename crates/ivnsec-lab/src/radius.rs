@@ -3,7 +3,9 @@
 //! (EAP-TLS only, with the vehicle CA of an `ivnsec pki` directory and its CRL checked), started
 //! in a namespace of the run's testbed with `freeradius -f -X`, never the host's service.
 //!
-//! The server certificate is the PKI's ECU certificate `radius` (issued if missing). The
+//! The server certificate is the PKI's ECU certificate `radius` (issued if missing by
+//! `ivnsec pki freeradius`'s writer, whose eap module the server runs; a revocation needs
+//! [`write_config`] again, then [`FreeRadius::restart`]). The
 //! virtual server copies the EAP Session-Id into the reply as EAP-Key-Name (what the
 //! authenticator names the CAK by for TLS 1.3), and its debug output, kept in
 //! [`FreeRadius::log`], shows the MS-MPPE keys it sent ([`FreeRadius::sent_msks`]): a test
@@ -19,7 +21,7 @@ use anyhow::{Context, Result, bail};
 use ivnsec_net::sys::die_with_parent;
 use ivnsec_net::testbed::netns_command;
 use ivnsec_node::error::env_error;
-use ivnsec_node::pki::{self, Algo, Layout};
+use ivnsec_node::pki;
 
 /// The name of the server certificate in the PKI.
 pub const SERVER_ECU: &str = "radius";
@@ -45,67 +47,15 @@ pub struct FreeRadius {
     log: Arc<Mutex<Vec<String>>>,
 }
 
-/// The eap module: EAP-TLS with the PKI's CA, CRL and the `radius` certificate.
-fn eap_module(l: &Layout, capath: &Path, max_tls: &str) -> String {
-    format!(
-        "eap {{
-        default_eap_type = tls
-        timer_expire = 60
-        max_sessions = 4096
-        tls-config tls-common {{
-            private_key_file = {key}
-            certificate_file = {cert}
-            ca_file = {ca}
-            ca_path = {capath}
-            check_crl = yes
-            cipher_list = \"DEFAULT\"
-            tls_min_version = \"1.2\"
-            tls_max_version = \"{max_tls}\"
-        }}
-        tls {{
-            tls = tls-common
-        }}
-    }}",
-        key = l.ecu_key(SERVER_ECU).display(),
-        cert = l.ecu_pem(SERVER_ECU).display(),
-        ca = l.ca_pem().display(),
-        capath = capath.display(),
-    )
-}
-
-/// Writes the configuration: radiusd.conf (listen, clients, the eap module, the virtual
-/// server), the dictionary, the CA directory with its hash links (the CRL is checked there).
-pub fn write_config(dir: &Path, pki_dir: &Path, clients: &[Client], max_tls: &str) -> Result<()> {
-    let l = Layout::new(pki_dir);
-    if !l.ecu_pem(SERVER_ECU).exists() {
-        pki::issue(pki_dir, SERVER_ECU, Algo::EcdsaP256, 365)
-            .context("issuing the RADIUS server's certificate")?;
-    }
-    let capath = dir.join("capath");
-    for d in [
-        dir.to_path_buf(),
-        capath.clone(),
-        dir.join("log"),
-        dir.join("run"),
-    ] {
+/// Writes the configuration: radiusd.conf (listen, clients, the virtual server), the
+/// dictionary, and the eap module `ivnsec pki freeradius` writes for the PKI (EAP-TLS with the
+/// vehicle CA and its CRL, TLS 1.2 and 1.3), in `dir/eap/`.
+pub fn write_config(dir: &Path, pki_dir: &Path, clients: &[Client]) -> Result<()> {
+    for d in [dir.to_path_buf(), dir.join("log"), dir.join("run")] {
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     }
-    std::fs::copy(l.ca_pem(), capath.join("ca.pem"))?;
-    std::fs::copy(l.crl_pem(), capath.join("crl.pem"))?;
-    let o = die_with_parent(
-        std::process::Command::new("openssl")
-            .arg("rehash")
-            .arg(&capath),
-    )
-    .output()
-    .map_err(|e| env_error(format!("running `openssl rehash`: {e}; install openssl")))?;
-    if !o.status.success() {
-        bail!(
-            "openssl rehash {}: {}",
-            capath.display(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    pki::freeradius::write(pki_dir, &dir.join("eap"), SERVER_ECU)
+        .context("writing FreeRADIUS's EAP-TLS module")?;
     std::fs::copy("/etc/freeradius/3.0/dictionary", dir.join("dictionary")).map_err(|e| {
         env_error(format!(
             "/etc/freeradius/3.0/dictionary: {e}; install FreeRADIUS (scripts/setup)"
@@ -160,7 +110,7 @@ listen {{
 }}
 {clients}
 modules {{
-    {eap}
+    $INCLUDE ${{confdir}}/eap/eap-tls.conf
 }}
 server default {{
     authorize {{
@@ -177,8 +127,7 @@ server default {{
         }}
     }}
 }}
-",
-        eap = eap_module(&l, &capath, max_tls)
+"
     );
     std::fs::write(dir.join("radiusd.conf"), conf)?;
     Ok(())
@@ -186,9 +135,9 @@ server default {{
 
 impl FreeRadius {
     /// Writes the configuration into `dir` and starts FreeRADIUS in namespace `ns`; returns
-    /// once it is ready. TLS 1.2 and 1.3 are offered.
+    /// once it is ready.
     pub fn start(ns: &str, dir: &Path, pki_dir: &Path, clients: &[Client]) -> Result<FreeRadius> {
-        write_config(dir, pki_dir, clients, "1.3")?;
+        write_config(dir, pki_dir, clients)?;
         let mut r = FreeRadius {
             ns: ns.to_string(),
             dir: dir.to_path_buf(),
@@ -197,6 +146,11 @@ impl FreeRadius {
         };
         r.restart()?;
         Ok(r)
+    }
+
+    /// The configuration directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Starts it again (after [`FreeRadius::stop`]).

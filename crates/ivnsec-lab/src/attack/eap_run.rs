@@ -277,16 +277,14 @@ fn counts(v: &Value) -> BTreeMap<String, u64> {
 fn drops(st: &Value) -> BTreeMap<String, u64> {
     let pae = &dot1x(st)["pae"];
     let mut d = counts(&pae["drops"]);
-    for (k, v) in counts(&pae["radius"]["counters"]["drops"]) {
+    for (k, v) in counts(&pae["radius"]["drops"]) {
         d.insert(format!("radius.{k}"), v);
     }
     d
 }
 
 fn radius_accepts(st: &Value) -> u64 {
-    dot1x(st)["pae"]["radius"]["counters"]["accepts"]
-        .as_u64()
-        .unwrap_or(0)
+    dot1x(st)["pae"]["radius"]["accepts"].as_u64().unwrap_or(0)
 }
 
 fn mac_hex(m: [u8; 6]) -> String {

@@ -1,609 +1,713 @@
-//! The RADIUS client of the 802.1X authenticator (RFC 2865; EAP over RADIUS, RFC 3579;
-//! Message-Authenticator, RFC 2869 5.14; MS-MPPE keys, RFC 2548 2.4.2–2.4.3).
+//! The RADIUS client of the authenticator (RFC 2865, RFC 3579, RFC 2548).
 //!
-//! - **Requests**: one Access-Request per EAP-Response of a supplicant, with its identity
-//!   (User-Name), the EAP-Message(s), the State of the last Access-Challenge, the station ids
-//!   (`AA-BB-CC-DD-EE-FF`), NAS-Port-Type Ethernet, Framed-MTU (so the server's EAP-TLS
-//!   fragments fit one EAPOL frame) and a Message-Authenticator (HMAC-MD5 under the shared
-//!   secret over the packet with the attribute zeroed). A fresh random Request Authenticator
-//!   and identifier per request; a request is sent again unchanged every `timeout` until
-//!   `retries` sends went unanswered, then it is a [`RadiusAnswer::Timeout`].
-//! - **Answers** are hostile input: the source address and port must be the server's, the
-//!   identifier one in flight, the Response Authenticator `MD5(Code ‖ ID ‖ Length ‖
-//!   RequestAuth ‖ Attributes ‖ Secret)` right, and a Message-Authenticator present and right
-//!   in every answer carrying EAP (computed with the Request Authenticator in place). Anything
-//!   else is dropped and counted by reason ([`RadiusCounters`]), never acted on: a forged
-//!   Access-Accept from a host that does not hold the secret cannot make a CAK.
-//! - **Keys**: the MSK of an Access-Accept is MS-MPPE-Recv-Key ‖ MS-MPPE-Send-Key (32 octets
-//!   each), each decrypted as RFC 2548 2.4.2 says (salt, `b(1) = MD5(secret ‖ RequestAuth ‖
-//!   salt)`, `b(i) = MD5(secret ‖ c(i-1))`, plaintext = length ‖ key ‖ padding).
+//! One [`RadiusClient`] owns one nonblocking UDP socket towards one server. The authenticator
+//! driver hands it each EAP-Response of a supplicant ([`RadiusClient::submit`]) and gets the
+//! server's answers back from [`RadiusClient::poll`], which also retransmits and gives up.
 //!
-//! MD5 and HMAC-MD5 come from RustCrypto (`md-5`, `hmac`): RADIUS needs them and nothing else
-//! of ours does; the providers' HMAC-MD5 is for frames, not for this protocol's framing.
+//! Every Access-Request carries a Message-Authenticator (RFC 3579 §3.2: "MUST be used to protect
+//! all Access-Request packets containing an EAP-Message attribute"). A response is accepted only
+//! from the server's address, for an identifier in flight, with the right Response Authenticator
+//! (RFC 2865 §3) and, when it carries an EAP-Message, the right Message-Authenticator; everything
+//! else is dropped and counted. The MSK of an Access-Accept is MS-MPPE-Recv-Key ‖ MS-MPPE-Send-Key
+//! (RFC 5216 §2.3 and RFC 2548 §2.4), each decrypted with the shared secret and the Request
+//! Authenticator.
 
-use std::collections::BTreeMap;
-use std::net::{SocketAddr, UdpSocket};
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use hmac::{Hmac, Mac};
 use ivnsec_core::wire::radius::{
-    self, Builder, NAS_PORT_TYPE_ETHERNET, Packet, SERVICE_TYPE_FRAMED, attr, code, microsoft,
+    self as wire, AUTHENTICATOR_LEN, Builder, CODE_ACCESS_ACCEPT, CODE_ACCESS_CHALLENGE,
+    CODE_ACCESS_REJECT, CODE_ACCESS_REQUEST, Packet,
 };
 use md5::{Digest, Md5};
-use subtle::ConstantTimeEq;
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::usage;
 use crate::keys::keyfile;
 
-type HmacMd5 = Hmac<Md5>;
+/// Largest shared-secret file read (bytes).
+pub const MAX_SECRET_FILE: u64 = 1024;
 
-/// Largest secret file read.
-const MAX_SECRET_FILE: u64 = 4096;
-/// Requests in flight at once (one per supplicant; identifiers are 8 bits).
-const MAX_IN_FLIGHT: usize = 255;
-
-/// Where the server is and how to talk to it.
+/// Where and how to reach the RADIUS server.
 pub struct RadiusConfig {
+    /// The server's authentication address (port 1812).
     pub server: SocketAddr,
+    /// The shared secret (RFC 2865 §3), as in the server's clients.conf.
     pub secret: Zeroizing<Vec<u8>>,
+    /// NAS-Identifier sent in every request.
     pub nas_identifier: String,
-    /// Wait this long for an answer before sending again.
+    /// How long to wait for an answer before retransmitting (default 1 s).
     pub timeout: Duration,
-    /// Sends of one request before it counts as unanswered.
+    /// Retransmissions before giving up (default 3).
     pub retries: u32,
+    /// Framed-MTU: the largest EAP packet the server may send (default 1400).
     pub framed_mtu: u16,
+}
+
+impl RadiusConfig {
+    /// A configuration with the default timeout, retries and Framed-MTU.
+    pub fn new(server: SocketAddr, secret: Zeroizing<Vec<u8>>, nas_identifier: &str) -> Self {
+        RadiusConfig {
+            server,
+            secret,
+            nas_identifier: nas_identifier.to_string(),
+            timeout: Duration::from_secs(1),
+            retries: 3,
+            framed_mtu: 1400,
+        }
+    }
 }
 
 impl std::fmt::Debug for RadiusConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RadiusConfig")
             .field("server", &self.server)
-            .field("secret", &"<secret>")
+            .field("secret", &"<redacted>")
             .field("nas_identifier", &self.nas_identifier)
             .field("timeout", &self.timeout)
             .field("retries", &self.retries)
+            .field("framed_mtu", &self.framed_mtu)
             .finish()
     }
 }
 
-/// Reads a RADIUS shared secret: a file of mode 0600 (not readable by group or others), at
-/// most 4 KiB, its text without a trailing newline, not empty.
+/// Reads the shared secret from `path`: one line (a trailing newline is not part of it), at most
+/// [`MAX_SECRET_FILE`] bytes, from a file group and others cannot read. Errors are usage errors
+/// naming the file.
 pub fn read_secret(path: &Path) -> Result<Zeroizing<Vec<u8>>> {
-    let (text, mode) = keyfile::read_secret(
-        path,
-        "RADIUS secret file",
-        MAX_SECRET_FILE,
-        "the file holds the shared secret of this client in the RADIUS server's clients.conf",
-    )?;
+    let file = path.display();
+    let hint = "put the secret of the server's clients.conf in it, alone on one line, and \
+                `chmod 600` it";
+    let (text, mode) = keyfile::read_secret(path, "RADIUS secret file", MAX_SECRET_FILE, hint)?;
     if mode & 0o077 != 0 {
         return Err(usage(format!(
-            "--radius-secret {} is readable by group or others (mode {:o}); refusing it: \
-             `chmod 600 {}`",
-            path.display(),
-            mode & 0o777,
-            path.display()
+            "RADIUS secret file {file} is readable by group or others (mode {:o}); refusing it: \
+             `chmod 600 {file}`",
+            mode & 0o777
         )));
     }
-    let s = text.trim_end_matches(['\n', '\r']);
-    if s.is_empty() {
+    let line = text.strip_suffix('\n').unwrap_or(&text);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.contains('\n') {
         return Err(usage(format!(
-            "--radius-secret {}: the file is empty",
-            path.display()
+            "RADIUS secret file {file}: more than one line ({hint})"
         )));
     }
-    Ok(Zeroizing::new(s.as_bytes().to_vec()))
+    if line.is_empty() {
+        return Err(usage(format!("RADIUS secret file {file}: empty ({hint})")));
+    }
+    Ok(Zeroizing::new(line.as_bytes().to_vec()))
 }
 
-/// One EAP-Response of a supplicant to pass on.
-#[derive(Debug)]
+/// One Access-Request of the authenticator.
+#[derive(Debug, Clone, Copy)]
 pub struct AccessRequest<'a> {
+    /// The supplicant's MAC address (Calling-Station-Id).
     pub supplicant: [u8; 6],
+    /// The authenticator's port MAC address (Called-Station-Id).
     pub authenticator: [u8; 6],
+    /// The identity of the EAP-Response/Identity (User-Name).
     pub identity: &'a [u8],
+    /// The EAP-Response to forward.
     pub eap: &'a [u8],
 }
 
-/// What became of a request.
+/// What the server answered for one supplicant (exhaustive: a driver matches every case).
 pub enum RadiusAnswer {
-    /// Access-Challenge: the EAP-Request to pass to the supplicant.
-    Challenge { eap: Vec<u8> },
-    /// Access-Accept, with the MSK from the MS-MPPE keys and the EAP Session-Id (EAP-Key-Name)
-    /// when the server sent them.
+    /// Access-Challenge: the EAP-Request to pass on.
+    Challenge {
+        /// EAP packet.
+        eap: Vec<u8>,
+    },
+    /// Access-Accept.
     Accept {
+        /// The EAP-Success, when sent.
         eap: Option<Vec<u8>>,
+        /// MS-MPPE-Recv-Key ‖ MS-MPPE-Send-Key.
         msk: Option<Zeroizing<[u8; 64]>>,
+        /// EAP-Key-Name (the EAP Session-Id).
         key_name: Option<Vec<u8>>,
+        /// Session-Timeout in seconds.
         session_timeout: Option<u32>,
     },
+    /// Access-Reject.
     Reject {
+        /// The EAP-Failure, when sent.
         eap: Option<Vec<u8>>,
+        /// Reply-Message.
         reply_message: Option<String>,
     },
-    /// No valid answer after every try.
-    Timeout { tries: u32 },
+    /// No valid answer after every retransmission. Usually the server does not run, or it
+    /// silently drops requests signed with another secret than its clients.conf holds.
+    Timeout {
+        /// Transmissions made.
+        tries: u32,
+    },
 }
 
 impl std::fmt::Debug for RadiusAnswer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RadiusAnswer::Challenge { eap } => write!(f, "Challenge({} octets)", eap.len()),
-            RadiusAnswer::Accept { msk, key_name, .. } => write!(
-                f,
-                "Accept(msk: {}, key name: {})",
-                msk.is_some(),
-                key_name.is_some()
-            ),
-            RadiusAnswer::Reject { reply_message, .. } => write!(f, "Reject({reply_message:?})"),
-            RadiusAnswer::Timeout { tries } => write!(f, "Timeout({tries} tries)"),
+            RadiusAnswer::Challenge { eap } => f
+                .debug_struct("Challenge")
+                .field("eap_len", &eap.len())
+                .finish(),
+            RadiusAnswer::Accept {
+                eap,
+                msk,
+                key_name,
+                session_timeout,
+            } => f
+                .debug_struct("Accept")
+                .field("eap_len", &eap.as_ref().map(Vec::len))
+                .field("msk", &msk.as_ref().map(|_| "<redacted>"))
+                .field("key_name", &key_name.as_ref().map(hex::encode))
+                .field("session_timeout", session_timeout)
+                .finish(),
+            RadiusAnswer::Reject { eap, reply_message } => f
+                .debug_struct("Reject")
+                .field("eap_len", &eap.as_ref().map(Vec::len))
+                .field("reply_message", reply_message)
+                .finish(),
+            RadiusAnswer::Timeout { tries } => {
+                f.debug_struct("Timeout").field("tries", tries).finish()
+            }
         }
     }
 }
 
-/// Why an answer was dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+impl RadiusAnswer {
+    /// The sentence a user reads for a [`RadiusAnswer::Timeout`].
+    pub fn timeout_message(server: SocketAddr, tries: u32) -> String {
+        format!(
+            "no answer from the RADIUS server {server} after {tries} tries; check that it runs \
+             and that the secret matches its clients.conf"
+        )
+    }
+}
+
+/// What the client did and dropped.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum RadiusDrop {
-    Malformed,
-    WrongSource,
-    UnknownId,
-    BadResponseAuthenticator,
-    BadMessageAuthenticator,
-    MissingMessageAuthenticator,
-    BadMppeKey,
-    UnexpectedCode,
-}
-
-impl RadiusDrop {
-    pub const ALL: [&'static str; 8] = [
-        "malformed",
-        "wrong_source",
-        "unknown_id",
-        "bad_response_authenticator",
-        "bad_message_authenticator",
-        "missing_message_authenticator",
-        "bad_mppe_key",
-        "unexpected_code",
-    ];
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    pub fn name(self) -> &'static str {
-        Self::ALL.get(self.index()).copied().unwrap_or("unknown")
-    }
-}
-
-/// What the client did and refused.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RadiusCounters {
-    pub requests: u64,
-    pub retransmissions: u64,
+    /// Access-Requests sent (first transmissions).
+    pub sent: u64,
+    /// Retransmissions.
+    pub retransmitted: u64,
+    /// Requests given up.
     pub timeouts: u64,
-    pub challenges: u64,
+    /// Access-Accepts taken.
     pub accepts: u64,
+    /// Access-Rejects taken.
     pub rejects: u64,
-    /// Per [`RadiusDrop::ALL`].
-    pub drops: [u64; 8],
+    /// Access-Challenges taken.
+    pub challenges: u64,
+    /// Dropped: not a RADIUS response.
+    pub malformed: u64,
+    /// Dropped: no request in flight with that identifier.
+    pub unknown_id: u64,
+    /// Dropped: not from the server's address.
+    pub wrong_source: u64,
+    /// Dropped: wrong Response Authenticator (another secret, or forged).
+    pub bad_response_authenticator: u64,
+    /// Dropped: wrong Message-Authenticator.
+    pub bad_message_authenticator: u64,
+    /// Dropped: EAP-Message without Message-Authenticator.
+    pub missing_message_authenticator: u64,
+    /// Dropped: MS-MPPE keys missing one half or not decrypting sanely.
+    pub bad_mppe_key: u64,
 }
 
-impl RadiusCounters {
-    pub fn named_drops(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        RadiusDrop::ALL
-            .iter()
-            .copied()
-            .zip(self.drops.iter().copied())
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        let drops: serde_json::Map<String, serde_json::Value> = self
-            .named_drops()
-            .map(|(k, v)| (k.to_string(), v.into()))
-            .collect();
-        serde_json::json!({
-            "requests": self.requests, "retransmissions": self.retransmissions,
-            "timeouts": self.timeouts, "challenges": self.challenges, "accepts": self.accepts,
-            "rejects": self.rejects, "drops": drops,
-        })
-    }
-}
-
-struct InFlight {
-    supplicant: [u8; 6],
+/// One request in flight.
+struct Pending {
+    id: u8,
+    auth: [u8; AUTHENTICATOR_LEN],
     packet: Vec<u8>,
-    request_auth: [u8; 16],
-    sent: u32,
-    due: Instant,
+    deadline: Instant,
+    tries: u32,
 }
 
-/// The authenticator's RADIUS client: one request in flight per supplicant.
+/// The RADIUS client: one UDP socket, one request in flight per supplicant.
 pub struct RadiusClient {
     cfg: RadiusConfig,
     sock: UdpSocket,
-    in_flight: BTreeMap<u8, InFlight>,
-    /// The State of the last Access-Challenge, per supplicant.
-    state: BTreeMap<[u8; 6], Vec<u8>>,
+    pending: HashMap<[u8; 6], Pending>,
+    by_id: HashMap<u8, [u8; 6]>,
+    state: HashMap<[u8; 6], Vec<u8>>,
     next_id: u8,
     counters: RadiusCounters,
-    buf: Vec<u8>,
 }
 
 impl std::fmt::Debug for RadiusClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RadiusClient")
             .field("cfg", &self.cfg)
-            .field("in_flight", &self.in_flight.len())
+            .field("in_flight", &self.pending.len())
             .field("counters", &self.counters)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
-fn station_id(mac: [u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02X}"))
-        .collect::<Vec<_>>()
-        .join("-")
-}
+type HmacMd5 = Hmac<Md5>;
 
-fn hmac_md5(secret: &[u8], parts: &[&[u8]]) -> [u8; 16] {
-    let mut m = <HmacMd5 as Mac>::new_from_slice(secret).expect("HMAC takes keys of any length");
-    for p in parts {
-        m.update(p);
+fn hmac_md5(secret: &[u8], data: &[u8]) -> [u8; 16] {
+    match <HmacMd5 as Mac>::new_from_slice(secret) {
+        Ok(mut m) => {
+            m.update(data);
+            m.finalize().into_bytes().into()
+        }
+        // HMAC takes keys of every length: never taken. A zero MAC would only fail checks.
+        Err(_) => [0; 16],
     }
-    m.finalize().into_bytes().into()
 }
 
-fn md5(parts: &[&[u8]]) -> [u8; 16] {
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.ct_eq(b).into()
+}
+
+/// "AA-BB-CC-DD-EE-FF" (RFC 3580 §3.20/3.21).
+pub fn station_id(mac: [u8; 6]) -> String {
+    let [a, b, c, d, e, f] = mac;
+    format!("{a:02X}-{b:02X}-{c:02X}-{d:02X}-{e:02X}-{f:02X}")
+}
+
+/// The Response Authenticator of `packet` answering a request with `request_auth`
+/// (RFC 2865 §3): MD5(Code‖ID‖Length‖RequestAuth‖Attributes‖Secret).
+pub fn response_authenticator(
+    packet: &Packet<'_>,
+    request_auth: &[u8; 16],
+    secret: &[u8],
+) -> [u8; 16] {
     let mut h = Md5::new();
-    for p in parts {
-        h.update(p);
-    }
+    h.update(wire::with_authenticator(packet, request_auth));
+    h.update(secret);
     h.finalize().into()
 }
 
-/// Decrypts an MS-MPPE key attribute value (RFC 2548 2.4.2): salt (2, high bit set), then the
-/// encrypted length ‖ key ‖ padding in 16-octet blocks.
+/// The Message-Authenticator of `packet` (RFC 3579 §3.2): HMAC-MD5 over the packet with the
+/// Message-Authenticator's value zeroed and `auth` in the Authenticator field (the Request
+/// Authenticator, for requests and responses alike). `None` without a Message-Authenticator.
+pub fn message_authenticator(
+    packet: &Packet<'_>,
+    auth: &[u8; 16],
+    secret: &[u8],
+) -> Option<[u8; 16]> {
+    let at = wire::message_authenticator_offset(packet)?;
+    let data = wire::zero_message_authenticator(&wire::with_authenticator(packet, auth), at);
+    Some(hmac_md5(secret, &data))
+}
+
+/// Decrypts an MS-MPPE-Send-Key or -Recv-Key value (RFC 2548 §2.4.2): Salt (2, high bit set) ‖
+/// String, String = P xor b with b(1) = MD5(S‖R‖A), b(i) = MD5(S‖c(i-1)), P = Key-Length ‖ Key ‖
+/// padding. `None` when it does not decrypt sanely.
 pub fn decrypt_mppe_key(
+    value: &[u8],
     secret: &[u8],
     request_auth: &[u8; 16],
-    value: &[u8],
 ) -> Option<Zeroizing<Vec<u8>>> {
-    let (salt, c) = (value.get(..2)?, value.get(2..)?);
-    if salt.first()? & 0x80 == 0 || c.is_empty() || c.len() % 16 != 0 {
+    let (salt, cipher) = value.split_first_chunk::<2>()?;
+    if salt[0] & 0x80 == 0 || cipher.is_empty() || cipher.len() % 16 != 0 {
         return None;
     }
-    let mut plain = Zeroizing::new(Vec::with_capacity(c.len()));
+    let mut plain = Zeroizing::new(Vec::with_capacity(cipher.len()));
     let mut prev: &[u8] = &[];
-    for (i, block) in c.chunks(16).enumerate() {
-        let b = if i == 0 {
-            md5(&[secret, request_auth, salt])
+    for (i, c) in cipher.chunks(16).enumerate() {
+        let mut h = Md5::new();
+        h.update(secret);
+        if i == 0 {
+            h.update(request_auth);
+            h.update(salt);
         } else {
-            md5(&[secret, prev])
-        };
-        plain.extend(block.iter().zip(b).map(|(x, y)| x ^ y));
-        prev = block;
+            h.update(prev);
+        }
+        let mut b: [u8; 16] = h.finalize().into();
+        plain.extend(c.iter().zip(b.iter()).map(|(x, y)| x ^ y));
+        b.zeroize();
+        prev = c;
     }
-    let len = usize::from(*plain.first()?);
-    let key = plain.get(1..1 + len)?;
+    let (&len, rest) = plain.split_first()?;
+    let key = rest.get(..usize::from(len))?;
     Some(Zeroizing::new(key.to_vec()))
 }
 
-/// Encrypts an MS-MPPE key (the server's side of [`decrypt_mppe_key`]; tests).
+/// Encrypts a key as an MS-MPPE-Send-Key or -Recv-Key value (RFC 2548 §2.4.2); the inverse of
+/// [`decrypt_mppe_key`], for tests and simulated servers.
 pub fn encrypt_mppe_key(
+    key: &[u8],
+    salt: [u8; 2],
     secret: &[u8],
     request_auth: &[u8; 16],
-    salt: [u8; 2],
-    key: &[u8],
-) -> Vec<u8> {
-    let mut p = vec![key.len() as u8];
+) -> Option<Vec<u8>> {
+    let len = u8::try_from(key.len()).ok()?;
+    let mut p = Zeroizing::new(Vec::with_capacity(key.len() + 16));
+    p.push(len);
     p.extend_from_slice(key);
     while p.len() % 16 != 0 {
         p.push(0);
     }
     let mut out = salt.to_vec();
-    let mut prev: Vec<u8> = Vec::new();
-    for (i, block) in p.chunks(16).enumerate() {
-        let b = if i == 0 {
-            md5(&[secret, request_auth, &salt])
+    let mut prev = Vec::new();
+    for (i, chunk) in p.chunks(16).enumerate() {
+        let mut h = Md5::new();
+        h.update(secret);
+        if i == 0 {
+            h.update(request_auth);
+            h.update(salt);
         } else {
-            md5(&[secret, &prev])
-        };
-        let c: Vec<u8> = block.iter().zip(b).map(|(x, y)| x ^ y).collect();
-        out.extend_from_slice(&c);
-        prev = c;
+            h.update(&prev);
+        }
+        let b: [u8; 16] = h.finalize().into();
+        prev = chunk.iter().zip(b.iter()).map(|(x, y)| x ^ y).collect();
+        out.extend_from_slice(&prev);
     }
-    out
+    Some(out)
+}
+
+/// Why a response was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResponseDrop {
+    /// Not a RADIUS response.
+    Malformed,
+    /// Wrong Response Authenticator.
+    BadResponseAuthenticator,
+    /// Wrong Message-Authenticator.
+    BadMessageAuthenticator,
+    /// EAP-Message without Message-Authenticator.
+    MissingMessageAuthenticator,
+    /// MS-MPPE keys missing one half or not decrypting.
+    BadMppeKey,
+}
+
+/// Checks a response to the request with `request_auth` and turns it into an answer. The
+/// checks of RFC 2865 §3, RFC 3579 §3.2 and RFC 2548 §2.4; never panics on any input.
+pub fn check_response(
+    buf: &[u8],
+    request_auth: &[u8; 16],
+    secret: &[u8],
+) -> Result<(RadiusAnswer, Option<Vec<u8>>), ResponseDrop> {
+    let p = Packet::new_checked(buf).map_err(|_| ResponseDrop::Malformed)?;
+    if !matches!(
+        p.code(),
+        CODE_ACCESS_ACCEPT | CODE_ACCESS_REJECT | CODE_ACCESS_CHALLENGE
+    ) {
+        return Err(ResponseDrop::Malformed);
+    }
+    if !ct_eq(
+        &response_authenticator(&p, request_auth, secret),
+        &p.authenticator(),
+    ) {
+        return Err(ResponseDrop::BadResponseAuthenticator);
+    }
+    let eap = p.eap_message();
+    if p.count(wire::ATTR_MESSAGE_AUTHENTICATOR) > 0 {
+        let got = wire::message_authenticator_offset(&p)
+            .and_then(|at| p.as_bytes().get(at..at + AUTHENTICATOR_LEN));
+        let want = message_authenticator(&p, request_auth, secret);
+        match (got, want) {
+            (Some(g), Some(w)) if ct_eq(g, &w) => {}
+            _ => return Err(ResponseDrop::BadMessageAuthenticator),
+        }
+    } else if eap.is_some() {
+        return Err(ResponseDrop::MissingMessageAuthenticator);
+    }
+    let state = p.attr(wire::ATTR_STATE).map(<[u8]>::to_vec);
+    let answer = match p.code() {
+        CODE_ACCESS_CHALLENGE => RadiusAnswer::Challenge {
+            eap: eap.unwrap_or_default(),
+        },
+        CODE_ACCESS_REJECT => RadiusAnswer::Reject {
+            eap,
+            reply_message: p
+                .attr(wire::ATTR_REPLY_MESSAGE)
+                .map(|m| String::from_utf8_lossy(m).into_owned()),
+        },
+        _ => {
+            let recv = p.vendor_attr(wire::VENDOR_MICROSOFT, wire::MS_MPPE_RECV_KEY);
+            let send = p.vendor_attr(wire::VENDOR_MICROSOFT, wire::MS_MPPE_SEND_KEY);
+            let msk = match (recv, send) {
+                (None, None) => None,
+                (Some(r), Some(s)) => {
+                    let r = decrypt_mppe_key(r, secret, request_auth)
+                        .ok_or(ResponseDrop::BadMppeKey)?;
+                    let s = decrypt_mppe_key(s, secret, request_auth)
+                        .ok_or(ResponseDrop::BadMppeKey)?;
+                    let (Some(r), Some(s)) = (r.get(..32), s.get(..32)) else {
+                        return Err(ResponseDrop::BadMppeKey);
+                    };
+                    let mut msk = Zeroizing::new([0u8; 64]);
+                    let (lo, hi) = msk.split_at_mut(32);
+                    lo.copy_from_slice(r);
+                    hi.copy_from_slice(s);
+                    Some(msk)
+                }
+                _ => return Err(ResponseDrop::BadMppeKey),
+            };
+            RadiusAnswer::Accept {
+                eap,
+                msk,
+                key_name: p.attr(wire::ATTR_EAP_KEY_NAME).map(<[u8]>::to_vec),
+                session_timeout: p.attr_u32(wire::ATTR_SESSION_TIMEOUT),
+            }
+        }
+    };
+    Ok((answer, state))
 }
 
 impl RadiusClient {
-    /// A client of `cfg.server` on a fresh UDP socket.
+    /// Opens the client's socket (an ephemeral port of the server's address family).
     pub fn new(cfg: RadiusConfig) -> Result<RadiusClient> {
+        if cfg.secret.is_empty() {
+            return Err(usage("the RADIUS shared secret is empty"));
+        }
         let bind: SocketAddr = if cfg.server.is_ipv4() {
-            "0.0.0.0:0".parse()?
+            (Ipv4Addr::UNSPECIFIED, 0).into()
         } else {
-            "[::]:0".parse()?
+            (Ipv6Addr::UNSPECIFIED, 0).into()
         };
-        let sock = UdpSocket::bind(bind).context("binding the RADIUS client's UDP socket")?;
-        sock.set_nonblocking(true)?;
-        let mut id = [0u8; 1];
-        getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("random generator: {e}"))?;
+        let sock = UdpSocket::bind(bind).context("cannot open the RADIUS client's UDP socket")?;
+        sock.set_nonblocking(true)
+            .context("cannot make the RADIUS socket nonblocking")?;
         Ok(RadiusClient {
             cfg,
             sock,
-            in_flight: BTreeMap::new(),
-            state: BTreeMap::new(),
-            next_id: id[0],
+            pending: HashMap::new(),
+            by_id: HashMap::new(),
+            state: HashMap::new(),
+            next_id: 0,
             counters: RadiusCounters::default(),
-            buf: vec![0u8; radius::MAX_LEN + 1],
         })
     }
 
-    pub fn counters(&self) -> &RadiusCounters {
-        &self.counters
+    /// The server this client talks to.
+    pub fn server(&self) -> SocketAddr {
+        self.cfg.server
     }
 
-    /// The client's own address (the port answers come to).
+    /// This client's own address: the port the server's answers come to.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.sock.local_addr().ok()
     }
 
-    pub fn as_fd(&self) -> BorrowedFd<'_> {
-        self.sock.as_fd()
-    }
-
-    /// Forgets a supplicant: its request in flight and its State.
-    pub fn forget(&mut self, supplicant: [u8; 6]) {
-        self.in_flight.retain(|_, f| f.supplicant != supplicant);
-        self.state.remove(&supplicant);
-    }
-
-    /// When the next retransmission or timeout falls due.
-    pub fn next_timeout(&self) -> Option<Instant> {
-        self.in_flight.values().map(|f| f.due).min()
-    }
-
     fn alloc_id(&mut self) -> Option<u8> {
-        if self.in_flight.len() >= MAX_IN_FLIGHT {
-            return None;
-        }
-        for _ in 0..256 {
+        for _ in 0..=u8::MAX {
             let id = self.next_id;
             self.next_id = self.next_id.wrapping_add(1);
-            if !self.in_flight.contains_key(&id) {
+            if !self.by_id.contains_key(&id) {
                 return Some(id);
             }
         }
         None
     }
 
-    /// Sends an Access-Request for `req` (replacing the supplicant's request in flight).
-    pub fn submit(&mut self, now: Instant, req: &AccessRequest<'_>) -> Result<()> {
-        self.in_flight.retain(|_, f| f.supplicant != req.supplicant);
+    /// Sends the EAP-Response `req.eap` of a supplicant in an Access-Request. A request still in
+    /// flight for the same supplicant is abandoned (its answer will be dropped).
+    pub fn submit(&mut self, now: Instant, req: &AccessRequest) -> Result<()> {
+        self.drop_pending(req.supplicant);
         let id = self
             .alloc_id()
-            .ok_or_else(|| anyhow::anyhow!("RADIUS: too many requests in flight"))?;
-        let mut request_auth = [0u8; 16];
-        getrandom::fill(&mut request_auth).map_err(|e| anyhow::anyhow!("random generator: {e}"))?;
-        let packet = self.access_request(id, &request_auth, req)?;
-        self.send(&packet);
-        self.counters.requests += 1;
-        self.in_flight.insert(
-            id,
-            InFlight {
-                supplicant: req.supplicant,
+            .ok_or_else(|| anyhow!("256 RADIUS requests in flight; no identifier free"))?;
+        let mut auth = [0u8; AUTHENTICATOR_LEN];
+        getrandom::fill(&mut auth).map_err(|e| anyhow!("no randomness for RADIUS: {e}"))?;
+        let packet = self.build_request(id, &auth, req)?;
+        match self.sock.send_to(&packet, self.cfg.server) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                return Err(anyhow!(
+                    "cannot send to the RADIUS server {}: {e}",
+                    self.cfg.server
+                ));
+            }
+        }
+        self.counters.sent += 1;
+        self.by_id.insert(id, req.supplicant);
+        self.pending.insert(
+            req.supplicant,
+            Pending {
+                id,
+                auth,
                 packet,
-                request_auth,
-                sent: 1,
-                due: now + self.cfg.timeout,
+                deadline: now + self.cfg.timeout,
+                tries: 1,
             },
         );
         Ok(())
     }
 
-    fn access_request(&self, id: u8, auth: &[u8; 16], req: &AccessRequest<'_>) -> Result<Vec<u8>> {
-        let bad = |e| anyhow::anyhow!("building an Access-Request: {e}");
-        let mut b = Builder::new(code::ACCESS_REQUEST, id, auth);
-        let user = if req.identity.is_empty() {
-            b"anonymous".as_slice()
-        } else {
-            req.identity
-                .get(..req.identity.len().min(radius::MAX_VALUE))
-                .unwrap_or_default()
-        };
-        b.attr(attr::USER_NAME, user).map_err(bad)?;
-        b.attr(attr::NAS_IDENTIFIER, self.cfg.nas_identifier.as_bytes())
-            .map_err(bad)?;
-        b.attr_u32(attr::NAS_PORT_TYPE, NAS_PORT_TYPE_ETHERNET)
-            .map_err(bad)?;
-        b.attr_u32(attr::SERVICE_TYPE, SERVICE_TYPE_FRAMED)
-            .map_err(bad)?;
-        b.attr_u32(attr::FRAMED_MTU, u32::from(self.cfg.framed_mtu))
-            .map_err(bad)?;
+    fn build_request(&self, id: u8, auth: &[u8; 16], req: &AccessRequest) -> Result<Vec<u8>> {
+        let mut b = Builder::new(CODE_ACCESS_REQUEST, id, auth);
+        let identity = req.identity.get(..253).unwrap_or(req.identity);
+        let e = |e: wire::RadiusError| anyhow!("cannot build the Access-Request: {e}");
+        if !identity.is_empty() {
+            b.attr(wire::ATTR_USER_NAME, identity).map_err(e)?;
+        }
+        let nas = self.cfg.nas_identifier.as_bytes();
+        if !nas.is_empty() {
+            b.attr(wire::ATTR_NAS_IDENTIFIER, nas.get(..253).unwrap_or(nas))
+                .map_err(e)?;
+        }
+        b.attr_u32(wire::ATTR_SERVICE_TYPE, wire::SERVICE_TYPE_FRAMED)
+            .map_err(e)?;
+        b.attr_u32(wire::ATTR_NAS_PORT_TYPE, wire::NAS_PORT_TYPE_ETHERNET)
+            .map_err(e)?;
+        b.attr_u32(wire::ATTR_FRAMED_MTU, u32::from(self.cfg.framed_mtu))
+            .map_err(e)?;
         b.attr(
-            attr::CALLED_STATION_ID,
+            wire::ATTR_CALLED_STATION_ID,
             station_id(req.authenticator).as_bytes(),
         )
-        .map_err(bad)?;
+        .map_err(e)?;
         b.attr(
-            attr::CALLING_STATION_ID,
+            wire::ATTR_CALLING_STATION_ID,
             station_id(req.supplicant).as_bytes(),
         )
-        .map_err(bad)?;
-        if let Some(s) = self.state.get(&req.supplicant) {
-            b.attr(attr::STATE, s).map_err(bad)?;
+        .map_err(e)?;
+        if let Some(state) = self.state.get(&req.supplicant) {
+            b.attr(wire::ATTR_STATE, state).map_err(e)?;
         }
-        b.eap_message(req.eap).map_err(bad)?;
-        let off = b.message_authenticator().map_err(bad)?;
-        let mut pkt = b.finish();
-        let mac = hmac_md5(&self.cfg.secret, &[&pkt]);
-        if let Some(dst) = pkt.get_mut(off..off + 16) {
-            dst.copy_from_slice(&mac);
+        b.eap_message(req.eap).map_err(e)?;
+        let at = b.message_authenticator().map_err(e)?;
+        let mut packet = b.finish();
+        let ma = hmac_md5(&self.cfg.secret, &packet);
+        if let Some(v) = packet.get_mut(at..at + AUTHENTICATOR_LEN) {
+            v.copy_from_slice(&ma);
         }
-        Ok(pkt)
+        Ok(packet)
     }
 
-    fn send(&self, packet: &[u8]) {
-        // A send error (no route for a moment) is a lost datagram: the retransmission retries.
-        let _ = self.sock.send_to(packet, self.cfg.server);
-    }
-
-    fn drop_answer(&mut self, why: RadiusDrop) {
-        if let Some(c) = self.counters.drops.get_mut(why.index()) {
-            *c += 1;
+    fn drop_pending(&mut self, supplicant: [u8; 6]) {
+        if let Some(p) = self.pending.remove(&supplicant) {
+            self.by_id.remove(&p.id);
         }
     }
 
-    /// Reads every answer waiting and runs the retransmission timers; returns what became of
-    /// requests.
+    /// Reads every datagram waiting, retransmits requests that are due and gives up on those
+    /// out of retries. Returns the answers, per supplicant.
     pub fn poll(&mut self, now: Instant) -> Vec<([u8; 6], RadiusAnswer)> {
         let mut out = Vec::new();
-        for _ in 0..256 {
-            let (n, from) = match self.sock.recv_from(&mut self.buf) {
-                Ok(x) => x,
+        let mut buf = [0u8; wire::MAX_LEN + 1];
+        loop {
+            match self.sock.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    if let Some(a) = self.handle(buf.get(..n).unwrap_or_default(), from) {
+                        out.push(a);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // WouldBlock ends the batch; ICMP errors (ConnectionRefused) say nothing useful
+                // for a given request: the retransmission timer handles them.
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(_) => break,
-            };
-            let datagram = self.buf.get(..n).unwrap_or_default().to_vec();
-            match self.answer(from, &datagram) {
-                Ok(a) => out.push(a),
-                Err(why) => self.drop_answer(why),
             }
         }
-        let due: Vec<u8> = self
-            .in_flight
+        let due: Vec<[u8; 6]> = self
+            .pending
             .iter()
-            .filter(|(_, f)| f.due <= now)
-            .map(|(id, _)| *id)
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(s, _)| *s)
             .collect();
-        for id in due {
-            let Some(f) = self.in_flight.get_mut(&id) else {
-                continue;
-            };
-            if f.sent >= self.cfg.retries {
-                let tries = f.sent;
-                let sup = f.supplicant;
-                self.in_flight.remove(&id);
-                self.state.remove(&sup);
-                self.counters.timeouts += 1;
-                out.push((sup, RadiusAnswer::Timeout { tries }));
-            } else {
-                f.sent += 1;
-                f.due = now + self.cfg.timeout;
-                let p = f.packet.clone();
-                self.send(&p);
-                self.counters.retransmissions += 1;
+        for s in due {
+            let give_up = self
+                .pending
+                .get(&s)
+                .is_some_and(|p| p.tries > self.cfg.retries);
+            if give_up {
+                if let Some(p) = self.pending.remove(&s) {
+                    self.by_id.remove(&p.id);
+                    self.state.remove(&s);
+                    self.counters.timeouts += 1;
+                    out.push((s, RadiusAnswer::Timeout { tries: p.tries }));
+                }
+            } else if let Some(p) = self.pending.get_mut(&s) {
+                let _ = self.sock.send_to(&p.packet, self.cfg.server);
+                p.tries += 1;
+                p.deadline = now + self.cfg.timeout;
+                self.counters.retransmitted += 1;
             }
         }
         out
     }
 
-    /// Checks one datagram against the request it answers.
-    fn answer(
-        &mut self,
-        from: SocketAddr,
-        d: &[u8],
-    ) -> Result<([u8; 6], RadiusAnswer), RadiusDrop> {
+    fn handle(&mut self, buf: &[u8], from: SocketAddr) -> Option<([u8; 6], RadiusAnswer)> {
         if from != self.cfg.server {
-            return Err(RadiusDrop::WrongSource);
+            self.counters.wrong_source += 1;
+            return None;
         }
-        let p = Packet::parse(d).map_err(|_| RadiusDrop::Malformed)?;
-        let f = self
-            .in_flight
-            .get(&p.identifier())
-            .ok_or(RadiusDrop::UnknownId)?;
-        let secret = &self.cfg.secret;
-        // Response Authenticator (RFC 2865 3).
-        let bytes = p.bytes();
-        let want = md5(&[
-            bytes.get(..4).unwrap_or_default(),
-            &f.request_auth,
-            bytes.get(radius::HEADER_LEN..).unwrap_or_default(),
-            secret,
-        ]);
-        if !bool::from(want.ct_eq(p.authenticator())) {
-            return Err(RadiusDrop::BadResponseAuthenticator);
-        }
-        // Message-Authenticator (RFC 3579 3.2): over the packet with the Request
-        // Authenticator in place and the attribute's value zeroed.
-        let eap = p.eap_message();
-        match p.message_authenticator_offset() {
-            Some(off) => {
-                let mut copy = bytes.to_vec();
-                if let Some(a) = copy.get_mut(radius::AUTHENTICATOR) {
-                    a.copy_from_slice(&f.request_auth);
-                }
-                let got = copy.get(off..off + 16).unwrap_or_default().to_vec();
-                if let Some(m) = copy.get_mut(off..off + 16) {
-                    m.fill(0);
-                }
-                let mac = hmac_md5(secret, &[&copy]);
-                if !bool::from(mac.ct_eq(&got)) {
-                    return Err(RadiusDrop::BadMessageAuthenticator);
-                }
-            }
-            None if eap.is_some() => return Err(RadiusDrop::MissingMessageAuthenticator),
-            None => {}
-        }
-        let request_auth = f.request_auth;
-        let supplicant = f.supplicant;
-        let answer = match p.code() {
-            code::ACCESS_CHALLENGE => {
-                let eap = eap.ok_or(RadiusDrop::Malformed)?;
-                match p.first(attr::STATE) {
-                    Some(s) => {
-                        self.state.insert(supplicant, s.to_vec());
+        let Some(id) = buf.get(1).copied() else {
+            self.counters.malformed += 1;
+            return None;
+        };
+        let Some(&supplicant) = self.by_id.get(&id) else {
+            self.counters.unknown_id += 1;
+            return None;
+        };
+        let auth = self.pending.get(&supplicant)?.auth;
+        match check_response(buf, &auth, &self.cfg.secret) {
+            Ok((answer, state)) => {
+                self.drop_pending(supplicant);
+                match &answer {
+                    RadiusAnswer::Challenge { .. } => {
+                        self.counters.challenges += 1;
+                        match state {
+                            Some(s) => self.state.insert(supplicant, s),
+                            None => self.state.remove(&supplicant),
+                        };
                     }
-                    None => {
+                    RadiusAnswer::Accept { .. } => {
+                        self.counters.accepts += 1;
+                        self.state.remove(&supplicant);
+                    }
+                    _ => {
+                        self.counters.rejects += 1;
                         self.state.remove(&supplicant);
                     }
                 }
-                self.counters.challenges += 1;
-                RadiusAnswer::Challenge { eap }
+                Some((supplicant, answer))
             }
-            code::ACCESS_ACCEPT => {
-                let key = |t| {
-                    p.vendor_attribute(microsoft::VENDOR_ID, t)
-                        .map(|v| decrypt_mppe_key(secret, &request_auth, v))
-                };
-                let msk = match (key(microsoft::MPPE_RECV_KEY), key(microsoft::MPPE_SEND_KEY)) {
-                    (Some(Some(r)), Some(Some(s))) if r.len() >= 32 && s.len() >= 32 => {
-                        let mut m = Zeroizing::new([0u8; 64]);
-                        m[..32].copy_from_slice(&r[..32]);
-                        m[32..].copy_from_slice(&s[..32]);
-                        Some(m)
+            Err(d) => {
+                let c = &mut self.counters;
+                match d {
+                    ResponseDrop::Malformed => c.malformed += 1,
+                    ResponseDrop::BadResponseAuthenticator => c.bad_response_authenticator += 1,
+                    ResponseDrop::BadMessageAuthenticator => c.bad_message_authenticator += 1,
+                    ResponseDrop::MissingMessageAuthenticator => {
+                        c.missing_message_authenticator += 1
                     }
-                    (None, None) => None,
-                    _ => return Err(RadiusDrop::BadMppeKey),
-                };
-                self.state.remove(&supplicant);
-                self.counters.accepts += 1;
-                RadiusAnswer::Accept {
-                    eap,
-                    msk,
-                    key_name: p.first(attr::EAP_KEY_NAME).map(<[u8]>::to_vec),
-                    session_timeout: p
-                        .first(attr::SESSION_TIMEOUT)
-                        .and_then(|v| v.try_into().ok())
-                        .map(u32::from_be_bytes),
+                    ResponseDrop::BadMppeKey => c.bad_mppe_key += 1,
                 }
+                None
             }
-            code::ACCESS_REJECT => {
-                self.state.remove(&supplicant);
-                self.counters.rejects += 1;
-                RadiusAnswer::Reject {
-                    eap,
-                    reply_message: p
-                        .first(attr::REPLY_MESSAGE)
-                        .map(|m| String::from_utf8_lossy(m).into_owned()),
-                }
-            }
-            _ => return Err(RadiusDrop::UnexpectedCode),
-        };
-        self.in_flight.remove(&p.identifier());
-        Ok((supplicant, answer))
+        }
+    }
+
+    /// When [`RadiusClient::poll`] must next be called for a retransmission or a timeout.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(|p| p.deadline).min()
+    }
+
+    /// The socket, to wait on with poll(2).
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &RadiusCounters {
+        &self.counters
+    }
+
+    /// Forgets a supplicant: its request in flight (a late answer is dropped) and its State.
+    pub fn forget(&mut self, supplicant: [u8; 6]) {
+        self.drop_pending(supplicant);
+        self.state.remove(&supplicant);
     }
 }
 

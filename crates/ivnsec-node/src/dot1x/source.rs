@@ -228,7 +228,8 @@ impl Dot1xKeys {
                     secret,
                     nas_identifier: format!("ivnsec-{}", params.iface),
                     timeout: a.radius_timeout,
-                    retries: a.radius_tries,
+                    // The client's retries are retransmissions after the first send.
+                    retries: a.radius_tries.saturating_sub(1),
                     framed_mtu: 1400,
                 })
                 .with_context(|| format!("--radius {}", a.radius))?;
@@ -464,6 +465,8 @@ impl Dot1xKeys {
                 self.session_gone(supplicant, &text, ctl)?;
             }
             AuthenticatorEvent::LoggedOff { supplicant } => {
+                ctl.shared()
+                    .emit("eap_logoff", json!({"peer": mac_hex(supplicant)}));
                 self.session_gone(supplicant, "logoff", ctl)?
             }
             AuthenticatorEvent::SessionEnded { supplicant } => {
@@ -777,7 +780,10 @@ impl KeySource for Dot1xKeys {
             Pae::Supplicant { pae, side } => {
                 let st = pae.status();
                 json!({
-                    "status": format!("{st:?}"),
+                    "state": st.state.name(),
+                    "authenticator": st.authenticator.map(mac_hex),
+                    "authenticated": st.authenticated,
+                    "last_failure": st.last_failure.map(|f| f.to_string()),
                     "drops": drops(pae.counters()),
                     "pairwise_beside_group": side.is_some(),
                 })
@@ -788,13 +794,35 @@ impl KeySource for Dot1xKeys {
                 radius_addr,
                 group,
                 sessions,
-            } => json!({
-                "sessions": pae.sessions().iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
-                "authenticated": sessions.keys().map(|m| mac_hex(*m)).collect::<Vec<_>>(),
-                "drops": drops(pae.counters()),
-                "radius": {"server": radius_addr.to_string(), "counters": radius.counters().json()},
-                "group_ckn": group.as_ref().map(|g| hex::encode(g.ckn())),
-            }),
+            } => {
+                let c = radius.counters();
+                json!({
+                    "sessions": pae.sessions().iter().map(|s| json!({
+                        "supplicant": mac_hex(s.supplicant),
+                        "phase": s.phase.name(),
+                        "authenticated": s.authenticated,
+                        "identity": String::from_utf8_lossy(&s.identity),
+                    })).collect::<Vec<_>>(),
+                    "authenticated": sessions.keys().map(|m| mac_hex(*m)).collect::<Vec<_>>(),
+                    "drops": drops(pae.counters()),
+                    "radius": {
+                        "server": radius_addr.to_string(),
+                        "local": radius.local_addr().map(|a| a.to_string()),
+                        "sent": c.sent, "retransmitted": c.retransmitted,
+                        "timeouts": c.timeouts, "accepts": c.accepts, "rejects": c.rejects,
+                        "challenges": c.challenges,
+                        "drops": {
+                            "malformed": c.malformed, "unknown_id": c.unknown_id,
+                            "wrong_source": c.wrong_source,
+                            "bad_response_authenticator": c.bad_response_authenticator,
+                            "bad_message_authenticator": c.bad_message_authenticator,
+                            "missing_message_authenticator": c.missing_message_authenticator,
+                            "bad_mppe_key": c.bad_mppe_key,
+                        },
+                    },
+                    "group_ckn": group.as_ref().map(|g| hex::encode(g.ckn())),
+                })
+            }
         };
         if let Some(o) = v.as_object_mut() {
             o.insert(
@@ -811,6 +839,18 @@ impl KeySource for Dot1xKeys {
             );
         }
         v
+    }
+}
+
+impl Drop for Dot1xKeys {
+    /// A supplicant that stops says so: EAPOL-Logoff to its authenticator (802.1X-2020 8.x),
+    /// which then ends its session at once instead of at the next failed re-authentication.
+    fn drop(&mut self) {
+        if let Pae::Supplicant { pae, .. } = &mut self.pae {
+            let now = sys::monotonic_ns();
+            pae.logoff(now);
+            let _ = self.transmit(now);
+        }
     }
 }
 

@@ -17,6 +17,7 @@
 //! keys and certificates are read with a size bound. ECU names are DNS labels (they name
 //! files and go into the SAN) and VINs follow ISO 3779, so no name can reach outside `D`.
 
+pub mod freeradius;
 pub mod keyserver;
 
 use std::collections::BTreeMap;

@@ -42,6 +42,32 @@ pub enum Args {
     Revoke(RevokeArgs),
     /// Show every certificate with its serial, key, expiry and status.
     List(ListArgs),
+    /// Write a FreeRADIUS 3 EAP-TLS module (eap-tls.conf) for this PKI, issuing the server
+    /// certificate when missing.
+    Freeradius(FreeradiusArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Writes OUT/eap-tls.conf, a FreeRADIUS 3 `eap` module for EAP-TLS (TLS 1.2 and 1.3) that trusts \
+the vehicle CA and checks its CRL, and OUT/ca.pem (the CA chain followed by D/crl.pem, as \
+FreeRADIUS's ca_file with check_crl needs it). The server certificate is D/ecu/NAME.pem with its \
+key D/ecu/NAME.key, issued now if missing. OUT/ca.pem is a copy of the CRL: after \
+`ivnsec pki revoke`, run this again and restart FreeRADIUS.
+
+Example:
+  ivnsec pki freeradius --dir pki --out /etc/freeradius/3.0/ivnsec
+  ln -sf /etc/freeradius/3.0/ivnsec/eap-tls.conf /etc/freeradius/3.0/mods-enabled/eap")]
+pub struct FreeradiusArgs {
+    /// The PKI directory (from `ivnsec pki init`).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Where to write eap-tls.conf and ca.pem (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The server certificate's name (a DNS label).
+    #[arg(long, default_value = "radius", value_name = "NAME")]
+    pub server_name: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -145,6 +171,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 r.algo,
                 r.not_after,
                 r.key.display()
+            );
+        }
+        Args::Freeradius(a) => {
+            let r = pki::freeradius::write(&a.dir, &a.out, &a.server_name)?;
+            println!(
+                "FreeRADIUS EAP-TLS module {} (server certificate {} {}, key {}, CA and CRL {})",
+                r.eap_conf.display(),
+                r.cert.display(),
+                if r.issued { "issued now" } else { "kept" },
+                r.key.display(),
+                r.ca_file.display()
             );
         }
         Args::Revoke(a) => {

@@ -271,3 +271,71 @@ fn bad_input_exits_2_with_a_reason() {
     );
     assert!(!Path::new(dir).join("ecu/e1.key").exists());
 }
+
+#[test]
+fn freeradius_module_for_the_vehicle_pki() {
+    let d = TempDir::new("pki-freeradius");
+    let pki = d.path("pki");
+    let pki_s = pki.to_str().unwrap();
+    let out = d.path("fr");
+    let out_s = out.to_str().unwrap();
+    fails(
+        &d,
+        &["pki", "freeradius", "--dir", pki_s, "--out", out_s],
+        2,
+        "ivnsec pki init",
+    );
+    ok(&d, &["pki", "init", "--dir", pki_s, "--vehicle", VIN]);
+    fails(
+        &d,
+        &[
+            "pki",
+            "freeradius",
+            "--dir",
+            pki_s,
+            "--out",
+            out_s,
+            "--server-name",
+            "Bad_Name",
+        ],
+        2,
+        "--server-name",
+    );
+    let said = ok(&d, &["pki", "freeradius", "--dir", pki_s, "--out", out_s]);
+    assert!(said.contains("issued now"), "{said}");
+    let conf = std::fs::read_to_string(out.join("eap-tls.conf")).unwrap();
+    for want in [
+        "check_crl = yes",
+        "tls_min_version = \"1.2\"",
+        "tls_max_version = \"1.3\"",
+        "default_eap_type = tls",
+        "tls-config tls-common {",
+    ] {
+        assert!(conf.contains(want), "{want} missing:\n{conf}");
+    }
+    let cert = pki.join("ecu/radius.pem");
+    assert!(conf.contains(&std::fs::canonicalize(&cert).unwrap().display().to_string()));
+    let ca = std::fs::read_to_string(out.join("ca.pem")).unwrap();
+    assert!(
+        ca.contains("BEGIN CERTIFICATE") && ca.contains("BEGIN X509 CRL"),
+        "{ca}"
+    );
+    let (good, said) = openssl(&[
+        "verify",
+        "-purpose",
+        "sslserver",
+        "-crl_check",
+        "-CAfile",
+        out.join("ca.pem").to_str().unwrap(),
+        cert.to_str().unwrap(),
+    ]);
+    assert!(good, "{said}");
+    // A second run keeps the certificate.
+    let said = ok(&d, &["pki", "freeradius", "--dir", pki_s, "--out", out_s]);
+    assert!(said.contains("kept"), "{said}");
+    let help = ok(&d, &["pki", "freeradius", "--help"]);
+    assert!(
+        help.contains("Example") && help.contains("--server-name"),
+        "{help}"
+    );
+}

@@ -62,6 +62,7 @@ pub mod net;
 pub mod nonce;
 pub mod pingpong;
 pub mod proc;
+pub mod radius;
 pub mod seed001;
 pub mod tdma;
 pub mod throughput;

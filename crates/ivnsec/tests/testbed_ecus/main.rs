@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod dot1x;
 mod eap_attack;
 mod keyserver_mka;
 mod mka;

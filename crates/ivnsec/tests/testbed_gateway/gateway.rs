@@ -739,3 +739,114 @@ fn two_legacy_ecus_behind_one_gateway_keep_their_own_addresses() {
             .all(|p| p.0 == SCI_GW1 || p.0 == SCI_GW2)
     );
 }
+
+/// `bump` with 802.1X: the gateway authenticates the legacy sensor's port with the gateway's
+/// own certificate (`gateway --eap-tls`) to the consumer (`macsec up --authenticator`), which
+/// passes EAP to a FreeRADIUS in its namespace; MKA runs on the CAK both derived, and the
+/// legacy sensor reaches the consumer through it.
+#[test]
+fn a_gateway_authenticates_its_legacy_sensor_with_its_own_certificate() {
+    require_root!();
+    if !crate::common::have("freeradius") {
+        eprintln!("SKIPPED: freeradius is not installed (scripts/setup installs it)");
+        return;
+    }
+    let d = TempDir::new("gweap");
+    let tb = testbed(&d, &Topology::Bump, true);
+    let pki = d.path("pki");
+    let pk = pki.to_str().unwrap();
+    for args in [
+        &["pki", "init", "--dir", pk, "--vehicle", crate::common::VIN][..],
+        &["pki", "issue", "--dir", pk, "--ecu", "gw1"],
+    ] {
+        let o = d.run(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    }
+    let secret = d.path("radius.secret");
+    std::fs::write(&secret, "gateway-test-secret").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let (sensor, consumer) = (ns(&tb, "sensor1"), ns(&tb, "consumer"));
+    ip(&["-n", &consumer, "link", "set", "lo", "up"]);
+    let _radius = crate::common::radius::FreeRadius::start(
+        &consumer,
+        &d.path("radius"),
+        &pki,
+        &[("127.0.0.1", "gateway-test-secret")],
+    );
+    let mka = ["--ramp-up-ms", "20", "--hello-seconds", "1"];
+    ip(&["-n", &consumer, "addr", "flush", "dev", "eth0"]);
+    let mut c = exec(&consumer, BIN);
+    c.args(["macsec", "up", "--iface", "eth0", "--tap", "eap0"])
+        .args(["--profile", "macsec-gcm-aes-128", "--authenticator"])
+        .args(["--radius", "127.0.0.1", "--radius-secret"])
+        .arg(&secret)
+        .args(["--priority", "0", "--state-dir"])
+        .arg(d.path("consumer-state"))
+        .arg("--run-dir")
+        .arg(d.path("consumer-run"))
+        .args(mka)
+        .arg("--json");
+    let pc = spawn_until_ready(c, "running until", "macsec up --authenticator (consumer)");
+    ip(&[
+        "-n",
+        &consumer,
+        "addr",
+        "add",
+        "10.77.0.1/16",
+        "dev",
+        "eap0",
+    ]);
+    let g1 = Gw::new(&tb, &d, "gw1");
+    let (cert, key, ca) = (
+        pki.join("ecu/gw1.pem"),
+        pki.join("ecu/gw1.key"),
+        pki.join("ca.pem"),
+    );
+    let p1 = g1.start(
+        &[
+            "--eap-tls",
+            "--cert",
+            cert.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+            "--ca",
+            ca.to_str().unwrap(),
+            "--eap-start-seconds",
+            "1",
+        ],
+        &mka,
+    );
+    wait_for_or(
+        30,
+        "the gateway authenticated and transmitting under a SAK of the EAP-derived CAK",
+        || {
+            let st = g1.status();
+            !st["tx"]["encoding_an"].is_null()
+                && st["key_source_state"]["ca"]["label"]
+                    .as_str()
+                    .is_some_and(|l| l.starts_with("eap:"))
+                && st["key_source_state"]["peers"]
+                    .as_array()
+                    .is_some_and(|v| v.iter().any(|p| p["live"] == true))
+        },
+        || format!("{}", g1.status()),
+    );
+    wait_for_or(
+        10,
+        "ping sensor → consumer through the gateway",
+        || {
+            ping(&sensor, "10.77.0.1", &["-c", "1", "-W", "1"])
+                .status
+                .success()
+        },
+        || format!("{}", g1.status()),
+    );
+    assert_ping(&sensor, "10.77.0.1", &[]);
+    let (cg, fg) = p1.stop_json();
+    let (cc, _) = pc.stop_json();
+    assert_eq!((cg, cc), (Some(0), Some(0)));
+    assert_eq!(fg["key_source"], "802.1x", "{fg}");
+}

@@ -18,5 +18,6 @@ mod macsec_tap;
 mod nonce;
 mod pingpong;
 mod processes;
+mod radius;
 mod seed004;
 mod testbed;
