@@ -371,11 +371,7 @@ fn run_class(
     account.requests_answered = answered;
     account.ping_rtt_p50_us = (!rtts.is_empty()).then(|| quantile_sorted(&rtts, 0.5));
     account.ping_rtt_max_us = rtts.last().copied();
-    let accepted = account.forged_state_changes
-        + account.foreign_ckns
-        + account.extra_accepts
-        + account.sessions_after.saturating_sub(account.max_sessions)
-        + u64::from(!account.supplicant_kept);
+    let accepted = account.accepted();
     Ok(AttackResult {
         profile: profile.to_string(),
         attack: attack.name(),
@@ -413,64 +409,91 @@ fn account(
     auth_after: &Value,
     net: &Net,
 ) -> Result<EapAccount> {
-    let mut a = EapAccount {
-        max_sessions: MAX_SUPPLICANTS,
-        ..EapAccount::default()
-    };
     // A supplicant's success may be written just after the authenticator's: read again once
     // before calling a CKN foreign.
+    let mut a = EapAccount::default();
     for attempt in 0..2 {
         let sup_events = members.m[0].events()?;
         let auth_events = members.m[1].events()?;
-        let legit_ckns: HashSet<&str> = sup_events
-            .iter()
-            .filter(|e| e["event"] == "eap_success")
-            .filter_map(|e| e["ckn"].as_str())
-            .collect();
-        a.forged_state_changes = 0;
-        for (ev, &off) in [&sup_events, &auth_events].into_iter().zip(offsets) {
-            for e in ev.iter().skip(off) {
-                match e["event"].as_str() {
-                    Some("eap_failure" | "cak_removed") => a.forged_state_changes += 1,
-                    Some("cak_changed")
-                        if !e["ca"].as_str().is_some_and(|c| c.starts_with("eap:")) =>
-                    {
-                        a.forged_state_changes += 1
-                    }
-                    _ => {}
-                }
-            }
-        }
-        a.legit_reauths = sup_events
-            .iter()
-            .skip(offsets[0])
-            .filter(|e| e["event"] == "eap_success")
-            .count() as u64;
-        let auth_successes: Vec<&Value> = auth_events
-            .iter()
-            .skip(offsets[1])
-            .filter(|e| e["event"] == "eap_success")
-            .collect();
-        a.foreign_ckns = auth_successes
-            .iter()
-            .filter(|e| !e["ckn"].as_str().is_some_and(|c| legit_ckns.contains(c)))
-            .count() as u64;
-        let legit_accepts = auth_successes.len() as u64 - a.foreign_ckns;
-        a.extra_accepts = radius_accepts(auth_after)
-            .saturating_sub(radius_accepts(auth_before))
-            .saturating_sub(legit_accepts);
+        a = judge(
+            [&sup_events, &auth_events],
+            offsets,
+            [auth_before, auth_after],
+            net.sup_mac,
+        );
         if a.foreign_ckns == 0 || attempt == 1 {
             break;
         }
         std::thread::sleep(Duration::from_secs(1));
     }
+    Ok(a)
+}
+
+/// The account of a class from the supplicant's and the authenticator's events (those from
+/// `offsets` on are the class's) and the authenticator's status before and after it.
+fn judge(
+    [sup_events, auth_events]: [&[Value]; 2],
+    offsets: &[usize],
+    [auth_before, auth_after]: [&Value; 2],
+    sup_mac: [u8; 6],
+) -> EapAccount {
+    let mut a = EapAccount {
+        max_sessions: MAX_SUPPLICANTS,
+        ..EapAccount::default()
+    };
+    let legit_ckns: HashSet<&str> = sup_events
+        .iter()
+        .filter(|e| e["event"] == "eap_success")
+        .filter_map(|e| e["ckn"].as_str())
+        .collect();
+    for (ev, &off) in [sup_events, auth_events].into_iter().zip(offsets) {
+        for e in ev.iter().skip(off) {
+            match e["event"].as_str() {
+                Some("eap_failure" | "cak_removed") => a.forged_state_changes += 1,
+                Some("cak_changed") if !e["ca"].as_str().is_some_and(|c| c.starts_with("eap:")) => {
+                    a.forged_state_changes += 1
+                }
+                _ => {}
+            }
+        }
+    }
+    a.legit_reauths = sup_events
+        .iter()
+        .skip(offsets[0])
+        .filter(|e| e["event"] == "eap_success")
+        .count() as u64;
+    let auth_successes: Vec<&Value> = auth_events
+        .iter()
+        .skip(offsets[1])
+        .filter(|e| e["event"] == "eap_success")
+        .collect();
+    a.foreign_ckns = auth_successes
+        .iter()
+        .filter(|e| !e["ckn"].as_str().is_some_and(|c| legit_ckns.contains(c)))
+        .count() as u64;
+    let legit_accepts = auth_successes.len() as u64 - a.foreign_ckns;
+    a.extra_accepts = radius_accepts(auth_after)
+        .saturating_sub(radius_accepts(auth_before))
+        .saturating_sub(legit_accepts);
     let pae = &dot1x(auth_after)["pae"];
     a.sessions_after = pae["sessions"].as_array().map_or(0, |s| s.len() as u64);
-    let sup = mac_hex(net.sup_mac);
+    let sup = mac_hex(sup_mac);
     a.supplicant_kept = pae["authenticated"]
         .as_array()
         .is_some_and(|l| l.iter().any(|m| m.as_str() == Some(sup.as_str())));
-    Ok(a)
+    a
+}
+
+impl EapAccount {
+    /// What counts as accepted: forged state changes, foreign CKNs, extra accepts, sessions
+    /// above the bound, and the supplicant's session lost.
+    pub fn accepted(&self) -> u64 {
+        self.forged_state_changes
+            + self.foreign_ckns
+            + self.extra_accepts
+            + self.sessions_after.saturating_sub(self.max_sessions)
+            + u64::from(!self.supplicant_kept)
+    }
 }
 
 /// Runs the 802.1X attacker to its end; returns (frames injected, Access-Requests answered,
@@ -498,5 +521,86 @@ fn run_attacker(ns: &str, spec: &EapAttackSpec) -> Result<(u64, u64, f64)> {
     match injected {
         Some(n) => Ok((n, answered, seconds)),
         None => bail!("the 802.1X attacker ended without its count: {err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SUP: [u8; 6] = [2, 0, 0, 0, 0, 1];
+
+    fn auth_status(accepts: u64, sessions: usize, authenticated: &[&str]) -> Value {
+        json!({"key_source_state": {"dot1x": {"pae": {
+            "sessions": vec![json!({}); sessions],
+            "authenticated": authenticated,
+            "drops": {"too_many_sessions": 3},
+            "radius": {"accepts": accepts, "drops": {"unknown_id": 5}},
+        }}}})
+    }
+
+    /// A legitimate re-authentication during the class is not counted.
+    #[test]
+    fn legitimate_reauthentications_count_nothing() {
+        let sup = [
+            json!({"event": "eap_success", "ckn": "aa"}),
+            json!({"event": "eap_success", "ckn": "bb"}),
+            json!({"event": "cak_changed", "ca": "eap:02:00:00:00:00:02", "ckn": "bb"}),
+        ];
+        let auth = [
+            json!({"event": "eap_success", "ckn": "aa"}),
+            json!({"event": "eap_success", "ckn": "bb"}),
+            json!({"event": "cak_changed", "ca": "eap:02:00:00:00:00:01", "ckn": "bb"}),
+        ];
+        let a = judge(
+            [&sup, &auth],
+            &[1, 1],
+            [
+                &auth_status(1, 1, &["02:00:00:00:00:01"]),
+                &auth_status(2, 1, &["02:00:00:00:00:01"]),
+            ],
+            SUP,
+        );
+        assert_eq!(a.accepted(), 0, "{a:?}");
+        assert_eq!(a.legit_reauths, 1);
+        assert!(a.supplicant_kept);
+        assert_eq!(
+            drops(&auth_status(0, 0, &[]))["radius.unknown_id"],
+            5,
+            "RADIUS drops are read as radius.REASON"
+        );
+    }
+
+    /// Each sign of a forged frame taken is counted.
+    #[test]
+    fn forged_outcomes_are_counted() {
+        let sup = [
+            json!({"event": "eap_success", "ckn": "aa"}),
+            json!({"event": "eap_failure", "reason": "EAP-Failure"}),
+            json!({"event": "cak_removed", "why": "logoff"}),
+        ];
+        let auth = [
+            json!({"event": "eap_success", "ckn": "aa"}),
+            // A CAK from keys the supplicant never had.
+            json!({"event": "eap_success", "ckn": "ff"}),
+            json!({"event": "cak_changed", "ca": "fallback", "ckn": "00"}),
+        ];
+        let a = judge(
+            [&sup, &auth],
+            &[1, 1],
+            [
+                &auth_status(1, 1, &["02:00:00:00:00:01"]),
+                &auth_status(4, MAX_SUPPLICANTS as usize + 2, &[]),
+            ],
+            SUP,
+        );
+        assert_eq!(a.forged_state_changes, 3, "{a:?}");
+        assert_eq!(a.foreign_ckns, 1, "{a:?}");
+        // Three accepts, none of them a legitimate success.
+        assert_eq!(a.extra_accepts, 3, "{a:?}");
+        assert_eq!(a.sessions_after, MAX_SUPPLICANTS + 2);
+        assert!(!a.supplicant_kept);
+        assert_eq!(a.accepted(), 3 + 1 + 3 + 2 + 1);
     }
 }
