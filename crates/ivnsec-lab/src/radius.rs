@@ -231,7 +231,8 @@ impl FreeRadius {
             .join("\n")
     }
 
-    fn log_tail(&self, n: usize) -> String {
+    /// The last `n` lines of its debug output.
+    pub fn log_tail(&self, n: usize) -> String {
         let l = self.log.lock().unwrap_or_else(|e| e.into_inner());
         l[l.len().saturating_sub(n)..].join("\n")
     }

@@ -10,6 +10,7 @@
 //! group addresses to itself by default); both are set back afterwards.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -49,7 +50,7 @@ const SECURE_WITHIN: Duration = Duration::from_secs(30);
 /// Ping interval of the legitimate traffic.
 const PING_INTERVAL: &str = "0.01";
 /// Legitimate traffic before the attacker starts and after it ends.
-const SETTLE: Duration = Duration::from_millis(500);
+pub(super) const SETTLE: Duration = Duration::from_millis(500);
 /// The last echo requests before ping is stopped, not judged (100 ms at [`PING_INTERVAL`]).
 const PING_TAIL: u64 = 10;
 /// Largest status or events file read.
@@ -183,10 +184,10 @@ pub fn run_mka_attacks(
 
 /// The switches forward the PAE group address while it lives (`group_fwd_mask` bit 3), set
 /// back to what they had when dropped.
-struct GroupForwarding(Vec<(String, String)>);
+pub(super) struct GroupForwarding(Vec<(String, String)>);
 
 impl GroupForwarding {
-    fn on(switches: &[String]) -> Result<GroupForwarding> {
+    pub(super) fn on(switches: &[String]) -> Result<GroupForwarding> {
         let mut g = GroupForwarding(Vec::new());
         for ns in switches {
             let o = die_with_parent(&mut netns_command(ns, "cat"))
@@ -215,10 +216,11 @@ impl Drop for GroupForwarding {
     }
 }
 
-/// One member: `ivnsec macsec up --psk` in an ECU namespace.
-struct Member {
-    ns: String,
-    mac: [u8; 6],
+/// One member: `ivnsec macsec up` (with `--psk`, or the 802.1X options of `--eap`) in an ECU
+/// namespace.
+pub(super) struct Member {
+    pub(super) ns: String,
+    pub(super) mac: [u8; 6],
     run_dir: PathBuf,
     events: PathBuf,
     child: Child,
@@ -228,11 +230,13 @@ struct Member {
 }
 
 impl Member {
-    fn start(
+    /// Starts `ivnsec macsec up` with `key_args` (the key source and its options) and returns
+    /// once it runs.
+    pub(super) fn start(
         ns: &str,
         mac: [u8; 6],
         dir: &Path,
-        psk_file: &Path,
+        key_args: &[OsString],
         profile: &str,
         provider: ProviderChoice,
     ) -> Result<Member> {
@@ -251,8 +255,7 @@ impl Member {
             "--profile",
             profile,
         ])
-        .arg("--psk")
-        .arg(psk_file)
+        .args(key_args)
         .arg("--state-dir")
         .arg(&state)
         .arg("--run-dir")
@@ -313,7 +316,7 @@ impl Member {
     }
 
     /// Its status file now (the one file in its run directory).
-    fn read_status(&self) -> Result<Value> {
+    pub(super) fn read_status(&self) -> Result<Value> {
         let dir = self.run_dir.join("macsec");
         let files = std::fs::read_dir(&dir)
             .with_context(|| format!("listing {}", dir.display()))?
@@ -333,7 +336,7 @@ impl Member {
 
     /// Its status as written after `t` (Unix seconds): the file is rewritten every half second,
     /// so counters read right after the attacker stopped could miss its last MKPDUs.
-    fn status_after(&self, t: f64) -> Result<Value> {
+    pub(super) fn status_after(&self, t: f64) -> Result<Value> {
         let t0 = Instant::now();
         loop {
             let st = self.read_status()?;
@@ -351,7 +354,7 @@ impl Member {
     }
 
     /// Its events so far, one JSON value per line.
-    fn events(&self) -> Result<Vec<Value>> {
+    pub(super) fn events(&self) -> Result<Vec<Value>> {
         Ok(read_bounded(&self.events)?
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
@@ -369,7 +372,7 @@ fn read_bounded(p: &Path) -> Result<String> {
 }
 
 /// Whether a status says the member transmits under an agreed SAK with a live peer.
-fn secured(st: &Value) -> bool {
+pub(super) fn secured(st: &Value) -> bool {
     !st["tx"]["encoding_an"].is_null()
         && st["key_source_state"]["peers"]
             .as_array()
@@ -377,9 +380,9 @@ fn secured(st: &Value) -> bool {
 }
 
 /// The two members of one profile's run, and their addresses on the TAPs.
-struct Members {
-    m: Vec<Member>,
-    addrs: [Ipv4Addr; 2],
+pub(super) struct Members {
+    pub(super) m: Vec<Member>,
+    pub(super) addrs: [Ipv4Addr; 2],
 }
 
 impl Members {
@@ -399,11 +402,17 @@ impl Members {
                 &ns,
                 mac,
                 &dir.join(format!("member{i}")),
-                psk_file,
+                &[OsString::from("--psk"), psk_file.into()],
                 profile,
                 provider,
             )?);
         }
+        Members::secure(m)
+    }
+
+    /// Waits until both members of `m` transmit under an agreed SAK, then gives their TAPs
+    /// their addresses.
+    pub(super) fn secure(m: Vec<Member>) -> Result<Members> {
         let mut ms = Members {
             m,
             addrs: [Ipv4Addr::new(10, 98, 0, 1), Ipv4Addr::new(10, 98, 0, 2)],
@@ -445,7 +454,7 @@ impl Members {
         Ok(ms)
     }
 
-    fn stop_quietly(&mut self) {
+    pub(super) fn stop_quietly(&mut self) {
         for m in &mut self.m {
             let _ = ivnsec_net::sys::signal_process(m.child.id(), false);
             let _ = m.child.wait();
@@ -453,7 +462,7 @@ impl Members {
     }
 
     /// SIGTERM to each; each must end with exit 0.
-    fn stop(mut self) -> Result<()> {
+    pub(super) fn stop(mut self) -> Result<()> {
         let mut bad = Vec::new();
         for m in &mut self.m {
             ivnsec_net::sys::signal_process(m.child.id(), false)?;
@@ -484,10 +493,10 @@ impl Drop for Members {
 }
 
 /// The legitimate ping from the first member to the second across the TAPs, until stopped.
-struct Ping(Child);
+pub(super) struct Ping(Child);
 
 impl Ping {
-    fn start(ns: &str, to: Ipv4Addr) -> Result<Ping> {
+    pub(super) fn start(ns: &str, to: Ipv4Addr) -> Result<Ping> {
         let mut cmd = netns_command(ns, "ping");
         cmd.args(["-i", PING_INTERVAL, "-W", "1", "-n"])
             .arg(to.to_string())
@@ -504,7 +513,7 @@ impl Ping {
     /// requests sent up to [`PING_TAIL`] requests before the stop: a reply to one of the last
     /// may still be on its way when ping ends (the stop comes [`SETTLE`] after the attacker
     /// ended, so those are outside the attack anyway).
-    fn stop(mut self) -> Result<(u64, u64, Vec<f64>)> {
+    pub(super) fn stop(mut self) -> Result<(u64, u64, Vec<f64>)> {
         let pid = self.0.id().to_string();
         die_with_parent(Command::new("kill").args(["-INT", &pid]))
             .status()
@@ -704,6 +713,7 @@ fn run_class(
         receiver_socket_drops: 0,
         initiator_socket_drops: 0,
         mka: Some(account),
+        eap: None,
         gateway: None,
         not_run: None,
     })

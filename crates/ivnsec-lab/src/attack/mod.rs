@@ -11,8 +11,12 @@
 //! - [`hosts`]: the three nodes on hosts over SSH instead (`ivnsec attack --hosts PLAN`): where
 //!   each runs, and the classes a bench cannot run (reported as not run, with the reason);
 //! - [`mka`] and [`mka_run`]: the MKA classes (`ivnsec attack --mka`): forged, replayed and
-//!   foreign MKPDUs against two members running `ivnsec macsec up --psk`.
+//!   foreign MKPDUs against two members running `ivnsec macsec up --psk`;
+//! - [`eap`] and [`eap_run`]: the 802.1X classes (`ivnsec attack --eap`): spoofed EAPOL and EAP,
+//!   forged RADIUS answers and an EAPOL-Start flood against a supplicant and an authenticator.
 
+pub mod eap;
+pub mod eap_run;
 pub mod forger;
 pub mod gateway;
 pub mod hosts;
@@ -149,6 +153,10 @@ pub struct AttackResult {
     /// The MKA classes: what the members' MKA state says ([`mka::MkaAccount`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mka: Option<mka::MkaAccount>,
+    /// The 802.1X classes: what the supplicant's and the authenticator's state says
+    /// ([`eap::EapAccount`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eap: Option<eap::EapAccount>,
     /// On a bump-in-the-wire testbed (`ivnsec attack --topology bump2`): what the gateways
     /// counted during the class ([`gateway::GatewayAccount`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -203,6 +211,7 @@ impl AttackResult {
             receiver_socket_drops: 0,
             initiator_socket_drops: 0,
             mka: None,
+            eap: None,
             gateway: None,
             not_run: Some(reason),
         }

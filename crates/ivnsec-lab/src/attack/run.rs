@@ -846,6 +846,7 @@ fn run_one(
         receiver_socket_drops: res.socket_drops,
         initiator_socket_drops: ini.socket_drops,
         mka: None,
+        eap: None,
         gateway: account,
         not_run,
     })

@@ -13,6 +13,8 @@ use serde::Serialize;
 use crate::output::Json;
 use ivnsec_core::profile::{MacsecProfile, NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
+use ivnsec_lab::attack::eap::EapAttack;
+use ivnsec_lab::attack::eap_run::{self, EapAttackConfig, run_eap_attacks};
 use ivnsec_lab::attack::mka::MkaAttack;
 use ivnsec_lab::attack::mka_run::{self, MkaAttackConfig, run_mka_attacks};
 use ivnsec_lab::attack::run::{
@@ -65,6 +67,24 @@ no elected key server distributed, and key server elections during the class; th
 lose nothing. --profile takes MACsec profiles (default macsec-gcm-aes-128); --count is MKPDUs \
 per class (default 1000, 2000 per second).
 
+802.1X (--eap): sensor1 runs `ivnsec macsec up --eap-tls` (the supplicant, certificate from a \
+PKI made for the run), the consumer `ivnsec macsec up --authenticator` (key server, \
+re-authenticating every 2 s, at most 16 supplicants) with a FreeRADIUS of the run's own in \
+sensor1's namespace on sensor1's plain address, so that RADIUS crosses the switch where the \
+attacker sees it (freeradius must be installed); once EAP-TLS and MKA secured the link they \
+ping each other through their TAPs every 10 ms while sensor2 injects: eap-logoff-spoofed \
+(EAPOL-Logoff to the authenticator from the attacker's and from random MACs), \
+eap-failure-spoofed (EAP-Failure and EAP-Success with every identifier to the supplicant and the \
+group address), radius-forged-accept (each sniffed Access-Request answered at once by an \
+Access-Accept spoofed from the RADIUS server, with a random Response Authenticator and MS-MPPE \
+keys of the attacker's own; unsolicited ones too; for 5 s at least), eapol-start-flood \
+(EAPOL-Start from --count random MACs as fast as possible). Judged from both members' events and \
+status: accepted counts EAP failures and CAK changes or removals not made by the legitimate \
+re-authentications, authenticator successes under a CKN the supplicant never derived, RADIUS \
+accepts beyond the legitimate ones, sessions above the bound and the supplicant losing its \
+session; `dropped` holds the PAE drops of both members and the RADIUS client's as \
+`radius.REASON`; the ping must lose nothing. --count is frames per class (default 1000).
+
 Through gateways (--topology bump2): a fresh bump2 testbed, its two gateways started with a \
 fresh macsec-gcm-aes-128 key (as a plan on bump2 starts them); the legacy ECUs ecu1 (sender) and \
 ecu2 (receiver) run the ping-pong unprotected through them, and the attacker injects on the \
@@ -111,6 +131,8 @@ Examples:
   sudo ivnsec attack --profile hmac-sha1 --attack flood --flood-switch hub --rcvbuf-mib 32
   sudo ivnsec attack --mka --profile macsec-gcm-aes-xpn-256 --json
   sudo ivnsec attack --mka --mka-attack mka-stale-mn --count 5000
+  sudo ivnsec attack --eap --count 200 --json
+  sudo ivnsec attack --eap --eap-attack radius-forged-accept --eap-attack eapol-start-flood
   sudo ivnsec attack --topology production --count 2000 --json > production-attacks.json
   sudo ivnsec attack --topology bump2 --count 2000 --json > gateway-attacks.json
   sudo ivnsec attack --topology bump --attack bit-flip --attack flood --count 2000
@@ -133,12 +155,12 @@ pub struct Args {
         long = "attack",
         value_enum,
         value_name = "CLASS",
-        conflicts_with = "mka"
+        conflicts_with_all = ["mka", "eap"]
     )]
     pub attacks: Vec<AttackArg>,
     /// Attack MKA key agreement instead: two members run `macsec up --psk`, the attacker
     /// injects MKPDUs (the four --mka-attack classes).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "eap")]
     pub mka: bool,
     /// With --mka: the MKA class to run (repeatable; default: all four).
     #[arg(
@@ -148,8 +170,23 @@ pub struct Args {
         requires = "mka"
     )]
     pub mka_attacks: Vec<MkaAttackArg>,
+    /// Attack 802.1X instead: a supplicant (`macsec up --eap-tls`) and an authenticator
+    /// (`--authenticator`, FreeRADIUS behind it) secure the link, the attacker injects
+    /// spoofed EAPOL, EAP and RADIUS (the four --eap-attack classes).
+    /// Example: sudo ivnsec attack --eap --count 200
+    #[arg(long)]
+    pub eap: bool,
+    /// With --eap: the 802.1X class to run (repeatable; default: all four).
+    #[arg(
+        long = "eap-attack",
+        value_enum,
+        value_name = "CLASS",
+        requires = "eap"
+    )]
+    pub eap_attacks: Vec<EapAttackArg>,
     /// Frames injected per class and profile (the flood runs for --flood-seconds instead).
-    /// Default 10000; with --mka, MKPDUs per class, default 1000.
+    /// Default 10000; with --mka, MKPDUs per class, default 1000; with --eap, frames per class,
+    /// default 1000.
     #[arg(long)]
     pub count: Option<u64>,
     /// How long the flood lasts, in seconds.
@@ -184,7 +221,7 @@ pub struct Args {
     /// sender on the first, the receiver on the second, the attacker on the third (or
     /// --attacker), else beside the sender.
     /// Example: ivnsec attack --hosts bench.toml --profile aes128-gcm --count 2000
-    #[arg(long, value_name = "PLAN", conflicts_with_all = ["mka", "testbed", "topology", "pcap"])]
+    #[arg(long, value_name = "PLAN", conflicts_with_all = ["mka", "eap", "testbed", "topology", "pcap"])]
     pub hosts: Option<PathBuf>,
     /// With --hosts: the `[[host]]` (by name) that runs the attacker; the sender's host's name
     /// puts it beside the sender. Default: the plan's third host, else the sender's.
@@ -270,7 +307,35 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // Ctrl-C: the classes that finished are printed, marked interrupted.
     crate::interrupted::watch()?;
     let mut cfg_hosts = None;
-    let out = if a.mka {
+    let out = if a.eap {
+        if a.pcap.is_some() {
+            return Err(crate::error::usage(
+                "--pcap records the injected frames of the frame classes; with --eap capture \
+                 the testbed's switch port instead (EtherType 0x888E, UDP port 1812)",
+            ));
+        }
+        if a.all {
+            return Err(crate::error::usage(
+                "--all with --eap: the 802.1X classes attack key agreement, not a profile; name \
+                 MACsec profiles with --profile (default macsec-gcm-aes-128)",
+            ));
+        }
+        let cfg = EapAttackConfig {
+            profiles: a.profiles.clone(),
+            attacks: a.eap_attacks.iter().map(|&x| x.into()).collect(),
+            count: a.count.unwrap_or(eap_run::DEFAULT_COUNT),
+            provider: a.provider,
+            testbed: a.testbed.clone(),
+            topology: a.topology()?,
+        };
+        run_eap_attacks(&cfg, &mut |p| match p {
+            _ if json => {}
+            Some((index, total, profile, attack)) => {
+                eprint!("\rattack {index}/{total}: {profile} {:<24}", attack.name())
+            }
+            None => eprintln!(),
+        })?
+    } else if a.mka {
         if a.pcap.is_some() {
             return Err(crate::error::usage(
                 "--pcap records the injected frames of the frame classes; with --mka capture \
@@ -494,6 +559,35 @@ impl From<MkaAttackArg> for MkaAttack {
             MkaAttackArg::StaleMn => MkaAttack::StaleMn,
             MkaAttackArg::ForeignCkn => MkaAttack::ForeignCkn,
             MkaAttackArg::SakNotKeyServer => MkaAttack::SakNotFromKeyServer,
+        }
+    }
+}
+
+/// The 802.1X classes as `--eap-attack` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EapAttackArg {
+    /// EAPOL-Logoff to the authenticator from the attacker's MAC and from random MACs.
+    #[value(name = "eap-logoff-spoofed")]
+    LogoffSpoofed,
+    /// EAP-Failure and EAP-Success (every identifier) to the supplicant from the attacker.
+    #[value(name = "eap-failure-spoofed")]
+    FailureSpoofed,
+    /// Access-Accepts spoofed from the RADIUS server, with a Response Authenticator the
+    /// attacker cannot compute.
+    #[value(name = "radius-forged-accept")]
+    RadiusForgedAccept,
+    /// EAPOL-Start from random MACs as fast as possible.
+    #[value(name = "eapol-start-flood")]
+    StartFlood,
+}
+
+impl From<EapAttackArg> for EapAttack {
+    fn from(a: EapAttackArg) -> EapAttack {
+        match a {
+            EapAttackArg::LogoffSpoofed => EapAttack::LogoffSpoofed,
+            EapAttackArg::FailureSpoofed => EapAttack::FailureSpoofed,
+            EapAttackArg::RadiusForgedAccept => EapAttack::RadiusForgedAccept,
+            EapAttackArg::StartFlood => EapAttack::StartFlood,
         }
     }
 }

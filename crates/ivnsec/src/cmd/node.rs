@@ -9,7 +9,7 @@ use ivnsec_lab::{attack, camera, pingpong, tdma, throughput, underload};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The role: `pingpong` (initiator or responder), `throughput` (sender or receiver), as the
-    /// spec says, `attack`, `mka-attack`, `camera` (camera ECU or consumer), `underload` (sensor or
+    /// spec says, `attack`, `mka-attack`, `eap-attack`, `camera` (camera ECU or consumer), `underload` (sensor or
     /// consumer of underload/playback), or `tdma` (ECU or switch probe).
     pub kind: String,
 }
@@ -20,6 +20,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "throughput" => throughput::run_node()?,
         "attack" => attack::node::run()?,
         "mka-attack" => attack::mka::node()?,
+        "eap-attack" => attack::eap::node()?,
         "camera" => camera::node::run()?,
         "underload" => underload::node::run()?,
         "tdma" => tdma::node::run()?,

@@ -37,3 +37,46 @@ fn bad_input_is_a_usage_error() {
         assert!(help.contains(p), "{help}");
     }
 }
+
+/// `--eap` with options it does not take, and its classes without it: exit 2 with the reason,
+/// before any testbed is built.
+#[test]
+fn bad_eap_combinations_are_usage_errors() {
+    let d = TempDir::new("eapusage");
+    for (args, needle) in [
+        (&["attack", "--eap", "--mka"][..], "--mka"),
+        (
+            &["attack", "--eap-attack", "eap-logoff-spoofed"][..],
+            "--eap",
+        ),
+        (
+            &["attack", "--eap", "--eap-attack", "teleport"][..],
+            "teleport",
+        ),
+        (&["attack", "--eap", "--attack", "flood"][..], "--attack"),
+        (&["attack", "--eap", "--count", "0"][..], "--count"),
+        (
+            &["attack", "--eap", "--profile", "aes128-gcm"][..],
+            "macsec-gcm-aes-128",
+        ),
+        (&["attack", "--eap", "--pcap", "x.pcap"][..], "--pcap"),
+        (&["attack", "--eap", "--all"][..], "--all"),
+        (&["attack", "--eap", "--topology", "bump2"][..], "--eap"),
+        (&["attack", "--eap", "--hosts", "bench.toml"][..], "--hosts"),
+    ] {
+        let o = ivnsec(&d, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let o = ivnsec(&d, &["attack", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "eap-logoff-spoofed",
+        "eap-failure-spoofed",
+        "radius-forged-accept",
+        "eapol-start-flood",
+        "ivnsec attack --eap",
+    ] {
+        assert!(help.contains(needle), "{help}");
+    }
+}

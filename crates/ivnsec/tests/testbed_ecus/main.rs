@@ -8,6 +8,7 @@
 mod common;
 
 mod dot1x;
+mod eap_attack;
 mod keyserver_mka;
 mod mka;
 mod pingpong;
