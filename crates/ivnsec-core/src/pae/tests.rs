@@ -431,7 +431,10 @@ fn reject_fails_both_then_held_then_start_again() {
         }
     )));
     assert_eq!(net.sup.snapshot().state, SupplicantState::Held);
-    assert_eq!(net.sup.snapshot().last_failure, Some(AuthFailure::EapFailure));
+    assert_eq!(
+        net.sup.snapshot().last_failure,
+        Some(AuthFailure::EapFailure)
+    );
     // A Start during the quiet period is refused by the authenticator.
     let before = net.auth.counters().dropped(PaeDrop::Quiet);
     net.auth
