@@ -259,7 +259,7 @@ fn two_supplicants_on_one_port_share_the_group_ca_and_reach_each_other() {
     let _pa = auth.up_with(&strs(&authenticator_args(
         &f,
         &radius_addr(&tb),
-        &["--group-ca"],
+        &["--group-ca", "--reauth-seconds", "6"],
     )));
     let _p1 = s1.up_with(&strs(&supplicant_args(&f, "sensor1")));
     let p2 = s2.up_with(&strs(&supplicant_args(&f, "sensor2")));
@@ -302,6 +302,34 @@ fn two_supplicants_on_one_port_share_the_group_ca_and_reach_each_other() {
             diagnose(&all)
         );
     }
+    // A re-authentication under the group CA: the new pairwise CA only carries the group CAK;
+    // both stay on the group CA and a ping across it loses nothing.
+    let g = group();
+    let ping = s1
+        .exec("ping")
+        .args(["-c", "400", "-i", "0.02", "-W", "2", &s2.addr])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_or(
+        20,
+        "sensor1 re-authenticated and still on the group CA",
+        || {
+            let st = s1.status();
+            events_named(&s1, "eap_success").len() >= 2
+                && st["key_source_state"]["ca"]["ckn"].as_str() == g.as_deref()
+                && secured(&st, 2)
+        },
+        || diagnose(&all),
+    );
+    let (sent, got) = ping_counts(&ping.wait_with_output().unwrap());
+    assert_eq!(
+        (sent, got),
+        (400, 400),
+        "pings lost across a re-authentication\n{}",
+        diagnose(&all)
+    );
+    assert_eq!(group(), g, "the group CAK changed");
     // A supplicant that stops logs off: the authenticator ends its session at once.
     let (code, _) = p2.finish(true);
     assert_eq!(code, Some(0));
