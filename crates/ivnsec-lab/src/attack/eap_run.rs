@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::AttackResult;
 use super::eap::{EapAccount, EapAttack, EapAttackSpec, RADIUS_PORT};
-use super::mka_run::{GroupForwarding, Member, Members, Ping, SETTLE};
+use super::mka_run::{GroupForwarding, Member, Members, Ping, SETTLE, judged_drops, moved_drops};
 use super::roles::Roles;
 use super::run::{Outcome, Switches, TempDir, chosen, open_production, open_testbed};
 use crate::process::{child_stderr, read_report, spawn_role};
@@ -351,21 +351,8 @@ fn run_class(
         .map(|m| m.status_after(now))
         .collect::<Result<_>>()?;
 
-    let mut dropped: BTreeMap<String, u64> = BTreeMap::new();
-    for (b, a) in before.iter().zip(&after) {
-        let (b, a) = (drops(b), drops(a));
-        for (k, v) in a {
-            let d = v.saturating_sub(b.get(&k).copied().unwrap_or(0));
-            if d > 0 {
-                *dropped.entry(k).or_default() += d;
-            }
-        }
-    }
-    let judged: u64 = attack
-        .judged_by()
-        .iter()
-        .map(|r| dropped.get(*r).copied().unwrap_or(0))
-        .sum();
+    let dropped = moved_drops(&before, &after, drops);
+    let judged = judged_drops(&dropped, attack.judged_by());
 
     let mut account = account(members, &offsets, &before[1], &after[1], net)?;
     account.requests_answered = answered;

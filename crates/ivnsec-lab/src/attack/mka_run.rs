@@ -574,6 +574,34 @@ fn key_server(st: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The drop counters (by reason) that moved between `before` and `after` (one status per
+/// member, `drops` reading a status's counters), summed over the members.
+pub(super) fn moved_drops(
+    before: &[Value],
+    after: &[Value],
+    drops: fn(&Value) -> BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    let mut dropped: BTreeMap<String, u64> = BTreeMap::new();
+    for (b, a) in before.iter().zip(after) {
+        let (b, a) = (drops(b), drops(a));
+        for (k, v) in a {
+            let d = v.saturating_sub(b.get(&k).copied().unwrap_or(0));
+            if d > 0 {
+                *dropped.entry(k).or_default() += d;
+            }
+        }
+    }
+    dropped
+}
+
+/// The moved drops of the reasons that judge a class.
+pub(super) fn judged_drops(dropped: &BTreeMap<String, u64>, reasons: &[&str]) -> u64 {
+    reasons
+        .iter()
+        .map(|r| dropped.get(*r).copied().unwrap_or(0))
+        .sum()
+}
+
 /// One class against the running members.
 fn run_class(
     roles: &Roles,
@@ -629,21 +657,8 @@ fn run_class(
         .collect::<Result<_>>()?;
 
     // The drops of this class at every member.
-    let mut dropped: BTreeMap<String, u64> = BTreeMap::new();
-    for (b, a) in before.iter().zip(&after) {
-        let (b, a) = (drops(b), drops(a));
-        for (k, v) in a {
-            let d = v.saturating_sub(b.get(&k).copied().unwrap_or(0));
-            if d > 0 {
-                *dropped.entry(k).or_default() += d;
-            }
-        }
-    }
-    let judged: u64 = attack
-        .judged_by()
-        .iter()
-        .map(|r| dropped.get(*r).copied().unwrap_or(0))
-        .sum();
+    let dropped = moved_drops(&before, &after, drops);
+    let judged = judged_drops(&dropped, attack.judged_by());
 
     // What the events say: peers made live with the attacker's MI, SAKs no legitimate key
     // server distributed, elections while the attacker was at work.
