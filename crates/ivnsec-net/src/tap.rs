@@ -59,6 +59,23 @@ impl Tap {
         ))
     }
 
+    /// [`create`](Self::create) with the offload path, as
+    /// [`create_tun_offload`](Self::create_tun_offload) for a TUN: every read and write carries
+    /// a `virtio_net_hdr` in front of the Ethernet frame, and reads may bring TCP super-frames
+    /// of up to 64 KiB. Returns the TAP and the kernel's answer to the offload request.
+    pub fn create_offload(name: &str) -> io::Result<(Tap, io::Result<()>)> {
+        Self::check_new(name)?;
+        let (fd, got, offload) = sys::tap_create_offload(name)?;
+        Ok((
+            Tap {
+                fd,
+                name: got,
+                vnet_hdr: true,
+            },
+            offload,
+        ))
+    }
+
     fn check_new(name: &str) -> io::Result<()> {
         check_ifname(name)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
@@ -82,7 +99,7 @@ impl Tap {
     }
 
     /// Whether every packet read and written starts with a `virtio_net_hdr`
-    /// ([`create_tun_offload`](Self::create_tun_offload)).
+    /// ([`create_tun_offload`](Self::create_tun_offload), [`create_offload`](Self::create_offload)).
     pub fn vnet_hdr(&self) -> bool {
         self.vnet_hdr
     }
@@ -136,6 +153,14 @@ impl Tap {
     /// Hands one whole Ethernet frame to the host, as received on the interface.
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
         sys::write_frame(self.fd.as_fd(), frame)
+    }
+}
+
+impl Tap {
+    /// Hands one unit made of `parts` to the host with one `writev` (on a TAP with a vnet
+    /// header: the header, then the frame, possibly in pieces; at most 4 parts).
+    pub fn send_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        sys::write_frame_parts(self.fd.as_fd(), parts)
     }
 }
 

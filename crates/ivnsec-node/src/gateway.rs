@@ -66,6 +66,8 @@ pub struct IvnAeGatewayConfig {
     pub scheduling: Scheduling,
     /// How far the receive SAs' acceptance marks move ahead (`--replay-checkpoint-*`).
     pub rx_checkpoint: Checkpoint,
+    /// `--busy-poll-us`: how long a data-plane thread keeps polling once its queue ran empty.
+    pub busy_poll: Option<Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -89,6 +91,7 @@ struct Shared {
     frames: FrameCounters,
     stop: Arc<AtomicBool>,
     fatal: Mutex<Option<anyhow::Error>>,
+    busy_poll: crate::busy_poll::BusyPoll,
 }
 
 impl Shared {
@@ -258,6 +261,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         frames: FrameCounters::default(),
         stop,
         fatal: Mutex::new(None),
+        busy_poll: crate::busy_poll::BusyPoll::new(cfg.busy_poll),
     };
     let header = json!({
         "pid": std::process::id(),
@@ -398,7 +402,7 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
     let mut out = [(0usize, 0usize); MAX_BATCH];
     let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
-        if !full {
+        if !full && !sh.busy_poll.keep_polling() {
             let wait = policy.before_sleep(TICK);
             match host.wait_readable(wait) {
                 Ok(true) => {}
@@ -414,6 +418,9 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
             Err(e) => return sh.fail(anyhow::anyhow!("reading the plain port: {e}")),
         };
         full = n > 0;
+        if n > 0 {
+            sh.busy_poll.saw_frames();
+        }
         policy.after_read(n);
         add(&sh.frames.tap_in, n);
         let mut k = 0;
@@ -465,7 +472,7 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, schedu
     let mut deliver = [(0usize, 0usize); MAX_BATCH];
     let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
-        if !full {
+        if !full && !sh.busy_poll.keep_polling() {
             let wait = policy.before_sleep(TICK);
             match sys::wait_readable(sock.as_fd(), Some(wait)) {
                 Ok(true) => {}
@@ -483,6 +490,9 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, schedu
             Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected port: {e}")),
         };
         full = got == MAX_BATCH;
+        if got > 0 {
+            sh.busy_poll.saw_frames();
+        }
         policy.after_read(got);
         let mut k = 0;
         let mut failed = None;

@@ -8,6 +8,7 @@
 //! core crate and raw I/O in the net crate; this crate drives them.
 #![forbid(unsafe_code)]
 
+pub mod busy_poll;
 pub mod channel;
 pub mod dot1x;
 pub mod error;

@@ -15,6 +15,7 @@ pub mod eapol;
 pub mod esp;
 pub mod ethernet;
 pub mod frag;
+pub mod frame_offload;
 pub mod ip;
 pub mod ivnae;
 pub mod macsec;

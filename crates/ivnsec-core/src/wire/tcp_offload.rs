@@ -562,13 +562,13 @@ impl Coalescer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
     /// RFC 1071 by 16-bit words (the independent computation): the TCP checksum over the
     /// pseudo-header and the segment with its checksum field as it is.
-    fn reference_tcp_sum(pkt: &[u8]) -> u16 {
+    pub(crate) fn reference_tcp_sum(pkt: &[u8]) -> u16 {
         let v6 = pkt[0] >> 4 == 6;
         let ihl = if v6 { 40 } else { usize::from(pkt[0] & 15) * 4 };
         let mut pseudo = Vec::new();
@@ -587,7 +587,13 @@ mod tests {
 
     /// A TCP packet as the kernel hands a super-packet to the TUN: right lengths, IPv4 header
     /// checksum right, TCP checksum field holding the pseudo-header sum.
-    fn super_packet(v6: bool, opts: usize, payload: &[u8], flags: u8, seq: u32) -> Vec<u8> {
+    pub(crate) fn super_packet(
+        v6: bool,
+        opts: usize,
+        payload: &[u8],
+        flags: u8,
+        seq: u32,
+    ) -> Vec<u8> {
         let ihl = if v6 { 40 } else { 20 };
         let th = 20 + opts;
         let len = ihl + th + payload.len();
@@ -628,7 +634,7 @@ mod tests {
         p
     }
 
-    fn gso_hdr(v6: bool, opts: usize, size: u16) -> VnetHdr {
+    pub(crate) fn gso_hdr(v6: bool, opts: usize, size: u16) -> VnetHdr {
         let ihl: u16 = if v6 { 40 } else { 20 };
         VnetHdr {
             flags: F_NEEDS_CSUM,

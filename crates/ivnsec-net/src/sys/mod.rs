@@ -71,5 +71,5 @@ pub use socket::{
 pub use stdio::set_aside_stdout;
 pub use tap::{
     link_is_up, link_mac, link_mtu, link_up, read_frame, set_link_mac, set_link_mtu, tap_create,
-    tun_create, tun_create_offload, write_frame,
+    tap_create_offload, tun_create, tun_create_offload, write_frame, write_frame_parts,
 };

@@ -67,7 +67,22 @@ pub fn tun_create(name: &str) -> io::Result<(OwnedFd, String)> {
 /// with the name and the kernel's answer to `TUNSETOFFLOAD` (`Err`: refused; the interface
 /// still works, with the vnet header but without super-packets).
 pub fn tun_create_offload(name: &str) -> io::Result<(OwnedFd, String, io::Result<()>)> {
-    let (fd, got) = tuntap_create(name, libc::IFF_TUN | libc::IFF_VNET_HDR)?;
+    tuntap_create_offload(name, libc::IFF_TUN)
+}
+
+/// [`tap_create`] with `IFF_VNET_HDR` and the same offload request as [`tun_create_offload`]:
+/// every read and write carries a `virtio_net_hdr` in front of the Ethernet frame, and reads
+/// may bring TCP super-frames of up to 64 KiB (plus the Ethernet header) with a partial
+/// checksum. Its offsets (`csum_start`) count from the start of the Ethernet header.
+pub fn tap_create_offload(name: &str) -> io::Result<(OwnedFd, String, io::Result<()>)> {
+    tuntap_create_offload(name, libc::IFF_TAP)
+}
+
+fn tuntap_create_offload(
+    name: &str,
+    kind: libc::c_int,
+) -> io::Result<(OwnedFd, String, io::Result<()>)> {
+    let (fd, got) = tuntap_create(name, kind | libc::IFF_VNET_HDR)?;
     let flags = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6;
     // SAFETY: TUNSETOFFLOAD takes its argument by value (an unsigned long of TUN_F_* flags);
     // no memory is passed.
@@ -162,6 +177,47 @@ pub fn write_frame(fd: BorrowedFd<'_>, frame: &[u8]) -> io::Result<()> {
                 Err(io::Error::other(format!(
                     "TAP took {n} of {} bytes of a frame",
                     frame.len()
+                )))
+            };
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes one unit made of `parts` (a vnet header, then a frame or packet, possibly in
+/// pieces) to a TAP or TUN descriptor with one `writev`: the kernel receives them as one, with
+/// no copy here. At most 4 parts.
+pub fn write_frame_parts(fd: BorrowedFd<'_>, parts: &[&[u8]]) -> io::Result<()> {
+    const MAX_PARTS: usize = 4;
+    if parts.len() > MAX_PARTS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "more than 4 parts for one write",
+        ));
+    }
+    // SAFETY: iovec is plain data (a pointer and a length); all-zero is valid.
+    let mut iov: [libc::iovec; MAX_PARTS] = unsafe { std::mem::zeroed() };
+    let mut total = 0;
+    for (v, p) in iov.iter_mut().zip(parts) {
+        // The kernel only reads through iov_base for a write; the cast to *mut is what iovec
+        // wants.
+        v.iov_base = p.as_ptr() as *mut libc::c_void;
+        v.iov_len = p.len();
+        total += p.len();
+    }
+    loop {
+        // SAFETY: iov[..parts.len()] point into the borrowed slices of `parts`, valid for reads
+        // of their lengths for the duration of the call; the kernel only reads them.
+        let n = unsafe { libc::writev(fd.as_raw_fd(), iov.as_ptr(), parts.len() as libc::c_int) };
+        if n >= 0 {
+            return if n as usize == total {
+                Ok(())
+            } else {
+                Err(io::Error::other(format!(
+                    "the TAP took {n} of {total} bytes of a frame"
                 )))
             };
         }

@@ -124,6 +124,8 @@ pub struct Config {
     pub offload: bool,
     /// How far the inbound SA's acceptance mark moves ahead (`--replay-checkpoint-*`).
     pub rx_checkpoint: Checkpoint,
+    /// `--busy-poll-us`: how long a data-plane thread keeps polling once its queue ran empty.
+    pub busy_poll: Option<std::time::Duration>,
 }
 
 /// The key files, loaded and checked before anything is created.
@@ -264,6 +266,8 @@ struct Shared {
     local: IpAddr,
     remote: IpAddr,
     udp_port: Option<u16>,
+    /// `--busy-poll-us`.
+    busy_poll: crate::busy_poll::BusyPoll,
 }
 
 /// A poisoned lock means a path panicked; the state it guards is still the best there is.
@@ -496,6 +500,7 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         local: cfg.local,
         remote: cfg.remote,
         udp_port: cfg.udp_port,
+        busy_poll: crate::busy_poll::BusyPoll::new(cfg.busy_poll),
     };
     let header = header(cfg, &plan, first, &nonce_state, fresh, offload);
     emit("started", header.clone());
@@ -673,6 +678,7 @@ fn header(
         "tx": {"spi": cfg.tx_spi, "first_seq": first, "nonce_state": nonce_state, "fresh_key": fresh},
         "rx": {"spi": cfg.rx_spi},
         "offload": offload,
+        "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
     })
 }
 
@@ -822,15 +828,29 @@ fn protect(sh: &Shared, buf: &mut [u8], room: usize, len: usize) -> Protected {
 
 /// The outcome `r` of waiting on `what` (the TUN, the outer socket): whether a packet is
 /// queued, `Err` once a failure is recorded (the loop then ends).
-fn ready(sh: &Shared, what: &str, r: std::io::Result<bool>) -> Result<bool, ()> {
-    r.map_err(|e| sh.fail(anyhow::anyhow!("waiting on {what}: {e}")))
+/// With `--busy-poll-us`, while packets crossed within the spin time, it does not wait: the
+/// loop polls again at once.
+fn ready(
+    sh: &Shared,
+    what: &str,
+    wait: impl FnOnce() -> std::io::Result<bool>,
+) -> Result<bool, ()> {
+    if sh.busy_poll.keep_polling() {
+        return Ok(true);
+    }
+    wait().map_err(|e| sh.fail(anyhow::anyhow!("waiting on {what}: {e}")))
 }
 
 /// Reads one packet from the TUN into `buf`: its length, `None` when none is queued, `Err`
 /// once the failure is recorded (the loop then ends).
 fn read_tun(sh: &Shared, tun: &Tap, buf: &mut [u8]) -> Result<Option<usize>, ()> {
-    tun.recv(buf)
-        .map_err(|e| sh.fail(anyhow::anyhow!("reading the TUN: {e}")))
+    let r = tun
+        .recv(buf)
+        .map_err(|e| sh.fail(anyhow::anyhow!("reading the TUN: {e}")));
+    if matches!(r, Ok(Some(_))) {
+        sh.busy_poll.saw_frames();
+    }
+    r
 }
 
 /// TUN → protect → outer socket, one packet per system call (`--no-offload`). Each packet is
@@ -842,7 +862,7 @@ fn tx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     let mut buf = vec![0u8; room + MAX_PACKET + MAX_OVERHEAD];
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match ready(sh, "the TUN", tun.wait_readable(Some(TICK))) {
+        match ready(sh, "the TUN", || tun.wait_readable(Some(TICK))) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(()) => return,
@@ -896,7 +916,7 @@ fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     let mut n = 0;
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match ready(sh, "the TUN", tun.wait_readable(Some(TICK))) {
+        match ready(sh, "the TUN", || tun.wait_readable(Some(TICK))) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(()) => return,
@@ -1010,14 +1030,17 @@ fn rx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     let mut buf = vec![0u8; pre + MAX_PACKET];
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match ready(sh, "the outer socket", outer.wait_readable(TICK)) {
+        match ready(sh, "the outer socket", || outer.wait_readable(TICK)) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(()) => return,
         }
         loop {
             let n = match outer.recv(&mut buf[pre..]) {
-                Ok(Some(n)) => n,
+                Ok(Some(n)) => {
+                    sh.busy_poll.saw_frames();
+                    n
+                }
                 Ok(None) => break,
                 Err(e) => {
                     sh.fail(anyhow::anyhow!("reading the outer socket: {e}"));
@@ -1124,7 +1147,7 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
     let mut co = Coalescer::new();
     let mut scratch = Vec::new();
     while !sh.stop.load(Ordering::Relaxed) {
-        match ready(sh, "the outer socket", outer.wait_readable(TICK)) {
+        match ready(sh, "the outer socket", || outer.wait_readable(TICK)) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(()) => return,
@@ -1132,7 +1155,10 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
         loop {
             let got = match outer.recv_batch(&mut slots, stride, pre, &mut lens, &mut segs) {
                 Ok(0) => break,
-                Ok(g) => g,
+                Ok(g) => {
+                    sh.busy_poll.saw_frames();
+                    g
+                }
                 Err(e) => {
                     sh.fail(anyhow::anyhow!("reading the outer socket: {e}"));
                     return;

@@ -70,7 +70,7 @@ pub fn tx_loop(
         if batches % 64 == 0 {
             host.count_queue_drops(&sh.frames);
         }
-        if !full {
+        if !full && !sh.busy_poll.keep_polling() {
             let wait = policy.before_sleep(wait);
             match host.wait_readable(wait) {
                 Ok(true) => {}
@@ -89,6 +89,7 @@ pub fn tx_loop(
         if n == 0 {
             continue;
         }
+        sh.busy_poll.saw_frames();
         policy.after_read(n);
         add(&sh.frames.tap_in, n);
         let mut k = 0;
@@ -179,7 +180,7 @@ pub fn rx_loop(
         if batches % 64 == 0 {
             count_drops();
         }
-        if !full {
+        if !full && !sh.busy_poll.keep_polling() {
             let wait = Some(policy.before_sleep(TICK));
             match sys::wait_readable(sock.as_fd(), wait) {
                 Ok(true) => {}
@@ -199,6 +200,7 @@ pub fn rx_loop(
             }
             Ok(n) => {
                 full = n == MAX_BATCH;
+                sh.busy_poll.saw_frames();
                 policy.after_read(n);
                 n
             }

@@ -125,6 +125,13 @@ pub struct FrameCounters {
     /// Times a data-plane thread found a backlog and went to SCHED_FIFO
     /// ([`sched::Scheduling::Adaptive`]).
     pub backlog_raises: AtomicU64,
+    /// TCP super-frames the host handed to the TAP (offloads), each cut into frames.
+    pub gso_in: AtomicU64,
+    /// Super-frames written to the TAP, each merged from verified frames of one TCP flow.
+    pub gro_out: AtomicU64,
+    /// Reads from the TAP whose vnet header did not fit the frame, or whose frames do not fit
+    /// the link (dropped).
+    pub offload_bad: AtomicU64,
 }
 
 impl FrameCounters {
@@ -143,6 +150,9 @@ impl FrameCounters {
             "host_queue_drops": g(&self.host_queue_drops),
             "iface_queue_drops": g(&self.iface_queue_drops),
             "backlog_raises": g(&self.backlog_raises),
+            "gso_in": g(&self.gso_in),
+            "gro_out": g(&self.gro_out),
+            "offload_bad": g(&self.offload_bad),
         })
     }
 }
@@ -176,6 +186,8 @@ pub struct Shared {
     pub fatal: Mutex<Option<anyhow::Error>>,
     /// `--pcap`: every frame sent and received on the protected interface.
     pub pcap: Option<Mutex<PcapWriter<BufWriter<File>>>>,
+    /// `--busy-poll-us`.
+    pub busy_poll: crate::busy_poll::BusyPoll,
 }
 
 /// A poisoned lock means a path panicked; the state it guards is still the best there is.
@@ -362,6 +374,10 @@ pub struct Config {
     /// Where the status file is kept (`<run_dir>/macsec/`).
     pub run_dir: PathBuf,
     pub events: Option<PathBuf>,
+    /// TCP offloads on the TAP ([`RunSpec::offload`]).
+    pub offload: bool,
+    /// [`RunSpec::busy_poll`].
+    pub busy_poll: Option<std::time::Duration>,
 }
 
 /// The protected interface's MAC and MTU, read before anything is created (a missing interface
@@ -440,6 +456,12 @@ pub struct RunSpec {
     /// How the two data-plane threads are scheduled (`ivnsec gateway --scheduling`,
     /// `--realtime`).
     pub scheduling: Scheduling,
+    /// A TAP host side with TCP offloads (segmentation and coalescing: [`host::TapPort`]);
+    /// `ivnsec macsec up --no-offload` turns them off.
+    pub offload: bool,
+    /// How long a data-plane thread keeps polling its queue once it ran empty before it
+    /// sleeps (`--busy-poll-us`); `None`: it sleeps at once.
+    pub busy_poll: Option<std::time::Duration>,
 }
 
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
@@ -456,6 +478,8 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         pcap: None,
         socket_buffer: DEFAULT_SOCKET_BUFFER,
         scheduling: Scheduling::Normal,
+        offload: cfg.offload,
+        busy_poll: cfg.busy_poll,
     };
     run_spec(&spec, source, stop)
 }
@@ -565,14 +589,28 @@ pub fn run_spec(
     let mut link = None;
     match &spec.host {
         HostSide::Tap(name) => {
-            let t = Tap::create(name).map_err(|e| open_err(&format!("--tap {name}"), e))?;
+            let t = if spec.offload {
+                let (t, offload) =
+                    Tap::create_offload(name).map_err(|e| open_err(&format!("--tap {name}"), e))?;
+                if let Err(e) = offload {
+                    // The TAP still works, with the vnet header but one frame per read.
+                    eprintln!("macsec: the kernel refused TCP offloads on --tap {name}: {e}");
+                }
+                t
+            } else {
+                Tap::create(name).map_err(|e| open_err(&format!("--tap {name}"), e))?
+            };
             // The TAP looks like the protected interface to the host (as a kernel macsec
             // interface does): same MAC, so the peers' replies address it and the SCI names its
             // frames.
             t.set_mac(mac)
                 .and_then(|_| t.set_mtu(plan.tap))
                 .map_err(|e| open_err(&format!("configuring --tap {name}"), e))?;
-            tap = Some(host::TapPort(t));
+            tap = Some(if spec.offload {
+                host::TapPort::offload(t)
+            } else {
+                host::TapPort::plain(t)
+            });
         }
         HostSide::Plain(name) => {
             link = Some(
@@ -614,6 +652,7 @@ pub fn run_spec(
         stop,
         fatal: Mutex::new(None),
         pcap,
+        busy_poll: crate::busy_poll::BusyPoll::new(spec.busy_poll),
     });
     let ctl = SecyControl {
         shared: shared.clone(),
@@ -632,7 +671,11 @@ pub fn run_spec(
         "key_source": source.kind(),
         "provider": spec.provider.name,
         "replay_window": spec.replay_window,
+        "busy_poll_us": spec.busy_poll.map(|d| d.as_micros() as u64),
     });
+    if !gateway {
+        header["offload"] = json!(tap.as_ref().is_some_and(|t| t.tap().vnet_hdr()));
+    }
     if gateway {
         header["role"] = json!("gateway");
         header["plain"] = json!(host_name);
@@ -648,8 +691,9 @@ pub fn run_spec(
     }
     shared.emit("started", header.clone());
     source.start(&ctl)?;
-    if let Some(host::TapPort(t)) = &tap {
-        t.set_up(true)
+    if let Some(t) = &tap {
+        t.tap()
+            .set_up(true)
             .map_err(|e| open_err(&format!("setting --tap {host_name} up"), e))?;
     }
     status.write(&status::snapshot(&header, &ctl, source))?;

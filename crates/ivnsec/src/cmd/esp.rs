@@ -163,6 +163,8 @@ pub struct UpArgs {
     #[arg(long)]
     pub no_offload: bool,
     #[command(flatten)]
+    pub busy_poll: super::common::dataplane::BusyPollArgs,
+    #[command(flatten)]
     pub checkpoint: ReplayCheckpointArgs,
     #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
@@ -239,6 +241,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         events: a.events,
         status: a.status.or(status),
         offload: !a.no_offload,
+        busy_poll: a.busy_poll.duration(),
         rx_checkpoint: a.checkpoint.checkpoint()?,
     };
     let keys = lab::check(&cfg)?;

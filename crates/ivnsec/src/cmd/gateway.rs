@@ -171,6 +171,8 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub raise_after_us: u32,
     #[command(flatten)]
+    pub busy_poll: super::common::dataplane::BusyPollArgs,
+    #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
 }
 
@@ -250,6 +252,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         pcap: a.pcap.clone(),
         socket_buffer: usize::from(a.rcvbuf_mib) << 20,
         scheduling: sched,
+        offload: false,
+        busy_poll: a.busy_poll.duration(),
     };
     let stop = stop_on_signal()?;
     let limit = a
@@ -352,6 +356,7 @@ fn run_ivnae(
         socket_buffer: usize::from(a.rcvbuf_mib) << 20,
         scheduling: sched,
         rx_checkpoint: a.key_source.checkpoint.checkpoint()?,
+        busy_poll: a.busy_poll.duration(),
     };
     let stop = stop_on_signal()?;
     crate::daemon::start_status_daemon(

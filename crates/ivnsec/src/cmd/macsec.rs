@@ -132,6 +132,14 @@ pub struct UpArgs {
     #[arg(long, default_value_t = 0, value_name = "N",
           value_parser = super::replay_window_parser())]
     pub replay_window: u32,
+    /// One frame per TAP read and write, no vnet header: without TCP offloads (the host's TCP
+    /// super-frames of up to 64 KiB read from the TAP and cut into frames here, verified
+    /// frames of one flow merged back into super-frames for the TAP). Offloads are the
+    /// default; where the kernel refuses them the TAP carries one frame per read by itself.
+    #[arg(long)]
+    pub no_offload: bool,
+    #[command(flatten)]
+    pub busy_poll: super::common::dataplane::BusyPollArgs,
     /// Append one JSON line per event to FILE (created mode 0600).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
@@ -211,6 +219,8 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         replay_window: a.replay_window,
         run_dir: run_dir(&a.run_dir),
         events: a.events.clone(),
+        offload: !a.no_offload,
+        busy_poll: a.busy_poll.duration(),
     };
     let stop = stop_on_signal()?;
     let limit = a

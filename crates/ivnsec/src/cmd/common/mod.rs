@@ -13,6 +13,7 @@ use ivnsec_node::traffic::On;
 
 use crate::error::{parse_mac, usage};
 
+pub mod dataplane;
 pub mod frame;
 pub mod key_source;
 pub mod lab;
