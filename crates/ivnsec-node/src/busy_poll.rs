@@ -57,7 +57,10 @@ impl BusyPoll {
         }
         let since = sys::monotonic_ns().saturating_sub(self.last.load(Ordering::Relaxed));
         if since < self.spin_ns {
-            std::hint::spin_loop();
+            // Other runnable threads of this CPU go first (the kernel's yield): on a host with
+            // fewer CPUs than spinning threads the spin never starves the programs whose
+            // frames it waits for; on an idle CPU it returns at once.
+            std::thread::yield_now();
             true
         } else {
             false
