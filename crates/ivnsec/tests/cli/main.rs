@@ -8,6 +8,7 @@
 mod common;
 
 mod attack;
+mod bench_scripts;
 mod camera;
 mod chunk_bench;
 mod clock;

@@ -1,0 +1,85 @@
+//! The benchmark scripts' command lines, without root: `scripts/dataplane-bench --help` prints
+//! its usage (the arguments RUNS and SECONDS, an example) and exits 0, and bad arguments get the
+//! usage on stderr and exit 2 before anything is built. Running it for real needs root and
+//! minutes (docs/benchmarks.md, "Data plane").
+
+use std::process::{Command, Output};
+
+use crate::common::{repo, text};
+
+/// `bash scripts/dataplane-bench ARGS…` from the repository root.
+fn dataplane_bench(args: &[&str]) -> Output {
+    Command::new("bash")
+        .arg(repo().join("scripts/dataplane-bench"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn dataplane_bench_help_shows_runs_seconds_and_an_example() {
+    for flag in ["--help", "-h"] {
+        let out = dataplane_bench(&[flag]);
+        let usage = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{flag}: stdout {usage} stderr {}",
+            text(&out.stderr)
+        );
+        assert!(
+            usage.contains("Usage: sudo bash scripts/dataplane-bench [RUNS [SECONDS]]"),
+            "{flag}: {usage}"
+        );
+        assert!(
+            usage.contains("RUNS") && usage.contains("SECONDS"),
+            "{usage}"
+        );
+        assert!(
+            usage.contains("Example:") && usage.contains("sudo bash scripts/dataplane-bench 3 5"),
+            "{flag}: {usage}"
+        );
+        // The contract of the JSON: the path keys and the definition of a crossing.
+        for key in [
+            "plain_tcp",
+            "macsec_tap_tcp",
+            "macsec_tap_udp",
+            "esp_proto50_tcp",
+            "esp_udp_encap_tcp",
+            "bridges_udp",
+            "gateways_udp",
+            "crossing",
+            "--busy-poll-us",
+        ] {
+            assert!(usage.contains(key), "{flag}: no {key} in {usage}");
+        }
+    }
+}
+
+#[test]
+fn dataplane_bench_refuses_bad_arguments_with_exit_2_and_the_usage() {
+    let bad: &[&[&str]] = &[
+        &["three"],
+        &["0"],
+        &["-1"],
+        &["3", "0"],
+        &["3", "5s"],
+        &["3", "5", "7"],
+        &["--bogus"],
+    ];
+    for args in bad {
+        let out = dataplane_bench(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
+        assert!(
+            err.contains("Usage: sudo bash scripts/dataplane-bench [RUNS [SECONDS]]"),
+            "{args:?}: stderr {err}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: stdout {}",
+            text(&out.stdout)
+        );
+    }
+}
