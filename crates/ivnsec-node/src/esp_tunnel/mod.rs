@@ -968,8 +968,37 @@ fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
         if n > 0 {
             send_units(sh, outer, &slots, &units[..n]);
             n = 0;
+            if !top_up_tx(sh) {
+                return;
+            }
         }
     }
+}
+
+/// The TUN ran empty after packets went out: the next block of sequence numbers is reserved
+/// now if half of the current one is used ([`HighWater::top_up`]), so no packet waits for that
+/// durable write later. `false` once a failure is recorded (the loop then ends).
+fn top_up_tx(sh: &Shared) -> bool {
+    let mut tx = lock(&sh.tx);
+    let Some(seq) = tx.sa.next_seq() else {
+        return true;
+    };
+    if let Err(e) = tx.reserve.top_up(seq) {
+        drop(tx);
+        sh.fail(e.into_anyhow());
+        return false;
+    }
+    true
+}
+
+/// The outer socket ran empty after packets were delivered: the acceptance mark moves ahead
+/// now if half of its last step is used. `false` once a failure is recorded.
+fn top_up_rx(sh: &Shared) -> bool {
+    if let Err(e) = lock(&sh.rx).mark.top_up(sys::monotonic_ns) {
+        sh.fail(rx_error(e));
+        return false;
+    }
+    true
 }
 
 fn protocol_limit(sh: &Shared) -> u64 {
@@ -1146,6 +1175,7 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
     let mut one = vec![0u8; stride];
     let mut co = Coalescer::new();
     let mut scratch = Vec::new();
+    let mut delivered = false;
     while !sh.stop.load(Ordering::Relaxed) {
         match ready(sh, "the outer socket", || outer.wait_readable(TICK)) {
             Ok(true) => {}
@@ -1190,6 +1220,13 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
                 }
             }
             write_coalesced(sh, tun, &mut co);
+            delivered = true;
+        }
+        if delivered {
+            delivered = false;
+            if !top_up_rx(sh) {
+                return;
+            }
         }
     }
 }

@@ -859,6 +859,25 @@ impl HighWater {
         Ok(())
     }
 
+    /// Reserves ahead while the sender is idle: when `next` (the number the next unit will
+    /// carry) has used half of the block reserved for it, the next block is reserved now, so
+    /// the unit that reaches the mark does not wait for the durable write. A data plane calls
+    /// it when its queue ran empty; [`claim`](Self::claim) stays what guards every number.
+    /// Returns whether a reservation was written.
+    pub fn top_up(&mut self, next: u64) -> Result<bool, HwError> {
+        if next == 0 || next > self.limit || self.reserved >= self.limit {
+            return Ok(false);
+        }
+        let half = (self.block / 2).max(1);
+        if self.reserved.saturating_sub(next) >= half {
+            return Ok(false);
+        }
+        let mark = (next - 1).saturating_add(self.block).min(self.limit);
+        let before = self.writes;
+        self.reserve_to(mark)?;
+        Ok(self.writes > before)
+    }
+
     /// Under the directory lock: checks that the state is still ours, then writes
     /// `reserved = min(seq − 1 + block, limit)` durably. Only after that may numbers up to the
     /// mark be used.

@@ -110,6 +110,41 @@ fn contract(s: &Subject) {
     unsafe_directories_are_refused(s);
     corrupt_state_is_refused(s);
     the_limit_stops_exactly_there(s);
+    an_idle_top_up_reserves_ahead_and_a_restart_resumes_above_it(s);
+}
+
+/// [`HighWater::top_up`] (a data plane's idle moment): once half of the block is used the next
+/// block is reserved ahead, so the claims up to it write nothing; a restart resumes above the
+/// mark the top-up wrote; at the limit it writes nothing.
+fn an_idle_top_up_reserves_ahead_and_a_restart_resumes_above_it(s: &Subject) {
+    let d = Dir::new("topup");
+    let mut hw = s.open(&d, 16).unwrap();
+    let first = hw.first_seq().unwrap();
+    use_numbers(&mut hw, first, first + 4);
+    assert_eq!(hw.writes(), 1);
+    assert!(!hw.top_up(first + 5).unwrap(), "11 of 16 left: no write");
+    use_numbers(&mut hw, first + 5, first + 8);
+    assert!(
+        hw.top_up(first + 9).unwrap(),
+        "7 of 16 left: the next block now"
+    );
+    let mark = hw.reserved();
+    assert_eq!(mark, first + 8 + 16);
+    use_numbers(&mut hw, first + 9, mark);
+    assert_eq!(hw.writes(), 2, "the claims up to the mark wrote nothing");
+    drop(hw);
+    let hw = s.open(&d, 16).unwrap();
+    assert_eq!(hw.first_seq().unwrap(), mark + 1);
+    drop(hw);
+    // At the limit: nothing to reserve.
+    let d = Dir::new("topup-limit");
+    let mut o = s.opts(&d, 16);
+    o.seq_limit = Some(20);
+    let mut hw = s.open_in(&d.state(), o).unwrap();
+    use_numbers(&mut hw, 1, 19);
+    assert_eq!(hw.reserved(), 20);
+    assert!(!hw.top_up(20).unwrap());
+    assert!(!hw.top_up(21).unwrap());
 }
 
 fn fresh_then_resume_above_the_mark(s: &Subject) {

@@ -131,6 +131,10 @@ pub struct RxMark {
     /// The mark found on disk at start: every number ≤ it counts as seen.
     restored: u64,
     pacer: Pacer,
+    /// The highest number accepted by this process (0: none yet).
+    highest: u64,
+    /// How far the last move reached beyond the number that made it.
+    last_step: u64,
 }
 
 impl RxMark {
@@ -161,6 +165,8 @@ impl RxMark {
             hw,
             restored,
             pacer: Pacer::new(cp),
+            highest: 0,
+            last_step: 1,
         })
     }
 
@@ -190,6 +196,9 @@ impl RxMark {
     /// promise what it accepted). `now_ns` (a monotonic clock) is read only when the mark moves.
     #[inline]
     pub fn accept(&mut self, seq: u64, now_ns: impl FnOnce() -> u64) -> Result<(), HwError> {
+        if seq > self.highest {
+            self.highest = seq;
+        }
         if seq <= self.hw.reserved() {
             return Ok(());
         }
@@ -200,7 +209,34 @@ impl RxMark {
     fn advance(&mut self, seq: u64, now_ns: u64) -> Result<(), HwError> {
         let ahead = self.pacer.ahead(seq, now_ns);
         let mark = seq.saturating_add(ahead - 1).min(self.hw.limit()).max(seq);
+        self.last_step = ahead;
         self.hw.reserve_to(mark)
+    }
+
+    /// Moves the mark ahead while the receiver is idle: when the numbers accepted have used
+    /// half of the last move's step, the next move is made now (paced as if the next number
+    /// arrived now), so the frame that passes the mark does not wait for the durable write. A
+    /// data plane calls it when its queue ran empty; [`accept`](Self::accept) stays what
+    /// guards every frame. Returns whether the mark moved.
+    pub fn top_up(&mut self, now_ns: impl FnOnce() -> u64) -> Result<bool, HwError> {
+        let mark = self.hw.reserved();
+        if self.highest == 0 || self.highest >= self.hw.limit() || self.highest < self.restored {
+            return Ok(false);
+        }
+        let half = (self.last_step / 2).max(1);
+        if mark.saturating_sub(self.highest) >= half {
+            return Ok(false);
+        }
+        // From the next number on, as if it arrived now; the mark only grows.
+        let next = self.highest + 1;
+        let ahead = self.pacer.ahead(next, now_ns());
+        self.last_step = ahead;
+        let to = next.saturating_add(ahead - 1).min(self.hw.limit());
+        if to <= mark {
+            return Ok(false);
+        }
+        self.hw.reserve_to(to)?;
+        Ok(true)
     }
 
     /// What a status shows: the state file, the mark found at start and now, the writes, and
@@ -367,6 +403,43 @@ mod tests {
             seq += 1;
         }
         assert_eq!(step, 10_000);
+    }
+
+    #[test]
+    fn an_idle_top_up_moves_the_mark_before_a_frame_needs_it() {
+        let d = Dir::new("topup");
+        let mut m = open(&d, Checkpoint::new(100, 1000).unwrap());
+        assert!(
+            !m.top_up(|| 0).unwrap(),
+            "nothing accepted: nothing to move"
+        );
+        m.accept(1, || 0).unwrap();
+        assert_eq!((m.mark(), m.writes()), (1, 1));
+        // The next frame would need a write: the idle top-up makes it now.
+        assert!(m.top_up(|| MS).unwrap());
+        let mark = m.mark();
+        assert!(mark >= 2, "{mark}");
+        assert_eq!(m.writes(), 2);
+        // The frames up to the mark pass without a write.
+        for seq in 2..=mark {
+            m.accept(seq, || 2 * MS).unwrap();
+        }
+        assert_eq!(m.writes(), 2);
+        let on_disk = m.mark();
+        // More than half of the step left: no write.
+        let d2 = Dir::new("topup2");
+        let mut m2 = open(&d2, Checkpoint::new(100, 1000).unwrap());
+        m2.accept(1, || 0).unwrap();
+        m2.accept(2, || MS).unwrap();
+        m2.accept(4, || 2 * MS).unwrap();
+        let (mark, writes) = (m2.mark(), m2.writes());
+        assert!(mark >= 7, "{mark}");
+        assert!(!m2.top_up(|| 3 * MS).unwrap());
+        assert_eq!((m2.mark(), m2.writes()), (mark, writes));
+        // A restart restores the mark the top-up wrote: every number ≤ it counts as seen.
+        drop(m);
+        let again = open(&d, Checkpoint::new(100, 1000).unwrap());
+        assert_eq!(again.restored(), on_disk);
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub fn tx_loop(
     // After a full batch more frames are likely queued: read again without waiting.
     let mut full = false;
     let mut batches = 0u32;
+    let mut sent_since_top_up = false;
     while !sh.stop.load(Ordering::Relaxed) {
         batches = batches.wrapping_add(1);
         if batches % 64 == 0 {
@@ -87,8 +88,15 @@ pub fn tx_loop(
         };
         full = n > 0;
         if n == 0 {
+            if sent_since_top_up {
+                sent_since_top_up = false;
+                if let Err(e) = top_up_tx(sh) {
+                    return sh.fail(e);
+                }
+            }
             continue;
         }
+        sent_since_top_up = true;
         sh.busy_poll.saw_frames();
         policy.after_read(n);
         add(&sh.frames.tap_in, n);
@@ -252,5 +260,37 @@ pub fn rx_loop(
         if let Some(e) = failed {
             return sh.fail(rx_error(e));
         }
+        if !full
+            && k > 0
+            && let Err(e) = top_up_rx(sh)
+        {
+            return sh.fail(rx_error(e));
+        }
     }
+}
+
+/// The queue ran empty after frames went out: the encoding SA's next block of PNs is reserved
+/// now if half of the current one is used ([`crate::keys::HighWater::top_up`]), so no frame
+/// waits for that durable write later. A failure stops the SecY, as a failed claim does.
+fn top_up_tx(sh: &Shared) -> anyhow::Result<()> {
+    let mut tx = sh.tx();
+    if let (Some(pn), Some(an)) = (tx.secy.next_pn(), tx.secy.encoding_an())
+        && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
+        && let Err(e) = hw.top_up(pn)
+    {
+        let stop = e.stop_reason();
+        drop(tx);
+        sh.emit("tx_stopped", serde_json::json!({"reason": stop, "pn": pn}));
+        return Err(super::claim_error(e));
+    }
+    Ok(())
+}
+
+/// The queue ran empty after frames were delivered: each acceptance mark that half of its last
+/// step has used moves ahead now ([`crate::keys::rxmark::RxMark::top_up`]).
+fn top_up_rx(sh: &Shared) -> Result<(), crate::keys::highwater::HwError> {
+    for slot in sh.rx_marks().iter_mut() {
+        slot.mark.top_up(sys::monotonic_ns)?;
+    }
+    Ok(())
 }
