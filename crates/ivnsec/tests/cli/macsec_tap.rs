@@ -170,3 +170,31 @@ fn bad_options_exit_2_with_a_reason() {
     let o = d.run(&["macsec", "status", "--tap", "ivn-none", "--run-dir", s]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+/// `--busy-poll-us` of `macsec up`, `esp up` and `gateway`: out of 1 … 10000 (or not a number)
+/// exits 2 naming the option, and every `--help` shows it with an example; `macsec up --help`
+/// names `--no-offload`.
+#[test]
+fn busy_poll_us_is_checked_and_documented_on_every_data_plane() {
+    let d = TempDir::new("busypoll");
+    let cmds: [&[&str]; 3] = [&["macsec", "up"], &["esp", "up"], &["gateway"]];
+    for cmd in cmds {
+        for bad in ["0", "10001", "fast", "-5"] {
+            let bad_arg = format!("--busy-poll-us={bad}");
+            let o = d.cmd().args(cmd).arg(&bad_arg).output().unwrap();
+            assert_eq!(o.status.code(), Some(2), "{cmd:?} --busy-poll-us {bad}");
+            let err = text(&o.stderr);
+            assert!(err.contains("--busy-poll-us"), "{cmd:?} {bad}: {err}");
+        }
+        let o = d.cmd().args(cmd).arg("--help").output().unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        let help = text(&o.stdout);
+        assert!(help.contains("--busy-poll-us <US>"), "{cmd:?}: {help}");
+        assert!(
+            help.contains("--busy-poll-us 50"),
+            "{cmd:?}: the example: {help}"
+        );
+    }
+    let o = d.cmd().args(["macsec", "up", "--help"]).output().unwrap();
+    assert!(text(&o.stdout).contains("--no-offload"));
+}
