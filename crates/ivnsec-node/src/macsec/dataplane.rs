@@ -15,7 +15,8 @@
 //! Each batch takes its half's lock once. Buffers are allocated once per thread; nothing is
 //! allocated per frame. A loop wakes at least every [`TICK`] to see the stop flag.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use ivnsec_core::sa::macsec::RxStatus;
 use ivnsec_core::sa::secy::TxError;
@@ -38,8 +39,131 @@ fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
     c.fetch_add(n as u64, Ordering::Relaxed);
 }
 
+/// Batches that may be in the second stage of a direction at once (the first stage waits for a
+/// free one beyond that: back-pressure).
+const STAGE_DEPTH: usize = 4;
+/// A batch of at most this many frames is finished by the first stage itself when nothing is in
+/// the second one: a control frame crosses without a second thread wake-up.
+const INLINE_MAX: usize = 4;
+
+/// Whether a direction's work is split across two threads ([`RunSpec::pipeline`]).
+///
+/// [`RunSpec::pipeline`]: super::RunSpec::pipeline
+pub fn pipeline_on(asked: Option<bool>) -> bool {
+    asked.unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 4))
+}
+
+/// How the first stage of a direction hands batches to the second (a thread of its own) and
+/// gets empty ones back. Without a second stage every batch is finished where it was made.
+struct Handoff<'a, B> {
+    work: Option<mpsc::SyncSender<B>>,
+    free: mpsc::Receiver<B>,
+    in_flight: &'a AtomicUsize,
+}
+
+impl<B> Handoff<'_, B> {
+    /// Whether a batch of `frames` is finished here: no second stage, or nothing in it (so the
+    /// order of the frames is kept) and the batch is small.
+    fn inline(&self, frames: usize) -> bool {
+        self.work.is_none() || (frames <= INLINE_MAX && self.in_flight.load(Ordering::Acquire) == 0)
+    }
+
+    /// Hands `b` to the second stage and returns an empty batch; `None` once the data plane
+    /// stops.
+    fn pass(&mut self, b: B, stop: &AtomicBool) -> Option<B> {
+        let work = self.work.as_ref()?;
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        work.send(b).ok()?;
+        loop {
+            match self.free.recv_timeout(TICK) {
+                Ok(b) => return Some(b),
+                Err(mpsc::RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// Runs a direction: `first` on this thread with its [`Handoff`]; with `pipeline`, `second` on
+/// a thread of its own, finishing the batches handed over in order (`false` from it: a failure
+/// is recorded, the data plane stops). `make` makes each batch.
+fn run_stages<B: Send>(
+    sh: &Shared,
+    pipeline: bool,
+    make: impl Fn() -> B,
+    second: impl FnMut(&mut B) -> bool + Send,
+    first: impl FnOnce(Handoff<'_, B>, B),
+) {
+    let in_flight = AtomicUsize::new(0);
+    let (free_tx, free_rx) = mpsc::channel();
+    if !pipeline {
+        return first(
+            Handoff {
+                work: None,
+                free: free_rx,
+                in_flight: &in_flight,
+            },
+            make(),
+        );
+    }
+    for _ in 0..STAGE_DEPTH {
+        let _ = free_tx.send(make());
+    }
+    let (work_tx, work_rx) = mpsc::sync_channel::<B>(STAGE_DEPTH);
+    std::thread::scope(|s| {
+        let in_flight = &in_flight;
+        let mut second = second;
+        s.spawn(move || {
+            loop {
+                match work_rx.recv_timeout(TICK) {
+                    Ok(mut b) => {
+                        let ok = second(&mut b);
+                        in_flight.fetch_sub(1, Ordering::AcqRel);
+                        if !ok || free_tx.send(b).is_err() {
+                            return;
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) if !sh.stop.load(Ordering::Relaxed) => {}
+                    Err(_) => return,
+                }
+            }
+        });
+        first(
+            Handoff {
+                work: Some(work_tx),
+                free: free_rx,
+                in_flight,
+            },
+            make(),
+        );
+    });
+}
+
+/// Frames read from the host side, on their way out.
+struct TxBatch {
+    buf: Vec<u8>,
+    /// The frames read: (slot, length).
+    got: [(usize, usize); MAX_BATCH],
+    n: usize,
+    /// The frames protected: (offset, length), in PN order.
+    out: [(usize, usize); MAX_BATCH],
+    k: usize,
+}
+
+/// Where the frames of a transmit batch lie and how long they may be.
+#[derive(Clone, Copy)]
+struct TxGeometry {
+    stride: usize,
+    /// Room in front of each frame for the SecTAG.
+    room: usize,
+    overhead: usize,
+    /// The largest frame the protected interface sends.
+    wire_max: usize,
+}
+
 /// Frames of the host from the TAP (or the plain port), protected, out on the protected
-/// interface.
+/// interface. With `pipeline` the reading (with the cutting of super-frames) and the protection
+/// run on this thread and the sending on a second one, batch by batch in order.
 pub fn tx_loop(
     sh: &Shared,
     host: &dyn HostPort,
@@ -47,226 +171,322 @@ pub fn tx_loop(
     plan: MtuPlan,
     stride: usize,
     scheduling: Scheduling,
+    pipeline: bool,
 ) {
-    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
-    let mut buf = vec![0u8; MAX_BATCH * stride];
-    let mut got = [(0usize, 0usize); MAX_BATCH];
-    let mut out = [(0usize, 0usize); MAX_BATCH];
     let overhead = plan.overhead as usize;
     // Each frame is read behind room for the SecTAG (the overhead less the ICV), so protect
     // encrypts it where it lies: only the 12 address octets move.
     let room = overhead.saturating_sub(ICV_LEN);
-    // The largest frame the protected interface sends: header + its MTU (+ a VLAN tag's
-    // length where the plan allows it: a gateway's tagged frames).
-    let wire_max = 14 + plan.iface as usize + plan.vlan_slack as usize;
+    let g = TxGeometry {
+        stride,
+        room,
+        overhead,
+        // Header + the interface's MTU (+ a VLAN tag's length where the plan allows it: a
+        // gateway's tagged frames).
+        wire_max: 14 + plan.iface as usize + plan.vlan_slack as usize,
+    };
     // Behind each frame: the ICV, and room to put a VLAN tag back.
     let tail = (overhead - room) + VLAN_TAG_LEN;
-    let wait = TICK;
-    // After a full batch more frames are likely queued: read again without waiting.
-    let mut full = false;
-    let mut batches = 0u32;
-    let mut sent_since_top_up = false;
-    while !sh.stop.load(Ordering::Relaxed) {
-        batches = batches.wrapping_add(1);
-        if batches % 64 == 0 {
-            host.count_queue_drops(&sh.frames);
-        }
-        if !full && !sh.busy_poll.keep_polling() {
-            let wait = policy.before_sleep(wait);
-            match host.wait_readable(wait) {
-                Ok(true) => {}
-                Ok(false) => {
-                    host.count_queue_drops(&sh.frames);
-                    continue;
+    let make = || TxBatch {
+        buf: vec![0u8; MAX_BATCH * stride],
+        got: [(0, 0); MAX_BATCH],
+        n: 0,
+        out: [(0, 0); MAX_BATCH],
+        k: 0,
+    };
+    let mut policy = None;
+    let second = move |b: &mut TxBatch| {
+        // The second stage's thread runs under the same scheduling, from its first batch on.
+        policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
+        send(sh, sock, b).is_ok()
+    };
+    run_stages(sh, pipeline, make, second, |mut handoff, mut b| {
+        let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
+        // After a full batch more frames are likely queued: read again without waiting.
+        let mut full = false;
+        let mut batches = 0u32;
+        let mut sent_since_top_up = false;
+        while !sh.stop.load(Ordering::Relaxed) {
+            batches = batches.wrapping_add(1);
+            if batches % 64 == 0 {
+                host.count_queue_drops(&sh.frames);
+            }
+            if !full && !sh.busy_poll.keep_polling() {
+                let wait = policy.before_sleep(TICK);
+                match host.wait_readable(wait) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        host.count_queue_drops(&sh.frames);
+                        continue;
+                    }
+                    Err(e) => return sh.fail(anyhow::anyhow!("waiting on the host side: {e}")),
                 }
-                Err(e) => return sh.fail(anyhow::anyhow!("waiting on the host side: {e}")),
+            }
+            let n = match host.recv_frames(&mut b.buf, stride, room, tail, &mut b.got, &sh.frames) {
+                Ok(n) => n,
+                Err(e) => return sh.fail(anyhow::anyhow!("reading the host side: {e}")),
+            };
+            full = n > 0;
+            if n == 0 {
+                if sent_since_top_up {
+                    sent_since_top_up = false;
+                    if let Err(e) = top_up_tx(sh) {
+                        return sh.fail(e);
+                    }
+                }
+                continue;
+            }
+            sent_since_top_up = true;
+            sh.busy_poll.saw_frames();
+            policy.after_read(n);
+            add(&sh.frames.tap_in, n);
+            b.n = n;
+            if protect(sh, g, &mut b).is_err() {
+                return;
+            }
+            if b.k == 0 {
+                continue;
+            }
+            if handoff.inline(b.k) {
+                if send(sh, sock, &b).is_err() {
+                    return;
+                }
+            } else {
+                match handoff.pass(b, &sh.stop) {
+                    Some(next) => b = next,
+                    None => return,
+                }
             }
         }
-        let n = match host.recv_frames(&mut buf, stride, room, tail, &mut got, &sh.frames) {
-            Ok(n) => n,
-            Err(e) => return sh.fail(anyhow::anyhow!("reading the host side: {e}")),
-        };
-        full = n > 0;
-        if n == 0 {
-            if sent_since_top_up {
-                sent_since_top_up = false;
-                if let Err(e) = top_up_tx(sh) {
-                    return sh.fail(e);
-                }
-            }
+    });
+}
+
+/// Protects the frames of `b` in place (each PN reserved on disk first) and lists them in
+/// `b.out[..b.k]`, in PN order. `Err` once a failure is recorded (the data plane then stops).
+fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
+    let mut k = 0;
+    let mut tx = sh.tx();
+    for &(slot, plain) in b.got.iter().take(b.n) {
+        if plain + g.overhead > g.wire_max {
+            add(&sh.frames.too_long, 1);
             continue;
         }
-        sent_since_top_up = true;
-        sh.busy_poll.saw_frames();
-        policy.after_read(n);
-        add(&sh.frames.tap_in, n);
-        let mut k = 0;
+        // The PN this frame will carry is reserved on disk before it is used.
+        if let (Some(pn), Some(an)) = (tx.secy.next_pn(), tx.secy.encoding_an())
+            && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
+            && let Err(e) = hw.claim(pn)
         {
-            let mut tx = sh.tx();
-            for &(slot, plain) in got.iter().take(n) {
-                if plain + overhead > wire_max {
-                    add(&sh.frames.too_long, 1);
-                    continue;
-                }
-                // The PN this frame will carry is reserved on disk before it is used.
-                if let (Some(pn), Some(an)) = (tx.secy.next_pn(), tx.secy.encoding_an())
-                    && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
-                    && let Err(e) = hw.claim(pn)
-                {
-                    let stop = e.stop_reason();
-                    drop(tx);
-                    sh.emit("tx_stopped", serde_json::json!({"reason": stop, "pn": pn}));
-                    return sh.fail(super::claim_error(e));
-                }
-                let at = slot * stride;
-                match tx
-                    .secy
-                    .protect_in_place_at(&mut buf[at..at + stride], room, plain)
-                {
-                    Ok((len, _pn)) => {
-                        out[k] = (at, len);
-                        k += 1;
-                    }
-                    Err(TxError::Exhausted) => {
-                        // Counted by the SecY; said once.
-                        if tx.secy.discards().pn_exhausted == 1 {
-                            sh.emit("pn_exhausted", serde_json::json!({}));
-                        }
-                    }
-                    Err(_) => {} // no SA in use, or an unusable frame: counted by the SecY
+            let stop = e.stop_reason();
+            drop(tx);
+            sh.emit("tx_stopped", serde_json::json!({"reason": stop, "pn": pn}));
+            sh.fail(super::claim_error(e));
+            return Err(());
+        }
+        let at = slot * g.stride;
+        match tx
+            .secy
+            .protect_in_place_at(&mut b.buf[at..at + g.stride], g.room, plain)
+        {
+            Ok((len, _pn)) => {
+                b.out[k] = (at, len);
+                k += 1;
+            }
+            Err(TxError::Exhausted) => {
+                // Counted by the SecY; said once.
+                if tx.secy.discards().pn_exhausted == 1 {
+                    sh.emit("pn_exhausted", serde_json::json!({}));
                 }
             }
-        }
-        if k == 0 {
-            continue;
-        }
-        let (sent, err) = sys::send_batch_at(sock.as_fd(), &buf, &out[..k]);
-        add(&sh.frames.iface_out, sent);
-        if sent < k {
-            add(&sh.frames.iface_send_errors, k - sent);
-        }
-        sh.record(&buf, &out[..sent]);
-        if let Some(e) = err
-            && e.kind() == std::io::ErrorKind::PermissionDenied
-        {
-            return sh.fail(anyhow::anyhow!("sending on the protected interface: {e}"));
+            Err(_) => {} // no SA in use, or an unusable frame: counted by the SecY
         }
     }
+    b.k = k;
+    Ok(())
+}
+
+/// Sends the protected frames of `b` with one `sendmmsg`. `Err` once a failure is recorded.
+fn send(sh: &Shared, sock: &RawSocket, b: &TxBatch) -> Result<(), ()> {
+    let k = b.k;
+    let (sent, err) = sys::send_batch_at(sock.as_fd(), &b.buf, &b.out[..k]);
+    add(&sh.frames.iface_out, sent);
+    if sent < k {
+        add(&sh.frames.iface_send_errors, k - sent);
+    }
+    sh.record(&b.buf, &b.out[..sent]);
+    if let Some(e) = err
+        && e.kind() == std::io::ErrorKind::PermissionDenied
+    {
+        sh.fail(anyhow::anyhow!("sending on the protected interface: {e}"));
+        return Err(());
+    }
+    Ok(())
+}
+
+/// Frames received on the protected interface, on their way to the host side.
+struct RxBatch {
+    buf: Vec<u8>,
+    metas: [RecvMeta; MAX_BATCH],
+    got: usize,
+    /// The receive took a whole batch (more were likely queued).
+    full: bool,
+    deliver: [(usize, usize); MAX_BATCH],
 }
 
 /// MACsec frames from the protected interface, verified, to the host on the TAP (or the plain
-/// port).
+/// port). With `pipeline` the receiving runs on this thread and the verifying and the writing
+/// to the host side (with the merging of super-frames) on a second one, batch by batch in
+/// order.
 pub fn rx_loop(
     sh: &Shared,
     host: &dyn HostPort,
     sock: &RawSocket,
     stride: usize,
     scheduling: Scheduling,
+    pipeline: bool,
 ) {
-    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
-    let mut buf = vec![0u8; MAX_BATCH * stride];
     let empty = RecvMeta {
         len: 0,
         wire_len: 0,
         packet_type: PacketType::Host,
         timestamp: None,
     };
-    let mut metas = [empty; MAX_BATCH];
-    let mut deliver: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
-    let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
-    let mut full = false;
-    let mut batches = 0u32;
-    let count_drops = || {
-        if let Ok(st) = sock.take_statistics() {
-            sh.frames
-                .iface_queue_drops
-                .fetch_add(st.drops, Ordering::Relaxed);
-        }
+    let make = || RxBatch {
+        buf: vec![0u8; MAX_BATCH * stride],
+        metas: [empty; MAX_BATCH],
+        got: 0,
+        full: false,
+        deliver: [(0, 0); MAX_BATCH],
     };
-    while !sh.stop.load(Ordering::Relaxed) {
-        batches = batches.wrapping_add(1);
-        if batches % 64 == 0 {
-            count_drops();
-        }
-        if !full && !sh.busy_poll.keep_polling() {
-            let wait = Some(policy.before_sleep(TICK));
-            match sys::wait_readable(sock.as_fd(), wait) {
-                Ok(true) => {}
-                Ok(false) => {
-                    count_drops();
+    let mut policy = None;
+    let second = move |b: &mut RxBatch| {
+        policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
+        verify_and_deliver(sh, host, stride, b).is_ok()
+    };
+    run_stages(sh, pipeline, make, second, |mut handoff, mut b| {
+        let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
+        let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
+        let mut full = false;
+        let mut batches = 0u32;
+        let count_drops = || {
+            if let Ok(st) = sock.take_statistics() {
+                sh.frames
+                    .iface_queue_drops
+                    .fetch_add(st.drops, Ordering::Relaxed);
+            }
+        };
+        while !sh.stop.load(Ordering::Relaxed) {
+            batches = batches.wrapping_add(1);
+            if batches % 64 == 0 {
+                count_drops();
+            }
+            if !full && !sh.busy_poll.keep_polling() {
+                let wait = Some(policy.before_sleep(TICK));
+                match sys::wait_readable(sock.as_fd(), wait) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        count_drops();
+                        continue;
+                    }
+                    Err(e) => {
+                        return sh.fail(anyhow::anyhow!("waiting on the protected interface: {e}"));
+                    }
+                }
+            }
+            let got = match sock.recv_batch(&mut b.buf, stride, 0, &mut b.metas) {
+                Ok(0) => {
+                    full = false;
                     continue;
+                }
+                Ok(n) => {
+                    full = n == MAX_BATCH;
+                    sh.busy_poll.saw_frames();
+                    policy.after_read(n);
+                    n
                 }
                 Err(e) => {
-                    return sh.fail(anyhow::anyhow!("waiting on the protected interface: {e}"));
+                    return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}"));
+                }
+            };
+            if sh.pcap.is_some() {
+                let mut s = 0;
+                for (i, m) in b.metas.iter().enumerate().take(got) {
+                    if m.packet_type != PacketType::Outgoing {
+                        seen[s] = (i * stride, m.len);
+                        s += 1;
+                    }
+                }
+                sh.record(&b.buf, &seen[..s]);
+            }
+            b.got = got;
+            b.full = full;
+            if handoff.inline(got) {
+                if verify_and_deliver(sh, host, stride, &mut b).is_err() {
+                    return;
+                }
+            } else {
+                match handoff.pass(b, &sh.stop) {
+                    Some(next) => b = next,
+                    None => return,
                 }
             }
         }
-        let got = match sock.recv_batch(&mut buf, stride, 0, &mut metas) {
-            Ok(0) => {
-                full = false;
+    });
+}
+
+/// Verifies the frames of `b` in place (the replay check before the ICV, the acceptance mark
+/// moved before delivery where the SA has one) and writes the verified ones to the host side;
+/// after a batch that emptied the queue, the marks move ahead. `Err` once a failure is
+/// recorded (the data plane then stops).
+fn verify_and_deliver(
+    sh: &Shared,
+    host: &dyn HostPort,
+    stride: usize,
+    b: &mut RxBatch,
+) -> Result<(), ()> {
+    let mut k = 0;
+    let mut failed = None;
+    {
+        let mut rx = sh.rx();
+        let mut marks = sh.rx_marks();
+        for (i, m) in b.metas.iter().enumerate().take(b.got) {
+            if m.packet_type == PacketType::Outgoing {
                 continue;
             }
-            Ok(n) => {
-                full = n == MAX_BATCH;
-                sh.busy_poll.saw_frames();
-                policy.after_read(n);
-                n
+            add(&sh.frames.iface_in, 1);
+            if m.truncated() {
+                add(&sh.frames.truncated, 1);
+                continue;
             }
-            Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")),
-        };
-        if sh.pcap.is_some() {
-            let mut s = 0;
-            for (i, m) in metas.iter().enumerate().take(got) {
-                if m.packet_type != PacketType::Outgoing {
-                    seen[s] = (i * stride, m.len);
-                    s += 1;
+            let at = i * stride;
+            if let Ok(r) = rx.verify_in_place(&mut b.buf[at..at + m.len]) {
+                // Validated under an SA with an acceptance mark (static keys): delivered only
+                // once the mark on disk covers its PN.
+                if matches!(r.status, RxStatus::Ok | RxStatus::Delayed)
+                    && let Some(slot) = marks.iter_mut().find(|s| s.sci == r.sci && s.an == r.an)
+                    && let Err(e) = slot.mark.accept(r.pn, sys::monotonic_ns)
+                {
+                    failed = Some(e);
+                    break;
                 }
+                b.deliver[k] = (at + r.range.start, r.range.len());
+                k += 1;
             }
-            sh.record(&buf, &seen[..s]);
-        }
-        let mut k = 0;
-        let mut failed = None;
-        {
-            let mut rx = sh.rx();
-            let mut marks = sh.rx_marks();
-            for (i, m) in metas.iter().enumerate().take(got) {
-                if m.packet_type == PacketType::Outgoing {
-                    continue;
-                }
-                add(&sh.frames.iface_in, 1);
-                if m.truncated() {
-                    add(&sh.frames.truncated, 1);
-                    continue;
-                }
-                let at = i * stride;
-                if let Ok(r) = rx.verify_in_place(&mut buf[at..at + m.len]) {
-                    // Validated under an SA with an acceptance mark (static keys): delivered
-                    // only once the mark on disk covers its PN.
-                    if matches!(r.status, RxStatus::Ok | RxStatus::Delayed)
-                        && let Some(slot) =
-                            marks.iter_mut().find(|s| s.sci == r.sci && s.an == r.an)
-                        && let Err(e) = slot.mark.accept(r.pn, sys::monotonic_ns)
-                    {
-                        failed = Some(e);
-                        break;
-                    }
-                    deliver[k] = (at + r.range.start, r.range.len());
-                    k += 1;
-                }
-                // A discard is counted by the SecY with its reason.
-            }
-        }
-        host.send_frames(&buf, &deliver[..k], &sh.frames);
-        if let Some(e) = failed {
-            return sh.fail(rx_error(e));
-        }
-        if !full
-            && k > 0
-            && let Err(e) = top_up_rx(sh)
-        {
-            return sh.fail(rx_error(e));
+            // A discard is counted by the SecY with its reason.
         }
     }
+    host.send_frames(&b.buf, &b.deliver[..k], &sh.frames);
+    if let Some(e) = failed {
+        sh.fail(rx_error(e));
+        return Err(());
+    }
+    if !b.full
+        && k > 0
+        && let Err(e) = top_up_rx(sh)
+    {
+        sh.fail(rx_error(e));
+        return Err(());
+    }
+    Ok(())
 }
 
 /// The queue ran empty after frames went out: the encoding SA's next block of PNs is reserved

@@ -378,6 +378,8 @@ pub struct Config {
     pub offload: bool,
     /// [`RunSpec::busy_poll`].
     pub busy_poll: Option<std::time::Duration>,
+    /// [`RunSpec::pipeline`].
+    pub pipeline: Option<bool>,
 }
 
 /// The protected interface's MAC and MTU, read before anything is created (a missing interface
@@ -462,6 +464,11 @@ pub struct RunSpec {
     /// How long a data-plane thread keeps polling its queue once it ran empty before it
     /// sleeps (`--busy-poll-us`); `None`: it sleeps at once.
     pub busy_poll: Option<std::time::Duration>,
+    /// Whether each direction splits its work across two threads (reading and cutting on one,
+    /// protecting and sending on the other; receiving and verifying on one, writing to the
+    /// host side on the other), batch by batch in order (`--pipeline on|off`); `None`: on
+    /// with 4 CPUs or more (`auto`).
+    pub pipeline: Option<bool>,
 }
 
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
@@ -480,6 +487,7 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         scheduling: Scheduling::Normal,
         offload: cfg.offload,
         busy_poll: cfg.busy_poll,
+        pipeline: cfg.pipeline,
     };
     run_spec(&spec, source, stop)
 }
@@ -672,6 +680,7 @@ pub fn run_spec(
         "provider": spec.provider.name,
         "replay_window": spec.replay_window,
         "busy_poll_us": spec.busy_poll.map(|d| d.as_micros() as u64),
+        "pipeline": dataplane::pipeline_on(spec.pipeline),
     });
     if !gateway {
         header["offload"] = json!(tap.as_ref().is_some_and(|t| t.tap().vnet_hdr()));
@@ -726,11 +735,12 @@ pub fn run_spec(
     }
 
     let stride = dataplane::stride(plan);
+    let pipeline = dataplane::pipeline_on(spec.pipeline);
     let result = std::thread::scope(|s| -> Result<()> {
         let sh = &*shared;
         let k = &sock;
-        s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride, scheduling));
-        s.spawn(move || dataplane::rx_loop(sh, host, k, stride, scheduling));
+        s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride, scheduling, pipeline));
+        s.spawn(move || dataplane::rx_loop(sh, host, k, stride, scheduling, pipeline));
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {

@@ -173,6 +173,8 @@ pub struct Args {
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
+    pub pipeline: super::common::dataplane::PipelineArgs,
+    #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
 }
 
@@ -254,6 +256,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         scheduling: sched,
         offload: false,
         busy_poll: a.busy_poll.duration(),
+        pipeline: a.pipeline.choice(),
     };
     let stop = stop_on_signal()?;
     let limit = a
@@ -299,6 +302,11 @@ fn run_ivnae(
     profile: ivnsec_core::suite::IvnAeProfile,
     sched: Scheduling,
 ) -> Result<ExitCode> {
+    if a.pipeline.choice() == Some(true) {
+        return Err(usage(
+            "--pipeline on is for MACsec profiles; an IVN-AE gateway runs one thread per              direction",
+        ));
+    }
     let Some(keys) = a.key_source.keys.clone() else {
         return Err(usage(
             "IVN-AE gateways use static keys: give --keys FILE (this gateway's transmit key) and \

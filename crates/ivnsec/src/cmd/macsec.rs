@@ -140,6 +140,8 @@ pub struct UpArgs {
     pub no_offload: bool,
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
+    #[command(flatten)]
+    pub pipeline: super::common::dataplane::PipelineArgs,
     /// Append one JSON line per event to FILE (created mode 0600).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
@@ -221,6 +223,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         events: a.events.clone(),
         offload: !a.no_offload,
         busy_poll: a.busy_poll.duration(),
+        pipeline: a.pipeline.choice(),
     };
     let stop = stop_on_signal()?;
     let limit = a

@@ -974,12 +974,17 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
         // checkpoint of its peer's frames.
         let d = TempDir::new("mtap-offload");
         let keys = key_file(&d, profile);
-        let b_extra: &[&str] = if round.starts_with("b without") {
-            &["--no-offload"]
+        // Round 1: one thread per direction on both (and b without offloads); round 2: each
+        // direction split in two (`--pipeline on`) on both.
+        let (a_extra, b_extra): (&[&str], &[&str]) = if round.starts_with("b without") {
+            (
+                &["--pipeline", "off"],
+                &["--no-offload", "--pipeline", "off"],
+            )
         } else {
-            &[]
+            (&["--pipeline", "on"], &["--pipeline", "on"])
         };
-        let a = start(&d, &p, 'a', profile, &keys);
+        let a = start_with(&d, &p, 'a', profile, &keys, a_extra);
         let b = start_with(&d, &p, 'b', profile, &keys, b_extra);
         for (from, to) in [('a', "10.99.0.2"), ('b', "10.99.0.1")] {
             let (got, sent) = tcp_transfer(&p, from, to, 5201, 8 << 20);
@@ -1047,9 +1052,12 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
         let fa = &sa[0]["frames"];
         let fb = &sb[0]["frames"];
         assert_eq!(sa[0]["offload"], true, "{sa}");
+        let piped = round.starts_with("both");
+        assert_eq!(sa[0]["pipeline"], piped, "{sa}");
+        assert_eq!(sb[0]["pipeline"], piped, "{sb}");
         assert!(fa["gso_in"].as_u64() > Some(0), "a cut super-frames: {sa}");
         assert_eq!(fa["offload_bad"], 0, "{sa}");
-        if b_extra.is_empty() {
+        if piped {
             assert_eq!(sb[0]["offload"], true, "{sb}");
             assert!(fb["gro_out"].as_u64() > Some(0), "b merged frames: {sb}");
             assert!(fa["gro_out"].as_u64() > Some(0), "a merged frames: {sa}");
@@ -1089,8 +1097,14 @@ fn kill_9_mid_stream_repeats_no_pn_and_forged_frames_under_load_are_never_delive
     let keys = key_file(&d, profile);
     let pcap = d.path("veth-b.pcap");
     let cap = capture(&p.ns('b'), &p.veth('b'), &pcap);
-    let mut a = start(&d, &p, 'a', profile, &keys);
-    let _b = start(&d, &p, 'b', profile, &keys);
+    // Each direction split in two threads: the PNs are reserved by the protecting stage and
+    // the frames leave in their order from the sending one.
+    // A is restarted: its receiver keeps its checkpoint at one frame (A_CHECKPOINT), so it
+    // refuses none of B's fresh frames after the restart.
+    let on: &[&str] = &["--pipeline", "on"];
+    let a_on: &[&str] = &["--pipeline", "on", A_CHECKPOINT[0], A_CHECKPOINT[1]];
+    let mut a = start_with(&d, &p, 'a', profile, &keys, a_on);
+    let _b = start_with(&d, &p, 'b', profile, &keys, on);
     // A stream that the SIGKILL cuts: the sender's TCP gives up later; only the PNs matter.
     let sender = {
         let mut c = p.exec('a', "python3");
@@ -1112,7 +1126,7 @@ fn kill_9_mid_stream_repeats_no_pn_and_forged_frames_under_load_are_never_delive
     killed.wait().unwrap();
     let mut sender = sender;
     let _ = sender.wait();
-    let _a2 = start(&d, &p, 'a', profile, &keys);
+    let _a2 = start_with(&d, &p, 'a', profile, &keys, a_on);
     // A TCP stream after the restart, with forged frames injected while it runs.
     let forged = forge(&keys, profile, 1 << 30);
     let mut flipped = forged.clone();

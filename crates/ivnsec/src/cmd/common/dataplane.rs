@@ -28,3 +28,38 @@ impl BusyPollArgs {
             .map(|us| Duration::from_micros(u64::from(us)))
     }
 }
+
+/// `--pipeline`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PipelineArgs {
+    /// How each direction of the data plane uses threads. `on`: two per direction, in a
+    /// pipeline (outgoing: reading and cutting super-frames on one, protecting and sending on
+    /// the other; incoming: receiving and verifying on one, writing to the host side on the
+    /// other), batch by batch in order, so one stream can use about twice the CPU; a batch of
+    /// a few frames with nothing queued in the second stage is finished by the first, so a
+    /// control frame pays no second thread wake-up. `off`: one thread per direction (the
+    /// least CPU per frame when CPUs are few). `auto` (default): on with 4 CPUs or more.
+    /// Example: `sudo ivnsec macsec up --iface eth0 --tap ms0 … --pipeline on`
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub pipeline: PipelineMode,
+}
+
+/// `--pipeline`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PipelineMode {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl PipelineArgs {
+    /// `None` for `auto`.
+    pub fn choice(&self) -> Option<bool> {
+        match self.pipeline {
+            PipelineMode::Auto => None,
+            PipelineMode::On => Some(true),
+            PipelineMode::Off => Some(false),
+        }
+    }
+}
