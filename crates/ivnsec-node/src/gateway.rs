@@ -286,6 +286,8 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "socket_buffers": {"plain": link.buffer_bytes(), "protected": prot_buffer},
         "realtime": scheduling.fixed_realtime(),
         "scheduling": scheduling.json(),
+        "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
+        "pipeline": false,
     });
     events.emit("started", header.clone());
     status_file.write(&snapshot(&header, &shared))?;
