@@ -15,6 +15,10 @@ use std::time::Duration;
 use crate::sys;
 use crate::topology::check_ifname;
 
+/// Creates a TUN or TAP with the offload path: the descriptor, the name, the kernel's answer
+/// to the offload request.
+type OffloadMaker = fn(&str) -> io::Result<(OwnedFd, String, io::Result<()>)>;
+
 /// A TAP interface, removed when dropped.
 #[derive(Debug)]
 pub struct Tap {
@@ -47,16 +51,7 @@ impl Tap {
     /// the offload request (`Err`: refused; the TUN then carries the vnet header but only
     /// ordinary packets).
     pub fn create_tun_offload(name: &str) -> io::Result<(Tap, io::Result<()>)> {
-        Self::check_new(name)?;
-        let (fd, got, offload) = sys::tun_create_offload(name)?;
-        Ok((
-            Tap {
-                fd,
-                name: got,
-                vnet_hdr: true,
-            },
-            offload,
-        ))
+        Self::create_offload_with(name, sys::tun_create_offload)
     }
 
     /// [`create`](Self::create) with the offload path, as
@@ -64,8 +59,13 @@ impl Tap {
     /// a `virtio_net_hdr` in front of the Ethernet frame, and reads may bring TCP super-frames
     /// of up to 64 KiB. Returns the TAP and the kernel's answer to the offload request.
     pub fn create_offload(name: &str) -> io::Result<(Tap, io::Result<()>)> {
+        Self::create_offload_with(name, sys::tap_create_offload)
+    }
+
+    /// The offload path of a TUN or a TAP (`make`).
+    fn create_offload_with(name: &str, make: OffloadMaker) -> io::Result<(Tap, io::Result<()>)> {
         Self::check_new(name)?;
-        let (fd, got, offload) = sys::tap_create_offload(name)?;
+        let (fd, got, offload) = make(name)?;
         Ok((
             Tap {
                 fd,

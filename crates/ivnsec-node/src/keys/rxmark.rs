@@ -124,6 +124,9 @@ impl Pacer {
     }
 }
 
+/// The smallest step of the mark that [`RxMark::top_up`] moves ahead of the frames.
+pub const TOP_UP_MIN_STEP: u64 = 4;
+
 /// The acceptance mark of one receive SA; holds its lock while it lives.
 #[derive(Debug)]
 pub struct RxMark {
@@ -218,18 +221,27 @@ impl RxMark {
     /// arrived now), so the frame that passes the mark does not wait for the durable write. A
     /// data plane calls it when its queue ran empty; [`accept`](Self::accept) stays what
     /// guards every frame. Returns whether the mark moved.
+    ///
+    /// Only while the mark moves in steps of at least [`TOP_UP_MIN_STEP`] numbers: a slow
+    /// stream whose every frame moves the mark gains nothing from moving it early, and a mark
+    /// moved early would make a restarted receiver refuse more of the peer's frames. A move
+    /// made here reaches at most the last step beyond the highest number accepted, so a
+    /// restart refuses no more than it would without it.
     pub fn top_up(&mut self, now_ns: impl FnOnce() -> u64) -> Result<bool, HwError> {
         let mark = self.hw.reserved();
-        if self.highest == 0 || self.highest >= self.hw.limit() || self.highest < self.restored {
+        if self.highest == 0
+            || self.highest >= self.hw.limit()
+            || self.highest < self.restored
+            || self.last_step < TOP_UP_MIN_STEP
+        {
             return Ok(false);
         }
-        let half = (self.last_step / 2).max(1);
-        if mark.saturating_sub(self.highest) >= half {
+        if mark.saturating_sub(self.highest) >= self.last_step / 2 {
             return Ok(false);
         }
         // From the next number on, as if it arrived now; the mark only grows.
         let next = self.highest + 1;
-        let ahead = self.pacer.ahead(next, now_ns());
+        let ahead = self.pacer.ahead(next, now_ns()).min(self.last_step);
         self.last_step = ahead;
         let to = next.saturating_add(ahead - 1).min(self.hw.limit());
         if to <= mark {
@@ -413,33 +425,39 @@ mod tests {
             !m.top_up(|| 0).unwrap(),
             "nothing accepted: nothing to move"
         );
-        m.accept(1, || 0).unwrap();
-        assert_eq!((m.mark(), m.writes()), (1, 1));
-        // The next frame would need a write: the idle top-up makes it now.
-        assert!(m.top_up(|| MS).unwrap());
-        let mark = m.mark();
-        assert!(mark >= 2, "{mark}");
-        assert_eq!(m.writes(), 2);
-        // The frames up to the mark pass without a write.
-        for seq in 2..=mark {
-            m.accept(seq, || 2 * MS).unwrap();
+        // A burst: the steps double (1, 2, 4, 8), the fourth move covers 9 ..= 16.
+        for (seq, t) in [(1, 0), (2, MS), (4, 2 * MS), (8, 3 * MS)] {
+            m.accept(seq, || t).unwrap();
         }
-        assert_eq!(m.writes(), 2);
-        let on_disk = m.mark();
-        // More than half of the step left: no write.
+        assert_eq!((m.mark(), m.writes()), (15, 4));
+        // Half of the step left (8 of 8 unused): no write.
+        assert!(!m.top_up(|| 4 * MS).unwrap());
+        for seq in 9..=12 {
+            m.accept(seq, || 5 * MS).unwrap();
+        }
+        // 3 of 8 left: the idle top-up moves it now, by at most the last step.
+        assert!(m.top_up(|| 6 * MS).unwrap());
+        let (mark, writes) = (m.mark(), m.writes());
+        assert!(mark > 15 && mark <= 12 + 8, "{mark}");
+        assert_eq!(writes, 5);
+        // The frames up to the new mark pass without a write.
+        for seq in 13..=mark {
+            m.accept(seq, || 7 * MS).unwrap();
+        }
+        assert_eq!(m.writes(), 5);
+        // A slow stream moving the mark by one per frame is never topped up: a restart then
+        // refuses nothing beyond what was accepted.
         let d2 = Dir::new("topup2");
-        let mut m2 = open(&d2, Checkpoint::new(100, 1000).unwrap());
-        m2.accept(1, || 0).unwrap();
-        m2.accept(2, || MS).unwrap();
-        m2.accept(4, || 2 * MS).unwrap();
-        let (mark, writes) = (m2.mark(), m2.writes());
-        assert!(mark >= 7, "{mark}");
-        assert!(!m2.top_up(|| 3 * MS).unwrap());
-        assert_eq!((m2.mark(), m2.writes()), (mark, writes));
+        let mut m2 = open(&d2, Checkpoint::new(100, 1).unwrap());
+        for (i, seq) in (1..=5u64).enumerate() {
+            m2.accept(seq, || (i as u64) * 50 * MS).unwrap();
+            assert!(!m2.top_up(|| (i as u64) * 50 * MS + 1).unwrap());
+        }
+        assert_eq!(m2.mark(), 5);
         // A restart restores the mark the top-up wrote: every number ≤ it counts as seen.
         drop(m);
         let again = open(&d, Checkpoint::new(100, 1000).unwrap());
-        assert_eq!(again.restored(), on_disk);
+        assert_eq!(again.restored(), mark);
     }
 
     #[test]
