@@ -20,7 +20,7 @@ use super::tcp_offload::{
 };
 
 /// Octets of an untagged Ethernet header.
-const ETH_HEADER: usize = 14;
+const ETH_HEADER: usize = super::ethernet::HEADER_LEN;
 /// Octets of one 802.1Q / 802.1ad tag.
 const VLAN_TAG: usize = 4;
 /// The longest Ethernet header a super-frame may have here: one tag.

@@ -276,10 +276,8 @@ fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
             && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
             && let Err(e) = hw.claim(pn)
         {
-            let stop = e.stop_reason();
             drop(tx);
-            sh.emit("tx_stopped", serde_json::json!({"reason": stop, "pn": pn}));
-            sh.fail(super::claim_error(e));
+            sh.fail(tx_stopped(sh, pn, e));
             return Err(());
         }
         let at = slot * g.stride;
@@ -498,12 +496,20 @@ fn top_up_tx(sh: &Shared) -> anyhow::Result<()> {
         && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
         && let Err(e) = hw.top_up(pn)
     {
-        let stop = e.stop_reason();
         drop(tx);
-        sh.emit("tx_stopped", serde_json::json!({"reason": stop, "pn": pn}));
-        return Err(super::claim_error(e));
+        return Err(tx_stopped(sh, pn, e));
     }
     Ok(())
+}
+
+/// A failed reservation (by a claim or a top-up) at PN `pn` stops the SecY: said in the
+/// events, and the error the data plane fails with.
+fn tx_stopped(sh: &Shared, pn: u64, e: crate::keys::highwater::HwError) -> anyhow::Error {
+    sh.emit(
+        "tx_stopped",
+        serde_json::json!({"reason": e.stop_reason(), "pn": pn}),
+    );
+    super::claim_error(e)
 }
 
 /// The queue ran empty after frames were delivered: each acceptance mark that half of its last
