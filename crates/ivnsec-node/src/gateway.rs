@@ -514,17 +514,24 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, schedu
                 // The key id (byte 16) names the SA; verify reads it from the same place.
                 let key_id = buf.get(at + 16).copied();
                 if let Ok(r) = receiver.verify_in_place(&mut buf[at..at + m.len]) {
-                    // Delivered only once the SA's acceptance mark covers its number.
+                    // Delivered only once the SA's acceptance mark covers its number, which
+                    // the batch settles below.
                     if let Some(id) = key_id
                         && let Some((_, mark)) = marks.iter_mut().find(|(i, _)| *i == id)
                         && let Some(sa) = receiver.sa(id)
-                        && let Err(e) = mark.accept(sa.highest_seq(), sys::monotonic_ns)
                     {
-                        failed = Some(e);
-                        break;
+                        mark.note(sa.highest_seq());
                     }
                     deliver[k] = (at + r.start, r.len());
                     k += 1;
+                }
+            }
+            // One durable move per mark for the whole batch, before any of its frames goes out.
+            for (_, mark) in marks.iter_mut() {
+                if let Err(e) = mark.settle(sys::monotonic_ns) {
+                    failed = Some(e);
+                    k = 0;
+                    break;
                 }
             }
         }

@@ -819,6 +819,11 @@ impl HighWater {
         self.reserved
     }
 
+    /// Numbers reserved by one write (`--reserve-block`).
+    pub fn block(&self) -> u64 {
+        self.block
+    }
+
     /// Highest number this SA may use (the smaller of the configured and the protocol limit).
     pub fn limit(&self) -> u64 {
         self.limit

@@ -3,6 +3,7 @@
 //! every receiver under one keeps (docs/nonce-safety.md), and an MKA member's used-SAK record
 //! (docs/mka.md).
 
+pub mod ahead;
 pub mod highwater;
 pub mod keyfile;
 pub mod psk;

@@ -122,6 +122,36 @@ impl Pacer {
         self.last = Some((seq, now_ns));
         n.max(1)
     }
+
+    /// The step [`ahead`](Self::ahead) would give when the number after `mark` arrives, for a
+    /// move made early, at `now_ns`, from `next` on (the number after the highest accepted): the
+    /// numbers used since the previous move (`next` − its number, in the time since it) tell
+    /// when the mark would be passed at the rate seen so far. Passed T or more after the
+    /// previous move: the rate's numbers in T; sooner: twice the previous move's span (the
+    /// doubling [`ahead`](Self::ahead) would do then). At most N, at least 1. Changes nothing:
+    /// [`moved`](Self::moved) records the move once it is made.
+    pub fn ahead_early(&self, next: u64, mark: u64, now_ns: u64) -> u64 {
+        let Some((s0, t0)) = self.last else {
+            return 1;
+        };
+        let used = u128::from(next.saturating_sub(s0)).max(1);
+        let span = u128::from(mark.saturating_add(1).saturating_sub(s0)).max(used);
+        let dt = u128::from(now_ns.saturating_sub(t0));
+        let t = u128::from(self.cp.ms) * 1_000_000;
+        // When the whole span would be used at the rate seen so far.
+        let passed = dt * span / used;
+        let step = if passed >= t {
+            (used * t).checked_div(dt).unwrap_or(span)
+        } else {
+            span.saturating_mul(2)
+        };
+        (step.min(u128::from(self.cp.frames)) as u64).max(1)
+    }
+
+    /// Records a move made from `seq` at `now_ns` (see [`ahead_early`](Self::ahead_early)).
+    pub fn moved(&mut self, seq: u64, now_ns: u64) {
+        self.last = Some((seq, now_ns));
+    }
 }
 
 /// The smallest step of the mark that [`RxMark::top_up`] moves ahead of the frames.
@@ -138,6 +168,9 @@ pub struct RxMark {
     highest: u64,
     /// How far the last move reached beyond the number that made it.
     last_step: u64,
+    /// The highest number [`note`](Self::note)d since the last [`settle`](Self::settle) (0:
+    /// none): the frames of a batch waiting for the mark to cover them.
+    pending: u64,
 }
 
 impl RxMark {
@@ -170,6 +203,7 @@ impl RxMark {
             pacer: Pacer::new(cp),
             highest: 0,
             last_step: 1,
+            pending: 0,
         })
     }
 
@@ -208,6 +242,26 @@ impl RxMark {
         self.advance(seq, now_ns())
     }
 
+    /// Notes the number of a verified frame that is accepted with the rest of its batch: no
+    /// I/O. None of the batch's frames may be accepted (delivered, counted) before
+    /// [`settle`](Self::settle) returned `Ok`.
+    #[inline]
+    pub fn note(&mut self, seq: u64) {
+        self.pending = self.pending.max(seq);
+    }
+
+    /// Accepts every number [`note`](Self::note)d since the last call at once: at most one
+    /// durable move of the mark for a whole batch, where [`accept`](Self::accept) frame by frame
+    /// would move it at each frame that passes it (several writes in one burst while the mark
+    /// still moves in small steps, each a few hundred µs on a disk). On an error no frame of the
+    /// batch may be accepted.
+    pub fn settle(&mut self, now_ns: impl FnOnce() -> u64) -> Result<(), HwError> {
+        match std::mem::take(&mut self.pending) {
+            0 => Ok(()),
+            seq => self.accept(seq, now_ns),
+        }
+    }
+
     #[cold]
     fn advance(&mut self, seq: u64, now_ns: u64) -> Result<(), HwError> {
         let ahead = self.pacer.ahead(seq, now_ns);
@@ -225,8 +279,10 @@ impl RxMark {
     /// Only while the mark moves in steps of at least [`TOP_UP_MIN_STEP`] numbers: a slow
     /// stream whose every frame moves the mark gains nothing from moving it early, and a mark
     /// moved early would make a restarted receiver refuse more of the peer's frames. A move
-    /// made here reaches at most the last step beyond the highest number accepted, so a
-    /// restart refuses no more than it would without it.
+    /// made here takes the step the frame passing the mark would have taken
+    /// ([`Pacer::ahead_early`]), counted from the highest number accepted, so the steps still
+    /// grow to the rate's numbers in T (one or two writes per T at a steady rate) and a
+    /// restart refuses no more than one such step beyond what was accepted.
     pub fn top_up(&mut self, now_ns: impl FnOnce() -> u64) -> Result<bool, HwError> {
         let mark = self.hw.reserved();
         if self.highest == 0
@@ -239,16 +295,29 @@ impl RxMark {
         if mark.saturating_sub(self.highest) >= self.last_step / 2 {
             return Ok(false);
         }
-        // From the next number on, as if it arrived now; the mark only grows.
+        // From the next number on, the step the frame passing the mark would have made; the
+        // mark only grows.
         let next = self.highest + 1;
-        let ahead = self.pacer.ahead(next, now_ns()).min(self.last_step);
-        self.last_step = ahead;
+        let now = now_ns();
+        let ahead = self.pacer.ahead_early(next, mark, now);
         let to = next.saturating_add(ahead - 1).min(self.hw.limit());
         if to <= mark {
             return Ok(false);
         }
         self.hw.reserve_to(to)?;
+        self.pacer.moved(next, now);
+        self.last_step = ahead;
         Ok(true)
+    }
+
+    /// [`top_up`](Self::top_up) moves the mark once a number above this one was accepted
+    /// (`u64::MAX`: it does not, the steps being too small or the mark at its limit).
+    pub fn top_up_due_above(&self) -> u64 {
+        let mark = self.hw.reserved();
+        if self.last_step < TOP_UP_MIN_STEP || mark >= self.hw.limit() {
+            return u64::MAX;
+        }
+        (mark - self.last_step / 2).max(self.restored.saturating_sub(1))
     }
 
     /// What a status shows: the state file, the mark found at start and now, the writes, and
@@ -418,6 +487,44 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_moves_the_mark_once_where_frame_by_frame_moves_it_at_each_doubling() {
+        // Frame by frame: a first burst of 64 frames passes the mark at 1, 2, 4, 8, 16, 32 and
+        // 64 (the steps double while the rate is unknown): a durable write at each.
+        let d = Dir::new("burst");
+        let mut m = open(&d, Checkpoint::default());
+        for seq in 1..=64 {
+            m.accept(seq, || seq * 1000).unwrap();
+        }
+        assert_eq!(m.writes(), 7);
+        drop(m);
+        // The same burst in one batch: noted with no I/O, one write when it settles.
+        let d = Dir::new("batch");
+        let mut m = open(&d, Checkpoint::default());
+        for seq in (1..=64).rev() {
+            m.note(seq);
+        }
+        assert_eq!(
+            (m.writes(), m.mark()),
+            (0, 0),
+            "nothing written before settle"
+        );
+        m.settle(|| 1000).unwrap();
+        assert_eq!(m.writes(), 1);
+        assert!(m.mark() >= 64, "{}", m.mark());
+        // Nothing noted since: settle writes nothing.
+        m.settle(|| 2000).unwrap();
+        assert_eq!(m.writes(), 1);
+        // The next batch of 64 moves it once more, and a restart restores a mark above both.
+        for seq in 65..=128 {
+            m.note(seq);
+        }
+        m.settle(|| 3000).unwrap();
+        assert_eq!(m.writes(), 2);
+        drop(m);
+        assert!(open(&d, Checkpoint::default()).restored() >= 128);
+    }
+
+    #[test]
     fn an_idle_top_up_moves_the_mark_before_a_frame_needs_it() {
         let d = Dir::new("topup");
         let mut m = open(&d, Checkpoint::new(100, 1000).unwrap());
@@ -435,10 +542,12 @@ mod tests {
         for seq in 9..=12 {
             m.accept(seq, || 5 * MS).unwrap();
         }
-        // 3 of 8 left: the idle top-up moves it now, by at most the last step.
+        // 3 of 8 left: the idle top-up moves it now. The 5 numbers since the last move took
+        // 3 ms, so the 8 of its step would be used long before T: the step doubles, as the
+        // frame passing the mark would have made it, from 13 on: 13 ..= 28.
         assert!(m.top_up(|| 6 * MS).unwrap());
         let (mark, writes) = (m.mark(), m.writes());
-        assert!(mark > 15 && mark <= 12 + 8, "{mark}");
+        assert_eq!(mark, 28);
         assert_eq!(writes, 5);
         // The frames up to the new mark pass without a write.
         for seq in 13..=mark {
@@ -458,6 +567,35 @@ mod tests {
         drop(m);
         let again = open(&d, Checkpoint::new(100, 1000).unwrap());
         assert_eq!(again.restored(), mark);
+    }
+
+    #[test]
+    fn a_steady_stream_topped_up_when_idle_writes_about_once_per_checkpoint_time() {
+        // 17-frame bursts every ms (17,000 numbers a second), each batch noted and settled, a
+        // top-up after each burst (the queue ran empty), T = 200 ms, for 2 s.
+        let d = Dir::new("steady");
+        let mut m = open(&d, Checkpoint::new(DEFAULT_CHECKPOINT_FRAMES, 200).unwrap());
+        let mut seq = 0u64;
+        let mut ahead_max = 0;
+        for burst in 0..2000u64 {
+            let now = burst * MS;
+            for _ in 0..17 {
+                seq += 1;
+                m.note(seq);
+            }
+            m.settle(|| now).unwrap();
+            m.top_up(|| now + MS / 2).unwrap();
+            if burst >= 1000 {
+                ahead_max = ahead_max.max(m.mark() - seq);
+            }
+        }
+        // The steps grow to the rate's numbers in T (3,400) and stay there: the ramp, then one
+        // or two writes per T (10 T in 2 s). A step frozen at the ramp's size would write
+        // hundreds of times.
+        assert!(m.writes() <= 40, "{} writes", m.writes());
+        // And a restart would refuse at most about one step: ≤ twice the numbers of one T.
+        assert!(ahead_max <= 2 * 3400, "{ahead_max}");
+        assert!(ahead_max >= 3400 / 2, "{ahead_max}");
     }
 
     #[test]

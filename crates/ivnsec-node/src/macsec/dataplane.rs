@@ -273,8 +273,8 @@ fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
         }
         // The PN this frame will carry is reserved on disk before it is used.
         if let (Some(pn), Some(an)) = (tx.secy.next_pn(), tx.secy.encoding_an())
-            && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
-            && let Err(e) = hw.claim(pn)
+            && let Some(hw) = tx.reserve[usize::from(an)].as_ref()
+            && let Err(e) = hw.use_number(pn)
         {
             drop(tx);
             sh.fail(tx_stopped(sh, pn, e));
@@ -458,18 +458,24 @@ fn verify_and_deliver(
             let at = i * stride;
             if let Ok(r) = rx.verify_in_place(&mut b.buf[at..at + m.len]) {
                 // Validated under an SA with an acceptance mark (static keys): delivered only
-                // once the mark on disk covers its PN.
+                // once the mark on disk covers its PN, which the batch settles below.
                 if matches!(r.status, RxStatus::Ok | RxStatus::Delayed)
                     && let Some(slot) = marks.iter_mut().find(|s| s.sci == r.sci && s.an == r.an)
-                    && let Err(e) = slot.mark.accept(r.pn, sys::monotonic_ns)
                 {
-                    failed = Some(e);
-                    break;
+                    slot.mark.note(r.pn);
                 }
                 b.deliver[k] = (at + r.range.start, r.range.len());
                 k += 1;
             }
             // A discard is counted by the SecY with its reason.
+        }
+        // One durable move per mark for the whole batch, before any of its frames goes out.
+        for slot in marks.iter_mut() {
+            if let Err(e) = slot.mark.settle() {
+                failed = Some(e);
+                k = 0;
+                break;
+            }
         }
     }
     host.send_frames(&b.buf, &b.deliver[..k], &sh.frames);
@@ -487,14 +493,14 @@ fn verify_and_deliver(
     Ok(())
 }
 
-/// The queue ran empty after frames went out: the encoding SA's next block of PNs is reserved
-/// now if half of the current one is used ([`crate::keys::HighWater::top_up`]), so no frame
-/// waits for that durable write later. A failure stops the SecY, as a failed claim does.
+/// The queue ran empty after frames went out: a failed early reservation of the encoding SA's
+/// next block (made by its worker, [`crate::keys::ahead`], once half of the block is used)
+/// stops the SecY, as a failed claim does.
 fn top_up_tx(sh: &Shared) -> anyhow::Result<()> {
-    let mut tx = sh.tx();
+    let tx = sh.tx();
     if let (Some(pn), Some(an)) = (tx.secy.next_pn(), tx.secy.encoding_an())
-        && let Some(hw) = tx.reserve[usize::from(an)].as_mut()
-        && let Err(e) = hw.top_up(pn)
+        && let Some(hw) = tx.reserve[usize::from(an)].as_ref()
+        && let Err(e) = hw.top_up()
     {
         drop(tx);
         return Err(tx_stopped(sh, pn, e));
@@ -512,11 +518,11 @@ fn tx_stopped(sh: &Shared, pn: u64, e: crate::keys::highwater::HwError) -> anyho
     super::claim_error(e)
 }
 
-/// The queue ran empty after frames were delivered: each acceptance mark that half of its last
-/// step has used moves ahead now ([`crate::keys::rxmark::RxMark::top_up`]).
+/// The queue ran empty after frames were delivered: a failed early move of an acceptance mark
+/// (made by its worker once half of its last step is used) stops the SecY.
 fn top_up_rx(sh: &Shared) -> Result<(), crate::keys::highwater::HwError> {
     for slot in sh.rx_marks().iter_mut() {
-        slot.mark.top_up(sys::monotonic_ns)?;
+        slot.mark.top_up()?;
     }
     Ok(())
 }

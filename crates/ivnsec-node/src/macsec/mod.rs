@@ -49,6 +49,7 @@ use ivnsec_net::tap::Tap;
 use serde_json::{Value, json};
 
 use crate::error::{env_error, usage};
+use crate::keys::ahead::Durable;
 use crate::keys::highwater::{HighWater, HwError};
 use crate::keys::rxmark::RxMark;
 
@@ -161,7 +162,7 @@ impl FrameCounters {
 /// (a static key: its PNs must stay above everything it sent before a restart).
 pub struct TxState {
     pub secy: SecyTx,
-    pub reserve: [Option<HighWater>; 4],
+    pub reserve: [Option<Durable<HighWater>>; 4],
 }
 
 /// The acceptance mark of one receive SA under a long-term key (static keys): a frame of it is
@@ -169,7 +170,7 @@ pub struct TxState {
 pub struct RxMarkSlot {
     pub sci: Sci,
     pub an: u8,
-    pub mark: RxMark,
+    pub mark: Durable<RxMark>,
 }
 
 /// What the two paths, the control loop and the key source share.
@@ -252,7 +253,8 @@ impl SecyControl {
     }
 
     /// Installs a transmit SA under `an` starting at `first_pn`. With `reserve` (a long-term
-    /// key), every PN is claimed there before a frame carries it.
+    /// key), every PN is claimed there before a frame carries it; the first block is reserved
+    /// now, so the first frame does not wait for that write.
     pub fn install_tx_sa(
         &self,
         an: u8,
@@ -260,6 +262,10 @@ impl SecyControl {
         first_pn: u64,
         reserve: Option<HighWater>,
     ) -> Result<()> {
+        let reserve = reserve.map(|hw| Durable::new(hw, "ivnsec-pn-ahead"));
+        if let Some(d) = &reserve {
+            d.use_number(first_pn).map_err(claim_error)?;
+        }
         let mut tx = self.shared.tx();
         tx.secy
             .install(an, key, first_pn)
@@ -318,7 +324,11 @@ impl SecyControl {
     pub fn install_rx_mark(&self, sci: Sci, an: u8, mark: RxMark) {
         let mut marks = self.shared.rx_marks();
         marks.retain(|m| !(m.sci == sci && m.an == an));
-        marks.push(RxMarkSlot { sci, an, mark });
+        marks.push(RxMarkSlot {
+            sci,
+            an,
+            mark: Durable::new(mark, "ivnsec-mark-ahead"),
+        });
     }
 
     pub fn retire_rx_sa(&self, sci: Sci, an: u8) -> Result<()> {

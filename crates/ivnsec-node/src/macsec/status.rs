@@ -334,7 +334,7 @@ pub fn snapshot(header: &Value, ctl: &SecyControl, source: &dyn KeySource) -> Va
             .map(|s| {
                 json!({
                     "an": s.an, "key_number": s.key_number, "next_pn": s.next_pn,
-                    "in_use": s.in_use, "reserved_pn": t.reserve[usize::from(s.an)].as_ref().map(|h| h.reserved()),
+                    "in_use": s.in_use, "reserved_pn": t.reserve[usize::from(s.an)].as_ref().map(|h| h.covered()),
                     "counters": tx_json(&s.counters),
                 })
             })
@@ -357,7 +357,7 @@ pub fn snapshot(header: &Value, ctl: &SecyControl, source: &dyn KeySource) -> Va
                 let mark = marks
                     .iter()
                     .find(|m| m.sci == s.sci && m.an == s.an)
-                    .map(|m| m.mark.json(s.counters.below_restored));
+                    .map(|m| m.mark.with(|mark| mark.json(s.counters.below_restored)));
                 json!({
                     "sci": sci_hex(s.sci), "an": s.an, "key_number": s.key_number,
                     "next_pn": s.next_pn, "lowest_pn": s.lowest_pn,
