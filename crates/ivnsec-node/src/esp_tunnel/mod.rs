@@ -51,6 +51,7 @@ use ivnsec_net::tap::Tap;
 use serde_json::{Value, json};
 
 use crate::error::{env_error, usage};
+use crate::keys::ahead::Durable;
 use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile;
 use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
@@ -247,13 +248,15 @@ impl PacketCounters {
 
 struct TxState {
     sa: EspTx,
-    reserve: HighWater,
+    /// Written ahead by its worker ([`crate::keys::ahead`]).
+    reserve: Durable<HighWater>,
 }
 
 /// The inbound SA and its acceptance mark.
 struct RxState {
     sa: EspRx,
-    mark: RxMark,
+    /// Written ahead by its worker ([`crate::keys::ahead`]).
+    mark: Durable<RxMark>,
 }
 
 struct Shared {
@@ -399,7 +402,7 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
         let tx = lock(&sh.tx);
         let c = tx.sa.counters();
         v["tx"]["next_seq"] = json!(tx.sa.next_seq());
-        v["tx"]["reserved"] = json!(tx.reserve.reserved());
+        v["tx"]["reserved"] = json!(tx.reserve.covered());
         v["tx"]["packets"] = json!(c.frames);
         v["tx"]["bytes"] = json!(c.bytes);
     }
@@ -410,7 +413,7 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
         v["rx"]["packets"] = json!(c.ok_frames);
         v["rx"]["bytes"] = json!(c.ok_bytes);
         v["rx"]["drops"] = drops_json(&rx.sa);
-        v["rx"]["replay_mark"] = rx.mark.json(c.below_restored);
+        v["rx"]["replay_mark"] = rx.mark.with(|m| m.json(c.below_restored));
     }
     v["packets"] = sh.packets.json();
     v["packets"]["icmp_errors"] = json!(outer.peer_errors());
@@ -484,14 +487,19 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
 
     let nonce_state = sas.hw.path().display().to_string();
     let fresh = sas.hw.is_fresh();
+    // The first block is reserved now, so the first packet does not wait for that write.
+    let reserve = Durable::new(sas.hw, "ivnsec-seq-ahead");
+    if let Some(seq) = sas.tx.next_seq() {
+        reserve.use_number(seq).map_err(HwError::into_anyhow)?;
+    }
     let shared = Shared {
         tx: Mutex::new(TxState {
             sa: sas.tx,
-            reserve: sas.hw,
+            reserve,
         }),
         rx: Mutex::new(RxState {
             sa: sas.rx,
-            mark: sas.mark,
+            mark: Durable::new(sas.mark, "ivnsec-mark-ahead"),
         }),
         packets: PacketCounters::default(),
         stop,
@@ -781,7 +789,7 @@ enum Protected {
 fn protect(sh: &Shared, buf: &mut [u8], room: usize, len: usize) -> Protected {
     let mut tx = lock(&sh.tx);
     let Some(seq) = tx.sa.next_seq() else {
-        let limit = tx.reserve.limit();
+        let limit = tx.reserve.with(|h| h.limit());
         drop(tx);
         sh.fail(
             HwError::Exhausted {
@@ -792,7 +800,7 @@ fn protect(sh: &Shared, buf: &mut [u8], room: usize, len: usize) -> Protected {
         );
         return Protected::Fatal;
     };
-    if let Err(e) = tx.reserve.claim(seq) {
+    if let Err(e) = tx.reserve.use_number(seq) {
         drop(tx);
         sh.fail(e.into_anyhow());
         return Protected::Fatal;
@@ -975,15 +983,12 @@ fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     }
 }
 
-/// The TUN ran empty after packets went out: the next block of sequence numbers is reserved
-/// now if half of the current one is used ([`HighWater::top_up`]), so no packet waits for that
-/// durable write later. `false` once a failure is recorded (the loop then ends).
+/// The TUN ran empty after packets went out: a failed early reservation of the next block
+/// (made by the worker once half of the current one is used) ends the loop: `false` once a
+/// failure is recorded.
 fn top_up_tx(sh: &Shared) -> bool {
-    let mut tx = lock(&sh.tx);
-    let Some(seq) = tx.sa.next_seq() else {
-        return true;
-    };
-    if let Err(e) = tx.reserve.top_up(seq) {
+    let tx = lock(&sh.tx);
+    if let Err(e) = tx.reserve.top_up() {
         drop(tx);
         sh.fail(e.into_anyhow());
         return false;
@@ -991,10 +996,10 @@ fn top_up_tx(sh: &Shared) -> bool {
     true
 }
 
-/// The outer socket ran empty after packets were delivered: the acceptance mark moves ahead
-/// now if half of its last step is used. `false` once a failure is recorded.
+/// The outer socket ran empty after packets were delivered: a failed early move of the
+/// acceptance mark (made by its worker) ends the loop: `false` once a failure is recorded.
 fn top_up_rx(sh: &Shared) -> bool {
-    if let Err(e) = lock(&sh.rx).mark.top_up(sys::monotonic_ns) {
+    if let Err(e) = lock(&sh.rx).mark.top_up() {
         sh.fail(rx_error(e));
         return false;
     }
@@ -1002,7 +1007,7 @@ fn top_up_rx(sh: &Shared) -> bool {
 }
 
 fn protocol_limit(sh: &Shared) -> u64 {
-    lock(&sh.tx).reserve.limit()
+    lock(&sh.tx).reserve.with(|h| h.limit())
 }
 
 /// Makes the `n` bytes received at `buf[pre..]` an IP packet the inbound SA can read: counts
@@ -1096,7 +1101,7 @@ fn verify(sh: &Shared, buf: &mut [u8]) -> Option<std::ops::Range<usize>> {
     let mut rx = lock(&sh.rx);
     let range = rx.sa.verify_in_place(buf).ok()?;
     let seq = rx.sa.highest_seq();
-    if let Err(e) = rx.mark.accept(seq, sys::monotonic_ns) {
+    if let Err(e) = rx.mark.use_number(seq) {
         drop(rx);
         sh.fail(rx_error(e));
         return None;
