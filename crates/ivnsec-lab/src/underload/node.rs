@@ -6,6 +6,11 @@
 //!   read just before its first fragment is protected), both big-endian u64, then random bytes;
 //!   it is cut into fragments that are protected one by one (`node::fragment`). Between sends
 //!   the sensor waits for replies on its link and measures their round trips.
+//! - **warm-up**: before its schedule the sensor sends [`WARMUP_MESSAGES`] messages with
+//!   sequence number 0, [`WARMUP_GAP`] apart, and waits [`WARMUP_SETTLE`], as sockperf's
+//!   "warmup stage" does before its measured messages: address resolution and the first writes
+//!   of a fresh SA's nonce and replay state are not part of the stream's delay. The consumer
+//!   drops them; neither side counts their units or CPU.
 //! - **consumer**: verifies every unit, reassembles messages, and records each message's one-way
 //!   delay: the moment its last fragment completed it − the send time inside (the namespaces
 //!   share CLOCK_MONOTONIC). It sends every message whose sequence number is a multiple of
@@ -42,6 +47,13 @@ use super::{MIN_MESSAGE, TimelineEntry, parse_sockperf_csv};
 use crate::fragment::{FragReceiver, FragSender, Limits};
 use crate::process::{NodeSpec, read_spec, stop_on_stdin_eof};
 use crate::throughput::node::{CAPTURE_FRAMES, write_capture};
+
+/// Messages of the warm-up (sequence number 0) before the schedule.
+pub const WARMUP_MESSAGES: usize = 8;
+/// Between two warm-up messages.
+pub const WARMUP_GAP: Duration = Duration::from_millis(2);
+/// After the last warm-up message, before the schedule starts.
+pub const WARMUP_SETTLE: Duration = Duration::from_millis(20);
 
 /// Replay window of both roles' inbound SAs.
 const RX_WINDOW: u32 = 1024;
@@ -263,6 +275,32 @@ fn sensor(spec: &StreamSpec) -> Result<()> {
     }
     link.connect_peer().context("setting the destination")?;
 
+    // The warm-up: sequence number 0, the first message's size, nothing counted.
+    if let Some(first) = plan.first() {
+        let m = &mut msg[..first.size];
+        m[0..8].copy_from_slice(&0u64.to_be_bytes());
+        for i in 0..WARMUP_MESSAGES {
+            m[8..16].copy_from_slice(&spec.stamp_clock.now_ns().to_be_bytes());
+            fs.send(&mut ch, &link, m, |_| {})?;
+            let wait = if i + 1 == WARMUP_MESSAGES {
+                WARMUP_SETTLE
+            } else {
+                WARMUP_GAP
+            };
+            let until = monotonic_ns() + wait.as_nanos() as u64;
+            // Replies to warm-up messages (none are expected) are taken and dropped.
+            while monotonic_ns() < until {
+                let left = Duration::from_nanos(until.saturating_sub(monotonic_ns()));
+                let n = link.recv_batch(&mut rx.buf, rx.stride, rx.off, &mut rx.lens, left)?;
+                for j in 0..n {
+                    let len = rx.lens[j];
+                    let slot = &mut rx.buf[j * rx.stride..(j + 1) * rx.stride];
+                    let _ = fr.accept(&mut ch, 0, slot, len, monotonic_ns());
+                }
+            }
+        }
+    }
+
     let (u0, s0) = rusage_self();
     let start = monotonic_ns();
     let (mut sent, mut units, mut bytes, mut max_late) = (0u64, 0u64, 0u64, 0u64);
@@ -357,7 +395,7 @@ fn consumer(spec: &StreamSpec) -> Result<()> {
     writeln!(out, "READY {}", link.local_port())?;
     out.flush()?;
 
-    let (u0, s0) = rusage_self();
+    let (mut u0, mut s0) = rusage_self();
     let slice = Duration::from_millis(20);
     loop {
         // Once told to stop, take what is still queued (a consumer that fell behind) and stop at
@@ -381,7 +419,13 @@ fn consumer(spec: &StreamSpec) -> Result<()> {
             let Some((seq, at)) = message_header(m.data) else {
                 continue;
             };
-            if seq == 0 || seq > count {
+            if seq == 0 {
+                // A warm-up message: its units and the CPU so far are not the stream's.
+                units = 0;
+                (u0, s0) = rusage_self();
+                continue;
+            }
+            if seq > count {
                 continue;
             }
             let (w, b) = ((seq / 64) as usize, seq % 64);

@@ -413,7 +413,9 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
         v["rx"]["packets"] = json!(c.ok_frames);
         v["rx"]["bytes"] = json!(c.ok_bytes);
         v["rx"]["drops"] = drops_json(&rx.sa);
-        v["rx"]["replay_mark"] = rx.mark.with(|m| m.json(c.below_restored));
+        let mut mark = rx.mark.status();
+        mark["refused_below_mark"] = json!(c.below_restored);
+        v["rx"]["replay_mark"] = mark;
     }
     v["packets"] = sh.packets.json();
     v["packets"]["icmp_errors"] = json!(outer.peer_errors());
@@ -789,7 +791,7 @@ enum Protected {
 fn protect(sh: &Shared, buf: &mut [u8], room: usize, len: usize) -> Protected {
     let mut tx = lock(&sh.tx);
     let Some(seq) = tx.sa.next_seq() else {
-        let limit = tx.reserve.with(|h| h.limit());
+        let limit = tx.reserve.limit();
         drop(tx);
         sh.fail(
             HwError::Exhausted {
@@ -1007,7 +1009,7 @@ fn top_up_rx(sh: &Shared) -> bool {
 }
 
 fn protocol_limit(sh: &Shared) -> u64 {
-    lock(&sh.tx).reserve.with(|h| h.limit())
+    lock(&sh.tx).reserve.limit()
 }
 
 /// Makes the `n` bytes received at `buf[pre..]` an IP packet the inbound SA can read: counts

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use ivnsec_net::sys;
+use serde_json::{Value, json};
 
 use super::highwater::{HighWater, HwError};
 use super::rxmark::RxMark;
@@ -44,6 +45,10 @@ pub trait Ahead: Send + 'static {
     fn cover(&mut self, seq: u64) -> Result<(), HwError>;
     /// The early move, `highest` being the highest number used so far (≤ the cover).
     fn move_early(&mut self, highest: u64) -> Result<(), HwError>;
+    /// The largest number the state may ever cover (fixed when it is opened).
+    fn limit(&self) -> u64;
+    /// What a status shows of it.
+    fn status(&self) -> Value;
 }
 
 impl Ahead for HighWater {
@@ -65,6 +70,18 @@ impl Ahead for HighWater {
     fn move_early(&mut self, highest: u64) -> Result<(), HwError> {
         self.top_up(highest.saturating_add(1)).map(drop)
     }
+
+    fn limit(&self) -> u64 {
+        HighWater::limit(self)
+    }
+
+    fn status(&self) -> Value {
+        json!({
+            "state": self.path().display().to_string(),
+            "reserved": self.reserved(),
+            "writes": self.writes(),
+        })
+    }
 }
 
 impl Ahead for RxMark {
@@ -85,6 +102,15 @@ impl Ahead for RxMark {
         self.accept(highest, sys::monotonic_ns)?;
         self.top_up(sys::monotonic_ns).map(drop)
     }
+
+    fn limit(&self) -> u64 {
+        RxMark::limit(self)
+    }
+
+    /// [`RxMark::json`]; the caller fills in `refused_below_mark` (the SA counts it).
+    fn status(&self) -> Value {
+        self.json(0)
+    }
 }
 
 struct Inner<T> {
@@ -95,6 +121,11 @@ struct Inner<T> {
     due_above: AtomicU64,
     /// The highest number used.
     highest: AtomicU64,
+    /// `state.limit()`.
+    limit: u64,
+    /// `state.status()`, as last published: a status never waits for a write in flight (it
+    /// would hold the data path's locks meanwhile).
+    status: Mutex<Value>,
     /// The first early write that failed, until [`Durable::top_up`] returns it.
     failed: Mutex<Option<HwError>>,
 }
@@ -108,6 +139,7 @@ impl<T: Ahead> Inner<T> {
     fn publish(&self, s: &T) {
         self.covered.store(s.covered(), Ordering::Release);
         self.due_above.store(s.due_above(), Ordering::Release);
+        *lock(&self.status) = s.status();
     }
 
     fn due(&self) -> bool {
@@ -168,6 +200,8 @@ impl<T: Ahead> Durable<T> {
             covered: AtomicU64::new(state.covered()),
             due_above: AtomicU64::new(state.due_above()),
             highest: AtomicU64::new(0),
+            limit: state.limit(),
+            status: Mutex::new(state.status()),
             state: Mutex::new(state),
             failed: Mutex::new(None),
         });
@@ -259,7 +293,18 @@ impl<T: Ahead> Durable<T> {
         self.inner.covered.load(Ordering::Acquire)
     }
 
-    /// Reads the state (a status), waiting for a write in flight.
+    /// The largest number the state may ever cover.
+    pub fn limit(&self) -> u64 {
+        self.inner.limit
+    }
+
+    /// What a status shows, as of the last write: never waits for a write in flight.
+    pub fn status(&self) -> Value {
+        lock(&self.inner.status).clone()
+    }
+
+    /// Reads the state, waiting for a write in flight: not for a thread that holds a lock the
+    /// data path takes (use [`status`](Self::status)).
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
         f(&lock(&self.inner.state))
     }

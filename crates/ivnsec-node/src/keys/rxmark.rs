@@ -217,6 +217,11 @@ impl RxMark {
         self.hw.reserved()
     }
 
+    /// The largest number the mark may reach (the protocol's).
+    pub fn limit(&self) -> u64 {
+        self.hw.limit()
+    }
+
     /// Marks this process wrote.
     pub fn writes(&self) -> u64 {
         self.hw.writes()

@@ -357,7 +357,11 @@ pub fn snapshot(header: &Value, ctl: &SecyControl, source: &dyn KeySource) -> Va
                 let mark = marks
                     .iter()
                     .find(|m| m.sci == s.sci && m.an == s.an)
-                    .map(|m| m.mark.with(|mark| mark.json(s.counters.below_restored)));
+                    .map(|m| {
+                        let mut v = m.mark.status();
+                        v["refused_below_mark"] = json!(s.counters.below_restored);
+                        v
+                    });
                 json!({
                     "sci": sci_hex(s.sci), "an": s.an, "key_number": s.key_number,
                     "next_pn": s.next_pn, "lowest_pn": s.lowest_pn,

@@ -182,3 +182,35 @@ fn a_slow_receiver_is_never_moved_early() {
     let accepted_up_to = 5;
     assert!(dur.covered() <= 2 * accepted_up_to, "{}", dur.covered());
 }
+
+#[test]
+fn a_status_never_waits_for_a_write_in_flight() {
+    let d = Dir::new("status");
+    let hw = sender(&d, 100);
+    let first = hw.first_seq().unwrap();
+    let dur = Durable::new(hw, "test-ahead");
+    dur.use_number(first).unwrap();
+    assert_eq!(dur.status()["writes"], 1);
+    assert_eq!(dur.status()["reserved"], first + 99);
+    assert_eq!(dur.limit(), u64::from(u32::MAX));
+    // Another thread holds the state as a write in flight does; a status (taken under the
+    // data path's locks) answers at once with what the last write published.
+    std::thread::scope(|s| {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let dur = &dur;
+        s.spawn(move || {
+            dur.with(|_| {
+                held_tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(500));
+            })
+        });
+        held_rx.recv().unwrap();
+        let t = Instant::now();
+        assert_eq!(dur.status()["reserved"], first + 99);
+        assert!(
+            t.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            t.elapsed()
+        );
+    });
+}
