@@ -8,4 +8,6 @@ pub mod highwater;
 pub mod keyfile;
 pub mod psk;
 pub mod rxmark;
+#[cfg(test)]
+mod test_dir;
 pub mod used_sak;

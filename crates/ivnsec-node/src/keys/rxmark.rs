@@ -385,32 +385,12 @@ pub fn warn_no_state_dir(what: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::test_dir::TestDir as Dir;
     use ivnsec_core::sa::replay::ReplayWindow;
     use std::collections::BTreeSet;
-    use std::fs::{self, DirBuilder};
-    use std::os::unix::fs::DirBuilderExt;
-    use std::path::PathBuf;
+    use std::fs;
 
     const MS: u64 = 1_000_000;
-
-    struct Dir(PathBuf);
-    impl Dir {
-        fn new(tag: &str) -> Dir {
-            let mut r = [0u8; 6];
-            getrandom::fill(&mut r).unwrap();
-            let p = std::env::temp_dir().join(format!("ivnsec-rx-{tag}-{}", hex::encode(r)));
-            DirBuilder::new().mode(0o700).create(&p).unwrap();
-            Dir(p)
-        }
-        fn state(&self) -> PathBuf {
-            self.0.join("state")
-        }
-    }
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
 
     fn keys() -> DirectionKeys {
         DirectionKeys::new(&[7u8; 16], &[], [1u8; 12])

@@ -1,6 +1,4 @@
-use std::fs::{self, DirBuilder};
-use std::os::unix::fs::DirBuilderExt;
-use std::path::PathBuf;
+use std::fs;
 use std::time::{Duration, Instant};
 
 use ivnsec_core::channel::DirectionKeys;
@@ -8,25 +6,7 @@ use ivnsec_core::channel::DirectionKeys;
 use super::*;
 use crate::keys::highwater::Options;
 use crate::keys::rxmark::Checkpoint;
-
-struct Dir(PathBuf);
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let mut r = [0u8; 6];
-        getrandom::fill(&mut r).unwrap();
-        let p = std::env::temp_dir().join(format!("ivnsec-ahead-{tag}-{}", hex::encode(r)));
-        DirBuilder::new().mode(0o700).create(&p).unwrap();
-        Dir(p)
-    }
-    fn state(&self) -> PathBuf {
-        self.0.join("state")
-    }
-}
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
+use crate::keys::test_dir::TestDir as Dir;
 
 fn keys() -> DirectionKeys {
     DirectionKeys::new(&[9u8; 16], &[], [2u8; 12])
