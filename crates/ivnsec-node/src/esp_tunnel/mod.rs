@@ -413,7 +413,7 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
         v["rx"]["packets"] = json!(c.ok_frames);
         v["rx"]["bytes"] = json!(c.ok_bytes);
         v["rx"]["drops"] = drops_json(&rx.sa);
-        let mut mark = rx.mark.status();
+        let mut mark = rx.mark.status_json();
         mark["refused_below_mark"] = json!(c.below_restored);
         v["rx"]["replay_mark"] = mark;
     }

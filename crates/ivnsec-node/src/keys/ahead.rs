@@ -48,7 +48,7 @@ pub trait Ahead: Send + 'static {
     /// The largest number the state may ever cover (fixed when it is opened).
     fn limit(&self) -> u64;
     /// What a status shows of it.
-    fn status(&self) -> Value;
+    fn status_json(&self) -> Value;
 }
 
 impl Ahead for HighWater {
@@ -75,7 +75,7 @@ impl Ahead for HighWater {
         HighWater::limit(self)
     }
 
-    fn status(&self) -> Value {
+    fn status_json(&self) -> Value {
         json!({
             "state": self.path().display().to_string(),
             "reserved": self.reserved(),
@@ -108,7 +108,7 @@ impl Ahead for RxMark {
     }
 
     /// [`RxMark::json`]; the caller fills in `refused_below_mark` (the SA counts it).
-    fn status(&self) -> Value {
+    fn status_json(&self) -> Value {
         self.json(0)
     }
 }
@@ -123,7 +123,7 @@ struct Inner<T> {
     highest: AtomicU64,
     /// `state.limit()`.
     limit: u64,
-    /// `state.status()`, as last published: a status never waits for a write in flight (it
+    /// `state.status_json()`, as last published: a status never waits for a write in flight (it
     /// would hold the data path's locks meanwhile).
     status: Mutex<Value>,
     /// The first early write that failed, until [`Durable::top_up`] returns it.
@@ -139,7 +139,7 @@ impl<T: Ahead> Inner<T> {
     fn publish(&self, s: &T) {
         self.covered.store(s.covered(), Ordering::Release);
         self.due_above.store(s.due_above(), Ordering::Release);
-        *lock(&self.status) = s.status();
+        *lock(&self.status) = s.status_json();
     }
 
     fn due(&self) -> bool {
@@ -201,7 +201,7 @@ impl<T: Ahead> Durable<T> {
             due_above: AtomicU64::new(state.due_above()),
             highest: AtomicU64::new(0),
             limit: state.limit(),
-            status: Mutex::new(state.status()),
+            status: Mutex::new(state.status_json()),
             state: Mutex::new(state),
             failed: Mutex::new(None),
         });
@@ -299,12 +299,12 @@ impl<T: Ahead> Durable<T> {
     }
 
     /// What a status shows, as of the last write: never waits for a write in flight.
-    pub fn status(&self) -> Value {
+    pub fn status_json(&self) -> Value {
         lock(&self.inner.status).clone()
     }
 
     /// Reads the state, waiting for a write in flight: not for a thread that holds a lock the
-    /// data path takes (use [`status`](Self::status)).
+    /// data path takes (use [`status_json`](Self::status_json)).
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
         f(&lock(&self.inner.state))
     }

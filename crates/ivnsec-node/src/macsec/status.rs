@@ -358,7 +358,7 @@ pub fn snapshot(header: &Value, ctl: &SecyControl, source: &dyn KeySource) -> Va
                     .iter()
                     .find(|m| m.sci == s.sci && m.an == s.an)
                     .map(|m| {
-                        let mut v = m.mark.status();
+                        let mut v = m.mark.status_json();
                         v["refused_below_mark"] = json!(s.counters.below_restored);
                         v
                     });
