@@ -16,7 +16,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -35,6 +35,7 @@ use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
 use crate::macsec::host::{HostPort, LinkPort, VLAN_TAG_LEN};
 use crate::macsec::sched::{self, Scheduling, ThreadPolicy};
 use crate::macsec::{EventLog, FrameCounters, Summary, TICK, iface_facts_of, status};
+use crate::sync::lock;
 
 /// EtherType of IVN-AE frames.
 pub const ETHERTYPE: u16 = ivnsec_core::wire::ivnae::ETHERTYPE;
@@ -68,10 +69,6 @@ pub struct IvnAeGatewayConfig {
     pub rx_checkpoint: Checkpoint,
     /// `--busy-poll-us`: how long a data-plane thread keeps polling once its queue ran empty.
     pub busy_poll: Option<Duration>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 struct Tx {

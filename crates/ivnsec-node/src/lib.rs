@@ -20,4 +20,5 @@ pub mod macsec;
 pub mod metrics;
 pub mod pki;
 pub mod someip;
+pub mod sync;
 pub mod traffic;

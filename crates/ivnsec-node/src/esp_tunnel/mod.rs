@@ -31,7 +31,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -56,6 +56,7 @@ use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile;
 use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
 use crate::macsec::EventLog;
+use crate::sync::lock;
 
 mod mtu;
 pub use mtu::{IPV6_MIN_MTU, MIN_TUN_MTU, MtuPlan, UDP_HEADER_LEN, mtu_plan};
@@ -271,11 +272,6 @@ struct Shared {
     udp_port: Option<u16>,
     /// `--busy-poll-us`.
     busy_poll: crate::busy_poll::BusyPoll,
-}
-
-/// A poisoned lock means a path panicked; the state it guards is still the best there is.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {

@@ -24,9 +24,10 @@
 //! - Dropping a [`Durable`] joins its worker, so the state's lock is released when the SA
 //!   goes, as before.
 
+use crate::sync::lock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use ivnsec_net::sys;
@@ -128,11 +129,6 @@ struct Inner<T> {
     status: Mutex<Value>,
     /// The first early write that failed, until [`Durable::top_up`] returns it.
     failed: Mutex<Option<HwError>>,
-}
-
-/// A poisoned lock means a thread panicked; the state it guards is still the best there is.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<T: Ahead> Inner<T> {

@@ -52,6 +52,7 @@ use crate::error::{env_error, usage};
 use crate::keys::ahead::Durable;
 use crate::keys::highwater::{HighWater, HwError};
 use crate::keys::rxmark::RxMark;
+use crate::sync::lock;
 
 pub use sched::Scheduling;
 pub use status::EventLog;
@@ -189,11 +190,6 @@ pub struct Shared {
     pub pcap: Option<Mutex<PcapWriter<BufWriter<File>>>>,
     /// `--busy-poll-us`.
     pub busy_poll: crate::busy_poll::BusyPoll,
-}
-
-/// A poisoned lock means a path panicked; the state it guards is still the best there is.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {

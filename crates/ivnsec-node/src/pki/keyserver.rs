@@ -59,6 +59,7 @@ use zeroize::{Zeroize, Zeroizing};
 use super::{KEYSERVER_NAME, Layout, check_ecu_name, read_pem};
 use crate::error::{env_error, usage};
 use crate::keys::keyfile;
+use crate::sync::lock;
 
 mod client;
 mod handshake;
@@ -401,10 +402,6 @@ struct Shared {
     served: AtomicUsize,
     conns: AtomicUsize,
     stop: Arc<AtomicBool>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {

@@ -13,7 +13,6 @@ pub mod sockets;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
@@ -31,6 +30,7 @@ use ivnsec_net::someip as net;
 
 use crate::error::usage;
 use crate::keys::highwater::{self, HighWater, HwError};
+use crate::sync::lock;
 use capture::Capture;
 pub use config::{Config, Service};
 
@@ -274,10 +274,6 @@ pub fn event_specs(cfg: &Config) -> Vec<EventSpec> {
             })
         })
         .collect()
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Sends a whole message over UDP: one datagram, or SOME/IP-TP segments when the payload is
