@@ -822,6 +822,58 @@ impl Channel {
             }
         }
     }
+
+    /// Verifies several received units as [`verify`](Self::verify) does one by one, with the
+    /// same verdicts and counters: unit `i` is in `slots[i]` with length `lens[i]`, and `out[i]`
+    /// gets the range of its payload in `slots[i]`. SOME/IP checks the tags of up to eight
+    /// messages together ([`ServiceSa::verify_batch`](crate::sa::someip::ServiceSa::verify_batch):
+    /// multi-buffer AES-CCM); the other families verify one by one.
+    pub fn verify_batch(
+        &mut self,
+        slots: &mut [&mut [u8]],
+        lens: &[usize],
+        out: &mut [Result<Range<usize>, DropReason>],
+    ) {
+        let Sas::Someip(_, r, _) = &mut self.sas else {
+            for ((slot, &len), res) in slots.iter_mut().zip(lens).zip(out.iter_mut()) {
+                *res = self.verify(slot, len);
+            }
+            return;
+        };
+        for ((slots, lens), out) in slots
+            .chunks_mut(8)
+            .zip(lens.chunks(8))
+            .zip(out.chunks_mut(8))
+        {
+            // Message `j` of the group is unit `at[j]`; a length past its slot is refused here,
+            // uncounted, as `verify` refuses it.
+            let mut msgs: [&mut [u8]; 8] = Default::default();
+            let mut at = [0usize; 8];
+            let mut n = 0;
+            for (i, ((slot, &len), res)) in
+                slots.iter_mut().zip(lens).zip(out.iter_mut()).enumerate()
+            {
+                match (slot.get_mut(..len), msgs.get_mut(n), at.get_mut(n)) {
+                    (Some(m), Some(msg), Some(a)) => {
+                        *msg = m;
+                        *a = i;
+                        n += 1;
+                    }
+                    _ => *res = Err(DropReason::Oversize),
+                }
+            }
+            let mut verdicts: [Result<Range<usize>, DropReason>; 8] =
+                core::array::from_fn(|_| Err(DropReason::Malformed));
+            if let (Some(msgs), Some(v)) = (msgs.get_mut(..n), verdicts.get_mut(..n)) {
+                r.verify_batch(msgs, v);
+            }
+            for (&i, v) in at.iter().zip(verdicts).take(n) {
+                if let Some(res) = out.get_mut(i) {
+                    *res = v;
+                }
+            }
+        }
+    }
 }
 
 impl Channel {

@@ -8,6 +8,8 @@
 
 extern crate alloc;
 
+mod ccm_lanes;
+
 use aes::cipher::{
     BlockDecryptMut, BlockEncrypt, BlockEncryptMut, InnerIvInit, KeyInit, StreamCipher,
 };
@@ -19,9 +21,9 @@ use ccm::consts::{U12, U16};
 use chacha20poly1305::ChaCha20Poly1305;
 use hmac::{Hmac, Mac};
 use ivnsec_core::crypto::{
-    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, BLOCK_LEN, CipherAlg, CipherKey, CryptoError,
-    CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, Primitive, SecureRandom,
-    check_key_len, check_wrap_lengths,
+    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, AeadOp, BLOCK_LEN, CipherAlg, CipherKey,
+    CryptoError, CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, Primitive,
+    SecureRandom, check_key_len, check_wrap_lengths,
 };
 
 type Aes128Ccm = ccm::Ccm<Aes128, U16, U12>;
@@ -66,7 +68,18 @@ impl KeyFactory for Keys {
             }
             _ => return Err(CryptoError::Unsupported(Primitive::Aead(alg))),
         };
-        Ok(Box::new(Aead { alg, inner }))
+        // CCM batches run on their own schedule of the key ([`ccm_lanes`]; the `ccm` crate's
+        // is private).
+        let lanes = match alg {
+            AeadAlg::Aes128Ccm => Some(Lanes::Aes128(Box::new(
+                Aes128::new_from_slice(key).map_err(bad)?,
+            ))),
+            AeadAlg::Aes256Ccm => Some(Lanes::Aes256(Box::new(
+                Aes256::new_from_slice(key).map_err(bad)?,
+            ))),
+            _ => None,
+        };
+        Ok(Box::new(Aead { alg, inner, lanes }))
     }
 
     fn mac(&self, alg: MacAlg, key: &[u8]) -> Result<Box<dyn MacKey>, CryptoError> {
@@ -134,9 +147,17 @@ enum AeadInner {
     ChaCha(ChaCha20Poly1305),
 }
 
+/// The AES schedule multi-buffer CCM runs on (zeroed on drop, the `aes` crate's `zeroize`).
+enum Lanes {
+    Aes128(Box<Aes128>),
+    Aes256(Box<Aes256>),
+}
+
 struct Aead {
     alg: AeadAlg,
     inner: AeadInner,
+    /// CCM only.
+    lanes: Option<Lanes>,
 }
 
 macro_rules! with_aead {
@@ -180,6 +201,34 @@ impl AeadKey for Aead {
         with_aead!(&self.inner, k => k
             .decrypt_in_place_detached(nonce.into(), aad, in_out, tag.into())
             .map_err(|_| CryptoError::AuthFailed))
+    }
+
+    fn seal_batch(&self, ops: &mut [AeadOp<'_>]) {
+        match &self.lanes {
+            Some(Lanes::Aes128(c)) if ops.len() > 1 => ccm_lanes::seal_batch(&**c, ops),
+            Some(Lanes::Aes256(c)) if ops.len() > 1 => ccm_lanes::seal_batch(&**c, ops),
+            _ => {
+                for op in ops {
+                    op.result = self.seal_in_place(&op.nonce, op.aad, op.in_out, &mut op.tag);
+                }
+            }
+        }
+    }
+
+    fn open_batch(&self, ops: &mut [AeadOp<'_>]) {
+        match &self.lanes {
+            Some(Lanes::Aes128(c)) if ops.len() > 1 => ccm_lanes::open_batch(&**c, ops),
+            Some(Lanes::Aes256(c)) if ops.len() > 1 => ccm_lanes::open_batch(&**c, ops),
+            _ => {
+                for op in ops {
+                    op.result = self.open_in_place(&op.nonce, op.aad, op.in_out, &op.tag);
+                }
+            }
+        }
+    }
+
+    fn multi_buffer(&self) -> bool {
+        self.lanes.is_some()
     }
 }
 

@@ -376,6 +376,56 @@ fn check_aead(p: &CryptoProvider, v: &AeadVector) -> Result<(), &'static str> {
             return Err("open accepted a tampered AAD");
         }
     }
+    check_aead_batch(&*key, &nonce, &aad, &pt, &ct, &tag)
+}
+
+/// The batch calls on nine copies of a vector (one whole group of eight messages and one more,
+/// for keys that work on eight at a time), one of them with a tampered tag.
+fn check_aead_batch(
+    key: &dyn super::AeadKey,
+    nonce: &[u8; AEAD_NONCE_LEN],
+    aad: &[u8],
+    pt: &[u8],
+    ct: &[u8],
+    tag: &[u8; AEAD_TAG_LEN],
+) -> Result<(), &'static str> {
+    const N: usize = 9;
+    const TAMPERED: usize = 4;
+    let mut bufs: Vec<Vec<u8>> = (0..N).map(|_| pt.to_vec()).collect();
+    let mut ops: Vec<super::AeadOp<'_>> = bufs
+        .iter_mut()
+        .map(|b| super::AeadOp::new(*nonce, aad, b, [0; AEAD_TAG_LEN]))
+        .collect();
+    key.seal_batch(&mut ops);
+    for op in &ops {
+        op.result.map_err(|_| "seal_batch returned an error")?;
+        if op.tag != *tag {
+            return Err("seal_batch: tag differs");
+        }
+        if &op.in_out[..] != ct {
+            return Err("seal_batch: ciphertext differs");
+        }
+    }
+    let mut bufs: Vec<Vec<u8>> = (0..N).map(|_| ct.to_vec()).collect();
+    let mut ops: Vec<super::AeadOp<'_>> = bufs
+        .iter_mut()
+        .map(|b| super::AeadOp::new(*nonce, aad, b, *tag))
+        .collect();
+    if let Some(t) = ops.get_mut(TAMPERED) {
+        t.tag[0] ^= 0x01;
+    }
+    key.open_batch(&mut ops);
+    for (i, op) in ops.iter().enumerate() {
+        match (i == TAMPERED, op.result) {
+            (true, Ok(())) => return Err("open_batch accepted a tampered tag"),
+            (true, Err(_)) => {}
+            (false, Err(_)) => return Err("open_batch rejected the published tag"),
+            (false, Ok(())) if &op.in_out[..] != pt => {
+                return Err("open_batch: plaintext differs");
+            }
+            (false, Ok(())) => {}
+        }
+    }
     Ok(())
 }
 

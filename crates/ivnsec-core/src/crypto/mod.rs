@@ -227,6 +227,68 @@ pub trait AeadKey: Send + Sync {
         in_out: &mut [u8],
         tag: &[u8; AEAD_TAG_LEN],
     ) -> Result<(), CryptoError>;
+
+    /// Seals every message of `ops` (each op's `tag` is written, its `result` set). The default
+    /// seals them one by one; a key that [`multi_buffer`](Self::multi_buffer)s interleaves them.
+    fn seal_batch(&self, ops: &mut [AeadOp<'_>]) {
+        for op in ops {
+            op.result = self.seal_in_place(&op.nonce, op.aad, op.in_out, &mut op.tag);
+        }
+    }
+
+    /// Opens every message of `ops` (each op's `result` set; a failed op's `in_out` is
+    /// unspecified and must be discarded, as with [`open_in_place`](Self::open_in_place)).
+    fn open_batch(&self, ops: &mut [AeadOp<'_>]) {
+        for op in ops {
+            op.result = self.open_in_place(&op.nonce, op.aad, op.in_out, &op.tag);
+        }
+    }
+
+    /// True where the `*_batch` calls work on several messages at once (multi-buffer), so a
+    /// batch costs less than its messages one by one.
+    fn multi_buffer(&self) -> bool {
+        false
+    }
+}
+
+/// One message of a batch ([`AeadKey::seal_batch`], [`AeadKey::open_batch`]).
+pub struct AeadOp<'a> {
+    pub nonce: [u8; AEAD_NONCE_LEN],
+    pub aad: &'a [u8],
+    pub in_out: &'a mut [u8],
+    /// Open: the received tag. Seal: the computed tag, written by the call.
+    pub tag: [u8; AEAD_TAG_LEN],
+    /// Written by the call.
+    pub result: Result<(), CryptoError>,
+}
+
+/// Lengths only: the buffer holds plaintext.
+impl fmt::Debug for AeadOp<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AeadOp")
+            .field("aad_len", &self.aad.len())
+            .field("len", &self.in_out.len())
+            .field("result", &self.result)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> AeadOp<'a> {
+    /// An op not yet run (`result` is `Internal` until a batch call sets it).
+    pub fn new(
+        nonce: [u8; AEAD_NONCE_LEN],
+        aad: &'a [u8],
+        in_out: &'a mut [u8],
+        tag: [u8; AEAD_TAG_LEN],
+    ) -> AeadOp<'a> {
+        AeadOp {
+            nonce,
+            aad,
+            in_out,
+            tag,
+            result: Err(CryptoError::Internal),
+        }
+    }
 }
 
 /// A scheduled MAC key.

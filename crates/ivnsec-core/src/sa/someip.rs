@@ -28,7 +28,7 @@ use core::ops::Range;
 use super::replay::{ReplayError, ReplayWindow, WindowTooLarge};
 use super::{DropCounters, DropReason, RxCounters, TxCounters};
 use crate::crypto::{
-    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, CryptoError, CryptoProvider, Primitive,
+    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, AeadOp, CryptoError, CryptoProvider, Primitive,
 };
 use crate::wire::bytes::{be64, byte, put, put_byte};
 use crate::wire::someip::{HEADER_LEN, MessageType, Packet, Repr, SomeIpError};
@@ -459,7 +459,108 @@ impl ServiceSa {
     }
 
     fn verify_inner(&mut self, msg: &mut [u8]) -> Result<Range<usize>, DropReason> {
-        let p = Packet::new_checked(&*msg).map_err(header_drop_reason)?;
+        let c = match self.check(msg)? {
+            Checked::Plain(body) => return Ok(body),
+            Checked::Secured(c) => c,
+        };
+        self.check_window(&c)?;
+        let key = self.key.as_ref().ok_or(DropReason::Crypto)?;
+        let mut op = self.op(&c, msg)?;
+        key.open_batch(core::slice::from_mut(&mut op));
+        self.commit(&c, op.result)
+    }
+
+    /// Verifies several messages with the verdicts and counters [`verify`](Self::verify) gives
+    /// them one by one, in order, their tags checked together in groups of eight
+    /// ([`AeadKey::open_batch`]: multi-buffer where the key has it, as AES-CCM does). `msgs[i]` is
+    /// one whole message; `out[i]` gets its verdict (extra entries of either are left alone).
+    ///
+    /// Each message's replay window is checked before the tag and checked again, and marked,
+    /// after it, in order: a message repeated inside a batch is refused as a duplicate, as it
+    /// would be one by one.
+    pub fn verify_batch(
+        &mut self,
+        msgs: &mut [&mut [u8]],
+        out: &mut [Result<Range<usize>, DropReason>],
+    ) {
+        for (group, res) in msgs.chunks_mut(GROUP).zip(out.chunks_mut(GROUP)) {
+            self.verify_group(group, res);
+        }
+    }
+
+    fn verify_group(
+        &mut self,
+        msgs: &mut [&mut [u8]],
+        out: &mut [Result<Range<usize>, DropReason>],
+    ) {
+        // Before the tags: the checks of each message and the windows as they stand.
+        let mut stage = [Stage::Done; GROUP];
+        for ((msg, res), st) in msgs.iter().zip(out.iter_mut()).zip(stage.iter_mut()) {
+            match self.check(msg) {
+                Ok(Checked::Plain(body)) => *res = Ok(body),
+                Ok(Checked::Secured(c)) => match self.check_window(&c) {
+                    Ok(()) => *st = Stage::Tag(c, 0),
+                    // Judged again below, in order: the messages before it may move the window.
+                    Err(d) => *st = Stage::Window(c, d),
+                },
+                Err(d) => *res = Err(d),
+            }
+        }
+        // The tags, together. Slot `j` of `ops` is the message whose stage is `Tag(_, j)`; the
+        // rest are empty.
+        let mut ops: [AeadOp<'_>; GROUP] =
+            core::array::from_fn(|_| AeadOp::new([0; AEAD_NONCE_LEN], &[], &mut [], [0; TAG_LEN]));
+        let mut n = 0;
+        for ((msg, st), res) in msgs.iter_mut().zip(stage.iter_mut()).zip(out.iter_mut()) {
+            let Stage::Tag(c, j) = st else { continue };
+            let Some(op) = ops.get_mut(n) else { break };
+            match self.op(c, msg) {
+                Ok(o) => {
+                    *op = o;
+                    *j = n;
+                    n += 1;
+                }
+                Err(d) => {
+                    *res = Err(d);
+                    *st = Stage::Done;
+                }
+            }
+        }
+        if let (Some(key), Some(ops)) = (self.key.as_ref(), ops.get_mut(..n)) {
+            key.open_batch(ops);
+        }
+        let mut tags: [Result<(), CryptoError>; GROUP] = [Err(CryptoError::Internal); GROUP];
+        for (t, op) in tags.iter_mut().zip(&ops).take(n) {
+            *t = op.result;
+        }
+        // After the tags, in order: the windows again, then the marks.
+        for (st, res) in stage.iter().zip(out.iter_mut()) {
+            match *st {
+                Stage::Done => {}
+                Stage::Tag(c, j) => {
+                    let tag = tags.get(j).copied().unwrap_or(Err(CryptoError::Internal));
+                    *res = self.commit(&c, tag);
+                }
+                // Windows only move forward: refused before, refused now, perhaps for a
+                // different reason (a repeat that has since fallen left of the window).
+                Stage::Window(c, d) => *res = Err(self.check_window(&c).err().unwrap_or(d)),
+            }
+        }
+        for res in out.iter().take(msgs.len()) {
+            match res {
+                Ok(b) => {
+                    self.rx.ok_frames += 1;
+                    self.rx.ok_bytes += b.len() as u64;
+                }
+                Err(d) => self.rx.drops.bump(*d),
+            }
+        }
+    }
+
+    /// The checks of the message alone: the header, the service, the level, the key id and the
+    /// counter (the window is [`check_window`](Self::check_window)).
+    fn check(&self, msg: &[u8]) -> Result<Checked, DropReason> {
+        let p = Packet::new_checked(msg).map_err(header_drop_reason)?;
         let r = Repr::parse(&p).map_err(header_drop_reason)?;
         let total = p.total_len();
         if total != msg.len() {
@@ -472,9 +573,9 @@ impl ServiceSa {
             // Segments are verified after reassembly.
             return Err(DropReason::Fragment);
         }
-        let Some(key) = &self.key else {
-            return Ok(HEADER_LEN..total);
-        };
+        if self.key.is_none() {
+            return Ok(Checked::Plain(HEADER_LEN..total));
+        }
         if r.payload_len < OVERHEAD {
             // Too short to carry the security fields: a plain message sent to a secured service.
             return Err(DropReason::LevelMismatch);
@@ -487,43 +588,96 @@ impl ServiceSa {
         if counter == 0 {
             return Err(DropReason::BadSeq);
         }
-        let sender = Sender::of(&r);
-        match self.windows.get(&sender) {
-            Some(w) => w.check(counter).map_err(|e| match e {
+        Ok(Checked::Secured(Check {
+            sender: Sender::of(&r),
+            counter,
+            total,
+        }))
+    }
+
+    fn check_window(&self, c: &Check) -> Result<(), DropReason> {
+        match self.windows.get(&c.sender) {
+            Some(w) => w.check(c.counter).map_err(|e| match e {
                 ReplayError::Duplicate => DropReason::ReplayDuplicate,
                 ReplayError::TooOld => DropReason::ReplayTooOld,
-            })?,
-            None if self.windows.len() >= self.max_senders => {
-                return Err(DropReason::TooManySenders);
-            }
-            None => {}
+            }),
+            None if self.windows.len() >= self.max_senders => Err(DropReason::TooManySenders),
+            None => Ok(()),
         }
-        let nonce = self.nonce(sender, counter);
+    }
+
+    /// The AEAD work of a checked message: its nonce, AAD, data and tag as its level splits it.
+    fn op<'m>(&self, c: &Check, msg: &'m mut [u8]) -> Result<AeadOp<'m>, DropReason> {
+        let nonce = self.nonce(c.sender, c.counter);
         let body_at = HEADER_LEN + SEC_HEADER_LEN;
-        let body_end = total - TAG_LEN;
-        let (head, tag) = msg.split_at_mut(body_end);
-        let tag: &[u8; TAG_LEN] = (&*tag).try_into().map_err(|_| DropReason::Truncated)?;
-        match self.level {
+        let body_end = c.total - TAG_LEN;
+        let msg = msg.get_mut(..c.total).ok_or(DropReason::Truncated)?;
+        let (head, tag) = msg
+            .split_at_mut_checked(body_end)
+            .ok_or(DropReason::Truncated)?;
+        let tag: [u8; TAG_LEN] = (&*tag).try_into().map_err(|_| DropReason::Truncated)?;
+        Ok(match self.level {
             Level::Conf => {
-                let (aad, data) = head.split_at_mut(body_at);
-                key.open_in_place(&nonce, aad, data, tag)
+                let (aad, data) = head
+                    .split_at_mut_checked(body_at)
+                    .ok_or(DropReason::Truncated)?;
+                AeadOp::new(nonce, aad, data, tag)
             }
-            _ => key.open_in_place(&nonce, head, &mut [], tag),
-        }
-        .map_err(|e| match e {
+            _ => AeadOp::new(nonce, head, &mut [], tag),
+        })
+    }
+
+    /// After the tag: the window checked again (a message before this one may have moved it)
+    /// and, when the tag verified, marked. Returns the body.
+    fn commit(
+        &mut self,
+        c: &Check,
+        tag: Result<(), CryptoError>,
+    ) -> Result<Range<usize>, DropReason> {
+        self.check_window(c)?;
+        tag.map_err(|e| match e {
             CryptoError::AuthFailed => DropReason::BadTag,
             _ => DropReason::Crypto,
         })?;
-        match self.windows.get_mut(&sender) {
-            Some(w) => w.insert(counter),
+        match self.windows.get_mut(&c.sender) {
+            Some(w) => w.insert(c.counter),
             None => {
                 let mut w = ReplayWindow::new(self.window).map_err(|_| DropReason::Crypto)?;
-                w.insert(counter);
-                self.windows.insert(sender, w);
+                w.insert(c.counter);
+                self.windows.insert(c.sender, w);
             }
         }
-        Ok(body_at..body_end)
+        Ok(HEADER_LEN + SEC_HEADER_LEN..c.total - TAG_LEN)
     }
+}
+
+/// Messages whose tags [`ServiceSa::verify_batch`] checks together: the width of the
+/// multi-buffer AES-CCM lanes.
+const GROUP: usize = 8;
+
+/// A secured message that passed the checks before its tag.
+#[derive(Clone, Copy)]
+struct Check {
+    sender: Sender,
+    counter: u64,
+    total: usize,
+}
+
+/// Where a message of a [`ServiceSa::verify_batch`] group stands.
+#[derive(Clone, Copy)]
+enum Stage {
+    /// Its verdict is written.
+    Done,
+    /// Its tag is op `j` of the group.
+    Tag(Check, usize),
+    /// Refused by its window before the tags (with this reason).
+    Window(Check, DropReason),
+}
+
+enum Checked {
+    /// `nosec`: the body, nothing more to check.
+    Plain(Range<usize>),
+    Secured(Check),
 }
 
 /// The SAs of every configured service, looked up by service ID.

@@ -382,8 +382,8 @@ pub(super) fn receiver(spec: &TputSpec) -> Result<()> {
     let slice = Duration::from_millis(20);
     while !stop.load(Ordering::Relaxed) {
         let n = link.recv_batch(&mut buf, stride, off, &mut lens, slice)?;
-        for (i, &len) in lens.iter().enumerate().take(n) {
-            let slot = &mut buf[i * stride..(i + 1) * stride];
+        let mut group = Group::default();
+        for (slot, &len) in buf.chunks_mut(stride).zip(&lens).take(n) {
             let unit = &slot[off..off + len];
             let who = match family {
                 Profile::Esp(_) => unit.get(..4).and_then(|s| spis.iter().position(|x| x == s)),
@@ -401,12 +401,20 @@ pub(super) fn receiver(spec: &TputSpec) -> Result<()> {
                 drops.bump(ivnsec_core::sa::DropReason::UnknownSa);
                 continue;
             };
-            match chans[who].verify(slot, len) {
-                Ok(r) if r.len() == spec.payload => delivered[who] += 1,
-                Ok(_) => drops.bump(ivnsec_core::sa::DropReason::Malformed),
-                Err(reason) => drops.bump(reason),
+            if matches!(family, Profile::Someip(_)) {
+                // SOME/IP: a sender's messages are verified in groups (tags checked together,
+                // `Channel::verify_batch`), flushed when the sender changes or the group fills.
+                if group.who != Some(who) || group.n == GROUP {
+                    group.flush(&mut chans, &mut delivered, &mut drops, spec.payload);
+                    group.who = Some(who);
+                }
+                group.push(slot, len);
+                continue;
             }
+            let verdict = chans[who].verify(slot, len);
+            count(verdict, spec.payload, &mut delivered[who], &mut drops);
         }
+        group.flush(&mut chans, &mut delivered, &mut drops, spec.payload);
     }
     let (u1, s1) = rusage_self();
     for (i, d) in delivered.iter().enumerate() {
@@ -419,4 +427,57 @@ pub(super) fn receiver(spec: &TputSpec) -> Result<()> {
     writeln!(out, "END")?;
     out.flush()?;
     Ok(())
+}
+
+/// Messages of one sender verified together ([`Channel::verify_batch`]).
+const GROUP: usize = 8;
+
+/// Up to [`GROUP`] received units of one sender, waiting to be verified together.
+#[derive(Default)]
+struct Group<'b> {
+    who: Option<usize>,
+    slots: [&'b mut [u8]; GROUP],
+    lens: [usize; GROUP],
+    n: usize,
+}
+
+impl<'b> Group<'b> {
+    fn push(&mut self, slot: &'b mut [u8], len: usize) {
+        if let (Some(s), Some(l)) = (self.slots.get_mut(self.n), self.lens.get_mut(self.n)) {
+            *s = slot;
+            *l = len;
+            self.n += 1;
+        }
+    }
+
+    fn flush(
+        &mut self,
+        chans: &mut [Channel],
+        delivered: &mut [u64],
+        drops: &mut DropCounters,
+        payload: usize,
+    ) {
+        let n = std::mem::take(&mut self.n);
+        let Some(who) = self.who else { return };
+        let mut out: [Result<std::ops::Range<usize>, ivnsec_core::sa::DropReason>; GROUP] =
+            std::array::from_fn(|_| Err(ivnsec_core::sa::DropReason::Malformed));
+        chans[who].verify_batch(&mut self.slots[..n], &self.lens[..n], &mut out[..n]);
+        for verdict in out.into_iter().take(n) {
+            count(verdict, payload, &mut delivered[who], drops);
+        }
+    }
+}
+
+/// Counts one verdict: delivered when the payload has the length sent.
+fn count(
+    verdict: Result<std::ops::Range<usize>, ivnsec_core::sa::DropReason>,
+    payload: usize,
+    delivered: &mut u64,
+    drops: &mut DropCounters,
+) {
+    match verdict {
+        Ok(r) if r.len() == payload => *delivered += 1,
+        Ok(_) => drops.bump(ivnsec_core::sa::DropReason::Malformed),
+        Err(reason) => drops.bump(reason),
+    }
 }
