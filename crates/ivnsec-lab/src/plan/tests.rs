@@ -286,8 +286,17 @@ fn throughput_tables_are_checked() {
     assert_eq!(p.throughput.len(), 4);
     assert_eq!(p.throughput[1].config.rate_bps, Some(1_000_000_000));
     assert!(!p.throughput[3].baseline);
+    // The consumer coalesces 50 µs unless the group says otherwise.
+    assert_eq!(p.throughput[0].config.rx_coalesce_us, 50);
+    let p = parse("p.toml", "p", &format!("{t}rx_coalesce_us = 0\n"), &o).unwrap();
+    assert_eq!(p.throughput[0].config.rx_coalesce_us, 0);
     for (extra, key, why) in [
         ("rates = [\"7X\"]\n", "throughput[0]", "rate"),
+        (
+            "rx_coalesce_us = 10001\n",
+            "throughput[0].rx_coalesce_us",
+            "0 to 10000",
+        ),
         ("senders = 0\n", "throughput[0]", "--senders"),
         ("seconds = -1\n", "throughput[0]", "--seconds"),
         ("rates = []\n", "throughput[0].rates", "at least one rate"),

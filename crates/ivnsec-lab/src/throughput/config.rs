@@ -8,6 +8,10 @@ use super::parse_rate;
 
 /// Most senders one run starts.
 pub const MAX_SENDERS: usize = 16;
+/// The consumer's receive coalescing by default, µs (`--rx-coalesce-us`).
+pub const DEFAULT_RX_COALESCE_US: u32 = 50;
+/// The largest `--rx-coalesce-us`.
+pub const MAX_RX_COALESCE_US: u32 = 10_000;
 
 /// The settings of one run, checked.
 #[derive(Clone, Debug)]
@@ -21,6 +25,21 @@ pub struct Config {
     /// SOME/IP over TCP (one connection per sender) instead of datagrams; `check_config` leaves
     /// it off, callers set it.
     pub tcp: bool,
+    /// After a receive that did not fill its batch, the datagram consumer waits this long
+    /// before the next (µs; 0 = never), as a NIC's interrupt moderation (`ethtool -C rx-usecs`)
+    /// holds its interrupt. `check_config` sets the default; callers check theirs with
+    /// [`check_rx_coalesce`].
+    pub rx_coalesce_us: u32,
+}
+
+/// Checks `--rx-coalesce-us` (plans: `rx_coalesce_us`).
+pub fn check_rx_coalesce(us: u32) -> Result<u32> {
+    if us > MAX_RX_COALESCE_US {
+        return Err(usage(format!(
+            "--rx-coalesce-us must be from 0 to {MAX_RX_COALESCE_US}, got {us}"
+        )));
+    }
+    Ok(us)
 }
 
 /// Checks the settings shared by the command line and plans; errors are usage errors naming the
@@ -61,5 +80,6 @@ pub fn check_config(
         batch,
         provider,
         tcp: false,
+        rx_coalesce_us: DEFAULT_RX_COALESCE_US,
     })
 }

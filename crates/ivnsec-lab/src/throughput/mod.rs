@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpu::SystemCpu;
 
 mod config;
+pub use config::{DEFAULT_RX_COALESCE_US, check_rx_coalesce};
 pub mod node;
 pub mod plan;
 pub mod report;
@@ -302,6 +303,10 @@ pub struct ThroughputResult {
     /// Absent for datagram runs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tcp: bool,
+    /// The consumer's receive coalescing, µs (`--rx-coalesce-us`; datagram runs). Absent in
+    /// results from before it existed, which never coalesced.
+    #[serde(default)]
+    pub rx_coalesce_us: u32,
 }
 
 impl ThroughputResult {

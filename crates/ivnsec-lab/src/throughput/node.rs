@@ -90,6 +90,10 @@ pub struct TputSpec {
     /// the addresses of `link` (a UDP link spec) are the TCP ones.
     #[serde(default)]
     pub tcp: bool,
+    /// The receiver's coalescing ([`super::Config::rx_coalesce_us`]); 0 from an older sender of
+    /// the spec.
+    #[serde(default)]
+    pub rx_coalesce_us: u32,
 }
 
 impl NodeSpec for TputSpec {
@@ -380,8 +384,14 @@ pub(super) fn receiver(spec: &TputSpec) -> Result<()> {
     let mut delivered = vec![0u64; chans.len()];
     let mut drops = DropCounters::default();
     let slice = Duration::from_millis(20);
+    let coalesce = Duration::from_micros(u64::from(spec.rx_coalesce_us));
     while !stop.load(Ordering::Relaxed) {
         let n = link.recv_batch(&mut buf, stride, off, &mut lens, slice)?;
+        if n > 0 && n < batch && !coalesce.is_zero() {
+            // The queue ran dry: let the next frames gather, as a NIC's interrupt moderation
+            // does, instead of waking for each (docs/experiments.md, "Receive coalescing").
+            std::thread::sleep(coalesce);
+        }
         let mut group = Group::default();
         for (slot, &len) in buf.chunks_mut(stride).zip(&lens).take(n) {
             let unit = &slot[off..off + len];

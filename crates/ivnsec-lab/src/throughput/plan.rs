@@ -23,6 +23,8 @@ struct ThroughputEntry {
     senders: Option<usize>,
     seconds: Option<f64>,
     batch: Option<usize>,
+    /// The consumer's receive coalescing, µs (`--rx-coalesce-us`).
+    rx_coalesce_us: Option<u32>,
     baseline: Option<bool>,
     /// `bump2`: the group runs on a testbed of its own with two legacy ECUs behind
     /// bump-in-the-wire gateways the run starts (one sender, `ecu1` → `ecu2`); `bump`: the
@@ -142,6 +144,14 @@ fn groups(t: &PlanText, i: usize, e: &ThroughputEntry) -> Result<Vec<ThroughputJ
             )
             .map_err(|err| t.bad(&format!("throughput[{i}]"), format!("{err:#}")))?;
             config.tcp = tcp;
+            if let Some(us) = e.rx_coalesce_us {
+                config.rx_coalesce_us = throughput::check_rx_coalesce(us).map_err(|err| {
+                    t.bad(
+                        &format!("throughput[{i}].rx_coalesce_us"),
+                        format!("{err:#}"),
+                    )
+                })?;
+            }
             let mut profiles = Vec::with_capacity(e.profiles.len());
             for (j, p) in e.profiles.iter().enumerate() {
                 let key = format!("throughput[{i}].profiles[{j}]");

@@ -222,6 +222,7 @@ pub(super) fn result_of(
             transport(site, family)
         },
         tcp: cfg.tcp,
+        rx_coalesce_us: if cfg.tcp { 0 } else { cfg.rx_coalesce_us },
         sent,
         delivered,
         rejected: recv.drops,

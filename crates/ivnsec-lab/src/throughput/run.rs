@@ -20,7 +20,10 @@ use ivnsec_net::testbed::netns_command;
 use ivnsec_net::topology::{self, Topology};
 use serde_json::{Map, Value, json};
 
-pub use super::config::{Config, MAX_SENDERS, check_config};
+pub use super::config::{
+    Config, DEFAULT_RX_COALESCE_US, MAX_RX_COALESCE_US, MAX_SENDERS, check_config,
+    check_rx_coalesce,
+};
 use super::node::{Peer, TputRole, TputSpec};
 use super::result::{GatewayCpu, Measured, read_receiver, read_sender, result_of};
 use super::tcp::MAX_TCP_PAYLOAD;
@@ -381,6 +384,7 @@ fn run_once(
         peers: peers.clone(),
         pcap,
         tcp: cfg.tcp,
+        rx_coalesce_us: cfg.rx_coalesce_us,
     };
     let mut reaper = Reaper(Vec::new());
     let rx_place = nodes.rx_place();

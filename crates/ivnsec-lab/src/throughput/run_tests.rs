@@ -164,6 +164,15 @@ fn settings_are_checked() {
         assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{e}");
         assert!(format!("{e}").contains(option), "{option}: {e}");
     }
+    assert_eq!(c.rx_coalesce_us, DEFAULT_RX_COALESCE_US);
+    assert_eq!(check_rx_coalesce(0).unwrap(), 0);
+    assert_eq!(
+        check_rx_coalesce(MAX_RX_COALESCE_US).unwrap(),
+        MAX_RX_COALESCE_US
+    );
+    let e = check_rx_coalesce(MAX_RX_COALESCE_US + 1).unwrap_err();
+    assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{e}");
+    assert!(format!("{e}").contains("--rx-coalesce-us"), "{e}");
     let l = layout(3);
     assert_eq!(l.topology, Topology::Sensors(3));
     assert_eq!(

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_lab::throughput::ThroughputResult;
-use ivnsec_lab::throughput::run::{check_config, check_profile, layout, run_set};
+use ivnsec_lab::throughput::run::{
+    check_config, check_profile, check_rx_coalesce, layout, run_set,
+};
 use serde_json::Value;
 
 use super::common::lab::WhereArg;
@@ -85,6 +87,12 @@ pub struct Args {
     /// Frames per sendmmsg/recvmmsg call (1..=64).
     #[arg(long, default_value_t = 32)]
     pub batch: usize,
+    /// After a receive that did not fill its batch, the consumer waits this many µs before the
+    /// next, as a NIC's interrupt moderation (`ethtool -C rx-usecs`) does, instead of waking
+    /// for every frame (0..=10000; 0 = wake for each; datagram runs). Example:
+    /// ivnsec throughput --profile someip-aes256-ccm/conf --payload 1400 --rate 1G --rx-coalesce-us 0
+    #[arg(long, value_name = "US", default_value_t = ivnsec_lab::throughput::DEFAULT_RX_COALESCE_US)]
+    pub rx_coalesce_us: u32,
     /// Crypto provider: portable, fast, openssl, or auto (the fastest per primitive: `ivnsec suites`).
     #[arg(long, default_value = "auto")]
     pub provider: ProviderChoice,
@@ -130,6 +138,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         a.payload, a.seconds, &a.rate, a.senders, a.batch, a.provider,
     )?;
     cfg.tcp = a.tcp;
+    cfg.rx_coalesce_us = check_rx_coalesce(a.rx_coalesce_us)?;
     check_profile(&a.profile, &cfg)?;
     if a.tcp && a.pcap.is_some() {
         return Err(crate::error::usage(
