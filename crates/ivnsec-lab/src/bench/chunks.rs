@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use anyhow::{Result, anyhow};
 use ivnsec_core::crypto::{
-    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, BLOCK_LEN, CipherAlg, CryptoProvider, Primitive,
+    AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadOp, BLOCK_LEN, CipherAlg, CryptoProvider, Primitive,
 };
 use ivnsec_crypto::PROVIDERS;
 use ivnsec_crypto::table::{BreakEven, break_even};
@@ -96,19 +96,27 @@ impl ChunkSuite {
     }
 }
 
-/// One context for every chunk, or a new one per chunk.
+/// One context for every chunk, a new one per chunk, or one context sealing chunks in batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMode {
     Reuse,
     Fresh,
+    /// AEADs only: one context, chunks sealed [`BATCH_CHUNKS`] at a time
+    /// (`AeadKey::seal_batch`: the multi-buffer lanes where the provider has them, as the
+    /// portable provider's and `auto`'s AES-CCM; one by one otherwise).
+    Batch,
 }
+
+/// Chunks per `seal_batch` call in the `batch` mode: one group of the AES-CCM lanes.
+pub const BATCH_CHUNKS: usize = 8;
 
 impl ContextMode {
     pub fn name(self) -> &'static str {
         match self {
             ContextMode::Reuse => "reuse",
             ContextMode::Fresh => "fresh",
+            ContextMode::Batch => "batch",
         }
     }
 }
@@ -174,12 +182,23 @@ pub fn settings(
         "reuse" => vec![ContextMode::Reuse],
         "fresh" => vec![ContextMode::Fresh],
         "both" => vec![ContextMode::Reuse, ContextMode::Fresh],
+        "batch" => vec![ContextMode::Batch],
+        "all" => vec![ContextMode::Reuse, ContextMode::Fresh, ContextMode::Batch],
         other => {
             return Err(usage(format!(
-                "--context {other}: takes reuse, fresh or both"
+                "--context {other}: takes reuse, fresh, both, batch or all"
             )));
         }
     };
+    if contexts.contains(&ContextMode::Batch)
+        && let Some(cbc) = suites.iter().find(|x| matches!(x, ChunkSuite::Cbc(_)))
+    {
+        return Err(usage(format!(
+            "--context batch seals AEAD chunks in batches; {} is not an AEAD (use e.g. \
+             --suite aes128-ccm)",
+            cbc.name()
+        )));
+    }
     Ok(ChunkSettings {
         suites,
         sizes: sorted,
@@ -265,7 +284,7 @@ fn chunk_batch<'a>(
                         .cipher(alg, &key)
                         .map_err(|e| anyhow!("{} key: {e}", prov.name))?,
                 ),
-                ContextMode::Fresh => None,
+                ContextMode::Fresh | ContextMode::Batch => None,
             };
             Box::new(move |m: usize| -> Result<f64> {
                 let t0 = Instant::now();
@@ -290,6 +309,36 @@ fn chunk_batch<'a>(
                 Ok(t0.elapsed().as_nanos() as f64)
             })
         }
+        ChunkSuite::Aead(alg) if mode == ContextMode::Batch => {
+            let k = prov
+                .keys
+                .aead(alg, &key)
+                .map_err(|e| anyhow!("{} key: {e}", prov.name))?;
+            let mut bufs: Vec<Vec<u8>> = (0..BATCH_CHUNKS).map(|_| buf.clone()).collect();
+            Box::new(move |m: usize| -> Result<f64> {
+                let t0 = Instant::now();
+                let mut left = m;
+                while left > 0 {
+                    let n = left.min(BATCH_CHUNKS);
+                    let mut ops: Vec<AeadOp<'_>> = bufs[..n]
+                        .iter_mut()
+                        .map(|b| {
+                            *counter += 1;
+                            let mut nonce = [0u8; AEAD_NONCE_LEN];
+                            nonce[4..].copy_from_slice(&counter.to_be_bytes());
+                            AeadOp::new(nonce, &[], black_box(b), [0; AEAD_TAG_LEN])
+                        })
+                        .collect();
+                    k.seal_batch(&mut ops);
+                    for op in &ops {
+                        op.result.map_err(|e| anyhow!("seal: {e}"))?;
+                        black_box(&op.tag);
+                    }
+                    left -= n;
+                }
+                Ok(t0.elapsed().as_nanos() as f64)
+            })
+        }
         ChunkSuite::Aead(alg) => {
             let reused = match mode {
                 ContextMode::Reuse => Some(
@@ -297,7 +346,7 @@ fn chunk_batch<'a>(
                         .aead(alg, &key)
                         .map_err(|e| anyhow!("{} key: {e}", prov.name))?,
                 ),
-                ContextMode::Fresh => None,
+                ContextMode::Fresh | ContextMode::Batch => None,
             };
             Box::new(move |m: usize| -> Result<f64> {
                 let t0 = Instant::now();
@@ -339,18 +388,20 @@ pub fn run(
         if provs.is_empty() {
             return Err(usage(format!("no provider has {}", suite.name())));
         }
-        // One key per suite and provider, two counters: `reuse` counts from 0, `fresh` from
-        // 2^63, kept across sizes, so no IV or nonce repeats under the key in either mode.
-        let mut counters: Vec<[u64; 2]> = provs.iter().map(|_| [0, 1 << 63]).collect();
+        // One key per suite and provider, three counters: `reuse` counts from 0, `batch` from
+        // 2^62, `fresh` from 2^63, kept across sizes, so no IV or nonce repeats under the key
+        // in any mode.
+        let mut counters: Vec<[u64; 3]> = provs.iter().map(|_| [0, 1 << 63, 1 << 62]).collect();
         for &size in &s.sizes {
             let mut series: Vec<(&'static CryptoProvider, ContextMode)> = Vec::new();
             let mut batches: Vec<Box<Batch<'_>>> = Vec::new();
-            for (prov, [reuse, fresh]) in provs.iter().zip(counters.iter_mut()) {
-                let (mut reuse, mut fresh) = (Some(reuse), Some(fresh));
+            for (prov, [reuse, fresh, batch]) in provs.iter().zip(counters.iter_mut()) {
+                let (mut reuse, mut fresh, mut batch) = (Some(reuse), Some(fresh), Some(batch));
                 for &mode in &s.contexts {
                     let c = match mode {
                         ContextMode::Reuse => reuse.take(),
                         ContextMode::Fresh => fresh.take(),
+                        ContextMode::Batch => batch.take(),
                     }
                     .ok_or_else(|| anyhow!("context mode listed twice"))?;
                     batches.push(chunk_batch(prov, suite, size, mode, c)?);
@@ -478,7 +529,7 @@ pub fn break_evens(rows: &[ChunkRow], sizes: &[usize]) -> Vec<BreakEvenRow> {
                 provs_seen.push(p);
             }
         }
-        for mode in [ContextMode::Reuse, ContextMode::Fresh] {
+        for mode in [ContextMode::Reuse, ContextMode::Fresh, ContextMode::Batch] {
             for (i, a) in provs_seen.iter().enumerate() {
                 for b in &provs_seen[i + 1..] {
                     let (sa, sb) = (series(rows, suite, a, mode), series(rows, suite, b, mode));
@@ -569,6 +620,13 @@ mod tests {
             (vec![], vec![MAX_CHUNK + 16], None, "out of range"),
             (vec![], vec![100], None, "16-byte"),
             (vec![], vec![64], Some("sometimes"), "--context"),
+            (vec![], vec![64], Some("batch"), "not an AEAD"),
+            (
+                vec!["aes128-ccm".into(), "aes128-cbc".into()],
+                vec![64],
+                Some("all"),
+                "not an AEAD",
+            ),
         ] {
             let e = settings(&suites, &sizes, ctx, Providers::All, timing()).unwrap_err();
             assert_eq!(ivnsec_node::error::exit_code(&e), 2);
@@ -606,6 +664,43 @@ mod tests {
         assert_eq!(
             evens.iter().filter(|e| e.kind == "contexts").count(),
             provs.len()
+        );
+    }
+
+    /// `--context all` on AES-128-CCM: three modes per provider, and the `batch` rows of the
+    /// providers with multi-buffer lanes (portable; auto when asked for) beside OpenSSL's,
+    /// which seals a batch one by one; every chunk sealed (an error would fail the run).
+    #[test]
+    fn the_batch_mode_seals_aead_chunks_in_groups() {
+        let s = settings(
+            &["aes128-ccm".into()],
+            &[64, 1400],
+            Some("all"),
+            Providers::All,
+            timing(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.contexts,
+            [ContextMode::Reuse, ContextMode::Fresh, ContextMode::Batch]
+        );
+        let (rows, evens) = run(&s, &mut |_| Ok(())).unwrap();
+        let provs: Vec<&str> = PROVIDERS
+            .iter()
+            .filter(|p| p.supports(Primitive::Aead(AeadAlg::Aes128Ccm)))
+            .map(|p| p.name)
+            .collect();
+        assert!(provs.contains(&"portable"));
+        assert_eq!(rows.len(), provs.len() * 3 * 2);
+        assert!(rows.iter().all(|r| r.ns_median > 0.0));
+        assert!(
+            rows.iter()
+                .any(|r| r.context == ContextMode::Batch && r.provider == "portable")
+        );
+        let pairs = provs.len() * (provs.len() - 1) / 2;
+        assert_eq!(
+            evens.iter().filter(|e| e.kind == "providers").count(),
+            3 * pairs
         );
     }
 

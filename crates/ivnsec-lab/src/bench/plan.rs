@@ -92,10 +92,20 @@ impl ChunkBenchConfig {
                 ));
             }
         }
-        if !["reuse", "fresh", "both"].contains(&self.context.as_str()) {
+        if !["reuse", "fresh", "both", "batch", "all"].contains(&self.context.as_str()) {
             return Err(KeyError::new(
                 "context",
-                format!("`{}`: reuse, fresh or both", self.context),
+                format!("`{}`: reuse, fresh, both, batch or all", self.context),
+            ));
+        }
+        if cbc && ["batch", "all"].contains(&self.context.as_str()) {
+            return Err(KeyError::new(
+                "context",
+                format!(
+                    "`{}` seals AEAD chunks in batches; a CBC suite has none (use an AEAD \
+                     suite, e.g. aes128-ccm)",
+                    self.context
+                ),
             ));
         }
         self.providers()?;
@@ -243,6 +253,12 @@ mod tests {
         assert_eq!(c.check().unwrap_err().key, "suites[0]");
         let c: ChunkBenchConfig = toml::from_str("context = \"new\"").unwrap();
         assert_eq!(c.check().unwrap_err().key, "context");
+        // The default suite is CBC, which has no batches; an AEAD suite has.
+        let c: ChunkBenchConfig = toml::from_str("context = \"batch\"").unwrap();
+        assert_eq!(c.check().unwrap_err().key, "context");
+        let c: ChunkBenchConfig =
+            toml::from_str("context = \"all\"\nsuites = [\"aes128-ccm\"]").unwrap();
+        c.check().unwrap();
         let c: ChunkBenchConfig = toml::from_str("provider = \"fpga\"").unwrap();
         assert_eq!(c.check().unwrap_err().key, "provider");
         toml::from_str::<ChunkBenchConfig>("")

@@ -24,7 +24,10 @@ Seed 003 Figure 8 (AES-128-CBC by chunk size, one context reused against a new c
 chunk; portable = software, fast = AES-NI/VAES standing in for the hardware engine; prints the \
 break-even chunk sizes):\n  \
 ivnsec crypto-bench --chunk-sizes 64,256,1024,4096,16384,65536 --context both\n  \
-ivnsec crypto-bench --chunk-sizes 64,256,1024,4096,16384,65536 --suite aes128-gcm --json"
+ivnsec crypto-bench --chunk-sizes 64,256,1024,4096,16384,65536 --suite aes128-gcm --json\n\
+AES-CCM one message at a time against eight at a time (the multi-buffer lanes of the portable \
+provider and of auto; OpenSSL seals a batch one by one):\n  \
+ivnsec crypto-bench --chunk-sizes 64,256,1400,4096 --suite aes128-ccm,aes256-ccm --context all"
 )]
 pub struct Args {
     /// Profile to measure: a suite name (its default level) or `suite/auth`, `suite/conf`, a
@@ -72,7 +75,9 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "N,…", conflicts_with_all = ["sizes", "vs_openssl", "frames"])]
     chunk_sizes: Vec<usize>,
     /// With --chunk-sizes: `reuse` (one context, key schedule once), `fresh` (a new context per
-    /// chunk, key schedule inside the timing) or `both` [default: both].
+    /// chunk, key schedule inside the timing), `both`, `batch` (AEADs: one context, chunks
+    /// sealed 8 at a time, the multi-buffer AES-CCM lanes where a provider has them) or `all`
+    /// [default: both].
     #[arg(long, value_name = "MODE", requires = "chunk_sizes")]
     context: Option<String>,
 }
