@@ -212,7 +212,21 @@ impl AeadKey for AeadBySize {
 /// of eight messages costs (idle lanes carry dummy blocks): 1,400-byte messages cost about
 /// 540 ns each in full groups of eight against OpenSSL's 970 ns one at a time (same machine),
 /// so the lanes pay from about three messages on.
-const MIN_LANES: usize = 3;
+pub const MIN_LANES: usize = 3;
+
+/// The AEADs whose `auto` keys take batches in multi-buffer lanes (from [`MIN_LANES`]
+/// messages), as the active table splits them; for `ivnsec suites`.
+pub fn multi_buffer_aeads() -> Vec<AeadAlg> {
+    AeadAlg::ALL
+        .into_iter()
+        .filter(|&a| {
+            // A throwaway all-zero key: only asked whether it batches, never used.
+            AUTO.keys
+                .aead(a, &vec![0; a.key_len()])
+                .is_ok_and(|k| k.multi_buffer())
+        })
+        .collect()
+}
 
 impl AeadBySize {
     fn multi(&self) -> Option<&dyn AeadKey> {
@@ -347,6 +361,10 @@ mod tests {
         }
         let gcm = AUTO.keys.aead(AeadAlg::Aes128Gcm, &[7u8; 16]).unwrap();
         assert!(!gcm.multi_buffer());
+        assert_eq!(
+            multi_buffer_aeads(),
+            [AeadAlg::Aes128Ccm, AeadAlg::Aes256Ccm]
+        );
     }
 
     /// The size splits of [`MEASURED`](crate::table::MEASURED) are what `break_even` makes of the figures they were

@@ -266,6 +266,19 @@ its size (docs/benchmarks.md); the JSON's \"auto\" says it per profile:"
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let lanes = ivnsec_crypto::auto::multi_buffer_aeads();
+    if !lanes.is_empty() {
+        println!(
+            "  batches of {} or more messages under one key ({}): the portable provider's \
+multi-buffer lanes (docs/benchmarks.md, \"Secured SOME/IP at 1 Gb/s\")",
+            ivnsec_crypto::auto::MIN_LANES,
+            lanes
+                .iter()
+                .map(|a| a.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let text: Vec<String> = splits
         .iter()
         .map(|s| {
