@@ -176,7 +176,7 @@ impl Handshakes {
     /// Frees one pre-handshake slot (of `source` only, if given) for a newer connection. The
     /// victim is the oldest connection that has sent nothing for [`SILENT_GRACE`] (each
     /// candidate is read once before it is judged silent), else the oldest that has not sent a
-    /// whole ClientHello, else the oldest: idle and slow clients go before an ECU in the middle
+    /// whole ClientHello (read once too before it is judged), else the oldest: idle and slow clients go before an ECU in the middle
     /// of its handshake, and before one that connected a moment ago.
     fn make_room(&mut self, sh: &Arc<Shared>, source: Option<std::net::IpAddr>, why: &str) {
         let mine: Vec<u64> = self
@@ -214,17 +214,28 @@ impl Handshakes {
                 break;
             }
         }
-        let victim = victim
-            .or_else(|| {
-                mine.iter()
-                    .copied()
-                    .find(|id| self.pending.get(id).is_some_and(|p| !p.answered))
-            })
-            .or_else(|| {
-                mine.iter()
-                    .copied()
-                    .find(|id| self.pending.contains_key(id))
-            });
+        if victim.is_none() {
+            for &id in &mine {
+                if self.pending.get(&id).is_none_or(|p| p.answered) {
+                    continue;
+                }
+                // Its ClientHello may be waiting in the socket: an ECU that connected during a
+                // burst of reconnections from its own address, each of which evicts one, is
+                // soon the oldest that has not been answered. Read it before judging.
+                if !self.step(sh, id) {
+                    return; // done or refused: a slot is free
+                }
+                if self.pending.get(&id).is_some_and(|p| !p.answered) {
+                    victim = Some(id);
+                    break;
+                }
+            }
+        }
+        let victim = victim.or_else(|| {
+            mine.iter()
+                .copied()
+                .find(|id| self.pending.contains_key(id))
+        });
         let Some(p) = victim.and_then(|id| self.remove(id)) else {
             return;
         };
