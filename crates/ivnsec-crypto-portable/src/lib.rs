@@ -23,7 +23,7 @@ use hmac::{Hmac, Mac};
 use ivnsec_core::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, AeadOp, BLOCK_LEN, CipherAlg, CipherKey,
     CryptoError, CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, Primitive,
-    SecureRandom, check_key_len, check_wrap_lengths,
+    SecureRandom, check_key_len, check_wrap_lengths, open_each, seal_each,
 };
 
 type Aes128Ccm = ccm::Ccm<Aes128, U16, U12>;
@@ -207,11 +207,7 @@ impl AeadKey for Aead {
         match &self.lanes {
             Some(Lanes::Aes128(c)) if ops.len() > 1 => ccm_lanes::seal_batch(&**c, ops),
             Some(Lanes::Aes256(c)) if ops.len() > 1 => ccm_lanes::seal_batch(&**c, ops),
-            _ => {
-                for op in ops {
-                    op.result = self.seal_in_place(&op.nonce, op.aad, op.in_out, &mut op.tag);
-                }
-            }
+            _ => seal_each(self, ops),
         }
     }
 
@@ -219,11 +215,7 @@ impl AeadKey for Aead {
         match &self.lanes {
             Some(Lanes::Aes128(c)) if ops.len() > 1 => ccm_lanes::open_batch(&**c, ops),
             Some(Lanes::Aes256(c)) if ops.len() > 1 => ccm_lanes::open_batch(&**c, ops),
-            _ => {
-                for op in ops {
-                    op.result = self.open_in_place(&op.nonce, op.aad, op.in_out, &op.tag);
-                }
-            }
+            _ => open_each(self, ops),
         }
     }
 

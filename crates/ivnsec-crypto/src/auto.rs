@@ -12,7 +12,7 @@
 use ivnsec_core::crypto::{
     AEAD_NONCE_LEN, AEAD_TAG_LEN, AeadAlg, AeadKey, AeadOp, CipherAlg, CipherKey, CryptoError,
     CryptoProvider, KeyFactory, KeyWrapKey, MAX_MAC_LEN, MacAlg, MacKey, NoProvider, Primitive,
-    ProviderChoice, SecureRandom,
+    ProviderChoice, SecureRandom, open_each, seal_each,
 };
 
 use std::sync::OnceLock;
@@ -184,22 +184,14 @@ impl AeadKey for AeadBySize {
     fn seal_batch(&self, ops: &mut [AeadOp<'_>]) {
         match self.multi() {
             Some(k) if ops.len() >= MIN_LANES => k.seal_batch(ops),
-            _ => {
-                for op in ops {
-                    op.result = self.seal_in_place(&op.nonce, op.aad, op.in_out, &mut op.tag);
-                }
-            }
+            _ => seal_each(self, ops),
         }
     }
 
     fn open_batch(&self, ops: &mut [AeadOp<'_>]) {
         match self.multi() {
             Some(k) if ops.len() >= MIN_LANES => k.open_batch(ops),
-            _ => {
-                for op in ops {
-                    op.result = self.open_in_place(&op.nonce, op.aad, op.in_out, &op.tag);
-                }
-            }
+            _ => open_each(self, ops),
         }
     }
 

@@ -231,23 +231,34 @@ pub trait AeadKey: Send + Sync {
     /// Seals every message of `ops` (each op's `tag` is written, its `result` set). The default
     /// seals them one by one; a key that [`multi_buffer`](Self::multi_buffer)s interleaves them.
     fn seal_batch(&self, ops: &mut [AeadOp<'_>]) {
-        for op in ops {
-            op.result = self.seal_in_place(&op.nonce, op.aad, op.in_out, &mut op.tag);
-        }
+        seal_each(self, ops);
     }
 
     /// Opens every message of `ops` (each op's `result` set; a failed op's `in_out` is
     /// unspecified and must be discarded, as with [`open_in_place`](Self::open_in_place)).
     fn open_batch(&self, ops: &mut [AeadOp<'_>]) {
-        for op in ops {
-            op.result = self.open_in_place(&op.nonce, op.aad, op.in_out, &op.tag);
-        }
+        open_each(self, ops);
     }
 
     /// True where the `*_batch` calls work on several messages at once (multi-buffer), so a
     /// batch costs less than its messages one by one.
     fn multi_buffer(&self) -> bool {
         false
+    }
+}
+
+/// Seals `ops` one by one with `key` (the default [`AeadKey::seal_batch`], and the fallback of
+/// keys that batch only some of the time).
+pub fn seal_each<K: AeadKey + ?Sized>(key: &K, ops: &mut [AeadOp<'_>]) {
+    for op in ops {
+        op.result = key.seal_in_place(&op.nonce, op.aad, op.in_out, &mut op.tag);
+    }
+}
+
+/// Opens `ops` one by one with `key` (see [`seal_each`]).
+pub fn open_each<K: AeadKey + ?Sized>(key: &K, ops: &mut [AeadOp<'_>]) {
+    for op in ops {
+        op.result = key.open_in_place(&op.nonce, op.aad, op.in_out, &op.tag);
     }
 }
 
