@@ -288,3 +288,127 @@ fn other_host_filter_batches_and_queue_drops() {
     assert_eq!(small.take_statistics().unwrap().drops, 0, "reset on read");
     assert_eq!(ivnsec_net::sys::socket_drops(small.as_fd()).unwrap(), total);
 }
+
+/// A receive ring delivers what a batch receive would: the frames of the socket's EtherType
+/// only, in order, with their destination kind, a frame longer than the ring's slots cut
+/// (its wire length kept), `poll()` readiness while a frame waits and not after it was taken,
+/// the other-host filter, drops of a full ring counted, and the slots reused after the ring
+/// wrapped around.
+#[test]
+fn receive_ring_takes_frames_as_a_batch_receive_does() {
+    require_root!();
+    let (v, ma, mb) = Veth::up();
+    let a = RawSocket::open(&v.a, ETH_P_IVNAE).unwrap();
+    let (b, mut ring) = RawSocket::open_with_rx_ring(&v.b, ETH_P_IVNAE, 1518, 0).unwrap();
+    b.drop_other_host().unwrap();
+    assert!(ring.slots() >= 64, "{} slots", ring.slots());
+    let stride = 1536;
+    let mut buf = vec![0u8; 64 * stride];
+    let empty = RecvMeta {
+        len: 0,
+        wire_len: 0,
+        packet_type: PacketType::Other(0),
+        timestamp: None,
+    };
+    let mut metas = [empty; 64];
+    let take = |ring: &mut ivnsec_net::sys::RxRing,
+                buf: &mut [u8],
+                metas: &mut [RecvMeta],
+                want: usize| {
+        let mut n = 0;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while n < want && Instant::now() < deadline {
+            if !ivnsec_net::sys::wait_readable(b.as_fd(), Some(Duration::from_millis(100))).unwrap()
+            {
+                continue;
+            }
+            n += ring.recv_batch(&mut buf[n * stride..], stride, 2, &mut metas[n..want]);
+        }
+        n
+    };
+
+    // Nothing yet: not readable, nothing taken.
+    assert!(!ivnsec_net::sys::wait_readable(b.as_fd(), Some(Duration::from_millis(20))).unwrap());
+    assert_eq!(ring.recv_batch(&mut buf, stride, 2, &mut metas), 0);
+
+    let elsewhere = [0x02, 0x49, 0x56, 0x7f, 0x7f, 0x7f];
+    a.send(&frame(mb, ma, 0x88B6, 100, 9)).unwrap(); // another EtherType
+    a.send(&frame(elsewhere, ma, ETH_P_IVNAE, 60, 8)).unwrap(); // another host
+    let sent: Vec<Vec<u8>> = [46usize, 1500, 300, 1]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| frame(mb, ma, ETH_P_IVNAE, n, i as u8))
+        .collect();
+    for f in &sent {
+        a.send(f).unwrap();
+    }
+    assert_eq!(take(&mut ring, &mut buf, &mut metas, 4), 4);
+    for (i, f) in sent.iter().enumerate() {
+        let m = metas[i];
+        assert_eq!(m.packet_type, PacketType::Host);
+        // A frame under the minimum comes padded by nobody on a veth: its own length.
+        assert_eq!((m.len, m.wire_len), (f.len(), f.len()), "frame {i}");
+        assert!(!m.truncated());
+        assert_eq!(
+            &buf[i * stride + 2..i * stride + 2 + m.len],
+            &f[..],
+            "frame {i}"
+        );
+    }
+    assert!(!ivnsec_net::sys::wait_readable(b.as_fd(), Some(Duration::from_millis(20))).unwrap());
+
+    // A frame longer than the room given: cut, its wire length kept.
+    a.send(&frame(mb, ma, ETH_P_IVNAE, 700, 3)).unwrap();
+    let short = 256;
+    let mut small = vec![0u8; 4 * short];
+    let mut n = 0;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while n == 0 && Instant::now() < deadline {
+        n = ring.recv_batch(&mut small, short, 0, &mut metas[..1]);
+    }
+    assert_eq!(n, 1);
+    assert!(metas[0].truncated());
+    assert_eq!((metas[0].len, metas[0].wire_len), (short, ETH_HLEN + 700));
+
+    // A full ring drops (counted) and keeps what it holds; after it is emptied, and after the
+    // ring wrapped around, frames arrive in order again.
+    let _ = b.take_statistics().unwrap();
+    let slots = ring.slots();
+    let extra = 50;
+    for i in 0..slots + extra {
+        let mut f = frame(mb, ma, ETH_P_IVNAE, 60, 0);
+        f[ETH_HLEN..ETH_HLEN + 4].copy_from_slice(&(i as u32).to_be_bytes());
+        a.send(&f).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let st = b.take_statistics().unwrap();
+    assert_eq!(
+        (st.packets, st.drops),
+        ((slots + extra) as u64, extra as u64)
+    );
+    let mut next = 0u32;
+    loop {
+        let n = ring.recv_batch(&mut buf, stride, 0, &mut metas);
+        if n == 0 {
+            break;
+        }
+        for i in 0..n {
+            let at = i * stride + ETH_HLEN;
+            assert_eq!(&buf[at..at + 4], &next.to_be_bytes());
+            next += 1;
+        }
+    }
+    assert_eq!(next as usize, slots);
+    for round in 0..3u32 {
+        for i in 0..40u32 {
+            let mut f = frame(mb, ma, ETH_P_IVNAE, 60, 0);
+            f[ETH_HLEN..ETH_HLEN + 4].copy_from_slice(&(round * 1000 + i).to_be_bytes());
+            a.send(&f).unwrap();
+        }
+        assert_eq!(take(&mut ring, &mut buf, &mut metas, 40), 40);
+        for i in 0..40 {
+            let at = i * stride + 2 + ETH_HLEN;
+            assert_eq!(&buf[at..at + 4], &(round * 1000 + i as u32).to_be_bytes());
+        }
+    }
+}

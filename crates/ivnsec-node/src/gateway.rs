@@ -24,7 +24,7 @@ use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_core::sa::ivnae::{IvnAeReceiver, IvnAeRx, IvnAeTx, SaParams};
 use ivnsec_core::suite::IvnAeProfile;
-use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
+use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta, RxRing};
 use serde_json::{Value, json};
 use std::os::fd::AsFd;
 
@@ -69,6 +69,9 @@ pub struct IvnAeGatewayConfig {
     pub rx_checkpoint: Checkpoint,
     /// `--busy-poll-us`: how long a data-plane thread keeps polling once its queue ran empty.
     pub busy_poll: Option<Duration>,
+    /// `--rx-ring`: the protected port's frames taken from a receive ring
+    /// ([`crate::macsec::RunSpec::rx_ring`]).
+    pub rx_ring: bool,
 }
 
 struct Tx {
@@ -247,8 +250,16 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     let scheduling = sched::resolve(cfg.scheduling)?;
     let link = LinkPort::open_with_buffer(&cfg.plain, cfg.socket_buffer)
         .map_err(|e| crate::macsec::open_err(&format!("--plain {}", cfg.plain), e))?;
-    let sock = RawSocket::open(&cfg.protected, ETHERTYPE)
-        .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
+    // The largest frame the protected port receives: header, a VLAN tag, its MTU.
+    let frame_max = 14 + VLAN_TAG_LEN + prot_mtu as usize;
+    let (sock, ring) = crate::macsec::dataplane::open_protected(
+        &cfg.protected,
+        ETHERTYPE,
+        frame_max,
+        cfg.socket_buffer,
+        cfg.rx_ring,
+    )
+    .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
     sock.set_promiscuous()
         .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
     let prot_buffer = sock.set_recv_buffer_force(cfg.socket_buffer).unwrap_or(0);
@@ -285,6 +296,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "scheduling": scheduling.json(),
         "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
         "pipeline": false,
+        "rx_ring": crate::macsec::dataplane::ring_json(ring.as_ref()),
     });
     events.emit("started", header.clone());
     status_file.write(&snapshot(&header, &shared))?;
@@ -307,7 +319,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
             wire_max,
         };
         s.spawn(move || tx_loop(sh, l, k, geometry, scheduling));
-        s.spawn(move || rx_loop(sh, l, k, stride, scheduling));
+        s.spawn(move || rx_loop(sh, l, k, ring, stride, scheduling));
         let mut next = Instant::now() + Duration::from_millis(500);
         while !sh.stop.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);
@@ -458,7 +470,14 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
     }
 }
 
-fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, scheduling: Scheduling) {
+fn rx_loop(
+    sh: &Shared,
+    host: &LinkPort,
+    sock: &RawSocket,
+    mut ring: Option<RxRing>,
+    stride: usize,
+    scheduling: Scheduling,
+) {
     let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let empty = RecvMeta {
@@ -484,7 +503,13 @@ fn rx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, stride: usize, schedu
                 Err(e) => return sh.fail(anyhow::anyhow!("waiting on the protected port: {e}")),
             }
         }
-        let got = match sock.recv_batch(&mut buf, stride, 0, &mut metas) {
+        let got = match crate::macsec::dataplane::take_frames(
+            sock,
+            ring.as_mut(),
+            &mut buf,
+            stride,
+            &mut metas,
+        ) {
             Ok(n) => n,
             Err(e) => return sh.fail(anyhow::anyhow!("receiving on the protected port: {e}")),
         };

@@ -8,6 +8,9 @@
 //!   EtherType, sending and receiving whole Ethernet frames (blocking with a timeout, busy-poll,
 //!   batches, software RX timestamps, the kernel's drop counters, a filter for frames to other
 //!   hosts, multicast group membership); [`interface_index`].
+//! - [`ring`]: [`RxRing`], a receive ring (`PACKET_MMAP`, `TPACKET_V2`) on a [`RawSocket`]
+//!   opened with [`RawSocket::open_with_rx_ring`]: frames taken from memory shared with the
+//!   kernel, no system call per batch.
 //! - [`batch`]: [`send_batch`] / [`recv_batch`], many units per `sendmmsg` / `recvmmsg` on any
 //!   socket, at most [`MAX_BATCH`]; UDP with segmentation and receive offload
 //!   ([`send_udp_gso_batch`], [`recv_batch_gro`]).
@@ -41,6 +44,7 @@ pub mod cpu;
 pub mod fs;
 pub mod packet;
 pub mod process;
+pub mod ring;
 pub mod signal;
 pub mod socket;
 pub mod stdio;
@@ -61,6 +65,7 @@ pub use packet::{
     ETH_HLEN, FrameAux, PacketStatistics, PacketType, RawSocket, RecvMeta, interface_index,
 };
 pub use process::{die_with_parent, raise_open_files_limit};
+pub use ring::{MAX_RING_BYTES, RxRing};
 pub use signal::{
     TerminationSignals, signal_process, termination_signal_received, termination_signals,
 };

@@ -41,7 +41,7 @@ pub enum PacketType {
 }
 
 impl PacketType {
-    fn from_raw(t: u8) -> Self {
+    pub(super) fn from_raw(t: u8) -> Self {
         match t {
             libc::PACKET_HOST => PacketType::Host,
             libc::PACKET_BROADCAST => PacketType::Broadcast,
@@ -145,6 +145,17 @@ impl RawSocket {
     /// (`PACKET_IGNORE_OUTGOING`, and filtered again on receive for older kernels).
     /// Needs CAP_NET_RAW.
     pub fn open(ifname: &str, ethertype: u16) -> io::Result<Self> {
+        Self::open_with(ifname, ethertype, |_| Ok(())).map(|(sock, ())| sock)
+    }
+
+    /// [`open`](Self::open), with `before_bind` run on the socket before it is bound (so
+    /// before any frame can reach it): what must be set up on a socket that receives nothing
+    /// yet, e.g. a receive ring ([`RawSocket::open_with_rx_ring`]).
+    pub(super) fn open_with<T>(
+        ifname: &str,
+        ethertype: u16,
+        before_bind: impl FnOnce(BorrowedFd<'_>) -> io::Result<T>,
+    ) -> io::Result<(Self, T)> {
         let ifindex = interface_index(ifname)?;
         // Protocol 0 at creation: the socket receives nothing until bind() sets the EtherType,
         // so no frame of another interface or type slips in between the two calls.
@@ -161,6 +172,7 @@ impl RawSocket {
             ethertype,
             auxdata: std::sync::atomic::AtomicBool::new(false),
         };
+        let extra = before_bind(sock.fd.as_fd())?;
         let addr = sockaddr_ll(ifindex, ethertype);
         // SAFETY: addr is a valid sockaddr_ll that lives across the call, and the length passed
         // is its size.
@@ -176,7 +188,7 @@ impl RawSocket {
         }
         // Best effort: kernels before 4.20 lack it; recv filters outgoing frames anyway.
         let _ = sock.setsockopt_int(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
-        Ok(sock)
+        Ok((sock, extra))
     }
 
     fn raw(&self) -> RawFd {

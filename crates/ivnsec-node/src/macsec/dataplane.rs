@@ -9,7 +9,8 @@
 //!   claimed in the SA's nonce reservation first, when it has one), sent on the protected
 //!   interface with one `sendmmsg`.
 //! - [`rx_loop`]: MACsec frames (the socket is bound to EtherType 0x88E5; nothing else reaches
-//!   it) taken with one `recvmmsg`, verified in place, the plain frames written to the TAP (a
+//!   it) taken from the socket's receive ring ([`RxRing`], no system call; with
+//!   `--rx-ring off` with one `recvmmsg`), verified in place, the plain frames written to the TAP (a
 //!   TAP takes one frame per `write`).
 //!
 //! Each batch takes its half's lock once. Buffers are allocated once per thread; nothing is
@@ -21,7 +22,7 @@ use std::sync::mpsc;
 use ivnsec_core::sa::macsec::RxStatus;
 use ivnsec_core::sa::secy::TxError;
 use ivnsec_core::wire::macsec::ICV_LEN;
-use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta};
+use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta, RxRing};
 use std::os::fd::AsFd;
 
 use super::host::{HostPort, VLAN_TAG_LEN};
@@ -51,6 +52,58 @@ const INLINE_MAX: usize = 4;
 /// [`RunSpec::pipeline`]: super::RunSpec::pipeline
 pub fn pipeline_on(asked: Option<bool>) -> bool {
     asked.unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 4))
+}
+
+/// Opens the protected interface's packet socket for `ethertype`, with a receive ring of
+/// about `bytes` for frames of up to `frame_max` octets when `ring` ([`RunSpec::rx_ring`]). A
+/// kernel that refuses the ring leaves the socket's queue in use, said on stderr.
+///
+/// [`RunSpec::rx_ring`]: super::RunSpec::rx_ring
+pub fn open_protected(
+    iface: &str,
+    ethertype: u16,
+    frame_max: usize,
+    bytes: usize,
+    ring: bool,
+) -> std::io::Result<(RawSocket, Option<RxRing>)> {
+    if !ring {
+        return RawSocket::open(iface, ethertype).map(|s| (s, None));
+    }
+    match RawSocket::open_with_rx_ring(iface, ethertype, frame_max, bytes) {
+        Ok((s, r)) => Ok((s, Some(r))),
+        Err(e) => {
+            let s = RawSocket::open(iface, ethertype)?;
+            eprintln!(
+                "{iface}: no receive ring ({e}); frames are taken from the socket queue \
+                 (recvmmsg)"
+            );
+            Ok((s, None))
+        }
+    }
+}
+
+/// The receive ring for the status file: its size and slots, or null.
+pub fn ring_json(ring: Option<&RxRing>) -> serde_json::Value {
+    ring.map_or(
+        serde_json::Value::Null,
+        |r| serde_json::json!({"bytes": r.bytes(), "slots": r.slots()}),
+    )
+}
+
+/// Takes the frames waiting on the protected interface, at most [`MAX_BATCH`], without
+/// blocking: from the receive ring where there is one, else with one `recvmmsg`. Frame `i` at
+/// `buf[i * stride..]`, as [`RawSocket::recv_batch`] puts it.
+pub fn take_frames(
+    sock: &RawSocket,
+    ring: Option<&mut RxRing>,
+    buf: &mut [u8],
+    stride: usize,
+    metas: &mut [RecvMeta],
+) -> std::io::Result<usize> {
+    match ring {
+        Some(r) => Ok(r.recv_batch(buf, stride, 0, metas)),
+        None => sock.recv_batch(buf, stride, 0, metas),
+    }
 }
 
 /// How the first stage of a direction hands batches to the second (a thread of its own) and
@@ -338,6 +391,7 @@ pub fn rx_loop(
     sh: &Shared,
     host: &dyn HostPort,
     sock: &RawSocket,
+    mut ring: Option<RxRing>,
     stride: usize,
     scheduling: Scheduling,
     pipeline: bool,
@@ -390,7 +444,7 @@ pub fn rx_loop(
                     }
                 }
             }
-            let got = match sock.recv_batch(&mut b.buf, stride, 0, &mut b.metas) {
+            let got = match take_frames(sock, ring.as_mut(), &mut b.buf, stride, &mut b.metas) {
                 Ok(0) => {
                     full = false;
                     continue;

@@ -44,7 +44,7 @@ use ivnsec_core::sa::secy::{SaKey, SecY, SecyConfig, SecyRx, SecyTx};
 use ivnsec_core::wire::ethernet::MacAddr;
 use ivnsec_core::wire::macsec::{ICV_LEN, SECTAG_SCI_LEN, Sci};
 use ivnsec_net::pcap::PcapWriter;
-use ivnsec_net::sys::{self, RawSocket};
+use ivnsec_net::sys;
 use ivnsec_net::tap::Tap;
 use serde_json::{Value, json};
 
@@ -386,6 +386,8 @@ pub struct Config {
     pub busy_poll: Option<std::time::Duration>,
     /// [`RunSpec::pipeline`].
     pub pipeline: Option<bool>,
+    /// [`RunSpec::rx_ring`].
+    pub rx_ring: bool,
 }
 
 /// The protected interface's MAC and MTU, read before anything is created (a missing interface
@@ -475,6 +477,10 @@ pub struct RunSpec {
     /// host side on the other), batch by batch in order (`--pipeline on|off`); `None`: on
     /// with 4 CPUs or more (`auto`).
     pub pipeline: Option<bool>,
+    /// Whether the protected interface's frames are taken from a receive ring shared with the
+    /// kernel (`PACKET_MMAP`, no system call per batch; [`sys::RxRing`]) of `socket_buffer`
+    /// bytes, or from the socket's queue with `recvmmsg` (`--rx-ring on|off`).
+    pub rx_ring: bool,
 }
 
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
@@ -494,6 +500,7 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         offload: cfg.offload,
         busy_poll: cfg.busy_poll,
         pipeline: cfg.pipeline,
+        rx_ring: cfg.rx_ring,
     };
     run_spec(&spec, source, stop)
 }
@@ -638,8 +645,14 @@ pub fn run_spec(
         (None, Some(l)) => l,
         (None, None) => return Err(anyhow::anyhow!("no host side was opened")),
     };
-    let sock = RawSocket::open(&spec.iface, ivnsec_core::wire::macsec::ETHERTYPE)
-        .map_err(|e| open_err(&format!("raw socket on {iface_opt} {}", spec.iface), e))?;
+    let (sock, ring) = dataplane::open_protected(
+        &spec.iface,
+        ivnsec_core::wire::macsec::ETHERTYPE,
+        dataplane::stride(plan),
+        spec.socket_buffer,
+        spec.rx_ring,
+    )
+    .map_err(|e| open_err(&format!("raw socket on {iface_opt} {}", spec.iface), e))?;
     if gateway {
         // The frames on the protected link are addressed to the legacy ECUs, not to this port.
         sock.set_promiscuous().map_err(|e| {
@@ -687,6 +700,7 @@ pub fn run_spec(
         "replay_window": spec.replay_window,
         "busy_poll_us": spec.busy_poll.map(|d| d.as_micros() as u64),
         "pipeline": dataplane::pipeline_on(spec.pipeline),
+        "rx_ring": dataplane::ring_json(ring.as_ref()),
     });
     if !gateway {
         header["offload"] = json!(tap.as_ref().is_some_and(|t| t.tap().vnet_hdr()));
@@ -746,7 +760,7 @@ pub fn run_spec(
         let sh = &*shared;
         let k = &sock;
         s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride, scheduling, pipeline));
-        s.spawn(move || dataplane::rx_loop(sh, host, k, stride, scheduling, pipeline));
+        s.spawn(move || dataplane::rx_loop(sh, host, k, ring, stride, scheduling, pipeline));
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {

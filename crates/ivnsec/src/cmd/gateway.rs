@@ -175,6 +175,8 @@ pub struct Args {
     #[command(flatten)]
     pub pipeline: super::common::dataplane::PipelineArgs,
     #[command(flatten)]
+    pub rx_ring: super::common::dataplane::RxRingArgs,
+    #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
 }
 
@@ -257,6 +259,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         offload: false,
         busy_poll: a.busy_poll.duration(),
         pipeline: a.pipeline.choice(),
+        rx_ring: a.rx_ring.on(),
     };
     let stop = stop_on_signal()?;
     let limit = a
@@ -365,6 +368,7 @@ fn run_ivnae(
         scheduling: sched,
         rx_checkpoint: a.key_source.checkpoint.checkpoint()?,
         busy_poll: a.busy_poll.duration(),
+        rx_ring: a.rx_ring.on(),
     };
     let stop = stop_on_signal()?;
     crate::daemon::start_status_daemon(

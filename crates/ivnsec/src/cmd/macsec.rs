@@ -142,6 +142,8 @@ pub struct UpArgs {
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
     pub pipeline: super::common::dataplane::PipelineArgs,
+    #[command(flatten)]
+    pub rx_ring: super::common::dataplane::RxRingArgs,
     /// Append one JSON line per event to FILE (created mode 0600).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
@@ -224,6 +226,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         offload: !a.no_offload,
         busy_poll: a.busy_poll.duration(),
         pipeline: a.pipeline.choice(),
+        rx_ring: a.rx_ring.on(),
     };
     let stop = stop_on_signal()?;
     let limit = a

@@ -168,7 +168,11 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     let recorded = d.path("gw1-recorded.pcap");
     let r = recorded.to_str().unwrap();
     let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &["--pcap", r]);
-    let p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
+    // gw2 takes its protected port's frames from the socket queue, gw1 from a receive ring.
+    let p2 = g2.start(
+        &["--keys", k, "--peer", MAC_GW1_PROT],
+        &["--rx-ring", "off"],
+    );
 
     // The legacy ECUs keep MTU 1500 and are not touched: a full-size unfragmentable ping, and
     // one with a marker payload.
@@ -250,6 +254,8 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     // The gateways' view: everything counted, nothing dropped, MTUs as planned.
     let st = g1.status();
     assert_eq!(st["role"], "gateway", "{st}");
+    assert!(st["rx_ring"]["slots"].as_u64() > Some(0), "{st}");
+    assert!(g2.status()["rx_ring"].is_null());
     assert_eq!(
         (&st["mtu"]["plain"], &st["mtu"]["protected"]),
         (&Value::from(1500), &Value::from(1532)),

@@ -949,7 +949,8 @@ fn udp_datagrams(p: &TapPair, from: char, to_addr: &str, port: u16, n: u32) -> (
 /// verified frames of a flow merged back into super-frames for the TAP): TCP both ways with
 /// every byte checked, UDP, ICMP of every size up to the TAP's MTU exactly (and a fragmented
 /// 8000-byte ping), TCP over a VLAN on the TAPs (tagged super-frames). First against a peer
-/// run with --no-offload (old and new paths interoperate), then with offloads on both ends.
+/// run with --no-offload and --rx-ring off (old and new paths interoperate), then with
+/// offloads and receive rings on both ends.
 #[test]
 fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offload_peer() {
     require_root!();
@@ -969,7 +970,7 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
         let (a_extra, b_extra): (&[&str], &[&str]) = if round.starts_with("b without") {
             (
                 &["--pipeline", "off"],
-                &["--no-offload", "--pipeline", "off"],
+                &["--no-offload", "--pipeline", "off", "--rx-ring", "off"],
             )
         } else {
             (&["--pipeline", "on"], &["--pipeline", "on"])
@@ -1045,6 +1046,14 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
         let piped = round.starts_with("both");
         assert_eq!(sa[0]["pipeline"], piped, "{sa}");
         assert_eq!(sb[0]["pipeline"], piped, "{sb}");
+        // The receive ring: on by default, off where asked (the queue then, as before).
+        assert!(sa[0]["rx_ring"]["slots"].as_u64() > Some(0), "{sa}");
+        assert!(sa[0]["rx_ring"]["bytes"].as_u64() > Some(0), "{sa}");
+        if piped {
+            assert!(sb[0]["rx_ring"]["slots"].as_u64() > Some(0), "{sb}");
+        } else {
+            assert!(sb[0]["rx_ring"].is_null(), "{sb}");
+        }
         assert!(fa["gso_in"].as_u64() > Some(0), "a cut super-frames: {sa}");
         assert_eq!(fa["offload_bad"], 0, "{sa}");
         if piped {
