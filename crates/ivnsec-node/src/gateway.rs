@@ -248,8 +248,13 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     let mut events = EventLog::open(cfg.events.as_deref())?;
     let mut status_file = status::StatusFile::claim(&cfg.run_dir, &cfg.plain)?;
     let scheduling = sched::resolve(cfg.scheduling)?;
-    let link = LinkPort::open_with_buffer(&cfg.plain, cfg.socket_buffer)
-        .map_err(|e| crate::macsec::open_err(&format!("--plain {}", cfg.plain), e))?;
+    let link = LinkPort::open_with_ring(
+        &cfg.plain,
+        cfg.socket_buffer,
+        14 + VLAN_TAG_LEN + plain_mtu as usize,
+        cfg.rx_ring,
+    )
+    .map_err(|e| crate::macsec::open_err(&format!("--plain {}", cfg.plain), e))?;
     // The largest frame the protected port receives: header, a VLAN tag, its MTU.
     let frame_max = 14 + VLAN_TAG_LEN + prot_mtu as usize;
     let (sock, ring) = crate::macsec::dataplane::open_protected(
@@ -297,6 +302,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
         "pipeline": false,
         "rx_ring": crate::macsec::dataplane::ring_json(ring.as_ref()),
+        "plain_rx_ring": link.ring_json(),
     });
     events.emit("started", header.clone());
     status_file.write(&snapshot(&header, &shared))?;
@@ -464,9 +470,11 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
         if k == 0 {
             continue;
         }
-        let (sent, _err) = sys::send_batch_at(sock.as_fd(), &buf, &out[..k]);
-        add(&sh.frames.iface_out, sent);
-        add(&sh.frames.iface_send_errors, k - sent);
+        if let Err(e) =
+            crate::macsec::dataplane::send_frames(sock, &buf, &out[..k], &sh.frames, |_| {})
+        {
+            return sh.fail(anyhow::anyhow!("sending on the protected port: {e}"));
+        }
     }
 }
 

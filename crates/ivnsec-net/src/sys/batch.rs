@@ -86,10 +86,17 @@ pub fn send_batch_at(
     unsafe { sendmmsg_all(fd, &mut msgs[..n]) }
 }
 
+/// How long [`sendmmsg_all`] keeps retrying a batch the kernel refuses with `ENOBUFS`/`EAGAIN`
+/// before it gives the rest up: a queue that drains is waited for (back-pressure), one that
+/// does not (a device whose peer takes nothing) costs its frames, not the thread — a data-plane
+/// thread stuck in this loop would never see its stop flag.
+const SEND_RETRY_NS: u64 = 20_000_000;
+
 /// Hands every header of `msgs` to the kernel with `sendmmsg`, as many calls as it takes:
 /// `EINTR` is retried at once, `ENOBUFS`/`EAGAIN` (a full device queue, a non-blocking socket)
-/// after a yield. Returns how many the kernel took before any other error (with that error),
-/// or all of them. The one send loop of the batch senders.
+/// after a yield, for at most [`SEND_RETRY_NS`] without progress. Returns how many the kernel
+/// took before any other error, or before that time ran out (with that error), or all of them.
+/// The one send loop of the batch senders.
 ///
 /// # Safety
 /// Every header in `msgs` must be initialised, and its iovecs (and control buffer, if any) must
@@ -100,6 +107,8 @@ unsafe fn sendmmsg_all(
 ) -> (usize, Option<io::Error>) {
     let n = msgs.len();
     let mut done = 0;
+    // Since when the kernel has refused without taking anything (0: it has not).
+    let mut refused_since = 0u64;
     while done < n {
         // SAFETY: the caller guarantees the headers in msgs[done..] and what they point at;
         // the slice bounds the count the kernel reads.
@@ -113,12 +122,21 @@ unsafe fn sendmmsg_all(
         };
         if r >= 0 {
             done += r as usize;
+            refused_since = 0;
             continue;
         }
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
             Some(libc::EINTR) => continue,
-            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => std::thread::yield_now(),
+            Some(libc::ENOBUFS) | Some(libc::EAGAIN) => {
+                let now = super::monotonic_ns();
+                if refused_since == 0 {
+                    refused_since = now;
+                } else if now.saturating_sub(refused_since) > SEND_RETRY_NS {
+                    return (done, Some(e));
+                }
+                std::thread::yield_now();
+            }
             _ => return (done, Some(e)),
         }
     }

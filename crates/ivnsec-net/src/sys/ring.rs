@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::batch::MAX_BATCH;
-use super::packet::{PacketType, RawSocket, RecvMeta};
+use super::packet::{FrameAux, PacketType, RawSocket, RecvMeta};
 use super::socket::{OptionValue, set_option};
 
 /// `TPACKET_V2` of `enum tpacket_versions` (not in every libc version).
@@ -175,6 +175,33 @@ impl RxRing {
         off: usize,
         metas: &mut [RecvMeta],
     ) -> usize {
+        self.take(buf, stride, off, metas, None)
+    }
+
+    /// [`recv_batch`](Self::recv_batch), and with each frame what
+    /// [`RawSocket::recv_batch_aux`] tells from `PACKET_AUXDATA` (here from the slot's
+    /// header): the VLAN tag the kernel took out of the frame, and whether its TCP/UDP checksum
+    /// is still to be computed.
+    pub fn recv_batch_aux(
+        &mut self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        metas: &mut [RecvMeta],
+        aux: &mut [FrameAux],
+    ) -> usize {
+        let want = metas.len().min(aux.len());
+        self.take(buf, stride, off, &mut metas[..want], Some(aux))
+    }
+
+    fn take(
+        &mut self,
+        buf: &mut [u8],
+        stride: usize,
+        off: usize,
+        metas: &mut [RecvMeta],
+        mut aux: Option<&mut [FrameAux]>,
+    ) -> usize {
         let want = metas.len().min(MAX_BATCH);
         let frame_size = self.req.frame_size as usize;
         let mut got = 0;
@@ -222,6 +249,19 @@ impl RxRing {
                 packet_type: PacketType::from_raw(sll.sll_pkttype),
                 timestamp: None,
             };
+            if let Some(a) = aux.as_deref_mut().and_then(|a| a.get_mut(got)) {
+                *a = FrameAux {
+                    vlan: (hdr.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                        let tpid = if hdr.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                            hdr.tp_vlan_tpid
+                        } else {
+                            0x8100
+                        };
+                        (tpid, hdr.tp_vlan_tci)
+                    }),
+                    csum_not_ready: hdr.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0,
+                };
+            }
             // The slot goes back to the kernel after its content was copied.
             st.store(libc::TP_STATUS_KERNEL, Ordering::Release);
             self.head = (self.head + 1) % self.slots();

@@ -997,7 +997,15 @@ impl HighWater {
                 info.push_str(" | ");
                 info.push_str(n);
             }
-            r.append(&self.fingerprint, &info)?;
+            if let Some(entry) = r.append(&self.fingerprint, &info)? {
+                // Another sender of this SA under this key, with another state directory,
+                // reserved since this one started: two senders would share every nonce.
+                return Err(HwError::UsedKeyNoState {
+                    state: self.dir.join(&self.name),
+                    record: r.path.clone(),
+                    entry,
+                });
+            }
         }
         let content = format!("{}{} {mark}\n", self.header, self.kind.value_key());
         write_atomic(

@@ -15,7 +15,7 @@ use ivnsec_core::suite::IvnAeProfile;
 use ivnsec_crypto::ProviderChoice;
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
 /// A private temporary directory; `state()` (not created) and `record()` live in it.
 struct Dir(PathBuf);
@@ -106,6 +106,7 @@ fn contract(s: &Subject) {
     a_lock_moved_away_and_back_is_caught_by_the_mark(s);
     a_replaced_directory_stops_the_holder(s);
     a_used_key_without_state_is_refused(s);
+    two_fresh_starts_of_one_sa_at_once_leave_one_sender(s);
     links_in_the_state_directory_are_never_followed(s);
     unsafe_directories_are_refused(s);
     corrupt_state_is_refused(s);
@@ -328,6 +329,36 @@ fn a_used_key_without_state_is_refused(s: &Subject) {
     o.used_record = None;
     let hw = s.open_in(&d.0.join("norecord"), o).unwrap();
     assert_eq!(hw.first_seq().unwrap(), 1);
+}
+
+/// Two senders of one SA under one key, with different state directories, started at the
+/// same moment: both read the record before either wrote it, so both start fresh; the second
+/// to reserve finds the first's entry under the record's lock and stops before using a number
+/// (else every nonce would be used twice). A record created but not yet written (another SA of
+/// the key starting at that moment) lists nothing, and is not taken for corrupt.
+fn two_fresh_starts_of_one_sa_at_once_leave_one_sender(s: &Subject) {
+    let d = Dir::new("race");
+    fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .open(d.record())
+        .unwrap();
+    let mut first = s.open_in(&d.0.join("one"), s.opts(&d, 5)).unwrap();
+    let mut second = s.open_in(&d.0.join("two"), s.opts(&d, 5)).unwrap();
+    assert!(first.is_fresh() && second.is_fresh());
+    first.claim(1).unwrap();
+    let e = second.claim(1).unwrap_err();
+    assert!(matches!(e, HwError::UsedKeyNoState { .. }), "{e}");
+    assert!(
+        e.to_string().contains(d.0.join("one").to_str().unwrap()),
+        "{e}"
+    );
+    assert_eq!(code(e), 2);
+    // The first goes on; the record lists the SA once.
+    use_numbers(&mut first, 2, 12);
+    let listed = crate::keys::highwater::used_record_entries(&d.record()).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
 }
 
 /// Issue 15 item 4: links at the lock, state, temporary and record names are refused or

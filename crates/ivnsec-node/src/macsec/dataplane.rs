@@ -357,18 +357,44 @@ fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
 
 /// Sends the protected frames of `b` with one `sendmmsg`. `Err` once a failure is recorded.
 fn send(sh: &Shared, sock: &RawSocket, b: &TxBatch) -> Result<(), ()> {
-    let k = b.k;
-    let (sent, err) = sys::send_batch_at(sock.as_fd(), &b.buf, &b.out[..k]);
-    add(&sh.frames.iface_out, sent);
-    if sent < k {
-        add(&sh.frames.iface_send_errors, k - sent);
-    }
-    sh.record(&b.buf, &b.out[..sent]);
-    if let Some(e) = err
-        && e.kind() == std::io::ErrorKind::PermissionDenied
-    {
-        sh.fail(anyhow::anyhow!("sending on the protected interface: {e}"));
-        return Err(());
+    send_frames(sock, &b.buf, &b.out[..b.k], &sh.frames, |sent| {
+        sh.record(&b.buf, sent);
+    })
+    .map_err(|e| sh.fail(anyhow::anyhow!("sending on the protected interface: {e}")))
+}
+
+/// Sends the frames `units` of `buf` on `sock` (`sendmmsg`), counted in `iface_out`; `sent`
+/// sees each run of frames the kernel took. A frame the kernel refuses (a frame above the
+/// link's or the peer's MTU, a device queue that did not drain in time) is counted in
+/// `iface_send_errors` and skipped, and the frames after it still go; after a second refusal
+/// in one call the queue is taken as stuck and the rest are counted and dropped, so a thread
+/// never waits on it for long. `Err` only for a refusal that no frame can pass
+/// (`PermissionDenied`), after counting the rest.
+pub fn send_frames(
+    sock: &RawSocket,
+    buf: &[u8],
+    units: &[(usize, usize)],
+    c: &super::FrameCounters,
+    mut sent: impl FnMut(&[(usize, usize)]),
+) -> std::io::Result<()> {
+    let mut rest = units;
+    let mut refused = 0;
+    while !rest.is_empty() {
+        let (n, err) = sys::send_batch_at(sock.as_fd(), buf, rest);
+        add(&c.iface_out, n);
+        sent(&rest[..n]);
+        let Some(e) = err else { break };
+        refused += 1;
+        if e.kind() == std::io::ErrorKind::PermissionDenied || refused == 2 {
+            add(&c.iface_send_errors, rest.len() - n);
+            return if e.kind() == std::io::ErrorKind::PermissionDenied {
+                Err(e)
+            } else {
+                Ok(())
+            };
+        }
+        add(&c.iface_send_errors, 1);
+        rest = &rest[(n + 1).min(rest.len())..];
     }
     Ok(())
 }

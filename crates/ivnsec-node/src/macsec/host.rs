@@ -20,7 +20,7 @@ use std::time::Duration;
 use ivnsec_core::wire::frame_offload::{FrameCoalescer, FrameSegmenter, MAX_L2_HEADER};
 use ivnsec_core::wire::tcp_offload::{MAX_SUPER_PACKET, VNET_HDR_LEN, VnetHdr};
 
-use ivnsec_net::sys::{self, FrameAux, MAX_BATCH, PacketType, RawSocket, RecvMeta};
+use ivnsec_net::sys::{self, FrameAux, MAX_BATCH, PacketType, RawSocket, RecvMeta, RxRing};
 use ivnsec_net::tap::Tap;
 
 use super::FrameCounters;
@@ -262,6 +262,9 @@ pub struct LinkPort {
     sock: RawSocket,
     /// The receive buffer the kernel granted, in bytes (0 when it refused to say).
     buffer: usize,
+    /// The socket's receive ring, where it has one (read by the transmit thread only; the lock
+    /// is taken once per batch and never contended).
+    ring: Option<std::sync::Mutex<RxRing>>,
 }
 
 impl LinkPort {
@@ -276,10 +279,37 @@ impl LinkPort {
     /// queues while the transmit thread is not running: a larger one rides out longer
     /// scheduling gaps on a loaded machine).
     pub fn open_with_buffer(ifname: &str, bytes: usize) -> io::Result<LinkPort> {
-        let sock = RawSocket::open(ifname, libc_eth_p_all())?;
+        Self::open_with_ring(ifname, bytes, 0, false)
+    }
+
+    /// As [`open_with_buffer`](Self::open_with_buffer), and with `ring` the frames taken from
+    /// a receive ring of about `bytes` for frames of up to `frame_max` octets
+    /// ([`super::dataplane::open_protected`]: a kernel that refuses the ring leaves the socket
+    /// queue in use).
+    pub fn open_with_ring(
+        ifname: &str,
+        bytes: usize,
+        frame_max: usize,
+        ring: bool,
+    ) -> io::Result<LinkPort> {
+        let (sock, ring) =
+            super::dataplane::open_protected(ifname, libc_eth_p_all(), frame_max, bytes, ring)?;
         sock.set_promiscuous()?;
         let buffer = sock.set_recv_buffer_force(bytes).unwrap_or(0);
-        Ok(LinkPort { sock, buffer })
+        Ok(LinkPort {
+            sock,
+            buffer,
+            ring: ring.map(std::sync::Mutex::new),
+        })
+    }
+
+    /// The receive ring for the status file ([`super::dataplane::ring_json`]).
+    pub fn ring_json(&self) -> serde_json::Value {
+        let ring = self
+            .ring
+            .as_ref()
+            .map(|r| r.lock().unwrap_or_else(|e| e.into_inner()));
+        super::dataplane::ring_json(ring.as_deref())
     }
 
     /// The receive buffer the kernel granted (`SO_RCVBUF` as read back: twice what was asked,
@@ -324,9 +354,15 @@ impl HostPort for LinkPort {
         let mut aux = [FrameAux::default(); MAX_BATCH];
         // Each slot is read short by a VLAN tag's length, so the tag fits back in.
         let usable = stride - tail;
-        let n = self
-            .sock
-            .recv_batch_aux(buf, stride, room, &mut metas, &mut aux)?;
+        let n = match &self.ring {
+            Some(r) => r
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .recv_batch_aux(buf, stride, room, &mut metas, &mut aux),
+            None => self
+                .sock
+                .recv_batch_aux(buf, stride, room, &mut metas, &mut aux)?,
+        };
         let mut k = 0;
         for i in 0..n {
             let m = &metas[i];

@@ -635,8 +635,13 @@ pub fn run_spec(
         }
         HostSide::Plain(name) => {
             link = Some(
-                host::LinkPort::open_with_buffer(name, spec.socket_buffer)
-                    .map_err(|e| plain_open_err(name, e))?,
+                host::LinkPort::open_with_ring(
+                    name,
+                    spec.socket_buffer,
+                    14 + host::VLAN_TAG_LEN + plan.tap as usize,
+                    spec.rx_ring,
+                )
+                .map_err(|e| plain_open_err(name, e))?,
             );
         }
     }
@@ -711,6 +716,7 @@ pub fn run_spec(
         header["protected"] = json!(spec.iface);
         header["mtu"]["plain"] = json!(plan.tap);
         header["mtu"]["protected"] = json!(plan.iface);
+        header["plain_rx_ring"] = link.as_ref().map_or(Value::Null, host::LinkPort::ring_json);
         header["socket_buffers"] = json!({
             "plain": link.as_ref().map_or(0, host::LinkPort::buffer_bytes),
             "protected": prot_buffer,

@@ -168,7 +168,7 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     let recorded = d.path("gw1-recorded.pcap");
     let r = recorded.to_str().unwrap();
     let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &["--pcap", r]);
-    // gw2 takes its protected port's frames from the socket queue, gw1 from a receive ring.
+    // gw2 takes its ports' frames from the socket queues, gw1 from receive rings.
     let p2 = g2.start(
         &["--keys", k, "--peer", MAC_GW1_PROT],
         &["--rx-ring", "off"],
@@ -255,7 +255,10 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     let st = g1.status();
     assert_eq!(st["role"], "gateway", "{st}");
     assert!(st["rx_ring"]["slots"].as_u64() > Some(0), "{st}");
-    assert!(g2.status()["rx_ring"].is_null());
+    assert!(st["plain_rx_ring"]["slots"].as_u64() > Some(0), "{st}");
+    let st2 = g2.status();
+    assert!(st2["rx_ring"].is_null(), "{st2}");
+    assert!(st2["plain_rx_ring"].is_null(), "{st2}");
     assert_eq!(
         (&st["mtu"]["plain"], &st["mtu"]["protected"]),
         (&Value::from(1500), &Value::from(1532)),
@@ -855,4 +858,53 @@ fn a_gateway_authenticates_its_legacy_sensor_with_its_own_certificate() {
     let (cc, _) = pc.stop_json();
     assert_eq!((cg, cc), (Some(0), Some(0)));
     assert_eq!(fg["key_source"], "802.1x", "{fg}");
+}
+
+/// A frame the protected link's peer cannot take (here: above the MTU of the switch port behind
+/// gw1, so the veth refuses it every time) costs that frame, counted in `iface_send_errors`, not
+/// the transmit thread: smaller frames keep crossing, and SIGTERM stops the gateway at once.
+/// Before, the send loop retried such a frame forever, at 100 % CPU, deaf to the stop flag.
+#[test]
+fn a_frame_the_link_refuses_is_counted_and_never_wedges_the_gateway() {
+    require_root!();
+    let d = TempDir::new("gw-refused");
+    let tb = testbed(&d, &Topology::Bump2, true);
+    let keys = keygen(&d, "macsec-gcm-aes-128", "ca.toml");
+    let k = keys.to_str().unwrap();
+    let (e1, sw) = (ns(&tb, "ecu1"), ns(&tb, "sw0"));
+    let g1 = Gw::new(&tb, &d, "gw1");
+    let g2 = Gw::new(&tb, &d, "gw2");
+    let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &[]);
+    let p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
+    assert_ping(&e1, "10.77.0.2", &[]);
+    // The switch port facing gw1 now takes 1500-byte payloads only: gw1's protected frames of
+    // full-size plain frames (1532 + 14 octets) are refused by the veth on every try.
+    let o = exec(&sw, "ip")
+        .args(["link", "set", "to-gw1", "mtu", "1500"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let big = ping(
+        &e1,
+        "10.77.0.2",
+        &["-s", "1472", "-M", "do", "-c", "20", "-i", "0.01"],
+    );
+    let (sent, got) = net::ping_counts(&big);
+    assert_eq!((sent, got), (20, 0), "{}", text(&big.stdout));
+    // Small frames still cross, at once.
+    assert_ping(&e1, "10.77.0.2", &[]);
+    let st = g1.status();
+    assert!(
+        st["frames"]["iface_send_errors"].as_u64() >= Some(20),
+        "every refused frame counted: {st}"
+    );
+    let t0 = std::time::Instant::now();
+    let (c1, _) = p1.stop_json();
+    assert_eq!(c1, Some(0));
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "gw1 took {:?} to stop",
+        t0.elapsed()
+    );
+    assert_eq!(p2.stop_json().0, Some(0));
 }

@@ -101,6 +101,12 @@ impl UsedRecord {
         let text = read_bounded(f, MAX_RECORD_FILE)
             .map_err(io_err("reading the used-key record"))?
             .map_err(corrupt)?;
+        if text.is_empty() {
+            // Created by a sender that writes its first entry under the record's lock right
+            // after (another SA under this key starting at the same moment), or left by one
+            // that stopped in between, before it reserved a number: nothing has sent.
+            return Ok(r);
+        }
         let mut lines = text.lines().enumerate();
         match lines.next() {
             Some((_, RECORD_MAGIC)) => {}
@@ -137,7 +143,10 @@ impl UsedRecord {
 
     /// Appends `used <fp> <info>` durably (file fsynced; the directory too when the record is
     /// new), under a short lock so concurrent senders under one key file do not interleave.
-    pub(super) fn append(&mut self, fp: &str, info: &str) -> Result<(), HwError> {
+    /// Under that lock the record is read again: where it lists `fp` now (another sender of
+    /// this SA, with another state directory, recorded it since this one read the record),
+    /// nothing is written and that entry is returned, for the caller to refuse.
+    pub(super) fn append(&mut self, fp: &str, info: &str) -> Result<Option<String>, HwError> {
         let (dir, name) = UsedRecord::dir_and_name(&self.path)?;
         let io_err = |what: &'static str| {
             let path = self.path.clone();
@@ -156,6 +165,9 @@ impl UsedRecord {
         })?;
         self.check_file(&f)?;
         let lock = DirLock::take(&f, &self.path, "locking the used-key record")?;
+        if let Some(entry) = UsedRecord::read(&self.path, fp)?.entry {
+            return Ok(Some(entry));
+        }
         let created = f
             .metadata()
             .map_err(io_err("reading the used-key record"))?
@@ -184,7 +196,7 @@ impl UsedRecord {
                 .map_err(io_err("fsync of the key file's directory"))?;
         }
         self.entry = Some(clean);
-        Ok(())
+        Ok(None)
     }
 }
 

@@ -67,13 +67,15 @@ impl PipelineArgs {
 /// `--rx-ring`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct RxRingArgs {
-    /// How the receiving thread takes the frames of the protected interface. `on` (default):
+    /// How the frames of the protected interface (and of a gateway's plain port) are taken.
+    /// `on` (default):
     /// from a receive ring that the kernel fills in memory shared with ivnsec (`PACKET_MMAP`,
     /// TPACKET_V2, as large as the socket buffer): no system call per batch and one copy less
     /// per frame; a busy-polling thread (`--busy-poll-us`) then polls memory, not the kernel.
     /// `off`: from the socket's queue with one `recvmmsg` per batch (the path before rings;
     /// for side-by-side measurements). A kernel that refuses the ring gets `off`, said on
-    /// stderr; the status file's `rx_ring` says which runs (its size, or null).
+    /// stderr; the status file's `rx_ring` (and a gateway's `plain_rx_ring`) says which runs
+    /// (its size, or null).
     /// Example: `sudo ivnsec macsec up --iface eth0 --tap ms0 … --rx-ring off`
     #[arg(long, value_enum, value_name = "MODE", default_value = "on")]
     pub rx_ring: OnOff,
