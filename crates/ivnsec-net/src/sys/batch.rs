@@ -120,12 +120,17 @@ unsafe fn sendmmsg_all(
                 0,
             )
         };
-        if r >= 0 {
+        if r > 0 {
             done += r as usize;
             refused_since = 0;
             continue;
         }
-        let e = io::Error::last_os_error();
+        // Nothing taken without an error is a refusal like EAGAIN (never seen; bounded anyway).
+        let e = if r == 0 {
+            io::Error::from_raw_os_error(libc::EAGAIN)
+        } else {
+            io::Error::last_os_error()
+        };
         match e.raw_os_error() {
             Some(libc::EINTR) => continue,
             Some(libc::ENOBUFS) | Some(libc::EAGAIN) => {
