@@ -301,6 +301,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "scheduling": scheduling.json(),
         "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
         "pipeline": false,
+        "threads": 2,
         "rx_ring": crate::macsec::dataplane::ring_json(ring.as_ref()),
         "plain_rx_ring": link.ring_json(),
     });

@@ -106,6 +106,22 @@ pub fn take_frames(
     }
 }
 
+/// Whether one thread moves both directions ([`busy_loop`]): in the latency mode
+/// (`--busy-poll-us`) without the pipeline.
+pub fn one_thread(busy_poll: bool, pipeline: bool) -> bool {
+    busy_poll && !pipeline
+}
+
+/// How many threads move frames (the status's `threads`): one in the latency mode without the
+/// pipeline, four with the pipeline, else one per direction.
+pub fn threads(busy_poll: bool, pipeline: bool) -> u8 {
+    match (one_thread(busy_poll, pipeline), pipeline) {
+        (true, _) => 1,
+        (false, true) => 4,
+        (false, false) => 2,
+    }
+}
+
 /// How the first stage of a direction hands batches to the second (a thread of its own) and
 /// gets empty ones back. Without a second stage every batch is finished where it was made.
 struct Handoff<'a, B> {
@@ -214,6 +230,108 @@ struct TxGeometry {
     wire_max: usize,
 }
 
+impl TxGeometry {
+    fn of(plan: MtuPlan, stride: usize) -> TxGeometry {
+        let overhead = plan.overhead as usize;
+        TxGeometry {
+            stride,
+            // Each frame is read behind room for the SecTAG (the overhead less the ICV), so
+            // protect encrypts it where it lies: only the 12 address octets move.
+            room: overhead.saturating_sub(ICV_LEN),
+            overhead,
+            // Header + the interface's MTU (+ a VLAN tag's length where the plan allows it: a
+            // gateway's tagged frames).
+            wire_max: 14 + plan.iface as usize + plan.vlan_slack as usize,
+        }
+    }
+}
+
+fn tx_batch(stride: usize) -> TxBatch {
+    TxBatch {
+        buf: vec![0u8; MAX_BATCH * stride],
+        got: [(0, 0); MAX_BATCH],
+        n: 0,
+        out: [(0, 0); MAX_BATCH],
+        k: 0,
+    }
+}
+
+fn rx_batch(stride: usize) -> RxBatch {
+    let empty = RecvMeta {
+        len: 0,
+        wire_len: 0,
+        packet_type: PacketType::Host,
+        timestamp: None,
+    };
+    RxBatch {
+        buf: vec![0u8; MAX_BATCH * stride],
+        metas: [empty; MAX_BATCH],
+        got: 0,
+        full: false,
+        deliver: [(0, 0); MAX_BATCH],
+    }
+}
+
+/// The latency mode on one thread (`--busy-poll-us` without `--pipeline`): one thread moves
+/// both directions, taking what the host side and the protected interface have queued in
+/// turn, without sleeping while frames crossed within the spin time (other runnable threads of
+/// the CPU go first between polls), and waiting on both at once once none did. With a thread
+/// per direction a SecY would keep two threads spinning, and on a host with few CPUs the
+/// programs whose frames they carry would wait for a CPU behind them.
+pub fn busy_loop(
+    sh: &Shared,
+    host: &dyn HostPort,
+    sock: &RawSocket,
+    ring: Option<RxRing>,
+    plan: MtuPlan,
+    stride: usize,
+    scheduling: Scheduling,
+) {
+    let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
+    let (mut tb, mut rb) = (tx_batch(stride), rx_batch(stride));
+    let mut reader = TxReader::new(sh, host, TxGeometry::of(plan, stride));
+    let mut receiver = RxTaker {
+        sh,
+        sock,
+        ring,
+        stride,
+    };
+    let mut batches = 0u32;
+    while !sh.stop.load(Ordering::Relaxed) {
+        batches = batches.wrapping_add(1);
+        if batches % 64 == 0 {
+            host.count_queue_drops(&sh.frames);
+            count_iface_drops(sh, sock);
+        }
+        let Ok(sent) = reader.read_protect(&mut tb, &mut policy) else {
+            return;
+        };
+        if tb.k > 0 && send(sh, sock, &tb).is_err() {
+            return;
+        }
+        let Ok(got) = receiver.take(&mut rb, &mut policy) else {
+            return;
+        };
+        if got > 0 && verify_and_deliver(sh, host, stride, &mut rb).is_err() {
+            return;
+        }
+        if sent > 0 || got > 0 || sh.busy_poll.keep_polling() {
+            continue;
+        }
+        // Nothing crossed within the spin time: one wait over both sides.
+        let wait = policy.before_sleep(TICK);
+        let mut fds = [host.poll_fd(), sock.as_fd()].map(|fd| sys::PollEntry {
+            fd,
+            read: true,
+            write: false,
+            ready: false,
+        });
+        if let Err(e) = sys::poll_many(&mut fds, Some(wait)) {
+            return sh.fail(anyhow::anyhow!("waiting on both sides: {e}"));
+        }
+    }
+}
+
 /// Frames of the host from the TAP (or the plain port), protected, out on the protected
 /// interface. With `pipeline` the reading (with the cutting of super-frames) and the protection
 /// run on this thread and the sending on a second one, batch by batch in order.
@@ -226,27 +344,8 @@ pub fn tx_loop(
     scheduling: Scheduling,
     pipeline: bool,
 ) {
-    let overhead = plan.overhead as usize;
-    // Each frame is read behind room for the SecTAG (the overhead less the ICV), so protect
-    // encrypts it where it lies: only the 12 address octets move.
-    let room = overhead.saturating_sub(ICV_LEN);
-    let g = TxGeometry {
-        stride,
-        room,
-        overhead,
-        // Header + the interface's MTU (+ a VLAN tag's length where the plan allows it: a
-        // gateway's tagged frames).
-        wire_max: 14 + plan.iface as usize + plan.vlan_slack as usize,
-    };
-    // Behind each frame: the ICV, and room to put a VLAN tag back.
-    let tail = (overhead - room) + VLAN_TAG_LEN;
-    let make = || TxBatch {
-        buf: vec![0u8; MAX_BATCH * stride],
-        got: [(0, 0); MAX_BATCH],
-        n: 0,
-        out: [(0, 0); MAX_BATCH],
-        k: 0,
-    };
+    let g = TxGeometry::of(plan, stride);
+    let make = || tx_batch(stride);
     let mut policy = None;
     let second = move |b: &mut TxBatch| {
         // The second stage's thread runs under the same scheduling, from its first batch on.
@@ -258,7 +357,7 @@ pub fn tx_loop(
         // After a full batch more frames are likely queued: read again without waiting.
         let mut full = false;
         let mut batches = 0u32;
-        let mut sent_since_top_up = false;
+        let mut reader = TxReader::new(sh, host, g);
         while !sh.stop.load(Ordering::Relaxed) {
             batches = batches.wrapping_add(1);
             if batches % 64 == 0 {
@@ -275,28 +374,10 @@ pub fn tx_loop(
                     Err(e) => return sh.fail(anyhow::anyhow!("waiting on the host side: {e}")),
                 }
             }
-            let n = match host.recv_frames(&mut b.buf, stride, room, tail, &mut b.got, &sh.frames) {
-                Ok(n) => n,
-                Err(e) => return sh.fail(anyhow::anyhow!("reading the host side: {e}")),
+            let Ok(n) = reader.read_protect(&mut b, &mut policy) else {
+                return;
             };
             full = n > 0;
-            if n == 0 {
-                if sent_since_top_up {
-                    sent_since_top_up = false;
-                    if let Err(e) = top_up_tx(sh) {
-                        return sh.fail(e);
-                    }
-                }
-                continue;
-            }
-            sent_since_top_up = true;
-            sh.busy_poll.saw_frames();
-            policy.after_read(n);
-            add(&sh.frames.tap_in, n);
-            b.n = n;
-            if protect(sh, g, &mut b).is_err() {
-                return;
-            }
             if b.k == 0 {
                 continue;
             }
@@ -312,6 +393,59 @@ pub fn tx_loop(
             }
         }
     });
+}
+
+/// The reading half of the transmit direction: frames from the host side into a batch,
+/// protected there.
+struct TxReader<'a> {
+    sh: &'a Shared,
+    host: &'a dyn HostPort,
+    g: TxGeometry,
+    /// Room behind each frame (the ICV and a VLAN tag put back).
+    tail: usize,
+    /// Frames went out since the last time the queue ran empty.
+    sent_since_top_up: bool,
+}
+
+impl<'a> TxReader<'a> {
+    fn new(sh: &'a Shared, host: &'a dyn HostPort, g: TxGeometry) -> TxReader<'a> {
+        TxReader {
+            sh,
+            host,
+            g,
+            tail: (g.overhead - g.room) + VLAN_TAG_LEN,
+            sent_since_top_up: false,
+        }
+    }
+
+    /// Reads the frames the host side has queued (at most a batch, without waiting) into `b`
+    /// and protects them (`b.k` of them to send). Returns how many were read; when none was
+    /// and frames went out since the queue last ran empty, the encoding SA's next block is
+    /// reserved ahead first. `Err` once a failure is recorded (the data plane then stops).
+    fn read_protect(&mut self, b: &mut TxBatch, policy: &mut ThreadPolicy) -> Result<usize, ()> {
+        let (sh, g) = (self.sh, self.g);
+        let n = self
+            .host
+            .recv_frames(
+                &mut b.buf, g.stride, g.room, self.tail, &mut b.got, &sh.frames,
+            )
+            .map_err(|e| sh.fail(anyhow::anyhow!("reading the host side: {e}")))?;
+        b.k = 0;
+        if n == 0 {
+            if self.sent_since_top_up {
+                self.sent_since_top_up = false;
+                top_up_tx(sh).map_err(|e| sh.fail(e))?;
+            }
+            return Ok(0);
+        }
+        self.sent_since_top_up = true;
+        sh.busy_poll.saw_frames();
+        policy.after_read(n);
+        add(&sh.frames.tap_in, n);
+        b.n = n;
+        protect(sh, g, b)?;
+        Ok(n)
+    }
 }
 
 /// Protects the frames of `b` in place (each PN reserved on disk first) and lists them in
@@ -417,24 +551,12 @@ pub fn rx_loop(
     sh: &Shared,
     host: &dyn HostPort,
     sock: &RawSocket,
-    mut ring: Option<RxRing>,
+    ring: Option<RxRing>,
     stride: usize,
     scheduling: Scheduling,
     pipeline: bool,
 ) {
-    let empty = RecvMeta {
-        len: 0,
-        wire_len: 0,
-        packet_type: PacketType::Host,
-        timestamp: None,
-    };
-    let make = || RxBatch {
-        buf: vec![0u8; MAX_BATCH * stride],
-        metas: [empty; MAX_BATCH],
-        got: 0,
-        full: false,
-        deliver: [(0, 0); MAX_BATCH],
-    };
+    let make = || rx_batch(stride);
     let mut policy = None;
     let second = move |b: &mut RxBatch| {
         policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
@@ -442,15 +564,14 @@ pub fn rx_loop(
     };
     run_stages(sh, pipeline, make, second, |mut handoff, mut b| {
         let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
-        let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
         let mut full = false;
         let mut batches = 0u32;
-        let count_drops = || {
-            if let Ok(st) = sock.take_statistics() {
-                sh.frames
-                    .iface_queue_drops
-                    .fetch_add(st.drops, Ordering::Relaxed);
-            }
+        let count_drops = || count_iface_drops(sh, sock);
+        let mut receiver = RxTaker {
+            sh,
+            sock,
+            ring,
+            stride,
         };
         while !sh.stop.load(Ordering::Relaxed) {
             batches = batches.wrapping_add(1);
@@ -470,33 +591,13 @@ pub fn rx_loop(
                     }
                 }
             }
-            let got = match take_frames(sock, ring.as_mut(), &mut b.buf, stride, &mut b.metas) {
-                Ok(0) => {
-                    full = false;
-                    continue;
-                }
-                Ok(n) => {
-                    full = n == MAX_BATCH;
-                    sh.busy_poll.saw_frames();
-                    policy.after_read(n);
-                    n
-                }
-                Err(e) => {
-                    return sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}"));
-                }
+            let Ok(got) = receiver.take(&mut b, &mut policy) else {
+                return;
             };
-            if sh.pcap.is_some() {
-                let mut s = 0;
-                for (i, m) in b.metas.iter().enumerate().take(got) {
-                    if m.packet_type != PacketType::Outgoing {
-                        seen[s] = (i * stride, m.len);
-                        s += 1;
-                    }
-                }
-                sh.record(&b.buf, &seen[..s]);
+            full = b.full;
+            if got == 0 {
+                continue;
             }
-            b.got = got;
-            b.full = full;
             if handoff.inline(got) {
                 if verify_and_deliver(sh, host, stride, &mut b).is_err() {
                     return;
@@ -509,6 +610,60 @@ pub fn rx_loop(
             }
         }
     });
+}
+
+/// Adds the frames the kernel dropped for a full receive queue or ring on the protected
+/// interface since the last call.
+fn count_iface_drops(sh: &Shared, sock: &RawSocket) {
+    if let Ok(st) = sock.take_statistics() {
+        sh.frames
+            .iface_queue_drops
+            .fetch_add(st.drops, Ordering::Relaxed);
+    }
+}
+
+/// The receiving half of the receive direction: the protected interface's frames into a batch.
+struct RxTaker<'a> {
+    sh: &'a Shared,
+    sock: &'a RawSocket,
+    ring: Option<RxRing>,
+    stride: usize,
+}
+
+impl RxTaker<'_> {
+    /// Takes the frames waiting (at most a batch, without waiting) into `b` (`b.got`, and
+    /// `b.full` when the batch filled) and records them with `--pcap`. Returns how many. `Err`
+    /// once a failure is recorded (the data plane then stops).
+    fn take(&mut self, b: &mut RxBatch, policy: &mut ThreadPolicy) -> Result<usize, ()> {
+        let (sh, stride) = (self.sh, self.stride);
+        let got = take_frames(
+            self.sock,
+            self.ring.as_mut(),
+            &mut b.buf,
+            stride,
+            &mut b.metas,
+        )
+        .map_err(|e| sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")))?;
+        b.got = got;
+        b.full = got == MAX_BATCH;
+        if got == 0 {
+            return Ok(0);
+        }
+        sh.busy_poll.saw_frames();
+        policy.after_read(got);
+        if sh.pcap.is_some() {
+            let mut seen: [(usize, usize); MAX_BATCH] = [(0, 0); MAX_BATCH];
+            let mut n = 0;
+            for (i, m) in b.metas.iter().enumerate().take(got) {
+                if m.packet_type != PacketType::Outgoing {
+                    seen[n] = (i * stride, m.len);
+                    n += 1;
+                }
+            }
+            sh.record(&b.buf, &seen[..n]);
+        }
+        Ok(got)
+    }
 }
 
 /// Verifies the frames of `b` in place (the replay check before the ICV, the acceptance mark

@@ -12,7 +12,7 @@
 //! SecTAG, and write the verified frames of a batch; nothing is allocated per frame.
 
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -55,6 +55,9 @@ pub trait HostPort: Sync {
     /// Adds the frames the kernel dropped for a full queue since the last call to
     /// `host_queue_drops` (where the port can tell).
     fn count_queue_drops(&self, _c: &FrameCounters) {}
+    /// The descriptor that is readable when frames wait (for one wait over both sides of a
+    /// data plane; [`super::dataplane::busy_loop`]).
+    fn poll_fd(&self) -> BorrowedFd<'_>;
 }
 
 /// A TAP interface of this host.
@@ -247,6 +250,10 @@ impl HostPort for TapPort {
         Ok(n)
     }
 
+    fn poll_fd(&self) -> BorrowedFd<'_> {
+        self.tap.as_fd()
+    }
+
     fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], c: &FrameCounters) {
         if self.tap.vnet_hdr() {
             return self.send_offload(buf, frames, c);
@@ -333,6 +340,10 @@ impl HostPort for LinkPort {
 
     fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
         sys::wait_readable(self.sock.as_fd(), Some(timeout))
+    }
+
+    fn poll_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
     }
 
     fn recv_frames(

@@ -705,6 +705,7 @@ pub fn run_spec(
         "replay_window": spec.replay_window,
         "busy_poll_us": spec.busy_poll.map(|d| d.as_micros() as u64),
         "pipeline": dataplane::pipeline_on(spec.pipeline),
+        "threads": dataplane::threads(spec.busy_poll.is_some(), dataplane::pipeline_on(spec.pipeline)),
         "rx_ring": dataplane::ring_json(ring.as_ref()),
     });
     if !gateway {
@@ -762,11 +763,16 @@ pub fn run_spec(
 
     let stride = dataplane::stride(plan);
     let pipeline = dataplane::pipeline_on(spec.pipeline);
+    let one_thread = dataplane::one_thread(spec.busy_poll.is_some(), pipeline);
     let result = std::thread::scope(|s| -> Result<()> {
         let sh = &*shared;
         let k = &sock;
-        s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride, scheduling, pipeline));
-        s.spawn(move || dataplane::rx_loop(sh, host, k, ring, stride, scheduling, pipeline));
+        if one_thread {
+            s.spawn(move || dataplane::busy_loop(sh, host, k, ring, plan, stride, scheduling));
+        } else {
+            s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride, scheduling, pipeline));
+            s.spawn(move || dataplane::rx_loop(sh, host, k, ring, stride, scheduling, pipeline));
+        }
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {

@@ -167,7 +167,11 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     let g2 = Gw::new(&tb, &d, "gw2");
     let recorded = d.path("gw1-recorded.pcap");
     let r = recorded.to_str().unwrap();
-    let p1 = g1.start(&["--keys", k, "--peer", MAC_GW2_PROT], &["--pcap", r]);
+    // gw1 in the latency mode: one thread polls both its ports (and records them).
+    let p1 = g1.start(
+        &["--keys", k, "--peer", MAC_GW2_PROT],
+        &["--pcap", r, "--busy-poll-us", "300"],
+    );
     // gw2 takes its ports' frames from the socket queues, gw1 from receive rings.
     let p2 = g2.start(
         &["--keys", k, "--peer", MAC_GW1_PROT],
@@ -256,7 +260,10 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     assert_eq!(st["role"], "gateway", "{st}");
     assert!(st["rx_ring"]["slots"].as_u64() > Some(0), "{st}");
     assert!(st["plain_rx_ring"]["slots"].as_u64() > Some(0), "{st}");
+    assert_eq!(st["threads"], 1, "{st}");
+    assert_eq!(st["busy_poll_us"], 300, "{st}");
     let st2 = g2.status();
+    assert_eq!(st2["threads"], 2, "{st2}");
     assert!(st2["rx_ring"].is_null(), "{st2}");
     assert!(st2["plain_rx_ring"].is_null(), "{st2}");
     assert_eq!(

@@ -950,7 +950,8 @@ fn udp_datagrams(p: &TapPair, from: char, to_addr: &str, port: u16, n: u32) -> (
 /// every byte checked, UDP, ICMP of every size up to the TAP's MTU exactly (and a fragmented
 /// 8000-byte ping), TCP over a VLAN on the TAPs (tagged super-frames). First against a peer
 /// run with --no-offload and --rx-ring off (old and new paths interoperate), then with
-/// offloads and receive rings on both ends.
+/// offloads and receive rings on both ends, pipelined, then with one end in the latency mode
+/// on a single thread for both directions.
 #[test]
 fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offload_peer() {
     require_root!();
@@ -960,21 +961,49 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
     }
     let p = TapPair::new();
     let profile = "macsec-gcm-aes-128";
-    for round in ["b without offloads", "both with offloads"] {
+    // Round 1: one thread per direction on both (and b without offloads or receive ring);
+    // round 2: each direction split in two (`--pipeline on`) on both; round 3: the latency mode,
+    // a on one thread for both directions, b pipelined. With each: a's and b's pipeline and
+    // data-plane threads, and whether b has its offloads and receive ring.
+    type Round<'r> = (
+        &'r str,
+        &'r [&'r str],
+        &'r [&'r str],
+        [bool; 2],
+        [u64; 2],
+        bool,
+    );
+    let rounds: [Round; 3] = [
+        (
+            "b without offloads",
+            &["--pipeline", "off"],
+            &["--no-offload", "--pipeline", "off", "--rx-ring", "off"],
+            [false, false],
+            [2, 2],
+            false,
+        ),
+        (
+            "both pipelined",
+            &["--pipeline", "on"],
+            &["--pipeline", "on"],
+            [true, true],
+            [4, 4],
+            true,
+        ),
+        (
+            "a busy-polling on one thread",
+            &["--pipeline", "off", "--busy-poll-us", "300"],
+            &["--pipeline", "on", "--busy-poll-us", "300"],
+            [false, true],
+            [1, 4],
+            true,
+        ),
+    ];
+    for (round, a_extra, b_extra, piped, threads, b_full) in rounds {
         // A fresh key and state per round: a restarted receiver would refuse the first
         // checkpoint of its peer's frames.
         let d = TempDir::new("mtap-offload");
         let keys = key_file(&d, profile);
-        // Round 1: one thread per direction on both (and b without offloads); round 2: each
-        // direction split in two (`--pipeline on`) on both.
-        let (a_extra, b_extra): (&[&str], &[&str]) = if round.starts_with("b without") {
-            (
-                &["--pipeline", "off"],
-                &["--no-offload", "--pipeline", "off", "--rx-ring", "off"],
-            )
-        } else {
-            (&["--pipeline", "on"], &["--pipeline", "on"])
-        };
         let a = start_with(&d, &p, 'a', profile, &keys, a_extra);
         let b = start_with(&d, &p, 'b', profile, &keys, b_extra);
         for (from, to) in [('a', "10.99.0.2"), ('b', "10.99.0.1")] {
@@ -1043,20 +1072,21 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
         let fa = &sa[0]["frames"];
         let fb = &sb[0]["frames"];
         assert_eq!(sa[0]["offload"], true, "{sa}");
-        let piped = round.starts_with("both");
-        assert_eq!(sa[0]["pipeline"], piped, "{sa}");
-        assert_eq!(sb[0]["pipeline"], piped, "{sb}");
+        assert_eq!(sa[0]["pipeline"], piped[0], "{sa}");
+        assert_eq!(sb[0]["pipeline"], piped[1], "{sb}");
+        assert_eq!(sa[0]["threads"], threads[0], "{round}: {sa}");
+        assert_eq!(sb[0]["threads"], threads[1], "{round}: {sb}");
         // The receive ring: on by default, off where asked (the queue then, as before).
         assert!(sa[0]["rx_ring"]["slots"].as_u64() > Some(0), "{sa}");
         assert!(sa[0]["rx_ring"]["bytes"].as_u64() > Some(0), "{sa}");
-        if piped {
+        if b_full {
             assert!(sb[0]["rx_ring"]["slots"].as_u64() > Some(0), "{sb}");
         } else {
             assert!(sb[0]["rx_ring"].is_null(), "{sb}");
         }
         assert!(fa["gso_in"].as_u64() > Some(0), "a cut super-frames: {sa}");
         assert_eq!(fa["offload_bad"], 0, "{sa}");
-        if piped {
+        if b_full {
             assert_eq!(sb[0]["offload"], true, "{sb}");
             assert!(fb["gro_out"].as_u64() > Some(0), "b merged frames: {sb}");
             assert!(fa["gro_out"].as_u64() > Some(0), "a merged frames: {sa}");

@@ -14,7 +14,9 @@ pub struct BusyPollArgs {
     /// kernel to wake it. A frame that arrives meanwhile is taken at once, so a crossing costs
     /// what the crypto costs, not a thread wake-up; the price is a CPU kept busy for US after
     /// every frame (a steady stream keeps each data-plane thread spinning). Off by default:
-    /// the threads sleep as soon as their queues are empty.
+    /// the threads sleep as soon as their queues are empty. `macsec up` and `gateway` (MACsec
+    /// profiles) without `--pipeline on` then move both directions on one thread, which polls
+    /// both sides in turn: one CPU spins per SecY, not two.
     /// Example: `sudo ivnsec macsec up --iface eth0 --tap ms0 … --busy-poll-us 50`
     #[arg(long, value_name = "US",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_BUSY_POLL_US)))]
