@@ -27,6 +27,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::net::IpAddr;
+use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::Command;
@@ -668,6 +669,12 @@ fn header(
     offload: Value,
 ) -> Value {
     let alg = cfg.alg;
+    // One thread for both directions in the latency mode on the offload path (`busy_loop`).
+    let threads = if cfg.busy_poll.is_some() && offload["enabled"] == true {
+        1
+    } else {
+        2
+    };
     json!({
         "pid": std::process::id(),
         "tun": cfg.tun,
@@ -685,6 +692,7 @@ fn header(
         "rx": {"spi": cfg.rx_spi},
         "offload": offload,
         "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
+        "threads": threads,
     })
 }
 
@@ -734,7 +742,9 @@ fn supervise(
     std::thread::scope(|s| {
         let sh = shared;
         let (t, o) = (tun, outer);
-        if t.vnet_hdr() {
+        if t.vnet_hdr() && sh.busy_poll.enabled() {
+            s.spawn(move || busy_loop(sh, t, o, gro));
+        } else if t.vnet_hdr() {
             s.spawn(move || tx_loop_offload(sh, t, o));
             s.spawn(move || rx_loop_offload(sh, t, o, gro));
         } else {
@@ -913,28 +923,68 @@ fn send_units(sh: &Shared, outer: &OuterSocket, slots: &[u8], units: &[(usize, u
 /// protected in its slot under its own reserved sequence number, and the batch leaves with one
 /// `sendmmsg` when it is full or the TUN has nothing more queued.
 fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
-    let room = lock(&sh.tx).sa.headroom();
-    let outer_hdr = ip::outer_header_len(&sh.local);
-    let stride = room + MAX_PACKET + MAX_OVERHEAD;
-    let mut stage = vec![0u8; VNET_HDR_LEN + MAX_PACKET];
-    let mut slots = vec![0u8; BATCH * stride];
-    let mut units = [(0usize, 0usize); BATCH];
-    let mut n = 0;
-    let mut scratch = Vec::new();
+    let mut tx = TxOffload::new(sh);
     while !sh.stop.load(Ordering::Relaxed) {
         match ready(sh, "the TUN", || tun.wait_readable(Some(TICK))) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(()) => return,
         }
-        loop {
-            let m = match read_tun(sh, tun, &mut stage) {
-                Ok(Some(m)) => m,
-                Ok(None) => break,
-                Err(()) => return,
+        if tx.drain(sh, tun, outer).is_err() {
+            return;
+        }
+    }
+}
+
+/// Most TUN reads (or outer-socket batches) one turn of a side takes before it lets the other
+/// side run ([`busy_loop`]; a thread of its own then simply turns again).
+const TURN: usize = BATCH;
+
+/// The transmit side of the offload path: TUN reads (super-packets cut into packets straight
+/// into the batch slots), protected in place, out on the outer socket a batch at a time.
+struct TxOffload {
+    room: usize,
+    outer_hdr: usize,
+    stride: usize,
+    stage: Vec<u8>,
+    slots: Vec<u8>,
+    units: [(usize, usize); BATCH],
+    n: usize,
+    scratch: Vec<u8>,
+}
+
+impl TxOffload {
+    fn new(sh: &Shared) -> TxOffload {
+        let room = lock(&sh.tx).sa.headroom();
+        let stride = room + MAX_PACKET + MAX_OVERHEAD;
+        TxOffload {
+            room,
+            outer_hdr: ip::outer_header_len(&sh.local),
+            stride,
+            stage: vec![0u8; VNET_HDR_LEN + MAX_PACKET],
+            slots: vec![0u8; BATCH * stride],
+            units: [(0, 0); BATCH],
+            n: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Reads what the TUN has queued (at most [`TURN`] reads), protects it and sends it; once
+    /// the TUN ran empty after packets went out, the next block of sequence numbers is
+    /// reserved ahead. Returns how many reads brought a packet. `Err` once a failure is
+    /// recorded (the loop then ends).
+    fn drain(&mut self, sh: &Shared, tun: &Tap, outer: &OuterSocket) -> Result<usize, ()> {
+        let (room, stride) = (self.room, self.stride);
+        let mut reads = 0;
+        let mut empty = false;
+        while reads < TURN {
+            let Some(m) = read_tun(sh, tun, &mut self.stage)? else {
+                empty = true;
+                break;
             };
+            reads += 1;
             add(&sh.packets.tun_in);
-            let got = &stage[..m];
+            let got = &self.stage[..m];
             let Some(pkt) = got.get(VNET_HDR_LEN..) else {
                 add(&sh.packets.tun_bad);
                 continue;
@@ -950,34 +1000,36 @@ fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
                 add(&sh.packets.gso_in);
             }
             for i in 0..seg.count() {
-                if n == BATCH {
-                    send_units(sh, outer, &slots, &units[..n]);
-                    n = 0;
+                if self.n == BATCH {
+                    send_units(sh, outer, &self.slots, &self.units[..self.n]);
+                    self.n = 0;
                 }
-                let at = n * stride;
-                let slot = &mut slots[at..at + stride];
+                let at = self.n * stride;
+                let slot = &mut self.slots[at..at + stride];
                 let Some(len) = seg.write(pkt, i, &mut slot[room..room + MAX_PACKET]) else {
                     add(&sh.packets.too_long);
                     continue;
                 };
                 match protect(sh, slot, room, len) {
                     Protected::Ok(total) => {
-                        sh.record(&mut scratch, sh.local, sh.remote, &slot[outer_hdr..total]);
-                        units[n] = (at + outer_hdr, total - outer_hdr);
-                        n += 1;
+                        let hdr = self.outer_hdr;
+                        sh.record(&mut self.scratch, sh.local, sh.remote, &slot[hdr..total]);
+                        self.units[self.n] = (at + hdr, total - hdr);
+                        self.n += 1;
                     }
                     Protected::Dropped => {}
-                    Protected::Fatal => return,
+                    Protected::Fatal => return Err(()),
                 }
             }
         }
-        if n > 0 {
-            send_units(sh, outer, &slots, &units[..n]);
-            n = 0;
-            if !top_up_tx(sh) {
-                return;
+        if self.n > 0 {
+            send_units(sh, outer, &self.slots, &self.units[..self.n]);
+            self.n = 0;
+            if empty && !top_up_tx(sh) {
+                return Err(());
             }
         }
+        Ok(reads)
     }
 }
 
@@ -1170,36 +1222,83 @@ fn deliver(sh: &Shared, tun: &Tap, co: &mut Coalescer, gro: bool, slot: &mut [u8
 /// vnet header — with `gro`, consecutive in-order TCP segments of one flow coalesced into one
 /// super-packet ([`Coalescer`]), everything else alone.
 fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
-    let pre = rx_pre(sh, outer);
-    let stride = pre + MAX_PACKET;
-    let mut slots = vec![0u8; BATCH * stride];
-    let mut lens = [0usize; BATCH];
-    let mut segs = [0u16; BATCH];
-    let mut one = vec![0u8; stride];
-    let mut co = Coalescer::new();
-    let mut scratch = Vec::new();
-    let mut delivered = false;
+    let mut rx = RxOffload::new(sh, outer, gro);
     while !sh.stop.load(Ordering::Relaxed) {
         match ready(sh, "the outer socket", || outer.wait_readable(TICK)) {
             Ok(true) => {}
             Ok(false) => continue,
             Err(()) => return,
         }
-        loop {
-            let got = match outer.recv_batch(&mut slots, stride, pre, &mut lens, &mut segs) {
-                Ok(0) => break,
+        if rx.drain(sh, tun, outer).is_err() {
+            return;
+        }
+    }
+}
+
+/// The receive side of the offload path: batches from the outer socket (UDP GRO trains split
+/// into their ESP packets), verified, written to the TUN (TCP segments coalesced with `gro`).
+struct RxOffload {
+    pre: usize,
+    stride: usize,
+    gro: bool,
+    slots: Vec<u8>,
+    lens: [usize; BATCH],
+    segs: [u16; BATCH],
+    one: Vec<u8>,
+    co: Coalescer,
+    scratch: Vec<u8>,
+}
+
+impl RxOffload {
+    fn new(sh: &Shared, outer: &OuterSocket, gro: bool) -> RxOffload {
+        let pre = rx_pre(sh, outer);
+        let stride = pre + MAX_PACKET;
+        RxOffload {
+            pre,
+            stride,
+            gro,
+            slots: vec![0u8; BATCH * stride],
+            lens: [0; BATCH],
+            segs: [0; BATCH],
+            one: vec![0u8; stride],
+            co: Coalescer::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Takes what the outer socket has queued (at most [`TURN`] batches), verifies it and
+    /// writes it to the TUN; once the socket ran empty after packets were delivered, the
+    /// acceptance mark moves ahead. Returns how many batches brought packets. `Err` once a
+    /// failure is recorded (the loop then ends).
+    fn drain(&mut self, sh: &Shared, tun: &Tap, outer: &OuterSocket) -> Result<usize, ()> {
+        let (pre, stride, gro) = (self.pre, self.stride, self.gro);
+        let mut batches = 0;
+        let mut empty = false;
+        while batches < TURN {
+            let got = match outer.recv_batch(
+                &mut self.slots,
+                stride,
+                pre,
+                &mut self.lens,
+                &mut self.segs,
+            ) {
+                Ok(0) => {
+                    empty = true;
+                    break;
+                }
                 Ok(g) => {
                     sh.busy_poll.saw_frames();
                     g
                 }
                 Err(e) => {
                     sh.fail(anyhow::anyhow!("reading the outer socket: {e}"));
-                    return;
+                    return Err(());
                 }
             };
+            batches += 1;
             for i in 0..got {
-                let slot = &mut slots[i * stride..(i + 1) * stride];
-                let (n, seg) = (lens[i], usize::from(segs[i]));
+                let slot = &mut self.slots[i * stride..(i + 1) * stride];
+                let (n, seg) = (self.lens[i], usize::from(self.segs[i]));
                 if n == 0 {
                     // Longer than an IP packet can be: cut by the kernel.
                     add(&sh.packets.esp_in);
@@ -1207,29 +1306,63 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
                     continue;
                 }
                 if seg == 0 || n <= seg {
-                    if let Some(len) = rx_prepare(sh, outer, slot, pre, n, &mut scratch) {
-                        deliver(sh, tun, &mut co, gro, slot, len);
+                    if let Some(len) = rx_prepare(sh, outer, slot, pre, n, &mut self.scratch) {
+                        deliver(sh, tun, &mut self.co, gro, slot, len);
                     }
                     continue;
                 }
                 // Several ESP packets back to back (UDP GRO): each behind room for its header.
                 for chunk in slot[pre..pre + n].chunks(seg) {
-                    one[pre..pre + chunk.len()].copy_from_slice(chunk);
-                    if let Some(len) =
-                        rx_prepare(sh, outer, &mut one, pre, chunk.len(), &mut scratch)
-                    {
-                        deliver(sh, tun, &mut co, gro, &mut one, len);
+                    self.one[pre..pre + chunk.len()].copy_from_slice(chunk);
+                    if let Some(len) = rx_prepare(
+                        sh,
+                        outer,
+                        &mut self.one,
+                        pre,
+                        chunk.len(),
+                        &mut self.scratch,
+                    ) {
+                        deliver(sh, tun, &mut self.co, gro, &mut self.one, len);
                     }
                 }
             }
-            write_coalesced(sh, tun, &mut co);
-            delivered = true;
+            write_coalesced(sh, tun, &mut self.co);
         }
-        if delivered {
-            delivered = false;
-            if !top_up_rx(sh) {
-                return;
-            }
+        if batches > 0 && empty && !top_up_rx(sh) {
+            return Err(());
+        }
+        Ok(batches)
+    }
+}
+
+/// The latency mode on one thread (`--busy-poll-us` on the offload path): one thread moves
+/// both directions, draining the TUN and the outer socket in turn without sleeping while
+/// packets crossed within the spin time (other runnable threads of the CPU go first between
+/// polls), and waiting on both at once once none did: one CPU spins per tunnel, not two.
+fn busy_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
+    let mut tx = TxOffload::new(sh);
+    let mut rx = RxOffload::new(sh, outer, gro);
+    while !sh.stop.load(Ordering::Relaxed) {
+        let Ok(sent) = tx.drain(sh, tun, outer) else {
+            return;
+        };
+        let Ok(got) = rx.drain(sh, tun, outer) else {
+            return;
+        };
+        if sent > 0 || got > 0 || sh.busy_poll.keep_polling() {
+            continue;
+        }
+        let mut fds = [tun.as_fd(), outer.as_fd()].map(|fd| sys::PollEntry {
+            fd,
+            read: true,
+            write: false,
+            ready: false,
+        });
+        if let Err(e) = sys::poll_many(&mut fds, Some(TICK)) {
+            sh.fail(anyhow::anyhow!(
+                "waiting on the TUN and the outer socket: {e}"
+            ));
+            return;
         }
     }
 }

@@ -597,7 +597,8 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
     let d = TempDir::new("esp-udpoff");
     let p = EspPair::new(Outer::V4);
     let k = keys(&d);
-    let _a = up(&d, &p, &k, 'a', &["--udp-encap"]);
+    // a in the latency mode: one thread moves both directions.
+    let _a = up(&d, &p, &k, 'a', &["--udp-encap", "--busy-poll-us", "300"]);
     let _b = up(&d, &p, &k, 'b', &["--udp-encap"]);
     let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "ping: {}", text(&o.stdout));
@@ -615,6 +616,7 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
             && s["rx"]["packets"].as_u64().unwrap() + 3
                 >= esp_status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
     });
+    assert_eq!((&sa["threads"], &sb["threads"]), (&1.into(), &2.into()));
     for s in [&sa, &sb] {
         assert_eq!(s["offload"]["udp_gso"], true, "{s}");
         assert_eq!(s["offload"]["udp_gro"], true, "{s}");
@@ -640,8 +642,10 @@ fn no_offload_interoperates_with_the_offload_path() {
     let d = TempDir::new("esp-nooff");
     let p = EspPair::new(Outer::V4);
     let k = keys(&d);
-    let _a = up(&d, &p, &k, 'a', &[]);
-    let _b = up(&d, &p, &k, 'b', &["--no-offload"]);
+    // Both in the latency mode: a (offload path) on one thread, b (--no-offload) on one per
+    // direction.
+    let _a = up(&d, &p, &k, 'a', &["--busy-poll-us", "300"]);
+    let _b = up(&d, &p, &k, 'b', &["--no-offload", "--busy-poll-us", "300"]);
     for to in [inner4('b'), inner6('b')] {
         let o = ping(&p.ns('a'), to, &["-c", "2", "-i", "0.2"]);
         assert!(o.status.success(), "ping {to}: {}", text(&o.stdout));
@@ -652,6 +656,7 @@ fn no_offload_interoperates_with_the_offload_path() {
     let sb = status_when(&d, 'b', |s| s["packets"]["tun_out"].as_u64() > Some(100));
     let sa = status_when(&d, 'a', |s| s["packets"]["gro_out"].as_u64() > Some(0));
     assert_eq!(sb["offload"]["enabled"], false, "{sb}");
+    assert_eq!((&sa["threads"], &sb["threads"]), (&1.into(), &2.into()));
     assert_eq!(sb["packets"]["gso_in"], 0, "{sb}");
     assert_eq!(sb["packets"]["gro_out"], 0, "{sb}");
     // One packet per read and send (the snapshot may fall between the two counters).
