@@ -71,7 +71,7 @@ pub use signal::{
 };
 pub use socket::{
     PollEntry, path_mtu, poll_many, set_recv_buffer_force, set_socket_buffers, set_udp_gro,
-    socket_drops, wait_readable, wait_writable,
+    socket_drops, wait_readable, wait_readable_any, wait_writable,
 };
 pub use stdio::set_aside_stdout;
 pub use tap::{

@@ -84,6 +84,21 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Resul
     poll_one(fd, libc::POLLIN, timeout)
 }
 
+/// Waits until one of `fds` can be read (or is closed or in error) or `timeout` passes: one
+/// `ppoll` over all of them ([`poll_many`]). Returns how many are ready (0: the time passed).
+pub fn wait_readable_any(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<usize> {
+    let mut entries: Vec<PollEntry<'_>> = fds
+        .iter()
+        .map(|&fd| PollEntry {
+            fd,
+            read: true,
+            write: false,
+            ready: false,
+        })
+        .collect();
+    poll_many(&mut entries, Some(timeout))
+}
+
 /// Waits until `fd` can be written (room in its send queue) or `timeout` passes (`Ok(false)`),
 /// as [`wait_readable`] does for reading.
 pub fn wait_writable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {

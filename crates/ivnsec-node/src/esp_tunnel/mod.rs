@@ -1352,13 +1352,7 @@ fn busy_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
         if sent > 0 || got > 0 || sh.busy_poll.keep_polling() {
             continue;
         }
-        let mut fds = [tun.as_fd(), outer.as_fd()].map(|fd| sys::PollEntry {
-            fd,
-            read: true,
-            write: false,
-            ready: false,
-        });
-        if let Err(e) = sys::poll_many(&mut fds, Some(TICK)) {
+        if let Err(e) = sys::wait_readable_any(&[tun.as_fd(), outer.as_fd()], TICK) {
             sh.fail(anyhow::anyhow!(
                 "waiting on the TUN and the outer socket: {e}"
             ));

@@ -320,13 +320,7 @@ pub fn busy_loop(
         }
         // Nothing crossed within the spin time: one wait over both sides.
         let wait = policy.before_sleep(TICK);
-        let mut fds = [host.poll_fd(), sock.as_fd()].map(|fd| sys::PollEntry {
-            fd,
-            read: true,
-            write: false,
-            ready: false,
-        });
-        if let Err(e) = sys::poll_many(&mut fds, Some(wait)) {
+        if let Err(e) = sys::wait_readable_any(&[host.poll_fd(), sock.as_fd()], wait) {
             return sh.fail(anyhow::anyhow!("waiting on both sides: {e}"));
         }
     }
@@ -519,13 +513,10 @@ pub fn send_frames(
         sent(&rest[..n]);
         let Some(e) = err else { break };
         refused += 1;
-        if e.kind() == std::io::ErrorKind::PermissionDenied || refused == 2 {
+        let denied = e.kind() == std::io::ErrorKind::PermissionDenied;
+        if denied || refused == 2 {
             add(&c.iface_send_errors, rest.len() - n);
-            return if e.kind() == std::io::ErrorKind::PermissionDenied {
-                Err(e)
-            } else {
-                Ok(())
-            };
+            return if denied { Err(e) } else { Ok(()) };
         }
         add(&c.iface_send_errors, 1);
         rest = &rest[(n + 1).min(rest.len())..];
