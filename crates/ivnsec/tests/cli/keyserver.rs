@@ -820,6 +820,87 @@ fn keyserver_serves_an_ecu_within_a_second_while_1000_clients_never_authenticate
     println!("{}", report.join("\n"));
 }
 
+/// A TCP proxy in front of `to` that closes its first `drop_first` connections once it has read
+/// the client's first bytes (as a key server evicting a pending handshake does), and forwards
+/// the rest; the number of connections it accepted is in the returned counter.
+fn closing_proxy(to: &str, drop_first: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (to, n) = (to.to_string(), seen.clone());
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { return };
+            let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if i < drop_first {
+                let _ = c.read(&mut [0u8; 64]);
+                continue; // dropped: closed without a word
+            }
+            let Ok(up) = TcpStream::connect(&to) else {
+                return;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            };
+            pipe(c.try_clone().unwrap(), up.try_clone().unwrap());
+            pipe(up, c);
+        }
+    });
+    (addr, seen)
+}
+
+/// A handshake the server closes without a word (an eviction under a flood) is tried again on a
+/// new connection within the client's timeout; a refusal stated in TLS (the server's
+/// certificate from another CA) is not.
+#[test]
+fn a_handshake_the_server_closes_is_tried_again_and_a_stated_refusal_is_not() {
+    let d = TempDir::new("ks-retry");
+    let (pki, s, st) = small_pki(&d, &["ecu1"]);
+    let srv = KeyServer::start(&d, pki.to_str().unwrap(), &s, &st);
+    let (addr, seen) = closing_proxy(&srv.addr, 3);
+    let t = Instant::now();
+    let keys = fetch_segments(&pki, "ecu1", &addr).unwrap();
+    assert_eq!(segment_numbers(&keys), [("chassis".to_string(), 1)]);
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 4);
+    // Three pauses: 5 + 10 + 20 ms.
+    assert!(
+        t.elapsed() >= Duration::from_millis(35),
+        "{:?}",
+        t.elapsed()
+    );
+
+    // Closed more often than the timeout allows: the error says how often.
+    let (addr, _) = closing_proxy(&srv.addr, usize::MAX);
+    let tls = client_tls(
+        &pki.join("ca.pem"),
+        &pki.join("ecu/ecu1.pem"),
+        &pki.join("ecu/ecu1.key"),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let e = Client::connect(tls, &addr, "keyserver", Duration::from_millis(300))
+        .err()
+        .unwrap();
+    let e = format!("{e:#}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(e.contains("earlier handshakes closed by the server"), "{e}");
+
+    // Another CA's server certificate: refused once, not tried again.
+    let other = TempDir::new("ks-retry-ca");
+    let (other_pki, _, _) = small_pki(&other, &["ecu1"]);
+    let (addr, seen) = closing_proxy(&srv.addr, 0);
+    let e = client_with_ca(&pki, &other_pki.join("ca.pem"), "ecu1", &addr)
+        .err()
+        .unwrap();
+    assert!(!format!("{e:#}").contains("earlier handshakes"), "{e:#}");
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1, "{e:#}");
+}
+
 /// Two key servers on one state file would each roll a segment's CAK to the same number with
 /// different keys (issue 32): the second exits 2 naming the first, and leaves the state alone.
 #[test]

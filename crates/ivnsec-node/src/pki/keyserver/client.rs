@@ -103,7 +103,14 @@ impl Drop for Client {
 }
 
 impl Client {
-    /// Connects to `addr`, verifies the server as `server_name` and completes the handshake.
+    /// Connects to `addr`, verifies the server as `server_name` and completes the handshake,
+    /// all within `timeout`.
+    ///
+    /// A server under a flood of connections that never authenticate frees slots by closing
+    /// pending handshakes without a word (`evicted`, `address_limit`): a handshake the server
+    /// closed (end of file, reset, broken pipe) is tried again on a new connection after a
+    /// short pause (5 ms, doubling to 100 ms) while `timeout` lasts. A refusal the server
+    /// states (a TLS alert: the certificate, the CA) and a failed connect are not tried again.
     pub fn connect(
         tls: Arc<rustls::ClientConfig>,
         addr: &str,
@@ -116,25 +123,58 @@ impl Client {
             .map_err(|e| usage(format!("--keyserver {addr}: {e}")))?
             .next()
             .ok_or_else(|| usage(format!("--keyserver {addr}: no address")))?;
-        let sock = TcpStream::connect_timeout(&sa, timeout)
-            .with_context(|| format!("connecting to the key server {addr}"))?;
-        sock.set_read_timeout(Some(timeout))?;
-        sock.set_write_timeout(Some(timeout))?;
-        let _ = sock.set_nodelay(true);
         let name = ServerName::try_from(server_name.to_string())
             .map_err(|e| usage(format!("key server name {server_name}: {e}")))?;
-        let conn = ClientConnection::new(tls, name).context("TLS client")?;
-        let mut stream = StreamOwned::new(conn, sock);
-        while stream.conn.is_handshaking() {
-            stream
-                .conn
-                .complete_io(&mut stream.sock)
-                .with_context(|| format!("TLS handshake with the key server {addr}"))?;
+        let deadline = Instant::now() + timeout;
+        let mut pause = Duration::from_millis(5);
+        let mut closed = 0u32;
+        loop {
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            let sock = TcpStream::connect_timeout(&sa, left)
+                .with_context(|| format!("connecting to the key server {addr}"))?;
+            sock.set_read_timeout(Some(left))?;
+            sock.set_write_timeout(Some(left))?;
+            let _ = sock.set_nodelay(true);
+            let conn = ClientConnection::new(tls.clone(), name.clone()).context("TLS client")?;
+            let mut stream = StreamOwned::new(conn, sock);
+            let mut done = Ok(());
+            while stream.conn.is_handshaking() {
+                if let Err(e) = stream.conn.complete_io(&mut stream.sock) {
+                    done = Err(e);
+                    break;
+                }
+            }
+            let e = match done {
+                Ok(()) => {
+                    return Ok(Client {
+                        stream,
+                        buf: Vec::with_capacity(MAX_LINE),
+                    });
+                }
+                Err(e) => e,
+            };
+            let dropped = matches!(
+                e.kind(),
+                std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            );
+            if !dropped || Instant::now() + pause >= deadline {
+                let tried = if closed > 0 {
+                    format!(" ({closed} earlier handshakes closed by the server)")
+                } else {
+                    String::new()
+                };
+                return Err(anyhow::Error::new(e)
+                    .context(format!("TLS handshake with the key server {addr}{tried}")));
+            }
+            closed += 1;
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(100));
         }
-        Ok(Client {
-            stream,
-            buf: Vec::with_capacity(MAX_LINE),
-        })
     }
 
     /// The key exchange group the handshake settled on (`X25519MLKEM768` with this server).
