@@ -787,12 +787,17 @@ impl MacsecRx {
 
     /// Verifies in place. On delivery the plain frame (dst ‖ src ‖ EtherType ‖ payload) is
     /// `frame[range]`; on a drop the buffer content is unspecified. Every outcome is counted.
+    ///
+    /// The same as [`MacsecRx::check`], [`MacsecRx::open`] and [`MacsecRx::commit`] one after
+    /// the other, which is how it is done.
     pub fn verify_in_place(&mut self, frame: &mut [u8]) -> Result<Delivered, DropReason> {
-        let r = self.verify_inner(frame);
-        if let Err(reason) = r {
-            self.counters.drops.bump(reason);
+        match self.check(frame) {
+            Check::Done(r) => r,
+            Check::Validate(c) => {
+                let o = self.open(frame, &c);
+                self.commit(frame, &c, o)
+            }
         }
-        r
     }
 
     fn bad_tag(&mut self, r: DropReason) -> Result<Delivered, DropReason> {
@@ -800,33 +805,53 @@ impl MacsecRx {
         Err(r)
     }
 
-    fn verify_inner(&mut self, frame: &mut [u8]) -> Result<Delivered, DropReason> {
+    /// The first of the three stages of a verification: the SecTAG, the SCI and AN, the PN's
+    /// recovery and the replay check (§10.6.1, §10.6.2). A frame to validate comes back as
+    /// [`Check::Validate`]; anything else is decided here ([`Check::Done`], counted, a frame
+    /// delivered unvalidated already stripped).
+    ///
+    /// Frames of a batch may be checked first, opened in any order or on several threads at
+    /// once ([`MacsecRx::open`] takes `&self`), and committed in their order of arrival: the
+    /// replay window is judged again at the commit, so a frame that arrives twice in a batch is
+    /// delivered once, and the outcome and counters of every frame are those of
+    /// [`MacsecRx::verify_in_place`] on the frames one by one. Nothing may change the SA
+    /// between a frame's check and its commit.
+    pub fn check(&mut self, frame: &mut [u8]) -> Check {
+        let r = self.check_inner(frame);
+        if let Check::Done(Err(reason)) = r {
+            self.counters.drops.bump(reason);
+        }
+        r
+    }
+
+    fn check_inner(&mut self, frame: &mut [u8]) -> Check {
+        let done = Check::Done;
         let strict = self.opts.validate == ValidateFrames::Strict;
         if frame.len() < ethernet::HEADER_LEN {
-            return Err(DropReason::Truncated);
+            return done(Err(DropReason::Truncated));
         }
         // §10.6: frames without a SecTAG.
         if !wire::Frame::<&[u8]>::is_tagged(frame) {
             if strict {
                 self.counters.in_pkts_no_tag += 1;
-                return Err(DropReason::Untagged);
+                return done(Err(DropReason::Untagged));
             }
             self.counters.in_pkts_untagged += 1;
-            return Ok(Delivered {
+            return done(Ok(Delivered {
                 range: 0..frame.len(),
                 status: RxStatus::Untagged,
                 pn: 0,
-            });
+            }));
         }
         // §10.6.1 / Figure 10-5: SecTAG validity.
         let f = match wire::Frame::new_checked(&*frame) {
             Ok(f) => f,
-            Err(e) => return self.bad_tag(e.into()),
+            Err(e) => return done(self.bad_tag(e.into())),
         };
         let xpn = self.keys.suite.is_xpn();
         let pn32 = f.pn();
         if pn32 == 0 && !xpn {
-            return self.bad_tag(DropReason::BadSeq);
+            return done(self.bad_tag(DropReason::BadSeq));
         }
         let (c_bit, e_bit, an, hdr_len) = (f.c(), f.e(), f.an(), f.header_len());
         // SCI: explicit, end station (src ‖ 0x0001), or the single receive SC (point-to-point).
@@ -835,107 +860,196 @@ impl MacsecRx {
             None if f.es() => Sci::end_station(f.src()),
             None => self.keys.sci,
         };
-        let sd_range = hdr_len..frame.len() - ICV_LEN;
-        let sd_len = sd_range.len() as u64;
+        let sd_end = frame.len() - ICV_LEN;
         let unvalidated = |frame: &mut [u8]| {
             // Delivered without validation: strip SecTAG and ICV (possible only with C = 0).
             frame.copy_within(0..SECTAG_OFFSET, hdr_len - SECTAG_OFFSET);
-            hdr_len - SECTAG_OFFSET..sd_range.end
+            hdr_len - SECTAG_OFFSET..sd_end
         };
         if sci != self.keys.sci {
             if c_bit || strict {
                 self.counters.in_pkts_no_sci += 1;
-                return Err(DropReason::NoSci);
+                return done(Err(DropReason::NoSci));
             }
             self.counters.in_pkts_unknown_sci += 1;
-            return Ok(Delivered {
+            return done(Ok(Delivered {
                 range: unvalidated(frame),
                 status: RxStatus::UnknownSci,
                 pn: u64::from(pn32),
-            });
+            }));
         }
         if an != self.keys.an {
             if c_bit || strict {
                 self.counters.in_pkts_not_using_sa += 1;
-                return Err(DropReason::NotUsingSa);
+                return done(Err(DropReason::NotUsingSa));
             }
             self.counters.in_pkts_unused_sa += 1;
-            return Ok(Delivered {
+            return done(Ok(Delivered {
                 range: unvalidated(frame),
                 status: RxStatus::UnusedSa,
                 pn: u64::from(pn32),
-            });
+            }));
         }
+        let c = Checked {
+            pn: 0,
+            pn32,
+            hdr_len,
+            c_bit,
+            e_bit,
+            refused: false,
+        };
+        // A frame the replay check refuses now is not opened; its commit judges it again
+        // against the window of that moment, which gives the reason (late or duplicate) and
+        // the counters the frame has one by one.
+        Check::Validate(match self.judge(c, false) {
+            Ok(c) => c,
+            Err(_) => Checked { refused: true, ..c },
+        })
+    }
 
-        // §10.6.2 (802.1AEbw): recover the 64-bit PN from the lowest acceptable PN.
+    /// §10.6.2 (802.1AEbw): the 64-bit PN recovered from the lowest acceptable PN as it is
+    /// now, and the replay check against the window as it is now. With `count`, a late frame
+    /// is counted.
+    fn judge(&mut self, mut c: Checked, count: bool) -> Result<Checked, DropReason> {
         let lowest = self.lowest_pn();
-        let pn = if xpn {
-            match recover_xpn_pn(lowest, pn32) {
-                Some(pn) => pn,
-                // Beyond the last PN: nothing from this SA can be valid any more.
-                None => {
-                    self.counters.in_pkts_late += 1;
-                    return Err(DropReason::Late);
+        let mut late = |below_restored: bool| {
+            if count {
+                self.counters.in_pkts_late += 1;
+                if below_restored {
+                    self.counters.below_restored += 1;
                 }
             }
+            Err(DropReason::Late)
+        };
+        c.pn = if self.keys.suite.is_xpn() {
+            match recover_xpn_pn(lowest, c.pn32) {
+                Some(pn) => pn,
+                // Beyond the last PN: nothing from this SA can be valid any more.
+                None => return late(false),
+            }
         } else {
-            u64::from(pn32)
+            u64::from(c.pn32)
         };
         // §10.6.2 replay check before validation.
         if self.opts.replay_protect {
-            if pn < lowest {
-                self.counters.in_pkts_late += 1;
-                if pn < self.opts.lowest_pn {
-                    self.counters.below_restored += 1;
-                }
-                return Err(DropReason::Late);
+            if c.pn < lowest {
+                return late(c.pn < self.opts.lowest_pn);
             }
-            if self.dup.seen(pn) {
+            if self.dup.seen(c.pn) {
                 return Err(DropReason::ReplayDuplicate);
             }
         }
+        Ok(c)
+    }
 
-        // §10.6.4 validation.
-        let valid = if self.opts.validate == ValidateFrames::Disabled && !c_bit {
-            None
-        } else {
-            let iv = self.keys.iv(pn);
-            let (head, icv) = frame.split_at_mut(sd_range.end);
-            let icv: &[u8; AEAD_TAG_LEN] = (&*icv).try_into().map_err(|_| DropReason::Truncated)?;
-            let r = if e_bit {
-                let (aad, data) = head.split_at_mut(hdr_len);
-                self.keys.aead.open_in_place(&iv, aad, data, icv)
-            } else {
-                self.keys.aead.open_in_place(&iv, head, &mut [], icv)
-            };
-            if self.opts.validate != ValidateFrames::Disabled {
-                if e_bit {
-                    self.counters.in_octets_decrypted += sd_len;
-                } else {
-                    self.counters.in_octets_validated += sd_len;
-                }
-            }
-            match r {
-                Ok(()) => Some(true),
-                Err(CryptoError::AuthFailed) => Some(false),
-                Err(_) => return Err(DropReason::Crypto),
-            }
+    /// The second stage (§10.6.4): the ICV checked and the data decrypted in place under the
+    /// PN [`MacsecRx::check`] recovered. Reads the key only, so the frames of a batch may be
+    /// opened on several threads at once; counts nothing (the commit does).
+    pub fn open(&self, frame: &mut [u8], c: &Checked) -> Opened {
+        if c.refused {
+            return Opened::Skipped;
+        }
+        if self.opts.validate == ValidateFrames::Disabled && !c.c_bit {
+            return Opened::Unchecked;
+        }
+        let Some(sd_end) = frame.len().checked_sub(ICV_LEN) else {
+            return Opened::Truncated;
         };
+        if sd_end < c.hdr_len {
+            return Opened::Truncated;
+        }
+        let iv = self.keys.iv(c.pn);
+        let (head, icv) = frame.split_at_mut(sd_end);
+        let Ok(icv) = <&[u8; AEAD_TAG_LEN]>::try_from(&*icv) else {
+            return Opened::Truncated;
+        };
+        let r = if c.e_bit {
+            let (aad, data) = head.split_at_mut(c.hdr_len);
+            self.keys.aead.open_in_place(&iv, aad, data, icv)
+        } else {
+            self.keys.aead.open_in_place(&iv, head, &mut [], icv)
+        };
+        match r {
+            Ok(()) => Opened::Valid,
+            Err(CryptoError::AuthFailed) => Opened::Invalid,
+            Err(_) => Opened::CryptoError,
+        }
+    }
 
-        let status = match valid {
-            None => {
+    /// The third stage, in the frames' order of arrival: the replay check made again against
+    /// the window as the frames committed before left it (a duplicate within a batch, or a
+    /// frame the window passed meanwhile, is refused as [`MacsecRx::verify_in_place`] would
+    /// have refused it), then the verdict of the validation, the window moved by a valid PN,
+    /// and the frame's counters. On delivery the plain frame is `frame[range]`.
+    pub fn commit(
+        &mut self,
+        frame: &mut [u8],
+        c: &Checked,
+        o: Opened,
+    ) -> Result<Delivered, DropReason> {
+        let r = self.commit_inner(frame, c, o);
+        if let Err(reason) = r {
+            self.counters.drops.bump(reason);
+        }
+        r
+    }
+
+    fn commit_inner(
+        &mut self,
+        frame: &mut [u8],
+        c: &Checked,
+        mut o: Opened,
+    ) -> Result<Delivered, DropReason> {
+        let strict = self.opts.validate == ValidateFrames::Strict;
+        let now = self.judge(*c, true)?;
+        if o == Opened::Skipped {
+            // Refused at the check, passed now (a PN the duplicate bitmap has let go of, as
+            // one by one): opened here.
+            o = self.open(
+                frame,
+                &Checked {
+                    refused: false,
+                    ..now
+                },
+            );
+        }
+        if o == Opened::Truncated {
+            return Err(DropReason::Truncated);
+        }
+        if now.pn != c.pn && matches!(o, Opened::Valid | Opened::Invalid) {
+            // The window moved across a 2^32 boundary since the check (XPN): one by one this
+            // frame would have been validated under `now.pn`, which its sender cannot have
+            // used yet, so its ICV would not have matched.
+            o = Opened::Invalid;
+        }
+        let pn = now.pn;
+        let hdr_len = c.hdr_len;
+        let sd_end = frame.len().saturating_sub(ICV_LEN);
+        if o != Opened::Unchecked && self.opts.validate != ValidateFrames::Disabled {
+            let sd_len = sd_end.saturating_sub(hdr_len) as u64;
+            if c.e_bit {
+                self.counters.in_octets_decrypted += sd_len;
+            } else {
+                self.counters.in_octets_validated += sd_len;
+            }
+        }
+        let status = match o {
+            Opened::Truncated | Opened::Skipped => return Err(DropReason::Truncated),
+            Opened::CryptoError => return Err(DropReason::Crypto),
+            Opened::Unchecked => {
                 self.counters.in_pkts_unchecked += 1;
                 RxStatus::Unchecked
             }
-            Some(false) => {
-                if c_bit || strict {
+            Opened::Invalid => {
+                if c.c_bit || strict {
                     self.counters.in_pkts_not_valid += 1;
                     return Err(DropReason::BadTag);
                 }
                 self.counters.in_pkts_invalid += 1;
                 RxStatus::Invalid
             }
-            Some(true) => {
+            Opened::Valid => {
+                let lowest = self.lowest_pn();
                 // Validated: only now does the PN count (nextPN and the duplicate bitmap).
                 self.next_pn = self.next_pn.max(pn.saturating_add(1));
                 self.dup.insert(pn);
@@ -950,11 +1064,63 @@ impl MacsecRx {
         };
         frame.copy_within(0..SECTAG_OFFSET, hdr_len - SECTAG_OFFSET);
         Ok(Delivered {
-            range: hdr_len - SECTAG_OFFSET..sd_range.end,
+            range: hdr_len - SECTAG_OFFSET..sd_end,
             status,
             pn,
         })
     }
+}
+
+/// A frame [`MacsecRx::check`] found to validate: what its [`MacsecRx::open`] and
+/// [`MacsecRx::commit`] need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// The PN recovered at the check.
+    pn: u64,
+    pn32: u32,
+    hdr_len: usize,
+    c_bit: bool,
+    e_bit: bool,
+    /// Refused by the replay check at the check: not opened, judged again at the commit.
+    refused: bool,
+}
+
+impl Checked {
+    /// The PN recovered at the check (the commit may refuse it, see [`MacsecRx::commit`]).
+    pub fn pn(&self) -> u64 {
+        self.pn
+    }
+
+    /// Refused by the replay check at the check (not opened; the commit gives the reason).
+    pub fn replay_refused(&self) -> bool {
+        self.refused
+    }
+}
+
+/// What [`MacsecRx::check`] made of a frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// To be opened and committed.
+    Validate(Checked),
+    /// Decided and counted: delivered unvalidated, or dropped.
+    Done(Result<Delivered, DropReason>),
+}
+
+/// What [`MacsecRx::open`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opened {
+    /// The ICV matched; the data is decrypted in place.
+    Valid,
+    /// The ICV did not match; the frame's content is unspecified.
+    Invalid,
+    /// Not validated: validateFrames Disabled and C = 0.
+    Unchecked,
+    /// Shorter than its SecTAG and ICV.
+    Truncated,
+    /// The cipher failed for another reason.
+    CryptoError,
+    /// Not opened: the replay check refused it at the check (the commit judges it again).
+    Skipped,
 }
 
 impl fmt::Debug for MacsecRx {

@@ -31,8 +31,8 @@ use core::fmt;
 use core::ops::Range;
 
 use super::macsec::{
-    CipherSuite, KeyParams, MacsecError, MacsecRx, MacsecTx, RxCounters, RxOptions, RxStatus,
-    TxCounters, TxOptions, ValidateFrames,
+    Check, Checked, CipherSuite, Delivered, KeyParams, MacsecError, MacsecRx, MacsecTx, Opened,
+    RxCounters, RxOptions, RxStatus, TxCounters, TxOptions, ValidateFrames,
 };
 use super::{DropCounters, DropReason, ProtectError};
 use crate::crypto::CryptoProvider;
@@ -503,6 +503,8 @@ pub struct SecyRx {
     counters: RxSecyCounters,
     /// Counters of the SAs of removed SCs, so totals survive a peer leaving.
     removed: RxCounters,
+    /// Bumped by every change of the SCs and SAs: a [`Ticket`] of another generation is void.
+    generation: u64,
 }
 
 fn add_rx(a: &mut RxCounters, b: &RxCounters) {
@@ -551,6 +553,7 @@ impl SecyRx {
             sas: [None, None, None, None],
             retired: RxCounters::default(),
         });
+        self.generation += 1;
         Ok(())
     }
 
@@ -559,6 +562,7 @@ impl SecyRx {
     pub fn remove_sc(&mut self, sci: Sci) -> Result<(), SecyError> {
         let i = self.sc_index(sci).ok_or(SecyError::NoSc(sci))?;
         let sc = self.scs.swap_remove(i);
+        self.generation += 1;
         let mut all = sc.retired;
         for s in sc.sas.iter().flatten() {
             add_rx(&mut all, s.sa.counters());
@@ -603,6 +607,7 @@ impl SecyRx {
             sa,
             key_number: key.key_number,
         });
+        self.generation += 1;
         Ok(())
     }
 
@@ -618,6 +623,7 @@ impl SecyRx {
             .and_then(Option::take)
             .ok_or(SecyError::NoSa { sci, an })?;
         add_rx(&mut sc.retired, old.sa.counters());
+        self.generation += 1;
         Ok(())
     }
 
@@ -676,30 +682,53 @@ impl SecyRx {
 
     /// Verifies the received frame in place (§10.6). On delivery the plain frame is
     /// `frame[range]`; on a discard the buffer content is unspecified. Every outcome is counted.
+    ///
+    /// The same as [`SecyRx::check`], [`SecyRx::open`] and [`SecyRx::commit`] one after the
+    /// other, which is how it is done.
     pub fn verify_in_place(&mut self, frame: &mut [u8]) -> Result<Received, Dropped> {
+        match self.check(frame) {
+            SecyCheck::Done(r) => r,
+            SecyCheck::Validate(t) => {
+                let o = self.open(frame, &t);
+                self.commit(frame, &t, o)
+            }
+        }
+    }
+
+    /// The first of a verification's three stages: the SC and SA the frame names, its SecTAG
+    /// and the replay check ([`MacsecRx::check`]). A frame to validate comes back as
+    /// [`SecyCheck::Validate`]; anything else is decided and counted here.
+    ///
+    /// The frames of a batch may be checked in their order of arrival, opened in any order or
+    /// on several threads at once ([`SecyRx::open`] takes `&self`), and committed in their
+    /// order of arrival ([`SecyRx::commit`]): each frame's outcome and every counter are then
+    /// what [`SecyRx::verify_in_place`] gives one frame after the other, a frame that came twice
+    /// delivered once. A change of the SCs or SAs between a frame's check and its commit voids
+    /// its ticket (the frame is dropped as [`DropReason::NotUsingSa`]).
+    pub fn check(&mut self, frame: &mut [u8]) -> SecyCheck {
         let strict = self.opts.validate == ValidateFrames::Strict;
         if frame.len() < ethernet::HEADER_LEN {
-            return self.drop_here(DropReason::Truncated);
+            return SecyCheck::Done(self.drop_here(DropReason::Truncated));
         }
         if !wire::Frame::<&[u8]>::is_tagged(frame) {
             if strict {
                 self.counters.in_pkts_no_tag += 1;
-                return self.drop_here(DropReason::Untagged);
+                return SecyCheck::Done(self.drop_here(DropReason::Untagged));
             }
             self.counters.in_pkts_untagged += 1;
-            return Ok(Received {
+            return SecyCheck::Done(Ok(Received {
                 range: 0..frame.len(),
                 status: RxStatus::Untagged,
                 sci: Sci::default(),
                 an: 0,
                 pn: 0,
-            });
+            }));
         }
         let f = match wire::Frame::new_checked(&*frame) {
             Ok(f) => f,
             Err(e) => {
                 self.counters.in_pkts_bad_tag += 1;
-                return self.drop_here(e.into());
+                return SecyCheck::Done(self.drop_here(e.into()));
             }
         };
         let (an, c_bit, hdr_len, pn32) = (f.an(), f.c(), f.header_len(), f.pn());
@@ -719,55 +748,145 @@ impl SecyRx {
         let Some(sc_i) = sc_i else {
             if c_bit || strict {
                 self.counters.in_pkts_no_sci += 1;
-                return self.drop_here(DropReason::NoSci);
+                return SecyCheck::Done(self.drop_here(DropReason::NoSci));
             }
             self.counters.in_pkts_unknown_sci += 1;
-            return Ok(Received {
+            return SecyCheck::Done(Ok(Received {
                 range: unvalidated(frame),
                 status: RxStatus::UnknownSci,
                 sci: named.unwrap_or_default(),
                 an,
                 pn: u64::from(pn32),
-            });
+            }));
         };
         let Some(sc) = self.scs.get_mut(sc_i) else {
             // sc_index only returns indexes of existing SCs.
             self.counters.in_pkts_no_sci += 1;
-            return self.drop_here(DropReason::NoSci);
+            return SecyCheck::Done(self.drop_here(DropReason::NoSci));
         };
         let sci = sc.sci;
         let Some(sa) = sc.sas.get_mut(usize::from(an)).and_then(Option::as_mut) else {
             if c_bit || strict {
                 self.counters.in_pkts_not_using_sa += 1;
-                self.counters.drops.bump(DropReason::NotUsingSa);
-                return Err(Dropped {
-                    reason: DropReason::NotUsingSa,
-                    sci: Some(sci),
-                });
+                return SecyCheck::Done(self.not_using_sa(sci));
             }
             self.counters.in_pkts_unused_sa += 1;
-            return Ok(Received {
+            return SecyCheck::Done(Ok(Received {
                 range: unvalidated(frame),
                 status: RxStatus::UnusedSa,
                 sci,
                 an,
                 pn: u64::from(pn32),
-            });
+            }));
         };
-        match sa.sa.verify_in_place(frame) {
-            Ok(d) => Ok(Received {
-                range: d.range,
-                status: d.status,
-                sci,
+        match sa.sa.check(frame) {
+            Check::Validate(checked) => SecyCheck::Validate(Ticket {
+                sc: sc_i,
                 an,
-                pn: d.pn,
+                sci,
+                generation: self.generation,
+                checked,
             }),
-            Err(reason) => Err(Dropped {
-                reason,
-                sci: Some(sci),
-            }),
+            Check::Done(r) => SecyCheck::Done(received(r, sci, an)),
         }
     }
+
+    fn not_using_sa(&mut self, sci: Sci) -> Result<Received, Dropped> {
+        self.counters.drops.bump(DropReason::NotUsingSa);
+        Err(Dropped {
+            reason: DropReason::NotUsingSa,
+            sci: Some(sci),
+        })
+    }
+
+    fn sa_of(&self, t: &Ticket) -> Option<&MacsecRx> {
+        if t.generation != self.generation {
+            return None;
+        }
+        let sa = self.scs.get(t.sc)?.sas.get(usize::from(t.an))?.as_ref()?;
+        Some(&sa.sa)
+    }
+
+    /// The second stage: the frame validated and decrypted in place under its SA's key
+    /// ([`MacsecRx::open`]); reads only, counts nothing.
+    pub fn open(&self, frame: &mut [u8], t: &Ticket) -> Opened {
+        match self.sa_of(t) {
+            Some(sa) => sa.open(frame, &t.checked),
+            // Void: the commit drops it.
+            None => Opened::CryptoError,
+        }
+    }
+
+    /// The third stage, in the frames' order of arrival ([`MacsecRx::commit`]): the replay
+    /// check again, the verdict, the window and the counters.
+    pub fn commit(&mut self, frame: &mut [u8], t: &Ticket, o: Opened) -> Result<Received, Dropped> {
+        if self.sa_of(t).is_none() {
+            self.counters.in_pkts_not_using_sa += 1;
+            return self.not_using_sa(t.sci);
+        }
+        let Some(sa) = self
+            .scs
+            .get_mut(t.sc)
+            .and_then(|sc| sc.sas.get_mut(usize::from(t.an)))
+            .and_then(Option::as_mut)
+        else {
+            return self.not_using_sa(t.sci);
+        };
+        received(sa.sa.commit(frame, &t.checked, o), t.sci, t.an)
+    }
+}
+
+fn received(r: Result<Delivered, DropReason>, sci: Sci, an: u8) -> Result<Received, Dropped> {
+    match r {
+        Ok(d) => Ok(Received {
+            range: d.range,
+            status: d.status,
+            sci,
+            an,
+            pn: d.pn,
+        }),
+        Err(reason) => Err(Dropped {
+            reason,
+            sci: Some(sci),
+        }),
+    }
+}
+
+/// A frame [`SecyRx::check`] found to validate: its SC and SA, and what their stages need.
+/// Valid only while the receive SecY's SCs and SAs stay as they were at the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    sc: usize,
+    an: u8,
+    sci: Sci,
+    generation: u64,
+    checked: Checked,
+}
+
+impl Ticket {
+    /// The SC the frame came on.
+    pub fn sci(&self) -> Sci {
+        self.sci
+    }
+
+    /// The PN recovered at the check.
+    pub fn pn(&self) -> u64 {
+        self.checked.pn()
+    }
+
+    /// Refused by the replay check at the check (not opened; the commit gives the reason).
+    pub fn replay_refused(&self) -> bool {
+        self.checked.replay_refused()
+    }
+}
+
+/// What [`SecyRx::check`] made of a frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecyCheck {
+    /// To be opened and committed.
+    Validate(Ticket),
+    /// Decided and counted: delivered unvalidated, or dropped.
+    Done(Result<Received, Dropped>),
 }
 
 impl fmt::Debug for SecyRx {
@@ -819,6 +938,7 @@ impl SecY {
                 scs: Vec::new(),
                 counters: RxSecyCounters::default(),
                 removed: RxCounters::default(),
+                generation: 0,
             },
         })
     }
