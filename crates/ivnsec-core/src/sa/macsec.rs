@@ -449,12 +449,30 @@ impl MacsecTx {
     /// octets. Returns the frame length. With `at` = [`headroom`](Self::headroom) (a frame
     /// received or built behind that many spare octets) only the 12 address octets move: the
     /// secure data is encrypted where it lies. Any other `at` moves the secure data too.
+    ///
+    /// The same as [`MacsecTx::prepare_at`] and [`MacsecTx::seal`] one after the other, which is
+    /// how it is done.
     pub fn protect_in_place_at(
         &mut self,
         buf: &mut [u8],
         at: usize,
         plain_len: usize,
     ) -> Result<usize, ProtectError> {
+        let s = self.prepare_at(buf, at, plain_len)?;
+        self.seal(buf, &s)
+    }
+
+    /// The first of a protection's two stages, in the frames' order: the frame's PN taken
+    /// (spent whatever happens next), the SecTAG written and the frame laid out as
+    /// [`MacsecTx::protect_in_place_at`] lays it out, the frame counted as protected. The
+    /// second, [`MacsecTx::seal`], takes `&self`: the frames of a batch may be sealed in any
+    /// order or on several threads at once, each under the PN its preparation took.
+    pub fn prepare_at(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
+        plain_len: usize,
+    ) -> Result<Sealing, ProtectError> {
         let end = super::plain_frame_end(buf, at, plain_len)?;
         let needed = self.protected_len(plain_len);
         if buf.len() < needed {
@@ -487,29 +505,61 @@ impl MacsecTx {
             pn: pn as u32,
             sci,
         };
-        let too_small = ProtectError::BufferTooSmall { needed };
         repr.emit(&mut wire::Frame::new_unchecked(
-            buf.get_mut(..hdr_len).ok_or(too_small)?,
+            buf.get_mut(..hdr_len)
+                .ok_or(ProtectError::BufferTooSmall { needed })?,
         ));
+        // Counted here, where the PN is spent: sealing a laid-out frame under a valid key does
+        // not fail.
+        if self.opts.confidentiality {
+            self.counters.out_pkts_encrypted += 1;
+            self.counters.out_octets_encrypted += sd_len as u64;
+        } else {
+            self.counters.out_pkts_protected += 1;
+            self.counters.out_octets_protected += sd_len as u64;
+        }
+        Ok(Sealing {
+            pn,
+            hdr_len,
+            sd_len,
+            needed,
+        })
+    }
 
-        let iv = self.keys.iv(pn);
+    /// The second stage: the frame [`MacsecTx::prepare_at`] laid out in `buf` sealed under its
+    /// PN, the ICV written behind it. Reads the key only. Returns the frame length.
+    pub fn seal(&self, buf: &mut [u8], s: &Sealing) -> Result<usize, ProtectError> {
+        let too_small = ProtectError::BufferTooSmall { needed: s.needed };
+        let iv = self.keys.iv(s.pn);
         let (head, rest) = buf
-            .get_mut(..needed)
-            .and_then(|b| b.split_at_mut_checked(hdr_len + sd_len))
+            .get_mut(..s.needed)
+            .and_then(|b| b.split_at_mut_checked(s.hdr_len + s.sd_len))
             .ok_or(too_small)?;
         // The tag goes straight into the frame.
         let icv: &mut [u8; AEAD_TAG_LEN] = rest.try_into().map_err(|_| too_small)?;
         if self.opts.confidentiality {
-            let (aad, data) = head.split_at_mut(hdr_len);
+            let (aad, data) = head.split_at_mut(s.hdr_len);
             self.keys.aead.seal_in_place(&iv, aad, data, icv)?;
-            self.counters.out_pkts_encrypted += 1;
-            self.counters.out_octets_encrypted += sd_len as u64;
         } else {
             self.keys.aead.seal_in_place(&iv, head, &mut [], icv)?;
-            self.counters.out_pkts_protected += 1;
-            self.counters.out_octets_protected += sd_len as u64;
         }
-        Ok(needed)
+        Ok(s.needed)
+    }
+}
+
+/// A frame [`MacsecTx::prepare_at`] laid out: what its [`MacsecTx::seal`] needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sealing {
+    pn: u64,
+    hdr_len: usize,
+    sd_len: usize,
+    needed: usize,
+}
+
+impl Sealing {
+    /// The PN the frame carries.
+    pub fn pn(&self) -> u64 {
+        self.pn
     }
 }
 

@@ -32,7 +32,7 @@ use core::ops::Range;
 
 use super::macsec::{
     Check, Checked, CipherSuite, Delivered, KeyParams, MacsecError, MacsecRx, MacsecTx, Opened,
-    RxCounters, RxOptions, RxStatus, TxCounters, TxOptions, ValidateFrames,
+    RxCounters, RxOptions, RxStatus, Sealing, TxCounters, TxOptions, ValidateFrames,
 };
 use super::{DropCounters, DropReason, ProtectError};
 use crate::crypto::CryptoProvider;
@@ -203,6 +203,8 @@ pub struct SecyTx {
     /// Counters of retired SAs, so totals survive rekeys.
     retired: TxCounters,
     discards: TxDiscards,
+    /// Bumped by every change of the SAs: a [`SecySealing`] of another generation is void.
+    generation: u64,
 }
 
 fn add_tx(a: &mut TxCounters, b: &TxCounters) {
@@ -248,6 +250,7 @@ impl SecyTx {
             sa,
             key_number: key.key_number,
         });
+        self.generation += 1;
         Ok(())
     }
 
@@ -258,6 +261,7 @@ impl SecyTx {
             return Err(SecyError::NoSa { sci: self.sci, an });
         }
         self.encoding = Some(i);
+        self.generation += 1;
         Ok(())
     }
 
@@ -274,6 +278,7 @@ impl SecyTx {
         if self.encoding == Some(i) {
             self.encoding = None;
         }
+        self.generation += 1;
         Ok(())
     }
 
@@ -327,26 +332,45 @@ impl SecyTx {
     /// As [`protect_in_place`](Self::protect_in_place) for the plain frame in
     /// `buf[at..at + plain_len]`; the protected frame goes to the front of `buf`. With `at` =
     /// [`headroom`](Self::headroom) the secure data does not move.
+    ///
+    /// The same as [`SecyTx::prepare_at`] and [`SecyTx::seal`] one after the other.
     pub fn protect_in_place_at(
         &mut self,
         buf: &mut [u8],
         at: usize,
         plain_len: usize,
     ) -> Result<(usize, u64), TxError> {
-        let Some(sa) = self
+        let s = self.prepare_at(buf, at, plain_len)?;
+        Ok((self.seal(buf, &s)?, s.pn()))
+    }
+
+    /// The first of a protection's two stages, in the frames' order: under the encoding SA,
+    /// the frame's PN taken, its SecTAG written, the frame counted ([`MacsecTx::prepare_at`]).
+    /// The frames of a batch may then be sealed ([`SecyTx::seal`], `&self`) in any order or on
+    /// several threads at once, while the SAs stay as they are (a change voids the sealing).
+    pub fn prepare_at(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
+        plain_len: usize,
+    ) -> Result<SecySealing, TxError> {
+        let Some((i, sa)) = self
             .encoding
-            .and_then(|i| self.sas.get_mut(i))
-            .and_then(Option::as_mut)
+            .and_then(|i| Some((i, self.sas.get_mut(i)?.as_mut()?)))
         else {
             self.discards.no_sa += 1;
             return Err(TxError::NoSa);
         };
-        let Some(pn) = sa.sa.next_pn() else {
+        if sa.sa.next_pn().is_none() {
             self.discards.pn_exhausted += 1;
             return Err(TxError::Exhausted);
-        };
-        match sa.sa.protect_in_place_at(buf, at, plain_len) {
-            Ok(n) => Ok((n, pn)),
+        }
+        match sa.sa.prepare_at(buf, at, plain_len) {
+            Ok(sealing) => Ok(SecySealing {
+                sa: i,
+                generation: self.generation,
+                sealing,
+            }),
             Err(ProtectError::SeqExhausted) => {
                 self.discards.pn_exhausted += 1;
                 Err(TxError::Exhausted)
@@ -356,6 +380,16 @@ impl SecyTx {
                 Err(TxError::Protect(e))
             }
         }
+    }
+
+    /// The second stage: the frame sealed under the SA and PN of its preparation
+    /// ([`MacsecTx::seal`]). Returns the frame length.
+    pub fn seal(&self, buf: &mut [u8], s: &SecySealing) -> Result<usize, TxError> {
+        let sa = (s.generation == self.generation)
+            .then(|| self.sas.get(s.sa)?.as_ref())
+            .flatten()
+            .ok_or(TxError::NoSa)?;
+        sa.sa.seal(buf, &s.sealing).map_err(TxError::Protect)
     }
 
     /// Protects `plain` into `out` (see [`protect_in_place`](Self::protect_in_place)).
@@ -880,6 +914,22 @@ impl Ticket {
     }
 }
 
+/// A frame [`SecyTx::prepare_at`] laid out: its SA, PN and layout. Valid only while the
+/// transmit SAs stay as they were at the preparation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SecySealing {
+    sa: usize,
+    generation: u64,
+    sealing: Sealing,
+}
+
+impl SecySealing {
+    /// The PN the frame carries.
+    pub fn pn(&self) -> u64 {
+        self.sealing.pn()
+    }
+}
+
 /// What [`SecyRx::check`] made of a frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SecyCheck {
@@ -929,6 +979,7 @@ impl SecY {
                 encoding: None,
                 retired: TxCounters::default(),
                 discards: TxDiscards::default(),
+                generation: 0,
             },
             rx: SecyRx {
                 provider,
