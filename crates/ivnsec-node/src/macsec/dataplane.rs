@@ -19,8 +19,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use ivnsec_core::sa::macsec::RxStatus;
-use ivnsec_core::sa::secy::TxError;
+use ivnsec_core::sa::macsec::{Opened, RxStatus};
+use ivnsec_core::sa::secy::{Dropped, Received, SecyCheck, SecyRx, SecySealing, Ticket, TxError};
 use ivnsec_core::wire::macsec::ICV_LEN;
 use ivnsec_net::sys::{self, MAX_BATCH, PacketType, RawSocket, RecvMeta, RxRing};
 use std::os::fd::AsFd;
@@ -443,10 +443,14 @@ impl<'a> TxReader<'a> {
 }
 
 /// Protects the frames of `b` in place (each PN reserved on disk first) and lists them in
-/// `b.out[..b.k]`, in PN order. `Err` once a failure is recorded (the data plane then stops).
+/// `b.out[..b.k]`, in PN order: each frame prepared in order (its PN reserved, then taken),
+/// the batch sealed by the SecY's crypto workers ([`super::workers`]) or here. `Err` once a
+/// failure is recorded (the data plane then stops).
 fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
-    let mut k = 0;
     let mut tx = sh.tx();
+    // By slot: the frame's sealing, if it was prepared.
+    let mut jobs: [Option<SecySealing>; MAX_BATCH] = [None; MAX_BATCH];
+    let (mut busy, mut slots) = (0, 0);
     for &(slot, plain) in b.got.iter().take(b.n) {
         if plain + g.overhead > g.wire_max {
             add(&sh.frames.too_long, 1);
@@ -464,11 +468,12 @@ fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
         let at = slot * g.stride;
         match tx
             .secy
-            .protect_in_place_at(&mut b.buf[at..at + g.stride], g.room, plain)
+            .prepare_at(&mut b.buf[at..at + g.stride], g.room, plain)
         {
-            Ok((len, _pn)) => {
-                b.out[k] = (at, len);
-                k += 1;
+            Ok(s) => {
+                jobs[slot] = Some(s);
+                busy += 1;
+                slots = slots.max(slot + 1);
             }
             Err(TxError::Exhausted) => {
                 // Counted by the SecY; said once.
@@ -477,6 +482,32 @@ fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
                 }
             }
             Err(_) => {} // no SA in use, or an unusable frame: counted by the SecY
+        }
+    }
+    // Sealed lengths by slot (0: not sealed; with the SecY locked since the preparation, a
+    // sealing is never void).
+    let mut lens = [0usize; MAX_BATCH];
+    let secy = &tx.secy;
+    let parallel = sh.workers.each_frame(
+        &mut b.buf,
+        g.stride,
+        &jobs[..slots],
+        &mut lens[..slots],
+        busy,
+        |frame, job, len| {
+            if let Some(s) = job {
+                *len = secy.seal(frame, s).unwrap_or(0);
+            }
+        },
+    );
+    if parallel {
+        add(&sh.frames.sealed_by_workers, busy);
+    }
+    let mut k = 0;
+    for &(slot, _) in b.got.iter().take(b.n) {
+        if jobs[slot].is_some() && lens[slot] > 0 {
+            b.out[k] = (slot * g.stride, lens[slot]);
+            k += 1;
         }
     }
     b.k = k;
@@ -672,6 +703,11 @@ fn verify_and_deliver(
     {
         let mut rx = sh.rx();
         let mut marks = sh.rx_marks();
+        // By frame: its ticket and length when it is to be opened, else what the check decided.
+        let mut jobs: [Option<(Ticket, usize)>; MAX_BATCH] = [None; MAX_BATCH];
+        let mut decided: [Option<Result<Received, Dropped>>; MAX_BATCH] =
+            std::array::from_fn(|_| None);
+        let mut busy = 0;
         for (i, m) in b.metas.iter().enumerate().take(b.got) {
             if m.packet_type == PacketType::Outgoing {
                 continue;
@@ -682,7 +718,39 @@ fn verify_and_deliver(
                 continue;
             }
             let at = i * stride;
-            if let Ok(r) = rx.verify_in_place(&mut b.buf[at..at + m.len]) {
+            match rx.check(&mut b.buf[at..at + m.len]) {
+                SecyCheck::Validate(t) => {
+                    jobs[i] = Some((t, m.len));
+                    busy += 1;
+                }
+                SecyCheck::Done(r) => decided[i] = Some(r),
+            }
+        }
+        let mut opened = [Opened::Skipped; MAX_BATCH];
+        let secy: &SecyRx = &rx;
+        let parallel = sh.workers.each_frame(
+            &mut b.buf,
+            stride,
+            &jobs[..b.got],
+            &mut opened[..b.got],
+            busy,
+            |frame, job, o| {
+                if let Some((t, len)) = job {
+                    *o = secy.open(&mut frame[..*len], t);
+                }
+            },
+        );
+        if parallel {
+            add(&sh.frames.opened_by_workers, busy);
+        }
+        for i in 0..b.got {
+            let at = i * stride;
+            let r = match (jobs[i], decided[i].take()) {
+                (Some((t, len)), _) => rx.commit(&mut b.buf[at..at + len], &t, opened[i]),
+                (None, Some(r)) => r,
+                (None, None) => continue, // not ours, or cut short
+            };
+            if let Ok(r) = r {
                 // Validated under an SA with an acceptance mark (static keys): delivered only
                 // once the mark on disk covers its PN, which the batch settles below.
                 if matches!(r.status, RxStatus::Ok | RxStatus::Delayed)

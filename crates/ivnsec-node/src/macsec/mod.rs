@@ -28,6 +28,7 @@ pub mod sched;
 pub mod source;
 pub mod static_keys;
 pub mod status;
+pub mod workers;
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -134,6 +135,11 @@ pub struct FrameCounters {
     /// Reads from the TAP whose vnet header did not fit the frame, or whose frames do not fit
     /// the link (dropped).
     pub offload_bad: AtomicU64,
+    /// Frames sealed by the crypto workers (`--crypto-workers`; the rest on their data-plane
+    /// thread).
+    pub sealed_by_workers: AtomicU64,
+    /// Frames opened (validated) by the crypto workers.
+    pub opened_by_workers: AtomicU64,
 }
 
 impl FrameCounters {
@@ -155,6 +161,8 @@ impl FrameCounters {
             "gso_in": g(&self.gso_in),
             "gro_out": g(&self.gro_out),
             "offload_bad": g(&self.offload_bad),
+            "sealed_by_workers": g(&self.sealed_by_workers),
+            "opened_by_workers": g(&self.opened_by_workers),
         })
     }
 }
@@ -190,6 +198,8 @@ pub struct Shared {
     pub pcap: Option<Mutex<PcapWriter<BufWriter<File>>>>,
     /// `--busy-poll-us`.
     pub busy_poll: crate::busy_poll::BusyPoll,
+    /// `--crypto-workers`: the threads that seal and open batches ([`workers`]).
+    pub workers: workers::Workers,
 }
 
 impl Shared {
@@ -388,6 +398,8 @@ pub struct Config {
     pub pipeline: Option<bool>,
     /// [`RunSpec::rx_ring`].
     pub rx_ring: bool,
+    /// [`RunSpec::crypto_workers`].
+    pub crypto_workers: Option<usize>,
 }
 
 /// The protected interface's MAC and MTU, read before anything is created (a missing interface
@@ -481,6 +493,9 @@ pub struct RunSpec {
     /// kernel (`PACKET_MMAP`, no system call per batch; [`sys::RxRing`]) of `socket_buffer`
     /// bytes, or from the socket's queue with `recvmmsg` (`--rx-ring on|off`).
     pub rx_ring: bool,
+    /// How many threads seal and open the frames of a batch besides the data-plane threads
+    /// (`--crypto-workers N|auto`, [`workers`]); `None`: [`workers::auto_count`].
+    pub crypto_workers: Option<usize>,
 }
 
 /// Runs the SecY between `cfg.tap` (created here, MTU and MAC set, removed on return) and
@@ -501,6 +516,7 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         busy_poll: cfg.busy_poll,
         pipeline: cfg.pipeline,
         rx_ring: cfg.rx_ring,
+        crypto_workers: cfg.crypto_workers,
     };
     run_spec(&spec, source, stop)
 }
@@ -671,6 +687,8 @@ pub fn run_spec(
             .context("filtering frames to other hosts")?;
     }
     let prot_buffer = sock.set_recv_buffer_force(spec.socket_buffer).unwrap_or(0);
+    let workers = workers::Workers::new(spec.crypto_workers, host_name)
+        .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
 
     let shared = Arc::new(Shared {
         tx: Mutex::new(TxState {
@@ -685,11 +703,13 @@ pub fn run_spec(
         fatal: Mutex::new(None),
         pcap,
         busy_poll: crate::busy_poll::BusyPoll::new(spec.busy_poll),
+        workers,
     });
     let ctl = SecyControl {
         shared: shared.clone(),
     };
     let started = status::now_unix();
+    let workers_count = shared.workers.count();
     let profile_name = ivnsec_core::profile::Profile::Macsec(spec.profile).to_string();
     let mut header = json!({
         "pid": std::process::id(),
@@ -707,6 +727,7 @@ pub fn run_spec(
         "pipeline": dataplane::pipeline_on(spec.pipeline),
         "threads": dataplane::threads(spec.busy_poll.is_some(), dataplane::pipeline_on(spec.pipeline)),
         "rx_ring": dataplane::ring_json(ring.as_ref()),
+        "crypto_workers": workers_count,
     });
     if !gateway {
         header["offload"] = json!(tap.as_ref().is_some_and(|t| t.tap().vnet_hdr()));

@@ -177,6 +177,8 @@ pub struct Args {
     #[command(flatten)]
     pub rx_ring: super::common::dataplane::RxRingArgs,
     #[command(flatten)]
+    pub crypto_workers: super::common::dataplane::CryptoWorkersArgs,
+    #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
 }
 
@@ -260,6 +262,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         busy_poll: a.busy_poll.duration(),
         pipeline: a.pipeline.choice(),
         rx_ring: a.rx_ring.on(),
+        crypto_workers: a.crypto_workers.count(),
     };
     let stop = stop_on_signal()?;
     let limit = a
@@ -307,7 +310,14 @@ fn run_ivnae(
 ) -> Result<ExitCode> {
     if a.pipeline.choice() == Some(true) {
         return Err(usage(
-            "--pipeline on is for MACsec profiles; an IVN-AE gateway runs one thread per              direction",
+            "--pipeline on is for MACsec profiles; an IVN-AE gateway runs one thread per \
+             direction",
+        ));
+    }
+    if a.crypto_workers.count().is_some_and(|n| n > 0) {
+        return Err(usage(
+            "--crypto-workers is for MACsec profiles; an IVN-AE gateway seals and verifies on \
+             its data-plane threads",
         ));
     }
     let Some(keys) = a.key_source.keys.clone() else {

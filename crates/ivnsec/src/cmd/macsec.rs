@@ -144,6 +144,8 @@ pub struct UpArgs {
     pub pipeline: super::common::dataplane::PipelineArgs,
     #[command(flatten)]
     pub rx_ring: super::common::dataplane::RxRingArgs,
+    #[command(flatten)]
+    pub crypto_workers: super::common::dataplane::CryptoWorkersArgs,
     /// Append one JSON line per event to FILE (created mode 0600).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
@@ -227,6 +229,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         busy_poll: a.busy_poll.duration(),
         pipeline: a.pipeline.choice(),
         rx_ring: a.rx_ring.on(),
+        crypto_workers: a.crypto_workers.count(),
     };
     let stop = stop_on_signal()?;
     let limit = a

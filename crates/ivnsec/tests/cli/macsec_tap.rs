@@ -198,3 +198,33 @@ fn busy_poll_us_is_checked_and_documented_on_every_data_plane() {
     let o = d.cmd().args(["macsec", "up", "--help"]).output().unwrap();
     assert!(text(&o.stdout).contains("--no-offload"));
 }
+
+/// `--crypto-workers` of `macsec up` and `gateway`: a number above 64, a negative one or a
+/// word other than `auto` exits 2 naming the option and the range; both `--help`s show it
+/// with an example.
+#[test]
+fn crypto_workers_is_checked_and_documented() {
+    let d = TempDir::new("cryptoworkers");
+    let cmds: [&[&str]; 2] = [&["macsec", "up"], &["gateway"]];
+    for cmd in cmds {
+        for bad in ["65", "-1", "many", "1.5", ""] {
+            let bad_arg = format!("--crypto-workers={bad}");
+            let o = d.cmd().args(cmd).arg(&bad_arg).output().unwrap();
+            assert_eq!(o.status.code(), Some(2), "{cmd:?} {bad_arg}");
+            let err = text(&o.stderr);
+            assert!(err.contains("--crypto-workers"), "{cmd:?} {bad}: {err}");
+            assert!(
+                err.contains("from 0 to 64, or auto"),
+                "{cmd:?} {bad}: {err}"
+            );
+        }
+        let o = d.cmd().args(cmd).arg("--help").output().unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        let help = text(&o.stdout);
+        assert!(
+            help.contains("--crypto-workers <N|auto>"),
+            "{cmd:?}: {help}"
+        );
+        assert!(help.contains("--crypto-workers 4"), "{cmd:?}: {help}");
+    }
+}

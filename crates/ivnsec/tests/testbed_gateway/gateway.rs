@@ -172,10 +172,11 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
         &["--keys", k, "--peer", MAC_GW2_PROT],
         &["--pcap", r, "--busy-poll-us", "300"],
     );
-    // gw2 takes its ports' frames from the socket queues, gw1 from receive rings.
+    // gw2 takes its ports' frames from the socket queues, gw1 from receive rings; gw2 seals
+    // and opens its batches on two crypto workers.
     let p2 = g2.start(
         &["--keys", k, "--peer", MAC_GW1_PROT],
-        &["--rx-ring", "off"],
+        &["--rx-ring", "off", "--crypto-workers", "2"],
     );
 
     // The legacy ECUs keep MTU 1500 and are not touched: a full-size unfragmentable ping, and
@@ -266,6 +267,12 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     assert_eq!(st2["threads"], 2, "{st2}");
     assert!(st2["rx_ring"].is_null(), "{st2}");
     assert!(st2["plain_rx_ring"].is_null(), "{st2}");
+    assert_eq!(st2["crypto_workers"], 2, "{st2}");
+    assert!(
+        st2["frames"]["opened_by_workers"].as_u64() > Some(0),
+        "gw2's workers opened the TCP stream's batches: {st2}"
+    );
+    assert_eq!(st2["rx"]["drops"], serde_json::json!({}), "{st2}");
     assert_eq!(
         (&st["mtu"]["plain"], &st["mtu"]["protected"]),
         (&Value::from(1500), &Value::from(1532)),
@@ -534,6 +541,28 @@ fn bad_options_exit_2_with_a_reason() {
         assert_eq!(code, Some(2), "{rx:?}: {err}");
         assert!(err.contains(want), "{rx:?}: {err}");
     }
+    // Crypto workers are for MACsec profiles: an IVN-AE gateway refuses them.
+    let (code, err) = run(vec![
+        "gateway",
+        "--plain",
+        "plain0",
+        "--protected",
+        "prot0",
+        "--profile",
+        "aes128-gcm",
+        "--keys",
+        ik,
+        "--key-id",
+        "1",
+        "--rx-keys",
+        &format!("2:{ik}"),
+        "--state-dir",
+        s,
+        "--crypto-workers",
+        "2",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--crypto-workers is for MACsec"), "{err}");
     let mut v = base("plain0", "prot0");
     v.extend([s, "--rx-keys", "2:x.toml"]);
     let (code, err) = run(v);

@@ -862,6 +862,64 @@ fn a_restarted_secy_accepts_no_replayed_frame() {
     );
 }
 
+/// A receiver with crypto workers (`--crypto-workers 2`, replay window 0): a burst of 64 of
+/// a's frames, each injected twice in a row, is delivered once per frame: the copies that land
+/// in the same batch as their original are opened on the workers alike, and the commit in order
+/// refuses every second copy (late, as one by one); every counter moves as one by one.
+#[test]
+fn frames_that_arrive_twice_are_delivered_once_by_crypto_workers() {
+    require_root!();
+    let d = TempDir::new("mtap-workers-dup");
+    let p = TapPair::new();
+    let profile = "macsec-gcm-aes-128";
+    let keys = key_file(&d, profile);
+    let b = start_with(&d, &p, 'b', profile, &keys, &["--crypto-workers", "2"]);
+    let frames: Vec<Vec<u8>> = (0..64u64)
+        .map(|i| forge(&keys, profile, (1 << 30) + i))
+        .collect();
+    let twice: Vec<&[u8]> = frames
+        .iter()
+        .flat_map(|f| [f.as_slice(), f.as_slice()])
+        .collect();
+    let (_, before) = tap_status(&d, &p, 'b');
+    inject(
+        &p.ns('a'),
+        &p.veth('a'),
+        &twice,
+        0x88E5,
+        Duration::ZERO,
+        module_path!(),
+    );
+    let mut after = before.clone();
+    let n = |s: &Value, path: &[&str]| path.iter().fold(&s[0], |v, k| &v[*k]).as_u64().unwrap_or(0);
+    for _ in 0..50 {
+        after = tap_status(&d, &p, 'b').1;
+        if n(&after, &["frames", "iface_in"]) >= 128 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(after[0]["crypto_workers"], 2, "{after}");
+    let moved = |path: &[&str]| n(&after, path) - n(&before, path);
+    assert_eq!(moved(&["frames", "iface_in"]), 128, "{after}");
+    assert_eq!(moved(&["rx", "counters", "InPktsOK"]), 64, "{after}");
+    assert_eq!(
+        moved(&["rx", "drops", "late"]),
+        64,
+        "every second copy: {after}"
+    );
+    assert_eq!(
+        moved(&["frames", "tap_out"]),
+        64,
+        "each frame once: {after}"
+    );
+    assert!(
+        moved(&["frames", "opened_by_workers"]) > 0,
+        "the burst's batches went through the workers: {after}"
+    );
+    assert_eq!(b.stop_json().0, Some(0));
+}
+
 /// Runs the Python `server` in the namespace opposite `from` until it prints `ready`, then the
 /// Python `client` in `from`; returns the line the server prints at its end and what the
 /// client printed.
@@ -962,44 +1020,71 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
     let p = TapPair::new();
     let profile = "macsec-gcm-aes-128";
     // Round 1: one thread per direction on both (and b without offloads or receive ring);
-    // round 2: each direction split in two (`--pipeline on`) on both; round 3: the latency mode,
-    // a on one thread for both directions, b pipelined. With each: a's and b's pipeline and
-    // data-plane threads, and whether b has its offloads and receive ring.
+    // round 2: each direction split in two (`--pipeline on`) on both, with crypto workers
+    // (a 2, b 3); round 3: the latency mode, a on one thread for both directions with 2 crypto
+    // workers, b pipelined without. With each: a's and b's pipeline, data-plane threads and
+    // crypto workers, and whether b has its offloads and receive ring.
     type Round<'r> = (
         &'r str,
         &'r [&'r str],
         &'r [&'r str],
         [bool; 2],
         [u64; 2],
+        [u64; 2],
         bool,
     );
     let rounds: [Round; 3] = [
         (
             "b without offloads",
-            &["--pipeline", "off"],
-            &["--no-offload", "--pipeline", "off", "--rx-ring", "off"],
+            &["--pipeline", "off", "--crypto-workers", "0"],
+            &[
+                "--no-offload",
+                "--pipeline",
+                "off",
+                "--rx-ring",
+                "off",
+                "--crypto-workers",
+                "0",
+            ],
             [false, false],
             [2, 2],
+            [0, 0],
             false,
         ),
         (
-            "both pipelined",
-            &["--pipeline", "on"],
-            &["--pipeline", "on"],
+            "both pipelined, with crypto workers",
+            &["--pipeline", "on", "--crypto-workers", "2"],
+            &["--pipeline", "on", "--crypto-workers", "3"],
             [true, true],
             [4, 4],
+            [2, 3],
             true,
         ),
         (
-            "a busy-polling on one thread",
-            &["--pipeline", "off", "--busy-poll-us", "300"],
-            &["--pipeline", "on", "--busy-poll-us", "300"],
+            "a busy-polling on one thread, with crypto workers",
+            &[
+                "--pipeline",
+                "off",
+                "--busy-poll-us",
+                "300",
+                "--crypto-workers",
+                "2",
+            ],
+            &[
+                "--pipeline",
+                "on",
+                "--busy-poll-us",
+                "300",
+                "--crypto-workers",
+                "0",
+            ],
             [false, true],
             [1, 4],
+            [2, 0],
             true,
         ),
     ];
-    for (round, a_extra, b_extra, piped, threads, b_full) in rounds {
+    for (round, a_extra, b_extra, piped, threads, workers, b_full) in rounds {
         // A fresh key and state per round: a restarted receiver would refuse the first
         // checkpoint of its peer's frames.
         let d = TempDir::new("mtap-offload");
@@ -1076,6 +1161,20 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
         assert_eq!(sb[0]["pipeline"], piped[1], "{sb}");
         assert_eq!(sa[0]["threads"], threads[0], "{round}: {sa}");
         assert_eq!(sb[0]["threads"], threads[1], "{round}: {sb}");
+        // Crypto workers: where there are some, TCP's batches went through them both ways
+        // (sealed on the sending side, opened on the receiving one); where there are none,
+        // nothing did.
+        for (st, n) in [(&sa, workers[0]), (&sb, workers[1])] {
+            assert_eq!(st[0]["crypto_workers"], n, "{round}: {st}");
+            let f = &st[0]["frames"];
+            for k in ["sealed_by_workers", "opened_by_workers"] {
+                if n > 0 {
+                    assert!(f[k].as_u64() > Some(0), "{round}: {k}: {st}");
+                } else {
+                    assert_eq!(f[k], 0, "{round}: {k}: {st}");
+                }
+            }
+        }
         // The receive ring: on by default, off where asked (the queue then, as before).
         assert!(sa[0]["rx_ring"]["slots"].as_u64() > Some(0), "{sa}");
         assert!(sa[0]["rx_ring"]["bytes"].as_u64() > Some(0), "{sa}");
@@ -1110,7 +1209,9 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
 
 /// Under a TCP stream through offloaded TAPs: a SIGKILL of the sender mid-stream and a
 /// restart never repeat a PN (from a capture of the veth), and frames with a flipped bit
-/// injected during the stream are counted and never delivered.
+/// injected during the stream are counted and never delivered. Both sides run crypto workers
+/// (a 3, b 2): the PNs are taken in order and the frames sealed out of order, the received
+/// frames opened out of order and judged in order.
 #[test]
 fn kill_9_mid_stream_repeats_no_pn_and_forged_frames_under_load_are_never_delivered() {
     require_root!();
@@ -1130,8 +1231,15 @@ fn kill_9_mid_stream_repeats_no_pn_and_forged_frames_under_load_are_never_delive
     // the frames leave in their order from the sending one.
     // A is restarted: its receiver keeps its checkpoint at one frame (A_CHECKPOINT), so it
     // refuses none of B's fresh frames after the restart.
-    let on: &[&str] = &["--pipeline", "on"];
-    let a_on: &[&str] = &["--pipeline", "on", A_CHECKPOINT[0], A_CHECKPOINT[1]];
+    let on: &[&str] = &["--pipeline", "on", "--crypto-workers", "2"];
+    let a_on: &[&str] = &[
+        "--pipeline",
+        "on",
+        "--crypto-workers",
+        "3",
+        A_CHECKPOINT[0],
+        A_CHECKPOINT[1],
+    ];
     let mut a = start_with(&d, &p, 'a', profile, &keys, a_on);
     let _b = start_with(&d, &p, 'b', profile, &keys, on);
     // A stream that the SIGKILL cuts: the sender's TCP gives up later; only the PNs matter.
@@ -1200,6 +1308,16 @@ fn kill_9_mid_stream_repeats_no_pn_and_forged_frames_under_load_are_never_delive
         out(&after) - out(&before),
         ok(&after) - ok(&before),
         "only verified frames reach the TAP: {after}"
+    );
+    let by_workers = |s: &Value, k: &str| s[0]["frames"][k].as_u64().unwrap_or(0);
+    assert!(
+        by_workers(&after, "opened_by_workers") > by_workers(&before, "opened_by_workers"),
+        "b's workers opened the stream's frames: {after}"
+    );
+    let (_, sa) = tap_status(&d, &p, 'a');
+    assert!(
+        by_workers(&sa, "sealed_by_workers") > 0,
+        "a's workers sealed the stream's frames: {sa}"
     );
     let frames = stop_capture(cap, &pcap);
     let pns: Vec<u32> = only_macsec_pns(&frames)

@@ -97,3 +97,49 @@ impl RxRingArgs {
         self.rx_ring == OnOff::On
     }
 }
+
+/// `--crypto-workers`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CryptoWorkersArgs {
+    /// How many threads seal and open the frames of a batch (MACsec profiles), besides the
+    /// data-plane threads: `0` (none: each data-plane thread does its own crypto), a number up
+    /// to 64, or `auto` (default: none below 8 CPUs, else a quarter of the CPUs, at most 8).
+    /// Everything that decides stays on the data-plane thread, in order: each frame's PN is
+    /// reserved and taken in order and the frames leave in PN order; each received frame is
+    /// replay-checked in order, opened by any worker, and judged again against the one replay
+    /// window in order before it is delivered (a frame that comes twice in a batch is
+    /// delivered once). A batch of fewer than 8 frames is done on its data-plane thread. The
+    /// status file's `crypto_workers` says how many run.
+    /// Example: `sudo ivnsec macsec up --iface eth0 --tap ms0 … --crypto-workers 4`
+    #[arg(long, value_name = "N|auto", default_value = "auto", value_parser = parse_workers)]
+    pub crypto_workers: WorkerCount,
+}
+
+/// `--crypto-workers`: a number, or `auto`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WorkerCount {
+    #[default]
+    Auto,
+    Count(usize),
+}
+
+fn parse_workers(s: &str) -> Result<WorkerCount, String> {
+    let max = ivnsec_node::macsec::workers::MAX_WORKERS;
+    if s == "auto" {
+        return Ok(WorkerCount::Auto);
+    }
+    match s.parse::<usize>() {
+        Ok(n) if n <= max => Ok(WorkerCount::Count(n)),
+        _ => Err(format!("expected a number from 0 to {max}, or auto")),
+    }
+}
+
+impl CryptoWorkersArgs {
+    /// `None` for `auto`.
+    pub fn count(&self) -> Option<usize> {
+        match self.crypto_workers {
+            WorkerCount::Auto => None,
+            WorkerCount::Count(n) => Some(n),
+        }
+    }
+}
