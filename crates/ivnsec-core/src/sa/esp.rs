@@ -32,7 +32,7 @@ use crate::wire::ip::{self, IpError, IpInfo, protocol};
 
 mod rx;
 
-pub use rx::{EspReceiver, EspRx, spi_of};
+pub use rx::{EspCheck, EspChecked, EspOpened, EspReceiver, EspRx, spi_of};
 
 /// ICV length of every algorithm here.
 pub const ICV_LEN: usize = 16;
@@ -778,6 +778,9 @@ impl EspTx {
     /// [`headroom`](Self::headroom) (a packet received or built behind that many spare bytes)
     /// the payload is encrypted where it lies and only the IP header moves (transport mode) or
     /// nothing does (tunnel mode); any other `at` moves the payload too.
+    ///
+    /// The same as [`EspTx::prepare_at`] and [`EspTx::seal`] one after the other, which is how
+    /// it is done.
     pub fn protect_in_place_at(
         &mut self,
         buf: &mut [u8],
@@ -785,6 +788,22 @@ impl EspTx {
         len: usize,
         iv: Option<&[u8]>,
     ) -> Result<usize, EspProtectError> {
+        let s = self.prepare_at(buf, at, len, iv)?;
+        self.seal(buf, &s)
+    }
+
+    /// The first of a protection's two stages, in the packets' order: the packet's sequence
+    /// number taken (spent whatever happens next), the packet laid out as
+    /// [`EspTx::protect_in_place_at`] lays it out (headers, IV, trailer), the packet counted.
+    /// The second, [`EspTx::seal`], takes `&self`: the packets of a batch may be sealed in any
+    /// order or on several threads at once, each under the number its preparation took.
+    pub fn prepare_at(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
+        len: usize,
+        iv: Option<&[u8]>,
+    ) -> Result<EspSealing, EspProtectError> {
         let pkt = at
             .checked_add(len)
             .and_then(|end| buf.get(at..end))
@@ -896,7 +915,30 @@ impl EspTx {
                 .ok_or(too_small)?,
             nh,
         );
+        // Counted here, where the number is spent: sealing a laid-out packet does not fail.
+        self.counters.frames += 1;
+        self.counters.bytes += total as u64;
+        Ok(EspSealing {
+            seq,
+            esp,
+            data_start,
+            ct_len,
+            total,
+        })
+    }
 
+    /// The second stage: the packet [`EspTx::prepare_at`] laid out in `buf` encrypted and its
+    /// ICV computed under its sequence number. Reads the keys only. Returns the protected
+    /// length.
+    pub fn seal(&self, buf: &mut [u8], s: &EspSealing) -> Result<usize, EspProtectError> {
+        let EspSealing {
+            seq,
+            esp,
+            data_start,
+            ct_len,
+            total,
+        } = *s;
+        let too_small = EspProtectError::BufferTooSmall { needed: total };
         if let Engine::CbcHmac { cipher, .. } = &self.keys.engine {
             let (head, data) = buf.split_at_mut(data_start);
             let iv: &[u8; BLOCK_LEN] = tail(head, esp + HEADER_LEN)
@@ -907,9 +949,24 @@ impl EspTx {
         self.keys
             .icv(buf, esp, total, seq, Dir::Seal)
             .map_err(|_| EspProtectError::Crypto(CryptoError::Internal))?;
-        self.counters.frames += 1;
-        self.counters.bytes += total as u64;
         Ok(total)
+    }
+}
+
+/// A packet [`EspTx::prepare_at`] laid out: what its [`EspTx::seal`] needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EspSealing {
+    seq: u64,
+    esp: usize,
+    data_start: usize,
+    ct_len: usize,
+    total: usize,
+}
+
+impl EspSealing {
+    /// The sequence number the packet carries.
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
 }
 

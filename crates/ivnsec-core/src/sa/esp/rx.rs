@@ -83,16 +83,27 @@ impl EspRx {
 
     /// Verifies the IP packet in `buf` in place. On success the recovered packet is `buf[range]`;
     /// on failure the buffer's content is unspecified. Every outcome is counted.
+    ///
+    /// The same as [`EspRx::check`], [`EspRx::open`] and [`EspRx::commit`] one after the other,
+    /// which is how it is done.
     pub fn verify_in_place(&mut self, buf: &mut [u8]) -> Result<Range<usize>, DropReason> {
-        let r = self.verify_inner(buf);
-        match &r {
+        match self.check(buf) {
+            EspCheck::Done(r) => r,
+            EspCheck::Validate(c) => {
+                let o = self.open(buf, &c);
+                self.commit(buf, &c, o)
+            }
+        }
+    }
+
+    fn count(&mut self, r: &Result<Range<usize>, DropReason>) {
+        match r {
             Ok(range) => {
                 self.counters.ok_frames += 1;
                 self.counters.ok_bytes += range.len() as u64;
             }
             Err(reason) => self.counters.drops.bump(*reason),
         }
-        r
     }
 
     /// The full sequence number of a packet carrying `seql`: with ESN, the high half is inferred
@@ -107,12 +118,33 @@ impl EspRx {
         super::esn_full_seq(self.replay.highest(), self.replay.window(), seql)
     }
 
-    fn verify_inner(&mut self, buf: &mut [u8]) -> Result<Range<usize>, DropReason> {
+    /// The first of a verification's three stages: the packet's IP and ESP headers, its SA
+    /// and lengths. A packet to validate comes back as [`EspCheck::Validate`], anything else is
+    /// decided and counted here.
+    ///
+    /// The packets of a batch may be checked in their order of arrival, opened in any order or
+    /// on several threads at once ([`EspRx::open`] takes `&self`), and committed in their order
+    /// of arrival ([`EspRx::commit`]): the sequence number and the replay check are judged at
+    /// the commit against the window as the packets before left it, so each packet's outcome
+    /// and every counter are those of [`EspRx::verify_in_place`] one packet after the other, a
+    /// packet that came twice delivered once. A packet the window refuses already at the check
+    /// is not opened.
+    pub fn check(&mut self, buf: &mut [u8]) -> EspCheck {
+        match self.check_inner(buf) {
+            Ok(c) => EspCheck::Validate(c),
+            Err(reason) => {
+                self.counters.drops.bump(reason);
+                EspCheck::Done(Err(reason))
+            }
+        }
+    }
+
+    fn check_inner(&self, buf: &[u8]) -> Result<EspChecked, DropReason> {
         let info = ip::parse(buf).map_err(ip_drop)?;
         if info.next != protocol::ESP {
             return Err(DropReason::NotEsp);
         }
-        let buf = buf.get_mut(..info.total_len).ok_or(DropReason::Truncated)?;
+        let buf = buf.get(..info.total_len).ok_or(DropReason::Truncated)?;
         let esp = info.header_len;
         let repr =
             wire::Repr::parse(&wire::Packet::new_unchecked(tail(buf, esp))).map_err(esp_drop)?;
@@ -129,7 +161,25 @@ impl EspRx {
         if alg.align() == BLOCK_LEN && ct_len % BLOCK_LEN != 0 {
             return Err(DropReason::BadLength);
         }
-        let seq = self.full_seq(repr.seq).ok_or(DropReason::ReplayTooOld)?;
+        let mut c = EspChecked {
+            info,
+            seql: repr.seq,
+            seq: 0,
+            data_start,
+            ct_len,
+            refused: false,
+        };
+        match self.judge(repr.seq) {
+            Ok(seq) => c.seq = seq,
+            Err(_) => c.refused = true,
+        }
+        Ok(c)
+    }
+
+    /// The full sequence number of `seql` and the replay check, against the window as it is
+    /// now (RFC 4303 §3.4.3: before the ICV). Counts nothing.
+    fn judge(&self, seql: u32) -> Result<u64, DropReason> {
+        let seq = self.full_seq(seql).ok_or(DropReason::ReplayTooOld)?;
         if seq == 0 {
             return Err(DropReason::BadSeq);
         }
@@ -137,19 +187,35 @@ impl EspRx {
         //# If the received packet falls within the window and is new, or if the packet is to the
         //# right of the window, then the receiver proceeds to ICV verification. [...] The receive
         //# window is updated only if the ICV verification succeeds.
-        if let Err(e) = self.replay.check(seq) {
-            if self.replay.below_floor(seq) {
-                self.counters.below_restored += 1;
-            }
-            return Err(match e {
-                ReplayError::Duplicate => DropReason::ReplayDuplicate,
-                ReplayError::TooOld => DropReason::ReplayTooOld,
-            });
+        match self.replay.check(seq) {
+            Ok(()) => Ok(seq),
+            Err(ReplayError::Duplicate) => Err(DropReason::ReplayDuplicate),
+            Err(ReplayError::TooOld) => Err(DropReason::ReplayTooOld),
         }
-        let icv_end = buf.len();
-        self.keys.icv(buf, esp, icv_end, seq, Dir::Open)?;
-        self.replay.insert(seq);
+    }
 
+    /// The second stage: the ICV verified under the sequence number of the check, the data
+    /// decrypted and the packet recovered in place. Reads the keys only, so the packets of a
+    /// batch may be opened on several threads at once; counts nothing (the commit does).
+    pub fn open(&self, buf: &mut [u8], c: &EspChecked) -> EspOpened {
+        if c.refused {
+            return EspOpened::Skipped;
+        }
+        let Some(buf) = buf.get_mut(..c.info.total_len) else {
+            return EspOpened::IcvFailed(DropReason::Truncated);
+        };
+        let esp = c.info.header_len;
+        let icv_end = buf.len();
+        if let Err(r) = self.keys.icv(buf, esp, icv_end, c.seq, Dir::Open) {
+            return EspOpened::IcvFailed(r);
+        }
+        EspOpened::Verified(self.recover(buf, c))
+    }
+
+    /// After a good ICV: the data decrypted (CBC), the trailer read, the packet recovered.
+    fn recover(&self, buf: &mut [u8], c: &EspChecked) -> Result<Range<usize>, DropReason> {
+        let (info, data_start, ct_len) = (&c.info, c.data_start, c.ct_len);
+        let esp = info.header_len;
         let ct_end = data_start + ct_len;
         if let Engine::CbcHmac { cipher, .. } = &self.keys.engine {
             let (head, data) = buf.split_at_mut(data_start);
@@ -194,12 +260,118 @@ impl EspRx {
                     *restored
                         .get_mut(info.nh_offset)
                         .ok_or(DropReason::Malformed)? = nh;
-                    ip::set_total_len(restored, &info, hdr + payload_len);
+                    ip::set_total_len(restored, info, hdr + payload_len);
                 }
                 Ok(start..payload_end)
             }
         }
     }
+
+    /// The third stage, in the packets' order of arrival: the sequence number and the replay
+    /// check judged again against the window as the packets committed before left it (a
+    /// duplicate within a batch is refused as one by one), then the ICV's verdict, the window
+    /// moved by a good ICV, and the packet's counters. On success the recovered packet is
+    /// `buf[range]`.
+    pub fn commit(
+        &mut self,
+        buf: &mut [u8],
+        c: &EspChecked,
+        o: EspOpened,
+    ) -> Result<Range<usize>, DropReason> {
+        let r = self.commit_inner(buf, c, o);
+        self.count(&r);
+        r
+    }
+
+    fn commit_inner(
+        &mut self,
+        buf: &mut [u8],
+        c: &EspChecked,
+        mut o: EspOpened,
+    ) -> Result<Range<usize>, DropReason> {
+        let seq = match self.judge(c.seql) {
+            Ok(seq) => seq,
+            Err(r) => {
+                if matches!(r, DropReason::ReplayDuplicate | DropReason::ReplayTooOld)
+                    && self
+                        .full_seq(c.seql)
+                        .is_some_and(|s| self.replay.below_floor(s))
+                {
+                    self.counters.below_restored += 1;
+                }
+                return Err(r);
+            }
+        };
+        if matches!(o, EspOpened::Skipped) {
+            // Refused at the check, passed now: opened here.
+            o = self.open(
+                buf,
+                &EspChecked {
+                    seq,
+                    refused: false,
+                    ..*c
+                },
+            );
+        } else if seq != c.seq {
+            // With ESN, the window moved across a 2^32 boundary since the check: one by one
+            // the ICV would have been computed over the other high half, and not matched.
+            o = EspOpened::IcvFailed(DropReason::BadTag);
+        }
+        match o {
+            EspOpened::Verified(r) => {
+                self.replay.insert(seq);
+                r
+            }
+            EspOpened::IcvFailed(r) => Err(r),
+            EspOpened::Skipped => Err(DropReason::Crypto),
+        }
+    }
+}
+
+/// A packet [`EspRx::check`] found to validate: what its [`EspRx::open`] and [`EspRx::commit`]
+/// need.
+#[derive(Clone, Copy, Debug)]
+pub struct EspChecked {
+    info: IpInfo,
+    seql: u32,
+    /// The full sequence number at the check.
+    seq: u64,
+    data_start: usize,
+    ct_len: usize,
+    /// Refused by the window at the check: not opened, judged again at the commit.
+    refused: bool,
+}
+
+impl EspChecked {
+    /// The full sequence number inferred at the check.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Refused by the window at the check (not opened; the commit gives the reason).
+    pub fn replay_refused(&self) -> bool {
+        self.refused
+    }
+}
+
+/// What [`EspRx::check`] made of a packet.
+#[derive(Clone, Debug)]
+pub enum EspCheck {
+    /// To be opened and committed.
+    Validate(EspChecked),
+    /// Decided and counted: dropped.
+    Done(Result<Range<usize>, DropReason>),
+}
+
+/// What [`EspRx::open`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EspOpened {
+    /// The ICV matched; the packet's recovery (`buf[range]`, or why it is dropped).
+    Verified(Result<Range<usize>, DropReason>),
+    /// The ICV did not match (or could not be computed).
+    IcvFailed(DropReason),
+    /// Not opened: the window refused it at the check.
+    Skipped,
 }
 
 fn ip_drop(e: IpError) -> DropReason {
