@@ -15,6 +15,7 @@
 //! allocator, the one place here that needs `unsafe`).
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod packets;
 pub mod vectors;
 

@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 
+use ivnsec_conformance::batch::{Rng, out_of_order};
 use ivnsec_conformance::packets::{ipv4, ipv6, udp_payload};
 use ivnsec_conformance::vectors::esp::{VECTORS, Vector};
 use ivnsec_conformance::{providers, unhex};
@@ -646,34 +647,6 @@ fn hostile_input_never_panics() {
                 .unwrap();
         }
     }
-}
-
-/// A small deterministic generator (xorshift64*), so a failing case can be named by its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// Runs `work(i)` for every index of `n`, the upper half on a second thread, each half from
-/// its last index down: out of order and at once.
-fn out_of_order<T: Send>(items: &mut [T], work: impl Fn(&mut T) + Sync) {
-    let mid = items.len() / 2;
-    let (a, b) = items.split_at_mut(mid);
-    let run = |half: &mut [T]| half.iter_mut().rev().for_each(&work);
-    std::thread::scope(|s| {
-        s.spawn(|| run(b));
-        run(a);
-    });
 }
 
 /// Packets prepared in order and sealed out of order on two threads at once are byte for byte

@@ -3,6 +3,7 @@
 //! without losing frames in flight, retirement, unknown SCIs and ANs, XPN across the 2^32
 //! boundary with two transmitters under one SAK, PN exhaustion. Once per provider.
 
+use ivnsec_conformance::batch::{Rng, out_of_order};
 use ivnsec_conformance::vectors::macsec::{KATS, salt};
 use ivnsec_conformance::{providers, unhex};
 use ivnsec_core::crypto::CryptoProvider;
@@ -395,22 +396,6 @@ fn configuration_is_checked_and_bounded() {
     assert!(dbg.contains("<16 bytes>") && !dbg.contains("119"), "{dbg}");
 }
 
-/// A small deterministic generator (xorshift64*), so a failing case can be named by its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// What a receiver made of one frame: the status, plain frame (unless Invalid: its content is
 /// unspecified), SC, AN and PN of a delivery; the reason and SC of a drop.
 type Verdict = Result<(RxStatus, Option<Vec<u8>>, Sci, u8, u64), (DropReason, Option<Sci>)>;
@@ -550,26 +535,18 @@ fn frames_opened_out_of_order_by_workers_are_judged_by_one_replay_window() {
                             .collect();
                         pns.sort();
                         twice_in_a_batch += usize::from(pns.windows(2).any(|w| w[0] == w[1]));
-                        let mut opened = vec![None; n];
-                        {
-                            let rx = &batched.rx;
-                            let mid = n / 2;
-                            let (b1, b2) = bufs.split_at_mut(mid);
-                            let (o1, o2) = opened.split_at_mut(mid);
-                            let (c1, c2) = checks.split_at(mid);
-                            let work = |b: &mut [Vec<u8>], o: &mut [Option<_>], c: &[SecyCheck]| {
-                                // Last frame first.
-                                for i in (0..b.len()).rev() {
-                                    if let SecyCheck::Validate(t) = &c[i] {
-                                        o[i] = Some(rx.open(&mut b[i], t));
-                                    }
-                                }
-                            };
-                            std::thread::scope(|s| {
-                                s.spawn(|| work(b2, o2, c2));
-                                work(b1, o1, c1);
-                            });
-                        }
+                        let mut jobs: Vec<(&mut Vec<u8>, &SecyCheck, Option<_>)> = bufs
+                            .iter_mut()
+                            .zip(&checks)
+                            .map(|(b, c)| (b, c, None))
+                            .collect();
+                        let rx = &batched.rx;
+                        out_of_order(&mut jobs, |job| {
+                            if let SecyCheck::Validate(t) = job.1 {
+                                job.2 = Some(rx.open(job.0, t));
+                            }
+                        });
+                        let opened: Vec<_> = jobs.into_iter().map(|j| j.2).collect();
                         for (i, c) in checks.into_iter().enumerate() {
                             let r = match c {
                                 SecyCheck::Done(r) => r,
@@ -683,23 +660,14 @@ fn frames_sealed_out_of_order_by_workers_are_the_frames_of_one_by_one_protection
                         .zip(batch)
                         .map(|(b, f)| two.tx.prepare_at(b, headroom, f.len()).unwrap())
                         .collect();
-                    let mut lens = vec![0usize; bufs.len()];
-                    {
-                        let tx = &two.tx;
-                        let mid = bufs.len() / 2;
-                        let (b1, b2) = bufs.split_at_mut(mid);
-                        let (l1, l2) = lens.split_at_mut(mid);
-                        let (s1, s2) = sealings.split_at(mid);
-                        let work = |b: &mut [Vec<u8>], l: &mut [usize], s: &[_]| {
-                            for i in (0..b.len()).rev() {
-                                l[i] = tx.seal(&mut b[i], &s[i]).unwrap();
-                            }
-                        };
-                        std::thread::scope(|sc| {
-                            sc.spawn(|| work(b2, l2, s2));
-                            work(b1, l1, s1);
-                        });
-                    }
+                    let mut jobs: Vec<(&mut Vec<u8>, _, usize)> = bufs
+                        .iter_mut()
+                        .zip(&sealings)
+                        .map(|(b, s)| (b, s, 0))
+                        .collect();
+                    let tx = &two.tx;
+                    out_of_order(&mut jobs, |job| job.2 = tx.seal(job.0, job.1).unwrap());
+                    let lens: Vec<usize> = jobs.into_iter().map(|j| j.2).collect();
                     for ((mut b, n), s) in bufs.into_iter().zip(lens).zip(&sealings) {
                         b.truncate(n);
                         got.push((b, s.pn()));
