@@ -22,3 +22,4 @@ pub mod pki;
 pub mod someip;
 pub mod sync;
 pub mod traffic;
+pub mod workers;

@@ -677,7 +677,8 @@ fn packets_sealed_out_of_order_by_workers_are_the_packets_of_one_by_one_protecti
                     let packets: Vec<(Vec<u8>, Vec<u8>)> = (0..40)
                         .map(|_| {
                             let inner = ipv4(17, &udp_payload(rng.below(1400)));
-                            let iv: Vec<u8> = (0..alg.iv_len()).map(|_| rng.next_u64() as u8).collect();
+                            let iv: Vec<u8> =
+                                (0..alg.iv_len()).map(|_| rng.next_u64() as u8).collect();
                             (inner, iv)
                         })
                         .collect();

@@ -41,7 +41,8 @@ use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::esp::{
-    EspAlg, EspMode, EspParams, EspProtectError, EspRx, EspTx, MAX_OVERHEAD, SpiRange,
+    EspAlg, EspCheck, EspChecked, EspMode, EspOpened, EspParams, EspProtectError, EspRx,
+    EspSealing, EspTx, MAX_OVERHEAD, SpiRange,
 };
 use ivnsec_core::wire::ip::{self, protocol};
 use ivnsec_core::wire::tcp_offload::{Coalescer, Segmenter, VNET_HDR_LEN, VnetHdr};
@@ -129,6 +130,9 @@ pub struct Config {
     pub rx_checkpoint: Checkpoint,
     /// `--busy-poll-us`: how long a data-plane thread keeps polling once its queue ran empty.
     pub busy_poll: Option<std::time::Duration>,
+    /// `--crypto-workers`: threads that seal and open the packets of a batch on the offload
+    /// path ([`crate::workers`]); `None`: [`crate::workers::auto_count`].
+    pub crypto_workers: Option<usize>,
 }
 
 /// The key files, loaded and checked before anything is created.
@@ -221,6 +225,10 @@ pub struct PacketCounters {
     pub gro_segments: AtomicU64,
     /// Offload path: outer packets longer than an IP packet can be, cut by the kernel.
     pub rx_truncated: AtomicU64,
+    /// Offload path: packets sealed by the crypto workers (`--crypto-workers`).
+    pub sealed_by_workers: AtomicU64,
+    /// Offload path: packets of batches opened by the crypto workers.
+    pub opened_by_workers: AtomicU64,
 }
 
 fn add(c: &AtomicU64) {
@@ -244,6 +252,8 @@ impl PacketCounters {
             "gro_out": g(&self.gro_out),
             "gro_segments": g(&self.gro_segments),
             "rx_truncated": g(&self.rx_truncated),
+            "sealed_by_workers": g(&self.sealed_by_workers),
+            "opened_by_workers": g(&self.opened_by_workers),
         })
     }
 }
@@ -273,6 +283,8 @@ struct Shared {
     udp_port: Option<u16>,
     /// `--busy-poll-us`.
     busy_poll: crate::busy_poll::BusyPoll,
+    /// `--crypto-workers`.
+    workers: crate::workers::Workers,
 }
 
 impl Shared {
@@ -491,6 +503,8 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     if let Some(seq) = sas.tx.next_seq() {
         reserve.use_number(seq).map_err(HwError::into_anyhow)?;
     }
+    let workers = crate::workers::Workers::new(cfg.crypto_workers, &cfg.tun)
+        .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
     let shared = Shared {
         tx: Mutex::new(TxState {
             sa: sas.tx,
@@ -508,8 +522,10 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         remote: cfg.remote,
         udp_port: cfg.udp_port,
         busy_poll: crate::busy_poll::BusyPoll::new(cfg.busy_poll),
+        workers,
     };
-    let header = header(cfg, &plan, first, &nonce_state, fresh, offload);
+    let mut header = header(cfg, &plan, first, &nonce_state, fresh, offload);
+    header["crypto_workers"] = json!(shared.workers.count());
     emit("started", header.clone());
     if let Some(p) = &cfg.status {
         status_write(p, &snapshot(&header, &shared, &outer, "running"))?;
@@ -793,51 +809,70 @@ enum Protected {
 }
 
 /// Reserves the next sequence number through the high-water mark and protects the IP packet
-/// `buf[room..room + len]` in place.
+/// `buf[room..room + len]` in place (one packet: [`prepare`], then the seal here).
 fn protect(sh: &Shared, buf: &mut [u8], room: usize, len: usize) -> Protected {
     let mut tx = lock(&sh.tx);
+    let s = match prepare(sh, &mut tx, buf, room, len) {
+        Prepared::Ok(s) => s,
+        Prepared::Dropped => return Protected::Dropped,
+        Prepared::Fatal => return Protected::Fatal,
+    };
+    match tx.sa.seal(buf, &s) {
+        Ok(total) => Protected::Ok(total),
+        Err(e) => {
+            drop(tx);
+            sh.fail(anyhow::anyhow!("protecting a packet: {e}"));
+            Protected::Fatal
+        }
+    }
+}
+
+/// What became of one packet prepared for the outbound SA.
+enum Prepared {
+    /// Its sequence number reserved on disk and taken, the packet laid out: to be sealed.
+    Ok(EspSealing),
+    /// Not protectable (counted).
+    Dropped,
+    /// The tunnel must stop (recorded in `fatal`).
+    Fatal,
+}
+
+/// The first stage of protecting the IP packet `buf[room..room + len]` with the outbound SA
+/// locked (`tx`): the next sequence number reserved through the high-water mark, then taken,
+/// the packet laid out for its seal ([`EspTx::prepare_at`]).
+fn prepare(sh: &Shared, tx: &mut TxState, buf: &mut [u8], room: usize, len: usize) -> Prepared {
+    let exhausted = |limit| {
+        HwError::Exhausted {
+            limit,
+            configured: false,
+        }
+        .into_anyhow()
+    };
     let Some(seq) = tx.sa.next_seq() else {
-        let limit = tx.reserve.limit();
-        drop(tx);
-        sh.fail(
-            HwError::Exhausted {
-                limit,
-                configured: false,
-            }
-            .into_anyhow(),
-        );
-        return Protected::Fatal;
+        sh.fail(exhausted(tx.reserve.limit()));
+        return Prepared::Fatal;
     };
     if let Err(e) = tx.reserve.use_number(seq) {
-        drop(tx);
         sh.fail(e.into_anyhow());
-        return Protected::Fatal;
+        return Prepared::Fatal;
     }
-    let r = tx.sa.protect_in_place_at(buf, room, len, None);
-    drop(tx);
-    match r {
-        Ok(total) => Protected::Ok(total),
+    match tx.sa.prepare_at(buf, room, len, None) {
+        Ok(s) => Prepared::Ok(s),
         Err(EspProtectError::BadPacket(_)) => {
             add(&sh.packets.tun_bad);
-            Protected::Dropped
+            Prepared::Dropped
         }
         Err(EspProtectError::TooLong | EspProtectError::BufferTooSmall { .. }) => {
             add(&sh.packets.too_long);
-            Protected::Dropped
+            Prepared::Dropped
         }
         Err(EspProtectError::SeqExhausted) => {
-            sh.fail(
-                HwError::Exhausted {
-                    limit: protocol_limit(sh),
-                    configured: false,
-                }
-                .into_anyhow(),
-            );
-            Protected::Fatal
+            sh.fail(exhausted(tx.reserve.limit()));
+            Prepared::Fatal
         }
         Err(e) => {
             sh.fail(anyhow::anyhow!("protecting a packet: {e}"));
-            Protected::Fatal
+            Prepared::Fatal
         }
     }
 }
@@ -949,7 +984,10 @@ struct TxOffload {
     stage: Vec<u8>,
     slots: Vec<u8>,
     units: [(usize, usize); BATCH],
+    /// Packets cut into the slots and not yet protected: the `i`-th is `lens[i]` long at
+    /// `slots[i * stride + room..]`.
     n: usize,
+    lens: [usize; BATCH],
     scratch: Vec<u8>,
 }
 
@@ -965,8 +1003,67 @@ impl TxOffload {
             slots: vec![0u8; BATCH * stride],
             units: [(0, 0); BATCH],
             n: 0,
+            lens: [0; BATCH],
             scratch: Vec::new(),
         }
+    }
+
+    /// Protects the packets cut into the slots and sends them: each prepared in order (its
+    /// sequence number reserved, then taken) with the outbound SA locked, the batch sealed by
+    /// the crypto workers or here, sent in sequence order. `Err` once a failure is recorded.
+    fn flush(&mut self, sh: &Shared, outer: &OuterSocket) -> Result<(), ()> {
+        let (room, stride, hdr) = (self.room, self.stride, self.outer_hdr);
+        let n = std::mem::take(&mut self.n);
+        let mut jobs: [Option<EspSealing>; BATCH] = [None; BATCH];
+        let mut totals = [0usize; BATCH];
+        let mut busy = 0;
+        {
+            let mut tx = lock(&sh.tx);
+            for (i, job) in jobs.iter_mut().enumerate().take(n) {
+                let slot = &mut self.slots[i * stride..(i + 1) * stride];
+                match prepare(sh, &mut tx, slot, room, self.lens[i]) {
+                    Prepared::Ok(s) => {
+                        *job = Some(s);
+                        busy += 1;
+                    }
+                    Prepared::Dropped => {}
+                    Prepared::Fatal => return Err(()),
+                }
+            }
+            let sa = &tx.sa;
+            let parallel = sh.workers.each_frame(
+                &mut self.slots,
+                stride,
+                &jobs[..n],
+                &mut totals[..n],
+                busy,
+                |slot, job, total| {
+                    if let Some(s) = job {
+                        *total = sa.seal(slot, s).unwrap_or(0);
+                    }
+                },
+            );
+            if parallel {
+                sh.packets
+                    .sealed_by_workers
+                    .fetch_add(busy as u64, Ordering::Relaxed);
+            }
+        }
+        let mut k = 0;
+        for (i, &total) in totals.iter().enumerate().take(n) {
+            if total == 0 {
+                continue;
+            }
+            let at = i * stride;
+            let esp = &self.slots[at + hdr..at + total];
+            sh.record(&mut self.scratch, sh.local, sh.remote, esp);
+            self.units[k] = (at + hdr, total - hdr);
+            k += 1;
+        }
+        if k > 0 {
+            send_units(sh, outer, &self.slots, &self.units[..k]);
+        }
+        Ok(())
     }
 
     /// Reads what the TUN has queued (at most [`TURN`] reads), protects it and sends it; once
@@ -974,17 +1071,32 @@ impl TxOffload {
     /// reserved ahead. Returns how many reads brought a packet. `Err` once a failure is
     /// recorded (the loop then ends).
     fn drain(&mut self, sh: &Shared, tun: &Tap, outer: &OuterSocket) -> Result<usize, ()> {
+        // The read buffer apart from the batch, which is protected and sent while a read's
+        // super-packet is still being cut.
+        let mut stage = std::mem::take(&mut self.stage);
+        let r = self.drain_into(sh, tun, outer, &mut stage);
+        self.stage = stage;
+        r
+    }
+
+    fn drain_into(
+        &mut self,
+        sh: &Shared,
+        tun: &Tap,
+        outer: &OuterSocket,
+        stage: &mut [u8],
+    ) -> Result<usize, ()> {
         let (room, stride) = (self.room, self.stride);
         let mut reads = 0;
         let mut empty = false;
         while reads < TURN {
-            let Some(m) = read_tun(sh, tun, &mut self.stage)? else {
+            let Some(m) = read_tun(sh, tun, stage)? else {
                 empty = true;
                 break;
             };
             reads += 1;
             add(&sh.packets.tun_in);
-            let got = &self.stage[..m];
+            let got = &stage[..m];
             let Some(pkt) = got.get(VNET_HDR_LEN..) else {
                 add(&sh.packets.tun_bad);
                 continue;
@@ -1001,8 +1113,7 @@ impl TxOffload {
             }
             for i in 0..seg.count() {
                 if self.n == BATCH {
-                    send_units(sh, outer, &self.slots, &self.units[..self.n]);
-                    self.n = 0;
+                    self.flush(sh, outer)?;
                 }
                 let at = self.n * stride;
                 let slot = &mut self.slots[at..at + stride];
@@ -1010,21 +1121,12 @@ impl TxOffload {
                     add(&sh.packets.too_long);
                     continue;
                 };
-                match protect(sh, slot, room, len) {
-                    Protected::Ok(total) => {
-                        let hdr = self.outer_hdr;
-                        sh.record(&mut self.scratch, sh.local, sh.remote, &slot[hdr..total]);
-                        self.units[self.n] = (at + hdr, total - hdr);
-                        self.n += 1;
-                    }
-                    Protected::Dropped => {}
-                    Protected::Fatal => return Err(()),
-                }
+                self.lens[self.n] = len;
+                self.n += 1;
             }
         }
         if self.n > 0 {
-            send_units(sh, outer, &self.slots, &self.units[..self.n]);
-            self.n = 0;
+            self.flush(sh, outer)?;
             if empty && !top_up_tx(sh) {
                 return Err(());
             }
@@ -1054,10 +1156,6 @@ fn top_up_rx(sh: &Shared) -> bool {
         return false;
     }
     true
-}
-
-fn protocol_limit(sh: &Shared) -> u64 {
-    lock(&sh.tx).reserve.limit()
 }
 
 /// Makes the `n` bytes received at `buf[pre..]` an IP packet the inbound SA can read: counts
@@ -1181,13 +1279,17 @@ fn write_coalesced(sh: &Shared, tun: &Tap, co: &mut Coalescer) {
     }
 }
 
-/// Verifies the ESP packet `slot[..len]` (an outer IP header in front) and hands the inner
-/// packet on: into `co` when it continues (or starts) a super-packet, else alone behind a vnet
-/// header saying "no offload" (written over the ESP header and IV in front of it).
-fn deliver(sh: &Shared, tun: &Tap, co: &mut Coalescer, gro: bool, slot: &mut [u8], len: usize) {
-    let Some(range) = verify(sh, &mut slot[..len]) else {
-        return;
-    };
+/// Hands on the verified inner packet `slot[range]`: into `co` when it continues (or starts) a
+/// super-packet, else alone behind a vnet header saying "no offload" (written over the ESP
+/// header and IV in front of it).
+fn hand_on(
+    sh: &Shared,
+    tun: &Tap,
+    co: &mut Coalescer,
+    gro: bool,
+    slot: &mut [u8],
+    range: std::ops::Range<usize>,
+) {
     if gro {
         if co.push(&slot[range.clone()]) {
             return;
@@ -1212,6 +1314,14 @@ fn deliver(sh: &Shared, tun: &Tap, co: &mut Coalescer, gro: bool, slot: &mut [u8
         Ok(()) => add(&sh.packets.tun_out),
         Err(_) => add(&sh.packets.tun_write_errors),
     }
+}
+
+/// Where a packet of a receive batch lies: in the slot of its message, or (taken out of a UDP
+/// GRO train) in a slot of the train buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lies {
+    Slot,
+    Train,
 }
 
 /// Outer socket → verify → TUN, the offload path: ESP packets arrive in batches (one
@@ -1244,7 +1354,10 @@ struct RxOffload {
     slots: Vec<u8>,
     lens: [usize; BATCH],
     segs: [u16; BATCH],
-    one: Vec<u8>,
+    /// Packets taken out of UDP GRO trains, each behind room for its outer header.
+    train: Vec<u8>,
+    /// The packets to verify, in their order of arrival: where each lies, its slot, its length.
+    list: Vec<(Lies, usize, usize)>,
     co: Coalescer,
     scratch: Vec<u8>,
 }
@@ -1260,10 +1373,88 @@ impl RxOffload {
             slots: vec![0u8; BATCH * stride],
             lens: [0; BATCH],
             segs: [0; BATCH],
-            one: vec![0u8; stride],
+            train: vec![0u8; BATCH * stride],
+            list: Vec::with_capacity(2 * BATCH),
             co: Coalescer::new(),
             scratch: Vec::new(),
         }
+    }
+
+    /// Verifies the packets of `self.list` and hands the good ones on, in their order: each
+    /// checked in order with the inbound SA locked, the batch opened by the crypto workers or
+    /// here, each committed in order (the replay check again, the window moved, the acceptance
+    /// mark covering it), then written towards the TUN. `Err` once a failure is recorded.
+    fn settle(&mut self, sh: &Shared, tun: &Tap) -> Result<(), ()> {
+        let stride = self.stride;
+        let mut checked: [[Option<(EspChecked, usize)>; BATCH]; 2] = [[None; BATCH]; 2];
+        let mut opened: [[EspOpened; BATCH]; 2] =
+            std::array::from_fn(|_| std::array::from_fn(|_| EspOpened::Skipped));
+        let mut busy = [0usize; 2];
+        let mut good: [(Lies, usize, std::ops::Range<usize>); 2 * BATCH] =
+            std::array::from_fn(|_| (Lies::Slot, 0, 0..0));
+        let mut k = 0;
+        {
+            let mut rx = lock(&sh.rx);
+            for &(lies, i, len) in &self.list {
+                let buf = match lies {
+                    Lies::Slot => &mut self.slots[i * stride..i * stride + len],
+                    Lies::Train => &mut self.train[i * stride..i * stride + len],
+                };
+                if let EspCheck::Validate(c) = rx.sa.check(buf) {
+                    checked[lies as usize][i] = Some((c, len));
+                    busy[lies as usize] += 1;
+                }
+            }
+            let sa = &rx.sa;
+            let open = |slot: &mut [u8], job: &Option<(EspChecked, usize)>, o: &mut EspOpened| {
+                if let Some((c, len)) = job {
+                    *o = sa.open(&mut slot[..*len], c);
+                }
+            };
+            let [o_slot, o_train] = &mut opened;
+            for (buf, jobs, o, n) in [
+                (&mut self.slots, &checked[0], o_slot, busy[0]),
+                (&mut self.train, &checked[1], o_train, busy[1]),
+            ] {
+                if sh.workers.each_frame(buf, stride, jobs, o, n, open) {
+                    sh.packets
+                        .opened_by_workers
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                }
+            }
+            for &(lies, i, len) in &self.list {
+                let Some((c, _)) = checked[lies as usize][i] else {
+                    continue;
+                };
+                let buf = match lies {
+                    Lies::Slot => &mut self.slots[i * stride..i * stride + len],
+                    Lies::Train => &mut self.train[i * stride..i * stride + len],
+                };
+                let o = std::mem::replace(&mut opened[lies as usize][i], EspOpened::Skipped);
+                let Ok(range) = rx.sa.commit(buf, &c, o) else {
+                    continue;
+                };
+                // Accepted only once the acceptance mark on disk covers its number.
+                let seq = rx.sa.highest_seq();
+                if let Err(e) = rx.mark.use_number(seq) {
+                    drop(rx);
+                    self.list.clear();
+                    sh.fail(rx_error(e));
+                    return Err(());
+                }
+                good[k] = (lies, i, range);
+                k += 1;
+            }
+        }
+        self.list.clear();
+        for (lies, i, range) in good.iter().take(k).cloned() {
+            let slot = match lies {
+                Lies::Slot => &mut self.slots[i * stride..(i + 1) * stride],
+                Lies::Train => &mut self.train[i * stride..(i + 1) * stride],
+            };
+            hand_on(sh, tun, &mut self.co, self.gro, slot, range);
+        }
+        Ok(())
     }
 
     /// Takes what the outer socket has queued (at most [`TURN`] batches), verifies it and
@@ -1271,7 +1462,7 @@ impl RxOffload {
     /// acceptance mark moves ahead. Returns how many batches brought packets. `Err` once a
     /// failure is recorded (the loop then ends).
     fn drain(&mut self, sh: &Shared, tun: &Tap, outer: &OuterSocket) -> Result<usize, ()> {
-        let (pre, stride, gro) = (self.pre, self.stride, self.gro);
+        let (pre, stride) = (self.pre, self.stride);
         let mut batches = 0;
         let mut empty = false;
         while batches < TURN {
@@ -1296,8 +1487,8 @@ impl RxOffload {
                 }
             };
             batches += 1;
+            let mut trained = 0;
             for i in 0..got {
-                let slot = &mut self.slots[i * stride..(i + 1) * stride];
                 let (n, seg) = (self.lens[i], usize::from(self.segs[i]));
                 if n == 0 {
                     // Longer than an IP packet can be: cut by the kernel.
@@ -1306,26 +1497,31 @@ impl RxOffload {
                     continue;
                 }
                 if seg == 0 || n <= seg {
+                    let slot = &mut self.slots[i * stride..(i + 1) * stride];
                     if let Some(len) = rx_prepare(sh, outer, slot, pre, n, &mut self.scratch) {
-                        deliver(sh, tun, &mut self.co, gro, slot, len);
+                        self.list.push((Lies::Slot, i, len));
                     }
                     continue;
                 }
                 // Several ESP packets back to back (UDP GRO): each behind room for its header.
-                for chunk in slot[pre..pre + n].chunks(seg) {
-                    self.one[pre..pre + chunk.len()].copy_from_slice(chunk);
-                    if let Some(len) = rx_prepare(
-                        sh,
-                        outer,
-                        &mut self.one,
-                        pre,
-                        chunk.len(),
-                        &mut self.scratch,
-                    ) {
-                        deliver(sh, tun, &mut self.co, gro, &mut self.one, len);
+                let mut off = 0;
+                while off < n {
+                    let c = (n - off).min(seg);
+                    if trained == BATCH {
+                        self.settle(sh, tun)?;
+                        trained = 0;
                     }
+                    let at = i * stride + pre + off;
+                    let t = &mut self.train[trained * stride..(trained + 1) * stride];
+                    t[pre..pre + c].copy_from_slice(&self.slots[at..at + c]);
+                    if let Some(len) = rx_prepare(sh, outer, t, pre, c, &mut self.scratch) {
+                        self.list.push((Lies::Train, trained, len));
+                        trained += 1;
+                    }
+                    off += c;
                 }
             }
+            self.settle(sh, tun)?;
             write_coalesced(sh, tun, &mut self.co);
         }
         if batches > 0 && empty && !top_up_rx(sh) {

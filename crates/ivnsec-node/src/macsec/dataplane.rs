@@ -444,7 +444,7 @@ impl<'a> TxReader<'a> {
 
 /// Protects the frames of `b` in place (each PN reserved on disk first) and lists them in
 /// `b.out[..b.k]`, in PN order: each frame prepared in order (its PN reserved, then taken),
-/// the batch sealed by the SecY's crypto workers ([`super::workers`]) or here. `Err` once a
+/// the batch sealed by the SecY's crypto workers ([`crate::workers`]) or here. `Err` once a
 /// failure is recorded (the data plane then stops).
 fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
     let mut tx = sh.tx();

@@ -28,7 +28,6 @@ pub mod sched;
 pub mod source;
 pub mod static_keys;
 pub mod status;
-pub mod workers;
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -198,8 +197,8 @@ pub struct Shared {
     pub pcap: Option<Mutex<PcapWriter<BufWriter<File>>>>,
     /// `--busy-poll-us`.
     pub busy_poll: crate::busy_poll::BusyPoll,
-    /// `--crypto-workers`: the threads that seal and open batches ([`workers`]).
-    pub workers: workers::Workers,
+    /// `--crypto-workers`: the threads that seal and open batches ([`crate::workers`]).
+    pub workers: crate::workers::Workers,
 }
 
 impl Shared {
@@ -494,7 +493,7 @@ pub struct RunSpec {
     /// bytes, or from the socket's queue with `recvmmsg` (`--rx-ring on|off`).
     pub rx_ring: bool,
     /// How many threads seal and open the frames of a batch besides the data-plane threads
-    /// (`--crypto-workers N|auto`, [`workers`]); `None`: [`workers::auto_count`].
+    /// (`--crypto-workers N|auto`, [`crate::workers`]); `None`: [`crate::workers::auto_count`].
     pub crypto_workers: Option<usize>,
 }
 
@@ -687,7 +686,7 @@ pub fn run_spec(
             .context("filtering frames to other hosts")?;
     }
     let prot_buffer = sock.set_recv_buffer_force(spec.socket_buffer).unwrap_or(0);
-    let workers = workers::Workers::new(spec.crypto_workers, host_name)
+    let workers = crate::workers::Workers::new(spec.crypto_workers, host_name)
         .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
 
     let shared = Arc::new(Shared {

@@ -165,6 +165,8 @@ pub struct UpArgs {
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
+    pub crypto_workers: super::common::dataplane::CryptoWorkersArgs,
+    #[command(flatten)]
     pub checkpoint: ReplayCheckpointArgs,
     #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
@@ -216,6 +218,12 @@ fn up(a: UpArgs) -> Result<ExitCode> {
             a.tx_keys.display()
         )));
     };
+    if a.no_offload && a.crypto_workers.count().is_some_and(|n| n > 0) {
+        return Err(usage(
+            "--crypto-workers seals and opens batches of packets, which only the offload path \
+             has: drop --no-offload (which moves one packet per system call) or the workers",
+        ));
+    }
     let status = daemon_status(&a.daemon, &a.tun);
     let cfg = Config {
         tun: a.tun,
@@ -242,6 +250,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         status: a.status.or(status),
         offload: !a.no_offload,
         busy_poll: a.busy_poll.duration(),
+        crypto_workers: a.crypto_workers.count(),
         rx_checkpoint: a.checkpoint.checkpoint()?,
     };
     let keys = lab::check(&cfg)?;

@@ -84,6 +84,16 @@ fn bad_input_is_refused_with_a_clear_message() {
     assert_eq!(c, 2, "{e}");
     assert!(e.contains("--state-dir"), "{e}");
 
+    // Crypto workers take batches, which the one-packet path does not make.
+    let mut workers = base(&k.ab, v4.0, v4.1, "0x1001");
+    workers.extend(["--no-offload", "--crypto-workers", "2"].map(String::from));
+    let (c, e) = run(workers);
+    assert_eq!(c, 2, "{e}");
+    assert!(
+        e.contains("--crypto-workers") && e.contains("--no-offload"),
+        "{e}"
+    );
+
     let mut wrong = base(&k.ab, v4.0, v4.1, "0x1001");
     let i = wrong.iter().position(|a| a == "--profile").unwrap();
     wrong[i + 1] = "macsec-gcm-aes-128".into();

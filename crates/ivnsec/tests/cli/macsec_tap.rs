@@ -199,13 +199,13 @@ fn busy_poll_us_is_checked_and_documented_on_every_data_plane() {
     assert!(text(&o.stdout).contains("--no-offload"));
 }
 
-/// `--crypto-workers` of `macsec up` and `gateway`: a number above 64, a negative one or a
-/// word other than `auto` exits 2 naming the option and the range; both `--help`s show it
-/// with an example.
+/// `--crypto-workers` of `macsec up`, `gateway` and `esp up`: a number above 64, a negative
+/// one or a word other than `auto` exits 2 naming the option and the range; every `--help`
+/// shows it with an example.
 #[test]
 fn crypto_workers_is_checked_and_documented() {
     let d = TempDir::new("cryptoworkers");
-    let cmds: [&[&str]; 2] = [&["macsec", "up"], &["gateway"]];
+    let cmds: [&[&str]; 3] = [&["macsec", "up"], &["gateway"], &["esp", "up"]];
     for cmd in cmds {
         for bad in ["65", "-1", "many", "1.5", ""] {
             let bad_arg = format!("--crypto-workers={bad}");

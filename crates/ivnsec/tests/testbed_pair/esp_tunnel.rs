@@ -613,9 +613,9 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
     let d = TempDir::new("esp-udpoff");
     let p = EspPair::new(Outer::V4);
     let k = keys(&d);
-    // a in the latency mode: one thread moves both directions.
+    // a in the latency mode: one thread moves both directions; b with two crypto workers.
     let _a = up(&d, &p, &k, 'a', &["--udp-encap", "--busy-poll-us", "300"]);
-    let _b = up(&d, &p, &k, 'b', &["--udp-encap"]);
+    let _b = up(&d, &p, &k, 'b', &["--udp-encap", "--crypto-workers", "2"]);
     let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "ping: {}", text(&o.stdout));
     for v6 in [false, true] {
@@ -633,6 +633,11 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
                 >= esp_status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
     });
     assert_eq!((&sa["threads"], &sb["threads"]), (&1.into(), &2.into()));
+    // b's workers sealed its TCP segments and opened a's (GRO trains taken apart included).
+    assert_eq!(sb["crypto_workers"], 2, "{sb}");
+    for k in ["sealed_by_workers", "opened_by_workers"] {
+        assert!(sb["packets"][k].as_u64() > Some(0), "{k}: {sb}");
+    }
     for s in [&sa, &sb] {
         assert_eq!(s["offload"]["udp_gso"], true, "{s}");
         assert_eq!(s["offload"]["udp_gro"], true, "{s}");
@@ -660,7 +665,14 @@ fn no_offload_interoperates_with_the_offload_path() {
     let k = keys(&d);
     // Both in the latency mode: a (offload path) on one thread, b (--no-offload) on one per
     // direction.
-    let _a = up(&d, &p, &k, 'a', &["--busy-poll-us", "300"]);
+    // a (protocol 50, offload path) seals and opens on two crypto workers.
+    let _a = up(
+        &d,
+        &p,
+        &k,
+        'a',
+        &["--busy-poll-us", "300", "--crypto-workers", "2"],
+    );
     let _b = up(&d, &p, &k, 'b', &["--no-offload", "--busy-poll-us", "300"]);
     for to in [inner4('b'), inner6('b')] {
         let o = ping(&p.ns('a'), to, &["-c", "2", "-i", "0.2"]);
@@ -682,6 +694,10 @@ fn no_offload_interoperates_with_the_offload_path() {
     let left = n("esp_out") + n("tun_bad") + n("too_long") + n("send_errors");
     assert_eq!(n("tun_in"), left, "{sb}");
     assert_eq!(sa["offload"]["enabled"], true, "{sa}");
+    assert_eq!(sa["crypto_workers"], 2, "{sa}");
+    for k in ["sealed_by_workers", "opened_by_workers"] {
+        assert!(sa["packets"][k].as_u64() > Some(0), "{k}: {sa}");
+    }
     assert!(sa["packets"]["gso_in"].as_u64().unwrap() > 0, "{sa}");
     assert!(sa["packets"]["gro_out"].as_u64().unwrap() > 0, "{sa}");
     for s in [&sa, &sb] {

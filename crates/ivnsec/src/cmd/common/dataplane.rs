@@ -101,11 +101,12 @@ impl RxRingArgs {
 /// `--crypto-workers`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct CryptoWorkersArgs {
-    /// How many threads seal and open the frames of a batch (MACsec profiles), besides the
-    /// data-plane threads: `0` (none: each data-plane thread does its own crypto), a number up
-    /// to 64, or `auto` (default: none below 8 CPUs, else a quarter of the CPUs, at most 8).
-    /// Everything that decides stays on the data-plane thread, in order: each frame's PN is
-    /// reserved and taken in order and the frames leave in PN order; each received frame is
+    /// How many threads seal and open the frames of a batch (`macsec up`, `gateway` with
+    /// MACsec profiles, `esp up` on its offload path), besides the data-plane threads: `0`
+    /// (none: each data-plane thread does its own crypto), a number up to 64, or `auto`
+    /// (default: none below 8 CPUs, else a quarter of the CPUs, at most 8). Everything that
+    /// decides stays on the data-plane thread, in order: each frame's PN (sequence number) is
+    /// reserved and taken in order and the frames leave in that order; each received frame is
     /// replay-checked in order, opened by any worker, and judged again against the one replay
     /// window in order before it is delivered (a frame that comes twice in a batch is
     /// delivered once). A batch of fewer than 8 frames is done on its data-plane thread. The
@@ -124,7 +125,7 @@ pub enum WorkerCount {
 }
 
 fn parse_workers(s: &str) -> Result<WorkerCount, String> {
-    let max = ivnsec_node::macsec::workers::MAX_WORKERS;
+    let max = ivnsec_node::workers::MAX_WORKERS;
     if s == "auto" {
         return Ok(WorkerCount::Auto);
     }
