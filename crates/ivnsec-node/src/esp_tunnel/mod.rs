@@ -988,6 +988,10 @@ struct TxOffload {
     /// `slots[i * stride + room..]`.
     n: usize,
     lens: [usize; BATCH],
+    /// By slot, while the batch is protected (reset for the slots in use only): the packet's
+    /// sealing once prepared, its protected length.
+    jobs: Vec<Option<EspSealing>>,
+    totals: Vec<usize>,
     scratch: Vec<u8>,
 }
 
@@ -1004,6 +1008,8 @@ impl TxOffload {
             units: [(0, 0); BATCH],
             n: 0,
             lens: [0; BATCH],
+            jobs: vec![None; BATCH],
+            totals: vec![0; BATCH],
             scratch: Vec::new(),
         }
     }
@@ -1014,8 +1020,10 @@ impl TxOffload {
     fn flush(&mut self, sh: &Shared, outer: &OuterSocket) -> Result<(), ()> {
         let (room, stride, hdr) = (self.room, self.stride, self.outer_hdr);
         let n = std::mem::take(&mut self.n);
-        let mut jobs: [Option<EspSealing>; BATCH] = [None; BATCH];
-        let mut totals = [0usize; BATCH];
+        let (jobs, totals) = (&mut self.jobs, &mut self.totals);
+        for i in 0..n {
+            (jobs[i], totals[i]) = (None, 0);
+        }
         let mut busy = 0;
         {
             let mut tx = lock(&sh.tx);
@@ -1358,6 +1366,12 @@ struct RxOffload {
     train: Vec<u8>,
     /// The packets to verify, in their order of arrival: where each lies, its slot, its length.
     list: Vec<(Lies, usize, usize)>,
+    /// By place and slot, while a list is verified (reset for the listed packets only): the
+    /// packet's check and length when it is to be opened, what the opening found.
+    checked: [Vec<Option<(EspChecked, usize)>>; 2],
+    opened: [Vec<EspOpened>; 2],
+    /// The packets verified, in order: where each lies, its slot, the inner packet's range.
+    good: Vec<(Lies, usize, std::ops::Range<usize>)>,
     co: Coalescer,
     scratch: Vec<u8>,
 }
@@ -1375,6 +1389,12 @@ impl RxOffload {
             segs: [0; BATCH],
             train: vec![0u8; BATCH * stride],
             list: Vec::with_capacity(2 * BATCH),
+            checked: [vec![None; BATCH], vec![None; BATCH]],
+            opened: [
+                vec![EspOpened::Skipped; BATCH],
+                vec![EspOpened::Skipped; BATCH],
+            ],
+            good: Vec::with_capacity(2 * BATCH),
             co: Coalescer::new(),
             scratch: Vec::new(),
         }
@@ -1386,13 +1406,20 @@ impl RxOffload {
     /// mark covering it), then written towards the TUN. `Err` once a failure is recorded.
     fn settle(&mut self, sh: &Shared, tun: &Tap) -> Result<(), ()> {
         let stride = self.stride;
-        let mut checked: [[Option<(EspChecked, usize)>; BATCH]; 2] = [[None; BATCH]; 2];
-        let mut opened: [[EspOpened; BATCH]; 2] =
-            std::array::from_fn(|_| std::array::from_fn(|_| EspOpened::Skipped));
+        let (checked, opened) = (&mut self.checked, &mut self.opened);
+        // Every slot up to the last one listed, of each place (the workers go through them all).
+        let mut top = [0usize; 2];
+        for &(lies, i, _) in &self.list {
+            top[lies as usize] = top[lies as usize].max(i + 1);
+        }
+        for w in 0..2 {
+            for i in 0..top[w] {
+                checked[w][i] = None;
+                opened[w][i] = EspOpened::Skipped;
+            }
+        }
         let mut busy = [0usize; 2];
-        let mut good: [(Lies, usize, std::ops::Range<usize>); 2 * BATCH] =
-            std::array::from_fn(|_| (Lies::Slot, 0, 0..0));
-        let mut k = 0;
+        self.good.clear();
         {
             let mut rx = lock(&sh.rx);
             for &(lies, i, len) in &self.list {
@@ -1411,12 +1438,14 @@ impl RxOffload {
                     *o = sa.open(&mut slot[..*len], c);
                 }
             };
-            let [o_slot, o_train] = &mut opened;
-            for (buf, jobs, o, n) in [
-                (&mut self.slots, &checked[0], o_slot, busy[0]),
-                (&mut self.train, &checked[1], o_train, busy[1]),
+            let [o_slot, o_train] = opened;
+            for (buf, jobs, o, n, top) in [
+                (&mut self.slots, &checked[0], o_slot, busy[0], top[0]),
+                (&mut self.train, &checked[1], o_train, busy[1], top[1]),
             ] {
-                if sh.workers.each_frame(buf, stride, jobs, o, n, open) {
+                if sh.workers
+                    .each_frame(buf, stride, &jobs[..top], &mut o[..top], n, open)
+                {
                     sh.packets
                         .opened_by_workers
                         .fetch_add(n as u64, Ordering::Relaxed);
@@ -1442,12 +1471,11 @@ impl RxOffload {
                     sh.fail(rx_error(e));
                     return Err(());
                 }
-                good[k] = (lies, i, range);
-                k += 1;
+                self.good.push((lies, i, range));
             }
         }
         self.list.clear();
-        for (lies, i, range) in good.iter().take(k).cloned() {
+        for (lies, i, range) in self.good.drain(..) {
             let slot = match lies {
                 Lies::Slot => &mut self.slots[i * stride..(i + 1) * stride],
                 Lies::Train => &mut self.train[i * stride..(i + 1) * stride],

@@ -217,6 +217,10 @@ struct TxBatch {
     /// The frames protected: (offset, length), in PN order.
     out: [(usize, usize); MAX_BATCH],
     k: usize,
+    /// By slot, while the batch is protected (reset for the slots in use only): the frame's
+    /// sealing once prepared, its sealed length.
+    jobs: Vec<Option<SecySealing>>,
+    sealed: Vec<usize>,
 }
 
 /// Where the frames of a transmit batch lie and how long they may be.
@@ -253,6 +257,8 @@ fn tx_batch(stride: usize) -> TxBatch {
         n: 0,
         out: [(0, 0); MAX_BATCH],
         k: 0,
+        jobs: vec![None; MAX_BATCH],
+        sealed: vec![0; MAX_BATCH],
     }
 }
 
@@ -269,6 +275,9 @@ fn rx_batch(stride: usize) -> RxBatch {
         got: 0,
         full: false,
         deliver: [(0, 0); MAX_BATCH],
+        jobs: vec![None; MAX_BATCH],
+        decided: vec![None; MAX_BATCH],
+        opened: vec![Opened::Skipped; MAX_BATCH],
     }
 }
 
@@ -448,8 +457,12 @@ impl<'a> TxReader<'a> {
 /// failure is recorded (the data plane then stops).
 fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
     let mut tx = sh.tx();
-    // By slot: the frame's sealing, if it was prepared.
-    let mut jobs: [Option<SecySealing>; MAX_BATCH] = [None; MAX_BATCH];
+    let (jobs, lens) = (&mut b.jobs, &mut b.sealed);
+    // Every slot up to the last one in use (the workers go through them all).
+    let top = b.got.iter().take(b.n).map(|&(slot, _)| slot + 1).max().unwrap_or(0);
+    for slot in 0..top {
+        (jobs[slot], lens[slot]) = (None, 0);
+    }
     let (mut busy, mut slots) = (0, 0);
     for &(slot, plain) in b.got.iter().take(b.n) {
         if plain + g.overhead > g.wire_max {
@@ -486,7 +499,6 @@ fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
     }
     // Sealed lengths by slot (0: not sealed; with the SecY locked since the preparation, a
     // sealing is never void).
-    let mut lens = [0usize; MAX_BATCH];
     let secy = &tx.secy;
     let parallel = sh.workers.each_frame(
         &mut b.buf,
@@ -563,6 +575,12 @@ struct RxBatch {
     /// The receive took a whole batch (more were likely queued).
     full: bool,
     deliver: [(usize, usize); MAX_BATCH],
+    /// By frame, while the batch is verified (reset for the frames of each batch only, so a
+    /// lone control frame pays for one entry, not for the whole batch): its ticket and length
+    /// when it is to be opened, what the check decided otherwise, what the opening found.
+    jobs: Vec<Option<(Ticket, usize)>>,
+    decided: Vec<Option<Result<Received, Dropped>>>,
+    opened: Vec<Opened>,
 }
 
 /// MACsec frames from the protected interface, verified, to the host on the TAP (or the plain
@@ -703,10 +721,10 @@ fn verify_and_deliver(
     {
         let mut rx = sh.rx();
         let mut marks = sh.rx_marks();
-        // By frame: its ticket and length when it is to be opened, else what the check decided.
-        let mut jobs: [Option<(Ticket, usize)>; MAX_BATCH] = [None; MAX_BATCH];
-        let mut decided: [Option<Result<Received, Dropped>>; MAX_BATCH] =
-            std::array::from_fn(|_| None);
+        let (jobs, decided, opened) = (&mut b.jobs, &mut b.decided, &mut b.opened);
+        for i in 0..b.got {
+            (jobs[i], decided[i], opened[i]) = (None, None, Opened::Skipped);
+        }
         let mut busy = 0;
         for (i, m) in b.metas.iter().enumerate().take(b.got) {
             if m.packet_type == PacketType::Outgoing {
@@ -726,7 +744,6 @@ fn verify_and_deliver(
                 SecyCheck::Done(r) => decided[i] = Some(r),
             }
         }
-        let mut opened = [Opened::Skipped; MAX_BATCH];
         let secy: &SecyRx = &rx;
         let parallel = sh.workers.each_frame(
             &mut b.buf,
