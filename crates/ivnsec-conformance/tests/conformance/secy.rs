@@ -418,7 +418,9 @@ fn verdict(
 
 /// The traffic a receiver sees from two peers and an attacker: frames in order, swapped with
 /// a neighbour, repeated, forged (one bit flipped), cut short, untagged, and from an SC the
-/// receiver does not know.
+/// receiver does not know; now and then a peer's PN leaps 3,000 ahead (beyond the duplicate
+/// bitmap's reach, `DUP_BITS`, so that with a larger window a replay of an older frame is
+/// judged by the window alone).
 fn hostile_wire(rng: &mut Rng, suite: CipherSuite, xpn_start: u64, conf: bool) -> Vec<Vec<u8>> {
     let sak = [0x5Au8; 32];
     let sak = &sak[..suite.key_len()];
@@ -462,6 +464,13 @@ fn hostile_wire(rng: &mut Rng, suite: CipherSuite, xpn_start: u64, conf: bool) -
                 wire.push(f);
                 wire.push(last);
             }
+            5 if who < 2 => {
+                wire.push(f);
+                let next = peers[who].tx.next_pn().unwrap();
+                let k = xkey(sak, xpn, who as u32 + 1, 1);
+                peers[who].tx.install(0, &k, next + 3000).unwrap();
+                peers[who].tx.enable(0).unwrap();
+            }
             _ => wire.push(f),
         }
     }
@@ -472,8 +481,8 @@ fn hostile_wire(rng: &mut Rng, suite: CipherSuite, xpn_start: u64, conf: bool) -
 /// arrival order are judged exactly as one by one: the same verdict for every frame (a frame
 /// that came twice within a batch delivered once), the same counters, the same window — the
 /// receive stage of a data plane with crypto workers. Every suite, confidentiality on and off,
-/// strict / check / disabled validation, replay protection on and off, windows 0, 3 and 32,
-/// XPN across the 2^32 boundary; batches of 1 to 24 frames.
+/// strict / check / disabled validation, replay protection on and off, windows 0, 3, 32 and
+/// 4096 (beyond the duplicate bitmap), XPN across the 2^32 boundary; batches of 1 to 24 frames.
 #[test]
 fn frames_opened_out_of_order_by_workers_are_judged_by_one_replay_window() {
     use ivnsec_core::sa::secy::SecyCheck;
@@ -489,7 +498,9 @@ fn frames_opened_out_of_order_by_workers_are_judged_by_one_replay_window() {
                 ValidateFrames::Check,
                 ValidateFrames::Disabled,
             ] {
-                for (replay_protect, window) in [(true, 0), (true, 3), (true, 32), (false, 0)] {
+                for (replay_protect, window) in
+                    [(true, 0), (true, 3), (true, 32), (true, 4096), (false, 0)]
+                {
                     cases += 1;
                     let wire = hostile_wire(&mut rng, suite, start, conf);
                     let sak = [0x5Au8; 32];
@@ -599,7 +610,7 @@ fn frames_opened_out_of_order_by_workers_are_judged_by_one_replay_window() {
             }
         }
     }
-    assert_eq!(cases, 96);
+    assert_eq!(cases, 120);
     // Batches that held one PN twice (the case the commit's second replay check is for).
     assert!(twice_in_a_batch > 50, "{twice_in_a_batch}");
 }

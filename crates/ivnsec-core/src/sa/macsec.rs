@@ -1054,7 +1054,8 @@ impl MacsecRx {
         let now = self.judge(*c, true)?;
         if o == Opened::Skipped {
             // Refused at the check, passed now (a PN the duplicate bitmap has let go of, as
-            // one by one): opened here.
+            // one by one): opened here, under the PN recovered now. (The check recovered no
+            // PN for it: nothing to compare.)
             o = self.open(
                 frame,
                 &Checked {
@@ -1062,15 +1063,14 @@ impl MacsecRx {
                     ..now
                 },
             );
-        }
-        if o == Opened::Truncated {
-            return Err(DropReason::Truncated);
-        }
-        if now.pn != c.pn && matches!(o, Opened::Valid | Opened::Invalid) {
+        } else if now.pn != c.pn && matches!(o, Opened::Valid | Opened::Invalid) {
             // The window moved across a 2^32 boundary since the check (XPN): one by one this
             // frame would have been validated under `now.pn`, which its sender cannot have
             // used yet, so its ICV would not have matched.
             o = Opened::Invalid;
+        }
+        if o == Opened::Truncated {
+            return Err(DropReason::Truncated);
         }
         let pn = now.pn;
         let hdr_len = c.hdr_len;

@@ -1443,7 +1443,8 @@ impl RxOffload {
                 (&mut self.slots, &checked[0], o_slot, busy[0], top[0]),
                 (&mut self.train, &checked[1], o_train, busy[1], top[1]),
             ] {
-                if sh.workers
+                if sh
+                    .workers
                     .each_frame(buf, stride, &jobs[..top], &mut o[..top], n, open)
                 {
                     sh.packets

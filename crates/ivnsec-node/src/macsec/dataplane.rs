@@ -459,7 +459,13 @@ fn protect(sh: &Shared, g: TxGeometry, b: &mut TxBatch) -> Result<(), ()> {
     let mut tx = sh.tx();
     let (jobs, lens) = (&mut b.jobs, &mut b.sealed);
     // Every slot up to the last one in use (the workers go through them all).
-    let top = b.got.iter().take(b.n).map(|&(slot, _)| slot + 1).max().unwrap_or(0);
+    let top = b
+        .got
+        .iter()
+        .take(b.n)
+        .map(|&(slot, _)| slot + 1)
+        .max()
+        .unwrap_or(0);
     for slot in 0..top {
         (jobs[slot], lens[slot]) = (None, 0);
     }
