@@ -32,7 +32,9 @@ fn provider() -> &'static ivnsec_core::crypto::CryptoProvider {
 }
 
 fn keys(alg: EspAlg) -> (Vec<u8>, Vec<u8>) {
-    let k = (0..alg.key_len()).map(|i| (i as u8).wrapping_mul(7)).collect();
+    let k = (0..alg.key_len())
+        .map(|i| (i as u8).wrapping_mul(7))
+        .collect();
     let a = alg
         .auth_key_len()
         .map(|n| (0..n as u8).map(|i| i ^ 0x5c).collect())
@@ -100,7 +102,9 @@ fn stream(alg: EspAlg, esn: bool, first: u64, mut prog: &[u8]) -> Vec<Vec<u8>> {
             }
             4 => {
                 let Some(n) = take(1, &mut prog) else { break };
-                let Some(raw) = take(usize::from(n[0]), &mut prog) else { break };
+                let Some(raw) = take(usize::from(n[0]), &mut prog) else {
+                    break;
+                };
                 out.push(raw);
             }
             _ => {}

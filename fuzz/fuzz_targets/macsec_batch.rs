@@ -43,7 +43,8 @@ fn key(suite: CipherSuite) -> SaKey<'static> {
     }
 }
 
-type Verdict = Result<(RxStatus, Option<Vec<u8>>, Sci, u8, u64), (ivnsec_core::sa::DropReason, Option<Sci>)>;
+type Verdict =
+    Result<(RxStatus, Option<Vec<u8>>, Sci, u8, u64), (ivnsec_core::sa::DropReason, Option<Sci>)>;
 
 fn verdict(
     b: &[u8],
@@ -117,7 +118,9 @@ fn stream(suite: CipherSuite, mut prog: &[u8]) -> Vec<Vec<u8>> {
             }
             4 => {
                 let Some(n) = take(1, &mut prog) else { break };
-                let Some(raw) = take(usize::from(n[0]), &mut prog) else { break };
+                let Some(raw) = take(usize::from(n[0]), &mut prog) else {
+                    break;
+                };
                 frames.push(raw);
             }
             _ => {}
@@ -185,9 +188,11 @@ fuzz_target!(|data: &[u8]| {
         for (i, c) in checks.into_iter().enumerate() {
             let r = match c {
                 SecyCheck::Done(r) => r,
-                SecyCheck::Validate(t) => batched
-                    .rx
-                    .commit(&mut bufs[i], &t, opened[i].expect("opened above")),
+                SecyCheck::Validate(t) => {
+                    batched
+                        .rx
+                        .commit(&mut bufs[i], &t, opened[i].expect("opened above"))
+                }
             };
             by_batch.push(verdict(&bufs[i], r));
         }
