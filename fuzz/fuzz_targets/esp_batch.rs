@@ -68,7 +68,7 @@ fn stream(alg: EspAlg, esn: bool, first: u64, mut prog: &[u8]) -> Vec<Vec<u8>> {
     let src: IpAddr = "192.0.2.1".parse().expect("address");
     let dst: IpAddr = "192.0.2.2".parse().expect("address");
     let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut take = |n: usize, prog: &mut &[u8]| -> Option<Vec<u8>> {
+    let take = |n: usize, prog: &mut &[u8]| -> Option<Vec<u8>> {
         let (x, y) = prog.split_at_checked(n)?;
         *prog = y;
         Some(x.to_vec())

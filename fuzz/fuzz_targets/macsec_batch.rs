@@ -69,7 +69,7 @@ fn verdict(
 fn stream(suite: CipherSuite, mut prog: &[u8]) -> Vec<Vec<u8>> {
     let first: u64 = if suite.is_xpn() { (1 << 32) - 300 } else { 1 };
     let mut frames: Vec<Vec<u8>> = Vec::new();
-    let mut take = |n: usize, prog: &mut &[u8]| -> Option<Vec<u8>> {
+    let take = |n: usize, prog: &mut &[u8]| -> Option<Vec<u8>> {
         let (a, b) = prog.split_at_checked(n)?;
         *prog = b;
         Some(a.to_vec())
