@@ -8,15 +8,29 @@
 //! What a receive yields differs: a raw IPv4 socket gives the whole packet with its IPv4 header
 //! ([`OuterSocket::header_included`]); a raw IPv6 socket and a UDP socket give only the ESP part
 //! (the caller puts an outer header in front where it needs one). Built on socket2's safe API.
+//!
+//! **The link path (protocol 50).** A raw IP socket routes, builds and checksums every packet
+//! it sends, one by one; UDP gets segmentation offload instead. For protocol 50 the sender can
+//! hand ESP packets to the outer interface as Ethernet frames ([`OuterSocket::use_link`]): the
+//! caller writes the outer IP header in front of each ESP packet (the wire format is the core
+//! crate's), the Ethernet header is the same for every frame (the
+//! next hop's MAC address, learnt from the kernel by [`crate::next_hop`]), and a batch leaves
+//! with one `sendmmsg` on an AF_PACKET socket bound to that interface (which receives nothing).
+//! The interface's qdisc still applies; the host's IP output path (its routing per packet, its
+//! netfilter OUTPUT hooks, local fragmentation) does not. A packet longer than the link's limit
+//! (the interface MTU, and the path MTU the raw socket knows) still goes through the raw socket,
+//! which fragments it; receiving is unchanged.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::next_hop::NextHop;
 use crate::sys;
 
 /// IP protocol number of ESP.
@@ -36,6 +50,33 @@ pub struct OuterSocket {
     gso: AtomicBool,
     /// UDP: `UDP_GRO` is on (a receive may bring several datagrams back to back).
     gro: bool,
+    /// Protocol 50: the link path in use, if any ([`OuterSocket::use_link`]).
+    link: RwLock<Option<Arc<LinkPath>>>,
+    /// Packets sent on the link path, and packets of a framed batch that went through the raw
+    /// socket instead (longer than the link's limit, or after the link failed).
+    link_sent: AtomicU64,
+    link_bypassed: AtomicU64,
+    /// Link path sends the kernel refused (the path is then dropped until learnt again).
+    link_errors: AtomicU64,
+}
+
+/// The link path of protocol 50: an AF_PACKET socket on the next hop's interface and the
+/// Ethernet header of every frame.
+#[derive(Debug)]
+struct LinkPath {
+    sock: sys::RawSocket,
+    eth: [u8; 14],
+    /// The longest outer IP packet sent this way.
+    limit: usize,
+    hop: NextHop,
+}
+
+/// The state of the link path, for status reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkInfo {
+    pub hop: NextHop,
+    /// The longest outer IP packet sent on the link path (longer ones take the raw socket).
+    pub limit: usize,
 }
 
 /// Most bytes one UDP segmentation offload send gathers (an IP packet's 64 KiB less the
@@ -111,7 +152,9 @@ impl OuterSocket {
             )?,
             Some(_) => Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?,
         };
-        if v6 {
+        if v6 && udp_port.is_some() {
+            // A raw socket has its protocol as its port, and Linux refuses IPV6_V6ONLY on a
+            // socket with a port (EINVAL); a raw IPv6 socket never sees IPv4 anyway.
             sock.set_only_v6(true)?;
         }
         sock.bind(&SockAddr::from(SocketAddr::new(local, port)))?;
@@ -127,7 +170,155 @@ impl OuterSocket {
             peer_errors: AtomicU64::new(0),
             gso: AtomicBool::new(udp_port.is_some()),
             gro,
+            link: RwLock::new(None),
+            link_sent: AtomicU64::new(0),
+            link_bypassed: AtomicU64::new(0),
+            link_errors: AtomicU64::new(0),
         })
+    }
+
+    /// Sends protocol-50 packets of [`send_batch_framed`](Self::send_batch_framed) as Ethernet
+    /// frames to `hop` (see the module docs), or through the raw socket again (`None`, or a hop
+    /// that is not [`usable`](NextHop::usable)). Packets up to `limit` bytes of outer IP packet
+    /// (clamped to the interface's MTU) take the link. Returns whether the link path is in use.
+    /// Errors: UDP encapsulation (the link path is protocol 50's), or opening the AF_PACKET
+    /// socket (CAP_NET_RAW, the interface gone); the raw socket is used then.
+    pub fn use_link(&self, hop: Option<&NextHop>, limit: usize) -> io::Result<bool> {
+        let hop = match hop {
+            Some(h) if h.usable() => h,
+            _ => {
+                *self.link.write().unwrap_or_else(|p| p.into_inner()) = None;
+                return Ok(false);
+            }
+        };
+        if self.udp.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the link path carries protocol 50 only, not ESP in UDP",
+            ));
+        }
+        let limit = limit.min(hop.mtu as usize);
+        if let Some(cur) = self.link.read().unwrap_or_else(|p| p.into_inner()).as_ref()
+            && cur.hop == *hop
+            && cur.limit == limit
+        {
+            return Ok(true);
+        }
+        let (Some(src), Some(dst)) = (hop.src_mac, hop.dst_mac) else {
+            return Ok(false);
+        };
+        let sock = sys::RawSocket::open(&hop.ifname, 0)?;
+        let mut eth = [0u8; 14];
+        eth[0..6].copy_from_slice(&dst);
+        eth[6..12].copy_from_slice(&src);
+        eth[12..14].copy_from_slice(if self.v6 {
+            &[0x86, 0xdd]
+        } else {
+            &[0x08, 0x00]
+        });
+        let path = LinkPath {
+            sock,
+            eth,
+            limit,
+            hop: hop.clone(),
+        };
+        *self.link.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(path));
+        Ok(true)
+    }
+
+    /// The link path in use (`None`: protocol-50 packets go through the raw socket).
+    pub fn link(&self) -> Option<LinkInfo> {
+        self.link
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|l| LinkInfo {
+                hop: l.hop.clone(),
+                limit: l.limit,
+            })
+    }
+
+    /// Packets sent on the link path; packets of framed batches that took the raw socket; link
+    /// sends the kernel refused.
+    pub fn link_counters(&self) -> (u64, u64, u64) {
+        (
+            self.link_sent.load(Ordering::Relaxed),
+            self.link_bypassed.load(Ordering::Relaxed),
+            self.link_errors.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The length of the outer IP header in front of each ESP packet on the link path (20 for
+    /// IPv4, 40 for IPv6).
+    pub fn ip_header_len(&self) -> usize {
+        if self.v6 { 40 } else { 20 }
+    }
+
+    /// [`send_batch`](Self::send_batch) for ESP packets with room for the outer IP header in
+    /// front of each: packet `i` is `buf[at..at + len]` for `(at, len) = units[i]`, and
+    /// `buf[at - h..at]` (`h` = [`ip_header_len`](Self::ip_header_len)) is free to write. On
+    /// the link path each packet gets its outer IP header there from `outer_ip(header, total)`
+    /// (`total`: the outer IP packet's length) and leaves as an Ethernet frame; packets longer
+    /// than the link's limit, and everything without a link path, go through the socket as
+    /// [`send_batch`](Self::send_batch) sends them. A link send the kernel refuses drops the
+    /// link path (the caller learns the next hop again) and the rest of the batch takes the
+    /// socket. Returns how many packets were not sent and the last error.
+    pub fn send_batch_framed(
+        &self,
+        buf: &mut [u8],
+        units: &[(usize, usize)],
+        mut outer_ip: impl FnMut(&mut [u8], usize),
+    ) -> (usize, Option<io::Error>) {
+        let link = self.link.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(link) = link else {
+            return self.send_batch(buf, units);
+        };
+        let h = self.ip_header_len();
+        let mut frames = [(0usize, 0usize); sys::MAX_BATCH];
+        let (mut lost, mut last) = (0, None);
+        let mut i = 0;
+        while i < units.len() {
+            // A run of packets that fit the link, then (if any) one that does not.
+            let mut k = 0;
+            while i < units.len() && k < frames.len() {
+                let (at, len) = units[i];
+                let total = h + len;
+                if at < h || at + len > buf.len() || total > link.limit {
+                    break;
+                }
+                outer_ip(&mut buf[at - h..at], total);
+                frames[k] = (at - h, total);
+                k += 1;
+                i += 1;
+            }
+            if k > 0 {
+                let (sent, err) =
+                    sys::send_batch_prefixed(link.sock.as_fd(), &link.eth, buf, &frames[..k]);
+                self.link_sent.fetch_add(sent as u64, Ordering::Relaxed);
+                if let Some(e) = err {
+                    // The interface went away or down, or refuses the frame: the socket takes
+                    // this packet and the rest; the caller learns the next hop again.
+                    self.link_errors.fetch_add(1, Ordering::Relaxed);
+                    *self.link.write().unwrap_or_else(|p| p.into_inner()) = None;
+                    let rest = &units[i - (k - sent)..];
+                    self.link_bypassed
+                        .fetch_add(rest.len() as u64, Ordering::Relaxed);
+                    let (l, e2) = self.send_batch(buf, rest);
+                    return (lost + l, e2.or(Some(e)));
+                }
+            }
+            if i < units.len() && k < frames.len() {
+                // Longer than the link takes (or not laid out for it): the raw socket.
+                self.link_bypassed.fetch_add(1, Ordering::Relaxed);
+                let (l, e) = self.send_batch(buf, &units[i..i + 1]);
+                lost += l;
+                if e.is_some() {
+                    last = e;
+                }
+                i += 1;
+            }
+        }
+        (lost, last)
     }
 
     /// Whether batches are sent with UDP segmentation offload (UDP encapsulation, until the

@@ -24,6 +24,7 @@
 mod error;
 pub mod esp_outer;
 pub mod link;
+pub mod next_hop;
 pub mod pcap;
 pub mod rawip;
 pub mod someip;

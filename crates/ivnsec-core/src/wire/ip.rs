@@ -43,6 +43,7 @@ mod v4 {
     pub const VER_IHL: usize = 0;
     pub const TOS: usize = 1;
     pub const LENGTH: Field = 2..4;
+    pub const IDENT: Field = 4..6;
     pub const FLG_OFF: Field = 6..8;
     pub const TTL: usize = 8;
     pub const PROTOCOL: usize = 9;
@@ -356,6 +357,26 @@ pub fn emit_outer(
     }
 }
 
+/// [`emit_outer`] for a packet sized for its path and sent without the kernel's IP layer (the
+/// ESP tunnel's link path): IPv4 with Don't Fragment set and identification `id` (RFC 6864: an
+/// atomic datagram's identification carries no meaning, but a sender should still vary it);
+/// IPv6 as [`emit_outer`] writes it.
+pub fn emit_outer_unfragmented(
+    buf: &mut [u8],
+    src: &IpAddr,
+    dst: &IpAddr,
+    protocol: u8,
+    total_len: usize,
+    id: u16,
+) {
+    emit_outer(buf, src, dst, 0, protocol, total_len);
+    if let (IpAddr::V4(_), Some(h)) = (src, buf.get_mut(..IPV4_HEADER_LEN)) {
+        put(h, v4::IDENT.start, &id.to_be_bytes());
+        put(h, v4::FLG_OFF.start, &0x4000u16.to_be_bytes());
+        fill_ipv4_checksum(h);
+    }
+}
+
 fn emit_v4(
     buf: &mut [u8],
     src: &Ipv4Addr,
@@ -405,6 +426,37 @@ fn emit_v6(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 791's header with DF and an identification: every field where the RFC puts it, and
+    /// a checksum that sums the header to all ones (RFC 1071); IPv6 is the plain header.
+    #[test]
+    fn unfragmented_outer_headers() {
+        let (s, d): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+        let mut h = [0xaau8; IPV4_HEADER_LEN];
+        emit_outer_unfragmented(&mut h, &s, &d, protocol::ESP, 1500, 0x1234);
+        assert_eq!(
+            &h[..12],
+            &[
+                0x45, 0, 0x05, 0xdc, 0x12, 0x34, 0x40, 0, 64, 50, h[10], h[11]
+            ]
+        );
+        assert_eq!(&h[12..], &[192, 0, 2, 1, 192, 0, 2, 2]);
+        let sum: u32 = h
+            .chunks(2)
+            .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+            .sum();
+        assert_eq!((sum & 0xffff) + (sum >> 16), 0xffff);
+        let (s6, d6): (IpAddr, IpAddr) = (
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::2".parse().unwrap(),
+        );
+        let mut a = [0u8; IPV6_HEADER_LEN];
+        let mut b = [0u8; IPV6_HEADER_LEN];
+        emit_outer_unfragmented(&mut a, &s6, &d6, protocol::ESP, 1500, 7);
+        emit_outer(&mut b, &s6, &d6, 0, protocol::ESP, 1500);
+        assert_eq!(a, b);
+        assert_eq!(&a[4..8], &[0x05, 0xb4, 50, 64]);
+    }
 
     // A UDP datagram 10.77.1.1:30600 → 10.77.0.1:30600 carrying the 19 bytes
     // "ivnsec udp checksum" (odd length: the last byte is padded); tshark 3.x/4.x with

@@ -86,6 +86,51 @@ pub fn send_batch_at(
     unsafe { sendmmsg_all(fd, &mut msgs[..n]) }
 }
 
+/// [`send_batch_at`] with the same `prefix` in front of every unit: unit `i` leaves as
+/// `prefix` followed by `buf[at..at + len]` for `(at, len) = units[i]` (two iovecs per message,
+/// the kernel gathers them). For an AF_PACKET socket that sends frames whose link-layer header
+/// is one for the whole batch (the ESP tunnel's protocol-50 path). Returns as
+/// [`send_batch_at`] does.
+pub fn send_batch_prefixed(
+    fd: BorrowedFd<'_>,
+    prefix: &[u8],
+    buf: &[u8],
+    units: &[(usize, usize)],
+) -> (usize, Option<io::Error>) {
+    let n = units.len();
+    if n > MAX_BATCH
+        || units
+            .iter()
+            .any(|&(at, len)| at.checked_add(len).is_none_or(|end| end > buf.len()))
+    {
+        return (
+            0,
+            Some(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "batch does not fit the buffer",
+            )),
+        );
+    }
+    // SAFETY: iovec and mmsghdr are plain data (pointers and integers); all-zero is valid.
+    let mut iov: [[libc::iovec; 2]; MAX_BATCH] = unsafe { mem::zeroed() };
+    // SAFETY: as above.
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+    for (i, &(at, len)) in units.iter().enumerate() {
+        // The kernel only reads through iov_base for a send; the casts to *mut are what iovec
+        // wants.
+        iov[i][0].iov_base = prefix.as_ptr() as *mut libc::c_void;
+        iov[i][0].iov_len = prefix.len();
+        iov[i][1].iov_base = buf[at..].as_ptr() as *mut libc::c_void;
+        iov[i][1].iov_len = len;
+        msgs[i].msg_hdr.msg_iov = iov[i].as_mut_ptr();
+        msgs[i].msg_hdr.msg_iovlen = 2;
+    }
+    // SAFETY: msgs[..n] are initialised headers whose two iovecs point at `prefix` and into
+    // `buf` within its bounds (checked above); `prefix`, `buf`, `iov` and `msgs` outlive the
+    // call, and the kernel only reads the data.
+    unsafe { sendmmsg_all(fd, &mut msgs[..n]) }
+}
+
 /// How long [`sendmmsg_all`] keeps retrying a batch the kernel refuses with `ENOBUFS`/`EAGAIN`
 /// before it gives the rest up: a queue that drains is waited for (back-pressure), one that
 /// does not (a device whose peer takes nothing) costs its frames, not the thread — a data-plane

@@ -51,7 +51,8 @@ pub mod stdio;
 pub mod tap;
 
 pub use batch::{
-    MAX_BATCH, recv_batch, recv_batch_gro, send_batch, send_batch_at, send_udp_gso_batch,
+    MAX_BATCH, recv_batch, recv_batch_gro, send_batch, send_batch_at, send_batch_prefixed,
+    send_udp_gso_batch,
 };
 pub use cpu::{
     MAX_REALTIME_PRIORITY, current_affinity, current_cpu, current_thread_realtime, monotonic_ns,

@@ -133,7 +133,37 @@ pub struct Config {
     /// `--crypto-workers`: threads that seal and open the packets of a batch on the offload
     /// path ([`crate::workers`]); `None`: [`crate::workers::auto_count`].
     pub crypto_workers: Option<usize>,
+    /// `--outer-send`: how protocol-50 packets leave ([`OuterSend`]).
+    pub outer_send: OuterSend,
 }
+
+/// How the offload path sends protocol-50 packets (`--outer-send`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OuterSend {
+    /// As Ethernet frames to the next hop when the route leaves by an Ethernet interface and
+    /// the next hop is resolved, through the raw IP socket otherwise (the default).
+    Auto,
+    /// As [`Auto`](Self::Auto), but the route must leave by an Ethernet interface (refused at
+    /// start otherwise).
+    Link,
+    /// Always through the raw IP socket (the kernel routes each packet).
+    Socket,
+}
+
+impl OuterSend {
+    pub fn name(self) -> &'static str {
+        match self {
+            OuterSend::Auto => "auto",
+            OuterSend::Link => "link",
+            OuterSend::Socket => "socket",
+        }
+    }
+}
+
+/// How often the next hop is asked again while the link path is in use, and while it is not
+/// (the neighbour not resolved yet, the link path dropped after a send error).
+const RELEARN_EVERY: Duration = Duration::from_secs(10);
+const RELEARN_WAITING: Duration = Duration::from_secs(1);
 
 /// The key files, loaded and checked before anything is created.
 pub struct Keys {
@@ -285,6 +315,13 @@ struct Shared {
     busy_poll: crate::busy_poll::BusyPoll,
     /// `--crypto-workers`.
     workers: crate::workers::Workers,
+    /// The IPv4 identification of the next packet sent on the link path.
+    ipv4_id: std::sync::atomic::AtomicU16,
+    /// Why protocol-50 packets take the raw socket, while they do (`--outer-send`).
+    outer_note: Mutex<String>,
+    /// Whether protocol-50 packets may take the link path (the next hop is asked again from
+    /// time to time).
+    link_wanted: bool,
 }
 
 impl Shared {
@@ -435,6 +472,27 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
         v["offload"]["udp_gso"] = json!(outer.udp_gso());
         v["offload"]["udp_gro"] = json!(outer.udp_gro());
     }
+    let (sent, bypassed, errors) = outer.link_counters();
+    v["packets"]["link_sent"] = json!(sent);
+    v["packets"]["link_bypassed"] = json!(bypassed);
+    v["packets"]["link_errors"] = json!(errors);
+    v["outer_send"]["path"] = json!(match outer.link() {
+        Some(_) => "link",
+        None => "socket",
+    });
+    match outer.link() {
+        Some(l) => {
+            let mac = |m: Option<[u8; 6]>| m.map(|m| ivnsec_net::next_hop::format_mac(&m));
+            v["outer_send"]["interface"] = json!(l.hop.ifname);
+            v["outer_send"]["next_hop"] = json!(l.hop.via.to_string());
+            v["outer_send"]["next_hop_mac"] = json!(mac(l.hop.dst_mac));
+            v["outer_send"]["source_mac"] = json!(mac(l.hop.src_mac));
+            v["outer_send"]["neighbour_state"] = json!(l.hop.neigh_state);
+            v["outer_send"]["limit"] = json!(l.limit);
+            v["outer_send"]["why_socket"] = Value::Null;
+        }
+        None => v["outer_send"]["why_socket"] = json!(lock(&sh.outer_note).clone()),
+    }
     v["running"] = json!(state == "running");
     v
 }
@@ -486,6 +544,8 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         })?,
     };
     let plan = mtu_plan(alg, v6, cfg.udp_port.is_some(), path_mtu)?;
+    // Before the TUN exists: `--outer-send link` on a route that cannot take it is refused.
+    let link_wanted = outer_link_wanted(cfg)?;
     if plan.tun < IPV6_MIN_MTU {
         eprintln!(
             "ivnsec: warning: TUN MTU {} is below 1280: the kernel carries no IPv6 on it",
@@ -523,9 +583,19 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         udp_port: cfg.udp_port,
         busy_poll: crate::busy_poll::BusyPoll::new(cfg.busy_poll),
         workers,
+        ipv4_id: std::sync::atomic::AtomicU16::new(std::process::id() as u16),
+        outer_note: Mutex::new(String::new()),
+        link_wanted: link_wanted.0,
     };
+    if let Some(why) = &link_wanted.1 {
+        *lock(&shared.outer_note) = why.clone();
+    }
+    if link_wanted.0 {
+        learn_link(cfg, &shared, &outer);
+    }
     let mut header = header(cfg, &plan, first, &nonce_state, fresh, offload);
     header["crypto_workers"] = json!(shared.workers.count());
+    header["outer_send"] = json!({"mode": cfg.outer_send.name()});
     emit("started", header.clone());
     if let Some(p) = &cfg.status {
         status_write(p, &snapshot(&header, &shared, &outer, "running"))?;
@@ -743,6 +813,71 @@ fn banner(cfg: &Config, plan: &MtuPlan, first: u64, tun: &Tap, gro: bool) {
     );
 }
 
+/// Whether protocol-50 packets may take the link path (`--outer-send`, protocol 50, the
+/// offload path), and if not, why (for the status file). `--outer-send link` on a route that
+/// leaves by no Ethernet interface is refused here, before the tunnel runs.
+fn outer_link_wanted(cfg: &Config) -> Result<(bool, Option<String>)> {
+    let not = |why: &str| Ok((false, Some(why.to_string())));
+    if cfg.outer_send == OuterSend::Socket {
+        return not("--outer-send socket");
+    }
+    if cfg.udp_port.is_some() {
+        return not("--udp-encap: ESP in UDP leaves by the UDP socket (segmentation offload)");
+    }
+    if !cfg.offload {
+        return not("--no-offload: one packet per system call through the raw socket");
+    }
+    if cfg.outer_send == OuterSend::Link {
+        let hop = ivnsec_net::next_hop::learn(cfg.local, cfg.remote).map_err(|e| {
+            env_error(format!(
+                "--outer-send link: asking the kernel for the next hop towards {}: {e}",
+                cfg.remote
+            ))
+        })?;
+        if hop.link_type != "ether" {
+            return Err(usage(format!(
+                "--outer-send link: the route to {} leaves by {} ({}), not an Ethernet                  interface; use --outer-send auto or socket",
+                cfg.remote, hop.ifname, hop.link_type
+            )));
+        }
+    }
+    Ok((true, None))
+}
+
+/// Asks the kernel for the next hop towards the peer and puts protocol-50 sends on the link
+/// path when it is usable (or back on the raw socket when it is not), with the largest outer
+/// packet the link path takes: the interface's MTU and the path MTU the kernel knows.
+fn learn_link(cfg: &Config, sh: &Shared, outer: &OuterSocket) {
+    let note = match ivnsec_net::next_hop::learn(cfg.local, cfg.remote) {
+        Ok(hop) => {
+            let limit = outer.path_mtu().map_or(hop.mtu as usize, |m| m as usize);
+            match outer.use_link(Some(&hop), limit) {
+                Ok(true) => String::new(),
+                Ok(false) => hop.unusable_reason().unwrap_or_default(),
+                Err(e) => format!("opening a packet socket on {}: {e}", hop.ifname),
+            }
+        }
+        Err(e) => {
+            let _ = outer.use_link(None, 0);
+            format!("asking the kernel for the next hop: {e}")
+        }
+    };
+    *lock(&sh.outer_note) = note;
+}
+
+/// The `outer_send` event: which path protocol-50 packets take now.
+fn outer_send_event(sh: &Shared, link: Option<&ivnsec_net::esp_outer::LinkInfo>) -> Value {
+    match link {
+        Some(l) => json!({
+            "path": "link",
+            "interface": l.hop.ifname,
+            "next_hop": l.hop.via.to_string(),
+            "next_hop_mac": l.hop.dst_mac.map(|m| ivnsec_net::next_hop::format_mac(&m)),
+        }),
+        None => json!({"path": "socket", "why": lock(&sh.outer_note).clone()}),
+    }
+}
+
 /// Runs the two data-plane threads until a signal or a fatal error, and meanwhile reports new
 /// drops as events and writes the status file.
 fn supervise(
@@ -755,6 +890,12 @@ fn supervise(
     emit: &dyn Fn(&str, Value),
 ) {
     let mut last_drops: Vec<(DropReason, u64)> = Vec::new();
+    let mut next_learn = Instant::now()
+        + if outer.link().is_some() {
+            RELEARN_EVERY
+        } else {
+            RELEARN_WAITING
+        };
     std::thread::scope(|s| {
         let sh = shared;
         let (t, o) = (tun, outer);
@@ -785,6 +926,20 @@ fn supervise(
             }
             last_drops = drops;
             let now = Instant::now();
+            if sh.link_wanted && now >= next_learn {
+                let was = outer.link();
+                learn_link(cfg, sh, outer);
+                let is = outer.link();
+                if was.as_ref().map(|l| &l.hop) != is.as_ref().map(|l| &l.hop) {
+                    emit("outer_send", outer_send_event(sh, is.as_ref()));
+                }
+                next_learn = Instant::now()
+                    + if is.is_some() {
+                        RELEARN_EVERY
+                    } else {
+                        RELEARN_WAITING
+                    };
+            }
             if now >= next_status {
                 next_status = now + STATUS_EVERY;
                 if let Some(p) = &cfg.status
@@ -941,9 +1096,15 @@ fn tx_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
     }
 }
 
-/// Sends the ESP packets `units` of `slots` with batched system calls and counts them.
-fn send_units(sh: &Shared, outer: &OuterSocket, slots: &[u8], units: &[(usize, usize)]) {
-    let (lost, _) = outer.send_batch(slots, units);
+/// Sends the ESP packets `units` of `slots` with batched system calls and counts them. Each
+/// has room for its outer IP header in front (the offload path's slots): on the link path the
+/// header is written here and the packets leave as Ethernet frames
+/// ([`OuterSocket::send_batch_framed`]).
+fn send_framed(sh: &Shared, outer: &OuterSocket, slots: &mut [u8], units: &[(usize, usize)]) {
+    let (lost, _) = outer.send_batch_framed(slots, units, |hdr, total| {
+        let id = sh.ipv4_id.fetch_add(1, Ordering::Relaxed);
+        ip::emit_outer_unfragmented(hdr, &sh.local, &sh.remote, protocol::ESP, total, id);
+    });
     sh.packets
         .esp_out
         .fetch_add((units.len() - lost) as u64, Ordering::Relaxed);
@@ -1069,7 +1230,7 @@ impl TxOffload {
             k += 1;
         }
         if k > 0 {
-            send_units(sh, outer, &self.slots, &self.units[..k]);
+            send_framed(sh, outer, &mut self.slots, &self.units[..k]);
         }
         Ok(())
     }

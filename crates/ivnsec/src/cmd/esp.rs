@@ -11,7 +11,7 @@ use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::esp_outer::UDP_ENCAP_PORT;
 use ivnsec_node::channel::provider;
-use ivnsec_node::esp_tunnel::{self as lab, Config};
+use ivnsec_node::esp_tunnel::{self as lab, Config, OuterSend};
 use ivnsec_node::keys::highwater;
 
 use super::common::ReplayCheckpointArgs;
@@ -162,6 +162,16 @@ pub struct UpArgs {
     /// default and falls back to this by itself where the kernel refuses TUNSETOFFLOAD.
     #[arg(long)]
     pub no_offload: bool,
+    /// How protocol-50 packets leave (the offload path): `auto` hands them to the outer
+    /// interface as Ethernet frames to the next hop, with the outer IP header built here, when
+    /// the route leaves by an Ethernet interface and the kernel has resolved the next hop (the
+    /// raw IP socket until then, and for packets longer than the interface takes); `link` the
+    /// same, refused at start if the route leaves by no Ethernet interface; `socket` always
+    /// through the raw IP socket (the kernel routes, checksums and may fragment each packet,
+    /// and the host's netfilter OUTPUT rules see it). Not with --udp-encap (UDP has
+    /// segmentation offload) or --no-offload. Example: --outer-send socket
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub outer_send: OuterSendArg,
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
@@ -170,6 +180,24 @@ pub struct UpArgs {
     pub checkpoint: ReplayCheckpointArgs,
     #[command(flatten)]
     pub daemon: crate::daemon::DaemonArgs,
+}
+
+/// `--outer-send`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OuterSendArg {
+    Auto,
+    Link,
+    Socket,
+}
+
+impl From<OuterSendArg> for OuterSend {
+    fn from(a: OuterSendArg) -> OuterSend {
+        match a {
+            OuterSendArg::Auto => OuterSend::Auto,
+            OuterSendArg::Link => OuterSend::Link,
+            OuterSendArg::Socket => OuterSend::Socket,
+        }
+    }
 }
 
 /// A 32-bit SPI in decimal or 0x-hex.
@@ -224,6 +252,19 @@ fn up(a: UpArgs) -> Result<ExitCode> {
              has: drop --no-offload (which moves one packet per system call) or the workers",
         ));
     }
+    if a.outer_send == OuterSendArg::Link && a.udp_encap {
+        return Err(usage(
+            "--outer-send link sends IP protocol 50 as Ethernet frames; with --udp-encap ESP \
+             leaves in UDP (with segmentation offload): drop one of the two",
+        ));
+    }
+    if a.outer_send == OuterSendArg::Link && a.no_offload {
+        return Err(usage(
+            "--outer-send link sends the offload path's batches as Ethernet frames; \
+             --no-offload moves one packet per system call through the raw socket: drop one of \
+             the two",
+        ));
+    }
     let status = daemon_status(&a.daemon, &a.tun);
     let cfg = Config {
         tun: a.tun,
@@ -251,6 +292,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         offload: !a.no_offload,
         busy_poll: a.busy_poll.duration(),
         crypto_workers: a.crypto_workers.count(),
+        outer_send: a.outer_send.into(),
         rx_checkpoint: a.checkpoint.checkpoint()?,
     };
     let keys = lab::check(&cfg)?;

@@ -94,6 +94,23 @@ fn bad_input_is_refused_with_a_clear_message() {
         "{e}"
     );
 
+    // The link path sends protocol 50 from the offload path's batches only.
+    for (extra, other) in [
+        ("--udp-encap", "--udp-encap"),
+        ("--no-offload", "--no-offload"),
+    ] {
+        let mut link = base(&k.ab, v4.0, v4.1, "0x1001");
+        link.extend(["--outer-send", "link", extra].map(String::from));
+        let (c, e) = run(link);
+        assert_eq!(c, 2, "{e}");
+        assert!(e.contains("--outer-send link") && e.contains(other), "{e}");
+    }
+    let mut bad_mode = base(&k.ab, v4.0, v4.1, "0x1001");
+    bad_mode.extend(["--outer-send", "raw"].map(String::from));
+    let (c, e) = run(bad_mode);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("auto") && e.contains("socket"), "{e}");
+
     let mut wrong = base(&k.ab, v4.0, v4.1, "0x1001");
     let i = wrong.iter().position(|a| a == "--profile").unwrap();
     wrong[i + 1] = "macsec-gcm-aes-128".into();

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::common;
 use crate::common::esp::{Keys, PROFILE, keys};
-use crate::common::net::{VethPair, ip, ping};
+use crate::common::net::{VethPair, exec, ip, ping};
 use crate::common::{Proc, TempDir, spawn_until_ready, text};
 
 const SPI_AB: &str = "0x1001";
@@ -1169,4 +1169,365 @@ fn a_restarted_tunnel_accepts_no_replayed_packet() {
     assert!(s["rx"]["highest_seq"].as_u64() > Some(m), "{s}");
     let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "{}", text(&o.stdout));
+}
+
+/// Three namespaces of the test's own, a — r — b: a router between the two tunnel endpoints
+/// (`<prefix>-a`, `-r`, `-b`; links `<prefix>ar`/`<prefix>ra` and `<prefix>rb`/`<prefix>br`),
+/// so the next hop towards the peer is the router, not the peer. Deleted on drop.
+struct Routed {
+    prefix: String,
+    _ns: Vec<common::net::Netns>,
+}
+
+impl Routed {
+    fn new() -> Routed {
+        let prefix = ivnsec_net::testbed::random_prefix().unwrap();
+        let mut nss = Vec::new();
+        for s in ["a", "r", "b"] {
+            let ns = format!("{prefix}-{s}");
+            ip(&["netns", "add", &ns]);
+            nss.push(common::net::Netns(ns.clone()));
+            ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        }
+        let r = Routed { prefix, _ns: nss };
+        for (x, y) in [('a', 'r'), ('r', 'b')] {
+            let (dx, dy) = (r.dev(x, y), r.dev(y, x));
+            let (nx, ny) = (r.ns(x), r.ns(y));
+            ip(&[
+                "link", "add", &dx, "netns", &nx, "type", "veth", "peer", "name", &dy, "netns", &ny,
+            ]);
+            ip(&["-n", &nx, "link", "set", &dx, "up"]);
+            ip(&["-n", &ny, "link", "set", &dy, "up"]);
+        }
+        let addr = |s: char, peer: char, a: &str| {
+            let mut args = vec![
+                "-n".to_string(),
+                r.ns(s),
+                "addr".into(),
+                "add".into(),
+                a.into(),
+            ];
+            args.extend(["dev".into(), r.dev(s, peer)]);
+            if a.contains(':') {
+                args.push("nodad".into());
+            }
+            ip(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        };
+        addr('a', 'r', "192.0.2.1/24");
+        addr('a', 'r', "2001:db8:a::1/64");
+        addr('r', 'a', "192.0.2.254/24");
+        addr('r', 'a', "2001:db8:a::fe/64");
+        addr('r', 'b', "198.51.100.254/24");
+        addr('r', 'b', "2001:db8:b::fe/64");
+        addr('b', 'r', "198.51.100.2/24");
+        addr('b', 'r', "2001:db8:b::2/64");
+        ip(&[
+            "-n",
+            &r.ns('a'),
+            "route",
+            "add",
+            "198.51.100.0/24",
+            "via",
+            "192.0.2.254",
+        ]);
+        ip(&[
+            "-n",
+            &r.ns('a'),
+            "route",
+            "add",
+            "2001:db8:b::/64",
+            "via",
+            "2001:db8:a::fe",
+        ]);
+        ip(&[
+            "-n",
+            &r.ns('b'),
+            "route",
+            "add",
+            "192.0.2.0/24",
+            "via",
+            "198.51.100.254",
+        ]);
+        ip(&[
+            "-n",
+            &r.ns('b'),
+            "route",
+            "add",
+            "2001:db8:a::/64",
+            "via",
+            "2001:db8:b::fe",
+        ]);
+        for k in ["net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"] {
+            let o = exec(&r.ns('r'), "sysctl")
+                .args(["-qw", k])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "sysctl {k}: {}", text(&o.stderr));
+        }
+        r
+    }
+    fn ns(&self, s: char) -> String {
+        format!("{}-{s}", self.prefix)
+    }
+    /// The interface of `s` towards `peer`.
+    fn dev(&self, s: char, peer: char) -> String {
+        format!("{}{s}{peer}", self.prefix)
+    }
+    /// The outer address of tunnel endpoint `s` (a or b).
+    fn outer(s: char, v6: bool) -> &'static str {
+        match (s, v6) {
+            ('a', false) => "192.0.2.1",
+            ('a', true) => "2001:db8:a::1",
+            (_, false) => "198.51.100.2",
+            (_, true) => "2001:db8:b::2",
+        }
+    }
+    fn mac(&self, s: char, peer: char) -> String {
+        let o = exec(&self.ns(s), "ip")
+            .args(["-j", "link", "show", "dev", &self.dev(s, peer)])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v[0]["address"].as_str().unwrap().to_string()
+    }
+}
+
+/// `esp up` on tunnel endpoint `s` of a [`Routed`] network, outer IPv4 or IPv6; `tag` names
+/// its state, status and events files.
+fn up_routed(
+    d: &TempDir,
+    r: &Routed,
+    k: &Keys,
+    s: char,
+    v6: bool,
+    tag: &str,
+    extra: &[&str],
+) -> Proc {
+    let other = if s == 'a' { 'b' } else { 'a' };
+    let (tx, rx, txs, rxs) = if s == 'a' {
+        (&k.ab, &k.ba, SPI_AB, SPI_BA)
+    } else {
+        (&k.ba, &k.ab, SPI_BA, SPI_AB)
+    };
+    let mut c = exec(&r.ns(s), common::BIN);
+    c.args(["esp", "up", "--tun", &format!("{}t{s}", r.prefix)])
+        .args([
+            "--local",
+            Routed::outer(s, v6),
+            "--remote",
+            Routed::outer(other, v6),
+        ])
+        .args(["--profile", PROFILE, "--tx-spi", txs, "--rx-spi", rxs])
+        .arg("--tx-keys")
+        .arg(tx)
+        .arg("--rx-keys")
+        .arg(rx)
+        .arg("--state-dir")
+        .arg(d.path(&format!("state-{tag}")))
+        .arg("--status")
+        .arg(d.path(&format!("status-{tag}.json")))
+        .arg("--events")
+        .arg(d.path(&format!("events-{tag}.jsonl")))
+        .args(["--addr", &format!("{}/24", inner4(s))])
+        .args(extra);
+    spawn_until_ready(c, "running until", &format!("esp up ({tag})"))
+}
+
+fn status_of(d: &TempDir, tag: &str) -> Value {
+    let p = d.path(&format!("status-{tag}.json"));
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Protocol 50 on the offload path leaves as Ethernet frames to the next hop (`--outer-send
+/// auto`), across a router, outer IPv4 and IPv6: before the router is resolved the raw socket
+/// carries the packets, then (within the second after the first packet) the link path with
+/// the router's MAC address, never the peer's, as the kernel's own neighbour table has it.
+/// ping at the TUN's MTU and above it (inner fragments) and iperf3 TCP both ways; the router's
+/// kernel forwards what a's link path built (so its IP header is valid), and tshark reads a
+/// capture of a's frames as IPv4 with a good checksum, Don't Fragment and TTL 64, or IPv6 with
+/// hop limit 64, carrying ESP. A packet longer than the link takes (a's `--path-mtu` above the
+/// interface's MTU) goes through the raw socket, which fragments it. The other end runs
+/// `--outer-send socket`: both paths interoperate.
+#[test]
+fn protocol_50_leaves_as_ethernet_frames_to_the_next_hop_across_a_router() {
+    require_root!();
+    if let Some(why) = require(&["iperf3", "tshark"]) {
+        eprintln!(
+            "SKIPPED protocol_50_leaves_as_ethernet_frames_to_the_next_hop_across_a_router: {why}"
+        );
+        return;
+    }
+    let r = Routed::new();
+    let router_mac = r.mac('r', 'a');
+    for v6 in [false, true] {
+        // Keys of their own per round: a key that sent has a `.used` record.
+        let d = TempDir::new(if v6 { "esp-link6" } else { "esp-link4" });
+        let k = keys(&d);
+        let (ta, tb) = if v6 { ("a6", "b6") } else { ("a4", "b4") };
+        // a's path MTU 1600 on a 1500-byte link: its largest packets take the raw socket.
+        let a = up_routed(&d, &r, &k, 'a', v6, ta, &["--path-mtu", "1600"]);
+        let b = up_routed(&d, &r, &k, 'b', v6, tb, &["--outer-send", "socket"]);
+        let s0 = status_of(&d, ta);
+        assert_eq!(s0["outer_send"]["mode"], "auto", "{s0}");
+        let o = ping(&r.ns('a'), inner4('b'), &["-c", "3", "-i", "0.2"]);
+        assert!(o.status.success(), "ping: {}", text(&o.stdout));
+        let sa = {
+            let end = Instant::now() + Duration::from_secs(5);
+            loop {
+                let s = status_of(&d, ta);
+                if s["outer_send"]["path"] == "link" || Instant::now() > end {
+                    break s;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        };
+        let os = &sa["outer_send"];
+        assert_eq!(os["path"], "link", "{sa}");
+        assert_eq!(os["interface"], r.dev('a', 'r'), "{sa}");
+        let via = if v6 { "2001:db8:a::fe" } else { "192.0.2.254" };
+        assert_eq!(os["next_hop"], via, "{sa}");
+        assert_eq!(os["next_hop_mac"], router_mac.as_str(), "{sa}");
+        assert_eq!(os["limit"], 1500, "{sa}");
+        let sb = status_of(&d, tb);
+        assert_eq!(sb["outer_send"]["path"], "socket", "{sb}");
+        assert_eq!(
+            sb["outer_send"]["why_socket"], "--outer-send socket",
+            "{sb}"
+        );
+        let events = std::fs::read_to_string(d.path(&format!("events-{ta}.jsonl"))).unwrap();
+        assert!(
+            events
+                .lines()
+                .any(|l| l.contains("\"outer_send\"") && l.contains("\"link\"")),
+            "{events}"
+        );
+
+        // On the link path now: a capture of what a sends, read by tshark.
+        let pcap = d.path(&format!("link-{ta}.pcap"));
+        let cap = common::net::capture(&r.ns('a'), &r.dev('a', 'r'), &pcap);
+        let tun_mtu = sa["mtu"]["tun"].as_u64().unwrap();
+        // 1500 − 54 − 28 (IPv4 + ICMP inside), 1500 − 74 − 28 outside IPv6: the largest
+        // ping whose ESP packet the link takes whole; one byte more takes the raw socket, as
+        // do pings up to the TUN's MTU and fragments of larger ones.
+        let edge = if v6 { 1398 } else { 1418 };
+        for size in [56, edge, edge + 1, tun_mtu - 28, 3000] {
+            let o = ping(
+                &r.ns('a'),
+                inner4('b'),
+                &["-c", "2", "-i", "0.2", "-s", &size.to_string()],
+            );
+            assert!(o.status.success(), "ping -s {size}: {}", text(&o.stdout));
+        }
+        common::net::stop_capture(cap, &pcap);
+        let src_mac = os["source_mac"].as_str().unwrap().to_string();
+        // Unfragmented packets: those above the link's 1500 bytes left by the raw socket,
+        // which fragments them (counted as link_bypassed below).
+        let filter = if v6 {
+            format!("esp && eth.src == {src_mac} && !ipv6.fragment")
+        } else {
+            format!("esp && eth.src == {src_mac} && ip.flags.mf == 0 && ip.frag_offset == 0")
+        };
+        let fields: &[&str] = if v6 {
+            &[
+                "-e",
+                "eth.dst",
+                "-e",
+                "ipv6.hlim",
+                "-e",
+                "ipv6.nxt",
+                "-e",
+                "esp.spi",
+            ]
+        } else {
+            &[
+                "-e",
+                "eth.dst",
+                "-e",
+                "ip.ttl",
+                "-e",
+                "ip.flags.df",
+                "-e",
+                "ip.checksum.status",
+                "-e",
+                "esp.spi",
+            ]
+        };
+        let o = Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-o", "ip.check_checksum:TRUE"])
+            .args(["-Y", &filter, "-T", "fields", "-E", "separator=|"])
+            .args(fields)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "tshark: {}", text(&o.stderr));
+        let rows: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+        assert!(rows.len() >= 4, "{rows:?}");
+        for row in &rows {
+            let f: Vec<&str> = row.split('|').collect();
+            assert_eq!(f[0], router_mac, "{row}");
+            assert_eq!(f[1], "64", "{row}");
+            if v6 {
+                assert_eq!(f[2], "50", "{row}");
+            } else {
+                assert!(f[2] == "1" || f[2] == "True", "DF: {row}");
+                // tshark's checksum status: 0 bad, 1 good, 2 unverified.
+                assert_eq!(f[3], "1", "checksum: {row}");
+            }
+            assert!(row.ends_with("0x00001001"), "{row}");
+        }
+
+        // TCP both ways across the mix of paths.
+        for (from, to) in [('a', 'b'), ('b', 'a')] {
+            let srv = exec(&r.ns(to), "iperf3")
+                .args(["-s", "-1", "-B", inner4(to)])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let _srv = Proc(Some(srv));
+            std::thread::sleep(Duration::from_millis(300));
+            let o = exec(&r.ns(from), "iperf3")
+                .args(["-c", inner4(to), "-t", "2", "-J"])
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "iperf3 {from}→{to}: {}",
+                text(&o.stdout)
+            );
+            let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(
+                j["end"]["sum_received"]["bits_per_second"]
+                    .as_f64()
+                    .unwrap()
+                    > 1e6,
+                "{j}"
+            );
+        }
+        let sa = status_settled_of(&d, ta);
+        let sb = status_settled_of(&d, tb);
+        let p = &sa["packets"];
+        assert!(p["link_sent"].as_u64().unwrap() > 100, "{sa}");
+        // The 3000-byte pings' largest fragments were above 1500 bytes outside.
+        assert!(p["link_bypassed"].as_u64().unwrap() > 0, "{sa}");
+        assert_eq!(p["link_errors"], 0, "{sa}");
+        assert_eq!(p["send_errors"], 0, "{sa}");
+        assert_eq!(sb["packets"]["link_sent"], 0, "{sb}");
+        for s in [&sa, &sb] {
+            assert_eq!(s["rx"]["drops"], serde_json::json!({}), "{s}");
+            assert_eq!(s["packets"]["tun_out"], s["rx"]["packets"], "{s}");
+        }
+        drop((a, b));
+    }
+}
+
+fn status_settled_of(d: &TempDir, tag: &str) -> Value {
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut last = status_of(d, tag);
+    loop {
+        std::thread::sleep(Duration::from_millis(600));
+        let s = status_of(d, tag);
+        if s["packets"] == last["packets"] || Instant::now() > end {
+            return s;
+        }
+        last = s;
+    }
 }
