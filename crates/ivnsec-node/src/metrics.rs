@@ -18,6 +18,11 @@
 //!   `ivnsec_mka_pdus_total{direction}`, `ivnsec_mka_drops_total{reason}`;
 //! - `ivnsec_certificate_expiry_timestamp_seconds{file}` (`--cert` of `--keyserver`);
 //! - `ivnsec_up` (1 while the status file names a running process), `ivnsec_status_age_seconds`;
+//! - `ivnsec_crypto_workers` (`--crypto-workers`: threads that seal and open batches),
+//!   `ivnsec_worker_frames_total{stage="sealed|opened"}` (frames / packets of the batches they
+//!   took);
+//! - ESP: `ivnsec_outer_link` (1 while protocol 50 leaves as Ethernet frames to the next hop,
+//!   0 on the raw socket), `ivnsec_outer_link_packets_total{outcome="sent|bypassed|refused"}`;
 //! - key server: `ivnsec_keyserver_connections_total{outcome="served|<refusal reason>"}`,
 //!   `ivnsec_keyserver_segment_cak_number{segment}`, and the certificate expiry of its own
 //!   certificate.
@@ -161,8 +166,10 @@ impl StatusSource {
         t.sample("ivnsec_status_age_seconds", &base, age);
         if self.daemon == "esp" {
             self.esp(&mut t, &s, &base);
+            Self::workers(&mut t, &s, &s["packets"], &base);
         } else {
             self.secy(&mut t, &s, &base);
+            Self::workers(&mut t, &s, &s["frames"], &base);
         }
         if let Some(c) = &self.cert {
             cert_expiry(&mut t, c, &base);
@@ -205,6 +212,33 @@ impl StatusSource {
                 l.push(("reason", reason.as_str()));
                 t.sample("ivnsec_drops_total", &l, num(n));
             }
+        }
+    }
+
+    /// The crypto workers: how many, and the frames (ESP: packets) of the batches they sealed
+    /// and opened (`counters`: the status file's `frames` or `packets`).
+    fn workers(t: &mut Text, s: &Value, counters: &Value, base: &[(&str, &str)]) {
+        let Some(n) = s["crypto_workers"].as_f64() else {
+            return;
+        };
+        t.family(
+            "ivnsec_crypto_workers",
+            "gauge",
+            "Threads that seal and open the frames of a batch (--crypto-workers; 0: none).",
+        );
+        t.sample("ivnsec_crypto_workers", base, n);
+        t.family(
+            "ivnsec_worker_frames_total",
+            "counter",
+            "Frames (ESP: packets) of the batches the crypto workers sealed and opened.",
+        );
+        for (stage, key) in [
+            ("sealed", "sealed_by_workers"),
+            ("opened", "opened_by_workers"),
+        ] {
+            let mut l = base.to_vec();
+            l.push(("stage", stage));
+            t.sample("ivnsec_worker_frames_total", &l, num(&counters[key]));
         }
     }
 
@@ -365,6 +399,32 @@ impl StatusSource {
                 let mut l = base.to_vec();
                 l.push(("reason", k));
                 t.sample("ivnsec_port_drops_total", &l, n);
+            }
+        }
+        if let Some(path) = s["outer_send"]["path"].as_str() {
+            t.family(
+                "ivnsec_outer_link",
+                "gauge",
+                "1 while protocol-50 packets leave as Ethernet frames to the next hop, 0 while they take the raw IP socket (--outer-send).",
+            );
+            t.sample(
+                "ivnsec_outer_link",
+                base,
+                if path == "link" { 1.0 } else { 0.0 },
+            );
+            t.family(
+                "ivnsec_outer_link_packets_total",
+                "counter",
+                "Protocol-50 packets sent on the link path, that took the raw socket while it was in use (too long), and link sends the kernel refused.",
+            );
+            for (outcome, key) in [
+                ("sent", "link_sent"),
+                ("bypassed", "link_bypassed"),
+                ("refused", "link_errors"),
+            ] {
+                let mut l = base.to_vec();
+                l.push(("outcome", outcome));
+                t.sample("ivnsec_outer_link_packets_total", &l, num(&p[key]));
             }
         }
     }
@@ -560,6 +620,47 @@ mod tests {
             s.render()
                 .contains("ivnsec_up{daemon=\"macsec\",instance_name=\"tap0\"} 0")
         );
+    }
+
+    /// An ESP tunnel's status file as `esp up` writes it (the keys read here): the workers and
+    /// the link path's series, with their values.
+    #[test]
+    fn an_esp_tunnel_exports_its_workers_and_its_link_path() {
+        let dir = std::env::temp_dir().join(format!("ivnsec-metrics-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("esp0.json");
+        let st = json!({
+            "pid": std::process::id(), "running": true, "crypto_workers": 2,
+            "tx": {"next_seq": 11, "bytes": 1000}, "rx": {"bytes": 900, "drops": {"bad_tag": 1}},
+            "packets": {"tun_in": 5, "esp_out": 10, "esp_in": 9, "tun_out": 9,
+                        "sealed_by_workers": 8, "opened_by_workers": 7,
+                        "link_sent": 6, "link_bypassed": 3, "link_errors": 0},
+            "outer_send": {"mode": "auto", "path": "link"},
+        });
+        std::fs::write(&path, st.to_string()).unwrap();
+        let s = StatusSource {
+            daemon: "esp",
+            instance: "esp0".into(),
+            path: path.clone(),
+            seq_limit: u32::MAX as u64,
+            cert: None,
+            rekeys: Mutex::default(),
+        };
+        let text = s.render();
+        let _ = std::fs::remove_dir_all(&dir);
+        let b = "daemon=\"esp\",instance_name=\"esp0\"";
+        for want in [
+            format!("ivnsec_crypto_workers{{{b}}} 2"),
+            format!("ivnsec_worker_frames_total{{{b},stage=\"sealed\"}} 8"),
+            format!("ivnsec_worker_frames_total{{{b},stage=\"opened\"}} 7"),
+            format!("ivnsec_outer_link{{{b}}} 1"),
+            format!("ivnsec_outer_link_packets_total{{{b},outcome=\"sent\"}} 6"),
+            format!("ivnsec_outer_link_packets_total{{{b},outcome=\"bypassed\"}} 3"),
+            format!("ivnsec_outer_link_packets_total{{{b},outcome=\"refused\"}} 0"),
+            "# TYPE ivnsec_outer_link gauge".to_string(),
+        ] {
+            assert!(text.contains(&want), "{want} not in:\n{text}");
+        }
     }
 
     #[test]

@@ -83,6 +83,8 @@ fn prometheus_scrapes_a_gateway_and_a_key_server_in_a_namespace() {
         "ivnsec_bytes_total{daemon=\"gateway\",instance_name=\"p0\",direction=\"out\"}",
         "ivnsec_sequence_used_ratio{daemon=\"gateway\",instance_name=\"p0\"}",
         "ivnsec_port_drops_total{daemon=\"gateway\",instance_name=\"p0\",reason=\"host_queue_drops\"}",
+        "ivnsec_crypto_workers{daemon=\"gateway\",instance_name=\"p0\"}",
+        "ivnsec_worker_frames_total{daemon=\"gateway\",instance_name=\"p0\",stage=\"sealed\"}",
     ] {
         assert!(gw.contains(s), "{s} missing:\n{gw}");
     }
