@@ -296,6 +296,13 @@ impl OuterSocket {
                     sys::send_batch_prefixed(link.sock.as_fd(), &link.eth, buf, &frames[..k]);
                 self.link_sent.fetch_add(sent as u64, Ordering::Relaxed);
                 if let Some(e) = err {
+                    if matches!(e.raw_os_error(), Some(libc::ENOBUFS | libc::EAGAIN)) {
+                        // The device queue stayed full (a shaped link, a slow device): what
+                        // the kernel did not take is lost here, as the raw socket loses it
+                        // (which ignores ENOBUFS); the link path stays.
+                        let rest = units.len() - (i - (k - sent));
+                        return (lost + rest, Some(e));
+                    }
                     // The interface went away or down, or refuses the frame: the socket takes
                     // this packet and the rest; the caller learns the next hop again.
                     self.link_errors.fetch_add(1, Ordering::Relaxed);
