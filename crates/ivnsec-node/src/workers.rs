@@ -14,7 +14,10 @@
 //!   replay_window` in the conformance tests).
 //!
 //! The pool is rayon's (work stealing, threads that spin briefly before they sleep), one per
-//! SecY, shared by both directions. A batch smaller than [`PARALLEL_MIN`] frames is done on the
+//! SecY, shared by both directions. Where the data-plane threads run under SCHED_FIFO at times
+//! (`--scheduling realtime|adaptive`), the workers run under SCHED_FIFO at that priority
+//! throughout: they run only while a data-plane thread waits for its batch, and a raised
+//! data-plane thread must not wait on a worker that a normal thread has preempted. A batch smaller than [`PARALLEL_MIN`] frames is done on the
 //! data-plane thread: waking workers costs more than its crypto.
 //!
 //! [`SecyTx::prepare_at`]: ivnsec_core::sa::secy::SecyTx::prepare_at
@@ -63,8 +66,9 @@ impl Workers {
     }
 
     /// `count` workers (`None`: [`auto_count`] of this host's CPUs), their threads named
-    /// `<name>-crypto<i>`.
-    pub fn new(count: Option<usize>, name: &str) -> std::io::Result<Workers> {
+    /// `<name>-crypto<i>`, under SCHED_FIFO at `realtime` when given (a warning on stderr where
+    /// the kernel refuses it: the worker then runs under the normal policy).
+    pub fn new(count: Option<usize>, name: &str, realtime: Option<u8>) -> std::io::Result<Workers> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let count = count.unwrap_or_else(|| auto_count(cpus)).min(MAX_WORKERS);
         if count == 0 {
@@ -74,6 +78,13 @@ impl Workers {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(count)
             .thread_name(move |i| format!("{name}-crypto{i}"))
+            .start_handler(move |i| {
+                if let Some(p) = realtime
+                    && let Err(e) = ivnsec_net::sys::set_current_thread_realtime(Some(p))
+                {
+                    eprintln!("ivnsec: warning: crypto worker {i} not under SCHED_FIFO: {e}");
+                }
+            })
             .build()
             .map_err(std::io::Error::other)?;
         Ok(Workers {
@@ -138,7 +149,10 @@ mod tests {
     /// Every frame gets its job and its out, on the workers and on this thread alike.
     #[test]
     fn each_frame_pairs_every_frame_with_its_job_and_out() {
-        for w in [Workers::none(), Workers::new(Some(3), "test").unwrap()] {
+        for w in [
+            Workers::none(),
+            Workers::new(Some(3), "test", None).unwrap(),
+        ] {
             for n in [0, 1, 7, 8, 64] {
                 let stride = 16;
                 let mut buf = vec![0u8; 64 * stride];

@@ -563,7 +563,7 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     if let Some(seq) = sas.tx.next_seq() {
         reserve.use_number(seq).map_err(HwError::into_anyhow)?;
     }
-    let workers = crate::workers::Workers::new(cfg.crypto_workers, &cfg.tun)
+    let workers = crate::workers::Workers::new(cfg.crypto_workers, &cfg.tun, None)
         .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
     let shared = Shared {
         tx: Mutex::new(TxState {

@@ -686,8 +686,9 @@ pub fn run_spec(
             .context("filtering frames to other hosts")?;
     }
     let prot_buffer = sock.set_recv_buffer_force(spec.socket_buffer).unwrap_or(0);
-    let workers = crate::workers::Workers::new(spec.crypto_workers, host_name)
-        .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
+    let workers =
+        crate::workers::Workers::new(spec.crypto_workers, host_name, scheduling.priority())
+            .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
 
     let shared = Arc::new(Shared {
         tx: Mutex::new(TxState {

@@ -70,9 +70,9 @@ fn thread_policies(pid: u64) -> Vec<(u64, u64)> {
     out
 }
 
-/// `--realtime PRIO` puts the two data-plane threads under SCHED_FIFO at PRIO (policy 1 in
-/// `/proc`), the others stay normal (policy 0), and frames cross; out of 1 … 99 it is a usage
-/// error naming the option.
+/// `--realtime PRIO` puts the two data-plane threads and the two crypto workers
+/// (`--crypto-workers 2`) under SCHED_FIFO at PRIO (policy 1 in `/proc`), the others stay
+/// normal (policy 0), and frames cross; out of 1 … 99 it is a usage error naming the option.
 #[test]
 fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
     require_root!();
@@ -95,17 +95,24 @@ fn realtime_puts_the_data_plane_threads_under_sched_fifo() {
     }
     let p1 = g1.start(
         &["--keys", k, "--peer", MAC_GW2_PROT],
-        &["--realtime", "10"],
+        &["--realtime", "10", "--crypto-workers", "2"],
     );
     let p2 = g2.start(&["--keys", k, "--peer", MAC_GW1_PROT], &[]);
     let st = g1.status();
     assert_eq!(st["realtime"], 10, "{st}");
+    assert_eq!(st["crypto_workers"], 2, "{st}");
     let pid = st["pid"].as_u64().unwrap();
-    let pol = thread_policies(pid);
+    // The workers set their policy as they start: give them a moment.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut pol = thread_policies(pid);
+    while pol.iter().filter(|p| **p == (1, 10)).count() < 4 && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        pol = thread_policies(pid);
+    }
     assert_eq!(
         pol.iter().filter(|p| **p == (1, 10)).count(),
-        2,
-        "two SCHED_FIFO threads at 10: {pol:?}"
+        4,
+        "four SCHED_FIFO threads at 10 (two data-plane threads, two workers): {pol:?}"
     );
     assert!(
         pol.iter().all(|p| *p == (1, 10) || *p == (0, 0)),
