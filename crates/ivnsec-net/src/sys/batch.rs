@@ -47,6 +47,16 @@ pub fn send_batch(fd: BorrowedFd<'_>, buf: &[u8], stride: usize, lens: &[usize])
     }
 }
 
+/// The error of a batch of units (`(at, len)` in `buf`) that [`send_batch_at`] and
+/// [`send_batch_prefixed`] refuse: more than [`MAX_BATCH`], or a unit beyond `buf`.
+fn units_misfit(buf: &[u8], units: &[(usize, usize)]) -> Option<io::Error> {
+    let misfit = units.len() > MAX_BATCH
+        || units
+            .iter()
+            .any(|&(at, len)| at.checked_add(len).is_none_or(|end| end > buf.len()));
+    misfit.then(|| io::Error::new(io::ErrorKind::InvalidInput, "batch does not fit the buffer"))
+}
+
 /// [`send_batch`] for units anywhere in `buf`: unit `i` is `buf[at..at + len]` with
 /// `(at, len) = units[i]`. Returns how many the kernel took before an error other than
 /// `EINTR`/`ENOBUFS`/`EAGAIN` (with that error), or all of them.
@@ -56,18 +66,8 @@ pub fn send_batch_at(
     units: &[(usize, usize)],
 ) -> (usize, Option<io::Error>) {
     let n = units.len();
-    if n > MAX_BATCH
-        || units
-            .iter()
-            .any(|&(at, len)| at.checked_add(len).is_none_or(|end| end > buf.len()))
-    {
-        return (
-            0,
-            Some(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "batch does not fit the buffer",
-            )),
-        );
+    if let Some(e) = units_misfit(buf, units) {
+        return (0, Some(e));
     }
     // SAFETY: iovec and mmsghdr are plain data (pointers and integers); all-zero is valid.
     let mut iov: [libc::iovec; MAX_BATCH] = unsafe { mem::zeroed() };
@@ -98,18 +98,8 @@ pub fn send_batch_prefixed(
     units: &[(usize, usize)],
 ) -> (usize, Option<io::Error>) {
     let n = units.len();
-    if n > MAX_BATCH
-        || units
-            .iter()
-            .any(|&(at, len)| at.checked_add(len).is_none_or(|end| end > buf.len()))
-    {
-        return (
-            0,
-            Some(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "batch does not fit the buffer",
-            )),
-        );
+    if let Some(e) = units_misfit(buf, units) {
+        return (0, Some(e));
     }
     // SAFETY: iovec and mmsghdr are plain data (pointers and integers); all-zero is valid.
     let mut iov: [[libc::iovec; 2]; MAX_BATCH] = unsafe { mem::zeroed() };

@@ -167,8 +167,7 @@ fn up_spis(
 }
 
 fn esp_status(d: &TempDir, side: char) -> Value {
-    let p = d.path(&format!("status-{side}.json"));
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    status_of(d, &side.to_string())
 }
 
 /// Waits (up to 5 s) until the status file of `side` satisfies `f`; returns it either way.
@@ -195,16 +194,7 @@ fn status_when(d: &TempDir, side: char, f: impl Fn(&Value) -> bool) -> Value {
 /// 500 ms apart agree, at most 5 s): traffic still in flight makes counters read one after
 /// another disagree.
 fn status_settled(d: &TempDir, side: char) -> Value {
-    let end = Instant::now() + Duration::from_secs(5);
-    let mut last = esp_status(d, side);
-    loop {
-        std::thread::sleep(Duration::from_millis(600));
-        let s = esp_status(d, side);
-        if s["packets"] == last["packets"] || Instant::now() > end {
-            return s;
-        }
-        last = s;
-    }
+    status_settled_of(d, &side.to_string())
 }
 
 fn require(programs: &[&str]) -> Option<String> {
@@ -1333,6 +1323,7 @@ fn up_routed(
     spawn_until_ready(c, "running until", &format!("esp up ({tag})"))
 }
 
+/// The status file `status-TAG.json` of `d`.
 fn status_of(d: &TempDir, tag: &str) -> Value {
     let p = d.path(&format!("status-{tag}.json"));
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
@@ -1519,6 +1510,7 @@ fn protocol_50_leaves_as_ethernet_frames_to_the_next_hop_across_a_router() {
     }
 }
 
+/// [`status_settled`] of the status file `status-TAG.json`.
 fn status_settled_of(d: &TempDir, tag: &str) -> Value {
     let end = Instant::now() + Duration::from_secs(5);
     let mut last = status_of(d, tag);
