@@ -320,8 +320,9 @@ struct Shared {
     /// Why protocol-50 packets take the raw socket, while they do (`--outer-send`).
     outer_note: Mutex<String>,
     /// Whether protocol-50 packets may take the link path (the next hop is asked again from
-    /// time to time).
+    /// time to time), and when to ask next.
     link_wanted: bool,
+    next_learn: Mutex<Instant>,
 }
 
 impl Shared {
@@ -586,12 +587,14 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
         ipv4_id: std::sync::atomic::AtomicU16::new(std::process::id() as u16),
         outer_note: Mutex::new(String::new()),
         link_wanted: link_wanted.0,
+        next_learn: Mutex::new(Instant::now()),
     };
     if let Some(why) = &link_wanted.1 {
         *lock(&shared.outer_note) = why.clone();
     }
     if link_wanted.0 {
-        learn_link(cfg, &shared, &outer);
+        let after = learn_link(cfg, &shared, &outer);
+        *lock(&shared.next_learn) = Instant::now() + after;
     }
     let mut header = header(cfg, &plan, first, &nonce_state, fresh, offload);
     header["crypto_workers"] = json!(shared.workers.count());
@@ -846,23 +849,36 @@ fn outer_link_wanted(cfg: &Config) -> Result<(bool, Option<String>)> {
 
 /// Asks the kernel for the next hop towards the peer and puts protocol-50 sends on the link
 /// path when it is usable (or back on the raw socket when it is not), with the largest outer
-/// packet the link path takes: the interface's MTU and the path MTU the kernel knows.
-fn learn_link(cfg: &Config, sh: &Shared, outer: &OuterSocket) {
-    let note = match ivnsec_net::next_hop::learn(cfg.local, cfg.remote) {
+/// packet the link path takes: the interface's MTU and the path MTU the kernel knows. Returns
+/// when to ask again: soon while the next hop may become usable any moment (not resolved yet,
+/// no route yet), later while the link path is in use or the route leaves by an interface
+/// that is not Ethernet.
+fn learn_link(cfg: &Config, sh: &Shared, outer: &OuterSocket) -> Duration {
+    let (note, again) = match ivnsec_net::next_hop::learn(cfg.local, cfg.remote) {
         Ok(hop) => {
             let limit = outer.path_mtu().map_or(hop.mtu as usize, |m| m as usize);
             match outer.use_link(Some(&hop), limit) {
-                Ok(true) => String::new(),
-                Ok(false) => hop.unusable_reason().unwrap_or_default(),
-                Err(e) => format!("opening a packet socket on {}: {e}", hop.ifname),
+                Ok(true) => (String::new(), RELEARN_EVERY),
+                Ok(false) if hop.link_type != "ether" => {
+                    (hop.unusable_reason().unwrap_or_default(), RELEARN_EVERY)
+                }
+                Ok(false) => (hop.unusable_reason().unwrap_or_default(), RELEARN_WAITING),
+                Err(e) => (
+                    format!("opening a packet socket on {}: {e}", hop.ifname),
+                    RELEARN_EVERY,
+                ),
             }
         }
         Err(e) => {
             let _ = outer.use_link(None, 0);
-            format!("asking the kernel for the next hop: {e}")
+            (
+                format!("asking the kernel for the next hop: {e}"),
+                RELEARN_WAITING,
+            )
         }
     };
     *lock(&sh.outer_note) = note;
+    again
 }
 
 /// The `outer_send` event: which path protocol-50 packets take now.
@@ -890,12 +906,7 @@ fn supervise(
     emit: &dyn Fn(&str, Value),
 ) {
     let mut last_drops: Vec<(DropReason, u64)> = Vec::new();
-    let mut next_learn = Instant::now()
-        + if outer.link().is_some() {
-            RELEARN_EVERY
-        } else {
-            RELEARN_WAITING
-        };
+    let mut next_learn = *lock(&shared.next_learn);
     std::thread::scope(|s| {
         let sh = shared;
         let (t, o) = (tun, outer);
@@ -928,17 +939,12 @@ fn supervise(
             let now = Instant::now();
             if sh.link_wanted && now >= next_learn {
                 let was = outer.link();
-                learn_link(cfg, sh, outer);
+                let after = learn_link(cfg, sh, outer);
                 let is = outer.link();
                 if was.as_ref().map(|l| &l.hop) != is.as_ref().map(|l| &l.hop) {
                     emit("outer_send", outer_send_event(sh, is.as_ref()));
                 }
-                next_learn = Instant::now()
-                    + if is.is_some() {
-                        RELEARN_EVERY
-                    } else {
-                        RELEARN_WAITING
-                    };
+                next_learn = Instant::now() + after;
             }
             if now >= next_status {
                 next_status = now + STATUS_EVERY;
