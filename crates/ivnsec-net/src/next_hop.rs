@@ -16,6 +16,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::sys;
+
 /// What the kernel says about the next hop towards a remote address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NextHop {
@@ -97,9 +99,7 @@ pub fn learn(local: IpAddr, remote: IpAddr) -> io::Result<NextHop> {
 
 /// Runs `ip -j ARGS` and parses its JSON.
 fn ip_json(args: &[&str]) -> io::Result<Value> {
-    let out = Command::new("ip")
-        .arg("-j")
-        .args(args)
+    let out = sys::die_with_parent(Command::new("ip").arg("-j").args(args))
         .output()
         .map_err(|e| {
             io::Error::new(
