@@ -1508,6 +1508,36 @@ fn protocol_50_leaves_as_ethernet_frames_to_the_next_hop_across_a_router() {
         }
         drop((a, b));
     }
+
+    // `--outer-send link` towards a peer routed into a TUN (no Ethernet): refused at start,
+    // exit 2, naming the interface, before the TUN is created.
+    let ns = r.ns('a');
+    let tun = format!("{}x", r.prefix);
+    ip(&["-n", &ns, "tuntap", "add", &tun, "mode", "tun"]);
+    ip(&["-n", &ns, "link", "set", &tun, "up"]);
+    ip(&["-n", &ns, "route", "add", "203.0.113.0/24", "dev", &tun]);
+    let d = TempDir::new("esp-link-tun");
+    let k = keys(&d);
+    let o = exec(&ns, common::BIN)
+        .args(["esp", "up", "--tun", &format!("{}t9", r.prefix)])
+        .args(["--local", "192.0.2.1", "--remote", "203.0.113.9"])
+        .args(["--profile", PROFILE, "--tx-spi", SPI_AB, "--rx-spi", SPI_BA])
+        .arg("--tx-keys")
+        .arg(&k.ab)
+        .arg("--rx-keys")
+        .arg(&k.ba)
+        .arg("--state-dir")
+        .arg(d.path("state"))
+        .args(["--outer-send", "link"])
+        .output()
+        .unwrap();
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("--outer-send link") && e.contains(&tun) && e.contains("not an Ethernet"),
+        "{e}"
+    );
+    assert!(!e.contains("running until"), "{e}");
 }
 
 /// [`status_settled`] of the status file `status-TAG.json`.
