@@ -477,11 +477,9 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
     v["packets"]["link_sent"] = json!(sent);
     v["packets"]["link_bypassed"] = json!(bypassed);
     v["packets"]["link_errors"] = json!(errors);
-    v["outer_send"]["path"] = json!(match outer.link() {
-        Some(_) => "link",
-        None => "socket",
-    });
-    match outer.link() {
+    let link = outer.link();
+    v["outer_send"]["path"] = json!(if link.is_some() { "link" } else { "socket" });
+    match link {
         Some(l) => {
             let mac = |m: Option<[u8; 6]>| m.map(|m| ivnsec_net::next_hop::format_mac(&m));
             v["outer_send"]["interface"] = json!(l.hop.ifname);
