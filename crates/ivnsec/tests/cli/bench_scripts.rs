@@ -51,6 +51,8 @@ fn dataplane_bench_help_shows_runs_seconds_and_an_example() {
             "gateways_udp",
             "crossing",
             "--busy-poll-us",
+            "one_cpu",
+            "ONE_CPU",
         ] {
             assert!(usage.contains(key), "{flag}: no {key} in {usage}");
         }
@@ -80,6 +82,25 @@ fn dataplane_bench_refuses_bad_arguments_with_exit_2_and_the_usage() {
             out.stdout.is_empty(),
             "{args:?}: stdout {}",
             text(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn dataplane_bench_refuses_a_one_cpu_that_is_no_cpu_number_with_exit_2() {
+    for bad in ["x", "-1", "0-1", "1,2"] {
+        let out = Command::new("bash")
+            .arg(repo().join("scripts/dataplane-bench"))
+            .args(["1", "1"])
+            .env("ONE_CPU", bad)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "ONE_CPU={bad}: stderr {err}");
+        assert!(
+            err.contains(&format!("ONE_CPU={bad}: expected a CPU number")),
+            "ONE_CPU={bad}: stderr {err}"
         );
     }
 }
