@@ -25,7 +25,7 @@ use super::bytes::{array, be16, byte, head, put, put_byte, range, range_mut, tai
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::ip::{self, protocol};
+use super::ip::{self, fold, ones_sum, protocol};
 
 /// Length of the legacy `virtio_net_hdr` in front of every packet on a TUN opened with
 /// `IFF_VNET_HDR` (the kernel's default `TUNSETVNETHDRSZ`).
@@ -137,35 +137,6 @@ impl VnetHdr {
         put(buf, 6, &self.csum_start.to_ne_bytes());
         put(buf, 8, &self.csum_offset.to_ne_bytes());
     }
-}
-
-/// One's-complement sum of `data` (RFC 1071) added to `acc`, not folded: 8 bytes per step with
-/// the end-around carry, then the tail. Fold with [`fold`].
-pub fn ones_sum(data: &[u8], mut acc: u64) -> u64 {
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        let v = u64::from_be_bytes(array(c, 0));
-        let (s, carry) = acc.overflowing_add(v);
-        acc = s + u64::from(carry);
-    }
-    let rest = chunks.remainder();
-    let mut tail = [0u8; 8];
-    for (t, r) in tail.iter_mut().zip(rest) {
-        *t = *r;
-    }
-    let v = u64::from_be_bytes(tail);
-    let (s, carry) = acc.overflowing_add(v);
-    s + u64::from(carry)
-}
-
-/// Folds a [`ones_sum`] to 16 bits (not complemented).
-pub fn fold(mut acc: u64) -> u16 {
-    acc = (acc & 0xffff_ffff) + (acc >> 32);
-    acc = (acc & 0xffff_ffff) + (acc >> 32);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc as u16
 }
 
 /// The one's-complement sum of the TCP pseudo-header of a `tcp_len`-byte segment of the IP

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ivnsec_core::wire::frame_offload::{FrameCoalescer, FrameSegmenter, MAX_L2_HEADER};
+use ivnsec_core::wire::ip::{fold, ones_sum};
 use ivnsec_core::wire::tcp_offload::{MAX_SUPER_PACKET, VNET_HDR_LEN, VnetHdr};
 
 use ivnsec_net::sys::{self, FrameAux, MAX_BATCH, PacketType, RawSocket, RecvMeta, RxRing};
@@ -440,7 +441,7 @@ pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
         };
     }
     let ip = off + 2;
-    let mut sum: u32 = 0;
+    let sum;
     let (proto, l4, l4_len) = match ethertype {
         0x0800 => {
             let Some(h) = frame.get(ip..ip + 20) else {
@@ -452,7 +453,7 @@ pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
             if h[0] >> 4 != 4 || ihl < 20 || total < ihl || frag != 0 {
                 return false;
             }
-            sum = add_words(sum, &h[12..20]);
+            sum = ones_sum(&h[12..20], 0);
             (h[9], ip + ihl, total - ihl)
         }
         0x86DD => {
@@ -462,7 +463,7 @@ pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
             if h[0] >> 4 != 6 {
                 return false;
             }
-            sum = add_words(sum, &h[8..40]);
+            sum = ones_sum(&h[8..40], 0);
             (h[6], ip + 40, usize::from(u16::from_be_bytes([h[4], h[5]])))
         }
         _ => return false,
@@ -475,51 +476,20 @@ pub fn complete_l4_checksum(frame: &mut [u8]) -> bool {
     if l4_len < field + 2 || frame.len() < l4 + l4_len {
         return false;
     }
-    // Pseudo-header: addresses (above), protocol, L4 length.
-    sum += u32::from(proto);
-    sum += l4_len as u32 & 0xFFFF;
-    sum += (l4_len as u32) >> 16;
+    // Pseudo-header: addresses (above), protocol, L4 length (32 bits: IPv6's upper-layer
+    // length; its high half is zero here).
+    let l = (l4_len as u32).to_be_bytes();
+    let sum = ones_sum(&[0, proto, l[0], l[1], 0, 0, l[2], l[3]], sum);
     let seg = &mut frame[l4..l4 + l4_len];
     seg[field] = 0;
     seg[field + 1] = 0;
-    sum = add_words(sum, seg);
-    let mut c = !fold(sum);
+    let mut c = !fold(ones_sum(seg, sum));
     if proto == 17 && c == 0 {
         // UDP sends a computed zero as all ones (RFC 768).
         c = 0xFFFF;
     }
     seg[field..field + 2].copy_from_slice(&c.to_be_bytes());
     true
-}
-
-/// Adds `b` as big-endian 16-bit words (a last odd octet padded with zero) to `sum`, folded
-/// back to at most 17 bits. Sums 32-bit words into 64 bits and folds once (RFC 1071 §2(B):
-/// the one's-complement sum is independent of byte order and word size).
-fn add_words(sum: u32, b: &[u8]) -> u32 {
-    let mut acc = u64::from(sum);
-    let mut chunks = b.chunks_exact(4);
-    for w in &mut chunks {
-        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
-    }
-    let rest = chunks.remainder();
-    let mut pairs = rest.chunks_exact(2);
-    for w in &mut pairs {
-        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = pairs.remainder() {
-        acc += u64::from(*last) << 8;
-    }
-    while acc > 0xFFFF {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    acc as u32
-}
-
-fn fold(mut sum: u32) -> u16 {
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    sum as u16
 }
 
 #[cfg(test)]
