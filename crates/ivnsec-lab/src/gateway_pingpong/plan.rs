@@ -113,7 +113,7 @@ fn run_job(
             &state.topology,
             open.site.transport(),
             (ini, res),
-            s.profile.name(),
+            &s.profile,
             s.payload,
             &o.exchanges,
         ));

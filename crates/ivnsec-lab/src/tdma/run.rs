@@ -312,7 +312,8 @@ pub struct RunResult {
     pub testbed: String,
     pub topology: String,
     pub switches: u16,
-    pub profile: String,
+    /// The profile, with the name the user gave it.
+    pub profile: NamedProfile,
     pub provider: String,
     pub bp_ms: f64,
     pub gp_ms: f64,
@@ -1000,7 +1001,7 @@ fn analyse(
         testbed: testbed.to_string(),
         topology: topo.to_string(),
         switches,
-        profile: cfg.profile.to_string(),
+        profile: cfg.profile.clone(),
         provider: cfg.provider.to_string(),
         bp_ms: s.bp_ns as f64 / 1e6,
         gp_ms: s.gp_ns as f64 / 1e6,
