@@ -325,7 +325,7 @@ impl Sweep {
             to: "ecu2".into(),
             frame_bytes: c.frame_bytes,
             period: 1,
-            profile: Some(c.profile.to_string()),
+            profile: Some(c.profile.clone()),
             payload: u32::try_from(c.payload).ok(),
         };
         match build("[[tdma]]", &p, &format!("cascade:{switches}"), vec![flow])? {
