@@ -509,9 +509,10 @@ impl FromStr for NamedProfile {
     }
 }
 
+/// The name as given, formatted as a `str` is (width, fill and alignment apply: `{:<32}`).
 impl fmt::Display for NamedProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)
+        f.pad(&self.name)
     }
 }
 
@@ -644,6 +645,9 @@ mod tests {
             "macsec-gcm-aes-128"
         );
         assert_eq!(p("esp-aes128-gcm").family(), Family::Esp);
+        // Formatted as its name would be: tables pad it.
+        assert_eq!(alloc::format!("[{:<12}]", p("plain")), "[plain       ]");
+        assert_eq!(alloc::format!("[{:>12}]", p("crc32")), "[       crc32]");
         let e = "aes512-gcm".parse::<NamedProfile>().unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -360,7 +360,7 @@ fn run_class(
     account.ping_rtt_max_us = rtts.last().copied();
     let accepted = account.accepted();
     Ok(AttackResult {
-        profile: profile.to_string(),
+        profile: profile.clone(),
         attack: attack.name(),
         injected,
         accepted,

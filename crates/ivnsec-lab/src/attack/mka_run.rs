@@ -705,7 +705,7 @@ fn run_class(
         account.peers_made_live + account.forged_saks_installed + account.key_server_changes;
     let n = members.m.len() as u64;
     Ok(AttackResult {
-        profile: profile.to_string(),
+        profile: profile.clone(),
         attack: attack.name(),
         injected,
         accepted,

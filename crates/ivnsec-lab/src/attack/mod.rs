@@ -32,7 +32,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use ivnsec_core::channel::{DirectionKeys, Ends};
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use serde::{Deserialize, Serialize};
 
@@ -118,7 +118,8 @@ impl Attack {
 /// The result of one class against one profile.
 #[derive(Clone, Debug, Serialize)]
 pub struct AttackResult {
-    pub profile: String,
+    /// The profile, with the name it was given.
+    pub profile: NamedProfile,
     pub attack: &'static str,
     pub injected: u64,
     /// Forged or replayed units the receiver accepted.
@@ -187,13 +188,13 @@ impl AttackResult {
 
     /// A class that did not run against `profile`, and why.
     pub fn not_run(
-        profile: &str,
+        profile: &NamedProfile,
         attack: Attack,
         switch: run::SwitchMode,
         reason: String,
     ) -> AttackResult {
         AttackResult {
-            profile: profile.to_string(),
+            profile: profile.clone(),
             attack: attack.name(),
             injected: 0,
             accepted: 0,

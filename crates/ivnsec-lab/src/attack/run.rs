@@ -311,7 +311,7 @@ fn run_on_hosts(
             });
             if attack == Attack::Flood && cfg.flood_switch != SwitchMode::Bench {
                 results.push(AttackResult::not_run(
-                    profile.name(),
+                    profile,
                     attack,
                     cfg.flood_switch,
                     super::hosts::flood_not_run(cfg.flood_switch.name()),
@@ -824,7 +824,7 @@ fn run_one(
         _ => None,
     };
     Ok(AttackResult {
-        profile: profile.to_string(),
+        profile: profile.clone(),
         attack: attack.name(),
         injected,
         accepted,

@@ -56,7 +56,7 @@ use std::fmt;
 
 use anyhow::{Context, Result};
 use ivnsec_core::crypto::{self, AeadAlg, CryptoProvider, ProviderChoice};
-use ivnsec_core::profile::{MacsecProfile, Profile};
+use ivnsec_core::profile::{MacsecProfile, NamedProfile, Profile};
 use ivnsec_core::sa::esp::{EspAlg, ICV_LEN as ESP_ICV_LEN};
 use ivnsec_core::sa::macsec::CipherSuite;
 use ivnsec_core::sa::secoc::SecocAlg;
@@ -150,7 +150,8 @@ pub struct Row {
     pub protocol: &'static str,
     pub suite: String,
     pub level: &'static str,
-    pub profile: String,
+    /// The profile measured, named canonically (`aes128-gcm/conf`, `macsec-gcm-aes-128`).
+    pub profile: NamedProfile,
     pub provider: &'static str,
     pub size: usize,
     pub plain_frame_len: usize,
@@ -367,7 +368,7 @@ impl Bench {
             protocol: profile.protocol(),
             suite: profile.suite_name(),
             level: profile.level_name(),
-            profile: profile.to_string(),
+            profile: NamedProfile::from(profile.profile()),
             provider: prov.name,
             size,
             plain_frame_len: meta.plain_len,
@@ -684,6 +685,17 @@ mod tests {
                 + EspAlg::ALL.len()
                 + SecocAlg::ALL.len()
         );
+    }
+
+    /// A row's `profile` is the target's profile named canonically: the name the target
+    /// prints (what `--json` and the tables always showed), and one `--profile` takes.
+    #[test]
+    fn rows_name_the_target_canonically() {
+        for t in parse_targets(&[]).unwrap() {
+            let named = NamedProfile::from(t.profile());
+            assert_eq!(named.name(), t.to_string());
+            assert_eq!(named.name().parse::<Profile>().unwrap(), t.profile());
+        }
     }
 
     #[test]

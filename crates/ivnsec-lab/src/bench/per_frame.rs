@@ -6,7 +6,7 @@
 //! one-by-one frames are what the report shows.
 
 use anyhow::Result;
-use ivnsec_core::profile::Profile;
+use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_crypto::ProviderChoice;
 use serde::{Deserialize, Serialize};
 
@@ -139,7 +139,8 @@ impl PerFrameConfig {
 /// One profile × size (`experiments.crypto_bench[].rows`), ns per frame.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PerFrameRow {
-    pub profile: String,
+    /// The profile measured, named canonically (as `crypto-bench` names its rows).
+    pub profile: NamedProfile,
     pub provider: String,
     /// Payload bytes.
     pub size: usize,
@@ -259,7 +260,7 @@ mod tests {
         assert_eq!(r.rows.len(), 1);
         let x = &r.rows[0];
         assert_eq!(
-            (x.profile.as_str(), x.size, x.protected_frame_len),
+            (x.profile.name(), x.size, x.protected_frame_len),
             ("hmac-sha1", 60, 108)
         );
         assert!(0.0 < x.protect_frame_ns_min && x.protect_frame_ns_min <= x.protect_frame_ns_mean);

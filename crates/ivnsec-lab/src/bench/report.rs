@@ -141,7 +141,7 @@ pub fn per_frame_table(reports: &[PerFrameReport]) -> Table {
         .flat_map(|r| r.rows.iter().map(move |x| (r.frames, x)))
         .map(|(frames, x)| {
             vec![
-                x.profile.clone(),
+                x.profile.to_string(),
                 x.size.to_string(),
                 x.protected_frame_len.to_string(),
                 x.provider.clone(),

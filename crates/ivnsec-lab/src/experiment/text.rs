@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology::Topology;
 use ivnsec_node::error::{KeyError, usage};
@@ -97,20 +98,25 @@ impl PlanText<'_> {
         )
     }
 
+    /// A profile the plan names at `key`, parsed: the plan is its edge (typed from here on).
+    /// An unknown name is a usage error naming the key and the profile.
+    pub fn profile(&self, key: &str, name: &str) -> Result<NamedProfile> {
+        name.parse()
+            .map_err(|e: ivnsec_core::profile::ProfileError| self.bad(key, e.to_string()))
+    }
+
     /// One ping-pong scenario with the plan's settings, checked; errors name `key`.
     pub fn scenario(
         &self,
         key: &str,
-        profile: &str,
+        profile: &NamedProfile,
         payload: usize,
         count: u32,
         replications: u32,
     ) -> Result<Scenario> {
         let d = &self.scenarios;
         let s = Scenario {
-            profile: profile
-                .parse()
-                .map_err(|e: ivnsec_core::profile::ProfileError| self.bad(key, e.to_string()))?,
+            profile: profile.clone(),
             payload,
             count,
             replications,

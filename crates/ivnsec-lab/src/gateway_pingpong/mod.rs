@@ -9,6 +9,7 @@ pub mod report;
 
 pub use report::GatewayPingPongExperiment;
 
+use ivnsec_core::profile::{NamedProfile, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::pingpong::{Exchange, Section, SectionStats};
@@ -38,7 +39,7 @@ impl Percentiles {
 }
 
 /// One ping-pong scenario run through gateways.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GatewayPingPong {
     /// `bump` or `bump2`.
     pub topology: String,
@@ -46,8 +47,9 @@ pub struct GatewayPingPong {
     pub transport: String,
     pub initiator: String,
     pub responder: String,
-    /// The nodes' profile (`plain`: the protection is the gateways').
-    pub profile: String,
+    /// The nodes' profile (`plain`: the protection is the gateways'), with the name it was
+    /// given.
+    pub profile: NamedProfile,
     pub payload: usize,
     /// Exchanges attempted, and those without a valid reply.
     pub count: usize,
@@ -61,13 +63,32 @@ pub struct GatewayPingPong {
     pub rtt: Option<Percentiles>,
 }
 
+/// A `plain` scenario that measured nothing.
+impl Default for GatewayPingPong {
+    fn default() -> Self {
+        GatewayPingPong {
+            topology: String::new(),
+            transport: String::new(),
+            initiator: String::new(),
+            responder: String::new(),
+            profile: NamedProfile::from(Profile::PLAIN),
+            payload: 0,
+            count: 0,
+            lost: 0,
+            owd_forward: None,
+            owd_direct: None,
+            rtt: None,
+        }
+    }
+}
+
 impl GatewayPingPong {
     /// The figures of `exchanges` (in measurement order).
     pub fn of(
         topology: &str,
         transport: String,
         ends: (&str, &str),
-        profile: &str,
+        profile: &NamedProfile,
         payload: usize,
         exchanges: &[Exchange],
     ) -> GatewayPingPong {
@@ -76,7 +97,7 @@ impl GatewayPingPong {
             transport,
             initiator: ends.0.to_string(),
             responder: ends.1.to_string(),
-            profile: profile.to_string(),
+            profile: profile.clone(),
             payload,
             count: exchanges.len(),
             lost: exchanges.iter().filter(|e| e.lost).count(),
@@ -112,7 +133,7 @@ mod tests {
             "bump",
             "t".into(),
             ("sensor1", "consumer"),
-            "plain",
+            &"plain".parse().unwrap(),
             64,
             &ex,
         );

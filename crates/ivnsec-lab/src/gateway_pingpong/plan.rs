@@ -62,14 +62,10 @@ fn job(t: &PlanText, i: usize, e: &PingPongEntry) -> Result<PingPongJob> {
     let (count, replications) = t.counts(e.count, e.replications);
     let mut scenarios = Vec::new();
     for (j, p) in e.profiles.iter().enumerate() {
+        let key = |n: usize| format!("pingpong[{i}].profiles[{j}] ({p} at {n} bytes)");
+        let profile = t.profile(&key(e.payloads[0]), p)?;
         for &n in &e.payloads {
-            scenarios.push(t.scenario(
-                &format!("pingpong[{i}].profiles[{j}] ({p} at {n} bytes)"),
-                p,
-                n,
-                count,
-                replications,
-            )?);
+            scenarios.push(t.scenario(&key(n), &profile, n, count, replications)?);
         }
     }
     Ok(PingPongJob {
@@ -117,7 +113,7 @@ fn run_job(
             &state.topology,
             open.site.transport(),
             (ini, res),
-            s.profile.name(),
+            &s.profile,
             s.payload,
             &o.exchanges,
         ));

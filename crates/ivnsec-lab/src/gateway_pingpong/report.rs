@@ -37,7 +37,7 @@ pub fn gateway_pingpong_table(runs: &[GatewayPingPong]) -> Table {
             vec![
                 r.topology.clone(),
                 format!("{} → {}", r.initiator, r.responder),
-                r.profile.clone(),
+                r.profile.to_string(),
                 r.payload.to_string(),
                 r.count.to_string(),
                 r.lost.to_string(),

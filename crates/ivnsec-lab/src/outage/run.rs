@@ -56,7 +56,8 @@ pub struct OutageReport {
 /// One profile's run with its outages.
 #[derive(Clone, Debug)]
 pub struct ProfileRun {
-    pub profile: String,
+    /// The profile, with the name it was given.
+    pub profile: NamedProfile,
     /// Units (key `exchanges` or `messages`: [`Measure`]) and how many were lost.
     pub units: usize,
     pub lost: usize,
@@ -265,7 +266,7 @@ pub fn run_with(
             });
         }
         runs.push(ProfileRun {
-            profile: profile.to_string(),
+            profile: profile.clone(),
             units: rtt.len(),
             lost: rtt.iter().filter(|r| r.is_none()).count(),
             latency_before_us: rtt_before(&trace.starts_ns, rtt, first),

@@ -641,26 +641,18 @@ fn frame_scenarios(f: &PlanFile, t: &PlanText) -> Result<Vec<Scenario>> {
             ));
         }
         for (j, p) in m.profiles.iter().enumerate() {
+            let key = |n: usize| format!("matrix[{i}].profiles[{j}] ({p} at {n} bytes)");
+            let profile = t.profile(&key(m.payloads[0]), p)?;
             for &n in &m.payloads {
-                scenarios.push(t.scenario(
-                    &format!("matrix[{i}].profiles[{j}] ({p} at {n} bytes)"),
-                    p,
-                    n,
-                    d.count,
-                    d.replications,
-                )?);
+                scenarios.push(t.scenario(&key(n), &profile, n, d.count, d.replications)?);
             }
         }
     }
     for (i, e) in f.scenario.iter().enumerate() {
         let (count, replications) = t.counts(e.count, e.replications);
-        scenarios.push(t.scenario(
-            &format!("scenario[{i}]"),
-            &e.profile,
-            e.payload,
-            count,
-            replications,
-        )?);
+        let key = format!("scenario[{i}]");
+        let profile = t.profile(&key, &e.profile)?;
+        scenarios.push(t.scenario(&key, &profile, e.payload, count, replications)?);
     }
     Ok(scenarios)
 }

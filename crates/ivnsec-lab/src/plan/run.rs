@@ -215,7 +215,7 @@ fn run_scenarios(
         progress.advance(u64::from(s.count) * u64::from(s.replications));
         runs.push(ScenarioRun {
             name: s.name(),
-            profile: s.profile.to_string(),
+            profile: s.profile.clone(),
             payload: s.payload,
             frame_bytes: o.frame_bytes,
             exchanges: o.exchanges,
@@ -304,7 +304,7 @@ mod tests {
             requirements: Default::default(),
             scenarios: vec![ScenarioRun {
                 name: "plain@64".into(),
-                profile: "plain".into(),
+                profile: "plain".parse().unwrap(),
                 payload: 64,
                 frame_bytes: 78,
                 exchanges,

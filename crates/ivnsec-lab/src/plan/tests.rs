@@ -629,3 +629,62 @@ fn overrides_beat_the_file() {
     assert_eq!(p.scenarios[0].mode, Mode::BusyPoll);
     assert_eq!(p.name, "p");
 }
+
+/// A plan's profiles are parsed once, as the plan is read: an unknown one is refused there, the
+/// message naming the plan, the key and the profile; the scenarios and groups after it hold
+/// the typed profile under the name the plan spells.
+#[test]
+fn profiles_are_parsed_when_the_plan_is_read() {
+    let o = RunSection::default();
+    let unknown = "profile `nope`: unknown suite (see `ivnsec suites`)";
+    for (text, key) in [
+        (
+            "[[matrix]]\nprofiles = [\"plain\", \"nope\"]\npayloads = [64, 1400]\n",
+            "matrix[0].profiles[1] (nope at 64 bytes)",
+        ),
+        (
+            "[[scenario]]\nprofile = \"plain\"\npayload = 64\n\
+             [[scenario]]\nprofile = \"nope\"\npayload = 64\n",
+            "scenario[1]",
+        ),
+        (
+            "[[pingpong]]\ntopology = \"bump\"\nprofiles = [\"nope\"]\npayloads = [64, 1400]\n",
+            "pingpong[0].profiles[0] (nope at 64 bytes)",
+        ),
+        (
+            "[[throughput]]\nprofiles = [\"plain\", \"nope\"]\npayloads = [64]\n",
+            "throughput[0].profiles[1]",
+        ),
+    ] {
+        let e = parse("p.toml", "p", text, &o).unwrap_err();
+        assert_eq!(exit_code(&e), 2, "{text}");
+        assert_eq!(
+            format!("{e:#}"),
+            format!("plan p.toml: key `{key}`: {unknown}"),
+            "{text}"
+        );
+    }
+    let p = parse(
+        "p.toml",
+        "p",
+        "[[matrix]]\nprofiles = [\"aes128-gcm\", \"aes128-gcm/conf\"]\npayloads = [64, 1400]\n\
+         [[throughput]]\nprofiles = [\"aes128-gcm/conf\"]\npayloads = [64]\n",
+        &o,
+    )
+    .unwrap();
+    let names: Vec<String> = p.scenarios.iter().map(|s| s.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "aes128-gcm@64",
+            "aes128-gcm@1400",
+            "aes128-gcm/conf@64",
+            "aes128-gcm/conf@1400"
+        ]
+    );
+    assert_eq!(
+        p.scenarios[0].profile.profile(),
+        p.scenarios[3].profile.profile()
+    );
+    assert_eq!(p.throughput[0].profiles, ["aes128-gcm/conf"]);
+}

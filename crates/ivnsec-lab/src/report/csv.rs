@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
+use ivnsec_core::profile::NamedProfile;
+
 use super::summary::{ReportError, ScenarioRun};
 use crate::pingpong::Exchange;
 
@@ -52,7 +54,7 @@ pub fn write_samples(path: &Path, scenarios: &[ScenarioRun]) -> Result<(), Repor
         let mut prefix = String::new();
         push_field(&mut prefix, &s.name);
         prefix.push(',');
-        push_field(&mut prefix, &s.profile);
+        push_field(&mut prefix, s.profile.name());
         for e in &s.exchanges {
             line.clear();
             line.push_str(&prefix);
@@ -386,12 +388,12 @@ impl Scenarios {
             Some(&i) => {
                 let run = &self.runs[i];
                 let first = self.first_line[i];
-                if run.profile != *row.profile {
+                if run.profile != row.profile.as_str() {
                     return Err(fail(
                         1,
                         format!(
                             "scenario {name:?} has profile {:?} on line {first}",
-                            run.profile
+                            run.profile.name()
                         ),
                     ));
                 }
@@ -416,11 +418,17 @@ impl Scenarios {
                 i
             }
             None => {
+                // The profile is parsed once per scenario, at its first row (the rows after it
+                // must spell it the same).
+                let profile: NamedProfile = row
+                    .profile
+                    .parse()
+                    .map_err(|e: ivnsec_core::profile::ProfileError| fail(1, e.to_string()))?;
                 self.index.insert(name.clone(), self.runs.len());
                 self.first_line.push(rec.first().map_or(0, |f| f.line));
                 self.runs.push(ScenarioRun {
                     name: name.clone(),
-                    profile: row.profile.clone(),
+                    profile,
                     payload: row.payload,
                     frame_bytes: row.frame_bytes,
                     exchanges: Vec::new(),
@@ -491,6 +499,21 @@ mod tests {
         let (l, c, _) =
             at(parse(&format!("{H}{row}{}", row.replace(",64,78", ",64,79"))).unwrap_err());
         assert_eq!((l, c), (3, 4), "frame_bytes changed within a scenario");
+        // The profile is parsed where samples.csv is read: an unknown one is refused there.
+        let (l, c, m) =
+            at(parse(&format!("{H}{}", row.replace(",plain,", ",aes999-gcm,"))).unwrap_err());
+        assert_eq!((l, c), (2, 2), "{m}");
+        assert_eq!(
+            m,
+            "profile `aes999-gcm`: unknown suite (see `ivnsec suites`)"
+        );
+        let (l, c, m) = at(parse(&format!(
+            "{H}{row}{}",
+            row.replace(",plain,", ",plain/none,")
+        ))
+        .unwrap_err());
+        assert_eq!((l, c), (3, 2), "another spelling within a scenario: {m}");
+        assert_eq!(m, "scenario \"plain@64\" has profile \"plain\" on line 2");
         let (l, c, _) = at(parse(&format!("{H}{}", row.replace(",10,", ",-10,"))).unwrap_err());
         assert_eq!((l, c), (2, 7));
         let (l, c, _) = at(parse(&format!(

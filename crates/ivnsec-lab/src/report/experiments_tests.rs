@@ -12,7 +12,7 @@ pub(crate) fn run(
     cpu: Option<f64>,
 ) -> ThroughputResult {
     let mut r = ThroughputResult {
-        profile: profile.into(),
+        profile: profile.parse().unwrap(),
         payload: 1400,
         frame_bytes: 1400 + 58,
         senders: 3,
@@ -39,22 +39,22 @@ pub(crate) fn run(
 fn verdicts_follow_the_5_percent_rules() {
     let l = Requirements::default();
     // 4 % cost and +4.9 points pass; 5 % cost fails (the rule is strict: < 5 %).
-    let v = ThroughputVerdict::of(&run("a", 960.0, Some(1000.0), Some(4.9)), &l);
+    let v = ThroughputVerdict::of(&run("aes128-gcm", 960.0, Some(1000.0), Some(4.9)), &l);
     assert!((v.cost.unwrap() - 0.04).abs() < 1e-12);
     assert_eq!((v.cost_ok, v.cpu_ok), (Some(true), Some(true)));
     assert!(v.passed());
-    let v = ThroughputVerdict::of(&run("a", 950.0, Some(1000.0), Some(1.0)), &l);
+    let v = ThroughputVerdict::of(&run("aes128-gcm", 950.0, Some(1000.0), Some(1.0)), &l);
     assert_eq!(v.cost_ok, Some(false));
     assert!(!v.passed());
-    let v = ThroughputVerdict::of(&run("a", 999.0, Some(1000.0), Some(5.0)), &l);
+    let v = ThroughputVerdict::of(&run("aes128-gcm", 999.0, Some(1000.0), Some(5.0)), &l);
     assert_eq!((v.cost_ok, v.cpu_ok), (Some(true), Some(false)));
     // The rule is judged on the consumer (+4.9) as seed 002 did, not on the machine (+9.8).
-    let v = ThroughputVerdict::of(&run("a", 999.0, Some(1000.0), Some(4.9)), &l);
+    let v = ThroughputVerdict::of(&run("aes128-gcm", 999.0, Some(1000.0), Some(4.9)), &l);
     assert_eq!(v.cpu_increase_points, Some(4.9));
     assert_eq!(v.machine_cpu_increase_points, Some(9.8));
     assert_eq!(v.cpu_ok, Some(true));
     // Unshaped: the cost is shown, not judged.
-    let mut r = run("a", 500.0, Some(1000.0), Some(30.0));
+    let mut r = run("aes128-gcm", 500.0, Some(1000.0), Some(30.0));
     r.rate_bps = None;
     let v = ThroughputVerdict::of(&r, &l);
     assert_eq!((v.cost, v.cost_ok, v.cpu_ok), (Some(0.5), None, None));

@@ -120,7 +120,7 @@ pub(super) fn range_table(
             let ours: Vec<&SectionStats> = summary
                 .scenarios
                 .iter()
-                .filter(|s| s.payload == t.payload && seed000::is_seed_ae_profile(&s.profile))
+                .filter(|s| s.payload == t.payload && seed000::is_seed_ae_profile(s.profile.name()))
                 .filter_map(section)
                 .collect();
             let r = |f: fn(&SectionStats) -> f64| range_text(range(ours.iter().map(|s| f(s))));
@@ -159,7 +159,7 @@ pub(super) fn appendix_table(summary: &Summary) -> Table {
     ]);
     let mut rows = Vec::new();
     for s in &summary.scenarios {
-        let Some(seed) = seed000::lookup(&s.profile, s.payload) else {
+        let Some(seed) = seed000::lookup(s.profile.name(), s.payload) else {
             continue;
         };
         let f = s.sections.owd_forward.as_ref();
@@ -238,7 +238,7 @@ pub(super) fn fit_table(summary: &Summary) -> Table {
         .iter()
         .map(|f| {
             vec![
-                f.profile.clone(),
+                f.profile.to_string(),
                 f.statistic.clone(),
                 f.points.to_string(),
                 format!("{:.4}", f.slope_us_per_byte),
@@ -287,7 +287,7 @@ pub(super) fn coverage(summary: &Summary) -> (Vec<&str>, usize) {
     let ours_without: Vec<&str> = summary
         .scenarios
         .iter()
-        .filter(|s| seed000::lookup(&s.profile, s.payload).is_none())
+        .filter(|s| seed000::lookup(s.profile.name(), s.payload).is_none())
         .map(|s| s.name.as_str())
         .collect();
     let seed_unmeasured = seed000::APPENDIX_A

@@ -151,7 +151,7 @@ fn payload_figures(s: &mut String, summary: &Summary) -> Result<(), ReportError>
     }
     let mut chosen: Vec<&str> = Vec::new();
     let focus = focus_profile(sc);
-    for p in distinct(sc.iter().map(|x| x.profile.as_str())) {
+    for p in distinct(sc.iter().map(|x| x.profile.name())) {
         let wanted = Some(p) == focus
             || p == "crc32"
             || p == "plain"
@@ -351,7 +351,7 @@ fn groups_html(s: &mut String, summary: &Summary) -> Result<(), ReportError> {
         let by_hmac = grouped_rows(
             sc,
             section,
-            |x| hmac_name(&x.profile).map(hmac_order),
+            |x| hmac_name(x.profile.name()).map(hmac_order),
             |i| {
                 let name = ["md5", "sha1", "sha224", "sha256", "sha3-256"]
                     .get(i)
@@ -363,7 +363,7 @@ fn groups_html(s: &mut String, summary: &Summary) -> Result<(), ReportError> {
         let by_key = grouped_rows(
             sc,
             section,
-            |x| aes_key_bits(&x.profile),
+            |x| aes_key_bits(x.profile.name()),
             |k| format!("AES-{k}"),
         );
         for (rows, fig, by) in [
@@ -485,7 +485,7 @@ fn cdf_html(s: &mut String, runs: &[ScenarioRun], payloads: &[usize]) -> Result<
             .iter()
             .enumerate()
             .map(|(i, r)| Series {
-                label: r.profile.clone(),
+                label: r.profile.to_string(),
                 color: i,
                 points: plots::cdf_points(&sorted(values_us(&r.exchanges, |e| {
                     Section::OwdForward.value_ns(e)

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use ivnsec_core::profile::NamedProfile;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -35,7 +36,8 @@ maxima of blocks of 50 messages in measurement order; all times in microseconds"
 pub struct ScenarioRun {
     /// E.g. `aes128-cbc-hmac-sha256@1440` or `aes128-gcm/conf@64`.
     pub name: String,
-    pub profile: String,
+    /// The profile, with the name the plan or command line gave it (samples.csv: that name).
+    pub profile: NamedProfile,
     /// Payload bytes per message.
     pub payload: usize,
     /// Bytes of the whole frame on the wire (header, payload, protection overhead).
@@ -142,7 +144,7 @@ impl EstimateError {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ScenarioSummary {
     pub name: String,
-    pub profile: String,
+    pub profile: NamedProfile,
     pub payload: usize,
     pub frame_bytes: usize,
     /// payload / frame_bytes (seed 000 §4.2.3).
@@ -198,7 +200,7 @@ impl ScenarioSummary {
 /// where it reaches the deadline (seed 000 §4.2.3, Fig. 20–21).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PayloadFit {
-    pub profile: String,
+    pub profile: NamedProfile,
     /// Always `owd_forward`.
     pub section: String,
     /// `min`, `mean` or `max` of each scenario.
@@ -272,10 +274,10 @@ impl Summary {
 pub const MIN_FIT_PAYLOADS: usize = 4;
 
 /// The profiles of `scenarios` in order of first appearance.
-fn profiles_of(scenarios: &[ScenarioSummary]) -> Vec<&str> {
-    let mut profiles: Vec<&str> = Vec::new();
+fn profiles_of(scenarios: &[ScenarioSummary]) -> Vec<&NamedProfile> {
+    let mut profiles: Vec<&NamedProfile> = Vec::new();
     for s in scenarios {
-        if !profiles.contains(&s.profile.as_str()) {
+        if !profiles.contains(&&s.profile) {
             profiles.push(&s.profile);
         }
     }
@@ -283,10 +285,10 @@ fn profiles_of(scenarios: &[ScenarioSummary]) -> Vec<&str> {
 }
 
 /// How many distinct payload sizes a profile's forward OWD was measured at.
-fn payload_sizes(scenarios: &[ScenarioSummary], profile: &str) -> usize {
+fn payload_sizes(scenarios: &[ScenarioSummary], profile: &NamedProfile) -> usize {
     let mut sizes: Vec<usize> = scenarios
         .iter()
-        .filter(|s| s.profile == profile && s.sections.owd_forward.is_some())
+        .filter(|s| s.profile == *profile && s.sections.owd_forward.is_some())
         .map(|s| s.payload)
         .collect();
     sizes.sort_unstable();
@@ -313,7 +315,7 @@ pub fn payload_fit_gaps(summary: &Summary) -> Vec<String> {
             if !summary
                 .payload_fits
                 .iter()
-                .any(|f| f.profile == p && f.statistic == stat)
+                .any(|f| f.profile == *p && f.statistic == stat)
             {
                 falling.push(format!("{p} {stat}"));
             }
@@ -339,7 +341,7 @@ pub fn payload_fit_gaps(summary: &Summary) -> Vec<String> {
 /// [`MIN_FIT_PAYLOADS`] or more payload sizes, profiles in order of first appearance; a
 /// statistic whose line falls with the payload gets none.
 pub fn payload_fits(scenarios: &[ScenarioSummary], req: &Requirements) -> Vec<PayloadFit> {
-    let profiles: Vec<&str> = profiles_of(scenarios)
+    let profiles: Vec<&NamedProfile> = profiles_of(scenarios)
         .into_iter()
         .filter(|p| payload_sizes(scenarios, p) >= MIN_FIT_PAYLOADS)
         .collect();
@@ -348,7 +350,7 @@ pub fn payload_fits(scenarios: &[ScenarioSummary], req: &Requirements) -> Vec<Pa
     for p in profiles {
         let rows: Vec<(f64, &SectionStats)> = scenarios
             .iter()
-            .filter(|s| s.profile == p)
+            .filter(|s| s.profile == *p)
             .filter_map(|s| Some((s.payload as f64, s.sections.owd_forward.as_ref()?)))
             .collect();
         type Stat = fn(&SectionStats) -> f64;
@@ -361,7 +363,7 @@ pub fn payload_fits(scenarios: &[ScenarioSummary], req: &Requirements) -> Vec<Pa
             let pts: Vec<(f64, f64)> = rows.iter().map(|(x, s)| (*x, get(s))).collect();
             if let Some(f) = least_squares(&pts).filter(|f| f.slope >= 0.0) {
                 out.push(PayloadFit {
-                    profile: p.to_string(),
+                    profile: p.clone(),
                     section: Section::OwdForward.name().to_string(),
                     statistic: name.to_string(),
                     points: f.points,
@@ -494,9 +496,9 @@ pub fn focus_profile(scenarios: &[ScenarioSummary]) -> Option<&str> {
         }
         let n = scenarios.iter().filter(|t| t.profile == s.profile).count();
         if best.is_none_or(|(_, m)| n > m) {
-            best = Some((&s.profile, n));
+            best = Some((s.profile.name(), n));
         }
     }
     best.map(|b| b.0)
-        .or_else(|| scenarios.first().map(|s| s.profile.as_str()))
+        .or_else(|| scenarios.first().map(|s| s.profile.name()))
 }

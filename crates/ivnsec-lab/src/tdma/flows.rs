@@ -151,7 +151,7 @@ pub struct FlowSpec {
 
 /// One flow of a schedule, its frame size known.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "FlowText")]
 pub struct Flow {
     pub name: String,
     pub from: String,
@@ -160,12 +160,51 @@ pub struct Flow {
     pub frame_bytes: u32,
     /// Sent every `period` base periods.
     pub period: u32,
-    /// The profile the frame size came from, when the file named one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
+    /// The profile the frame size came from, when the file named one (with that name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<NamedProfile>,
     /// The payload the frame size came from, when the file gave one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<u32>,
+}
+
+/// A [`Flow`] as a schedule file (`tdma schedule --json`) spells it: the edge where its
+/// profile's name is parsed, so that an unknown one is refused naming the flow.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlowText {
+    name: String,
+    from: String,
+    to: String,
+    frame_bytes: u32,
+    period: u32,
+    #[serde(default)]
+    profile: Option<String>,
+    #[serde(default)]
+    payload: Option<u32>,
+}
+
+impl TryFrom<FlowText> for Flow {
+    type Error = String;
+
+    fn try_from(f: FlowText) -> Result<Flow, String> {
+        let profile = match f.profile {
+            None => None,
+            Some(p) => Some(
+                p.parse::<NamedProfile>()
+                    .map_err(|e| format!("flow `{}` key `profile`: {e}", f.name))?,
+            ),
+        };
+        Ok(Flow {
+            name: f.name,
+            from: f.from,
+            to: f.to,
+            frame_bytes: f.frame_bytes,
+            period: f.period,
+            profile,
+            payload: f.payload,
+        })
+    }
 }
 
 /// Reads and checks a flows file (at most [`MAX_FILE_BYTES`]); errors are usage errors that
@@ -396,7 +435,7 @@ pub fn resolve(
             to: s.to.clone(),
             frame_bytes,
             period: s.period,
-            profile: s.profile.as_ref().map(NamedProfile::to_string),
+            profile: s.profile.clone(),
             payload: match s.size {
                 Size::Payload(p) => Some(p),
                 Size::FrameBytes(_) => None,

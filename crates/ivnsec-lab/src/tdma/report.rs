@@ -3,6 +3,7 @@
 //! and 11 beside our analysis of the seed's inputs and, where this run measured it, beside our
 //! measurement; Figure 6's HMAC maxima beside our single-frame times.
 
+use ivnsec_core::profile::NamedProfile;
 use serde::Serialize;
 
 use std::fmt::Write as _;
@@ -41,8 +42,8 @@ pub fn analysis_table(r: &TdmaReport) -> Table {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut keys: Vec<(&str, u32)> = Vec::new();
     for a in &r.analysis {
-        if !keys.contains(&(a.profile.as_str(), a.plain_frame_bytes)) {
-            keys.push((a.profile.as_str(), a.plain_frame_bytes));
+        if !keys.contains(&(a.profile.name(), a.plain_frame_bytes)) {
+            keys.push((a.profile.name(), a.plain_frame_bytes));
         }
     }
     for (profile, plain) in keys {
@@ -195,7 +196,8 @@ pub struct SeedTable {
 /// Figure 6: one of our single-frame HMAC rows beside the seed's maxima.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HmacRow {
-    pub profile: String,
+    /// The profile, named as the crypto-bench row names it.
+    pub profile: NamedProfile,
     /// Payload bytes.
     pub size: usize,
     pub provider: String,
@@ -342,7 +344,7 @@ fn hmac_rows(e: &Results<'_>) -> Vec<HmacRow> {
     e.crypto_bench
         .iter()
         .flat_map(|r| r.rows.iter())
-        .filter(|x| a.hashes.contains(&x.profile.as_str()))
+        .filter(|x| a.hashes.contains(&x.profile.name()))
         .map(|x| HmacRow {
             profile: x.profile.clone(),
             size: x.size,
@@ -352,7 +354,7 @@ fn hmac_rows(e: &Results<'_>) -> Vec<HmacRow> {
             protect_us_max: x.protect_frame_ns_max / 1e3,
             verify_us_max: x.verify_frame_ns_max / 1e3,
             seed_max_us_a: Some(a.max_us),
-            seed_max_us_b: b.hashes.contains(&x.profile.as_str()).then_some(b.max_us),
+            seed_max_us_b: b.hashes.contains(&x.profile.name()).then_some(b.max_us),
             budget_us: budget,
             share_of_budget: x.protect_frame_ns_max / 1e3 / f64::from(budget),
         })
@@ -427,7 +429,7 @@ pub fn seed_sections(s: &Seed001) -> Vec<SeedSection> {
             .iter()
             .map(|h| {
                 vec![
-                    h.profile.clone(),
+                    h.profile.to_string(),
                     h.size.to_string(),
                     format!(
                         "{} / {} / {}",
@@ -592,7 +594,7 @@ mod tests {
             ..run
         };
         MeasuredRun {
-            profile: profile.into(),
+            profile: profile.parse().unwrap(),
             plain_frame_bytes: plain,
             frame_bytes: frame,
             switches,
@@ -730,7 +732,7 @@ mod tests {
     #[test]
     fn figure_6_beside_ours() {
         let row = |profile: &str, max_ns: f64| PerFrameRow {
-            profile: profile.into(),
+            profile: profile.parse().unwrap(),
             provider: "portable".into(),
             size: 60,
             protected_frame_len: 108,
@@ -760,7 +762,7 @@ mod tests {
             .iter()
             .map(|h| {
                 (
-                    h.profile.as_str(),
+                    h.profile.name(),
                     h.seed_max_us_a,
                     h.seed_max_us_b,
                     h.share_of_budget,

@@ -52,7 +52,7 @@ use crate::process::{
 use crate::site::{link_spec, link_spec_on, net_err, node_addr};
 use crate::stats;
 use ivnsec_node::channel::random_keys;
-use ivnsec_node::error::{env_error, parse_profile, usage};
+use ivnsec_node::error::{env_error, usage};
 
 /// The ECUs of a cascade: index 0 and 1 of every per-ECU array here.
 pub const ECUS: [&str; 2] = ["ecu1", "ecu2"];
@@ -92,27 +92,23 @@ pub struct RunConfig {
 }
 
 /// The profile a run protects every flow with: `--profile` if given (every flow that names a
-/// profile must name the same), else the one profile the flows name, else `plain`. The flows'
-/// names are parsed here: a schedule file is an edge (`tdma schedule --json` writes the names
-/// as the flows file spelled them).
+/// profile must name the same), else the one profile the flows name, else `plain`. (The flows'
+/// names were parsed where the flows or the schedule file were read.)
 pub fn run_profile(schedule: &Schedule, given: Option<&NamedProfile>) -> Result<NamedProfile> {
-    let named: Vec<(&str, &str)> = schedule
+    let named: Vec<(&str, &NamedProfile)> = schedule
         .flows
         .iter()
-        .filter_map(|f| f.profile.as_deref().map(|p| (f.name.as_str(), p)))
+        .filter_map(|f| f.profile.as_ref().map(|p| (f.name.as_str(), p)))
         .collect();
-    let of_flow = |flow: &str, p: &str| {
-        parse_profile(p).map_err(|e| usage(format!("flow `{flow}` key `profile`: {e}")))
-    };
     let profile = match given {
         Some(g) => g.clone(),
         None => match named.first() {
-            Some((f, p)) => of_flow(f, p)?,
+            Some((_, p)) => (*p).clone(),
             None => NamedProfile::from(Profile::PLAIN),
         },
     };
     for (flow, p) in named {
-        if of_flow(flow, p)?.profile() != profile.profile() {
+        if p.profile() != profile.profile() {
             return Err(usage(format!(
                 "flow `{flow}` names profile `{p}` but the run protects every flow with \
                  `{profile}` (tdma run uses one profile): run with --profile {p}, or give the \
@@ -312,7 +308,8 @@ pub struct RunResult {
     pub testbed: String,
     pub topology: String,
     pub switches: u16,
-    pub profile: String,
+    /// The profile, with the name the user gave it.
+    pub profile: NamedProfile,
     pub provider: String,
     pub bp_ms: f64,
     pub gp_ms: f64,
@@ -1000,7 +997,7 @@ fn analyse(
         testbed: testbed.to_string(),
         topology: topo.to_string(),
         switches,
-        profile: cfg.profile.to_string(),
+        profile: cfg.profile.clone(),
         provider: cfg.provider.to_string(),
         bp_ms: s.bp_ns as f64 / 1e6,
         gp_ms: s.gp_ns as f64 / 1e6,

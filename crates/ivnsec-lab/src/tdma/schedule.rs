@@ -1017,6 +1017,26 @@ mod tests {
         name["slots"][0]["flow"] = "a b".into();
         let e = Schedule::from_json("s", &name.to_string()).unwrap_err();
         assert!(e.to_string().contains("flow[0] (`a b`) key `name`"), "{e}");
+        // A flow's profile is parsed where the schedule is read, with the name it was given;
+        // an unknown one is refused there, naming the file, the flow and the profile.
+        let mut named = v.clone();
+        named["flows"][0]["profile"] = "hmac-sha1".into();
+        let back = Schedule::from_json("s", &named.to_string()).unwrap();
+        let p = back.flows[0].profile.as_ref().unwrap();
+        assert_eq!(
+            (p.name(), p.profile()),
+            ("hmac-sha1", "hmac-sha1".parse().unwrap())
+        );
+        assert_eq!(serde_json::to_value(&back).unwrap(), named);
+        named["flows"][0]["profile"] = "aes999-gcm".into();
+        let e = Schedule::from_json("schedule s.json", &named.to_string()).unwrap_err();
+        assert_eq!(exit_code(&e), 2);
+        let m = e.to_string();
+        assert!(m.starts_with("schedule s.json: "), "{m}");
+        assert!(
+            m.contains("flow `a` key `profile`: profile `aes999-gcm`: unknown suite"),
+            "{m}"
+        );
         for bad in ["", "{}", "[]", "{\"bp_ns\": -1}", "null"] {
             let e = Schedule::from_json("schedule s.json", bad).unwrap_err();
             assert_eq!(exit_code(&e), 2, "{bad}");

@@ -325,7 +325,7 @@ impl Sweep {
             to: "ecu2".into(),
             frame_bytes: c.frame_bytes,
             period: 1,
-            profile: Some(c.profile.to_string()),
+            profile: Some(c.profile.clone()),
             payload: u32::try_from(c.payload).ok(),
         };
         match build("[[tdma]]", &p, &format!("cascade:{switches}"), vec![flow])? {
@@ -364,7 +364,7 @@ impl Sweep {
                     .next()
                     .ok_or_else(|| anyhow::anyhow!("no analysis row"))?;
                 rows.push(AnalysisRow {
-                    profile: c.profile.to_string(),
+                    profile: c.profile.clone(),
                     plain_frame_bytes: c.plain_frame_bytes,
                     frame_bytes: c.frame_bytes,
                     tag_bytes: tag,
@@ -388,7 +388,8 @@ const LEAD_S: f64 = START_LEAD_NS as f64 / 1e9 + 0.3;
 /// One profile × frame × switch count of the analysis (`experiments.tdma[].analysis`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnalysisRow {
-    pub profile: String,
+    /// The profile, with the name the plan gives it.
+    pub profile: NamedProfile,
     /// The frame under `plain`.
     pub plain_frame_bytes: u32,
     /// The frame under the profile.
@@ -409,7 +410,8 @@ pub struct AnalysisRow {
 /// One measured run (`experiments.tdma[].measured`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredRun {
-    pub profile: String,
+    /// The profile, with the name the plan gives it.
+    pub profile: NamedProfile,
     pub plain_frame_bytes: u32,
     pub frame_bytes: u32,
     pub switches: u16,
@@ -634,7 +636,7 @@ fn measured(sweep: &Sweep, c: &Cell, switches: u16, run: RunResult) -> MeasuredR
         )
     });
     MeasuredRun {
-        profile: c.profile.to_string(),
+        profile: c.profile.clone(),
         plain_frame_bytes: c.plain_frame_bytes,
         frame_bytes: c.frame_bytes,
         switches,

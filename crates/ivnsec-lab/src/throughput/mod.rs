@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use ivnsec_core::profile::{NamedProfile, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::SystemCpu;
@@ -259,9 +260,10 @@ impl CpuResult {
 }
 
 /// The result of one throughput run (`ivnsec throughput --json`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputResult {
-    pub profile: String,
+    /// The profile, with the name it was given (summary.json: that name).
+    pub profile: NamedProfile,
     pub payload: usize,
     /// Frame length, header to tag, no FCS.
     pub frame_bytes: usize,
@@ -307,6 +309,38 @@ pub struct ThroughputResult {
     /// results from before it existed, which never coalesced.
     #[serde(default)]
     pub rx_coalesce_us: u32,
+}
+
+/// A `plain` run that measured nothing: what a result is built on before its figures are
+/// filled in.
+impl Default for ThroughputResult {
+    fn default() -> Self {
+        ThroughputResult {
+            profile: NamedProfile::from(Profile::PLAIN),
+            payload: 0,
+            frame_bytes: 0,
+            wire_bytes: 0,
+            senders: 0,
+            rate_bps: None,
+            seconds: 0.0,
+            transport: String::new(),
+            sent: 0,
+            delivered: 0,
+            lost: 0,
+            loss: 0.0,
+            rejected: BTreeMap::new(),
+            goodput_mbps: 0.0,
+            frames_per_s: 0.0,
+            theoretical_mbps: None,
+            efficiency: None,
+            per_sender: Vec::new(),
+            cpu: CpuResult::default(),
+            baseline: serde_json::Map::new(),
+            gateways: None,
+            tcp: false,
+            rx_coalesce_us: 0,
+        }
+    }
 }
 
 impl ThroughputResult {
@@ -480,7 +514,7 @@ mod tests {
     #[test]
     fn derived_figures() {
         let mut r = ThroughputResult {
-            profile: "plain".into(),
+            profile: "plain".parse().unwrap(),
             payload: 1472,
             frame_bytes: 1514,
             senders: 2,

@@ -5,7 +5,6 @@
 use anyhow::Result;
 use ivnsec_core::profile::NamedProfile;
 use ivnsec_net::topology::Topology;
-use ivnsec_node::error::parse_profile;
 use serde::Deserialize;
 
 use super::ThroughputResult;
@@ -155,7 +154,7 @@ fn groups(t: &PlanText, i: usize, e: &ThroughputEntry) -> Result<Vec<ThroughputJ
             let mut profiles = Vec::with_capacity(e.profiles.len());
             for (j, p) in e.profiles.iter().enumerate() {
                 let key = format!("throughput[{i}].profiles[{j}]");
-                let p = parse_profile(p).map_err(|err| t.bad(&key, format!("{err:#}")))?;
+                let p = t.profile(&key, p)?;
                 throughput::check_profile(&p, &config)
                     .map_err(|err| t.bad(&key, format!("{err:#}")))?;
                 profiles.push(p);

@@ -210,7 +210,7 @@ pub(super) fn result_of(
         })
         .collect();
     let mut r = ThroughputResult {
-        profile: profile.to_string(),
+        profile: profile.clone(),
         payload: cfg.payload,
         frame_bytes: frame,
         senders,

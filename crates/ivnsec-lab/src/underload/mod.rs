@@ -15,6 +15,7 @@ pub mod playback;
 pub mod report;
 pub mod run;
 
+use ivnsec_core::profile::{NamedProfile, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::stats::quantile_sorted;
@@ -256,9 +257,10 @@ pub struct Replies {
 }
 
 /// One profile's run (`ivnsec underload --json`: one entry of `runs`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRun {
-    pub profile: String,
+    /// The profile, with the name it was given (summary.json: that name).
+    pub profile: NamedProfile,
     /// Largest fragment (fragment header + data) one protected unit carries.
     pub unit_payload: usize,
     /// Protected units on the link per message (the most, for a timeline).
@@ -293,6 +295,30 @@ pub struct ProfileRun {
 impl Default for Verdict {
     fn default() -> Self {
         Verdict::of(&[], 0, REQUIREMENT_US)
+    }
+}
+
+/// A `plain` run that measured nothing: what a result is built on before its figures are
+/// filled in.
+impl Default for ProfileRun {
+    fn default() -> Self {
+        ProfileRun {
+            profile: NamedProfile::from(Profile::PLAIN),
+            unit_payload: 0,
+            units_per_message: 0,
+            units_sent: 0,
+            units_received: 0,
+            bytes_sent: 0,
+            seconds: 0.0,
+            rate_mps: 0.0,
+            max_send_late_us: 0.0,
+            messages: MessageCounts::default(),
+            one_way: None,
+            replies: Replies::default(),
+            rejected: BTreeMap::new(),
+            verdict: Verdict::default(),
+            cpu: CpuResult::default(),
+        }
     }
 }
 
@@ -471,7 +497,7 @@ mod tests {
     #[test]
     fn derived_run() {
         let mut r = ProfileRun {
-            profile: "plain".into(),
+            profile: "plain".parse().unwrap(),
             seconds: 2.0,
             messages: MessageCounts {
                 sent: 1900,

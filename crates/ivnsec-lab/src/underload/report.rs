@@ -44,7 +44,7 @@ pub fn stream_table(reports: &[UnderloadReport]) -> Table {
         for p in &r.runs {
             let o = p.one_way.as_ref();
             rows.push(vec![
-                p.profile.clone(),
+                p.profile.to_string(),
                 p.messages.sent.to_string(),
                 p.messages.lost.to_string(),
                 p.units_per_message.to_string(),

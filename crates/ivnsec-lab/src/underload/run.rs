@@ -850,7 +850,7 @@ fn result_of(
     )?;
     let fs = FragSender::new(&ch, MTU, 1, 1)?;
     let mut r = ProfileRun {
-        profile: profile.to_string(),
+        profile: profile.clone(),
         unit_payload: fs.max_unit(),
         units_per_message: fs.fragments(schedule.max_size()),
         units_sent: s.units,

@@ -208,7 +208,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         requirements: req,
         scenarios: vec![ScenarioRun {
             name: s.name(),
-            profile: s.profile.to_string(),
+            profile: s.profile.clone(),
             payload: s.payload,
             frame_bytes: outcome.frame_bytes,
             exchanges: outcome.exchanges.clone(),

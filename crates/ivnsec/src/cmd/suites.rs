@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 use ivnsec_core::crypto::{CryptoProvider, Primitive, ProviderChoice};
-use ivnsec_core::profile::{MacsecProfile, Profile};
+use ivnsec_core::profile::{MacsecProfile, NamedProfile, Profile};
 use ivnsec_core::sa::esp::EspAlg;
 use ivnsec_core::sa::macsec::CipherSuite;
 use ivnsec_core::sa::secoc::SecocAlg;
@@ -63,7 +63,8 @@ pub struct Args {
 
 #[derive(Serialize)]
 struct Row {
-    profile: String,
+    /// The canonical name (what `--profile` takes).
+    profile: NamedProfile,
     /// `ivn-ae`, `macsec`, `esp` or `secoc`.
     protocol: &'static str,
     /// IVN-AE suite id byte, or the MACsec cipher suite identifier (802.1AE §14); none for ESP.
@@ -102,7 +103,7 @@ fn ivnae_rows() -> impl Iterator<Item = Row> {
     IvnAeProfile::all().map(|p| {
         let s: Suite = p.suite;
         Row {
-            profile: p.to_string(),
+            profile: NamedProfile::from(Profile::IvnAe(p)),
             protocol: "ivn-ae",
             suite_id: Some(format!("0x{:02x}", s.id())),
             level: p.level.name(),
@@ -122,7 +123,10 @@ fn ivnae_rows() -> impl Iterator<Item = Row> {
 
 fn macsec_rows() -> impl Iterator<Item = Row> {
     CipherSuite::ALL.into_iter().map(|c| Row {
-        profile: c.profile().to_string(),
+        profile: NamedProfile::from(Profile::Macsec(MacsecProfile {
+            suite: c,
+            confidentiality: true,
+        })),
         protocol: "macsec",
         suite_id: Some(format!("0x{:016x}", c.identifier())),
         level: "conf/auth",
@@ -144,7 +148,7 @@ fn esp_rows() -> impl Iterator<Item = Row> {
         // ICV: 16 bytes for every algorithm here (HMAC-SHA-256-128 truncates to 16).
         let tag = 16;
         Row {
-            profile: a.name().to_string(),
+            profile: NamedProfile::from(Profile::Esp(a)),
             protocol: "esp",
             suite_id: None,
             level,
@@ -164,7 +168,7 @@ fn esp_rows() -> impl Iterator<Item = Row> {
 
 fn secoc_rows() -> impl Iterator<Item = Row> {
     SecocAlg::ALL.into_iter().map(|a| Row {
-        profile: a.name().to_string(),
+        profile: NamedProfile::from(Profile::Secoc(a)),
         protocol: "secoc",
         suite_id: None,
         level: "auth",

@@ -251,7 +251,7 @@ fn seed003_throughput(e: &Experiments) -> Option<SeedSection> {
     let runs_003: Vec<&ThroughputResult> = e
         .throughput
         .iter()
-        .filter(|r| seed003::level_and_suite(&r.profile).is_some())
+        .filter(|r| seed003::level_and_suite(r.profile.name()).is_some())
         .collect();
     if !runs_003.iter().any(|r| r.profile != "plain") {
         return None;
@@ -260,7 +260,7 @@ fn seed003_throughput(e: &Experiments) -> Option<SeedSection> {
         runs_003
             .iter()
             .filter(|r| r.tcp == tcp)
-            .find(|r| match seed003::level_and_suite(&r.profile) {
+            .find(|r| match seed003::level_and_suite(r.profile.name()) {
                 Some((l, s)) => l == level && (suite.is_none() || s == suite),
                 None => false,
             })

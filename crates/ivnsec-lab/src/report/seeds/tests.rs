@@ -75,7 +75,7 @@ fn runs_through_gateways_fill_table_6_7() {
         topology: "bump".into(),
         initiator: "sensor1".into(),
         responder: "consumer".into(),
-        profile: "plain".into(),
+        profile: "plain".parse().unwrap(),
         payload,
         count: 1000,
         owd_forward: Some(Percentiles {
@@ -90,7 +90,7 @@ fn runs_through_gateways_fill_table_6_7() {
     };
     let stream = |experiment: &str, gateways: Option<&str>, base_ns: u64| {
         let mut run = ProfileRun {
-            profile: "plain".into(),
+            profile: "plain".parse().unwrap(),
             seconds: 1.0,
             ..ProfileRun::default()
         };
