@@ -140,6 +140,7 @@ fn open_sas(cfg: &IvnAeGatewayConfig, name: &NamedProfile, domain: &str) -> Resu
             seq_limit: cfg.seq_limit,
             protocol_max: u64::MAX,
             used_record: Some(keyfile::used_record(&cfg.keys)),
+            grow: true,
             confirm_new_key: cfg.confirm_new_key,
         },
     )

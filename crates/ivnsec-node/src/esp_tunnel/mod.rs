@@ -652,6 +652,7 @@ fn open_sas(cfg: &Config, keys: Keys) -> Result<Sas> {
         seq_limit: cfg.seq_limit,
         protocol_max,
         used_record: Some(keyfile::used_record(&cfg.tx_keys)),
+        grow: true,
         confirm_new_key: cfg.confirm_new_key,
     };
     let domain = Profile::Esp(alg).nonce_domain();

@@ -81,6 +81,8 @@ impl Ahead for HighWater {
             "state": self.path().display().to_string(),
             "reserved": self.reserved(),
             "writes": self.writes(),
+            // Numbers the next reservation takes (grown under a fast stream).
+            "block": self.block(),
         })
     }
 }

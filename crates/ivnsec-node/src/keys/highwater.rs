@@ -144,6 +144,24 @@ pub struct Options {
     /// Start at 1 although the record lists this SA and its state file is missing
     /// ([`CONFIRM_OPTION`]).
     pub confirm_new_key: bool,
+    /// Let the block grow under a fast stream (the data planes: `macsec up`, `gateway`, `esp
+    /// up`): a reservation written less than [`GROW_WITHIN`] after this process's previous one
+    /// doubles the block for the next, up to [`grow_cap`]. `block` is then the first block.
+    pub grow: bool,
+}
+
+/// A sender's reservations closer together than this double its block ([`Options::grow`]): a
+/// stream fast enough to use half a block in less time settles at a few state writes a second
+/// instead of hundreds (a 5 Gb/s TCP stream through a `macsec up` pair is 430,000 frames a
+/// second: a write every 4.8 ms with 4,096-PN blocks, each with two fsyncs).
+pub const GROW_WITHIN: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The largest block a growing sender reaches: `block` itself if larger, else 1/4096 of the
+/// SA's number space (`limit / 4096`), at most [`MAX_BLOCK`]: what a crash may skip stays a
+/// small share of the numbers, also under a small `--seq-limit` (there the block stays as
+/// configured).
+pub fn grow_cap(block: u64, limit: u64) -> u64 {
+    block.max(MAX_BLOCK.min(limit >> 12))
 }
 
 impl Default for Options {
@@ -154,6 +172,7 @@ impl Default for Options {
             protocol_max: u64::MAX,
             used_record: None,
             confirm_new_key: false,
+            grow: false,
         }
     }
 }
@@ -609,7 +628,12 @@ pub struct HighWater {
     record_note: Option<String>,
     /// Highest number reserved on disk: every number ≤ it may have been used.
     reserved: u64,
+    /// Numbers the next reservation takes: the configured block, or more once grown.
     block: u64,
+    /// Where the block stops growing; `block` itself when it does not grow.
+    block_cap: u64,
+    /// When this process last wrote a reservation (for [`Options::grow`]).
+    last_write: Option<std::time::Instant>,
     limit: u64,
     configured_limit: bool,
     /// Reservations written by this process.
@@ -665,6 +689,7 @@ impl HighWater {
             protocol_max,
             used_record: None,
             confirm_new_key: false,
+            grow: false,
         };
         Self::open_with(dir, domain, sa_identity, keys, opts, false, Kind::Receive)
     }
@@ -741,6 +766,12 @@ impl HighWater {
             record_note: None,
             reserved: on_disk.unwrap_or(0),
             block: opts.block,
+            block_cap: if opts.grow && kind == Kind::Send {
+                grow_cap(opts.block, limit)
+            } else {
+                opts.block
+            },
+            last_write: None,
             limit,
             configured_limit,
             writes: 0,
@@ -819,7 +850,8 @@ impl HighWater {
         self.reserved
     }
 
-    /// Numbers reserved by one write (`--reserve-block`).
+    /// Numbers the next reservation takes: `--reserve-block`, or more once a fast stream grew
+    /// it ([`Options::grow`]).
     pub fn block(&self) -> u64 {
         self.block
     }
@@ -909,6 +941,16 @@ impl HighWater {
         drop(guard);
         self.reserved = mark;
         self.writes += 1;
+        if self.block < self.block_cap {
+            let now = std::time::Instant::now();
+            if self
+                .last_write
+                .is_some_and(|t| now.duration_since(t) < GROW_WITHIN)
+            {
+                self.block = self.block.saturating_mul(2).min(self.block_cap);
+            }
+            self.last_write = Some(now);
+        }
         Ok(())
     }
 

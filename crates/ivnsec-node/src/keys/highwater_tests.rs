@@ -66,6 +66,7 @@ impl Subject {
             protocol_max: self.protocol_max,
             used_record: Some(d.record()),
             confirm_new_key: false,
+            grow: false,
         }
     }
     fn open_in(&self, dir: &Path, o: Options) -> Result<HighWater, HwError> {
@@ -112,6 +113,83 @@ fn contract(s: &Subject) {
     corrupt_state_is_refused(s);
     the_limit_stops_exactly_there(s);
     an_idle_top_up_reserves_ahead_and_a_restart_resumes_above_it(s);
+    a_fast_sender_grows_its_block_and_a_restart_resumes_above_it(s);
+}
+
+/// [`Options::grow`]: reservations less than [`GROW_WITHIN`] apart double the block, up to
+/// [`grow_cap`]; one written after a pause does not; every number used is still below the
+/// durable mark, and a restart resumes above it. Without `grow` the block never moves.
+fn a_fast_sender_grows_its_block_and_a_restart_resumes_above_it(s: &Subject) {
+    let d = Dir::new("grow");
+    let mut o = s.opts(&d, 4);
+    o.grow = true;
+    let mut hw = s.open_in(&d.state(), o.clone()).unwrap();
+    let first = hw.first_seq().unwrap();
+    let cap = grow_cap(4, hw.limit());
+    assert_eq!(cap, MAX_BLOCK.min(hw.limit() >> 12).max(4));
+    let mut next = first;
+    let mut blocks = vec![hw.block()];
+    // Reservations back to back: each after the first doubles the block for the next.
+    for _ in 0..6 {
+        let end = hw.reserved() + 1;
+        use_numbers(&mut hw, next, end);
+        assert!(
+            hw.reserved() >= end,
+            "{} used, {} durable",
+            end,
+            hw.reserved()
+        );
+        next = end + 1;
+        blocks.push(hw.block());
+    }
+    assert_eq!(
+        blocks,
+        [4, 4, 8, 16, 32, 64, 128].map(|b: u64| b.min(cap)),
+        "{s:?}"
+    );
+    // After a pause longer than GROW_WITHIN the block stays as it is.
+    std::thread::sleep(GROW_WITHIN + std::time::Duration::from_millis(20));
+    let b = hw.block();
+    let end = hw.reserved() + 1;
+    use_numbers(&mut hw, next, end);
+    assert_eq!(
+        hw.block(),
+        b,
+        "a reservation after a pause does not grow the block"
+    );
+    let mark = hw.reserved();
+    drop(hw);
+    let hw = s.open_in(&d.state(), o).unwrap();
+    assert_eq!(hw.first_seq().unwrap(), mark + 1);
+    assert_eq!(
+        hw.block(),
+        4,
+        "a new process starts from the configured block"
+    );
+    drop(hw);
+    // Up to the cap and no further; without grow the block stays.
+    let d = Dir::new("grow-cap");
+    let mut o = s.opts(&d, 4);
+    o.grow = true;
+    o.seq_limit = Some(1 << 16);
+    let mut hw = s.open_in(&d.state(), o).unwrap();
+    assert_eq!(grow_cap(4, hw.limit()), 16, "limit/4096 of a 2^16 limit");
+    let mut n = hw.first_seq().unwrap();
+    for _ in 0..6 {
+        let end = hw.reserved() + 1;
+        use_numbers(&mut hw, n, end);
+        n = end + 1;
+    }
+    assert_eq!(hw.block(), 16);
+    let d = Dir::new("no-grow");
+    let mut hw = s.open(&d, 4).unwrap();
+    let mut n = hw.first_seq().unwrap();
+    for _ in 0..6 {
+        let end = hw.reserved() + 1;
+        use_numbers(&mut hw, n, end);
+        n = end + 1;
+    }
+    assert_eq!((hw.block(), hw.writes()), (4, 6));
 }
 
 /// [`HighWater::top_up`] (a data plane's idle moment): once half of the block is used the next

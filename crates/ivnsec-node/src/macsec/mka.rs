@@ -468,6 +468,7 @@ impl MkaKeys {
             seq_limit: None,
             protocol_max: suite.max_pn(),
             used_record: None,
+            grow: true,
             confirm_new_key: false,
         };
         let mut hw = HighWater::open_agreed(&self.state_dir, &domain, &ident, &keys, opts)

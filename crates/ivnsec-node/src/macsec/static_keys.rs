@@ -258,6 +258,7 @@ impl KeySource for StaticKeys {
             seq_limit: self.seq_limit,
             protocol_max: suite.max_pn(),
             used_record: Some(keyfile::used_record(&self.key_file)),
+            grow: true,
             confirm_new_key: self.confirm_new_key,
         };
         let domain = Profile::Macsec(self.profile).nonce_domain();

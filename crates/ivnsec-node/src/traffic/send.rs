@@ -114,6 +114,8 @@ impl Sender {
             protocol_max: family.max_seq(),
             used_record: Some(keyfile::used_record(&s.keys)),
             confirm_new_key: s.confirm_new_key,
+            // An experiment's sender keeps the block it is given: its figures count the writes.
+            grow: false,
         };
         let hw = HighWater::open(&state_dir, &family.nonce_domain(), &ident, &keys, hw_opts)
             .map_err(HwError::into_anyhow)?;

@@ -138,7 +138,8 @@ pub struct UpArgs {
     /// Append one JSON line per event to FILE (started, drop, stopped).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
-    /// Sequence numbers reserved per state write, 1 to 1048576 (as `ivnsec send`).
+    /// Sequence numbers reserved per state write, 1 to 1048576 (as `ivnsec send`): the first
+    /// block; reservations less than 100 ms apart double it, up to 2^20 (docs/nonce-safety.md).
     #[arg(
         long,
         default_value_t = highwater::DEFAULT_BLOCK,

@@ -19,6 +19,7 @@ fn sender(d: &Dir, block: u64) -> HighWater {
         protocol_max: u64::from(u32::MAX),
         used_record: None,
         confirm_new_key: true,
+        grow: false,
     };
     HighWater::open(&d.state(), "aes128-gcm", "ivnae key-id 1", &keys(), opts).unwrap()
 }

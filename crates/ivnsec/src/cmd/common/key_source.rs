@@ -184,7 +184,9 @@ pub struct KeySourceArgs {
     /// would reuse PNs under the same key). Created if missing.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// PNs reserved per state write, 1 to 1048576 (as `ivnsec send --reserve-block`).
+    /// PNs reserved per state write, 1 to 1048576 (as `ivnsec send --reserve-block`): the
+    /// first block; reservations less than 100 ms apart double it, up to 2^20
+    /// (docs/nonce-safety.md).
     #[arg(
         long,
         default_value_t = highwater::DEFAULT_BLOCK,
