@@ -360,7 +360,7 @@ fn snapshot(header: &Value, sh: &Shared) -> Value {
     let tx = {
         let t = lock(&sh.tx);
         json!({"next_seq": t.sa.next_seq(), "reserved": t.hw.reserved(),
-               "frames": t.sa.counters().frames})
+               "reserve_block": t.hw.block(), "frames": t.sa.counters().frames})
     };
     let rx = {
         let r = lock(&sh.rx);

@@ -903,6 +903,8 @@ fn kill_9_and_restart_never_repeat_a_sequence_number() {
     let second = esp_status(&d, 'a');
     let first2 = second["tx"]["first_seq"].as_u64().unwrap();
     assert!(first2 > 5, "restart began at {first2}: {second}");
+    // Five pings 0.2 s apart reserve nothing back to back: the block stays as given.
+    assert_eq!(first_run["tx"]["reserve_block"], 16, "{first_run}");
     let o = ping(&p.ns('a'), inner4('b'), &["-c", "5", "-i", "0.2"]);
     assert!(
         o.status.success(),

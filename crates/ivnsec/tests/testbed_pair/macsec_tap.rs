@@ -1319,6 +1319,18 @@ fn kill_9_mid_stream_repeats_no_pn_and_forged_frames_under_load_are_never_delive
         by_workers(&sa, "sealed_by_workers") > 0,
         "a's workers sealed the stream's frames: {sa}"
     );
+    // The stream's reservations came back to back: the block grew from --reserve-block 16
+    // (docs/nonce-safety.md), never past 2^20, and no PN went out above the durable mark.
+    let tx_sa = &sa[0]["tx"]["sas"][0];
+    let block = tx_sa["reserve_block"].as_u64().unwrap();
+    assert!(
+        (32..=1 << 20).contains(&block),
+        "a's reservation block: {sa}"
+    );
+    assert!(
+        tx_sa["next_pn"].as_u64().unwrap() <= tx_sa["reserved_pn"].as_u64().unwrap() + 1,
+        "{sa}"
+    );
     let frames = stop_capture(cap, &pcap);
     let pns: Vec<u32> = only_macsec_pns(&frames)
         .into_iter()
