@@ -277,7 +277,14 @@ fn underload_outage_is_recovered_from_per_message() {
         "6",
         "--json",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // Exit 1 is a requirement missed: the run's JSON (stdout) says which.
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&o.stderr),
+        text(&o.stdout)
+    );
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["experiment"], "underload", "{r}");
     assert_eq!(r["topology"], "production", "{r}");
