@@ -158,8 +158,8 @@ pub const GROW_WITHIN: std::time::Duration = std::time::Duration::from_millis(10
 
 /// The largest block a growing sender reaches: `block` itself if larger, else 1/4096 of the
 /// SA's number space (`limit / 4096`), at most [`MAX_BLOCK`]: what a crash may skip stays a
-/// small share of the numbers, also under a small `--seq-limit` (there the block stays as
-/// configured).
+/// small share of the numbers, also under a small `--seq-limit` (below 2^14 a block of 4 or
+/// more stays as configured).
 pub fn grow_cap(block: u64, limit: u64) -> u64 {
     block.max(MAX_BLOCK.min(limit >> 12))
 }
