@@ -1,7 +1,7 @@
-//! The benchmark scripts' command lines, without root: `scripts/dataplane-bench --help` prints
-//! its usage (the arguments RUNS and SECONDS, an example) and exits 0, and bad arguments get the
-//! usage on stderr and exit 2 before anything is built. Running it for real needs root and
-//! minutes (docs/benchmarks.md, "Data plane").
+//! The benchmark scripts' command lines, without root: `scripts/dataplane-bench --help` (and
+//! `scripts/txring-bench --help`) prints its usage (the arguments, an example) and exits 0, and
+//! bad arguments get the usage on stderr and exit 2 before anything is built. Running them for
+//! real needs root (docs/benchmarks.md, "Data plane").
 
 use std::process::{Command, Output};
 
@@ -9,8 +9,13 @@ use crate::common::{repo, text};
 
 /// `bash scripts/dataplane-bench ARGS…` from the repository root.
 fn dataplane_bench(args: &[&str]) -> Output {
+    script("dataplane-bench", args)
+}
+
+/// `bash scripts/NAME ARGS…` from the repository root.
+fn script(name: &str, args: &[&str]) -> Output {
     Command::new("bash")
-        .arg(repo().join("scripts/dataplane-bench"))
+        .arg(repo().join("scripts").join(name))
         .args(args)
         .current_dir(repo())
         .output()
@@ -102,5 +107,50 @@ fn dataplane_bench_refuses_a_one_cpu_that_is_no_cpu_number_with_exit_2() {
             err.contains(&format!("ONE_CPU={bad}: expected a CPU number")),
             "ONE_CPU={bad}: stderr {err}"
         );
+    }
+}
+
+#[test]
+fn txring_bench_help_names_the_three_ways_and_an_example() {
+    for flag in ["--help", "-h"] {
+        let out = script("txring-bench", &[flag]);
+        let usage = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{flag}: {}", text(&out.stderr));
+        assert!(
+            usage.contains("Usage: sudo bash scripts/txring-bench [RUNS [SECONDS [LEN]]]"),
+            "{flag}: {usage}"
+        );
+        for key in [
+            "sendmmsg",
+            "ring+copy",
+            "PACKET_TX_RING",
+            "Example:",
+            "sudo bash scripts/txring-bench 3 3",
+        ] {
+            assert!(usage.contains(key), "{flag}: no {key} in {usage}");
+        }
+    }
+}
+
+#[test]
+fn txring_bench_refuses_bad_arguments_with_exit_2_and_the_usage() {
+    let bad: &[&[&str]] = &[
+        &["three"],
+        &["0"],
+        &["3", "0"],
+        &["3", "3", "59"],
+        &["3", "3", "1901"],
+        &["3", "3", "1514", "4"],
+        &["--bogus"],
+    ];
+    for args in bad {
+        let out = script("txring-bench", args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
+        assert!(
+            err.contains("Usage: sudo bash scripts/txring-bench [RUNS [SECONDS [LEN]]]"),
+            "{args:?}: stderr {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
     }
 }
