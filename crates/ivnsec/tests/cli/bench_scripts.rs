@@ -154,3 +154,45 @@ fn txring_bench_refuses_bad_arguments_with_exit_2_and_the_usage() {
         assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
     }
 }
+
+#[test]
+fn wake_latency_help_names_what_it_measures_and_an_example() {
+    for flag in ["--help", "-h"] {
+        let out = script("wake-latency", &[flag]);
+        let usage = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{flag}: {}", text(&out.stderr));
+        for key in [
+            "Usage: bash scripts/wake-latency [WAKES [INTERVAL_US [GAP_SECONDS]]]",
+            "p99.9",
+            "gaps",
+            "--busy-poll-us",
+            "Example:",
+            "bash scripts/wake-latency 5000 2000 5",
+        ] {
+            assert!(usage.contains(key), "{flag}: no {key} in {usage}");
+        }
+    }
+}
+
+#[test]
+fn wake_latency_refuses_bad_arguments_with_exit_2_and_the_usage() {
+    let bad: &[&[&str]] = &[
+        &["many"],
+        &["99"],
+        &["5000", "0"],
+        &["5000", "2000", "0"],
+        &["5000", "2000", "601"],
+        &["5000", "2000", "5", "1"],
+        &["--bogus"],
+    ];
+    for args in bad {
+        let out = script("wake-latency", args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
+        assert!(
+            err.contains("Usage: bash scripts/wake-latency [WAKES [INTERVAL_US [GAP_SECONDS]]]"),
+            "{args:?}: stderr {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+    }
+}
