@@ -58,6 +58,8 @@ fn dataplane_bench_help_shows_runs_seconds_and_an_example() {
             "--busy-poll-us",
             "one_cpu",
             "ONE_CPU",
+            "machine.wake_up",
+            "WAKES",
         ] {
             assert!(usage.contains(key), "{flag}: no {key} in {usage}");
         }
@@ -194,5 +196,21 @@ fn wake_latency_refuses_bad_arguments_with_exit_2_and_the_usage() {
             "{args:?}: stderr {err}"
         );
         assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+    }
+}
+
+#[test]
+fn dataplane_bench_refuses_a_wakes_count_out_of_range_with_exit_2() {
+    for bad in ["x", "-1", "99", "1000001"] {
+        let out = Command::new("bash")
+            .arg(repo().join("scripts/dataplane-bench"))
+            .args(["1", "1"])
+            .env("WAKES", bad)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "WAKES={bad}: stderr {err}");
+        assert!(err.contains("WAKES="), "WAKES={bad}: stderr {err}");
     }
 }
