@@ -112,91 +112,103 @@ fn dataplane_bench_refuses_a_one_cpu_that_is_no_cpu_number_with_exit_2() {
     }
 }
 
+/// `NAME --help` and `NAME -h` exit 0 with the usage on stdout, which names every one of `keys`.
+fn assert_help_names(name: &str, keys: &[&str]) {
+    for flag in ["--help", "-h"] {
+        let out = script(name, &[flag]);
+        let usage = text(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name} {flag}: {}",
+            text(&out.stderr)
+        );
+        for key in keys {
+            assert!(usage.contains(key), "{name} {flag}: no {key} in {usage}");
+        }
+    }
+}
+
+/// Each of `bad` gets exit 2, `usage` on stderr and nothing on stdout.
+fn assert_refused(name: &str, usage: &str, bad: &[&[&str]]) {
+    for args in bad {
+        let out = script(name, args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name} {args:?}: stderr {err}");
+        assert!(err.contains(usage), "{name} {args:?}: stderr {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{name} {args:?}: {}",
+            text(&out.stdout)
+        );
+    }
+}
+
+const TXRING_USAGE: &str = "Usage: sudo bash scripts/txring-bench [RUNS [SECONDS [LEN]]]";
+const WAKE_USAGE: &str = "Usage: bash scripts/wake-latency [WAKES [INTERVAL_US [GAP_SECONDS]]]";
+
 #[test]
 fn txring_bench_help_names_the_three_ways_and_an_example() {
-    for flag in ["--help", "-h"] {
-        let out = script("txring-bench", &[flag]);
-        let usage = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{flag}: {}", text(&out.stderr));
-        assert!(
-            usage.contains("Usage: sudo bash scripts/txring-bench [RUNS [SECONDS [LEN]]]"),
-            "{flag}: {usage}"
-        );
-        for key in [
+    assert_help_names(
+        "txring-bench",
+        &[
+            TXRING_USAGE,
             "sendmmsg",
             "ring+copy",
             "PACKET_TX_RING",
             "Example:",
             "sudo bash scripts/txring-bench 3 3",
-        ] {
-            assert!(usage.contains(key), "{flag}: no {key} in {usage}");
-        }
-    }
+        ],
+    );
 }
 
 #[test]
 fn txring_bench_refuses_bad_arguments_with_exit_2_and_the_usage() {
-    let bad: &[&[&str]] = &[
-        &["three"],
-        &["0"],
-        &["3", "0"],
-        &["3", "3", "59"],
-        &["3", "3", "1901"],
-        &["3", "3", "1514", "4"],
-        &["--bogus"],
-    ];
-    for args in bad {
-        let out = script("txring-bench", args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
-        assert!(
-            err.contains("Usage: sudo bash scripts/txring-bench [RUNS [SECONDS [LEN]]]"),
-            "{args:?}: stderr {err}"
-        );
-        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
-    }
+    assert_refused(
+        "txring-bench",
+        TXRING_USAGE,
+        &[
+            &["three"],
+            &["0"],
+            &["3", "0"],
+            &["3", "3", "59"],
+            &["3", "3", "1901"],
+            &["3", "3", "1514", "4"],
+            &["--bogus"],
+        ],
+    );
 }
 
 #[test]
 fn wake_latency_help_names_what_it_measures_and_an_example() {
-    for flag in ["--help", "-h"] {
-        let out = script("wake-latency", &[flag]);
-        let usage = text(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{flag}: {}", text(&out.stderr));
-        for key in [
-            "Usage: bash scripts/wake-latency [WAKES [INTERVAL_US [GAP_SECONDS]]]",
+    assert_help_names(
+        "wake-latency",
+        &[
+            WAKE_USAGE,
             "p99.9",
             "gaps",
             "--busy-poll-us",
             "Example:",
             "bash scripts/wake-latency 5000 2000 5",
-        ] {
-            assert!(usage.contains(key), "{flag}: no {key} in {usage}");
-        }
-    }
+        ],
+    );
 }
 
 #[test]
 fn wake_latency_refuses_bad_arguments_with_exit_2_and_the_usage() {
-    let bad: &[&[&str]] = &[
-        &["many"],
-        &["99"],
-        &["5000", "0"],
-        &["5000", "2000", "0"],
-        &["5000", "2000", "601"],
-        &["5000", "2000", "5", "1"],
-        &["--bogus"],
-    ];
-    for args in bad {
-        let out = script("wake-latency", args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
-        assert!(
-            err.contains("Usage: bash scripts/wake-latency [WAKES [INTERVAL_US [GAP_SECONDS]]]"),
-            "{args:?}: stderr {err}"
-        );
-        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
-    }
+    assert_refused(
+        "wake-latency",
+        WAKE_USAGE,
+        &[
+            &["many"],
+            &["99"],
+            &["5000", "0"],
+            &["5000", "2000", "0"],
+            &["5000", "2000", "601"],
+            &["5000", "2000", "5", "1"],
+            &["--bogus"],
+        ],
+    );
 }
 
 #[test]
