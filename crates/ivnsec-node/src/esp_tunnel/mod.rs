@@ -451,7 +451,7 @@ fn snapshot(header: &Value, sh: &Shared, outer: &OuterSocket, state: &str) -> Va
         v["tx"]["next_seq"] = json!(tx.sa.next_seq());
         v["tx"]["reserved"] = json!(tx.reserve.covered());
         // Sequence numbers the next reservation takes (grown under a fast stream).
-        v["tx"]["reserve_block"] = tx.reserve.status_json()["block"].clone();
+        v["tx"]["reserve_block"] = tx.reserve.status_field("block");
         v["tx"]["packets"] = json!(c.frames);
         v["tx"]["bytes"] = json!(c.bytes);
     }

@@ -301,6 +301,15 @@ impl<T: Ahead> Durable<T> {
         lock(&self.inner.status).clone()
     }
 
+    /// One field of [`status_json`](Self::status_json) (null when absent), without copying
+    /// the rest.
+    pub fn status_field(&self, key: &str) -> Value {
+        lock(&self.inner.status)
+            .get(key)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
     /// Reads the state, waiting for a write in flight: not for a thread that holds a lock the
     /// data path takes (use [`status_json`](Self::status_json)).
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {

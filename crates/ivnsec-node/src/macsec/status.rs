@@ -335,7 +335,7 @@ pub fn snapshot(header: &Value, ctl: &SecyControl, source: &dyn KeySource) -> Va
                 json!({
                     "an": s.an, "key_number": s.key_number, "next_pn": s.next_pn,
                     "in_use": s.in_use, "reserved_pn": t.reserve[usize::from(s.an)].as_ref().map(|h| h.covered()),
-                    "reserve_block": t.reserve[usize::from(s.an)].as_ref().map(|h| h.status_json()["block"].clone()),
+                    "reserve_block": t.reserve[usize::from(s.an)].as_ref().map(|h| h.status_field("block")),
                     "counters": tx_json(&s.counters),
                 })
             })
