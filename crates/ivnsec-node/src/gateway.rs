@@ -35,7 +35,7 @@ use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
 use crate::macsec::host::{HostPort, LinkPort, VLAN_TAG_LEN};
 use crate::macsec::sched::{self, Scheduling, ThreadPolicy};
 use crate::macsec::{EventLog, FrameCounters, Summary, TICK, iface_facts_of, status};
-use crate::sync::lock;
+use crate::sync::{lock, spawn_named};
 
 /// EtherType of IVN-AE frames.
 pub const ETHERTYPE: u16 = ivnsec_core::wire::ivnae::ETHERTYPE;
@@ -326,8 +326,12 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
             stride,
             wire_max,
         };
-        s.spawn(move || tx_loop(sh, l, k, geometry, scheduling));
-        s.spawn(move || rx_loop(sh, l, k, ring, stride, scheduling));
+        spawn_named(s, "gateway-tx", move || {
+            tx_loop(sh, l, k, geometry, scheduling)
+        });
+        spawn_named(s, "gateway-rx", move || {
+            rx_loop(sh, l, k, ring, stride, scheduling)
+        });
         let mut next = Instant::now() + Duration::from_millis(500);
         while !sh.stop.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);

@@ -34,12 +34,15 @@ pub const PARALLEL_MIN: usize = 8;
 /// The most workers `--crypto-workers` takes.
 pub const MAX_WORKERS: usize = 64;
 
-/// How many workers `auto` gives a SecY on a host with `cpus` CPUs: none below 8 CPUs (the
-/// data-plane threads, the programs whose frames they carry and the kernel's own work fill
-/// them; on 2 vCPUs workers measured slower, docs/benchmarks.md), else a quarter of the CPUs,
-/// at most 8.
-pub fn auto_count(cpus: usize) -> usize {
-    if cpus < 8 { 0 } else { (cpus / 4).min(8) }
+/// How many workers `auto` gives a SecY: none, on every machine measured. A batch handed to the pool wakes a worker and then the data-plane thread again:
+/// two wake-ups across CPUs, 30–60 µs each at p50 on the VMs measured
+/// (`scripts/wake-latency`), against about 14 µs for sealing a whole batch of 64 1.5-KB frames
+/// on one thread with AES-NI. Measured side by side (docs/benchmarks.md, "16 cores"): on
+/// 2 vCPUs workers cost a TCP stream 8 %; on 16 cores 4 workers cost one TCP stream through a
+/// `macsec up` pair 9–22 % and through an ESP-in-UDP pair 37–42 %. `--crypto-workers N` stays
+/// for a host whose wake-ups are cheap.
+pub fn auto_count() -> usize {
+    0
 }
 
 /// The crypto workers of one SecY: none, or a pool of threads.
@@ -65,12 +68,11 @@ impl Workers {
         }
     }
 
-    /// `count` workers (`None`: [`auto_count`] of this host's CPUs), their threads named
+    /// `count` workers (`None`: [`auto_count`]), their threads named
     /// `<name>-crypto<i>`, under SCHED_FIFO at `realtime` when given (a warning on stderr where
     /// the kernel refuses it: the worker then runs under the normal policy).
     pub fn new(count: Option<usize>, name: &str, realtime: Option<u8>) -> std::io::Result<Workers> {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let count = count.unwrap_or_else(|| auto_count(cpus)).min(MAX_WORKERS);
+        let count = count.unwrap_or_else(auto_count).min(MAX_WORKERS);
         if count == 0 {
             return Ok(Workers::none());
         }
@@ -139,11 +141,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_gives_none_below_8_cpus_and_a_quarter_above() {
-        assert_eq!(
-            [1, 2, 4, 7, 8, 16, 32, 64, 128].map(auto_count),
-            [0, 0, 0, 0, 2, 4, 8, 8, 8]
-        );
+    fn auto_gives_none() {
+        assert_eq!(auto_count(), 0);
+        assert_eq!(Workers::new(None, "test", None).unwrap().count(), 0);
     }
 
     /// Every frame gets its job and its out, on the workers and on this thread alike.

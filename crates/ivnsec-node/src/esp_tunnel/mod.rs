@@ -58,7 +58,7 @@ use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile;
 use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
 use crate::macsec::EventLog;
-use crate::sync::lock;
+use crate::sync::{lock, spawn_named};
 
 mod mtu;
 pub use mtu::{IPV6_MIN_MTU, MIN_TUN_MTU, MtuPlan, UDP_HEADER_LEN, mtu_plan};
@@ -912,13 +912,13 @@ fn supervise(
         let sh = shared;
         let (t, o) = (tun, outer);
         if t.vnet_hdr() && sh.busy_poll.enabled() {
-            s.spawn(move || busy_loop(sh, t, o, gro));
+            spawn_named(s, "esp-poll", move || busy_loop(sh, t, o, gro));
         } else if t.vnet_hdr() {
-            s.spawn(move || tx_loop_offload(sh, t, o));
-            s.spawn(move || rx_loop_offload(sh, t, o, gro));
+            spawn_named(s, "esp-tx", move || tx_loop_offload(sh, t, o));
+            spawn_named(s, "esp-rx", move || rx_loop_offload(sh, t, o, gro));
         } else {
-            s.spawn(move || tx_loop(sh, t, o));
-            s.spawn(move || rx_loop(sh, t, o));
+            spawn_named(s, "esp-tx", move || tx_loop(sh, t, o));
+            spawn_named(s, "esp-rx", move || rx_loop(sh, t, o));
         }
         let mut next_status = Instant::now() + STATUS_EVERY;
         while !sh.stop.load(Ordering::Relaxed) {

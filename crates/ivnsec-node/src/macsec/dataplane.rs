@@ -182,7 +182,9 @@ fn run_stages<B: Send>(
     std::thread::scope(|s| {
         let in_flight = &in_flight;
         let mut second = second;
-        s.spawn(move || {
+        // The second stage takes its first stage's name and a 2: `macsec-tx2`.
+        let name = format!("{}2", std::thread::current().name().unwrap_or("stage"));
+        crate::sync::spawn_named(s, &name, move || {
             loop {
                 match work_rx.recv_timeout(TICK) {
                     Ok(mut b) => {

@@ -52,7 +52,7 @@ use crate::error::{env_error, usage};
 use crate::keys::ahead::Durable;
 use crate::keys::highwater::{HighWater, HwError};
 use crate::keys::rxmark::RxMark;
-use crate::sync::lock;
+use crate::sync::{lock, spawn_named};
 
 pub use sched::Scheduling;
 pub use status::EventLog;
@@ -789,10 +789,16 @@ pub fn run_spec(
         let sh = &*shared;
         let k = &sock;
         if one_thread {
-            s.spawn(move || dataplane::busy_loop(sh, host, k, ring, plan, stride, scheduling));
+            spawn_named(s, "macsec-poll", move || {
+                dataplane::busy_loop(sh, host, k, ring, plan, stride, scheduling)
+            });
         } else {
-            s.spawn(move || dataplane::tx_loop(sh, host, k, plan, stride, scheduling, pipeline));
-            s.spawn(move || dataplane::rx_loop(sh, host, k, ring, stride, scheduling, pipeline));
+            spawn_named(s, "macsec-tx", move || {
+                dataplane::tx_loop(sh, host, k, plan, stride, scheduling, pipeline)
+            });
+            spawn_named(s, "macsec-rx", move || {
+                dataplane::rx_loop(sh, host, k, ring, stride, scheduling, pipeline)
+            });
         }
         let mut watch = status::DropWatch::default();
         let mut next_status = Instant::now() + STATUS_EVERY;

@@ -104,7 +104,8 @@ pub struct CryptoWorkersArgs {
     /// How many threads seal and open the frames of a batch (`macsec up`, `gateway` with
     /// MACsec profiles, `esp up` on its offload path), besides the data-plane threads: `0`
     /// (none: each data-plane thread does its own crypto), a number up to 64, or `auto`
-    /// (default: none below 8 CPUs, else a quarter of the CPUs, at most 8). Everything that
+    /// (default: none: on the machines measured, 2 and 16 CPUs, handing a batch to workers cost
+    /// more in thread wake-ups than its crypto; docs/benchmarks.md). Everything that
     /// decides stays on the data-plane thread, in order: each frame's PN (sequence number) is
     /// reserved and taken in order and the frames leave in that order; each received frame is
     /// replay-checked in order, opened by any worker, and judged again against the one replay
