@@ -537,11 +537,29 @@ impl serde::Serialize for NamedProfile {
     }
 }
 
+/// Parses a profile's name inside the deserializer's visit of the string, so that a format
+/// that knows where each value is (toml's span) places an unknown profile's error on the
+/// string itself, not on what holds it (a plan's `profiles[1]`, not `profiles`).
+#[cfg(feature = "serde")]
+struct NameVisitor<T>(core::marker::PhantomData<T>);
+
+#[cfg(feature = "serde")]
+impl<T: FromStr<Err = ProfileError>> serde::de::Visitor<'_> for NameVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a profile name (`ivnsec suites` lists them)")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<T, E> {
+        name.parse().map_err(E::custom)
+    }
+}
+
 #[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for NamedProfile {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NamedProfile, D::Error> {
-        let s = <alloc::string::String as serde::Deserialize>::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        d.deserialize_str(NameVisitor(core::marker::PhantomData))
     }
 }
 
@@ -555,8 +573,7 @@ impl serde::Serialize for Profile {
 #[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for Profile {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Profile, D::Error> {
-        let s = <alloc::string::String as serde::Deserialize>::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        d.deserialize_str(NameVisitor(core::marker::PhantomData))
     }
 }
 

@@ -20,9 +20,11 @@ pub const MAX_LIST: usize = 32;
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PerFrameConfig {
-    /// Profile names as `crypto-bench --suite` takes them.
+    /// Profiles as `crypto-bench --suite` takes them; typed where the plan is read: an unknown
+    /// profile is a TOML error naming its key (`crypto_bench[0].profiles[1]`,
+    /// [`crate::experiment::text::key_at`]).
     #[serde(default = "default_profiles")]
-    pub profiles: Vec<String>,
+    pub profiles: Vec<NamedProfile>,
     /// Payload bytes.
     #[serde(default = "default_sizes")]
     pub sizes: Vec<usize>,
@@ -33,12 +35,10 @@ pub struct PerFrameConfig {
     pub provider: String,
 }
 
-fn default_profiles() -> Vec<String> {
-    vec![
-        "hmac-sha1".into(),
-        "hmac-sha256".into(),
-        "hmac-sha3-256".into(),
-    ]
+fn default_profiles() -> Vec<NamedProfile> {
+    ["hmac-sha1", "hmac-sha256", "hmac-sha3-256"]
+        .map(|p| p.parse().expect("the default profiles are profiles"))
+        .into()
 }
 fn default_sizes() -> Vec<usize> {
     vec![60, 80]
@@ -97,14 +97,10 @@ impl PerFrameConfig {
                 ),
             ));
         }
-        for (j, name) in self.profiles.iter().enumerate() {
+        for (j, named) in self.profiles.iter().enumerate() {
             let key = format!("profiles[{j}]");
-            let p: Profile = name
-                .parse()
-                .map_err(|e: ivnsec_core::profile::ProfileError| {
-                    KeyError::new(&key, format!("{e} (`ivnsec suites` lists the profiles)"))
-                })?;
-            if matches!(p, Profile::Someip(_)) {
+            let name = named.name();
+            if matches!(named.profile(), Profile::Someip(_)) {
                 return Err(KeyError::new(
                     key,
                     format!(
@@ -113,7 +109,7 @@ impl PerFrameConfig {
                 ));
             }
             let one = Settings {
-                suites: vec![name.clone()],
+                suites: vec![name.to_string()],
                 ..self.settings(provider)
             };
             Bench::new(&one).map_err(|e| KeyError::new(&key, format!("{e:#}")))?;
@@ -123,7 +119,7 @@ impl PerFrameConfig {
 
     fn settings(&self, provider: ProviderChoice) -> Settings {
         Settings {
-            suites: self.profiles.clone(),
+            suites: self.profiles.iter().map(|p| p.name().to_string()).collect(),
             sizes: self.sizes.clone(),
             providers: Providers::One(provider),
             quick: true,
@@ -226,7 +222,6 @@ mod tests {
         PerFrameConfig::default().check().unwrap();
         for (text, key, why) in [
             ("profiles = []\n", "profiles", "1 to 32"),
-            ("profiles = [\"nope\"]\n", "profiles[0]", "nope"),
             (
                 "profiles = [\"someip-aes128-gcm/auth\"]\n",
                 "profiles[0]",
@@ -246,6 +241,30 @@ mod tests {
             assert!(e.why.contains(why), "{text}: {e:?}");
         }
         assert!(toml::from_str::<PerFrameConfig>("frame = 3\n").is_err());
+    }
+
+    /// `profiles` is typed where the table is read: an unknown profile fails there, the error
+    /// on the profile itself (its key `profiles[0]` for the plan's message); known ones are the
+    /// typed profiles under the names the table spells.
+    #[test]
+    fn profiles_are_typed_when_read() {
+        let text = "profiles = [\"nope\", \"hmac-sha1\"]\n";
+        let e = toml::from_str::<PerFrameConfig>(text).unwrap_err();
+        assert_eq!(
+            crate::experiment::text::toml_error(&e, text),
+            "line 1, column 13: key `profiles[0]`: profile `nope`: unknown suite (see \
+             `ivnsec suites`)\n  | profiles = [\"nope\", \"hmac-sha1\"]"
+        );
+        let c = cfg("profiles = [\"hmac-sha1\", \"aes128-gcm/auth\"]\n");
+        let typed: Vec<NamedProfile> = ["hmac-sha1", "aes128-gcm/auth"]
+            .map(|p| p.parse().unwrap())
+            .into();
+        assert_eq!(c.profiles, typed);
+        c.check().unwrap();
+        assert_eq!(
+            c.settings(ProviderChoice::Portable).suites,
+            ["hmac-sha1", "aes128-gcm/auth"]
+        );
     }
 
     /// A few frames: every row has min ≤ mean ≤ max, and the HMAC-SHA1 frame of a 60-byte

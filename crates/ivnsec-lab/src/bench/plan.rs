@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use ivnsec_core::crypto::ProviderChoice;
+use ivnsec_core::profile::NamedProfile;
 
 use super::chunks::{self, ChunkBenchReport, ChunkSuite};
 use super::per_frame::{PerFrameConfig, PerFrameReport};
@@ -230,7 +231,7 @@ where
             |c| {
                 format!(
                     "{} at {:?} bytes, {} frames one by one",
-                    c.profiles.join(", "),
+                    NamedProfile::join(&c.profiles, ", "),
                     c.sizes,
                     c.frames
                 )

@@ -3,6 +3,7 @@
 //! starts.
 
 use anyhow::{Context, Result};
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_net::topology::Topology;
 use serde::Deserialize;
 
@@ -19,7 +20,9 @@ use crate::site::Site;
 struct PingPongEntry {
     /// `bump` or `bump2`.
     topology: String,
-    profiles: Vec<String>,
+    /// Typed where the plan is read: an unknown profile is a TOML error naming its key
+    /// (`pingpong[0].profiles[1]`, [`crate::experiment::text::key_at`]).
+    profiles: Vec<NamedProfile>,
     payloads: Vec<usize>,
     count: Option<u32>,
     replications: Option<u32>,
@@ -61,11 +64,10 @@ fn job(t: &PlanText, i: usize, e: &PingPongEntry) -> Result<PingPongJob> {
     }
     let (count, replications) = t.counts(e.count, e.replications);
     let mut scenarios = Vec::new();
-    for (j, p) in e.profiles.iter().enumerate() {
-        let key = |n: usize| format!("pingpong[{i}].profiles[{j}] ({p} at {n} bytes)");
-        let profile = t.profile(&key(e.payloads[0]), p)?;
+    for (j, profile) in e.profiles.iter().enumerate() {
+        let key = |n: usize| format!("pingpong[{i}].profiles[{j}] ({profile} at {n} bytes)");
         for &n in &e.payloads {
-            scenarios.push(t.scenario(&key(n), &profile, n, count, replications)?);
+            scenarios.push(t.scenario(&key(n), profile, n, count, replications)?);
         }
     }
     Ok(PingPongJob {

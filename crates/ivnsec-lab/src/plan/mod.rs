@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
+use ivnsec_core::profile::NamedProfile;
 use ivnsec_crypto::ProviderChoice;
 use ivnsec_net::topology::Topology;
 use serde::Deserialize;
@@ -142,14 +143,17 @@ struct ReqSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MatrixEntry {
-    profiles: Vec<String>,
+    /// Typed where the plan is read: an unknown profile is a TOML error naming its key
+    /// (`matrix[0].profiles[1]`, [`crate::experiment::text::key_at`]).
+    profiles: Vec<NamedProfile>,
     payloads: Vec<usize>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScenarioEntry {
-    profile: String,
+    /// Typed where the plan is read, as [`MatrixEntry::profiles`] (`scenario[0].profile`).
+    profile: NamedProfile,
     payload: usize,
     count: Option<u32>,
     replications: Option<u32>,
@@ -640,19 +644,17 @@ fn frame_scenarios(f: &PlanFile, t: &PlanText) -> Result<Vec<Scenario>> {
                 "needs at least one profile and one payload".into(),
             ));
         }
-        for (j, p) in m.profiles.iter().enumerate() {
-            let key = |n: usize| format!("matrix[{i}].profiles[{j}] ({p} at {n} bytes)");
-            let profile = t.profile(&key(m.payloads[0]), p)?;
+        for (j, profile) in m.profiles.iter().enumerate() {
+            let key = |n: usize| format!("matrix[{i}].profiles[{j}] ({profile} at {n} bytes)");
             for &n in &m.payloads {
-                scenarios.push(t.scenario(&key(n), &profile, n, d.count, d.replications)?);
+                scenarios.push(t.scenario(&key(n), profile, n, d.count, d.replications)?);
             }
         }
     }
     for (i, e) in f.scenario.iter().enumerate() {
         let (count, replications) = t.counts(e.count, e.replications);
         let key = format!("scenario[{i}]");
-        let profile = t.profile(&key, &e.profile)?;
-        scenarios.push(t.scenario(&key, &profile, e.payload, count, replications)?);
+        scenarios.push(t.scenario(&key, &e.profile, e.payload, count, replications)?);
     }
     Ok(scenarios)
 }

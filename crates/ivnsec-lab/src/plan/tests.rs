@@ -630,37 +630,72 @@ fn overrides_beat_the_file() {
     assert_eq!(p.name, "p");
 }
 
-/// A plan's profiles are parsed once, as the plan is read: an unknown one is refused there, the
-/// message naming the plan, the key and the profile; the scenarios and groups after it hold
-/// the typed profile under the name the plan spells.
+/// A plan's profiles are typed as the plan is read (every table that names profiles): an unknown
+/// one is refused by the TOML reader, the message naming the plan, the line and column, the
+/// exact key of the profile ([`crate::experiment::text::key_at`]) and the profile, and quoting
+/// the line; the scenarios, groups and tables after it hold the typed profile under the name
+/// the plan spells.
 #[test]
 fn profiles_are_parsed_when_the_plan_is_read() {
     let o = RunSection::default();
     let unknown = "profile `nope`: unknown suite (see `ivnsec suites`)";
-    for (text, key) in [
+    for (text, key, line, column) in [
         (
             "[[matrix]]\nprofiles = [\"plain\", \"nope\"]\npayloads = [64, 1400]\n",
-            "matrix[0].profiles[1] (nope at 64 bytes)",
+            "matrix[0].profiles[1]",
+            2,
+            22,
         ),
         (
             "[[scenario]]\nprofile = \"plain\"\npayload = 64\n\
              [[scenario]]\nprofile = \"nope\"\npayload = 64\n",
-            "scenario[1]",
+            "scenario[1].profile",
+            5,
+            11,
         ),
         (
             "[[pingpong]]\ntopology = \"bump\"\nprofiles = [\"nope\"]\npayloads = [64, 1400]\n",
-            "pingpong[0].profiles[0] (nope at 64 bytes)",
+            "pingpong[0].profiles[0]",
+            3,
+            13,
         ),
         (
-            "[[throughput]]\nprofiles = [\"plain\", \"nope\"]\npayloads = [64]\n",
-            "throughput[0].profiles[1]",
+            "[[throughput]]\nprofiles = [\"plain\"]\npayloads = [64]\n\
+             [[throughput]]\nprofiles = [\"plain\", \"nope\"]\npayloads = [64]\n",
+            "throughput[1].profiles[1]",
+            5,
+            22,
+        ),
+        (
+            "[[tdma]]\nprofiles = [\"plain\", \"nope\"]\n",
+            "tdma[0].profiles[1]",
+            2,
+            22,
+        ),
+        (
+            "[[crypto_bench]]\nsizes = [60]\n\
+             [[crypto_bench]]\nprofiles = [\"nope\", \"hmac-sha1\"]\n",
+            "crypto_bench[1].profiles[0]",
+            4,
+            13,
+        ),
+        // Written inline, an array of tables is found all the same.
+        (
+            "matrix = [{ profiles = [\"plain\"], payloads = [64] },\n\
+             { profiles = [\"nope\"], payloads = [64] }]\n",
+            "matrix[1].profiles[0]",
+            2,
+            15,
         ),
     ] {
         let e = parse("p.toml", "p", text, &o).unwrap_err();
         assert_eq!(exit_code(&e), 2, "{text}");
+        let quoted = text.lines().nth(line - 1).unwrap();
         assert_eq!(
             format!("{e:#}"),
-            format!("plan p.toml: key `{key}`: {unknown}"),
+            format!(
+                "plan p.toml: line {line}, column {column}: key `{key}`: {unknown}\n  | {quoted}"
+            ),
             "{text}"
         );
     }
@@ -668,7 +703,11 @@ fn profiles_are_parsed_when_the_plan_is_read() {
         "p.toml",
         "p",
         "[[matrix]]\nprofiles = [\"aes128-gcm\", \"aes128-gcm/conf\"]\npayloads = [64, 1400]\n\
-         [[throughput]]\nprofiles = [\"aes128-gcm/conf\"]\npayloads = [64]\n",
+         [[scenario]]\nprofile = \"crc32\"\npayload = 64\n\
+         [[throughput]]\nprofiles = [\"aes128-gcm/conf\"]\npayloads = [64]\n\
+         [[pingpong]]\ntopology = \"bump\"\nprofiles = [\"hmac-sha256\"]\npayloads = [64]\n\
+         [[tdma]]\nprofiles = [\"hmac-sha256\"]\nframes = [60]\n\
+         [[crypto_bench]]\nprofiles = [\"hmac-sha1\"]\nsizes = [60]\n",
         &o,
     )
     .unwrap();
@@ -679,12 +718,21 @@ fn profiles_are_parsed_when_the_plan_is_read() {
             "aes128-gcm@64",
             "aes128-gcm@1400",
             "aes128-gcm/conf@64",
-            "aes128-gcm/conf@1400"
+            "aes128-gcm/conf@1400",
+            "crc32@64"
         ]
     );
     assert_eq!(
         p.scenarios[0].profile.profile(),
         p.scenarios[3].profile.profile()
     );
-    assert_eq!(p.throughput[0].profiles, ["aes128-gcm/conf"]);
+    let typed = |name: &str| name.parse::<NamedProfile>().unwrap();
+    assert_eq!(p.scenarios[4].profile, typed("crc32"));
+    assert_eq!(p.throughput[0].profiles, [typed("aes128-gcm/conf")]);
+    assert_eq!(
+        p.pingpong_gateways[0].scenarios[0].profile,
+        typed("hmac-sha256")
+    );
+    assert_eq!(p.tdma[0].cells[0].profile, typed("hmac-sha256"));
+    assert_eq!(p.crypto_bench[0].profiles, [typed("hmac-sha1")]);
 }

@@ -54,8 +54,10 @@ pub struct SweepConfig {
     /// Frame sizes as `plain` sends them (no tag), bytes.
     #[serde(default = "default_frames")]
     pub frames: Vec<u32>,
+    /// Typed where the plan is read: an unknown profile is a TOML error naming its key
+    /// (`tdma[0].profiles[1]`, [`crate::experiment::text::key_at`]).
     #[serde(default = "default_profiles")]
-    pub profiles: Vec<String>,
+    pub profiles: Vec<NamedProfile>,
     /// Switch counts of the `cascade:N` testbeds.
     #[serde(default = "default_switches")]
     pub switches: Vec<u16>,
@@ -84,8 +86,10 @@ fn default_rate() -> String {
 fn default_frames() -> Vec<u32> {
     vec![60, 80]
 }
-fn default_profiles() -> Vec<String> {
-    vec!["plain".into(), "hmac-sha1".into()]
+fn default_profiles() -> Vec<NamedProfile> {
+    ["plain", "hmac-sha1"]
+        .map(|p| p.parse().expect("the default profiles are profiles"))
+        .into()
 }
 fn default_switches() -> Vec<u16> {
     vec![1]
@@ -224,13 +228,9 @@ impl SweepConfig {
         }
         let mut cells = Vec::new();
         let mut seen: Vec<Profile> = Vec::new();
-        for (j, name) in self.profiles.iter().enumerate() {
+        for (j, named) in self.profiles.iter().enumerate() {
             let key = format!("profiles[{j}]");
-            let named: NamedProfile =
-                name.parse()
-                    .map_err(|e: ivnsec_core::profile::ProfileError| {
-                        KeyError::new(&key, format!("{e} (`ivnsec suites` lists the profiles)"))
-                    })?;
+            let name = named.name();
             let profile = named.profile();
             if seen.contains(&profile) {
                 return Err(KeyError::new(key, format!("`{name}` is listed twice")));
@@ -750,7 +750,6 @@ mod tests {
             ("frames = [20]\n", "frames[0]", "give 36 to 1514"),
             ("frames = [60, 60]\n", "frames[1]", "twice"),
             ("frames = [1514]\n", "profiles[1]", "more than 1514"),
-            ("profiles = [\"nope\"]\n", "profiles[0]", "nope"),
             (
                 "profiles = [\"plain\", \"plain\"]\n",
                 "profiles[1]",
@@ -777,6 +776,26 @@ mod tests {
             assert!(e.why.contains(why), "{text}: {e:?}");
         }
         assert!(toml::from_str::<SweepConfig>("switch = [1]\n").is_err());
+    }
+
+    /// `profiles` is typed where the table is read: an unknown profile fails there, the error
+    /// on the profile itself (its key `profiles[1]` for the plan's message); known ones are the
+    /// typed profiles under the names the table spells.
+    #[test]
+    fn profiles_are_typed_when_read() {
+        let text = "profiles = [\"plain\", \"nope\"]\n";
+        let e = toml::from_str::<SweepConfig>(text).unwrap_err();
+        assert_eq!(
+            crate::experiment::text::toml_error(&e, text),
+            "line 1, column 22: key `profiles[1]`: profile `nope`: unknown suite (see \
+             `ivnsec suites`)\n  | profiles = [\"plain\", \"nope\"]"
+        );
+        let c = cfg("profiles = [\"hmac-sha256\", \"aes128-gcm\"]\n");
+        let typed: Vec<NamedProfile> = ["hmac-sha256", "aes128-gcm"]
+            .map(|p| p.parse().unwrap())
+            .into();
+        assert_eq!(c.profiles, typed);
+        assert_eq!(c.profiles[1].name(), "aes128-gcm");
     }
 
     /// Without a testbed (`--on loopback`, or `measure = false`) the analysis is all there is,

@@ -16,7 +16,9 @@ use crate::experiment::{Gateways, Gathers, Jobs, PlanTables, PlanText, RunContex
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ThroughputEntry {
-    profiles: Vec<String>,
+    /// Typed where the plan is read: an unknown profile is a TOML error naming its key
+    /// (`throughput[0].profiles[1]`, [`crate::experiment::text::key_at`]).
+    profiles: Vec<NamedProfile>,
     payloads: Vec<usize>,
     rates: Option<Vec<String>>,
     senders: Option<usize>,
@@ -153,11 +155,13 @@ fn groups(t: &PlanText, i: usize, e: &ThroughputEntry) -> Result<Vec<ThroughputJ
             }
             let mut profiles = Vec::with_capacity(e.profiles.len());
             for (j, p) in e.profiles.iter().enumerate() {
-                let key = format!("throughput[{i}].profiles[{j}]");
-                let p = t.profile(&key, p)?;
-                throughput::check_profile(&p, &config)
-                    .map_err(|err| t.bad(&key, format!("{err:#}")))?;
-                profiles.push(p);
+                throughput::check_profile(p, &config).map_err(|err| {
+                    t.bad(
+                        &format!("throughput[{i}].profiles[{j}]"),
+                        format!("{err:#}"),
+                    )
+                })?;
+                profiles.push(p.clone());
             }
             jobs.push(ThroughputJob {
                 profiles,
