@@ -20,6 +20,7 @@ pub mod macsec;
 pub mod metrics;
 pub mod pki;
 pub mod someip;
+pub mod stages;
 pub mod sync;
 pub mod traffic;
 pub mod workers;

@@ -31,7 +31,7 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,7 @@ use crate::keys::highwater::{self, HighWater, HwError};
 use crate::keys::keyfile;
 use crate::keys::rxmark::{Checkpoint, RxMark, rx_error};
 use crate::macsec::EventLog;
+use crate::stages::{Handoff, run_stages};
 use crate::sync::{lock, spawn_named};
 
 mod mtu;
@@ -135,6 +136,9 @@ pub struct Config {
     pub crypto_workers: Option<usize>,
     /// `--outer-send`: how protocol-50 packets leave ([`OuterSend`]).
     pub outer_send: OuterSend,
+    /// `--pipeline`: each direction of the offload path on two threads ([`crate::stages`]);
+    /// `None`: auto (on with 4 CPUs or more).
+    pub pipeline: Option<bool>,
 }
 
 /// How the offload path sends protocol-50 packets (`--outer-send`).
@@ -759,11 +763,14 @@ fn header(
     offload: Value,
 ) -> Value {
     let alg = cfg.alg;
-    // One thread for both directions in the latency mode on the offload path (`busy_loop`).
-    let threads = if cfg.busy_poll.is_some() && offload["enabled"] == true {
-        1
-    } else {
-        2
+    // One thread for both directions in the latency mode on the offload path without the
+    // pipeline (`busy_loop`); two per direction with it.
+    let on = offload["enabled"] == true;
+    let pipeline = on && crate::stages::pipeline_on(cfg.pipeline);
+    let threads = match (on && cfg.busy_poll.is_some() && !pipeline, pipeline) {
+        (true, _) => 1,
+        (false, true) => 4,
+        (false, false) => 2,
     };
     json!({
         "pid": std::process::id(),
@@ -783,6 +790,7 @@ fn header(
         "offload": offload,
         "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
         "threads": threads,
+        "pipeline": pipeline,
     })
 }
 
@@ -908,14 +916,18 @@ fn supervise(
 ) {
     let mut last_drops: Vec<(DropReason, u64)> = Vec::new();
     let mut next_learn = *lock(&shared.next_learn);
+    let pipeline = header["pipeline"] == true;
     std::thread::scope(|s| {
         let sh = shared;
         let (t, o) = (tun, outer);
-        if t.vnet_hdr() && sh.busy_poll.enabled() {
+        if t.vnet_hdr() && sh.busy_poll.enabled() && !pipeline {
             spawn_named(s, "esp-poll", move || busy_loop(sh, t, o, gro));
+        } else if t.vnet_hdr() && pipeline {
+            spawn_named(s, "esp-tx", move || tx_loop_offload(sh, t, o, true));
+            spawn_named(s, "esp-rx", move || rx_loop_offload(sh, t, o, gro, true));
         } else if t.vnet_hdr() {
-            spawn_named(s, "esp-tx", move || tx_loop_offload(sh, t, o));
-            spawn_named(s, "esp-rx", move || rx_loop_offload(sh, t, o, gro));
+            spawn_named(s, "esp-tx", move || tx_loop_offload(sh, t, o, false));
+            spawn_named(s, "esp-rx", move || rx_loop_offload(sh, t, o, gro, false));
         } else {
             spawn_named(s, "esp-tx", move || tx_loop(sh, t, o));
             spawn_named(s, "esp-rx", move || rx_loop(sh, t, o));
@@ -1125,33 +1137,45 @@ fn send_framed(sh: &Shared, outer: &OuterSocket, slots: &mut [u8], units: &[(usi
 /// into the slots of a reused batch buffer (behind the SA's headroom); each segment is
 /// protected in its slot under its own reserved sequence number, and the batch leaves with one
 /// `sendmmsg` when it is full or the TUN has nothing more queued.
-fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket) {
+fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, pipeline: bool) {
     let mut tx = TxOffload::new(sh);
-    while !sh.stop.load(Ordering::Relaxed) {
-        match ready(sh, "the TUN", || tun.wait_readable(Some(TICK))) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(()) => return,
-        }
-        if tx.drain(sh, tun, outer).is_err() {
-            return;
-        }
-    }
+    let stride = tx.stride;
+    let second = |b: &mut TxBatch| {
+        send_batch(sh, outer, b);
+        true
+    };
+    run_stages(
+        &sh.stop,
+        pipeline,
+        || TxBatch::new(stride),
+        second,
+        |mut h, b| {
+            tx.b = b;
+            while !sh.stop.load(Ordering::Relaxed) {
+                match ready(sh, "the TUN", || tun.wait_readable(Some(TICK))) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(()) => return,
+                }
+                if tx.drain(sh, tun, outer, &mut h).is_err() {
+                    return;
+                }
+            }
+        },
+    );
 }
 
 /// Most TUN reads (or outer-socket batches) one turn of a side takes before it lets the other
 /// side run ([`busy_loop`]; a thread of its own then simply turns again).
 const TURN: usize = BATCH;
 
-/// The transmit side of the offload path: TUN reads (super-packets cut into packets straight
-/// into the batch slots), protected in place, out on the outer socket a batch at a time.
-struct TxOffload {
-    room: usize,
-    outer_hdr: usize,
-    stride: usize,
-    stage: Vec<u8>,
+/// A batch of packets on their way out: cut into the slots and protected in place by the
+/// first stage, sent by the second (or by the first, [`Handoff::inline`]).
+struct TxBatch {
     slots: Vec<u8>,
+    /// The protected packets to send, in sequence order: (offset of the ESP packet, length).
     units: [(usize, usize); BATCH],
+    k: usize,
     /// Packets cut into the slots and not yet protected: the `i`-th is `lens[i]` long at
     /// `slots[i * stride + room..]`.
     n: usize,
@@ -1163,6 +1187,58 @@ struct TxOffload {
     scratch: Vec<u8>,
 }
 
+impl TxBatch {
+    fn new(stride: usize) -> TxBatch {
+        TxBatch {
+            slots: vec![0u8; BATCH * stride],
+            units: [(0, 0); BATCH],
+            k: 0,
+            n: 0,
+            lens: [0; BATCH],
+            jobs: vec![None; BATCH],
+            totals: vec![0; BATCH],
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A batch with no room, standing in while the real one is in the second stage.
+    fn none() -> TxBatch {
+        TxBatch {
+            slots: Vec::new(),
+            units: [(0, 0); BATCH],
+            k: 0,
+            n: 0,
+            lens: [0; BATCH],
+            jobs: Vec::new(),
+            totals: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+/// Records the protected packets of `b` with `--pcap` and sends them on the outer socket.
+fn send_batch(sh: &Shared, outer: &OuterSocket, b: &mut TxBatch) {
+    if b.k == 0 {
+        return;
+    }
+    for &(at, len) in &b.units[..b.k] {
+        sh.record(&mut b.scratch, sh.local, sh.remote, &b.slots[at..at + len]);
+    }
+    send_framed(sh, outer, &mut b.slots, &b.units[..b.k]);
+    b.k = 0;
+}
+
+/// The transmit side of the offload path: TUN reads (super-packets cut into packets straight
+/// into the batch slots), protected in place, out on the outer socket a batch at a time (by
+/// the second stage with `--pipeline`).
+struct TxOffload {
+    room: usize,
+    outer_hdr: usize,
+    stride: usize,
+    stage: Vec<u8>,
+    b: TxBatch,
+}
+
 impl TxOffload {
     fn new(sh: &Shared) -> TxOffload {
         let room = lock(&sh.tx).sa.headroom();
@@ -1172,23 +1248,39 @@ impl TxOffload {
             outer_hdr: ip::outer_header_len(&sh.local),
             stride,
             stage: vec![0u8; VNET_HDR_LEN + MAX_PACKET],
-            slots: vec![0u8; BATCH * stride],
-            units: [(0, 0); BATCH],
-            n: 0,
-            lens: [0; BATCH],
-            jobs: vec![None; BATCH],
-            totals: vec![0; BATCH],
-            scratch: Vec::new(),
+            b: TxBatch::none(),
         }
     }
 
-    /// Protects the packets cut into the slots and sends them: each prepared in order (its
-    /// sequence number reserved, then taken) with the outbound SA locked, the batch sealed by
-    /// the crypto workers or here, sent in sequence order. `Err` once a failure is recorded.
-    fn flush(&mut self, sh: &Shared, outer: &OuterSocket) -> Result<(), ()> {
+    /// Protects the packets cut into the slots and hands them on to be sent: each prepared in
+    /// order (its sequence number reserved, then taken) with the outbound SA locked, the batch
+    /// sealed by the crypto workers or here, sent in sequence order, here or by the second
+    /// stage. `Err` once a failure is recorded or the tunnel stops.
+    fn flush(
+        &mut self,
+        sh: &Shared,
+        outer: &OuterSocket,
+        h: &mut Handoff<'_, TxBatch>,
+    ) -> Result<(), ()> {
+        self.protect(sh)?;
+        if self.b.k == 0 {
+            return Ok(());
+        }
+        if h.inline(self.b.k) {
+            send_batch(sh, outer, &mut self.b);
+        } else {
+            let b = std::mem::replace(&mut self.b, TxBatch::none());
+            self.b = h.pass(b, &sh.stop).ok_or(())?;
+        }
+        Ok(())
+    }
+
+    /// Protects the packets cut into the slots of `self.b`, listing them in `units[..k]`.
+    fn protect(&mut self, sh: &Shared) -> Result<(), ()> {
         let (room, stride, hdr) = (self.room, self.stride, self.outer_hdr);
-        let n = std::mem::take(&mut self.n);
-        let (jobs, totals) = (&mut self.jobs, &mut self.totals);
+        let b = &mut self.b;
+        let n = std::mem::take(&mut b.n);
+        let (jobs, totals) = (&mut b.jobs, &mut b.totals);
         for i in 0..n {
             (jobs[i], totals[i]) = (None, 0);
         }
@@ -1196,8 +1288,8 @@ impl TxOffload {
         {
             let mut tx = lock(&sh.tx);
             for (i, job) in jobs.iter_mut().enumerate().take(n) {
-                let slot = &mut self.slots[i * stride..(i + 1) * stride];
-                match prepare(sh, &mut tx, slot, room, self.lens[i]) {
+                let slot = &mut b.slots[i * stride..(i + 1) * stride];
+                match prepare(sh, &mut tx, slot, room, b.lens[i]) {
                     Prepared::Ok(s) => {
                         *job = Some(s);
                         busy += 1;
@@ -1208,7 +1300,7 @@ impl TxOffload {
             }
             let sa = &tx.sa;
             let parallel = sh.workers.each_frame(
-                &mut self.slots,
+                &mut b.slots,
                 stride,
                 &jobs[..n],
                 &mut totals[..n],
@@ -1231,26 +1323,28 @@ impl TxOffload {
                 continue;
             }
             let at = i * stride;
-            let esp = &self.slots[at + hdr..at + total];
-            sh.record(&mut self.scratch, sh.local, sh.remote, esp);
-            self.units[k] = (at + hdr, total - hdr);
+            b.units[k] = (at + hdr, total - hdr);
             k += 1;
         }
-        if k > 0 {
-            send_framed(sh, outer, &mut self.slots, &self.units[..k]);
-        }
+        b.k = k;
         Ok(())
     }
 
-    /// Reads what the TUN has queued (at most [`TURN`] reads), protects it and sends it; once
-    /// the TUN ran empty after packets went out, the next block of sequence numbers is
-    /// reserved ahead. Returns how many reads brought a packet. `Err` once a failure is
-    /// recorded (the loop then ends).
-    fn drain(&mut self, sh: &Shared, tun: &Tap, outer: &OuterSocket) -> Result<usize, ()> {
+    /// Reads what the TUN has queued (at most [`TURN`] reads), protects it and hands it on to
+    /// be sent; once the TUN ran empty after packets went out, the next block of sequence
+    /// numbers is reserved ahead. Returns how many reads brought a packet. `Err` once a
+    /// failure is recorded (the loop then ends).
+    fn drain(
+        &mut self,
+        sh: &Shared,
+        tun: &Tap,
+        outer: &OuterSocket,
+        h: &mut Handoff<'_, TxBatch>,
+    ) -> Result<usize, ()> {
         // The read buffer apart from the batch, which is protected and sent while a read's
         // super-packet is still being cut.
         let mut stage = std::mem::take(&mut self.stage);
-        let r = self.drain_into(sh, tun, outer, &mut stage);
+        let r = self.drain_into(sh, tun, outer, &mut stage, h);
         self.stage = stage;
         r
     }
@@ -1261,6 +1355,7 @@ impl TxOffload {
         tun: &Tap,
         outer: &OuterSocket,
         stage: &mut [u8],
+        h: &mut Handoff<'_, TxBatch>,
     ) -> Result<usize, ()> {
         let (room, stride) = (self.room, self.stride);
         let mut reads = 0;
@@ -1288,21 +1383,21 @@ impl TxOffload {
                 add(&sh.packets.gso_in);
             }
             for i in 0..seg.count() {
-                if self.n == BATCH {
-                    self.flush(sh, outer)?;
+                if self.b.n == BATCH {
+                    self.flush(sh, outer, h)?;
                 }
-                let at = self.n * stride;
-                let slot = &mut self.slots[at..at + stride];
+                let at = self.b.n * stride;
+                let slot = &mut self.b.slots[at..at + stride];
                 let Some(len) = seg.write(pkt, i, &mut slot[room..room + MAX_PACKET]) else {
                     add(&sh.packets.too_long);
                     continue;
                 };
-                self.lens[self.n] = len;
-                self.n += 1;
+                self.b.lens[self.b.n] = len;
+                self.b.n += 1;
             }
         }
-        if self.n > 0 {
-            self.flush(sh, outer)?;
+        if self.b.n > 0 {
+            self.flush(sh, outer, h)?;
             if empty && !top_up_tx(sh) {
                 return Err(());
             }
@@ -1507,29 +1602,137 @@ enum Lies {
 /// reason as on the per-packet path), and the verified inner packets go to the TUN behind a
 /// vnet header — with `gro`, consecutive in-order TCP segments of one flow coalesced into one
 /// super-packet ([`Coalescer`]), everything else alone.
-fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
-    let mut rx = RxOffload::new(sh, outer, gro);
-    while !sh.stop.load(Ordering::Relaxed) {
-        match ready(sh, "the outer socket", || outer.wait_readable(TICK)) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(()) => return,
+fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool, pipeline: bool) {
+    let work = Mutex::new(RxOffload::new(sh, outer, gro));
+    let mut rx = RxTaker::new(sh, outer, &work);
+    let stride = rx.stride;
+    let second = |b: &mut RxBatch| lock(&work).deliver(sh, tun, outer, b).is_ok();
+    run_stages(
+        &sh.stop,
+        pipeline,
+        || RxBatch::new(stride),
+        second,
+        |mut h, b| {
+            rx.b = b;
+            while !sh.stop.load(Ordering::Relaxed) {
+                match ready(sh, "the outer socket", || outer.wait_readable(TICK)) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(()) => return,
+                }
+                if rx.drain(sh, tun, outer, &mut h).is_err() {
+                    return;
+                }
+            }
+        },
+    );
+}
+
+/// A batch from the outer socket: `got` messages in the slots (one `recvmmsg`), each
+/// `lens[i]` long at `slots[i * stride + pre..]` (`segs[i]`: the UDP GRO segment size, 0 for
+/// one packet).
+struct RxBatch {
+    slots: Vec<u8>,
+    lens: [usize; BATCH],
+    segs: [u16; BATCH],
+    got: usize,
+}
+
+impl RxBatch {
+    fn new(stride: usize) -> RxBatch {
+        RxBatch {
+            slots: vec![0u8; BATCH * stride],
+            lens: [0; BATCH],
+            segs: [0; BATCH],
+            got: 0,
         }
-        if rx.drain(sh, tun, outer).is_err() {
-            return;
+    }
+
+    /// A batch with no room, standing in while the real one is in the second stage.
+    fn none() -> RxBatch {
+        RxBatch {
+            slots: Vec::new(),
+            lens: [0; BATCH],
+            segs: [0; BATCH],
+            got: 0,
         }
     }
 }
 
-/// The receive side of the offload path: batches from the outer socket (UDP GRO trains split
-/// into their ESP packets), verified, written to the TUN (TCP segments coalesced with `gro`).
+/// The first stage of the receive side: batches from the outer socket, verified and written
+/// to the TUN here or by the second stage (`--pipeline`), in the order they came.
+struct RxTaker<'a> {
+    pre: usize,
+    stride: usize,
+    b: RxBatch,
+    /// What verifies and delivers a batch: the second stage's, lent to this one for a small
+    /// batch when the second stage has nothing ([`Handoff::inline`]).
+    work: &'a Mutex<RxOffload>,
+}
+
+impl<'a> RxTaker<'a> {
+    fn new(sh: &Shared, outer: &OuterSocket, work: &'a Mutex<RxOffload>) -> RxTaker<'a> {
+        let pre = rx_pre(sh, outer);
+        RxTaker {
+            pre,
+            stride: pre + MAX_PACKET,
+            b: RxBatch::none(),
+            work,
+        }
+    }
+
+    /// Takes what the outer socket has queued (at most [`TURN`] batches) and has it verified
+    /// and written to the TUN; once the socket ran empty after packets came, the acceptance
+    /// mark moves ahead. Returns how many batches brought packets. `Err` once a failure is
+    /// recorded or the tunnel stops (the loop then ends).
+    fn drain(
+        &mut self,
+        sh: &Shared,
+        tun: &Tap,
+        outer: &OuterSocket,
+        h: &mut Handoff<'_, RxBatch>,
+    ) -> Result<usize, ()> {
+        let (pre, stride) = (self.pre, self.stride);
+        let mut batches = 0;
+        let mut empty = false;
+        while batches < TURN {
+            let b = &mut self.b;
+            let got = match outer.recv_batch(&mut b.slots, stride, pre, &mut b.lens, &mut b.segs) {
+                Ok(0) => {
+                    empty = true;
+                    break;
+                }
+                Ok(g) => {
+                    sh.busy_poll.saw_frames();
+                    g
+                }
+                Err(e) => {
+                    sh.fail(anyhow::anyhow!("reading the outer socket: {e}"));
+                    return Err(());
+                }
+            };
+            b.got = got;
+            batches += 1;
+            if h.inline(got) {
+                lock(self.work).deliver(sh, tun, outer, b)?;
+            } else {
+                let b = std::mem::replace(&mut self.b, RxBatch::none());
+                self.b = h.pass(b, &sh.stop).ok_or(())?;
+            }
+        }
+        if batches > 0 && empty && !top_up_rx(sh) {
+            return Err(());
+        }
+        Ok(batches)
+    }
+}
+
+/// The receive side's verifying and delivering: a batch's messages (UDP GRO trains split into
+/// their ESP packets), verified, written to the TUN (TCP segments coalesced with `gro`).
 struct RxOffload {
     pre: usize,
     stride: usize,
     gro: bool,
-    slots: Vec<u8>,
-    lens: [usize; BATCH],
-    segs: [u16; BATCH],
     /// Packets taken out of UDP GRO trains, each behind room for its outer header.
     train: Vec<u8>,
     /// The packets to verify, in their order of arrival: where each lies, its slot, its length.
@@ -1552,9 +1755,6 @@ impl RxOffload {
             pre,
             stride,
             gro,
-            slots: vec![0u8; BATCH * stride],
-            lens: [0; BATCH],
-            segs: [0; BATCH],
             train: vec![0u8; BATCH * stride],
             list: Vec::with_capacity(2 * BATCH),
             checked: [vec![None; BATCH], vec![None; BATCH]],
@@ -1567,12 +1767,11 @@ impl RxOffload {
             scratch: Vec::new(),
         }
     }
-
     /// Verifies the packets of `self.list` and hands the good ones on, in their order: each
     /// checked in order with the inbound SA locked, the batch opened by the crypto workers or
     /// here, each committed in order (the replay check again, the window moved, the acceptance
     /// mark covering it), then written towards the TUN. `Err` once a failure is recorded.
-    fn settle(&mut self, sh: &Shared, tun: &Tap) -> Result<(), ()> {
+    fn settle(&mut self, sh: &Shared, tun: &Tap, slots: &mut [u8]) -> Result<(), ()> {
         let stride = self.stride;
         let (checked, opened) = (&mut self.checked, &mut self.opened);
         // Every slot up to the last one listed, of each place (the workers go through them all).
@@ -1592,7 +1791,7 @@ impl RxOffload {
             let mut rx = lock(&sh.rx);
             for &(lies, i, len) in &self.list {
                 let buf = match lies {
-                    Lies::Slot => &mut self.slots[i * stride..i * stride + len],
+                    Lies::Slot => &mut slots[i * stride..i * stride + len],
                     Lies::Train => &mut self.train[i * stride..i * stride + len],
                 };
                 if let EspCheck::Validate(c) = rx.sa.check(buf) {
@@ -1608,7 +1807,7 @@ impl RxOffload {
             };
             let [o_slot, o_train] = opened;
             for (buf, jobs, o, n, top) in [
-                (&mut self.slots, &checked[0], o_slot, busy[0], top[0]),
+                (&mut *slots, &checked[0], o_slot, busy[0], top[0]),
                 (&mut self.train, &checked[1], o_train, busy[1], top[1]),
             ] {
                 if sh
@@ -1625,7 +1824,7 @@ impl RxOffload {
                     continue;
                 };
                 let buf = match lies {
-                    Lies::Slot => &mut self.slots[i * stride..i * stride + len],
+                    Lies::Slot => &mut slots[i * stride..i * stride + len],
                     Lies::Train => &mut self.train[i * stride..i * stride + len],
                 };
                 let o = std::mem::replace(&mut opened[lies as usize][i], EspOpened::Skipped);
@@ -1646,7 +1845,7 @@ impl RxOffload {
         self.list.clear();
         for (lies, i, range) in self.good.drain(..) {
             let slot = match lies {
-                Lies::Slot => &mut self.slots[i * stride..(i + 1) * stride],
+                Lies::Slot => &mut slots[i * stride..(i + 1) * stride],
                 Lies::Train => &mut self.train[i * stride..(i + 1) * stride],
             };
             hand_on(sh, tun, &mut self.co, self.gro, slot, range);
@@ -1654,77 +1853,54 @@ impl RxOffload {
         Ok(())
     }
 
-    /// Takes what the outer socket has queued (at most [`TURN`] batches), verifies it and
-    /// writes it to the TUN; once the socket ran empty after packets were delivered, the
-    /// acceptance mark moves ahead. Returns how many batches brought packets. `Err` once a
-    /// failure is recorded (the loop then ends).
-    fn drain(&mut self, sh: &Shared, tun: &Tap, outer: &OuterSocket) -> Result<usize, ()> {
+    /// Verifies the messages of `b` and writes the good packets to the TUN, in their order:
+    /// a UDP GRO train's packets each copied behind room for its outer header first. `Err`
+    /// once a failure is recorded (the data plane then stops).
+    fn deliver(
+        &mut self,
+        sh: &Shared,
+        tun: &Tap,
+        outer: &OuterSocket,
+        b: &mut RxBatch,
+    ) -> Result<(), ()> {
         let (pre, stride) = (self.pre, self.stride);
-        let mut batches = 0;
-        let mut empty = false;
-        while batches < TURN {
-            let got = match outer.recv_batch(
-                &mut self.slots,
-                stride,
-                pre,
-                &mut self.lens,
-                &mut self.segs,
-            ) {
-                Ok(0) => {
-                    empty = true;
-                    break;
-                }
-                Ok(g) => {
-                    sh.busy_poll.saw_frames();
-                    g
-                }
-                Err(e) => {
-                    sh.fail(anyhow::anyhow!("reading the outer socket: {e}"));
-                    return Err(());
-                }
-            };
-            batches += 1;
-            let mut trained = 0;
-            for i in 0..got {
-                let (n, seg) = (self.lens[i], usize::from(self.segs[i]));
-                if n == 0 {
-                    // Longer than an IP packet can be: cut by the kernel.
-                    add(&sh.packets.esp_in);
-                    add(&sh.packets.rx_truncated);
-                    continue;
-                }
-                if seg == 0 || n <= seg {
-                    let slot = &mut self.slots[i * stride..(i + 1) * stride];
-                    if let Some(len) = rx_prepare(sh, outer, slot, pre, n, &mut self.scratch) {
-                        self.list.push((Lies::Slot, i, len));
-                    }
-                    continue;
-                }
-                // Several ESP packets back to back (UDP GRO): each behind room for its header.
-                let mut off = 0;
-                while off < n {
-                    let c = (n - off).min(seg);
-                    if trained == BATCH {
-                        self.settle(sh, tun)?;
-                        trained = 0;
-                    }
-                    let at = i * stride + pre + off;
-                    let t = &mut self.train[trained * stride..(trained + 1) * stride];
-                    t[pre..pre + c].copy_from_slice(&self.slots[at..at + c]);
-                    if let Some(len) = rx_prepare(sh, outer, t, pre, c, &mut self.scratch) {
-                        self.list.push((Lies::Train, trained, len));
-                        trained += 1;
-                    }
-                    off += c;
-                }
+        let mut trained = 0;
+        for i in 0..b.got {
+            let (n, seg) = (b.lens[i], usize::from(b.segs[i]));
+            if n == 0 {
+                // Longer than an IP packet can be: cut by the kernel.
+                add(&sh.packets.esp_in);
+                add(&sh.packets.rx_truncated);
+                continue;
             }
-            self.settle(sh, tun)?;
-            write_coalesced(sh, tun, &mut self.co);
+            if seg == 0 || n <= seg {
+                let slot = &mut b.slots[i * stride..(i + 1) * stride];
+                if let Some(len) = rx_prepare(sh, outer, slot, pre, n, &mut self.scratch) {
+                    self.list.push((Lies::Slot, i, len));
+                }
+                continue;
+            }
+            // Several ESP packets back to back (UDP GRO): each behind room for its header.
+            let mut off = 0;
+            while off < n {
+                let c = (n - off).min(seg);
+                if trained == BATCH {
+                    self.settle(sh, tun, &mut b.slots)?;
+                    trained = 0;
+                }
+                let at = i * stride + pre + off;
+                let t = &mut self.train[trained * stride..(trained + 1) * stride];
+                t[pre..pre + c].copy_from_slice(&b.slots[at..at + c]);
+                if let Some(len) = rx_prepare(sh, outer, t, pre, c, &mut self.scratch) {
+                    self.list.push((Lies::Train, trained, len));
+                    trained += 1;
+                }
+                off += c;
+            }
         }
-        if batches > 0 && empty && !top_up_rx(sh) {
-            return Err(());
-        }
-        Ok(batches)
+        self.settle(sh, tun, &mut b.slots)?;
+        write_coalesced(sh, tun, &mut self.co);
+        Ok(())
     }
 }
 
@@ -1734,12 +1910,17 @@ impl RxOffload {
 /// polls), and waiting on both at once once none did: one CPU spins per tunnel, not two.
 fn busy_loop(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool) {
     let mut tx = TxOffload::new(sh);
-    let mut rx = RxOffload::new(sh, outer, gro);
+    tx.b = TxBatch::new(tx.stride);
+    let work = Mutex::new(RxOffload::new(sh, outer, gro));
+    let mut rx = RxTaker::new(sh, outer, &work);
+    rx.b = RxBatch::new(rx.stride);
+    let (tx_flight, rx_flight) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let (mut htx, mut hrx) = (Handoff::alone(&tx_flight), Handoff::alone(&rx_flight));
     while !sh.stop.load(Ordering::Relaxed) {
-        let Ok(sent) = tx.drain(sh, tun, outer) else {
+        let Ok(sent) = tx.drain(sh, tun, outer, &mut htx) else {
             return;
         };
-        let Ok(got) = rx.drain(sh, tun, outer) else {
+        let Ok(got) = rx.drain(sh, tun, outer, &mut hrx) else {
             return;
         };
         if sent > 0 || got > 0 || sh.busy_poll.keep_polling() {

@@ -16,8 +16,7 @@
 //! Each batch takes its half's lock once. Buffers are allocated once per thread; nothing is
 //! allocated per frame. A loop wakes at least every [`TICK`] to see the stop flag.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::Ordering;
 
 use ivnsec_core::sa::macsec::{Opened, RxStatus};
 use ivnsec_core::sa::secy::{Dropped, Received, SecyCheck, SecyRx, SecySealing, Ticket, TxError};
@@ -29,6 +28,7 @@ use super::host::{HostPort, VLAN_TAG_LEN};
 use super::sched::{Scheduling, ThreadPolicy};
 use super::{MtuPlan, Shared, TICK};
 use crate::keys::rxmark::rx_error;
+use crate::stages::run_stages;
 
 /// Room for one frame in a batch buffer: the largest frame the protected interface carries
 /// (header + MTU) plus 4 octets for a VLAN tag, rounded up to a cache line.
@@ -40,19 +40,10 @@ fn add(c: &std::sync::atomic::AtomicU64, n: usize) {
     c.fetch_add(n as u64, Ordering::Relaxed);
 }
 
-/// Batches that may be in the second stage of a direction at once (the first stage waits for a
-/// free one beyond that: back-pressure).
-const STAGE_DEPTH: usize = 4;
-/// A batch of at most this many frames is finished by the first stage itself when nothing is in
-/// the second one: a control frame crosses without a second thread wake-up.
-const INLINE_MAX: usize = 4;
-
 /// Whether a direction's work is split across two threads ([`RunSpec::pipeline`]).
 ///
 /// [`RunSpec::pipeline`]: super::RunSpec::pipeline
-pub fn pipeline_on(asked: Option<bool>) -> bool {
-    asked.unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 4))
-}
+pub use crate::stages::pipeline_on;
 
 /// Opens the protected interface's packet socket for `ethertype`, with a receive ring of
 /// about `bytes` for frames of up to `frame_max` octets when `ring` ([`RunSpec::rx_ring`]). A
@@ -120,94 +111,6 @@ pub fn threads(busy_poll: bool, pipeline: bool) -> u8 {
         (false, true) => 4,
         (false, false) => 2,
     }
-}
-
-/// How the first stage of a direction hands batches to the second (a thread of its own) and
-/// gets empty ones back. Without a second stage every batch is finished where it was made.
-struct Handoff<'a, B> {
-    work: Option<mpsc::SyncSender<B>>,
-    free: mpsc::Receiver<B>,
-    in_flight: &'a AtomicUsize,
-}
-
-impl<B> Handoff<'_, B> {
-    /// Whether a batch of `frames` is finished here: no second stage, or nothing in it (so the
-    /// order of the frames is kept) and the batch is small.
-    fn inline(&self, frames: usize) -> bool {
-        self.work.is_none() || (frames <= INLINE_MAX && self.in_flight.load(Ordering::Acquire) == 0)
-    }
-
-    /// Hands `b` to the second stage and returns an empty batch; `None` once the data plane
-    /// stops.
-    fn pass(&mut self, b: B, stop: &AtomicBool) -> Option<B> {
-        let work = self.work.as_ref()?;
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        work.send(b).ok()?;
-        loop {
-            match self.free.recv_timeout(TICK) {
-                Ok(b) => return Some(b),
-                Err(mpsc::RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
-                Err(_) => return None,
-            }
-        }
-    }
-}
-
-/// Runs a direction: `first` on this thread with its [`Handoff`]; with `pipeline`, `second` on
-/// a thread of its own, finishing the batches handed over in order (`false` from it: a failure
-/// is recorded, the data plane stops). `make` makes each batch.
-fn run_stages<B: Send>(
-    sh: &Shared,
-    pipeline: bool,
-    make: impl Fn() -> B,
-    second: impl FnMut(&mut B) -> bool + Send,
-    first: impl FnOnce(Handoff<'_, B>, B),
-) {
-    let in_flight = AtomicUsize::new(0);
-    let (free_tx, free_rx) = mpsc::channel();
-    if !pipeline {
-        return first(
-            Handoff {
-                work: None,
-                free: free_rx,
-                in_flight: &in_flight,
-            },
-            make(),
-        );
-    }
-    for _ in 0..STAGE_DEPTH {
-        let _ = free_tx.send(make());
-    }
-    let (work_tx, work_rx) = mpsc::sync_channel::<B>(STAGE_DEPTH);
-    std::thread::scope(|s| {
-        let in_flight = &in_flight;
-        let mut second = second;
-        // The second stage takes its first stage's name and a 2: `macsec-tx2`.
-        let name = format!("{}2", std::thread::current().name().unwrap_or("stage"));
-        crate::sync::spawn_named(s, &name, move || {
-            loop {
-                match work_rx.recv_timeout(TICK) {
-                    Ok(mut b) => {
-                        let ok = second(&mut b);
-                        in_flight.fetch_sub(1, Ordering::AcqRel);
-                        if !ok || free_tx.send(b).is_err() {
-                            return;
-                        }
-                    }
-                    Err(mpsc::RecvTimeoutError::Timeout) if !sh.stop.load(Ordering::Relaxed) => {}
-                    Err(_) => return,
-                }
-            }
-        });
-        first(
-            Handoff {
-                work: Some(work_tx),
-                free: free_rx,
-                in_flight,
-            },
-            make(),
-        );
-    });
 }
 
 /// Frames read from the host side, on their way out.
@@ -357,7 +260,7 @@ pub fn tx_loop(
         policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
         send(sh, sock, b).is_ok()
     };
-    run_stages(sh, pipeline, make, second, |mut handoff, mut b| {
+    run_stages(&sh.stop, pipeline, make, second, |mut handoff, mut b| {
         let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
         // After a full batch more frames are likely queued: read again without waiting.
         let mut full = false;
@@ -610,7 +513,7 @@ pub fn rx_loop(
         policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
         verify_and_deliver(sh, host, stride, b).is_ok()
     };
-    run_stages(sh, pipeline, make, second, |mut handoff, mut b| {
+    run_stages(&sh.stop, pipeline, make, second, |mut handoff, mut b| {
         let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
         let mut full = false;
         let mut batches = 0u32;

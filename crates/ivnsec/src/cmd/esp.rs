@@ -176,6 +176,8 @@ pub struct UpArgs {
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
+    pub pipeline: super::common::dataplane::PipelineArgs,
+    #[command(flatten)]
     pub crypto_workers: super::common::dataplane::CryptoWorkersArgs,
     #[command(flatten)]
     pub checkpoint: ReplayCheckpointArgs,
@@ -253,6 +255,13 @@ fn up(a: UpArgs) -> Result<ExitCode> {
              has: drop --no-offload (which moves one packet per system call) or the workers",
         ));
     }
+    if a.no_offload && a.pipeline.choice() == Some(true) {
+        return Err(usage(
+            "--pipeline on splits the offload path's batches across two threads per \
+             direction: drop --no-offload (which moves one packet per system call) or the \
+             pipeline",
+        ));
+    }
     if a.outer_send == OuterSendArg::Link && a.udp_encap {
         return Err(usage(
             "--outer-send link sends IP protocol 50 as Ethernet frames; with --udp-encap ESP \
@@ -293,6 +302,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         offload: !a.no_offload,
         busy_poll: a.busy_poll.duration(),
         crypto_workers: a.crypto_workers.count(),
+        pipeline: a.pipeline.choice(),
         outer_send: a.outer_send.into(),
         rx_checkpoint: a.checkpoint.checkpoint()?,
     };

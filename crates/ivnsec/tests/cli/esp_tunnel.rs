@@ -94,6 +94,27 @@ fn bad_input_is_refused_with_a_clear_message() {
         "{e}"
     );
 
+    // The pipeline splits the offload path's batches; `off` and `auto` are fine there.
+    let mut piped = base(&k.ab, v4.0, v4.1, "0x1001");
+    piped.extend(["--no-offload", "--pipeline", "on"].map(String::from));
+    let (c, e) = run(piped);
+    assert_eq!(c, 2, "{e}");
+    assert!(
+        e.contains("--pipeline on") && e.contains("--no-offload"),
+        "{e}"
+    );
+    let mut bad_pipe = base(&k.ab, v4.0, v4.1, "0x1001");
+    bad_pipe.extend(["--pipeline", "twice"].map(String::from));
+    let (c, e) = run(bad_pipe);
+    assert_eq!(c, 2, "{e}");
+    assert!(e.contains("--pipeline") && e.contains("auto"), "{e}");
+    let o = d.run(&["esp", "up", "--help"]);
+    assert!(
+        text(&o.stdout).contains("--pipeline <MODE>"),
+        "{}",
+        text(&o.stdout)
+    );
+
     // The link path sends protocol 50 from the offload path's batches only.
     for (extra, other) in [
         ("--udp-encap", "--udp-encap"),

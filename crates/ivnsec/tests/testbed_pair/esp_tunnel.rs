@@ -603,9 +603,23 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
     let d = TempDir::new("esp-udpoff");
     let p = EspPair::new(Outer::V4);
     let k = keys(&d);
-    // a in the latency mode: one thread moves both directions; b with two crypto workers.
-    let _a = up(&d, &p, &k, 'a', &["--udp-encap", "--busy-poll-us", "300"]);
-    let _b = up(&d, &p, &k, 'b', &["--udp-encap", "--crypto-workers", "2"]);
+    // a in the latency mode: one thread moves both directions; b with two crypto workers
+    // (without the pipeline, which `auto` gives a machine of 4 CPUs or more).
+    let off: [&str; 2] = ["--pipeline", "off"];
+    let _a = up(
+        &d,
+        &p,
+        &k,
+        'a',
+        &["--udp-encap", "--busy-poll-us", "300", off[0], off[1]],
+    );
+    let _b = up(
+        &d,
+        &p,
+        &k,
+        'b',
+        &["--udp-encap", "--crypto-workers", "2", off[0], off[1]],
+    );
     let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "ping: {}", text(&o.stdout));
     for v6 in [false, true] {
@@ -639,6 +653,79 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
     }
 }
 
+/// `--pipeline on` (two threads per direction: read, cut and protect | send; receive | verify
+/// and write) over ESP in UDP and over protocol 50: ping (IPv4 and IPv6 inside) and iperf3 TCP
+/// both ways, IPv4 and IPv6 inside, with b's crypto workers on top. Every packet verified is
+/// written to the TUN, none dropped, super-packets cut and coalesced on both ends; the
+/// status says 4 threads and the pipeline.
+#[test]
+fn the_pipeline_carries_tcp_and_ping_both_ways_over_udp_and_protocol_50() {
+    require_root!();
+    if let Some(why) = require(&["iperf3"]) {
+        eprintln!(
+            "SKIPPED the_pipeline_carries_tcp_and_ping_both_ways_over_udp_and_protocol_50: {why}"
+        );
+        return;
+    }
+    for udp in [true, false] {
+        let d = TempDir::new("esp-pipe");
+        let p = EspPair::new(Outer::V4);
+        let k = keys(&d);
+        let mut a_args = vec!["--pipeline", "on"];
+        let mut b_args = vec!["--pipeline", "on", "--crypto-workers", "2"];
+        if udp {
+            a_args.push("--udp-encap");
+            b_args.push("--udp-encap");
+        }
+        let _a = up(&d, &p, &k, 'a', &a_args);
+        let _b = up(&d, &p, &k, 'b', &b_args);
+        for to in [inner4('b'), inner6('b')] {
+            let o = ping(&p.ns('a'), to, &["-c", "3", "-i", "0.2"]);
+            assert!(
+                o.status.success(),
+                "udp {udp}: ping {to}: {}",
+                text(&o.stdout)
+            );
+        }
+        for v6 in [false, true] {
+            assert!(iperf3_tcp(&p, 'a', v6) > 1e6, "udp {udp}");
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(iperf3_tcp(&p, 'b', v6) > 1e6, "udp {udp}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let sa = status_when(&d, 'a', |s| {
+            delivered_all(s) && s["packets"]["gro_out"].as_u64() > Some(0)
+        });
+        let sb = status_when(&d, 'b', |s| {
+            delivered_all(s)
+                && s["rx"]["packets"].as_u64().unwrap() + 3
+                    >= esp_status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
+        });
+        for s in [&sa, &sb] {
+            assert_eq!(s["pipeline"], true, "udp {udp}: {s}");
+            assert_eq!(s["threads"], 4, "udp {udp}: {s}");
+            assert!(
+                s["packets"]["gso_in"].as_u64().unwrap() > 0,
+                "udp {udp}: {s}"
+            );
+            assert!(
+                s["packets"]["gro_out"].as_u64().unwrap() > 0,
+                "udp {udp}: {s}"
+            );
+            assert_eq!(s["rx"]["drops"], serde_json::json!({}), "udp {udp}: {s}");
+            assert_eq!(
+                s["packets"]["tun_out"], s["rx"]["packets"],
+                "udp {udp}: {s}"
+            );
+            assert_eq!(s["packets"]["send_errors"], 0, "udp {udp}: {s}");
+        }
+        assert_eq!(sb["crypto_workers"], 2, "{sb}");
+        for k in ["sealed_by_workers", "opened_by_workers"] {
+            assert!(sb["packets"][k].as_u64() > Some(0), "udp {udp}: {k}: {sb}");
+        }
+    }
+}
+
 /// `--no-offload` on one end, the offload path on the other: ping (IPv4 and IPv6 inside) and
 /// iperf3 TCP both ways work across the mix; the `--no-offload` end reports the offload off and
 /// never sees a super-packet, the other end cuts its own into segments and coalesces what it
@@ -661,7 +748,14 @@ fn no_offload_interoperates_with_the_offload_path() {
         &p,
         &k,
         'a',
-        &["--busy-poll-us", "300", "--crypto-workers", "2"],
+        &[
+            "--busy-poll-us",
+            "300",
+            "--crypto-workers",
+            "2",
+            "--pipeline",
+            "off",
+        ],
     );
     let _b = up(&d, &p, &k, 'b', &["--no-offload", "--busy-poll-us", "300"]);
     for to in [inner4('b'), inner6('b')] {
@@ -884,7 +978,9 @@ fn kill_9_and_restart_never_repeat_a_sequence_number() {
     let k = keys(&d);
     let _b = up(&d, &p, &k, 'b', &[]);
     let sniff = Sniffer::start(&p, 'b');
-    let mut a = up(&d, &p, &k, 'a', &["--reserve-block", "16"]);
+    // a with the pipeline: its sequence numbers are reserved and taken by the first stage.
+    let a_args = ["--reserve-block", "16", "--pipeline", "on"];
+    let mut a = up(&d, &p, &k, 'a', &a_args);
     let o = ping(&p.ns('a'), inner4('b'), &["-c", "5", "-i", "0.2"]);
     assert!(
         o.status.success(),
@@ -899,7 +995,7 @@ fn kill_9_and_restart_never_repeat_a_sequence_number() {
     let _ = a.0.as_mut().unwrap().wait();
     drop(a);
 
-    let _a2 = up(&d, &p, &k, 'a', &["--reserve-block", "16"]);
+    let _a2 = up(&d, &p, &k, 'a', &a_args);
     let second = esp_status(&d, 'a');
     let first2 = second["tx"]["first_seq"].as_u64().unwrap();
     assert!(first2 > 5, "restart began at {first2}: {second}");

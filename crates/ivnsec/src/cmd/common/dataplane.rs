@@ -34,10 +34,11 @@ impl BusyPollArgs {
 /// `--pipeline`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PipelineArgs {
-    /// How each direction of the data plane uses threads. `on`: two per direction, in a
-    /// pipeline (outgoing: reading and cutting super-frames on one, protecting and sending on
-    /// the other; incoming: receiving and verifying on one, writing to the host side on the
-    /// other), batch by batch in order, so one stream can use about twice the CPU; a batch of
+    /// How each direction of the data plane uses threads (`macsec up`, `gateway`, and `esp up`
+    /// on its offload path). `on`: two per direction, in a pipeline (outgoing: reading,
+    /// cutting super-frames and protecting on one, sending on the other; incoming: receiving
+    /// on one, verifying and writing to the host side on the other), batch by batch in order,
+    /// so one stream can use about twice the CPU; a batch of
     /// a few frames with nothing queued in the second stage is finished by the first, so a
     /// control frame pays no second thread wake-up. `off`: one thread per direction (the
     /// least CPU per frame when CPUs are few). `auto` (default): on with 4 CPUs or more.
