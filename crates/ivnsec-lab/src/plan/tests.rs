@@ -687,6 +687,19 @@ fn profiles_are_parsed_when_the_plan_is_read() {
             2,
             15,
         ),
+        (
+            "[[underload]]\nprofiles = [\"plain\"]\n\
+             [[underload]]\nseconds = 2\nprofiles = [\"aes128-gcm\", \"nope\"]\n",
+            "underload[1].profiles[1]",
+            5,
+            27,
+        ),
+        (
+            "[[playback]]\ntimeline = \"t.csv\"\nprofiles = [\"nope\", \"plain\"]\n",
+            "playback[0].profiles[0]",
+            3,
+            13,
+        ),
     ] {
         let e = parse("p.toml", "p", text, &o).unwrap_err();
         assert_eq!(exit_code(&e), 2, "{text}");
@@ -735,4 +748,39 @@ fn profiles_are_parsed_when_the_plan_is_read() {
     );
     assert_eq!(p.tdma[0].cells[0].profile, typed("hmac-sha256"));
     assert_eq!(p.crypto_bench[0].profiles, [typed("hmac-sha1")]);
+    // [[underload]] and [[playback]] (its timeline a preset's built-in one, so no file is read).
+    let p = parse_in(
+        "p.toml",
+        "p",
+        "[[underload]]\nprofiles = [\"aes128-gcm/conf\", \"plain\"]\n\
+         [[underload]]\ntopology = \"bump\"\nprofiles = [\"hmac-sha256\"]\n\
+         [[playback]]\ntimeline = \"lidar-playback.csv\"\nprofiles = [\"macsec-gcm-aes-128/auth\"]\n",
+        &o,
+        &Base::Preset,
+    )
+    .unwrap();
+    assert_eq!(
+        p.underload[0].profiles,
+        [typed("aes128-gcm/conf"), typed("plain")]
+    );
+    assert_eq!(p.underload[0].profiles[0].name(), "aes128-gcm/conf");
+    assert_eq!(p.underload_gateways[0].profiles, [typed("hmac-sha256")]);
+    assert_eq!(
+        p.playback[0].config.profiles,
+        [typed("macsec-gcm-aes-128/auth")]
+    );
+    // A table with a built-in timeline has its other settings checked all the same (an empty
+    // `profiles` is the reader's to accept and check's to refuse).
+    let e = parse_in(
+        "p.toml",
+        "p",
+        "[[playback]]\ntimeline = \"lidar-playback.csv\"\nprofiles = []\n",
+        &o,
+        &Base::Preset,
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{e:#}"),
+        "plan p.toml: key `playback[0]`: give 1 to 16 profiles, got 0"
+    );
 }

@@ -32,10 +32,12 @@ fn layout(topology: Option<&str>) -> Layout {
     }
 }
 
+/// The `[[underload]]` tables, their profiles typed as the plan is read (an unknown one names
+/// its key, `underload[0].profiles[1]`).
 #[derive(Deserialize)]
 struct UnderloadTables {
     #[serde(default)]
-    underload: Vec<UnderloadConfig<String>>,
+    underload: Vec<UnderloadConfig>,
 }
 
 impl<Pl, R> PlanTables<Pl, R> for UnderloadExperiment
@@ -58,9 +60,7 @@ where
             }
         }
         for (i, u) in f.underload.into_iter().enumerate() {
-            let u = u
-                .parse()
-                .and_then(|u| u.check().map(|_| u))
+            u.check()
                 .map_err(|e| t.bad(&format!("underload[{i}]"), format!("{e:#}")))?;
             if let Some(topology) = u
                 .topology
@@ -126,19 +126,18 @@ where
     }
 }
 
+/// The `[[playback]]` tables, their profiles typed as the plan is read (an unknown one names
+/// its key, `playback[0].profiles[1]`).
 #[derive(Deserialize)]
 struct PlaybackTables {
     #[serde(default)]
-    playback: Vec<PlaybackConfig<String>>,
+    playback: Vec<PlaybackConfig>,
 }
 
 /// One `[[playback]]` table checked, its timeline found beside the plan or built in.
-fn playback_job(t: &PlanText, i: usize, p: &PlaybackConfig<String>) -> Result<PlaybackJob> {
+fn playback_job(t: &PlanText, i: usize, p: PlaybackConfig) -> Result<PlaybackJob> {
     let key = format!("playback[{i}]");
-    let mut config = p
-        .clone()
-        .parse()
-        .map_err(|e| t.bad(&key, format!("{e:#}")))?;
+    let mut config = p;
     let mut embedded = None;
     if config.timeline.is_relative() {
         match t.base {
@@ -155,9 +154,14 @@ fn playback_job(t: &PlanText, i: usize, p: &PlaybackConfig<String>) -> Result<Pl
             }
         }
     }
+    // A built-in timeline is checked by the presets' tests, not read here; the other settings
+    // are checked either way (how many profiles, none twice, reply_every, the provider).
     if embedded.is_none() {
-        config.check().map_err(|e| t.bad(&key, format!("{e:#}")))?;
+        config.check()
+    } else {
+        config.check_settings()
     }
+    .map_err(|e| t.bad(&key, format!("{e:#}")))?;
     Ok(PlaybackJob { config, embedded })
 }
 
@@ -184,7 +188,7 @@ where
                 ));
             }
         }
-        for (i, p) in f.playback.iter().enumerate() {
+        for (i, p) in f.playback.into_iter().enumerate() {
             let job = playback_job(t, i, p)?;
             plan.jobs_mut().push(job);
         }

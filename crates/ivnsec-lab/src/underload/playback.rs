@@ -9,7 +9,6 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use anyhow::{Result, anyhow};
 use ivnsec_net::pcap::{PcapError, PcapErrorKind, PcapReader};
@@ -18,8 +17,7 @@ use serde_json::json;
 
 use super::node::Schedule;
 use super::run::{
-    Common, DEFAULT_PROFILES, MAX_COUNT, check_common, parse_profiles, run_stream,
-    sockperf_baseline,
+    Common, MAX_COUNT, check_common, default_profiles, run_stream, sockperf_baseline,
 };
 use super::{
     MAX_ENTRIES, MAX_MESSAGE, MIN_MESSAGE, REQUIREMENT_US, TimelineEntry, UnderloadReport,
@@ -29,18 +27,16 @@ use crate::site::Site;
 use ivnsec_core::profile::NamedProfile;
 use ivnsec_node::error::usage;
 
-/// The settings of a playback run, as the command line and plan sections give them. `P` is how
-/// a profile is held: as a plan table spells it (`String`) until [`PlaybackConfig::parse`]
-/// parses it, typed after that (the default; the command line parses its own).
+/// The settings of a playback run, as the command line and plan sections give them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    bound(deserialize = "P: Deserialize<'de> + FromStr, <P as FromStr>::Err: std::fmt::Debug")
-)]
-pub struct PlaybackConfig<P = NamedProfile> {
+#[serde(deny_unknown_fields)]
+pub struct PlaybackConfig {
     /// Profiles, run in this order (`plain` first is added when missing and `baseline` is on).
+    /// Typed where the plan is read: an unknown profile is a TOML error naming its key
+    /// (`playback[0].profiles[1]`, [`crate::experiment::text::key_at`]); the command line
+    /// parses its own (`--profile`).
     #[serde(default = "default_profiles")]
-    pub profiles: Vec<P>,
+    pub profiles: Vec<NamedProfile>,
     /// The timeline file: sockperf playback CSV or classic pcap.
     pub timeline: PathBuf,
     /// Reply to every n-th message.
@@ -61,16 +57,6 @@ pub struct PlaybackConfig<P = NamedProfile> {
     pub topology: Option<String>,
 }
 
-/// [`DEFAULT_PROFILES`] as either form of [`PlaybackConfig`] holds them.
-fn default_profiles<P: FromStr>() -> Vec<P>
-where
-    P::Err: std::fmt::Debug,
-{
-    DEFAULT_PROFILES
-        .iter()
-        .map(|s| s.parse().expect("the default profiles are profiles"))
-        .collect()
-}
 fn default_reply_every() -> u64 {
     100
 }
@@ -82,21 +68,6 @@ fn default_provider() -> String {
 }
 fn default_true() -> bool {
     true
-}
-
-impl PlaybackConfig<String> {
-    /// The table as a plan file wrote it, its profiles parsed.
-    pub fn parse(self) -> Result<PlaybackConfig> {
-        Ok(PlaybackConfig {
-            profiles: parse_profiles(&self.profiles)?,
-            timeline: self.timeline,
-            reply_every: self.reply_every,
-            requirement_us: self.requirement_us,
-            provider: self.provider,
-            baseline: self.baseline,
-            topology: self.topology,
-        })
-    }
 }
 
 impl PlaybackConfig {
@@ -119,14 +90,20 @@ impl PlaybackConfig {
         self.load().map(|_| ())
     }
 
-    /// Checks the settings and returns the timeline.
-    pub fn load(&self) -> Result<Timeline> {
+    /// Checks the settings but the timeline (a preset's built-in one is written out only when
+    /// the plan runs).
+    pub fn check_settings(&self) -> Result<()> {
         check_common(
             &self.profiles,
             self.reply_every,
             self.requirement_us,
             &self.provider,
-        )?;
+        )
+    }
+
+    /// Checks the settings and returns the timeline.
+    pub fn load(&self) -> Result<Timeline> {
+        self.check_settings()?;
         let t = Timeline::load(&self.timeline)?;
         if t.entries.len() as u64 > MAX_COUNT {
             return Err(usage(format!(
@@ -439,5 +416,27 @@ mod tests {
         assert!(c.baseline);
         assert!(toml::from_str::<PlaybackConfig>("profiles = [\"plain\"]").is_err());
         assert!(toml::from_str::<PlaybackConfig>("timeline = \"x\"\nsize = 3").is_err());
+        let c: PlaybackConfig = toml::from_str("timeline = \"x.csv\"").unwrap();
+        assert_eq!(c, PlaybackConfig::new("x.csv"));
+    }
+
+    /// `profiles` is typed where the table is read: an unknown profile fails there, the error
+    /// on the profile itself (its key `profiles[0]` for the plan's message); known ones are the
+    /// typed profiles under the names the table spells.
+    #[test]
+    fn profiles_are_typed_when_read() {
+        let text = "timeline = \"x.csv\"\nprofiles = [\"nope\", \"plain\"]\n";
+        let e = toml::from_str::<PlaybackConfig>(text).unwrap_err();
+        assert_eq!(
+            crate::experiment::text::toml_error(&e, text),
+            "line 2, column 13: key `profiles[0]`: profile `nope`: unknown suite (see \
+             `ivnsec suites`)\n  | profiles = [\"nope\", \"plain\"]"
+        );
+        let c: PlaybackConfig =
+            toml::from_str("timeline = \"x.csv\"\nprofiles = [\"macsec-gcm-aes-128/auth\"]\n")
+                .unwrap();
+        let want: NamedProfile = "macsec-gcm-aes-128/auth".parse().unwrap();
+        assert_eq!(c.profiles, [want]);
+        assert_eq!(c.profiles[0].name(), "macsec-gcm-aes-128/auth");
     }
 }

@@ -39,16 +39,7 @@ use crate::site::{Layout, Site, link_spec, link_spec_on, testbed_node};
 use crate::sockperf::parse_sockperf;
 use crate::throughput::{CpuResult, system_fields};
 use ivnsec_node::channel::{open as open_channel, random_keys};
-use ivnsec_node::error::{parse_profile, usage};
-
-/// The profiles of a plan table as written, parsed (the table's [`UnderloadConfig::parse`],
-/// [`super::playback::PlaybackConfig::parse`]): a name that is no profile is a usage error in
-/// the words of [`ivnsec_core::profile::ProfileError`]. Checks the count first, as the checks
-/// of the parsed settings do.
-pub(crate) fn parse_profiles(names: &[String]) -> Result<Vec<NamedProfile>> {
-    check_count(names.len())?;
-    names.iter().map(|n| parse_profile(n)).collect()
-}
+use ivnsec_node::error::usage;
 
 fn check_count(n: usize) -> Result<()> {
     if n == 0 || n > MAX_PROFILES {
@@ -71,18 +62,15 @@ const DRAIN_NS: u64 = 300_000_000;
 /// Port of the sockperf server.
 const SOCKPERF_PORT: u16 = 11112;
 
-/// The settings of an under-load run, as the command line and plan sections give them. `P` is
-/// how a profile is held: as a plan table spells it (`String`) until [`UnderloadConfig::parse`]
-/// parses it, typed after that (the default; the command line parses its own).
+/// The settings of an under-load run, as the command line and plan sections give them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    default,
-    bound(deserialize = "P: Deserialize<'de>, UnderloadConfig<P>: Default")
-)]
-pub struct UnderloadConfig<P = NamedProfile> {
+#[serde(deny_unknown_fields, default)]
+pub struct UnderloadConfig {
     /// Profiles, run in this order (`plain` first is added when missing and `baseline` is on).
-    pub profiles: Vec<P>,
+    /// Typed where the plan is read: an unknown profile is a TOML error naming its key
+    /// (`underload[0].profiles[1]`, [`crate::experiment::text::key_at`]); the command line
+    /// parses its own (`--profile`).
+    pub profiles: Vec<NamedProfile>,
     /// Message size, bytes.
     pub size: usize,
     /// Messages per second.
@@ -109,40 +97,6 @@ pub fn default_profiles() -> Vec<NamedProfile> {
         .iter()
         .map(|s| s.parse().expect("the default profiles are profiles"))
         .collect()
-}
-
-impl Default for UnderloadConfig<String> {
-    fn default() -> Self {
-        let d = UnderloadConfig::<NamedProfile>::default();
-        UnderloadConfig {
-            profiles: DEFAULT_PROFILES.iter().map(|s| s.to_string()).collect(),
-            size: d.size,
-            mps: d.mps,
-            reply_every: d.reply_every,
-            seconds: d.seconds,
-            requirement_us: d.requirement_us,
-            provider: d.provider,
-            baseline: d.baseline,
-            topology: d.topology,
-        }
-    }
-}
-
-impl UnderloadConfig<String> {
-    /// The table as a plan file wrote it, its profiles parsed.
-    pub fn parse(self) -> Result<UnderloadConfig> {
-        Ok(UnderloadConfig {
-            profiles: parse_profiles(&self.profiles)?,
-            size: self.size,
-            mps: self.mps,
-            reply_every: self.reply_every,
-            seconds: self.seconds,
-            requirement_us: self.requirement_us,
-            provider: self.provider,
-            baseline: self.baseline,
-            topology: self.topology,
-        })
-    }
 }
 
 impl Default for UnderloadConfig {
@@ -1021,15 +975,17 @@ mod tests {
 
     #[test]
     fn config_defaults_and_checks() {
-        UnderloadConfig::default().check().unwrap();
-        assert_eq!(UnderloadConfig::default().count(), 9500);
-        // As a plan table writes it: the profiles are parsed, then everything is checked.
-        let c = UnderloadConfig::<String>::default();
-        assert_eq!(c.clone().parse().unwrap(), UnderloadConfig::default());
+        let c = UnderloadConfig::default();
+        c.check().unwrap();
+        assert_eq!(c.count(), 9500);
         // From TOML with only some keys; unknown keys are refused.
         let t: UnderloadConfig = toml::from_str("size = 1400\nmps = 100\nseconds = 2").unwrap();
         assert_eq!((t.size, t.count(), t.reply_every), (1400, 200, 100));
+        assert_eq!(t.profiles, default_profiles());
         assert!(toml::from_str::<UnderloadConfig>("sise = 3").is_err());
+        let typed = |names: &[&str]| -> Vec<NamedProfile> {
+            names.iter().map(|n| n.parse().unwrap()).collect()
+        };
         for bad in [
             UnderloadConfig {
                 size: 15,
@@ -1048,11 +1004,7 @@ mod tests {
                 ..c.clone()
             },
             UnderloadConfig {
-                profiles: vec!["aes999-gcm".into()],
-                ..c.clone()
-            },
-            UnderloadConfig {
-                profiles: vec!["plain".into(), "plain".into()],
+                profiles: typed(&["plain", "plain"]),
                 ..c.clone()
             },
             UnderloadConfig {
@@ -1069,8 +1021,29 @@ mod tests {
                 ..c.clone()
             },
         ] {
-            let e = bad.clone().parse().and_then(|u| u.check()).unwrap_err();
+            let e = bad.check().unwrap_err();
             assert_eq!(ivnsec_node::error::exit_code(&e), 2, "{bad:?}: {e}");
         }
+    }
+
+    /// `profiles` is typed where the table is read: an unknown profile fails there, the error
+    /// on the profile itself (its key `profiles[1]` for the plan's message); known ones are the
+    /// typed profiles under the names the table spells.
+    #[test]
+    fn profiles_are_typed_when_read() {
+        let text = "profiles = [\"plain\", \"aes999-gcm\"]\n";
+        let e = toml::from_str::<UnderloadConfig>(text).unwrap_err();
+        assert_eq!(
+            crate::experiment::text::toml_error(&e, text),
+            "line 1, column 22: key `profiles[1]`: profile `aes999-gcm`: unknown suite (see \
+             `ivnsec suites`)\n  | profiles = [\"plain\", \"aes999-gcm\"]"
+        );
+        let c: UnderloadConfig =
+            toml::from_str("profiles = [\"hmac-sha256\", \"aes128-gcm/conf\"]\n").unwrap();
+        let want: Vec<NamedProfile> = ["hmac-sha256", "aes128-gcm/conf"]
+            .map(|p| p.parse().unwrap())
+            .into();
+        assert_eq!(c.profiles, want);
+        assert_eq!(c.profiles[1].name(), "aes128-gcm/conf");
     }
 }
