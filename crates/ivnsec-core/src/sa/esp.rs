@@ -14,7 +14,6 @@
 //! *check* → ICV (constant time) → replay *insert* → decrypt → padding → restore the packet.
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use core::fmt;
 use core::net::IpAddr;
 
@@ -638,8 +637,7 @@ enum Dir {
 
 /// Outbound ESP SA.
 pub struct EspTx {
-    /// Shared with the [`EspSealer`]s handed out, which seal what this SA prepared.
-    keys: Arc<Keys>,
+    keys: Keys,
     mode: EspMode,
     rng: &'static dyn SecureRandom,
     /// Next sequence number; `None` once the last one has been used.
@@ -656,7 +654,7 @@ impl EspTx {
         mode: EspMode,
         first_seq: u64,
     ) -> Result<EspTx, EspConfigError> {
-        let keys = Arc::new(Keys::new(provider, params)?);
+        let keys = Keys::new(provider, params)?;
         if first_seq == 0 || first_seq > keys.max_seq() {
             return Err(EspConfigError::BadFirstSeq {
                 first: first_seq,
@@ -933,60 +931,26 @@ impl EspTx {
     /// ICV computed under its sequence number. Reads the keys only. Returns the protected
     /// length.
     pub fn seal(&self, buf: &mut [u8], s: &EspSealing) -> Result<usize, EspProtectError> {
-        seal_with(&self.keys, buf, s)
-    }
-
-    /// What seals this SA's prepared packets without the SA itself: a data plane that prepares
-    /// packets in order on one thread (each sequence number taken there) and seals them on
-    /// another holds only this, not the SA, while it seals. It reads the keys only.
-    pub fn sealer(&self) -> EspSealer {
-        EspSealer {
-            keys: Arc::clone(&self.keys),
+        let EspSealing {
+            seq,
+            esp,
+            data_start,
+            ct_len,
+            total,
+        } = *s;
+        let too_small = EspProtectError::BufferTooSmall { needed: total };
+        if let Engine::CbcHmac { cipher, .. } = &self.keys.engine {
+            let (head, data) = buf.split_at_mut(data_start);
+            let iv: &[u8; BLOCK_LEN] = tail(head, esp + HEADER_LEN)
+                .try_into()
+                .map_err(|_| EspProtectError::Crypto(CryptoError::Internal))?;
+            cipher.cbc_encrypt(iv, data.get_mut(..ct_len).ok_or(too_small)?)?;
         }
-    }
-}
-
-/// Seals the packets an [`EspTx`] prepared ([`EspTx::sealer`]); the same as [`EspTx::seal`].
-#[derive(Clone)]
-pub struct EspSealer {
-    keys: Arc<Keys>,
-}
-
-impl EspSealer {
-    /// [`EspTx::seal`]: the packet laid out in `buf` encrypted and its ICV computed.
-    pub fn seal(&self, buf: &mut [u8], s: &EspSealing) -> Result<usize, EspProtectError> {
-        seal_with(&self.keys, buf, s)
-    }
-}
-
-impl fmt::Debug for EspSealer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EspSealer")
-            .field("keys", &self.keys)
-            .finish()
-    }
-}
-
-/// [`EspTx::seal`] under `keys`.
-fn seal_with(keys: &Keys, buf: &mut [u8], s: &EspSealing) -> Result<usize, EspProtectError> {
-    let EspSealing {
-        seq,
-        esp,
-        data_start,
-        ct_len,
-        total,
-    } = *s;
-    let too_small = EspProtectError::BufferTooSmall { needed: total };
-    if let Engine::CbcHmac { cipher, .. } = &keys.engine {
-        let (head, data) = buf.split_at_mut(data_start);
-        let iv: &[u8; BLOCK_LEN] = tail(head, esp + HEADER_LEN)
-            .try_into()
+        self.keys
+            .icv(buf, esp, total, seq, Dir::Seal)
             .map_err(|_| EspProtectError::Crypto(CryptoError::Internal))?;
-        cipher.cbc_encrypt(iv, data.get_mut(..ct_len).ok_or(too_small)?)?;
+        Ok(total)
     }
-    keys.icv(buf, esp, total, seq, Dir::Seal)
-        .map_err(|_| EspProtectError::Crypto(CryptoError::Internal))?;
-    Ok(total)
 }
 
 /// A packet [`EspTx::prepare_at`] laid out: what its [`EspTx::seal`] needs.

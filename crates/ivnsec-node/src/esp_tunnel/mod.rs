@@ -41,7 +41,7 @@ use ivnsec_core::crypto::CryptoProvider;
 use ivnsec_core::profile::{NamedProfile, Profile};
 use ivnsec_core::sa::DropReason;
 use ivnsec_core::sa::esp::{
-    EspAlg, EspCheck, EspChecked, EspMode, EspOpened, EspParams, EspProtectError, EspRx, EspSealer,
+    EspAlg, EspCheck, EspChecked, EspMode, EspOpened, EspParams, EspProtectError, EspRx,
     EspSealing, EspTx, MAX_OVERHEAD, SpiRange,
 };
 use ivnsec_core::wire::ip::{self, protocol};
@@ -1139,9 +1139,9 @@ fn send_framed(sh: &Shared, outer: &OuterSocket, slots: &mut [u8], units: &[(usi
 /// `sendmmsg` when it is full or the TUN has nothing more queued.
 fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, pipeline: bool) {
     let mut tx = TxOffload::new(sh);
-    let (stride, hdr) = (tx.stride, tx.outer_hdr);
+    let stride = tx.stride;
     let second = |b: &mut TxBatch| {
-        seal_and_send(sh, outer, b, stride, hdr);
+        send_batch(sh, outer, b);
         true
     };
     run_stages(
@@ -1169,26 +1169,21 @@ fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, pipeline: bool) 
 /// side run ([`busy_loop`]; a thread of its own then simply turns again).
 const TURN: usize = BATCH;
 
-/// A batch of packets on their way out: cut into the slots and prepared in place by the first
-/// stage (each sequence number taken there, in order), sealed and sent by the second (or by
-/// the first, [`Handoff::inline`]).
+/// A batch of packets on their way out: cut into the slots and protected in place by the
+/// first stage, sent by the second (or by the first, [`Handoff::inline`]).
 struct TxBatch {
     slots: Vec<u8>,
     /// The protected packets to send, in sequence order: (offset of the ESP packet, length).
     units: [(usize, usize); BATCH],
-    /// Packets cut into the slots: the `i`-th is `lens[i]` long at `slots[i * stride + room..]`
-    /// (then prepared there).
+    k: usize,
+    /// Packets cut into the slots and not yet protected: the `i`-th is `lens[i]` long at
+    /// `slots[i * stride + room..]`.
     n: usize,
     lens: [usize; BATCH],
-    /// By slot, once the batch is prepared (reset for the slots in use only): the packet's
-    /// sealing (`None`: dropped, counted), its protected length once sealed.
+    /// By slot, while the batch is protected (reset for the slots in use only): the packet's
+    /// sealing once prepared, its protected length.
     jobs: Vec<Option<EspSealing>>,
     totals: Vec<usize>,
-    /// How many packets were prepared, and what seals them: the keys of the SA that prepared
-    /// them, held without the SA, so the first stage takes the SA's lock for the next batch
-    /// while this one is sealed.
-    busy: usize,
-    sealer: Option<EspSealer>,
     scratch: Vec<u8>,
 }
 
@@ -1197,12 +1192,11 @@ impl TxBatch {
         TxBatch {
             slots: vec![0u8; BATCH * stride],
             units: [(0, 0); BATCH],
+            k: 0,
             n: 0,
             lens: [0; BATCH],
             jobs: vec![None; BATCH],
             totals: vec![0; BATCH],
-            busy: 0,
-            sealer: None,
             scratch: Vec::new(),
         }
     }
@@ -1212,56 +1206,26 @@ impl TxBatch {
         TxBatch {
             slots: Vec::new(),
             units: [(0, 0); BATCH],
+            k: 0,
             n: 0,
             lens: [0; BATCH],
             jobs: Vec::new(),
             totals: Vec::new(),
-            busy: 0,
-            sealer: None,
             scratch: Vec::new(),
         }
     }
 }
 
-/// Seals the prepared packets of `b` (on the crypto workers or here), records them with
-/// `--pcap` and sends them on the outer socket in sequence order; the batch is empty after.
-fn seal_and_send(sh: &Shared, outer: &OuterSocket, b: &mut TxBatch, stride: usize, hdr: usize) {
-    let n = std::mem::take(&mut b.n);
-    let Some(sealer) = b.sealer.take() else {
-        return;
-    };
-    let parallel = sh.workers.each_frame(
-        &mut b.slots,
-        stride,
-        &b.jobs[..n],
-        &mut b.totals[..n],
-        b.busy,
-        |slot, job, total| {
-            if let Some(s) = job {
-                *total = sealer.seal(slot, s).unwrap_or(0);
-            }
-        },
-    );
-    if parallel {
-        sh.packets
-            .sealed_by_workers
-            .fetch_add(b.busy as u64, Ordering::Relaxed);
-    }
-    let mut k = 0;
-    for (i, &total) in b.totals.iter().enumerate().take(n) {
-        if total == 0 {
-            continue;
-        }
-        b.units[k] = (i * stride + hdr, total - hdr);
-        k += 1;
-    }
-    if k == 0 {
+/// Records the protected packets of `b` with `--pcap` and sends them on the outer socket.
+fn send_batch(sh: &Shared, outer: &OuterSocket, b: &mut TxBatch) {
+    if b.k == 0 {
         return;
     }
-    for &(at, len) in &b.units[..k] {
+    for &(at, len) in &b.units[..b.k] {
         sh.record(&mut b.scratch, sh.local, sh.remote, &b.slots[at..at + len]);
     }
-    send_framed(sh, outer, &mut b.slots, &b.units[..k]);
+    send_framed(sh, outer, &mut b.slots, &b.units[..b.k]);
+    b.k = 0;
 }
 
 /// The transmit side of the offload path: TUN reads (super-packets cut into packets straight
@@ -1288,25 +1252,22 @@ impl TxOffload {
         }
     }
 
-    /// Prepares the packets cut into the slots and hands them on to be sealed and sent: each
-    /// prepared in order (its sequence number reserved, then taken) with the outbound SA
-    /// locked; the batch sealed (by the crypto workers or on its thread) and sent in sequence
-    /// order, here or by the second stage. `Err` once a failure is recorded or the tunnel
-    /// stops.
+    /// Protects the packets cut into the slots and hands them on to be sent: each prepared in
+    /// order (its sequence number reserved, then taken) with the outbound SA locked, the batch
+    /// sealed by the crypto workers or here, sent in sequence order, here or by the second
+    /// stage. `Err` once a failure is recorded or the tunnel stops.
     fn flush(
         &mut self,
         sh: &Shared,
         outer: &OuterSocket,
         h: &mut Handoff<'_, TxBatch>,
     ) -> Result<(), ()> {
-        self.prepare(sh)?;
-        if self.b.busy == 0 {
-            self.b.n = 0;
-            self.b.sealer = None;
+        self.protect(sh)?;
+        if self.b.k == 0 {
             return Ok(());
         }
-        if h.inline(self.b.busy) {
-            seal_and_send(sh, outer, &mut self.b, self.stride, self.outer_hdr);
+        if h.inline(self.b.k) {
+            send_batch(sh, outer, &mut self.b);
         } else {
             let b = std::mem::replace(&mut self.b, TxBatch::none());
             self.b = h.pass(b, &sh.stop).ok_or(())?;
@@ -1314,30 +1275,58 @@ impl TxOffload {
         Ok(())
     }
 
-    /// Prepares the packets cut into the slots of `self.b` in order, with the outbound SA
-    /// locked: each sequence number reserved on disk, then taken.
-    fn prepare(&mut self, sh: &Shared) -> Result<(), ()> {
-        let (room, stride) = (self.room, self.stride);
+    /// Protects the packets cut into the slots of `self.b`, listing them in `units[..k]`.
+    fn protect(&mut self, sh: &Shared) -> Result<(), ()> {
+        let (room, stride, hdr) = (self.room, self.stride, self.outer_hdr);
         let b = &mut self.b;
-        let n = b.n;
+        let n = std::mem::take(&mut b.n);
+        let (jobs, totals) = (&mut b.jobs, &mut b.totals);
         for i in 0..n {
-            (b.jobs[i], b.totals[i]) = (None, 0);
+            (jobs[i], totals[i]) = (None, 0);
         }
         let mut busy = 0;
-        let mut tx = lock(&sh.tx);
-        for i in 0..n {
-            let slot = &mut b.slots[i * stride..(i + 1) * stride];
-            match prepare(sh, &mut tx, slot, room, b.lens[i]) {
-                Prepared::Ok(s) => {
-                    b.jobs[i] = Some(s);
-                    busy += 1;
+        {
+            let mut tx = lock(&sh.tx);
+            for (i, job) in jobs.iter_mut().enumerate().take(n) {
+                let slot = &mut b.slots[i * stride..(i + 1) * stride];
+                match prepare(sh, &mut tx, slot, room, b.lens[i]) {
+                    Prepared::Ok(s) => {
+                        *job = Some(s);
+                        busy += 1;
+                    }
+                    Prepared::Dropped => {}
+                    Prepared::Fatal => return Err(()),
                 }
-                Prepared::Dropped => {}
-                Prepared::Fatal => return Err(()),
+            }
+            let sa = &tx.sa;
+            let parallel = sh.workers.each_frame(
+                &mut b.slots,
+                stride,
+                &jobs[..n],
+                &mut totals[..n],
+                busy,
+                |slot, job, total| {
+                    if let Some(s) = job {
+                        *total = sa.seal(slot, s).unwrap_or(0);
+                    }
+                },
+            );
+            if parallel {
+                sh.packets
+                    .sealed_by_workers
+                    .fetch_add(busy as u64, Ordering::Relaxed);
             }
         }
-        b.busy = busy;
-        b.sealer = Some(tx.sa.sealer());
+        let mut k = 0;
+        for (i, &total) in totals.iter().enumerate().take(n) {
+            if total == 0 {
+                continue;
+            }
+            let at = i * stride;
+            b.units[k] = (at + hdr, total - hdr);
+            k += 1;
+        }
+        b.k = k;
         Ok(())
     }
 
