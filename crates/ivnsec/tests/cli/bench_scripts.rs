@@ -226,3 +226,46 @@ fn dataplane_bench_refuses_a_wakes_count_out_of_range_with_exit_2() {
         assert!(err.contains("WAKES="), "WAKES={bad}: stderr {err}");
     }
 }
+
+const THREADS_USAGE: &str = "Usage: sudo bash scripts/dataplane-threads [ROUNDS [SECONDS]]";
+
+#[test]
+fn dataplane_threads_help_names_its_variants_and_an_example() {
+    assert_help_names(
+        "dataplane-threads",
+        &[
+            THREADS_USAGE,
+            "TAP_VARIANTS",
+            "ESP_VARIANTS",
+            "ENCAPS",
+            "/proc/PID/task/TID/stat",
+            "Example:",
+            "bash scripts/dataplane-threads 3 4",
+        ],
+    );
+}
+
+#[test]
+fn dataplane_threads_refuses_bad_arguments_and_encapsulations_with_exit_2() {
+    assert_refused(
+        "dataplane-threads",
+        THREADS_USAGE,
+        &[
+            &["two"],
+            &["0"],
+            &["2", "0"],
+            &["2", "4", "1"],
+            &["--bogus"],
+        ],
+    );
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/dataplane-threads"))
+        .args(["1", "1"])
+        .env("ENCAPS", "udp gre")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ENCAPS=udp gre"), "{err}");
+}
