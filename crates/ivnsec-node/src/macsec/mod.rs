@@ -483,10 +483,10 @@ pub struct RunSpec {
     /// How long a data-plane thread keeps polling its queue once it ran empty before it
     /// sleeps (`--busy-poll-us`); `None`: it sleeps at once.
     pub busy_poll: Option<std::time::Duration>,
-    /// Whether each direction splits its work across two threads (reading and cutting on one,
-    /// protecting and sending on the other; receiving and verifying on one, writing to the
-    /// host side on the other), batch by batch in order (`--pipeline on|off`); `None`: on
-    /// with 4 CPUs or more (`auto`).
+    /// Whether each direction splits its work across two threads (reading, cutting and
+    /// protecting on one, sending on the other; receiving on one, verifying and writing to the
+    /// host side on the other), batch by batch in order ([`crate::stages`], `--pipeline
+    /// on|off`); `None`: on with 4 CPUs or more (`auto`).
     pub pipeline: Option<bool>,
     /// Whether the protected interface's frames are taken from a receive ring shared with the
     /// kernel (`PACKET_MMAP`, no system call per batch; [`sys::RxRing`]) of `socket_buffer`
