@@ -589,6 +589,31 @@ fn iperf3_tcp(p: &EspPair, from: char, v6: bool) -> f64 {
     j["end"]["sum_received"]["bytes"].as_f64().unwrap()
 }
 
+/// One iperf3 TCP stream each way, IPv4 then IPv6 inside, a 300 ms pause after each (`ctx`
+/// names the round in a failure).
+fn tcp_both_ways(p: &EspPair, ctx: &str) {
+    for v6 in [false, true] {
+        assert!(iperf3_tcp(p, 'a', v6) > 1e6, "{ctx}");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(iperf3_tcp(p, 'b', v6) > 1e6, "{ctx}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Both ends' status once the streams have passed: a has delivered everything and coalesced
+/// some, b has received all but at most 3 of what a sent.
+fn settled_after_tcp(d: &TempDir) -> (Value, Value) {
+    let sa = status_when(d, 'a', |s| {
+        delivered_all(s) && s["packets"]["gro_out"].as_u64() > Some(0)
+    });
+    let sb = status_when(d, 'b', |s| {
+        delivered_all(s)
+            && s["rx"]["packets"].as_u64().unwrap() + 3
+                >= esp_status(d, 'a')["tx"]["packets"].as_u64().unwrap()
+    });
+    (sa, sb)
+}
+
 /// ESP in UDP on the offload path: batches leave with UDP segmentation offload and arrive with
 /// UDP receive offload (several ESP packets per receive, split and verified one by one);
 /// iperf3 TCP over IPv4 and IPv6 inside both ways; no drops, every packet that arrived
@@ -622,20 +647,8 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
     );
     let o = ping(&p.ns('a'), inner4('b'), &["-c", "2", "-i", "0.2"]);
     assert!(o.status.success(), "ping: {}", text(&o.stdout));
-    for v6 in [false, true] {
-        assert!(iperf3_tcp(&p, 'a', v6) > 1e6);
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(iperf3_tcp(&p, 'b', v6) > 1e6);
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    let sa = status_when(&d, 'a', |s| {
-        delivered_all(s) && s["packets"]["gro_out"].as_u64() > Some(0)
-    });
-    let sb = status_when(&d, 'b', |s| {
-        delivered_all(s)
-            && s["rx"]["packets"].as_u64().unwrap() + 3
-                >= esp_status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
-    });
+    tcp_both_ways(&p, "");
+    let (sa, sb) = settled_after_tcp(&d);
     assert_eq!((&sa["threads"], &sb["threads"]), (&1.into(), &2.into()));
     // b's workers sealed its TCP segments and opened a's (GRO trains taken apart included).
     assert_eq!(sb["crypto_workers"], 2, "{sb}");
@@ -687,20 +700,8 @@ fn the_pipeline_carries_tcp_and_ping_both_ways_over_udp_and_protocol_50() {
                 text(&o.stdout)
             );
         }
-        for v6 in [false, true] {
-            assert!(iperf3_tcp(&p, 'a', v6) > 1e6, "udp {udp}");
-            std::thread::sleep(Duration::from_millis(300));
-            assert!(iperf3_tcp(&p, 'b', v6) > 1e6, "udp {udp}");
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        let sa = status_when(&d, 'a', |s| {
-            delivered_all(s) && s["packets"]["gro_out"].as_u64() > Some(0)
-        });
-        let sb = status_when(&d, 'b', |s| {
-            delivered_all(s)
-                && s["rx"]["packets"].as_u64().unwrap() + 3
-                    >= esp_status(&d, 'a')["tx"]["packets"].as_u64().unwrap()
-        });
+        tcp_both_ways(&p, &format!("udp {udp}"));
+        let (sa, sb) = settled_after_tcp(&d);
         for s in [&sa, &sb] {
             assert_eq!(s["pipeline"], true, "udp {udp}: {s}");
             assert_eq!(s["threads"], 4, "udp {udp}: {s}");
