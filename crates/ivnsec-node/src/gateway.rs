@@ -269,6 +269,8 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     sock.set_promiscuous()
         .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
     let prot_buffer = sock.set_recv_buffer_force(cfg.socket_buffer).unwrap_or(0);
+    let out = crate::macsec::dataplane::open_send(&cfg.protected)
+        .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
     let shared = Shared {
         tx: Mutex::new(Tx { sa: tx, hw }),
         rx: Mutex::new(Rx { receiver, marks }),
@@ -319,7 +321,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     let wire_max = 14 + VLAN_TAG_LEN + prot_mtu as usize;
     std::thread::scope(|s| {
         let sh = &shared;
-        let (l, k) = (&link, &sock);
+        let (l, k, o) = (&link, &sock, &out);
         let geometry = Geometry {
             room: headroom,
             tail,
@@ -327,7 +329,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
             wire_max,
         };
         spawn_named(s, "gateway-tx", move || {
-            tx_loop(sh, l, k, geometry, scheduling)
+            tx_loop(sh, l, o, geometry, scheduling)
         });
         spawn_named(s, "gateway-rx", move || {
             rx_loop(sh, l, k, ring, stride, scheduling)
@@ -345,6 +347,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     });
     let final_status = snapshot(&header, &shared);
     drop(sock);
+    drop(out);
     drop(link);
     status_file.remove();
     let fatal = lock(&shared.fatal).take();
@@ -412,7 +415,7 @@ struct Geometry {
     wire_max: usize,
 }
 
-fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduling: Scheduling) {
+fn tx_loop(sh: &Shared, host: &LinkPort, out: &RawSocket, g: Geometry, scheduling: Scheduling) {
     let Geometry {
         room,
         tail,
@@ -422,7 +425,7 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
     let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
     let mut buf = vec![0u8; MAX_BATCH * stride];
     let mut got = [(0usize, 0usize); MAX_BATCH];
-    let mut out = [(0usize, 0usize); MAX_BATCH];
+    let mut units = [(0usize, 0usize); MAX_BATCH];
     let mut full = false;
     while !sh.stop.load(Ordering::Relaxed) {
         if !full && !sh.busy_poll.keep_polling() {
@@ -468,7 +471,7 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
                 if let Ok(len) =
                     t.sa.protect_in_place_at(&mut buf[at..at + stride], room, plain)
                 {
-                    out[k] = (at, len);
+                    units[k] = (at, len);
                     k += 1;
                 }
             }
@@ -477,7 +480,7 @@ fn tx_loop(sh: &Shared, host: &LinkPort, sock: &RawSocket, g: Geometry, scheduli
             continue;
         }
         if let Err(e) =
-            crate::macsec::dataplane::send_frames(sock, &buf, &out[..k], &sh.frames, |_| {})
+            crate::macsec::dataplane::send_frames(out, &buf, &units[..k], &sh.frames, |_| {})
         {
             return sh.fail(anyhow::anyhow!("sending on the protected port: {e}"));
         }

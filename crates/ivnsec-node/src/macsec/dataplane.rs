@@ -73,6 +73,27 @@ pub fn open_protected(
     }
 }
 
+/// Opens a packet socket on `iface` that only sends: bound to the interface with protocol 0,
+/// it receives nothing and no thread waits on it.
+///
+/// The data planes send on it rather than on the socket their receiving thread waits on. When
+/// the kernel releases a sent frame (at once on a veth, where the peer takes it in the
+/// sender's own softirq) it tells the socket's waiters that there is room to send again; on a
+/// socket that a thread polls for frames, that is a pass over a wait queue under its lock for
+/// every frame sent: 3.7 % of a `macsec up` transmit thread's CPU in `perf` (one TCP stream,
+/// docs/benchmarks.md, "A socket that only sends"). On this socket nobody waits.
+pub fn open_send(iface: &str) -> std::io::Result<RawSocket> {
+    RawSocket::open(iface, 0)
+}
+
+/// The protected interface's two sockets: the one frames are received on (and waited on), and
+/// the one they are sent on ([`open_send`]).
+#[derive(Clone, Copy)]
+pub struct Protected<'a> {
+    pub sock: &'a RawSocket,
+    pub out: &'a RawSocket,
+}
+
 /// The receive ring for the status file: its size and slots, or null.
 pub fn ring_json(ring: Option<&RxRing>) -> serde_json::Value {
     ring.map_or(
@@ -195,7 +216,7 @@ fn rx_batch(stride: usize) -> RxBatch {
 pub fn busy_loop(
     sh: &Shared,
     host: &dyn HostPort,
-    sock: &RawSocket,
+    Protected { sock, out }: Protected<'_>,
     ring: Option<RxRing>,
     plan: MtuPlan,
     stride: usize,
@@ -220,7 +241,7 @@ pub fn busy_loop(
         let Ok(sent) = reader.read_protect(&mut tb, &mut policy) else {
             return;
         };
-        if tb.k > 0 && send(sh, sock, &tb).is_err() {
+        if tb.k > 0 && send(sh, out, &tb).is_err() {
             return;
         }
         let Ok(got) = receiver.take(&mut rb, &mut policy) else {
@@ -241,12 +262,12 @@ pub fn busy_loop(
 }
 
 /// Frames of the host from the TAP (or the plain port), protected, out on the protected
-/// interface. With `pipeline` the reading (with the cutting of super-frames) and the protection
+/// interface (its send-only socket `out`, [`open_send`]). With `pipeline` the reading (with the cutting of super-frames) and the protection
 /// run on this thread and the sending on a second one, batch by batch in order.
 pub fn tx_loop(
     sh: &Shared,
     host: &dyn HostPort,
-    sock: &RawSocket,
+    out: &RawSocket,
     plan: MtuPlan,
     stride: usize,
     scheduling: Scheduling,
@@ -258,7 +279,7 @@ pub fn tx_loop(
     let second = move |b: &mut TxBatch| {
         // The second stage's thread runs under the same scheduling, from its first batch on.
         policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
-        send(sh, sock, b).is_ok()
+        send(sh, out, b).is_ok()
     };
     run_stages(&sh.stop, pipeline, make, second, |mut handoff, mut b| {
         let mut policy = ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises);
@@ -290,7 +311,7 @@ pub fn tx_loop(
                 continue;
             }
             if handoff.inline(b.k) {
-                if send(sh, sock, &b).is_err() {
+                if send(sh, out, &b).is_err() {
                     return;
                 }
             } else {

@@ -268,6 +268,9 @@ impl HostPort for TapPort {
 /// A plain Ethernet interface in front of legacy ECUs (every EtherType, promiscuous).
 pub struct LinkPort {
     sock: RawSocket,
+    /// The socket frames to the legacy ECUs go out on ([`super::dataplane::open_send`]): the
+    /// transmit thread waits on `sock`.
+    out: RawSocket,
     /// The receive buffer the kernel granted, in bytes (0 when it refused to say).
     buffer: usize,
     /// The socket's receive ring, where it has one (read by the transmit thread only; the lock
@@ -304,8 +307,10 @@ impl LinkPort {
             super::dataplane::open_protected(ifname, libc_eth_p_all(), frame_max, bytes, ring)?;
         sock.set_promiscuous()?;
         let buffer = sock.set_recv_buffer_force(bytes).unwrap_or(0);
+        let out = super::dataplane::open_send(ifname)?;
         Ok(LinkPort {
             sock,
+            out,
             buffer,
             ring: ring.map(std::sync::Mutex::new),
         })
@@ -410,7 +415,7 @@ impl HostPort for LinkPort {
     fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], c: &FrameCounters) {
         let mut rest = frames;
         while !rest.is_empty() {
-            let (done, err) = sys::send_batch_at(self.sock.as_fd(), buf, rest);
+            let (done, err) = sys::send_batch_at(self.out.as_fd(), buf, rest);
             add(&c.tap_out, done);
             match err {
                 None => break,

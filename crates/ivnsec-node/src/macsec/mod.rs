@@ -686,6 +686,8 @@ pub fn run_spec(
             .context("filtering frames to other hosts")?;
     }
     let prot_buffer = sock.set_recv_buffer_force(spec.socket_buffer).unwrap_or(0);
+    let out = dataplane::open_send(&spec.iface)
+        .map_err(|e| open_err(&format!("raw socket on {iface_opt} {}", spec.iface), e))?;
     let workers =
         crate::workers::Workers::new(spec.crypto_workers, host_name, scheduling.priority())
             .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
@@ -787,14 +789,15 @@ pub fn run_spec(
     let one_thread = dataplane::one_thread(spec.busy_poll.is_some(), pipeline);
     let result = std::thread::scope(|s| -> Result<()> {
         let sh = &*shared;
-        let k = &sock;
+        let (k, o) = (&sock, &out);
         if one_thread {
             spawn_named(s, "macsec-poll", move || {
-                dataplane::busy_loop(sh, host, k, ring, plan, stride, scheduling)
+                let p = dataplane::Protected { sock: k, out: o };
+                dataplane::busy_loop(sh, host, p, ring, plan, stride, scheduling)
             });
         } else {
             spawn_named(s, "macsec-tx", move || {
-                dataplane::tx_loop(sh, host, k, plan, stride, scheduling, pipeline)
+                dataplane::tx_loop(sh, host, o, plan, stride, scheduling, pipeline)
             });
             spawn_named(s, "macsec-rx", move || {
                 dataplane::rx_loop(sh, host, k, ring, stride, scheduling, pipeline)
@@ -826,6 +829,7 @@ pub fn run_spec(
         let _ = lock(p).flush();
     }
     drop(sock);
+    drop(out);
     drop(tap);
     drop(link);
     status.remove();
