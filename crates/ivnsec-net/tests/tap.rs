@@ -1,7 +1,7 @@
 //! TAP interfaces in-process: one named with a random prefix in this namespace (as the veth
 //! pairs of raw_socket.rs), frames both ways through it checked with an AF_PACKET socket bound
-//! to it, its settings, refusal of a name in use, and removal when dropped. Needs root; skipped
-//! with a printed reason otherwise.
+//! to it, its settings, refusal of a name in use, and removal when dropped; a socket of
+//! protocol 0 sends and receives nothing. Needs root; skipped with a printed reason otherwise.
 
 mod common;
 
@@ -96,4 +96,53 @@ fn tap_carries_frames_both_ways_and_disappears_when_dropped() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A socket bound with protocol 0 (the data planes' sending socket,
+/// `ivnsec_node::macsec::dataplane::open_send`) sends whole frames out of its interface and
+/// receives none: frames that arrive on the interface reach a socket of their EtherType and not
+/// it, and its drop counter stays at zero.
+#[test]
+fn a_socket_of_protocol_0_sends_and_receives_nothing() {
+    require_root!();
+    let name = format!("{}t", random_prefix().unwrap());
+    let tap = Tap::create(&name).unwrap();
+    let mac = [0x02, 0x11, 0x22, 0x33, 0x44, 0x56];
+    tap.set_mac(mac).unwrap();
+    tap.set_up(true).unwrap();
+    let out = RawSocket::open(&name, 0).unwrap();
+    let sock = RawSocket::open(&name, ETYPE).unwrap();
+    let peer = [0x02, 0, 0, 0, 0, 0x98];
+    let mut buf = vec![0u8; 2048];
+    for i in 0..20u8 {
+        let f = frame(mac, peer, i, 200);
+        tap.send(&f).unwrap();
+        let m = sock
+            .recv(&mut buf, Some(Duration::from_secs(2)))
+            .unwrap()
+            .expect("the frame written to the TAP arrives on the interface");
+        assert_eq!(&buf[..m.len], &f[..]);
+    }
+    assert!(out.try_recv_any(&mut buf).unwrap().is_none());
+    let st = out.take_statistics().unwrap();
+    assert_eq!((st.packets, st.drops), (0, 0));
+
+    // Sent on the protocol-0 socket: read from the TAP, byte for byte.
+    let g = frame(peer, mac, 0x5B, 300);
+    out.send(&g).unwrap();
+    let t0 = Instant::now();
+    let got = loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "nothing read from the TAP"
+        );
+        if !tap.wait_readable(Some(Duration::from_millis(100))).unwrap() {
+            continue;
+        }
+        match tap.recv(&mut buf).unwrap() {
+            Some(n) if buf[12..14] == ETYPE.to_be_bytes() => break buf[..n].to_vec(),
+            _ => continue,
+        }
+    };
+    assert_eq!(got, g);
 }
