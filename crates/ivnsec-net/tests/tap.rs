@@ -23,6 +23,25 @@ fn frame(dst: [u8; 6], src: [u8; 6], tag: u8, len: usize) -> Vec<u8> {
     f
 }
 
+/// The next frame of EtherType [`ETYPE`] read from `tap`, skipping whatever else the host sends
+/// on a new interface (e.g. IPv6 router solicitations); fails after 2 s without one.
+fn read_ours(tap: &Tap, buf: &mut [u8]) -> Vec<u8> {
+    let t0 = Instant::now();
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "nothing read from the TAP"
+        );
+        if !tap.wait_readable(Some(Duration::from_millis(100))).unwrap() {
+            continue;
+        }
+        match tap.recv(buf).unwrap() {
+            Some(n) if buf[12..14] == ETYPE.to_be_bytes() => return buf[..n].to_vec(),
+            _ => continue,
+        }
+    }
+}
+
 #[test]
 fn tap_carries_frames_both_ways_and_disappears_when_dropped() {
     require_root!();
@@ -61,24 +80,10 @@ fn tap_carries_frames_both_ways_and_disappears_when_dropped() {
         .expect("the frame written to the TAP arrives on the interface");
     assert_eq!(&buf[..m.len], &f[..]);
 
-    // Sent on the interface: read from the TAP (skipping whatever else the host sends on a new
-    // interface, e.g. IPv6 router solicitations).
+    // Sent on the interface: read from the TAP.
     let g = frame(peer, mac, 0x5A, 100);
     sock.send(&g).unwrap();
-    let t0 = Instant::now();
-    let got = loop {
-        assert!(
-            t0.elapsed() < Duration::from_secs(2),
-            "nothing read from the TAP"
-        );
-        if !tap.wait_readable(Some(Duration::from_millis(100))).unwrap() {
-            continue;
-        }
-        match tap.recv(&mut buf).unwrap() {
-            Some(n) if buf[12..14] == ETYPE.to_be_bytes() => break buf[..n].to_vec(),
-            _ => continue,
-        }
-    };
+    let got = read_ours(&tap, &mut buf);
     assert_eq!(got, g);
     // Nothing queued: recv does not block.
     let t0 = Instant::now();
@@ -130,19 +135,6 @@ fn a_socket_of_protocol_0_sends_and_receives_nothing() {
     // Sent on the protocol-0 socket: read from the TAP, byte for byte.
     let g = frame(peer, mac, 0x5B, 300);
     out.send(&g).unwrap();
-    let t0 = Instant::now();
-    let got = loop {
-        assert!(
-            t0.elapsed() < Duration::from_secs(2),
-            "nothing read from the TAP"
-        );
-        if !tap.wait_readable(Some(Duration::from_millis(100))).unwrap() {
-            continue;
-        }
-        match tap.recv(&mut buf).unwrap() {
-            Some(n) if buf[12..14] == ETYPE.to_be_bytes() => break buf[..n].to_vec(),
-            _ => continue,
-        }
-    };
+    let got = read_ours(&tap, &mut buf);
     assert_eq!(got, g);
 }
