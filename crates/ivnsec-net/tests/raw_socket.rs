@@ -330,6 +330,7 @@ fn receive_ring_takes_frames_as_a_batch_receive_does() {
     // Nothing yet: not readable, nothing taken.
     assert!(!ivnsec_net::sys::wait_readable(b.as_fd(), Some(Duration::from_millis(20))).unwrap());
     assert_eq!(ring.recv_batch(&mut buf, stride, 2, &mut metas), 0);
+    assert!(!ring.ready());
 
     let elsewhere = [0x02, 0x49, 0x56, 0x7f, 0x7f, 0x7f];
     a.send(&frame(mb, ma, 0x88B6, 100, 9)).unwrap(); // another EtherType
@@ -342,7 +343,11 @@ fn receive_ring_takes_frames_as_a_batch_receive_does() {
     for f in &sent {
         a.send(f).unwrap();
     }
+    // Frames in the ring: it says so before anything is taken, and not once all are.
+    assert!(ivnsec_net::sys::wait_readable(b.as_fd(), Some(Duration::from_secs(2))).unwrap());
+    assert!(ring.ready());
     assert_eq!(take(&mut ring, &mut buf, &mut metas, 4), 4);
+    assert!(!ring.ready());
     for (i, f) in sent.iter().enumerate() {
         let m = metas[i];
         assert_eq!(m.packet_type, PacketType::Host);
@@ -388,7 +393,9 @@ fn receive_ring_takes_frames_as_a_batch_receive_does() {
     );
     let mut next = 0u32;
     loop {
+        let waiting = ring.ready();
         let n = ring.recv_batch(&mut buf, stride, 0, &mut metas);
+        assert_eq!(waiting, n > 0, "ready() before a batch of {n}");
         if n == 0 {
             break;
         }

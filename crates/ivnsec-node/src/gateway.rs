@@ -574,7 +574,7 @@ fn rx_loop(
                 }
             }
         }
-        host.send_frames(&buf, &deliver[..k], &sh.frames);
+        host.send_frames(&buf, &deliver[..k], false, &sh.frames);
         if let Some(e) = failed {
             return sh.fail(rx_error(e));
         }

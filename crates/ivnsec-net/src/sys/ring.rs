@@ -164,6 +164,15 @@ impl RxRing {
         unsafe { AtomicU32::from_ptr(self.map.as_ptr().add(off).cast::<u32>()) }
     }
 
+    /// Whether a frame waits in the ring: the next [`recv_batch`](Self::recv_batch) takes at
+    /// least one.
+    pub fn ready(&self) -> bool {
+        self.status(self.slot_offset(self.head))
+            .load(Ordering::Acquire)
+            & libc::TP_STATUS_USER
+            != 0
+    }
+
     /// Takes up to `metas.len()` (≤ [`MAX_BATCH`]) frames, never waiting, as
     /// [`RawSocket::recv_batch`] does: frame `i` is copied to `buf[i * stride + off..(i + 1) *
     /// stride]`, what is known about it in `metas[i]` (no timestamp); each slot goes back to

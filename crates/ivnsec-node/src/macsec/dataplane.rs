@@ -200,6 +200,7 @@ fn rx_batch(stride: usize) -> RxBatch {
         metas: [empty; MAX_BATCH],
         got: 0,
         full: false,
+        more: false,
         deliver: [(0, 0); MAX_BATCH],
         jobs: vec![None; MAX_BATCH],
         decided: vec![None; MAX_BATCH],
@@ -506,6 +507,9 @@ struct RxBatch {
     got: usize,
     /// The receive took a whole batch (more were likely queued).
     full: bool,
+    /// Frames still waited in the receive ring once this batch was taken: the next batch
+    /// follows without a wait, so a super-frame being merged for the TAP stays open for it.
+    more: bool,
     deliver: [(usize, usize); MAX_BATCH],
     /// By frame, while the batch is verified (reset for the frames of each batch only, so a
     /// lone control frame pays for one entry, not for the whole batch): its ticket and length
@@ -566,7 +570,9 @@ pub fn rx_loop(
             let Ok(got) = receiver.take(&mut b, &mut policy) else {
                 return;
             };
-            full = b.full;
+            // More frames wait: take them before waiting (and before a super-frame left open
+            // for them is written).
+            full = b.full || b.more;
             if got == 0 {
                 continue;
             }
@@ -618,6 +624,7 @@ impl RxTaker<'_> {
         .map_err(|e| sh.fail(anyhow::anyhow!("receiving on the protected interface: {e}")))?;
         b.got = got;
         b.full = got == MAX_BATCH;
+        b.more = got > 0 && self.ring.as_ref().is_some_and(RxRing::ready);
         if got == 0 {
             return Ok(0);
         }
@@ -721,12 +728,13 @@ fn verify_and_deliver(
             }
         }
     }
-    host.send_frames(&b.buf, &b.deliver[..k], &sh.frames);
+    host.send_frames(&b.buf, &b.deliver[..k], b.more, &sh.frames);
     if let Some(e) = failed {
         sh.fail(rx_error(e));
         return Err(());
     }
     if !b.full
+        && !b.more
         && k > 0
         && let Err(e) = top_up_rx(sh)
     {

@@ -51,8 +51,10 @@ pub trait HostPort: Sync {
         c: &FrameCounters,
     ) -> io::Result<usize>;
     /// Writes the verified frames `buf[at..at + len]`, counting them in `tap_out` (or
-    /// `tap_write_errors`).
-    fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], c: &FrameCounters);
+    /// `tap_write_errors`). `more`: further frames already wait on the protected interface and
+    /// come in the next call, so a super-frame being merged may stay open until then (the TAP
+    /// with offloads; the caller makes that next call without waiting).
+    fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], more: bool, c: &FrameCounters);
     /// Adds the frames the kernel dropped for a full queue since the last call to
     /// `host_queue_drops` (where the port can tell).
     fn count_queue_drops(&self, _c: &FrameCounters) {}
@@ -175,7 +177,7 @@ impl TapPort {
     }
 
     /// [`HostPort::send_frames`] with offloads.
-    fn send_offload(&self, buf: &[u8], frames: &[(usize, usize)], c: &FrameCounters) {
+    fn send_offload(&self, buf: &[u8], frames: &[(usize, usize)], more: bool, c: &FrameCounters) {
         let mut co = self.rx.lock().unwrap_or_else(|p| p.into_inner());
         for &(at, len) in frames {
             let frame = &buf[at..at + len];
@@ -189,7 +191,9 @@ impl TapPort {
             let none = [0u8; VNET_HDR_LEN];
             count_write(self.tap.send_parts(&[&none, frame]), 1, c);
         }
-        self.flush(&mut co, c);
+        if !more {
+            self.flush(&mut co, c);
+        }
     }
 
     /// Writes the super-frame held, if any.
@@ -255,9 +259,9 @@ impl HostPort for TapPort {
         self.tap.as_fd()
     }
 
-    fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], c: &FrameCounters) {
+    fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], more: bool, c: &FrameCounters) {
         if self.tap.vnet_hdr() {
-            return self.send_offload(buf, frames, c);
+            return self.send_offload(buf, frames, more, c);
         }
         for &(at, len) in frames {
             count_write(self.tap.send(&buf[at..at + len]), 1, c);
@@ -412,7 +416,7 @@ impl HostPort for LinkPort {
         Ok(k)
     }
 
-    fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], c: &FrameCounters) {
+    fn send_frames(&self, buf: &[u8], frames: &[(usize, usize)], _: bool, c: &FrameCounters) {
         let mut rest = frames;
         while !rest.is_empty() {
             let (done, err) = sys::send_batch_at(self.out.as_fd(), buf, rest);
