@@ -67,12 +67,13 @@ impl<'a, B> Handoff<'a, B> {
 
 /// Runs a direction: `first` on this thread with its [`Handoff`]; with `pipeline`, `second` on
 /// a thread of its own, finishing the batches handed over in order (`false` from it: a failure
-/// is recorded, the data plane stops). `make` makes each batch.
+/// is recorded, the data plane stops; its second argument: another batch is already queued
+/// behind this one). `make` makes each batch.
 pub fn run_stages<B: Send>(
     stop: &AtomicBool,
     pipeline: bool,
     make: impl Fn() -> B,
-    second: impl FnMut(&mut B) -> bool + Send,
+    second: impl FnMut(&mut B, bool) -> bool + Send,
     first: impl FnOnce(Handoff<'_, B>, B),
 ) {
     let in_flight = AtomicUsize::new(0);
@@ -93,7 +94,8 @@ pub fn run_stages<B: Send>(
             loop {
                 match work_rx.recv_timeout(TICK) {
                     Ok(mut b) => {
-                        let ok = second(&mut b);
+                        let queued = in_flight.load(Ordering::Acquire) > 1;
+                        let ok = second(&mut b, queued);
                         in_flight.fetch_sub(1, Ordering::AcqRel);
                         if !ok || free_tx.send(b).is_err() {
                             return;
@@ -113,4 +115,54 @@ pub fn run_stages<B: Send>(
             make(),
         );
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The second stage finishes the batches in the order they were handed over, and is told
+    /// whether another is queued behind the one it finishes: true while one is, false for the
+    /// last.
+    #[test]
+    fn the_second_stage_finishes_in_order_and_knows_what_is_queued() {
+        let stop = AtomicBool::new(false);
+        let seen = Mutex::new(Vec::new());
+        let (gate_tx, gate_rx) = mpsc::channel::<()>();
+        let gate_rx = Mutex::new(gate_rx);
+        run_stages(
+            &stop,
+            true,
+            || 0u32,
+            |b: &mut u32, queued| {
+                if *b == 1 {
+                    // Held until the first stage has handed over all three.
+                    let _ = lock(&gate_rx).recv_timeout(Duration::from_secs(5));
+                }
+                lock(&seen).push((*b, queued));
+                true
+            },
+            |mut h, _| {
+                for n in 1..=3 {
+                    h.pass(n, &stop).expect("a free batch");
+                }
+                gate_tx.send(()).unwrap();
+                // The handoff lives until the second stage has finished the three (dropping
+                // it stops the second stage).
+                let t0 = std::time::Instant::now();
+                while lock(&seen).len() < 3 && t0.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            },
+        );
+        let seen = lock(&seen).clone();
+        assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(seen[1], (2, true));
+        assert_eq!(seen[2], (3, false));
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }

@@ -1140,7 +1140,7 @@ fn send_framed(sh: &Shared, outer: &OuterSocket, slots: &mut [u8], units: &[(usi
 fn tx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, pipeline: bool) {
     let mut tx = TxOffload::new(sh);
     let stride = tx.stride;
-    let second = |b: &mut TxBatch| {
+    let second = |b: &mut TxBatch, _: bool| {
         send_batch(sh, outer, b);
         true
     };
@@ -1606,7 +1606,9 @@ fn rx_loop_offload(sh: &Shared, tun: &Tap, outer: &OuterSocket, gro: bool, pipel
     let work = Mutex::new(RxOffload::new(sh, outer, gro));
     let mut rx = RxTaker::new(sh, outer, &work);
     let stride = rx.stride;
-    let second = |b: &mut RxBatch| lock(&work).deliver(sh, tun, outer, b).is_ok();
+    // A super-frame being merged stays open while another batch is queued behind this one.
+    let second =
+        |b: &mut RxBatch, queued: bool| lock(&work).deliver(sh, tun, outer, b, queued).is_ok();
     run_stages(
         &sh.stop,
         pipeline,
@@ -1695,6 +1697,9 @@ impl<'a> RxTaker<'a> {
         let (pre, stride) = (self.pre, self.stride);
         let mut batches = 0;
         let mut empty = false;
+        // A batch verified here leaves its super-frame open for the next one; it is written
+        // once the socket ran empty (or the turn is over).
+        let mut held = false;
         while batches < TURN {
             let b = &mut self.b;
             let got = match outer.recv_batch(&mut b.slots, stride, pre, &mut b.lens, &mut b.segs) {
@@ -1714,11 +1719,17 @@ impl<'a> RxTaker<'a> {
             b.got = got;
             batches += 1;
             if h.inline(got) {
-                lock(self.work).deliver(sh, tun, outer, b)?;
+                lock(self.work).deliver(sh, tun, outer, b, true)?;
+                held = true;
             } else {
+                // The second stage writes what is open once nothing is queued behind.
+                held = false;
                 let b = std::mem::replace(&mut self.b, RxBatch::none());
                 self.b = h.pass(b, &sh.stop).ok_or(())?;
             }
+        }
+        if held {
+            lock(self.work).write_held(sh, tun);
         }
         if batches > 0 && empty && !top_up_rx(sh) {
             return Err(());
@@ -1854,14 +1865,17 @@ impl RxOffload {
     }
 
     /// Verifies the messages of `b` and writes the good packets to the TUN, in their order:
-    /// a UDP GRO train's packets each copied behind room for its outer header first. `Err`
-    /// once a failure is recorded (the data plane then stops).
+    /// a UDP GRO train's packets each copied behind room for its outer header first. With
+    /// `open`, a super-frame being merged stays open for the next batch (which is to come
+    /// without a wait, or [`write_held`](Self::write_held) writes it). `Err` once a failure is
+    /// recorded (the data plane then stops).
     fn deliver(
         &mut self,
         sh: &Shared,
         tun: &Tap,
         outer: &OuterSocket,
         b: &mut RxBatch,
+        open: bool,
     ) -> Result<(), ()> {
         let (pre, stride) = (self.pre, self.stride);
         let mut trained = 0;
@@ -1899,8 +1913,17 @@ impl RxOffload {
             }
         }
         self.settle(sh, tun, &mut b.slots)?;
-        write_coalesced(sh, tun, &mut self.co);
+        if !open {
+            self.write_held(sh, tun);
+        }
         Ok(())
+    }
+
+    /// Writes the super-frame being merged, if any.
+    fn write_held(&mut self, sh: &Shared, tun: &Tap) {
+        if !self.co.is_empty() {
+            write_coalesced(sh, tun, &mut self.co);
+        }
     }
 }
 

@@ -277,7 +277,7 @@ pub fn tx_loop(
     let g = TxGeometry::of(plan, stride);
     let make = || tx_batch(stride);
     let mut policy = None;
-    let second = move |b: &mut TxBatch| {
+    let second = move |b: &mut TxBatch, _: bool| {
         // The second stage's thread runs under the same scheduling, from its first batch on.
         policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
         send(sh, out, b).is_ok()
@@ -534,7 +534,7 @@ pub fn rx_loop(
 ) {
     let make = || rx_batch(stride);
     let mut policy = None;
-    let second = move |b: &mut RxBatch| {
+    let second = move |b: &mut RxBatch, _: bool| {
         policy.get_or_insert_with(|| ThreadPolicy::enter(scheduling, &sh.frames.backlog_raises));
         verify_and_deliver(sh, host, stride, b).is_ok()
     };
