@@ -366,6 +366,8 @@ fn run_class(
         accepted,
         dropped,
         not_seen: injected.saturating_sub(judged),
+        // These classes never alter the source address.
+        switch_refused: 0,
         rate_fps: if seconds > 0.0 {
             injected as f64 / seconds
         } else {

@@ -712,6 +712,8 @@ fn run_class(
         dropped,
         // An MKPDU goes to every member; it is seen when each judged it.
         not_seen: injected.saturating_sub(judged / n.max(1)),
+        // These classes never alter the source address.
+        switch_refused: 0,
         rate_fps: if seconds > 0.0 {
             injected as f64 / seconds
         } else {

@@ -126,8 +126,13 @@ pub struct AttackResult {
     pub accepted: u64,
     /// Units the receiver dropped, by reason.
     pub dropped: BTreeMap<String, u64>,
-    /// Injected frames the receiver never judged (lost in a full queue during the flood).
+    /// Injected frames the receiver never judged (lost in a full queue during the flood, or
+    /// refused by the switch).
     pub not_seen: u64,
+    /// Of the injected frames, those the switch refuses whatever its table says (a bit flip
+    /// that makes the source address a group address; [`forger::switch_refuses`]): counted by
+    /// the attacker, part of `not_seen`.
+    pub switch_refused: u64,
     /// Injection rate (frames per second).
     pub rate_fps: f64,
     pub legit_sent: u64,
@@ -200,6 +205,7 @@ impl AttackResult {
             accepted: 0,
             dropped: BTreeMap::new(),
             not_seen: 0,
+            switch_refused: 0,
             rate_fps: 0.0,
             legit_sent: 0,
             legit_delivered: 0,

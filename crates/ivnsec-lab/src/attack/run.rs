@@ -791,7 +791,7 @@ fn run_one(
             injected,
             seconds,
             captured,
-            ..
+            refused,
         },
         ini,
         res,
@@ -830,6 +830,7 @@ fn run_one(
         accepted,
         dropped,
         not_seen: injected.saturating_sub(judged),
+        switch_refused: refused,
         rate_fps: if seconds > 0.0 {
             injected as f64 / seconds
         } else {

@@ -163,8 +163,12 @@ fn nothing_forged_is_accepted() {
         assert_eq!(r["switch"], "hub", "{what}");
         captured += injected;
         assert_eq!(injected, count, "{what}");
-        // A flipped bit may make the source address a group address, which the switch drops.
-        assert!(u64_of(r, "not_seen") * 100 <= injected, "{what}");
+        // A flipped bit may make the source address a group address, which the switch drops:
+        // the attacker counts those; at most 1 % more may be lost on the way.
+        let refused = u64_of(r, "switch_refused");
+        let not_seen = u64_of(r, "not_seen");
+        assert!(refused <= not_seen, "{what}");
+        assert!((not_seen - refused) * 100 <= injected, "{what}");
         assert_eq!(
             u64_of(r, "legit_delivered"),
             u64_of(r, "legit_sent"),
