@@ -120,6 +120,7 @@ pub fn run_stages<B: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::lock;
     use std::sync::Mutex;
 
     /// The second stage finishes the batches in the order they were handed over, and is told
@@ -160,9 +161,5 @@ mod tests {
         assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(seen[1], (2, true));
         assert_eq!(seen[2], (3, false));
-    }
-
-    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
