@@ -139,6 +139,11 @@ pub struct FrameCounters {
     pub sealed_by_workers: AtomicU64,
     /// Frames opened (validated) by the crypto workers.
     pub opened_by_workers: AtomicU64,
+    /// With the pipeline: times the receiving stage polled its ring before sleeping, after a
+    /// batch of a stream ([`dataplane::RX_SPIN`]).
+    pub rx_spins: AtomicU64,
+    /// Of those, the times a frame came within the spin (the thread did not sleep).
+    pub rx_spins_caught: AtomicU64,
 }
 
 impl FrameCounters {
@@ -162,6 +167,8 @@ impl FrameCounters {
             "offload_bad": g(&self.offload_bad),
             "sealed_by_workers": g(&self.sealed_by_workers),
             "opened_by_workers": g(&self.opened_by_workers),
+            "rx_spins": g(&self.rx_spins),
+            "rx_spins_caught": g(&self.rx_spins_caught),
         })
     }
 }

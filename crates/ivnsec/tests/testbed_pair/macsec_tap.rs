@@ -1175,6 +1175,22 @@ fn offloaded_taps_carry_tcp_udp_icmp_vlan_and_the_mtu_edge_also_with_a_no_offloa
                 }
             }
         }
+        // The receiving stage's spin before it sleeps (`frames.rx_spins`): never without the
+        // pipeline; with it, a receive ring and no busy-poll, TCP's bursts start some; a spin
+        // catches a frame at most once.
+        for (st, extra, piped) in [(&sa, a_extra, piped[0]), (&sb, b_extra, piped[1])] {
+            let f = &st[0]["frames"];
+            let spins = f["rx_spins"].as_u64().expect("frames.rx_spins");
+            let caught = f["rx_spins_caught"]
+                .as_u64()
+                .expect("frames.rx_spins_caught");
+            assert!(caught <= spins, "{round}: {st}");
+            if !piped {
+                assert_eq!(spins, 0, "{round}: {st}");
+            } else if !extra.contains(&"--busy-poll-us") && !st[0]["rx_ring"].is_null() {
+                assert!(spins > 0, "{round}: {st}");
+            }
+        }
         // The receive ring: on by default, off where asked (the queue then, as before).
         assert!(sa[0]["rx_ring"]["slots"].as_u64() > Some(0), "{sa}");
         assert!(sa[0]["rx_ring"]["bytes"].as_u64() > Some(0), "{sa}");
