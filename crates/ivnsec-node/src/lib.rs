@@ -10,6 +10,7 @@
 
 pub mod busy_poll;
 pub mod channel;
+pub mod cpu_latency;
 pub mod dot1x;
 pub mod error;
 pub mod esp_tunnel;

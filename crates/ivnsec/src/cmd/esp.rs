@@ -176,6 +176,8 @@ pub struct UpArgs {
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
+    pub cpu_latency: super::common::dataplane::CpuLatencyArgs,
+    #[command(flatten)]
     pub pipeline: super::common::dataplane::PipelineArgs,
     #[command(flatten)]
     pub crypto_workers: super::common::dataplane::CryptoWorkersArgs,
@@ -325,6 +327,8 @@ fn up(a: UpArgs) -> Result<ExitCode> {
             ),
         )?;
     }
+    // Held while the data plane runs (the kernel drops it when the process ends).
+    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = lab::run(&cfg, keys, stop)?;
     let s = &summary.status;
     println!(

@@ -173,6 +173,8 @@ pub struct Args {
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
+    pub cpu_latency: super::common::dataplane::CpuLatencyArgs,
+    #[command(flatten)]
     pub pipeline: super::common::dataplane::PipelineArgs,
     #[command(flatten)]
     pub rx_ring: super::common::dataplane::RxRingArgs,
@@ -280,6 +282,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.key_source.cert.clone(),
         ),
     )?;
+    // Held while the data plane runs (the kernel drops it when the process ends).
+    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = lab::run_spec(&spec, source.as_mut(), stop)?;
     if a.json {
         json.print(&summary.status)?;
@@ -391,6 +395,8 @@ fn run_ivnae(
             None,
         ),
     )?;
+    // Held while the data plane runs (the kernel drops it when the process ends).
+    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = ivnsec_node::gateway::run(&cfg, stop)?;
     if a.json {
         json.print(&summary.status)?;

@@ -141,6 +141,8 @@ pub struct UpArgs {
     #[command(flatten)]
     pub busy_poll: super::common::dataplane::BusyPollArgs,
     #[command(flatten)]
+    pub cpu_latency: super::common::dataplane::CpuLatencyArgs,
+    #[command(flatten)]
     pub pipeline: super::common::dataplane::PipelineArgs,
     #[command(flatten)]
     pub rx_ring: super::common::dataplane::RxRingArgs,
@@ -247,6 +249,8 @@ fn up(a: UpArgs) -> Result<ExitCode> {
             a.key_source.cert.clone(),
         ),
     )?;
+    // Held while the data plane runs (the kernel drops it when the process ends).
+    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = lab::run(&cfg, source.as_mut(), stop)?;
     if a.json {
         json.print(&summary.status)?;

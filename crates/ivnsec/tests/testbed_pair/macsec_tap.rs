@@ -464,6 +464,77 @@ fn xpn_and_integrity_only_profiles_carry_ping() {
     }
 }
 
+/// The CPU wake-up latency in force (`/dev/cpu_dma_latency`: the smallest request held on the
+/// machine), in microseconds.
+fn cpu_latency_in_force() -> i32 {
+    let b = std::fs::read("/dev/cpu_dma_latency").expect("reading /dev/cpu_dma_latency");
+    i32::from_ne_bytes(b[..4].try_into().expect("4 bytes"))
+}
+
+/// `--cpu-latency-us`: while `macsec up` runs, the kernel's CPU latency request is at most
+/// what was asked (and stderr says so); the pair carries ping; after a kill -9 the request is
+/// gone (the kernel drops it with the process's files). Values outside 0 … 10000 are refused.
+#[test]
+fn cpu_latency_is_held_while_running_and_gone_after_kill_9() {
+    require_root!();
+    if !Path::new("/dev/cpu_dma_latency").exists() {
+        eprintln!("SKIPPED: no /dev/cpu_dma_latency");
+        return;
+    }
+    let o = Command::new(BIN)
+        .args([
+            "macsec",
+            "up",
+            "--iface",
+            "x",
+            "--tap",
+            "y",
+            "--cpu-latency-us",
+            "10001",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--cpu-latency-us"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let d = TempDir::new("mtap-qos");
+    let p = TapPair::new();
+    let profile = "macsec-gcm-aes-128";
+    let keys = key_file(&d, profile);
+    let before = cpu_latency_in_force();
+    let mut c = p.exec('a', BIN);
+    c.args(up_args(&d, &p, 'a', profile, &keys))
+        .args(["--cpu-latency-us", "7"]);
+    let (mut a, _, said) = Proc::start(c, "running until");
+    assert!(said.contains("held at 7 µs"), "stderr: {said}");
+    ip(&[
+        "-n",
+        &p.ns('a'),
+        "addr",
+        "add",
+        "10.99.0.1/24",
+        "dev",
+        &p.tap('a'),
+    ]);
+    let b = start(&d, &p, 'b', profile, &keys);
+    assert!(cpu_latency_in_force() <= 7, "{}", cpu_latency_in_force());
+    let o = ping(&p.ns('a'), "10.99.0.2", &[]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+    a.child().kill().unwrap();
+    a.child().wait().unwrap();
+    // No other holder asked for less than 7 before: what was in force then is again.
+    if before > 7 {
+        crate::common::proc::wait_for(5, "the request dropped with the process", || {
+            cpu_latency_in_force() == before
+        });
+    }
+    assert_eq!(b.stop_json().0, Some(0));
+}
+
 /// Static XPN keys: the SSCI of a member is a function of its SCI alone, so restarting both
 /// members with a third `--peer` added, then with the peers in another order, moves no SSCI.
 /// (It used to: with SSCIs by SCI order, A took the SSCI B had used and started at PN 1, 22

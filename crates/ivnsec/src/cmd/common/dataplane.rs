@@ -31,13 +31,54 @@ impl BusyPollArgs {
     }
 }
 
+/// Most microseconds `--cpu-latency-us` takes.
+pub const MAX_CPU_LATENCY_US: u32 = 10_000;
+
+/// `--cpu-latency-us`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CpuLatencyArgs {
+    /// While the data plane runs, asks the kernel to keep every CPU's wake-up latency at or
+    /// below US microseconds (0 … 10000; PM QoS, /dev/cpu_dma_latency, as tuned's latency
+    /// profiles and cyclictest do): idle CPUs then stay out of the deep idle states (with 0
+    /// they poll), so a data-plane thread woken on an idle CPU starts at once. It costs power
+    /// (idle CPUs stay shallow or busy), not a spinning thread as `--busy-poll-us` does, and it
+    /// is machine-wide while held. The kernel drops the request when the process ends, also on
+    /// kill -9. Needs root. Off by default; when on, stderr says so at the start.
+    /// Example: `sudo ivnsec macsec up --iface eth0 --tap ms0 … --cpu-latency-us 0`
+    #[arg(long, value_name = "US",
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_CPU_LATENCY_US)))]
+    pub cpu_latency_us: Option<u32>,
+}
+
+impl CpuLatencyArgs {
+    /// Holds the request asked for (until the returned value is dropped); `None` when none was
+    /// asked. An error names the option and the device.
+    pub fn hold(&self) -> anyhow::Result<Option<ivnsec_node::cpu_latency::CpuLatency>> {
+        let Some(us) = self.cpu_latency_us else {
+            return Ok(None);
+        };
+        let held = ivnsec_node::cpu_latency::CpuLatency::request(us).map_err(|e| {
+            anyhow::anyhow!(
+                "--cpu-latency-us {us}: {}: {e}",
+                ivnsec_node::cpu_latency::DEVICE
+            )
+        })?;
+        eprintln!(
+            "ivnsec: CPU wake-up latency held at {us} µs or less while running ({})",
+            ivnsec_node::cpu_latency::DEVICE
+        );
+        Ok(Some(held))
+    }
+}
+
 /// `--pipeline`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PipelineArgs {
     /// How each direction of the data plane uses threads (`macsec up`, `gateway`, and `esp up`
     /// on its offload path). `on`: two per direction, in a pipeline (outgoing: reading,
     /// cutting super-frames and protecting on one, sending on the other; incoming: receiving
-    /// on one, verifying and writing to the host side on the other), batch by batch in order,
+    /// on one, writing to the host side on the other, with the verifying on the first for
+    /// `macsec up` and `gateway` and on the second for `esp up`), batch by batch in order,
     /// so one stream can use about twice the CPU; a batch of
     /// a few frames with nothing queued in the second stage is finished by the first, so a
     /// control frame pays no second thread wake-up. `off`: one thread per direction (the
