@@ -46,3 +46,16 @@ pub fn in_force() -> io::Result<i32> {
     File::open(DEVICE)?.read_exact(&mut b)?;
     Ok(i32::from_ne_bytes(b))
 }
+
+/// Holds the request of `--cpu-latency-us US` for a data plane's run (until the returned value
+/// is dropped), saying so on stderr; `None` when none was asked. An error names the option and
+/// the device.
+pub fn hold(us: Option<u32>) -> anyhow::Result<Option<CpuLatency>> {
+    let Some(us) = us else {
+        return Ok(None);
+    };
+    let held = CpuLatency::request(us)
+        .map_err(|e| anyhow::anyhow!("--cpu-latency-us {us}: {DEVICE}: {e}"))?;
+    eprintln!("ivnsec: CPU wake-up latency held at {us} µs or less while running ({DEVICE})");
+    Ok(Some(held))
+}

@@ -69,6 +69,9 @@ pub struct IvnAeGatewayConfig {
     pub rx_checkpoint: Checkpoint,
     /// `--busy-poll-us`: how long a data-plane thread keeps polling once its queue ran empty.
     pub busy_poll: Option<Duration>,
+    /// `--cpu-latency-us`: the CPU wake-up latency held while the gateway runs
+    /// ([`crate::cpu_latency`]); `None`: none asked.
+    pub cpu_latency_us: Option<u32>,
     /// `--rx-ring`: the protected port's frames taken from a receive ring
     /// ([`crate::macsec::RunSpec::rx_ring`]).
     pub rx_ring: bool,
@@ -271,6 +274,8 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
     let prot_buffer = sock.set_recv_buffer_force(cfg.socket_buffer).unwrap_or(0);
     let out = crate::macsec::dataplane::open_send(&cfg.protected)
         .map_err(|e| crate::macsec::open_err(&format!("--protected {}", cfg.protected), e))?;
+    // Held until the gateway stops (the kernel drops it with the process, however it ends).
+    let _cpu_latency = crate::cpu_latency::hold(cfg.cpu_latency_us)?;
     let shared = Shared {
         tx: Mutex::new(Tx { sa: tx, hw }),
         rx: Mutex::new(Rx { receiver, marks }),
@@ -303,6 +308,7 @@ pub fn run(cfg: &IvnAeGatewayConfig, stop: Arc<AtomicBool>) -> Result<Summary> {
         "realtime": scheduling.fixed_realtime(),
         "scheduling": scheduling.json(),
         "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
+        "cpu_latency_us": cfg.cpu_latency_us,
         "pipeline": false,
         "threads": 2,
         "rx_ring": crate::macsec::dataplane::ring_json(ring.as_ref()),

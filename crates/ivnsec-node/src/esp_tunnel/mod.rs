@@ -131,6 +131,9 @@ pub struct Config {
     pub rx_checkpoint: Checkpoint,
     /// `--busy-poll-us`: how long a data-plane thread keeps polling once its queue ran empty.
     pub busy_poll: Option<std::time::Duration>,
+    /// `--cpu-latency-us`: the CPU wake-up latency held while the tunnel runs
+    /// ([`crate::cpu_latency`]); `None`: none asked.
+    pub cpu_latency_us: Option<u32>,
     /// `--crypto-workers`: threads that seal and open the packets of a batch on the offload
     /// path ([`crate::workers`]); `None`: [`crate::workers::auto_count`].
     pub crypto_workers: Option<usize>,
@@ -570,6 +573,8 @@ pub fn run(cfg: &Config, keys: Keys, stop: Arc<AtomicBool>) -> Result<Summary> {
     }
     let workers = crate::workers::Workers::new(cfg.crypto_workers, &cfg.tun, None)
         .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
+    // Held until the tunnel stops (the kernel drops it with the process, however it ends).
+    let _cpu_latency = crate::cpu_latency::hold(cfg.cpu_latency_us)?;
     let shared = Shared {
         tx: Mutex::new(TxState {
             sa: sas.tx,
@@ -789,6 +794,7 @@ fn header(
         "rx": {"spi": cfg.rx_spi},
         "offload": offload,
         "busy_poll_us": cfg.busy_poll.map(|d| d.as_micros() as u64),
+        "cpu_latency_us": cfg.cpu_latency_us,
         "threads": threads,
         "pipeline": pipeline,
     })

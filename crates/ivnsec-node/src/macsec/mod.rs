@@ -400,6 +400,8 @@ pub struct Config {
     pub offload: bool,
     /// [`RunSpec::busy_poll`].
     pub busy_poll: Option<std::time::Duration>,
+    /// [`RunSpec::cpu_latency_us`].
+    pub cpu_latency_us: Option<u32>,
     /// [`RunSpec::pipeline`].
     pub pipeline: Option<bool>,
     /// [`RunSpec::rx_ring`].
@@ -490,6 +492,9 @@ pub struct RunSpec {
     /// How long a data-plane thread keeps polling its queue once it ran empty before it
     /// sleeps (`--busy-poll-us`); `None`: it sleeps at once.
     pub busy_poll: Option<std::time::Duration>,
+    /// The CPU wake-up latency held while the SecY runs (`--cpu-latency-us`,
+    /// [`crate::cpu_latency`]); `None`: none asked.
+    pub cpu_latency_us: Option<u32>,
     /// Whether each direction splits its work across two threads (reading, cutting and
     /// protecting on one, sending on the other; receiving on one, verifying and writing to the
     /// host side on the other), batch by batch in order ([`crate::stages`], `--pipeline
@@ -520,6 +525,7 @@ pub fn run(cfg: &Config, source: &mut dyn KeySource, stop: Arc<AtomicBool>) -> R
         scheduling: Scheduling::Normal,
         offload: cfg.offload,
         busy_poll: cfg.busy_poll,
+        cpu_latency_us: cfg.cpu_latency_us,
         pipeline: cfg.pipeline,
         rx_ring: cfg.rx_ring,
         crypto_workers: cfg.crypto_workers,
@@ -699,6 +705,8 @@ pub fn run_spec(
         crate::workers::Workers::new(spec.crypto_workers, host_name, scheduling.priority())
             .map_err(|e| anyhow::anyhow!("starting the crypto workers: {e}"))?;
 
+    // Held until the SecY stops (the kernel drops it with the process, however it ends).
+    let _cpu_latency = crate::cpu_latency::hold(spec.cpu_latency_us)?;
     let shared = Arc::new(Shared {
         tx: Mutex::new(TxState {
             secy: tx,
@@ -733,6 +741,7 @@ pub fn run_spec(
         "provider": spec.provider.name,
         "replay_window": spec.replay_window,
         "busy_poll_us": spec.busy_poll.map(|d| d.as_micros() as u64),
+        "cpu_latency_us": spec.cpu_latency_us,
         "pipeline": dataplane::pipeline_on(spec.pipeline),
         "threads": dataplane::threads(spec.busy_poll.is_some(), dataplane::pipeline_on(spec.pipeline)),
         "rx_ring": dataplane::ring_json(ring.as_ref()),

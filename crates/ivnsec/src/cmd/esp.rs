@@ -303,6 +303,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         status: a.status.or(status),
         offload: !a.no_offload,
         busy_poll: a.busy_poll.duration(),
+        cpu_latency_us: a.cpu_latency.cpu_latency_us,
         crypto_workers: a.crypto_workers.count(),
         pipeline: a.pipeline.choice(),
         outer_send: a.outer_send.into(),
@@ -327,8 +328,6 @@ fn up(a: UpArgs) -> Result<ExitCode> {
             ),
         )?;
     }
-    // Held while the data plane runs (the kernel drops it when the process ends).
-    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = lab::run(&cfg, keys, stop)?;
     let s = &summary.status;
     println!(

@@ -262,6 +262,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         scheduling: sched,
         offload: false,
         busy_poll: a.busy_poll.duration(),
+        cpu_latency_us: a.cpu_latency.cpu_latency_us,
         pipeline: a.pipeline.choice(),
         rx_ring: a.rx_ring.on(),
         crypto_workers: a.crypto_workers.count(),
@@ -282,8 +283,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
             a.key_source.cert.clone(),
         ),
     )?;
-    // Held while the data plane runs (the kernel drops it when the process ends).
-    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = lab::run_spec(&spec, source.as_mut(), stop)?;
     if a.json {
         json.print(&summary.status)?;
@@ -382,6 +381,7 @@ fn run_ivnae(
         scheduling: sched,
         rx_checkpoint: a.key_source.checkpoint.checkpoint()?,
         busy_poll: a.busy_poll.duration(),
+        cpu_latency_us: a.cpu_latency.cpu_latency_us,
         rx_ring: a.rx_ring.on(),
     };
     let stop = stop_on_signal()?;
@@ -395,8 +395,6 @@ fn run_ivnae(
             None,
         ),
     )?;
-    // Held while the data plane runs (the kernel drops it when the process ends).
-    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = ivnsec_node::gateway::run(&cfg, stop)?;
     if a.json {
         json.print(&summary.status)?;

@@ -229,6 +229,7 @@ fn up(a: UpArgs) -> Result<ExitCode> {
         events: a.events.clone(),
         offload: !a.no_offload,
         busy_poll: a.busy_poll.duration(),
+        cpu_latency_us: a.cpu_latency.cpu_latency_us,
         pipeline: a.pipeline.choice(),
         rx_ring: a.rx_ring.on(),
         crypto_workers: a.crypto_workers.count(),
@@ -249,8 +250,6 @@ fn up(a: UpArgs) -> Result<ExitCode> {
             a.key_source.cert.clone(),
         ),
     )?;
-    // Held while the data plane runs (the kernel drops it when the process ends).
-    let _cpu_latency = a.cpu_latency.hold()?;
     let summary = lab::run(&cfg, source.as_mut(), stop)?;
     if a.json {
         json.print(&summary.status)?;

@@ -60,6 +60,9 @@ fn dataplane_bench_help_shows_runs_seconds_and_an_example() {
             "ONE_CPU",
             "machine.wake_up",
             "WAKES",
+            "CPU_LATENCY_US",
+            "cpu_latency",
+            "/dev/cpu_dma_latency",
         ] {
             assert!(usage.contains(key), "{flag}: no {key} in {usage}");
         }
@@ -224,6 +227,29 @@ fn dataplane_bench_refuses_a_wakes_count_out_of_range_with_exit_2() {
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "WAKES={bad}: stderr {err}");
         assert!(err.contains("WAKES="), "WAKES={bad}: stderr {err}");
+    }
+}
+
+#[test]
+fn dataplane_bench_refuses_a_cpu_latency_out_of_range_with_exit_2() {
+    for bad in ["x", "-1", "10001", "on"] {
+        let out = Command::new("bash")
+            .arg(repo().join("scripts/dataplane-bench"))
+            .args(["1", "1"])
+            .env("CPU_LATENCY_US", bad)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "CPU_LATENCY_US={bad}: stderr {err}"
+        );
+        assert!(
+            err.contains(&format!("CPU_LATENCY_US={bad}: expected 0..10000 or off")),
+            "CPU_LATENCY_US={bad}: stderr {err}"
+        );
     }
 }
 

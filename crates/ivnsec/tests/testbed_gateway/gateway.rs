@@ -170,7 +170,14 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     // gw1 in the latency mode: one thread polls both its ports (and records them).
     let p1 = g1.start(
         &["--keys", k, "--peer", MAC_GW2_PROT],
-        &["--pcap", r, "--busy-poll-us", "300"],
+        &[
+            "--pcap",
+            r,
+            "--busy-poll-us",
+            "300",
+            "--cpu-latency-us",
+            "50",
+        ],
     );
     // gw2 takes its ports' frames from the socket queues, gw1 from receive rings; gw2 seals
     // and opens its batches on two crypto workers.
@@ -263,7 +270,9 @@ fn legacy_ecus_talk_through_two_gateways_with_static_keys() {
     assert!(st["plain_rx_ring"]["slots"].as_u64() > Some(0), "{st}");
     assert_eq!(st["threads"], 1, "{st}");
     assert_eq!(st["busy_poll_us"], 300, "{st}");
+    assert_eq!(st["cpu_latency_us"], 50, "{st}");
     let st2 = g2.status();
+    assert!(st2["cpu_latency_us"].is_null(), "{st2}");
     assert_eq!(st2["threads"], 2, "{st2}");
     assert!(st2["rx_ring"].is_null(), "{st2}");
     assert!(st2["plain_rx_ring"].is_null(), "{st2}");

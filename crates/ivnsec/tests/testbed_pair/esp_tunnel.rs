@@ -636,7 +636,15 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
         &p,
         &k,
         'a',
-        &["--udp-encap", "--busy-poll-us", "300", off[0], off[1]],
+        &[
+            "--udp-encap",
+            "--busy-poll-us",
+            "300",
+            "--cpu-latency-us",
+            "100",
+            off[0],
+            off[1],
+        ],
     );
     let _b = up(
         &d,
@@ -650,6 +658,8 @@ fn udp_encap_offload_carries_tcp_over_ipv4_and_ipv6() {
     tcp_both_ways(&p, "");
     let (sa, sb) = settled_after_tcp(&d);
     assert_eq!((&sa["threads"], &sb["threads"]), (&1.into(), &2.into()));
+    assert_eq!(sa["cpu_latency_us"], 100, "{sa}");
+    assert!(sb["cpu_latency_us"].is_null(), "{sb}");
     // b's workers sealed its TCP segments and opened a's (GRO trains taken apart included).
     assert_eq!(sb["crypto_workers"], 2, "{sb}");
     for k in ["sealed_by_workers", "opened_by_workers"] {

@@ -43,32 +43,12 @@ pub struct CpuLatencyArgs {
     /// they poll), so a data-plane thread woken on an idle CPU starts at once. It costs power
     /// (idle CPUs stay shallow or busy), not a spinning thread as `--busy-poll-us` does, and it
     /// is machine-wide while held. The kernel drops the request when the process ends, also on
-    /// kill -9. Needs root. Off by default; when on, stderr says so at the start.
+    /// kill -9. Needs root. Off by default; when on, stderr says so at the start and the
+    /// status file's `cpu_latency_us` says what is held (null: nothing).
     /// Example: `sudo ivnsec macsec up --iface eth0 --tap ms0 … --cpu-latency-us 0`
     #[arg(long, value_name = "US",
           value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_CPU_LATENCY_US)))]
     pub cpu_latency_us: Option<u32>,
-}
-
-impl CpuLatencyArgs {
-    /// Holds the request asked for (until the returned value is dropped); `None` when none was
-    /// asked. An error names the option and the device.
-    pub fn hold(&self) -> anyhow::Result<Option<ivnsec_node::cpu_latency::CpuLatency>> {
-        let Some(us) = self.cpu_latency_us else {
-            return Ok(None);
-        };
-        let held = ivnsec_node::cpu_latency::CpuLatency::request(us).map_err(|e| {
-            anyhow::anyhow!(
-                "--cpu-latency-us {us}: {}: {e}",
-                ivnsec_node::cpu_latency::DEVICE
-            )
-        })?;
-        eprintln!(
-            "ivnsec: CPU wake-up latency held at {us} µs or less while running ({})",
-            ivnsec_node::cpu_latency::DEVICE
-        );
-        Ok(Some(held))
-    }
 }
 
 /// `--pipeline`.
