@@ -599,13 +599,12 @@ pub fn rx_loop(
                     return;
                 }
             } else {
-                // Verified here, written to the host side by the second stage.
-                if verify(sh, stride, &mut b).is_err() {
-                    return;
-                }
+                // Verified here, written to the host side by the second stage (after a failure,
+                // what is covered still goes, and the data plane stops).
+                let verified = verify(sh, stride, &mut b);
                 match handoff.pass(b, &sh.stop) {
-                    Some(next) => b = next,
-                    None => return,
+                    Some(next) if verified.is_ok() => b = next,
+                    _ => return,
                 }
             }
         }
@@ -798,9 +797,8 @@ fn verify_and_deliver(
 ) -> Result<(), ()> {
     let verified = verify(sh, stride, b);
     if verified.is_err() {
-        // A super-frame held open from earlier batches (verified and covered then) goes out
-        // before the data plane stops, as it would with the next batch.
-        b.k = 0;
+        // What is covered goes out before the data plane stops (nothing of a batch whose mark
+        // could not move), with a super-frame held open from earlier batches.
         b.more = false;
     }
     deliver(sh, host, b);
