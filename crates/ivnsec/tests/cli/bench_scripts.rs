@@ -96,23 +96,33 @@ fn dataplane_bench_refuses_bad_arguments_with_exit_2_and_the_usage() {
     }
 }
 
-#[test]
-fn dataplane_bench_refuses_a_one_cpu_that_is_no_cpu_number_with_exit_2() {
-    for bad in ["x", "-1", "0-1", "1,2"] {
+/// `dataplane-bench 1 1` with `VAR=bad` for each of `bads`: exit 2 before anything runs, and
+/// stderr says `VAR=bad: ` and then `says`.
+fn assert_env_refused(var: &str, bads: &[&str], says: &str) {
+    for bad in bads {
         let out = Command::new("bash")
             .arg(repo().join("scripts/dataplane-bench"))
             .args(["1", "1"])
-            .env("ONE_CPU", bad)
+            .env(var, bad)
             .current_dir(repo())
             .output()
             .unwrap();
         let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "ONE_CPU={bad}: stderr {err}");
+        assert_eq!(out.status.code(), Some(2), "{var}={bad}: stderr {err}");
         assert!(
-            err.contains(&format!("ONE_CPU={bad}: expected a CPU number")),
-            "ONE_CPU={bad}: stderr {err}"
+            err.contains(&format!("{var}={bad}: {says}")),
+            "{var}={bad}: stderr {err}"
         );
     }
+}
+
+#[test]
+fn dataplane_bench_refuses_a_one_cpu_that_is_no_cpu_number_with_exit_2() {
+    assert_env_refused(
+        "ONE_CPU",
+        &["x", "-1", "0-1", "1,2"],
+        "expected a CPU number",
+    );
 }
 
 /// `NAME --help` and `NAME -h` exit 0 with the usage on stdout, which names every one of `keys`.
@@ -216,41 +226,20 @@ fn wake_latency_refuses_bad_arguments_with_exit_2_and_the_usage() {
 
 #[test]
 fn dataplane_bench_refuses_a_wakes_count_out_of_range_with_exit_2() {
-    for bad in ["x", "-1", "99", "1000001"] {
-        let out = Command::new("bash")
-            .arg(repo().join("scripts/dataplane-bench"))
-            .args(["1", "1"])
-            .env("WAKES", bad)
-            .current_dir(repo())
-            .output()
-            .unwrap();
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "WAKES={bad}: stderr {err}");
-        assert!(err.contains("WAKES="), "WAKES={bad}: stderr {err}");
-    }
+    assert_env_refused(
+        "WAKES",
+        &["x", "-1", "99", "1000001"],
+        "expected 0 (not measured) or 100..1000000",
+    );
 }
 
 #[test]
 fn dataplane_bench_refuses_a_cpu_latency_out_of_range_with_exit_2() {
-    for bad in ["x", "-1", "10001", "on"] {
-        let out = Command::new("bash")
-            .arg(repo().join("scripts/dataplane-bench"))
-            .args(["1", "1"])
-            .env("CPU_LATENCY_US", bad)
-            .current_dir(repo())
-            .output()
-            .unwrap();
-        let err = text(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "CPU_LATENCY_US={bad}: stderr {err}"
-        );
-        assert!(
-            err.contains(&format!("CPU_LATENCY_US={bad}: expected 0..10000 or off")),
-            "CPU_LATENCY_US={bad}: stderr {err}"
-        );
-    }
+    assert_env_refused(
+        "CPU_LATENCY_US",
+        &["x", "-1", "10001", "on"],
+        "expected 0..10000 or off",
+    );
 }
 
 const THREADS_USAGE: &str = "Usage: sudo bash scripts/dataplane-threads [ROUNDS [SECONDS]]";
