@@ -125,13 +125,18 @@ fn start_peers(
     let mut c = p.exec(side, BIN);
     c.args(up_args_peers(d, p, side, profile, keys, peers));
     let pr = spawn_until_ready(c, "running until", &format!("macsec up ({side})"));
+    tap_addr(p, side);
+    pr
+}
+
+/// The TAP address of `side` (10.99.0.1 or .2), on its TAP once `macsec up` made it.
+fn tap_addr(p: &TapPair, side: char) {
     let addr = if side == 'a' {
         "10.99.0.1/24"
     } else {
         "10.99.0.2/24"
     };
     ip(&["-n", &p.ns(side), "addr", "add", addr, "dev", &p.tap(side)]);
-    pr
 }
 
 fn start_with(
@@ -145,12 +150,7 @@ fn start_with(
     let mut c = p.exec(side, BIN);
     c.args(up_args(d, p, side, profile, keys)).args(extra);
     let pr = spawn_until_ready(c, "running until", &format!("macsec up ({side})"));
-    let addr = if side == 'a' {
-        "10.99.0.1/24"
-    } else {
-        "10.99.0.2/24"
-    };
-    ip(&["-n", &p.ns(side), "addr", "add", addr, "dev", &p.tap(side)]);
+    tap_addr(p, side);
     pr
 }
 
@@ -464,13 +464,6 @@ fn xpn_and_integrity_only_profiles_carry_ping() {
     }
 }
 
-/// The CPU wake-up latency in force (`/dev/cpu_dma_latency`: the smallest request held on the
-/// machine), in microseconds.
-fn cpu_latency_in_force() -> i32 {
-    let b = std::fs::read("/dev/cpu_dma_latency").expect("reading /dev/cpu_dma_latency");
-    i32::from_ne_bytes(b[..4].try_into().expect("4 bytes"))
-}
-
 /// `--cpu-latency-us`: while `macsec up` runs, the kernel's CPU latency request is at most
 /// what was asked (stderr and the status say so; the peer without it holds none); the pair
 /// carries ping; after a kill -9 the request is
@@ -478,6 +471,7 @@ fn cpu_latency_in_force() -> i32 {
 #[test]
 fn cpu_latency_is_held_while_running_and_gone_after_kill_9() {
     require_root!();
+    let in_force = || ivnsec_node::cpu_latency::in_force().expect("reading /dev/cpu_dma_latency");
     if !Path::new("/dev/cpu_dma_latency").exists() {
         eprintln!("SKIPPED: no /dev/cpu_dma_latency");
         return;
@@ -506,23 +500,15 @@ fn cpu_latency_is_held_while_running_and_gone_after_kill_9() {
     let p = TapPair::new();
     let profile = "macsec-gcm-aes-128";
     let keys = key_file(&d, profile);
-    let before = cpu_latency_in_force();
+    let before = in_force();
     let mut c = p.exec('a', BIN);
     c.args(up_args(&d, &p, 'a', profile, &keys))
         .args(["--cpu-latency-us", "7"]);
     let (mut a, _, said) = Proc::start(c, "running until");
     assert!(said.contains("held at 7 µs"), "stderr: {said}");
-    ip(&[
-        "-n",
-        &p.ns('a'),
-        "addr",
-        "add",
-        "10.99.0.1/24",
-        "dev",
-        &p.tap('a'),
-    ]);
+    tap_addr(&p, 'a');
     let b = start(&d, &p, 'b', profile, &keys);
-    assert!(cpu_latency_in_force() <= 7, "{}", cpu_latency_in_force());
+    assert!(in_force() <= 7, "{}", in_force());
     let (_, sa) = tap_status(&d, &p, 'a');
     let (_, sb) = tap_status(&d, &p, 'b');
     assert_eq!(sa[0]["cpu_latency_us"], 7, "{sa}");
@@ -534,9 +520,7 @@ fn cpu_latency_is_held_while_running_and_gone_after_kill_9() {
     // No holder asked for 7 or less before (other tests ask for more): once the process is
     // gone, 7 is no longer in force.
     if before > 7 {
-        crate::common::proc::wait_for(5, "the request dropped with the process", || {
-            cpu_latency_in_force() > 7
-        });
+        crate::common::proc::wait_for(5, "the request dropped with the process", || in_force() > 7);
     }
     assert_eq!(b.stop_json().0, Some(0));
 }
